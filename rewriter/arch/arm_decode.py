@@ -1,0 +1,214 @@
+"""Decode A32/T32 code with capstone into IR Instructions with their facts.
+
+Capstone tracks IT state only within one ``disasm`` call, so code ranges are decoded
+in one go. The facts (memory accesses, branch kind, PC use) are derived from
+capstone's instruction ids and operands; the emitter relies on them, so they are
+conservative: anything writing PC that is not a recognised direct branch, call or
+return is ``is_indirect``.
+"""
+
+from __future__ import annotations
+
+import capstone
+from capstone import arm as csarm
+
+from ..ir.model import Access, Instruction
+
+REG_NUMBERS = {f"r{i}": i for i in range(13)}
+REG_NUMBERS.update({"sb": 9, "sl": 10, "fp": 11, "ip": 12, "sp": 13, "lr": 14, "pc": 15})
+PC, LR, SP = 15, 14, 13
+
+_LOAD_SIZES = {
+    "ldr": 4, "ldrb": 1, "ldrsb": 1, "ldrh": 2, "ldrsh": 2, "ldrt": 4, "ldrbt": 1, "ldrht": 2,
+    "ldrsbt": 1, "ldrsht": 2, "ldrex": 4, "ldrexb": 1, "ldrexh": 2, "lda": 4, "ldab": 1,
+    "ldah": 2, "ldaex": 4, "ldaexb": 1, "ldaexh": 2,
+}
+_STORE_SIZES = {
+    "str": 4, "strb": 1, "strh": 2, "strt": 4, "strbt": 1, "strht": 2, "strex": 4, "strexb": 1,
+    "strexh": 2, "stl": 4, "stlb": 1, "stlh": 2, "stlex": 4, "stlexb": 1, "stlexh": 2,
+}
+_PAIR = {"ldrd": False, "strd": True, "ldrexd": False, "strexd": True, "ldaexd": False, "stlexd": True}
+# name -> (is_store, first word offset factor: 'ia', 'ib', 'da', 'db')
+_MULTI = {
+    "ldm": (False, "ia"), "ldmia": (False, "ia"), "ldmib": (False, "ib"), "ldmda": (False, "da"),
+    "ldmdb": (False, "db"), "pop": (False, "ia"), "stm": (True, "ia"), "stmia": (True, "ia"),
+    "stmib": (True, "ib"), "stmda": (True, "da"), "stmdb": (True, "db"), "push": (True, "db"),
+}
+_VMULTI = {
+    "vldmia": (False, "ia"), "vldmdb": (False, "db"), "vpop": (False, "ia"),
+    "vstmia": (True, "ia"), "vstmdb": (True, "db"), "vpush": (True, "db"),
+}
+_SHIFT_TYPES = {csarm.ARM_SFT_LSL: 0, csarm.ARM_SFT_LSR: 1, csarm.ARM_SFT_ASR: 2, csarm.ARM_SFT_ROR: 3}
+
+
+def make_disassembler(thumb: bool) -> capstone.Cs:
+    """A capstone handle with details on, in Thumb or ARM mode."""
+    md = capstone.Cs(capstone.CS_ARCH_ARM, capstone.CS_MODE_THUMB if thumb else capstone.CS_MODE_ARM)
+    md.detail = True
+    return md
+
+
+def _reg(md: capstone.Cs, reg_id: int) -> int:
+    return REG_NUMBERS.get(md.reg_name(reg_id), -1)
+
+
+def _vreg_size(name: str) -> int:
+    return {"s": 4, "d": 8, "q": 16}.get(name[:1], 8)
+
+
+def decode_range(md: capstone.Cs, code: bytes, address: int, thumb: bool) -> tuple[list[Instruction], int]:
+    """Decode ``code`` at ``address``; returns the instructions and the address where decoding stopped."""
+    out: list[Instruction] = []
+    end = address
+    it_left = 0
+    for insn in md.disasm(code, address):
+        ins = _facts(md, insn, thumb)
+        if it_left:
+            ins.in_it = True
+            it_left -= 1
+        if ins.is_it:
+            mask = insn.bytes[0] & 0xF
+            it_left = 4 - ((mask & -mask).bit_length() - 1)
+        out.append(ins)
+        end = insn.address + insn.size
+    return out, end
+
+
+def _facts(md: capstone.Cs, insn: capstone.CsInsn, thumb: bool) -> Instruction:
+    name = insn.insn_name()
+    cond = (insn.cc - 1) if insn.cc not in (0, csarm.ARM_CC_AL) else 14
+    ins = Instruction(
+        address=insn.address, size=insn.size, raw=bytes(insn.bytes), thumb=thumb,
+        mnemonic=insn.mnemonic, op_str=insn.op_str, cond=cond, detail=insn,
+    )
+    ops = list(insn.operands)
+    pc_value = insn.address + (4 if thumb else 8)
+    regs_read, regs_write = insn.regs_access()
+    reads = {_reg(md, r) for r in regs_read}
+    writes = {_reg(md, r) for r in regs_write}
+    ins.reads_pc = PC in reads or any(
+        o.type == csarm.ARM_OP_MEM and _reg(md, o.mem.base) == PC for o in ops)
+    ins.writes_pc = PC in writes or any(o.type == csarm.ARM_OP_REG and _reg(md, o.reg) == PC
+                                         and o.access & capstone.CS_AC_WRITE for o in ops)
+    if name == "it":
+        ins.is_it = True
+        ins.reads_pc = ins.writes_pc = False
+        return ins
+    if name == "svc":
+        ins.is_syscall = True
+    ins.accesses = _accesses(md, insn, name, ops, pc_value)
+    _branch_facts(md, ins, insn, name, ops)
+    if ins.writes_pc and ins.branch_target is None and name not in ("b", "bl", "cbz", "cbnz"):
+        ins.is_branch = True
+    return ins
+
+
+def _branch_facts(md: capstone.Cs, ins: Instruction, insn: capstone.CsInsn, name: str, ops: list) -> None:
+    imm_target = next((o.imm for o in ops if o.type == csarm.ARM_OP_IMM), None)
+    if name in ("b", "cbz", "cbnz") and imm_target is not None:
+        ins.is_branch = True
+        ins.branch_target = imm_target & 0xFFFFFFFF
+        ins.writes_pc = True
+        ins.reads_pc = False
+        return
+    if name in ("bl", "blx") and imm_target is not None:
+        ins.is_branch = ins.is_call = True
+        ins.branch_target = imm_target & 0xFFFFFFFF
+        ins.writes_pc = True
+        ins.reads_pc = False
+        return
+    if name == "blx":
+        ins.is_branch = ins.is_call = ins.is_indirect = True
+        ins.writes_pc = True
+        return
+    if name == "bx":
+        ins.is_branch = True
+        ins.writes_pc = True
+        target_reg = _reg(md, ops[0].reg)
+        if target_reg == LR:
+            ins.is_return = True
+        else:
+            ins.is_indirect = True
+        return
+    if not ins.writes_pc:
+        return
+    ins.is_branch = True
+    if name == "pop" or (name in ("ldm", "ldmia") and _reg(md, ops[0].reg) == SP):
+        ins.is_return = True
+        return
+    if name == "ldr" and ops[1].type == csarm.ARM_OP_MEM and _reg(md, ops[1].mem.base) == SP:
+        ins.is_return = True
+        return
+    if name == "mov" and len(ops) == 2 and ops[1].type == csarm.ARM_OP_REG and _reg(md, ops[1].reg) == LR:
+        ins.is_return = True
+        return
+    ins.is_indirect = True
+
+
+def _mem_access(md: capstone.Cs, insn: capstone.CsInsn, op, size: int, is_store: bool, pc_value: int) -> Access:
+    base = _reg(md, op.mem.base)
+    index = _reg(md, op.mem.index) if op.mem.index else None
+    disp = op.mem.disp
+    if op.subtracted and index is None and disp > 0:
+        disp = -disp
+    if insn.post_index:
+        return Access(is_store, size, base, 0)
+    if base == PC and index is None:
+        return Access(is_store, size, PC, ((pc_value & ~3) + disp) & 0xFFFFFFFF)
+    shift = 0
+    shift_type = 0
+    if index is not None:
+        shift = op.shift.value if op.shift.type else 0
+        shift_type = _SHIFT_TYPES.get(op.shift.type, 0)
+        if op.mem.lshift and not shift:
+            shift = op.mem.lshift
+    return Access(is_store, size, base, disp, index, shift, shift_type, bool(op.subtracted and index is not None))
+
+
+def _accesses(md: capstone.Cs, insn: capstone.CsInsn, name: str, ops: list, pc_value: int) -> list[Access]:
+    mem = next((o for o in ops if o.type == csarm.ARM_OP_MEM), None)
+    if name in _LOAD_SIZES and mem is not None:
+        return [_mem_access(md, insn, mem, _LOAD_SIZES[name], False, pc_value)]
+    if name in _STORE_SIZES and mem is not None:
+        return [_mem_access(md, insn, mem, _STORE_SIZES[name], True, pc_value)]
+    if name in _PAIR and mem is not None:
+        first = _mem_access(md, insn, mem, 4, _PAIR[name], pc_value)
+        second = Access(first.is_store, 4, first.base, first.disp + 4, first.index, first.shift,
+                        first.shift_type, first.subtract)
+        return [first, second]
+    if name in ("vldr", "vstr") and mem is not None:
+        size = _vreg_size(md.reg_name(ops[0].reg))
+        return [_mem_access(md, insn, mem, size, name == "vstr", pc_value)]
+    if name in ("tbb", "tbh") and mem is not None:
+        base = _reg(md, mem.mem.base)
+        index = _reg(md, mem.mem.index)
+        return [Access(False, 1 if name == "tbb" else 2, base, pc_value if base == PC else 0, index,
+                       1 if name == "tbh" else 0)]
+    if name in _MULTI:
+        is_store, mode = _MULTI[name]
+        if name in ("push", "pop"):
+            base, regs = SP, [o for o in ops if o.type == csarm.ARM_OP_REG]
+        else:
+            base, regs = _reg(md, ops[0].reg), [o for o in ops[1:] if o.type == csarm.ARM_OP_REG]
+        n = len(regs)
+        start = {"ia": 0, "ib": 4, "da": -4 * n + 4, "db": -4 * n}[mode]
+        return [Access(is_store, 4, base, start + 4 * i) for i in range(n)]
+    if name in _VMULTI:
+        is_store, mode = _VMULTI[name]
+        if name in ("vpush", "vpop"):
+            base, regs = SP, [o for o in ops if o.type == csarm.ARM_OP_REG]
+        else:
+            base, regs = _reg(md, ops[0].reg), [o for o in ops[1:] if o.type == csarm.ARM_OP_REG]
+        sizes = [_vreg_size(md.reg_name(o.reg)) for o in regs]
+        total = sum(sizes)
+        off = 0 if mode == "ia" else -total
+        out = []
+        for size in sizes:
+            out.append(Access(is_store, size, base, off))
+            off += size
+        return out
+    if name[:4] in ("vld1", "vst1") and mem is not None:
+        regs = [o for o in ops if o.type == csarm.ARM_OP_REG and md.reg_name(o.reg).startswith("d")]
+        base = _reg(md, mem.mem.base)
+        return [Access(name.startswith("vst"), 8, base, 8 * i) for i in range(max(1, len(regs)))]
+    return []

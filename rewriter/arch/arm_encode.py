@@ -1,0 +1,413 @@
+"""Encoders for the handful of A32 and T32 instructions the rewriter emits itself.
+
+Everything the rewriter writes that is not a copied original instruction comes from
+here: branches, register moves of constants, pushes and pops, flag saves, IT. Each
+function returns little-endian bytes. Offsets are computed from the address the
+instruction will live at (``src``) and its target (``dst``); both are link-time
+addresses in the same address space, so the result is position independent.
+
+The tests check every encoder against capstone's decoder.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from ..errors import AnvilError
+
+COND = {"eq": 0, "ne": 1, "hs": 2, "cs": 2, "lo": 3, "cc": 3, "mi": 4, "pl": 5, "vs": 6, "vc": 7,
+        "hi": 8, "ls": 9, "ge": 10, "lt": 11, "gt": 12, "le": 13, "al": 14}
+AL = 14
+PC, LR, SP, IP = 15, 14, 13, 12
+
+
+def invert_cond(cond: int) -> int:
+    """The condition that holds exactly when ``cond`` does not (not defined for AL)."""
+    return cond ^ 1
+
+
+def _hw(*halfwords: int) -> bytes:
+    return b"".join(struct.pack("<H", h & 0xFFFF) for h in halfwords)
+
+
+def _w(word: int) -> bytes:
+    return struct.pack("<I", word & 0xFFFFFFFF)
+
+
+class RangeError(AnvilError):
+    """A branch or immediate does not fit its encoding."""
+
+
+# ----------------------------------------------------------------------------- T32
+
+def t32_b(src: int, dst: int, cond: int = AL) -> bytes:
+    """B.W (T4, unconditional, +-16 MiB) or B<cond>.W (T3, +-1 MiB); 4 bytes."""
+    off = dst - (src + 4)
+    if off & 1:
+        raise RangeError(f"thumb branch target {dst:#x} is not halfword aligned")
+    if cond == AL:
+        if not -(1 << 24) <= off < (1 << 24):
+            raise RangeError(f"B.W from {src:#x} cannot reach {dst:#x}")
+        s = (off >> 24) & 1
+        i1 = (off >> 23) & 1
+        i2 = (off >> 22) & 1
+        j1 = (~(i1 ^ s)) & 1
+        j2 = (~(i2 ^ s)) & 1
+        imm10 = (off >> 12) & 0x3FF
+        imm11 = (off >> 1) & 0x7FF
+        return _hw(0xF000 | (s << 10) | imm10, 0x9000 | (j1 << 13) | (j2 << 11) | imm11)
+    if not -(1 << 20) <= off < (1 << 20):
+        raise RangeError(f"B<cond>.W from {src:#x} cannot reach {dst:#x}")
+    s = (off >> 20) & 1
+    j2 = (off >> 19) & 1
+    j1 = (off >> 18) & 1
+    imm6 = (off >> 12) & 0x3F
+    imm11 = (off >> 1) & 0x7FF
+    return _hw(0xF000 | (s << 10) | (cond << 6) | imm6, 0x8000 | (j1 << 13) | (j2 << 11) | imm11)
+
+
+def _t32_bl_common(off: int, second: int) -> bytes:
+    if not -(1 << 24) <= off < (1 << 24):
+        raise RangeError("BL/BLX out of range")
+    s = (off >> 24) & 1
+    i1 = (off >> 23) & 1
+    i2 = (off >> 22) & 1
+    j1 = (~(i1 ^ s)) & 1
+    j2 = (~(i2 ^ s)) & 1
+    imm10 = (off >> 12) & 0x3FF
+    imm11 = (off >> 1) & 0x7FF
+    return _hw(0xF000 | (s << 10) | imm10, second | (j1 << 13) | (j2 << 11) | imm11)
+
+
+def t32_bl(src: int, dst: int) -> bytes:
+    """BL to Thumb code at ``dst``."""
+    return _t32_bl_common(dst - (src + 4), 0xD000)
+
+
+def t32_blx(src: int, dst: int) -> bytes:
+    """BLX (immediate) from Thumb to A32 code at ``dst`` (4-aligned)."""
+    if dst & 3:
+        raise RangeError(f"BLX target {dst:#x} not word aligned")
+    off = dst - ((src + 4) & ~3)
+    return _t32_bl_common(off, 0xC000)
+
+
+def t32_movw(rd: int, imm16: int) -> bytes:
+    """MOVW rd, #imm16 (T3); flags untouched."""
+    imm16 &= 0xFFFF
+    i = (imm16 >> 11) & 1
+    imm4 = imm16 >> 12
+    imm3 = (imm16 >> 8) & 7
+    imm8 = imm16 & 0xFF
+    return _hw(0xF240 | (i << 10) | imm4, (imm3 << 12) | (rd << 8) | imm8)
+
+
+def t32_movt(rd: int, imm16: int) -> bytes:
+    """MOVT rd, #imm16 (T1); flags untouched."""
+    imm16 &= 0xFFFF
+    i = (imm16 >> 11) & 1
+    imm4 = imm16 >> 12
+    imm3 = (imm16 >> 8) & 7
+    imm8 = imm16 & 0xFF
+    return _hw(0xF2C0 | (i << 10) | imm4, (imm3 << 12) | (rd << 8) | imm8)
+
+
+def t32_mov32(rd: int, value: int) -> bytes:
+    """MOVW+MOVT: load a 32-bit constant without touching flags (8 bytes)."""
+    return t32_movw(rd, value & 0xFFFF) + t32_movt(rd, (value >> 16) & 0xFFFF)
+
+
+def t32_add_reg(rdn: int, rm: int) -> bytes:
+    """ADD rdn, rm (16-bit T2 encoding; never sets flags). ``rm`` may be PC."""
+    return _hw(0x4400 | ((rdn >> 3) << 7) | (rm << 3) | (rdn & 7))
+
+
+def t32_pc_address(rd: int, src: int, target: int) -> bytes:
+    """rd = runtime address of link-time ``target``, position independent (10 bytes).
+
+    MOVW/MOVT load the distance, ``add rd, pc`` adds the current PC; the add sits at
+    src+8 so it reads PC = src+12.
+    """
+    delta = (target - (src + 12)) & 0xFFFFFFFF
+    return t32_mov32(rd, delta) + t32_add_reg(rd, PC)
+
+
+def t32_nop() -> bytes:
+    """16-bit NOP."""
+    return _hw(0xBF00)
+
+
+def t32_it(cond: int, count: int = 1) -> bytes:
+    """IT block of ``count`` instructions, all with condition ``cond`` (then-only)."""
+    if not 1 <= count <= 4:
+        raise ValueError("IT covers 1-4 instructions")
+    firstcond = cond
+    c0 = cond & 1
+    # mask: for each further 'then' instruction a bit equal to firstcond[0], then a 1.
+    mask = 0
+    for k in range(count - 1):
+        mask |= c0 << (3 - k)
+    mask |= 1 << (4 - count)
+    return _hw(0xBF00 | (firstcond << 4) | mask)
+
+
+def t32_push(regs: list[int]) -> bytes:
+    """PUSH {regs}: 16-bit when possible, else STMDB sp!, {regs} (32-bit)."""
+    mask = _mask(regs)
+    if mask & ~0x40FF == 0:
+        return _hw(0xB400 | ((mask >> 14) & 1) << 8 | (mask & 0xFF))
+    return _hw(0xE92D, mask)
+
+
+def t32_pop(regs: list[int]) -> bytes:
+    """POP {regs}: 16-bit when possible, else LDMIA sp!, {regs} (32-bit)."""
+    mask = _mask(regs)
+    if mask & ~0x80FF == 0:
+        return _hw(0xBC00 | ((mask >> 15) & 1) << 8 | (mask & 0xFF))
+    return _hw(0xE8BD, mask)
+
+
+def _mask(regs: list[int]) -> int:
+    mask = 0
+    for r in regs:
+        mask |= 1 << r
+    return mask
+
+
+def t32_mrs_apsr(rd: int) -> bytes:
+    """MRS rd, APSR."""
+    return _hw(0xF3EF, 0x8000 | (rd << 8))
+
+
+def t32_msr_apsr(rn: int) -> bytes:
+    """MSR APSR_nzcvqg, rn: restores condition flags, Q and GE."""
+    return _hw(0xF380 | rn, 0x8C00)
+
+
+def t32_ldr_imm(rt: int, rn: int, imm: int) -> bytes:
+    """LDR.W rt, [rn, #imm12] (T3, imm 0..4095)."""
+    if not 0 <= imm < 4096:
+        raise RangeError("ldr immediate out of range")
+    return _hw(0xF8D0 | rn, (rt << 12) | imm)
+
+
+def t32_str_imm(rt: int, rn: int, imm: int) -> bytes:
+    """STR.W rt, [rn, #imm12] (T3, imm 0..4095)."""
+    if not 0 <= imm < 4096:
+        raise RangeError("str immediate out of range")
+    return _hw(0xF8C0 | rn, (rt << 12) | imm)
+
+
+def t32_ldr_reg_lsl(rt: int, rn: int, rm: int, shift: int) -> bytes:
+    """LDR.W rt, [rn, rm, LSL #shift] (shift 0..3)."""
+    return _hw(0xF850 | rn, (rt << 12) | (shift << 4) | rm)
+
+
+def t32_ldrh_reg_lsl(rt: int, rn: int, rm: int, shift: int) -> bytes:
+    """LDRH.W rt, [rn, rm, LSL #shift]."""
+    return _hw(0xF830 | rn, (rt << 12) | (shift << 4) | rm)
+
+
+def t32_ldrb_reg(rt: int, rn: int, rm: int) -> bytes:
+    """LDRB.W rt, [rn, rm]."""
+    return _hw(0xF810 | rn, (rt << 12) | rm)
+
+
+def _t32_modimm(value: int) -> int | None:
+    """Encode ``value`` as a T32 modified immediate (i:imm3:imm8), or None."""
+    value &= 0xFFFFFFFF
+    if value < 256:
+        return value
+    b = value & 0xFF
+    if value == (b << 16 | b) and b:
+        return 0x100 | b
+    b = (value >> 8) & 0xFF
+    if value == (b << 24 | b << 8) and b:
+        return 0x200 | b
+    b = value & 0xFF
+    if value == (b << 24 | b << 16 | b << 8 | b):
+        return 0x300 | b
+    for rot in range(8, 32):
+        unrot = ((value << rot) | (value >> (32 - rot))) & 0xFFFFFFFF
+        if unrot < 256 and unrot & 0x80:
+            return (rot << 7) | (unrot & 0x7F)
+    return None
+
+
+def t32_add_imm(rd: int, rn: int, imm: int) -> bytes:
+    """rd = rn + imm without touching flags (ADDW/SUBW for |imm| < 4096, else ADD.W modimm)."""
+    if 0 <= imm < 4096:
+        return _hw(0xF200 | ((imm >> 11) & 1) << 10 | rn, ((imm >> 8) & 7) << 12 | (rd << 8) | (imm & 0xFF))
+    if -4096 < imm < 0:
+        n = -imm
+        return _hw(0xF2A0 | ((n >> 11) & 1) << 10 | rn, ((n >> 8) & 7) << 12 | (rd << 8) | (n & 0xFF))
+    enc = _t32_modimm(imm)
+    if enc is None:
+        raise RangeError(f"immediate {imm:#x} not encodable")
+    i, imm3, imm8 = enc >> 11, (enc >> 8) & 7, enc & 0xFF
+    return _hw(0xF100 | (i << 10) | rn, (imm3 << 12) | (rd << 8) | imm8)
+
+
+def t32_add_reg_shift(rd: int, rn: int, rm: int, shift_type: int, amount: int, sub: bool = False) -> bytes:
+    """ADD.W/SUB.W rd, rn, rm, <shift> #amount (S=0: flags untouched).
+
+    shift_type: 0 LSL, 1 LSR, 2 ASR, 3 ROR.
+    """
+    op = 0xEBA0 if sub else 0xEB00
+    imm3 = (amount >> 2) & 7
+    imm2 = amount & 3
+    return _hw(op | rn, (imm3 << 12) | (rd << 8) | (imm2 << 6) | (shift_type << 4) | rm)
+
+
+def t32_mov_reg(rd: int, rm: int) -> bytes:
+    """MOV rd, rm (16-bit T1 high-register form; never sets flags)."""
+    return _hw(0x4600 | ((rd >> 3) << 7) | (rm << 3) | (rd & 7))
+
+
+def t32_bx(rm: int) -> bytes:
+    """BX rm."""
+    return _hw(0x4700 | (rm << 3))
+
+
+def t32_blx_reg(rm: int) -> bytes:
+    """BLX rm."""
+    return _hw(0x4780 | (rm << 3))
+
+
+def t32_bic_imm(rd: int, rn: int, imm: int) -> bytes:
+    """BIC rd, rn, #imm (S=0)."""
+    enc = _t32_modimm(imm)
+    if enc is None:
+        raise RangeError(f"immediate {imm:#x} not encodable")
+    i, imm3, imm8 = enc >> 11, (enc >> 8) & 7, enc & 0xFF
+    return _hw(0xF020 | (i << 10) | rn, (imm3 << 12) | (rd << 8) | imm8)
+
+
+def t32_ldrd(rt: int, rt2: int, rn: int, imm: int = 0) -> bytes:
+    """LDRD rt, rt2, [rn, #imm] (imm multiple of 4, 0..1020)."""
+    return _hw(0xE9D0 | rn, (rt << 12) | (rt2 << 8) | (imm >> 2))
+
+
+def t32_strd(rt: int, rt2: int, rn: int, imm: int = 0) -> bytes:
+    """STRD rt, rt2, [rn, #imm] (imm multiple of 4, 0..1020)."""
+    return _hw(0xE9C0 | rn, (rt << 12) | (rt2 << 8) | (imm >> 2))
+
+
+def t32_adds_imm8(rdn: int, imm: int) -> bytes:
+    """ADDS rdn, #imm8 (16-bit, sets flags; rdn low register)."""
+    return _hw(0x3000 | (rdn << 8) | imm)
+
+
+def t32_adc_imm(rd: int, rn: int, imm: int) -> bytes:
+    """ADC.W rd, rn, #imm (S=0)."""
+    enc = _t32_modimm(imm)
+    assert enc is not None
+    i, imm3, imm8 = enc >> 11, (enc >> 8) & 7, enc & 0xFF
+    return _hw(0xF140 | (i << 10) | rn, (imm3 << 12) | (rd << 8) | imm8)
+
+
+def t32_ldr_pc_literal_pair(src: int) -> tuple[bytes, int]:
+    """``ldr.w pc, [pc, #k]`` followed by its literal: returns (instruction+padding, literal offset).
+
+    The literal is the 4 bytes at src + offset; the whole patch is offset + 4 bytes long.
+    """
+    base = (src + 4) & ~3
+    lit = base if base >= src + 4 else base + 4
+    k = lit - base
+    ins = _hw(0xF8DF, (PC << 12) | k)
+    pad = lit - (src + 4)
+    return ins + t32_nop()[:pad] if pad else ins, lit - src
+
+
+# ----------------------------------------------------------------------------- A32
+
+def a32_b(src: int, dst: int, cond: int = AL, link: bool = False) -> bytes:
+    """B<cond> / BL<cond> to A32 code."""
+    off = dst - (src + 8)
+    if off & 3 or not -(1 << 25) <= off < (1 << 25):
+        raise RangeError(f"A32 branch from {src:#x} cannot reach {dst:#x}")
+    return _w((cond << 28) | ((0xB if link else 0xA) << 24) | ((off >> 2) & 0xFFFFFF))
+
+
+def a32_blx_imm(src: int, dst: int) -> bytes:
+    """BLX (immediate) from A32 to Thumb code at ``dst`` (halfword aligned)."""
+    off = dst - (src + 8)
+    if not -(1 << 25) <= off < (1 << 25):
+        raise RangeError("A32 BLX out of range")
+    h = (off >> 1) & 1
+    return _w(0xFA000000 | (h << 24) | ((off >> 2) & 0xFFFFFF))
+
+
+def a32_movw(rd: int, imm16: int, cond: int = AL) -> bytes:
+    """MOVW rd, #imm16."""
+    imm16 &= 0xFFFF
+    return _w((cond << 28) | 0x03000000 | ((imm16 >> 12) << 16) | (rd << 12) | (imm16 & 0xFFF))
+
+
+def a32_movt(rd: int, imm16: int, cond: int = AL) -> bytes:
+    """MOVT rd, #imm16."""
+    imm16 &= 0xFFFF
+    return _w((cond << 28) | 0x03400000 | ((imm16 >> 12) << 16) | (rd << 12) | (imm16 & 0xFFF))
+
+
+def a32_mov32(rd: int, value: int) -> bytes:
+    """MOVW+MOVT: 32-bit constant, flags untouched."""
+    return a32_movw(rd, value & 0xFFFF) + a32_movt(rd, (value >> 16) & 0xFFFF)
+
+
+def a32_add_reg(rd: int, rn: int, rm: int, cond: int = AL) -> bytes:
+    """ADD rd, rn, rm (S=0). ``rn``/``rm`` may be PC (reads as address + 8)."""
+    return _w((cond << 28) | 0x00800000 | (rn << 16) | (rd << 12) | rm)
+
+
+def a32_pc_address(rd: int, src: int, target: int) -> bytes:
+    """rd = runtime address of link-time ``target`` (12 bytes, position independent)."""
+    delta = (target - (src + 16)) & 0xFFFFFFFF
+    return a32_mov32(rd, delta) + a32_add_reg(rd, rd, PC)
+
+
+def a32_push(regs: list[int]) -> bytes:
+    """STMDB sp!, {regs}."""
+    return _w(0xE92D0000 | _mask(regs))
+
+
+def a32_pop(regs: list[int]) -> bytes:
+    """LDMIA sp!, {regs}."""
+    return _w(0xE8BD0000 | _mask(regs))
+
+
+def a32_mrs_apsr(rd: int) -> bytes:
+    """MRS rd, APSR."""
+    return _w(0xE10F0000 | (rd << 12))
+
+
+def a32_msr_apsr(rn: int) -> bytes:
+    """MSR APSR_nzcvqg, rn."""
+    return _w(0xE12CF000 | rn)
+
+
+def a32_ldr_imm(rt: int, rn: int, imm: int) -> bytes:
+    """LDR rt, [rn, #+-imm12]."""
+    u = 1 if imm >= 0 else 0
+    return _w(0xE5100000 | (u << 23) | (rn << 16) | (rt << 12) | abs(imm))
+
+
+def a32_str_imm(rt: int, rn: int, imm: int) -> bytes:
+    """STR rt, [rn, #+-imm12]."""
+    u = 1 if imm >= 0 else 0
+    return _w(0xE5000000 | (u << 23) | (rn << 16) | (rt << 12) | abs(imm))
+
+
+def a32_bx(rm: int, cond: int = AL) -> bytes:
+    """BX rm."""
+    return _w((cond << 28) | 0x012FFF10 | rm)
+
+
+def a32_nop() -> bytes:
+    """NOP (hint)."""
+    return _w(0xE320F000)
+
+
+def a32_ldr_pc_literal() -> bytes:
+    """``ldr pc, [pc, #-4]``: jump to the absolute address in the next word."""
+    return _w(0xE51FF004)

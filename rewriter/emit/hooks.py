@@ -1,0 +1,130 @@
+"""Code for hooks: calls of analysis routines and inline counters, in A32 or T32.
+
+A call saves r0-r5, r12, lr and the flags (APSR including GE), aligns SP to 8 for
+the AAPCS, computes the arguments from the *original* register values (read back
+from the save area where the save sequence clobbered them), calls the routine and
+restores everything. Inline counters save only the registers they use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+
+from ..api import Arg
+from ..arch import arm_encode as enc
+from ..errors import AnvilError
+from ..ir.model import Access, Hook, Instruction
+from .code import Code
+from .isa import IP, ISA, LR, PC, SP
+
+SAVED = [0, 1, 2, 3, 4, 5, IP, LR]
+SAVE_SLOT = {reg: 4 * i for i, reg in enumerate(SAVED)}
+SAVE_BYTES = 4 * len(SAVED)
+FLAGS_REG, FRAME_REG = 4, 5
+
+
+@dataclass
+class HookContext:
+    """What argument computation needs to know about the site."""
+
+    ins: Instruction | None
+    access: Access | None
+    block_insns: int
+    string_label: Callable[[str], Hashable]
+    function_label: Callable[[str], Hashable]
+
+
+def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | None) -> int:
+    """Make the original value of ``reg`` available; returns the register holding it."""
+    if reg in SAVE_SLOT:
+        isa.ldr(code, into, FRAME_REG, SAVE_SLOT[reg])
+        return into
+    if reg == SP:
+        isa.add_imm(code, into, FRAME_REG, SAVE_BYTES)
+        return into
+    if reg == PC:
+        assert ins is not None
+        isa.pc_address(code, into, ins.address + isa.pc_offset)
+        return into
+    return reg
+
+
+def _effective_address(isa: ISA, code: Code, dest: int, access: Access, ins: Instruction) -> None:
+    if access.base == PC and access.index is None:
+        isa.pc_address(code, dest, access.disp)
+        return
+    base = _original_reg(isa, code, access.base, dest, ins)
+    if access.base == PC:
+        # Register-offset from PC (A32 only): PC reads as address + 8.
+        pass
+    if access.index is not None:
+        index = _original_reg(isa, code, access.index, IP, ins)
+        isa.add_shifted(code, dest, base, index, access.shift_type, access.shift, access.subtract)
+        base = dest
+    isa.add_imm(code, dest, base, access.disp)
+
+
+def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
+    """A complete call of ``hook``'s routine with its arguments."""
+    isa.push(code, SAVED)
+    isa.mrs(code, FLAGS_REG)
+    isa.mov_reg(code, FRAME_REG, SP)
+    isa.align_sp8(code, IP)
+    for i, (kind, value) in enumerate(zip(hook.prototype.kinds, hook.args)):
+        _argument(isa, code, i, kind, value, ctx)
+    isa.call(code, ctx.function_label(hook.prototype.name))
+    isa.mov_reg(code, SP, FRAME_REG)
+    isa.msr(code, FLAGS_REG)
+    isa.pop(code, SAVED)
+
+
+def _argument(isa: ISA, code: Code, reg: int, kind: Arg, value: object, ctx: HookContext) -> None:
+    if kind is Arg.CONST:
+        isa.mov32(code, reg, int(value) & 0xFFFFFFFF)
+    elif kind is Arg.STRING:
+        isa.pc_address(code, reg, ctx.string_label(str(value)))
+    elif kind is Arg.INST_ADDR:
+        assert ctx.ins is not None
+        isa.pc_address(code, reg, ctx.ins.address)
+    elif kind is Arg.BLOCK_INSNS:
+        isa.mov32(code, reg, ctx.block_insns)
+    elif kind is Arg.EFFADDR:
+        assert ctx.access is not None and ctx.ins is not None
+        _effective_address(isa, code, reg, ctx.access, ctx.ins)
+    elif kind is Arg.ACCESS_SIZE:
+        assert ctx.access is not None
+        isa.mov32(code, reg, ctx.access.size)
+    elif kind is Arg.ACCESS_IS_STORE:
+        assert ctx.access is not None
+        isa.mov32(code, reg, int(ctx.access.is_store))
+    elif kind is Arg.REG_VALUE:
+        got = _original_reg(isa, code, int(value), reg, ctx.ins)
+        if got != reg:
+            isa.mov_reg(code, reg, got)
+    else:
+        raise AnvilError(f"argument kind {kind.name} is not supported yet")
+
+
+def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, save_flags: bool = True) -> None:
+    """counter (64-bit, at a label) += amount, inline; registers and flags preserved."""
+    regs = [0, 1, 2] + ([3] if save_flags else []) + ([IP] if amount >= 256 else [])
+    isa.push(code, regs)
+    if save_flags:
+        isa.mrs(code, 3)
+    isa.pc_address(code, 2, counter_label)
+    if amount >= 256:
+        isa.mov32(code, IP, amount)
+    if isa.thumb:
+        code.emit(enc.t32_ldrd(0, 1, 2))
+        code.emit(enc.t32_adds_imm8(0, amount) if amount < 256 else enc._hw(0xEB10, IP))  # adds r0, ..
+        code.emit(enc.t32_adc_imm(1, 1, 0))
+        code.emit(enc.t32_strd(0, 1, 2))
+    else:
+        code.emit(enc._w(0xE1C200D0))  # ldrd r0, r1, [r2]
+        code.emit(enc._w(0xE2900000 | amount) if amount < 256 else enc._w(0xE090000C))  # adds r0, ..
+        code.emit(enc._w(0xE2A11000))  # adc r1, r1, #0
+        code.emit(enc._w(0xE1C200F0))  # strd r0, r1, [r2]
+    if save_flags:
+        isa.msr(code, 3)
+    isa.pop(code, regs)

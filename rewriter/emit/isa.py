@@ -1,0 +1,189 @@
+"""One interface over the A32 and T32 encoders, so hook sequences are written once.
+
+``ISA.for_mode(thumb)`` gives the instance; every method appends to a ``Code``.
+Symbolic targets (labels) are resolved by fixups when the code is finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from ..arch import arm_encode as enc
+from .code import Code, Resolver
+
+AL = enc.AL
+PC, LR, SP, IP = 15, 14, 13, 12
+
+
+def _addr(target: Hashable | int, resolve: Resolver) -> int:
+    return target if isinstance(target, int) else resolve(target)
+
+
+class ISA:
+    """Emit helpers for one instruction set."""
+
+    thumb: bool = True
+    pc_offset: int = 4
+
+    @staticmethod
+    def for_mode(thumb: bool) -> ISA:
+        return T32 if thumb else A32
+
+
+class _T32(ISA):
+    thumb = True
+    pc_offset = 4
+
+    def push(self, code: Code, regs: list[int]) -> None:
+        code.emit(enc.t32_push(regs))
+
+    def pop(self, code: Code, regs: list[int]) -> None:
+        code.emit(enc.t32_pop(regs))
+
+    def mrs(self, code: Code, rd: int) -> None:
+        code.emit(enc.t32_mrs_apsr(rd))
+
+    def msr(self, code: Code, rn: int) -> None:
+        code.emit(enc.t32_msr_apsr(rn))
+
+    def mov_reg(self, code: Code, rd: int, rm: int) -> None:
+        code.emit(enc.t32_mov_reg(rd, rm))
+
+    def ldr(self, code: Code, rt: int, rn: int, off: int) -> None:
+        code.emit(enc.t32_ldr_imm(rt, rn, off))
+
+    def str(self, code: Code, rt: int, rn: int, off: int) -> None:
+        code.emit(enc.t32_str_imm(rt, rn, off))
+
+    def mov32(self, code: Code, rd: int, value: int) -> None:
+        if 0 <= value <= 0xFFFF:
+            code.emit(enc.t32_movw(rd, value))
+        else:
+            code.emit(enc.t32_mov32(rd, value))
+
+    def add_imm(self, code: Code, rd: int, rn: int, imm: int, scratch: int = IP) -> None:
+        """rd = rn + imm, flags untouched; may use ``scratch`` for large immediates."""
+        if imm == 0:
+            if rd != rn:
+                self.mov_reg(code, rd, rn)
+            return
+        try:
+            code.emit(enc.t32_add_imm(rd, rn, imm))
+        except enc.RangeError:
+            self.mov32(code, scratch, imm & 0xFFFFFFFF)
+            code.emit(enc.t32_add_reg_shift(rd, rn, scratch, 0, 0))
+
+    def add_shifted(self, code: Code, rd: int, rn: int, rm: int, shift_type: int, amount: int,
+                    sub: bool = False) -> None:
+        code.emit(enc.t32_add_reg_shift(rd, rn, rm, shift_type, amount, sub))
+
+    def align_sp8(self, code: Code, tmp: int) -> None:
+        """Round SP down to a multiple of 8 (``tmp`` is clobbered)."""
+        code.emit(enc.t32_mov_reg(tmp, SP))
+        code.emit(enc.t32_bic_imm(tmp, tmp, 7))
+        code.emit(enc.t32_mov_reg(SP, tmp))
+
+    def pc_address(self, code: Code, rd: int, target: Hashable | int) -> None:
+        """rd = runtime address of link-time ``target`` (label or address)."""
+        code.later(10, lambda at, r: enc.t32_pc_address(rd, at, _addr(target, r)))
+
+    def call(self, code: Code, target: Hashable | int, target_thumb: bool = True) -> None:
+        if target_thumb:
+            code.later(4, lambda at, r: enc.t32_bl(at, _addr(target, r)))
+        else:
+            code.later(4, lambda at, r: enc.t32_blx(at, _addr(target, r)))
+
+    def branch(self, code: Code, target: Hashable | int, cond: int = AL) -> None:
+        code.later(4, lambda at, r: enc.t32_b(at, _addr(target, r), cond))
+
+    def skip_unless(self, code: Code, cond: int) -> object:
+        """Start a region that runs only when ``cond`` holds; pass the result to ``end_skip``."""
+        key = ("skip", id(code), code.size)
+        self.branch(code, key, enc.invert_cond(cond))
+        return key
+
+    def end_skip(self, code: Code, key: object) -> None:
+        code.label(key)
+
+    def far_jump(self, code: Code, target: int, target_thumb: bool) -> None:
+        """Jump to a link-time address anywhere (clobbers IP, as veneers may)."""
+        dest = target | (1 if target_thumb else 0)
+        code.later(12, lambda at, r: enc.t32_mov32(IP, (dest - (at + 12)) & 0xFFFFFFFF)
+                   + enc.t32_add_reg(IP, PC) + enc.t32_bx(IP))
+
+
+class _A32(ISA):
+    thumb = False
+    pc_offset = 8
+
+    def push(self, code: Code, regs: list[int]) -> None:
+        code.emit(enc.a32_push(regs))
+
+    def pop(self, code: Code, regs: list[int]) -> None:
+        code.emit(enc.a32_pop(regs))
+
+    def mrs(self, code: Code, rd: int) -> None:
+        code.emit(enc.a32_mrs_apsr(rd))
+
+    def msr(self, code: Code, rn: int) -> None:
+        code.emit(enc.a32_msr_apsr(rn))
+
+    def mov_reg(self, code: Code, rd: int, rm: int) -> None:
+        code.emit(enc._w(0xE1A00000 | (rd << 12) | rm))
+
+    def ldr(self, code: Code, rt: int, rn: int, off: int) -> None:
+        code.emit(enc.a32_ldr_imm(rt, rn, off))
+
+    def str(self, code: Code, rt: int, rn: int, off: int) -> None:
+        code.emit(enc.a32_str_imm(rt, rn, off))
+
+    def mov32(self, code: Code, rd: int, value: int) -> None:
+        if 0 <= value <= 0xFFFF:
+            code.emit(enc.a32_movw(rd, value))
+        else:
+            code.emit(enc.a32_mov32(rd, value))
+
+    def add_imm(self, code: Code, rd: int, rn: int, imm: int, scratch: int = IP) -> None:
+        if imm == 0:
+            if rd != rn:
+                self.mov_reg(code, rd, rn)
+            return
+        self.mov32(code, scratch, imm & 0xFFFFFFFF)
+        code.emit(enc.a32_add_reg(rd, rn, scratch))
+
+    def add_shifted(self, code: Code, rd: int, rn: int, rm: int, shift_type: int, amount: int,
+                    sub: bool = False) -> None:
+        op = 0x00400000 if sub else 0x00800000
+        code.emit(enc._w(0xE0000000 | op | (rn << 16) | (rd << 12) | (amount << 7) | (shift_type << 5) | rm))
+
+    def align_sp8(self, code: Code, tmp: int) -> None:
+        code.emit(enc._w(0xE3CDD007))  # bic sp, sp, #7
+
+    def pc_address(self, code: Code, rd: int, target: Hashable | int) -> None:
+        code.later(12, lambda at, r: enc.a32_pc_address(rd, at, _addr(target, r)))
+
+    def call(self, code: Code, target: Hashable | int, target_thumb: bool = True) -> None:
+        if target_thumb:
+            code.later(4, lambda at, r: enc.a32_blx_imm(at, _addr(target, r)))
+        else:
+            code.later(4, lambda at, r: enc.a32_b(at, _addr(target, r), link=True))
+
+    def branch(self, code: Code, target: Hashable | int, cond: int = AL) -> None:
+        code.later(4, lambda at, r: enc.a32_b(at, _addr(target, r), cond))
+
+    def skip_unless(self, code: Code, cond: int) -> object:
+        key = ("skip", id(code), code.size)
+        self.branch(code, key, enc.invert_cond(cond))
+        return key
+
+    def end_skip(self, code: Code, key: object) -> None:
+        code.label(key)
+
+    def far_jump(self, code: Code, target: int, target_thumb: bool) -> None:
+        dest = target | (1 if target_thumb else 0)
+        code.later(16, lambda at, r: enc.a32_mov32(IP, (dest - (at + 16)) & 0xFFFFFFFF)
+                   + enc.a32_add_reg(IP, IP, PC) + enc.a32_bx(IP))
+
+
+T32 = _T32()
+A32 = _A32()

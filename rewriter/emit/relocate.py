@@ -1,0 +1,460 @@
+"""Copy procedures into the new code region with their hooks placed inline.
+
+Each original instruction becomes one of:
+
+- a verbatim copy, when it does not depend on where it is (most instructions; in
+  an IT block it gets an IT of its own, so hooks can sit between the instructions);
+- a direct branch or call re-encoded to the relocated target, or through a veneer
+  to original code that is not relocated;
+- a rewrite of a PC-relative read that produces the same value as at the original
+  address (literal loads become the constant they load; ``adr``/``add rX, pc``
+  compute the original address);
+- for computed jumps (jump tables, ``bx rN``, ``add pc, ...``, TBB/TBH): the jump
+  target is computed as in the original and translated at run time by a
+  per-procedure table from original to relocated addresses.
+
+Returns keep working unchanged because calls from relocated code push relocated
+return addresses.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+
+from ..arch import arm_encode as enc
+from ..arch.arm_decode import REG_NUMBERS
+from ..errors import AnvilError
+from ..ir.model import Hook, Instruction, Procedure
+from .code import Code
+from .hooks import HookContext, emit_call, emit_increment
+from .isa import A32, AL, IP, ISA, LR, PC, SP, T32
+
+
+class Unsupported(AnvilError):
+    """An instruction the relocator cannot move (its procedure stays uninstrumented)."""
+
+
+@dataclass
+class RelocationContext:
+    """What the relocator needs to know about the rest of the image."""
+
+    relocated: set[int]                      # original addresses of relocated instructions
+    mode_at: Callable[[int], bool]           # is the original code at this address Thumb?
+    read: Callable[[int, int], bytes]        # read original bytes
+    function_label: Callable[[str], Hashable]
+    string_label: Callable[[str], Hashable]
+    counter_label: Callable[[str, int], Hashable]
+    xlate_label: Hashable
+    veneers: dict[tuple[int, bool, bool], Hashable] = field(default_factory=dict)
+    xlate_tables: list[tuple[Procedure, Hashable]] = field(default_factory=list)
+
+
+def ins_label(addr: int) -> tuple[str, int]:
+    """The label of an original instruction's relocated copy (its hooks included)."""
+    return ("ins", addr)
+
+
+def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> None:
+    """Emit ``proc`` with its hooks into ``code``."""
+    code.align(4)
+    insns = list(proc.instructions())
+    needs_table = False
+    for bi, block in enumerate(proc.blocks):
+        for k, ins in enumerate(block.instructions):
+            code.label(ins_label(ins.address))
+            isa = ISA.for_mode(ins.thumb)
+            if k == 0:
+                for counter, index, amount in block.counter_increments:
+                    emit_increment(isa, code, ctx.counter_label(counter, index), amount)
+                if bi == 0:
+                    _calls(isa, code, proc.hooks, ins, None, block.size, ctx, AL)
+                _calls(isa, code, block.hooks, ins, None, block.size, ctx, AL)
+            for hook in ins.hooks:
+                cond = ins.cond
+                if hook.prototype.per_access:
+                    for access in ins.accesses:
+                        _calls(isa, code, [hook], ins, access, block.size, ctx, cond)
+                else:
+                    _calls(isa, code, [hook], ins, None, block.size, ctx, cond)
+            needs_table |= _relocate(ins, isa, code, ctx, proc)
+    _fallthroughs(insns, code, ctx)
+    if needs_table:
+        key = ("xlate", proc.address)
+        ctx.xlate_tables.append((proc, key))
+
+
+def _fallthroughs(insns: list[Instruction], code: Code, ctx: RelocationContext) -> None:
+    """After the last instruction (if it can fall through), continue at the original successor."""
+    last = insns[-1]
+    if _can_fall_through(last):
+        _jump(ISA.for_mode(last.thumb), code, last.end, ctx.mode_at(last.end), AL, ctx)
+
+
+def _can_fall_through(ins: Instruction) -> bool:
+    if ins.is_call or ins.is_syscall:
+        return True
+    if ins.is_branch or ins.writes_pc:
+        return ins.cond != AL
+    return True
+
+
+def _calls(isa: ISA, code: Code, hooks: list[Hook], ins: Instruction, access, block_insns: int,
+           ctx: RelocationContext, cond: int) -> None:
+    for hook in hooks:
+        skip = isa.skip_unless(code, cond) if cond != AL else None
+        hctx = HookContext(ins, access, block_insns, ctx.string_label, ctx.function_label)
+        emit_call(isa, code, hook, hctx)
+        if skip is not None:
+            isa.end_skip(code, skip)
+
+
+def _jump(isa: ISA, code: Code, target: int, target_thumb: bool, cond: int, ctx: RelocationContext,
+          local: bool = False) -> None:
+    """Branch (conditionally) to original address ``target``: its relocated copy if any.
+
+    ``local`` says the target is in the same procedure, so a T32 conditional branch
+    (+-1 MiB) reaches it; elsewhere a condition skips over an unconditional B.W.
+    """
+    relocated = target in ctx.relocated
+    same_mode = relocated and ctx.mode_at(target) == isa.thumb
+    if same_mode and (cond == AL or not isa.thumb or local):
+        isa.branch(code, ins_label(target), cond)
+        return
+    skip = isa.skip_unless(code, cond) if cond != AL else None
+    if same_mode:
+        isa.branch(code, ins_label(target))
+    elif relocated:
+        _far_to_label(isa, code, ins_label(target), ctx.mode_at(target))
+    else:
+        isa.far_jump(code, target, target_thumb)
+    if skip is not None:
+        isa.end_skip(code, skip)
+
+
+def _far_to_label(isa: ISA, code: Code, label: Hashable, thumb: bool) -> None:
+    bit = 1 if thumb else 0
+    if isa.thumb:
+        code.later(12, lambda at, r: enc.t32_mov32(IP, ((r(label) | bit) - (at + 12)) & 0xFFFFFFFF)
+                   + enc.t32_add_reg(IP, PC) + enc.t32_bx(IP))
+    else:
+        code.later(16, lambda at, r: enc.a32_mov32(IP, ((r(label) | bit) - (at + 16)) & 0xFFFFFFFF)
+                   + enc.a32_add_reg(IP, IP, PC) + enc.a32_bx(IP))
+
+
+def _call(isa: ISA, code: Code, target: int, target_thumb: bool, cond: int, ctx: RelocationContext) -> None:
+    skip = isa.skip_unless(code, cond) if cond != AL else None
+    if target in ctx.relocated:
+        isa.call(code, ins_label(target), target_thumb)
+    else:
+        key = (target, target_thumb, isa.thumb)
+        label = ctx.veneers.setdefault(key, ("veneer",) + key)
+        isa.call(code, label, isa.thumb)
+    if skip is not None:
+        isa.end_skip(code, skip)
+
+
+def _copy(ins: Instruction, code: Code) -> None:
+    if ins.thumb and ins.in_it:
+        code.emit(enc.t32_it(ins.cond))
+    code.emit(ins.raw)
+
+
+def _relocate(ins: Instruction, isa: ISA, code: Code, ctx: RelocationContext, proc: Procedure) -> bool:
+    """Emit the relocated form of one instruction; True if it needs the translation table."""
+    if ins.is_it:
+        return False
+    name = ins.detail.insn_name()
+    if ins.branch_target is not None:
+        _direct(ins, name, isa, code, ctx)
+        return False
+    if ins.writes_pc:
+        if ins.is_return or ins.is_call:
+            if ins.reads_pc:
+                raise Unsupported(f"{ins}: return or call reading PC")
+            _copy(ins, code)
+            return False
+        literal = _literal_target(ins, name, ctx)
+        if literal is not None:
+            _jump(isa, code, literal & ~1, bool(literal & 1), ins.cond, ctx)
+            return False
+        _translated_jump(ins, name, isa, code, ctx)
+        return True
+    if ins.reads_pc:
+        _pc_relative(ins, name, isa, code, ctx)
+        return False
+    _copy(ins, code)
+    return False
+
+
+def _direct(ins: Instruction, name: str, isa: ISA, code: Code, ctx: RelocationContext) -> None:
+    target = ins.branch_target
+    assert target is not None
+    if name in ("cbz", "cbnz"):
+        hw = struct.unpack("<H", ins.raw)[0]
+        rn = hw & 7
+        inverse = 0 if name == "cbnz" else 1
+        code.emit(struct.pack("<H", 0xB100 | (inverse << 11) | (1 << 3) | rn))
+        _jump(T32, code, target, True, AL, ctx)
+        return
+    if name == "b":
+        proc = ins.block.procedure if ins.block else None
+        local = proc is not None and proc.address <= target < proc.end
+        _jump(isa, code, target, isa.thumb, ins.cond, ctx, local)
+        return
+    target_thumb = isa.thumb if name == "bl" else not isa.thumb
+    if target_thumb:
+        target &= ~1
+    _call(isa, code, target, target_thumb, ins.cond, ctx)
+
+
+def _literal_value(ins: Instruction, name: str, ctx: RelocationContext) -> int:
+    access = ins.accesses[0]
+    size = access.size
+    raw = ctx.read(access.disp, size)
+    signed = name in ("ldrsb", "ldrsh")
+    return int.from_bytes(raw, "little", signed=signed) & 0xFFFFFFFF
+
+
+def _literal_target(ins: Instruction, name: str, ctx: RelocationContext) -> int | None:
+    """For ``ldr pc, [pc, #x]``: the constant it jumps to."""
+    if name == "ldr" and len(ins.accesses) == 1 and ins.accesses[0].base == PC and ins.accesses[0].index is None:
+        return _literal_value(ins, name, ctx)
+    return None
+
+
+def _regs_read(ins: Instruction) -> set[int]:
+    md_insn = ins.detail
+    regs_read, _ = md_insn.regs_access()
+    names = {md_insn.reg_name(r) for r in regs_read}
+    return {REG_NUMBERS[n] for n in names if n in REG_NUMBERS}
+
+
+def _regs_used(ins: Instruction) -> set[int]:
+    md_insn = ins.detail
+    regs_read, regs_written = md_insn.regs_access()
+    names = {md_insn.reg_name(r) for r in list(regs_read) + list(regs_written)}
+    return {REG_NUMBERS[n] for n in names if n in REG_NUMBERS}
+
+
+def _scratch(avoid: set[int], count: int) -> list[int]:
+    free = [r for r in (0, 1, 2, 3) if r not in avoid]
+    if len(free) < count:
+        raise Unsupported("no scratch register free")
+    return free[:count]
+
+
+def _pc_relative(ins: Instruction, name: str, isa: ISA, code: Code, ctx: RelocationContext) -> None:
+    ops = ins.detail.operands
+    literal = (len(ins.accesses) >= 1 and ins.accesses[0].base == PC and ins.accesses[0].index is None)
+    if name == "pld" or name == "pli":
+        return  # a prefetch hint of original data: no architectural effect, drop it
+    if literal and name in ("ldr", "ldrb", "ldrh", "ldrsb", "ldrsh"):
+        rt = REG_NUMBERS[ins.detail.reg_name(ops[0].reg)]
+        _under(isa, code, ins, lambda: isa.mov32(code, rt, _literal_value(ins, name, ctx)))
+        return
+    if literal and name == "ldrd":
+        rt = REG_NUMBERS[ins.detail.reg_name(ops[0].reg)]
+        rt2 = REG_NUMBERS[ins.detail.reg_name(ops[1].reg)]
+        lo = int.from_bytes(ctx.read(ins.accesses[0].disp, 4), "little")
+        hi = int.from_bytes(ctx.read(ins.accesses[0].disp + 4, 4), "little")
+        _under(isa, code, ins, lambda: (isa.mov32(code, rt, lo), isa.mov32(code, rt2, hi)))
+        return
+    if ins.thumb:
+        _t32_pc_relative(ins, name, code, ctx, literal)
+    else:
+        _a32_pc_relative(ins, code)
+
+
+def _under(isa: ISA, code: Code, ins: Instruction, body: Callable[[], object]) -> None:
+    """Emit ``body`` so that it runs only when the instruction's condition holds."""
+    skip = isa.skip_unless(code, ins.cond) if ins.cond != AL else None
+    body()
+    if skip is not None:
+        isa.end_skip(code, skip)
+
+
+def _t32_pc_relative(ins: Instruction, name: str, code: Code, ctx: RelocationContext, literal: bool) -> None:
+    raw = ins.raw
+    hw1 = struct.unpack_from("<H", raw)[0]
+    pc = ins.address + 4
+    if ins.size == 2 and (hw1 & 0xF800) == 0xA000:  # ADR (T1)
+        rd = (hw1 >> 8) & 7
+        target = (pc & ~3) + (hw1 & 0xFF) * 4
+        _under(T32, code, ins, lambda: T32.pc_address(code, rd, target))
+        return
+    if ins.size == 2 and (hw1 & 0xFF78) == 0x4678:  # MOV rd, pc
+        rd = (hw1 & 7) | ((hw1 >> 4) & 8)
+        _under(T32, code, ins, lambda: T32.pc_address(code, rd, pc))
+        return
+    if ins.size == 2 and (hw1 & 0xFF78) == 0x4478:  # ADD rd, pc
+        rd = (hw1 & 7) | ((hw1 >> 4) & 8)
+        (s,) = _scratch({rd}, 1)
+
+        def body() -> None:
+            T32.push(code, [s])
+            T32.pc_address(code, s, pc)
+            code.emit(enc.t32_add_reg(rd, s))
+            T32.pop(code, [s])
+        _under(T32, code, ins, body)
+        return
+    if ins.size == 4:
+        hw2 = struct.unpack_from("<H", raw, 2)[0]
+        if (hw1 & 0xFBFF) in (0xF2AF, 0xF20F) and not (hw2 & 0x8000):  # ADR.W (T2 sub / T3 add)
+            imm = ((hw1 >> 10) & 1) << 11 | ((hw2 >> 12) & 7) << 8 | (hw2 & 0xFF)
+            rd = (hw2 >> 8) & 0xF
+            target = (pc & ~3) + (-imm if (hw1 & 0xFBFF) == 0xF2AF else imm)
+            _under(T32, code, ins, lambda: T32.pc_address(code, rd, target))
+            return
+        if literal and name == "vldr":
+            s = 0
+
+            def body() -> None:
+                T32.push(code, [s])
+                T32.pc_address(code, s, ins.accesses[0].disp)
+                code.emit(struct.pack("<HH", (hw1 & ~0x8F) | 0x80 | s, hw2 & ~0xFF))
+                T32.pop(code, [s])
+            _under(T32, code, ins, body)
+            return
+    raise Unsupported(f"{ins}: PC-relative form not supported")
+
+
+def _a32_substitute(word: int, p: int) -> int:
+    """Replace PC in the Rn (19:16) and, for register forms, Rm (3:0) fields by ``p``; condition AL."""
+    if (word >> 16) & 0xF == PC:
+        word = (word & ~(0xF << 16)) | (p << 16)
+    op = (word >> 25) & 7
+    extra_imm = op == 0 and (word & 0x90) == 0x90 and (word >> 22) & 1
+    if word & 0xF == PC and (op == 3 or (op == 0 and not extra_imm)):
+        word = (word & ~0xF) | p
+    return (word & 0x0FFFFFFF) | (AL << 28)
+
+
+def _a32_pc_relative(ins: Instruction, code: Code) -> None:
+    word = struct.unpack("<I", ins.raw)[0]
+    used = _regs_used(ins)
+    if SP in used:
+        raise Unsupported(f"{ins}: PC-relative with SP")
+    (p,) = _scratch(used, 1)
+
+    def body() -> None:
+        A32.push(code, [p])
+        A32.pc_address(code, p, ins.address + 8)
+        code.emit(struct.pack("<I", _a32_substitute(word, p)))
+        A32.pop(code, [p])
+    _under(A32, code, ins, body)
+
+
+def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: RelocationContext) -> None:
+    """A jump whose target is computed at run time: compute it, translate it, go."""
+    sources = _regs_read(ins) - {PC}
+    if sources & {SP}:
+        raise Unsupported(f"{ins}: computed jump reading SP")
+    skip = isa.skip_unless(code, ins.cond) if ins.cond != AL else None
+    if isa.thumb:
+        code.emit(struct.pack("<H", 0xB081))  # sub sp, #4: slot for the destination
+    else:
+        code.emit(struct.pack("<I", 0xE24DD004))
+    isa.push(code, [0, 1, 2, 3, LR])
+    t, p = _scratch(sources, 2)
+    _compute_target(ins, name, isa, code, t, p, sources)
+    if t != 0:
+        isa.mov_reg(code, 0, t)
+    isa.pc_address(code, 1, ("xlate", _proc_of(ins)))
+    isa.call(code, ctx.xlate_label, True)
+    isa.str(code, 0, SP, 20)
+    isa.pop(code, [0, 1, 2, 3, LR])
+    if isa.thumb:
+        code.emit(struct.pack("<HH", 0xF85D, 0xFB04))  # ldr.w pc, [sp], #4
+    else:
+        code.emit(struct.pack("<I", 0xE49DF004))  # ldr pc, [sp], #4
+    if skip is not None:
+        isa.end_skip(code, skip)
+
+
+def _proc_of(ins: Instruction) -> int:
+    assert ins.block is not None
+    return ins.block.procedure.address
+
+
+def _compute_target(ins: Instruction, name: str, isa: ISA, code: Code, t: int, p: int, sources: set[int]) -> None:
+    raw = ins.raw
+    if ins.thumb:
+        hw1 = struct.unpack_from("<H", raw)[0]
+        if ins.size == 2 and (hw1 & 0xFF80) == 0x4700:  # BX rm
+            isa.mov_reg(code, t, (hw1 >> 3) & 0xF)
+            return
+        if ins.size == 2 and (hw1 & 0xFF87) == 0x4687:  # MOV pc, rm
+            isa.mov_reg(code, t, (hw1 >> 3) & 0xF)
+            code.emit(struct.pack("<HH", 0xF040 | t, (t << 8) | 1))  # orr t, t, #1: stays Thumb
+            return
+        if ins.size == 2 and (hw1 & 0xFF87) == 0x4487:  # ADD pc, rm
+            rm = (hw1 >> 3) & 0xF
+            isa.pc_address(code, t, ins.address + 4)
+            code.emit(enc.t32_add_reg(t, rm))
+            code.emit(struct.pack("<HH", 0xF040 | t, (t << 8) | 1))
+            return
+        hw2 = struct.unpack_from("<H", raw, 2)[0] if ins.size == 4 else 0
+        if name in ("tbb", "tbh"):
+            rn, rm = hw1 & 0xF, hw2 & 0xF
+            if rn != PC:
+                raise Unsupported(f"{ins}: table branch not based on PC")
+            isa.pc_address(code, t, ins.address + 4)
+            if name == "tbb":
+                code.emit(enc.t32_ldrb_reg(p, t, rm))
+            else:
+                code.emit(enc.t32_ldrh_reg_lsl(p, t, rm, 1))
+            code.emit(enc.t32_add_reg_shift(t, t, p, 0, 1))
+            code.emit(struct.pack("<HH", 0xF040 | t, (t << 8) | 1))
+            return
+        if ins.size == 4 and (hw1 & 0xFF70) == 0xF850 and (hw2 >> 12) == PC and (hw1 & 0xF) != PC:  # LDR.W pc, [...]
+            rn = hw1 & 0xF
+            if rn in (0, 1, 2, 3, LR) and (hw2 & 0x0900) in (0x0900, 0x0100) and (hw2 & 0x0800):
+                raise Unsupported(f"{ins}: writeback to a scratch register")
+            code.emit(struct.pack("<HH", hw1, (hw2 & 0x0FFF) | (t << 12)))
+            return
+        raise Unsupported(f"{ins}: computed jump form not supported")
+    word = struct.unpack("<I", raw)[0]
+    if (word & 0x0FFFFFF0) == 0x012FFF10:  # BX rm
+        isa.mov_reg(code, t, word & 0xF)
+        return
+    if (word >> 12) & 0xF != PC:
+        raise Unsupported(f"{ins}: computed jump form not supported")
+    if ((word >> 16) & 0xF) == PC or (word & 0xF) == PC and (word >> 25) & 7 == 0:
+        isa.pc_address(code, p, ins.address + 8)
+    new = _a32_substitute(word, p)
+    new = (new & ~(0xF << 12)) | (t << 12)
+    if (word >> 26) & 3 == 1 and (word >> 16) & 0xF in (0, 1, 2, 3, LR) and ((word >> 21) & 1 or not (word >> 24) & 1):
+        raise Unsupported(f"{ins}: writeback to a scratch register")
+    code.emit(struct.pack("<I", new))
+
+
+def emit_xlate_table(proc: Procedure, key: Hashable, code: Code) -> None:
+    """The original-to-relocated table of ``proc``: header then one word per slot."""
+    code.align(4)
+    code.label(key)
+    shift = 1 if proc.thumb else 2
+    slots = (proc.size + (1 << shift) - 1) >> shift
+    code.emit(struct.pack("<III", proc.address, proc.size, shift))
+    starts = {ins.address: ins.thumb for ins in proc.instructions()}
+
+    def table(at: int, resolve) -> bytes:
+        words = []
+        for i in range(slots):
+            addr = proc.address + (i << shift)
+            if addr in starts:
+                words.append(resolve(ins_label(addr)) | (1 if starts[addr] else 0))
+            else:
+                words.append(0)
+        return struct.pack(f"<{slots}I", *words)
+    code.later(4 * slots, table)
+
+
+def emit_veneer(key: tuple[int, bool, bool], label: Hashable, code: Code) -> None:
+    """A jump from relocated code to original code out of branch range (clobbers IP)."""
+    target, target_thumb, from_thumb = key
+    code.align(4)
+    code.label(label)
+    ISA.for_mode(from_thumb).far_jump(code, target, target_thumb)
+

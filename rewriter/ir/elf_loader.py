@@ -1,0 +1,262 @@
+"""Lift a 32-bit ARM ELF executable into the IR.
+
+Procedures come from the symbol table (function symbols), code not covered by any
+function (PLT, stubs) becomes a procedure of its own, and ARM mapping symbols
+($a/$t/$d) split each procedure into A32 code, T32 code and data-in-code. Every
+code range is decoded with capstone in one pass (so IT blocks are tracked), then cut
+into basic blocks at branch targets, after branches, calls and system calls, and at
+code addresses whose values appear in data (jump tables, computed gotos).
+"""
+
+from __future__ import annotations
+
+import bisect
+import io
+import os
+import re
+import struct
+from collections import defaultdict
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+from ..arch.arm_decode import decode_range, make_disassembler
+from ..errors import AnvilError
+from .model import Binary, Block, Procedure, Segment
+
+_MAPPING = re.compile(r"^\$([atd])(\..*)?$")
+_MACHINES = {"EM_X86_64": "x86-64", "EM_386": "x86", "EM_AARCH64": "AArch64", "EM_RISCV": "RISC-V",
+             "EM_MIPS": "MIPS", "EM_PPC64": "PowerPC64"}
+
+
+def load_binary(path: str) -> Binary:
+    """Read ``path`` and build the full IR (procedures, blocks, instructions)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise AnvilError(f"cannot read {path}: {e.strerror}") from None
+    elf = _open_elf(path, data)
+    binary = _make_binary(path, data, elf)
+    symbols, mapping = _read_symbols(path, elf)
+    binary.symbols = {name: addr for addr, name, _ in symbols}
+    procs = _procedures(binary, elf, symbols, mapping)
+    _decode(binary, procs, mapping)
+    return binary
+
+
+def _open_elf(path: str, data: bytes) -> ELFFile:
+    if len(data) < 52 or data[:4] != b"\x7fELF":
+        raise AnvilError(f"{path}: not an ELF file")
+    try:
+        elf = ELFFile(io.BytesIO(data))
+        machine = elf["e_machine"]
+        if machine != "EM_ARM":
+            name = _MACHINES.get(machine, str(machine))
+            raise AnvilError(f"{path}: unsupported ISA {name}; this build rewrites 32-bit ARM ELF only")
+        if elf.elfclass != 32 or not elf.little_endian:
+            raise AnvilError(f"{path}: only 32-bit little-endian ARM ELF is supported")
+        if elf["e_type"] not in ("ET_EXEC", "ET_DYN"):
+            raise AnvilError(f"{path}: not an executable ({elf['e_type']})")
+        shoff = elf["e_shoff"]
+        phend = elf["e_phoff"] + elf["e_phnum"] * elf["e_phentsize"]
+        shend = shoff + elf["e_shnum"] * elf["e_shentsize"]
+        if phend > len(data) or shend > len(data):
+            raise AnvilError(f"{path}: truncated ELF file (headers run past the end of the file)")
+        for seg in elf.iter_segments():
+            if seg["p_type"] == "PT_LOAD" and seg["p_offset"] + seg["p_filesz"] > len(data):
+                raise AnvilError(f"{path}: truncated ELF file (a segment runs past the end of the file)")
+    except (ELFError, struct.error, ValueError, KeyError) as e:
+        raise AnvilError(f"{path}: malformed ELF file ({e})") from None
+    return elf
+
+
+def _make_binary(path: str, data: bytes, elf: ELFFile) -> Binary:
+    segments = []
+    interp = dynamic = False
+    for seg in elf.iter_segments():
+        t = seg["p_type"]
+        if t == "PT_LOAD":
+            segments.append(Segment(seg["p_vaddr"], seg["p_memsz"], seg["p_offset"], seg["p_filesz"],
+                                    seg["p_flags"], seg["p_align"]))
+        interp |= t == "PT_INTERP"
+        dynamic |= t == "PT_DYNAMIC"
+    if not any(s.executable for s in segments):
+        raise AnvilError(f"{path}: no executable segment")
+    return Binary(path=os.path.abspath(path), data=data, machine="arm", is_pie=elf["e_type"] == "ET_DYN",
+                  is_dynamic=interp, entry=elf["e_entry"], segments=segments)
+
+
+def _read_symbols(path: str, elf: ELFFile) -> tuple[list[tuple[int, str, int]], dict[int, list[tuple[int, str]]]]:
+    """Function symbols (address with Thumb bit, name, size) and mapping symbols per section."""
+    funcs: list[tuple[int, str, int]] = []
+    mapping: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    table = elf.get_section_by_name(".symtab") or elf.get_section_by_name(".dynsym")
+    if table is None:
+        return funcs, mapping
+    for sym in table.iter_symbols():
+        shndx = sym["st_shndx"]
+        if not isinstance(shndx, int):
+            continue
+        m = _MAPPING.match(sym.name)
+        if m:
+            mapping[shndx].append((sym["st_value"], m.group(1)))
+        elif sym["st_info"]["type"] == "STT_FUNC" and sym.name:
+            funcs.append((sym["st_value"], sym.name, sym["st_size"]))
+    for lst in mapping.values():
+        lst.sort()
+    return funcs, mapping
+
+
+def _exec_sections(elf: ELFFile) -> list[tuple[int, int, int, str]]:
+    out = []
+    for idx, sec in enumerate(elf.iter_sections()):
+        if sec["sh_flags"] & 0x4 and sec["sh_type"] == "SHT_PROGBITS" and sec["sh_size"]:
+            out.append((sec["sh_addr"], sec["sh_addr"] + sec["sh_size"], idx, sec.name))
+    return sorted(out)
+
+
+def _procedures(binary: Binary, elf: ELFFile, funcs: list[tuple[int, str, int]],
+                mapping: dict[int, list[tuple[int, str]]]) -> list[Procedure]:
+    """Cut every executable section into procedures: named functions and the gaps between them."""
+    by_addr: dict[int, tuple[str, bool, int]] = {}
+    for value, name, size in funcs:
+        addr = value & ~1
+        prev = by_addr.get(addr)
+        # Prefer a global-looking name over local aliases; keep the largest size.
+        if prev is None or (prev[0].startswith(("_", ".")) and not name.startswith(("_", "."))):
+            by_addr[addr] = (name, bool(value & 1), max(size, prev[2] if prev else 0))
+    procs: list[Procedure] = []
+    for start, end, idx, secname in _exec_sections(elf):
+        marks = mapping.get(idx, [])
+        starts = sorted(a for a in by_addr if start <= a < end)
+        cuts = sorted(set(starts) | {start})
+        for i, addr in enumerate(cuts):
+            nxt = cuts[i + 1] if i + 1 < len(cuts) else end
+            if addr in by_addr:
+                name, thumb, _size = by_addr[addr]
+            else:
+                name, thumb = f"{secname}@{addr:#x}", _mode_at(marks, addr, default=None)
+                if thumb is None:
+                    thumb = False
+            kind = _kind_at(marks, addr)
+            if kind == "d" and addr not in by_addr:
+                continue
+            if kind in ("a", "t"):
+                thumb = kind == "t"
+            procs.append(Procedure(name=name, address=addr, size=nxt - addr, thumb=thumb))
+    return procs
+
+
+def _kind_at(marks: list[tuple[int, str]], addr: int) -> str | None:
+    i = bisect.bisect_right(marks, (addr, "~")) - 1
+    return marks[i][1] if i >= 0 else None
+
+
+def _mode_at(marks: list[tuple[int, str]], addr: int, default: bool | None) -> bool | None:
+    i = bisect.bisect_right(marks, (addr, "~")) - 1
+    while i >= 0:
+        if marks[i][1] in "at":
+            return marks[i][1] == "t"
+        i -= 1
+    return default
+
+
+def _code_ranges(proc: Procedure, marks: list[tuple[int, str]]) -> list[tuple[int, int, bool]]:
+    """(start, end, thumb) runs of code inside ``proc`` according to the mapping symbols."""
+    if not marks:
+        return [(proc.address, proc.end, proc.thumb)]
+    points = [(proc.address, _kind_at(marks, proc.address) or ("t" if proc.thumb else "a"))]
+    for addr, kind in marks:
+        if proc.address < addr < proc.end:
+            points.append((addr, kind))
+    ranges = []
+    for i, (addr, kind) in enumerate(points):
+        nxt = points[i + 1][0] if i + 1 < len(points) else proc.end
+        if kind in "at" and nxt > addr:
+            ranges.append((addr, nxt, kind == "t"))
+        elif kind == "d":
+            proc.data_ranges.append((addr, nxt))
+    return ranges
+
+
+def _decode(binary: Binary, procs: list[Procedure], mapping: dict[int, list[tuple[int, str]]]) -> None:
+    all_marks = sorted(m for lst in mapping.values() for m in lst)
+    disasm = {True: make_disassembler(True), False: make_disassembler(False)}
+    decoded: dict[int, list] = {}
+    starts: set[int] = set()
+    for proc in procs:
+        insns = []
+        for start, end, thumb in _code_ranges(proc, all_marks):
+            code = binary.read(start, end - start)
+            got, stop = decode_range(disasm[thumb], code, start, thumb)
+            insns.extend(got)
+            if stop < end and any(code[stop - start:]):
+                proc.notes.append(f"undecodable bytes at {stop:#x}..{end:#x}")
+        if insns:
+            proc.thumb = insns[0].thumb
+        decoded[proc.address] = insns
+        starts.update(i.address for i in insns)
+    taken = _address_taken(binary, starts)
+    kept = []
+    for proc in procs:
+        insns = decoded[proc.address]
+        if not insns:
+            continue
+        _make_blocks(proc, insns, taken)
+        proc.index = len(kept)
+        kept.append(proc)
+    block_index = 0
+    for proc in kept:
+        for block in proc.blocks:
+            block.index = block_index
+            block_index += 1
+    binary.procedures = kept
+
+
+def _address_taken(binary: Binary, starts: set[int]) -> set[int]:
+    """Code addresses that appear as 32-bit words in the image (jump tables, label addresses)."""
+    taken = set()
+    for seg in binary.segments:
+        blob = binary.data[seg.offset:seg.offset + seg.filesz]
+        n = len(blob) // 4
+        for value in struct.unpack_from(f"<{n}I", blob, 0):
+            if value & ~1 in starts:
+                taken.add(value & ~1)
+    return taken
+
+
+def _make_blocks(proc: Procedure, insns: list, taken: set[int]) -> None:
+    computed = any(i.is_indirect and not i.is_call and i.mnemonic.split(".")[0][:3] in ("add", "mov", "sub")
+                   for i in insns)
+    leaders = {insns[0].address}
+    lo, hi = proc.address, proc.end
+    prev_end = None
+    for ins in insns:
+        if computed and not ins.in_it:
+            leaders.add(ins.address)
+        if prev_end is not None and ins.address != prev_end:
+            leaders.add(ins.address)
+        if ins.address in taken:
+            leaders.add(ins.address)
+        if ins.branch_target is not None and lo <= ins.branch_target < hi:
+            leaders.add(ins.branch_target)
+        prev_end = ins.address + ins.size
+    for i, ins in enumerate(insns[:-1]):
+        if ins.is_branch or ins.is_call or ins.is_syscall or ins.writes_pc:
+            leaders.add(insns[i + 1].address)
+    if computed:
+        proc.notes.append("computed jump: every instruction starts a block")
+    blocks: list[Block] = []
+    current: list = []
+    for ins in insns:
+        if ins.address in leaders and current:
+            blocks.append(Block(current[0].address, current, proc))
+            current = []
+        current.append(ins)
+    if current:
+        blocks.append(Block(current[0].address, current, proc))
+    for block in blocks:
+        for ins in block.instructions:
+            ins.block = block
+    proc.blocks = blocks

@@ -1,0 +1,246 @@
+"""The IR: Binary -> Procedure -> Block -> Instruction, plus the hooks a tool attaches.
+
+Tools walk these objects and call ``call`` on them; the emitter reads the hooks back.
+Addresses are link-time (virtual addresses from the ELF); for PIE binaries the
+runtime address is link-time + load bias, and hooks hand the runtime value to the
+analysis routines.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..api import Prototype
+
+
+class Point(Enum):
+    """Where a hook runs relative to its object."""
+
+    BEFORE = "before"
+    AFTER = "after"
+
+
+@dataclass(frozen=True)
+class Access:
+    """One memory access of an instruction: the address is base + disp (+/- index << shift).
+
+    For multi-register transfers there is one Access per register, each with its own
+    ``disp``. ``base`` 15 (PC) means a literal: ``disp`` is then the absolute link-time
+    address and ``index`` is None.
+    """
+
+    is_store: bool
+    size: int
+    base: int
+    disp: int = 0
+    index: int | None = None
+    shift: int = 0
+    shift_type: int = 0  # 0 LSL, 1 LSR, 2 ASR, 3 ROR
+    subtract: bool = False
+
+
+@dataclass
+class Hook:
+    """A call of an analysis routine at a point, with the argument kinds and values."""
+
+    point: Point
+    prototype: Prototype
+    args: tuple
+
+
+@dataclass
+class Instruction:
+    """One decoded machine instruction and the facts tools and the emitter need."""
+
+    address: int
+    size: int
+    raw: bytes
+    thumb: bool
+    mnemonic: str
+    op_str: str
+    cond: int = 14
+    is_it: bool = False
+    in_it: bool = False
+    accesses: list[Access] = field(default_factory=list)
+    is_branch: bool = False
+    is_call: bool = False
+    is_return: bool = False
+    is_indirect: bool = False
+    branch_target: int | None = None
+    reads_pc: bool = False
+    writes_pc: bool = False
+    is_syscall: bool = False
+    line: str | None = None
+    hooks: list[Hook] = field(default_factory=list)
+    block: Block | None = field(default=None, repr=False)
+    detail: object = field(default=None, repr=False)
+
+    @property
+    def is_load(self) -> bool:
+        return any(not a.is_store for a in self.accesses)
+
+    @property
+    def is_store(self) -> bool:
+        return any(a.is_store for a in self.accesses)
+
+    @property
+    def access_sizes(self) -> list[int]:
+        return [a.size for a in self.accesses]
+
+    @property
+    def is_conditional(self) -> bool:
+        return self.cond != 14
+
+    @property
+    def is_pc_relative(self) -> bool:
+        return self.reads_pc
+
+    @property
+    def end(self) -> int:
+        return self.address + self.size
+
+    def call(self, point: Point, prototype: Prototype, *args: object) -> None:
+        """Ask for ``prototype`` to be called before (or after) this instruction runs."""
+        if point is not Point.BEFORE:
+            raise NotImplementedError("only Point.BEFORE is supported on instructions so far")
+        prototype.check_args(args)
+        self.hooks.append(Hook(point, prototype, args))
+
+    def __str__(self) -> str:
+        return f"{self.address:#x}: {self.mnemonic} {self.op_str}".rstrip()
+
+
+@dataclass
+class Block:
+    """A basic block: entered only at its first instruction, left only after its last."""
+
+    address: int
+    instructions: list[Instruction]
+    procedure: Procedure
+    index: int = 0
+    hooks: list[Hook] = field(default_factory=list)
+    counter_increments: list[tuple[str, int, int]] = field(default_factory=list)
+
+    @property
+    def end(self) -> int:
+        last = self.instructions[-1]
+        return last.address + last.size
+
+    @property
+    def size(self) -> int:
+        return len(self.instructions)
+
+    def call(self, point: Point, prototype: Prototype, *args: object) -> None:
+        """Call ``prototype`` when the block is entered (Point.BEFORE)."""
+        if point is not Point.BEFORE:
+            raise NotImplementedError("only Point.BEFORE is supported on blocks")
+        prototype.check_args(args)
+        self.hooks.append(Hook(point, prototype, args))
+
+    def increment(self, counter: str, index: int, amount: int = 1) -> None:
+        """Add ``amount`` to 64-bit slot ``index`` of counter array ``counter``, inline."""
+        self.counter_increments.append((counter, index, amount))
+
+
+@dataclass
+class Procedure:
+    """A function: a named range of code in one instruction set."""
+
+    name: str
+    address: int
+    size: int
+    thumb: bool
+    blocks: list[Block] = field(default_factory=list)
+    hooks: list[Hook] = field(default_factory=list)
+    index: int = 0
+    notes: list[str] = field(default_factory=list)
+    data_ranges: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def end(self) -> int:
+        return self.address + self.size
+
+    def instructions(self) -> Iterator[Instruction]:
+        for block in self.blocks:
+            yield from block.instructions
+
+    def call(self, point: Point, prototype: Prototype, *args: object) -> None:
+        """Call ``prototype`` on entry to the procedure (Point.BEFORE)."""
+        if point is not Point.BEFORE:
+            raise NotImplementedError("only Point.BEFORE (entry) is supported on procedures")
+        prototype.check_args(args)
+        self.hooks.append(Hook(point, prototype, args))
+
+
+@dataclass
+class Segment:
+    """A PT_LOAD program header."""
+
+    vaddr: int
+    memsz: int
+    offset: int
+    filesz: int
+    flags: int
+    align: int
+
+    @property
+    def executable(self) -> bool:
+        return bool(self.flags & 1)
+
+
+@dataclass
+class Binary:
+    """A loaded executable: its procedures and the facts the emitter needs."""
+
+    path: str
+    data: bytes
+    machine: str
+    is_pie: bool
+    is_dynamic: bool
+    entry: int
+    segments: list[Segment]
+    procedures: list[Procedure] = field(default_factory=list)
+    hooks: list[Hook] = field(default_factory=list)
+    symbols: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def call(self, point: Point, prototype: Prototype, *args: object) -> None:
+        """Program start (Point.BEFORE) or program end (Point.AFTER)."""
+        prototype.check_args(args)
+        self.hooks.append(Hook(point, prototype, args))
+
+    def select(self, only: list[str] | None = None, skip: list[str] | None = None) -> list[Procedure]:
+        """Procedures whose names match any ``only`` glob (all if none) and no ``skip`` glob."""
+        chosen = []
+        for proc in self.procedures:
+            if only and not any(fnmatch.fnmatchcase(proc.name, g) for g in only):
+                continue
+            if skip and any(fnmatch.fnmatchcase(proc.name, g) for g in skip):
+                continue
+            chosen.append(proc)
+        return chosen
+
+    def blocks(self) -> Iterator[Block]:
+        for proc in self.procedures:
+            yield from proc.blocks
+
+    def instruction_count(self) -> int:
+        return sum(len(b.instructions) for b in self.blocks())
+
+    def file_offset(self, vaddr: int) -> int | None:
+        """File offset of link-time address ``vaddr``, if it is backed by file bytes."""
+        for seg in self.segments:
+            if seg.vaddr <= vaddr < seg.vaddr + seg.filesz:
+                return seg.offset + (vaddr - seg.vaddr)
+        return None
+
+    def read(self, vaddr: int, size: int) -> bytes:
+        off = self.file_offset(vaddr)
+        if off is None:
+            return b"\0" * size
+        return self.data[off:off + size]

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Bootstrap a Debian 12 machine for Anvil development and CI.
+#
+# Installs (only when missing) the ARM cross toolchain and qemu-user, enables the
+# armhf foreign architecture (needed by tests/support/samples.py to fetch Debian's
+# armhf Lua library with `apt-get download`), and installs the project in editable
+# mode with its test extras.  Safe to run any number of times.
+set -euo pipefail
+
+log() { printf 'bootstrap: %s\n' "$*"; }
+warn() { printf 'bootstrap: warning: %s\n' "$*" >&2; }
+die() { printf 'bootstrap: error: %s\n' "$*" >&2; exit 1; }
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export DEBIAN_FRONTEND=noninteractive
+
+# Run a command as root: directly when we are root, through sudo otherwise.
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo DEBIAN_FRONTEND=noninteractive "$@"
+    else
+        die "need root (or sudo) to run: $*"
+    fi
+}
+
+# True when a Debian package is installed (status "install ok installed").
+pkg_installed() {
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'
+}
+
+PACKAGES=(
+    gcc-arm-linux-gnueabihf
+    libc6-dev-armhf-cross
+    qemu-user
+    binutils-arm-linux-gnueabihf
+)
+
+# 1. Debian packages.
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+    if ! pkg_installed "$pkg"; then
+        missing+=("$pkg")
+    fi
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    log "installing: ${missing[*]}"
+    # A partial index failure (e.g. a mirror mid-sync) still leaves usable lists.
+    as_root apt-get update -q || warn "apt-get update reported errors; trying the install anyway"
+    as_root apt-get install -y -q --no-install-recommends "${missing[@]}" \
+        || die "apt-get install failed: ${missing[*]}"
+else
+    log "Debian packages already present"
+fi
+command -v arm-linux-gnueabihf-gcc >/dev/null 2>&1 || die "arm-linux-gnueabihf-gcc not on PATH"
+command -v qemu-arm >/dev/null 2>&1 || die "qemu-arm not on PATH"
+
+# 2. The armhf foreign architecture (for `apt-get download liblua5.4-dev:armhf`).
+if dpkg --print-foreign-architectures | grep -qx armhf; then
+    log "armhf architecture already enabled"
+    if ! apt-cache show liblua5.4-dev:armhf >/dev/null 2>&1; then
+        log "armhf index missing, running apt-get update"
+        as_root apt-get update -q || warn "apt-get update failed; the armhf index may be unavailable"
+    fi
+else
+    log "enabling armhf architecture"
+    as_root dpkg --add-architecture armhf || die "dpkg --add-architecture armhf failed"
+    as_root apt-get update -q || warn "apt-get update failed; the armhf index may be unavailable"
+fi
+
+# 3. The project itself, editable, with test extras.
+log "pip install -e '.[test]'"
+(cd "$REPO_ROOT" && python3 -m pip install -q -e '.[test]') || die "pip install failed"
+
+log "done"

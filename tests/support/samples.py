@@ -1,0 +1,274 @@
+"""Build the C samples for 32-bit ARM Linux on demand, cached, and run them under qemu-arm.
+
+Builds are keyed by a hash of the source, the flags and the compiler's identity, and
+kept in a cache directory (``<repo>/.cache/samples`` unless the environment variable
+``ANVIL_SAMPLE_CACHE`` names another), so repeated test runs within one CI run reuse
+them.  Writes are atomic (temporary file, then rename), so concurrent test workers may
+build the same variant at once without harm.
+
+Typical use::
+
+    from tests.support.samples import build, run_qemu
+
+    exe = build("calls", "O2-arm-static")
+    result = run_qemu(exe, ["a", "b"], argv0="calls")
+    assert result.returncode == 3
+
+Running this module (``python -m tests.support.samples``) builds every sample in every
+variant plus the Lua interpreter, runs each twice and reports the time taken.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+REPO_ROOT: Path = Path(__file__).resolve().parents[2]
+SAMPLES_DIR: Path = REPO_ROOT / "samples"
+LUA_BENCH: Path = SAMPLES_DIR / "lua" / "bench.lua"
+
+CC = "arm-linux-gnueabihf-gcc"
+QEMU = "qemu-arm"
+#: The cross sysroot that qemu-arm needs (``-L``) to find ld-linux-armhf.so.3 and libc.
+SYSROOT = "/usr/arm-linux-gnueabihf"
+
+#: Bump when the way binaries are built changes in a way the cache key cannot see.
+_BUILD_SCHEMA = "1"
+
+#: Sample name -> gcc flags.  Debian's arm-linux-gnueabihf-gcc 12 is configured with
+#: ``--with-mode=thumb --with-arch=armv7-a+fp --with-float=hard --enable-default-pie``:
+#: Thumb-2 and PIE are the defaults; ``-static`` gives a non-PIE ET_EXEC.
+VARIANTS: dict[str, list[str]] = {
+    "O0-thumb-static": ["-g", "-O0", "-mthumb", "-static"],
+    "O2-thumb-dyn": ["-g", "-O2", "-mthumb"],  # dynamic, PIE by default
+    "Os-thumb-static": ["-g", "-Os", "-mthumb", "-static"],
+    "O2-arm-static": ["-g", "-O2", "-marm", "-static"],
+    "O2-arm-dyn-nopie": ["-g", "-O2", "-marm", "-no-pie"],
+    "O2-thumb-pie": ["-g", "-O2", "-mthumb", "-fPIE", "-pie"],
+    "O0-arm-dyn": ["-g", "-O0", "-marm"],  # dynamic, PIE by default
+}
+
+#: The C samples, each ``samples/<name>.c``.
+SAMPLES: list[str] = ["addresses", "sort", "hash", "matrix", "calls"]
+
+#: The exit status each sample returns when all its self-checks pass.
+EXPECTED_STATUS: dict[str, int] = {
+    "addresses": 0,
+    "sort": 0,
+    "hash": 0,
+    "matrix": 0,
+    "calls": 3,
+}
+
+#: The Debian package whose static library the Lua sample links against.
+LUA_PACKAGE = "liblua5.4-dev:armhf"
+LUA_FLAGS: list[str] = ["-g", "-O2", "-mthumb", "-static"]
+
+
+class SampleBuildError(RuntimeError):
+    """A sample could not be built (missing toolchain, compiler error, download failure)."""
+
+
+def cache_dir() -> Path:
+    """Return the cache directory for built samples, creating it if needed."""
+    override = os.environ.get("ANVIL_SAMPLE_CACHE")
+    path = Path(override) if override else REPO_ROOT / ".cache" / "samples"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _require_tool(name: str) -> str:
+    """Return the full path of an executable, or raise a SampleBuildError naming the fix."""
+    found = shutil.which(name)
+    if found is None:
+        raise SampleBuildError(
+            f"{name} not found on PATH; install the ARM cross toolchain and qemu-user "
+            f"with scripts/bootstrap.sh"
+        )
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler_identity() -> str:
+    """Return a string identifying the cross compiler (its version and target)."""
+    cc = _require_tool(CC)
+    version = subprocess.run([cc, "--version"], capture_output=True, text=True, check=True)
+    machine = subprocess.run([cc, "-dumpmachine"], capture_output=True, text=True, check=True)
+    return version.stdout.splitlines()[0] + "|" + machine.stdout.strip()
+
+
+def _cache_key(*parts: bytes | str) -> str:
+    """Hash the build inputs into a short hex key."""
+    digest = hashlib.sha256()
+    for part in (_BUILD_SCHEMA, _compiler_identity(), *parts):
+        data = part.encode() if isinstance(part, str) else part
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.hexdigest()[:16]
+
+
+def _compile(cmd_before_output: Sequence[str], cmd_after_output: Sequence[str], out: Path) -> Path:
+    """Run ``cmd_before_output -o <tmp> cmd_after_output`` and atomically move the result to out."""
+    fd, tmp_name = tempfile.mkstemp(prefix=out.name + ".", suffix=".tmp", dir=out.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        cmd = [*cmd_before_output, "-o", str(tmp), *cmd_after_output]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SampleBuildError(
+                f"compiling {out.name} failed (exit {proc.returncode}):\n"
+                f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
+            )
+        tmp.chmod(0o755)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def build(sample: str, variant: str) -> Path:
+    """Build ``samples/<sample>.c`` in the given variant (cached) and return the binary's path.
+
+    Raises SampleBuildError when the sample or variant is unknown, the cross compiler is
+    missing or compilation fails.
+    """
+    if variant not in VARIANTS:
+        raise SampleBuildError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+    source = SAMPLES_DIR / f"{sample}.c"
+    if not source.is_file():
+        raise SampleBuildError(f"unknown sample {sample!r}: {source} does not exist")
+    cc = _require_tool(CC)
+    flags = VARIANTS[variant]
+    key = _cache_key(source.read_bytes(), "\0".join(flags))
+    out = cache_dir() / f"{sample}-{variant}-{key}"
+    if out.is_file():
+        return out
+    return _compile([cc, *flags], [str(source)], out)
+
+
+def _lua_root() -> Path:
+    """Download and unpack Debian's armhf Lua development package once; return its root."""
+    root = cache_dir() / "liblua5.4-dev-armhf"
+    if (root / "usr" / "lib" / "arm-linux-gnueabihf" / "liblua5.4.a").is_file():
+        return root
+    _require_tool("apt-get")
+    _require_tool("dpkg")
+    work = Path(tempfile.mkdtemp(prefix="lua-download.", dir=cache_dir()))
+    try:
+        proc = subprocess.run(
+            ["apt-get", "download", LUA_PACKAGE], cwd=work, capture_output=True, text=True
+        )
+        debs = sorted(work.glob("*.deb"))
+        if proc.returncode != 0 or not debs:
+            raise SampleBuildError(
+                f"apt-get download {LUA_PACKAGE} failed (exit {proc.returncode}); the armhf "
+                f"package index is needed: run scripts/bootstrap.sh (or "
+                f"'dpkg --add-architecture armhf && apt-get update').\n{proc.stdout}{proc.stderr}"
+            )
+        unpacked = work / "root"
+        proc = subprocess.run(
+            ["dpkg", "-x", str(debs[0]), str(unpacked)], capture_output=True, text=True
+        )
+        if proc.returncode != 0:
+            raise SampleBuildError(f"dpkg -x {debs[0].name} failed:\n{proc.stdout}{proc.stderr}")
+        (unpacked / "SOURCE_DEB").write_text(debs[0].name + "\n")
+        try:
+            unpacked.rename(root)
+        except OSError:
+            if not root.is_dir():  # not a lost race with another worker
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return root
+
+
+def build_lua() -> Path:
+    """Build a Lua 5.4 interpreter (``samples/lua_driver.c`` + Debian's liblua5.4.a), static Thumb.
+
+    Needs the armhf architecture enabled in dpkg and its package index (see
+    scripts/bootstrap.sh).  Returns the path of the linked binary; run it with a
+    script path, e.g. ``run_qemu(build_lua(), [str(LUA_BENCH)])``.
+    """
+    cc = _require_tool(CC)
+    root = _lua_root()
+    driver = SAMPLES_DIR / "lua_driver.c"
+    library = root / "usr" / "lib" / "arm-linux-gnueabihf" / "liblua5.4.a"
+    key = _cache_key(
+        driver.read_bytes(), "\0".join(LUA_FLAGS), (root / "SOURCE_DEB").read_text()
+    )
+    out = cache_dir() / f"lua-{key}"
+    if out.is_file():
+        return out
+    includes = [
+        f"-I{root / 'usr' / 'include' / 'lua5.4'}",
+        f"-I{root / 'usr' / 'include' / 'arm-linux-gnueabihf'}",
+    ]
+    return _compile([cc, *LUA_FLAGS, *includes], [str(driver), str(library), "-lm"], out)
+
+
+def run_qemu(
+    binary: Path | str,
+    args: Sequence[str] = (),
+    stdin: bytes = b"",
+    argv0: str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run an ARM Linux binary under qemu-arm with an empty (or the given) environment.
+
+    The command is ``env -i [K=V...] qemu-arm -L /usr/arm-linux-gnueabihf [-0 argv0]
+    binary args...``; stdout and stderr are captured as bytes.  The guest's stack
+    addresses depend on the sizes of argv, the environment and the binary's path, so
+    callers comparing addresses should keep those equal (``argv0`` helps).
+    Raises subprocess.TimeoutExpired after ``timeout`` seconds.
+    """
+    env_tool = _require_tool("env")
+    qemu = _require_tool(QEMU)
+    cmd = [env_tool, "-i"]
+    cmd += [f"{name}={value}" for name, value in (env or {}).items()]
+    cmd += [qemu, "-L", SYSROOT]
+    if argv0 is not None:
+        cmd += ["-0", argv0]
+    cmd += [str(binary), *args]
+    return subprocess.run(cmd, input=stdin, capture_output=True, timeout=timeout, check=False)
+
+
+def _main() -> int:
+    """Build everything, run each binary twice and report outputs that differ between runs."""
+    problems = 0
+    start = time.monotonic()
+    built: list[tuple[str, Path]] = []
+    for variant in VARIANTS:
+        for sample in SAMPLES:
+            built.append((sample, build(sample, variant)))
+    samples_done = time.monotonic()
+    lua = build_lua()
+    lua_done = time.monotonic()
+    print(f"samples: {len(built)} builds in {samples_done - start:.1f}s; "
+          f"lua in {lua_done - samples_done:.1f}s")
+    for sample, exe in [*built, ("lua", lua)]:
+        args = [str(LUA_BENCH)] if sample == "lua" else ["x", "y"]
+        runs = [run_qemu(exe, args, argv0=sample) for _ in range(2)]
+        first = runs[0]
+        same = all(r.stdout == first.stdout and r.stderr == first.stderr
+                   and r.returncode == first.returncode for r in runs)
+        expected = EXPECTED_STATUS.get(sample, 0)
+        ok = same and first.returncode == expected and first.stdout
+        problems += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {exe.name}: exit {first.returncode}, "
+              f"{len(first.stdout)} bytes out, deterministic={same}")
+    print(f"total {time.monotonic() - start:.1f}s, {problems} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())
