@@ -111,7 +111,7 @@ class Tool:
 
     def __init__(self) -> None:
         self.prototypes: dict[str, Prototype] = {}
-        self.counters: dict[str, int] = {}
+        self.arrays: dict[str, tuple[str, int]] = {}
 
     def prototype(self, name: str, *kinds: Arg) -> Prototype:
         """Declare (or fetch) the analysis routine ``name`` taking arguments of ``kinds``."""
@@ -122,9 +122,12 @@ class Tool:
             proto = self.prototypes[name] = Prototype(name, tuple(kinds))
         return proto
 
-    def counter_array(self, name: str, length: int) -> str:
-        """Declare 64-bit counters, visible to the C code as ``anvil_counter_<name>[length]``."""
-        self.counters[name] = max(length, 1)
+    def array(self, name: str, length: int, ctype: str = "uint64_t") -> str:
+        """Declare a zero-filled array visible to the C code as ``<ctype> anvil_array_<name>[length]``.
+
+        Arrays of the default type are 64-bit counters that ``Block.increment`` can bump inline.
+        """
+        self.arrays[name] = (ctype, max(length, 1))
         return name
 
     def instrument(self, binary: Binary, opts: Options) -> None:  # pragma: no cover - abstract

@@ -83,13 +83,15 @@ def _facts(md: capstone.Cs, insn: capstone.CsInsn, thumb: bool) -> Instruction:
     )
     ops = list(insn.operands)
     pc_value = insn.address + (4 if thumb else 8)
-    regs_read, regs_write = insn.regs_access()
-    reads = {_reg(md, r) for r in regs_read}
-    writes = {_reg(md, r) for r in regs_write}
-    ins.reads_pc = PC in reads or any(
-        o.type == csarm.ARM_OP_MEM and _reg(md, o.mem.base) == PC for o in ops)
-    ins.writes_pc = PC in writes or any(o.type == csarm.ARM_OP_REG and _reg(md, o.reg) == PC
-                                         and o.access & capstone.CS_AC_WRITE for o in ops)
+    # Explicit operands only: capstone also lists PC as an implicit operand of BL/BLX/SVC.
+    ins.reads_pc = any(
+        (o.type == csarm.ARM_OP_REG and _reg(md, o.reg) == PC and o.access & capstone.CS_AC_READ)
+        or (o.type == csarm.ARM_OP_MEM and PC in (_reg(md, o.mem.base), _reg(md, o.mem.index)))
+        for o in ops)
+    ins.writes_pc = any(o.type == csarm.ARM_OP_REG and _reg(md, o.reg) == PC and o.access & capstone.CS_AC_WRITE
+                        for o in ops) or name in ("tbb", "tbh")
+    if name == "adr":  # capstone shows only the offset, not the PC it is added to
+        ins.reads_pc = True
     if name == "it":
         ins.is_it = True
         ins.reads_pc = ins.writes_pc = False

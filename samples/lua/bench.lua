@@ -9,7 +9,7 @@ local function lcg(seed)
   local state = seed
   return function(n)
     state = (state * 1103515245 + 12345) % 2147483648
-    return state % n
+    return (state // 256) % n  -- drop the low bits: they are weak in a 2^k LCG
   end
 end
 

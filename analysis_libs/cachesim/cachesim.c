@@ -1,0 +1,117 @@
+/* cachesim analysis: a set-associative data cache with true LRU, write-allocate.
+ * Structure of the ATOM example: profile_start (geometry), cache_sim (one access),
+ * profile_end (report). Each set keeps its ways ordered most- to least-recently used;
+ * a tag slot holds (line number + 1), 0 meaning empty. */
+#include "anvil_rt.h"
+
+extern uint32_t anvil_array_tags[];
+
+static uint32_t cache_size, ways, line_shift, set_mask;
+static uint64_t loads, load_misses, stores, store_misses;
+
+void profile_start(uint32_t size, uint32_t assoc, uint32_t line)
+{
+    cache_size = size;
+    ways = assoc;
+    line_shift = 0;
+    while ((1u << line_shift) < line)
+        line_shift++;
+    set_mask = size / (assoc * line) - 1;
+}
+
+void cache_sim(uint32_t addr, uint32_t is_store)
+{
+    uint32_t line = addr >> line_shift;
+    uint32_t *set = anvil_array_tags + (line & set_mask) * ways;
+    uint32_t key = line + 1;
+    uint32_t i = 0;
+    while (i < ways && set[i] != key)
+        i++;
+    int miss = i == ways;
+    if (miss)
+        i = ways - 1;
+    for (; i > 0; i--)
+        set[i] = set[i - 1];
+    set[0] = key;
+    if (is_store) {
+        stores++;
+        store_misses += miss;
+    } else {
+        loads++;
+        load_misses += miss;
+    }
+}
+
+static void field(const char *name, uint64_t v, int json, int last)
+{
+    if (json) {
+        anvil_putc('"');
+        anvil_puts(name);
+        anvil_puts("\": ");
+        anvil_putu(v);
+        if (!last)
+            anvil_puts(", ");
+    } else {
+        anvil_puts("  ");
+        anvil_put_padded(name, 14);
+        anvil_putu(v);
+        anvil_putc('\n');
+    }
+}
+
+static void rate(const char *name, uint64_t misses, uint64_t total, int json)
+{
+    if (json) {
+        anvil_putc('"');
+        anvil_puts(name);
+        anvil_puts("\": ");
+    } else {
+        anvil_puts("  ");
+        anvil_put_padded(name, 14);
+    }
+    anvil_put_ratio(misses, total, 6);
+    anvil_puts(json ? ", " : "\n");
+}
+
+void profile_end(const char *path, uint32_t json)
+{
+    if (anvil_out_open(path) < 0)
+        return;
+    uint64_t accesses = loads + stores, misses = load_misses + store_misses;
+    if (json) {
+        anvil_puts("{\"tool\": \"cachesim\", ");
+        field("size", cache_size, 1, 0);
+        field("assoc", ways, 1, 0);
+        field("line", 1u << line_shift, 1, 0);
+        rate("miss_rate", misses, accesses, 1);
+        rate("load_miss_rate", load_misses, loads, 1);
+        rate("store_miss_rate", store_misses, stores, 1);
+        field("accesses", accesses, 1, 0);
+        field("misses", misses, 1, 0);
+        field("hits", accesses - misses, 1, 0);
+        field("loads", loads, 1, 0);
+        field("load_misses", load_misses, 1, 0);
+        field("stores", stores, 1, 0);
+        field("store_misses", store_misses, 1, 1);
+        anvil_puts("}\n");
+    } else {
+        anvil_puts("cachesim: ");
+        anvil_putu(cache_size);
+        anvil_puts(" bytes, ");
+        anvil_putu(ways);
+        anvil_puts("-way, ");
+        anvil_putu(1u << line_shift);
+        anvil_puts("-byte lines, LRU, write-allocate\n\n");
+        field("accesses", accesses, 0, 0);
+        field("hits", accesses - misses, 0, 0);
+        field("misses", misses, 0, 0);
+        rate("miss rate", misses, accesses, 0);
+        field("loads", loads, 0, 0);
+        field("load misses", load_misses, 0, 0);
+        rate("load miss rate", load_misses, loads, 0);
+        field("stores", stores, 0, 0);
+        field("store misses", store_misses, 0, 0);
+        rate("store miss rate", store_misses, stores, 0);
+    }
+    anvil_out_close();
+}

@@ -1,0 +1,213 @@
+"""The ``anvil`` command line: instrument, run, inspect, tools."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from .api import Options
+from .errors import AnvilError
+
+QEMU_LIB_ROOT = "/usr/arm-linux-gnueabihf"
+
+
+def _parse_opts(items: list[str]) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in items:
+        for part in item.split(","):
+            if not part:
+                continue
+            if "=" not in part:
+                raise AnvilError(f"tool option '{part}' is not of the form name=value")
+            key, value = part.split("=", 1)
+            pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def cmd_instrument(args: argparse.Namespace) -> int:
+    from .emit.inhost import instrument
+    from .ir.elf_loader import load_binary
+    from .passes import TOOLS
+
+    tool_cls = TOOLS.get(args.tool)
+    if tool_cls is None:
+        raise AnvilError(f"unknown tool '{args.tool}' (tools: {', '.join(sorted(TOOLS))})")
+    tool = tool_cls()
+    values = tool.parse_options(_parse_opts(args.opt))
+    if args.mode != "inhost":
+        raise AnvilError(f"mode '{args.mode}' is not available yet (only inhost)")
+    output = args.output or args.binary + ".inst"
+    out_file = args.out or f"{os.path.basename(output)}.{tool.name}.out"
+    opts = Options(values=values, only=args.only, skip=args.skip, out=out_file, format=args.format)
+    _progress(args, f"loading {args.binary}")
+    binary = load_binary(args.binary)
+    _progress(args, f"{len(binary.procedures)} procedures, {binary.instruction_count()} instructions; instrumenting")
+    report = instrument(binary, tool, opts, output)
+    report_path = output + ".anvil.json"
+    with open(report_path, "w") as f:
+        json.dump({
+            "input": os.path.abspath(args.binary), "output": os.path.abspath(output), "tool": tool.name,
+            "results_file": out_file, "format": args.format,
+            "procedures": report.procedures, "instrumented": report.relocated,
+            "instructions": report.instructions, "rewrite_seconds": round(report.rewrite_seconds, 3),
+            "not_instrumented": report.not_relocated, "entries_not_patched": report.entries_not_patched,
+            "original_size": report.original_size, "output_size": report.output_size,
+        }, f, indent=1)
+    print(f"anvil: wrote {output}: {report.summary()}; report in {report_path}", file=sys.stderr)
+    return 0
+
+
+def _progress(args: argparse.Namespace, text: str) -> None:
+    if getattr(args, "verbose", False):
+        print(f"anvil: {text}", file=sys.stderr)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    binary = args.binary
+    if not os.path.exists(binary):
+        raise AnvilError(f"{binary}: no such file")
+    qemu = shutil.which("qemu-arm")
+    if qemu is None:
+        raise AnvilError("qemu-arm not found: run scripts/bootstrap.sh")
+    meta = _metadata(binary)
+    cmd = [qemu, "-L", QEMU_LIB_ROOT]
+    if args.argv0:
+        cmd += ["-0", args.argv0]
+    cmd += [binary, *args.args]
+    proc = subprocess.run(cmd)
+    results = meta.get("results_file") if meta else None
+    if results and args.out and os.path.exists(results):
+        shutil.move(results, args.out)
+        results = args.out
+    if results and os.path.exists(results) and not args.quiet:
+        print(f"anvil: results in {results}", file=sys.stderr)
+    return proc.returncode
+
+
+def _metadata(binary: str) -> dict | None:
+    path = binary + ".anvil.json"
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    from .passes import TOOLS
+
+    for name in sorted(TOOLS):
+        tool = TOOLS[name]
+        print(f"{name}: {tool.description}")
+        for opt in tool.options:
+            print(f"    {opt.name}={opt.default}  {opt.help}")
+    print("\ncommon: --out FILE, --format text|json, --only GLOB, --skip GLOB")
+    return 0
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from .ir.elf_loader import load_binary
+    from .ir.lines import line_table
+
+    binary = load_binary(args.binary)
+    procs = binary.select(args.proc or None, None)
+    if args.proc and not procs:
+        raise AnvilError(f"no procedure matches {' '.join(args.proc)}")
+    lines = line_table(binary.path) if args.proc else {}
+    kind = "PIE" if binary.is_pie else "fixed-address"
+    link = "dynamic" if binary.is_dynamic else "static"
+    print(f"{binary.path}: ARM ELF, {kind}, {link}, entry {binary.entry:#x}, "
+          f"{len(binary.procedures)} procedures, {binary.instruction_count()} instructions")
+    for proc in procs:
+        mode = "T32" if proc.thumb else "A32"
+        print(f"\nprocedure {proc.name} @ {proc.address:#x} size {proc.size} {mode}, {len(proc.blocks)} blocks")
+        for note in proc.notes:
+            print(f"  note: {note}")
+        if not args.proc:
+            continue
+        for block in proc.blocks:
+            print(f"  block {block.index} @ {block.address:#x}: {block.size} instructions")
+            for ins in block.instructions:
+                flags = _flags(ins)
+                where = lines.get(ins.address)
+                line = f"  ; {where}" if where else ""
+                print(f"    {ins.address:#010x}  {ins.mnemonic:<8} {ins.op_str:<32} {flags}{line}")
+    return 0
+
+
+def _flags(ins) -> str:
+    names = []
+    if ins.is_load:
+        names.append("load")
+    if ins.is_store:
+        names.append("store")
+    if ins.accesses:
+        names.append("size=" + "+".join(str(s) for s in ins.access_sizes))
+    for attr in ("is_call", "is_return", "is_branch", "is_conditional", "is_pc_relative", "is_indirect"):
+        if getattr(ins, attr) and not (attr == "is_branch" and (ins.is_call or ins.is_return)):
+            names.append(attr[3:])
+    if ins.branch_target is not None:
+        names.append(f"target={ins.branch_target:#x}")
+    return "[" + ",".join(names) + "]" if names else ""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="anvil", description="Static binary instrumentation for ARM Linux ELF binaries.",
+        epilog="Example: anvil instrument --tool inscount app.elf -o app.inst && anvil run app.inst")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("instrument", help="write an instrumented copy of a binary",
+                       description="Rewrite BINARY with TOOL's instrumentation (InHost: analysis linked in).")
+    p.add_argument("binary")
+    p.add_argument("-t", "--tool", required=True, help="tool name (see 'anvil tools')")
+    p.add_argument("-o", "--output", help="instrumented binary (default BINARY.inst)")
+    p.add_argument("--opt", action="append", default=[], metavar="NAME=VALUE[,...]", help="tool options")
+    p.add_argument("--mode", default="inhost", choices=["inhost", "rehost"], help="where the analysis runs")
+    p.add_argument("--out", help="results file written by the instrumented program "
+                                 "(default <output name>.<tool>.out in its working directory)")
+    p.add_argument("--format", default="text", choices=["text", "json"], help="results format")
+    p.add_argument("--only", action="append", default=[], metavar="GLOB", help="instrument only these procedures")
+    p.add_argument("--skip", action="append", default=[], metavar="GLOB", help="do not instrument these procedures")
+    p.add_argument("-v", "--verbose", action="store_true", help="progress messages")
+    p.set_defaults(func=cmd_instrument)
+
+    p = sub.add_parser("run", help="run a (instrumented) binary under qemu-arm",
+                       description="Run BINARY under qemu-arm, passing arguments, stdin and exit status through.")
+    p.add_argument("binary")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="program arguments (after --)")
+    p.add_argument("--out", help="move the tool's results file here afterwards")
+    p.add_argument("--argv0", help="argv[0] seen by the program")
+    p.add_argument("-q", "--quiet", action="store_true", help="no note about where results went")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("inspect", help="show procedures, blocks and instructions",
+                       description="Print the IR of BINARY; with --proc, blocks and instructions with flags.")
+    p.add_argument("binary")
+    p.add_argument("--proc", action="append", default=[], metavar="GLOB", help="procedures to show in full")
+    p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("tools", help="list the tools and their options")
+    p.set_defaults(func=cmd_tools)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "args", None) and args.args[:1] == ["--"]:
+        args.args = args.args[1:]
+    try:
+        return args.func(args)
+    except AnvilError as e:
+        print(f"anvil: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,356 @@
+"""InHost emitter: write a new ELF whose instrumented code and analysis run in-process.
+
+Layout of the result (see docs/decisions/0001-region-and-loader-stub.md):
+
+- the original file bytes stay where they are; only each relocated procedure's first
+  8-10 bytes change (a jump to its copy) and the unused tail of the text segment's
+  last page receives the loader stub, which becomes the entry point;
+- a region is appended to the file and mapped by the stub at REGION_OFFSET from the
+  image (load bias + REGION_OFFSET), so the heap (brk) and every original address
+  stay as they were: [analysis .text | header, relocated code, veneers, tables]
+  [analysis .data] [.bss and counters, zero-filled].
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from elftools.elf.elffile import ELFFile
+
+from ..api import Arg, Options, Prototype, Tool
+from ..arch import arm_encode as enc
+from ..errors import AnvilError
+from ..ir.model import Binary, Hook, Point, Procedure, Segment
+from . import target_build as tb
+from .code import Code
+from .relocate import (
+    RelocationContext,
+    Unsupported,
+    emit_veneer,
+    emit_xlate_table,
+    ins_label,
+    relocate_procedure,
+)
+from .sites import SiteUnit
+
+REGION_OFFSET = 0x80000000
+PAGE = 0x1000
+HEADER_MAGIC = 0x4C564E41  # "ANVL"
+
+
+@dataclass
+class Report:
+    """What was (not) instrumented, for the user and the machine-readable report."""
+
+    output: str
+    procedures: int = 0
+    relocated: int = 0
+    instructions: int = 0
+    not_relocated: list[dict] = field(default_factory=list)
+    entries_not_patched: list[str] = field(default_factory=list)
+    rewrite_seconds: float = 0.0
+    original_size: int = 0
+    output_size: int = 0
+
+    def summary(self) -> str:
+        parts = [f"{self.relocated}/{self.procedures} procedures instrumented ({self.instructions} instructions)"]
+        if self.not_relocated:
+            parts.append(f"{len(self.not_relocated)} left as they were")
+        if self.entries_not_patched:
+            parts.append(f"{len(self.entries_not_patched)} entries reachable only by direct calls")
+        return ", ".join(parts)
+
+
+def _has_hooks(proc: Procedure) -> bool:
+    if proc.hooks:
+        return True
+    return any(b.hooks or b.counter_increments or any(i.hooks for i in b.instructions) for b in proc.blocks)
+
+
+def _add_runtime_hooks(binary: Binary) -> None:
+    """Make program end observable: exit system calls (static) or _fini (dynamic)."""
+    if not any(h.point is Point.AFTER for h in binary.hooks):
+        return
+    if binary.is_dynamic:
+        end = Prototype("anvil_program_end", ())
+        for proc in binary.procedures:
+            if proc.name == "_fini":
+                proc.hooks.append(Hook(Point.BEFORE, end, ()))
+    else:
+        on_syscall = Prototype("anvil_on_syscall", (Arg.REG_VALUE,))
+        for proc in binary.procedures:
+            for ins in proc.instructions():
+                if ins.is_syscall:
+                    ins.hooks.append(Hook(Point.BEFORE, on_syscall, (7,)))
+
+
+def _relocatable(proc: Procedure, ctx: RelocationContext) -> str | None:
+    """None if ``proc`` can be relocated, else the reason (a dry run of the relocator)."""
+    scratch = Code(0)
+    try:
+        relocate_procedure(proc, scratch, ctx)
+    except Unsupported as e:
+        return str(e)
+    finally:
+        ctx.xlate_tables.clear()
+    return None
+
+
+def _library_sources(tool: Tool) -> list[Path]:
+    tool_dir = tb.ANALYSIS_DIR / tool.name
+    sources = sorted(tool_dir.glob("*.c"))
+    if not sources:
+        raise AnvilError(f"tool {tool.name} has no analysis sources in {tool_dir}")
+    return [tb.RUNTIME_DIR / "anvil_rt.c", tb.RUNTIME_DIR / "anvil_entry.S", *sources]
+
+
+def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
+    """Run ``tool`` over ``binary`` and write the InHost-instrumented executable to ``output``."""
+    started = time.monotonic()
+    tool.instrument(binary, opts)
+    _add_runtime_hooks(binary)
+    report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data))
+
+    mode = {}
+    for proc in binary.procedures:
+        for ins in proc.instructions():
+            mode[ins.address] = ins.thumb
+
+    def mode_at(addr: int) -> bool:
+        if addr in mode:
+            return mode[addr]
+        return any(p.thumb for p in binary.procedures if p.address <= addr < p.end)
+
+    units = SiteUnit()
+    for hook in _all_hooks(binary):
+        for kind, value in zip(hook.prototype.kinds, hook.args):
+            if kind is Arg.STRING:
+                units.string_symbol(str(value))
+
+    candidates = [p for p in binary.procedures if _has_hooks(p)]
+    relocated_addrs = {i.address for p in candidates for i in p.instructions()}
+    ctx = RelocationContext(
+        relocated=relocated_addrs, mode_at=mode_at, read=binary.read,
+        function_label=lambda name: ("sym", name),
+        string_label=lambda text: ("sym", units.string_symbol(text)),
+        counter_label=lambda name, index: ("sym+", f"anvil_array_{name}", 8 * index),
+        xlate_label=("sym", "anvil_xlate_entry"),
+    )
+    chosen = []
+    for proc in candidates:
+        reason = _relocatable(proc, ctx)
+        if reason is None:
+            chosen.append(proc)
+        else:
+            report.not_relocated.append({"procedure": proc.name, "address": proc.address, "reason": reason})
+            relocated_addrs.difference_update(i.address for i in proc.instructions())
+    ctx.veneers.clear()
+
+    # The analysis library: runtime, tool, generated site tables.
+    include = [tb.RUNTIME_DIR]
+    site_source = units.source(binary, tool)
+    objects = [tb.compile_c(src, include) for src in _library_sources(tool)]
+    objects.append(tb.compile_c("sites.c", include, text=site_source))
+    probe = tb.link(objects, REGION_OFFSET, REGION_OFFSET + 0x10000000)
+
+    code = Code((REGION_OFFSET + len(probe.text) + 15) & ~15)
+    code.label("header")
+    code.later(32, lambda at, r: b"")  # placeholder, replaced below
+    header_index = len(code._chunks) - 1
+    for proc in chosen:
+        relocate_procedure(proc, code, ctx)
+    for key, label in sorted(ctx.veneers.items(), key=lambda kv: kv[0]):
+        emit_veneer(key, label, code)
+    for proc, key in ctx.xlate_tables:
+        emit_xlate_table(proc, key, code)
+
+    patches, patch_words, not_patched = _entry_patches(binary, chosen, mode_at)
+    report.entries_not_patched = not_patched
+    code.align(4)
+    code.label("patches")
+    code.emit(struct.pack(f"<{len(patch_words)}I", *patch_words) if patch_words else b"")
+
+    code_end = (code.here() + PAGE - 1) & ~(PAGE - 1)
+    lib = tb.link(objects, REGION_OFFSET, code_end)
+    if len(lib.text) != len(probe.text):
+        raise AnvilError("analysis library changed size between links")
+    file_end = (lib.data_addr + len(lib.data) + PAGE - 1) & ~(PAGE - 1)
+    file_end = max(file_end, code_end)
+
+    symbols = lib.symbols
+
+    def resolve(key):
+        if key in code.labels:
+            return code.labels[key]
+        if isinstance(key, tuple) and key[0] == "sym":
+            if key[1] not in symbols:
+                raise AnvilError(f"analysis routine or symbol '{key[1]}' is not defined by tool {tool.name}")
+            return symbols[key[1]]
+        if isinstance(key, tuple) and key[0] == "sym+":
+            return symbols[key[1]] + key[2]
+        raise AnvilError(f"internal error: unresolved label {key!r}")
+
+    entry = binary.entry & ~1
+    entry_thumb = bool(binary.entry & 1)
+    if entry in relocated_addrs:
+        entry_target = code.labels[ins_label(entry)] | int(entry_thumb)
+    else:
+        entry_target = binary.entry
+    header = struct.pack("<8I", HEADER_MAGIC, REGION_OFFSET, code_end, file_end, lib.bss_end,
+                         entry_target, len(patch_words), code.labels["patches"])
+    code._chunks[header_index] = header
+    code_bytes = code.finish(resolve)
+
+    patch_bytes = {addr: _patch_bytes(addr, thumb, resolve(ins_label(addr)) | int(thumb))
+                   for addr, thumb in patches}
+    region = bytearray(file_end - REGION_OFFSET)
+    region[0:len(lib.text)] = lib.text
+    start = code.base - REGION_OFFSET
+    region[start:start + len(code_bytes)] = code_bytes
+    dstart = lib.data_addr - REGION_OFFSET
+    region[dstart:dstart + len(lib.data)] = lib.data
+
+    data = _write_elf(binary, bytes(region), patch_bytes, code.labels["header"], symbols["anvil_init"])
+    _atomic_write(output, data)
+    report.relocated = len(chosen)
+    report.instructions = sum(len(list(p.instructions())) for p in chosen)
+    report.rewrite_seconds = time.monotonic() - started
+    report.output_size = len(data)
+    return report
+
+
+def _all_hooks(binary: Binary):
+    yield from binary.hooks
+    for proc in binary.procedures:
+        yield from proc.hooks
+        for block in proc.blocks:
+            yield from block.hooks
+            for ins in block.instructions:
+                yield from ins.hooks
+
+
+def _entry_patches(binary: Binary, procs: list[Procedure], mode_at) -> tuple[list, list[int], list[str]]:
+    """Which relocated procedures get a jump at their original entry, and the words to bias."""
+    patches = []
+    words = []
+    skipped = []
+    for proc in procs:
+        first = proc.blocks[0].instructions[0]
+        if first.address != proc.address:
+            skipped.append(proc.name)
+            continue
+        length = _patch_length(proc.address, first.thumb)
+        covered = 0
+        ok = True
+        leaders = {b.address for b in proc.blocks}
+        for ins in proc.instructions():
+            if ins.address >= proc.address + length:
+                break
+            if ins.address != proc.address + covered or (ins.address in leaders and ins.address != proc.address):
+                ok = False
+                break
+            covered += ins.size
+        if not ok or covered < length:
+            skipped.append(proc.name)
+            continue
+        patches.append((proc.address, first.thumb))
+        words.append(proc.address + length - 4)
+    return patches, (words if binary.is_pie else []), skipped
+
+
+def _patch_length(addr: int, thumb: bool) -> int:
+    if not thumb:
+        return 8
+    _, lit = enc.t32_ldr_pc_literal_pair(addr)
+    return lit + 4
+
+
+def _patch_bytes(addr: int, thumb: bool, target: int) -> bytes:
+    if not thumb:
+        return enc.a32_ldr_pc_literal() + struct.pack("<I", target)
+    ins, lit = enc.t32_ldr_pc_literal_pair(addr)
+    return ins + struct.pack("<I", target)
+
+
+def _write_elf(binary: Binary, region: bytes, patch_bytes: dict[int, bytes], header_addr: int,
+               init_addr: int) -> bytes:
+    """Original bytes + entry patches + loader stub in the text tail + the region appended."""
+    out = bytearray(binary.data)
+    for addr, patch in patch_bytes.items():
+        off = binary.file_offset(addr)
+        assert off is not None
+        out[off:off + len(patch)] = patch
+    region_offset = (len(out) + PAGE - 1) & ~(PAGE - 1)
+    elf = ELFFile(io.BytesIO(binary.data))
+    text_index, text = _text_segment(binary, elf)
+    stub_addr = (text.vaddr + text.filesz + 3) & ~3
+    stub = tb.assemble_stub(stub_addr, {
+        "ANVIL_REGION": REGION_OFFSET,
+        "ANVIL_LENGTH": len(region),
+        "ANVIL_PGOFF": region_offset // PAGE,
+        "ANVIL_HEADER": header_addr,
+        "ANVIL_INIT": init_addr | 1,
+    })
+    stub_off = text.offset + (stub_addr - text.vaddr)
+    _check_stub_room(binary, elf, text, stub_addr, stub_off, len(stub))
+    out[stub_off:stub_off + len(stub)] = stub
+    # Grow the text segment over the stub; move the entry point to it.
+    ph = elf["e_phoff"] + text_index * elf["e_phentsize"]
+    new_size = stub_addr + len(stub) - text.vaddr
+    struct.pack_into("<II", out, ph + 16, new_size, new_size)
+    struct.pack_into("<I", out, 24, stub_addr | 1)
+    out += b"\0" * (region_offset - len(out))
+    out += region
+    return bytes(out)
+
+
+def _text_segment(binary: Binary, elf: ELFFile) -> tuple[int, Segment]:
+    """The executable PT_LOAD that ends highest, with its index in the program header table."""
+    loads = iter(binary.segments)
+    best: tuple[int, Segment] | None = None
+    for index, seg in enumerate(elf.iter_segments()):
+        if seg["p_type"] != "PT_LOAD":
+            continue
+        s = next(loads)
+        if s.executable and (best is None or s.vaddr + s.filesz > best[1].vaddr + best[1].filesz):
+            best = (index, s)
+    assert best is not None
+    return best
+
+
+def _check_stub_room(binary: Binary, elf: ELFFile, text, stub_addr: int, stub_off: int, size: int) -> None:
+    end_off = stub_off + size
+    for sec in elf.iter_sections():
+        if sec["sh_type"] in ("SHT_NOBITS", "SHT_NULL") or not sec["sh_size"]:
+            continue
+        lo, hi = sec["sh_offset"], sec["sh_offset"] + sec["sh_size"]
+        if lo < end_off and stub_off < hi and not (lo < text.offset + text.filesz and hi <= text.offset + text.filesz):
+            raise AnvilError(f"no room for the loader stub after the text segment (section {sec.name} is there)")
+    for seg in binary.segments:
+        if seg is text:
+            continue
+        if seg.offset < end_off and stub_off < seg.offset + seg.filesz:
+            raise AnvilError("no room for the loader stub after the text segment (next segment's data is there)")
+        if seg.vaddr > text.vaddr and (stub_addr + size + PAGE - 1) & ~(PAGE - 1) > (seg.vaddr & ~(PAGE - 1)):
+            if (stub_addr + size) > (seg.vaddr & ~(PAGE - 1)):
+                raise AnvilError("no room for the loader stub before the next segment")
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    directory = os.path.dirname(os.path.abspath(path)) or "."
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".anvil-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

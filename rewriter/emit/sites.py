@@ -1,0 +1,102 @@
+"""Generate the C unit that describes the instrumented image to the analysis code.
+
+It holds the site tables (blocks, procedures, names), the arrays tools declared,
+the strings passed as arguments, and the program start / program end functions
+that call the tools' routines registered at those points.
+"""
+
+from __future__ import annotations
+
+from ..api import Arg, Tool
+from ..ir.model import Binary, Hook, Point
+
+
+def c_string(text: str) -> str:
+    """A C string literal for ``text`` (bytes outside printable ASCII escaped)."""
+    out = ['"']
+    for b in text.encode():
+        ch = chr(b)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif 32 <= b < 127:
+            out.append(ch)
+        else:
+            out.append(f"\\{b:03o}")
+    out.append('"')
+    return "".join(out)
+
+
+def _array(ctype: str, name: str, values: list[int], per_line: int = 16) -> str:
+    if not values:
+        values = [0]
+    rows = [", ".join(str(v) for v in values[i:i + per_line]) for i in range(0, len(values), per_line)]
+    body = ",\n  ".join(rows)
+    return f"const {ctype} {name}[{len(values)}] = {{\n  {body}\n}};\n"
+
+
+class SiteUnit:
+    """Collects strings and produces the generated C source."""
+
+    def __init__(self) -> None:
+        self.strings: dict[str, str] = {}
+
+    def string_symbol(self, text: str) -> str:
+        """The C symbol of a string constant passed to a routine."""
+        return self.strings.setdefault(text, f"anvil_str_{len(self.strings)}")
+
+    def source(self, binary: Binary, tool: Tool) -> str:
+        blocks = list(binary.blocks())
+        procs = binary.procedures
+        names = bytearray()
+        name_offsets = []
+        for proc in procs:
+            name_offsets.append(len(names))
+            names += proc.name.encode(errors="replace") + b"\0"
+        parts = [
+            '#include "anvil_rt.h"\n',
+            "#pragma GCC visibility push(hidden)\n",
+            f"const uint32_t anvil_nblocks = {len(blocks)};\n",
+            f"const uint32_t anvil_nprocs = {len(procs)};\n",
+            _array("uint32_t", "anvil_block_addr", [b.address | int(b.procedure.thumb) for b in blocks]),
+            _array("uint16_t", "anvil_block_insns", [min(b.size, 0xFFFF) for b in blocks]),
+            _array("uint16_t", "anvil_block_proc", [b.procedure.index for b in blocks]),
+            _array("uint32_t", "anvil_proc_addr", [p.address for p in procs]),
+            _array("uint32_t", "anvil_proc_name", name_offsets),
+            f"const char anvil_names[{len(names) + 1}] = {c_string(names.decode(errors='replace'))};\n",
+        ]
+        for name, (ctype, length) in tool.arrays.items():
+            parts.append(f"{ctype} anvil_array_{name}[{length}];\n")
+        start = [h for h in binary.hooks if h.point is Point.BEFORE]
+        end = [h for h in binary.hooks if h.point is Point.AFTER]
+        for hook in start + end:
+            self._check_static(hook)
+        declared = set()
+        for hook in start + end:
+            proto = hook.prototype
+            if proto.name not in declared:
+                declared.add(proto.name)
+                params = ", ".join("uint32_t" for _ in proto.kinds) or "void"
+                parts.append(f"void {proto.name}({params});\n")
+        calls_start = "".join(self._call(h) for h in start)
+        calls_end = "".join(self._call(h) for h in end)
+        for text, symbol in self.strings.items():
+            parts.append(f"const char {symbol}[] = {c_string(text)};\n")
+        parts.append(f"void anvil_program_start(void)\n{{\n{calls_start}}}\n")
+        parts.append("void anvil_program_end(void)\n{\n  static int done;\n  if (done)\n    return;\n"
+                     f"  done = 1;\n{calls_end}}}\n")
+        return "".join(parts)
+
+    @staticmethod
+    def _check_static(hook: Hook) -> None:
+        for kind in hook.prototype.kinds:
+            if kind not in (Arg.CONST, Arg.STRING):
+                raise ValueError(f"{hook.prototype.name}: program start/end calls take CONST and STRING only")
+
+    def _call(self, hook: Hook) -> str:
+        args = []
+        for kind, value in zip(hook.prototype.kinds, hook.args):
+            if kind is Arg.STRING:
+                args.append(f"(uint32_t){self.string_symbol(str(value))}")
+            else:
+                args.append(f"{int(value) & 0xFFFFFFFF}u")
+        return f"  {hook.prototype.name}({', '.join(args)});\n"

@@ -1,0 +1,138 @@
+"""Build the analysis library for the target with the cross toolchain.
+
+The tool's C, the runtime and the generated site tables are compiled freestanding
+(no libc, general registers only, position independent with hidden symbols so all
+addresses are PC-relative) and linked by a generated linker script at the region's
+addresses. Object files of fixed sources are cached by content hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from elftools.elf.elffile import ELFFile
+
+from ..errors import AnvilError
+
+PREFIX = "arm-linux-gnueabihf-"
+ROOT = Path(__file__).resolve().parents[2]
+RUNTIME_DIR = ROOT / "runtime_stubs" / "arm"
+ANALYSIS_DIR = ROOT / "analysis_libs"
+CFLAGS = [
+    "-O2", "-mthumb", "-march=armv7-a+fp", "-mgeneral-regs-only", "-ffreestanding", "-fno-builtin",
+    "-nostdlib", "-fPIE", "-fvisibility=hidden", "-fno-stack-protector", "-fno-unwind-tables",
+    "-fno-asynchronous-unwind-tables", "-fno-exceptions", "-fno-common", "-Wall",
+]
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(PREFIX + name)
+    if path is None:
+        raise AnvilError(f"{PREFIX}{name} not found: run scripts/bootstrap.sh to install the ARM cross toolchain")
+    return path
+
+
+def _run(cmd: list[str]) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        lines = proc.stderr.splitlines()
+        errors = [line for line in lines if "error" in line or "undefined" in line] or lines
+        raise AnvilError(f"{os.path.basename(cmd[0])} failed: {errors[0] if errors else proc.returncode}")
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("ANVIL_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "anvil")
+    path = Path(base) / "objects"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def compile_c(source: Path | str, include: list[Path], text: str | None = None) -> Path:
+    """Compile one C (or .S) file for the target; cached by content, flags and includes."""
+    data = text.encode() if text is not None else Path(source).read_bytes()
+    suffix = Path(source).suffix if text is None else ".c"
+    digest = hashlib.sha256(data + " ".join(CFLAGS).encode())
+    for inc in include:
+        for header in sorted(inc.glob("*.h")):
+            digest.update(header.read_bytes())
+    obj = cache_dir() / f"{digest.hexdigest()[:24]}.o"
+    if obj.exists():
+        return obj
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / f"unit{suffix}"
+        src.write_bytes(data)
+        out = Path(tmp) / "unit.o"
+        _run([_tool("gcc"), *CFLAGS, *[f"-I{p}" for p in include], "-c", str(src), "-o", str(out)])
+        shutil.move(str(out), obj)
+    return obj
+
+
+@dataclass
+class LinkedLibrary:
+    """The analysis library linked at fixed addresses."""
+
+    text: bytes
+    text_addr: int
+    data: bytes
+    data_addr: int
+    bss_end: int
+    symbols: dict[str, int]
+
+
+def libgcc() -> str:
+    out = subprocess.run([_tool("gcc"), "-print-libgcc-file-name"], capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def link(objects: list[Path], text_addr: int, data_addr: int) -> LinkedLibrary:
+    """Link ``objects`` with .text at ``text_addr`` and .data/.bss at ``data_addr``."""
+    script = f"""
+SECTIONS
+{{
+  . = {text_addr:#x};
+  .text : {{ *(.text.anvil_first) *(.text*) *(.rodata*) }}
+  . = {data_addr:#x};
+  .data : {{ *(.data*) *(.got*) }}
+  .bss : {{ *(.bss*) *(COMMON) }}
+  /DISCARD/ : {{ *(.ARM.exidx*) *(.ARM.extab*) *(.comment) *(.note*) *(.ARM.attributes) }}
+}}
+"""
+    with tempfile.TemporaryDirectory() as tmp:
+        ld_script = Path(tmp) / "lib.ld"
+        ld_script.write_text(script)
+        out = Path(tmp) / "lib.elf"
+        _run([_tool("ld"), "-T", str(ld_script), "--no-dynamic-linker", "-static", "-e", "0",
+              "-o", str(out), *map(str, objects), libgcc()])
+        with open(out, "rb") as f:
+            elf = ELFFile(f)
+            text = elf.get_section_by_name(".text")
+            data = elf.get_section_by_name(".data")
+            bss = elf.get_section_by_name(".bss")
+            got = elf.get_section_by_name(".got")
+            if got is not None and got["sh_size"] > 12:
+                raise AnvilError("analysis library needs a GOT: declare globals hidden")
+            symbols = {s.name: s["st_value"] for s in elf.get_section_by_name(".symtab").iter_symbols()
+                       if s.name}
+            data_bytes = data.data() if data is not None else b""
+            bss_end = (bss["sh_addr"] + bss["sh_size"]) if bss is not None else data_addr + len(data_bytes)
+            return LinkedLibrary(text.data(), text["sh_addr"], data_bytes,
+                                 data["sh_addr"] if data is not None else data_addr, bss_end, symbols)
+
+
+def assemble_stub(at: int, defs: dict[str, int]) -> bytes:
+    """The loader stub linked at ``at`` with its constants."""
+    obj = compile_c(RUNTIME_DIR / "stub.S", [])
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "stub.elf"
+        cmd = [_tool("ld"), "-Ttext", f"{at:#x}", "-e", "_anvil_stub", "-o", str(out), str(obj)]
+        for name, value in defs.items():
+            cmd += ["--defsym", f"{name}={value:#x}"]
+        _run(cmd)
+        with open(out, "rb") as f:
+            return ELFFile(f).get_section_by_name(".text").data()

@@ -1,0 +1,47 @@
+"""cachesim: a data cache simulated on every load and store (the ATOM cache example).
+
+profile_start sets the geometry, cache_sim runs once per memory access (one per
+register of LDM/STM/PUSH/POP/LDRD), profile_end writes hits, misses and miss rates
+for loads and stores. LRU replacement, write-allocate, one line per access.
+"""
+
+from __future__ import annotations
+
+from ..api import Arg, Option, Options, Point, Tool
+from ..ir.model import Binary
+from .common import FORMATS, parse_size, power_of_two
+
+
+def _check_size(v: int) -> str | None:
+    if not 64 <= v <= 64 << 20:
+        return "must be between 64 bytes and 64 MiB"
+    return power_of_two(v)
+
+
+class CacheSim(Tool):
+    name = "cachesim"
+    description = "simulate a data cache (LRU) on every load and store; hits, misses, miss rates"
+    options = [
+        Option("size", 16 << 10, "cache size in bytes (k/m suffixes)", parse_size, _check_size),
+        Option("assoc", 8, "associativity (ways per set)", int,
+               lambda v: power_of_two(v) or (None if v <= 64 else "must be at most 64")),
+        Option("line", 64, "line size in bytes", parse_size,
+               lambda v: power_of_two(v) or (None if 4 <= v <= 4096 else "must be between 4 and 4096")),
+    ]
+
+    def instrument(self, binary: Binary, opts: Options) -> None:
+        size, assoc, line = opts.size, opts.assoc, opts.line
+        if size < assoc * line:
+            from ..errors import AnvilError
+            raise AnvilError(f"cachesim: size {size} is smaller than assoc*line = {assoc * line}")
+        self.array("tags", size // line, "uint32_t")
+        start = self.prototype("profile_start", Arg.CONST, Arg.CONST, Arg.CONST)
+        access = self.prototype("cache_sim", Arg.EFFADDR, Arg.ACCESS_IS_STORE)
+        finish = self.prototype("profile_end", Arg.STRING, Arg.CONST)
+        binary.call(Point.BEFORE, start, size, assoc, line)
+        for proc in binary.select(opts.only, opts.skip):
+            for block in proc.blocks:
+                for ins in block.instructions:
+                    if ins.accesses:
+                        ins.call(Point.BEFORE, access, Arg.EFFADDR, Arg.ACCESS_IS_STORE)
+        binary.call(Point.AFTER, finish, opts.out, FORMATS[opts.format])

@@ -1,0 +1,261 @@
+/* Start-up, system calls, output and address translation for the InHost runtime. */
+#include "anvil_rt.h"
+
+#define SYS_exit 1
+#define SYS_write 4
+#define SYS_open 5
+#define SYS_close 6
+#define SYS_mprotect 125
+#define SYS_mmap2 192
+#define SYS_exit_group 248
+#define PROT_RW 3
+#define PROT_RX 5
+#define PROT_RWX 7
+#define MAP_PRIVATE 2
+#define MAP_ANONYMOUS 0x20
+#define PAGE 4096u
+
+/* Layout of the region, written by the emitter at the start of the generated code. */
+struct anvil_header {
+    uint32_t magic;
+    uint32_t region_start;   /* link address of the region (start of code) */
+    uint32_t code_end;       /* end of code, page aligned: data starts here */
+    uint32_t file_end;       /* end of the part mapped from the file (page aligned) */
+    uint32_t bss_end;        /* end of the zero-filled part */
+    uint32_t entry;          /* relocated program entry (link address | Thumb bit) */
+    uint32_t npatches;       /* entry-patch words that need the load bias (PIE) */
+    uint32_t patches;        /* link address of their addresses */
+};
+
+/* In .data, not .bss: it is written before the zero-filled pages are mapped. */
+uint32_t anvil_bias __attribute__((section(".data"))) = 0;
+
+void anvil_program_start(void);
+void anvil_program_end(void);
+
+long anvil_syscall(long nr, long a, long b, long c, long d, long e, long f)
+{
+    register long r0 __asm__("r0") = a;
+    register long r1 __asm__("r1") = b;
+    register long r2 __asm__("r2") = c;
+    register long r3 __asm__("r3") = d;
+    register long r4 __asm__("r4") = e;
+    register long r5 __asm__("r5") = f;
+    register long r7 __asm__("r7") = nr;
+    __asm__ volatile("svc #0"
+                     : "+r"(r0)
+                     : "r"(r1), "r"(r2), "r"(r3), "r"(r4), "r"(r5), "r"(r7)
+                     : "memory");
+    return r0;
+}
+
+static void die(const char *msg)
+{
+    uint32_t n = 0;
+    while (msg[n])
+        n++;
+    anvil_syscall(SYS_write, 2, (long)msg, n, 0, 0, 0);
+    anvil_syscall(SYS_exit_group, 127, 0, 0, 0, 0, 0);
+}
+
+static uint32_t page_up(uint32_t v) { return (v + PAGE - 1) & ~(PAGE - 1); }
+
+/* Called by the loader stub once the region's file part is mapped (read/write/exec).
+ * Maps the zero-filled part, fixes entry patches for the load bias, seals the code
+ * read-only, runs the program-start hooks and returns where the program starts. */
+uint32_t anvil_init(uint32_t bias, const struct anvil_header *h)
+{
+    uint32_t file_end = h->file_end + bias;
+    uint32_t bss_end = page_up(h->bss_end) + bias;
+    if (bss_end > file_end) {
+        long got = anvil_syscall(SYS_mmap2, file_end, bss_end - file_end, PROT_RW,
+                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if ((uint32_t)got != file_end)
+            die("anvil: cannot map the instrumentation data region\n");
+    }
+    anvil_bias = bias;
+    if (bias) {
+        const uint32_t *patch = (const uint32_t *)(h->patches + bias);
+        for (uint32_t i = 0; i < h->npatches; i++) {
+            uint32_t *word = (uint32_t *)(patch[i] + bias);
+            uint32_t page = (uint32_t)word & ~(PAGE - 1);
+            anvil_syscall(SYS_mprotect, page, 2 * PAGE, PROT_RWX, 0, 0, 0);
+            *word += bias;
+            anvil_syscall(SYS_mprotect, page, 2 * PAGE, PROT_RX, 0, 0, 0);
+        }
+    }
+    anvil_syscall(SYS_mprotect, h->region_start + bias, h->code_end - h->region_start, PROT_RX, 0, 0, 0);
+    anvil_program_start();
+    return h->entry + bias;
+}
+
+/* Hook before every system call instruction: the exit calls end the program. */
+void anvil_on_syscall(uint32_t nr)
+{
+    if (nr == SYS_exit || nr == SYS_exit_group)
+        anvil_program_end();
+}
+
+/* Translate an original code address to its relocated copy using the per-procedure
+ * table {start, size, shift, entries...}; addresses outside the table go unchanged. */
+uint32_t anvil_xlate(uint32_t target, const uint32_t *table)
+{
+    uint32_t link = (target & ~1u) - anvil_bias;
+    uint32_t off = link - table[0];
+    if (off < table[1]) {
+        uint32_t e = table[3 + (off >> table[2])];
+        if (e)
+            return e + anvil_bias;
+    }
+    return target;
+}
+
+/* ---------------------------------------------------------------- output */
+
+static char out_buf[4096];
+static uint32_t out_len;
+static int out_fd = -1;
+
+int anvil_open_write(const char *path)
+{
+    return (int)anvil_syscall(SYS_open, (long)path, 01 | 0100 | 01000 | 0400000, 0644, 0, 0, 0);
+}
+
+void anvil_close(int fd) { anvil_syscall(SYS_close, fd, 0, 0, 0, 0, 0); }
+
+static void flush(void)
+{
+    uint32_t done = 0;
+    while (done < out_len) {
+        long n = anvil_syscall(SYS_write, out_fd, (long)(out_buf + done), out_len - done, 0, 0, 0);
+        if (n <= 0)
+            break;
+        done += (uint32_t)n;
+    }
+    out_len = 0;
+}
+
+int anvil_out_open(const char *path)
+{
+    out_fd = anvil_open_write(path);
+    out_len = 0;
+    return out_fd;
+}
+
+void anvil_out_close(void)
+{
+    if (out_fd < 0)
+        return;
+    flush();
+    anvil_close(out_fd);
+    out_fd = -1;
+}
+
+void anvil_putc(char c)
+{
+    if (out_len == sizeof out_buf)
+        flush();
+    out_buf[out_len++] = c;
+}
+
+void anvil_puts(const char *s)
+{
+    while (*s)
+        anvil_putc(*s++);
+}
+
+void anvil_putu_width(uint64_t v, int width)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (width-- > n)
+        anvil_putc(' ');
+    while (n)
+        anvil_putc(tmp[--n]);
+}
+
+void anvil_putu(uint64_t v) { anvil_putu_width(v, 0); }
+
+void anvil_puthex(uint32_t v)
+{
+    anvil_puts("0x");
+    for (int shift = 28; shift >= 0; shift -= 4)
+        anvil_putc("0123456789abcdef"[(v >> shift) & 15]);
+}
+
+/* num/den printed with ``decimals`` digits after the point, rounded down. */
+void anvil_put_ratio(uint64_t num, uint64_t den, int decimals)
+{
+    if (den == 0) {
+        anvil_putc('0');
+        return;
+    }
+    uint64_t scale = 1;
+    for (int i = 0; i < decimals; i++)
+        scale *= 10;
+    uint64_t scaled = num * scale / den;
+    anvil_putu(scaled / scale);
+    if (decimals) {
+        anvil_putc('.');
+        uint64_t frac = scaled % scale;
+        for (uint64_t digit = scale / 10; digit; digit /= 10) {
+            anvil_putc((char)('0' + frac / digit));
+            frac %= digit;
+        }
+    }
+}
+
+void anvil_put_json_string(const char *s)
+{
+    anvil_putc('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            anvil_putc('\\');
+        anvil_putc(*s);
+    }
+    anvil_putc('"');
+}
+
+void anvil_put_padded(const char *s, int width)
+{
+    int n = 0;
+    while (s[n])
+        n++;
+    anvil_puts(s);
+    while (n++ < width)
+        anvil_putc(' ');
+}
+
+int anvil_streq(const char *a, const char *b)
+{
+    while (*a && *a == *b)
+        a++, b++;
+    return *a == *b;
+}
+
+void anvil_memset(void *p, int c, size_t n)
+{
+    unsigned char *q = p;
+    while (n--)
+        *q++ = (unsigned char)c;
+}
+
+/* The compiler may emit calls to these for struct copies and zeroing. */
+void *memset(void *p, int c, size_t n) { anvil_memset(p, c, n); return p; }
+void *memcpy(void *d, const void *s, size_t n)
+{
+    unsigned char *dd = d;
+    const unsigned char *ss = s;
+    while (n--)
+        *dd++ = *ss++;
+    return d;
+}
+
+/* libgcc's division helpers call these on division by zero; the default ones need
+ * libc's raise(). Analysis code never divides by zero on purpose: return 0. */
+int __aeabi_idiv0(int r) { return r; }
+long long __aeabi_ldiv0(long long r) { return r; }
