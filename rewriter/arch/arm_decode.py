@@ -99,13 +99,14 @@ def _facts(md: capstone.Cs, insn: capstone.CsInsn, thumb: bool) -> Instruction:
     if name == "svc":
         ins.is_syscall = True
     ins.accesses = _accesses(md, insn, name, ops, pc_value)
-    _branch_facts(md, ins, insn, name, ops)
+    _branch_facts(md, ins, insn, name, ops, thumb)
     if ins.writes_pc and ins.branch_target is None and name not in ("b", "bl", "cbz", "cbnz"):
         ins.is_branch = True
     return ins
 
 
-def _branch_facts(md: capstone.Cs, ins: Instruction, insn: capstone.CsInsn, name: str, ops: list) -> None:
+def _branch_facts(md: capstone.Cs, ins: Instruction, insn: capstone.CsInsn, name: str, ops: list,
+                  thumb: bool) -> None:
     imm_target = next((o.imm for o in ops if o.type == csarm.ARM_OP_IMM), None)
     if name in ("b", "cbz", "cbnz") and imm_target is not None:
         ins.is_branch = True
@@ -127,6 +128,10 @@ def _branch_facts(md: capstone.Cs, ins: Instruction, insn: capstone.CsInsn, name
         ins.is_branch = True
         ins.writes_pc = True
         target_reg = _reg(md, ops[0].reg)
+        if target_reg == PC:  # Thumb 'bx pc': switch to the A32 code that follows
+            ins.branch_target = (insn.address + (4 if thumb else 8)) & ~3
+            ins.reads_pc = False
+            return
         if target_reg == LR:
             ins.is_return = True
         else:

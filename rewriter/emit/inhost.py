@@ -192,6 +192,8 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
             if key[1] not in symbols:
                 raise AnvilError(f"analysis routine or symbol '{key[1]}' is not defined by tool {tool.name}")
             return symbols[key[1]]
+        if isinstance(key, tuple) and key[0] == "with_bit":
+            return resolve(key[1]) | key[2]
         if isinstance(key, tuple) and key[0] == "sym+":
             return symbols[key[1]] + key[2]
         raise AnvilError(f"internal error: unresolved label {key!r}")
@@ -248,11 +250,13 @@ def _entry_patches(binary: Binary, procs: list[Procedure], mode_at) -> tuple[lis
         length = _patch_length(proc.address, first.thumb)
         covered = 0
         ok = True
-        leaders = {b.address for b in proc.blocks}
+        # Branches inside the procedure go to the copy, so only addresses other code may
+        # jump to (found as data words) must stay intact under the patch.
         for ins in proc.instructions():
             if ins.address >= proc.address + length:
                 break
-            if ins.address != proc.address + covered or (ins.address in leaders and ins.address != proc.address):
+            if ins.address != proc.address + covered or (
+                    ins.address in binary.address_taken and ins.address != proc.address):
                 ok = False
                 break
             covered += ins.size

@@ -134,13 +134,17 @@ def _jump(isa: ISA, code: Code, target: int, target_thumb: bool, cond: int, ctx:
 
 
 def _far_to_label(isa: ISA, code: Code, label: Hashable, thumb: bool) -> None:
+    """Jump to relocated code of the other instruction set, preserving every register."""
     bit = 1 if thumb else 0
     if isa.thumb:
-        code.later(12, lambda at, r: enc.t32_mov32(IP, ((r(label) | bit) - (at + 12)) & 0xFFFFFFFF)
-                   + enc.t32_add_reg(IP, PC) + enc.t32_bx(IP))
+        code.emit(struct.pack("<H", 0xB081))  # sub sp, #4
     else:
-        code.later(16, lambda at, r: enc.a32_mov32(IP, ((r(label) | bit) - (at + 16)) & 0xFFFFFFFF)
-                   + enc.a32_add_reg(IP, IP, PC) + enc.a32_bx(IP))
+        code.emit(struct.pack("<I", 0xE24DD004))
+    isa.push(code, [0])
+    isa.pc_address(code, 0, ("with_bit", label, bit))
+    isa.str(code, 0, SP, 4)
+    isa.pop(code, [0])
+    code.emit(struct.pack("<HH", 0xF85D, 0xFB04) if isa.thumb else struct.pack("<I", 0xE49DF004))
 
 
 def _call(isa: ISA, code: Code, target: int, target_thumb: bool, cond: int, ctx: RelocationContext) -> None:
@@ -197,6 +201,9 @@ def _direct(ins: Instruction, name: str, isa: ISA, code: Code, ctx: RelocationCo
         inverse = 0 if name == "cbnz" else 1
         code.emit(struct.pack("<H", 0xB100 | (inverse << 11) | (1 << 3) | rn))
         _jump(T32, code, target, True, AL, ctx)
+        return
+    if name == "bx":  # bx pc: into the A32 code that follows
+        _jump(isa, code, target, not isa.thumb, ins.cond, ctx)
         return
     if name == "b":
         proc = ins.block.procedure if ins.block else None

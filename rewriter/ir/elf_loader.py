@@ -41,7 +41,7 @@ def load_binary(path: str) -> Binary:
     symbols, mapping = _read_symbols(path, elf)
     binary.symbols = {name: addr for addr, name, _ in symbols}
     procs = _procedures(binary, elf, symbols, mapping)
-    _decode(binary, procs, mapping)
+    _decode(binary, elf, procs, mapping)
     return binary
 
 
@@ -180,11 +180,11 @@ def _code_ranges(proc: Procedure, marks: list[tuple[int, str]]) -> list[tuple[in
     return ranges
 
 
-def _decode(binary: Binary, procs: list[Procedure], mapping: dict[int, list[tuple[int, str]]]) -> None:
+def _decode(binary: Binary, elf: ELFFile, procs: list[Procedure], mapping: dict[int, list[tuple[int, str]]]) -> None:
     all_marks = sorted(m for lst in mapping.values() for m in lst)
     disasm = {True: make_disassembler(True), False: make_disassembler(False)}
     decoded: dict[int, list] = {}
-    starts: set[int] = set()
+    starts: dict[int, bool] = {}
     for proc in procs:
         insns = []
         for start, end, thumb in _code_ranges(proc, all_marks):
@@ -196,8 +196,9 @@ def _decode(binary: Binary, procs: list[Procedure], mapping: dict[int, list[tupl
         if insns:
             proc.thumb = insns[0].thumb
         decoded[proc.address] = insns
-        starts.update(i.address for i in insns)
-    taken = _address_taken(binary, starts)
+        starts.update((i.address, i.thumb) for i in insns)
+    taken = _address_taken(binary, elf, procs, starts)
+    binary.address_taken = taken
     kept = []
     for proc in procs:
         insns = decoded[proc.address]
@@ -214,14 +215,27 @@ def _decode(binary: Binary, procs: list[Procedure], mapping: dict[int, list[tupl
     binary.procedures = kept
 
 
-def _address_taken(binary: Binary, starts: set[int]) -> set[int]:
-    """Code addresses that appear as 32-bit words in the image (jump tables, label addresses)."""
+def _address_taken(binary: Binary, elf: ELFFile, procs: list[Procedure], starts: dict[int, bool]) -> set[int]:
+    """Code addresses stored as 32-bit words in data: jump tables, label addresses, pointers.
+
+    Data sections and data-in-code ($d ranges: literal pools) are scanned; instruction
+    bytes are not, as they would match by coincidence.
+    """
+    ranges = []
+    for sec in elf.iter_sections():
+        flags = sec["sh_flags"]
+        if sec["sh_type"] == "SHT_PROGBITS" and flags & 0x2 and not flags & 0x4 and sec["sh_size"]:
+            ranges.append((sec["sh_addr"], sec["sh_addr"] + sec["sh_size"]))
+    for proc in procs:
+        ranges.extend(proc.data_ranges)
     taken = set()
-    for seg in binary.segments:
-        blob = binary.data[seg.offset:seg.offset + seg.filesz]
+    for lo, hi in ranges:
+        lo = (lo + 3) & ~3
+        blob = binary.read(lo, max(0, hi - lo))
         n = len(blob) // 4
         for value in struct.unpack_from(f"<{n}I", blob, 0):
-            if value & ~1 in starts:
+            # A pointer to Thumb code has bit 0 set, one to A32 code has it clear.
+            if starts.get(value & ~1) == bool(value & 1):
                 taken.add(value & ~1)
     return taken
 
