@@ -1,7 +1,20 @@
-/* lua_driver.c - runs the Lua script named by argv[1] with Debian's static Lua. */
+/*
+ * lua_driver.c - runs the Lua script named by argv[1] with Debian's static Lua.
+ *
+ * Lua seeds its string hash with time(NULL); this time() replaces libc's in the
+ * static link so that every run executes exactly the same instructions.
+ */
 #include <stdio.h>
+#include <time.h>
 #include <lauxlib.h>
 #include <lualib.h>
+
+time_t time(time_t *out)
+{
+    if (out != NULL)
+        *out = 1700000000;
+    return 1700000000;
+}
 
 int main(int argc, char **argv)
 {

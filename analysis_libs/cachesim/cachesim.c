@@ -53,7 +53,7 @@ static void field(const char *name, uint64_t v, int json, int last)
             anvil_puts(", ");
     } else {
         anvil_puts("  ");
-        anvil_put_padded(name, 14);
+        anvil_put_padded(name, 17);
         anvil_putu(v);
         anvil_putc('\n');
     }
@@ -67,7 +67,7 @@ static void rate(const char *name, uint64_t misses, uint64_t total, int json)
         anvil_puts("\": ");
     } else {
         anvil_puts("  ");
-        anvil_put_padded(name, 14);
+        anvil_put_padded(name, 17);
     }
     anvil_put_ratio(misses, total, 6);
     anvil_puts(json ? ", " : "\n");

@@ -56,21 +56,66 @@ def _vreg_size(name: str) -> int:
     return {"s": 4, "d": 8, "q": 16}.get(name[:1], 8)
 
 
+def _it_conditions(hw: int) -> list[int]:
+    """Conditions of the instructions an IT instruction (halfword ``hw``) covers."""
+    firstcond, mask = (hw >> 4) & 0xF, hw & 0xF
+    count = 4 - ((mask & -mask).bit_length() - 1)
+    conds = [firstcond]
+    for k in range(1, count):
+        bit = (mask >> (4 - k)) & 1
+        conds.append((firstcond & 0xE) | bit)
+    return conds
+
+
+_BRANCHES = ("b", "bl", "blx", "bx", "cbz", "cbnz", "tbb", "tbh")
+_COND_SUFFIXES = ("", "eq", "ne", "hs", "cs", "lo", "cc", "mi", "pl", "vs", "vc", "hi", "ls", "ge", "lt", "gt",
+                  "le", "al")
+_BRANCH_MNEMONICS = {b + c + w for b in _BRANCHES for c in _COND_SUFFIXES for w in ("", ".w", ".n")}
+
+
+def _needs_detail(mnemonic: str, op_str: str) -> bool:
+    """Whether capstone's operand details are needed for this instruction's facts."""
+    return ("[" in op_str or "{" in op_str or "pc" in op_str or mnemonic in _BRANCH_MNEMONICS
+            or mnemonic.startswith("adr"))
+
+
 def decode_range(md: capstone.Cs, code: bytes, address: int, thumb: bool) -> tuple[list[Instruction], int]:
-    """Decode ``code`` at ``address``; returns the instructions and the address where decoding stopped."""
+    """Decode ``code`` at ``address``; returns the instructions and the address where decoding stopped.
+
+    A fast pass without details finds instruction boundaries (and IT blocks); only
+    instructions whose facts need operands are decoded again with details.
+    """
     out: list[Instruction] = []
     end = address
-    it_left = 0
-    for insn in md.disasm(code, address):
-        ins = _facts(md, insn, thumb)
-        if it_left:
-            ins.in_it = True
-            it_left -= 1
-        if ins.is_it:
-            mask = insn.bytes[0] & 0xF
-            it_left = 4 - ((mask & -mask).bit_length() - 1)
+    it_conds: list[int] = []
+    for addr, size, mnemonic, op_str in md.disasm_lite(code, address):
+        raw = code[addr - address:addr - address + size]
+        cond = 14
+        in_it = False
+        if it_conds:
+            cond = it_conds.pop(0)
+            in_it = True
+        elif not thumb:
+            word = int.from_bytes(raw, "little")
+            cond = word >> 28 if word >> 28 != 15 else 14
+        if mnemonic == "it" or (thumb and size == 2 and mnemonic.startswith("it") and (raw[1] == 0xBF)
+                                and raw[0] & 0xF):
+            ins = Instruction(address=addr, size=size, raw=raw, thumb=thumb, mnemonic=mnemonic, op_str=op_str,
+                              is_it=True)
+            it_conds = _it_conditions(int.from_bytes(raw, "little"))
+        elif _needs_detail(mnemonic, op_str):
+            insn = next(md.disasm(raw, addr, 1))
+            ins = _facts(md, insn, thumb)
+            ins.mnemonic, ins.op_str = mnemonic, op_str
+            if thumb and not in_it:
+                cond = ins.cond
+            ins.cond = cond
+        else:
+            ins = Instruction(address=addr, size=size, raw=raw, thumb=thumb, mnemonic=mnemonic, op_str=op_str,
+                              cond=cond, is_syscall=mnemonic.startswith("svc"))
+        ins.in_it = in_it
         out.append(ins)
-        end = insn.address + insn.size
+        end = addr + size
     return out, end
 
 

@@ -29,7 +29,7 @@ from ..errors import AnvilError
 from ..ir.model import Hook, Instruction, Procedure
 from .code import Code
 from .hooks import HookContext, emit_call, emit_increment
-from .isa import A32, AL, IP, ISA, LR, PC, SP, T32
+from .isa import A32, AL, ISA, LR, PC, SP, T32
 
 
 class Unsupported(AnvilError):
@@ -168,6 +168,9 @@ def _copy(ins: Instruction, code: Code) -> None:
 def _relocate(ins: Instruction, isa: ISA, code: Code, ctx: RelocationContext, proc: Procedure) -> bool:
     """Emit the relocated form of one instruction; True if it needs the translation table."""
     if ins.is_it:
+        return False
+    if ins.detail is None:  # decoded without details: nothing position dependent
+        _copy(ins, code)
         return False
     name = ins.detail.insn_name()
     if ins.branch_target is not None:

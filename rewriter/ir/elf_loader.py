@@ -167,9 +167,9 @@ def _code_ranges(proc: Procedure, marks: list[tuple[int, str]]) -> list[tuple[in
     if not marks:
         return [(proc.address, proc.end, proc.thumb)]
     points = [(proc.address, _kind_at(marks, proc.address) or ("t" if proc.thumb else "a"))]
-    for addr, kind in marks:
-        if proc.address < addr < proc.end:
-            points.append((addr, kind))
+    lo = bisect.bisect_right(marks, (proc.address, "~"))
+    hi = bisect.bisect_left(marks, (proc.end, ""))
+    points.extend(m for m in marks[lo:hi] if proc.address < m[0] < proc.end)
     ranges = []
     for i, (addr, kind) in enumerate(points):
         nxt = points[i + 1][0] if i + 1 < len(points) else proc.end

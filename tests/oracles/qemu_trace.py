@@ -1,0 +1,379 @@
+"""QEMU oracle: count every guest instruction a program executes under ``qemu-arm``.
+
+:func:`trace_pcs` runs::
+
+    env -i qemu-arm -L <lib_root> -0 <argv0> -singlestep -d exec,nochain,page -D <log> <binary> <args>
+
+and turns the log into a :class:`collections.Counter` of executed guest PCs.
+The log is streamed through a FIFO and parsed while QEMU runs, so nothing
+large is written to disk (a log costs about 65-100 bytes per executed
+instruction: a million instructions make ~90 MB).
+
+Facts about the log, checked on Debian's qemu-arm 7.2 (``tests/test_oracles.py``
+checks the ones that matter):
+
+* With ``-d exec`` QEMU prints one line per *executed translation block*
+  (TB), when the TB is entered::
+
+      Trace 0: 0x7fc6f40005c0 [08800480/000100a2/00000000/00000201] _start
+
+  i.e. ``Trace <cpu>: <host code ptr> [<cs_base>/<guest pc>/<tb flags>/<cflags>] <symbol>``.
+  The symbol is present only when QEMU found a symbol table in the binary.
+  ``nochain`` disables direct TB chaining, without which chained TBs are not
+  logged at all; ``-singlestep`` makes every TB exactly one guest instruction.
+  So: one ``Trace`` line = one executed instruction.
+* The guest PC is logged **without** the Thumb bit (bit 0 is always clear).
+  In QEMU 7.2 the first bracketed field is ``cs_base``, which for AArch32
+  holds the "flags2" TB flags: bit 23 is the Thumb state and bits 24-31 the
+  IT-block state (``CONDEXEC``), e.g. ``00800480`` = Thumb, ``08800480`` =
+  Thumb inside an IT block, ``00000480`` = ARM.  This layout is
+  version-specific, so this module does not depend on it.
+* An ``IT`` instruction is logged (counted) itself, and so is every
+  predicated instruction whose condition fails, both IT-predicated Thumb
+  instructions and conditional A32 instructions: the TB is entered, the
+  instruction just has no effect.
+* ``svc #0`` is logged like any other instruction (it ends its TB and the
+  syscall is handled after the TB ran); so the final ``svc`` of ``exit`` is
+  counted.
+* ``-d page`` prints ``start_code``/``end_code`` (and ``entry``, ``start_data``,
+  ...) for the main executable.  ``start_code`` is ``load_bias`` plus the lowest
+  ``p_vaddr`` of the executable's ``PF_X`` ``PT_LOAD`` segments and ``end_code``
+  is ``load_bias`` plus the highest ``p_vaddr + p_filesz`` of those segments.
+  That is how :func:`trace_pcs` finds the load bias of a PIE (0 for ET_EXEC);
+  ``entry`` is not usable for that since it is the interpreter's entry for
+  dynamically linked programs.
+* Start-up code (ld.so, libc init) executes a few dozen instructions more or
+  less with a different ``argv[0]`` or environment; that is why the run uses
+  ``env -i`` and a fixed ``-0 argv0``.
+
+Optionally (``memory_ops=True``) ``-d op`` is added and the TCG ops of each
+translated instruction are scanned for ``qemu_ld*``/``qemu_st*``: that gives
+QEMU's own number of guest memory accesses per instruction (one per register
+for LDM/STM/PUSH/POP/LDRD/STRD, one 8-byte access per D register for
+VLDR/VLDM/VPUSH, ...).  :func:`access_counts` multiplies these by the
+execution counts; the result counts predicated-off memory instructions too
+(an upper bound, exact when no conditional memory instruction fails), and
+exclusive stores implemented through atomic helpers are not counted.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import select
+import shutil
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from elftools.elf.constants import P_FLAGS
+from elftools.elf.elffile import ELFFile
+
+__all__ = [
+    "QEMU",
+    "QemuTraceError",
+    "TraceResult",
+    "access_counts",
+    "executable_segments",
+    "exe_pcs",
+    "trace_pcs",
+]
+
+#: The emulator binary.
+QEMU = "qemu-arm"
+
+#: One ``-d exec`` line: capture the guest PC (second bracketed field).
+_TRACE_RE = re.compile(rb"^Trace \d+: 0x[0-9a-fA-F]+ \[[0-9a-fA-F]+/([0-9a-fA-F]+)/", re.M)
+#: ``-d page`` facts about the main executable.
+_CODE_RE = re.compile(rb"^(start_code|end_code)\s+0x([0-9a-fA-F]+)\s*$", re.M)
+#: ``-d op``: an instruction start marker or a guest memory access op.
+_OP_RE = re.compile(rb"^ (?:---- ([0-9a-fA-F]+)\b|qemu_(ld|st)\w*)", re.M)
+
+_CHUNK = 1 << 20
+
+
+class QemuTraceError(RuntimeError):
+    """QEMU could not be run, timed out, or its log lacked what was needed."""
+
+
+@dataclass
+class TraceResult:
+    """Outcome of :func:`trace_pcs`.
+
+    ``pcs`` holds *run-time* guest addresses of every executed instruction in
+    every module (executable, ld.so, shared libraries, vDSO-like helpers);
+    use :func:`exe_pcs` for the executable's own instructions at link-time
+    addresses.
+    """
+
+    #: Run-time guest PC (Thumb bit clear) -> number of executions.
+    pcs: Counter[int]
+    #: Exit status as ``subprocess`` reports it (negative = killed by that signal).
+    returncode: int
+    #: The program's standard output.
+    stdout: bytes
+    #: The program's standard error (QEMU's own messages land here too).
+    stderr: bytes
+    #: Run-time address minus link-time address of the main executable (0 for ET_EXEC).
+    load_bias: int
+    #: ``start_code``/``end_code`` as QEMU printed them (run-time addresses).
+    start_code: int
+    end_code: int
+    #: With ``memory_ops=True``: run-time PC -> (loads, stores) per execution, from ``-d op``.
+    mem_ops: dict[int, tuple[int, int]] | None = None
+
+    @property
+    def total(self) -> int:
+        """Total number of executed instructions (all modules)."""
+        return sum(self.pcs.values())
+
+
+def executable_segments(binary: str | os.PathLike[str]) -> tuple[str, list[tuple[int, int]]]:
+    """Return ``(e_type, [(start, end), ...])`` of the ``PF_X`` ``PT_LOAD`` segments.
+
+    Ranges are link-time ``[p_vaddr, p_vaddr + p_memsz)``.
+    """
+    with open(binary, "rb") as fh:
+        elf = ELFFile(fh)
+        ranges = [
+            (seg["p_vaddr"], seg["p_vaddr"] + seg["p_memsz"])
+            for seg in elf.iter_segments()
+            if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & P_FLAGS.PF_X
+        ]
+        return elf["e_type"], ranges
+
+
+def _file_end_of_code(binary: str | os.PathLike[str]) -> tuple[int, int]:
+    """Return (lowest p_vaddr, highest p_vaddr + p_filesz) over ``PF_X`` ``PT_LOAD`` segments."""
+    with open(binary, "rb") as fh:
+        elf = ELFFile(fh)
+        segs = [
+            (seg["p_vaddr"], seg["p_vaddr"] + seg["p_filesz"])
+            for seg in elf.iter_segments()
+            if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & P_FLAGS.PF_X
+        ]
+    if not segs:
+        raise QemuTraceError(f"{binary}: no executable PT_LOAD segment")
+    return min(s for s, _ in segs), max(e for _, e in segs)
+
+
+class _LogParser:
+    """Incremental parser of a QEMU ``-d exec,nochain,page[,op]`` log stream."""
+
+    def __init__(self, memory_ops: bool, tee: BinaryIO | None) -> None:
+        self.raw: Counter[bytes] = Counter()
+        self.code: dict[bytes, int] = {}
+        self.memory_ops = memory_ops
+        self.ops: dict[int, tuple[int, int]] = {}
+        self._op_pc: int | None = None
+        self._op_ld = 0
+        self._op_st = 0
+        self._rest = b""
+        self._tee = tee
+
+    def feed(self, data: bytes) -> None:
+        """Consume the next piece of the stream (any split point)."""
+        if self._tee is not None:
+            self._tee.write(data)
+        buf = self._rest + data if self._rest else data
+        end = buf.rfind(b"\n") + 1
+        if end == 0:
+            self._rest = buf
+            return
+        self._parse(buf, end)
+        self._rest = buf[end:]
+
+    def close(self) -> None:
+        """Parse any final unterminated line."""
+        if self._rest:
+            data = self._rest + b"\n"
+            self._rest = b""
+            self._parse(data, len(data))
+        self._flush_op()
+
+    def _parse(self, buf: bytes, end: int) -> None:
+        self.raw.update(_TRACE_RE.findall(buf, 0, end))
+        if len(self.code) < 2 and b"_code" in buf:
+            for key, value in _CODE_RE.findall(buf, 0, end):
+                self.code.setdefault(key, int(value, 16))
+        if self.memory_ops:
+            for match in _OP_RE.finditer(buf, 0, end):
+                pc, kind = match.groups()
+                if pc is not None:
+                    self._flush_op()
+                    self._op_pc = int(pc, 16)
+                elif kind == b"ld":
+                    self._op_ld += 1
+                else:
+                    self._op_st += 1
+
+    def _flush_op(self) -> None:
+        if self._op_pc is not None:
+            old = self.ops.get(self._op_pc, (0, 0))
+            self.ops[self._op_pc] = (max(old[0], self._op_ld), max(old[1], self._op_st))
+        self._op_pc = None
+        self._op_ld = self._op_st = 0
+
+    def pcs(self) -> Counter[int]:
+        """Return the executed-PC counter with integer keys."""
+        return Counter({int(pc, 16): n for pc, n in self.raw.items()})
+
+
+def trace_pcs(
+    binary: str | os.PathLike[str],
+    args: Sequence[str] = (),
+    stdin: bytes = b"",
+    argv0: str = "prog",
+    lib_root: str = "/usr/arm-linux-gnueabihf",
+    *,
+    timeout: float | None = 600.0,
+    memory_ops: bool = False,
+    keep_log: str | os.PathLike[str] | None = None,
+) -> TraceResult:
+    """Run ``binary`` under ``qemu-arm -singlestep -d exec,nochain,page`` and count executed PCs.
+
+    The guest gets an empty environment (``env -i``) and ``argv[0] = argv0``;
+    shared libraries and ld.so come from ``lib_root`` (``-L``).  ``stdin`` is
+    fed to the program.  ``memory_ops`` adds ``-d op`` and fills
+    :attr:`TraceResult.mem_ops`.  ``keep_log`` saves a copy of the raw log.
+    A run longer than ``timeout`` seconds is killed and raises
+    :class:`QemuTraceError`; so does a log without ``start_code``/``end_code``.
+    """
+    qemu = shutil.which(QEMU)
+    if qemu is None:
+        raise QemuTraceError(f"{QEMU} not found on PATH")
+    binary = Path(binary)
+    if not binary.is_file():
+        raise QemuTraceError(f"{binary}: no such file")
+    flags = "exec,nochain,page" + (",op" if memory_ops else "")
+
+    with tempfile.TemporaryDirectory(prefix="anvil-qemu-") as tmp:
+        tmpdir = Path(tmp)
+        fifo = tmpdir / "log.fifo"
+        os.mkfifo(fifo)
+        # O_RDWR keeps a writer on the FIFO, so reads never see a premature EOF
+        # and QEMU's open() never blocks; the end is detected by process exit.
+        fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+        try:
+            try:
+                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _CHUNK)
+            except OSError:
+                pass  # keep the default pipe size
+            (tmpdir / "stdin").write_bytes(stdin)
+            cmd = ["env", "-i", qemu, "-L", lib_root, "-0", argv0, "-singlestep",
+                   "-d", flags, "-D", str(fifo), str(binary), *args]
+            tee = open(keep_log, "wb") if keep_log is not None else None  # noqa: SIM115
+            parser = _LogParser(memory_ops, tee)
+            try:
+                with (
+                    open(tmpdir / "stdin", "rb") as fin,
+                    open(tmpdir / "stdout", "wb") as fout,
+                    open(tmpdir / "stderr", "wb") as ferr,
+                ):
+                    proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr)
+                    _pump(proc, fd, parser, timeout)
+                parser.close()
+            finally:
+                if tee is not None:
+                    tee.close()
+        finally:
+            os.close(fd)
+        stdout = (tmpdir / "stdout").read_bytes()
+        stderr = (tmpdir / "stderr").read_bytes()
+
+    if b"start_code" not in parser.code or b"end_code" not in parser.code:
+        raise QemuTraceError(
+            f"{binary}: no start_code/end_code in the QEMU log (exit {proc.returncode}): "
+            + stderr.decode(errors="replace")[-500:]
+        )
+    start_code = parser.code[b"start_code"]
+    end_code = parser.code[b"end_code"]
+    low, high = _file_end_of_code(binary)
+    bias = (start_code - low) & 0xFFFFFFFF
+    if (end_code - high) & 0xFFFFFFFF != bias or bias % 0x1000:
+        raise QemuTraceError(
+            f"{binary}: inconsistent load bias: start_code={start_code:#x} end_code={end_code:#x} "
+            f"for code {low:#x}..{high:#x}"
+        )
+    return TraceResult(
+        pcs=parser.pcs(),
+        returncode=proc.returncode,
+        stdout=stdout,
+        stderr=stderr,
+        load_bias=bias,
+        start_code=start_code,
+        end_code=end_code,
+        mem_ops=parser.ops if memory_ops else None,
+    )
+
+
+def _pump(proc: subprocess.Popen[bytes], fd: int, parser: _LogParser, timeout: float | None) -> None:
+    """Feed the FIFO's contents to ``parser`` until ``proc`` exits and the FIFO is drained."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        ready, _, _ = select.select([fd], [], [], 0.05)
+        if ready:
+            try:
+                data = os.read(fd, _CHUNK)
+            except BlockingIOError:
+                data = b""
+            if data:
+                parser.feed(data)
+                continue
+        if proc.poll() is not None:
+            # QEMU has exited: everything it wrote is in the pipe; drain it.
+            while True:
+                try:
+                    data = os.read(fd, _CHUNK)
+                except BlockingIOError:
+                    return
+                if not data:
+                    return
+                parser.feed(data)
+        if deadline is not None and time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            raise QemuTraceError(f"qemu-arm timed out after {timeout} s")
+
+
+def exe_pcs(result: TraceResult, binary: str | os.PathLike[str]) -> Counter[int]:
+    """Return the executable's own executed PCs at link-time addresses.
+
+    PCs are translated by ``pc - load_bias`` and kept only when they fall in a
+    ``PF_X`` ``PT_LOAD`` segment of ``binary``: ld.so, shared libraries and
+    QEMU's kernel-helper page are left out.
+    """
+    _, ranges = executable_segments(binary)
+    bias = result.load_bias
+    out: Counter[int] = Counter()
+    for pc, n in result.pcs.items():
+        link = (pc - bias) & 0xFFFFFFFF
+        for start, end in ranges:
+            if start <= link < end:
+                out[link] += n
+                break
+    return out
+
+
+def access_counts(result: TraceResult, pcs: Counter[int] | None = None) -> Counter[str]:
+    """Return QEMU's count of guest memory accesses: ``Counter({'L': loads, 'S': stores})``.
+
+    Needs a trace made with ``memory_ops=True``.  ``pcs`` defaults to
+    ``result.pcs`` (run-time addresses; pass a filtered counter with run-time
+    keys to restrict).  Predicated instructions whose condition failed are
+    counted as if they had accessed memory.
+    """
+    if result.mem_ops is None:
+        raise ValueError("trace was made without memory_ops=True")
+    counts: Counter[str] = Counter()
+    for pc, n in (result.pcs if pcs is None else pcs).items():
+        loads, stores = result.mem_ops.get(pc, (0, 0))
+        counts["L"] += loads * n
+        counts["S"] += stores * n
+    return counts
