@@ -170,7 +170,8 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     for proc, key in ctx.xlate_tables:
         emit_xlate_table(proc, key, code)
 
-    patches, patch_words, not_patched = _entry_patches(binary, chosen, mode_at)
+    patches, not_patched = _entry_patches(binary, chosen, _trampoline_base(binary))
+    patch_words = [p.word for p in patches] if binary.is_pie else []
     report.entries_not_patched = not_patched
     code.align(4)
     code.label("patches")
@@ -209,8 +210,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     code._chunks[header_index] = header
     code_bytes = code.finish(resolve)
 
-    patch_bytes = {addr: _patch_bytes(addr, thumb, resolve(ins_label(addr)) | int(thumb))
-                   for addr, thumb in patches}
+    targets = {p.address: resolve(ins_label(p.address)) | int(p.thumb) for p in patches}
     region = bytearray(file_end - REGION_OFFSET)
     region[0:len(lib.text)] = lib.text
     start = code.base - REGION_OFFSET
@@ -218,7 +218,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     dstart = lib.data_addr - REGION_OFFSET
     region[dstart:dstart + len(lib.data)] = lib.data
 
-    data = _write_elf(binary, bytes(region), patch_bytes, code.labels["header"], symbols["anvil_init"])
+    data = _write_elf(binary, bytes(region), patches, targets, code.labels["header"], symbols["anvil_init"])
     _atomic_write(output, data)
     report.relocated = len(chosen)
     report.instructions = sum(len(list(p.instructions())) for p in chosen)
@@ -237,35 +237,68 @@ def _all_hooks(binary: Binary):
                 yield from ins.hooks
 
 
-def _entry_patches(binary: Binary, procs: list[Procedure], mode_at) -> tuple[list, list[int], list[str]]:
-    """Which relocated procedures get a jump at their original entry, and the words to bias."""
+@dataclass
+class EntryPatch:
+    """A jump written over a relocated procedure's original entry.
+
+    ``long``: ``ldr pc, [pc, ...]`` and its literal in place (8-10 bytes). ``short``: a
+    4-byte branch to a trampoline after the loader stub that does the same.
+    """
+
+    address: int
+    thumb: bool
+    trampoline: int | None = None
+
+    @property
+    def word(self) -> int:
+        """Address of the literal holding the relocated target (biased at start-up for PIE)."""
+        if self.trampoline is not None:
+            return self.trampoline + 4
+        return self.address + _patch_length(self.address, self.thumb) - 4
+
+    def bytes_at_entry(self, target: int) -> bytes:
+        if self.trampoline is None:
+            if not self.thumb:
+                return enc.a32_ldr_pc_literal() + struct.pack("<I", target)
+            ins, _ = enc.t32_ldr_pc_literal_pair(self.address)
+            return ins + struct.pack("<I", target)
+        if self.thumb:
+            return enc.t32_b(self.address, self.trampoline)
+        return enc.a32_b(self.address, self.trampoline)
+
+    def trampoline_bytes(self, target: int) -> bytes:
+        first = enc.t32_ldr_pc_literal_pair(self.trampoline)[0] if self.thumb else enc.a32_ldr_pc_literal()
+        return first + struct.pack("<I", target)
+
+
+def _entry_patches(binary: Binary, procs: list[Procedure], trampolines_at: int) -> tuple[list[EntryPatch], list[str]]:
+    """Which relocated procedures get a jump at their original entry, and which cannot."""
     patches = []
-    words = []
     skipped = []
+    next_trampoline = trampolines_at
     for proc in procs:
         first = proc.blocks[0].instructions[0]
         if first.address != proc.address:
             skipped.append(proc.name)
             continue
-        length = _patch_length(proc.address, first.thumb)
-        covered = 0
-        ok = True
         # Branches inside the procedure go to the copy, so only addresses other code may
         # jump to (found as data words) must stay intact under the patch.
+        covered = 0
         for ins in proc.instructions():
-            if ins.address >= proc.address + length:
-                break
             if ins.address != proc.address + covered or (
                     ins.address in binary.address_taken and ins.address != proc.address):
-                ok = False
                 break
             covered += ins.size
-        if not ok or covered < length:
+            if covered >= 10:
+                break
+        if covered >= _patch_length(proc.address, first.thumb):
+            patches.append(EntryPatch(proc.address, first.thumb))
+        elif covered >= 4:
+            patches.append(EntryPatch(proc.address, first.thumb, next_trampoline))
+            next_trampoline += 8
+        else:
             skipped.append(proc.name)
-            continue
-        patches.append((proc.address, first.thumb))
-        words.append(proc.address + length - 4)
-    return patches, (words if binary.is_pie else []), skipped
+    return patches, skipped
 
 
 def _patch_length(addr: int, thumb: bool) -> int:
@@ -275,43 +308,55 @@ def _patch_length(addr: int, thumb: bool) -> int:
     return lit + 4
 
 
-def _patch_bytes(addr: int, thumb: bool, target: int) -> bytes:
-    if not thumb:
-        return enc.a32_ldr_pc_literal() + struct.pack("<I", target)
-    ins, lit = enc.t32_ldr_pc_literal_pair(addr)
-    return ins + struct.pack("<I", target)
-
-
-def _write_elf(binary: Binary, region: bytes, patch_bytes: dict[int, bytes], header_addr: int,
-               init_addr: int) -> bytes:
-    """Original bytes + entry patches + loader stub in the text tail + the region appended."""
+def _write_elf(binary: Binary, region: bytes, patches: list[EntryPatch], targets: dict[int, int],
+               header_addr: int, init_addr: int) -> bytes:
+    """Original bytes + entry patches + loader stub and trampolines in the text tail + the region."""
     out = bytearray(binary.data)
-    for addr, patch in patch_bytes.items():
-        off = binary.file_offset(addr)
-        assert off is not None
-        out[off:off + len(patch)] = patch
-    region_offset = (len(out) + PAGE - 1) & ~(PAGE - 1)
     elf = ELFFile(io.BytesIO(binary.data))
     text_index, text = _text_segment(binary, elf)
-    stub_addr = (text.vaddr + text.filesz + 3) & ~3
-    stub = tb.assemble_stub(stub_addr, {
+    stub_addr = _stub_address(text)
+    region_offset = (len(out) + PAGE - 1) & ~(PAGE - 1)
+    tail = bytearray(tb.assemble_stub(stub_addr, {
         "ANVIL_REGION": REGION_OFFSET,
         "ANVIL_LENGTH": len(region),
         "ANVIL_PGOFF": region_offset // PAGE,
         "ANVIL_HEADER": header_addr,
         "ANVIL_INIT": init_addr | 1,
-    })
+    }))
+    tail += b"\0" * ((-len(tail)) % 4)
+    for patch in patches:
+        target = targets[patch.address]
+        off = binary.file_offset(patch.address)
+        assert off is not None
+        data = patch.bytes_at_entry(target)
+        out[off:off + len(data)] = data
+        if patch.trampoline is not None:
+            at = patch.trampoline - stub_addr
+            tail[at:at + 8] = patch.trampoline_bytes(target)
     stub_off = text.offset + (stub_addr - text.vaddr)
-    _check_stub_room(binary, elf, text, stub_addr, stub_off, len(stub))
-    out[stub_off:stub_off + len(stub)] = stub
+    _check_stub_room(binary, elf, text, stub_addr, stub_off, len(tail))
+    out[stub_off:stub_off + len(tail)] = tail
     # Grow the text segment over the stub; move the entry point to it.
     ph = elf["e_phoff"] + text_index * elf["e_phentsize"]
-    new_size = stub_addr + len(stub) - text.vaddr
+    new_size = stub_addr + len(tail) - text.vaddr
     struct.pack_into("<II", out, ph + 16, new_size, new_size)
     struct.pack_into("<I", out, 24, stub_addr | 1)
     out += b"\0" * (region_offset - len(out))
     out += region
     return bytes(out)
+
+
+def _stub_address(text: Segment) -> int:
+    return (text.vaddr + text.filesz + 3) & ~3
+
+
+def _trampoline_base(binary: Binary) -> int:
+    """Where entry trampolines go: after the loader stub (whose size does not depend on its constants)."""
+    _, text = _text_segment(binary, ELFFile(io.BytesIO(binary.data)))
+    at = _stub_address(text)
+    size = len(tb.assemble_stub(at, dict.fromkeys(
+        ("ANVIL_REGION", "ANVIL_LENGTH", "ANVIL_PGOFF", "ANVIL_HEADER", "ANVIL_INIT"), 0)))
+    return (at + size + 3) & ~3
 
 
 def _text_segment(binary: Binary, elf: ELFFile) -> tuple[int, Segment]:

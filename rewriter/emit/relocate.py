@@ -182,6 +182,9 @@ def _relocate(ins: Instruction, isa: ISA, code: Code, ctx: RelocationContext, pr
                 raise Unsupported(f"{ins}: return or call reading PC")
             _copy(ins, code)
             return False
+        if _through_pointer_slot(ins, name):
+            _copy(ins, code)
+            return False
         literal = _literal_target(ins, name, ctx)
         if literal is not None:
             _jump(isa, code, literal & ~1, bool(literal & 1), ins.cond, ctx)
@@ -225,6 +228,18 @@ def _literal_value(ins: Instruction, name: str, ctx: RelocationContext) -> int:
     raw = ctx.read(access.disp, size)
     signed = name in ("ldrsb", "ldrsh")
     return int.from_bytes(raw, "little", signed=signed) & 0xFFFFFFFF
+
+
+def _through_pointer_slot(ins: Instruction, name: str) -> bool:
+    """``ldr pc, [rN, #imm]``: a jump through a pointer in memory (GOT, PLT, vtable).
+
+    Its target is a function entry (or another module), reached through the entry
+    patch like any function pointer; register-indexed loads (jump tables) are not.
+    """
+    if name != "ldr" or len(ins.accesses) != 1:
+        return False
+    access = ins.accesses[0]
+    return access.base not in (PC,) and access.index is None
 
 
 def _literal_target(ins: Instruction, name: str, ctx: RelocationContext) -> int | None:

@@ -57,7 +57,7 @@ def compile_c(source: Path | str, include: list[Path], text: str | None = None) 
     """Compile one C (or .S) file for the target; cached by content, flags and includes."""
     data = text.encode() if text is not None else Path(source).read_bytes()
     suffix = Path(source).suffix if text is None else ".c"
-    digest = hashlib.sha256(data + " ".join(CFLAGS).encode())
+    digest = hashlib.sha256(data + " ".join(CFLAGS).encode() + (RUNTIME_DIR / "anvil_hidden.h").read_bytes())
     for inc in include:
         for header in sorted(inc.glob("*.h")):
             digest.update(header.read_bytes())
@@ -68,7 +68,8 @@ def compile_c(source: Path | str, include: list[Path], text: str | None = None) 
         src = Path(tmp) / f"unit{suffix}"
         src.write_bytes(data)
         out = Path(tmp) / "unit.o"
-        _run([_tool("gcc"), *CFLAGS, *[f"-I{p}" for p in include], "-c", str(src), "-o", str(out)])
+        force = ["-include", str(RUNTIME_DIR / "anvil_hidden.h")] if suffix == ".c" else []
+        _run([_tool("gcc"), *CFLAGS, *force, *[f"-I{p}" for p in include], "-c", str(src), "-o", str(out)])
         shutil.move(str(out), obj)
     return obj
 
@@ -98,7 +99,8 @@ SECTIONS
   . = {text_addr:#x};
   .text : {{ *(.text.anvil_first) *(.text*) *(.rodata*) }}
   . = {data_addr:#x};
-  .data : {{ *(.data*) *(.got*) }}
+  .data : {{ *(.data*) }}
+  .got : {{ *(.got*) }}
   .bss : {{ *(.bss*) *(COMMON) }}
   /DISCARD/ : {{ *(.ARM.exidx*) *(.ARM.extab*) *(.comment) *(.note*) *(.ARM.attributes) }}
 }}
@@ -115,7 +117,7 @@ SECTIONS
             data = elf.get_section_by_name(".data")
             bss = elf.get_section_by_name(".bss")
             got = elf.get_section_by_name(".got")
-            if got is not None and got["sh_size"] > 12:
+            if got is not None and got["sh_size"] > 12 and any(got.data()[12:]):
                 raise AnvilError("analysis library needs a GOT: declare globals hidden")
             symbols = {s.name: s["st_value"] for s in elf.get_section_by_name(".symtab").iter_symbols()
                        if s.name}

@@ -18,10 +18,12 @@ checks the ones that matter):
       Trace 0: 0x7fc6f40005c0 [08800480/000100a2/00000000/00000201] _start
 
   i.e. ``Trace <cpu>: <host code ptr> [<cs_base>/<guest pc>/<tb flags>/<cflags>] <symbol>``.
-  The symbol is present only when QEMU found a symbol table in the binary.
+  The trailing name is the enclosing ``STT_FUNC`` symbol when QEMU has one
+  (static non-stripped binaries; empty for plain asm labels), so it is ignored.
   ``nochain`` disables direct TB chaining, without which chained TBs are not
   logged at all; ``-singlestep`` makes every TB exactly one guest instruction.
-  So: one ``Trace`` line = one executed instruction.
+  So: one ``Trace`` line = one executed instruction.  (An instruction that
+  faults and is re-executed after a guest signal handler is logged twice.)
 * The guest PC is logged **without** the Thumb bit (bit 0 is always clear).
   In QEMU 7.2 the first bracketed field is ``cs_base``, which for AArch32
   holds the "flags2" TB flags: bit 23 is the Thumb state and bits 24-31 the
@@ -43,8 +45,10 @@ checks the ones that matter):
   ``entry`` is not usable for that since it is the interpreter's entry for
   dynamically linked programs.
 * Start-up code (ld.so, libc init) executes a few dozen instructions more or
-  less with a different ``argv[0]`` or environment; that is why the run uses
-  ``env -i`` and a fixed ``-0 argv0``.
+  less with a different ``argv[0]`` or environment (a glibc hello world: 103949,
+  103991 and 104057 instructions for argv0 ``p``, ``prog`` and a 31-character
+  name); that is why the run uses ``env -i`` and a fixed ``-0 argv0``.  With
+  both fixed, repeated runs give identical per-PC counts.
 
 Optionally (``memory_ops=True``) ``-d op`` is added and the TCG ops of each
 translated instruction are scanned for ``qemu_ld*``/``qemu_st*``: that gives
@@ -52,8 +56,9 @@ QEMU's own number of guest memory accesses per instruction (one per register
 for LDM/STM/PUSH/POP/LDRD/STRD, one 8-byte access per D register for
 VLDR/VLDM/VPUSH, ...).  :func:`access_counts` multiplies these by the
 execution counts; the result counts predicated-off memory instructions too
-(an upper bound, exact when no conditional memory instruction fails), and
-exclusive stores implemented through atomic helpers are not counted.
+(an upper bound, exact when no conditional memory instruction fails).  STREX
+shows up as one load plus one store (QEMU implements it as a compare-and-swap);
+unicorn records the same pair.
 """
 
 from __future__ import annotations

@@ -21,25 +21,40 @@ Every data access is recorded by a ``UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE``
 hook as ``(kind, address, size)`` with kind ``'L'`` or ``'S'``, in execution
 order.  Instruction fetches are not data accesses and are not recorded.
 
-What unicorn 2.1 reports (verified by ``tests/test_oracles.py``):
+What unicorn 2.1 reports (checked by ``tests/test_oracles.py``; qemu-arm 7.2's
+``-d op`` shows the same number and width of guest memory ops per instruction):
 
-* LDR/STR/LDRB/LDRH/LDREX...: one access of the access size;
-* LDM/STM/PUSH/POP (A32 and T32): one 4-byte access per register, lowest
-  address first (also for decrementing forms such as PUSH/STMDB: the
-  registers are stored in ascending address order);
-* LDRD/STRD: two 4-byte accesses, lower address first;
+* LDR/STR/LDRB/LDRH/STRH...: one access of the access size (1, 2 or 4);
+* LDM/STM/PUSH/POP (A32 and T32): one 4-byte access per register, in
+  ascending address order (also for decrementing forms such as PUSH/STMDB);
+* LDRD/STRD: two 4-byte accesses, lower address first (not one 8-byte access);
 * VLDR/VSTR of a D register: one 8-byte access; of an S register: 4 bytes;
-* VLDM/VSTM/VPUSH/VPOP of D registers: one 8-byte access per D register,
-  ascending addresses; S-register lists: one 4-byte access per register;
-* ``svc`` itself makes no data access.
+* VLDM/VSTM/VPUSH/VPOP: one access per register (8 bytes per D register,
+  4 per S register), ascending addresses; VLD1.32 {d0, d1}: two 8-byte accesses;
+* LDREX: one load; a successful STREX: a load then a store of the same word (QEMU's
+  compare-and-swap implementation);
+* a predicated instruction whose condition fails makes no access;
+* ``svc`` makes no data access; instruction fetches are not recorded.
 
-This is the same granularity the project's instrumentation reports (one access
-per register for multi-register transfers), so counts can be compared 1:1.
+That is the "one access per register for multi-register transfers" rule
+DESIGN.md assumes, so counts can be compared 1:1 with the instrumentation.
 
 Instruction counting (``count_instructions=True``) uses ``UC_HOOK_CODE`` and
 calls Python once per instruction, which makes the run several times slower.
-The count includes the final ``svc`` and, in Thumb code, ``IT`` instructions
-and IT-predicated instructions whose condition fails, like ``qemu-arm -d exec``.
+:attr:`UnicornResult.pcs` then holds per-PC counts that match
+``qemu_trace.exe_pcs`` exactly (the tests check this): the final ``svc``,
+``IT`` instructions and predicated instructions whose condition fails are all
+counted.  Unicorn itself does not call the code hook for an IT-predicated
+Thumb instruction whose condition fails (it does for A32 conditional
+instructions), so those are added from the IT instruction's mask.
+
+Unicorn 2.1 bug worked around here: with a memory hook installed, a load or
+store inside a Thumb IT block leaves a stale IT state in CPSR, and the next
+translation block is then decoded as if inside an IT block: branches go
+astray, a compiled bubble sort loops forever.  The memory hook clears the
+stale bits (see :func:`run_freestanding`); this costs a register read per
+access and is only done for binaries containing something that looks like an
+IT instruction.
 """
 
 from __future__ import annotations
@@ -220,9 +235,7 @@ def _it_blocks(loads: list[_Load]) -> dict[int, tuple[int, ...]]:
     for vaddr, _, data, flags in loads:
         if not flags & P_FLAGS.PF_X:
             continue
-        base = vaddr & ~1
-        skip = vaddr & 1
-        for off in range(skip, len(data) - 1, 2):
+        for off in range(vaddr & 1, len(data) - 1, 2):  # offsets of even addresses
             if data[off + 1] != 0xBF or data[off] & 0xF == 0:
                 continue
             mask = data[off] & 0xF
@@ -232,10 +245,10 @@ def _it_blocks(loads: list[_Load]) -> dict[int, tuple[int, ...]]:
             for _ in range(length):
                 if pos + 1 >= len(data):
                     break
-                addrs.append(base + pos - skip)
+                addrs.append(vaddr + pos)
                 first = data[pos] | data[pos + 1] << 8
                 pos += 4 if first >> 11 in (0b11101, 0b11110, 0b11111) else 2
-            blocks[base + off - skip] = tuple(addrs)
+            blocks[vaddr + off] = tuple(addrs)
     return blocks
 
 

@@ -1,0 +1,68 @@
+"""Instrument a binary and run it next to the original under identical conditions.
+
+Both copies live at paths of the same length (``<tmp>/orig/prog`` and
+``<tmp>/inst/prog``), run under ``env -i`` with argv[0] = ``prog`` and the same
+arguments and stdin, so the stack (argv, environment, AT_EXECFN) and the heap
+start out identical and any difference comes from the instrumentation.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from rewriter.cli import main as anvil_main
+
+LIB_ROOT = "/usr/arm-linux-gnueabihf"
+
+
+@dataclass
+class Run:
+    """One program run: what it printed and how it exited."""
+
+    stdout: bytes
+    stderr: bytes
+    returncode: int
+    cwd: Path
+
+
+def run_prog(binary: Path, args: list[str] | tuple[str, ...] = (), stdin: bytes = b"", timeout: int = 300) -> Run:
+    """Run ``binary`` (already at its final path) under qemu-arm with argv[0] 'prog'."""
+    proc = subprocess.run(["env", "-i", "qemu-arm", "-L", LIB_ROOT, "-0", "prog", "./" + binary.name, *args],
+                          input=stdin, capture_output=True, cwd=binary.parent, timeout=timeout)
+    return Run(proc.stdout, proc.stderr, proc.returncode, binary.parent)
+
+
+def place(binary: Path, tmp: Path, slot: str) -> Path:
+    """Copy ``binary`` to ``tmp/<slot>/prog`` (slot names have equal length)."""
+    assert len(slot) == 4
+    dest = tmp / slot / "prog"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(binary, dest)
+    return dest
+
+
+def instrument(binary: Path, tool: str, tmp: Path, *extra: str, fmt: str = "json") -> Path:
+    """Instrument ``binary`` with ``tool`` into ``tmp/inst/prog``; returns that path."""
+    dest = tmp / "inst" / "prog"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    status = anvil_main(["instrument", "--tool", tool, "--format", fmt, str(binary), "-o", str(dest), *extra])
+    assert status == 0, f"anvil instrument --tool {tool} failed with {status}"
+    return dest
+
+
+def results(run: Run, tool: str) -> dict:
+    """The tool's JSON results written by the instrumented program."""
+    path = run.cwd / f"prog.{tool}.out"
+    assert path.exists(), f"{tool} wrote no results (stderr: {run.stderr[-300:]!r})"
+    return json.loads(path.read_text())
+
+
+def assert_same_behaviour(original: Run, instrumented: Run) -> None:
+    """Byte-identical stdout and stderr, identical exit status."""
+    assert instrumented.returncode == original.returncode
+    assert instrumented.stdout == original.stdout
+    assert instrumented.stderr == original.stderr

@@ -1,0 +1,58 @@
+"""InHost end to end: every sample in every build variant, instrumented with every tool.
+
+For each (sample, variant):
+- transparency: stdout, stderr and exit status of each instrumented binary equal the
+  original's (same path length, argv[0] and empty environment);
+- inscount's total equals the number of the executable's instructions that
+  ``qemu-arm -singlestep -d exec,nochain`` executes in the original;
+- bbcount's count of every block equals qemu's count of the block's first
+  instruction (each block runs its first instruction exactly once per entry);
+- cachesim's loads and stores are those of qemu's memory ops (upper bound: qemu
+  counts predicated-off accesses too), and hits + misses add up.
+
+Instructions in ld.so and shared libraries are not the executable's: qemu's PCs are
+filtered to the executable's own code, and Anvil does not instrument them either.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.oracles.qemu_trace import access_counts, exe_pcs, trace_pcs
+from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.samples import SAMPLES, VARIANTS, build
+
+ARGS = {"calls": ["stdin", "two words"]}
+STDIN = {"calls": b"some input for the calls sample\n"}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("sample", SAMPLES)
+def test_sample_all_tools(sample: str, variant: str, tmp_path) -> None:
+    binary = build(sample, variant)
+    args, stdin = ARGS.get(sample, []), STDIN.get(sample, b"")
+    original = run_prog(place(binary, tmp_path, "orig"), args, stdin)
+    trace = trace_pcs(binary, args, stdin, argv0="prog", memory_ops=True)
+    assert trace.returncode == original.returncode
+    pcs = exe_pcs(trace, binary)
+
+    inst = run_prog(instrument(binary, "inscount", tmp_path), args, stdin)
+    assert_same_behaviour(original, inst)
+    assert results(inst, "inscount")["total"] == sum(pcs.values())
+
+    inst = run_prog(instrument(binary, "bbcount", tmp_path), args, stdin)
+    assert_same_behaviour(original, inst)
+    counts = results(inst, "bbcount")["counts"]
+    assert counts, "no block executed"
+    wrong = {b["address"]: (b["count"], pcs[b["address"]]) for b in counts if b["count"] != pcs[b["address"]]}
+    assert not wrong, f"blocks whose count differs from qemu's (ours, qemu): {list(wrong.items())[:5]}"
+    assert sum(b["count"] * b["instructions"] for b in counts) == sum(pcs.values())
+
+    inst = run_prog(instrument(binary, "cachesim", tmp_path), args, stdin)
+    assert_same_behaviour(original, inst)
+    cache = results(inst, "cachesim")
+    bias = trace.load_bias
+    qemu_ops = access_counts(trace, type(pcs)({pc + bias: n for pc, n in pcs.items()}))
+    assert 0 < cache["loads"] <= qemu_ops["L"]
+    assert 0 < cache["stores"] <= qemu_ops["S"] + 0
+    assert cache["hits"] + cache["misses"] == cache["loads"] + cache["stores"]
