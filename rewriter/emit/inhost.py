@@ -170,7 +170,11 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     for proc, key in ctx.xlate_tables:
         emit_xlate_table(proc, key, code)
 
-    patches, not_patched = _entry_patches(binary, chosen, _trampoline_base(binary))
+    patches, not_patched = _entry_patches(binary, chosen, 0)
+    tail = _tail_location(binary, chosen, patches)
+    for patch in patches:
+        if patch.trampoline is not None:
+            patch.trampoline += tail.trampolines
     patch_words = [p.word for p in patches] if binary.is_pie else []
     report.entries_not_patched = not_patched
     code.align(4)
@@ -218,7 +222,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     dstart = lib.data_addr - REGION_OFFSET
     region[dstart:dstart + len(lib.data)] = lib.data
 
-    data = _write_elf(binary, bytes(region), patches, targets, code.labels["header"], symbols["anvil_init"])
+    data = _write_elf(binary, bytes(region), patches, targets, tail, code.labels["header"], symbols["anvil_init"])
     _atomic_write(output, data)
     report.relocated = len(chosen)
     report.instructions = sum(len(list(p.instructions())) for p in chosen)
@@ -308,22 +312,87 @@ def _patch_length(addr: int, thumb: bool) -> int:
     return lit + 4
 
 
-def _write_elf(binary: Binary, region: bytes, patches: list[EntryPatch], targets: dict[int, int],
+@dataclass
+class Tail:
+    """Where the loader stub and the entry trampolines go in the original text.
+
+    Preferably the unused end of the text segment's last page (the segment grows
+    over it); otherwise a "cave": instruction bytes of a relocated procedure past its
+    entry patch, which never run in place once the procedure has a copy.
+    """
+
+    address: int
+    trampolines: int
+    grows_segment: bool
+
+
+def _stub_address(text: Segment) -> int:
+    return (text.vaddr + text.filesz + 3) & ~3
+
+
+def _stub_size(at: int) -> int:
+    names = ("ANVIL_REGION", "ANVIL_LENGTH", "ANVIL_PGOFF", "ANVIL_HEADER", "ANVIL_INIT")
+    return len(tb.assemble_stub(at, dict.fromkeys(names, 0)))
+
+
+def _tail_location(binary: Binary, procs: list[Procedure], patches: list[EntryPatch]) -> Tail:
+    elf = ELFFile(io.BytesIO(binary.data))
+    _, text = _text_segment(binary, elf)
+    at = _stub_address(text)
+    stub = (_stub_size(at) + 3) & ~3
+    need = stub + 8 * sum(1 for p in patches if p.trampoline is not None)
+    if _slack_room(binary, elf, text, at) >= need:
+        return Tail(at, at + stub, True)
+    patched = {p.address: _patch_length(p.address, p.thumb) if p.trampoline is None else 4 for p in patches}
+    for proc in procs:
+        if proc.address not in patched:
+            continue
+        start = proc.address + patched[proc.address]
+        run_start = run_end = None
+        for ins in proc.instructions():
+            if ins.address < start or ins.address in binary.address_taken:
+                run_start = None
+                continue
+            if run_start is None or ins.address != run_end:
+                run_start = (ins.address + 3) & ~3
+            run_end = ins.address + ins.size
+            if run_end - run_start >= need:
+                return Tail(run_start, run_start + stub, False)
+    raise AnvilError(f"no room for the {need}-byte loader stub: the text segment ends too close to the next "
+                     "segment and no relocated procedure is large enough")
+
+
+def _slack_room(binary: Binary, elf: ELFFile, text: Segment, at: int) -> int:
+    """Free bytes after the text segment: in its last page's file bytes and before any other segment."""
+    limit = (at + PAGE) & ~(PAGE - 1) if at & (PAGE - 1) else at
+    off = text.offset + (at - text.vaddr)
+    for seg in binary.segments:
+        if seg.vaddr > text.vaddr:
+            limit = min(limit, max(at, seg.vaddr & ~(PAGE - 1)))
+        if seg is not text and seg.offset >= off:
+            limit = min(limit, at + (seg.offset - off))
+    for sec in elf.iter_sections():
+        if sec["sh_type"] in ("SHT_NOBITS", "SHT_NULL") or not sec["sh_size"] or sec["sh_offset"] < off:
+            continue
+        limit = min(limit, at + (sec["sh_offset"] - off))
+    return max(0, limit - at)
+
+
+def _write_elf(binary: Binary, region: bytes, patches: list[EntryPatch], targets: dict[int, int], tail: Tail,
                header_addr: int, init_addr: int) -> bytes:
-    """Original bytes + entry patches + loader stub and trampolines in the text tail + the region."""
+    """Original bytes + entry patches + loader stub and trampolines in the tail + the region appended."""
     out = bytearray(binary.data)
     elf = ELFFile(io.BytesIO(binary.data))
     text_index, text = _text_segment(binary, elf)
-    stub_addr = _stub_address(text)
     region_offset = (len(out) + PAGE - 1) & ~(PAGE - 1)
-    tail = bytearray(tb.assemble_stub(stub_addr, {
+    code = bytearray(tb.assemble_stub(tail.address, {
         "ANVIL_REGION": REGION_OFFSET,
         "ANVIL_LENGTH": len(region),
         "ANVIL_PGOFF": region_offset // PAGE,
         "ANVIL_HEADER": header_addr,
         "ANVIL_INIT": init_addr | 1,
     }))
-    tail += b"\0" * ((-len(tail)) % 4)
+    code += b"\0" * (tail.trampolines - tail.address - len(code))
     for patch in patches:
         target = targets[patch.address]
         off = binary.file_offset(patch.address)
@@ -331,32 +400,21 @@ def _write_elf(binary: Binary, region: bytes, patches: list[EntryPatch], targets
         data = patch.bytes_at_entry(target)
         out[off:off + len(data)] = data
         if patch.trampoline is not None:
-            at = patch.trampoline - stub_addr
-            tail[at:at + 8] = patch.trampoline_bytes(target)
-    stub_off = text.offset + (stub_addr - text.vaddr)
-    _check_stub_room(binary, elf, text, stub_addr, stub_off, len(tail))
-    out[stub_off:stub_off + len(tail)] = tail
-    # Grow the text segment over the stub; move the entry point to it.
-    ph = elf["e_phoff"] + text_index * elf["e_phentsize"]
-    new_size = stub_addr + len(tail) - text.vaddr
-    struct.pack_into("<II", out, ph + 16, new_size, new_size)
-    struct.pack_into("<I", out, 24, stub_addr | 1)
+            at = patch.trampoline - tail.address
+            code[at:at + 8] = patch.trampoline_bytes(target)
+    if tail.grows_segment:
+        stub_off = text.offset + (tail.address - text.vaddr)
+        ph = elf["e_phoff"] + text_index * elf["e_phentsize"]
+        new_size = tail.address + len(code) - text.vaddr
+        struct.pack_into("<II", out, ph + 16, new_size, new_size)
+    else:
+        stub_off = binary.file_offset(tail.address)
+        assert stub_off is not None
+    out[stub_off:stub_off + len(code)] = code
+    struct.pack_into("<I", out, 24, tail.address | 1)
     out += b"\0" * (region_offset - len(out))
     out += region
     return bytes(out)
-
-
-def _stub_address(text: Segment) -> int:
-    return (text.vaddr + text.filesz + 3) & ~3
-
-
-def _trampoline_base(binary: Binary) -> int:
-    """Where entry trampolines go: after the loader stub (whose size does not depend on its constants)."""
-    _, text = _text_segment(binary, ELFFile(io.BytesIO(binary.data)))
-    at = _stub_address(text)
-    size = len(tb.assemble_stub(at, dict.fromkeys(
-        ("ANVIL_REGION", "ANVIL_LENGTH", "ANVIL_PGOFF", "ANVIL_HEADER", "ANVIL_INIT"), 0)))
-    return (at + size + 3) & ~3
 
 
 def _text_segment(binary: Binary, elf: ELFFile) -> tuple[int, Segment]:
@@ -371,24 +429,6 @@ def _text_segment(binary: Binary, elf: ELFFile) -> tuple[int, Segment]:
             best = (index, s)
     assert best is not None
     return best
-
-
-def _check_stub_room(binary: Binary, elf: ELFFile, text, stub_addr: int, stub_off: int, size: int) -> None:
-    end_off = stub_off + size
-    for sec in elf.iter_sections():
-        if sec["sh_type"] in ("SHT_NOBITS", "SHT_NULL") or not sec["sh_size"]:
-            continue
-        lo, hi = sec["sh_offset"], sec["sh_offset"] + sec["sh_size"]
-        if lo < end_off and stub_off < hi and not (lo < text.offset + text.filesz and hi <= text.offset + text.filesz):
-            raise AnvilError(f"no room for the loader stub after the text segment (section {sec.name} is there)")
-    for seg in binary.segments:
-        if seg is text:
-            continue
-        if seg.offset < end_off and stub_off < seg.offset + seg.filesz:
-            raise AnvilError("no room for the loader stub after the text segment (next segment's data is there)")
-        if seg.vaddr > text.vaddr and (stub_addr + size + PAGE - 1) & ~(PAGE - 1) > (seg.vaddr & ~(PAGE - 1)):
-            if (stub_addr + size) > (seg.vaddr & ~(PAGE - 1)):
-                raise AnvilError("no room for the loader stub before the next segment")
 
 
 def _atomic_write(path: str, data: bytes) -> None:
