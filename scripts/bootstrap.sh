@@ -35,6 +35,7 @@ PACKAGES=(
     libc6-dev-armhf-cross
     qemu-user
     binutils-arm-linux-gnueabihf
+    gcc
 )
 
 # 1. Debian packages.

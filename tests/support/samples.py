@@ -90,13 +90,12 @@ def _require_tool(name: str) -> str:
     found = shutil.which(name)
     if found is None:
         raise SampleBuildError(
-            f"{name} not found on PATH; install the ARM cross toolchain and qemu-user "
-            f"with scripts/bootstrap.sh"
+            f"{name} not found on PATH; install the ARM cross toolchain and qemu-user with scripts/bootstrap.sh"
         )
     return found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiler_identity() -> str:
     """Return a string identifying the cross compiler (its version and target)."""
     cc = _require_tool(CC)
@@ -125,8 +124,7 @@ def _compile(cmd_before_output: Sequence[str], cmd_after_output: Sequence[str], 
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise SampleBuildError(
-                f"compiling {out.name} failed (exit {proc.returncode}):\n"
-                f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
+                f"compiling {out.name} failed (exit {proc.returncode}):\n$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
             )
         tmp.chmod(0o755)
         os.replace(tmp, out)
@@ -164,9 +162,7 @@ def _lua_root() -> Path:
     _require_tool("dpkg")
     work = Path(tempfile.mkdtemp(prefix="lua-download.", dir=cache_dir()))
     try:
-        proc = subprocess.run(
-            ["apt-get", "download", LUA_PACKAGE], cwd=work, capture_output=True, text=True
-        )
+        proc = subprocess.run(["apt-get", "download", LUA_PACKAGE], cwd=work, capture_output=True, text=True)
         debs = sorted(work.glob("*.deb"))
         if proc.returncode != 0 or not debs:
             raise SampleBuildError(
@@ -175,9 +171,7 @@ def _lua_root() -> Path:
                 f"'dpkg --add-architecture armhf && apt-get update').\n{proc.stdout}{proc.stderr}"
             )
         unpacked = work / "root"
-        proc = subprocess.run(
-            ["dpkg", "-x", str(debs[0]), str(unpacked)], capture_output=True, text=True
-        )
+        proc = subprocess.run(["dpkg", "-x", str(debs[0]), str(unpacked)], capture_output=True, text=True)
         if proc.returncode != 0:
             raise SampleBuildError(f"dpkg -x {debs[0].name} failed:\n{proc.stdout}{proc.stderr}")
         (unpacked / "SOURCE_DEB").write_text(debs[0].name + "\n")
@@ -202,9 +196,7 @@ def build_lua() -> Path:
     root = _lua_root()
     driver = SAMPLES_DIR / "lua_driver.c"
     library = root / "usr" / "lib" / "arm-linux-gnueabihf" / "liblua5.4.a"
-    key = _cache_key(
-        driver.read_bytes(), "\0".join(LUA_FLAGS), (root / "SOURCE_DEB").read_text()
-    )
+    key = _cache_key(driver.read_bytes(), "\0".join(LUA_FLAGS), (root / "SOURCE_DEB").read_text())
     out = cache_dir() / f"lua-{key}"
     if out.is_file():
         return out
@@ -253,19 +245,21 @@ def _main() -> int:
     samples_done = time.monotonic()
     lua = build_lua()
     lua_done = time.monotonic()
-    print(f"samples: {len(built)} builds in {samples_done - start:.1f}s; "
-          f"lua in {lua_done - samples_done:.1f}s")
+    print(f"samples: {len(built)} builds in {samples_done - start:.1f}s; lua in {lua_done - samples_done:.1f}s")
     for sample, exe in [*built, ("lua", lua)]:
         args = [str(LUA_BENCH)] if sample == "lua" else ["x", "y"]
         runs = [run_qemu(exe, args, argv0=sample) for _ in range(2)]
         first = runs[0]
-        same = all(r.stdout == first.stdout and r.stderr == first.stderr
-                   and r.returncode == first.returncode for r in runs)
+        same = all(
+            r.stdout == first.stdout and r.stderr == first.stderr and r.returncode == first.returncode for r in runs
+        )
         expected = EXPECTED_STATUS.get(sample, 0)
         ok = same and first.returncode == expected and first.stdout
         problems += not ok
-        print(f"{'ok  ' if ok else 'FAIL'} {exe.name}: exit {first.returncode}, "
-              f"{len(first.stdout)} bytes out, deterministic={same}")
+        print(
+            f"{'ok  ' if ok else 'FAIL'} {exe.name}: exit {first.returncode}, "
+            f"{len(first.stdout)} bytes out, deterministic={same}"
+        )
     print(f"total {time.monotonic() - start:.1f}s, {problems} problem(s)")
     return 1 if problems else 0
 

@@ -1,0 +1,79 @@
+"""Bad input gets a one-line error, exit status 2 and no output file."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.samples import build
+
+ANVIL = shutil.which("anvil") or "anvil"
+
+
+def _anvil(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([ANVIL, *args], capture_output=True, text=True)
+
+
+def _assert_clean_failure(proc: subprocess.CompletedProcess, out: Path, needle: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("anvil: error:") and needle in lines[0]
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()
+    assert not list(out.parent.glob(".anvil-*")), "temporary output left behind"
+
+
+def test_not_an_elf(tmp_path: Path) -> None:
+    src = tmp_path / "notes.txt"
+    src.write_text("just some text, not a program\n")
+    out = tmp_path / "out"
+    _assert_clean_failure(_anvil("instrument", "--tool", "inscount", str(src), "-o", str(out)), out, "not an ELF")
+
+
+def test_truncated_elf(tmp_path: Path) -> None:
+    data = build("sort", "O2-thumb-dyn").read_bytes()
+    src = tmp_path / "truncated"
+    src.write_bytes(data[: len(data) // 3])
+    out = tmp_path / "out"
+    _assert_clean_failure(_anvil("instrument", "--tool", "inscount", str(src), "-o", str(out)), out, "truncated")
+
+
+def test_x86_elf(tmp_path: Path) -> None:
+    if shutil.which("gcc") is None:
+        pytest.fail("host gcc is needed to make an x86-64 ELF (bootstrap installs build-essential)")
+    src = tmp_path / "x86.c"
+    src.write_text("int main(void) { return 0; }\n")
+    exe = tmp_path / "x86"
+    subprocess.run(["gcc", str(src), "-o", str(exe)], check=True)
+    out = tmp_path / "out"
+    _assert_clean_failure(_anvil("instrument", "--tool", "inscount", str(exe), "-o", str(out)), out, "x86-64")
+
+
+def test_unknown_tool(tmp_path: Path) -> None:
+    exe = build("sort", "O2-thumb-dyn")
+    out = tmp_path / "out"
+    _assert_clean_failure(_anvil("instrument", "--tool", "nosuchtool", str(exe), "-o", str(out)), out, "nosuchtool")
+
+
+@pytest.mark.parametrize("opt, needle", [
+    ("bogus=1", "unknown option"),
+    ("size=3000", "power of two"),
+    ("assoc=0", "power of two"),
+    ("line=abc", "bad value"),
+    ("size", "name=value"),
+])
+def test_bad_tool_option(tmp_path: Path, opt: str, needle: str) -> None:
+    exe = build("sort", "O2-thumb-dyn")
+    out = tmp_path / "out"
+    proc = _anvil("instrument", "--tool", "cachesim", "--opt", opt, str(exe), "-o", str(out))
+    _assert_clean_failure(proc, out, needle)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _assert_clean_failure(_anvil("instrument", "--tool", "inscount", str(tmp_path / "nope"), "-o", str(out)), out,
+                          "cannot read")

@@ -1,0 +1,80 @@
+"""The rewriter's own instruction encoders, decoded back by capstone (an independent decoder)."""
+
+from __future__ import annotations
+
+import capstone
+import pytest
+
+from rewriter.arch import arm_encode as enc
+
+T32 = capstone.Cs(capstone.CS_ARCH_ARM, capstone.CS_MODE_THUMB)
+A32 = capstone.Cs(capstone.CS_ARCH_ARM, capstone.CS_MODE_ARM)
+
+
+def one(md: capstone.Cs, data: bytes, at: int = 0x1000) -> str:
+    insns = list(md.disasm(data, at))
+    assert sum(i.size for i in insns) == len(data), f"{data.hex()} decodes to {insns}"
+    return "; ".join(f"{i.mnemonic} {i.op_str}".strip() for i in insns)
+
+
+@pytest.mark.parametrize("src, dst", [(0x1000, 0x1004), (0x1000, 0x800000), (0x900000, 0x1000), (0x2002, 0x2000)])
+def test_t32_branches(src: int, dst: int) -> None:
+    assert one(T32, enc.t32_b(src, dst), src) == f"b.w #{dst:#x}"
+    assert one(T32, enc.t32_bl(src, dst), src) == f"bl #{dst:#x}"
+    if abs(dst - src) < 1 << 20:
+        assert one(T32, enc.t32_b(src, dst, enc.COND["ne"]), src) == f"bne.w #{dst:#x}"
+    else:
+        with pytest.raises(enc.RangeError):
+            enc.t32_b(src, dst, enc.COND["ne"])
+
+
+def test_t32_blx_and_range() -> None:
+    assert one(T32, enc.t32_blx(0x1002, 0x2000), 0x1002) == "blx #0x2000"
+    with pytest.raises(enc.RangeError):
+        enc.t32_b(0, 1 << 25)
+
+
+@pytest.mark.parametrize("value", [0, 1, 0xFFFF, 0x12345678, 0xFFFFFFFF])
+def test_t32_mov32(value: int) -> None:
+    def imm(v: int) -> str:  # capstone prints immediates below 10 in decimal
+        return str(v) if v < 10 else hex(v)
+    assert one(T32, enc.t32_mov32(3, value)) == f"movw r3, #{imm(value & 0xFFFF)}; movt r3, #{imm(value >> 16)}"
+
+
+def test_t32_misc() -> None:
+    assert one(T32, enc.t32_push([0, 1, 2, 3, 12, 14])) == "push.w {r0, r1, r2, r3, ip, lr}"
+    assert one(T32, enc.t32_pop([0, 1, 2, 3])) == "pop {r0, r1, r2, r3}"
+    assert one(T32, enc.t32_mrs_apsr(4)) == "mrs r4, apsr"
+    assert one(T32, enc.t32_msr_apsr(4)) == "msr apsr_nzcvqg, r4"
+    assert one(T32, enc.t32_add_reg(2, 15)) == "add r2, pc"
+    assert one(T32, enc.t32_ldrd(0, 1, 2)) == "ldrd r0, r1, [r2]"
+    assert one(T32, enc.t32_strd(0, 1, 2)) == "strd r0, r1, [r2]"
+    assert one(T32, enc.t32_add_imm(0, 5, 32)) == "addw r0, r5, #0x20"
+    assert one(T32, enc.t32_add_imm(0, 5, -8)) == "subw r0, r5, #8"
+    assert one(T32, enc.t32_add_reg_shift(0, 0, 12, 0, 2)) == "add.w r0, r0, ip, lsl #2"
+    assert one(T32, enc.t32_it(enc.COND["eq"]) + b"\x00\xbf") == "it eq; nopeq"
+
+
+def test_t32_pc_address_is_position_independent() -> None:
+    """movw/movt + add pc: the register ends up holding the target, wherever the code is."""
+    from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
+    from unicorn.arm_const import UC_ARM_REG_R5
+
+    for at, target in [(0x10000, 0x12345678), (0x20002, 0x10000)]:
+        code = enc.t32_pc_address(5, at, target)
+        uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
+        uc.mem_map(at & ~0xFFF, 0x2000)
+        uc.mem_write(at, code)
+        uc.emu_start(at | 1, at + len(code))
+        assert uc.reg_read(UC_ARM_REG_R5) == target
+
+
+def test_a32_encoders() -> None:
+    assert one(A32, enc.a32_b(0x1000, 0x2000)) == "b #0x2000"
+    assert one(A32, enc.a32_b(0x1000, 0x2000, enc.COND["eq"], link=True)) == "bleq #0x2000"
+    assert one(A32, enc.a32_blx_imm(0x1000, 0x2002)) == "blx #0x2002"
+    assert one(A32, enc.a32_push([0, 1, 14])) == "push {r0, r1, lr}"
+    assert one(A32, enc.a32_pop([0, 1, 15])) == "pop {r0, r1, pc}"
+    assert one(A32, enc.a32_mrs_apsr(3)) == "mrs r3, apsr"
+    assert one(A32, enc.a32_msr_apsr(3)) == "msr apsr_nzcvqg, r3"
+    assert one(A32, enc.a32_ldr_pc_literal()) == "ldr pc, [pc, #-4]"
