@@ -31,7 +31,7 @@ class Run:
 
 def run_prog(binary: Path, args: list[str] | tuple[str, ...] = (), stdin: bytes = b"", timeout: int = 300) -> Run:
     """Run ``binary`` (already at its final path) under qemu-arm with argv[0] 'prog'."""
-    proc = subprocess.run(["env", "-i", "qemu-arm", "-L", LIB_ROOT, "-0", "prog", "./" + binary.name, *args],
+    proc = subprocess.run(["env", "-i", "qemu-arm", "-L", LIB_ROOT, "-0", "prog", str(binary.resolve()), *args],
                           input=stdin, capture_output=True, cwd=binary.parent, timeout=timeout)
     return Run(proc.stdout, proc.stderr, proc.returncode, binary.parent)
 
