@@ -369,13 +369,35 @@ def _slack_room(binary: Binary, elf: ELFFile, text: Segment, at: int) -> int:
     for seg in binary.segments:
         if seg.vaddr > text.vaddr:
             limit = min(limit, max(at, seg.vaddr & ~(PAGE - 1)))
-        if seg is not text and seg.offset >= off:
+        if seg is not text and seg.filesz and seg.offset >= off:
             limit = min(limit, at + (seg.offset - off))
     for sec in elf.iter_sections():
-        if sec["sh_type"] in ("SHT_NOBITS", "SHT_NULL") or not sec["sh_size"] or sec["sh_offset"] < off:
+        # Sections that are not loaded (symbols, debug info) are moved out of the way.
+        if sec["sh_type"] in ("SHT_NOBITS", "SHT_NULL") or not sec["sh_size"] or sec["sh_offset"] < off \
+                or not sec["sh_flags"] & 0x2:
             continue
         limit = min(limit, at + (sec["sh_offset"] - off))
     return max(0, limit - at)
+
+
+def _move_unloaded(out: bytearray, elf: ELFFile, lo: int, hi: int) -> None:
+    """Move section contents that are not loaded, and the section header table, out of file range [lo, hi)."""
+    shoff, shentsize = elf["e_shoff"], elf["e_shentsize"]
+    for index, sec in enumerate(elf.iter_sections()):
+        start, size = sec["sh_offset"], sec["sh_size"]
+        if sec["sh_type"] in ("SHT_NOBITS", "SHT_NULL") or not size or sec["sh_flags"] & 0x2:
+            continue
+        if start < hi and lo < start + size:
+            data = bytes(out[start:start + size])
+            new = (len(out) + 7) & ~7
+            out += b"\0" * (new - len(out)) + data
+            struct.pack_into("<I", out, shoff + index * shentsize + 16, new)
+    table = elf["e_shnum"] * shentsize
+    if shoff < hi and lo < shoff + table:
+        data = bytes(out[shoff:shoff + table])
+        new = (len(out) + 7) & ~7
+        out += b"\0" * (new - len(out)) + data
+        struct.pack_into("<I", out, 32, new)
 
 
 def _write_elf(binary: Binary, region: bytes, patches: list[EntryPatch], targets: dict[int, int], tail: Tail,
@@ -384,7 +406,10 @@ def _write_elf(binary: Binary, region: bytes, patches: list[EntryPatch], targets
     out = bytearray(binary.data)
     elf = ELFFile(io.BytesIO(binary.data))
     text_index, text = _text_segment(binary, elf)
-    region_offset = (len(out) + PAGE - 1) & ~(PAGE - 1)
+    # Room for moving unloaded sections and the section header table to the end.
+    movable = sum(sec["sh_size"] + 8 for sec in elf.iter_sections() if not sec["sh_flags"] & 0x2)
+    movable += elf["e_shnum"] * elf["e_shentsize"] + 8
+    region_offset = (len(out) + (movable if tail.grows_segment else 0) + PAGE - 1) & ~(PAGE - 1)
     code = bytearray(tb.assemble_stub(tail.address, {
         "ANVIL_REGION": REGION_OFFSET,
         "ANVIL_LENGTH": len(region),
@@ -404,6 +429,7 @@ def _write_elf(binary: Binary, region: bytes, patches: list[EntryPatch], targets
             code[at:at + 8] = patch.trampoline_bytes(target)
     if tail.grows_segment:
         stub_off = text.offset + (tail.address - text.vaddr)
+        _move_unloaded(out, elf, stub_off, stub_off + len(code))
         ph = elf["e_phoff"] + text_index * elf["e_phentsize"]
         new_size = tail.address + len(code) - text.vaddr
         struct.pack_into("<II", out, ph + 16, new_size, new_size)
@@ -412,6 +438,8 @@ def _write_elf(binary: Binary, region: bytes, patches: list[EntryPatch], targets
         assert stub_off is not None
     out[stub_off:stub_off + len(code)] = code
     struct.pack_into("<I", out, 24, tail.address | 1)
+    if len(out) > region_offset:
+        raise AssertionError("region offset chosen before the file grew")
     out += b"\0" * (region_offset - len(out))
     out += region
     return bytes(out)

@@ -1,0 +1,42 @@
+"""A real interpreter nobody here wrote: Debian's own liblua5.4.a (armhf), statically linked.
+
+Transparency on the benchmark script for every tool; inscount exact against qemu on a
+short script (the driver pins Lua's time-based hash seed, so runs are repeatable).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.samples import LUA_BENCH, build_lua
+
+SMALL = Path(__file__).parent / "data" / "small.lua"
+
+
+@pytest.fixture(scope="module")
+def lua() -> Path:
+    return build_lua()
+
+
+@pytest.mark.parametrize("tool", ["inscount", "bbcount", "cachesim"])
+def test_lua_benchmark_transparent(lua: Path, tool: str, tmp_path: Path) -> None:
+    script = str(LUA_BENCH.resolve())
+    original = run_prog(place(lua, tmp_path, "orig"), [script])
+    assert original.returncode == 0 and original.stdout
+    inst = run_prog(instrument(lua, tool, tmp_path), [script])
+    assert_same_behaviour(original, inst)
+    assert results(inst, tool)
+
+
+def test_lua_inscount_exact(lua: Path, tmp_path: Path) -> None:
+    script = str(SMALL.resolve())
+    placed = place(lua, tmp_path, "orig")
+    original = run_prog(placed, [script])
+    trace = trace_pcs(placed, [script], argv0="prog")
+    inst = run_prog(instrument(lua, "inscount", tmp_path), [script])
+    assert_same_behaviour(original, inst)
+    assert results(inst, "inscount")["total"] == sum(exe_pcs(trace, placed).values())
