@@ -106,25 +106,25 @@ def _argument(isa: ISA, code: Code, reg: int, kind: Arg, value: object, ctx: Hoo
         raise AnvilError(f"argument kind {kind.name} is not supported yet")
 
 
-def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, save_flags: bool = True) -> None:
-    """counter (64-bit, at a label) += amount, inline; registers and flags preserved."""
-    regs = [0, 1, 2] + ([3] if save_flags else []) + ([IP] if amount >= 256 else [])
+def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int) -> None:
+    """counter (64-bit, at a label) += amount, inline, registers and flags preserved.
+
+    UMLAL adds a 64-bit product without touching the flags, so no flag save is needed:
+    lo:hi += amount * 1 (r3 = amount; the 1 is r3 itself when amount is 1, else ip).
+    """
+    one = 3 if amount == 1 else IP
+    regs = [0, 1, 2, 3] + ([IP] if one == IP else [])
     isa.push(code, regs)
-    if save_flags:
-        isa.mrs(code, 3)
     isa.pc_address(code, 2, counter_label)
-    if amount >= 256:
-        isa.mov32(code, IP, amount)
+    isa.mov32(code, 3, amount)
+    if one == IP:
+        isa.mov32(code, IP, 1)
     if isa.thumb:
         code.emit(enc.t32_ldrd(0, 1, 2))
-        code.emit(enc.t32_adds_imm8(0, amount) if amount < 256 else enc._hw(0xEB10, IP))  # adds r0, ..
-        code.emit(enc.t32_adc_imm(1, 1, 0))
+        code.emit(enc._hw(0xFBE0 | 3, (0 << 12) | (1 << 8) | one))  # umlal r0, r1, r3, one
         code.emit(enc.t32_strd(0, 1, 2))
     else:
         code.emit(enc._w(0xE1C200D0))  # ldrd r0, r1, [r2]
-        code.emit(enc._w(0xE2900000 | amount) if amount < 256 else enc._w(0xE090000C))  # adds r0, ..
-        code.emit(enc._w(0xE2A11000))  # adc r1, r1, #0
+        code.emit(enc._w(0xE0A10093 | (one << 8)))  # umlal r0, r1, r3, one
         code.emit(enc._w(0xE1C200F0))  # strd r0, r1, [r2]
-    if save_flags:
-        isa.msr(code, 3)
     isa.pop(code, regs)

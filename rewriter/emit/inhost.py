@@ -35,6 +35,7 @@ from .relocate import (
     emit_veneer,
     emit_xlate_table,
     ins_label,
+    relocate_instruction,
     relocate_procedure,
 )
 from .sites import SiteUnit
@@ -91,14 +92,20 @@ def _add_runtime_hooks(binary: Binary) -> None:
 
 
 def _relocatable(proc: Procedure, ctx: RelocationContext) -> str | None:
-    """None if ``proc`` can be relocated, else the reason (a dry run of the relocator)."""
+    """None if ``proc`` can be relocated, else the reason.
+
+    Only instructions that involve the PC can be refused; they are tried on scratch code.
+    """
     scratch = Code(0)
     try:
-        relocate_procedure(proc, scratch, ctx)
+        for ins in proc.instructions():
+            if ins.detail is not None and (ins.reads_pc or ins.writes_pc):
+                relocate_instruction(ins, scratch, ctx)
     except Unsupported as e:
         return str(e)
     finally:
         ctx.xlate_tables.clear()
+        ctx.veneers.clear()
     return None
 
 

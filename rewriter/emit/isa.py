@@ -7,6 +7,7 @@ Symbolic targets (labels) are resolved by fixups when the code is finished.
 from __future__ import annotations
 
 from collections.abc import Hashable
+from functools import cache
 
 from ..arch import arm_encode as enc
 from .code import Code, Resolver
@@ -30,34 +31,45 @@ class ISA:
         return T32 if thumb else A32
 
 
+@cache
+def _cached(encoder, *args: int) -> bytes:
+    """Encoders are pure: the same arguments give the same bytes, so encode each once."""
+    return encoder(*args)
+
+
+@cache
+def _cached_regs(encoder, regs: tuple[int, ...]) -> bytes:
+    return encoder(list(regs))
+
+
 class _T32(ISA):
     thumb = True
     pc_offset = 4
 
     def push(self, code: Code, regs: list[int]) -> None:
-        code.emit(enc.t32_push(regs))
+        code.emit(_cached_regs(enc.t32_push, tuple(regs)))
 
     def pop(self, code: Code, regs: list[int]) -> None:
-        code.emit(enc.t32_pop(regs))
+        code.emit(_cached_regs(enc.t32_pop, tuple(regs)))
 
     def mrs(self, code: Code, rd: int) -> None:
-        code.emit(enc.t32_mrs_apsr(rd))
+        code.emit(_cached(enc.t32_mrs_apsr, rd))
 
     def msr(self, code: Code, rn: int) -> None:
-        code.emit(enc.t32_msr_apsr(rn))
+        code.emit(_cached(enc.t32_msr_apsr, rn))
 
     def mov_reg(self, code: Code, rd: int, rm: int) -> None:
-        code.emit(enc.t32_mov_reg(rd, rm))
+        code.emit(_cached(enc.t32_mov_reg, rd, rm))
 
     def ldr(self, code: Code, rt: int, rn: int, off: int) -> None:
-        code.emit(enc.t32_ldr_imm(rt, rn, off))
+        code.emit(_cached(enc.t32_ldr_imm, rt, rn, off))
 
     def str(self, code: Code, rt: int, rn: int, off: int) -> None:
         code.emit(enc.t32_str_imm(rt, rn, off))
 
     def mov32(self, code: Code, rd: int, value: int) -> None:
         if 0 <= value <= 0xFFFF:
-            code.emit(enc.t32_movw(rd, value))
+            code.emit(_cached(enc.t32_movw, rd, value))
         else:
             code.emit(enc.t32_mov32(rd, value))
 
@@ -117,10 +129,10 @@ class _A32(ISA):
     pc_offset = 8
 
     def push(self, code: Code, regs: list[int]) -> None:
-        code.emit(enc.a32_push(regs))
+        code.emit(_cached_regs(enc.a32_push, tuple(regs)))
 
     def pop(self, code: Code, regs: list[int]) -> None:
-        code.emit(enc.a32_pop(regs))
+        code.emit(_cached_regs(enc.a32_pop, tuple(regs)))
 
     def mrs(self, code: Code, rd: int) -> None:
         code.emit(enc.a32_mrs_apsr(rd))

@@ -165,6 +165,12 @@ def _copy(ins: Instruction, code: Code) -> None:
     code.emit(ins.raw)
 
 
+def relocate_instruction(ins: Instruction, code: Code, ctx: RelocationContext) -> bool:
+    """Emit the relocated form of ``ins`` alone (no hooks); raises Unsupported when impossible."""
+    assert ins.block is not None
+    return _relocate(ins, ISA.for_mode(ins.thumb), code, ctx, ins.block.procedure)
+
+
 def _relocate(ins: Instruction, isa: ISA, code: Code, ctx: RelocationContext, proc: Procedure) -> bool:
     """Emit the relocated form of one instruction; True if it needs the translation table."""
     if ins.is_it:
