@@ -7,8 +7,8 @@ For each (sample, variant):
   ``qemu-arm -singlestep -d exec,nochain`` executes in the original;
 - bbcount's count of every block equals qemu's count of the block's first
   instruction (each block runs its first instruction exactly once per entry);
-- cachesim's loads and stores are those of qemu's memory ops (upper bound: qemu
-  counts predicated-off accesses too), and hits + misses add up.
+- cachesim runs transparently and its figures add up (its exactness against an
+  independent access stream is tests/test_cachesim_oracle.py).
 
 Instructions in ld.so and shared libraries are not the executable's: qemu's PCs are
 filtered to the executable's own code, and Anvil does not instrument them either.
@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.oracles.qemu_trace import access_counts, exe_pcs, trace_pcs
-from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from rewriter.ir.elf_loader import load_binary
+from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+from tests.support.run import assert_same_behaviour, instrument_ir, place, results, run_prog
 from tests.support.samples import SAMPLES, VARIANTS, build
 
 ARGS = {"calls": ["stdin", "two words"]}
@@ -34,15 +35,16 @@ def test_sample_all_tools(sample: str, variant: str, tmp_path) -> None:
     placed = place(binary, tmp_path, "orig")
     original = run_prog(placed, args, stdin)
     # Same path length as the instrumented copy: static glibc walks the executable's path.
-    trace = trace_pcs(placed, args, stdin, argv0="prog", memory_ops=True)
+    trace = trace_pcs(placed, args, stdin, argv0="prog")
     assert trace.returncode == original.returncode
     pcs = exe_pcs(trace, placed)
+    ir = load_binary(str(binary))  # loaded once, instrumented by each tool in turn
 
-    inst = run_prog(instrument(binary, "inscount", tmp_path), args, stdin)
+    inst = run_prog(instrument_ir(ir, "inscount", tmp_path), args, stdin)
     assert_same_behaviour(original, inst)
     assert results(inst, "inscount")["total"] == sum(pcs.values())
 
-    inst = run_prog(instrument(binary, "bbcount", tmp_path), args, stdin)
+    inst = run_prog(instrument_ir(ir, "bbcount", tmp_path), args, stdin)
     assert_same_behaviour(original, inst)
     counts = results(inst, "bbcount")["counts"]
     assert counts, "no block executed"
@@ -50,11 +52,8 @@ def test_sample_all_tools(sample: str, variant: str, tmp_path) -> None:
     assert not wrong, f"blocks whose count differs from qemu's (ours, qemu): {list(wrong.items())[:5]}"
     assert sum(b["count"] * b["instructions"] for b in counts) == sum(pcs.values())
 
-    inst = run_prog(instrument(binary, "cachesim", tmp_path), args, stdin)
+    inst = run_prog(instrument_ir(ir, "cachesim", tmp_path), args, stdin)
     assert_same_behaviour(original, inst)
     cache = results(inst, "cachesim")
-    bias = trace.load_bias
-    qemu_ops = access_counts(trace, type(pcs)({pc + bias: n for pc, n in pcs.items()}))
-    assert 0 < cache["loads"] <= qemu_ops["L"]
-    assert 0 < cache["stores"] <= qemu_ops["S"] + 0
+    assert cache["loads"] > 0 and cache["stores"] > 0
     assert cache["hits"] + cache["misses"] == cache["loads"] + cache["stores"]

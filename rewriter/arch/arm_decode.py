@@ -13,6 +13,7 @@ import capstone
 from capstone import arm as csarm
 
 from ..ir.model import Access, Instruction
+from .arm_operands import base_name, quick_facts
 
 REG_NUMBERS = {f"r{i}": i for i in range(13)}
 REG_NUMBERS.update({"sb": 9, "sl": 10, "fp": 11, "ip": 12, "sp": 13, "lr": 14, "pc": 15})
@@ -79,6 +80,38 @@ def _needs_detail(mnemonic: str, op_str: str) -> bool:
             or mnemonic.startswith("adr"))
 
 
+def _quick(addr: int, size: int, raw: bytes, thumb: bool, mnemonic: str, op_str: str) -> Instruction | None:
+    """Facts from the instruction's text for the common forms (see arm_operands)."""
+    if "pc" in op_str:
+        return None
+    name, _ = base_name(mnemonic)
+    got = quick_facts(name, op_str)
+    if got is None:
+        return None
+    accesses, target = got
+    ins = Instruction(address=addr, size=size, raw=raw, thumb=thumb, mnemonic=mnemonic, op_str=op_str, name=name,
+                      accesses=accesses)
+    if target is not None:
+        ins.is_branch = ins.writes_pc = True
+        ins.branch_target = target
+        ins.is_call = name in ("bl", "blx")
+    return ins
+
+
+def _thumb_branch_cond(raw: bytes, name: str, default: int) -> int:
+    """Condition of a T32 conditional branch outside IT (B<c> T1/T3 encodings)."""
+    if name != "b":
+        return default
+    hw1 = int.from_bytes(raw[:2], "little")
+    if len(raw) == 2 and (hw1 & 0xF000) == 0xD000 and ((hw1 >> 8) & 0xF) < 14:
+        return (hw1 >> 8) & 0xF
+    if len(raw) == 4 and (hw1 & 0xF800) == 0xF000:
+        hw2 = int.from_bytes(raw[2:], "little")
+        if (hw2 & 0xD000) == 0x8000 and ((hw1 >> 6) & 0xF) < 14:
+            return (hw1 >> 6) & 0xF
+    return default
+
+
 def decode_range(md: capstone.Cs, code: bytes, address: int, thumb: bool) -> tuple[list[Instruction], int]:
     """Decode ``code`` at ``address``; returns the instructions and the address where decoding stopped.
 
@@ -103,6 +136,11 @@ def decode_range(md: capstone.Cs, code: bytes, address: int, thumb: bool) -> tup
             ins = Instruction(address=addr, size=size, raw=raw, thumb=thumb, mnemonic=mnemonic, op_str=op_str,
                               is_it=True)
             it_conds = _it_conditions(int.from_bytes(raw, "little"))
+        elif _needs_detail(mnemonic, op_str) and (quick := _quick(addr, size, raw, thumb, mnemonic, op_str)):
+            ins = quick
+            if thumb and not in_it:
+                cond = _thumb_branch_cond(raw, ins.name, cond)
+            ins.cond = cond
         elif _needs_detail(mnemonic, op_str):
             insn = next(md.disasm(raw, addr, 1))
             ins = _facts(md, insn, thumb)
@@ -112,7 +150,7 @@ def decode_range(md: capstone.Cs, code: bytes, address: int, thumb: bool) -> tup
             ins.cond = cond
         else:
             ins = Instruction(address=addr, size=size, raw=raw, thumb=thumb, mnemonic=mnemonic, op_str=op_str,
-                              cond=cond, is_syscall=mnemonic.startswith("svc"))
+                              name=base_name(mnemonic)[0], cond=cond, is_syscall=mnemonic.startswith("svc"))
         ins.in_it = in_it
         out.append(ins)
         end = addr + size
@@ -124,7 +162,7 @@ def _facts(md: capstone.Cs, insn: capstone.CsInsn, thumb: bool) -> Instruction:
     cond = (insn.cc - 1) if insn.cc not in (0, csarm.ARM_CC_AL) else 14
     ins = Instruction(
         address=insn.address, size=insn.size, raw=bytes(insn.bytes), thumb=thumb,
-        mnemonic=insn.mnemonic, op_str=insn.op_str, cond=cond, detail=insn,
+        mnemonic=insn.mnemonic, op_str=insn.op_str, name=name, cond=cond, detail=insn,
     )
     ops = list(insn.operands)
     pc_value = insn.address + (4 if thumb else 8)

@@ -99,7 +99,7 @@ def _relocatable(proc: Procedure, ctx: RelocationContext) -> str | None:
     scratch = Code(0)
     try:
         for ins in proc.instructions():
-            if ins.detail is not None and (ins.reads_pc or ins.writes_pc):
+            if ins.reads_pc or ins.writes_pc:
                 relocate_instruction(ins, scratch, ctx)
     except Unsupported as e:
         return str(e)
@@ -120,6 +120,7 @@ def _library_sources(tool: Tool) -> list[Path]:
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
     """Run ``tool`` over ``binary`` and write the InHost-instrumented executable to ``output``."""
     started = time.monotonic()
+    binary.clear_hooks()
     tool.instrument(binary, opts)
     _add_runtime_hooks(binary)
     report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data))

@@ -175,10 +175,10 @@ def _relocate(ins: Instruction, isa: ISA, code: Code, ctx: RelocationContext, pr
     """Emit the relocated form of one instruction; True if it needs the translation table."""
     if ins.is_it:
         return False
-    if ins.detail is None:  # decoded without details: nothing position dependent
+    if not (ins.reads_pc or ins.writes_pc):  # nothing position dependent
         _copy(ins, code)
         return False
-    name = ins.detail.insn_name()
+    name = ins.name
     if ins.branch_target is not None:
         _direct(ins, name, isa, code, ctx)
         return False

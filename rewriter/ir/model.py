@@ -63,6 +63,7 @@ class Instruction:
     thumb: bool
     mnemonic: str
     op_str: str
+    name: str = ""  # base mnemonic without condition or width suffix ("ldr" for "ldreq.w")
     cond: int = 14
     is_it: bool = False
     in_it: bool = False
@@ -214,6 +215,17 @@ class Binary:
         """Program start (Point.BEFORE) or program end (Point.AFTER)."""
         prototype.check_args(args)
         self.hooks.append(Hook(point, prototype, args))
+
+    def clear_hooks(self) -> None:
+        """Remove every hook and inline counter, so another tool can instrument the same IR."""
+        self.hooks.clear()
+        for proc in self.procedures:
+            proc.hooks.clear()
+            for block in proc.blocks:
+                block.hooks.clear()
+                block.counter_increments.clear()
+                for ins in block.instructions:
+                    ins.hooks.clear()
 
     def select(self, only: list[str] | None = None, skip: list[str] | None = None) -> list[Procedure]:
         """Procedures whose names match any ``only`` glob (all if none) and no ``skip`` glob."""

@@ -54,6 +54,20 @@ def instrument(binary: Path, tool: str, tmp: Path, *extra: str, fmt: str = "json
     return dest
 
 
+def instrument_ir(binary_ir, tool: str, tmp: Path, **values: str) -> Path:
+    """Instrument an already loaded Binary (the API, no CLI) into ``tmp/inst/prog``."""
+    from rewriter.api import Options
+    from rewriter.emit.inhost import instrument as emit
+    from rewriter.passes import TOOLS
+
+    dest = tmp / "inst" / "prog"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tool_obj = TOOLS[tool]()
+    opts = Options(values=tool_obj.parse_options(values), out=f"prog.{tool}.out", format="json")
+    emit(binary_ir, tool_obj, opts, str(dest))
+    return dest
+
+
 def results(run: Run, tool: str) -> dict:
     """The tool's JSON results written by the instrumented program."""
     path = run.cwd / f"prog.{tool}.out"
