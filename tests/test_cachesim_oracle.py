@@ -50,3 +50,19 @@ def test_cachesim_matches_reference(name: str, flags: tuple, geometry: tuple, tm
     got = results(inst, "cachesim")
     for key in ("loads", "stores", "load_misses", "store_misses"):
         assert got[key] == expected[key], (key, got, expected)
+
+
+@pytest.mark.parametrize("flags", [(), ("-marm",)], ids=["thumb", "arm"])
+def test_memtrace_matches_unicorn(flags: tuple, tmp_path) -> None:
+    """INST_ADDR, EFFADDR, ACCESS_SIZE, ACCESS_IS_STORE: the whole access stream, in order."""
+    binary = build_freestanding("memwalk", flags)
+    oracle = run_freestanding(binary, count_instructions=True)
+    placed = place(binary, tmp_path, "orig")
+    expected = on_qemu_stack(oracle.accesses, initial_sp(placed))
+    original = run_prog(placed)
+    inst = run_prog(instrument(binary, "memtrace", tmp_path))
+    assert_same_behaviour(original, inst)
+    got = results(inst, "memtrace")
+    assert got["accesses"] == len(expected)
+    assert [(kind, ea, size) for _pc, ea, size, kind in got["records"]] == expected
+    assert {pc for pc, *_ in got["records"]} <= set(oracle.pcs)

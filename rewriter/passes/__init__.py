@@ -6,5 +6,6 @@ from ..api import Tool
 from .bbcount import BBCount
 from .cachesim import CacheSim
 from .inscount import InsCount
+from .memtrace import MemTrace
 
-TOOLS: dict[str, type[Tool]] = {t.name: t for t in (InsCount, BBCount, CacheSim)}
+TOOLS: dict[str, type[Tool]] = {t.name: t for t in (InsCount, BBCount, CacheSim, MemTrace)}
