@@ -60,10 +60,14 @@ static void die(const char *msg)
 
 static uint32_t page_up(uint32_t v) { return (v + PAGE - 1) & ~(PAGE - 1); }
 
-/* Called by the loader stub once the region's file part is mapped (read/write/exec).
- * Maps the zero-filled part, fixes entry patches for the load bias, seals the code
- * read-only, runs the program-start hooks and returns where the program starts. */
-uint32_t anvil_init(uint32_t bias, const struct anvil_header *h)
+/* Called by the loader stub once the region's file part is mapped (read/write/exec),
+ * with the registers it saved at entry (r0-r12, lr). Maps the zero-filled part, fixes
+ * entry patches for the load bias, seals the code read-only, runs the program-start
+ * hooks and returns those registers followed by the relocated entry address. */
+/* Registers at process entry and where to continue, loaded by the stub's final ldm. */
+static uint32_t entry_state[15] __attribute__((section(".data")));
+
+uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t *saved)
 {
     uint32_t file_end = h->file_end + bias;
     uint32_t bss_end = page_up(h->bss_end) + bias;
@@ -86,7 +90,10 @@ uint32_t anvil_init(uint32_t bias, const struct anvil_header *h)
     }
     anvil_syscall(SYS_mprotect, h->region_start + bias, h->code_end - h->region_start, PROT_RX, 0, 0, 0);
     anvil_program_start();
-    return h->entry + bias;
+    for (int i = 0; i < 14; i++)
+        entry_state[i] = saved[i];
+    entry_state[14] = h->entry + bias;
+    return entry_state;
 }
 
 /* Hook before every system call instruction: the exit calls end the program. */

@@ -4,14 +4,21 @@
 @ every register the loader handed over (r0 = rtld_fini for dynamic programs) and
 @ continues at the relocated entry. Symbols defined at link time (--defsym):
 @ ANVIL_REGION, ANVIL_LENGTH, ANVIL_PGOFF, ANVIL_HEADER, ANVIL_INIT.
+@
+@ The stack just below the initial SP is the program's: it may read it before
+@ writing it (uninitialised locals), so the stub works FAR_BELOW bytes lower, zeroes
+@ what it used there afterwards (never-touched stack reads as zero) and keeps the
+@ registers in the region, not on the stack, for the final jump.
     .syntax unified
     .thumb
     .text
     .global _anvil_stub
     .type _anvil_stub, %function
     .thumb_func
+    .equ FAR_BELOW, 16384
+    .equ SCRUB, 4096
 _anvil_stub:
-    sub sp, sp, #4              @ slot for the continuation address
+    sub sp, sp, #FAR_BELOW
     push {r0-r12, lr}
     adr r6, anchor
     ldr r5, =anchor
@@ -42,12 +49,26 @@ _anvil_stub:
     mov r0, r6
     ldr r1, =ANVIL_HEADER
     add r1, r1, r6
-    ldr r2, =ANVIL_INIT
-    add r2, r2, r6
-    blx r2
-    str r0, [sp, #56]
-    pop {r0-r12, lr}
-    ldr pc, [sp], #4
+    mov r2, sp                  @ the saved registers
+    ldr r3, =ANVIL_INIT
+    add r3, r3, r6
+    blx r3                      @ r0 = {r0-r12, lr, continuation} kept in the region
+    add r1, sp, #56             @ top of what the stub used
+    sub r2, r1, #SCRUB
+    movs r3, #0
+scrub:
+    str r3, [r2], #4
+    cmp r2, r1
+    blo scrub
+    add sp, sp, #FAR_BELOW
+    add sp, sp, #56
+    adr r1, resume
+    bx r1
+    .arm
+    .align 2
+resume:
+    ldm r0, {r0-r12, lr, pc}    @ every register as handed over, then the program
+    .thumb
 fail:
     movs r0, #2
     adr r1, msg
