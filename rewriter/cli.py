@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 from .api import Options
 from .errors import AnvilError
@@ -44,9 +45,11 @@ def cmd_instrument(args: argparse.Namespace) -> int:
     out_file = args.out or f"{os.path.basename(output)}.{tool.name}.out"
     opts = Options(values=values, only=args.only, skip=args.skip, out=out_file, format=args.format)
     _progress(args, f"loading {args.binary}")
+    started = time.monotonic()
     binary = load_binary(args.binary)
     _progress(args, f"{len(binary.procedures)} procedures, {binary.instruction_count()} instructions; instrumenting")
     report = instrument(binary, tool, opts, output)
+    report.rewrite_seconds = time.monotonic() - started  # loading and decoding included
     report_path = output + ".anvil.json"
     with open(report_path, "w") as f:
         json.dump({
