@@ -411,3 +411,33 @@ def a32_nop() -> bytes:
 def a32_ldr_pc_literal() -> bytes:
     """``ldr pc, [pc, #-4]``: jump to the absolute address in the next word."""
     return _w(0xE51FF004)
+
+
+# ----------------------------------------------------------------------------- VFP transfers
+
+def _vmov_fields(d: int) -> tuple[int, int]:
+    return (d >> 4) & 1, d & 0xF
+
+
+def t32_vmov_to_d(d: int, rt: int, rt2: int) -> bytes:
+    """VMOV Dd, rt, rt2 (rt = low word)."""
+    m, vm = _vmov_fields(d)
+    return _hw(0xEC40 | rt2, (rt << 12) | 0x0B10 | (m << 5) | vm)
+
+
+def t32_vmov_from_d(rt: int, rt2: int, d: int) -> bytes:
+    """VMOV rt, rt2, Dd (rt gets the low word; rt != rt2)."""
+    m, vm = _vmov_fields(d)
+    return _hw(0xEC50 | rt2, (rt << 12) | 0x0B10 | (m << 5) | vm)
+
+
+def a32_vmov_to_d(d: int, rt: int, rt2: int) -> bytes:
+    """VMOV Dd, rt, rt2."""
+    m, vm = _vmov_fields(d)
+    return _w(0xEC400B10 | (rt2 << 16) | (rt << 12) | (m << 5) | vm)
+
+
+def a32_vmov_from_d(rt: int, rt2: int, d: int) -> bytes:
+    """VMOV rt, rt2, Dd."""
+    m, vm = _vmov_fields(d)
+    return _w(0xEC500B10 | (rt2 << 16) | (rt << 12) | (m << 5) | vm)

@@ -1,9 +1,10 @@
 """Code for hooks: calls of analysis routines and inline counters, in A32 or T32.
 
-A call saves r0-r5, r12, lr and the flags (APSR including GE), aligns SP to 8 for
-the AAPCS, computes the arguments from the *original* register values (read back
-from the save area where the save sequence clobbered them), calls the routine and
-restores everything. Inline counters save only the registers they use.
+A call saves r0-r5, r12, lr and the flags (APSR including GE), runs the routine on a
+stack of its own (or, when d16-d31 are not free, on the program's stack aligned to 8),
+computes the arguments from the *original* register values (read back from where the
+save sequence put them), calls the routine and restores everything. Inline counters
+save only the registers they use.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from ..arch import arm_encode as enc
 from ..errors import AnvilError
 from ..ir.model import Access, Hook, Instruction
 from .code import Code
-from .isa import IP, ISA, LR, PC, SP
+from .isa import IP, ISA, LR, PC, SP, Scratch
 
 SAVED = [0, 1, 2, 3, 4, 5, IP, LR]
+SAVED_PAIRS = [(0, 1), (2, 3), (4, 5), (IP, LR)]
 SAVE_SLOT = {reg: 4 * i for i, reg in enumerate(SAVED)}
 SAVE_BYTES = 4 * len(SAVED)
 FLAGS_REG, FRAME_REG = 4, 5
+HOOK_STACK = ("sym+", "anvil_hook_stack", 16384)  # top of the analysis code's own stack
 
 
 @dataclass
@@ -33,15 +36,28 @@ class HookContext:
     block_insns: int
     string_label: Callable[[str], Hashable]
     function_label: Callable[[str], Hashable]
+    scratch: Scratch
 
 
-def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | None) -> int:
-    """Make the original value of ``reg`` available; returns the register holding it."""
+def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | None,
+                  scratch: Scratch) -> int:
+    """Make the original value of ``reg`` available; returns the register holding it.
+
+    ``into`` must not be LR: LR is the spare second output when reading from d16-d19.
+    """
+    if reg in SAVE_SLOT and scratch.vfp:
+        k = next(i for i, pair in enumerate(SAVED_PAIRS) if reg in pair)
+        low, high = SAVED_PAIRS[k]
+        if reg == low:
+            isa.from_d(code, into, LR, 16 + k)
+        else:
+            isa.from_d(code, LR, into, 16 + k)
+        return into
     if reg in SAVE_SLOT:
         isa.ldr(code, into, FRAME_REG, SAVE_SLOT[reg])
         return into
     if reg == SP:
-        isa.add_imm(code, into, FRAME_REG, SAVE_BYTES)
+        isa.add_imm(code, into, FRAME_REG, 0 if scratch.vfp else SAVE_BYTES)
         return into
     if reg == PC:
         assert ins is not None
@@ -50,16 +66,14 @@ def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | 
     return reg
 
 
-def _effective_address(isa: ISA, code: Code, dest: int, access: Access, ins: Instruction) -> None:
+def _effective_address(isa: ISA, code: Code, dest: int, access: Access, ins: Instruction,
+                       scratch: Scratch) -> None:
     if access.base == PC and access.index is None:
         isa.pc_address(code, dest, access.disp)
         return
-    base = _original_reg(isa, code, access.base, dest, ins)
-    if access.base == PC:
-        # Register-offset from PC (A32 only): PC reads as address + 8.
-        pass
+    base = _original_reg(isa, code, access.base, dest, ins, scratch)
     if access.index is not None:
-        index = _original_reg(isa, code, access.index, IP, ins)
+        index = _original_reg(isa, code, access.index, IP, ins, scratch)
         isa.add_shifted(code, dest, base, index, access.shift_type, access.shift, access.subtract)
         base = dest
     isa.add_imm(code, dest, base, access.disp)
@@ -67,16 +81,20 @@ def _effective_address(isa: ISA, code: Code, dest: int, access: Access, ins: Ins
 
 def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
     """A complete call of ``hook``'s routine with its arguments."""
-    isa.push(code, SAVED)
+    ctx.scratch.save(isa, code, SAVED_PAIRS)
     isa.mrs(code, FLAGS_REG)
     isa.mov_reg(code, FRAME_REG, SP)
-    isa.align_sp8(code, IP)
+    if ctx.scratch.vfp:
+        isa.pc_address(code, IP, HOOK_STACK)
+        isa.mov_reg(code, SP, IP)
+    else:
+        isa.align_sp8(code, IP)
     for i, (kind, value) in enumerate(zip(hook.prototype.kinds, hook.args)):
         _argument(isa, code, i, kind, value, ctx)
     isa.call(code, ctx.function_label(hook.prototype.name))
     isa.mov_reg(code, SP, FRAME_REG)
     isa.msr(code, FLAGS_REG)
-    isa.pop(code, SAVED)
+    ctx.scratch.restore(isa, code, SAVED_PAIRS)
 
 
 def _argument(isa: ISA, code: Code, reg: int, kind: Arg, value: object, ctx: HookContext) -> None:
@@ -91,7 +109,7 @@ def _argument(isa: ISA, code: Code, reg: int, kind: Arg, value: object, ctx: Hoo
         isa.mov32(code, reg, ctx.block_insns)
     elif kind is Arg.EFFADDR:
         assert ctx.access is not None and ctx.ins is not None
-        _effective_address(isa, code, reg, ctx.access, ctx.ins)
+        _effective_address(isa, code, reg, ctx.access, ctx.ins, ctx.scratch)
     elif kind is Arg.ACCESS_SIZE:
         assert ctx.access is not None
         isa.mov32(code, reg, ctx.access.size)
@@ -99,22 +117,22 @@ def _argument(isa: ISA, code: Code, reg: int, kind: Arg, value: object, ctx: Hoo
         assert ctx.access is not None
         isa.mov32(code, reg, int(ctx.access.is_store))
     elif kind is Arg.REG_VALUE:
-        got = _original_reg(isa, code, int(value), reg, ctx.ins)
+        got = _original_reg(isa, code, int(value), reg, ctx.ins, ctx.scratch)
         if got != reg:
             isa.mov_reg(code, reg, got)
     else:
         raise AnvilError(f"argument kind {kind.name} is not supported yet")
 
 
-def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int) -> None:
+def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, scratch: Scratch) -> None:
     """counter (64-bit, at a label) += amount, inline, registers and flags preserved.
 
     UMLAL adds a 64-bit product without touching the flags, so no flag save is needed:
     lo:hi += amount * 1 (r3 = amount; the 1 is r3 itself when amount is 1, else ip).
     """
     one = 3 if amount == 1 else IP
-    regs = [0, 1, 2, 3] + ([IP] if one == IP else [])
-    isa.push(code, regs)
+    pairs = [(0, 1), (2, 3)] + ([(IP, LR)] if one == IP else [])
+    scratch.save(isa, code, pairs)
     isa.pc_address(code, 2, counter_label)
     isa.mov32(code, 3, amount)
     if one == IP:
@@ -127,4 +145,4 @@ def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int) -
         code.emit(enc._w(0xE1C200D0))  # ldrd r0, r1, [r2]
         code.emit(enc._w(0xE0A10093 | (one << 8)))  # umlal r0, r1, r3, one
         code.emit(enc._w(0xE1C200F0))  # strd r0, r1, [r2]
-    isa.pop(code, regs)
+    scratch.restore(isa, code, pairs)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import struct
 import tempfile
 import time
@@ -29,6 +30,7 @@ from ..errors import AnvilError
 from ..ir.model import Binary, Hook, Point, Procedure, Segment
 from . import target_build as tb
 from .code import Code
+from .isa import Scratch
 from .relocate import (
     RelocationContext,
     Unsupported,
@@ -66,6 +68,24 @@ class Report:
         if self.entries_not_patched:
             parts.append(f"{len(self.entries_not_patched)} entries reachable only by direct calls")
         return ", ".join(parts)
+
+
+_HIGH_VFP = re.compile(r"\b(d(1[6-9]|2\d|3[01])|q([89]|1[0-5]))\b")
+
+
+def high_vfp_free(binary: Binary) -> bool:
+    """True if no instruction depends on d16-d31, so hooks may keep registers there.
+
+    Saving or restoring the whole bank (the unwinder's vstm/vldm {d16-d31}) does not
+    depend on the values and is allowed.
+    """
+    for proc in binary.procedures:
+        for ins in proc.instructions():
+            if _HIGH_VFP.search(ins.op_str):
+                whole_bank = ins.mnemonic.startswith(("vldm", "vstm")) and "d16" in ins.op_str and "d31" in ins.op_str
+                if not whole_bank:
+                    return False
+    return True
 
 
 def _has_hooks(proc: Procedure) -> bool:
@@ -149,6 +169,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
         string_label=lambda text: ("sym", units.string_symbol(text)),
         counter_label=lambda name, index: ("sym+", f"anvil_array_{name}", 8 * index),
         xlate_label=("sym", "anvil_xlate_entry"),
+        scratch=Scratch(high_vfp_free(binary) and not os.environ.get("ANVIL_STACK_SCRATCH")),
     )
     chosen = []
     for proc in candidates:
@@ -221,6 +242,11 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
                          entry_target, len(patch_words), code.labels["patches"])
     code._chunks[header_index] = header
     code_bytes = code.finish(resolve)
+    if os.environ.get("ANVIL_ADDRESS_MAP"):  # debugging aid: relocated -> original addresses
+        with open(os.environ["ANVIL_ADDRESS_MAP"], "w") as f:
+            for key, at in code.labels.items():
+                if isinstance(key, tuple) and key[0] == "ins":
+                    f.write(f"{at:x} {key[1]:x}\n")
 
     targets = {p.address: resolve(ins_label(p.address)) | int(p.thumb) for p in patches}
     region = bytearray(file_end - REGION_OFFSET)
@@ -288,6 +314,13 @@ def _entry_patches(binary: Binary, procs: list[Procedure], trampolines_at: int) 
     patches = []
     skipped = []
     next_trampoline = trampolines_at
+    # Addresses original code may still jump to: code pointers in data, and direct branch
+    # targets in procedures that keep running in place. A patch must leave these intact.
+    relocated = {p.address for p in procs}
+    entered = set(binary.code_pointers)
+    for other in binary.procedures:
+        if other.address not in relocated:
+            entered.update(i.branch_target for i in other.instructions() if i.branch_target is not None)
     for proc in procs:
         first = proc.blocks[0].instructions[0]
         if first.address != proc.address:
@@ -297,8 +330,7 @@ def _entry_patches(binary: Binary, procs: list[Procedure], trampolines_at: int) 
         # jump to (found as data words) must stay intact under the patch.
         covered = 0
         for ins in proc.instructions():
-            if ins.address != proc.address + covered or (
-                    ins.address in binary.address_taken and ins.address != proc.address):
+            if ins.address != proc.address + covered or (ins.address in entered and ins.address != proc.address):
                 break
             covered += ins.size
             if covered >= 10:

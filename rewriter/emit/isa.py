@@ -46,6 +46,12 @@ class _T32(ISA):
     thumb = True
     pc_offset = 4
 
+    def to_d(self, code: Code, d: int, rt: int, rt2: int) -> None:
+        code.emit(_cached(enc.t32_vmov_to_d, d, rt, rt2))
+
+    def from_d(self, code: Code, rt: int, rt2: int, d: int) -> None:
+        code.emit(_cached(enc.t32_vmov_from_d, rt, rt2, d))
+
     def push(self, code: Code, regs: list[int]) -> None:
         code.emit(_cached_regs(enc.t32_push, tuple(regs)))
 
@@ -128,6 +134,12 @@ class _A32(ISA):
     thumb = False
     pc_offset = 8
 
+    def to_d(self, code: Code, d: int, rt: int, rt2: int) -> None:
+        code.emit(_cached(enc.a32_vmov_to_d, d, rt, rt2))
+
+    def from_d(self, code: Code, rt: int, rt2: int, d: int) -> None:
+        code.emit(_cached(enc.a32_vmov_from_d, rt, rt2, d))
+
     def push(self, code: Code, regs: list[int]) -> None:
         code.emit(_cached_regs(enc.a32_push, tuple(regs)))
 
@@ -199,3 +211,30 @@ class _A32(ISA):
 
 T32 = _T32()
 A32 = _A32()
+
+
+class Scratch:
+    """Where emitted code keeps the registers it borrows.
+
+    With ``vfp`` they go to d16-d31, which the program does not use (checked when the
+    binary is loaded), so nothing is written below SP: a program that reads stack it
+    never wrote finds what it would have found without instrumentation. Otherwise
+    they are pushed on the program's stack.
+    """
+
+    def __init__(self, vfp: bool) -> None:
+        self.vfp = vfp
+
+    def save(self, isa: ISA, code: Code, pairs: list[tuple[int, int]], first: int = 16) -> None:
+        if self.vfp:
+            for k, (a, b) in enumerate(pairs):
+                isa.to_d(code, first + k, a, b)
+        else:
+            isa.push(code, sorted({r for pair in pairs for r in pair}))
+
+    def restore(self, isa: ISA, code: Code, pairs: list[tuple[int, int]], first: int = 16) -> None:
+        if self.vfp:
+            for k, (a, b) in enumerate(pairs):
+                isa.from_d(code, a, b, first + k)
+        else:
+            isa.pop(code, sorted({r for pair in pairs for r in pair}))

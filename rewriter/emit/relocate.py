@@ -29,7 +29,7 @@ from ..errors import AnvilError
 from ..ir.model import Hook, Instruction, Procedure
 from .code import Code
 from .hooks import HookContext, emit_call, emit_increment
-from .isa import A32, AL, ISA, LR, PC, SP, T32
+from .isa import A32, AL, IP, ISA, LR, PC, SP, T32, Scratch
 
 
 class Unsupported(AnvilError):
@@ -47,6 +47,7 @@ class RelocationContext:
     string_label: Callable[[str], Hashable]
     counter_label: Callable[[str, int], Hashable]
     xlate_label: Hashable
+    scratch: Scratch
     veneers: dict[tuple[int, bool, bool], Hashable] = field(default_factory=dict)
     xlate_tables: list[tuple[Procedure, Hashable]] = field(default_factory=list)
 
@@ -63,11 +64,13 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
     needs_table = False
     for bi, block in enumerate(proc.blocks):
         for k, ins in enumerate(block.instructions):
+            if not ins.thumb:
+                code.align(4, b"\x00\xbf")  # A32 code is word aligned (after Thumb code: T32 nops)
             code.label(ins_label(ins.address))
             isa = ISA.for_mode(ins.thumb)
             if k == 0:
                 for counter, index, amount in block.counter_increments:
-                    emit_increment(isa, code, ctx.counter_label(counter, index), amount)
+                    emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch)
                 if bi == 0:
                     _calls(isa, code, proc.hooks, ins, None, block.size, ctx, AL)
                 _calls(isa, code, block.hooks, ins, None, block.size, ctx, AL)
@@ -104,7 +107,7 @@ def _calls(isa: ISA, code: Code, hooks: list[Hook], ins: Instruction, access, bl
            ctx: RelocationContext, cond: int) -> None:
     for hook in hooks:
         skip = isa.skip_unless(code, cond) if cond != AL else None
-        hctx = HookContext(ins, access, block_insns, ctx.string_label, ctx.function_label)
+        hctx = HookContext(ins, access, block_insns, ctx.string_label, ctx.function_label, ctx.scratch)
         emit_call(isa, code, hook, hctx)
         if skip is not None:
             isa.end_skip(code, skip)
@@ -126,22 +129,40 @@ def _jump(isa: ISA, code: Code, target: int, target_thumb: bool, cond: int, ctx:
     if same_mode:
         isa.branch(code, ins_label(target))
     elif relocated:
-        _far_to_label(isa, code, ins_label(target), ctx.mode_at(target))
+        _far_to_label(isa, code, ins_label(target), ctx.mode_at(target), ctx.scratch)
     else:
         isa.far_jump(code, target, target_thumb)
     if skip is not None:
         isa.end_skip(code, skip)
 
 
-def _far_to_label(isa: ISA, code: Code, label: Hashable, thumb: bool) -> None:
+def _slot_below_sp(isa: ISA, code: Code, reg: int) -> None:
+    """str reg, [sp, #-4]: the one word a register-preserving jump needs."""
+    code.emit(struct.pack("<HH", 0xF84D, (reg << 12) | 0x0C04) if isa.thumb
+              else struct.pack("<I", 0xE50D0004 | (reg << 12)))
+
+
+def _jump_via_slot(isa: ISA, code: Code) -> None:
+    """ldr pc, [sp, #-4]."""
+    code.emit(struct.pack("<HH", 0xF85D, 0xFC04) if isa.thumb else struct.pack("<I", 0xE51DF004))
+
+
+def _far_to_label(isa: ISA, code: Code, label: Hashable, thumb: bool, scratch: Scratch) -> None:
     """Jump to relocated code of the other instruction set, preserving every register."""
-    bit = 1 if thumb else 0
+    target = ("with_bit", label, 1 if thumb else 0)
+    if scratch.vfp:
+        scratch.save(isa, code, [(0, 1)])
+        isa.pc_address(code, 0, target)
+        _slot_below_sp(isa, code, 0)
+        scratch.restore(isa, code, [(0, 1)])
+        _jump_via_slot(isa, code)
+        return
     if isa.thumb:
         code.emit(struct.pack("<H", 0xB081))  # sub sp, #4
     else:
         code.emit(struct.pack("<I", 0xE24DD004))
     isa.push(code, [0])
-    isa.pc_address(code, 0, ("with_bit", label, bit))
+    isa.pc_address(code, 0, target)
     isa.str(code, 0, SP, 4)
     isa.pop(code, [0])
     code.emit(struct.pack("<HH", 0xF85D, 0xFB04) if isa.thumb else struct.pack("<I", 0xE49DF004))
@@ -295,7 +316,7 @@ def _pc_relative(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Relocat
     if ins.thumb:
         _t32_pc_relative(ins, name, code, ctx, literal)
     else:
-        _a32_pc_relative(ins, code)
+        _a32_pc_relative(ins, code, ctx)
 
 
 def _under(isa: ISA, code: Code, ins: Instruction, body: Callable[[], object]) -> None:
@@ -321,13 +342,13 @@ def _t32_pc_relative(ins: Instruction, name: str, code: Code, ctx: RelocationCon
         return
     if ins.size == 2 and (hw1 & 0xFF78) == 0x4478:  # ADD rd, pc
         rd = (hw1 & 7) | ((hw1 >> 4) & 8)
-        (s,) = _scratch({rd}, 1)
+        s, x = _scratch({rd}, 2)
 
         def body() -> None:
-            T32.push(code, [s])
+            ctx.scratch.save(T32, code, [(s, x)])
             T32.pc_address(code, s, pc)
             code.emit(enc.t32_add_reg(rd, s))
-            T32.pop(code, [s])
+            ctx.scratch.restore(T32, code, [(s, x)])
         _under(T32, code, ins, body)
         return
     if ins.size == 4:
@@ -342,10 +363,10 @@ def _t32_pc_relative(ins: Instruction, name: str, code: Code, ctx: RelocationCon
             s = 0
 
             def body() -> None:
-                T32.push(code, [s])
+                ctx.scratch.save(T32, code, [(s, 1)])
                 T32.pc_address(code, s, ins.accesses[0].disp)
                 code.emit(struct.pack("<HH", (hw1 & ~0x8F) | 0x80 | s, hw2 & ~0xFF))
-                T32.pop(code, [s])
+                ctx.scratch.restore(T32, code, [(s, 1)])
             _under(T32, code, ins, body)
             return
     raise Unsupported(f"{ins}: PC-relative form not supported")
@@ -362,18 +383,18 @@ def _a32_substitute(word: int, p: int) -> int:
     return (word & 0x0FFFFFFF) | (AL << 28)
 
 
-def _a32_pc_relative(ins: Instruction, code: Code) -> None:
+def _a32_pc_relative(ins: Instruction, code: Code, ctx: RelocationContext) -> None:
     word = struct.unpack("<I", ins.raw)[0]
     used = _regs_used(ins)
     if SP in used:
         raise Unsupported(f"{ins}: PC-relative with SP")
-    (p,) = _scratch(used, 1)
+    p, x = _scratch(used, 2)
 
     def body() -> None:
-        A32.push(code, [p])
+        ctx.scratch.save(A32, code, [(p, x)])
         A32.pc_address(code, p, ins.address + 8)
         code.emit(struct.pack("<I", _a32_substitute(word, p)))
-        A32.pop(code, [p])
+        ctx.scratch.restore(A32, code, [(p, x)])
     _under(A32, code, ins, body)
 
 
@@ -383,23 +404,40 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
     if sources & {SP}:
         raise Unsupported(f"{ins}: computed jump reading SP")
     skip = isa.skip_unless(code, ins.cond) if ins.cond != AL else None
-    if isa.thumb:
-        code.emit(struct.pack("<H", 0xB081))  # sub sp, #4: slot for the destination
-    else:
-        code.emit(struct.pack("<I", 0xE24DD004))
-    isa.push(code, [0, 1, 2, 3, LR])
     t, p = _scratch(sources, 2)
-    _compute_target(ins, name, isa, code, t, p, sources)
-    if t != 0:
-        isa.mov_reg(code, 0, t)
-    isa.pc_address(code, 1, ("xlate", _proc_of(ins)))
-    isa.call(code, ctx.xlate_label, True)
-    isa.str(code, 0, SP, 20)
-    isa.pop(code, [0, 1, 2, 3, LR])
-    if isa.thumb:
-        code.emit(struct.pack("<HH", 0xF85D, 0xFB04))  # ldr.w pc, [sp], #4
+    table = ("xlate", _proc_of(ins))
+    if ctx.scratch.vfp:
+        saved = [(0, 1), (2, 3), (IP, LR)]
+        ctx.scratch.save(isa, code, saved)
+        _compute_target(ins, name, isa, code, t, p, sources)
+        if t != 0:
+            isa.mov_reg(code, 0, t)
+        isa.mrs(code, 2)
+        isa.to_d(code, 19, 2, 3)
+        isa.pc_address(code, 1, table)
+        isa.call(code, ("sym", "anvil_xlate_leaf"), True)
+        _slot_below_sp(isa, code, 0)
+        isa.from_d(code, 2, 3, 19)
+        isa.msr(code, 2)
+        ctx.scratch.restore(isa, code, saved)
+        _jump_via_slot(isa, code)
     else:
-        code.emit(struct.pack("<I", 0xE49DF004))  # ldr pc, [sp], #4
+        if isa.thumb:
+            code.emit(struct.pack("<H", 0xB081))  # sub sp, #4: slot for the destination
+        else:
+            code.emit(struct.pack("<I", 0xE24DD004))
+        isa.push(code, [0, 1, 2, 3, LR])
+        _compute_target(ins, name, isa, code, t, p, sources)
+        if t != 0:
+            isa.mov_reg(code, 0, t)
+        isa.pc_address(code, 1, table)
+        isa.call(code, ctx.xlate_label, True)
+        isa.str(code, 0, SP, 20)
+        isa.pop(code, [0, 1, 2, 3, LR])
+        if isa.thumb:
+            code.emit(struct.pack("<HH", 0xF85D, 0xFB04))  # ldr.w pc, [sp], #4
+        else:
+            code.emit(struct.pack("<I", 0xE49DF004))  # ldr pc, [sp], #4
     if skip is not None:
         isa.end_skip(code, skip)
 

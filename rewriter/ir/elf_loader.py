@@ -197,14 +197,14 @@ def _decode(binary: Binary, elf: ELFFile, procs: list[Procedure], mapping: dict[
             proc.thumb = insns[0].thumb
         decoded[proc.address] = insns
         starts.update((i.address, i.thumb) for i in insns)
-    taken = _address_taken(binary, elf, procs, starts)
+    taken, binary.code_pointers = _address_taken(binary, elf, procs, starts)
     binary.address_taken = taken
     kept = []
     for proc in procs:
         insns = decoded[proc.address]
         if not insns:
             continue
-        _make_blocks(proc, insns, taken)
+        _make_blocks(proc, insns, taken | _table_branch_targets(binary, insns))
         proc.index = len(kept)
         kept.append(proc)
     block_index = 0
@@ -215,8 +215,12 @@ def _decode(binary: Binary, elf: ELFFile, procs: list[Procedure], mapping: dict[
     binary.procedures = kept
 
 
-def _address_taken(binary: Binary, elf: ELFFile, procs: list[Procedure], starts: dict[int, bool]) -> set[int]:
+def _address_taken(binary: Binary, elf: ELFFile, procs: list[Procedure],
+                   starts: dict[int, bool]) -> tuple[set[int], set[int]]:
     """Code addresses stored as 32-bit words in data: jump tables, label addresses, pointers.
+
+    Returns (all such addresses, those whose bit 0 also matches the instruction set,
+    i.e. real code pointers).
 
     Data sections and data-in-code ($d ranges: literal pools) are scanned; instruction
     bytes are not, as they would match by coincidence.
@@ -228,16 +232,47 @@ def _address_taken(binary: Binary, elf: ELFFile, procs: list[Procedure], starts:
             ranges.append((sec["sh_addr"], sec["sh_addr"] + sec["sh_size"]))
     for proc in procs:
         ranges.extend(proc.data_ranges)
-    taken = set()
+    taken: set[int] = set()
+    pointers: set[int] = set()
     for lo, hi in ranges:
         lo = (lo + 3) & ~3
         blob = binary.read(lo, max(0, hi - lo))
         n = len(blob) // 4
         for value in struct.unpack_from(f"<{n}I", blob, 0):
-            # A pointer to Thumb code has bit 0 set, one to A32 code has it clear.
-            if starts.get(value & ~1) == bool(value & 1):
+            # Thumb code addresses appear with bit 0 set (function pointers) or clear
+            # (GCC's computed-goto tables, which `orr rX, #1` before `bx`); A32 ones are
+            # word aligned. A coincidental match only adds a block boundary.
+            thumb = starts.get(value & ~1)
+            if thumb or (thumb is False and not value & 3):
                 taken.add(value & ~1)
-    return taken
+                if thumb == bool(value & 1):
+                    pointers.add(value & ~1)
+    return taken, pointers
+
+
+def _table_branch_targets(binary: Binary, insns: list) -> set[int]:
+    """Case addresses of TBB/TBH jump tables (the byte/halfword table follows the instruction).
+
+    The table ends where the first case begins (cases follow the table), so entries are
+    read until the reading position reaches the lowest target seen.
+    """
+    targets: set[int] = set()
+    for ins in insns:
+        if ins.name not in ("tbb", "tbh") or not ins.accesses or ins.accesses[0].base != 15:
+            continue
+        base = ins.address + 4
+        size = 1 if ins.name == "tbb" else 2
+        lowest = base + 2 * (0xFF if size == 1 else 0xFFFF)
+        pos = base
+        while pos + size <= lowest and len(targets) < 100000:
+            entry = int.from_bytes(binary.read(pos, size), "little")
+            target = base + 2 * entry
+            if target < pos + size:
+                break
+            targets.add(target)
+            lowest = min(lowest, target)
+            pos += size
+    return targets
 
 
 def _make_blocks(proc: Procedure, insns: list, taken: set[int]) -> None:
@@ -257,7 +292,7 @@ def _make_blocks(proc: Procedure, insns: list, taken: set[int]) -> None:
             leaders.add(ins.branch_target)
         prev_end = ins.address + ins.size
     for i, ins in enumerate(insns[:-1]):
-        if ins.is_branch or ins.is_call or ins.is_syscall or ins.writes_pc:
+        if ins.is_branch or ins.is_call or ins.is_syscall or ins.writes_pc or ins.name == "udf":
             leaders.add(insns[i + 1].address)
     if computed:
         proc.notes.append("computed jump: every instruction starts a block")

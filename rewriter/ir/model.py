@@ -209,7 +209,8 @@ class Binary:
     hooks: list[Hook] = field(default_factory=list)
     symbols: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    address_taken: set[int] = field(default_factory=set)  # code addresses found as words in the image
+    address_taken: set[int] = field(default_factory=set)  # code addresses found as words in data
+    code_pointers: set[int] = field(default_factory=set)  # those with the right Thumb bit: real pointers
 
     def call(self, point: Point, prototype: Prototype, *args: object) -> None:
         """Program start (Point.BEFORE) or program end (Point.AFTER)."""

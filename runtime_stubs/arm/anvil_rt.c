@@ -64,6 +64,10 @@ static uint32_t page_up(uint32_t v) { return (v + PAGE - 1) & ~(PAGE - 1); }
  * with the registers it saved at entry (r0-r12, lr). Maps the zero-filled part, fixes
  * entry patches for the load bias, seals the code read-only, runs the program-start
  * hooks and returns those registers followed by the relocated entry address. */
+/* The analysis routines' own stack when hooks keep registers in d16-d31: calls then
+ * write nothing below the program's SP. */
+uint8_t anvil_hook_stack[16384] __attribute__((aligned(8)));
+
 /* Registers at process entry and where to continue, loaded by the stub's final ldm. */
 static uint32_t entry_state[15] __attribute__((section(".data")));
 
