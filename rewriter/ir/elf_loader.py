@@ -199,12 +199,16 @@ def _decode(binary: Binary, elf: ELFFile, procs: list[Procedure], mapping: dict[
         starts.update((i.address, i.thumb) for i in insns)
     taken, binary.code_pointers = _address_taken(binary, elf, procs, starts)
     binary.address_taken = taken
+    # Every direct branch target starts a block, wherever the branch is: hand-written
+    # assembly jumps into code that the symbol table files under a neighbour.
+    targets = {i.branch_target for insns in decoded.values() for i in insns if i.branch_target is not None}
+    entries = taken | targets
     kept = []
     for proc in procs:
         insns = decoded[proc.address]
         if not insns:
             continue
-        _make_blocks(proc, insns, taken | _table_branch_targets(binary, insns))
+        _make_blocks(proc, insns, entries | _table_branch_targets(binary, insns))
         proc.index = len(kept)
         kept.append(proc)
     block_index = 0
