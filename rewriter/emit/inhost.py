@@ -101,7 +101,7 @@ def _add_runtime_hooks(binary: Binary) -> None:
     if binary.is_dynamic:
         end = Prototype("anvil_program_end", ())
         for proc in binary.procedures:
-            if proc.name == "_fini":
+            if proc.address == binary.fini or (binary.fini is None and proc.name == "_fini"):
                 proc.hooks.append(Hook(Point.BEFORE, end, ()))
     else:
         on_syscall = Prototype("anvil_on_syscall", (Arg.REG_VALUE,))
@@ -201,9 +201,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
 
     patches, not_patched = _entry_patches(binary, chosen, 0)
     tail = _tail_location(binary, chosen, patches)
-    for patch in patches:
-        if patch.trampoline is not None:
-            patch.trampoline += tail.trampolines
+    not_patched += _place_trampolines(patches, tail)
     patch_words = [p.word for p in patches] if binary.is_pie else []
     report.entries_not_patched = not_patched
     code.align(4)
@@ -354,16 +352,18 @@ def _patch_length(addr: int, thumb: bool) -> int:
 
 @dataclass
 class Tail:
-    """Where the loader stub and the entry trampolines go in the original text.
+    """Where the loader stub goes in the original text, and the free bytes left for trampolines.
 
-    Preferably the unused end of the text segment's last page (the segment grows
-    over it); otherwise a "cave": instruction bytes of a relocated procedure past its
-    entry patch, which never run in place once the procedure has a copy.
+    Preferably the unused end of the text segment's last page (the segment grows over
+    it); otherwise a "cave": instruction bytes of a relocated procedure past its entry
+    patch, which never run in place once the procedure has a copy. Entry trampolines
+    take 8 bytes each from what is left of the slack and from the caves.
     """
 
     address: int
-    trampolines: int
     grows_segment: bool
+    pool: list[list[int]]  # free [start, end) runs, 4-aligned starts
+    segment_end: int = 0   # with grows_segment: where the grown text segment ends
 
 
 def _stub_address(text: Segment) -> int:
@@ -375,15 +375,14 @@ def _stub_size(at: int) -> int:
     return len(tb.assemble_stub(at, dict.fromkeys(names, 0)))
 
 
-def _tail_location(binary: Binary, procs: list[Procedure], patches: list[EntryPatch]) -> Tail:
-    elf = ELFFile(io.BytesIO(binary.data))
-    _, text = _text_segment(binary, elf)
-    at = _stub_address(text)
-    stub = (_stub_size(at) + 3) & ~3
-    need = stub + 8 * sum(1 for p in patches if p.trampoline is not None)
-    if _slack_room(binary, elf, text, at) >= need:
-        return Tail(at, at + stub, True)
-    patched = {p.address: _patch_length(p.address, p.thumb) if p.trampoline is None else 4 for p in patches}
+def _caves(binary: Binary, procs: list[Procedure], patches: list[EntryPatch]) -> list[list[int]]:
+    """Runs of instruction bytes of relocated procedures that never run in place.
+
+    Only procedures whose entry gets a full patch qualify (a short patch may still be
+    dropped for want of a trampoline, and then the original code runs).
+    """
+    patched = {p.address: _patch_length(p.address, p.thumb) for p in patches if p.trampoline is None}
+    runs = []
     for proc in procs:
         if proc.address not in patched:
             continue
@@ -391,15 +390,56 @@ def _tail_location(binary: Binary, procs: list[Procedure], patches: list[EntryPa
         run_start = run_end = None
         for ins in proc.instructions():
             if ins.address < start or ins.address in binary.address_taken:
+                if run_start is not None and run_end - run_start >= 8:
+                    runs.append([run_start, run_end])
                 run_start = None
                 continue
             if run_start is None or ins.address != run_end:
+                if run_start is not None and run_end - run_start >= 8:
+                    runs.append([run_start, run_end])
                 run_start = (ins.address + 3) & ~3
             run_end = ins.address + ins.size
-            if run_end - run_start >= need:
-                return Tail(run_start, run_start + stub, False)
-    raise AnvilError(f"no room for the {need}-byte loader stub: the text segment ends too close to the next "
+        if run_start is not None and run_end - run_start >= 8:
+            runs.append([run_start, run_end])
+    return runs
+
+
+def _tail_location(binary: Binary, procs: list[Procedure], patches: list[EntryPatch]) -> Tail:
+    elf = ELFFile(io.BytesIO(binary.data))
+    _, text = _text_segment(binary, elf)
+    at = _stub_address(text)
+    stub = (_stub_size(at) + 3) & ~3
+    caves = _caves(binary, procs, patches)
+    room = _slack_room(binary, elf, text, at)
+    if room >= stub:
+        return Tail(at, True, [[at + stub, at + room]] + caves, at + stub)
+    for run in sorted(caves, key=lambda r: r[1] - r[0]):
+        if run[1] - run[0] >= stub:
+            address = run[0]
+            run[0] += stub
+            return Tail(address, False, caves)
+    raise AnvilError(f"no room for the {stub}-byte loader stub: the text segment ends too close to the next "
                      "segment and no relocated procedure is large enough")
+
+
+def _place_trampolines(patches: list[EntryPatch], tail: Tail) -> list[str]:
+    """Give each short patch 8 bytes in reach of its branch; drop those that find none."""
+    dropped = []
+    for patch in list(patches):
+        if patch.trampoline is None:
+            continue
+        reach = 1 << 24 if patch.thumb else 1 << 25
+        for run in tail.pool:
+            if run[1] - run[0] >= 8 and abs(run[0] - patch.address) < reach - 8:
+                patch.trampoline = run[0]
+                run[0] += 8
+                if tail.grows_segment and run is tail.pool[0]:
+                    tail.segment_end = max(tail.segment_end, run[0])
+                break
+        else:
+            patches.remove(patch)
+            dropped.append(f"{patch.address:#x}")
+    return dropped
 
 
 def _slack_room(binary: Binary, elf: ELFFile, text: Segment, at: int) -> int:
@@ -450,33 +490,33 @@ def _write_elf(binary: Binary, region: bytes, patches: list[EntryPatch], targets
     movable = sum(sec["sh_size"] + 8 for sec in elf.iter_sections() if not sec["sh_flags"] & 0x2)
     movable += elf["e_shnum"] * elf["e_shentsize"] + 8
     region_offset = (len(out) + (movable if tail.grows_segment else 0) + PAGE - 1) & ~(PAGE - 1)
-    code = bytearray(tb.assemble_stub(tail.address, {
+    stub = tb.assemble_stub(tail.address, {
         "ANVIL_REGION": REGION_OFFSET,
         "ANVIL_LENGTH": len(region),
         "ANVIL_PGOFF": region_offset // PAGE,
         "ANVIL_HEADER": header_addr,
         "ANVIL_INIT": init_addr | 1,
-    }))
-    code += b"\0" * (tail.trampolines - tail.address - len(code))
+    })
+    grown_end = max(tail.segment_end, tail.address + len(stub)) if tail.grows_segment else 0
+
+    def offset(addr: int) -> int:
+        if tail.grows_segment and text.vaddr + text.filesz <= addr < grown_end:
+            return text.offset + (addr - text.vaddr)
+        off = binary.file_offset(addr)
+        assert off is not None
+        return off
+
+    if tail.grows_segment:
+        _move_unloaded(out, elf, offset(tail.address), offset(tail.address) + grown_end - tail.address)
+        ph = elf["e_phoff"] + text_index * elf["e_phentsize"]
+        struct.pack_into("<II", out, ph + 16, grown_end - text.vaddr, grown_end - text.vaddr)
     for patch in patches:
         target = targets[patch.address]
-        off = binary.file_offset(patch.address)
-        assert off is not None
         data = patch.bytes_at_entry(target)
-        out[off:off + len(data)] = data
+        out[offset(patch.address):offset(patch.address) + len(data)] = data
         if patch.trampoline is not None:
-            at = patch.trampoline - tail.address
-            code[at:at + 8] = patch.trampoline_bytes(target)
-    if tail.grows_segment:
-        stub_off = text.offset + (tail.address - text.vaddr)
-        _move_unloaded(out, elf, stub_off, stub_off + len(code))
-        ph = elf["e_phoff"] + text_index * elf["e_phentsize"]
-        new_size = tail.address + len(code) - text.vaddr
-        struct.pack_into("<II", out, ph + 16, new_size, new_size)
-    else:
-        stub_off = binary.file_offset(tail.address)
-        assert stub_off is not None
-    out[stub_off:stub_off + len(code)] = code
+            out[offset(patch.trampoline):offset(patch.trampoline) + 8] = patch.trampoline_bytes(target)
+    out[offset(tail.address):offset(tail.address) + len(stub)] = stub
     struct.pack_into("<I", out, 24, tail.address | 1)
     if len(out) > region_offset:
         raise AssertionError("region offset chosen before the file grew")

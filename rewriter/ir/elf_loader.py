@@ -22,6 +22,7 @@ from elftools.elf.elffile import ELFFile
 
 from ..arch.arm_decode import decode_range, make_disassembler
 from ..errors import AnvilError
+from .discovery import discover
 from .model import Binary, Block, Procedure, Segment
 
 _MAPPING = re.compile(r"^\$([atd])(\..*)?$")
@@ -40,9 +41,24 @@ def load_binary(path: str) -> Binary:
     binary = _make_binary(path, data, elf)
     symbols, mapping = _read_symbols(path, elf)
     binary.symbols = {name: addr for addr, name, _ in symbols}
-    procs = _procedures(binary, elf, symbols, mapping)
-    _decode(binary, elf, procs, mapping)
+    binary.fini = _dt_fini(elf)
+    if symbols and mapping:
+        procs = _procedures(binary, elf, symbols, mapping)
+        decoded = _decode(binary, procs, mapping)
+    else:
+        procs, decoded = discover(binary, elf)
+        binary.notes.append("no symbols or mapping symbols: code found by recursive descent")
+    _finish(binary, elf, procs, decoded)
     return binary
+
+
+def _dt_fini(elf: ELFFile) -> int | None:
+    for sec in elf.iter_sections():
+        if sec["sh_type"] == "SHT_DYNAMIC":
+            for tag in sec.iter_tags():
+                if tag.entry.d_tag == "DT_FINI":
+                    return tag.entry.d_val & ~1
+    return None
 
 
 def _open_elf(path: str, data: bytes) -> ELFFile:
@@ -180,11 +196,11 @@ def _code_ranges(proc: Procedure, marks: list[tuple[int, str]]) -> list[tuple[in
     return ranges
 
 
-def _decode(binary: Binary, elf: ELFFile, procs: list[Procedure], mapping: dict[int, list[tuple[int, str]]]) -> None:
+def _decode(binary: Binary, procs: list[Procedure], mapping: dict[int, list[tuple[int, str]]]) -> dict[int, list]:
+    """Linear decoding of each procedure's code ranges (mapping symbols say what is code)."""
     all_marks = sorted(m for lst in mapping.values() for m in lst)
     disasm = {True: make_disassembler(True), False: make_disassembler(False)}
     decoded: dict[int, list] = {}
-    starts: dict[int, bool] = {}
     for proc in procs:
         insns = []
         for start, end, thumb in _code_ranges(proc, all_marks):
@@ -196,7 +212,12 @@ def _decode(binary: Binary, elf: ELFFile, procs: list[Procedure], mapping: dict[
         if insns:
             proc.thumb = insns[0].thumb
         decoded[proc.address] = insns
-        starts.update((i.address, i.thumb) for i in insns)
+    return decoded
+
+
+def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[int, list]) -> None:
+    """Blocks for every procedure; block boundaries also come from data and other procedures."""
+    starts = {i.address: i.thumb for insns in decoded.values() for i in insns}
     taken, binary.code_pointers = _address_taken(binary, elf, procs, starts)
     binary.address_taken = taken
     # Every direct branch target starts a block, wherever the branch is: hand-written

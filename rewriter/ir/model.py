@@ -211,6 +211,7 @@ class Binary:
     notes: list[str] = field(default_factory=list)
     address_taken: set[int] = field(default_factory=set)  # code addresses found as words in data
     code_pointers: set[int] = field(default_factory=set)  # those with the right Thumb bit: real pointers
+    fini: int | None = None  # DT_FINI: the last code of the executable to run at exit (dynamic)
 
     def call(self, point: Point, prototype: Prototype, *args: object) -> None:
         """Program start (Point.BEFORE) or program end (Point.AFTER)."""
