@@ -27,7 +27,7 @@ def invert_cond(cond: int) -> int:
 
 
 def _hw(*halfwords: int) -> bytes:
-    return b"".join(struct.pack("<H", h & 0xFFFF) for h in halfwords)
+    return struct.pack(f"<{len(halfwords)}H", *(h & 0xFFFF for h in halfwords))
 
 
 def _w(word: int) -> bytes:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from functools import cache
 
 from ..api import Arg
 from ..arch import arm_encode as enc
@@ -134,15 +135,22 @@ def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, s
     pairs = [(0, 1), (2, 3)] + ([(IP, LR)] if one == IP else [])
     scratch.save(isa, code, pairs)
     isa.pc_address(code, 2, counter_label)
-    isa.mov32(code, 3, amount)
-    if one == IP:
-        isa.mov32(code, IP, 1)
-    if isa.thumb:
-        code.emit(enc.t32_ldrd(0, 1, 2))
-        code.emit(enc._hw(0xFBE0 | 3, (0 << 12) | (1 << 8) | one))  # umlal r0, r1, r3, one
-        code.emit(enc.t32_strd(0, 1, 2))
-    else:
-        code.emit(enc._w(0xE1C200D0))  # ldrd r0, r1, [r2]
-        code.emit(enc._w(0xE0A10093 | (one << 8)))  # umlal r0, r1, r3, one
-        code.emit(enc._w(0xE1C200F0))  # strd r0, r1, [r2]
+    code.emit(_increment_tail(isa.thumb, amount, one))
     scratch.restore(isa, code, pairs)
+
+
+@cache
+def _increment_tail(thumb: bool, amount: int, one: int) -> bytes:
+    """r3 = amount (and ip = 1), then the 64-bit add at [r2]: the same bytes at every site."""
+    parts = []
+    movw = enc.t32_movw if thumb else enc.a32_movw
+    parts.append(movw(3, amount & 0xFFFF))
+    if amount > 0xFFFF:
+        parts.append((enc.t32_movt if thumb else enc.a32_movt)(3, amount >> 16))
+    if one == IP:
+        parts.append(movw(IP, 1))
+    if thumb:
+        parts += [enc.t32_ldrd(0, 1, 2), enc._hw(0xFBE0 | 3, (1 << 8) | one), enc.t32_strd(0, 1, 2)]
+    else:
+        parts += [enc._w(0xE1C200D0), enc._w(0xE0A10093 | (one << 8)), enc._w(0xE1C200F0)]  # ldrd, umlal, strd
+    return b"".join(parts)

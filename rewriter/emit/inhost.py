@@ -13,6 +13,7 @@ Layout of the result (see docs/decisions/0001-region-and-loader-stub.md):
 
 from __future__ import annotations
 
+import bisect
 import io
 import os
 import re
@@ -150,10 +151,14 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
         for ins in proc.instructions():
             mode[ins.address] = ins.thumb
 
+    proc_starts = [p.address for p in binary.procedures]
+
     def mode_at(addr: int) -> bool:
         if addr in mode:
             return mode[addr]
-        return any(p.thumb for p in binary.procedures if p.address <= addr < p.end)
+        i = bisect.bisect_right(proc_starts, addr) - 1
+        proc = binary.procedures[i] if i >= 0 else None
+        return bool(proc and proc.address <= addr < proc.end and proc.thumb)
 
     units = SiteUnit()
     for hook in _all_hooks(binary):

@@ -226,15 +226,22 @@ class Scratch:
         self.vfp = vfp
 
     def save(self, isa: ISA, code: Code, pairs: list[tuple[int, int]], first: int = 16) -> None:
-        if self.vfp:
-            for k, (a, b) in enumerate(pairs):
-                isa.to_d(code, first + k, a, b)
-        else:
-            isa.push(code, sorted({r for pair in pairs for r in pair}))
+        code.emit(_transfer(isa.thumb, self.vfp, True, tuple(pairs), first))
 
     def restore(self, isa: ISA, code: Code, pairs: list[tuple[int, int]], first: int = 16) -> None:
-        if self.vfp:
-            for k, (a, b) in enumerate(pairs):
-                isa.from_d(code, a, b, first + k)
-        else:
-            isa.pop(code, sorted({r for pair in pairs for r in pair}))
+        code.emit(_transfer(isa.thumb, self.vfp, False, tuple(pairs), first))
+
+
+@cache
+def _transfer(thumb: bool, vfp: bool, save: bool, pairs: tuple[tuple[int, int], ...], first: int) -> bytes:
+    """The bytes of a save or restore (encoded once per distinct sequence)."""
+    if vfp:
+        if save:
+            enc_one = enc.t32_vmov_to_d if thumb else enc.a32_vmov_to_d
+            return b"".join(enc_one(first + k, a, b) for k, (a, b) in enumerate(pairs))
+        enc_one = enc.t32_vmov_from_d if thumb else enc.a32_vmov_from_d
+        return b"".join(enc_one(a, b, first + k) for k, (a, b) in enumerate(pairs))
+    regs = sorted({r for pair in pairs for r in pair})
+    if thumb:
+        return enc.t32_push(regs) if save else enc.t32_pop(regs)
+    return enc.a32_push(regs) if save else enc.a32_pop(regs)

@@ -224,12 +224,15 @@ def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[
     # assembly jumps into code that the symbol table files under a neighbour.
     targets = {i.branch_target for insns in decoded.values() for i in insns if i.branch_target is not None}
     entries = taken | targets
+    entries_sorted = sorted(entries)
     kept = []
     for proc in procs:
         insns = decoded[proc.address]
         if not insns:
             continue
-        _make_blocks(proc, insns, entries | _table_branch_targets(binary, insns))
+        lo = bisect.bisect_left(entries_sorted, proc.address)
+        hi = bisect.bisect_left(entries_sorted, proc.end)
+        _make_blocks(proc, insns, set(entries_sorted[lo:hi]) | _table_branch_targets(binary, insns))
         proc.index = len(kept)
         kept.append(proc)
     block_index = 0
