@@ -21,7 +21,8 @@ from .code import Code
 from .isa import IP, ISA, LR, PC, SP, Scratch
 
 SAVED = [0, 1, 2, 3, 4, 5, IP, LR]
-SAVED_PAIRS = [(0, 1), (2, 3), (4, 5), (IP, LR)]
+VFP_PAIRS = [(0, 1), (2, 3), (IP, LR)]  # what AAPCS lets a C call clobber; r4-r11 survive it
+FLAGS_SP = 19  # d19 holds the flags and the program's SP during a call
 SAVE_SLOT = {reg: 4 * i for i, reg in enumerate(SAVED)}
 SAVE_BYTES = 4 * len(SAVED)
 FLAGS_REG, FRAME_REG = 4, 5
@@ -46,19 +47,24 @@ def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | 
 
     ``into`` must not be LR: LR is the spare second output when reading from d16-d19.
     """
-    if reg in SAVE_SLOT and scratch.vfp:
-        k = next(i for i, pair in enumerate(SAVED_PAIRS) if reg in pair)
-        low, high = SAVED_PAIRS[k]
-        if reg == low:
-            isa.from_d(code, into, LR, 16 + k)
-        else:
-            isa.from_d(code, LR, into, 16 + k)
-        return into
+    if scratch.vfp:
+        if reg == SP:
+            isa.from_d(code, LR, into, FLAGS_SP)
+            return into
+        for k, (low, high) in enumerate(VFP_PAIRS):
+            if reg == low:
+                isa.from_d(code, into, LR, 16 + k)
+                return into
+            if reg == high:
+                isa.from_d(code, LR, into, 16 + k)
+                return into
+        if reg != PC:
+            return reg  # r4-r11: untouched by the call sequence
     if reg in SAVE_SLOT:
         isa.ldr(code, into, FRAME_REG, SAVE_SLOT[reg])
         return into
     if reg == SP:
-        isa.add_imm(code, into, FRAME_REG, 0 if scratch.vfp else SAVE_BYTES)
+        isa.add_imm(code, into, FRAME_REG, SAVE_BYTES)
         return into
     if reg == PC:
         assert ins is not None
@@ -82,20 +88,30 @@ def _effective_address(isa: ISA, code: Code, dest: int, access: Access, ins: Ins
 
 def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
     """A complete call of ``hook``'s routine with its arguments."""
-    ctx.scratch.save(isa, code, SAVED_PAIRS)
-    isa.mrs(code, FLAGS_REG)
-    isa.mov_reg(code, FRAME_REG, SP)
     if ctx.scratch.vfp:
+        ctx.scratch.save(isa, code, VFP_PAIRS)
+        isa.mrs(code, 0)
+        isa.mov_reg(code, 1, SP)
+        isa.to_d(code, FLAGS_SP, 0, 1)
         isa.pc_address(code, IP, HOOK_STACK)
         isa.mov_reg(code, SP, IP)
     else:
+        isa.push(code, SAVED)
+        isa.mrs(code, FLAGS_REG)
+        isa.mov_reg(code, FRAME_REG, SP)
         isa.align_sp8(code, IP)
     for i, (kind, value) in enumerate(zip(hook.prototype.kinds, hook.args)):
         _argument(isa, code, i, kind, value, ctx)
     isa.call(code, ctx.function_label(hook.prototype.name))
-    isa.mov_reg(code, SP, FRAME_REG)
-    isa.msr(code, FLAGS_REG)
-    ctx.scratch.restore(isa, code, SAVED_PAIRS)
+    if ctx.scratch.vfp:
+        isa.from_d(code, 0, 1, FLAGS_SP)
+        isa.msr(code, 0)
+        isa.mov_reg(code, SP, 1)
+        ctx.scratch.restore(isa, code, VFP_PAIRS)
+    else:
+        isa.mov_reg(code, SP, FRAME_REG)
+        isa.msr(code, FLAGS_REG)
+        isa.pop(code, SAVED)
 
 
 def _argument(isa: ISA, code: Code, reg: int, kind: Arg, value: object, ctx: HookContext) -> None:
