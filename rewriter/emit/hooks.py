@@ -39,6 +39,7 @@ class HookContext:
     string_label: Callable[[str], Hashable]
     function_label: Callable[[str], Hashable]
     scratch: Scratch
+    call_stubs: set[str]  # routines called through a shared stub (filled as calls are emitted)
 
 
 def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | None,
@@ -48,9 +49,8 @@ def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | 
     ``into`` must not be LR: LR is the spare second output when reading from d16-d19.
     """
     if scratch.vfp:
-        if reg == SP:
-            isa.from_d(code, LR, into, FLAGS_SP)
-            return into
+        if reg == SP:  # the site has not moved SP
+            return SP
         for k, (low, high) in enumerate(VFP_PAIRS):
             if reg == low:
                 isa.from_d(code, into, LR, 16 + k)
@@ -87,31 +87,50 @@ def _effective_address(isa: ISA, code: Code, dest: int, access: Access, ins: Ins
 
 
 def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
-    """A complete call of ``hook``'s routine with its arguments."""
+    """A complete call of ``hook``'s routine with its arguments.
+
+    With d16-d31 free, the site saves what a C call may clobber, computes the
+    arguments and calls a stub shared by all sites of the routine, which saves the
+    flags and SP, switches to the analysis stack and calls the routine (emit_call_stub).
+    """
     if ctx.scratch.vfp:
         ctx.scratch.save(isa, code, VFP_PAIRS)
-        isa.mrs(code, 0)
-        isa.mov_reg(code, 1, SP)
-        isa.to_d(code, FLAGS_SP, 0, 1)
-        isa.pc_address(code, IP, HOOK_STACK)
-        isa.mov_reg(code, SP, IP)
-    else:
-        isa.push(code, SAVED)
-        isa.mrs(code, FLAGS_REG)
-        isa.mov_reg(code, FRAME_REG, SP)
-        isa.align_sp8(code, IP)
+        for i, (kind, value) in enumerate(zip(hook.prototype.kinds, hook.args)):
+            _argument(isa, code, i, kind, value, ctx)
+        ctx.call_stubs.add(hook.prototype.name)
+        isa.call(code, ("callstub", hook.prototype.name), True)
+        ctx.scratch.restore(isa, code, VFP_PAIRS)
+        return
+    isa.push(code, SAVED)
+    isa.mrs(code, FLAGS_REG)
+    isa.mov_reg(code, FRAME_REG, SP)
+    isa.align_sp8(code, IP)
     for i, (kind, value) in enumerate(zip(hook.prototype.kinds, hook.args)):
         _argument(isa, code, i, kind, value, ctx)
     isa.call(code, ctx.function_label(hook.prototype.name))
-    if ctx.scratch.vfp:
-        isa.from_d(code, 0, 1, FLAGS_SP)
-        isa.msr(code, 0)
-        isa.mov_reg(code, SP, 1)
-        ctx.scratch.restore(isa, code, VFP_PAIRS)
-    else:
-        isa.mov_reg(code, SP, FRAME_REG)
-        isa.msr(code, FLAGS_REG)
-        isa.pop(code, SAVED)
+    isa.mov_reg(code, SP, FRAME_REG)
+    isa.msr(code, FLAGS_REG)
+    isa.pop(code, SAVED)
+
+
+def emit_call_stub(code: Code, name: str, function: Hashable) -> None:
+    """Shared tail of the calls of one routine (T32): flags and SP into d19/d20, own stack, call, back."""
+    from .isa import T32
+
+    code.align(4)
+    code.label(("callstub", name))
+    T32.mrs(code, IP)
+    T32.to_d(code, FLAGS_SP, IP, LR)  # flags, return address
+    T32.mov_reg(code, IP, SP)
+    T32.to_d(code, FLAGS_SP + 1, IP, IP)  # the program's SP
+    T32.pc_address(code, IP, HOOK_STACK)
+    T32.mov_reg(code, SP, IP)
+    T32.call(code, function)
+    T32.from_d(code, IP, LR, FLAGS_SP + 1)
+    T32.mov_reg(code, SP, IP)
+    T32.from_d(code, IP, LR, FLAGS_SP)
+    T32.msr(code, IP)
+    code.emit(enc.t32_bx(LR))
 
 
 def _argument(isa: ISA, code: Code, reg: int, kind: Arg, value: object, ctx: HookContext) -> None:

@@ -31,6 +31,7 @@ from ..errors import AnvilError
 from ..ir.model import Binary, Hook, Point, Procedure, Segment
 from . import target_build as tb
 from .code import Code
+from .hooks import emit_call_stub
 from .isa import Scratch
 from .relocate import (
     RelocationContext,
@@ -201,6 +202,8 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
         relocate_procedure(proc, code, ctx)
     for key, label in sorted(ctx.veneers.items(), key=lambda kv: kv[0]):
         emit_veneer(key, label, code)
+    for name in sorted(ctx.call_stubs):
+        emit_call_stub(code, name, ("sym", name))
     for proc, key in ctx.xlate_tables:
         emit_xlate_table(proc, key, code)
 

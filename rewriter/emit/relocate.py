@@ -48,6 +48,7 @@ class RelocationContext:
     counter_label: Callable[[str, int], Hashable]
     xlate_label: Hashable
     scratch: Scratch
+    call_stubs: set[str] = field(default_factory=set)
     veneers: dict[tuple[int, bool, bool], Hashable] = field(default_factory=dict)
     xlate_tables: list[tuple[Procedure, Hashable]] = field(default_factory=list)
 
@@ -107,7 +108,8 @@ def _calls(isa: ISA, code: Code, hooks: list[Hook], ins: Instruction, access, bl
            ctx: RelocationContext, cond: int) -> None:
     for hook in hooks:
         skip = isa.skip_unless(code, cond) if cond != AL else None
-        hctx = HookContext(ins, access, block_insns, ctx.string_label, ctx.function_label, ctx.scratch)
+        hctx = HookContext(ins, access, block_insns, ctx.string_label, ctx.function_label, ctx.scratch,
+                           ctx.call_stubs)
         emit_call(isa, code, hook, hctx)
         if skip is not None:
             isa.end_skip(code, skip)
