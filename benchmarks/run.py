@@ -342,7 +342,7 @@ def notes(rows: Sequence[Row], tools: Sequence[str], runs: int) -> list[str]:
         f"Times are medians of {runs} wall-clock runs under qemu-arm (`env -i qemu-arm -L {QEMU_SYSROOT} "
         "-0 prog ./prog [args]`, output to /dev/null); slowdown = instrumented / original. "
         "Rewrite (s) is the wall time of `anvil instrument`; insn/s = `instructions / rewrite_seconds` "
-        "from its `.anvil.json` report (the rewriter's own clock, without loading and disassembling the ELF)."
+        "from its `.anvil.json` report (loading, decoding, rewriting and writing the ELF)."
     ]
     short = [row.workload for row in rows if row.times and statistics.median(row.times) < SHORT_RUN_SECONDS]
     if short:
