@@ -1,0 +1,11 @@
+"""Anvil: static binary instrumentation for ARM Linux ELF binaries.
+
+The instrumentation API (see README "Writing a tool")::
+
+    from rewriter import Arg, Point, Tool
+"""
+
+from .api import Arg, Option, Options, Point, Prototype, Tool
+
+__all__ = ["Arg", "Option", "Options", "Point", "Prototype", "Tool"]
+__version__ = "0.1.0"
