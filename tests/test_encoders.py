@@ -78,3 +78,39 @@ def test_a32_encoders() -> None:
     assert one(A32, enc.a32_mrs_apsr(3)) == "mrs r3, apsr"
     assert one(A32, enc.a32_msr_apsr(3)) == "msr apsr_nzcvqg, r3"
     assert one(A32, enc.a32_ldr_pc_literal()) == "ldr pc, [pc, #-4]"
+
+
+def test_vfp_transfers() -> None:
+    assert one(T32, enc.t32_vmov_to_d(16, 0, 1)) == "vmov d16, r0, r1"
+    assert one(T32, enc.t32_vmov_from_d(12, 14, 19)) == "vmov ip, lr, d19"
+    assert one(A32, enc.a32_vmov_to_d(20, 4, 5)) == "vmov d20, r4, r5"
+    assert one(A32, enc.a32_vmov_from_d(0, 1, 16)) == "vmov r0, r1, d16"
+
+
+def test_counter_increment_adds_without_flags() -> None:
+    """The inline 64-bit counter: unicorn runs it on a counter that carries into the high word."""
+    from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
+    from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_R0, UC_ARM_REG_SP
+
+    from rewriter.emit.code import Code
+    from rewriter.emit.hooks import emit_increment
+    from rewriter.emit.isa import T32, Scratch
+
+    at, counter = 0x10000, 0x20000
+    code = Code(at)
+    emit_increment(T32, code, "counter", 1, Scratch(vfp=False))
+    data = code.finish(lambda key: counter)
+    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
+    uc.mem_map(at, 0x1000)
+    uc.mem_map(counter, 0x1000)
+    uc.mem_map(0x30000, 0x1000)
+    uc.reg_write(UC_ARM_REG_SP, 0x30800)
+    uc.mem_write(at, data)
+    uc.mem_write(counter, (0xFFFFFFFF).to_bytes(8, "little"))
+    uc.reg_write(UC_ARM_REG_R0, 1234)
+    flags = uc.reg_read(UC_ARM_REG_CPSR)
+    uc.emu_start(at | 1, at + len(data))
+    assert int.from_bytes(uc.mem_read(counter, 8), "little") == 0x100000000
+    assert uc.reg_read(UC_ARM_REG_R0) == 1234
+    nzcvq_ge = 0xF80F0000  # the T bit differs only because emulation started in Thumb state
+    assert uc.reg_read(UC_ARM_REG_CPSR) & nzcvq_ge == flags & nzcvq_ge

@@ -48,14 +48,7 @@ def t32_b(src: int, dst: int, cond: int = AL) -> bytes:
     if cond == AL:
         if not -(1 << 24) <= off < (1 << 24):
             raise RangeError(f"B.W from {src:#x} cannot reach {dst:#x}")
-        s = (off >> 24) & 1
-        i1 = (off >> 23) & 1
-        i2 = (off >> 22) & 1
-        j1 = (~(i1 ^ s)) & 1
-        j2 = (~(i2 ^ s)) & 1
-        imm10 = (off >> 12) & 0x3FF
-        imm11 = (off >> 1) & 0x7FF
-        return _hw(0xF000 | (s << 10) | imm10, 0x9000 | (j1 << 13) | (j2 << 11) | imm11)
+        return _t32_bl_common(off, 0x9000)  # same S:I1:I2:imm10:imm11 layout as BL
     if not -(1 << 20) <= off < (1 << 20):
         raise RangeError(f"B<cond>.W from {src:#x} cannot reach {dst:#x}")
     s = (off >> 20) & 1
@@ -92,24 +85,24 @@ def t32_blx(src: int, dst: int) -> bytes:
     return _t32_bl_common(off, 0xC000)
 
 
-def t32_movw(rd: int, imm16: int) -> bytes:
-    """MOVW rd, #imm16 (T3); flags untouched."""
+def _t32_imm16(opcode: int, rd: int, imm16: int) -> bytes:
+    """MOVW/MOVT layout: i:imm4 in the first halfword, imm3:Rd:imm8 in the second."""
     imm16 &= 0xFFFF
     i = (imm16 >> 11) & 1
     imm4 = imm16 >> 12
     imm3 = (imm16 >> 8) & 7
     imm8 = imm16 & 0xFF
-    return _hw(0xF240 | (i << 10) | imm4, (imm3 << 12) | (rd << 8) | imm8)
+    return _hw(opcode | (i << 10) | imm4, (imm3 << 12) | (rd << 8) | imm8)
+
+
+def t32_movw(rd: int, imm16: int) -> bytes:
+    """MOVW rd, #imm16 (T3); flags untouched."""
+    return _t32_imm16(0xF240, rd, imm16)
 
 
 def t32_movt(rd: int, imm16: int) -> bytes:
     """MOVT rd, #imm16 (T1); flags untouched."""
-    imm16 &= 0xFFFF
-    i = (imm16 >> 11) & 1
-    imm4 = imm16 >> 12
-    imm3 = (imm16 >> 8) & 7
-    imm8 = imm16 & 0xFF
-    return _hw(0xF2C0 | (i << 10) | imm4, (imm3 << 12) | (rd << 8) | imm8)
+    return _t32_imm16(0xF2C0, rd, imm16)
 
 
 def t32_mov32(rd: int, value: int) -> bytes:
