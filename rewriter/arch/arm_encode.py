@@ -191,9 +191,6 @@ def t32_str_imm(rt: int, rn: int, imm: int) -> bytes:
     return _hw(0xF8C0 | rn, (rt << 12) | imm)
 
 
-def t32_ldr_reg_lsl(rt: int, rn: int, rm: int, shift: int) -> bytes:
-    """LDR.W rt, [rn, rm, LSL #shift] (shift 0..3)."""
-    return _hw(0xF850 | rn, (rt << 12) | (shift << 4) | rm)
 
 
 def t32_ldrh_reg_lsl(rt: int, rn: int, rm: int, shift: int) -> bytes:
@@ -262,9 +259,6 @@ def t32_bx(rm: int) -> bytes:
     return _hw(0x4700 | (rm << 3))
 
 
-def t32_blx_reg(rm: int) -> bytes:
-    """BLX rm."""
-    return _hw(0x4780 | (rm << 3))
 
 
 def t32_bic_imm(rd: int, rn: int, imm: int) -> bytes:
@@ -286,17 +280,8 @@ def t32_strd(rt: int, rt2: int, rn: int, imm: int = 0) -> bytes:
     return _hw(0xE9C0 | rn, (rt << 12) | (rt2 << 8) | (imm >> 2))
 
 
-def t32_adds_imm8(rdn: int, imm: int) -> bytes:
-    """ADDS rdn, #imm8 (16-bit, sets flags; rdn low register)."""
-    return _hw(0x3000 | (rdn << 8) | imm)
 
 
-def t32_adc_imm(rd: int, rn: int, imm: int) -> bytes:
-    """ADC.W rd, rn, #imm (S=0)."""
-    enc = _t32_modimm(imm)
-    assert enc is not None
-    i, imm3, imm8 = enc >> 11, (enc >> 8) & 7, enc & 0xFF
-    return _hw(0xF140 | (i << 10) | rn, (imm3 << 12) | (rd << 8) | imm8)
 
 
 def t32_ldr_pc_literal_pair(src: int) -> tuple[bytes, int]:
@@ -396,9 +381,6 @@ def a32_bx(rm: int, cond: int = AL) -> bytes:
     return _w((cond << 28) | 0x012FFF10 | rm)
 
 
-def a32_nop() -> bytes:
-    """NOP (hint)."""
-    return _w(0xE320F000)
 
 
 def a32_ldr_pc_literal() -> bytes:

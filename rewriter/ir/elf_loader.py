@@ -89,14 +89,13 @@ def _open_elf(path: str, data: bytes) -> ELFFile:
 
 def _make_binary(path: str, data: bytes, elf: ELFFile) -> Binary:
     segments = []
-    interp = dynamic = False
+    interp = False
     for seg in elf.iter_segments():
         t = seg["p_type"]
         if t == "PT_LOAD":
             segments.append(Segment(seg["p_vaddr"], seg["p_memsz"], seg["p_offset"], seg["p_filesz"],
                                     seg["p_flags"], seg["p_align"]))
         interp |= t == "PT_INTERP"
-        dynamic |= t == "PT_DYNAMIC"
     if not any(s.executable for s in segments):
         raise AnvilError(f"{path}: no executable segment")
     return Binary(path=os.path.abspath(path), data=data, machine="arm", is_pie=elf["e_type"] == "ET_DYN",
