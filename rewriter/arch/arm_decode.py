@@ -13,7 +13,7 @@ import capstone
 from capstone import arm as csarm
 
 from ..ir.model import Access, Instruction
-from .arm_operands import base_name, quick_facts
+from .arm_operands import base_name, multi_accesses, quick_facts
 
 REG_NUMBERS = {f"r{i}": i for i in range(13)}
 REG_NUMBERS.update({"sb": 9, "sl": 10, "fp": 11, "ip": 12, "sp": 13, "lr": 14, "pc": 15})
@@ -274,29 +274,14 @@ def _accesses(md: capstone.Cs, insn: capstone.CsInsn, name: str, ops: list, pc_v
         index = _reg(md, mem.mem.index)
         return [Access(False, 1 if name == "tbb" else 2, base, pc_value if base == PC else 0, index,
                        1 if name == "tbh" else 0)]
-    if name in _MULTI:
-        is_store, mode = _MULTI[name]
-        if name in ("push", "pop"):
+    if name in _MULTI or name in _VMULTI:
+        is_store, mode = _MULTI[name] if name in _MULTI else _VMULTI[name]
+        if name in ("push", "pop", "vpush", "vpop"):
             base, regs = SP, [o for o in ops if o.type == csarm.ARM_OP_REG]
         else:
             base, regs = _reg(md, ops[0].reg), [o for o in ops[1:] if o.type == csarm.ARM_OP_REG]
-        n = len(regs)
-        start = {"ia": 0, "ib": 4, "da": -4 * n + 4, "db": -4 * n}[mode]
-        return [Access(is_store, 4, base, start + 4 * i) for i in range(n)]
-    if name in _VMULTI:
-        is_store, mode = _VMULTI[name]
-        if name in ("vpush", "vpop"):
-            base, regs = SP, [o for o in ops if o.type == csarm.ARM_OP_REG]
-        else:
-            base, regs = _reg(md, ops[0].reg), [o for o in ops[1:] if o.type == csarm.ARM_OP_REG]
-        sizes = [_vreg_size(md.reg_name(o.reg)) for o in regs]
-        total = sum(sizes)
-        off = 0 if mode == "ia" else -total
-        out = []
-        for size in sizes:
-            out.append(Access(is_store, size, base, off))
-            off += size
-        return out
+        sizes = [_vreg_size(md.reg_name(o.reg)) if name[0] == "v" else 4 for o in regs]
+        return multi_accesses(base, sizes, is_store, mode)
     if name[:4] in ("vld1", "vst1") and mem is not None:
         regs = [o for o in ops if o.type == csarm.ARM_OP_REG and md.reg_name(o.reg).startswith("d")]
         base = _reg(md, mem.mem.base)

@@ -122,7 +122,7 @@ def quick_facts(name: str, op_str: str) -> tuple[list[Access], int | None] | Non
             return None
         is_store = name in ("push", "vpush")
         sizes = [{"s": 4, "d": 8}.get(r[:1], 4) if name[0] == "v" else 4 for r in regs]
-        return _multi(13, sizes, is_store, "db" if is_store else "ia"), None
+        return multi_accesses(13, sizes, is_store, "db" if is_store else "ia"), None
     if name in MULTI or name in VMULTI:
         base_text, _, rest = op_str.partition(", ")
         base = REG.get(base_text.rstrip("!"))
@@ -132,11 +132,12 @@ def quick_facts(name: str, op_str: str) -> tuple[list[Access], int | None] | Non
             return None
         is_store, mode = MULTI[name] if name in MULTI else VMULTI[name]
         sizes = [{"s": 4, "d": 8}.get(r[:1], 4) if name[0] == "v" else 4 for r in regs]
-        return _multi(base, sizes, is_store, mode), None
+        return multi_accesses(base, sizes, is_store, mode), None
     return None
 
 
-def _multi(base: int, sizes: list[int], is_store: bool, mode: str) -> list[Access]:
+def multi_accesses(base: int, sizes: list[int], is_store: bool, mode: str) -> list[Access]:
+    """One access per register of a multi-register transfer, lowest address first."""
     total = sum(sizes)
     off = {"ia": 0, "ib": 4, "da": -total + 4, "db": -total}[mode]
     out = []
