@@ -130,6 +130,22 @@ class _T32(ISA):
                    + enc.t32_add_reg(IP, PC) + enc.t32_bx(IP))
 
 
+    def clear_bit0(self, code: Code, rd: int, rn: int) -> None:
+        code.emit(enc.t32_bic_imm(rd, rn, 1))
+
+    def cmp_reg(self, code: Code, rn: int, rm: int) -> None:
+        code.emit(enc._hw(0x4280 | (rm << 3) | rn))  # CMP (register) T1, low registers
+
+    def cmp_zero(self, code: Code, rn: int) -> None:
+        code.emit(enc._hw(0x2800 | (rn << 8)))  # CMP rn, #0 (T1)
+
+    def lsr_imm(self, code: Code, rd: int, rm: int, amount: int) -> None:
+        code.emit(enc._hw(0xEA4F, ((amount >> 2) << 12) | (rd << 8) | ((amount & 3) << 6) | (1 << 4) | rm))
+
+    def ldr_index4(self, code: Code, rt: int, rn: int, rm: int) -> None:
+        code.emit(enc._hw(0xF850 | rn, (rt << 12) | (2 << 4) | rm))  # ldr.w rt, [rn, rm, lsl #2]
+
+
 class _A32(ISA):
     thumb = False
     pc_offset = 8
@@ -207,6 +223,22 @@ class _A32(ISA):
         dest = target | (1 if target_thumb else 0)
         code.later(16, lambda at, r: enc.a32_mov32(IP, (dest - (at + 16)) & 0xFFFFFFFF)
                    + enc.a32_add_reg(IP, IP, PC) + enc.a32_bx(IP))
+
+
+    def clear_bit0(self, code: Code, rd: int, rn: int) -> None:
+        code.emit(enc._w(0xE3C00001 | (rn << 16) | (rd << 12)))  # bic rd, rn, #1
+
+    def cmp_reg(self, code: Code, rn: int, rm: int) -> None:
+        code.emit(enc._w(0xE1500000 | (rn << 16) | rm))
+
+    def cmp_zero(self, code: Code, rn: int) -> None:
+        code.emit(enc._w(0xE3500000 | (rn << 16)))
+
+    def lsr_imm(self, code: Code, rd: int, rm: int, amount: int) -> None:
+        code.emit(enc._w(0xE1A00020 | (rd << 12) | (amount << 7) | rm))
+
+    def ldr_index4(self, code: Code, rt: int, rn: int, rm: int) -> None:
+        code.emit(enc._w(0xE7900100 | (rn << 16) | (rt << 12) | rm))  # ldr rt, [rn, rm, lsl #2]
 
 
 T32 = _T32()

@@ -29,7 +29,9 @@ from ..errors import AnvilError
 from ..ir.model import Hook, Instruction, Procedure
 from .code import Code
 from .hooks import HookContext, emit_call, emit_increment
-from .isa import A32, AL, IP, ISA, LR, PC, SP, T32, Scratch
+from .isa import A32, AL, ISA, LR, PC, SP, T32, Scratch
+
+COND_EQ, COND_HS = enc.COND["eq"], enc.COND["hs"]
 
 
 class Unsupported(AnvilError):
@@ -409,17 +411,16 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
     t, p = _scratch(sources, 2)
     table = ("xlate", _proc_of(ins))
     if ctx.scratch.vfp:
-        saved = [(0, 1), (2, 3), (IP, LR)]
+        saved = [(0, 1), (2, 3)]
         ctx.scratch.save(isa, code, saved)
         _compute_target(ins, name, isa, code, t, p, sources)
         if t != 0:
             isa.mov_reg(code, 0, t)
         isa.mrs(code, 2)
-        isa.to_d(code, 19, 2, 3)
-        isa.pc_address(code, 1, table)
-        isa.call(code, ("sym", "anvil_xlate_leaf"), True)
-        _slot_below_sp(isa, code, 0)
-        isa.from_d(code, 2, 3, 19)
+        isa.to_d(code, 18, 2, 2)
+        _inline_xlate(isa, code, _proc_of(ins), ins.block.procedure)
+        _slot_below_sp(isa, code, 3)
+        isa.from_d(code, 2, 3, 18)
         isa.msr(code, 2)
         ctx.scratch.restore(isa, code, saved)
         _jump_via_slot(isa, code)
@@ -442,6 +443,29 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
             code.emit(struct.pack("<I", 0xE49DF004))  # ldr pc, [sp], #4
     if skip is not None:
         isa.end_skip(code, skip)
+
+
+def _inline_xlate(isa: ISA, code: Code, key: int, proc: Procedure) -> None:
+    """r3 = relocated address of the original target in r0 (r0 itself when outside ``proc``).
+
+    Uses r0-r2 and the flags (saved by the caller). No bias is needed: the procedure's
+    start and the table are addressed PC-relatively, and entries are offsets from the table.
+    """
+    done = ("xlate_done", id(code), code.size)
+    isa.mov_reg(code, 3, 0)
+    isa.clear_bit0(code, 0, 0)
+    isa.pc_address(code, 1, proc.address)
+    isa.add_shifted(code, 0, 0, 1, 0, 0, sub=True)
+    isa.mov32(code, 2, proc.size)
+    isa.cmp_reg(code, 0, 2)
+    isa.branch(code, done, COND_HS)
+    isa.lsr_imm(code, 0, 0, 1 if proc.thumb else 2)
+    isa.pc_address(code, 2, ("xlate_entries", key))
+    isa.ldr_index4(code, 1, 2, 0)
+    isa.cmp_zero(code, 1)
+    isa.branch(code, done, COND_EQ)
+    isa.add_shifted(code, 3, 2, 1, 0, 0)
+    code.label(done)
 
 
 def _proc_of(ins: Instruction) -> int:
@@ -502,12 +526,15 @@ def _compute_target(ins: Instruction, name: str, isa: ISA, code: Code, t: int, p
 
 
 def emit_xlate_table(proc: Procedure, key: Hashable, code: Code) -> None:
-    """The original-to-relocated table of ``proc``: header then one word per slot."""
+    """The original-to-relocated table of ``proc``: header {start, size, shift}, then one
+    word per halfword (T32) or word (A32): the relocated instruction's address (Thumb bit
+    included) minus the address of the first entry, or 0 where no instruction starts."""
     code.align(4)
     code.label(key)
     shift = 1 if proc.thumb else 2
     slots = (proc.size + (1 << shift) - 1) >> shift
     code.emit(struct.pack("<III", proc.address, proc.size, shift))
+    code.label(("xlate_entries", key[1]))
     starts = {ins.address: ins.thumb for ins in proc.instructions()}
 
     def table(at: int, resolve) -> bytes:
@@ -515,7 +542,7 @@ def emit_xlate_table(proc: Procedure, key: Hashable, code: Code) -> None:
         for i in range(slots):
             addr = proc.address + (i << shift)
             if addr in starts:
-                words.append(resolve(ins_label(addr)) | (1 if starts[addr] else 0))
+                words.append(((resolve(ins_label(addr)) | (1 if starts[addr] else 0)) - at) & 0xFFFFFFFF)
             else:
                 words.append(0)
         return struct.pack(f"<{slots}I", *words)

@@ -108,7 +108,8 @@ void anvil_on_syscall(uint32_t nr)
 }
 
 /* Translate an original code address to its relocated copy using the per-procedure
- * table {start, size, shift, entries...}; addresses outside the table go unchanged. */
+ * table {start (link-time), size, shift, entries...}, an entry being the relocated
+ * address minus the entry array's own address; addresses outside go unchanged. */
 uint32_t anvil_xlate(uint32_t target, const uint32_t *table)
 {
     uint32_t link = (target & ~1u) - anvil_bias;
@@ -116,7 +117,7 @@ uint32_t anvil_xlate(uint32_t target, const uint32_t *table)
     if (off < table[1]) {
         uint32_t e = table[3 + (off >> table[2])];
         if (e)
-            return e + anvil_bias;
+            return e + (uint32_t)(table + 3);
     }
     return target;
 }
