@@ -30,6 +30,15 @@ class ISA:
     def for_mode(thumb: bool) -> ISA:
         return T32 if thumb else A32
 
+    def skip_unless(self, code: Code, cond: int) -> object:
+        """Start a region that runs only when ``cond`` holds; pass the result to ``end_skip``."""
+        key = ("skip", id(code), code.size)
+        self.branch(code, key, enc.invert_cond(cond))
+        return key
+
+    def end_skip(self, code: Code, key: object) -> None:
+        code.label(key)
+
 
 @cache
 def _cached(encoder, *args: int) -> bytes:
@@ -114,21 +123,11 @@ class _T32(ISA):
     def branch(self, code: Code, target: Hashable | int, cond: int = AL) -> None:
         code.later(4, lambda at, r: enc.t32_b(at, _addr(target, r), cond))
 
-    def skip_unless(self, code: Code, cond: int) -> object:
-        """Start a region that runs only when ``cond`` holds; pass the result to ``end_skip``."""
-        key = ("skip", id(code), code.size)
-        self.branch(code, key, enc.invert_cond(cond))
-        return key
-
-    def end_skip(self, code: Code, key: object) -> None:
-        code.label(key)
-
     def far_jump(self, code: Code, target: int, target_thumb: bool) -> None:
         """Jump to a link-time address anywhere (clobbers IP, as veneers may)."""
         dest = target | (1 if target_thumb else 0)
         code.later(12, lambda at, r: enc.t32_mov32(IP, (dest - (at + 12)) & 0xFFFFFFFF)
                    + enc.t32_add_reg(IP, PC) + enc.t32_bx(IP))
-
 
     def clear_bit0(self, code: Code, rd: int, rn: int) -> None:
         code.emit(enc.t32_bic_imm(rd, rn, 1))
@@ -210,14 +209,6 @@ class _A32(ISA):
 
     def branch(self, code: Code, target: Hashable | int, cond: int = AL) -> None:
         code.later(4, lambda at, r: enc.a32_b(at, _addr(target, r), cond))
-
-    def skip_unless(self, code: Code, cond: int) -> object:
-        key = ("skip", id(code), code.size)
-        self.branch(code, key, enc.invert_cond(cond))
-        return key
-
-    def end_skip(self, code: Code, key: object) -> None:
-        code.label(key)
 
     def far_jump(self, code: Code, target: int, target_thumb: bool) -> None:
         dest = target | (1 if target_thumb else 0)

@@ -151,6 +151,16 @@ def _jump_via_slot(isa: ISA, code: Code) -> None:
     code.emit(struct.pack("<HH", 0xF85D, 0xFC04) if isa.thumb else struct.pack("<I", 0xE51DF004))
 
 
+def _reserve_slot(isa: ISA, code: Code) -> None:
+    """sub sp, sp, #4: a stack word for a register-preserving jump (stack-scratch mode)."""
+    code.emit(struct.pack("<H", 0xB081) if isa.thumb else struct.pack("<I", 0xE24DD004))
+
+
+def _jump_via_reserved_slot(isa: ISA, code: Code) -> None:
+    """ldr pc, [sp], #4: jump to the word _reserve_slot made room for, releasing it."""
+    code.emit(struct.pack("<HH", 0xF85D, 0xFB04) if isa.thumb else struct.pack("<I", 0xE49DF004))
+
+
 def _far_to_label(isa: ISA, code: Code, label: Hashable, thumb: bool, scratch: Scratch) -> None:
     """Jump to relocated code of the other instruction set, preserving every register."""
     target = ("with_bit", label, 1 if thumb else 0)
@@ -161,15 +171,12 @@ def _far_to_label(isa: ISA, code: Code, label: Hashable, thumb: bool, scratch: S
         scratch.restore(isa, code, [(0, 1)])
         _jump_via_slot(isa, code)
         return
-    if isa.thumb:
-        code.emit(struct.pack("<H", 0xB081))  # sub sp, #4
-    else:
-        code.emit(struct.pack("<I", 0xE24DD004))
+    _reserve_slot(isa, code)
     isa.push(code, [0])
     isa.pc_address(code, 0, target)
     isa.str(code, 0, SP, 4)
     isa.pop(code, [0])
-    code.emit(struct.pack("<HH", 0xF85D, 0xFB04) if isa.thumb else struct.pack("<I", 0xE49DF004))
+    _jump_via_reserved_slot(isa, code)
 
 
 def _call(isa: ISA, code: Code, target: int, target_thumb: bool, cond: int, ctx: RelocationContext) -> None:
@@ -280,17 +287,11 @@ def _literal_target(ins: Instruction, name: str, ctx: RelocationContext) -> int 
     return None
 
 
-def _regs_read(ins: Instruction) -> set[int]:
-    md_insn = ins.detail
-    regs_read, _ = md_insn.regs_access()
-    names = {md_insn.reg_name(r) for r in regs_read}
-    return {REG_NUMBERS[n] for n in names if n in REG_NUMBERS}
-
-
-def _regs_used(ins: Instruction) -> set[int]:
+def _registers(ins: Instruction, written: bool = False) -> set[int]:
+    """Core registers ``ins`` reads (and writes, with ``written``), from capstone's details."""
     md_insn = ins.detail
     regs_read, regs_written = md_insn.regs_access()
-    names = {md_insn.reg_name(r) for r in list(regs_read) + list(regs_written)}
+    names = {md_insn.reg_name(r) for r in list(regs_read) + (list(regs_written) if written else [])}
     return {REG_NUMBERS[n] for n in names if n in REG_NUMBERS}
 
 
@@ -389,7 +390,7 @@ def _a32_substitute(word: int, p: int) -> int:
 
 def _a32_pc_relative(ins: Instruction, code: Code, ctx: RelocationContext) -> None:
     word = struct.unpack("<I", ins.raw)[0]
-    used = _regs_used(ins)
+    used = _registers(ins, written=True)
     if SP in used:
         raise Unsupported(f"{ins}: PC-relative with SP")
     p, x = _scratch(used, 2)
@@ -404,7 +405,7 @@ def _a32_pc_relative(ins: Instruction, code: Code, ctx: RelocationContext) -> No
 
 def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: RelocationContext) -> None:
     """A jump whose target is computed at run time: compute it, translate it, go."""
-    sources = _regs_read(ins) - {PC}
+    sources = _registers(ins) - {PC}
     if sources & {SP}:
         raise Unsupported(f"{ins}: computed jump reading SP")
     skip = isa.skip_unless(code, ins.cond) if ins.cond != AL else None
@@ -425,10 +426,7 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
         ctx.scratch.restore(isa, code, saved)
         _jump_via_slot(isa, code)
     else:
-        if isa.thumb:
-            code.emit(struct.pack("<H", 0xB081))  # sub sp, #4: slot for the destination
-        else:
-            code.emit(struct.pack("<I", 0xE24DD004))
+        _reserve_slot(isa, code)
         isa.push(code, [0, 1, 2, 3, LR])
         _compute_target(ins, name, isa, code, t, p, sources)
         if t != 0:
@@ -437,10 +435,7 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
         isa.call(code, ctx.xlate_label, True)
         isa.str(code, 0, SP, 20)
         isa.pop(code, [0, 1, 2, 3, LR])
-        if isa.thumb:
-            code.emit(struct.pack("<HH", 0xF85D, 0xFB04))  # ldr.w pc, [sp], #4
-        else:
-            code.emit(struct.pack("<I", 0xE49DF004))  # ldr pc, [sp], #4
+        _jump_via_reserved_slot(isa, code)
     if skip is not None:
         isa.end_skip(code, skip)
 

@@ -151,9 +151,7 @@ def _procedures(binary: Binary, elf: ELFFile, funcs: list[tuple[int, str, int]],
             if addr in by_addr:
                 name, thumb, _size = by_addr[addr]
             else:
-                name, thumb = f"{secname}@{addr:#x}", _mode_at(marks, addr, default=None)
-                if thumb is None:
-                    thumb = False
+                name, thumb = f"{secname}@{addr:#x}", _mode_at(marks, addr, default=False)
             kind = _kind_at(marks, addr)
             if kind == "d" and addr not in by_addr:
                 continue
@@ -168,7 +166,7 @@ def _kind_at(marks: list[tuple[int, str]], addr: int) -> str | None:
     return marks[i][1] if i >= 0 else None
 
 
-def _mode_at(marks: list[tuple[int, str]], addr: int, default: bool | None) -> bool | None:
+def _mode_at(marks: list[tuple[int, str]], addr: int, default: bool) -> bool:
     i = bisect.bisect_right(marks, (addr, "~")) - 1
     while i >= 0:
         if marks[i][1] in "at":
