@@ -1,8 +1,8 @@
 /* bbcount analysis: execution count of every basic block, top N first. */
 #include "anvil_rt.h"
 
-extern uint64_t anvil_array_blocks[];
-extern uint32_t anvil_array_order[];
+ANVIL_ARRAY(uint64_t, blocks);
+ANVIL_ARRAY(uint32_t, order);
 
 static void put_block(uint32_t b, int json)
 {

@@ -4,7 +4,7 @@
  * a tag slot holds (line number + 1), 0 meaning empty. */
 #include "anvil_rt.h"
 
-extern uint32_t anvil_array_tags[];
+ANVIL_ARRAY(uint32_t, tags);
 
 static uint32_t cache_size, ways, line_shift, set_mask;
 static uint64_t loads, load_misses, stores, store_misses;

@@ -1,8 +1,8 @@
 /* inscount analysis: totals from per-block counters (bumped inline on block entry). */
 #include "anvil_rt.h"
 
-extern uint64_t anvil_array_blocks[];
-extern uint64_t anvil_array_procs[];
+ANVIL_ARRAY(uint64_t, blocks);
+ANVIL_ARRAY(uint64_t, procs);
 
 void inscount_report(const char *path, uint32_t json)
 {

@@ -136,7 +136,7 @@ def _library_sources(tool: Tool) -> list[Path]:
     sources = sorted(tool_dir.glob("*.c"))
     if not sources:
         raise AnvilError(f"tool {tool.name} has no analysis sources in {tool_dir}")
-    return [tb.RUNTIME_DIR / "anvil_rt.c", tb.RUNTIME_DIR / "anvil_entry.S", *sources]
+    return [tb.RUNTIME_DIR / "anvil_rt.c", tb.COMMON_DIR / "anvil_format.c", tb.RUNTIME_DIR / "anvil_entry.S", *sources]
 
 
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
@@ -188,7 +188,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     ctx.veneers.clear()
 
     # The analysis library: runtime, tool, generated site tables.
-    include = [tb.RUNTIME_DIR]
+    include = [tb.RUNTIME_DIR, tb.COMMON_DIR]
     site_source = units.source(binary, tool)
     objects = [tb.compile_c(src, include) for src in _library_sources(tool)]
     objects.append(tb.compile_c("sites.c", include, text=site_source))

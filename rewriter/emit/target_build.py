@@ -23,6 +23,7 @@ from ..errors import AnvilError
 PREFIX = "arm-linux-gnueabihf-"
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME_DIR = ROOT / "runtime_stubs" / "arm"
+COMMON_DIR = ROOT / "runtime_stubs" / "common"  # shared by the target and host runtimes
 ANALYSIS_DIR = ROOT / "analysis_libs"
 CFLAGS = [
     "-O2", "-mthumb", "-march=armv7-a+fp", "-mgeneral-regs-only", "-ffreestanding", "-fno-builtin",

@@ -1,0 +1,130 @@
+/* Buffered, formatted output for analysis routines, shared by the target runtime
+ * (InHost: the buffer goes to a file through system calls) and the host runtime
+ * (ReHost: the buffer goes to memory that the server sends back to the client).
+ * Each platform provides anvil_sink_open / anvil_sink_write / anvil_sink_close. */
+#include "anvil_rt.h"
+
+int anvil_sink_open(const char *path);
+void anvil_sink_write(const char *buf, uint32_t len);
+void anvil_sink_close(void);
+
+static char out_buf[4096];
+static uint32_t out_len;
+static int out_open;
+
+static void flush(void)
+{
+    anvil_sink_write(out_buf, out_len);
+    out_len = 0;
+}
+
+int anvil_out_open(const char *path)
+{
+    int handle = anvil_sink_open(path);
+    out_len = 0;
+    out_open = handle >= 0;
+    return handle;
+}
+
+void anvil_out_close(void)
+{
+    if (!out_open)
+        return;
+    flush();
+    anvil_sink_close();
+    out_open = 0;
+}
+
+void anvil_putc(char c)
+{
+    if (out_len == sizeof out_buf)
+        flush();
+    out_buf[out_len++] = c;
+}
+
+void anvil_puts(const char *s)
+{
+    while (*s)
+        anvil_putc(*s++);
+}
+
+void anvil_putu_width(uint64_t v, int width)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (width-- > n)
+        anvil_putc(' ');
+    while (n)
+        anvil_putc(tmp[--n]);
+}
+
+void anvil_putu(uint64_t v) { anvil_putu_width(v, 0); }
+
+void anvil_puthex(uint32_t v)
+{
+    anvil_puts("0x");
+    for (int shift = 28; shift >= 0; shift -= 4)
+        anvil_putc("0123456789abcdef"[(v >> shift) & 15]);
+}
+
+/* num/den printed with ``decimals`` digits after the point, rounded down. */
+void anvil_put_ratio(uint64_t num, uint64_t den, int decimals)
+{
+    if (den == 0) {
+        anvil_putc('0');
+        return;
+    }
+    uint64_t scale = 1;
+    for (int i = 0; i < decimals; i++)
+        scale *= 10;
+    uint64_t scaled = num * scale / den;
+    anvil_putu(scaled / scale);
+    if (decimals) {
+        anvil_putc('.');
+        uint64_t frac = scaled % scale;
+        for (uint64_t digit = scale / 10; digit; digit /= 10) {
+            anvil_putc((char)('0' + frac / digit));
+            frac %= digit;
+        }
+    }
+}
+
+void anvil_put_json_string(const char *s)
+{
+    anvil_putc('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            anvil_putc('\\');
+        anvil_putc(*s);
+    }
+    anvil_putc('"');
+}
+
+void anvil_put_padded(const char *s, int width)
+{
+    int n = 0;
+    while (s[n])
+        n++;
+    anvil_puts(s);
+    while (n++ < width)
+        anvil_putc(' ');
+}
+
+int anvil_streq(const char *a, const char *b)
+{
+    while (*a && *a == *b)
+        a++, b++;
+    return *a == *b;
+}
+
+void anvil_memset(void *p, int c, size_t n)
+{
+    unsigned char *q = p;
+    while (n--)
+        *q++ = (unsigned char)c;
+}
+
