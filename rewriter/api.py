@@ -38,6 +38,12 @@ class Arg(Enum):
     ACCESS_IS_STORE = "is_store"  # 1 for a store, 0 for a load
     BLOCK_INSNS = "block_insns"  # number of instructions in the enclosing block
     REG_VALUE = "reg_value"      # value of a register before the instruction (number given)
+    SITE_ID = "site_id"          # ReHost: the record's site number (given; + access index per access)
+
+    @property
+    def dynamic(self) -> bool:
+        """Kinds whose value is only known when the program runs (ReHost ships these)."""
+        return self in (Arg.EFFADDR, Arg.REG_VALUE)
 
     @property
     def per_access(self) -> bool:
@@ -65,6 +71,7 @@ class Prototype:
                 Arg.CONST: isinstance(value, int),
                 Arg.STRING: isinstance(value, str),
                 Arg.REG_VALUE: isinstance(value, int) and 0 <= value <= 15,
+                Arg.SITE_ID: isinstance(value, int),
             }.get(kind, value is kind)
             if not ok:
                 raise AnvilError(f"{self.name}: argument {value!r} does not fit kind {kind.name}")

@@ -30,7 +30,7 @@ def _parse_opts(items: list[str]) -> dict[str, str]:
 
 
 def cmd_instrument(args: argparse.Namespace) -> int:
-    from .emit.inhost import instrument
+    from .emit import inhost, rehost
     from .ir.elf_loader import load_binary
     from .passes import TOOLS
 
@@ -39,8 +39,6 @@ def cmd_instrument(args: argparse.Namespace) -> int:
         raise AnvilError(f"unknown tool '{args.tool}' (tools: {', '.join(sorted(TOOLS))})")
     tool = tool_cls()
     values = tool.parse_options(_parse_opts(args.opt))
-    if args.mode != "inhost":
-        raise AnvilError(f"mode '{args.mode}' is not available yet (only inhost)")
     output = args.output or args.binary + ".inst"
     out_file = args.out or f"{os.path.basename(output)}.{tool.name}.out"
     opts = Options(values=values, only=args.only, skip=args.skip, out=out_file, format=args.format)
@@ -48,12 +46,14 @@ def cmd_instrument(args: argparse.Namespace) -> int:
     started = time.monotonic()
     binary = load_binary(args.binary)
     _progress(args, f"{len(binary.procedures)} procedures, {binary.instruction_count()} instructions; instrumenting")
-    report = instrument(binary, tool, opts, output)
+    emitter = rehost if args.mode == "rehost" else inhost
+    report = emitter.instrument(binary, tool, opts, output)
     report.rewrite_seconds = time.monotonic() - started  # loading and decoding included
     report_path = output + ".anvil.json"
     with open(report_path, "w") as f:
         json.dump({
             "input": os.path.abspath(args.binary), "output": os.path.abspath(output), "tool": tool.name,
+            "mode": args.mode,
             "results_file": out_file, "format": args.format,
             "procedures": report.procedures, "instrumented": report.relocated,
             "instructions": report.instructions, "rewrite_seconds": round(report.rewrite_seconds, 3),
@@ -70,6 +70,8 @@ def _progress(args: argparse.Namespace, text: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .emit.rehost import SITE_TABLE_SUFFIX
+
     binary = args.binary
     if not os.path.exists(binary):
         raise AnvilError(f"{binary}: no such file")
@@ -81,14 +83,93 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.argv0:
         cmd += ["-0", args.argv0]
     cmd += [binary, *args.args]
-    proc = subprocess.run(cmd)
+    rehost = (meta or {}).get("mode") == "rehost" or os.path.exists(binary + SITE_TABLE_SUFFIX)
+    if rehost:
+        returncode = _run_rehost(args, cmd, binary + SITE_TABLE_SUFFIX)
+    else:
+        if args.server or args.lib:
+            raise AnvilError(f"{binary} is not a ReHost binary: --server and --lib need --mode rehost")
+        returncode = subprocess.run(cmd).returncode
     results = meta.get("results_file") if meta else None
     if results and args.out and os.path.exists(results):
         shutil.move(results, args.out)
         results = args.out
     if results and os.path.exists(results) and not args.quiet:
         print(f"anvil: results in {results}", file=sys.stderr)
-    return proc.returncode
+    return returncode
+
+
+def _run_rehost(args: argparse.Namespace, cmd: list[str], sites: str) -> int:
+    """Run a ReHost binary: records to the server at --server, or to a local one started here."""
+    from rehost import bridge
+    from rehost.server import Library, start_server
+    from rehost.sitetable import SiteTableError, parse
+
+    if not os.path.exists(sites):
+        raise AnvilError(f"{args.binary} is a ReHost binary but its site table {sites} is missing")
+    with open(sites, "rb") as f:
+        document = f.read()
+    try:
+        table = parse(document)
+    except SiteTableError as e:
+        raise AnvilError(f"{sites}: {e}") from None
+    token = args.token or os.environ.get("ANVIL_REHOST_TOKEN", "")
+    server = None
+    if args.server:
+        credentials = None
+        if args.tls_ca:
+            import grpc
+            with open(args.tls_ca, "rb") as f:
+                credentials = grpc.ssl_channel_credentials(f.read())
+        channel = bridge.connect(args.server, credentials)
+    else:
+        server, port = start_server(Library(args.lib), log=None)
+        channel = bridge.connect(f"127.0.0.1:{port}")
+    try:
+        outcome = bridge.run(cmd, channel, table.tool, document, os.path.basename(args.binary), token)
+    finally:
+        channel.close()
+        if server is not None:
+            server.stop(None)
+    for path, content in outcome.outputs.items():
+        with open(path, "wb") as f:
+            f.write(content)
+    summary = outcome.summary
+    if outcome.error:
+        print(f"anvil: rehost: {outcome.error}; {outcome.lost_bytes} bytes of records not analysed, "
+              "no results written", file=sys.stderr)
+    elif summary is not None and not summary.complete:
+        why = summary.error or "the program ended without its end record (killed, or exited without exit())"
+        print(f"anvil: rehost: results are incomplete: {why}", file=sys.stderr)
+    return outcome.returncode
+
+
+def cmd_rehost_server(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from rehost.server import Library, start_server
+
+    library = Library(args.lib)
+    tls = None
+    if args.tls_cert or args.tls_key:
+        if not (args.tls_cert and args.tls_key):
+            raise AnvilError("--tls-cert and --tls-key go together")
+        with open(args.tls_key, "rb") as k, open(args.tls_cert, "rb") as c:
+            tls = (k.read(), c.read())
+    token = args.token or os.environ.get("ANVIL_REHOST_TOKEN", "")
+    server, port = start_server(library, args.listen, token, args.workers, tls)
+    host = args.listen.rsplit(":", 1)[0]
+    print(f"anvil rehost-server: serving {library.name} on {host}:{port}"
+          f"{' (TLS)' if tls else ''}{' (token required)' if token else ''}", file=sys.stderr, flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    server.stop(1)
+    return 0
 
 
 def _metadata(binary: str) -> dict | None:
@@ -185,7 +266,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="move the tool's results file here afterwards")
     p.add_argument("--argv0", help="argv[0] seen by the program")
     p.add_argument("-q", "--quiet", action="store_true", help="no note about where results went")
+    p.add_argument("--server", metavar="HOST:PORT", help="ReHost: the rehost-server to send records to "
+                                                           "(default: start a local one)")
+    p.add_argument("--lib", help="ReHost without --server: the local server's analysis library "
+                                 "(tool name, .so, .c or .py; default: the binary's tool)")
+    p.add_argument("--token", help="ReHost: shared token the server asks for (or $ANVIL_REHOST_TOKEN)")
+    p.add_argument("--tls-ca", metavar="PEM", help="ReHost: connect with TLS, trusting this certificate")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("rehost-server", help="serve ReHost sessions: run analyses on records from programs",
+                       description="Receive ReHost records over gRPC and run the analysis on the host: "
+                                   "one session per instrumented program, many at once.")
+    p.add_argument("--lib", help="analysis: a tool name (its C built for the host), path.so, path.c or path.py "
+                                 "(default: the tool each binary was instrumented with)")
+    p.add_argument("--listen", default="127.0.0.1:50051", metavar="HOST:PORT",
+                   help="address to bind (default 127.0.0.1:50051, loopback only; port 0 picks one)")
+    p.add_argument("--token", help="require this shared token from clients (or $ANVIL_REHOST_TOKEN)")
+    p.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate chain")
+    p.add_argument("--tls-key", metavar="PEM", help="... and this private key")
+    p.add_argument("--workers", type=int, default=8, help="sessions served at once (default 8)")
+    p.set_defaults(func=cmd_rehost_server)
 
     p = sub.add_parser("inspect", help="show procedures, blocks and instructions",
                        description="Print the IR of BINARY; with --proc, blocks and instructions with flags.")

@@ -152,12 +152,21 @@ def _argument(isa: ISA, code: Code, reg: int, kind: Arg, value: object, ctx: Hoo
     elif kind is Arg.ACCESS_IS_STORE:
         assert ctx.access is not None
         isa.mov32(code, reg, int(ctx.access.is_store))
+    elif kind is Arg.SITE_ID:
+        isa.mov32(code, reg, int(value) + _access_index(ctx))
     elif kind is Arg.REG_VALUE:
         got = _original_reg(isa, code, int(value), reg, ctx.ins, ctx.scratch)
         if got != reg:
             isa.mov_reg(code, reg, got)
     else:
         raise AnvilError(f"argument kind {kind.name} is not supported yet")
+
+
+def _access_index(ctx: HookContext) -> int:
+    """Position of the site's access among its instruction's accesses (0 without one)."""
+    if ctx.access is None or ctx.ins is None:
+        return 0
+    return next(i for i, a in enumerate(ctx.ins.accesses) if a is ctx.access)
 
 
 def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, scratch: Scratch) -> None:

@@ -20,6 +20,7 @@ import re
 import struct
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -144,6 +145,19 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     started = time.monotonic()
     binary.clear_hooks()
     tool.instrument(binary, opts)
+    units = SiteUnit()
+    return emit(binary, tool.name, units, lambda: (_library_sources(tool), units.source(binary, tool.arrays)), output,
+                started)
+
+
+def emit(binary: Binary, tool_name: str, units: SiteUnit, library: Callable[[], tuple[list[Path], str]],
+         output: str, started: float) -> Report:
+    """Write ``binary`` with its hooks to ``output``, linked with the library ``library()`` describes.
+
+    ``library`` gives the C/assembly sources and the generated site unit; it is called
+    once the strings the hooks pass are known to ``units``. InHost links the tool's
+    analysis routines; ReHost links the communicator (emit/rehost.py).
+    """
     _add_runtime_hooks(binary)
     report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data))
 
@@ -189,8 +203,8 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
 
     # The analysis library: runtime, tool, generated site tables.
     include = [tb.RUNTIME_DIR, tb.COMMON_DIR]
-    site_source = units.source(binary, tool)
-    objects = [tb.compile_c(src, include) for src in _library_sources(tool)]
+    sources, site_source = library()
+    objects = [tb.compile_c(src, include) for src in sources]
     objects.append(tb.compile_c("sites.c", include, text=site_source))
     probe = tb.link(objects, REGION_OFFSET, REGION_OFFSET + 0x10000000)
 
@@ -230,7 +244,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
             return code.labels[key]
         if isinstance(key, tuple) and key[0] == "sym":
             if key[1] not in symbols:
-                raise AnvilError(f"analysis routine or symbol '{key[1]}' is not defined by tool {tool.name}")
+                raise AnvilError(f"analysis routine or symbol '{key[1]}' is not defined by tool {tool_name}")
             return symbols[key[1]]
         if isinstance(key, tuple) and key[0] == "with_bit":
             return resolve(key[1]) | key[2]
@@ -547,13 +561,14 @@ def _text_segment(binary: Binary, elf: ELFFile) -> tuple[int, Segment]:
     return best
 
 
-def _atomic_write(path: str, data: bytes) -> None:
+def _atomic_write(path: str, data: bytes, mode: int = 0o755) -> None:
+    """Write ``data`` to ``path`` through a temporary file, so a failure leaves no partial output."""
     directory = os.path.dirname(os.path.abspath(path)) or "."
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".anvil-")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.chmod(tmp, 0o755)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -7,7 +7,7 @@ that call the tools' routines registered at those points.
 
 from __future__ import annotations
 
-from ..api import Arg, Tool
+from ..api import Arg
 from ..ir.model import Binary, Hook, Point
 
 
@@ -34,6 +34,19 @@ def _array(ctype: str, name: str, values: list[int], per_line: int = 16) -> str:
     return f"const {ctype} {name}[{len(values)}] = {{\n  {body}\n}};\n"
 
 
+def image_facts(binary: Binary) -> dict[str, list]:
+    """The static facts analysis code may read: blocks (address | Thumb bit, instructions,
+    procedure index) and procedures (address, name), in the IR's order."""
+    blocks = list(binary.blocks())
+    return {
+        "block_addr": [b.address | int(b.procedure.thumb) for b in blocks],
+        "block_insns": [min(b.size, 0xFFFF) for b in blocks],
+        "block_proc": [b.procedure.index for b in blocks],
+        "proc_addr": [p.address for p in binary.procedures],
+        "proc_name": [p.name for p in binary.procedures],
+    }
+
+
 class SiteUnit:
     """Collects strings and produces the generated C source."""
 
@@ -44,28 +57,36 @@ class SiteUnit:
         """The C symbol of a string constant passed to a routine."""
         return self.strings.setdefault(text, f"anvil_str_{len(self.strings)}")
 
-    def source(self, binary: Binary, tool: Tool) -> str:
-        blocks = list(binary.blocks())
-        procs = binary.procedures
+    def source(self, binary: Binary, arrays: dict[str, tuple[str, int]], facts: bool = True) -> str:
+        """The C unit: site facts (unless ``facts`` is False), ``arrays``, strings, start/end functions."""
+        parts = ['#include "anvil_rt.h"\n', "#pragma GCC visibility push(hidden)\n"]
+        if facts:
+            parts += self._facts(binary)
+        for name, (ctype, length) in arrays.items():
+            parts.append(f"{ctype} anvil_array_{name}[{length}];\n")
+        return "".join(parts + self._calls_source(binary))
+
+    @staticmethod
+    def _facts(binary: Binary) -> list[str]:
+        facts = image_facts(binary)
         names = bytearray()
         name_offsets = []
-        for proc in procs:
+        for name in facts["proc_name"]:
             name_offsets.append(len(names))
-            names += proc.name.encode(errors="replace") + b"\0"
-        parts = [
-            '#include "anvil_rt.h"\n',
-            "#pragma GCC visibility push(hidden)\n",
-            f"const uint32_t anvil_nblocks = {len(blocks)};\n",
-            f"const uint32_t anvil_nprocs = {len(procs)};\n",
-            _array("uint32_t", "anvil_block_addr", [b.address | int(b.procedure.thumb) for b in blocks]),
-            _array("uint16_t", "anvil_block_insns", [min(b.size, 0xFFFF) for b in blocks]),
-            _array("uint16_t", "anvil_block_proc", [b.procedure.index for b in blocks]),
-            _array("uint32_t", "anvil_proc_addr", [p.address for p in procs]),
+            names += name.encode(errors="replace") + b"\0"
+        return [
+            f"const uint32_t anvil_nblocks = {len(facts['block_addr'])};\n",
+            f"const uint32_t anvil_nprocs = {len(facts['proc_addr'])};\n",
+            _array("uint32_t", "anvil_block_addr", facts["block_addr"]),
+            _array("uint16_t", "anvil_block_insns", facts["block_insns"]),
+            _array("uint16_t", "anvil_block_proc", facts["block_proc"]),
+            _array("uint32_t", "anvil_proc_addr", facts["proc_addr"]),
             _array("uint32_t", "anvil_proc_name", name_offsets),
             f"const char anvil_names[{len(names) + 1}] = {c_string(names.decode(errors='replace'))};\n",
         ]
-        for name, (ctype, length) in tool.arrays.items():
-            parts.append(f"{ctype} anvil_array_{name}[{length}];\n")
+
+    def _calls_source(self, binary: Binary) -> list[str]:
+        parts = []
         start = [h for h in binary.hooks if h.point is Point.BEFORE]
         end = [h for h in binary.hooks if h.point is Point.AFTER]
         for hook in start + end:
@@ -84,7 +105,7 @@ class SiteUnit:
         parts.append(f"void anvil_program_start(void)\n{{\n{calls_start}}}\n")
         parts.append("void anvil_program_end(void)\n{\n  static int done;\n  if (done)\n    return;\n"
                      f"  done = 1;\n{calls_end}}}\n")
-        return "".join(parts)
+        return parts
 
     @staticmethod
     def _check_static(hook: Hook) -> None:

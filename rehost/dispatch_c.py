@@ -1,0 +1,156 @@
+"""Run a session's analysis in a C shared library (the tool's C built for the host).
+
+Each session loads its own copy of the library (a private file, dlopen'ed), so the
+tool's static variables are separate per session and sessions run in parallel: the
+batch entry point ``anvil_dispatch`` runs without the GIL (ctypes releases it).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from .sitetable import SiteTable
+from .stream import StreamError
+
+_CTYPES = {1: ctypes.c_uint8, 2: ctypes.c_uint16, 4: ctypes.c_uint32, 8: ctypes.c_uint64}
+
+
+class _Site(ctypes.Structure):
+    _fields_ = [("fn", ctypes.c_void_p), ("args", ctypes.c_uint64 * 4), ("ndynamic", ctypes.c_uint32),
+                ("slot", ctypes.c_uint8 * 4)]
+
+
+class _Output(ctypes.Structure):
+    _fields_ = [("path", ctypes.c_char_p), ("data", ctypes.c_void_p), ("len", ctypes.c_size_t),
+                ("cap", ctypes.c_size_t)]
+
+
+class MissingRoutine(Exception):
+    """The library does not define a routine the site table calls."""
+
+
+class CDispatcher:
+    """The Dispatcher (rehost/stream.py) for a host shared library."""
+
+    def __init__(self, library: Path, table: SiteTable) -> None:
+        self.table = table
+        self.records = 0
+        self._tmp = tempfile.mkdtemp(prefix="anvil-session-")
+        private = os.path.join(self._tmp, "analysis.so")
+        shutil.copyfile(library, private)
+        self.lib = ctypes.CDLL(private, mode=ctypes.RTLD_LOCAL)
+        self._keep: list[object] = []  # buffers the library points into
+        self._strings: dict[str, ctypes.Array] = {}
+        self.routines = []
+        for routine in table.routines:
+            try:
+                self.routines.append(ctypes.cast(getattr(self.lib, routine.name), ctypes.c_void_p).value)
+            except AttributeError:
+                self.close()
+                raise MissingRoutine(f"the analysis library does not define routine '{routine.name}'") from None
+        self.lib.anvil_dispatch.restype = ctypes.c_int
+        self.lib.anvil_dispatch.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t,
+                                            ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_uint64)]
+        self.arrays: dict[int, ctypes.Array] = {}
+
+    def _string(self, text: str) -> int:
+        buf = self._strings.get(text)
+        if buf is None:
+            buf = self._strings[text] = ctypes.create_string_buffer(text.encode())
+        return ctypes.addressof(buf)
+
+    def _values(self, routine: int, args: list, bias: int) -> list[int]:
+        values = []
+        for kind, value in zip(self.table.routines[routine].kinds, args):
+            if value is None:
+                values.append(0)
+            elif kind == "string":
+                values.append(self._string(value))
+            elif kind == "inst_addr":
+                values.append((value + bias) & 0xFFFFFFFF)
+            else:
+                values.append(value)
+        return values + [0] * (4 - len(values))
+
+    def _set_pointer(self, name: str, buffer: object) -> None:
+        try:
+            ctypes.c_void_p.in_dll(self.lib, name).value = ctypes.addressof(buffer)
+        except ValueError:
+            return  # the tool does not use it
+        self._keep.append(buffer)
+
+    def _set_facts(self, bias: int) -> None:
+        facts = self.table.facts
+        names = bytearray()
+        offsets = []
+        for name in facts["proc_name"]:
+            offsets.append(len(names))
+            names += str(name).encode(errors="replace") + b"\0"
+        for key, ctype in (("block_addr", ctypes.c_uint32), ("block_insns", ctypes.c_uint16),
+                           ("block_proc", ctypes.c_uint16), ("proc_addr", ctypes.c_uint32)):
+            values = facts[key]
+            self._set_pointer(f"anvil_{key}", (ctype * max(len(values), 1))(*values))
+        self._set_pointer("anvil_proc_name", (ctypes.c_uint32 * max(len(offsets), 1))(*offsets))
+        self._set_pointer("anvil_names", ctypes.create_string_buffer(bytes(names)))
+        ctypes.c_uint32.in_dll(self.lib, "anvil_nblocks").value = len(facts["block_addr"])
+        ctypes.c_uint32.in_dll(self.lib, "anvil_nprocs").value = len(facts["proc_addr"])
+        ctypes.c_uint32.in_dll(self.lib, "anvil_bias").value = bias
+
+    def _call(self, calls: list[tuple[int, list]], bias: int) -> None:
+        for routine, args in calls:
+            fn = ctypes.CFUNCTYPE(None, *[ctypes.c_uint64] * 4)(self.routines[routine])
+            fn(*self._values(routine, args, bias))
+
+    def start(self, bias: int) -> None:
+        self._set_facts(bias)
+        for index, array in enumerate(self.table.arrays):
+            buf = (_CTYPES[array.element_size] * array.length)()
+            self.arrays[index] = buf
+            self._set_pointer(f"anvil_array_{array.name}", buf)
+        sites = (_Site * max(len(self.table.sites), 1))()
+        for i, (routine, args) in enumerate(self.table.sites):
+            site = sites[i]
+            site.fn = self.routines[routine]
+            site.args[:] = self._values(routine, args, bias)
+            slots = [k for k, v in enumerate(args) if v is None]
+            site.ndynamic = len(slots)
+            site.slot[:len(slots)] = slots
+        self._sites = sites
+        self._call(self.table.start, bias)
+        self._bias = bias
+
+    def dispatch(self, data: bytes) -> tuple[int, bool]:
+        consumed = ctypes.c_size_t(0)
+        count = ctypes.c_uint64(0)
+        status = self.lib.anvil_dispatch(self._sites, len(self.table.sites), data, len(data) // 4,
+                                         ctypes.byref(consumed), ctypes.byref(count))
+        self.records += count.value
+        used = consumed.value * 4
+        if status < 0:
+            site = int.from_bytes(data[used:used + 4], "little")
+            raise StreamError(f"unknown site id {site} after {self.records} records "
+                              f"(the site table has {len(self.table.sites)})")
+        return used, status == 1
+
+    def set_array(self, index: int, data: bytes) -> None:
+        array = self.table.target_arrays[index]
+        position = self.table.arrays.index(array)
+        ctypes.memmove(self.arrays[position], data, len(data))
+
+    def finish(self) -> dict[str, bytes]:
+        self._call(self.table.end, self._bias)
+        count = ctypes.c_uint32.in_dll(self.lib, "anvil_noutputs").value
+        outputs = (_Output * 64).in_dll(self.lib, "anvil_outputs")
+        results = {}
+        for i in range(count):
+            out = outputs[i]
+            results[out.path.decode(errors="replace")] = ctypes.string_at(out.data, out.len) if out.len else b""
+        self.lib.anvil_free_outputs()
+        return results
+
+    def close(self) -> None:
+        shutil.rmtree(self._tmp, ignore_errors=True)

@@ -1,0 +1,60 @@
+"""Build a tool's analysis routines as a host shared library for the ReHost server.
+
+The same ``analysis_libs/<tool>/*.c`` InHost compiles for the target is compiled here
+with the host compiler, ``-DANVIL_HOST``, the shared formatting code and the host
+runtime (runtime_stubs/host/anvil_host.c: site facts, results in memory, the batch
+dispatcher). Libraries are cached by content under $ANVIL_CACHE (or ~/.cache/anvil).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from rewriter.emit.target_build import ANALYSIS_DIR, COMMON_DIR, ROOT
+from rewriter.errors import AnvilError
+
+HOST_DIR = ROOT / "runtime_stubs" / "host"
+CFLAGS = ["-O2", "-fPIC", "-shared", "-DANVIL_HOST", "-Wall", "-fno-strict-aliasing"]
+
+
+def runtime_sources() -> list[Path]:
+    """What every host analysis library is linked with besides the tool's own C."""
+    return [COMMON_DIR / "anvil_format.c", HOST_DIR / "anvil_host.c"]
+
+
+def tool_sources(name: str) -> list[Path]:
+    sources = sorted((ANALYSIS_DIR / name).glob("*.c"))
+    if not sources:
+        raise AnvilError(f"no analysis library '{name}' (no C sources in {ANALYSIS_DIR / name})")
+    return sources
+
+
+def build(sources: list[Path]) -> Path:
+    """Compile ``sources`` with the host runtime into a cached shared library; return its path."""
+    compiler = shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
+    if compiler is None:
+        raise AnvilError("no host C compiler (gcc) found: run scripts/bootstrap.sh")
+    all_sources = [*sources, *runtime_sources()]
+    digest = hashlib.sha256(" ".join(CFLAGS).encode())
+    for path in [*all_sources, COMMON_DIR / "anvil_rt.h"]:
+        digest.update(path.name.encode() + Path(path).read_bytes())
+    base = os.environ.get("ANVIL_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "anvil")
+    out_dir = Path(base) / "host"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / f"lib{digest.hexdigest()[:24]}.so"
+    if out.exists():
+        return out
+    with tempfile.TemporaryDirectory() as tmp:
+        built = Path(tmp) / "lib.so"
+        proc = subprocess.run([compiler, *CFLAGS, f"-I{COMMON_DIR}", *map(str, all_sources), "-o", str(built)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            lines = [line for line in proc.stderr.splitlines() if "error" in line] or proc.stderr.splitlines()
+            raise AnvilError(f"building the host library failed: {lines[0] if lines else proc.returncode}")
+        shutil.move(str(built), out)
+    return out

@@ -1,0 +1,154 @@
+"""The ReHost server (``anvil rehost-server``): many sessions at once, one analysis state each.
+
+A session is one ``Analyse`` call: it opens with the site table, then streams the
+program's records; the server checks the table, the stream header (the digest ties
+the stream to the table), every site id and the end record, and answers with the
+results files. A session that breaks any rule is rejected with INVALID_ARGUMENT and
+a one-line reason; the other sessions go on. The server binds loopback unless told
+otherwise; ``token`` (a shared secret in the open message) and TLS guard remote use.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import threading
+import time
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from rewriter.errors import AnvilError
+
+from . import host_build
+from .dispatch_c import CDispatcher, MissingRoutine
+from .dispatch_py import PyDispatcher, load_class
+from .protocol import SERVICE, messages, services
+from .sitetable import SiteTable, SiteTableError, parse
+from .stream import StreamError, StreamReader
+
+
+class Library:
+    """Where the analysis comes from: a tool's C by name, a .c file, a shared library or a Python file.
+
+    ``spec`` None means: the tool each session's site table names (a built-in tool).
+    """
+
+    def __init__(self, spec: str | None) -> None:
+        self.spec = spec
+        self._built: dict[str, Path] = {}
+        self._lock = threading.Lock()
+        self._python: type | None = None
+        if spec is None:
+            return
+        path = Path(spec)
+        if spec.endswith(".py"):
+            if not path.is_file():
+                raise AnvilError(f"{spec}: no such Python analysis file")
+            try:
+                self._python = load_class(path)
+            except Exception as e:  # the user's file: report any failure in one line
+                raise AnvilError(f"{spec}: {type(e).__name__}: {e}") from None
+        elif spec.endswith((".so", ".c")) or "/" in spec:
+            if not path.is_file():
+                raise AnvilError(f"{spec}: no such file")
+            if spec.endswith(".c"):
+                self._built[spec] = host_build.build([path.resolve()])
+            else:
+                self._built[spec] = path.resolve()
+        else:
+            self._built[spec] = host_build.build(host_build.tool_sources(spec))
+
+    @property
+    def name(self) -> str:
+        return self.spec or "(the tool each binary names)"
+
+    def dispatcher(self, table: SiteTable):
+        if self._python is not None:
+            return PyDispatcher(self._python, table)
+        key = self.spec or table.tool
+        with self._lock:
+            if key not in self._built:
+                self._built[key] = host_build.build(host_build.tool_sources(table.tool))
+        return CDispatcher(self._built[key], table)
+
+
+class RehostService:
+    """The gRPC servicer of anvil.rehost.Rehost."""
+
+    def __init__(self, library: Library, token: str = "", log=sys.stderr) -> None:
+        self.library = library
+        self.token = token
+        self.log = log
+        self._ids = itertools.count(1)
+
+    def _say(self, text: str) -> None:
+        if self.log is not None:
+            print(f"anvil rehost-server: {text}", file=self.log, flush=True)
+
+    def Analyse(self, request_iterator, context):  # noqa: N802 - gRPC method name
+        session = next(self._ids)
+        started = time.monotonic()
+        try:
+            first = next(request_iterator, None)
+            if first is None or first.WhichOneof("body") != "open":
+                raise StreamError("the session did not start with an open message")
+            if self.token and first.open.token != self.token:
+                context.abort(grpc.StatusCode.PERMISSION_DENIED, "wrong or missing token")
+            table = parse(first.open.site_table, first.open.tool or None)
+            dispatcher = self.library.dispatcher(table)
+        except (StreamError, SiteTableError, MissingRoutine, AnvilError) as e:
+            self._say(f"session {session} rejected: {e}")
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        program = first.open.program or "?"
+        reader = StreamReader(table, dispatcher)
+        lost = 0
+        try:
+            for message in request_iterator:
+                body = message.WhichOneof("body")
+                if body == "records":
+                    reader.feed(message.records)
+                elif body == "lost_bytes":
+                    lost += message.lost_bytes
+                else:
+                    raise StreamError(f"unexpected {body} message inside a session")
+            outputs = reader.finish()
+        except StreamError as e:
+            self._say(f"session {session} ({table.tool}, {program}) rejected: {e}")
+            dispatcher.close()
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        except Exception as e:  # an analysis routine (Python tools are user code) failed
+            self._say(f"session {session} ({table.tool}, {program}) failed: {type(e).__name__}: {e}")
+            dispatcher.close()
+            context.abort(grpc.StatusCode.INTERNAL, f"the analysis failed: {type(e).__name__}: {e}")
+        dispatcher.close()
+        seconds = time.monotonic() - started
+        state = "complete" if reader.complete else "INCOMPLETE (no end record)"
+        self._say(f"session {session} ({table.tool}, {program}): {dispatcher.records} records, "
+                  f"{reader.bytes} bytes, {state}, {seconds:.2f} s")
+        return messages.Summary(
+            ok=True, records=dispatcher.records, bytes=reader.bytes, complete=reader.complete and not lost,
+            outputs=[messages.Output(path=p, content=c) for p, c in outputs.items()], seconds=seconds,
+            error="" if not lost else f"{lost} bytes of records were lost before reaching the server")
+
+
+def start_server(library: Library, address: str = "127.0.0.1:0", token: str = "", workers: int = 8,
+                 tls: tuple[bytes, bytes] | None = None, log=sys.stderr) -> tuple[grpc.Server, int]:
+    """Start serving on ``address``; returns the server and the port it bound."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers),
+                         options=[("grpc.max_receive_message_length", 64 << 20)])
+    services.add_RehostServicer_to_server(RehostService(library, token, log), server)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    if tls is not None:
+        port = server.add_secure_port(address, grpc.ssl_server_credentials([tls]))
+    else:
+        port = server.add_insecure_port(address)
+    if port == 0:
+        raise AnvilError(f"cannot listen on {address}")
+    server.start()
+    for name in ("", SERVICE):
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return server, port

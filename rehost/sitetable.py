@@ -1,0 +1,132 @@
+"""Reading and checking a ReHost site table (written by rewriter/emit/rehost.py).
+
+The table is JSON: ``routines`` (name, argument kinds), ``sites`` (routine index and
+one entry per argument: the static value, or null for a value the record carries),
+``start``/``end`` (routine calls at program start and end, static arguments only),
+``arrays`` (name, C type, length, whether the program fills it) and ``facts`` (blocks
+and procedures: what the C runtime offers as anvil_block_addr etc.).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+FORMAT = "anvil-rehost-sites"
+VERSION = 1
+DYNAMIC_KINDS = {"effaddr", "reg_value"}
+STATIC_KINDS = {"const", "string", "inst_addr", "access_size", "is_store", "block_insns"}
+CTYPE_SIZES = {"uint8_t": 1, "int8_t": 1, "uint16_t": 2, "int16_t": 2, "uint32_t": 4, "int32_t": 4,
+               "uint64_t": 8, "int64_t": 8}
+FACT_KEYS = ("block_addr", "block_insns", "block_proc", "proc_addr", "proc_name")
+
+
+class SiteTableError(Exception):
+    """The site table is not one the server can use."""
+
+
+@dataclass
+class Routine:
+    name: str
+    kinds: list[str]
+
+    @property
+    def dynamic_slots(self) -> list[int]:
+        return [i for i, k in enumerate(self.kinds) if k in DYNAMIC_KINDS]
+
+
+@dataclass
+class Array:
+    name: str
+    ctype: str
+    length: int
+    from_target: bool
+
+    @property
+    def element_size(self) -> int:
+        return CTYPE_SIZES[self.ctype]
+
+    @property
+    def nbytes(self) -> int:
+        return self.length * self.element_size
+
+
+@dataclass
+class SiteTable:
+    tool: str
+    routines: list[Routine]
+    sites: list[tuple[int, list]]
+    start: list[tuple[int, list]]
+    end: list[tuple[int, list]]
+    arrays: list[Array]
+    facts: dict[str, list]
+    digest: bytes  # first 8 bytes of the file's SHA-256: what the binary's stream header carries
+
+    @property
+    def target_arrays(self) -> list[Array]:
+        """Arrays the program fills and sends at its end, in the order of their indexes."""
+        return [a for a in self.arrays if a.from_target]
+
+
+def _expect(condition: bool, problem: str) -> None:
+    if not condition:
+        raise SiteTableError(problem)
+
+
+def _calls(items: object, routines: list[Routine], what: str, static_only: bool) -> list[tuple[int, list]]:
+    _expect(isinstance(items, list), f"{what} is not a list")
+    calls = []
+    for n, item in enumerate(items):  # type: ignore[arg-type]
+        _expect(isinstance(item, list) and len(item) == 2, f"{what}[{n}] is not [routine, args]")
+        index, args = item
+        _expect(isinstance(index, int) and 0 <= index < len(routines), f"{what}[{n}]: no routine {index!r}")
+        kinds = routines[index].kinds
+        _expect(isinstance(args, list) and len(args) == len(kinds),
+                f"{what}[{n}]: {routines[index].name} takes {len(kinds)} arguments")
+        for kind, value in zip(kinds, args):
+            if kind in DYNAMIC_KINDS:
+                _expect(value is None and not static_only, f"{what}[{n}]: {kind} argument must come from records")
+            elif kind == "string":
+                _expect(isinstance(value, str), f"{what}[{n}]: string argument expected")
+            else:
+                _expect(isinstance(value, int) and 0 <= value <= 0xFFFFFFFF, f"{what}[{n}]: 32-bit value expected")
+        calls.append((index, args))
+    return calls
+
+
+def parse(document: bytes, tool: str | None = None) -> SiteTable:
+    """Check ``document`` and return the table; ``tool``: the tool the session claims."""
+    try:
+        data = json.loads(document)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise SiteTableError(f"site table is not JSON: {e}") from None
+    _expect(isinstance(data, dict) and data.get("format") == FORMAT, "not an Anvil ReHost site table")
+    _expect(data.get("version") == VERSION, f"site table version {data.get('version')!r}, expected {VERSION}")
+    _expect(tool is None or data.get("tool") == tool, f"site table is for tool {data.get('tool')!r}, not {tool!r}")
+    routines = []
+    for n, r in enumerate(data.get("routines", [])):
+        _expect(isinstance(r, dict) and isinstance(r.get("name"), str) and r["name"].isidentifier(),
+                f"routine {n} has no valid name")
+        kinds = r.get("kinds")
+        _expect(isinstance(kinds, list) and len(kinds) <= 4 and all(k in DYNAMIC_KINDS | STATIC_KINDS for k in kinds),
+                f"routine {r['name']}: bad argument kinds {kinds!r}")
+        _expect(sum(k in DYNAMIC_KINDS for k in kinds) <= 3, f"routine {r['name']}: more than 3 dynamic arguments")
+        routines.append(Routine(r["name"], kinds))
+    arrays = []
+    for n, a in enumerate(data.get("arrays", [])):
+        _expect(isinstance(a, dict) and isinstance(a.get("name"), str) and a["name"].isidentifier()
+                and a.get("ctype") in CTYPE_SIZES and isinstance(a.get("length"), int) and 0 < a["length"] < 1 << 28,
+                f"array {n} is malformed")
+        arrays.append(Array(a["name"], a["ctype"], a["length"], bool(a.get("from_target"))))
+    facts = data.get("facts")
+    _expect(isinstance(facts, dict) and all(isinstance(facts.get(k), list) for k in FACT_KEYS), "facts missing")
+    _expect(len(facts["block_addr"]) == len(facts["block_insns"]) == len(facts["block_proc"]), "block facts differ")
+    _expect(len(facts["proc_addr"]) == len(facts["proc_name"]), "procedure facts differ in length")
+    return SiteTable(
+        tool=str(data.get("tool")), routines=routines,
+        sites=_calls(data.get("sites"), routines, "sites", False),
+        start=_calls(data.get("start", []), routines, "start", True),
+        end=_calls(data.get("end", []), routines, "end", True),
+        arrays=arrays, facts=facts, digest=hashlib.sha256(document).digest()[:8],
+    )

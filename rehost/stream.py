@@ -1,0 +1,122 @@
+"""The byte stream a ReHost binary writes, and a reader that feeds it to a dispatcher.
+
+All words are 32-bit little-endian::
+
+    header   MAGIC VERSION digest[0:4] digest[4:8] bias     (5 words)
+    record   site-id arg...      (one word per dynamic argument of the site's routine)
+    end      END narrays { index nbytes data... (padded to 4) } * narrays
+
+``digest`` ties the stream to its site table (first 8 bytes of the table file's
+SHA-256); ``bias`` is the load bias (run-time minus link-time address) the host
+adds to static instruction addresses. A stream without its end record means the
+program did not finish normally or records were lost; the reader says so.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Protocol
+
+from .sitetable import SiteTable
+
+MAGIC = 0x48524E41  # "ANRH"
+VERSION = 1
+END = 0xFFFFFFFF
+HEADER = struct.Struct("<5I")
+
+
+class StreamError(Exception):
+    """The record stream is malformed; the session cannot go on."""
+
+
+class Dispatcher(Protocol):
+    """What runs a session's analysis: the C library or a Python class."""
+
+    records: int
+
+    def start(self, bias: int) -> None:
+        """Set up the analysis state and run the program start routines."""
+
+    def dispatch(self, data: bytes) -> tuple[int, bool]:
+        """Run the complete records at the start of ``data`` (whole words); return
+        (bytes used, whether the end marker follows). Raises StreamError on an unknown site."""
+
+    def set_array(self, index: int, data: bytes) -> None:
+        """Fill the index-th array the program sends (SiteTable.target_arrays)."""
+
+    def finish(self) -> dict[str, bytes]:
+        """Run the program end routines; return the results files the tool wrote."""
+
+    def close(self) -> None:
+        """Release the session's resources."""
+
+
+class StreamReader:
+    """Parses one session's stream incrementally and drives ``dispatcher``."""
+
+    def __init__(self, table: SiteTable, dispatcher: Dispatcher) -> None:
+        self.table = table
+        self.dispatcher = dispatcher
+        self.pending = b""
+        self.state = "header"
+        self.bytes = 0
+        self.complete = False
+
+    def feed(self, chunk: bytes) -> None:
+        self.bytes += len(chunk)
+        data = self.pending + chunk if self.pending else chunk
+        if self.state == "header":
+            if len(data) < HEADER.size:
+                self.pending = data
+                return
+            magic, version, d0, d1, bias = HEADER.unpack_from(data)
+            if magic != MAGIC:
+                raise StreamError("stream does not start with the ReHost header (not a ReHost program?)")
+            if version != VERSION:
+                raise StreamError(f"stream version {version}, expected {VERSION}")
+            if struct.pack("<2I", d0, d1) != self.table.digest:
+                raise StreamError("the program was not instrumented with this site table (digest differs)")
+            self.dispatcher.start(bias)
+            self.state = "records"
+            data = data[HEADER.size:]
+        if self.state == "records":
+            whole = len(data) & ~3
+            used, ended = self.dispatcher.dispatch(data[:whole]) if whole else (0, False)
+            data = data[used:]
+            if ended:
+                self.state = "end"
+        self.pending = data  # "end": everything after the marker, parsed in finish()
+
+    def finish(self) -> dict[str, bytes]:
+        """The stream is over: check the end record, run the end routines, return results."""
+        if self.state == "header":
+            raise StreamError("stream ended before its header: the program did not start instrumented")
+        if self.state == "records":
+            if self.pending:
+                raise StreamError(f"stream ends inside a record ({len(self.pending)} bytes left over)")
+        else:
+            self._read_end(self.pending)
+            self.complete = True
+        return self.dispatcher.finish()
+
+    def _read_end(self, data: bytes) -> None:
+        targets = self.table.target_arrays
+        if len(data) < 8:
+            raise StreamError("truncated end record")
+        _, narrays = struct.unpack_from("<2I", data)
+        if narrays != len(targets):
+            raise StreamError(f"end record carries {narrays} arrays, the site table {len(targets)}")
+        at = 8
+        for _ in range(narrays):
+            if at + 8 > len(data):
+                raise StreamError("truncated end record")
+            index, nbytes = struct.unpack_from("<2I", data, at)
+            at += 8
+            if index >= len(targets) or nbytes != targets[index].nbytes:
+                raise StreamError(f"end record: array {index} of {nbytes} bytes does not match the site table")
+            if at + nbytes > len(data):
+                raise StreamError("truncated end record")
+            self.dispatcher.set_array(index, data[at:at + nbytes])
+            at += (nbytes + 3) & ~3
+        if at != len(data):
+            raise StreamError(f"{len(data) - at} bytes after the end record")

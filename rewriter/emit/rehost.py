@@ -1,0 +1,202 @@
+"""ReHost emitter: the instrumented binary ships hook records; the analysis runs on the host.
+
+The tool instruments the IR exactly as for InHost. Then every call site of an analysis
+routine becomes a *site*: its static arguments (constants, strings, instruction
+address, access size and kind, block size) go into the site table written beside the
+binary, and the hook is replaced by a call of the communicator that appends a record
+(site id + dynamic arguments only) to a ring buffer in target memory. Program start
+and end routines run on the host when the session opens and closes. Inline counters
+stay inline (they cost less than any record); their arrays travel once, at program
+end. See docs/decisions/0005-rehost-records.md and rehost/stream.py for the formats.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..api import Arg, Options, Prototype, Tool
+from ..errors import AnvilError
+from ..ir.model import Binary, Hook, Instruction, Point
+from . import target_build as tb
+from .inhost import Report, _atomic_write, emit
+from .sites import SiteUnit, image_facts
+
+SITE_TABLE_SUFFIX = ".sites.json"
+SITE_TABLE_FORMAT = "anvil-rehost-sites"
+SITE_TABLE_VERSION = 1
+MAX_SITES = 0xFFFFFF00  # ids above are stream markers (rehost/stream.py)
+
+
+@dataclass(eq=False)
+class RecordPrototype(Prototype):
+    """The communicator routine a site calls: ``anvil_rh_record<N>(site, dynamic args...)``.
+
+    ``each_access``: the original routine ran once per memory access, so the record does
+    too (the site id then grows by the access index).
+    """
+
+    each_access: bool = False
+
+    @property
+    def per_access(self) -> bool:
+        return self.each_access
+
+
+def _record_prototype(ndynamic: int, each_access: bool) -> RecordPrototype:
+    kinds = (Arg.SITE_ID,) + (Arg.EFFADDR,) * ndynamic  # the kinds beyond SITE_ID are placeholders
+    return RecordPrototype(f"anvil_rh_record{ndynamic}", kinds, each_access)
+
+
+class SiteTable:
+    """The static half of every record: routines, sites, program start/end calls, arrays, facts."""
+
+    def __init__(self, tool: Tool, binary: Binary) -> None:
+        self.tool = tool
+        self.routines: list[Prototype] = []
+        self._routine_index: dict[str, int] = {}
+        self.sites: list[tuple[int, list]] = []
+        self.start: list[tuple[int, list]] = []
+        self.end: list[tuple[int, list]] = []
+        self.binary = binary
+
+    def routine(self, proto: Prototype) -> int:
+        index = self._routine_index.get(proto.name)
+        if index is None:
+            index = self._routine_index[proto.name] = len(self.routines)
+            self.routines.append(proto)
+        return index
+
+    def add_site(self, hook: Hook, ins: Instruction, access_index: int | None, block_insns: int) -> None:
+        """One site: static arguments as values, dynamic ones as None (in record order)."""
+        access = ins.accesses[access_index] if access_index is not None else None
+        args: list = []
+        for kind, value in zip(hook.prototype.kinds, hook.args):
+            if kind.dynamic:
+                args.append(None)
+            elif kind is Arg.CONST:
+                args.append(int(value) & 0xFFFFFFFF)
+            elif kind is Arg.STRING:
+                args.append(str(value))
+            elif kind is Arg.INST_ADDR:
+                args.append(ins.address)  # link-time; the host adds the load bias
+            elif kind is Arg.BLOCK_INSNS:
+                args.append(block_insns)
+            elif kind is Arg.ACCESS_SIZE:
+                assert access is not None
+                args.append(access.size)
+            elif kind is Arg.ACCESS_IS_STORE:
+                assert access is not None
+                args.append(int(access.is_store))
+            else:
+                raise AnvilError(f"{hook.prototype.name}: argument kind {kind.name} is not supported in ReHost mode")
+        if len(self.sites) >= MAX_SITES:
+            raise AnvilError("too many ReHost sites")
+        self.sites.append((self.routine(hook.prototype), args))
+
+    def program_call(self, hook: Hook) -> tuple[int, list]:
+        for kind in hook.prototype.kinds:
+            if kind not in (Arg.CONST, Arg.STRING):
+                raise AnvilError(f"{hook.prototype.name}: program start/end calls take CONST and STRING only")
+        args = [str(v) if k is Arg.STRING else int(v) & 0xFFFFFFFF for k, v in zip(hook.prototype.kinds, hook.args)]
+        return self.routine(hook.prototype), args
+
+    def document(self, target_arrays: list[str]) -> dict:
+        arrays = [{"name": name, "ctype": ctype, "length": length, "from_target": name in target_arrays}
+                  for name, (ctype, length) in self.tool.arrays.items()]
+        return {
+            "format": SITE_TABLE_FORMAT,
+            "version": SITE_TABLE_VERSION,
+            "tool": self.tool.name,
+            "routines": [{"name": p.name, "kinds": [k.value for k in p.kinds]} for p in self.routines],
+            "sites": [[r, a] for r, a in self.sites],
+            "start": [[r, a] for r, a in self.start],
+            "end": [[r, a] for r, a in self.end],
+            "arrays": arrays,
+            "facts": image_facts(self.binary),
+        }
+
+
+def plan(binary: Binary, tool: Tool) -> tuple[SiteTable, list[str]]:
+    """Turn the tool's hooks into record calls; returns the site table and the arrays the target fills."""
+    table = SiteTable(tool, binary)
+    for hook in binary.hooks:
+        call = table.program_call(hook)
+        (table.start if hook.point is Point.BEFORE else table.end).append(call)
+    binary.hooks = [Hook(Point.BEFORE, Prototype("anvil_rh_start", ()), ()),
+                    Hook(Point.AFTER, Prototype("anvil_rh_end", ()), ())]
+    target_arrays: list[str] = []
+    for proc in binary.procedures:
+        first = proc.blocks[0].instructions[0] if proc.blocks else None
+        proc.hooks = [_site(table, h, first, None, proc.blocks[0].size) for h in proc.hooks]
+        for block in proc.blocks:
+            for counter, _, _ in block.counter_increments:
+                if counter not in target_arrays:
+                    target_arrays.append(counter)
+            block.hooks = [_site(table, h, block.instructions[0], None, block.size) for h in block.hooks]
+            for ins in block.instructions:
+                rewritten = []
+                for hook in ins.hooks:
+                    if hook.prototype.per_access:
+                        if not ins.accesses:
+                            continue
+                        record = _site(table, hook, ins, 0, block.size)
+                        for i in range(1, len(ins.accesses)):
+                            table.add_site(hook, ins, i, block.size)
+                    else:
+                        record = _site(table, hook, ins, None, block.size)
+                    rewritten.append(record)
+                ins.hooks = rewritten
+    return table, target_arrays
+
+
+def _site(table: SiteTable, hook: Hook, ins: Instruction, access_index: int | None, block_insns: int) -> Hook:
+    site = len(table.sites)
+    table.add_site(hook, ins, access_index, block_insns)
+    dynamic = [(k, v) for k, v in zip(hook.prototype.kinds, hook.args) if k.dynamic]
+    if len(dynamic) > 3:
+        raise AnvilError(f"{hook.prototype.name}: ReHost records carry at most 3 run-time arguments")
+    proto = _record_prototype(len(dynamic), access_index is not None)
+    proto.kinds = (Arg.SITE_ID, *(k for k, _ in dynamic))
+    return Hook(hook.point, proto, (site, *(v for _, v in dynamic)))
+
+
+def _communicator_source(arrays: dict[str, tuple[str, int]], table_hash: bytes) -> str:
+    """Generated C: the site table's hash, and a function that ships the target's arrays."""
+    lo, hi = int.from_bytes(table_hash[:4], "little"), int.from_bytes(table_hash[4:8], "little")
+    sends = "".join(f"  anvil_rh_send_array({i}, anvil_array_{name}, sizeof anvil_array_{name});\n"
+                    for i, name in enumerate(arrays))
+    return (f"const uint32_t anvil_rh_table_hash[2] = {{{lo:#x}u, {hi:#x}u}};\n"
+            "void anvil_rh_send_array(uint32_t index, const void *data, uint32_t bytes);\n"
+            f"void anvil_rh_send_arrays(void)\n{{\n{sends}}}\n"
+            f"const uint32_t anvil_rh_narrays = {len(arrays)};\n")
+
+
+def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
+    """Write the ReHost-instrumented ``output`` and its site table ``output + SITE_TABLE_SUFFIX``."""
+    started = time.monotonic()
+    binary.clear_hooks()
+    tool.instrument(binary, opts)
+    table, target_arrays = plan(binary, tool)
+    # Target arrays in the order of the tool's declaration: the END record refers to them by position.
+    arrays = {name: tool.arrays[name] for name in tool.arrays if name in target_arrays}
+    document = json.dumps(table.document(list(arrays)), separators=(",", ":")).encode()
+    table_hash = hashlib.sha256(document).digest()
+    units = SiteUnit()
+    sources = [tb.RUNTIME_DIR / "anvil_rt.c", tb.COMMON_DIR / "anvil_format.c", tb.RUNTIME_DIR / "anvil_entry.S",
+               tb.RUNTIME_DIR / "anvil_comm.c"]
+
+    def library() -> tuple[list[Path], str]:
+        return sources, units.source(binary, arrays, facts=False) + _communicator_source(arrays, table_hash)
+
+    report = emit(binary, tool.name, units, library, output, started)
+    _atomic_write(output + SITE_TABLE_SUFFIX, document, mode=0o644)
+    return report
+
+
+def table_hash(document: bytes) -> bytes:
+    """The 8 bytes of a site table's SHA-256 that its binary carries in the stream header."""
+    return hashlib.sha256(document).digest()[:8]

@@ -1,0 +1,122 @@
+/* ReHost communicator (ARM Linux): hook records go to a ring buffer in the region and
+ * are flushed through the channel when it fills and at program end. Stream format
+ * (little-endian 32-bit words, see rehost/stream.py):
+ *   header  MAGIC VERSION hash0 hash1 bias
+ *   record  site-id dynamic-arg...        (as many args as the site's routine has)
+ *   end     END narrays {index bytes data padded to 4}...
+ * The channel is file descriptor ANVIL_REHOST_FD, inherited from `anvil run` (a
+ * socket: send() with MSG_NOSIGNAL, so a vanished reader never kills the program;
+ * any other file: write()). Without it the program runs and the records are dropped.
+ * The program never waits for the analysis, only for the channel when it is full. */
+#include "anvil_rt.h"
+
+#define SYS_write 4
+#define SYS_sendto 290
+#define MSG_NOSIGNAL 0x4000
+#define EINTR 4
+#define EAGAIN 11
+#define ENOTSOCK 88
+
+#define ANVIL_REHOST_FD 1000
+#define STREAM_MAGIC 0x48524E41u /* "ANRH" */
+#define STREAM_VERSION 1u
+#define END_MARK 0xFFFFFFFFu
+#define RING_WORDS 8192u     /* 32 KiB between flushes */
+#define RING_SLACK 8u        /* a record started below the limit may end past it */
+
+extern const uint32_t anvil_rh_table_hash[2];
+extern const uint32_t anvil_rh_narrays;
+void anvil_rh_send_arrays(void);
+
+static uint32_t ring[RING_WORDS + RING_SLACK];
+/* Read by inline record code: the next free word, and the word past which to flush. */
+uint32_t *anvil_rh_cursor;
+uint32_t *anvil_rh_limit;
+static int channel_ok = 1;
+static int use_write;
+
+static void channel_send(const void *data, uint32_t len)
+{
+    const char *p = data;
+    while (len && channel_ok) {
+        long n;
+        if (use_write)
+            n = anvil_syscall(SYS_write, ANVIL_REHOST_FD, (long)p, len, 0, 0, 0);
+        else
+            n = anvil_syscall(SYS_sendto, ANVIL_REHOST_FD, (long)p, len, MSG_NOSIGNAL, 0, 0);
+        if (n == -ENOTSOCK && !use_write) {
+            use_write = 1;
+            continue;
+        }
+        if (n == -EINTR || n == -EAGAIN)
+            continue;
+        if (n <= 0) {
+            channel_ok = 0;  /* no reader: the program goes on; the host sees a stream without its end */
+            return;
+        }
+        p += n;
+        len -= (uint32_t)n;
+    }
+}
+
+void anvil_rh_flush(void)
+{
+    uint32_t bytes = (uint32_t)((char *)anvil_rh_cursor - (char *)ring);
+    anvil_rh_cursor = ring;
+    channel_send(ring, bytes);
+}
+
+static inline void put(uint32_t word)
+{
+    *anvil_rh_cursor++ = word;
+}
+
+static inline void done(void)
+{
+    if (anvil_rh_cursor > anvil_rh_limit)
+        anvil_rh_flush();
+}
+
+/* Program start (called before the program's first instruction). */
+void anvil_rh_start(void)
+{
+    anvil_rh_cursor = ring;
+    anvil_rh_limit = ring + RING_WORDS;
+    put(STREAM_MAGIC);
+    put(STREAM_VERSION);
+    put(anvil_rh_table_hash[0]);
+    put(anvil_rh_table_hash[1]);
+    put(anvil_bias);
+}
+
+void anvil_rh_record0(uint32_t site) { put(site); done(); }
+void anvil_rh_record1(uint32_t site, uint32_t a) { put(site); put(a); done(); }
+void anvil_rh_record2(uint32_t site, uint32_t a, uint32_t b) { put(site); put(a); put(b); done(); }
+void anvil_rh_record3(uint32_t site, uint32_t a, uint32_t b, uint32_t c)
+{
+    put(site);
+    put(a);
+    put(b);
+    put(c);
+    done();
+}
+
+void anvil_rh_send_array(uint32_t index, const void *data, uint32_t bytes)
+{
+    put(index);
+    put(bytes);
+    anvil_rh_flush();
+    channel_send(data, bytes);
+    static const uint32_t zero;
+    if (bytes & 3)
+        channel_send(&zero, 4 - (bytes & 3));
+}
+
+/* Program end: the end marker, the arrays the program filled inline, and the last flush. */
+void anvil_rh_end(void)
+{
+    put(END_MARK);
+    put(anvil_rh_narrays);
+    anvil_rh_send_arrays();
+    anvil_rh_flush();
+}
