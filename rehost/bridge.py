@@ -27,6 +27,7 @@ from .protocol import SERVICE, messages, services
 
 CHANNEL_FD = 1000          # must match ANVIL_REHOST_FD in runtime_stubs/arm/anvil_comm.c
 CHUNK = 1 << 20
+SOCKET_BUFFER = 4 << 20
 QUEUE_CHUNKS = 32          # the bridge buffers at most this many chunks; then the program waits
 CONNECT_TIMEOUT = 5.0
 
@@ -40,6 +41,8 @@ class Outcome:
     error: str = ""                    # why there is no summary (server gone, session rejected)
     lost_bytes: int = 0                # record bytes the bridge could not deliver
     sent_bytes: int = 0
+    stdout: bytes = b""                # the program's output, when captured
+    stderr: bytes = b""
     outputs: dict[str, bytes] = field(default_factory=dict)
 
 
@@ -62,9 +65,18 @@ def connect(address: str, credentials: grpc.ChannelCredentials | None = None) ->
 
 
 def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, program: str,
-        token: str = "") -> Outcome:
-    """Run ``cmd`` with the record channel, streaming its records to the server on ``channel``."""
+        token: str = "", env: dict[str, str] | None = None, cwd: str | None = None,
+        stdin: bytes | None = None) -> Outcome:
+    """Run ``cmd`` with the record channel, streaming its records to the server on ``channel``.
+
+    The program gets ``env`` (default: the user's environment as it was), runs in
+    ``cwd``; with ``stdin`` given, its input is that and its output is captured
+    (Outcome.stdout/stderr), otherwise it shares ours.
+    """
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    for end in (ours, theirs):  # big buffers: fewer wake-ups, the program waits less often
+        end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
+        end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
     chunks: queue.Queue[bytes | None] = queue.Queue(QUEUE_CHUNKS)
     state = {"alive": True, "lost": 0, "sent": 0}
     result: dict[str, object] = {}
@@ -94,11 +106,13 @@ def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, pro
             state["alive"] = False
 
     def pump() -> None:
+        buffer = bytearray(CHUNK)
         while True:
             try:
-                chunk = ours.recv(CHUNK)
+                size = ours.recv_into(buffer)
             except OSError:
-                chunk = b""
+                size = 0
+            chunk = bytes(buffer[:size])
             if not chunk:
                 break
             while state["alive"]:
@@ -122,7 +136,10 @@ def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, pro
     try:
         os.dup2(theirs.fileno(), CHANNEL_FD, inheritable=True)
         try:
-            proc = subprocess.Popen(cmd, pass_fds=(CHANNEL_FD,), env=PROGRAM_ENVIRONMENT)
+            pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE} \
+                if stdin is not None else {}
+            proc = subprocess.Popen(cmd, pass_fds=(CHANNEL_FD,), env=PROGRAM_ENVIRONMENT if env is None else env,
+                                    cwd=cwd, **pipes)
         except OSError as e:
             raise AnvilError(f"cannot start {cmd[0]}: {e.strerror}") from None
     finally:
@@ -134,7 +151,8 @@ def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, pro
         theirs.close()
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
-    returncode = proc.wait()
+    stdout, stderr = proc.communicate(stdin)
+    returncode = proc.returncode
     reader.join()
     ours.close()
     rpc.join()
@@ -146,7 +164,8 @@ def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, pro
             break
         if chunk:
             state["lost"] += len(chunk)
-    outcome = Outcome(returncode, result.get("summary"), str(result.get("error", "")), state["lost"], state["sent"])
+    outcome = Outcome(returncode, result.get("summary"), str(result.get("error", "")), state["lost"], state["sent"],
+                      stdout=stdout or b"", stderr=stderr or b"")
     if outcome.summary is not None:
         outcome.outputs = {o.path: o.content for o in outcome.summary.outputs}
     return outcome
@@ -158,3 +177,20 @@ def _fd_open(fd: int) -> bool:
         return True
     except OSError:
         return False
+
+
+def write_outputs(outcome: Outcome, allowed: set[str], directory: str = ".") -> list[str]:
+    """Write the results files the server sent, relative to ``directory``; returns their paths.
+
+    Only paths the site table itself names (``allowed``: the string arguments of its
+    program start/end calls) are written, so a server cannot write anywhere else.
+    """
+    written = []
+    for path, content in outcome.outputs.items():
+        if path not in allowed:
+            raise AnvilError(f"the server sent a results file the site table does not name: {path!r}")
+        dest = os.path.join(directory, path)
+        with open(dest, "wb") as f:
+            f.write(content)
+        written.append(dest)
+    return written

@@ -103,6 +103,7 @@ class RehostService:
             self._say(f"session {session} rejected: {e}")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         program = first.open.program or "?"
+        self._say(f"session {session} ({table.tool}, {program}) opened")
         reader = StreamReader(table, dispatcher)
         lost = 0
         try:

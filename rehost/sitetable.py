@@ -64,6 +64,11 @@ class SiteTable:
     digest: bytes  # first 8 bytes of the file's SHA-256: what the binary's stream header carries
 
     @property
+    def output_paths(self) -> set[str]:
+        """The strings the program start/end calls pass: the only results files a session may write."""
+        return {v for _, args in self.start + self.end for v in args if isinstance(v, str)}
+
+    @property
     def target_arrays(self) -> list[Array]:
         """Arrays the program fills and sends at its end, in the order of their indexes."""
         return [a for a in self.arrays if a.from_target]

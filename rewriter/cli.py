@@ -131,9 +131,7 @@ def _run_rehost(args: argparse.Namespace, cmd: list[str], sites: str) -> int:
         channel.close()
         if server is not None:
             server.stop(None)
-    for path, content in outcome.outputs.items():
-        with open(path, "wb") as f:
-            f.write(content)
+    bridge.write_outputs(outcome, table.output_paths)
     summary = outcome.summary
     if outcome.error:
         print(f"anvil: rehost: {outcome.error}; {outcome.lost_bytes} bytes of records not analysed, "

@@ -49,6 +49,12 @@ def test_t32_misc() -> None:
     assert one(T32, enc.t32_add_reg(2, 15)) == "add r2, pc"
     assert one(T32, enc.t32_ldrd(0, 1, 2)) == "ldrd r0, r1, [r2]"
     assert one(T32, enc.t32_strd(0, 1, 2)) == "strd r0, r1, [r2]"
+    assert one(T32, enc.t32_stmia_wb(14, [0, 1, 2])) == "stm.w lr!, {r0, r1, r2}"
+    assert one(T32, enc.t32_sub_reg(0, 0, 14)) == "sub.w r0, r0, lr"
+    assert one(T32, enc.t32_cbz(0, 2), 0x1000) == "cbz r0, #0x1006"
+    assert one(T32, enc.t32_cbz(5, 126), 0x1000) == "cbz r5, #0x1082"
+    with pytest.raises(enc.RangeError):
+        enc.t32_cbz(8, 2)
     assert one(T32, enc.t32_add_imm(0, 5, 32)) == "addw r0, r5, #0x20"
     assert one(T32, enc.t32_add_imm(0, 5, -8)) == "subw r0, r5, #8"
     assert one(T32, enc.t32_add_reg_shift(0, 0, 12, 0, 2)) == "add.w r0, r0, ip, lsl #2"

@@ -275,6 +275,26 @@ def t32_ldrd(rt: int, rt2: int, rn: int, imm: int = 0) -> bytes:
     return _hw(0xE9D0 | rn, (rt << 12) | (rt2 << 8) | (imm >> 2))
 
 
+def t32_stmia_wb(rn: int, regs: list[int]) -> bytes:
+    """STMIA rn!, {regs} (T2; rn not in regs, no SP/PC in the list)."""
+    mask = 0
+    for reg in regs:
+        mask |= 1 << reg
+    return _hw(0xE8A0 | rn, mask)
+
+
+def t32_sub_reg(rd: int, rn: int, rm: int) -> bytes:
+    """SUB.W rd, rn, rm without setting the flags."""
+    return _hw(0xEBA0 | rn, (rd << 8) | rm)
+
+
+def t32_cbz(rn: int, offset: int) -> bytes:
+    """CBZ rn, PC + offset (the PC reads as the CBZ's address + 4); offset even, 0..126; rn r0-r7."""
+    if offset & 1 or not 0 <= offset <= 126 or rn > 7:
+        raise RangeError(f"cbz r{rn}, {offset}")
+    return _hw(0xB100 | ((offset >> 6) << 9) | (((offset >> 1) & 31) << 3) | rn)
+
+
 def t32_strd(rt: int, rt2: int, rn: int, imm: int = 0) -> bytes:
     """STRD rt, rt2, [rn, #imm] (imm multiple of 4, 0..1020)."""
     return _hw(0xE9C0 | rn, (rt << 12) | (rt2 << 8) | (imm >> 2))

@@ -13,7 +13,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from functools import cache
 
-from ..api import Arg
+from ..api import Arg, Prototype
 from ..arch import arm_encode as enc
 from ..errors import AnvilError
 from ..ir.model import Access, Hook, Instruction
@@ -27,6 +27,25 @@ SAVE_SLOT = {reg: 4 * i for i, reg in enumerate(SAVED)}
 SAVE_BYTES = 4 * len(SAVED)
 FLAGS_REG, FRAME_REG = 4, 5
 HOOK_STACK = ("sym+", "anvil_hook_stack", 16384)  # top of the analysis code's own stack
+
+
+RECORD_STATE = "anvil_rh_state"  # communicator: {next free word, flush limit} (runtime_stubs/arm/anvil_comm.c)
+RECORD_FLUSH = "anvil_rh_flush"
+
+
+@dataclass(eq=False)
+class RecordPrototype(Prototype):
+    """ReHost: the communicator routine a site calls, ``anvil_rh_record<N>(site, dynamic args...)``.
+
+    ``each_access``: the tool's routine ran once per memory access, so the record does
+    too (the site id then grows by the access index).
+    """
+
+    each_access: bool = False
+
+    @property
+    def per_access(self) -> bool:
+        return self.each_access
 
 
 @dataclass
@@ -93,6 +112,9 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
     arguments and calls a stub shared by all sites of the routine, which saves the
     flags and SP, switches to the analysis stack and calls the routine (emit_call_stub).
     """
+    if ctx.scratch.vfp and isa.thumb and isinstance(hook.prototype, RecordPrototype):
+        _emit_record(isa, code, hook, ctx)
+        return
     if ctx.scratch.vfp:
         ctx.scratch.save(isa, code, VFP_PAIRS)
         for i, (kind, value) in enumerate(zip(hook.prototype.kinds, hook.args)):
@@ -111,6 +133,32 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
     isa.mov_reg(code, SP, FRAME_REG)
     isa.msr(code, FLAGS_REG)
     isa.pop(code, SAVED)
+
+
+def _emit_record(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
+    """A ReHost record appended inline (T32, registers parked in d16-d18, flags untouched).
+
+    r1-r3 = dynamic arguments; ip = &state; lr = state.cursor; r0 = site id;
+    stmia lr!, {r0-rN}; state.cursor = lr; if (state.limit - lr) < 0, i.e. the ring is
+    past its limit, call the flush routine (through the shared call stub, which saves
+    the flags). Subtraction and shift without S, and CBZ, leave the flags alone.
+    """
+    ctx.scratch.save(isa, code, VFP_PAIRS)
+    dynamic = list(zip(hook.prototype.kinds, hook.args))[1:]
+    for i, (kind, value) in enumerate(dynamic):
+        _argument(isa, code, 1 + i, kind, value, ctx)
+    isa.pc_address(code, IP, ("sym", RECORD_STATE))
+    isa.ldr(code, LR, IP, 0)
+    _argument(isa, code, 0, Arg.SITE_ID, hook.args[0], ctx)
+    code.emit(enc.t32_stmia_wb(LR, list(range(1 + len(dynamic)))))
+    isa.str(code, LR, IP, 0)
+    isa.ldr(code, 0, IP, 4)
+    code.emit(enc.t32_sub_reg(0, 0, LR))
+    isa.lsr_imm(code, 0, 0, 31)
+    ctx.call_stubs.add(RECORD_FLUSH)
+    code.emit(enc.t32_cbz(0, 2))  # to just past the 4-byte BL below (CBZ at A jumps to A + 4 + 2)
+    isa.call(code, ("callstub", RECORD_FLUSH), True)
+    ctx.scratch.restore(isa, code, VFP_PAIRS)
 
 
 def emit_call_stub(code: Code, name: str, function: Hashable) -> None:

@@ -15,13 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..api import Arg, Options, Prototype, Tool
 from ..errors import AnvilError
 from ..ir.model import Binary, Hook, Instruction, Point
 from . import target_build as tb
+from .hooks import RecordPrototype
 from .inhost import Report, _atomic_write, emit
 from .sites import SiteUnit, image_facts
 
@@ -29,21 +29,6 @@ SITE_TABLE_SUFFIX = ".sites.json"
 SITE_TABLE_FORMAT = "anvil-rehost-sites"
 SITE_TABLE_VERSION = 1
 MAX_SITES = 0xFFFFFF00  # ids above are stream markers (rehost/stream.py)
-
-
-@dataclass(eq=False)
-class RecordPrototype(Prototype):
-    """The communicator routine a site calls: ``anvil_rh_record<N>(site, dynamic args...)``.
-
-    ``each_access``: the original routine ran once per memory access, so the record does
-    too (the site id then grows by the access index).
-    """
-
-    each_access: bool = False
-
-    @property
-    def per_access(self) -> bool:
-        return self.each_access
 
 
 def _record_prototype(ndynamic: int, each_access: bool) -> RecordPrototype:

@@ -21,7 +21,7 @@
 #define STREAM_MAGIC 0x48524E41u /* "ANRH" */
 #define STREAM_VERSION 1u
 #define END_MARK 0xFFFFFFFFu
-#define RING_WORDS 8192u     /* 32 KiB between flushes */
+#define RING_WORDS 65536u    /* 256 KiB between flushes */
 #define RING_SLACK 8u        /* a record started below the limit may end past it */
 
 extern const uint32_t anvil_rh_table_hash[2];
@@ -29,9 +29,11 @@ extern const uint32_t anvil_rh_narrays;
 void anvil_rh_send_arrays(void);
 
 static uint32_t ring[RING_WORDS + RING_SLACK];
-/* Read by inline record code: the next free word, and the word past which to flush. */
-uint32_t *anvil_rh_cursor;
-uint32_t *anvil_rh_limit;
+/* Read and written by inline record code (rewriter/emit/hooks.py, _emit_record): the
+ * next free word, and the word past which the ring must be flushed. */
+uint32_t *anvil_rh_state[2];
+#define anvil_rh_cursor anvil_rh_state[0]
+#define anvil_rh_limit anvil_rh_state[1]
 static int channel_ok = 1;
 static int use_write;
 

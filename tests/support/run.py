@@ -45,22 +45,25 @@ def place(binary: Path, tmp: Path, slot: str) -> Path:
     return dest
 
 
-def instrument(binary: Path, tool: str, tmp: Path, *extra: str, fmt: str = "json") -> Path:
-    """Instrument ``binary`` with ``tool`` into ``tmp/inst/prog``; returns that path."""
-    dest = tmp / "inst" / "prog"
+def instrument(binary: Path, tool: str, tmp: Path, *extra: str, fmt: str = "json", slot: str = "inst") -> Path:
+    """Instrument ``binary`` with ``tool`` into ``tmp/<slot>/prog`` (CLI; ``extra`` arguments); returns that path."""
+    assert len(slot) == 4
+    dest = tmp / slot / "prog"
     dest.parent.mkdir(parents=True, exist_ok=True)
     status = anvil_main(["instrument", "--tool", tool, "--format", fmt, str(binary), "-o", str(dest), *extra])
     assert status == 0, f"anvil instrument --tool {tool} failed with {status}"
     return dest
 
 
-def instrument_ir(binary_ir, tool: str, tmp: Path, **values: str) -> Path:
-    """Instrument an already loaded Binary (the API, no CLI) into ``tmp/inst/prog``."""
+def instrument_ir(binary_ir, tool: str, tmp: Path, mode: str = "inhost", slot: str = "inst", **values: str) -> Path:
+    """Instrument an already loaded Binary (the API, no CLI) into ``tmp/<slot>/prog``."""
     from rewriter.api import Options
-    from rewriter.emit.inhost import instrument as emit
+    from rewriter.emit import inhost, rehost
     from rewriter.passes import TOOLS
 
-    dest = tmp / "inst" / "prog"
+    emit = rehost.instrument if mode == "rehost" else inhost.instrument
+    assert len(slot) == 4
+    dest = tmp / slot / "prog"
     dest.parent.mkdir(parents=True, exist_ok=True)
     tool_obj = TOOLS[tool]()
     opts = Options(values=tool_obj.parse_options(values), out=f"prog.{tool}.out", format="json")

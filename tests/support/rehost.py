@@ -1,0 +1,64 @@
+"""Run ReHost binaries the way tests/support/run.py runs InHost ones (same path, argv[0], env -i)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from rehost import bridge
+from rehost.sitetable import parse
+from rewriter.emit.rehost import SITE_TABLE_SUFFIX
+from tests.support.run import LIB_ROOT, Run
+
+
+def run_rehost(binary: Path, address: str, args: list[str] | tuple[str, ...] = (), stdin: bytes = b"",
+               timeout: float = 300) -> tuple[Run, bridge.Outcome]:
+    """Run the ReHost ``binary`` (at its final path) against the server at ``address``.
+
+    Like run_prog: empty environment, argv[0] 'prog', cwd the binary's directory; the
+    results files the server sends back are written there.
+    """
+    document = Path(str(binary) + SITE_TABLE_SUFFIX).read_bytes()
+    table = parse(document)
+    channel = bridge.connect(address)
+    cmd = ["qemu-arm", "-L", LIB_ROOT, "-0", "prog", str(binary.resolve()), *args]
+    try:
+        outcome = bridge.run(cmd, channel, table.tool, document, "prog", env={}, cwd=str(binary.parent),
+                             stdin=stdin)
+    finally:
+        channel.close()
+    bridge.write_outputs(outcome, table.output_paths, str(binary.parent))
+    return Run(outcome.stdout, outcome.stderr, outcome.returncode, binary.parent), outcome
+
+
+class ServerProcess:
+    """``anvil rehost-server`` in a child process on a free loopback port."""
+
+    def __init__(self, *extra: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "rewriter.cli", "rehost-server", "--listen",
+                                      "127.0.0.1:0", *extra], stderr=subprocess.PIPE, text=True)
+        assert self.proc.stderr is not None
+        line = self.proc.stderr.readline()
+        match = re.search(r"on (\S+:\d+)", line)
+        assert match, f"rehost-server did not start: {line!r}"
+        self.address = match.group(1)
+        self.first_line = line
+
+    def stop(self) -> str:
+        """Stop the server; returns what it logged."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            _, rest = self.proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, rest = self.proc.communicate()
+        return rest or ""
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,136 @@
+"""ReHost end to end: records through a real gRPC server on loopback, analysis on the host.
+
+- every sample (three builds: Thumb and ARM, dynamic and static) with inscount, bbcount
+  and cachesim: the ReHost binary behaves byte for byte like the original, and each
+  tool's results file equals the InHost binary's (InHost itself is checked against
+  qemu and a reference cache model in test_inhost / test_cachesim_oracle);
+- the Debian-liblua Lua interpreter likewise;
+- the same through ``anvil rehost-server`` in another process with the C library
+  given by name, as a .so and as a Python class; two programs streaming to one server
+  at once get their own results.
+Faults are in test_rehost_faults.py.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rehost import host_build
+from rehost.server import Library, start_server
+from rewriter.ir.elf_loader import load_binary
+from tests.support.rehost import ServerProcess, run_rehost
+from tests.support.run import assert_same_behaviour, instrument, instrument_ir, place, run_prog
+from tests.support.samples import LUA_BENCH, SAMPLES, build, build_lua
+
+ARGS = {"calls": ["stdin", "two words"]}
+STDIN = {"calls": b"some input for the calls sample\n"}
+TOOLS = ("inscount", "bbcount", "cachesim")
+ROOT = Path(__file__).resolve().parents[1]
+CLI_RUN = [sys.executable, "-m", "rewriter.cli", "run", "-q", "--argv0", "prog"]
+
+
+@pytest.fixture(scope="module")
+def server():
+    """One in-process server for the module: the C library of each binary's tool."""
+    srv, port = start_server(Library(None), log=None)
+    yield f"127.0.0.1:{port}"
+    srv.stop(None)
+
+
+def results_file(run_dir: Path, tool: str) -> bytes:
+    path = run_dir / f"prog.{tool}.out"
+    assert path.exists(), f"no {tool} results in {run_dir}"
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("variant", ["O2-thumb-dyn", "O0-arm-dyn", "Os-thumb-static"])
+@pytest.mark.parametrize("sample", SAMPLES)
+def test_sample_rehost_equals_inhost(sample: str, variant: str, server: str, tmp_path: Path) -> None:
+    binary = build(sample, variant)
+    args, stdin = ARGS.get(sample, []), STDIN.get(sample, b"")
+    original = run_prog(place(binary, tmp_path, "orig"), args, stdin)
+    ir = load_binary(str(binary))
+    for tool in TOOLS:
+        inhost = run_prog(instrument_ir(ir, tool, tmp_path), args, stdin)
+        assert_same_behaviour(original, inhost)
+        rehost, outcome = run_rehost(instrument_ir(ir, tool, tmp_path, mode="rehost", slot="rhst"), server,
+                                     args, stdin)
+        assert_same_behaviour(original, rehost)
+        assert not outcome.error and outcome.summary.complete, outcome.error
+        assert results_file(rehost.cwd, tool) == results_file(inhost.cwd, tool), f"{tool} results differ"
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_lua_rehost_equals_inhost(tool: str, server: str, tmp_path: Path) -> None:
+    lua = build_lua()
+    script = [str(LUA_BENCH.resolve())]
+    original = run_prog(place(lua, tmp_path, "orig"), script)
+    inhost = run_prog(instrument(lua, tool, tmp_path), script)
+    rehost, outcome = run_rehost(instrument(lua, tool, tmp_path, "--mode", "rehost", slot="rhst"), server, script)
+    assert_same_behaviour(original, inhost)
+    assert_same_behaviour(original, rehost)
+    assert outcome.summary.complete
+    assert (outcome.summary.records > 0) == (tool == "cachesim")  # the counters travel in the end record
+    assert results_file(rehost.cwd, tool) == results_file(inhost.cwd, tool)
+
+
+def _cli_run(binary: Path, *extra: str) -> subprocess.CompletedProcess:
+    """``anvil run -q BINARY`` in the binary's directory, as run_prog runs programs (argv[0], empty environment)."""
+    return subprocess.run(CLI_RUN + [*extra, str(binary)], capture_output=True, cwd=binary.parent, timeout=300,
+                          env={})
+
+
+@pytest.fixture(scope="module")
+def hash_pair(tmp_path_factory) -> tuple[Path, Path]:
+    """The hash sample instrumented with cachesim in both modes (JSON results)."""
+    tmp = tmp_path_factory.mktemp("pair")
+    binary = build("hash", "O2-thumb-dyn")
+    inhost = instrument(binary, "cachesim", tmp)
+    rehost = instrument(binary, "cachesim", tmp, "--mode", "rehost", slot="rhst")
+    # Through `anvil run` like the ReHost runs: Python adds LC_CTYPE to a C-locale environment (PEP 538).
+    assert _cli_run(inhost).returncode == 0
+    return inhost, rehost
+
+
+@pytest.mark.parametrize("lib", ["cachesim", "so", "py"])
+def test_server_process_with_each_library_kind(lib: str, hash_pair: tuple[Path, Path], tmp_path: Path) -> None:
+    inhost, rehost = hash_pair
+    if lib == "so":
+        spec = str(tmp_path / "libcachesim.so")
+        shutil.copy(host_build.build(host_build.tool_sources("cachesim")), spec)
+    elif lib == "py":
+        spec = str(ROOT / "analysis_libs" / "cachesim" / "cachesim.py")
+    else:
+        spec = lib
+    with ServerProcess("--lib", spec) as srv:
+        out = _cli_run(rehost, "--server", srv.address)
+        log = srv.stop()
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == b"", out.stderr
+    assert (rehost.parent / "prog.cachesim.out").read_bytes() == (inhost.parent / "prog.cachesim.out").read_bytes()
+    assert "complete" in log
+
+
+def test_two_programs_at_once_get_their_own_results(tmp_path: Path) -> None:
+    jobs = []
+    for sample, tool in (("sort", "cachesim"), ("matrix", "bbcount")):
+        binary = build(sample, "O2-thumb-dyn")
+        work = tmp_path / sample
+        inhost = instrument(binary, tool, work)
+        assert _cli_run(inhost).returncode == 0
+        jobs.append((tool, inhost, instrument(binary, tool, work, "--mode", "rehost", slot="rhst")))
+    with ServerProcess() as srv:
+        procs = [subprocess.Popen(CLI_RUN + ["--server", srv.address, str(rh)], cwd=rh.parent, env={},
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for _, _, rh in jobs]
+        for proc in procs:
+            _, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err
+        log = srv.stop()
+    assert log.count("complete") == 2
+    for tool, inhost, rehost in jobs:
+        assert (rehost.parent / f"prog.{tool}.out").read_bytes() == (inhost.parent / f"prog.{tool}.out").read_bytes()
