@@ -2,8 +2,9 @@
 
 One row per workload: the samples ``sort``, ``hash`` and ``matrix`` in the variants
 ``O2-thumb-dyn`` and ``Os-thumb-static``, and the Lua interpreter running
-``samples/lua/bench.lua``.  For every tool (``inscount`` and ``cachesim`` unless
-``--tools`` says otherwise) the table gives
+``samples/lua/bench.lua``.  For every tool (``inscount`` and ``cachesim`` InHost and
+ReHost unless ``--tools`` says otherwise; ``T:rehost`` is tool T with ``--mode
+rehost``) the table gives
 
 - the size ratio: instrumented file size / original file size;
 - the rewrite time: wall seconds of ``anvil instrument --tool T BIN -o OUT``;
@@ -17,7 +18,10 @@ the same length, started there as ``env -i qemu-arm -L /usr/arm-linux-gnueabihf 
 prog ./prog [args]`` with stdout and stderr to /dev/null.  Before the timed runs each
 program runs once untimed with its output captured; an instrumented program whose
 stdout or exit status differs from the original's gets ``MISMATCH`` in its slowdown
-cell.  A failed rewrite gets ``FAILED: <first line of anvil's stderr>``.
+cell.  ReHost programs run the same way through the bridge of ``anvil run``
+(in-process here, so Python's start-up is not counted) to one ``anvil rehost-server``
+process with the C analysis; their time runs until the server's results are back.
+A failed rewrite gets ``FAILED: <first line of anvil's stderr>``.
 
 Progress goes to stderr, the table (with a header line naming the date, qemu-arm
 version, CPU and the command) to stdout, ready to paste into README.md::
@@ -53,7 +57,7 @@ from tests.support import samples  # noqa: E402  (needs the repo root on sys.pat
 
 SAMPLE_NAMES: list[str] = ["sort", "hash", "matrix"]
 SAMPLE_VARIANTS: list[str] = ["O2-thumb-dyn", "Os-thumb-static"]
-DEFAULT_TOOLS: list[str] = ["inscount", "cachesim"]
+DEFAULT_TOOLS: list[str] = ["inscount", "cachesim", "inscount:rehost", "cachesim:rehost"]
 QEMU_SYSROOT = "/usr/arm-linux-gnueabihf"
 
 #: Original runs shorter than this are dominated by qemu start-up; the notes say so.
@@ -164,6 +168,9 @@ def place(binary: Path, run_dir: Path) -> Path:
 
 def check_run(run_dir: Path, args: Sequence[str]) -> RunOutcome:
     """Run ``run_dir/prog`` once, untimed, capturing what it prints (also warms the caches)."""
+    if (run_dir / "prog.sites.json").exists():
+        assert REHOST is not None
+        return REHOST.run(run_dir, args)[1]
     try:
         proc = subprocess.run(qemu_command(args), cwd=run_dir, capture_output=True, timeout=RUN_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -171,8 +178,51 @@ def check_run(run_dir: Path, args: Sequence[str]) -> RunOutcome:
     return RunOutcome(proc.stdout, proc.stderr, proc.returncode)
 
 
+class RehostRunner:
+    """Runs ReHost programs through the bridge to one rehost-server process (C analysis)."""
+
+    def __init__(self) -> None:
+        from tests.support.rehost import ServerProcess
+
+        self.server = ServerProcess()
+
+    def run(self, run_dir: Path, args: Sequence[str]) -> tuple[float, RunOutcome]:
+        from rehost import bridge
+        from rehost.sitetable import parse
+
+        document = (run_dir / "prog.sites.json").read_bytes()
+        channel = bridge.connect(self.server.address)
+        cmd = qemu_command(args)[2:]  # without "env -i": the bridge passes an empty environment itself
+        start = time.perf_counter()
+        try:
+            outcome = bridge.run(cmd, channel, parse(document).tool, document, "prog", env={}, cwd=str(run_dir),
+                                 stdin=b"")
+        finally:
+            channel.close()
+        seconds = time.perf_counter() - start
+        ok = outcome.summary is not None and outcome.summary.complete and not outcome.error
+        stderr = outcome.stderr + (b"" if ok else f"rehost: {outcome.error or 'incomplete'}".encode())
+        return seconds, RunOutcome(outcome.stdout, stderr, outcome.returncode if ok else -1)
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+REHOST: RehostRunner | None = None  # started by main() when a ReHost tool is measured
+
+
+def tool_mode(spec: str) -> tuple[str, str]:
+    """'cachesim:rehost' -> ('cachesim', 'rehost'); 'inscount' -> ('inscount', 'inhost')."""
+    tool, _, mode = spec.partition(":")
+    return tool, mode or "inhost"
+
+
 def timed_run(run_dir: Path, args: Sequence[str]) -> tuple[float, int | None]:
     """Run ``run_dir/prog`` once with output to /dev/null; return (wall seconds, exit status or None)."""
+    if (run_dir / "prog.sites.json").exists():
+        assert REHOST is not None
+        seconds, outcome = REHOST.run(run_dir, args)
+        return seconds, outcome.returncode
     start = time.perf_counter()
     try:
         proc = subprocess.run(
@@ -207,7 +257,8 @@ def describe_difference(original: RunOutcome, instrumented: RunOutcome) -> str |
 
 def rewrite(tool: str, binary: Path, out: Path, result: ToolResult) -> None:
     """Instrument ``binary`` with ``tool`` into ``out``, filling in the rewrite figures of ``result``."""
-    cmd = [*anvil_command(), "instrument", "--tool", tool, str(binary), "-o", str(out)]
+    name, mode = tool_mode(tool)
+    cmd = [*anvil_command(), "instrument", "--tool", name, "--mode", mode, str(binary), "-o", str(out)]
     start = time.perf_counter()
     try:
         proc = subprocess.run(cmd, cwd=out.parent, capture_output=True, text=True, timeout=REWRITE_TIMEOUT)
@@ -266,6 +317,8 @@ def measure(workload: Workload, tools: Sequence[str], runs: int, work: Path) -> 
         )
         run_dir = work / f"run{index}"
         place(work / f"{tool}.inst", run_dir)
+        if tool_mode(tool)[1] == "rehost":
+            shutil.copy2(work / f"{tool}.inst.sites.json", run_dir / "prog.sites.json")
         instrumented = check_run(run_dir, workload.args)
         result.mismatch = describe_difference(original, instrumented)
         if result.mismatch is not None:
@@ -457,12 +510,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     work_root = Path(tempfile.mkdtemp(prefix="anvil-bench."))
     rows: list[Row] = []
     started = time.monotonic()
+    global REHOST
+    if any(tool_mode(t)[1] == "rehost" for t in args.tools):
+        REHOST = RehostRunner()
     try:
         for index, workload in enumerate(chosen):
             work = work_root / f"w{index:02d}"
             work.mkdir()
             rows.append(measure(workload, args.tools, args.runs, work))
     finally:
+        if REHOST is not None:
+            REHOST.stop()
         if args.keep:
             progress(f"working directory kept: {work_root}")
         else:

@@ -7,7 +7,7 @@
 ANVIL_ARRAY(uint32_t, tags);
 
 static uint32_t cache_size, ways, line_shift, set_mask;
-static uint64_t loads, load_misses, stores, store_misses;
+static uint64_t accesses_of[2], misses_of[2];  /* [0] loads, [1] stores */
 
 void profile_start(uint32_t size, uint32_t assoc, uint32_t line)
 {
@@ -24,22 +24,20 @@ void cache_sim(uint32_t addr, uint32_t is_store)
     uint32_t line = addr >> line_shift;
     uint32_t *set = anvil_array_tags + (line & set_mask) * ways;
     uint32_t key = line + 1;
-    uint32_t i = 0;
+    uint32_t kind = is_store != 0;
+    accesses_of[kind]++;  /* indexed, not branched on: loads and stores interleave unpredictably */
+    if (set[0] == key)    /* a hit on the most recently used way changes nothing */
+        return;
+    uint32_t i = 1;
     while (i < ways && set[i] != key)
         i++;
     int miss = i == ways;
+    misses_of[kind] += miss;
     if (miss)
         i = ways - 1;
     for (; i > 0; i--)
         set[i] = set[i - 1];
     set[0] = key;
-    if (is_store) {
-        stores++;
-        store_misses += miss;
-    } else {
-        loads++;
-        load_misses += miss;
-    }
 }
 
 static void field(const char *name, uint64_t v, int json, int last)
@@ -77,6 +75,8 @@ void profile_end(const char *path, uint32_t json)
 {
     if (anvil_out_open(path) < 0)
         return;
+    uint64_t loads = accesses_of[0], stores = accesses_of[1];
+    uint64_t load_misses = misses_of[0], store_misses = misses_of[1];
     uint64_t accesses = loads + stores, misses = load_misses + store_misses;
     if (json) {
         anvil_puts("{\"tool\": \"cachesim\", ");

@@ -26,12 +26,22 @@ def invert_cond(cond: int) -> int:
     return cond ^ 1
 
 
+_PACK_H = struct.Struct("<H").pack
+_PACK_HH = struct.Struct("<HH").pack
+_PACK_I = struct.Struct("<I").pack
+
+
 def _hw(*halfwords: int) -> bytes:
+    # The rewriter encodes hundreds of thousands of instructions: precompiled packers for the usual sizes.
+    if len(halfwords) == 2:
+        return _PACK_HH(halfwords[0] & 0xFFFF, halfwords[1] & 0xFFFF)
+    if len(halfwords) == 1:
+        return _PACK_H(halfwords[0] & 0xFFFF)
     return struct.pack(f"<{len(halfwords)}H", *(h & 0xFFFF for h in halfwords))
 
 
 def _w(word: int) -> bytes:
-    return struct.pack("<I", word & 0xFFFFFFFF)
+    return _PACK_I(word & 0xFFFFFFFF)
 
 
 class RangeError(AnvilError):
@@ -286,6 +296,11 @@ def t32_stmia_wb(rn: int, regs: list[int]) -> bytes:
 def t32_sub_reg(rd: int, rn: int, rm: int) -> bytes:
     """SUB.W rd, rn, rm without setting the flags."""
     return _hw(0xEBA0 | rn, (rd << 8) | rm)
+
+
+def t32_lsr_imm(rd: int, rm: int, amount: int) -> bytes:
+    """LSR.W rd, rm, #amount (1-31) without setting the flags."""
+    return _hw(0xEA4F, ((amount >> 2) << 12) | (rd << 8) | ((amount & 3) << 6) | (1 << 4) | rm)
 
 
 def t32_cbz(rn: int, offset: int) -> bytes:

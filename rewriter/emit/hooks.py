@@ -150,15 +150,21 @@ def _emit_record(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
     isa.pc_address(code, IP, ("sym", RECORD_STATE))
     isa.ldr(code, LR, IP, 0)
     _argument(isa, code, 0, Arg.SITE_ID, hook.args[0], ctx)
-    code.emit(enc.t32_stmia_wb(LR, list(range(1 + len(dynamic)))))
-    isa.str(code, LR, IP, 0)
-    isa.ldr(code, 0, IP, 4)
-    code.emit(enc.t32_sub_reg(0, 0, LR))
-    isa.lsr_imm(code, 0, 0, 31)
+    code.emit(_record_tail(len(dynamic)))
     ctx.call_stubs.add(RECORD_FLUSH)
-    code.emit(enc.t32_cbz(0, 2))  # to just past the 4-byte BL below (CBZ at A jumps to A + 4 + 2)
     isa.call(code, ("callstub", RECORD_FLUSH), True)
     ctx.scratch.restore(isa, code, VFP_PAIRS)
+
+
+@cache
+def _record_tail(ndynamic: int) -> bytes:
+    """stmia lr!, {r0-rN}; str lr, [ip]; ldr r0, [ip, #4]; sub.w r0, r0, lr; lsr.w r0, r0, #31;
+    cbz r0, past the BL that follows: the same bytes at every site with ``ndynamic`` words."""
+    return b"".join([
+        enc.t32_stmia_wb(LR, list(range(1 + ndynamic))), enc.t32_str_imm(LR, IP, 0), enc.t32_ldr_imm(0, IP, 4),
+        enc.t32_sub_reg(0, 0, LR), enc.t32_lsr_imm(0, 0, 31),
+        enc.t32_cbz(0, 2),  # CBZ at A jumps to A + 4 + 2: just past the 4-byte BL
+    ])
 
 
 def emit_call_stub(code: Code, name: str, function: Hashable) -> None:

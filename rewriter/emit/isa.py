@@ -139,7 +139,7 @@ class _T32(ISA):
         code.emit(enc._hw(0x2800 | (rn << 8)))  # CMP rn, #0 (T1)
 
     def lsr_imm(self, code: Code, rd: int, rm: int, amount: int) -> None:
-        code.emit(enc._hw(0xEA4F, ((amount >> 2) << 12) | (rd << 8) | ((amount & 3) << 6) | (1 << 4) | rm))
+        code.emit(enc.t32_lsr_imm(rd, rm, amount))
 
     def ldr_index4(self, code: Code, rt: int, rn: int, rm: int) -> None:
         code.emit(enc._hw(0xF850 | rn, (rt << 12) | (2 << 4) | rm))  # ldr.w rt, [rn, rm, lsl #2]
