@@ -10,7 +10,7 @@ is kept). Program start and end routines are plain calls. Results go through
 ``session.open_output(path)`` (a text file object); the client writes them where the
 program would have. ``session`` also offers ``bias``, ``blocks`` (address | Thumb
 bit, instructions, procedure index), ``procedures`` (address, name) and ``arrays``
-(name -> list; arrays the program fills are set before the end routines run).
+(name -> list: the arrays the program fills inline, set before the end routines run).
 See analysis_libs/cachesim/cachesim.py for an example.
 """
 
@@ -34,7 +34,9 @@ class Session:
         self.bias = bias
         self.blocks = list(zip(facts["block_addr"], facts["block_insns"], facts["block_proc"]))
         self.procedures = list(zip(facts["proc_addr"], facts["proc_name"]))
-        self.arrays: dict[str, list[int]] = {a.name: [0] * a.length for a in table.arrays}
+        # Only arrays the program fills (inline counters) mean anything to a Python analysis;
+        # zero-filled until the end record brings them, before the end routines run.
+        self.arrays: dict[str, list[int]] = {a.name: [0] * a.length for a in table.target_arrays}
         self.outputs: dict[str, io.StringIO] = {}
 
     def open_output(self, path: str) -> io.StringIO:
@@ -122,7 +124,7 @@ class PyDispatcher:
             self.records += 1
             if batch is None:
                 self._flush(run, columns)
-                run = None
+                run, columns = None, []
                 method(*args)
                 continue
             if run is None or run[0] != routine:
@@ -136,10 +138,9 @@ class PyDispatcher:
 
     @staticmethod
     def _flush(run: tuple | None, columns: list[list[int]]) -> None:
+        """Hand a run's columns to its batch method (the lists are the analysis's to keep)."""
         if run is not None and columns and columns[0]:
             run[1](*columns)
-            for column in columns:
-                column.clear()
 
     def set_array(self, index: int, data: bytes) -> None:
         array_ = self.table.target_arrays[index]

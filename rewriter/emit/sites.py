@@ -8,6 +8,7 @@ that call the tools' routines registered at those points.
 from __future__ import annotations
 
 from ..api import Arg
+from ..errors import AnvilError
 from ..ir.model import Binary, Hook, Point
 
 
@@ -38,6 +39,8 @@ def image_facts(binary: Binary) -> dict[str, list]:
     """The static facts analysis code may read: blocks (address | Thumb bit, instructions,
     procedure index) and procedures (address, name), in the IR's order."""
     blocks = list(binary.blocks())
+    if len(binary.procedures) > 0xFFFF:
+        raise AnvilError(f"{len(binary.procedures)} procedures: the site tables hold at most 65535 so far")
     return {
         "block_addr": [b.address | int(b.procedure.thumb) for b in blocks],
         "block_insns": [min(b.size, 0xFFFF) for b in blocks],

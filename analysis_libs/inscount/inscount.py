@@ -1,0 +1,45 @@
+"""inscount analysis in Python: the ReHost counterpart of inscount.c, with byte-identical output.
+
+The program bumps one 64-bit counter per block on block entry (``session.arrays["blocks"]``,
+set before the end routine runs); inscount_report multiplies each by the block's
+instruction count, sums per procedure and writes the total and the executed procedures,
+most instructions first (ties: lower procedure index first, as the C's scan for the
+first maximum). Run it with ``anvil run app.rh --lib analysis_libs/inscount/inscount.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rehost.pyformat import U64, json_string, ratio
+
+
+class Analysis:
+    """One session: the report at program end from the block counters."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    def inscount_report(self, path: str, json: int) -> None:
+        session = self.session
+        procs = [0] * len(session.procedures)
+        total = 0
+        for (_addr, insns, proc), count in zip(session.blocks, session.arrays["blocks"]):
+            if count:
+                n = count * insns & U64
+                total += n
+                procs[proc] += n
+        total &= U64
+        # Most first; the sort is stable, so equal counts keep procedure order (the C's first maximum).
+        ranked = sorted(((n & U64, p) for p, n in enumerate(procs) if n & U64), key=lambda item: -item[0])
+        names = [name for _addr, name in session.procedures]
+        if json:
+            entries = ", ".join(f"{json_string(names[p])}: {n}" for n, p in ranked)
+            text = f'{{"tool": "inscount", "total": {total}, "procedures": {{{entries}}}}}\n'
+        else:
+            text = (f"inscount: {total} instructions executed\n\n"
+                    "per procedure (executed ones, most first):\n"
+                    "  instructions  share%  procedure\n"
+                    + "".join(f"{n:>14}  {ratio(n * 100 & U64, total, 2)}  {names[p]}\n" for n, p in ranked))
+        with session.open_output(path) as out:
+            out.write(text)
