@@ -134,3 +134,21 @@ def test_two_programs_at_once_get_their_own_results(tmp_path: Path) -> None:
     assert log.count("complete") == 2
     for tool, inhost, rehost in jobs:
         assert (rehost.parent / f"prog.{tool}.out").read_bytes() == (inhost.parent / f"prog.{tool}.out").read_bytes()
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_python_analysis_equals_c(tool: str, tmp_path: Path) -> None:
+    """analysis_libs/<tool>/<tool>.py writes exactly what <tool>.c writes (JSON results, a static A32 build)."""
+    binary = build("calls", "O2-arm-static")
+    args, stdin = ARGS["calls"], STDIN["calls"]
+    ir = load_binary(str(binary))
+    inhost = run_prog(instrument_ir(ir, tool, tmp_path), args, stdin)
+    rehost_binary = instrument_ir(ir, tool, tmp_path, mode="rehost", slot="rhst")
+    srv, port = start_server(Library(str(ROOT / "analysis_libs" / tool / f"{tool}.py")), log=None)
+    try:
+        rehost, outcome = run_rehost(rehost_binary, f"127.0.0.1:{port}", args, stdin)
+    finally:
+        srv.stop(None)
+    assert_same_behaviour(inhost, rehost)
+    assert outcome.summary.complete
+    assert results_file(rehost.cwd, tool) == results_file(inhost.cwd, tool)
