@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bootstrap a Debian 12 machine for Anvil development and CI.
 #
-# Installs (only when missing) the ARM cross toolchain and qemu-user, enables the
+# Installs (only when missing) the ARM cross toolchain, qemu-user, the host C compiler
+# (ReHost analysis libraries) and openssl (the TLS test), enables the
 # armhf foreign architecture (needed by tests/support/samples.py to fetch Debian's
 # armhf Lua library with `apt-get download`), and installs the project in editable
 # mode with its test extras.  Safe to run any number of times.
@@ -36,6 +37,8 @@ PACKAGES=(
     qemu-user
     binutils-arm-linux-gnueabihf
     gcc
+    libc6-dev
+    openssl
 )
 
 # 1. Debian packages.
