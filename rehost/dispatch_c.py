@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 import shutil
+import struct
 import tempfile
 from pathlib import Path
 
@@ -22,6 +23,10 @@ _CTYPES = {1: ctypes.c_uint8, 2: ctypes.c_uint16, 4: ctypes.c_uint32, 8: ctypes.
 class _Site(ctypes.Structure):
     _fields_ = [("fn", ctypes.c_void_p), ("args", ctypes.c_uint64 * 4), ("ndynamic", ctypes.c_uint32),
                 ("slot", ctypes.c_uint8 * 4)]
+
+
+_SITE_LAYOUT = struct.Struct("=Q4QI4B")  # _Site, field for field
+assert _SITE_LAYOUT.size == ctypes.sizeof(_Site)
 
 
 class _Output(ctypes.Structure):
@@ -111,15 +116,21 @@ class CDispatcher:
             buf = (_CTYPES[array.element_size] * array.length)()
             self.arrays[index] = buf
             self._set_pointer(f"anvil_array_{array.name}", buf)
-        sites = (_Site * max(len(self.table.sites), 1))()
-        for i, (routine, args) in enumerate(self.table.sites):
-            site = sites[i]
-            site.fn = self.routines[routine]
-            site.args[:] = self._values(routine, args, bias)
-            slots = [k for k, v in enumerate(args) if v is None]
-            site.ndynamic = len(slots)
-            site.slot[:len(slots)] = slots
-        self._sites = sites
+        # Packed in one go (ctypes field by field costs seconds for large tables); sites
+        # repeat a few (routine, static args) shapes, each packed once.
+        packed: dict[tuple, bytes] = {}
+        parts = []
+        for routine, args in self.table.sites:
+            key = (routine, *args)
+            entry = packed.get(key)
+            if entry is None:
+                slots = [k for k, v in enumerate(args) if v is None]
+                entry = packed[key] = _SITE_LAYOUT.pack(self.routines[routine], *self._values(routine, args, bias),
+                                                        len(slots), *(slots + [0] * (4 - len(slots))))
+            parts.append(entry)
+        buffer = bytearray(b"".join(parts) or bytes(ctypes.sizeof(_Site)))
+        self._sites = (_Site * max(len(self.table.sites), 1)).from_buffer(buffer)
+        self._keep.append(buffer)
         self._call(self.table.start, bias)
         self._bias = bias
 

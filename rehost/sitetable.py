@@ -82,22 +82,35 @@ def _expect(condition: bool, problem: str) -> None:
 def _calls(items: object, routines: list[Routine], what: str, static_only: bool) -> list[tuple[int, list]]:
     _expect(isinstance(items, list), f"{what} is not a list")
     calls = []
+    checked: set[tuple] = set()  # (routine, static args) seen valid: tables repeat them many times
     for n, item in enumerate(items):  # type: ignore[arg-type]
-        _expect(isinstance(item, list) and len(item) == 2, f"{what}[{n}] is not [routine, args]")
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], list)):
+            raise SiteTableError(f"{what}[{n}] is not [routine, args]")
         index, args = item
-        _expect(isinstance(index, int) and 0 <= index < len(routines), f"{what}[{n}]: no routine {index!r}")
-        kinds = routines[index].kinds
-        _expect(isinstance(args, list) and len(args) == len(kinds),
-                f"{what}[{n}]: {routines[index].name} takes {len(kinds)} arguments")
-        for kind, value in zip(kinds, args):
-            if kind in DYNAMIC_KINDS:
-                _expect(value is None and not static_only, f"{what}[{n}]: {kind} argument must come from records")
-            elif kind == "string":
-                _expect(isinstance(value, str), f"{what}[{n}]: string argument expected")
-            else:
-                _expect(isinstance(value, int) and 0 <= value <= 0xFFFFFFFF, f"{what}[{n}]: 32-bit value expected")
+        key = (index, *args) if isinstance(index, int) else None
+        try:
+            known = key in checked
+        except TypeError:  # an unhashable value: certainly not a valid argument
+            known = False
+        if not known:
+            _check_call(index, args, routines, f"{what}[{n}]", static_only)
+            checked.add(key)
         calls.append((index, args))
     return calls
+
+
+def _check_call(index: object, args: list, routines: list[Routine], where: str, static_only: bool) -> None:
+    _expect(isinstance(index, int) and 0 <= index < len(routines), f"{where}: no routine {index!r}")
+    kinds = routines[index].kinds  # type: ignore[index]
+    _expect(len(args) == len(kinds), f"{where}: {routines[index].name} takes {len(kinds)} arguments")  # type: ignore[index]
+    for kind, value in zip(kinds, args):
+        if kind in DYNAMIC_KINDS:
+            _expect(value is None and not static_only, f"{where}: {kind} argument must come from records")
+        elif kind == "string":
+            _expect(isinstance(value, str), f"{where}: string argument expected")
+        else:
+            _expect(isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 0xFFFFFFFF,
+                    f"{where}: 32-bit value expected")
 
 
 def parse(document: bytes, tool: str | None = None) -> SiteTable:
