@@ -112,7 +112,7 @@ def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, pro
                 size = ours.recv_into(buffer)
             except OSError:
                 size = 0
-            chunk = bytes(buffer[:size])
+            chunk = bytes(memoryview(buffer)[:size])  # one copy, not two
             if not chunk:
                 break
             while state["alive"]:

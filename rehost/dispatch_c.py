@@ -69,16 +69,9 @@ class CDispatcher:
         return ctypes.addressof(buf)
 
     def _values(self, routine: int, args: list, bias: int) -> list[int]:
-        values = []
-        for kind, value in zip(self.table.routines[routine].kinds, args):
-            if value is None:
-                values.append(0)
-            elif kind == "string":
-                values.append(self._string(value))
-            elif kind == "inst_addr":
-                values.append((value + bias) & 0xFFFFFFFF)
-            else:
-                values.append(value)
+        """Four machine words: strings as pointers to buffers this session keeps, dynamic slots 0."""
+        values = [0 if v is None else self._string(v) if isinstance(v, str) else v
+                  for v in self.table.static_values(routine, args, bias)]
         return values + [0] * (4 - len(values))
 
     def _set_pointer(self, name: str, buffer: object) -> None:
@@ -124,7 +117,7 @@ class CDispatcher:
             key = (routine, *args)
             entry = packed.get(key)
             if entry is None:
-                slots = [k for k, v in enumerate(args) if v is None]
+                slots = self.table.routines[routine].dynamic_slots
                 entry = packed[key] = _SITE_LAYOUT.pack(self.routines[routine], *self._values(routine, args, bias),
                                                         len(slots), *(slots + [0] * (4 - len(slots))))
             parts.append(entry)

@@ -77,27 +77,28 @@ class PyDispatcher:
         self.table = table
         self.records = 0
 
-    def _static(self, routine: int, args: list) -> list:
-        kinds = self.table.routines[routine].kinds
-        return [(v + self.session.bias) & 0xFFFFFFFF if k == "inst_addr" and v is not None else v
-                for k, v in zip(kinds, args)]
-
     def start(self, bias: int) -> None:
         self.session = Session(self.table, bias)
         self.analysis = self.cls(self.session)
         # Per site: bound method, batch method or None, static args, dynamic positions.
         self.sites = []
         for routine, args in self.table.sites:
-            name = self.table.routines[routine].name
-            slots = [k for k, v in enumerate(args) if v is None]
-            self.sites.append((routine, getattr(self.analysis, name), getattr(self.analysis, name + "_batch", None),
-                               self._static(routine, args), slots))
-        for routine, args in self.table.start:
-            getattr(self.analysis, self.table.routines[routine].name)(*self._static(routine, args))
+            info = self.table.routines[routine]  # the table is checked: None exactly in the dynamic slots
+            method = getattr(self.analysis, info.name)
+            batch = getattr(self.analysis, info.name + "_batch", None)
+            static = self.table.static_values(routine, args, self.session.bias)
+            self.sites.append((routine, method, batch, static, info.dynamic_slots))
+        self._call(self.table.start)
+
+    def _call(self, calls: list[tuple[int, list]]) -> None:
+        """Program start or end routines."""
+        for routine, args in calls:
+            method = getattr(self.analysis, self.table.routines[routine].name)
+            method(*self.table.static_values(routine, args, self.session.bias))
 
     def dispatch(self, data: bytes) -> tuple[int, bool]:
         words = array("I")
-        words.frombytes(data)
+        words.frombytes(data[:len(data) & ~3])
         if sys.byteorder != "little":
             words.byteswap()
         nsites = len(self.sites)
@@ -150,8 +151,7 @@ class PyDispatcher:
         self.session.arrays[array_.name] = values.tolist()
 
     def finish(self) -> dict[str, bytes]:
-        for routine, args in self.table.end:
-            getattr(self.analysis, self.table.routines[routine].name)(*self._static(routine, args))
+        self._call(self.table.end)
         return {path: out.getvalue().encode() for path, out in self.session.outputs.items()}
 
     def close(self) -> None:

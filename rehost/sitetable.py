@@ -9,12 +9,11 @@ and procedures: what the C runtime offers as anvil_block_addr etc.).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 
-FORMAT = "anvil-rehost-sites"
-VERSION = 1
+from rewriter.emit.site_format import FORMAT, VERSION, digest
+
 DYNAMIC_KINDS = {"effaddr", "reg_value"}
 STATIC_KINDS = {"const", "string", "inst_addr", "access_size", "is_store", "block_insns"}
 CTYPE_SIZES = {"uint8_t": 1, "int8_t": 1, "uint16_t": 2, "int16_t": 2, "uint32_t": 4, "int32_t": 4,
@@ -62,6 +61,12 @@ class SiteTable:
     arrays: list[Array]
     facts: dict[str, list]
     digest: bytes  # first 8 bytes of the file's SHA-256: what the binary's stream header carries
+
+    def static_values(self, routine: int, args: list, bias: int) -> list:
+        """A call's argument values as the routine sees them: instruction addresses moved by
+        the load bias; strings stay str and dynamic slots None (the dispatcher fills those)."""
+        kinds = self.routines[routine].kinds
+        return [(v + bias) & 0xFFFFFFFF if k == "inst_addr" else v for k, v in zip(kinds, args)]
 
     @property
     def output_paths(self) -> set[str]:
@@ -146,5 +151,5 @@ def parse(document: bytes, tool: str | None = None) -> SiteTable:
         sites=_calls(data.get("sites"), routines, "sites", False),
         start=_calls(data.get("start", []), routines, "start", True),
         end=_calls(data.get("end", []), routines, "end", True),
-        arrays=arrays, facts=facts, digest=hashlib.sha256(document).digest()[:8],
+        arrays=arrays, facts=facts, digest=digest(document),
     )

@@ -38,8 +38,9 @@ class Dispatcher(Protocol):
         """Set up the analysis state and run the program start routines."""
 
     def dispatch(self, data: bytes) -> tuple[int, bool]:
-        """Run the complete records at the start of ``data`` (whole words); return
-        (bytes used, whether the end marker follows). Raises StreamError on an unknown site."""
+        """Run the complete records at the start of ``data`` (a partial word at its end is
+        left alone); return (bytes used, whether the end marker follows). Raises
+        StreamError on an unknown site."""
 
     def set_array(self, index: int, data: bytes) -> None:
         """Fill the index-th array the program sends (SiteTable.target_arrays)."""
@@ -80,8 +81,8 @@ class StreamReader:
             self.state = "records"
             data = data[HEADER.size:]
         if self.state == "records":
-            whole = len(data) & ~3
-            used, ended = self.dispatcher.dispatch(data[:whole]) if whole else (0, False)
+            # No slice to whole words: the dispatchers stop at the last whole one (no 1 MiB copy).
+            used, ended = self.dispatcher.dispatch(data) if len(data) >= 4 else (0, False)
             data = data[used:]
             if ended:
                 self.state = "end"

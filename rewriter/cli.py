@@ -113,7 +113,7 @@ def _run_rehost(args: argparse.Namespace, cmd: list[str], sites: str) -> int:
         table = parse(document)
     except SiteTableError as e:
         raise AnvilError(f"{sites}: {e}") from None
-    token = args.token or os.environ.get("ANVIL_REHOST_TOKEN", "")
+    token = _token(args)
     server = None
     if args.server:
         credentials = None
@@ -142,6 +142,11 @@ def _run_rehost(args: argparse.Namespace, cmd: list[str], sites: str) -> int:
     return outcome.returncode
 
 
+def _token(args: argparse.Namespace) -> str:
+    """The ReHost shared token: --token, else $ANVIL_REHOST_TOKEN, else none."""
+    return args.token or os.environ.get("ANVIL_REHOST_TOKEN", "")
+
+
 def cmd_rehost_server(args: argparse.Namespace) -> int:
     import signal
     import threading
@@ -155,7 +160,7 @@ def cmd_rehost_server(args: argparse.Namespace) -> int:
             raise AnvilError("--tls-cert and --tls-key go together")
         with open(args.tls_key, "rb") as k, open(args.tls_cert, "rb") as c:
             tls = (k.read(), c.read())
-    token = args.token or os.environ.get("ANVIL_REHOST_TOKEN", "")
+    token = _token(args)
     server, port = start_server(library, args.listen, token, args.workers, tls)
     host = args.listen.rsplit(":", 1)[0]
     print(f"anvil rehost-server: serving {library.name} on {host}:{port}"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ import pytest
 from rehost import host_build
 from rehost.server import Library, start_server
 from rewriter.ir.elf_loader import load_binary
-from tests.support.rehost import ServerProcess, run_rehost
+from tests.support.rehost import CLI_RUN, ServerProcess, cli_run, run_rehost
 from tests.support.run import assert_same_behaviour, instrument, instrument_ir, place, run_prog
 from tests.support.samples import LUA_BENCH, SAMPLES, build, build_lua
 
@@ -31,7 +30,6 @@ ARGS = {"calls": ["stdin", "two words"]}
 STDIN = {"calls": b"some input for the calls sample\n"}
 TOOLS = ("inscount", "bbcount", "cachesim")
 ROOT = Path(__file__).resolve().parents[1]
-CLI_RUN = [sys.executable, "-m", "rewriter.cli", "run", "-q", "--argv0", "prog"]
 
 
 @pytest.fixture(scope="module")
@@ -79,12 +77,6 @@ def test_lua_rehost_equals_inhost(tool: str, server: str, tmp_path: Path) -> Non
     assert results_file(rehost.cwd, tool) == results_file(inhost.cwd, tool)
 
 
-def _cli_run(binary: Path, *extra: str) -> subprocess.CompletedProcess:
-    """``anvil run -q BINARY`` in the binary's directory, as run_prog runs programs (argv[0], empty environment)."""
-    return subprocess.run(CLI_RUN + [*extra, str(binary)], capture_output=True, cwd=binary.parent, timeout=300,
-                          env={})
-
-
 @pytest.fixture(scope="module")
 def hash_pair(tmp_path_factory) -> tuple[Path, Path]:
     """The hash sample instrumented with cachesim in both modes (JSON results)."""
@@ -93,7 +85,7 @@ def hash_pair(tmp_path_factory) -> tuple[Path, Path]:
     inhost = instrument(binary, "cachesim", tmp)
     rehost = instrument(binary, "cachesim", tmp, "--mode", "rehost", slot="rhst")
     # Through `anvil run` like the ReHost runs: Python adds LC_CTYPE to a C-locale environment (PEP 538).
-    assert _cli_run(inhost).returncode == 0
+    assert cli_run(inhost).returncode == 0
     return inhost, rehost
 
 
@@ -108,7 +100,7 @@ def test_server_process_with_each_library_kind(lib: str, hash_pair: tuple[Path, 
     else:
         spec = lib
     with ServerProcess("--lib", spec) as srv:
-        out = _cli_run(rehost, "--server", srv.address)
+        out = cli_run(rehost, "--server", srv.address)
         log = srv.stop()
     assert out.returncode == 0, out.stderr
     assert out.stderr == b"", out.stderr
@@ -122,7 +114,7 @@ def test_two_programs_at_once_get_their_own_results(tmp_path: Path) -> None:
         binary = build(sample, "O2-thumb-dyn")
         work = tmp_path / sample
         inhost = instrument(binary, tool, work)
-        assert _cli_run(inhost).returncode == 0
+        assert cli_run(inhost).returncode == 0
         jobs.append((tool, inhost, instrument(binary, tool, work, "--mode", "rehost", slot="rhst")))
     with ServerProcess() as srv:
         procs = [subprocess.Popen(CLI_RUN + ["--server", srv.address, str(rh)], cwd=rh.parent, env={},

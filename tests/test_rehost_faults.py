@@ -18,7 +18,6 @@ import queue
 import socket
 import struct
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -29,12 +28,9 @@ import pytest
 from rehost.bridge import CHANNEL_FD
 from rehost.protocol import messages, services
 from rewriter.emit.rehost import SITE_TABLE_SUFFIX
-from tests.support.rehost import ServerProcess
+from tests.support.rehost import CLI, CLI_RUN, ServerProcess, cli_run
 from tests.support.run import LIB_ROOT, instrument, place, run_prog
 from tests.support.samples import build
-
-CLI = [sys.executable, "-m", "rewriter.cli"]
-CLI_RUN = CLI + ["run", "-q", "--argv0", "prog"]
 
 
 def capture_stream(binary: Path, args: list[str] = ()) -> bytes:
@@ -64,7 +60,7 @@ def pair(tmp_path_factory) -> dict:
         rehost = instrument(binary, "cachesim", tmp, "--mode", "rehost", slot="rhst")
         expected = (inhost.parent / "prog.cachesim.out").read_bytes()
         # `anvil run` (Python) adds LC_CTYPE to an empty environment (PEP 538): the stack moves a little.
-        assert subprocess.run(CLI_RUN + [str(inhost)], cwd=inhost.parent, env={}, capture_output=True).returncode == 0
+        assert cli_run(inhost).returncode == 0
         found[sample] = {
             "expected": expected,
             "expected_cli": (inhost.parent / "prog.cachesim.out").read_bytes(),
@@ -193,10 +189,8 @@ def test_server_killed_mid_run(tmp_path: Path) -> None:
 def test_token_required(pair: dict, tmp_path: Path) -> None:
     binary = pair["sort"]["binary"]
     with ServerProcess("--token", "s3cret") as srv:
-        without = subprocess.run(CLI_RUN + ["--server", srv.address, str(binary)], capture_output=True,
-                                 cwd=binary.parent, env={}, timeout=120)
-        with_token = subprocess.run(CLI_RUN + ["--server", srv.address, "--token", "s3cret", str(binary)],
-                                    capture_output=True, cwd=binary.parent, env={}, timeout=120)
+        without = cli_run(binary, "--server", srv.address)
+        with_token = cli_run(binary, "--server", srv.address, "--token", "s3cret")
     assert without.returncode == 0  # the program still ran, its own way
     assert b"token" in without.stderr and b"no results" in without.stderr
     assert with_token.returncode == 0 and with_token.stderr == b""
@@ -211,10 +205,8 @@ def test_tls(pair: dict, tmp_path: Path) -> None:
     binary = pair["hash"]["binary"]
     with ServerProcess("--tls-cert", str(cert), "--tls-key", str(key)) as srv:
         assert "(TLS)" in srv.first_line
-        plain = subprocess.run(CLI_RUN + ["--server", srv.address, str(binary)], capture_output=True, text=True,
-                               cwd=binary.parent, env={}, timeout=120)
-        secure = subprocess.run(CLI_RUN + ["--server", srv.address, "--tls-ca", str(cert), str(binary)],
-                                capture_output=True, text=True, cwd=binary.parent, env={}, timeout=120)
+        plain = cli_run(binary, "--server", srv.address, text=True)
+        secure = cli_run(binary, "--server", srv.address, "--tls-ca", str(cert), text=True)
     assert plain.returncode == 2 and plain.stdout == "" and "no rehost server" in plain.stderr
     assert secure.returncode == 0, secure.stderr
     assert (binary.parent / "prog.cachesim.out").read_bytes() == pair["hash"]["expected_cli"]

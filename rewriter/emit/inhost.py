@@ -132,12 +132,16 @@ def _relocatable(proc: Procedure, ctx: RelocationContext) -> str | None:
     return None
 
 
+# Linked into every instrumented binary: start-up, system calls, output, jump translation.
+RUNTIME_SOURCES = [tb.RUNTIME_DIR / "anvil_rt.c", tb.COMMON_DIR / "anvil_format.c", tb.RUNTIME_DIR / "anvil_entry.S"]
+
+
 def _library_sources(tool: Tool) -> list[Path]:
     tool_dir = tb.ANALYSIS_DIR / tool.name
     sources = sorted(tool_dir.glob("*.c"))
     if not sources:
         raise AnvilError(f"tool {tool.name} has no analysis sources in {tool_dir}")
-    return [tb.RUNTIME_DIR / "anvil_rt.c", tb.COMMON_DIR / "anvil_format.c", tb.RUNTIME_DIR / "anvil_entry.S", *sources]
+    return [*RUNTIME_SOURCES, *sources]
 
 
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:

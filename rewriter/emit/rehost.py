@@ -12,7 +12,6 @@ end. See docs/decisions/0005-rehost-records.md and rehost/stream.py for the form
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from pathlib import Path
@@ -20,20 +19,14 @@ from pathlib import Path
 from ..api import Arg, Options, Prototype, Tool
 from ..errors import AnvilError
 from ..ir.model import Binary, Hook, Instruction, Point
+from . import site_format
 from . import target_build as tb
 from .hooks import RecordPrototype
-from .inhost import Report, _atomic_write, emit
+from .inhost import RUNTIME_SOURCES, Report, _atomic_write, emit
 from .sites import SiteUnit, image_facts
 
 SITE_TABLE_SUFFIX = ".sites.json"
-SITE_TABLE_FORMAT = "anvil-rehost-sites"
-SITE_TABLE_VERSION = 1
 MAX_SITES = 0xFFFFFF00  # ids above are stream markers (rehost/stream.py)
-
-
-def _record_prototype(ndynamic: int, each_access: bool) -> RecordPrototype:
-    kinds = (Arg.SITE_ID,) + (Arg.EFFADDR,) * ndynamic  # the kinds beyond SITE_ID are placeholders
-    return RecordPrototype(f"anvil_rh_record{ndynamic}", kinds, each_access)
 
 
 class SiteTable:
@@ -93,8 +86,8 @@ class SiteTable:
         arrays = [{"name": name, "ctype": ctype, "length": length, "from_target": name in target_arrays}
                   for name, (ctype, length) in self.tool.arrays.items()]
         return {
-            "format": SITE_TABLE_FORMAT,
-            "version": SITE_TABLE_VERSION,
+            "format": site_format.FORMAT,
+            "version": site_format.VERSION,
             "tool": self.tool.name,
             "routines": [{"name": p.name, "kinds": [k.value for k in p.kinds]} for p in self.routines],
             "sites": [[r, a] for r, a in self.sites],
@@ -115,8 +108,9 @@ def plan(binary: Binary, tool: Tool) -> tuple[SiteTable, list[str]]:
                     Hook(Point.AFTER, Prototype("anvil_rh_end", ()), ())]
     target_arrays: list[str] = []
     for proc in binary.procedures:
-        first = proc.blocks[0].instructions[0] if proc.blocks else None
-        proc.hooks = [_site(table, h, first, None, proc.blocks[0].size) for h in proc.hooks]
+        if proc.hooks:
+            entry = proc.blocks[0]
+            proc.hooks = [_site(table, h, entry.instructions[0], None, entry.size) for h in proc.hooks]
         for block in proc.blocks:
             for counter, _, _ in block.counter_increments:
                 if counter not in target_arrays:
@@ -144,14 +138,14 @@ def _site(table: SiteTable, hook: Hook, ins: Instruction, access_index: int | No
     dynamic = [(k, v) for k, v in zip(hook.prototype.kinds, hook.args) if k.dynamic]
     if len(dynamic) > 3:
         raise AnvilError(f"{hook.prototype.name}: ReHost records carry at most 3 run-time arguments")
-    proto = _record_prototype(len(dynamic), access_index is not None)
-    proto.kinds = (Arg.SITE_ID, *(k for k, _ in dynamic))
+    proto = RecordPrototype(f"anvil_rh_record{len(dynamic)}", (Arg.SITE_ID, *(k for k, _ in dynamic)),
+                            each_access=access_index is not None)
     return Hook(hook.point, proto, (site, *(v for _, v in dynamic)))
 
 
 def _communicator_source(arrays: dict[str, tuple[str, int]], table_hash: bytes) -> str:
     """Generated C: the site table's hash, and a function that ships the target's arrays."""
-    lo, hi = int.from_bytes(table_hash[:4], "little"), int.from_bytes(table_hash[4:8], "little")
+    lo, hi = int.from_bytes(table_hash[:4], "little"), int.from_bytes(table_hash[4:], "little")
     sends = "".join(f"  anvil_rh_send_array({i}, anvil_array_{name}, sizeof anvil_array_{name});\n"
                     for i, name in enumerate(arrays))
     return (f"const uint32_t anvil_rh_table_hash[2] = {{{lo:#x}u, {hi:#x}u}};\n"
@@ -169,19 +163,14 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     # Target arrays in the order of the tool's declaration: the END record refers to them by position.
     arrays = {name: tool.arrays[name] for name in tool.arrays if name in target_arrays}
     document = json.dumps(table.document(list(arrays)), separators=(",", ":")).encode()
-    table_hash = hashlib.sha256(document).digest()
     units = SiteUnit()
-    sources = [tb.RUNTIME_DIR / "anvil_rt.c", tb.COMMON_DIR / "anvil_format.c", tb.RUNTIME_DIR / "anvil_entry.S",
-               tb.RUNTIME_DIR / "anvil_comm.c"]
+    sources = [*RUNTIME_SOURCES, tb.RUNTIME_DIR / "anvil_comm.c"]
 
     def library() -> tuple[list[Path], str]:
-        return sources, units.source(binary, arrays, facts=False) + _communicator_source(arrays, table_hash)
+        generated = units.source(binary, arrays, facts=False)
+        return sources, generated + _communicator_source(arrays, site_format.digest(document))
 
     report = emit(binary, tool.name, units, library, output, started)
     _atomic_write(output + SITE_TABLE_SUFFIX, document, mode=0o644)
     return report
 
-
-def table_hash(document: bytes) -> bytes:
-    """The 8 bytes of a site table's SHA-256 that its binary carries in the stream header."""
-    return hashlib.sha256(document).digest()[:8]

@@ -139,30 +139,30 @@ class TraceResult:
         return sum(self.pcs.values())
 
 
+def _executable_loads(binary: str | os.PathLike[str]) -> tuple[str, list[tuple[int, int, int]]]:
+    """``(e_type, [(p_vaddr, p_memsz, p_filesz), ...])`` of the ``PF_X`` ``PT_LOAD`` segments."""
+    with open(binary, "rb") as fh:
+        elf = ELFFile(fh)
+        loads = [
+            (seg["p_vaddr"], seg["p_memsz"], seg["p_filesz"])
+            for seg in elf.iter_segments()
+            if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & P_FLAGS.PF_X
+        ]
+        return elf["e_type"], loads
+
+
 def executable_segments(binary: str | os.PathLike[str]) -> tuple[str, list[tuple[int, int]]]:
     """Return ``(e_type, [(start, end), ...])`` of the ``PF_X`` ``PT_LOAD`` segments.
 
     Ranges are link-time ``[p_vaddr, p_vaddr + p_memsz)``.
     """
-    with open(binary, "rb") as fh:
-        elf = ELFFile(fh)
-        ranges = [
-            (seg["p_vaddr"], seg["p_vaddr"] + seg["p_memsz"])
-            for seg in elf.iter_segments()
-            if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & P_FLAGS.PF_X
-        ]
-        return elf["e_type"], ranges
+    e_type, loads = _executable_loads(binary)
+    return e_type, [(vaddr, vaddr + memsz) for vaddr, memsz, _ in loads]
 
 
 def _file_end_of_code(binary: str | os.PathLike[str]) -> tuple[int, int]:
     """Return (lowest p_vaddr, highest p_vaddr + p_filesz) over ``PF_X`` ``PT_LOAD`` segments."""
-    with open(binary, "rb") as fh:
-        elf = ELFFile(fh)
-        segs = [
-            (seg["p_vaddr"], seg["p_vaddr"] + seg["p_filesz"])
-            for seg in elf.iter_segments()
-            if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & P_FLAGS.PF_X
-        ]
+    segs = [(vaddr, vaddr + filesz) for vaddr, _, filesz in _executable_loads(binary)[1]]
     if not segs:
         raise QemuTraceError(f"{binary}: no executable PT_LOAD segment")
     return min(s for s, _ in segs), max(e for _, e in segs)

@@ -12,6 +12,15 @@ from rehost.sitetable import parse
 from rewriter.emit.rehost import SITE_TABLE_SUFFIX
 from tests.support.run import LIB_ROOT, Run
 
+CLI = [sys.executable, "-m", "rewriter.cli"]
+CLI_RUN = CLI + ["run", "-q", "--argv0", "prog"]  # as run_prog runs programs: argv[0] 'prog'
+
+
+def cli_run(binary: Path, *extra: str, text: bool = False) -> subprocess.CompletedProcess:
+    """``anvil run -q [extra] BINARY`` in the binary's directory with an empty environment, output captured."""
+    return subprocess.run(CLI_RUN + [*extra, str(binary)], capture_output=True, cwd=binary.parent, env={},
+                          timeout=300, text=text)
+
 
 def run_rehost(binary: Path, address: str, args: list[str] | tuple[str, ...] = (), stdin: bytes = b"",
                timeout: float = 300) -> tuple[Run, bridge.Outcome]:
@@ -37,8 +46,8 @@ class ServerProcess:
     """``anvil rehost-server`` in a child process on a free loopback port."""
 
     def __init__(self, *extra: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "rewriter.cli", "rehost-server", "--listen",
-                                      "127.0.0.1:0", *extra], stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(CLI + ["rehost-server", "--listen", "127.0.0.1:0", *extra],
+                                     stderr=subprocess.PIPE, text=True)
         assert self.proc.stderr is not None
         line = self.proc.stderr.readline()
         match = re.search(r"on (\S+:\d+)", line)
