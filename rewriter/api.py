@@ -17,14 +17,14 @@ The analysis routines themselves are C in ``analysis_libs/<tool>/<tool>.c``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
 from .errors import AnvilError
 from .ir.model import Binary, Point
 
-__all__ = ["Arg", "Option", "Options", "Point", "Prototype", "Tool"]
+__all__ = ["Arg", "Option", "Options", "Point", "Prototype", "RepeatFilter", "Tool"]
 
 
 class Arg(Enum):
@@ -51,12 +51,46 @@ class Arg(Enum):
         return self in (Arg.EFFADDR, Arg.ACCESS_SIZE, Arg.ACCESS_IS_STORE)
 
 
+STATIC_INDEX_KINDS = (Arg.CONST, Arg.ACCESS_IS_STORE, Arg.ACCESS_SIZE, Arg.BLOCK_INSNS)
+
+
+@dataclass(frozen=True)
+class RepeatFilter:
+    """An inline test that skips a call whose key repeats (Pin's ``InsertIfCall``, declared).
+
+    The key is argument ``key_arg`` (a run-time address or register value) shifted right
+    by ``shift``; it lands in slot ``key % slots`` of a small table the instrumented code
+    keeps. When the slot already holds that key, the routine is *not* called and the
+    64-bit counter ``counter[v]`` is bumped instead, ``v`` being the call's static argument
+    ``count_by`` (a CONST, ACCESS_IS_STORE, ...). Otherwise the slot takes the key and
+    the routine runs. So the routine sees every call except immediate repeats within a
+    slot, and the counters say how many it did not see. A cache simulator uses it with
+    ``shift`` = log2(line size) and ``slots`` = number of sets: an access to the line
+    that is already most recently used in its set changes no LRU state and is a hit.
+    The test is a dozen instructions inline, flags untouched; the call it saves costs
+    far more under an emulator (two returns are two indirect-jump lookups in QEMU).
+    """
+
+    shift: int
+    slots: int
+    counter: str
+    count_by: int
+    key_arg: int = 0
+    memo: str = ""   # the slot table's array name (set by Tool.prototype)
+    counts: int = 0  # length of ``counter`` (set by Tool.prototype)
+
+    @property
+    def slot_bits(self) -> int:
+        return self.slots.bit_length() - 1
+
+
 @dataclass
 class Prototype:
     """An analysis routine's name and the kinds of its arguments (at most four)."""
 
     name: str
     kinds: tuple[Arg, ...]
+    filter: RepeatFilter | None = None
 
     def check_args(self, args: tuple) -> None:
         """Check the values given at a call site: one per kind, in order.
@@ -75,6 +109,9 @@ class Prototype:
             }.get(kind, value is kind)
             if not ok:
                 raise AnvilError(f"{self.name}: argument {value!r} does not fit kind {kind.name}")
+        flt = self.filter
+        if flt is not None and self.kinds[flt.count_by] is Arg.CONST and not 0 <= args[flt.count_by] < flt.counts:
+            raise AnvilError(f"{self.name}: counter index {args[flt.count_by]} is outside {flt.counter}[{flt.counts}]")
 
     @property
     def per_access(self) -> bool:
@@ -120,14 +157,41 @@ class Tool:
         self.prototypes: dict[str, Prototype] = {}
         self.arrays: dict[str, tuple[str, int]] = {}
 
-    def prototype(self, name: str, *kinds: Arg) -> Prototype:
-        """Declare (or fetch) the analysis routine ``name`` taking arguments of ``kinds``."""
+    def prototype(self, name: str, *kinds: Arg, filter: RepeatFilter | None = None) -> Prototype:
+        """Declare (or fetch) the analysis routine ``name`` taking arguments of ``kinds``.
+
+        ``filter``: skip calls whose key repeats (see RepeatFilter); its counter array
+        must be declared first.
+        """
         if len(kinds) > 4:
             raise AnvilError(f"{name}: analysis routines take at most 4 arguments")
         proto = self.prototypes.get(name)
         if proto is None:
-            proto = self.prototypes[name] = Prototype(name, tuple(kinds))
+            if filter is not None:
+                filter = self._checked_filter(name, kinds, filter)
+            proto = self.prototypes[name] = Prototype(name, tuple(kinds), filter)
         return proto
+
+    def _checked_filter(self, name: str, kinds: tuple[Arg, ...], flt: RepeatFilter) -> RepeatFilter:
+        def bad(problem: str) -> AnvilError:
+            return AnvilError(f"{name}: repeat filter: {problem}")
+
+        if not 0 <= flt.key_arg < len(kinds) or kinds[flt.key_arg] not in (Arg.EFFADDR, Arg.REG_VALUE):
+            raise bad("the key must be an EFFADDR or REG_VALUE argument")
+        if not 0 <= flt.count_by < len(kinds) or kinds[flt.count_by] not in STATIC_INDEX_KINDS:
+            raise bad("count_by must be a static argument (CONST, ACCESS_IS_STORE, ACCESS_SIZE, BLOCK_INSNS)")
+        if not 1 <= flt.shift <= 31:
+            raise bad("shift must be between 1 and 31")
+        if flt.slots < 1 or flt.slots & (flt.slots - 1) or flt.slots > 1 << 24:
+            raise bad("slots must be a power of two, at most 2^24")
+        ctype, length = self.arrays.get(flt.counter, ("", 0))
+        if ctype != "uint64_t":
+            raise bad(f"counter array '{flt.counter}' must be declared (uint64_t) before the prototype")
+        return replace(flt, memo=f"filter_{name}", counts=length)
+
+    def filter_arrays(self) -> dict[str, tuple[str, int]]:
+        """The slot tables of the routines' repeat filters (target memory only, never reported)."""
+        return {p.filter.memo: ("uint32_t", p.filter.slots) for p in self.prototypes.values() if p.filter}
 
     def array(self, name: str, length: int, ctype: str = "uint64_t") -> str:
         """Declare a zero-filled array visible to the C code as ``<ctype> anvil_array_<name>[length]``.

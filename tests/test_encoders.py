@@ -55,10 +55,25 @@ def test_t32_misc() -> None:
     assert one(T32, enc.t32_cbz(5, 126), 0x1000) == "cbz r5, #0x1082"
     with pytest.raises(enc.RangeError):
         enc.t32_cbz(8, 2)
+    assert one(T32, enc.t32_cbz(2, 30, nonzero=True), 0x1000) == "cbnz r2, #0x1022"
+    assert one(T32, enc.t32_orr_imm(1, 0, 63)) == "orr r1, r0, #0x3f"
+    assert one(T32, enc.t32_orr_imm(1, 1, 0x80000000)) == "orr r1, r1, #0x80000000"
+    assert one(T32, enc.t32_ubfx(2, 0, 6, 5)) == "ubfx r2, r0, #6, #5"
+    assert one(T32, enc.t32_ubfx(2, 0, 0, 24)) == "ubfx r2, r0, #0, #0x18"
     assert one(T32, enc.t32_add_imm(0, 5, 32)) == "addw r0, r5, #0x20"
     assert one(T32, enc.t32_add_imm(0, 5, -8)) == "subw r0, r5, #8"
     assert one(T32, enc.t32_add_reg_shift(0, 0, 12, 0, 2)) == "add.w r0, r0, ip, lsl #2"
     assert one(T32, enc.t32_it(enc.COND["eq"]) + b"\x00\xbf") == "it eq; nopeq"
+
+
+def test_a32_filter_pieces() -> None:
+    """The A32 instructions of the repeat filter (none of them sets flags)."""
+    assert one(A32, enc.a32_orr_imm(1, 0, 0x3F)) == "orr r1, r0, #0x3f"
+    assert one(A32, enc.a32_orr_imm(1, 1, 0x80000000)) == "orr r1, r1, #0x80000000"
+    assert one(A32, enc.a32_ubfx(2, 0, 6, 7)) == "ubfx r2, r0, #6, #7"
+    assert one(A32, enc.a32_sub_reg(2, 2, 1)) == "sub r2, r2, r1"
+    assert one(A32, enc.a32_clz(2, 2)) == "clz r2, r2"
+    assert enc.a32_modimm(0x1FF) is None
 
 
 def test_t32_pc_address_is_position_independent() -> None:

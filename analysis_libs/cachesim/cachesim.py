@@ -75,8 +75,10 @@ class Analysis:
         self.store_misses += store_misses
 
     def profile_end(self, path: str, json: int) -> None:
-        loads, load_misses = self.loads & U64, self.load_misses & U64
-        stores, store_misses = self.stores & U64, self.store_misses & U64
+        # Accesses to their set's most recently used line were tested and counted in the program.
+        mru_hits = self.session.arrays["mru_hits"]
+        loads, load_misses = (self.loads + mru_hits[0]) & U64, self.load_misses & U64
+        stores, store_misses = (self.stores + mru_hits[1]) & U64, self.store_misses & U64
         accesses = (loads + stores) & U64
         misses = (load_misses + store_misses) & U64
         hits = (accesses - misses) & U64

@@ -303,11 +303,25 @@ def t32_lsr_imm(rd: int, rm: int, amount: int) -> bytes:
     return _hw(0xEA4F, ((amount >> 2) << 12) | (rd << 8) | ((amount & 3) << 6) | (1 << 4) | rm)
 
 
-def t32_cbz(rn: int, offset: int) -> bytes:
-    """CBZ rn, PC + offset (the PC reads as the CBZ's address + 4); offset even, 0..126; rn r0-r7."""
+def t32_cbz(rn: int, offset: int, nonzero: bool = False) -> bytes:
+    """CBZ (CBNZ) rn, PC + offset (the PC reads as the CBZ's address + 4); offset even, 0..126; rn r0-r7."""
     if offset & 1 or not 0 <= offset <= 126 or rn > 7:
         raise RangeError(f"cbz r{rn}, {offset}")
-    return _hw(0xB100 | ((offset >> 6) << 9) | (((offset >> 1) & 31) << 3) | rn)
+    return _hw(0xB100 | (nonzero << 11) | ((offset >> 6) << 9) | (((offset >> 1) & 31) << 3) | rn)
+
+
+def t32_orr_imm(rd: int, rn: int, imm: int) -> bytes:
+    """ORR.W rd, rn, #imm (S=0; imm a modified immediate)."""
+    enc = _t32_modimm(imm)
+    if enc is None:
+        raise RangeError(f"immediate {imm:#x} not encodable")
+    i, imm3, imm8 = enc >> 11, (enc >> 8) & 7, enc & 0xFF
+    return _hw(0xF040 | (i << 10) | rn, (imm3 << 12) | (rd << 8) | imm8)
+
+
+def t32_ubfx(rd: int, rn: int, lsb: int, width: int) -> bytes:
+    """UBFX rd, rn, #lsb, #width (flags untouched)."""
+    return _hw(0xF3C0 | rn, ((lsb >> 2) << 12) | (rd << 8) | ((lsb & 3) << 6) | (width - 1))
 
 
 def t32_strd(rt: int, rt2: int, rn: int, imm: int = 0) -> bytes:
@@ -377,6 +391,39 @@ def a32_pc_address(rd: int, src: int, target: int) -> bytes:
     """rd = runtime address of link-time ``target`` (12 bytes, position independent)."""
     delta = (target - (src + 16)) & 0xFFFFFFFF
     return a32_mov32(rd, delta) + a32_add_reg(rd, rd, PC)
+
+
+def a32_modimm(value: int) -> int | None:
+    """Encode ``value`` as an A32 modified immediate (rotate:imm8), or None."""
+    value &= 0xFFFFFFFF
+    for rot in range(16):
+        unrot = ((value << (2 * rot)) | (value >> (32 - 2 * rot))) & 0xFFFFFFFF if rot else value
+        if unrot < 256:
+            return (rot << 8) | unrot
+    return None
+
+
+def a32_orr_imm(rd: int, rn: int, imm: int) -> bytes:
+    """ORR rd, rn, #imm (S=0)."""
+    enc = a32_modimm(imm)
+    if enc is None:
+        raise RangeError(f"immediate {imm:#x} not encodable")
+    return _w(0xE3800000 | (rn << 16) | (rd << 12) | enc)
+
+
+def a32_ubfx(rd: int, rn: int, lsb: int, width: int) -> bytes:
+    """UBFX rd, rn, #lsb, #width."""
+    return _w(0xE7E00050 | ((width - 1) << 16) | (rd << 12) | (lsb << 7) | rn)
+
+
+def a32_sub_reg(rd: int, rn: int, rm: int) -> bytes:
+    """SUB rd, rn, rm (S=0)."""
+    return _w(0xE0400000 | (rn << 16) | (rd << 12) | rm)
+
+
+def a32_clz(rd: int, rm: int) -> bytes:
+    """CLZ rd, rm."""
+    return _w(0xE16F0F10 | (rd << 12) | rm)
 
 
 def a32_push(regs: list[int]) -> bytes:

@@ -14,10 +14,15 @@ Fixup = Callable[[int, Resolver], bytes]
 
 
 class Code:
-    """Bytes being built at link address ``base``."""
+    """Bytes being built at link address ``base``.
 
-    def __init__(self, base: int) -> None:
+    ``pic``: the image may be loaded at another address (PIE), so addresses must be
+    computed from the PC; without it the link address is the run-time address.
+    """
+
+    def __init__(self, base: int, pic: bool = True) -> None:
         self.base = base
+        self.pic = pic
         self.size = 0
         self._chunks: list[bytes | tuple[int, int, Fixup]] = []
         self.labels: dict[Hashable, int] = {}

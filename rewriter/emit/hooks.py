@@ -13,7 +13,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from functools import cache
 
-from ..api import Arg, Prototype
+from ..api import Arg, Prototype, RepeatFilter
 from ..arch import arm_encode as enc
 from ..errors import AnvilError
 from ..ir.model import Access, Hook, Instruction
@@ -42,6 +42,7 @@ class RecordPrototype(Prototype):
     """
 
     each_access: bool = False
+    original: Hook | None = None  # the tool's call this record stands for (its filter runs in the target)
 
     @property
     def per_access(self) -> bool:
@@ -59,23 +60,26 @@ class HookContext:
     function_label: Callable[[str], Hashable]
     scratch: Scratch
     call_stubs: set[str]  # routines called through a shared stub (filled as calls are emitted)
+    counter_label: Callable[[str, int], Hashable]  # (array, index) -> label of a 64-bit element
 
 
 def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | None,
-                  scratch: Scratch) -> int:
+                  scratch: Scratch, spare: int = LR, parked: int = len(VFP_PAIRS)) -> int:
     """Make the original value of ``reg`` available; returns the register holding it.
 
-    ``into`` must not be LR: LR is the spare second output when reading from d16-d19.
+    ``spare`` (LR unless told) may be clobbered: it is the second output when reading
+    a pair from d16-d18; ``into`` must differ from it. ``parked``: how many of
+    VFP_PAIRS are in d16.. (the others still hold their original values).
     """
     if scratch.vfp:
         if reg == SP:  # the site has not moved SP
             return SP
-        for k, (low, high) in enumerate(VFP_PAIRS):
+        for k, (low, high) in enumerate(VFP_PAIRS[:parked]):
             if reg == low:
-                isa.from_d(code, into, LR, 16 + k)
+                isa.from_d(code, into, spare, 16 + k)
                 return into
             if reg == high:
-                isa.from_d(code, LR, into, 16 + k)
+                isa.from_d(code, spare, into, 16 + k)
                 return into
         if reg != PC:
             return reg  # r4-r11: untouched by the call sequence
@@ -92,58 +96,147 @@ def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | 
     return reg
 
 
+@dataclass(frozen=True)
+class Temps:
+    """Registers an address computation may clobber besides its destination."""
+
+    spare: int = LR   # second output of a pair read from d16-d18
+    index: int = IP   # holds the index register's original value
+    index_spare: int = LR
+    immediate: int = IP  # holds a displacement too large for an ADD immediate
+    parked: int = len(VFP_PAIRS)  # VFP_PAIRS saved in d16.. (with d16-d31 free)
+
+
+CALL_TEMPS = Temps()
+# A repeat filter runs with only r0-r3 parked: ip and lr keep their values until a call.
+FILTER_TEMPS = Temps(spare=1, index=2, index_spare=3, immediate=3, parked=2)
+
+
 def _effective_address(isa: ISA, code: Code, dest: int, access: Access, ins: Instruction,
-                       scratch: Scratch) -> None:
+                       scratch: Scratch, temps: Temps = CALL_TEMPS) -> None:
     if access.base == PC and access.index is None:
         isa.pc_address(code, dest, access.disp)
         return
-    base = _original_reg(isa, code, access.base, dest, ins, scratch)
+    base = _original_reg(isa, code, access.base, dest, ins, scratch, temps.spare, temps.parked)
     if access.index is not None:
-        index = _original_reg(isa, code, access.index, IP, ins, scratch)
+        index = _original_reg(isa, code, access.index, temps.index, ins, scratch, temps.index_spare, temps.parked)
         isa.add_shifted(code, dest, base, index, access.shift_type, access.shift, access.subtract)
         base = dest
-    isa.add_imm(code, dest, base, access.disp)
+    isa.add_imm(code, dest, base, access.disp, temps.immediate)
 
 
 def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
-    """A complete call of ``hook``'s routine with its arguments.
+    """A complete call of ``hook``'s routine with its arguments (behind its repeat filter, if any).
 
     With d16-d31 free, the site saves what a C call may clobber, computes the
     arguments and calls a stub shared by all sites of the routine, which saves the
     flags and SP, switches to the analysis stack and calls the routine (emit_call_stub).
+    A repeat filter runs first with r0-r3 parked; ip and lr are parked only on the way
+    to the call.
     """
-    if ctx.scratch.vfp and isa.thumb and isinstance(hook.prototype, RecordPrototype):
-        _emit_record(isa, code, hook, ctx)
-        return
     if ctx.scratch.vfp:
-        ctx.scratch.save(isa, code, VFP_PAIRS)
-        for i, (kind, value) in enumerate(zip(hook.prototype.kinds, hook.args)):
-            _argument(isa, code, i, kind, value, ctx)
-        ctx.call_stubs.add(hook.prototype.name)
-        isa.call(code, ("callstub", hook.prototype.name), True)
-        ctx.scratch.restore(isa, code, VFP_PAIRS)
+        filtered = _filter_of(hook) is not None
+        first_pairs = VFP_PAIRS[:FILTER_TEMPS.parked] if filtered else VFP_PAIRS
+        late_pairs = VFP_PAIRS[len(first_pairs):]
+        ctx.scratch.save(isa, code, first_pairs)
+        done = _emit_filter(isa, code, hook, ctx)
+        ctx.scratch.save(isa, code, late_pairs, 16 + len(first_pairs))
+        if isa.thumb and isinstance(hook.prototype, RecordPrototype):
+            _emit_record(isa, code, hook, ctx)
+        else:
+            for i, (kind, value) in enumerate(zip(hook.prototype.kinds, hook.args)):
+                _argument(isa, code, i, kind, value, ctx)
+            ctx.call_stubs.add(hook.prototype.name)
+            isa.call(code, ("callstub", hook.prototype.name), True)
+        ctx.scratch.restore(isa, code, late_pairs, 16 + len(first_pairs))
+        if done is not None:
+            code.label(done)
+        ctx.scratch.restore(isa, code, first_pairs)
         return
     isa.push(code, SAVED)
     isa.mrs(code, FLAGS_REG)
     isa.mov_reg(code, FRAME_REG, SP)
     isa.align_sp8(code, IP)
+    done = _emit_filter(isa, code, hook, ctx)
     for i, (kind, value) in enumerate(zip(hook.prototype.kinds, hook.args)):
         _argument(isa, code, i, kind, value, ctx)
     isa.call(code, ctx.function_label(hook.prototype.name))
+    if done is not None:
+        code.label(done)
     isa.mov_reg(code, SP, FRAME_REG)
     isa.msr(code, FLAGS_REG)
     isa.pop(code, SAVED)
 
 
+def _filter_of(hook: Hook) -> tuple[RepeatFilter, Hook] | None:
+    """The repeat filter guarding ``hook`` and the tool's call it belongs to, if any."""
+    call = hook
+    if isinstance(hook.prototype, RecordPrototype):
+        if hook.prototype.original is None:
+            return None
+        call = hook.prototype.original
+    if call.prototype.filter is None:
+        return None
+    return call.prototype.filter, call
+
+
+def _emit_filter(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> Hashable | None:
+    """The inline repeat test (api.RepeatFilter); returns the label that ends the site.
+
+    Runs after r0-r3, ip and lr are saved; flags untouched. r0 = key argument;
+    r1 = key with a bit set so no key is 0 (the slots start zeroed); r3 = &slot;
+    r2 = slot - key. Equal: bump counter[index] and skip the call. Else store the key
+    and fall into the call.
+    """
+    found = _filter_of(hook)
+    if found is None:
+        return None
+    flt, call = found
+    kinds, args = call.prototype.kinds, call.args
+    index = _static_value(kinds[flt.count_by], args[flt.count_by], ctx)
+    if not 0 <= index < flt.counts:
+        raise AnvilError(f"{call.prototype.name}: counter index {index} is outside {flt.counter}[{flt.counts}]")
+    _argument(isa, code, 0, kinds[flt.key_arg], args[flt.key_arg], ctx, FILTER_TEMPS)
+    low_bits = (1 << flt.shift) - 1
+    if flt.shift <= 8:
+        isa.orr_imm(code, 1, 0, low_bits)  # keys differ exactly when addresses >> shift do
+    else:
+        isa.lsr_imm(code, 1, 0, flt.shift)
+        isa.orr_imm(code, 1, 1, 0x80000000)
+    isa.pc_address(code, 3, ctx.counter_label(flt.memo, 0))
+    if flt.slot_bits:
+        isa.ubfx(code, 2, 0, flt.shift, flt.slot_bits)
+        isa.add_shifted(code, 3, 3, 2, 0, 2)
+    isa.ldr(code, 2, 3, 0)
+    isa.sub_reg(code, 2, 2, 1)
+    miss, done = ("filter-miss", id(code), code.size), ("filter-done", id(code), code.size)
+    isa.branch_nonzero(code, 2, miss)
+    isa.pc_address(code, 2, ctx.counter_label(flt.counter, index))
+    code.emit(_increment_tail(isa.thumb, 1, 3))
+    isa.branch(code, done)
+    code.label(miss)
+    isa.str(code, 1, 3, 0)
+    return done
+
+
+def _static_value(kind: Arg, value: object, ctx: HookContext) -> int:
+    """The value of a static argument at this site."""
+    if kind is Arg.CONST:
+        return int(value)
+    if kind is Arg.BLOCK_INSNS:
+        return ctx.block_insns
+    assert ctx.access is not None
+    return int(ctx.access.is_store) if kind is Arg.ACCESS_IS_STORE else ctx.access.size
+
+
 def _emit_record(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
-    """A ReHost record appended inline (T32, registers parked in d16-d18, flags untouched).
+    """A ReHost record appended inline (T32, registers already parked in d16-d18, flags untouched).
 
     r1-r3 = dynamic arguments; ip = &state; lr = state.cursor; r0 = site id;
     stmia lr!, {r0-rN}; state.cursor = lr; if (state.limit - lr) < 0, i.e. the ring is
     past its limit, call the flush routine (through the shared call stub, which saves
     the flags). Subtraction and shift without S, and CBZ, leave the flags alone.
     """
-    ctx.scratch.save(isa, code, VFP_PAIRS)
     dynamic = list(zip(hook.prototype.kinds, hook.args))[1:]
     for i, (kind, value) in enumerate(dynamic):
         _argument(isa, code, 1 + i, kind, value, ctx)
@@ -153,7 +246,6 @@ def _emit_record(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
     code.emit(_record_tail(len(dynamic)))
     ctx.call_stubs.add(RECORD_FLUSH)
     isa.call(code, ("callstub", RECORD_FLUSH), True)
-    ctx.scratch.restore(isa, code, VFP_PAIRS)
 
 
 @cache
@@ -187,7 +279,8 @@ def emit_call_stub(code: Code, name: str, function: Hashable) -> None:
     code.emit(enc.t32_bx(LR))
 
 
-def _argument(isa: ISA, code: Code, reg: int, kind: Arg, value: object, ctx: HookContext) -> None:
+def _argument(isa: ISA, code: Code, reg: int, kind: Arg, value: object, ctx: HookContext,
+              temps: Temps = CALL_TEMPS) -> None:
     if kind is Arg.CONST:
         isa.mov32(code, reg, int(value) & 0xFFFFFFFF)
     elif kind is Arg.STRING:
@@ -199,7 +292,7 @@ def _argument(isa: ISA, code: Code, reg: int, kind: Arg, value: object, ctx: Hoo
         isa.mov32(code, reg, ctx.block_insns)
     elif kind is Arg.EFFADDR:
         assert ctx.access is not None and ctx.ins is not None
-        _effective_address(isa, code, reg, ctx.access, ctx.ins, ctx.scratch)
+        _effective_address(isa, code, reg, ctx.access, ctx.ins, ctx.scratch, temps)
     elif kind is Arg.ACCESS_SIZE:
         assert ctx.access is not None
         isa.mov32(code, reg, ctx.access.size)
@@ -209,7 +302,7 @@ def _argument(isa: ISA, code: Code, reg: int, kind: Arg, value: object, ctx: Hoo
     elif kind is Arg.SITE_ID:
         isa.mov32(code, reg, int(value) + _access_index(ctx))
     elif kind is Arg.REG_VALUE:
-        got = _original_reg(isa, code, int(value), reg, ctx.ins, ctx.scratch)
+        got = _original_reg(isa, code, int(value), reg, ctx.ins, ctx.scratch, temps.spare, temps.parked)
         if got != reg:
             isa.mov_reg(code, reg, got)
     else:

@@ -150,7 +150,8 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     binary.clear_hooks()
     tool.instrument(binary, opts)
     units = SiteUnit()
-    return emit(binary, tool.name, units, lambda: (_library_sources(tool), units.source(binary, tool.arrays)), output,
+    arrays = {**tool.arrays, **tool.filter_arrays()}
+    return emit(binary, tool.name, units, lambda: (_library_sources(tool), units.source(binary, arrays)), output,
                 started)
 
 
@@ -212,7 +213,7 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit, library: Callable[[], 
     objects.append(tb.compile_c("sites.c", include, text=site_source))
     probe = tb.link(objects, REGION_OFFSET, REGION_OFFSET + 0x10000000)
 
-    code = Code((REGION_OFFSET + len(probe.text) + 15) & ~15)
+    code = Code((REGION_OFFSET + len(probe.text) + 15) & ~15, pic=binary.is_pie)
     code.label("header")
     code.later(32, lambda at, r: b"")  # placeholder, replaced below
     header_index = len(code._chunks) - 1

@@ -6,8 +6,9 @@ address, access size and kind, block size) go into the site table written beside
 binary, and the hook is replaced by a call of the communicator that appends a record
 (site id + dynamic arguments only) to a ring buffer in target memory. Program start
 and end routines run on the host when the session opens and closes. Inline counters
-stay inline (they cost less than any record); their arrays travel once, at program
-end. See docs/decisions/0005-rehost-records.md and rehost/stream.py for the formats.
+and repeat filters (api.RepeatFilter) stay inline (they cost less than any record): a
+filtered call ships a record only when its key is new in its slot; the counter arrays
+travel once, at program end. See docs/decisions/0005-rehost-records.md and rehost/stream.py for the formats.
 """
 
 from __future__ import annotations
@@ -112,7 +113,10 @@ def plan(binary: Binary, tool: Tool) -> tuple[SiteTable, list[str]]:
             entry = proc.blocks[0]
             proc.hooks = [_site(table, h, entry.instructions[0], None, entry.size) for h in proc.hooks]
         for block in proc.blocks:
-            for counter, _, _ in block.counter_increments:
+            hooks = proc.hooks + block.hooks + [h for i in block.instructions for h in i.hooks]
+            counters = [c for c, _, _ in block.counter_increments]
+            counters += [h.prototype.filter.counter for h in hooks if h.prototype.filter]
+            for counter in counters:
                 if counter not in target_arrays:
                     target_arrays.append(counter)
             block.hooks = [_site(table, h, block.instructions[0], None, block.size) for h in block.hooks]
@@ -139,7 +143,7 @@ def _site(table: SiteTable, hook: Hook, ins: Instruction, access_index: int | No
     if len(dynamic) > 3:
         raise AnvilError(f"{hook.prototype.name}: ReHost records carry at most 3 run-time arguments")
     proto = RecordPrototype(f"anvil_rh_record{len(dynamic)}", (Arg.SITE_ID, *(k for k, _ in dynamic)),
-                            each_access=access_index is not None)
+                            each_access=access_index is not None, original=hook)
     return Hook(hook.point, proto, (site, *(v for _, v in dynamic)))
 
 
@@ -167,7 +171,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     sources = [*RUNTIME_SOURCES, tb.RUNTIME_DIR / "anvil_comm.c"]
 
     def library() -> tuple[list[Path], str]:
-        generated = units.source(binary, arrays, facts=False)
+        generated = units.source(binary, {**arrays, **tool.filter_arrays()}, facts=False)
         return sources, generated + _communicator_source(arrays, site_format.digest(document))
 
     report = emit(binary, tool.name, units, library, output, started)

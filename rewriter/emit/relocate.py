@@ -111,7 +111,7 @@ def _calls(isa: ISA, code: Code, hooks: list[Hook], ins: Instruction, access, bl
     for hook in hooks:
         skip = isa.skip_unless(code, cond) if cond != AL else None
         hctx = HookContext(ins, access, block_insns, ctx.string_label, ctx.function_label, ctx.scratch,
-                           ctx.call_stubs)
+                           ctx.call_stubs, ctx.counter_label)
         emit_call(isa, code, hook, hctx)
         if skip is not None:
             isa.end_skip(code, skip)

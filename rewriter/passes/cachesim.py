@@ -1,13 +1,14 @@
 """cachesim: a data cache simulated on every load and store (the ATOM cache example).
 
 profile_start sets the geometry, cache_sim runs once per memory access (one per
-register of LDM/STM/PUSH/POP/LDRD), profile_end writes hits, misses and miss rates
-for loads and stores. LRU replacement, write-allocate, one line per access.
+register of LDM/STM/PUSH/POP/LDRD) unless the access is to its set's most recently
+used line (tested inline, counted in mru_hits), profile_end writes hits, misses and
+miss rates for loads and stores. LRU replacement, write-allocate, one line per access.
 """
 
 from __future__ import annotations
 
-from ..api import Arg, Option, Options, Point, Tool
+from ..api import Arg, Option, Options, Point, RepeatFilter, Tool
 from ..ir.model import Binary
 from .common import FORMATS, parse_size, power_of_two
 
@@ -35,8 +36,13 @@ class CacheSim(Tool):
             from ..errors import AnvilError
             raise AnvilError(f"cachesim: size {size} is smaller than assoc*line = {assoc * line}")
         self.array("tags", size // line, "uint32_t")
+        # An access to the line already most recently used in its set is a hit that
+        # changes no LRU state: the instrumented code tests that inline (one slot per
+        # set holding its MRU line) and only counts it, loads in mru_hits[0], stores in [1].
+        self.array("mru_hits", 2)
+        mru = RepeatFilter(shift=line.bit_length() - 1, slots=size // (assoc * line), counter="mru_hits", count_by=1)
         start = self.prototype("profile_start", Arg.CONST, Arg.CONST, Arg.CONST)
-        access = self.prototype("cache_sim", Arg.EFFADDR, Arg.ACCESS_IS_STORE)
+        access = self.prototype("cache_sim", Arg.EFFADDR, Arg.ACCESS_IS_STORE, filter=mru)
         finish = self.prototype("profile_end", Arg.STRING, Arg.CONST)
         binary.call(Point.BEFORE, start, size, assoc, line)
         for proc in binary.select(opts.only, opts.skip):

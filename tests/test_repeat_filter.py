@@ -1,0 +1,47 @@
+"""RepeatFilter declarations: what a tool may ask for is checked when it declares it.
+
+(What a filter does at run time is covered by the cachesim oracles: every cachesim
+result in the suite passes through its MRU filter, in T32 and A32, with d16-d31 and
+with the stack fallback.)
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rewriter.api import Arg, RepeatFilter, Tool
+from rewriter.errors import AnvilError
+
+
+def _tool() -> Tool:
+    tool = Tool()
+    tool.array("skipped", 2)
+    return tool
+
+
+def test_filter_gets_its_slot_table_and_counter_length() -> None:
+    tool = _tool()
+    proto = tool.prototype("f", Arg.EFFADDR, Arg.ACCESS_IS_STORE,
+                           filter=RepeatFilter(shift=6, slots=32, counter="skipped", count_by=1))
+    assert proto.filter is not None and proto.filter.counts == 2 and proto.filter.slot_bits == 5
+    assert tool.filter_arrays() == {"filter_f": ("uint32_t", 32)}
+    assert "filter_f" not in tool.arrays  # target memory only: never reported or shipped
+
+
+@pytest.mark.parametrize("kinds, flt, problem", [
+    ((Arg.CONST, Arg.ACCESS_IS_STORE), RepeatFilter(6, 32, "skipped", 1), "key must be"),
+    ((Arg.EFFADDR, Arg.EFFADDR), RepeatFilter(6, 32, "skipped", 1), "count_by must be"),
+    ((Arg.EFFADDR, Arg.ACCESS_IS_STORE), RepeatFilter(0, 32, "skipped", 1), "shift"),
+    ((Arg.EFFADDR, Arg.ACCESS_IS_STORE), RepeatFilter(6, 24, "skipped", 1), "power of two"),
+    ((Arg.EFFADDR, Arg.ACCESS_IS_STORE), RepeatFilter(6, 32, "nothing", 1), "must be declared"),
+])
+def test_bad_filters_are_refused(kinds, flt, problem) -> None:
+    with pytest.raises(AnvilError, match=problem):
+        _tool().prototype("f", *kinds, filter=flt)
+
+
+def test_const_counter_index_is_checked_at_the_call() -> None:
+    proto = _tool().prototype("f", Arg.EFFADDR, Arg.CONST, filter=RepeatFilter(6, 32, "skipped", 1))
+    proto.check_args((Arg.EFFADDR, 1))
+    with pytest.raises(AnvilError, match="outside skipped"):
+        proto.check_args((Arg.EFFADDR, 2))
