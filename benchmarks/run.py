@@ -2,7 +2,8 @@
 
 One row per workload: the samples ``sort``, ``hash`` and ``matrix`` in the variants
 ``O2-thumb-dyn`` and ``Os-thumb-static``, and the Lua interpreter running
-``samples/lua/bench.lua``.  For every tool (``inscount`` and ``cachesim`` InHost and
+``samples/lua/bench.lua`` (0.1 s: start-up weighs in) and ``samples/lua/heavy.lua``
+(about 1 s under qemu-arm: the row that measures the instrumentation).  For every tool (``inscount`` and ``cachesim`` InHost and
 ReHost unless ``--tools`` says otherwise; ``T:rehost`` is tool T with ``--mode
 rehost``) the table gives
 
@@ -132,6 +133,7 @@ def workloads() -> list[Workload]:
                 )
             )
     result.append(Workload(name="lua/bench.lua", build=samples.build_lua, args=[str(samples.LUA_BENCH)]))
+    result.append(Workload(name="lua/heavy.lua", build=samples.build_lua, args=[str(samples.LUA_HEAVY)]))
     return result
 
 

@@ -15,6 +15,7 @@ import queue
 import socket
 import subprocess
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import grpc
@@ -36,7 +37,7 @@ CONNECT_TIMEOUT = 5.0
 class Outcome:
     """What a ReHost run produced besides the program's own behaviour."""
 
-    returncode: int
+    returncode: int | None  # None when the program was not started here (rehost-listen)
     summary: object | None = None      # messages.Summary when the session finished
     error: str = ""                    # why there is no summary (server gone, session rejected)
     lost_bytes: int = 0                # record bytes the bridge could not deliver
@@ -64,6 +65,90 @@ def connect(address: str, credentials: grpc.ChannelCredentials | None = None) ->
     return channel
 
 
+class _Forward:
+    """One session: the gRPC call runs in a thread, fed with what ``pump`` reads from a socket.
+
+    When the server is gone or rejected the session, ``pump`` keeps reading and counts
+    the bytes it drops, so the program on the other end never blocks on a dead server.
+    """
+
+    def __init__(self, channel: grpc.Channel, tool: str, site_table: bytes, program: str, token: str) -> None:
+        self.chunks: queue.Queue[bytes | None] = queue.Queue(QUEUE_CHUNKS)
+        self.alive = True
+        self.lost = self.sent = 0
+        self.summary: object | None = None
+        self.error = ""
+        self._open = messages.Message(open=messages.Open(tool=tool, site_table=site_table, program=program,
+                                                         token=token))
+        self._rpc = threading.Thread(target=self._call, args=(channel,), daemon=True)
+        self._rpc.start()
+
+    def _requests(self):
+        yield self._open
+        while True:
+            chunk = self.chunks.get()
+            if chunk is None:
+                if self.lost:
+                    yield messages.Message(lost_bytes=self.lost)
+                return
+            self.sent += len(chunk)
+            yield messages.Message(records=chunk)
+
+    def _call(self, channel: grpc.Channel) -> None:
+        try:
+            self.summary = services.RehostStub(channel).Analyse(self._requests())
+        except grpc.RpcError as e:
+            code = e.code() if hasattr(e, "code") else None  # type: ignore[union-attr]
+            detail = e.details() if hasattr(e, "details") else str(e)  # type: ignore[union-attr]
+            if code == grpc.StatusCode.UNAVAILABLE:
+                self.error = f"lost the rehost server ({detail})"
+            else:
+                self.error = f"the rehost server rejected the session: {detail}"
+        finally:
+            self.alive = False
+
+    def _put(self, item: bytes | None) -> bool:
+        """Queue ``item`` unless the call has ended; False when it was dropped."""
+        while self.alive:
+            try:
+                self.chunks.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def pump(self, sock: socket.socket) -> None:
+        """Forward everything ``sock`` delivers until it closes, then end the stream."""
+        buffer = bytearray(CHUNK)
+        while True:
+            try:
+                size = sock.recv_into(buffer)
+            except OSError:
+                size = 0
+            if not size:
+                break
+            chunk = bytes(memoryview(buffer)[:size])  # one copy, not two
+            if not self._put(chunk):
+                self.lost += len(chunk)
+        self._put(None)
+
+    def finish(self, returncode: int | None, stdout: bytes = b"", stderr: bytes = b"") -> Outcome:
+        """Wait for the server's answer and say what happened."""
+        self._rpc.join()
+        # Anything still queued when the call ended never reached the server.
+        while True:
+            try:
+                chunk = self.chunks.get_nowait()
+            except queue.Empty:
+                break
+            if chunk:
+                self.lost += len(chunk)
+        outcome = Outcome(returncode, self.summary, self.error, self.lost, self.sent, stdout=stdout, stderr=stderr)
+        if outcome.summary is not None:
+            outcome.outputs = {o.path: o.content for o in outcome.summary.outputs}
+        return outcome
+
+
 def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, program: str,
         token: str = "", env: dict[str, str] | None = None, cwd: str | None = None,
         stdin: bytes | None = None) -> Outcome:
@@ -77,61 +162,7 @@ def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, pro
     for end in (ours, theirs):  # big buffers: fewer wake-ups, the program waits less often
         end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
         end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
-    chunks: queue.Queue[bytes | None] = queue.Queue(QUEUE_CHUNKS)
-    state = {"alive": True, "lost": 0, "sent": 0}
-    result: dict[str, object] = {}
-
-    def requests():
-        yield messages.Message(open=messages.Open(tool=tool, site_table=site_table, program=program, token=token))
-        while True:
-            chunk = chunks.get()
-            if chunk is None:
-                if state["lost"]:
-                    yield messages.Message(lost_bytes=state["lost"])
-                return
-            state["sent"] += len(chunk)
-            yield messages.Message(records=chunk)
-
-    def call() -> None:
-        try:
-            result["summary"] = services.RehostStub(channel).Analyse(requests())
-        except grpc.RpcError as e:
-            code = e.code() if hasattr(e, "code") else None  # type: ignore[union-attr]
-            detail = e.details() if hasattr(e, "details") else str(e)  # type: ignore[union-attr]
-            if code == grpc.StatusCode.UNAVAILABLE:
-                result["error"] = f"lost the rehost server ({detail})"
-            else:
-                result["error"] = f"the rehost server rejected the session: {detail}"
-        finally:
-            state["alive"] = False
-
-    def pump() -> None:
-        buffer = bytearray(CHUNK)
-        while True:
-            try:
-                size = ours.recv_into(buffer)
-            except OSError:
-                size = 0
-            chunk = bytes(memoryview(buffer)[:size])  # one copy, not two
-            if not chunk:
-                break
-            while state["alive"]:
-                try:
-                    chunks.put(chunk, timeout=0.2)
-                    break
-                except queue.Full:
-                    continue
-            else:
-                state["lost"] += len(chunk)
-        while state["alive"]:
-            try:
-                chunks.put(None, timeout=0.2)
-                break
-            except queue.Full:
-                continue
-
-    rpc = threading.Thread(target=call, daemon=True)
-    rpc.start()
+    forward = _Forward(channel, tool, site_table, program, token)
     saved = os.dup(CHANNEL_FD) if _fd_open(CHANNEL_FD) else None
     try:
         os.dup2(theirs.fileno(), CHANNEL_FD, inheritable=True)
@@ -149,26 +180,49 @@ def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, pro
         else:
             os.close(CHANNEL_FD)
         theirs.close()
-    reader = threading.Thread(target=pump, daemon=True)
+    reader = threading.Thread(target=forward.pump, args=(ours,), daemon=True)
     reader.start()
     stdout, stderr = proc.communicate(stdin)
-    returncode = proc.returncode
     reader.join()
     ours.close()
-    rpc.join()
-    # Anything still queued when the call ended never reached the server.
-    while True:
+    return forward.finish(proc.returncode, stdout or b"", stderr or b"")
+
+
+def listen(address: str, channel: grpc.Channel, tool: str, site_table: bytes, program: str, token: str = "",
+           ready: Callable[[str], None] = lambda where: None, timeout: float | None = None) -> Outcome:
+    """Wait for one program to connect over TCP (ANVIL_REHOST_CONNECT) and forward its records.
+
+    ``ready`` is told the address actually listened on (port 0 picks a free one);
+    ``timeout``: seconds to wait for the connection (None: for ever).
+    """
+    host, port = split_address(address)
+    try:
+        server = socket.create_server((host, port))
+    except OSError as e:
+        raise AnvilError(f"cannot listen on {address}: {e.strerror}") from None
+    with server:
+        server.settimeout(timeout)
+        bound_host, bound_port = server.getsockname()[:2]
+        forward = _Forward(channel, tool, site_table, program, token)
+        ready(f"{bound_host}:{bound_port}")
         try:
-            chunk = chunks.get_nowait()
-        except queue.Empty:
-            break
-        if chunk:
-            state["lost"] += len(chunk)
-    outcome = Outcome(returncode, result.get("summary"), str(result.get("error", "")), state["lost"], state["sent"],
-                      stdout=stdout or b"", stderr=stderr or b"")
-    if outcome.summary is not None:
-        outcome.outputs = {o.path: o.content for o in outcome.summary.outputs}
-    return outcome
+            conn, _ = server.accept()
+        except TimeoutError:
+            forward._put(None)
+            forward.finish(None)
+            raise AnvilError(f"no program connected to {bound_host}:{bound_port} within {timeout:g} s") from None
+    with conn:
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
+        forward.pump(conn)
+    return forward.finish(None)
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """'HOST:PORT' -> (host, port), or AnvilError."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise AnvilError(f"'{address}' is not HOST:PORT")
+    return host.strip("[]"), int(port)
 
 
 def _fd_open(fd: int) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -90,30 +91,56 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.server or args.lib:
             raise AnvilError(f"{binary} is not a ReHost binary: --server and --lib need --mode rehost")
         returncode = subprocess.run(cmd).returncode
-    results = meta.get("results_file") if meta else None
-    if results and args.out and os.path.exists(results):
-        shutil.move(results, args.out)
-        results = args.out
-    if results and os.path.exists(results) and not args.quiet:
-        print(f"anvil: results in {results}", file=sys.stderr)
+    _results_file(args, meta.get("results_file") if meta else None)
     return returncode
 
 
 def _run_rehost(args: argparse.Namespace, cmd: list[str], sites: str) -> int:
     """Run a ReHost binary: records to the server at --server, or to a local one started here."""
     from rehost import bridge
+
+    with _rehost_session(args, sites) as (table, document, channel):
+        outcome = bridge.run(cmd, channel, table.tool, document, os.path.basename(args.binary), _token(args))
+    _report_rehost(outcome, table)
+    return outcome.returncode
+
+
+def cmd_rehost_listen(args: argparse.Namespace) -> int:
+    """Wait for a ReHost program started elsewhere (ANVIL_REHOST_CONNECT) and analyse its records."""
+    from rehost import bridge
+
+    from .emit.rehost import SITE_TABLE_SUFFIX
+
+    def ready(where: str) -> None:
+        print(f"anvil: waiting for {os.path.basename(args.binary)} on {where} "
+              f"(run it with ANVIL_REHOST_CONNECT={where})", file=sys.stderr, flush=True)
+
+    bridge.split_address(args.listen)
+    with _rehost_session(args, args.binary + SITE_TABLE_SUFFIX) as (table, document, channel):
+        outcome = bridge.listen(args.listen, channel, table.tool, document, os.path.basename(args.binary),
+                                _token(args), ready, args.timeout)
+    if not _report_rehost(outcome, table):
+        return 1
+    for path in sorted(table.output_paths):
+        _results_file(args, path)
+    return 0
+
+
+@contextlib.contextmanager
+def _rehost_session(args: argparse.Namespace, sites: str):
+    """(site table, its bytes, a channel to the server): --server, or a local server for the session."""
+    from rehost import bridge
     from rehost.server import Library, start_server
     from rehost.sitetable import SiteTableError, parse
 
     if not os.path.exists(sites):
-        raise AnvilError(f"{args.binary} is a ReHost binary but its site table {sites} is missing")
+        raise AnvilError(f"site table {sites} is missing (written beside a binary instrumented with --mode rehost)")
     with open(sites, "rb") as f:
         document = f.read()
     try:
         table = parse(document)
     except SiteTableError as e:
         raise AnvilError(f"{sites}: {e}") from None
-    token = _token(args)
     server = None
     if args.server:
         credentials = None
@@ -126,20 +153,40 @@ def _run_rehost(args: argparse.Namespace, cmd: list[str], sites: str) -> int:
         server, port = start_server(Library(args.lib), log=None)
         channel = bridge.connect(f"127.0.0.1:{port}")
     try:
-        outcome = bridge.run(cmd, channel, table.tool, document, os.path.basename(args.binary), token)
+        yield table, document, channel
     finally:
         channel.close()
         if server is not None:
             server.stop(None)
+
+
+def _report_rehost(outcome, table) -> bool:
+    """Write the results the server sent; one line on stderr if they are missing or partial. True: complete."""
+    from rehost import bridge
+
     bridge.write_outputs(outcome, table.output_paths)
     summary = outcome.summary
     if outcome.error:
         print(f"anvil: rehost: {outcome.error}; {outcome.lost_bytes} bytes of records not analysed, "
               "no results written", file=sys.stderr)
-    elif summary is not None and not summary.complete:
+        return False
+    if summary is not None and not summary.complete:
         why = summary.error or "the program ended without its end record (killed, or exited without exit())"
         print(f"anvil: rehost: results are incomplete: {why}", file=sys.stderr)
-    return outcome.returncode
+        return False
+    return summary is not None
+
+
+def _results_file(args: argparse.Namespace, results: str | None) -> str | None:
+    """Move the results file to --out if asked, say where it is (unless --quiet); its path."""
+    if results and args.out and os.path.exists(results):
+        shutil.move(results, args.out)
+        results = args.out
+    if not (results and os.path.exists(results)):
+        return None
+    if not args.quiet:
+        print(f"anvil: results in {results}", file=sys.stderr)
+    return results
 
 
 def _token(args: argparse.Namespace) -> str:
@@ -269,13 +316,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="move the tool's results file here afterwards")
     p.add_argument("--argv0", help="argv[0] seen by the program")
     p.add_argument("-q", "--quiet", action="store_true", help="no note about where results went")
-    p.add_argument("--server", metavar="HOST:PORT", help="ReHost: the rehost-server to send records to "
-                                                           "(default: start a local one)")
-    p.add_argument("--lib", help="ReHost without --server: the local server's analysis library "
-                                 "(tool name, .so, .c or .py; default: the binary's tool)")
-    p.add_argument("--token", help="ReHost: shared token the server asks for (or $ANVIL_REHOST_TOKEN)")
-    p.add_argument("--tls-ca", metavar="PEM", help="ReHost: connect with TLS, trusting this certificate")
+    _server_options(p)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("rehost-listen", help="analyse a ReHost program started elsewhere (TCP channel)",
+                       description="Wait for one run of the ReHost binary BINARY, started elsewhere with "
+                                   "ANVIL_REHOST_CONNECT=ADDRESS:PORT in its environment (another machine, "
+                                   "a board, a container), forward its records to a rehost-server (or a local "
+                                   "one) and write its results here. Exit status 0 when the results are "
+                                   "complete.")
+    p.add_argument("binary", help="the ReHost binary (its site table BINARY.sites.json is read)")
+    p.add_argument("--listen", default="127.0.0.1:0", metavar="HOST:PORT",
+                   help="where the program connects (default 127.0.0.1 and a free port, printed; "
+                        "0.0.0.0:PORT for other machines)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up if no program connects in time")
+    p.add_argument("--out", help="move the tool's results file here afterwards")
+    p.add_argument("-q", "--quiet", action="store_true", help="no note about where results went")
+    _server_options(p)
+    p.set_defaults(func=cmd_rehost_listen)
 
     p = sub.add_parser("rehost-server", help="serve ReHost sessions: run analyses on records from programs",
                        description="Receive ReHost records over gRPC and run the analysis on the host: "
@@ -299,6 +357,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tools", help="list the tools and their options")
     p.set_defaults(func=cmd_tools)
     return parser
+
+
+def _server_options(p: argparse.ArgumentParser) -> None:
+    """Where ReHost records go: --server (or a local server with --lib), --token, --tls-ca."""
+    p.add_argument("--server", metavar="HOST:PORT", help="ReHost: the rehost-server to send records to "
+                                                           "(default: start a local one)")
+    p.add_argument("--lib", help="ReHost without --server: the local server's analysis library "
+                                 "(tool name, .so, .c or .py; default: the binary's tool)")
+    p.add_argument("--token", help="ReHost: shared token the server asks for (or $ANVIL_REHOST_TOKEN)")
+    p.add_argument("--tls-ca", metavar="PEM", help="ReHost: connect with TLS, trusting this certificate")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,13 +7,17 @@
 - the Debian-liblua Lua interpreter likewise;
 - the same through ``anvil rehost-server`` in another process with the C library
   given by name, as a .so and as a Python class; two programs streaming to one server
-  at once get their own results.
+  at once get their own results;
+- the TCP channel: a program started on its own with ANVIL_REHOST_CONNECT reaches
+  ``anvil rehost-listen``, with the same results as InHost.
 Faults are in test_rehost_faults.py.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -22,7 +26,7 @@ import pytest
 from rehost import host_build
 from rehost.server import Library, start_server
 from rewriter.ir.elf_loader import load_binary
-from tests.support.rehost import CLI_RUN, ServerProcess, cli_run, run_rehost
+from tests.support.rehost import CLI, CLI_RUN, ServerProcess, cli_run, run_rehost
 from tests.support.run import assert_same_behaviour, instrument, instrument_ir, place, run_prog
 from tests.support.samples import LUA_BENCH, SAMPLES, build, build_lua
 
@@ -144,3 +148,47 @@ def test_python_analysis_equals_c(tool: str, tmp_path: Path) -> None:
     assert_same_behaviour(inhost, rehost)
     assert outcome.summary.complete
     assert results_file(rehost.cwd, tool) == results_file(inhost.cwd, tool)
+
+
+@pytest.mark.parametrize("variant", ["O2-thumb-dyn", "Os-thumb-static"])
+def test_tcp_channel_named_by_the_environment(variant: str, tmp_path: Path) -> None:
+    """The program is started by hand (as on another machine) with ANVIL_REHOST_CONNECT;
+    ``anvil rehost-listen`` takes its records. Original and InHost run with the same
+    variable (same environment size, so the same stack addresses)."""
+    binary = build("calls", variant)
+    args, stdin = ARGS["calls"], STDIN["calls"]
+    ir = load_binary(str(binary))
+    inhost_bin = instrument_ir(ir, "cachesim", tmp_path)
+    rehost_bin = instrument_ir(ir, "cachesim", tmp_path, mode="rehost", slot="rhst")
+    listener = subprocess.Popen(CLI + ["rehost-listen", "-q", "--timeout", "120", str(rehost_bin)],
+                                cwd=rehost_bin.parent, stderr=subprocess.PIPE, text=True)
+    try:
+        assert listener.stderr is not None
+        line = listener.stderr.readline()
+        match = re.search(r"ANVIL_REHOST_CONNECT=(\S+)\)", line)
+        assert match, f"rehost-listen did not start: {line!r}"
+        env = {"ANVIL_REHOST_CONNECT": match.group(1)}
+        rehost = run_prog(rehost_bin, args, stdin, env=env)
+        _, rest = listener.communicate(timeout=120)
+    finally:
+        listener.kill()
+    assert listener.returncode == 0, rest
+    original = run_prog(place(binary, tmp_path, "orig"), args, stdin, env=env)
+    inhost = run_prog(inhost_bin, args, stdin, env=env)
+    assert_same_behaviour(original, rehost)
+    assert_same_behaviour(original, inhost)
+    assert results_file(rehost.cwd, "cachesim") == results_file(inhost.cwd, "cachesim")
+
+
+def test_tcp_channel_nobody_listening(tmp_path: Path) -> None:
+    """No listener: the program still runs as itself; one line says the records were dropped."""
+    binary = build("calls", "O2-thumb-dyn")
+    args, stdin = ARGS["calls"], STDIN["calls"]
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        where = f"127.0.0.1:{probe.getsockname()[1]}"
+    env = {"ANVIL_REHOST_CONNECT": where}
+    original = run_prog(place(binary, tmp_path, "orig"), args, stdin, env=env)
+    rehost = run_prog(instrument(binary, "cachesim", tmp_path, "--mode", "rehost"), args, stdin, env=env)
+    assert (rehost.stdout, rehost.returncode) == (original.stdout, original.returncode)
+    assert rehost.stderr == f"anvil: rehost: cannot connect to {where}; records dropped\n".encode() + original.stderr

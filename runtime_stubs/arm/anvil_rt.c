@@ -60,6 +60,26 @@ static void die(const char *msg)
 
 static uint32_t page_up(uint32_t v) { return (v + PAGE - 1) & ~(PAGE - 1); }
 
+/* Where the loader stub (stub.S) keeps what it saved: FAR_BELOW bytes under the initial
+ * SP, 14 registers. The initial SP points at argc, argv..., 0, envp..., 0, auxv. */
+#define STUB_FAR_BELOW 16384
+#define STUB_SAVED_BYTES 56
+static const char *const *environment __attribute__((section(".data")));
+
+const char *anvil_getenv(const char *name)
+{
+    for (const char *const *e = environment; e && *e; e++) {
+        const char *a = name, *b = *e;
+        while (*a && *a == *b) {
+            a++;
+            b++;
+        }
+        if (!*a && *b == '=')
+            return b + 1;
+    }
+    return 0;
+}
+
 /* Called by the loader stub once the region's file part is mapped (read/write/exec),
  * with the registers it saved at entry (r0-r12, lr). Maps the zero-filled part, fixes
  * entry patches for the load bias, seals the code read-only, runs the program-start
@@ -93,6 +113,8 @@ uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t
         }
     }
     anvil_syscall(SYS_mprotect, h->region_start + bias, h->code_end - h->region_start, PROT_RX, 0, 0, 0);
+    const uint32_t *initial_sp = (const uint32_t *)((const char *)saved + STUB_SAVED_BYTES + STUB_FAR_BELOW);
+    environment = (const char *const *)(initial_sp + 1 + initial_sp[0] + 1);
     anvil_program_start();
     for (int i = 0; i < 14; i++)
         entry_state[i] = saved[i];

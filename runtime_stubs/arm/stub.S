@@ -15,7 +15,7 @@
     .global _anvil_stub
     .type _anvil_stub, %function
     .thumb_func
-    .equ FAR_BELOW, 16384
+    .equ FAR_BELOW, 16384        @ = STUB_FAR_BELOW in anvil_rt.c (it finds the initial SP from it)
     .equ SCRUB, 4096
 _anvil_stub:
     sub sp, sp, #FAR_BELOW

@@ -43,6 +43,8 @@ extern uint32_t anvil_bias;                      /* runtime minus link-time addr
 #ifndef ANVIL_HOST
 /* System calls (ARM EABI). */
 long anvil_syscall(long nr, long a, long b, long c, long d, long e, long f);
+/* The value of the program's environment variable ``name`` (as the kernel passed it), or 0. */
+const char *anvil_getenv(const char *name);
 int anvil_open_write(const char *path);
 void anvil_close(int fd);
 #endif

@@ -29,10 +29,12 @@ class Run:
     cwd: Path
 
 
-def run_prog(binary: Path, args: list[str] | tuple[str, ...] = (), stdin: bytes = b"", timeout: int = 300) -> Run:
-    """Run ``binary`` (already at its final path) under qemu-arm with argv[0] 'prog'."""
-    proc = subprocess.run(["env", "-i", "qemu-arm", "-L", LIB_ROOT, "-0", "prog", str(binary.resolve()), *args],
-                          input=stdin, capture_output=True, cwd=binary.parent, timeout=timeout)
+def run_prog(binary: Path, args: list[str] | tuple[str, ...] = (), stdin: bytes = b"", timeout: int = 300,
+             env: dict[str, str] | None = None) -> Run:
+    """Run ``binary`` (already at its final path) under qemu-arm with argv[0] 'prog' and only ``env``."""
+    variables = [f"{k}={v}" for k, v in (env or {}).items()]
+    proc = subprocess.run(["env", "-i", *variables, "qemu-arm", "-L", LIB_ROOT, "-0", "prog", str(binary.resolve()),
+                           *args], input=stdin, capture_output=True, cwd=binary.parent, timeout=timeout)
     return Run(proc.stdout, proc.stderr, proc.returncode, binary.parent)
 
 

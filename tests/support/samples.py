@@ -34,6 +34,7 @@ from pathlib import Path
 REPO_ROOT: Path = Path(__file__).resolve().parents[2]
 SAMPLES_DIR: Path = REPO_ROOT / "samples"
 LUA_BENCH: Path = SAMPLES_DIR / "lua" / "bench.lua"
+LUA_HEAVY: Path = SAMPLES_DIR / "lua" / "heavy.lua"  # about 1 s under qemu-arm: for benchmarks
 
 CC = "arm-linux-gnueabihf-gcc"
 QEMU = "qemu-arm"
