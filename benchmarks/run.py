@@ -3,9 +3,9 @@
 One row per workload: the samples ``sort``, ``hash`` and ``matrix`` in the variants
 ``O2-thumb-dyn`` and ``Os-thumb-static``, and the Lua interpreter running
 ``samples/lua/bench.lua`` (0.1 s: start-up weighs in) and ``samples/lua/heavy.lua``
-(about 1 s under qemu-arm: the row that measures the instrumentation).  For every tool (``inscount`` and ``cachesim`` InHost and
-ReHost unless ``--tools`` says otherwise; ``T:rehost`` is tool T with ``--mode
-rehost``) the table gives
+(about 1 s under qemu-arm: the row that measures the instrumentation).  For every
+tool (``inscount`` and ``cachesim`` InHost and ReHost unless ``--tools`` says
+otherwise; ``T:rehost`` is tool T with ``--mode rehost``) the table gives
 
 - the size ratio: instrumented file size / original file size;
 - the rewrite time: wall seconds of ``anvil instrument --tool T BIN -o OUT``;
