@@ -39,6 +39,9 @@ PACKAGES=(
     gcc
     libc6-dev
     openssl
+    gcc-arm-none-eabi
+    libnewlib-arm-none-eabi
+    qemu-system-arm
 )
 
 # 1. Debian packages.

@@ -183,10 +183,9 @@ def _filter_of(hook: Hook) -> tuple[RepeatFilter, Hook] | None:
 def _emit_filter(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> Hashable | None:
     """The inline repeat test (api.RepeatFilter); returns the label that ends the site.
 
-    Runs after r0-r3, ip and lr are saved; flags untouched. r0 = key argument;
-    r1 = key with a bit set so no key is 0 (the slots start zeroed); r3 = &slot;
-    r2 = slot - key. Equal: bump counter[index] and skip the call. Else store the key
-    and fall into the call.
+    Runs after r0-r3 are parked; flags untouched. r0 = key argument, then one fixup
+    holds the rest of the test (_filter_test); the call that follows runs only when
+    the key was new, after storing it in its slot.
     """
     found = _filter_of(hook)
     if found is None:
@@ -197,26 +196,63 @@ def _emit_filter(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> Hashable
     if not 0 <= index < flt.counts:
         raise AnvilError(f"{call.prototype.name}: counter index {index} is outside {flt.counter}[{flt.counts}]")
     _argument(isa, code, 0, kinds[flt.key_arg], args[flt.key_arg], ctx, FILTER_TEMPS)
-    low_bits = (1 << flt.shift) - 1
-    if flt.shift <= 8:
-        isa.orr_imm(code, 1, 0, low_bits)  # keys differ exactly when addresses >> shift do
-    else:
-        isa.lsr_imm(code, 1, 0, flt.shift)
-        isa.orr_imm(code, 1, 1, 0x80000000)
-    isa.pc_address(code, 3, ctx.counter_label(flt.memo, 0))
-    if flt.slot_bits:
-        isa.ubfx(code, 2, 0, flt.shift, flt.slot_bits)
-        isa.add_shifted(code, 3, 3, 2, 0, 2)
-    isa.ldr(code, 2, 3, 0)
-    isa.sub_reg(code, 2, 2, 1)
-    miss, done = ("filter-miss", id(code), code.size), ("filter-done", id(code), code.size)
-    isa.branch_nonzero(code, 2, miss)
-    isa.pc_address(code, 2, ctx.counter_label(flt.counter, index))
-    code.emit(_increment_tail(isa.thumb, 1, 3))
-    isa.branch(code, done)
-    code.label(miss)
-    isa.str(code, 1, 3, 0)
+    memo, counter = ctx.counter_label(flt.memo, 0), ctx.counter_label(flt.counter, index)
+    done = ("filter-done", id(code), code.size)
+    shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits)
+    code.later(len(_filter_test(*shape, 0, 0, 0, 0x1000)),
+               lambda at, r: _filter_test(*shape, at, r(memo), r(counter), r(done)))
+    isa.str(code, 1, 3, 0)  # a new key: it takes the slot, and the call follows
     return done
+
+
+@cache
+def _filter_prefix(thumb: bool, shift: int, slot_bits: int) -> tuple[bytes, bytes]:
+    """The address-independent parts of the test: key into r1; then slot index, load, compare."""
+    if thumb:
+        if shift <= 8:  # r1 = r0 | low bits: keys differ exactly when addresses >> shift do, and are never 0
+            key = enc.t32_orr_imm(1, 0, (1 << shift) - 1)
+        else:
+            key = enc.t32_lsr_imm(1, 0, shift) + enc.t32_orr_imm(1, 1, 0x80000000)
+        index = enc.t32_ubfx(2, 0, shift, slot_bits) + enc.t32_add_reg_shift(3, 3, 2, 0, 2) if slot_bits else b""
+        return key, index + enc.t32_ldr_imm(2, 3, 0) + enc.t32_sub_reg(2, 2, 1)
+    if shift <= 8:
+        key = enc.a32_orr_imm(1, 0, (1 << shift) - 1)
+    else:
+        key = enc._w(0xE1A00020 | (1 << 12) | (shift << 7)) + enc.a32_orr_imm(1, 1, 0x80000000)  # lsr r1, r0, #shift
+    index = enc.a32_ubfx(2, 0, shift, slot_bits) + enc._w(0xE0833102) if slot_bits else b""  # add r3, r3, r2, lsl #2
+    return key, index + enc.a32_ldr_imm(2, 3, 0) + enc.a32_sub_reg(2, 2, 1)
+
+
+def _filter_test(thumb: bool, pic: bool, shift: int, slot_bits: int, at: int, memo: int, counter: int,
+                 done: int) -> bytes:
+    """Bytes of the test at ``at``: r1 = key; r3 = &memo[slot]; r2 = slot - key; if r2 != 0
+    go to the end of these bytes (the call path); else counter += 1 and go to ``done``.
+
+    T32 branches with CBNZ; A32 has none, so r2 = clz(r2) >> 5 (1 when equal) and
+    ``add pc, pc, r2, lsl #2`` lands on a B to the call path or just past it.
+    """
+    key, compare = _filter_prefix(thumb, shift, slot_bits)
+    out = bytearray(key)
+
+    def address(rd: int, target: int) -> bytes:
+        if thumb:
+            return enc.t32_pc_address(rd, at + len(out), target) if pic else enc.t32_mov32(rd, target)
+        return enc.a32_pc_address(rd, at + len(out), target) if pic else enc.a32_mov32(rd, target)
+
+    out += address(3, memo)
+    out += compare
+    branch_at = len(out)
+    out += bytes(2 if thumb else 20)  # the branch to the call path, encoded below
+    out += address(2, counter)
+    out += _increment_tail(thumb, 1, 3)
+    out += enc.t32_b(at + len(out), done) if thumb else enc.a32_b(at + len(out), done)
+    if thumb:
+        out[branch_at:branch_at + 2] = enc.t32_cbz(2, len(out) - (branch_at + 4), nonzero=True)
+    else:
+        out[branch_at:branch_at + 20] = (enc.a32_clz(2, 2) + enc._w(0xE1A022A2)  # lsr r2, r2, #5
+                                         + enc._w(0xE08FF102) + enc._w(0xE320F000)  # add pc, pc, r2, lsl #2; nop
+                                         + enc.a32_b(at + branch_at + 16, at + len(out)))
+    return bytes(out)
 
 
 def _static_value(kind: Arg, value: object, ctx: HookContext) -> int:

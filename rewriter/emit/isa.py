@@ -147,19 +147,6 @@ class _T32(ISA):
     def ldr_index4(self, code: Code, rt: int, rn: int, rm: int) -> None:
         code.emit(enc._hw(0xF850 | rn, (rt << 12) | (2 << 4) | rm))  # ldr.w rt, [rn, rm, lsl #2]
 
-    def orr_imm(self, code: Code, rd: int, rn: int, imm: int) -> None:
-        code.emit(_cached(enc.t32_orr_imm, rd, rn, imm))
-
-    def ubfx(self, code: Code, rd: int, rn: int, lsb: int, width: int) -> None:
-        code.emit(_cached(enc.t32_ubfx, rd, rn, lsb, width))
-
-    def sub_reg(self, code: Code, rd: int, rn: int, rm: int) -> None:
-        code.emit(_cached(enc.t32_sub_reg, rd, rn, rm))
-
-    def branch_nonzero(self, code: Code, rn: int, target: Hashable) -> None:
-        """Go to ``target`` (forward, within 126 bytes) when ``rn`` is not zero; flags untouched."""
-        code.later(2, lambda at, r: enc.t32_cbz(rn, _addr(target, r) - (at + 4), nonzero=True))
-
 
 class _A32(ISA):
     thumb = False
@@ -249,26 +236,6 @@ class _A32(ISA):
 
     def ldr_index4(self, code: Code, rt: int, rn: int, rm: int) -> None:
         code.emit(enc._w(0xE7900100 | (rn << 16) | (rt << 12) | rm))  # ldr rt, [rn, rm, lsl #2]
-
-    def orr_imm(self, code: Code, rd: int, rn: int, imm: int) -> None:
-        code.emit(enc.a32_orr_imm(rd, rn, imm))
-
-    def ubfx(self, code: Code, rd: int, rn: int, lsb: int, width: int) -> None:
-        code.emit(enc.a32_ubfx(rd, rn, lsb, width))
-
-    def sub_reg(self, code: Code, rd: int, rn: int, rm: int) -> None:
-        code.emit(enc.a32_sub_reg(rd, rn, rm))
-
-    def branch_nonzero(self, code: Code, rn: int, target: Hashable) -> None:
-        """Go to ``target`` when ``rn`` is not zero, flags untouched (A32 has no CBNZ); ``rn`` is clobbered.
-
-        rn = (clz(rn) >> 5), i.e. 1 when it was zero; ``add pc, pc, rn, lsl #2`` then
-        lands on the B (rn was nonzero) or just past it.
-        """
-        code.emit(enc.a32_clz(rn, rn) + enc._w(0xE1A00020 | (rn << 12) | (5 << 7) | rn))  # lsr rn, rn, #5
-        self.add_shifted(code, PC, PC, rn, 0, 2)
-        code.emit(enc._w(0xE320F000))  # nop: never executed (the PC reads 8 ahead)
-        self.branch(code, target)
 
 
 T32 = _T32()

@@ -20,8 +20,6 @@ variant plus the Lua interpreter, runs each twice and reports the time taken.
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import os
 import shutil
 import subprocess
@@ -30,6 +28,8 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from tests.support import build_cache
 
 REPO_ROOT: Path = Path(__file__).resolve().parents[2]
 SAMPLES_DIR: Path = REPO_ROOT / "samples"
@@ -80,39 +80,18 @@ class SampleBuildError(RuntimeError):
 
 def cache_dir() -> Path:
     """Return the cache directory for built samples, creating it if needed."""
-    override = os.environ.get("ANVIL_SAMPLE_CACHE")
-    path = Path(override) if override else REPO_ROOT / ".cache" / "samples"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return build_cache.cache_dir("ANVIL_SAMPLE_CACHE", "samples")
 
 
 def _require_tool(name: str) -> str:
     """Return the full path of an executable, or raise a SampleBuildError naming the fix."""
-    found = shutil.which(name)
-    if found is None:
-        raise SampleBuildError(
-            f"{name} not found on PATH; install the ARM cross toolchain and qemu-user with scripts/bootstrap.sh"
-        )
-    return found
-
-
-@functools.cache
-def _compiler_identity() -> str:
-    """Return a string identifying the cross compiler (its version and target)."""
-    cc = _require_tool(CC)
-    version = subprocess.run([cc, "--version"], capture_output=True, text=True, check=True)
-    machine = subprocess.run([cc, "-dumpmachine"], capture_output=True, text=True, check=True)
-    return version.stdout.splitlines()[0] + "|" + machine.stdout.strip()
+    return build_cache.require_tool(name, SampleBuildError,
+                                    "install the ARM cross toolchain and qemu-user with scripts/bootstrap.sh")
 
 
 def _cache_key(*parts: bytes | str) -> str:
-    """Hash the build inputs into a short hex key."""
-    digest = hashlib.sha256()
-    for part in (_BUILD_SCHEMA, _compiler_identity(), *parts):
-        data = part.encode() if isinstance(part, str) else part
-        digest.update(len(data).to_bytes(8, "little"))
-        digest.update(data)
-    return digest.hexdigest()[:16]
+    """Hash the build inputs (with the schema and the compiler's identity) into a short hex key."""
+    return build_cache.cache_key(_BUILD_SCHEMA, build_cache.compiler_identity(_require_tool(CC)), *parts)
 
 
 def _compile(cmd_before_output: Sequence[str], cmd_after_output: Sequence[str], out: Path) -> Path:

@@ -1,0 +1,193 @@
+"""Build the bare-metal Cortex-M firmware samples on demand, cached, and run them under qemu-system-arm.
+
+The programs are ``samples/boards/<name>.c``, linked with ``samples/boards/startup.c``
+(vector table and reset code, replacing newlib's crt0) and the board's linker script
+``samples/boards/<board>.ld``, against newlib with semihosting (``--specs=rdimon.specs``).
+Two boards, both QEMU machines with the same memory map (4 MiB code memory at
+0x00000000, 4 MiB SRAM at 0x20000000):
+
+* ``mps2-an385``: Cortex-M3, soft float;
+* ``mps2-an386``: Cortex-M4 with the single-precision FPU, hard-float ABI.
+
+Builds are keyed by a hash of the sources, the linker script, the flags and the
+compiler's identity, and kept in a cache directory (``<repo>/.cache/boards`` unless the
+environment variable ``ANVIL_BOARD_CACHE`` names another).  Writes are atomic
+(temporary file, then rename), so concurrent test workers may build the same firmware
+at once without harm.
+
+Typical use::
+
+    from tests.support.boards import build_firmware, run_firmware
+
+    elf = build_firmware("crc", "mps2-an385", "-O0")
+    stdout, status = run_firmware(elf, "mps2-an385")
+
+Running this module (``python -m tests.support.boards``) builds every program for every
+board at -O0 and -O2, runs each and reports the output, exit status and time taken.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tests.support import build_cache
+
+REPO_ROOT: Path = Path(__file__).resolve().parents[2]
+BOARDS_DIR: Path = REPO_ROOT / "samples" / "boards"
+STARTUP: Path = BOARDS_DIR / "startup.c"
+
+CC = "arm-none-eabi-gcc"
+QEMU = "qemu-system-arm"
+
+#: Bump when the way firmware is built changes in a way the cache key cannot see.
+_BUILD_SCHEMA = "1"
+
+#: Board (QEMU machine name, also the linker script's stem) -> CPU flags.
+BOARDS: dict[str, list[str]] = {
+    "mps2-an385": ["-mthumb", "-mcpu=cortex-m3"],
+    "mps2-an386": ["-mthumb", "-mcpu=cortex-m4", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard"],
+}
+
+#: The firmware programs, each ``samples/boards/<name>.c``.
+PROGRAMS: list[str] = ["crc", "sort", "filter", "irq"]
+
+#: Flags common to every build.  ``-nostartfiles``: startup.c replaces rdimon-crt0.o.
+COMMON_FLAGS: list[str] = ["-g", "-Wall", "-Wextra", "--specs=rdimon.specs", "-nostartfiles"]
+
+#: Optimisation levels build_firmware accepts.
+OPT_LEVELS: tuple[str, ...] = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Og")
+
+
+class FirmwareBuildError(RuntimeError):
+    """A firmware image could not be built (unknown name or board, missing toolchain, compiler error)."""
+
+
+def cache_dir() -> Path:
+    """Return the cache directory for built firmware, creating it if needed."""
+    return build_cache.cache_dir("ANVIL_BOARD_CACHE", "boards")
+
+
+def _require_tool(name: str) -> str:
+    """Return the full path of an executable, or raise a FirmwareBuildError naming the fix."""
+    return build_cache.require_tool(name, FirmwareBuildError, "install gcc-arm-none-eabi, libnewlib-arm-none-eabi "
+                                    "and qemu-system-arm with scripts/bootstrap.sh")
+
+
+def _cache_key(*parts: bytes | str) -> str:
+    """Hash the build inputs (with the schema and the compiler's identity) into a short hex key."""
+    return build_cache.cache_key(_BUILD_SCHEMA, build_cache.compiler_identity(_require_tool(CC)), *parts)
+
+
+def linker_script(board: str) -> Path:
+    """Return the linker script of a board."""
+    if board not in BOARDS:
+        raise FirmwareBuildError(f"unknown board {board!r}; known: {', '.join(BOARDS)}")
+    return BOARDS_DIR / f"{board}.ld"
+
+
+def firmware_flags(board: str, opt: str = "-O2") -> list[str]:
+    """Return the gcc flags (without sources and output) build_firmware uses for a board and level."""
+    script = linker_script(board)  # rejects unknown boards
+    if opt not in OPT_LEVELS:
+        raise FirmwareBuildError(f"unknown optimisation level {opt!r}; known: {', '.join(OPT_LEVELS)}")
+    return [*BOARDS[board], opt, *COMMON_FLAGS, "-L", str(BOARDS_DIR), "-T", str(script)]
+
+
+def build_firmware(name: str, board: str, opt: str = "-O2") -> Path:
+    """Build ``samples/boards/<name>.c`` for a board at an optimisation level (cached); return the ELF's path.
+
+    Raises FirmwareBuildError when the program, board or level is unknown, the cross
+    compiler is missing or compilation fails.
+    """
+    source = BOARDS_DIR / f"{name}.c"
+    if name == STARTUP.stem or not source.is_file():
+        raise FirmwareBuildError(f"unknown firmware program {name!r}: {source} does not exist")
+    flags = firmware_flags(board, opt)
+    cc = _require_tool(CC)
+    key = _cache_key(
+        STARTUP.read_bytes(), source.read_bytes(), *(ld.read_bytes() for ld in sorted(BOARDS_DIR.glob("*.ld"))),
+        "\0".join(flags).replace(str(REPO_ROOT), "")
+    )
+    out = cache_dir() / f"{name}-{board}-{opt.lstrip('-')}-{key}.elf"
+    if out.is_file():
+        return out
+    fd, tmp_name = tempfile.mkstemp(prefix=out.name + ".", suffix=".tmp", dir=out.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        cmd = [cc, *flags, "-o", str(tmp), str(STARTUP), str(source)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise FirmwareBuildError(
+                f"building {out.name} failed (exit {proc.returncode}):\n$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
+            )
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def qemu_command(elf: Path | str, board: str) -> list[str]:
+    """Return the qemu-system-arm command line that runs a firmware ELF on a board.
+
+    Semihosting is handled by QEMU itself (``target=native``): the program's console
+    output (newlib's ``:tt`` stdout) goes to QEMU's stdout, and SYS_EXIT_EXTENDED, which
+    newlib's ``_exit`` uses once QEMU reports the feature, ends QEMU with the program's
+    status (low 8 bits).  ``-monitor none -serial none`` keep the monitor and the UARTs
+    off stdout; ``-no-reboot`` makes a guest-requested reset end QEMU instead of
+    restarting the program.
+    """
+    if board not in BOARDS:
+        raise FirmwareBuildError(f"unknown board {board!r}; known: {', '.join(BOARDS)}")
+    return [
+        _require_tool(QEMU),
+        "-M",
+        board,
+        "-nographic",
+        "-monitor",
+        "none",
+        "-serial",
+        "none",
+        "-no-reboot",
+        "-semihosting-config",
+        "enable=on,target=native",
+        "-kernel",
+        str(elf),
+    ]
+
+
+def run_firmware(elf: Path | str, board: str, timeout: float = 60) -> tuple[bytes, int]:
+    """Run a firmware ELF under qemu-system-arm; return its stdout and QEMU's exit status.
+
+    Raises subprocess.TimeoutExpired (after killing QEMU) when the firmware has not
+    exited within ``timeout`` seconds, e.g. when it is stuck in Default_Handler.
+    """
+    proc = subprocess.run(
+        qemu_command(elf, board), stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
+    )
+    return proc.stdout, proc.returncode
+
+
+def _main() -> int:
+    """Build every program for every board at -O0 and -O2, run each and print what it did."""
+    start = time.monotonic()
+    for board in BOARDS:
+        for opt in ("-O0", "-O2"):
+            for name in PROGRAMS:
+                elf = build_firmware(name, board, opt)
+                began = time.monotonic()
+                stdout, status = run_firmware(elf, board)
+                took = time.monotonic() - began
+                print(f"== {name} {board} {opt}: exit {status}, {took:.2f}s, {elf.name}")
+                sys.stdout.write(stdout.decode(errors="replace"))
+    print(f"total {time.monotonic() - start:.1f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())
