@@ -313,9 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run BINARY under qemu-arm, passing arguments, stdin and exit status through.")
     p.add_argument("binary")
     p.add_argument("args", nargs=argparse.REMAINDER, help="program arguments (after --)")
-    p.add_argument("--out", help="move the tool's results file here afterwards")
     p.add_argument("--argv0", help="argv[0] seen by the program")
-    p.add_argument("-q", "--quiet", action="store_true", help="no note about where results went")
+    _results_options(p)
     _server_options(p)
     p.set_defaults(func=cmd_run)
 
@@ -330,8 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where the program connects (default 127.0.0.1 and a free port, printed; "
                         "0.0.0.0:PORT for other machines)")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up if no program connects in time")
-    p.add_argument("--out", help="move the tool's results file here afterwards")
-    p.add_argument("-q", "--quiet", action="store_true", help="no note about where results went")
+    _results_options(p)
     _server_options(p)
     p.set_defaults(func=cmd_rehost_listen)
 
@@ -357,6 +355,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tools", help="list the tools and their options")
     p.set_defaults(func=cmd_tools)
     return parser
+
+
+def _results_options(p: argparse.ArgumentParser) -> None:
+    """Where the tool's results end up (see _results_file): --out, --quiet."""
+    p.add_argument("--out", help="move the tool's results file here afterwards")
+    p.add_argument("-q", "--quiet", action="store_true", help="no note about where results went")
 
 
 def _server_options(p: argparse.ArgumentParser) -> None:

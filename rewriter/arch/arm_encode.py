@@ -241,11 +241,16 @@ def t32_add_imm(rd: int, rn: int, imm: int) -> bytes:
     if -4096 < imm < 0:
         n = -imm
         return _hw(0xF2A0 | ((n >> 11) & 1) << 10 | rn, ((n >> 8) & 7) << 12 | (rd << 8) | (n & 0xFF))
+    return _t32_modimm_op(0xF100, rd, rn, imm)
+
+
+def _t32_modimm_op(opcode: int, rd: int, rn: int, imm: int) -> bytes:
+    """A T32 data-processing instruction with a modified immediate (``opcode``: its first halfword, S=0)."""
     enc = _t32_modimm(imm)
     if enc is None:
         raise RangeError(f"immediate {imm:#x} not encodable")
     i, imm3, imm8 = enc >> 11, (enc >> 8) & 7, enc & 0xFF
-    return _hw(0xF100 | (i << 10) | rn, (imm3 << 12) | (rd << 8) | imm8)
+    return _hw(opcode | (i << 10) | rn, (imm3 << 12) | (rd << 8) | imm8)
 
 
 def t32_add_reg_shift(rd: int, rn: int, rm: int, shift_type: int, amount: int, sub: bool = False) -> bytes:
@@ -273,11 +278,7 @@ def t32_bx(rm: int) -> bytes:
 
 def t32_bic_imm(rd: int, rn: int, imm: int) -> bytes:
     """BIC rd, rn, #imm (S=0)."""
-    enc = _t32_modimm(imm)
-    if enc is None:
-        raise RangeError(f"immediate {imm:#x} not encodable")
-    i, imm3, imm8 = enc >> 11, (enc >> 8) & 7, enc & 0xFF
-    return _hw(0xF020 | (i << 10) | rn, (imm3 << 12) | (rd << 8) | imm8)
+    return _t32_modimm_op(0xF020, rd, rn, imm)
 
 
 def t32_ldrd(rt: int, rt2: int, rn: int, imm: int = 0) -> bytes:
@@ -312,11 +313,7 @@ def t32_cbz(rn: int, offset: int, nonzero: bool = False) -> bytes:
 
 def t32_orr_imm(rd: int, rn: int, imm: int) -> bytes:
     """ORR.W rd, rn, #imm (S=0; imm a modified immediate)."""
-    enc = _t32_modimm(imm)
-    if enc is None:
-        raise RangeError(f"immediate {imm:#x} not encodable")
-    i, imm3, imm8 = enc >> 11, (enc >> 8) & 7, enc & 0xFF
-    return _hw(0xF040 | (i << 10) | rn, (imm3 << 12) | (rd << 8) | imm8)
+    return _t32_modimm_op(0xF040, rd, rn, imm)
 
 
 def t32_ubfx(rd: int, rn: int, lsb: int, width: int) -> bytes:
@@ -419,6 +416,17 @@ def a32_ubfx(rd: int, rn: int, lsb: int, width: int) -> bytes:
 def a32_sub_reg(rd: int, rn: int, rm: int) -> bytes:
     """SUB rd, rn, rm (S=0)."""
     return _w(0xE0400000 | (rn << 16) | (rd << 12) | rm)
+
+
+def a32_lsr_imm(rd: int, rm: int, amount: int) -> bytes:
+    """LSR rd, rm, #amount (1-31; S=0)."""
+    return _w(0xE1A00020 | (rd << 12) | (amount << 7) | rm)
+
+
+def a32_add_reg_shift(rd: int, rn: int, rm: int, shift_type: int, amount: int, sub: bool = False) -> bytes:
+    """ADD/SUB rd, rn, rm, <shift> #amount (S=0); shift_type 0 LSL, 1 LSR, 2 ASR, 3 ROR."""
+    op = 0x00400000 if sub else 0x00800000
+    return _w(0xE0000000 | op | (rn << 16) | (rd << 12) | (amount << 7) | (shift_type << 5) | rm)
 
 
 def a32_clz(rd: int, rm: int) -> bytes:

@@ -134,12 +134,12 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
     A repeat filter runs first with r0-r3 parked; ip and lr are parked only on the way
     to the call.
     """
+    found = _filter_of(hook)
     if ctx.scratch.vfp:
-        filtered = _filter_of(hook) is not None
-        first_pairs = VFP_PAIRS[:FILTER_TEMPS.parked] if filtered else VFP_PAIRS
+        first_pairs = VFP_PAIRS[:FILTER_TEMPS.parked] if found else VFP_PAIRS
         late_pairs = VFP_PAIRS[len(first_pairs):]
         ctx.scratch.save(isa, code, first_pairs)
-        done = _emit_filter(isa, code, hook, ctx)
+        done = _emit_filter(isa, code, found, ctx)
         ctx.scratch.save(isa, code, late_pairs, 16 + len(first_pairs))
         if isa.thumb and isinstance(hook.prototype, RecordPrototype):
             _emit_record(isa, code, hook, ctx)
@@ -157,7 +157,7 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
     isa.mrs(code, FLAGS_REG)
     isa.mov_reg(code, FRAME_REG, SP)
     isa.align_sp8(code, IP)
-    done = _emit_filter(isa, code, hook, ctx)
+    done = _emit_filter(isa, code, found, ctx)
     for i, (kind, value) in enumerate(zip(hook.prototype.kinds, hook.args)):
         _argument(isa, code, i, kind, value, ctx)
     isa.call(code, ctx.function_label(hook.prototype.name))
@@ -180,14 +180,15 @@ def _filter_of(hook: Hook) -> tuple[RepeatFilter, Hook] | None:
     return call.prototype.filter, call
 
 
-def _emit_filter(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> Hashable | None:
-    """The inline repeat test (api.RepeatFilter); returns the label that ends the site.
+def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
+                 ctx: HookContext) -> Hashable | None:
+    """The inline repeat test (api.RepeatFilter) of ``found`` (``_filter_of``); returns the label
+    that ends the site, or None without a filter.
 
     Runs after r0-r3 are parked; flags untouched. r0 = key argument, then one fixup
     holds the rest of the test (_filter_test); the call that follows runs only when
     the key was new, after storing it in its slot.
     """
-    found = _filter_of(hook)
     if found is None:
         return None
     flt, call = found
@@ -218,8 +219,8 @@ def _filter_prefix(thumb: bool, shift: int, slot_bits: int) -> tuple[bytes, byte
     if shift <= 8:
         key = enc.a32_orr_imm(1, 0, (1 << shift) - 1)
     else:
-        key = enc._w(0xE1A00020 | (1 << 12) | (shift << 7)) + enc.a32_orr_imm(1, 1, 0x80000000)  # lsr r1, r0, #shift
-    index = enc.a32_ubfx(2, 0, shift, slot_bits) + enc._w(0xE0833102) if slot_bits else b""  # add r3, r3, r2, lsl #2
+        key = enc.a32_lsr_imm(1, 0, shift) + enc.a32_orr_imm(1, 1, 0x80000000)
+    index = enc.a32_ubfx(2, 0, shift, slot_bits) + enc.a32_add_reg_shift(3, 3, 2, 0, 2) if slot_bits else b""
     return key, index + enc.a32_ldr_imm(2, 3, 0) + enc.a32_sub_reg(2, 2, 1)
 
 
@@ -249,8 +250,8 @@ def _filter_test(thumb: bool, pic: bool, shift: int, slot_bits: int, at: int, me
     if thumb:
         out[branch_at:branch_at + 2] = enc.t32_cbz(2, len(out) - (branch_at + 4), nonzero=True)
     else:
-        out[branch_at:branch_at + 20] = (enc.a32_clz(2, 2) + enc._w(0xE1A022A2)  # lsr r2, r2, #5
-                                         + enc._w(0xE08FF102) + enc._w(0xE320F000)  # add pc, pc, r2, lsl #2; nop
+        out[branch_at:branch_at + 20] = (enc.a32_clz(2, 2) + enc.a32_lsr_imm(2, 2, 5)
+                                         + enc.a32_add_reg_shift(PC, PC, 2, 0, 2) + enc._w(0xE320F000)  # nop
                                          + enc.a32_b(at + branch_at + 16, at + len(out)))
     return bytes(out)
 

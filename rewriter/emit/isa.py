@@ -195,8 +195,7 @@ class _A32(ISA):
 
     def add_shifted(self, code: Code, rd: int, rn: int, rm: int, shift_type: int, amount: int,
                     sub: bool = False) -> None:
-        op = 0x00400000 if sub else 0x00800000
-        code.emit(enc._w(0xE0000000 | op | (rn << 16) | (rd << 12) | (amount << 7) | (shift_type << 5) | rm))
+        code.emit(enc.a32_add_reg_shift(rd, rn, rm, shift_type, amount, sub))
 
     def align_sp8(self, code: Code, tmp: int) -> None:
         code.emit(enc._w(0xE3CDD007))  # bic sp, sp, #7
@@ -232,7 +231,7 @@ class _A32(ISA):
         code.emit(enc._w(0xE3500000 | (rn << 16)))
 
     def lsr_imm(self, code: Code, rd: int, rm: int, amount: int) -> None:
-        code.emit(enc._w(0xE1A00020 | (rd << 12) | (amount << 7) | rm))
+        code.emit(enc.a32_lsr_imm(rd, rm, amount))
 
     def ldr_index4(self, code: Code, rt: int, rn: int, rm: int) -> None:
         code.emit(enc._w(0xE7900100 | (rn << 16) | (rt << 12) | rm))  # ldr rt, [rn, rm, lsl #2]

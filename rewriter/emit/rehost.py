@@ -41,6 +41,11 @@ class SiteTable:
         self.start: list[tuple[int, list]] = []
         self.end: list[tuple[int, list]] = []
         self.binary = binary
+        self.target_arrays: list[str] = []  # arrays the program fills inline (inline counters, filter counts)
+
+    def filled_by_target(self, array: str) -> None:
+        if array not in self.target_arrays:
+            self.target_arrays.append(array)
 
     def routine(self, proto: Prototype) -> int:
         index = self._routine_index.get(proto.name)
@@ -107,18 +112,13 @@ def plan(binary: Binary, tool: Tool) -> tuple[SiteTable, list[str]]:
         (table.start if hook.point is Point.BEFORE else table.end).append(call)
     binary.hooks = [Hook(Point.BEFORE, Prototype("anvil_rh_start", ()), ()),
                     Hook(Point.AFTER, Prototype("anvil_rh_end", ()), ())]
-    target_arrays: list[str] = []
     for proc in binary.procedures:
         if proc.hooks:
             entry = proc.blocks[0]
             proc.hooks = [_site(table, h, entry.instructions[0], None, entry.size) for h in proc.hooks]
         for block in proc.blocks:
-            hooks = proc.hooks + block.hooks + [h for i in block.instructions for h in i.hooks]
-            counters = [c for c, _, _ in block.counter_increments]
-            counters += [h.prototype.filter.counter for h in hooks if h.prototype.filter]
-            for counter in counters:
-                if counter not in target_arrays:
-                    target_arrays.append(counter)
+            for counter, _, _ in block.counter_increments:
+                table.filled_by_target(counter)
             block.hooks = [_site(table, h, block.instructions[0], None, block.size) for h in block.hooks]
             for ins in block.instructions:
                 rewritten = []
@@ -133,12 +133,14 @@ def plan(binary: Binary, tool: Tool) -> tuple[SiteTable, list[str]]:
                         record = _site(table, hook, ins, None, block.size)
                     rewritten.append(record)
                 ins.hooks = rewritten
-    return table, target_arrays
+    return table, table.target_arrays
 
 
 def _site(table: SiteTable, hook: Hook, ins: Instruction, access_index: int | None, block_insns: int) -> Hook:
     site = len(table.sites)
     table.add_site(hook, ins, access_index, block_insns)
+    if hook.prototype.filter:  # the target counts the calls its filter skips
+        table.filled_by_target(hook.prototype.filter.counter)
     dynamic = [(k, v) for k, v in zip(hook.prototype.kinds, hook.args) if k.dynamic]
     if len(dynamic) > 3:
         raise AnvilError(f"{hook.prototype.name}: ReHost records carry at most 3 run-time arguments")

@@ -127,13 +127,9 @@ static int parse_address(const char *text, uint8_t sockaddr[16])
 
 static void warn(const char *a, const char *b, const char *c)
 {
-    const char *parts[3] = {a, b, c};
-    for (int i = 0; i < 3; i++) {
-        uint32_t n = 0;
-        while (parts[i][n])
-            n++;
-        anvil_syscall(SYS_write, 2, (long)parts[i], n, 0, 0, 0);
-    }
+    anvil_warn(a);
+    anvil_warn(b);
+    anvil_warn(c);
 }
 
 /* No inherited channel: connect to ANVIL_REHOST_CONNECT if the environment names it. */

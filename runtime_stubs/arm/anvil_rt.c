@@ -49,12 +49,17 @@ long anvil_syscall(long nr, long a, long b, long c, long d, long e, long f)
     return r0;
 }
 
-static void die(const char *msg)
+void anvil_warn(const char *text)
 {
     uint32_t n = 0;
-    while (msg[n])
+    while (text[n])
         n++;
-    anvil_syscall(SYS_write, 2, (long)msg, n, 0, 0, 0);
+    anvil_syscall(SYS_write, 2, (long)text, n, 0, 0, 0);
+}
+
+static void die(const char *msg)
+{
+    anvil_warn(msg);
     anvil_syscall(SYS_exit_group, 127, 0, 0, 0, 0, 0);
 }
 

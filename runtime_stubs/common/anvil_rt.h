@@ -45,6 +45,8 @@ extern uint32_t anvil_bias;                      /* runtime minus link-time addr
 long anvil_syscall(long nr, long a, long b, long c, long d, long e, long f);
 /* The value of the program's environment variable ``name`` (as the kernel passed it), or 0. */
 const char *anvil_getenv(const char *name);
+/* Write ``text`` to the program's stderr (for the runtime's own one-line messages). */
+void anvil_warn(const char *text);
 int anvil_open_write(const char *path);
 void anvil_close(int fd);
 #endif

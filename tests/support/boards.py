@@ -28,10 +28,8 @@ board at -O0 and -O2, runs each and reports the output, exit status and time tak
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -116,20 +114,7 @@ def build_firmware(name: str, board: str, opt: str = "-O2") -> Path:
     out = cache_dir() / f"{name}-{board}-{opt.lstrip('-')}-{key}.elf"
     if out.is_file():
         return out
-    fd, tmp_name = tempfile.mkstemp(prefix=out.name + ".", suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        cmd = [cc, *flags, "-o", str(tmp), str(STARTUP), str(source)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise FirmwareBuildError(
-                f"building {out.name} failed (exit {proc.returncode}):\n$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
-            )
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return out
+    return build_cache.compile_to([cc, *flags], [str(STARTUP), str(source)], out, FirmwareBuildError)
 
 
 def qemu_command(elf: Path | str, board: str) -> list[str]:

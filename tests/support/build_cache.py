@@ -11,6 +11,8 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -48,3 +50,24 @@ def cache_key(*parts: bytes | str) -> str:
         digest.update(len(data).to_bytes(8, "little"))
         digest.update(data)
     return digest.hexdigest()[:16]
+
+
+def compile_to(cmd_before_output: Sequence[str], cmd_after_output: Sequence[str], out: Path,
+               error: type[Exception], mode: int | None = None) -> Path:
+    """Run ``cmd_before_output -o <tmp> cmd_after_output`` and move the result to ``out`` atomically
+    (``mode``: its permissions); ``error`` with the command and its output when it fails."""
+    fd, tmp_name = tempfile.mkstemp(prefix=out.name + ".", suffix=".tmp", dir=out.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        cmd = [*cmd_before_output, "-o", str(tmp), *cmd_after_output]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise error(f"compiling {out.name} failed (exit {proc.returncode}):\n$ {' '.join(cmd)}\n"
+                        f"{proc.stdout}{proc.stderr}")
+        if mode is not None:
+            tmp.chmod(mode)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out

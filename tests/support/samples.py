@@ -20,7 +20,6 @@ variant plus the Lua interpreter, runs each twice and reports the time taken.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -96,21 +95,7 @@ def _cache_key(*parts: bytes | str) -> str:
 
 def _compile(cmd_before_output: Sequence[str], cmd_after_output: Sequence[str], out: Path) -> Path:
     """Run ``cmd_before_output -o <tmp> cmd_after_output`` and atomically move the result to out."""
-    fd, tmp_name = tempfile.mkstemp(prefix=out.name + ".", suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        cmd = [*cmd_before_output, "-o", str(tmp), *cmd_after_output]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise SampleBuildError(
-                f"compiling {out.name} failed (exit {proc.returncode}):\n$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
-            )
-        tmp.chmod(0o755)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return out
+    return build_cache.compile_to(cmd_before_output, cmd_after_output, out, SampleBuildError, 0o755)
 
 
 def build(sample: str, variant: str) -> Path:
