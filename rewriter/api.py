@@ -138,6 +138,8 @@ class Options:
     skip: list[str] = field(default_factory=list)
     out: str = ""
     format: str = "text"
+    flash_region: Any = None  # boards.MemoryRegion: where firmware instrumentation code may go
+    ram_region: Any = None    # boards.MemoryRegion: where firmware instrumentation data may go
 
     def __getattr__(self, name: str) -> Any:
         try:

@@ -12,6 +12,7 @@ import sys
 import time
 
 from .api import Options
+from .boards import BOARDS, board, parse_region
 from .errors import AnvilError
 
 QEMU_LIB_ROOT = "/usr/arm-linux-gnueabihf"
@@ -42,7 +43,9 @@ def cmd_instrument(args: argparse.Namespace) -> int:
     values = tool.parse_options(_parse_opts(args.opt))
     output = args.output or args.binary + ".inst"
     out_file = args.out or f"{os.path.basename(output)}.{tool.name}.out"
-    opts = Options(values=values, only=args.only, skip=args.skip, out=out_file, format=args.format)
+    opts = Options(values=values, only=args.only, skip=args.skip, out=out_file, format=args.format,
+                   flash_region=args.flash_region and parse_region(args.flash_region, "flash"),
+                   ram_region=args.ram_region and parse_region(args.ram_region, "ram"))
     _progress(args, f"loading {args.binary}")
     started = time.monotonic()
     binary = load_binary(args.binary)
@@ -76,6 +79,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     binary = args.binary
     if not os.path.exists(binary):
         raise AnvilError(f"{binary}: no such file")
+    if args.board:
+        return _run_on_board(args)
     qemu = shutil.which("qemu-arm")
     if qemu is None:
         raise AnvilError("qemu-arm not found: run scripts/bootstrap.sh")
@@ -93,6 +98,39 @@ def cmd_run(args: argparse.Namespace) -> int:
         returncode = subprocess.run(cmd).returncode
     _results_file(args, meta.get("results_file") if meta else None)
     return returncode
+
+
+def _run_on_board(args: argparse.Namespace) -> int:
+    """Run a firmware image on QEMU's model of --board; its semihosting console is ours."""
+    target = board(args.board)
+    if args.args:
+        raise AnvilError("a firmware image takes no program arguments")
+    if args.server or args.lib:
+        raise AnvilError("ReHost on boards is not available yet: instrument with --mode inhost")
+    if shutil.which("qemu-system-arm") is None:
+        raise AnvilError("qemu-system-arm not found: run scripts/bootstrap.sh")
+    returncode = subprocess.run(target.qemu_command(args.binary)).returncode
+    meta = _metadata(args.binary)
+    _results_file(args, meta.get("results_file") if meta else None)
+    return returncode
+
+
+def cmd_image(args: argparse.Namespace) -> int:
+    """Write what a flasher takes: the image's loaded bytes as raw binary or Intel HEX."""
+    from .emit.inhost import _atomic_write
+    from .image import load_chunks, to_bin, to_ihex
+
+    entry, chunks = load_chunks(args.binary)
+    if args.format == "bin":
+        start, data = to_bin(chunks, args.fill)
+        note = f"load at {start:#010x}, {len(data)} bytes"
+    else:
+        data = to_ihex((entry, chunks))
+        note = f"{sum(len(c) for _, c in chunks)} bytes in {len(chunks)} range(s)"
+    output = args.output or f"{args.binary}.{args.format}"
+    _atomic_write(output, data, mode=0o644)
+    print(f"anvil: wrote {output}: {note}", file=sys.stderr)
+    return 0
 
 
 def _run_rehost(args: argparse.Namespace, cmd: list[str], sites: str) -> int:
@@ -290,7 +328,7 @@ def _flags(ins) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="anvil", description="Static binary instrumentation for ARM Linux ELF binaries.",
+        prog="anvil", description="Static binary instrumentation for ARM Linux ELF binaries and Cortex-M firmware.",
         epilog="Example: anvil instrument --tool inscount app.elf -o app.inst && anvil run app.inst")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -306,6 +344,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", default="text", choices=["text", "json"], help="results format")
     p.add_argument("--only", action="append", default=[], metavar="GLOB", help="instrument only these procedures")
     p.add_argument("--skip", action="append", default=[], metavar="GLOB", help="do not instrument these procedures")
+    p.add_argument("--flash-region", metavar="START:SIZE",
+                   help="firmware: where the instrumented code may go (default: the board's flash after the image)")
+    p.add_argument("--ram-region", metavar="START:SIZE",
+                   help="firmware: where the instrumentation data may go (default: between the heap's start "
+                        "and the stack, from the image's symbols)")
     p.add_argument("-v", "--verbose", action="store_true", help="progress messages")
     p.set_defaults(func=cmd_instrument)
 
@@ -314,9 +357,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("binary")
     p.add_argument("args", nargs=argparse.REMAINDER, help="program arguments (after --)")
     p.add_argument("--argv0", help="argv[0] seen by the program")
+    p.add_argument("--board", help=f"run a firmware image on qemu-system-arm's model of this board "
+                                   f"({', '.join(sorted(BOARDS))}); console and exit through semihosting")
     _results_options(p)
     _server_options(p)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("image", help="write a firmware image as raw binary or Intel HEX for a flasher",
+                       description="Write the loaded bytes of the ELF image BINARY (each PT_LOAD at its load "
+                                   "address) as a raw binary (from the lowest address, gaps filled) or Intel "
+                                   "HEX (with its addresses), the forms pyOCD and OpenOCD take.")
+    p.add_argument("binary")
+    p.add_argument("--format", default="bin", choices=["bin", "hex"], help="raw binary or Intel HEX (default bin)")
+    p.add_argument("-o", "--output", help="output file (default BINARY.bin / BINARY.hex)")
+    p.add_argument("--fill", type=lambda v: int(v, 0), default=0xFF, metavar="BYTE",
+                   help="bin: value of gap bytes (default 0xff, erased flash)")
+    p.set_defaults(func=cmd_image)
 
     p = sub.add_parser("rehost-listen", help="analyse a ReHost program started elsewhere (TCP channel)",
                        description="Wait for one run of the ReHost binary BINARY, started elsewhere with "

@@ -150,11 +150,17 @@ def decode_range(md: capstone.Cs, code: bytes, address: int, thumb: bool) -> tup
             ins.cond = cond
         else:
             ins = Instruction(address=addr, size=size, raw=raw, thumb=thumb, mnemonic=mnemonic, op_str=op_str,
-                              name=base_name(mnemonic)[0], cond=cond, is_syscall=mnemonic.startswith("svc"))
+                              name=base_name(mnemonic)[0], cond=cond, is_syscall=_is_syscall(mnemonic, op_str))
         ins.in_it = in_it
         out.append(ins)
         end = addr + size
     return out, end
+
+
+def _is_syscall(mnemonic: str, op_str: str) -> bool:
+    """A call out of the program: a Linux system call (svc) or an ARM semihosting
+    request to the debugger or emulator (bkpt #0xab, M profile)."""
+    return mnemonic.startswith("svc") or (mnemonic == "bkpt" and op_str == "#0xab")
 
 
 def _facts(md: capstone.Cs, insn: capstone.CsInsn, thumb: bool) -> Instruction:
@@ -179,8 +185,7 @@ def _facts(md: capstone.Cs, insn: capstone.CsInsn, thumb: bool) -> Instruction:
         ins.is_it = True
         ins.reads_pc = ins.writes_pc = False
         return ins
-    if name == "svc":
-        ins.is_syscall = True
+    ins.is_syscall = _is_syscall(insn.mnemonic, insn.op_str)
     ins.accesses = _accesses(md, insn, name, ops, pc_value)
     _branch_facts(md, ins, insn, name, ops, thumb)
     if ins.writes_pc and ins.branch_target is None and name not in ("b", "bl", "cbz", "cbnz"):

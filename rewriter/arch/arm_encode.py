@@ -182,9 +182,13 @@ def t32_mrs_apsr(rd: int) -> bytes:
     return _hw(0xF3EF, 0x8000 | (rd << 8))
 
 
-def t32_msr_apsr(rn: int) -> bytes:
-    """MSR APSR_nzcvqg, rn: restores condition flags, Q and GE."""
-    return _hw(0xF380 | rn, 0x8C00)
+def t32_msr_apsr(rn: int, ge: bool = True) -> bytes:
+    """MSR APSR_nzcvqg, rn: restores condition flags, Q and GE.
+
+    ``ge=False``: MSR APSR_nzcvq, for cores without GE bits (Cortex-M3), where
+    writing them is UNPREDICTABLE.
+    """
+    return _hw(0xF380 | rn, 0x8C00 if ge else 0x8800)
 
 
 def t32_ldr_imm(rt: int, rn: int, imm: int) -> bytes:

@@ -18,11 +18,14 @@ class Code:
 
     ``pic``: the image may be loaded at another address (PIE), so addresses must be
     computed from the PC; without it the link address is the run-time address.
+    ``ge``: the core has the APSR.GE bits (all but ARMv7-M without the DSP extension),
+    so flag saves restore them too.
     """
 
-    def __init__(self, base: int, pic: bool = True) -> None:
+    def __init__(self, base: int, pic: bool = True, ge: bool = True) -> None:
         self.base = base
         self.pic = pic
+        self.ge = ge
         self.size = 0
         self._chunks: list[bytes | tuple[int, int, Fixup]] = []
         self.labels: dict[Hashable, int] = {}

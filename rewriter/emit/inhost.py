@@ -30,6 +30,7 @@ from ..api import Arg, Options, Prototype, Tool
 from ..arch import arm_encode as enc
 from ..errors import AnvilError
 from ..ir.model import Binary, Hook, Point, Procedure, Segment
+from . import firmware
 from . import target_build as tb
 from .code import Code
 from .hooks import emit_call_stub
@@ -98,7 +99,17 @@ def _has_hooks(proc: Procedure) -> bool:
 
 
 def _add_runtime_hooks(binary: Binary) -> None:
-    """Make program end observable: exit system calls (static) or _fini (dynamic)."""
+    """Make program start and end observable.
+
+    Linux: exit system calls (static) or _fini (dynamic) end the program; the loader
+    stub starts it. Firmware: the reset handler's first instruction sets up the
+    runtime, and the semihosting exit calls end the program.
+    """
+    if binary.is_firmware:
+        reset = next((p for p in binary.procedures if p.address == binary.entry & ~1), None)
+        if reset is None:
+            raise AnvilError(f"no procedure at the entry point {binary.entry:#x} (the reset handler)")
+        reset.hooks.insert(0, Hook(Point.BEFORE, Prototype("anvil_firmware_init", ()), ()))
     if not any(h.point is Point.AFTER for h in binary.hooks):
         return
     if binary.is_dynamic:
@@ -107,11 +118,13 @@ def _add_runtime_hooks(binary: Binary) -> None:
             if proc.address == binary.fini or (binary.fini is None and proc.name == "_fini"):
                 proc.hooks.append(Hook(Point.BEFORE, end, ()))
     else:
+        # The system call's number: r7 (Linux svc) or r0 (semihosting bkpt).
         on_syscall = Prototype("anvil_on_syscall", (Arg.REG_VALUE,))
+        number = 0 if binary.is_firmware else 7
         for proc in binary.procedures:
             for ins in proc.instructions():
                 if ins.is_syscall:
-                    ins.hooks.append(Hook(Point.BEFORE, on_syscall, (7,)))
+                    ins.hooks.append(Hook(Point.BEFORE, on_syscall, (number,)))
 
 
 def _relocatable(proc: Procedure, ctx: RelocationContext) -> str | None:
@@ -132,16 +145,12 @@ def _relocatable(proc: Procedure, ctx: RelocationContext) -> str | None:
     return None
 
 
-# Linked into every instrumented binary: start-up, system calls, output, jump translation.
-RUNTIME_SOURCES = [tb.RUNTIME_DIR / "anvil_rt.c", tb.COMMON_DIR / "anvil_format.c", tb.RUNTIME_DIR / "anvil_entry.S"]
-
-
-def _library_sources(tool: Tool) -> list[Path]:
+def _library_sources(tool: Tool, toolchain: tb.Toolchain) -> list[Path]:
     tool_dir = tb.ANALYSIS_DIR / tool.name
     sources = sorted(tool_dir.glob("*.c"))
     if not sources:
         raise AnvilError(f"tool {tool.name} has no analysis sources in {tool_dir}")
-    return [*RUNTIME_SOURCES, *sources]
+    return [*tb.runtime_sources(toolchain), *sources]
 
 
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
@@ -151,18 +160,21 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     tool.instrument(binary, opts)
     units = SiteUnit()
     arrays = {**tool.arrays, **tool.filter_arrays()}
-    return emit(binary, tool.name, units, lambda: (_library_sources(tool), units.source(binary, arrays)), output,
-                started)
+    toolchain = tb.toolchain_for(binary.is_firmware, binary.dsp)
+    return emit(binary, tool.name, units,
+                lambda: (_library_sources(tool, toolchain), units.source(binary, arrays)), output, started, opts)
 
 
 def emit(binary: Binary, tool_name: str, units: SiteUnit, library: Callable[[], tuple[list[Path], str]],
-         output: str, started: float) -> Report:
+         output: str, started: float, opts: Options) -> Report:
     """Write ``binary`` with its hooks to ``output``, linked with the library ``library()`` describes.
 
     ``library`` gives the C/assembly sources and the generated site unit; it is called
     once the strings the hooks pass are known to ``units``. InHost links the tool's
-    analysis routines; ReHost links the communicator (emit/rehost.py).
+    analysis routines; ReHost links the communicator (emit/rehost.py). ``opts`` gives
+    the user's flash and RAM regions for firmware.
     """
+    placement = firmware.place(binary, opts.flash_region, opts.ram_region) if binary.is_firmware else None
     _add_runtime_hooks(binary)
     report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data))
 
@@ -194,7 +206,8 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit, library: Callable[[], 
         string_label=lambda text: ("sym", units.string_symbol(text)),
         counter_label=lambda name, index: ("sym+", f"anvil_array_{name}", 8 * index),
         xlate_label=("sym", "anvil_xlate_entry"),
-        scratch=Scratch(high_vfp_free(binary) and not os.environ.get("ANVIL_STACK_SCRATCH")),
+        # Cortex-M cores have no d16-d31 (FPv4-SP: d0-d15 at most): registers go on the stack.
+        scratch=Scratch(not binary.is_firmware and high_vfp_free(binary) and not os.environ.get("ANVIL_STACK_SCRATCH")),
     )
     chosen = []
     for proc in candidates:
@@ -207,16 +220,19 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit, library: Callable[[], 
     ctx.veneers.clear()
 
     # The analysis library: runtime, tool, generated site tables.
+    toolchain = tb.toolchain_for(binary.is_firmware, binary.dsp)
     include = [tb.RUNTIME_DIR, tb.COMMON_DIR]
     sources, site_source = library()
-    objects = [tb.compile_c(src, include) for src in sources]
-    objects.append(tb.compile_c("sites.c", include, text=site_source))
-    probe = tb.link(objects, REGION_OFFSET, REGION_OFFSET + 0x10000000)
+    objects = [tb.compile_c(src, include, toolchain=toolchain) for src in sources]
+    objects.append(tb.compile_c("sites.c", include, text=site_source, toolchain=toolchain))
+    base = placement.flash.start if placement else REGION_OFFSET
+    probe = tb.link(objects, base, base + 0x10000000, toolchain)
 
-    code = Code((REGION_OFFSET + len(probe.text) + 15) & ~15, pic=binary.is_pie)
-    code.label("header")
-    code.later(32, lambda at, r: b"")  # placeholder, replaced below
-    header_index = len(code._chunks) - 1
+    code = Code((base + len(probe.text) + 15) & ~15, pic=binary.is_pie, ge=binary.dsp)
+    if placement is None:
+        code.label("header")
+        code.later(32, lambda at, r: b"")  # placeholder, replaced below
+        header_index = len(code._chunks) - 1
     for proc in chosen:
         relocate_procedure(proc, code, ctx)
     for key, label in sorted(ctx.veneers.items(), key=lambda kv: kv[0]):
@@ -226,21 +242,30 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit, library: Callable[[], 
     for proc, key in ctx.xlate_tables:
         emit_xlate_table(proc, key, code)
 
-    patches, not_patched = _entry_patches(binary, chosen, 0)
-    tail = _tail_location(binary, chosen, patches)
-    not_patched += _place_trampolines(patches, tail)
-    patch_words = [p.word for p in patches] if binary.is_pie else []
+    if placement is not None:
+        # Firmware: 4-byte branches at the entries (the copies are in range), the runtime's
+        # initial data after the code in flash, its RAM at the top of the free RAM.
+        patches, not_patched = _entry_patches(binary, chosen, 0, direct=True)
+        code.align(8)
+        data_image = code.here()
+        ram_at = placement.ram_for(probe.bss_end - probe.data_addr)
+        lib = tb.link(objects, base, ram_at, toolchain, data_image)
+        placement.check_flash(data_image + len(lib.data))
+    else:
+        patches, not_patched = _entry_patches(binary, chosen, 0)
+        tail = _tail_location(binary, chosen, patches)
+        not_patched += _place_trampolines(patches, tail)
+        patch_words = [p.word for p in patches] if binary.is_pie else []
+        code.align(4)
+        code.label("patches")
+        code.emit(struct.pack(f"<{len(patch_words)}I", *patch_words) if patch_words else b"")
+        code_end = (code.here() + PAGE - 1) & ~(PAGE - 1)
+        lib = tb.link(objects, REGION_OFFSET, code_end, toolchain)
+        file_end = (lib.data_addr + len(lib.data) + PAGE - 1) & ~(PAGE - 1)
+        file_end = max(file_end, code_end)
     report.entries_not_patched = not_patched
-    code.align(4)
-    code.label("patches")
-    code.emit(struct.pack(f"<{len(patch_words)}I", *patch_words) if patch_words else b"")
-
-    code_end = (code.here() + PAGE - 1) & ~(PAGE - 1)
-    lib = tb.link(objects, REGION_OFFSET, code_end)
     if len(lib.text) != len(probe.text):
         raise AnvilError("analysis library changed size between links")
-    file_end = (lib.data_addr + len(lib.data) + PAGE - 1) & ~(PAGE - 1)
-    file_end = max(file_end, code_end)
 
     symbols = lib.symbols
 
@@ -256,6 +281,15 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit, library: Callable[[], 
         if isinstance(key, tuple) and key[0] == "sym+":
             return symbols[key[1]] + key[2]
         raise AnvilError(f"internal error: unresolved label {key!r}")
+
+    if placement is not None:
+        code_bytes = code.finish(resolve)
+        flash = bytearray(lib.text)
+        flash += bytes(code.base - base - len(flash)) + code_bytes
+        flash += bytes(data_image - base - len(flash)) + lib.data
+        entry_bytes = {p.address: p.bytes_at_entry(resolve(ins_label(p.address))) for p in patches}
+        data = firmware.write_elf(binary, entry_bytes, base, bytes(flash), ram_at, lib.bss_end - ram_at)
+        return _finish(report, output, data, chosen, started)
 
     entry = binary.entry & ~1
     entry_thumb = bool(binary.entry & 1)
@@ -282,6 +316,10 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit, library: Callable[[], 
     region[dstart:dstart + len(lib.data)] = lib.data
 
     data = _write_elf(binary, bytes(region), patches, targets, tail, code.labels["header"], symbols["anvil_init"])
+    return _finish(report, output, data, chosen, started)
+
+
+def _finish(report: Report, output: str, data: bytes, chosen: list[Procedure], started: float) -> Report:
     _atomic_write(output, data)
     report.relocated = len(chosen)
     report.instructions = sum(len(list(p.instructions())) for p in chosen)
@@ -311,6 +349,7 @@ class EntryPatch:
     address: int
     thumb: bool
     trampoline: int | None = None
+    direct: bool = False  # a 4-byte branch straight to the copy (firmware: the copy is in range)
 
     @property
     def word(self) -> int:
@@ -320,6 +359,8 @@ class EntryPatch:
         return self.address + _patch_length(self.address, self.thumb) - 4
 
     def bytes_at_entry(self, target: int) -> bytes:
+        if self.direct:
+            return enc.t32_b(self.address, target & ~1) if self.thumb else enc.a32_b(self.address, target & ~1)
         if self.trampoline is None:
             if not self.thumb:
                 return enc.a32_ldr_pc_literal() + struct.pack("<I", target)
@@ -334,8 +375,12 @@ class EntryPatch:
         return first + struct.pack("<I", target)
 
 
-def _entry_patches(binary: Binary, procs: list[Procedure], trampolines_at: int) -> tuple[list[EntryPatch], list[str]]:
-    """Which relocated procedures get a jump at their original entry, and which cannot."""
+def _entry_patches(binary: Binary, procs: list[Procedure], trampolines_at: int,
+                   direct: bool = False) -> tuple[list[EntryPatch], list[str]]:
+    """Which relocated procedures get a jump at their original entry, and which cannot.
+
+    ``direct``: every patch is a 4-byte branch to the copy (which must be in reach).
+    """
     patches = []
     skipped = []
     next_trampoline = trampolines_at
@@ -360,7 +405,9 @@ def _entry_patches(binary: Binary, procs: list[Procedure], trampolines_at: int) 
             covered += ins.size
             if covered >= 10:
                 break
-        if covered >= _patch_length(proc.address, first.thumb):
+        if direct and covered >= 4:
+            patches.append(EntryPatch(proc.address, first.thumb, direct=True))
+        elif covered >= _patch_length(proc.address, first.thumb):
             patches.append(EntryPatch(proc.address, first.thumb))
         elif covered >= 4:
             patches.append(EntryPatch(proc.address, first.thumb, next_trampoline))

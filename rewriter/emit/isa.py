@@ -71,7 +71,7 @@ class _T32(ISA):
         code.emit(_cached(enc.t32_mrs_apsr, rd))
 
     def msr(self, code: Code, rn: int) -> None:
-        code.emit(_cached(enc.t32_msr_apsr, rn))
+        code.emit(_cached(enc.t32_msr_apsr, rn, code.ge))
 
     def mov_reg(self, code: Code, rd: int, rm: int) -> None:
         code.emit(_cached(enc.t32_mov_reg, rd, rm))

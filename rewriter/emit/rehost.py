@@ -23,7 +23,7 @@ from ..ir.model import Binary, Hook, Instruction, Point
 from . import site_format
 from . import target_build as tb
 from .hooks import RecordPrototype
-from .inhost import RUNTIME_SOURCES, Report, _atomic_write, emit
+from .inhost import Report, _atomic_write, emit
 from .sites import SiteUnit, image_facts
 
 SITE_TABLE_SUFFIX = ".sites.json"
@@ -163,6 +163,9 @@ def _communicator_source(arrays: dict[str, tuple[str, int]], table_hash: bytes) 
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
     """Write the ReHost-instrumented ``output`` and its site table ``output + SITE_TABLE_SUFFIX``."""
     started = time.monotonic()
+    if binary.is_firmware:
+        raise AnvilError("ReHost for Cortex-M images needs a board transport (semihosting or UART), "
+                         "which this build does not have yet: use --mode inhost")
     binary.clear_hooks()
     tool.instrument(binary, opts)
     table, target_arrays = plan(binary, tool)
@@ -170,13 +173,13 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     arrays = {name: tool.arrays[name] for name in tool.arrays if name in target_arrays}
     document = json.dumps(table.document(list(arrays)), separators=(",", ":")).encode()
     units = SiteUnit()
-    sources = [*RUNTIME_SOURCES, tb.RUNTIME_DIR / "anvil_comm.c"]
+    sources = [*tb.runtime_sources(tb.LINUX), tb.RUNTIME_DIR / "anvil_comm.c"]
 
     def library() -> tuple[list[Path], str]:
         generated = units.source(binary, {**arrays, **tool.filter_arrays()}, facts=False)
         return sources, generated + _communicator_source(arrays, site_format.digest(document))
 
-    report = emit(binary, tool.name, units, library, output, started)
+    report = emit(binary, tool.name, units, library, output, started, opts)
     _atomic_write(output + SITE_TABLE_SUFFIX, document, mode=0o644)
     return report
 

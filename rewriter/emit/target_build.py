@@ -4,6 +4,10 @@ The tool's C, the runtime and the generated site tables are compiled freestandin
 (no libc, general registers only, position independent with hidden symbols so all
 addresses are PC-relative) and linked by a generated linker script at the region's
 addresses. Object files of fixed sources are cached by content hash.
+
+Two toolchains: arm-linux-gnueabihf for Linux programs (ARMv7-A) and arm-none-eabi
+for Cortex-M firmware (ARMv7-M, or ARMv7E-M when the image's core has the DSP
+extension; soft-float, since the analysis code uses no FP registers anyway).
 """
 
 from __future__ import annotations
@@ -20,23 +24,54 @@ from elftools.elf.elffile import ELFFile
 
 from ..errors import AnvilError
 
-PREFIX = "arm-linux-gnueabihf-"
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME_DIR = ROOT / "runtime_stubs" / "arm"
 COMMON_DIR = ROOT / "runtime_stubs" / "common"  # shared by the target and host runtimes
 ANALYSIS_DIR = ROOT / "analysis_libs"
 CFLAGS = [
-    "-O2", "-mthumb", "-march=armv7-a+fp", "-mgeneral-regs-only", "-ffreestanding", "-fno-builtin",
+    "-O2", "-mthumb", "-mgeneral-regs-only", "-ffreestanding", "-fno-builtin",
     "-nostdlib", "-fPIE", "-fvisibility=hidden", "-fno-stack-protector", "-fno-unwind-tables",
     "-fno-asynchronous-unwind-tables", "-fno-exceptions", "-fno-common", "-Wall",
 ]
 
 
-def _tool(name: str) -> str:
-    path = shutil.which(PREFIX + name)
-    if path is None:
-        raise AnvilError(f"{PREFIX}{name} not found: run scripts/bootstrap.sh to install the ARM cross toolchain")
-    return path
+@dataclass(frozen=True)
+class Toolchain:
+    """A cross toolchain (its tools' prefix) and the architecture flags the library is built with."""
+
+    prefix: str
+    arch_flags: tuple[str, ...]
+    runtime: str  # directory under runtime_stubs/ with the platform's start-up and output code
+
+    def tool(self, name: str) -> str:
+        path = shutil.which(self.prefix + name)
+        if path is None:
+            raise AnvilError(f"{self.prefix}{name} not found: run scripts/bootstrap.sh to install the ARM cross "
+                             "toolchains")
+        return path
+
+    @property
+    def flags(self) -> list[str]:
+        return [*CFLAGS, *self.arch_flags]
+
+
+LINUX = Toolchain("arm-linux-gnueabihf-", ("-march=armv7-a+fp",), "arm")
+CORTEX_M = Toolchain("arm-none-eabi-", ("-march=armv7-m", "-mfloat-abi=soft"), "cortexm")
+CORTEX_M_DSP = Toolchain("arm-none-eabi-", ("-march=armv7e-m", "-mfloat-abi=soft"), "cortexm")
+
+
+def toolchain_for(firmware: bool, dsp: bool) -> Toolchain:
+    """The toolchain for a Linux program or (``firmware``) a Cortex-M image."""
+    if not firmware:
+        return LINUX
+    return CORTEX_M_DSP if dsp else CORTEX_M
+
+
+def runtime_sources(toolchain: Toolchain) -> list[Path]:
+    """Linked into every instrumented image: start-up, output, jump translation, the flag-saving entries."""
+    platform = ROOT / "runtime_stubs" / toolchain.runtime
+    return [platform / "anvil_rt.c", RUNTIME_DIR / "anvil_target.c", COMMON_DIR / "anvil_format.c",
+            RUNTIME_DIR / "anvil_entry.S"]
 
 
 def _run(cmd: list[str]) -> None:
@@ -54,11 +89,13 @@ def cache_dir() -> Path:
     return path
 
 
-def compile_c(source: Path | str, include: list[Path], text: str | None = None) -> Path:
-    """Compile one C (or .S) file for the target; cached by content, flags and includes."""
+def compile_c(source: Path | str, include: list[Path], text: str | None = None,
+              toolchain: Toolchain = LINUX) -> Path:
+    """Compile one C (or .S) file for the target; cached by content, toolchain, flags and includes."""
     data = text.encode() if text is not None else Path(source).read_bytes()
     suffix = Path(source).suffix if text is None else ".c"
-    digest = hashlib.sha256(data + " ".join(CFLAGS).encode() + (RUNTIME_DIR / "anvil_hidden.h").read_bytes())
+    digest = hashlib.sha256(data + " ".join([toolchain.prefix, *toolchain.flags]).encode()
+                            + (RUNTIME_DIR / "anvil_hidden.h").read_bytes())
     for inc in include:
         for header in sorted(inc.glob("*.h")):
             digest.update(header.read_bytes())
@@ -70,7 +107,8 @@ def compile_c(source: Path | str, include: list[Path], text: str | None = None) 
         src.write_bytes(data)
         out = Path(tmp) / "unit.o"
         force = ["-include", str(RUNTIME_DIR / "anvil_hidden.h")] if suffix == ".c" else []
-        _run([_tool("gcc"), *CFLAGS, *force, *[f"-I{p}" for p in include], "-c", str(src), "-o", str(out)])
+        _run([toolchain.tool("gcc"), *toolchain.flags, *force, *[f"-I{p}" for p in include],
+              "-c", str(src), "-o", str(out)])
         shutil.move(str(out), obj)
     return obj
 
@@ -87,22 +125,32 @@ class LinkedLibrary:
     symbols: dict[str, int]
 
 
-def libgcc() -> str:
-    out = subprocess.run([_tool("gcc"), "-print-libgcc-file-name"], capture_output=True, text=True)
+def libgcc(toolchain: Toolchain = LINUX) -> str:
+    out = subprocess.run([toolchain.tool("gcc"), *toolchain.arch_flags, "-mthumb", "-print-libgcc-file-name"],
+                         capture_output=True, text=True)
     return out.stdout.strip()
 
 
-def link(objects: list[Path], text_addr: int, data_addr: int) -> LinkedLibrary:
-    """Link ``objects`` with .text at ``text_addr`` and .data/.bss at ``data_addr``."""
+def link(objects: list[Path], text_addr: int, data_addr: int, toolchain: Toolchain = LINUX,
+         data_image: int = 0) -> LinkedLibrary:
+    """Link ``objects`` with .text at ``text_addr`` and .data/.bss at ``data_addr``.
+
+    ``data_image``: where a copy of .data's initial bytes is kept (firmware: in flash,
+    copied to RAM at reset by the runtime, which finds it as ``anvil_data_image``).
+    """
     script = f"""
 SECTIONS
 {{
   . = {text_addr:#x};
   .text : {{ *(.text.anvil_first) *(.text*) *(.rodata*) }}
   . = {data_addr:#x};
+  anvil_data_start = .;
   .data : {{ *(.data*) }}
+  anvil_data_end = .;
+  anvil_data_image = {data_image:#x};
   .got : {{ *(.got*) }}
   .bss : {{ *(.bss*) *(COMMON) }}
+  anvil_bss_end = .;
   /DISCARD/ : {{ *(.ARM.exidx*) *(.ARM.extab*) *(.comment) *(.note*) *(.ARM.attributes) }}
 }}
 """
@@ -110,8 +158,8 @@ SECTIONS
         ld_script = Path(tmp) / "lib.ld"
         ld_script.write_text(script)
         out = Path(tmp) / "lib.elf"
-        _run([_tool("ld"), "-T", str(ld_script), "--no-dynamic-linker", "-static", "-e", "0",
-              "-o", str(out), *map(str, objects), libgcc()])
+        _run([toolchain.tool("ld"), "-T", str(ld_script), "--no-dynamic-linker", "-static", "-e", "0",
+              "-o", str(out), *map(str, objects), libgcc(toolchain)])
         with open(out, "rb") as f:
             elf = ELFFile(f)
             text = elf.get_section_by_name(".text")
@@ -133,7 +181,7 @@ def assemble_stub(at: int, defs: dict[str, int]) -> bytes:
     obj = compile_c(RUNTIME_DIR / "stub.S", [])
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "stub.elf"
-        cmd = [_tool("ld"), "-Ttext", f"{at:#x}", "-e", "_anvil_stub", "-o", str(out), str(obj)]
+        cmd = [LINUX.tool("ld"), "-Ttext", f"{at:#x}", "-e", "_anvil_stub", "-o", str(out), str(obj)]
         for name, value in defs.items():
             cmd += ["--defsym", f"{name}={value:#x}"]
         _run(cmd)

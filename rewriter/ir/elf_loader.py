@@ -98,8 +98,31 @@ def _make_binary(path: str, data: bytes, elf: ELFFile) -> Binary:
         interp |= t == "PT_INTERP"
     if not any(s.executable for s in segments):
         raise AnvilError(f"{path}: no executable segment")
-    return Binary(path=os.path.abspath(path), data=data, machine="arm", is_pie=elf["e_type"] == "ET_DYN",
-                  is_dynamic=interp, entry=elf["e_entry"], segments=segments)
+    binary = Binary(path=os.path.abspath(path), data=data, machine="arm", is_pie=elf["e_type"] == "ET_DYN",
+                    is_dynamic=interp, entry=elf["e_entry"], segments=segments)
+    binary.profile, binary.dsp = _architecture(elf)
+    if binary.is_firmware and (interp or binary.is_pie):
+        raise AnvilError(f"{path}: a Cortex-M image must be a static ET_EXEC")
+    return binary
+
+
+# Tag_CPU_arch values of the M profile without the DSP extension (ARMv6-M, ARMv7-M, ARMv8-M.baseline).
+_M_WITHOUT_DSP = {10, 11, 16}
+
+
+def _architecture(elf: ELFFile) -> tuple[str, bool]:
+    """(profile, has DSP) from the build attributes the toolchain records in .ARM.attributes."""
+    profile, arch = "A", None
+    section = elf.get_section_by_name(".ARM.attributes")
+    if section is not None and hasattr(section, "iter_subsections"):
+        for sub in section.iter_subsections():
+            for subsub in sub.iter_subsubsections():
+                for attr in subsub.iter_attributes():
+                    if attr.tag == "TAG_CPU_ARCH_PROFILE" and attr.value == ord("M"):
+                        profile = "M"
+                    elif attr.tag == "TAG_CPU_ARCH":
+                        arch = attr.value
+    return profile, not (profile == "M" and arch in _M_WITHOUT_DSP)
 
 
 def _read_symbols(path: str, elf: ELFFile) -> tuple[list[tuple[int, str, int]], dict[int, list[tuple[int, str]]]]:

@@ -212,6 +212,13 @@ class Binary:
     address_taken: set[int] = field(default_factory=set)  # code addresses found as words in data
     code_pointers: set[int] = field(default_factory=set)  # those with the right Thumb bit: real pointers
     fini: int | None = None  # DT_FINI: the last code of the executable to run at exit (dynamic)
+    profile: str = "A"  # ARM architecture profile: "A" (Linux programs) or "M" (Cortex-M firmware)
+    dsp: bool = True    # the core has the DSP extension (APSR.GE bits): all but plain ARMv7-M
+
+    @property
+    def is_firmware(self) -> bool:
+        """A bare-metal Cortex-M image: vector table, no kernel, entered at reset."""
+        return self.profile == "M"
 
     def call(self, point: Point, prototype: Prototype, *args: object) -> None:
         """Program start (Point.BEFORE) or program end (Point.AFTER)."""

@@ -15,7 +15,11 @@ anvil_xlate_entry:
     push {r2}
     bl anvil_xlate
     pop {r2}
+#if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M' && !defined(__ARM_FEATURE_DSP)
+    msr APSR_nzcvq, r2          @ ARMv7-M without DSP: no GE bits to restore
+#else
     msr APSR_nzcvqg, r2
+#endif
     pop {r1, r2, r3, r12, pc}
     .size anvil_xlate_entry, . - anvil_xlate_entry
     .section .note.GNU-stack,"",%progbits

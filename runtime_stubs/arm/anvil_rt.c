@@ -1,4 +1,5 @@
-/* Start-up, system calls, output and address translation for the InHost runtime. */
+/* Start-up, system calls and files of the InHost runtime for Linux programs (the parts
+ * every target shares are in anvil_target.c). */
 #include "anvil_rt.h"
 
 #define SYS_exit 1
@@ -134,22 +135,7 @@ void anvil_on_syscall(uint32_t nr)
         anvil_program_end();
 }
 
-/* Translate an original code address to its relocated copy using the per-procedure
- * table {start (link-time), size, shift, entries...}, an entry being the relocated
- * address minus the entry array's own address; addresses outside go unchanged. */
-uint32_t anvil_xlate(uint32_t target, const uint32_t *table)
-{
-    uint32_t link = (target & ~1u) - anvil_bias;
-    uint32_t off = link - table[0];
-    if (off < table[1]) {
-        uint32_t e = table[3 + (off >> table[2])];
-        if (e)
-            return e + (uint32_t)(table + 3);
-    }
-    return target;
-}
-
-/* ---------------------------------------------------------------- output sink */
+/* ---------------------------------------------------------------- files */
 
 int anvil_open_write(const char *path)
 {
@@ -158,43 +144,7 @@ int anvil_open_write(const char *path)
 
 void anvil_close(int fd) { anvil_syscall(SYS_close, fd, 0, 0, 0, 0, 0); }
 
-static int out_fd = -1;
-
-int anvil_sink_open(const char *path)
+long anvil_write_fd(int fd, const char *buf, uint32_t len)
 {
-    out_fd = anvil_open_write(path);
-    return out_fd;
+    return anvil_syscall(SYS_write, fd, (long)buf, len, 0, 0, 0);
 }
-
-void anvil_sink_write(const char *buf, uint32_t len)
-{
-    uint32_t done = 0;
-    while (done < len) {
-        long n = anvil_syscall(SYS_write, out_fd, (long)(buf + done), len - done, 0, 0, 0);
-        if (n <= 0)
-            break;
-        done += (uint32_t)n;
-    }
-}
-
-void anvil_sink_close(void)
-{
-    anvil_close(out_fd);
-    out_fd = -1;
-}
-
-/* The compiler may emit calls to these for struct copies and zeroing. */
-void *memset(void *p, int c, size_t n) { anvil_memset(p, c, n); return p; }
-void *memcpy(void *d, const void *s, size_t n)
-{
-    unsigned char *dd = d;
-    const unsigned char *ss = s;
-    while (n--)
-        *dd++ = *ss++;
-    return d;
-}
-
-/* libgcc's division helpers call these on division by zero; the default ones need
- * libc's raise(). Analysis code never divides by zero on purpose: return 0. */
-int __aeabi_idiv0(int r) { return r; }
-long long __aeabi_ldiv0(long long r) { return r; }

@@ -49,6 +49,8 @@ const char *anvil_getenv(const char *name);
 void anvil_warn(const char *text);
 int anvil_open_write(const char *path);
 void anvil_close(int fd);
+/* Write up to ``len`` bytes to ``fd``; the number written, or <= 0 on failure. */
+long anvil_write_fd(int fd, const char *buf, uint32_t len);
 #endif
 
 /* Buffered output to one results file at a time (anvil_format.c). */

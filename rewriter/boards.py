@@ -1,0 +1,88 @@
+"""The boards ``anvil`` knows: their memory maps (for placing instrumentation in
+Cortex-M images) and how to run an image on QEMU's model of them.
+
+Both MPS2 boards have the same map in QEMU 7.2 (hw/arm/mps2.c): 4 MiB of code
+memory at 0 (SSRAM1, where the core reads the vector table; treated as flash) and
+4 MiB of SRAM at 0x20000000; UART0 (CMSDK APB UART) at 0x40004000.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import AnvilError
+
+
+@dataclass(frozen=True)
+class MemoryRegion:
+    """[start, start + size) of the target's address space."""
+
+    start: int
+    size: int
+
+    @property
+    def end(self) -> int:
+        return self.start + self.size
+
+    def __contains__(self, address: int) -> bool:
+        return self.start <= address < self.end
+
+    def __str__(self) -> str:
+        return f"{self.start:#x}..{self.end:#x}"
+
+
+@dataclass(frozen=True)
+class Board:
+    """A board: its QEMU machine, CPU, memories and UART."""
+
+    name: str
+    cpu: str
+    flash: MemoryRegion
+    ram: MemoryRegion
+    uart: int  # MMIO base of UART0
+    description: str
+
+    def qemu_command(self, image: str, semihosting: bool = True) -> list[str]:
+        """qemu-system-arm running ``image``: console and exit through semihosting, no UART on stdio."""
+        cmd = ["qemu-system-arm", "-M", self.name, "-nographic", "-monitor", "none", "-serial", "none",
+               "-no-reboot"]
+        if semihosting:
+            cmd += ["-semihosting-config", "enable=on,target=native"]
+        return [*cmd, "-kernel", image]
+
+
+_MPS2_FLASH = MemoryRegion(0x00000000, 4 << 20)
+_MPS2_RAM = MemoryRegion(0x20000000, 4 << 20)
+
+BOARDS: dict[str, Board] = {
+    "mps2-an385": Board("mps2-an385", "cortex-m3", _MPS2_FLASH, _MPS2_RAM, 0x40004000,
+                        "ARM MPS2 with AN385 (Cortex-M3), QEMU machine mps2-an385"),
+    "mps2-an386": Board("mps2-an386", "cortex-m4", _MPS2_FLASH, _MPS2_RAM, 0x40004000,
+                        "ARM MPS2 with AN386 (Cortex-M4F), QEMU machine mps2-an386"),
+}
+
+
+def board(name: str) -> Board:
+    """The board called ``name``, or a one-line error listing the known ones."""
+    try:
+        return BOARDS[name]
+    except KeyError:
+        raise AnvilError(f"unknown board '{name}' (boards: {', '.join(sorted(BOARDS))})") from None
+
+
+def parse_region(text: str, what: str) -> MemoryRegion:
+    """``START:SIZE`` (numbers in C syntax; SIZE may end in K or M) as a region."""
+    start, sep, size = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        scale = 1
+        if size[-1:].upper() in ("K", "M"):
+            scale = 1024 if size[-1].upper() == "K" else 1 << 20
+            size = size[:-1]
+        region = MemoryRegion(int(start, 0), int(size, 0) * scale)
+    except ValueError:
+        raise AnvilError(f"--{what}-region '{text}' is not START:SIZE (e.g. 0x20300000:64K)") from None
+    if region.size <= 0 or region.start < 0 or region.end > 1 << 32:
+        raise AnvilError(f"--{what}-region '{text}' is empty or outside the 32-bit address space")
+    return region

@@ -1,0 +1,63 @@
+/* The parts of the target runtime every platform shares: jump translation, the results
+ * sink and the helpers compiled code may call. The platform (arm/anvil_rt.c for Linux,
+ * cortexm/anvil_rt.c for bare-metal Cortex-M) provides anvil_open_write, anvil_close
+ * and anvil_write_fd. */
+#include "anvil_rt.h"
+
+/* Translate an original code address to its relocated copy using the per-procedure
+ * table {start (link-time), size, shift, entries...}, an entry being the relocated
+ * address minus the entry array's own address; addresses outside go unchanged. */
+uint32_t anvil_xlate(uint32_t target, const uint32_t *table)
+{
+    uint32_t link = (target & ~1u) - anvil_bias;
+    uint32_t off = link - table[0];
+    if (off < table[1]) {
+        uint32_t e = table[3 + (off >> table[2])];
+        if (e)
+            return e + (uint32_t)(table + 3);
+    }
+    return target;
+}
+
+/* ---------------------------------------------------------------- output sink */
+
+static int out_fd = -1;
+
+int anvil_sink_open(const char *path)
+{
+    out_fd = anvil_open_write(path);
+    return out_fd;
+}
+
+void anvil_sink_write(const char *buf, uint32_t len)
+{
+    uint32_t done = 0;
+    while (done < len) {
+        long n = anvil_write_fd(out_fd, buf + done, len - done);
+        if (n <= 0)
+            break;
+        done += (uint32_t)n;
+    }
+}
+
+void anvil_sink_close(void)
+{
+    anvil_close(out_fd);
+    out_fd = -1;
+}
+
+/* The compiler may emit calls to these for struct copies and zeroing. */
+void *memset(void *p, int c, size_t n) { anvil_memset(p, c, n); return p; }
+void *memcpy(void *d, const void *s, size_t n)
+{
+    unsigned char *dd = d;
+    const unsigned char *ss = s;
+    while (n--)
+        *dd++ = *ss++;
+    return d;
+}
+
+/* libgcc's division helpers call these on division by zero; the default ones need
+ * libc's raise(). Analysis code never divides by zero on purpose: return 0. */
+int __aeabi_idiv0(int r) { return r; }
+long long __aeabi_ldiv0(long long r) { return r; }
