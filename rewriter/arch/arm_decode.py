@@ -277,8 +277,8 @@ def _accesses(md: capstone.Cs, insn: capstone.CsInsn, name: str, ops: list, pc_v
     if name in ("tbb", "tbh") and mem is not None:
         base = _reg(md, mem.mem.base)
         index = _reg(md, mem.mem.index)
-        return [Access(False, 1 if name == "tbb" else 2, base, pc_value if base == PC else 0, index,
-                       1 if name == "tbh" else 0)]
+        # Like every register-offset form: base (PC reads as the instruction's address + 4) + index.
+        return [Access(False, 1 if name == "tbb" else 2, base, 0, index, 1 if name == "tbh" else 0)]
     if name in _MULTI or name in _VMULTI:
         is_store, mode = _MULTI[name] if name in _MULTI else _VMULTI[name]
         if name in ("push", "pop", "vpush", "vpop"):

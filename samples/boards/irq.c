@@ -1,11 +1,13 @@
 /*
  * irq.c - count SysTick interrupts.
  *
- * Programs SysTick (processor clock, 25 MHz on QEMU's MPS2 boards) to fire every
- * RELOAD + 1 cycles (1 ms); SysTick_Handler increments a volatile counter, folds
- * it into an accumulator (acc = acc * 33 + ticks, mod 2^32) and, at the TARGET-th
- * interrupt, stops the timer and clears any pending SysTick.  main() sleeps with
- * WFI until the counter reaches TARGET.
+ * Starts SysTick (processor clock, 25 MHz on QEMU's MPS2 boards) to fire once after
+ * RELOAD + 1 cycles (1 ms) and sleeps with WFI, interrupts masked; then unmasks them
+ * for the handler to run, and repeats until the counter reaches TARGET.
+ * SysTick_Handler increments a volatile counter, folds it into an accumulator
+ * (acc = acc * 33 + ticks, mod 2^32), stops the timer and clears any pending tick.
+ * One tick per round, so the program executes the same instructions however the ticks
+ * fall in host time (the instruction-count oracles compare separate runs).
  *
  * Prints "target=<N> ticks=<count> acc=<hex>".  Exit status: the tick count
  * (TARGET when all went well).
@@ -36,21 +38,23 @@ void SysTick_Handler(void)
     uint32_t t = ticks + 1u;
     ticks = t;
     acc = acc * 33u + t;
-    if (t >= TARGET) {
-        SYST_CSR = 0;
-        SCB_ICSR = ICSR_PENDSTCLR;
-    }
+    SYST_CSR = 0;
+    SCB_ICSR = ICSR_PENDSTCLR;
 }
 
 int main(void)
 {
     SCB_SHPR3 = (SCB_SHPR3 & 0x00FFFFFFu) | (0x80u << 24); /* SysTick priority */
     SYST_RVR = RELOAD;
-    SYST_CVR = 0;
-    SYST_CSR = CSR_CLKSOURCE | CSR_TICKINT | CSR_ENABLE;
+    __asm__ volatile("cpsid i" ::: "memory");
     while (ticks < TARGET) {
-        __asm__ volatile("wfi");
+        SYST_CVR = 0;
+        SYST_CSR = CSR_CLKSOURCE | CSR_TICKINT | CSR_ENABLE;
+        /* WFI wakes when the tick is pending even with interrupts masked; the handler
+         * runs between CPSIE and CPSID. */
+        __asm__ volatile("wfi\n\tcpsie i\n\tisb\n\tcpsid i" ::: "memory");
     }
+    __asm__ volatile("cpsie i" ::: "memory");
     uint32_t count = ticks;
     printf("target=%u ticks=%" PRIu32 " acc=%08" PRIx32 "\n", TARGET, count, acc);
     return (int)count;

@@ -87,6 +87,7 @@ __all__ = [
     "access_counts",
     "executable_segments",
     "exe_pcs",
+    "trace_firmware",
     "trace_pcs",
 ]
 
@@ -257,11 +258,43 @@ def trace_pcs(
     if not binary.is_file():
         raise QemuTraceError(f"{binary}: no such file")
     flags = "exec,nochain,page" + (",op" if memory_ops else "")
+    cmd = ["env", "-i", qemu, "-L", lib_root, "-0", argv0, "-singlestep", "-d", flags, "-D", "{log}", str(binary),
+           *args]
+    parser, returncode, stdout, stderr = _traced_run(cmd, stdin, memory_ops, keep_log, timeout)
+    if b"start_code" not in parser.code or b"end_code" not in parser.code:
+        raise QemuTraceError(
+            f"{binary}: no start_code/end_code in the QEMU log (exit {returncode}): "
+            + stderr.decode(errors="replace")[-500:]
+        )
+    start_code = parser.code[b"start_code"]
+    end_code = parser.code[b"end_code"]
+    low, high = _file_end_of_code(binary)
+    bias = (start_code - low) & 0xFFFFFFFF
+    if (end_code - high) & 0xFFFFFFFF != bias or bias % 0x1000:
+        raise QemuTraceError(
+            f"{binary}: inconsistent load bias: start_code={start_code:#x} end_code={end_code:#x} "
+            f"for code {low:#x}..{high:#x}"
+        )
+    return TraceResult(
+        pcs=parser.pcs(),
+        returncode=returncode,
+        stdout=stdout,
+        stderr=stderr,
+        load_bias=bias,
+        start_code=start_code,
+        end_code=end_code,
+        mem_ops=parser.ops if memory_ops else None,
+    )
 
+
+def _traced_run(cmd: list[str], stdin: bytes, memory_ops: bool, keep_log: str | os.PathLike[str] | None,
+                timeout: float | None) -> tuple[_LogParser, int, bytes, bytes]:
+    """Run ``cmd`` (its ``{log}`` argument becomes a FIFO QEMU logs to) and parse the log as it comes."""
     with tempfile.TemporaryDirectory(prefix="anvil-qemu-") as tmp:
         tmpdir = Path(tmp)
         fifo = tmpdir / "log.fifo"
         os.mkfifo(fifo)
+        cmd = [str(fifo) if part == "{log}" else part for part in cmd]
         # O_RDWR keeps a writer on the FIFO, so reads never see a premature EOF
         # and QEMU's open() never blocks; the end is detected by process exit.
         fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
@@ -271,8 +304,6 @@ def trace_pcs(
             except OSError:
                 pass  # keep the default pipe size
             (tmpdir / "stdin").write_bytes(stdin)
-            cmd = ["env", "-i", qemu, "-L", lib_root, "-0", argv0, "-singlestep",
-                   "-d", flags, "-D", str(fifo), str(binary), *args]
             tee = open(keep_log, "wb") if keep_log is not None else None  # noqa: SIM115
             parser = _LogParser(memory_ops, tee)
             try:
@@ -289,33 +320,25 @@ def trace_pcs(
                     tee.close()
         finally:
             os.close(fd)
-        stdout = (tmpdir / "stdout").read_bytes()
-        stderr = (tmpdir / "stderr").read_bytes()
+        return parser, proc.returncode, (tmpdir / "stdout").read_bytes(), (tmpdir / "stderr").read_bytes()
 
-    if b"start_code" not in parser.code or b"end_code" not in parser.code:
-        raise QemuTraceError(
-            f"{binary}: no start_code/end_code in the QEMU log (exit {proc.returncode}): "
-            + stderr.decode(errors="replace")[-500:]
-        )
-    start_code = parser.code[b"start_code"]
-    end_code = parser.code[b"end_code"]
-    low, high = _file_end_of_code(binary)
-    bias = (start_code - low) & 0xFFFFFFFF
-    if (end_code - high) & 0xFFFFFFFF != bias or bias % 0x1000:
-        raise QemuTraceError(
-            f"{binary}: inconsistent load bias: start_code={start_code:#x} end_code={end_code:#x} "
-            f"for code {low:#x}..{high:#x}"
-        )
-    return TraceResult(
-        pcs=parser.pcs(),
-        returncode=proc.returncode,
-        stdout=stdout,
-        stderr=stderr,
-        load_bias=bias,
-        start_code=start_code,
-        end_code=end_code,
-        mem_ops=parser.ops if memory_ops else None,
-    )
+
+def trace_firmware(image: str | os.PathLike[str], board: str, *, memory_ops: bool = False,
+                   timeout: float | None = 300.0) -> TraceResult:
+    """Run the Cortex-M ``image`` on ``qemu-system-arm -M board -singlestep -d exec,nochain``
+    (semihosting console) and count executed PCs; the image runs at its link addresses
+    (``load_bias`` 0). Exception entry and return are not instructions and are not logged;
+    handlers' instructions are."""
+    qemu = shutil.which("qemu-system-arm")
+    if qemu is None:
+        raise QemuTraceError("qemu-system-arm not found on PATH")
+    flags = "exec,nochain" + (",op" if memory_ops else "")
+    cmd = [qemu, "-M", board, "-nographic", "-monitor", "none", "-serial", "none", "-no-reboot",
+           "-semihosting-config", "enable=on,target=native", "-singlestep", "-d", flags, "-D", "{log}",
+           "-kernel", str(image)]
+    parser, returncode, stdout, stderr = _traced_run(cmd, b"", memory_ops, None, timeout)
+    return TraceResult(pcs=parser.pcs(), returncode=returncode, stdout=stdout, stderr=stderr, load_bias=0,
+                       start_code=0, end_code=0, mem_ops=parser.ops if memory_ops else None)
 
 
 def _pump(proc: subprocess.Popen[bytes], fd: int, parser: _LogParser, timeout: float | None) -> None:

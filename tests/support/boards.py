@@ -33,6 +33,7 @@ import sys
 import time
 from pathlib import Path
 
+from rewriter import boards as anvil_boards
 from tests.support import build_cache
 
 REPO_ROOT: Path = Path(__file__).resolve().parents[2]
@@ -129,31 +130,20 @@ def qemu_command(elf: Path | str, board: str) -> list[str]:
     """
     if board not in BOARDS:
         raise FirmwareBuildError(f"unknown board {board!r}; known: {', '.join(BOARDS)}")
-    return [
-        _require_tool(QEMU),
-        "-M",
-        board,
-        "-nographic",
-        "-monitor",
-        "none",
-        "-serial",
-        "none",
-        "-no-reboot",
-        "-semihosting-config",
-        "enable=on,target=native",
-        "-kernel",
-        str(elf),
-    ]
+    _require_tool(QEMU)
+    return anvil_boards.board(board).qemu_command(str(elf))
 
 
-def run_firmware(elf: Path | str, board: str, timeout: float = 60) -> tuple[bytes, int]:
-    """Run a firmware ELF under qemu-system-arm; return its stdout and QEMU's exit status.
+def run_firmware(elf: Path | str, board: str, timeout: float = 60, cwd: Path | str | None = None) -> tuple[bytes, int]:
+    """Run a firmware ELF under qemu-system-arm (in ``cwd``, where semihosting opens files);
+    return its stdout and QEMU's exit status.
 
     Raises subprocess.TimeoutExpired (after killing QEMU) when the firmware has not
     exited within ``timeout`` seconds, e.g. when it is stuck in Default_Handler.
     """
     proc = subprocess.run(
-        qemu_command(elf, board), stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
+        qemu_command(elf, board), stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False,
+        cwd=cwd,
     )
     return proc.stdout, proc.returncode
 

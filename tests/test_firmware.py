@@ -1,0 +1,170 @@
+"""Cortex-M firmware, InHost: every board sample at -O0 and -O2 on both MPS2 boards,
+instrumented with inscount, bbcount and cachesim.
+
+For each image:
+- transparency: the instrumented image prints exactly what the original prints under
+  qemu-system-arm (sort also prints &global, a malloc result and &local) and exits
+  with the same status;
+- inscount's total equals the instructions ``qemu-system-arm -singlestep -d
+  exec,nochain`` executes in the original (interrupt handlers included: irq's SysTick
+  handler is reached through the vector table, which stays unchanged);
+- bbcount's count of every block equals qemu's count of the block's first instruction;
+- cachesim's loads, stores and misses equal a plain-Python reference cache fed the
+  data accesses unicorn records running the original image. irq needs SysTick, which
+  unicorn lacks: its cachesim run is checked for transparency and for figures that
+  add up only (as the Linux samples that unicorn cannot run).
+
+Also: the placement errors, ``anvil run --board`` and ``anvil image``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rewriter.cli import main as anvil_main
+from rewriter.ir.elf_loader import load_binary
+from tests.oracles.cache_model import simulate
+from tests.oracles.qemu_trace import trace_firmware
+from tests.oracles.unicorn_firmware import run_firmware_unicorn
+from tests.support.boards import BOARDS, PROGRAMS, build_firmware, run_firmware
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def instrument(image: Path, tool: str, out: Path, *extra: str) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    status = anvil_main(["instrument", "--tool", tool, "--format", "json", str(image), "-o", str(out), *extra])
+    assert status == 0
+    return out
+
+
+def run_and_results(image: Path, board: str, tool: str) -> tuple[bytes, int, dict]:
+    out, status = run_firmware(image, board, cwd=image.parent)
+    results = image.parent / f"{image.name}.{tool}.out"
+    assert results.exists(), f"{tool} wrote no results"
+    return out, status, json.loads(results.read_text())
+
+
+def code_ranges(image: Path) -> list[tuple[int, int]]:
+    binary = load_binary(str(image))
+    return [(s.vaddr, s.vaddr + s.memsz) for s in binary.segments if s.executable]
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+@pytest.mark.parametrize("board", sorted(BOARDS))
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_firmware_tools_against_oracles(program: str, board: str, opt: str, tmp_path: Path) -> None:
+    image = build_firmware(program, board, opt)
+    expected_out, expected_status = run_firmware(image, board)
+    trace = trace_firmware(image, board)
+    assert (trace.stdout, trace.returncode) == (expected_out, expected_status)
+    ranges = code_ranges(image)
+    pcs = {pc: n for pc, n in trace.pcs.items() if any(lo <= pc < hi for lo, hi in ranges)}
+
+    out, status, got = run_and_results(instrument(image, "inscount", tmp_path / "ins" / "fw"), board, "inscount")
+    assert (out, status) == (expected_out, expected_status)
+    assert got["total"] == sum(pcs.values())
+
+    out, status, got = run_and_results(instrument(image, "bbcount", tmp_path / "bbc" / "fw"), board, "bbcount")
+    assert (out, status) == (expected_out, expected_status)
+    wrong = {b["address"]: (b["count"], pcs.get(b["address"], 0)) for b in got["counts"]
+             if b["count"] != pcs.get(b["address"], 0)}
+    assert not wrong, f"blocks whose count differs from qemu's (ours, qemu): {list(wrong.items())[:5]}"
+    assert sum(b["count"] * b["instructions"] for b in got["counts"]) == sum(pcs.values())
+
+    geometry = "size=1024,assoc=2,line=32"
+    out, status, got = run_and_results(instrument(image, "cachesim", tmp_path / "cache" / "fw", "--opt", geometry),
+                                       board, "cachesim")
+    assert (out, status) == (expected_out, expected_status)
+    assert got["hits"] + got["misses"] == got["loads"] + got["stores"] > 0
+    if program != "irq":
+        oracle = run_firmware_unicorn(image, board)
+        assert (oracle.output, oracle.status) == (expected_out, expected_status)
+        expected = simulate(oracle.accesses, 1024, 2, 32)
+        for key in ("loads", "stores", "load_misses", "store_misses"):
+            assert got[key] == expected[key], (key, got, expected)
+
+
+def test_interrupt_handler_is_instrumented(tmp_path: Path) -> None:
+    """The SysTick handler runs only through the vector table; its blocks are counted."""
+    image = build_firmware("irq", "mps2-an385", "-O2")
+    _, _, got = run_and_results(instrument(image, "inscount", tmp_path / "ins" / "fw"), "mps2-an385", "inscount")
+    handler = got["procedures"].get("SysTick_Handler", 0)
+    trace = trace_firmware(image, "mps2-an385")
+    binary = load_binary(str(image))
+    proc = next(p for p in binary.procedures if p.name == "SysTick_Handler")
+    assert handler > 0
+    assert handler == sum(n for pc, n in trace.pcs.items() if proc.address <= pc < proc.end)
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "rewriter.cli", *args], capture_output=True, cwd=cwd, env=env,
+                          timeout=120)
+
+
+def test_anvil_run_board(tmp_path: Path) -> None:
+    image = build_firmware("sort", "mps2-an386", "-O2")
+    expected_out, expected_status = run_firmware(image, "mps2-an386")
+    instrument(image, "inscount", tmp_path / "fw.inst")
+    run = _cli("run", "--board", "mps2-an386", "fw.inst", cwd=tmp_path)
+    assert (run.stdout, run.returncode) == (expected_out, expected_status)
+    assert b"results in fw.inst.inscount.out" in run.stderr
+    assert json.loads((tmp_path / "fw.inst.inscount.out").read_text())["total"] > 0
+
+
+@pytest.mark.parametrize("option, needle", [
+    ("--ram-region=0x20300000:64", "no room for"),
+    ("--flash-region=0x8000:256", "overlaps the image"),
+    ("--flash-region=0x100000:256", "no room for"),
+    ("--ram-region=0x20000000", "is not START:SIZE"),
+])
+def test_placement_errors(option: str, needle: str, tmp_path: Path) -> None:
+    image = build_firmware("crc", "mps2-an385", "-O2")
+    out = tmp_path / "fw.inst"
+    run = _cli("instrument", "--tool", "cachesim", str(image), "-o", str(out), option, cwd=tmp_path)
+    assert run.returncode == 2
+    lines = run.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], lines
+    assert not out.exists() and not list(tmp_path.glob(".anvil-*"))
+
+
+def test_user_regions_are_used(tmp_path: Path) -> None:
+    """--flash-region / --ram-region put the additions where asked, and the image still works."""
+    image = build_firmware("crc", "mps2-an385", "-O2")
+    out = instrument(image, "inscount", tmp_path / "fw", "--flash-region", "0x200000:1M",
+                     "--ram-region", "0x20100000:1M")
+    segments = {(s.vaddr, s.flags & 7) for s in load_binary(str(out)).segments}
+    assert (0x200000, 5) in segments
+    assert any(0x20100000 <= vaddr < 0x20200000 and flags == 6 for vaddr, flags in segments)
+    expected = run_firmware(image, "mps2-an385")
+    assert run_and_results(out, "mps2-an385", "inscount")[:2] == expected
+
+
+def test_image_formats(tmp_path: Path) -> None:
+    """bin equals objcopy's binary of the same ELF, hex converts (objcopy) back to it, and the
+    raw binary runs on the board like the ELF, results included."""
+    image = build_firmware("crc", "mps2-an385", "-O2")
+    inst = instrument(image, "inscount", tmp_path / "elf" / "fw")
+    assert anvil_main(["image", str(inst), "--format", "bin", "-o", str(tmp_path / "fw.bin")]) == 0
+    assert anvil_main(["image", str(inst), "--format", "hex", "-o", str(tmp_path / "fw.hex")]) == 0
+    subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", "--gap-fill", "0xff", str(inst),
+                    str(tmp_path / "objcopy.bin")], check=True)
+    subprocess.run(["arm-none-eabi-objcopy", "-I", "ihex", "-O", "binary", "--gap-fill", "0xff",
+                    str(tmp_path / "fw.hex"), str(tmp_path / "from_hex.bin")], check=True)
+    ours = (tmp_path / "fw.bin").read_bytes()
+    assert ours == (tmp_path / "objcopy.bin").read_bytes()
+    assert ours == (tmp_path / "from_hex.bin").read_bytes()
+    run_dir = tmp_path / "raw"
+    run_dir.mkdir()
+    raw = run_dir / "fw"  # the results file name is baked in: fw.inscount.out
+    raw.write_bytes(ours)
+    expected_out, expected_status = run_firmware(inst, "mps2-an385", cwd=inst.parent)
+    assert run_firmware(raw, "mps2-an385", cwd=run_dir) == (expected_out, expected_status)
+    assert (run_dir / "fw.inscount.out").read_text() == (inst.parent / "fw.inscount.out").read_text()
