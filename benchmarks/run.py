@@ -480,18 +480,36 @@ def header_line(runs: int) -> str:
     )
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    """Parse the command line."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3, metavar="N", help="timed runs per program (default 3)")
-    parser.add_argument("--only", metavar="NAME", help="only workloads whose name contains NAME")
+def print_report(header: str, table_lines: Sequence[str], note_lines: Sequence[str], rows: Sequence) -> int:
+    """Print the header, table and notes; exit status 1 if any row failed or mismatched."""
+    print(header)
+    print()
+    print("\n".join(table_lines))
+    print()
+    print("\n\n".join(note_lines))
+    bad = any(
+        row.failure or row.run_failure or any(r.failure or r.mismatch for r in row.tools.values()) for row in rows
+    )
+    return 1 if bad else 0
+
+
+def benchmark_parser(description: str, default_tools: Sequence[str], runs_of: str) -> argparse.ArgumentParser:
+    """The options every benchmark script takes: --runs, --only, --tools, --keep."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--runs", type=int, default=3, metavar="N", help=f"timed runs per {runs_of} (default 3)")
+    parser.add_argument("--only", metavar="NAME", help="only rows whose name contains NAME")
     parser.add_argument(
         "--tools",
-        default=",".join(DEFAULT_TOOLS),
+        default=",".join(default_tools),
         metavar="T1,T2",
-        help=f"comma-separated tools (default {','.join(DEFAULT_TOOLS)})",
+        help=f"comma-separated tools (default {','.join(default_tools)})",
     )
     parser.add_argument("--keep", action="store_true", help="keep the working directory (path printed to stderr)")
+    return parser
+
+
+def checked_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse ``argv`` with a benchmark_parser; --tools becomes a list."""
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -499,6 +517,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if not args.tools:
         parser.error("--tools names no tool")
     return args
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse the command line."""
+    return checked_args(benchmark_parser(__doc__.splitlines()[0], DEFAULT_TOOLS, "program"), argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -529,15 +552,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(work_root, ignore_errors=True)
     progress(f"done in {time.monotonic() - started:.0f} s")
 
-    print(header)
-    print()
-    print("\n".join(table(rows, args.tools)))
-    print()
-    print("\n\n".join(notes(rows, args.tools, args.runs)))
-    bad = any(
-        row.failure or row.run_failure or any(r.failure or r.mismatch for r in row.tools.values()) for row in rows
-    )
-    return 1 if bad else 0
+    return print_report(header, table(rows, args.tools), notes(rows, args.tools, args.runs), rows)
 
 
 if __name__ == "__main__":

@@ -291,6 +291,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     lines = line_table(binary.path) if args.proc else {}
     kind = "PIE" if binary.is_pie else "fixed-address"
     link = "dynamic" if binary.is_dynamic else "static"
+    if binary.is_firmware:
+        kind, link = "Cortex-M firmware", "DSP" if binary.dsp else "no DSP"
     print(f"{binary.path}: ARM ELF, {kind}, {link}, entry {binary.entry:#x}, "
           f"{len(binary.procedures)} procedures, {binary.instruction_count()} instructions")
     for proc in procs:

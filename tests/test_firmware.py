@@ -168,3 +168,17 @@ def test_image_formats(tmp_path: Path) -> None:
     expected_out, expected_status = run_firmware(inst, "mps2-an385", cwd=inst.parent)
     assert run_firmware(raw, "mps2-an385", cwd=run_dir) == (expected_out, expected_status)
     assert (run_dir / "fw.inscount.out").read_text() == (inst.parent / "fw.inscount.out").read_text()
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["image", "README.md"], "not an ELF file"),
+    (["run", "--board", "mps2-an999", "README.md"], "unknown board 'mps2-an999'"),
+    (["instrument", "--tool", "inscount", "--mode", "rehost", "{image}", "-o", "fw.rh"], "ReHost for Cortex-M"),
+])
+def test_board_commands_bad_input(args: list[str], needle: str, tmp_path: Path) -> None:
+    image = build_firmware("crc", "mps2-an385", "-O2")
+    args = [str(image) if a == "{image}" else str(REPO / a) if a == "README.md" else a for a in args]
+    run = _cli(*args, cwd=tmp_path)
+    lines = run.stderr.decode().strip().splitlines()
+    assert run.returncode == 2 and len(lines) == 1 and needle in lines[0], (run.returncode, lines)
+    assert not list(tmp_path.iterdir())

@@ -109,7 +109,7 @@ def _add_runtime_hooks(binary: Binary) -> None:
         reset = next((p for p in binary.procedures if p.address == binary.entry & ~1), None)
         if reset is None:
             raise AnvilError(f"no procedure at the entry point {binary.entry:#x} (the reset handler)")
-        reset.hooks.insert(0, Hook(Point.BEFORE, Prototype("anvil_firmware_init", ()), ()))
+        reset.hooks.insert(0, Hook(Point.BEFORE, Prototype("anvil_firmware_init", ()), (), setup=True))
     if not any(h.point is Point.AFTER for h in binary.hooks):
         return
     if binary.is_dynamic:

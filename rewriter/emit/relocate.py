@@ -72,12 +72,11 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
             code.label(ins_label(ins.address))
             isa = ISA.for_mode(ins.thumb)
             if k == 0:
-                # Procedure-entry calls first: on firmware the one at reset sets up the
-                # runtime's RAM, counters included.
-                if bi == 0:
-                    _calls(isa, code, proc.hooks, ins, None, block.size, ctx, AL)
+                entry_calls = proc.hooks if bi == 0 else []
+                _calls(isa, code, [h for h in entry_calls if h.setup], ins, None, block.size, ctx, AL)
                 for counter, index, amount in block.counter_increments:
                     emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch)
+                _calls(isa, code, [h for h in entry_calls if not h.setup], ins, None, block.size, ctx, AL)
                 _calls(isa, code, block.hooks, ins, None, block.size, ctx, AL)
             for hook in ins.hooks:
                 cond = ins.cond

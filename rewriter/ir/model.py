@@ -51,6 +51,9 @@ class Hook:
     point: Point
     prototype: Prototype
     args: tuple
+    # Sets up the memory counters live in (firmware start-up): emitted before the block's
+    # inline counters; every other entry call comes after them, so it sees them counted.
+    setup: bool = False
 
 
 @dataclass
