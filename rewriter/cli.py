@@ -74,13 +74,20 @@ def _progress(args: argparse.Namespace, text: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .emit.rehost import SITE_TABLE_SUFFIX
-
     binary = args.binary
     if not os.path.exists(binary):
         raise AnvilError(f"{binary}: no such file")
-    if args.board:
-        return _run_on_board(args)
+    returncode = _run_on_board(args) if args.board else _run_on_linux(args)
+    meta = _metadata(binary)
+    _results_file(args, meta.get("results_file") if meta else None)
+    return returncode
+
+
+def _run_on_linux(args: argparse.Namespace) -> int:
+    """Run a Linux program under qemu-arm; a ReHost one with its records going to the server."""
+    from .emit.rehost import SITE_TABLE_SUFFIX
+
+    binary = args.binary
     qemu = shutil.which("qemu-arm")
     if qemu is None:
         raise AnvilError("qemu-arm not found: run scripts/bootstrap.sh")
@@ -91,13 +98,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     cmd += [binary, *args.args]
     rehost = (meta or {}).get("mode") == "rehost" or os.path.exists(binary + SITE_TABLE_SUFFIX)
     if rehost:
-        returncode = _run_rehost(args, cmd, binary + SITE_TABLE_SUFFIX)
-    else:
-        if args.server or args.lib:
-            raise AnvilError(f"{binary} is not a ReHost binary: --server and --lib need --mode rehost")
-        returncode = subprocess.run(cmd).returncode
-    _results_file(args, meta.get("results_file") if meta else None)
-    return returncode
+        return _run_rehost(args, cmd, binary + SITE_TABLE_SUFFIX)
+    if args.server or args.lib:
+        raise AnvilError(f"{binary} is not a ReHost binary: --server and --lib need --mode rehost")
+    return subprocess.run(cmd).returncode
 
 
 def _run_on_board(args: argparse.Namespace) -> int:
@@ -109,10 +113,7 @@ def _run_on_board(args: argparse.Namespace) -> int:
         raise AnvilError("ReHost on boards is not available yet: instrument with --mode inhost")
     if shutil.which("qemu-system-arm") is None:
         raise AnvilError("qemu-system-arm not found: run scripts/bootstrap.sh")
-    returncode = subprocess.run(target.qemu_command(args.binary)).returncode
-    meta = _metadata(args.binary)
-    _results_file(args, meta.get("results_file") if meta else None)
-    return returncode
+    return subprocess.run(target.qemu_command(args.binary)).returncode
 
 
 def cmd_image(args: argparse.Namespace) -> int:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -33,6 +32,7 @@ from tests.oracles.cache_model import simulate
 from tests.oracles.qemu_trace import trace_firmware
 from tests.oracles.unicorn_firmware import run_firmware_unicorn
 from tests.support.boards import BOARDS, PROGRAMS, build_firmware, run_firmware
+from tests.support.rehost import CLI
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -105,7 +105,7 @@ def test_interrupt_handler_is_instrumented(tmp_path: Path) -> None:
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "rewriter.cli", *args], capture_output=True, cwd=cwd, env=env,
+    return subprocess.run([*CLI, *args], capture_output=True, cwd=cwd, env=env,
                           timeout=120)
 
 

@@ -82,8 +82,9 @@ def place(binary: Binary, flash: MemoryRegion | None, ram: MemoryRegion | None) 
             if filesz and paddr < flash.end and flash.start < paddr + filesz:
                 raise AnvilError(f"--flash-region {flash} overlaps the image's contents at {paddr:#x}")
     if ram is None:
-        limit = _first_symbol(binary, HEAP_LIMIT_SYMBOLS)
-        base = _first_symbol(binary, HEAP_BASE_SYMBOLS)
+        symbols = _symbol_values(binary)
+        limit = next((symbols[n] for n in HEAP_LIMIT_SYMBOLS if n in symbols), None)
+        base = next((symbols[n] for n in HEAP_BASE_SYMBOLS if n in symbols), None)
         if limit is None or base is None:
             raise AnvilError("cannot tell where the heap starts and the stack ends (no __HeapLimit/__StackLimit "
                              "and end/_end symbols): give --ram-region START:SIZE for the instrumentation data")
@@ -94,14 +95,13 @@ def place(binary: Binary, flash: MemoryRegion | None, ram: MemoryRegion | None) 
     return Placement(flash, ram)
 
 
-def _first_symbol(binary: Binary, names: tuple[str, ...]) -> int | None:
-    """The value of the first of ``names`` the symbol table defines (linker-script symbols are
-    absolute or section-relative NOTYPE symbols, which the IR's symbol map leaves out)."""
+def _symbol_values(binary: Binary) -> dict[str, int]:
+    """Every defined symbol's value (linker-script symbols are absolute or section-relative
+    NOTYPE symbols, which the IR's symbol map leaves out)."""
     symtab = ELFFile(io.BytesIO(binary.data)).get_section_by_name(".symtab")
     if symtab is None:
-        return None
-    values = {s.name: s["st_value"] for s in symtab.iter_symbols() if s["st_shndx"] != "SHN_UNDEF"}
-    return next((values[n] for n in names if n in values), None)
+        return {}
+    return {s.name: s["st_value"] for s in symtab.iter_symbols() if s["st_shndx"] != "SHN_UNDEF"}
 
 
 def write_elf(binary: Binary, patches: dict[int, bytes], flash_at: int, flash_bytes: bytes,

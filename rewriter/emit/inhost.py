@@ -160,17 +160,18 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     tool.instrument(binary, opts)
     units = SiteUnit()
     arrays = {**tool.arrays, **tool.filter_arrays()}
-    toolchain = tb.toolchain_for(binary.is_firmware, binary.dsp)
     return emit(binary, tool.name, units,
-                lambda: (_library_sources(tool, toolchain), units.source(binary, arrays)), output, started, opts)
+                lambda toolchain: (_library_sources(tool, toolchain), units.source(binary, arrays)), output,
+                started, opts)
 
 
-def emit(binary: Binary, tool_name: str, units: SiteUnit, library: Callable[[], tuple[list[Path], str]],
-         output: str, started: float, opts: Options) -> Report:
-    """Write ``binary`` with its hooks to ``output``, linked with the library ``library()`` describes.
+def emit(binary: Binary, tool_name: str, units: SiteUnit,
+         library: Callable[[tb.Toolchain], tuple[list[Path], str]], output: str, started: float,
+         opts: Options) -> Report:
+    """Write ``binary`` with its hooks to ``output``, linked with the library ``library(toolchain)`` describes.
 
-    ``library`` gives the C/assembly sources and the generated site unit; it is called
-    once the strings the hooks pass are known to ``units``. InHost links the tool's
+    ``library`` gives the C/assembly sources for the image's toolchain and the generated
+    site unit; it is called once the strings the hooks pass are known to ``units``. InHost links the tool's
     analysis routines; ReHost links the communicator (emit/rehost.py). ``opts`` gives
     the user's flash and RAM regions for firmware.
     """
@@ -222,7 +223,7 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit, library: Callable[[], 
     # The analysis library: runtime, tool, generated site tables.
     toolchain = tb.toolchain_for(binary.is_firmware, binary.dsp)
     include = [tb.RUNTIME_DIR, tb.COMMON_DIR]
-    sources, site_source = library()
+    sources, site_source = library(toolchain)
     objects = [tb.compile_c(src, include, toolchain=toolchain) for src in sources]
     objects.append(tb.compile_c("sites.c", include, text=site_source, toolchain=toolchain))
     base = placement.flash.start if placement else REGION_OFFSET

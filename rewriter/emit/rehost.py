@@ -173,10 +173,9 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     arrays = {name: tool.arrays[name] for name in tool.arrays if name in target_arrays}
     document = json.dumps(table.document(list(arrays)), separators=(",", ":")).encode()
     units = SiteUnit()
-    sources = [*tb.runtime_sources(tb.LINUX), tb.RUNTIME_DIR / "anvil_comm.c"]
-
-    def library() -> tuple[list[Path], str]:
+    def library(toolchain: tb.Toolchain) -> tuple[list[Path], str]:
         generated = units.source(binary, {**arrays, **tool.filter_arrays()}, facts=False)
+        sources = [*tb.runtime_sources(toolchain), tb.RUNTIME_DIR / "anvil_comm.c"]
         return sources, generated + _communicator_source(arrays, site_format.digest(document))
 
     report = emit(binary, tool.name, units, library, output, started, opts)

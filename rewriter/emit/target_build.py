@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
@@ -125,6 +126,7 @@ class LinkedLibrary:
     symbols: dict[str, int]
 
 
+@cache  # one question to the compiler per toolchain, not one per link
 def libgcc(toolchain: Toolchain = LINUX) -> str:
     out = subprocess.run([toolchain.tool("gcc"), *toolchain.arch_flags, "-mthumb", "-print-libgcc-file-name"],
                          capture_output=True, text=True)
