@@ -118,7 +118,7 @@ def _run_on_board(args: argparse.Namespace) -> int:
 
 def cmd_image(args: argparse.Namespace) -> int:
     """Write what a flasher takes: the image's loaded bytes as raw binary or Intel HEX."""
-    from .emit.inhost import _atomic_write
+    from .emit.inhost import atomic_write
     from .image import load_chunks, to_bin, to_ihex
 
     entry, chunks = load_chunks(args.binary)
@@ -129,7 +129,7 @@ def cmd_image(args: argparse.Namespace) -> int:
         data = to_ihex((entry, chunks))
         note = f"{sum(len(c) for _, c in chunks)} bytes in {len(chunks)} range(s)"
     output = args.output or f"{args.binary}.{args.format}"
-    _atomic_write(output, data, mode=0o644)
+    atomic_write(output, data, mode=0o644)
     print(f"anvil: wrote {output}: {note}", file=sys.stderr)
     return 0
 

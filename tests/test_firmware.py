@@ -182,3 +182,18 @@ def test_board_commands_bad_input(args: list[str], needle: str, tmp_path: Path) 
     lines = run.stderr.decode().strip().splitlines()
     assert run.returncode == 2 and len(lines) == 1 and needle in lines[0], (run.returncode, lines)
     assert not list(tmp_path.iterdir())
+
+
+def test_baseline_cortex_m_is_refused(tmp_path: Path) -> None:
+    """An ARMv6-M image (Cortex-M0) gets a one-line error, not an image its hooks would break."""
+    source = tmp_path / "m0.c"
+    source.write_text("int main(void) { for (;;) ; }\nvoid Reset_Handler(void) { main(); }\n")
+    image = tmp_path / "m0.elf"
+    subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m0", "-mthumb", "-nostdlib", "-O2", "-e", "Reset_Handler",
+                    "-Wl,-Ttext=0", str(source), "-o", str(image)], check=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    run = _cli("instrument", "--tool", "inscount", str(image), "-o", "m0.inst", cwd=work)
+    lines = run.stderr.decode().strip().splitlines()
+    assert run.returncode == 2 and len(lines) == 1 and "ARMv6-M" in lines[0], (run.returncode, lines)
+    assert not list(work.iterdir())

@@ -426,6 +426,31 @@ def test_qemu_log_parser_chunking() -> None:
         assert (parser.pcs(), parser.code, parser.ops) == (whole.pcs(), whole.code, whole.ops)
 
 
+def test_qemu_log_parser_interrupted_block() -> None:
+    """-d int in system mode: a Trace line followed by an interrupt whose handler returns to
+    the same PC did not run (the block stopped before its first instruction); one followed
+    by a return to the next PC did. Semihosting calls are not interrupts."""
+    from tests.oracles.qemu_trace import _LogParser
+
+    def trace(pc: int) -> bytes:
+        return f"Trace 0: 0x7f0000000000 [00800408/{pc:08x}/00000010/ff000201] main\n".encode()
+
+    def interrupt(body: bytes) -> bytes:
+        return (b"Taking exception 5 [IRQ] on CPU 0\n...taking pending nonsecure exception 15\n" + body
+                + b"Taking exception 8 [QEMU v7M exception exit] on CPU 0\n"
+                  b"Exception return: magic PC fffffff9 previous exception 15\n...successful exception return\n")
+
+    handler = trace(0x1B8) + trace(0x1BA)
+    log = (trace(0x230) + interrupt(handler) + trace(0x232)  # ran, then the handler
+           + trace(0x234) + interrupt(handler) + trace(0x234)  # stopped before it ran
+           + trace(0x236) + b"Taking exception 16 [Semihosting call] on CPU 0\n" + trace(0x236))
+    parser = _LogParser(False, None, interrupts=True)
+    for i in range(0, len(log), 37):
+        parser.feed(log[i:i + 37])
+    parser.close()
+    assert parser.pcs() == Counter({0x230: 1, 0x232: 1, 0x234: 1, 0x236: 2, 0x1B8: 2, 0x1BA: 2})
+
+
 HELLO_C = r"""
 #include <stdio.h>
 #include <string.h>

@@ -33,6 +33,7 @@ from ..ir.model import Binary, Hook, Point, Procedure, Segment
 from . import firmware
 from . import target_build as tb
 from .code import Code
+from .counter_placement import place_counters
 from .hooks import emit_call_stub
 from .isa import Scratch
 from .relocate import (
@@ -95,7 +96,8 @@ def high_vfp_free(binary: Binary) -> bool:
 def _has_hooks(proc: Procedure) -> bool:
     if proc.hooks:
         return True
-    return any(b.hooks or b.counter_increments or any(i.hooks for i in b.instructions) for b in proc.blocks)
+    return any(b.hooks or b.counter_increments or b.edge_increments or any(i.hooks for i in b.instructions)
+               for b in proc.blocks)
 
 
 def _add_runtime_hooks(binary: Binary) -> None:
@@ -177,6 +179,7 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     """
     placement = firmware.place(binary, opts.flash_region, opts.ram_region) if binary.is_firmware else None
     _add_runtime_hooks(binary)
+    derivations = place_counters(binary)
     report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data))
 
     mode = {}
@@ -224,6 +227,7 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     toolchain = tb.toolchain_for(binary.is_firmware, binary.dsp)
     include = [tb.RUNTIME_DIR, tb.COMMON_DIR]
     sources, site_source = library(toolchain)
+    site_source += derivations.source()
     objects = [tb.compile_c(src, include, toolchain=toolchain) for src in sources]
     objects.append(tb.compile_c("sites.c", include, text=site_source, toolchain=toolchain))
     base = placement.flash.start if placement else REGION_OFFSET
@@ -321,7 +325,7 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
 
 
 def _finish(report: Report, output: str, data: bytes, chosen: list[Procedure], started: float) -> Report:
-    _atomic_write(output, data)
+    atomic_write(output, data)
     report.relocated = len(chosen)
     report.instructions = sum(len(list(p.instructions())) for p in chosen)
     report.rewrite_seconds = time.monotonic() - started
@@ -614,7 +618,7 @@ def _text_segment(binary: Binary, elf: ELFFile) -> tuple[int, Segment]:
     return best
 
 
-def _atomic_write(path: str, data: bytes, mode: int = 0o755) -> None:
+def atomic_write(path: str, data: bytes, mode: int = 0o755) -> None:
     """Write ``data`` to ``path`` through a temporary file, so a failure leaves no partial output."""
     directory = os.path.dirname(os.path.abspath(path)) or "."
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".anvil-")

@@ -23,7 +23,7 @@ from ..ir.model import Binary, Hook, Instruction, Point
 from . import site_format
 from . import target_build as tb
 from .hooks import RecordPrototype
-from .inhost import Report, _atomic_write, emit
+from .inhost import Report, atomic_write, emit
 from .sites import SiteUnit, image_facts
 
 SITE_TABLE_SUFFIX = ".sites.json"
@@ -179,6 +179,6 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
         return sources, generated + _communicator_source(arrays, site_format.digest(document))
 
     report = emit(binary, tool.name, units, library, output, started, opts)
-    _atomic_write(output + SITE_TABLE_SUFFIX, document, mode=0o644)
+    atomic_write(output + SITE_TABLE_SUFFIX, document, mode=0o644)
     return report
 

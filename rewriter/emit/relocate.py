@@ -53,6 +53,8 @@ class RelocationContext:
     call_stubs: set[str] = field(default_factory=set)
     veneers: dict[tuple[int, bool, bool], Hashable] = field(default_factory=dict)
     xlate_tables: list[tuple[Procedure, Hashable]] = field(default_factory=list)
+    # Original address -> label a direct branch goes to instead (an edge counter's trampoline).
+    redirect: dict[int, Hashable] = field(default_factory=dict)
 
 
 def ins_label(addr: int) -> tuple[str, int]:
@@ -65,7 +67,9 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
     code.align(4)
     insns = list(proc.instructions())
     needs_table = False
+    trampolines = []
     for bi, block in enumerate(proc.blocks):
+        last = block.instructions[-1]
         for k, ins in enumerate(block.instructions):
             if not ins.thumb:
                 code.align(4, b"\x00\xbf")  # A32 code is word aligned (after Thumb code: T32 nops)
@@ -85,8 +89,23 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
                         _calls(isa, code, [hook], ins, access, block.size, ctx, cond)
                 else:
                     _calls(isa, code, [hook], ins, None, block.size, ctx, cond)
+            jumps_elsewhere = ins is last and ins.branch_target not in (None, ins.end)
+            taken = block.edge_increments.get(ins.branch_target) if jumps_elsewhere else None
+            if taken:
+                ctx.redirect = {ins.branch_target: ("edge", block.address, ins.branch_target)}
+                trampolines.append((ins, taken))
             needs_table |= _relocate(ins, isa, code, ctx, proc)
+            ctx.redirect = {}
+        for counter, index, amount in block.edge_increments.get(last.end, []):  # the way it falls through
+            emit_increment(ISA.for_mode(last.thumb), code, ctx.counter_label(counter, index), amount, ctx.scratch)
     _fallthroughs(insns, code, ctx)
+    for branch, increments in trampolines:  # the way it jumps: count, then go on to the target
+        isa = ISA.for_mode(branch.thumb)
+        code.align(2 if branch.thumb else 4)
+        code.label(("edge", branch.block.address, branch.branch_target))
+        for counter, index, amount in increments:
+            emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch)
+        _jump(isa, code, branch.branch_target, branch.thumb, AL, ctx, local=True)
     if needs_table:
         key = ("xlate", proc.address)
         ctx.xlate_tables.append((proc, key))
@@ -125,6 +144,9 @@ def _jump(isa: ISA, code: Code, target: int, target_thumb: bool, cond: int, ctx:
     ``local`` says the target is in the same procedure, so a T32 conditional branch
     (+-1 MiB) reaches it; elsewhere a condition skips over an unconditional B.W.
     """
+    if target in ctx.redirect:
+        isa.branch(code, ctx.redirect[target], cond)
+        return
     relocated = target in ctx.relocated
     same_mode = relocated and ctx.mode_at(target) == isa.thumb
     if same_mode and (cond == AL or not isa.thumb or local):

@@ -106,8 +106,10 @@ class SiteUnit:
         for text, symbol in self.strings.items():
             parts.append(f"const char {symbol}[] = {c_string(text)};\n")
         parts.append(f"void anvil_program_start(void)\n{{\n{calls_start}}}\n")
-        parts.append("void anvil_program_end(void)\n{\n  static int done;\n  if (done)\n    return;\n"
-                     f"  done = 1;\n{calls_end}}}\n")
+        # Counts the program did not count inline are derived before anyone reads them.
+        parts.append("void anvil_derive_counts(void);\n"
+                     "void anvil_program_end(void)\n{\n  static int done;\n  if (done)\n    return;\n"
+                     f"  done = 1;\n  anvil_derive_counts();\n{calls_end}}}\n")
         return parts
 
     @staticmethod

@@ -72,6 +72,7 @@ def runtime_sources(toolchain: Toolchain) -> list[Path]:
     """Linked into every instrumented image: start-up, output, jump translation, the flag-saving entries."""
     platform = ROOT / "runtime_stubs" / toolchain.runtime
     return [platform / "anvil_rt.c", RUNTIME_DIR / "anvil_target.c", COMMON_DIR / "anvil_format.c",
+            COMMON_DIR / "anvil_derive.c",
             RUNTIME_DIR / "anvil_entry.S"]
 
 

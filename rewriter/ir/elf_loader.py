@@ -100,7 +100,7 @@ def _make_binary(path: str, data: bytes, elf: ELFFile) -> Binary:
         raise AnvilError(f"{path}: no executable segment")
     binary = Binary(path=os.path.abspath(path), data=data, machine="arm", is_pie=elf["e_type"] == "ET_DYN",
                     is_dynamic=interp, entry=elf["e_entry"], segments=segments)
-    binary.profile, binary.dsp = _architecture(elf)
+    binary.profile, binary.dsp = _architecture(elf, path)
     if binary.is_firmware and (interp or binary.is_pie):
         raise AnvilError(f"{path}: a Cortex-M image must be a static ET_EXEC")
     return binary
@@ -108,9 +108,12 @@ def _make_binary(path: str, data: bytes, elf: ELFFile) -> Binary:
 
 # Tag_CPU_arch values of the M profile without the DSP extension (ARMv6-M, ARMv7-M, ARMv8-M.baseline).
 _M_WITHOUT_DSP = {10, 11, 16}
+# ARMv6-M, ARMv6S-M and ARMv8-M.baseline (Cortex-M0/M0+/M1/M23) lack most T32 instructions
+# hooks use (MOVW, LDRD, UMLAL, IT): their images are refused rather than broken.
+_M_BASELINE = {11, 12, 16}
 
 
-def _architecture(elf: ELFFile) -> tuple[str, bool]:
+def _architecture(elf: ELFFile, path: str) -> tuple[str, bool]:
     """(profile, has DSP) from the build attributes the toolchain records in .ARM.attributes."""
     profile, arch = "A", None
     section = elf.get_section_by_name(".ARM.attributes")
@@ -122,6 +125,9 @@ def _architecture(elf: ELFFile) -> tuple[str, bool]:
                         profile = "M"
                     elif attr.tag == "TAG_CPU_ARCH":
                         arch = attr.value
+    if profile == "M" and arch in _M_BASELINE:
+        raise AnvilError(f"{path}: ARMv6-M / ARMv8-M.baseline images (Cortex-M0, M0+, M1, M23) are not supported: "
+                         "the instrumentation needs ARMv7-M (Cortex-M3 and up)")
     return profile, not (profile == "M" and arch in _M_WITHOUT_DSP)
 
 
@@ -252,7 +258,7 @@ def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[
             continue
         lo = bisect.bisect_left(entries_sorted, proc.address)
         hi = bisect.bisect_left(entries_sorted, proc.end)
-        _make_blocks(proc, insns, set(entries_sorted[lo:hi]) | _table_branch_targets(binary, insns))
+        _make_blocks(proc, insns, set(entries_sorted[lo:hi]) | table_branch_targets(binary, insns))
         proc.index = len(kept)
         kept.append(proc)
     block_index = 0
@@ -298,7 +304,7 @@ def _address_taken(binary: Binary, elf: ELFFile, procs: list[Procedure],
     return taken, pointers
 
 
-def _table_branch_targets(binary: Binary, insns: list) -> set[int]:
+def table_branch_targets(binary: Binary, insns: list) -> set[int]:
     """Case addresses of TBB/TBH jump tables (the byte/halfword table follows the instruction).
 
     The table ends where the first case begins (cases follow the table), so entries are

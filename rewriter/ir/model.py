@@ -129,6 +129,9 @@ class Block:
     index: int = 0
     hooks: list[Hook] = field(default_factory=list)
     counter_increments: list[tuple[str, int, int]] = field(default_factory=list)
+    # Increments made only when control goes from this block to the block at the key
+    # (set by counter placement on branches it cannot do without).
+    edge_increments: dict[int, list[tuple[str, int, int]]] = field(default_factory=dict)
 
     @property
     def end(self) -> int:
@@ -236,6 +239,7 @@ class Binary:
             for block in proc.blocks:
                 block.hooks.clear()
                 block.counter_increments.clear()
+                block.edge_increments.clear()
                 for ins in block.instructions:
                     ins.hooks.clear()
 

@@ -40,6 +40,7 @@
 extern const uint32_t anvil_rh_table_hash[2];
 extern const uint32_t anvil_rh_narrays;
 void anvil_rh_send_arrays(void);
+void anvil_derive_counts(void);
 
 static uint32_t ring[RING_WORDS + RING_SLACK];
 /* Read and written by inline record code (rewriter/emit/hooks.py, _emit_record): the
@@ -199,6 +200,7 @@ void anvil_rh_end(void)
 {
     put(END_MARK);
     put(anvil_rh_narrays);
+    anvil_derive_counts();  /* the slots of blocks not counted inline (counter_placement.py) */
     anvil_rh_send_arrays();
     anvil_rh_flush();
 }

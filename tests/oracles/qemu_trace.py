@@ -100,6 +100,11 @@ _TRACE_RE = re.compile(rb"^Trace \d+: 0x[0-9a-fA-F]+ \[[0-9a-fA-F]+/([0-9a-fA-F]
 _CODE_RE = re.compile(rb"^(start_code|end_code)\s+0x([0-9a-fA-F]+)\s*$", re.M)
 #: ``-d op``: an instruction start marker or a guest memory access op.
 _OP_RE = re.compile(rb"^ (?:---- ([0-9a-fA-F]+)\b|qemu_(ld|st)\w*)", re.M)
+#: ``-d int`` (system mode): interrupt entries and returns, between the trace lines.
+_EVENT_RE = re.compile(rb"^(?:Trace \d+: 0x[0-9a-fA-F]+ \[[0-9a-fA-F]+/([0-9a-fA-F]+)/|Taking exception (\d+)"
+                       rb"|\.\.\.successful exception (return))", re.M)
+#: Exceptions that are not interrupts: semihosting calls (16) and M-profile exception exit (8).
+_NOT_INTERRUPTS = {b"8", b"16"}
 
 _CHUNK = 1 << 20
 
@@ -172,8 +177,16 @@ def _file_end_of_code(binary: str | os.PathLike[str]) -> tuple[int, int]:
 class _LogParser:
     """Incremental parser of a QEMU ``-d exec,nochain,page[,op]`` log stream."""
 
-    def __init__(self, memory_ops: bool, tee: BinaryIO | None) -> None:
+    def __init__(self, memory_ops: bool, tee: BinaryIO | None, interrupts: bool = False) -> None:
         self.raw: Counter[bytes] = Counter()
+        # An interrupt that arrives while QEMU enters a translation block makes the block
+        # exit before its first instruction, after its Trace line was written; the
+        # handler then returns to that same PC, which runs (and is logged) again.
+        self.interrupts = interrupts
+        self.aborted: Counter[bytes] = Counter()
+        self._last_trace: bytes | None = None  # PC of the line just before, if it was a Trace line
+        self._interrupted: list[bytes | None] = []
+        self._resume: bytes | None = None
         self.code: dict[bytes, int] = {}
         self.memory_ops = memory_ops
         self.ops: dict[int, tuple[int, int]] = {}
@@ -205,6 +218,8 @@ class _LogParser:
 
     def _parse(self, buf: bytes, end: int) -> None:
         self.raw.update(_TRACE_RE.findall(buf, 0, end))
+        if self.interrupts:
+            self._interrupt_events(buf, end)
         if len(self.code) < 2 and b"_code" in buf:
             for key, value in _CODE_RE.findall(buf, 0, end):
                 self.code.setdefault(key, int(value, 16))
@@ -219,6 +234,22 @@ class _LogParser:
                 else:
                     self._op_st += 1
 
+    def _interrupt_events(self, buf: bytes, end: int) -> None:
+        """Find Trace lines whose block an interrupt stopped before it ran (see __init__)."""
+        for pc, exception, returned in _EVENT_RE.findall(buf, 0, end):
+            if pc:
+                if self._resume is not None and pc == self._resume:
+                    self.aborted[pc] += 1
+                self._resume = None
+                self._last_trace = pc
+            elif exception:
+                if exception not in _NOT_INTERRUPTS:
+                    self._interrupted.append(self._last_trace)
+                self._last_trace = None
+            elif returned:
+                self._resume = self._interrupted.pop() if self._interrupted else None
+                self._last_trace = None
+
     def _flush_op(self) -> None:
         if self._op_pc is not None:
             old = self.ops.get(self._op_pc, (0, 0))
@@ -228,7 +259,7 @@ class _LogParser:
 
     def pcs(self) -> Counter[int]:
         """Return the executed-PC counter with integer keys."""
-        return Counter({int(pc, 16): n for pc, n in self.raw.items()})
+        return Counter({int(pc, 16): n - self.aborted[pc] for pc, n in self.raw.items() if n > self.aborted[pc]})
 
 
 def trace_pcs(
@@ -288,7 +319,7 @@ def trace_pcs(
 
 
 def _traced_run(cmd: list[str], stdin: bytes, memory_ops: bool, keep_log: str | os.PathLike[str] | None,
-                timeout: float | None) -> tuple[_LogParser, int, bytes, bytes]:
+                timeout: float | None, interrupts: bool = False) -> tuple[_LogParser, int, bytes, bytes]:
     """Run ``cmd`` (its ``{log}`` argument becomes a FIFO QEMU logs to) and parse the log as it comes."""
     with tempfile.TemporaryDirectory(prefix="anvil-qemu-") as tmp:
         tmpdir = Path(tmp)
@@ -305,7 +336,7 @@ def _traced_run(cmd: list[str], stdin: bytes, memory_ops: bool, keep_log: str | 
                 pass  # keep the default pipe size
             (tmpdir / "stdin").write_bytes(stdin)
             tee = open(keep_log, "wb") if keep_log is not None else None  # noqa: SIM115
-            parser = _LogParser(memory_ops, tee)
+            parser = _LogParser(memory_ops, tee, interrupts)
             try:
                 with (
                     open(tmpdir / "stdin", "rb") as fin,
@@ -328,15 +359,16 @@ def trace_firmware(image: str | os.PathLike[str], board: str, *, memory_ops: boo
     """Run the Cortex-M ``image`` on ``qemu-system-arm -M board -singlestep -d exec,nochain``
     (semihosting console) and count executed PCs; the image runs at its link addresses
     (``load_bias`` 0). Exception entry and return are not instructions and are not logged;
-    handlers' instructions are."""
+    handlers' instructions are. ``-d int`` shows interrupts, so a Trace line whose block an
+    interrupt stopped before it ran is not counted (_LogParser)."""
     qemu = shutil.which("qemu-system-arm")
     if qemu is None:
         raise QemuTraceError("qemu-system-arm not found on PATH")
-    flags = "exec,nochain" + (",op" if memory_ops else "")
+    flags = "exec,nochain,int" + (",op" if memory_ops else "")
     cmd = [qemu, "-M", board, "-nographic", "-monitor", "none", "-serial", "none", "-no-reboot",
            "-semihosting-config", "enable=on,target=native", "-singlestep", "-d", flags, "-D", "{log}",
            "-kernel", str(image)]
-    parser, returncode, stdout, stderr = _traced_run(cmd, b"", memory_ops, None, timeout)
+    parser, returncode, stdout, stderr = _traced_run(cmd, b"", memory_ops, None, timeout, interrupts=True)
     return TraceResult(pcs=parser.pcs(), returncode=returncode, stdout=stdout, stderr=stderr, load_bias=0,
                        start_code=0, end_code=0, mem_ops=parser.ops if memory_ops else None)
 

@@ -1,0 +1,153 @@
+"""Control flow inside a procedure: which blocks follow which, and what enters or leaves it.
+
+Everything that is not a branch between two blocks of the same procedure goes through
+the *outside*: calls and system calls leave, and their return sites are entered from
+outside; returns, indirect jumps and tail calls leave; procedure entries, code whose
+address is stored in data and targets of other procedures' branches are entered from
+outside. Counter placement (emit/counter_placement.py) relies on this being complete:
+a block entered some way the model does not know of breaks its arithmetic, which is
+why procedures with computed jumps (``add pc, ...``: any instruction may be a target)
+are reported as having no usable flow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .model import Binary, Instruction, Procedure
+
+
+@dataclass
+class ProcedureFlow:
+    """Edges between a procedure's blocks, by their position in ``proc.blocks``."""
+
+    successors: list[list[int]]
+    from_outside: set[int] = field(default_factory=set)  # blocks entered from outside the procedure
+    to_outside: set[int] = field(default_factory=set)  # blocks that may leave it (or stop the program)
+    # (from, to) edges of a conditional direct branch (taken or not) that code can be put on
+    splittable: set[tuple[int, int]] = field(default_factory=set)
+
+
+def entries_from_elsewhere(binary: Binary) -> dict[int, set[int]]:
+    """Per procedure address: addresses in it that other code enters directly (calls, other
+    procedures' branches), besides the entry and the addresses stored in data."""
+    owner = {}
+    for proc in binary.procedures:
+        for block in proc.blocks:
+            owner[block.address] = proc.address
+    out: dict[int, set[int]] = {p.address: set() for p in binary.procedures}
+    for proc in binary.procedures:
+        for ins in proc.instructions():
+            target = ins.branch_target
+            if target is None or target not in owner:
+                continue
+            if ins.is_call or owner[target] != proc.address:
+                out[owner[target]].add(target)
+    return out
+
+
+def _falls_through(ins: Instruction) -> bool:
+    """Execution may continue at the next address after ``ins`` without leaving the procedure."""
+    if ins.name in ("cbz", "cbnz"):
+        return True
+    if ins.is_call or ins.is_syscall:
+        return ins.is_conditional  # a call that is not made; a made one returns through outside
+    if ins.name == "udf":
+        return False
+    if ins.is_branch or ins.writes_pc:
+        return ins.is_conditional
+    return True
+
+
+def procedure_flow(proc: Procedure, entered: set[int], table_targets: dict[int, set[int]],
+                   stops: set[int]) -> ProcedureFlow | None:
+    """The flow of ``proc``, or None when it cannot be known (computed jumps).
+
+    ``entered``: addresses in ``proc`` entered from outside (see entries_from_elsewhere,
+    plus addresses stored in data). ``table_targets``: TBB/TBH instruction -> its cases.
+    ``stops``: addresses of instructions where the program may end (program-end hooks);
+    their blocks count as leaving, since the end is observed part-way through them.
+    """
+    if any(note.startswith("computed jump") for note in proc.notes):
+        return None
+    index = {b.address: i for i, b in enumerate(proc.blocks)}
+    flow = ProcedureFlow(successors=[[] for _ in proc.blocks])
+    flow.from_outside.add(0)
+    for i, block in enumerate(proc.blocks):
+        if block.address in entered:
+            flow.from_outside.add(i)
+        last = block.instructions[-1]
+        targets: list[int | None] = []
+        if last.is_call or last.is_syscall:
+            flow.to_outside.add(i)
+            if last.end in index:
+                flow.from_outside.add(index[last.end])  # the return site
+        elif last.name in ("tbb", "tbh") and last.address in table_targets:
+            targets.extend(table_targets[last.address])
+        elif last.branch_target is not None and last.is_branch:
+            targets.append(last.branch_target)
+        elif last.is_branch or last.writes_pc or last.name == "udf":
+            # Returns, and indirect jumps: their targets in this procedure are entered from
+            # outside too, as compilers keep jump tables (and computed-goto tables) in data.
+            flow.to_outside.add(i)
+        if _falls_through(last):
+            targets.append(last.end)
+        branch = last.name in ("b", "cbz", "cbnz") and last.branch_target is not None and _falls_through(last)
+        for target in targets:
+            if target in index:
+                if index[target] not in flow.successors[i]:
+                    flow.successors[i].append(index[target])
+                if branch:
+                    flow.splittable.add((i, index[target]))
+            else:
+                flow.to_outside.add(i)  # a tail call, or running into the next procedure
+        if any(ins.address in stops for ins in block.instructions):
+            flow.to_outside.add(i)
+    has_predecessor = {s for succ in flow.successors for s in succ}
+    # A block nothing reaches is entered some way the model does not see: say so.
+    flow.from_outside.update(i for i in range(len(proc.blocks)) if i not in has_predecessor)
+    return flow
+
+
+def loop_depths(flow: ProcedureFlow) -> list[int]:
+    """How many loops contain each block: back edges found by depth-first search from the
+    blocks entered from outside, each header's body by walking back from its latches."""
+    n = len(flow.successors)
+    state = [0] * n  # 0 new, 1 on the stack, 2 done
+    latches: dict[int, list[int]] = {}
+    for root in sorted(flow.from_outside) + list(range(n)):
+        if state[root]:
+            continue
+        stack = [(root, iter(flow.successors[root]))]
+        state[root] = 1
+        while stack:
+            node, it = stack[-1]
+            for nxt in it:
+                if state[nxt] == 1:
+                    latches.setdefault(nxt, []).append(node)
+                elif state[nxt] == 0:
+                    state[nxt] = 1
+                    stack.append((nxt, iter(flow.successors[nxt])))
+                    break
+            else:
+                state[node] = 2
+                stack.pop()
+    predecessors: list[list[int]] = [[] for _ in range(n)]
+    for i, succ in enumerate(flow.successors):
+        for s in succ:
+            predecessors[s].append(i)
+    depth = [0] * n
+    for header, tails in latches.items():
+        body = {header}
+        work = [t for t in tails if t != header]
+        body.update(work)
+        while work:
+            node = work.pop()
+            for p in predecessors[node]:
+                if p not in body:
+                    body.add(p)
+                    work.append(p)
+        for b in body:
+            depth[b] += 1
+    return depth
+

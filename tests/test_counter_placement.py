@@ -1,0 +1,171 @@
+"""Counter placement (rewriter/emit/counter_placement.py) on flow graphs with known counts.
+
+Random procedure-shaped flow graphs are walked at random; the walk's own block and
+branch counts are the answer. The plan counts some blocks and branches; the
+derivation program it encodes (the format runtime_stubs/common/anvil_derive.c runs,
+read here by a small reader) must give every block's walked count from those alone.
+The end-to-end tests (test_inhost, test_lua, test_firmware) check the same on real
+binaries against qemu's instruction trace.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from rewriter.emit.counter_placement import SUBTRACT, Plan, _plan
+from rewriter.ir.flow import ProcedureFlow, loop_depths
+
+
+def _derive(code: list[int], slots: list[int], edges: list[int]) -> list[int]:
+    """Run a derivation program the way anvil_derive.c does (modulo 2^64)."""
+    out = list(slots)
+    pos = 0
+    while pos < len(code):
+        base = code[pos] | code[pos + 1] << 16
+        edge_base = code[pos + 2] | code[pos + 3] << 16
+        nblocks, ncounted, nderived = code[pos + 4:pos + 7]
+        pos += 7
+        tmp = []
+        for _ in range(ncounted):
+            at = code[pos]
+            pos += 1
+            tmp.append(edges[edge_base + (at & 0x7FFF)] if at & SUBTRACT else slots[base + at])
+        for _ in range(nderived):
+            n = code[pos]
+            pos += 1
+            value = 0
+            for op in code[pos:pos + n]:
+                value += -tmp[op & 0x7FFF] if op & SUBTRACT else tmp[op]
+            pos += n
+            tmp.append(value % (1 << 64))
+        for i in range(nblocks):
+            out[base + i] = tmp[code[pos + i]]
+        pos += nblocks
+    return out
+
+
+def _random_flow(rng: random.Random, n: int) -> ProcedureFlow:
+    flow = ProcedureFlow(successors=[[] for _ in range(n)])
+    flow.from_outside.add(0)
+    for i in range(n):
+        shape = rng.random()
+        if shape < 0.15:
+            flow.to_outside.add(i)  # a call or return
+            if i + 1 < n:
+                flow.from_outside.add(i + 1)
+            continue
+        after = i + 1 if i + 1 < n else rng.randrange(n)
+        if shape < 0.5:  # falls through or jumps
+            targets = {after if rng.random() < 0.6 else rng.randrange(n)}
+        elif shape < 0.97:  # a conditional branch
+            targets = {rng.randrange(n), after}
+        else:  # a jump table
+            targets = {rng.randrange(n) for _ in range(rng.randint(3, 5))}
+        flow.successors[i] = sorted(targets)
+        if len(targets) == 2:
+            flow.splittable.update((i, t) for t in targets)
+        if rng.random() < 0.1:
+            flow.to_outside.add(i)
+        if not targets:
+            flow.to_outside.add(i)
+    for i in range(n):
+        if rng.random() < 0.05:
+            flow.from_outside.add(i)
+    reached = {s for succ in flow.successors for s in succ}
+    flow.from_outside.update(i for i in range(n) if i not in reached)
+    return flow
+
+
+def _walk(rng: random.Random, flow: ProcedureFlow,
+          steps: int) -> tuple[list[int], dict[tuple[int, int], int]] | None:
+    """Block counts and branch counts of a random run that enters and leaves through outside.
+
+    After ``steps`` blocks the run goes on until it reaches a block that may leave and
+    stops inside it, as a program ends inside a system call's block (which leaves).
+    None if it finds none (a loop nothing leaves).
+    """
+    blocks = [0] * len(flow.successors)
+    branches: dict[tuple[int, int], int] = {}
+    entries = sorted(flow.from_outside)
+    at = rng.choice(entries)
+    step = 0
+    while True:
+        blocks[at] += 1
+        step += 1
+        if step >= steps and at in flow.to_outside:
+            return blocks, branches
+        if step > steps + 10000:
+            return None
+        ways = list(flow.successors[at]) + ([None] if at in flow.to_outside else [])
+        way = rng.choice(ways)
+        if way is None:
+            at = rng.choice(entries)
+        else:
+            branches[(at, way)] = branches.get((at, way), 0) + 1
+            at = way
+
+
+def _check(plan: Plan, blocks: list[int], branches: dict[tuple[int, int], int]) -> None:
+    # Only the counted slots are known to the program: the others start at zero.
+    known = [blocks[i] if i in plan.carriers else 0 for i in range(len(blocks))]
+    edges = [branches.get(e, 0) for e in plan.edges]
+    assert _derive(plan.code(0, 0), known, edges) == blocks
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_random_flows_derive_every_block(seed: int) -> None:
+    rng = random.Random(seed)
+    flow = _random_flow(rng, rng.randint(1, 40))
+    plan = _plan(flow)
+    if plan is None:
+        return  # counted in test_most_random_flows_have_a_plan
+    runs = [_walk(rng, flow, rng.randint(0, 400)) for _ in range(3)]
+    for run in runs:
+        if run is not None:
+            _check(plan, *run)
+
+
+def test_most_random_flows_have_a_plan() -> None:
+    rng = random.Random(7)
+    plans = [_plan(_random_flow(rng, rng.randint(2, 40))) for _ in range(300)]
+    assert sum(p is not None for p in plans) > 200
+
+
+def test_loop_keeps_one_counter_inside() -> None:
+    # 0 -> 1 (header) -> 2 -> 3 -> 1 ; 1 -> 4 -> outside: the loop needs one counter, the
+    # straight line before and after it needs one between them.
+    flow = ProcedureFlow(successors=[[1], [2, 4], [3], [1], []], from_outside={0}, to_outside={4})
+    plan = _plan(flow)
+    assert plan is not None
+    depth = loop_depths(flow)
+    assert depth == [0, 1, 1, 1, 0]
+    inside = [c for c in plan.carriers if not isinstance(c, tuple) and depth[c] == 1]
+    assert len(plan.carriers) == 2 and len(inside) == 1
+
+
+def test_call_sandwiched_blocks_are_each_counted() -> None:
+    # Every block calls out and is returned to: nothing links their counts.
+    flow = ProcedureFlow(successors=[[], [], []], from_outside={0, 1, 2}, to_outside={0, 1, 2})
+    plan = _plan(flow)
+    assert plan is None or sorted(plan.carriers) == [0, 1, 2]
+
+
+def test_cycle_of_unsplittable_branches_has_no_plan() -> None:
+    # 0 and 1 each jump to 2 or 3 through a jump table (not splittable): 0-2-1-3-0 is a
+    # cycle of branches no counter can sit on.
+    flow = ProcedureFlow(successors=[[2, 3], [2, 3], [], []], from_outside={0, 1}, to_outside={2, 3})
+    assert _plan(flow) is None
+    flow.splittable = {(0, 2), (0, 3), (1, 2), (1, 3)}
+    plan = _plan(flow)
+    assert plan is not None and plan.edges
+    rng = random.Random(3)
+    for _ in range(20):
+        blocks, branches = [0] * 4, {}
+        for _ in range(rng.randint(0, 50)):
+            a, b = rng.choice([0, 1]), rng.choice([2, 3])
+            blocks[a] += 1
+            blocks[b] += 1
+            branches[(a, b)] = branches.get((a, b), 0) + 1
+        _check(plan, blocks, branches)
