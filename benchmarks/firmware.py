@@ -6,7 +6,8 @@ One row per program and board: every program of ``tests.support.boards.PROGRAMS`
 says otherwise.  The table gives the original image's size as a flasher sees it (the
 bytes of its PT_LOAD segments, ``p_filesz`` summed: code, vector table and the flash
 copy of initialised data) and the median wall time of its run, and for every tool
-(``inscount``, ``bbcount`` and ``cachesim`` unless ``--tools`` says otherwise)
+(``inscount``, ``bbcount``, ``cachesim``, ``inscount:rehost`` and ``cachesim:rehost`` unless
+``--tools`` says otherwise; ``T:rehost`` is ReHost over semihosting)
 
 - the image size ratio: instrumented loaded bytes / original loaded bytes;
 - the RAM the instrumentation adds: ``p_memsz`` of the read-write PT_LOAD segments
@@ -60,7 +61,7 @@ from elftools.elf.elffile import ELFFile  # noqa: E402
 from benchmarks import run as bench  # noqa: E402  (progress, first_line, escape, cpu_model, anvil_revision)
 from tests.support import boards  # noqa: E402  (needs the repo root on sys.path)
 
-DEFAULT_TOOLS: list[str] = ["inscount", "bbcount", "cachesim"]
+DEFAULT_TOOLS: list[str] = ["inscount", "bbcount", "cachesim", "inscount:rehost", "cachesim:rehost"]
 #: Limit for one firmware run (the samples take a fraction of a second).
 RUN_TIMEOUT = 120.0
 
@@ -140,11 +141,24 @@ def header_line(runs: int, opt: str) -> str:
     )
 
 
-def run_image(image: Path, board: str, run_dir: Path) -> tuple[float, bytes | None, int | None]:
-    """Run a firmware image once in ``run_dir``; return (wall seconds, stdout, status), None twice on a timeout."""
+def _anvil_env() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
+
+
+def run_image(image: Path, board: str, run_dir: Path, rehost: bool = False) -> tuple[float, bytes | None, int | None]:
+    """Run a firmware image once in ``run_dir``; return (wall seconds, stdout, status), None twice on a timeout.
+
+    A ReHost image runs through ``anvil run --board`` (a local rehost-server, the bridge
+    reading the semihosting pipe), timed until its results are written.
+    """
     start = time.perf_counter()
     try:
-        stdout, status = boards.run_firmware(image, board, timeout=RUN_TIMEOUT, cwd=run_dir)
+        if rehost:
+            cmd = [sys.executable, "-m", "rewriter.cli", "run", "--board", board, str(image)]
+            proc = subprocess.run(cmd, cwd=run_dir, env=_anvil_env(), capture_output=True, timeout=RUN_TIMEOUT)
+            stdout, status = proc.stdout, proc.returncode
+        else:
+            stdout, status = boards.run_firmware(image, board, timeout=RUN_TIMEOUT, cwd=run_dir)
     except subprocess.TimeoutExpired:
         return time.perf_counter() - start, None, None
     return time.perf_counter() - start, stdout, status
@@ -153,12 +167,13 @@ def run_image(image: Path, board: str, run_dir: Path) -> tuple[float, bytes | No
 def rewrite(tool: str, image: Path, out: Path, original: Sequence[tuple[int, int, int, int]]) -> ToolResult:
     """Instrument ``image`` with ``tool`` into ``out`` and measure the result (failures recorded, never raised)."""
     result = ToolResult(tool)
-    cmd = [sys.executable, "-m", "rewriter.cli", "instrument", "--tool", tool, str(image), "-o", str(out)]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
+    name, _, mode = tool.partition(":")
+    cmd = [sys.executable, "-m", "rewriter.cli", "instrument", "--tool", name, str(image), "-o", str(out),
+           "--mode", mode or "inhost"]
     start = time.perf_counter()
     try:
         proc = subprocess.run(
-            cmd, cwd=out.parent, env=env, capture_output=True, text=True, timeout=bench.REWRITE_TIMEOUT
+            cmd, cwd=out.parent, env=_anvil_env(), capture_output=True, text=True, timeout=bench.REWRITE_TIMEOUT
         )
     except subprocess.TimeoutExpired:
         result.failure = f"anvil instrument timed out after {bench.REWRITE_TIMEOUT:.0f} s"
@@ -230,9 +245,9 @@ def measure(name: str, board: str, opt: str, tools: Sequence[str], runs: int, wo
             bench.progress(f"{row.label}: {tool} FAILED: {result.failure}")
             continue
         bench.progress(f"{row.label}: {tool} rewritten in {result.rewrite_wall:.1f} s")
-        run_dir = work / tool
+        run_dir = work / tool.replace(":", "-")
         run_dir.mkdir()
-        _, *instrumented = run_image(out, board, run_dir)
+        _, *instrumented = run_image(out, board, run_dir, tool.endswith(":rehost"))
         result.mismatch = difference(original, instrumented)
         if result.mismatch is not None:
             bench.progress(f"{row.label}: {tool} MISMATCH: {result.mismatch}")
@@ -250,7 +265,7 @@ def measure(name: str, board: str, opt: str, tools: Sequence[str], runs: int, wo
             row.run_failure = f"original exit status varies ({original[1]}, then {status})"
         for tool, (out, run_dir) in images.items():
             result = row.tools[tool]
-            seconds, _, status = run_image(out, board, run_dir)
+            seconds, _, status = run_image(out, board, run_dir, tool.endswith(":rehost"))
             result.times.append(seconds)
             if status != original[1] and result.mismatch is None:
                 result.mismatch = f"exit {status} instead of {original[1]} in a timed run"
@@ -305,7 +320,9 @@ def notes(rows: Sequence[Row], tools: Sequence[str], runs: int) -> list[str]:
         f"instrumented / original. The firmware programs run at most a few hundred thousand instructions{counts}, "
         "so QEMU's start-up (machine set-up, loading the image) dominates the wall time: the slowdown column is a "
         "rough, upper-bound-ish indicator of the instrumentation's cost, not a throughput measure.",
-        "ReHost images are not measured: ReHost on boards (semihosting/UART transports) is not implemented yet.",
+        "`T:rehost` = ReHost over semihosting, run with `anvil run --board` (a local rehost-server started "
+        "per run, records through the semihosting pipe), timed until its results are written: Python and "
+        "gRPC start-up dominate that column.",
     ]
     for row in rows:
         if row.run_failure is not None:
@@ -321,10 +338,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse the command line."""
     parser = bench.benchmark_parser(__doc__.splitlines()[0], DEFAULT_TOOLS, "image")
     parser.add_argument("--opt", default="-O2", choices=boards.OPT_LEVELS, help="optimisation level (default -O2)")
-    args = bench.checked_args(parser, argv)
-    if any(":" in tool for tool in args.tools):
-        parser.error("only InHost tools: ReHost on boards is not implemented yet")
-    return args
+    return bench.checked_args(parser, argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import queue
+import select
 import socket
 import subprocess
 import threading
@@ -186,6 +187,48 @@ def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, pro
     reader.join()
     ours.close()
     return forward.finish(proc.returncode, stdout or b"", stderr or b"")
+
+
+def run_with_pipe(cmd: list[str], pipe_path: str, channel: grpc.Channel, tool: str, site_table: bytes,
+                  program: str, token: str = "") -> Outcome:
+    """Run ``cmd``, an emulator whose target writes its records to the host file ``pipe_path``
+    (ARM semihosting), forwarding what it writes there; stdin/stdout/stderr are shared.
+
+    The file becomes a named pipe for the run. It is opened for reading *and* writing
+    here, so reads never see an end of file before the target opens it (or if it never
+    does); the stream ends when the emulator has exited and the pipe is drained.
+    """
+    if os.path.lexists(pipe_path):
+        os.unlink(pipe_path)
+    os.mkfifo(pipe_path, 0o600)
+    forward = _Forward(channel, tool, site_table, program, token)
+    fd = os.open(pipe_path, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        try:
+            proc = subprocess.Popen(cmd)
+        except OSError as e:
+            forward._put(None)
+            forward.finish(None)
+            raise AnvilError(f"cannot start {cmd[0]}: {e.strerror}") from None
+        exited = False
+        while True:
+            ready, _, _ = select.select([fd], [], [], 0.05)
+            try:
+                chunk = os.read(fd, CHUNK) if ready or exited else b""
+            except BlockingIOError:
+                chunk = b""
+            if chunk:
+                if not forward._put(chunk):
+                    forward.lost += len(chunk)
+                continue
+            if exited:
+                break
+            exited = proc.poll() is not None  # one more pass drains what it wrote last
+        forward._put(None)
+    finally:
+        os.close(fd)
+        os.unlink(pipe_path)
+    return forward.finish(proc.returncode)
 
 
 def listen(address: str, channel: grpc.Channel, tool: str, site_table: bytes, program: str, token: str = "",

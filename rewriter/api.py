@@ -140,6 +140,7 @@ class Options:
     format: str = "text"
     flash_region: Any = None  # boards.MemoryRegion: where firmware instrumentation code may go
     ram_region: Any = None    # boards.MemoryRegion: where firmware instrumentation data may go
+    transport: str = "semihosting"  # ReHost on boards: how records leave the target
 
     def __getattr__(self, name: str) -> Any:
         try:

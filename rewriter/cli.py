@@ -45,7 +45,7 @@ def cmd_instrument(args: argparse.Namespace) -> int:
     out_file = args.out or f"{os.path.basename(output)}.{tool.name}.out"
     opts = Options(values=values, only=args.only, skip=args.skip, out=out_file, format=args.format,
                    flash_region=args.flash_region and parse_region(args.flash_region, "flash"),
-                   ram_region=args.ram_region and parse_region(args.ram_region, "ram"))
+                   ram_region=args.ram_region and parse_region(args.ram_region, "ram"), transport=args.transport)
     _progress(args, f"loading {args.binary}")
     started = time.monotonic()
     binary = load_binary(args.binary)
@@ -63,6 +63,7 @@ def cmd_instrument(args: argparse.Namespace) -> int:
             "instructions": report.instructions, "rewrite_seconds": round(report.rewrite_seconds, 3),
             "not_instrumented": report.not_relocated, "entries_not_patched": report.entries_not_patched,
             "original_size": report.original_size, "output_size": report.output_size,
+            "block_counters": report.block_counters,
         }, f, indent=1)
     print(f"anvil: wrote {output}: {report.summary()}; report in {report_path}", file=sys.stderr)
     return 0
@@ -105,15 +106,31 @@ def _run_on_linux(args: argparse.Namespace) -> int:
 
 
 def _run_on_board(args: argparse.Namespace) -> int:
-    """Run a firmware image on QEMU's model of --board; its semihosting console is ours."""
+    """Run a firmware image on QEMU's model of --board; its semihosting console is ours.
+
+    A ReHost image writes its records through semihosting to ``<image>.records`` in the
+    working directory: made a named pipe here, read by the bridge.
+    """
+    from .emit.rehost import SITE_TABLE_SUFFIX, channel_path
+
     target = board(args.board)
     if args.args:
         raise AnvilError("a firmware image takes no program arguments")
-    if args.server or args.lib:
-        raise AnvilError("ReHost on boards is not available yet: instrument with --mode inhost")
+    rehost = os.path.exists(args.binary + SITE_TABLE_SUFFIX)
+    if not rehost and (args.server or args.lib):
+        raise AnvilError(f"{args.binary} is not a ReHost image: --server and --lib need --mode rehost")
     if shutil.which("qemu-system-arm") is None:
         raise AnvilError("qemu-system-arm not found: run scripts/bootstrap.sh")
-    return subprocess.run(target.qemu_command(args.binary)).returncode
+    cmd = target.qemu_command(args.binary)
+    if not rehost:
+        return subprocess.run(cmd).returncode
+    from rehost import bridge
+
+    with _rehost_session(args, args.binary + SITE_TABLE_SUFFIX) as (table, document, channel):
+        outcome = bridge.run_with_pipe(cmd, channel_path(args.binary), channel, table.tool, document,
+                                       os.path.basename(args.binary), _token(args))
+    _report_rehost(outcome, table)
+    return outcome.returncode
 
 
 def cmd_image(args: argparse.Namespace) -> int:
@@ -352,6 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ram-region", metavar="START:SIZE",
                    help="firmware: where the instrumentation data may go (default: between the heap's start "
                         "and the stack, from the image's symbols)")
+    p.add_argument("--transport", default="semihosting", choices=["semihosting", "uart"],
+                   help="firmware ReHost: how records leave the board (default semihosting; uart is not "
+                        "available yet)")
     p.add_argument("-v", "--verbose", action="store_true", help="progress messages")
     p.set_defaults(func=cmd_instrument)
 

@@ -173,7 +173,9 @@ def test_image_formats(tmp_path: Path) -> None:
 @pytest.mark.parametrize("args, needle", [
     (["image", "README.md"], "not an ELF file"),
     (["run", "--board", "mps2-an999", "README.md"], "unknown board 'mps2-an999'"),
-    (["instrument", "--tool", "inscount", "--mode", "rehost", "{image}", "-o", "fw.rh"], "ReHost for Cortex-M"),
+    (["instrument", "--tool", "inscount", "--mode", "rehost", "--transport", "uart", "{image}", "-o", "fw.rh"],
+     "ReHost transport 'uart' is not available"),
+    (["run", "--board", "mps2-an385", "--server", "127.0.0.1:1", "{image}"], "is not a ReHost image"),
 ])
 def test_board_commands_bad_input(args: list[str], needle: str, tmp_path: Path) -> None:
     image = build_firmware("crc", "mps2-an385", "-O2")
@@ -197,3 +199,22 @@ def test_baseline_cortex_m_is_refused(tmp_path: Path) -> None:
     lines = run.stderr.decode().strip().splitlines()
     assert run.returncode == 2 and len(lines) == 1 and "ARMv6-M" in lines[0], (run.returncode, lines)
     assert not list(work.iterdir())
+
+
+@pytest.mark.parametrize("tool", ["inscount", "bbcount", "cachesim"])
+@pytest.mark.parametrize("board", BOARDS)
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_rehost_over_semihosting_matches_inhost(program: str, board: str, tool: str, tmp_path: Path) -> None:
+    """ReHost on a board: records leave through semihosting into the named pipe `anvil run
+    --board` reads, the analysis runs in a local rehost-server; the console output and
+    exit status are the original's and the results equal InHost's (which the oracle test
+    checks against qemu and the reference cache model)."""
+    image = build_firmware(program, board, "-O2")
+    expected = run_firmware(image, board)
+    inhost = run_and_results(instrument(image, tool, tmp_path / "in" / "fw"), board, tool)
+    assert inhost[:2] == expected
+    instrument(image, tool, tmp_path / "rh" / "fw", "--mode", "rehost")
+    run = _cli("run", "--board", board, "fw", cwd=tmp_path / "rh")
+    assert (run.stdout, run.returncode) == expected, run.stderr
+    assert json.loads((tmp_path / "rh" / f"fw.{tool}.out").read_text()) == inhost[2]
+    assert not (tmp_path / "rh" / "fw.records").exists()  # the pipe is gone after the run

@@ -65,6 +65,8 @@ class Report:
     rewrite_seconds: float = 0.0
     original_size: int = 0
     output_size: int = 0
+    # Counting tools' block counters: kept inline, derived at the end, placed on branches.
+    block_counters: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
         parts = [f"{self.relocated}/{self.procedures} procedures instrumented ({self.instructions} instructions)"]
@@ -180,7 +182,9 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     placement = firmware.place(binary, opts.flash_region, opts.ram_region) if binary.is_firmware else None
     _add_runtime_hooks(binary)
     derivations = place_counters(binary)
-    report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data))
+    report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data),
+                    block_counters={"inline": derivations.counters_kept, "derived": derivations.counters_removed,
+                                    "on_branches": sum(derivations.edges.values())})
 
     mode = {}
     for proc in binary.procedures:

@@ -14,6 +14,7 @@ travel once, at program end. See docs/decisions/0005-rehost-records.md and rehos
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -24,9 +25,10 @@ from . import site_format
 from . import target_build as tb
 from .hooks import RecordPrototype
 from .inhost import Report, atomic_write, emit
-from .sites import SiteUnit, image_facts
+from .sites import SiteUnit, c_string, image_facts
 
 SITE_TABLE_SUFFIX = ".sites.json"
+CHANNEL_SUFFIX = ".records"  # firmware over semihosting: the host file (a named pipe) records go to
 MAX_SITES = 0xFFFFFF00  # ids above are stream markers (rehost/stream.py)
 
 
@@ -160,12 +162,17 @@ def _communicator_source(arrays: dict[str, tuple[str, int]], table_hash: bytes) 
             f"const uint32_t anvil_rh_narrays = {len(arrays)};\n")
 
 
+def channel_path(output: str) -> str:
+    """Where a firmware image's records go (semihosting; relative to the emulator's directory)."""
+    return os.path.basename(output) + CHANNEL_SUFFIX
+
+
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
     """Write the ReHost-instrumented ``output`` and its site table ``output + SITE_TABLE_SUFFIX``."""
     started = time.monotonic()
-    if binary.is_firmware:
-        raise AnvilError("ReHost for Cortex-M images needs a board transport (semihosting or UART), "
-                         "which this build does not have yet: use --mode inhost")
+    if binary.is_firmware and opts.transport != "semihosting":
+        raise AnvilError(f"ReHost transport '{opts.transport}' is not available for Cortex-M images yet: "
+                         "use --transport semihosting")
     binary.clear_hooks()
     tool.instrument(binary, opts)
     table, target_arrays = plan(binary, tool)
@@ -175,7 +182,10 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     units = SiteUnit()
     def library(toolchain: tb.Toolchain) -> tuple[list[Path], str]:
         generated = units.source(binary, {**arrays, **tool.filter_arrays()}, facts=False)
-        sources = [*tb.runtime_sources(toolchain), tb.RUNTIME_DIR / "anvil_comm.c"]
+        sources = [*tb.runtime_sources(toolchain), tb.RUNTIME_DIR / "anvil_comm.c",
+                   tb.platform_dir(toolchain) / "anvil_channel.c"]
+        if binary.is_firmware:  # the host file the records go to, beside the results file
+            generated += f"const char anvil_rh_channel_path[] = {c_string(channel_path(output))};\n"
         return sources, generated + _communicator_source(arrays, site_format.digest(document))
 
     report = emit(binary, tool.name, units, library, output, started, opts)

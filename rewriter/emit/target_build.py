@@ -68,9 +68,14 @@ def toolchain_for(firmware: bool, dsp: bool) -> Toolchain:
     return CORTEX_M_DSP if dsp else CORTEX_M
 
 
+def platform_dir(toolchain: Toolchain) -> Path:
+    """The runtime sources particular to the toolchain's platform (Linux or bare metal)."""
+    return ROOT / "runtime_stubs" / toolchain.runtime
+
+
 def runtime_sources(toolchain: Toolchain) -> list[Path]:
     """Linked into every instrumented image: start-up, output, jump translation, the flag-saving entries."""
-    platform = ROOT / "runtime_stubs" / toolchain.runtime
+    platform = platform_dir(toolchain)
     return [platform / "anvil_rt.c", RUNTIME_DIR / "anvil_target.c", COMMON_DIR / "anvil_format.c",
             COMMON_DIR / "anvil_derive.c",
             RUNTIME_DIR / "anvil_entry.S"]
