@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 from .api import Options
 from .boards import BOARDS, board, parse_region
@@ -99,7 +102,9 @@ def _run_on_linux(args: argparse.Namespace) -> int:
     cmd += [binary, *args.args]
     rehost = (meta or {}).get("mode") == "rehost" or os.path.exists(binary + SITE_TABLE_SUFFIX)
     if rehost:
-        return _run_rehost(args, cmd, binary + SITE_TABLE_SUFFIX)
+        from rehost import bridge
+
+        return _run_rehost(args, binary + SITE_TABLE_SUFFIX, functools.partial(bridge.run, cmd))
     if args.server or args.lib:
         raise AnvilError(f"{binary} is not a ReHost binary: --server and --lib need --mode rehost")
     return subprocess.run(cmd).returncode
@@ -126,11 +131,8 @@ def _run_on_board(args: argparse.Namespace) -> int:
         return subprocess.run(cmd).returncode
     from rehost import bridge
 
-    with _rehost_session(args, args.binary + SITE_TABLE_SUFFIX) as (table, document, channel):
-        outcome = bridge.run_with_pipe(cmd, channel_path(args.binary), channel, table.tool, document,
-                                       os.path.basename(args.binary), _token(args))
-    _report_rehost(outcome, table)
-    return outcome.returncode
+    return _run_rehost(args, args.binary + SITE_TABLE_SUFFIX,
+                       functools.partial(bridge.run_with_pipe, cmd, channel_path(args.binary)))
 
 
 def cmd_image(args: argparse.Namespace) -> int:
@@ -151,12 +153,14 @@ def cmd_image(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_rehost(args: argparse.Namespace, cmd: list[str], sites: str) -> int:
-    """Run a ReHost binary: records to the server at --server, or to a local one started here."""
-    from rehost import bridge
+def _run_rehost(args: argparse.Namespace, sites: str, start: Callable[..., Any]) -> int:
+    """Run a ReHost binary: records to the server at --server, or to a local one started here.
 
+    ``start(channel, tool, site_table, program, token)`` runs the program and forwards its
+    records (rehost.bridge.run on Linux, bridge.run_with_pipe on a board); returns the Outcome.
+    """
     with _rehost_session(args, sites) as (table, document, channel):
-        outcome = bridge.run(cmd, channel, table.tool, document, os.path.basename(args.binary), _token(args))
+        outcome = start(channel, table.tool, document, os.path.basename(args.binary), _token(args))
     _report_rehost(outcome, table)
     return outcome.returncode
 

@@ -240,7 +240,7 @@ def _plan(flow: ProcedureFlow) -> Plan | None:
     depth = loop_depths(flow)
 
     def countable(chain: _Chain) -> bool:
-        return bool(chain.blocks) or (not chain.blocks and chain.branch in flow.splittable)
+        return bool(chain.blocks) or chain.branch in flow.splittable
 
     def heat(chain: _Chain) -> int:
         if chain.blocks:
@@ -266,9 +266,7 @@ def _plan(flow: ProcedureFlow) -> Plan | None:
     value = {c: k for k, c in enumerate(counted)}
     steps = _derivation_steps(chains, tree, value, 2 * n + 1, outside)
     carriers = [chains[c].blocks[0] if chains[c].blocks else chains[c].branch for c in counted]
-    block_value = [0] * n
-    for e in range(n):
-        block_value[e] = value[same.find(e)]
+    block_value = [value[same.find(e)] for e in range(n)]  # edge e < n is block e's own edge
     return Plan(carriers=carriers, steps=steps, block_value=block_value)
 
 

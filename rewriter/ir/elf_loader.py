@@ -16,6 +16,7 @@ import os
 import re
 import struct
 from collections import defaultdict
+from collections.abc import Iterable
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
@@ -23,7 +24,7 @@ from elftools.elf.elffile import ELFFile
 from ..arch.arm_decode import decode_range, make_disassembler
 from ..errors import AnvilError
 from .discovery import discover
-from .model import Binary, Block, Procedure, Segment
+from .model import Binary, Block, Instruction, Procedure, Segment
 
 _MAPPING = re.compile(r"^\$([atd])(\..*)?$")
 _MACHINES = {"EM_X86_64": "x86-64", "EM_386": "x86", "EM_AARCH64": "AArch64", "EM_RISCV": "RISC-V",
@@ -329,9 +330,15 @@ def table_branch_targets(binary: Binary, insns: list) -> set[int]:
     return targets
 
 
+def has_computed_jump(insns: Iterable[Instruction]) -> bool:
+    """True if an instruction computes the PC arithmetically (``add pc, pc, rN``, ``mov pc, rN``):
+    its target can be any instruction, so every instruction starts a block."""
+    return any(i.is_indirect and not i.is_call and i.mnemonic.split(".")[0][:3] in ("add", "mov", "sub")
+               for i in insns)
+
+
 def _make_blocks(proc: Procedure, insns: list, taken: set[int]) -> None:
-    computed = any(i.is_indirect and not i.is_call and i.mnemonic.split(".")[0][:3] in ("add", "mov", "sub")
-                   for i in insns)
+    computed = has_computed_jump(insns)
     leaders = {insns[0].address}
     lo, hi = proc.address, proc.end
     prev_end = None

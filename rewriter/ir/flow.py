@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .elf_loader import has_computed_jump
 from .model import Binary, Instruction, Procedure
 
 
@@ -68,7 +69,7 @@ def procedure_flow(proc: Procedure, entered: set[int], table_targets: dict[int, 
     ``stops``: addresses of instructions where the program may end (program-end hooks);
     their blocks count as leaving, since the end is observed part-way through them.
     """
-    if any(note.startswith("computed jump") for note in proc.notes):
+    if has_computed_jump(proc.instructions()):
         return None
     index = {b.address: i for i, b in enumerate(proc.blocks)}
     flow = ProcedureFlow(successors=[[] for _ in proc.blocks])
@@ -77,7 +78,7 @@ def procedure_flow(proc: Procedure, entered: set[int], table_targets: dict[int, 
         if block.address in entered:
             flow.from_outside.add(i)
         last = block.instructions[-1]
-        targets: list[int | None] = []
+        targets: list[int] = []
         if last.is_call or last.is_syscall:
             flow.to_outside.add(i)
             if last.end in index:

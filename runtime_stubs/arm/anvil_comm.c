@@ -20,7 +20,6 @@
 extern const uint32_t anvil_rh_table_hash[2];
 extern const uint32_t anvil_rh_narrays;
 void anvil_rh_send_arrays(void);
-void anvil_derive_counts(void);
 /* The platform's channel (arm/anvil_channel.c: Linux; cortexm/anvil_channel.c: semihosting). */
 void anvil_channel_open(void);
 void anvil_channel_send(const void *data, uint32_t len);
@@ -85,12 +84,12 @@ void anvil_rh_send_array(uint32_t index, const void *data, uint32_t bytes)
         anvil_channel_send(&zero, 4 - (bytes & 3));
 }
 
-/* Program end: the end marker, the arrays the program filled inline, and the last flush. */
+/* Program end: the end marker, the arrays the program filled inline, and the last flush.
+ * Called from anvil_program_end, which has already derived the counts not made inline. */
 void anvil_rh_end(void)
 {
     put(END_MARK);
     put(anvil_rh_narrays);
-    anvil_derive_counts();  /* the slots of blocks not counted inline (counter_placement.py) */
     anvil_rh_send_arrays();
     anvil_rh_flush();
 }

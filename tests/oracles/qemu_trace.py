@@ -217,9 +217,10 @@ class _LogParser:
         self._flush_op()
 
     def _parse(self, buf: bytes, end: int) -> None:
-        self.raw.update(_TRACE_RE.findall(buf, 0, end))
         if self.interrupts:
-            self._interrupt_events(buf, end)
+            self._interrupt_events(buf, end)  # counts the Trace lines too
+        else:
+            self.raw.update(_TRACE_RE.findall(buf, 0, end))
         if len(self.code) < 2 and b"_code" in buf:
             for key, value in _CODE_RE.findall(buf, 0, end):
                 self.code.setdefault(key, int(value, 16))
@@ -235,9 +236,10 @@ class _LogParser:
                     self._op_st += 1
 
     def _interrupt_events(self, buf: bytes, end: int) -> None:
-        """Find Trace lines whose block an interrupt stopped before it ran (see __init__)."""
+        """Count Trace lines, and find those whose block an interrupt stopped before it ran (see __init__)."""
         for pc, exception, returned in _EVENT_RE.findall(buf, 0, end):
             if pc:
+                self.raw[pc] += 1
                 if self._resume is not None and pc == self._resume:
                     self.aborted[pc] += 1
                 self._resume = None
