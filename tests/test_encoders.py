@@ -108,10 +108,12 @@ def test_vfp_transfers() -> None:
     assert one(A32, enc.a32_vmov_from_d(0, 1, 16)) == "vmov r0, r1, d16"
 
 
-def test_counter_increment_adds_without_flags() -> None:
-    """The inline 64-bit counter: unicorn runs it on a counter that carries into the high word."""
+@pytest.mark.parametrize("start, flags", [(0xFFFFFFFF, 0), (5, 0xF8000000), (0x1FFFFFFFF, 0x60000000)])
+def test_counter_increment_adds_without_flags(start: int, flags: int) -> None:
+    """The inline 64-bit counter under unicorn: +1 with and without a carry into the high
+    word, every register but the counter's memory and every flag as they were."""
     from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
-    from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_R0, UC_ARM_REG_SP
+    from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_SP
 
     from rewriter.emit.code import Code
     from rewriter.emit.hooks import emit_increment
@@ -127,11 +129,49 @@ def test_counter_increment_adds_without_flags() -> None:
     uc.mem_map(0x30000, 0x1000)
     uc.reg_write(UC_ARM_REG_SP, 0x30800)
     uc.mem_write(at, data)
-    uc.mem_write(counter, (0xFFFFFFFF).to_bytes(8, "little"))
+    uc.mem_write(counter, start.to_bytes(8, "little"))
     uc.reg_write(UC_ARM_REG_R0, 1234)
+    uc.reg_write(UC_ARM_REG_R1, 5678)
+    uc.reg_write(UC_ARM_REG_CPSR, (uc.reg_read(UC_ARM_REG_CPSR) & 0x0FFFFFFF) | flags)
     flags = uc.reg_read(UC_ARM_REG_CPSR)
     uc.emu_start(at | 1, at + len(data))
-    assert int.from_bytes(uc.mem_read(counter, 8), "little") == 0x100000000
-    assert uc.reg_read(UC_ARM_REG_R0) == 1234
+    assert int.from_bytes(uc.mem_read(counter, 8), "little") == start + 1
+    assert (uc.reg_read(UC_ARM_REG_R0), uc.reg_read(UC_ARM_REG_R1)) == (1234, 5678)
     nzcvq_ge = 0xF80F0000  # the T bit differs only because emulation started in Thumb state
     assert uc.reg_read(UC_ARM_REG_CPSR) & nzcvq_ge == flags & nzcvq_ge
+
+
+@pytest.mark.parametrize("target", [0x8001, 0x8005, 0x8041, 0x8003, 0x8043, 0x7FFF, 0x9001, 0x80000001, 0x1])
+def test_flag_free_translation(target: int) -> None:
+    """The computed-jump translation of T32 procedures under unicorn, against the table's
+    meaning: an instruction start of the procedure maps to its copy, any other address
+    (outside, or between instructions) to itself; the flags stay as they were."""
+    from types import SimpleNamespace
+
+    from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
+    from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_R0, UC_ARM_REG_R3
+
+    from rewriter.emit.code import Code
+    from rewriter.emit.relocate import _flag_free_xlate
+
+    proc = SimpleNamespace(address=0x8000, size=0x42, thumb=True)
+    copies = {0x8000: 0x11000, 0x8004: 0x11010, 0x8040: 0x11100}  # instruction starts -> relocated
+    at, table = 0x10000, 0x10800
+    code = Code(at)
+    _flag_free_xlate(code, proc.address, proc)
+    data = code.finish(lambda key: code.labels[key] if key in code.labels else table)
+    entries = [0] * (proc.size // 2)
+    for original, copy in copies.items():
+        entries[(original - proc.address) // 2] = ((copy | 1) - table) & 0xFFFFFFFF
+    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
+    uc.mem_map(at, 0x2000)
+    uc.mem_write(at, data)
+    uc.mem_write(table, b"".join(e.to_bytes(4, "little") for e in entries))
+    for flags in (0, 0xF0000000, 0x50000000):
+        uc.reg_write(UC_ARM_REG_CPSR, (uc.reg_read(UC_ARM_REG_CPSR) & 0x0FFFFFFF) | flags)
+        before = uc.reg_read(UC_ARM_REG_CPSR)
+        uc.reg_write(UC_ARM_REG_R0, target)
+        uc.emu_start(at | 1, at + len(data))
+        expected = copies[target & ~1] | 1 if target & ~1 in copies else target
+        assert uc.reg_read(UC_ARM_REG_R3) == expected
+        assert uc.reg_read(UC_ARM_REG_CPSR) >> 28 == before >> 28

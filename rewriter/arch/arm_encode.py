@@ -303,6 +303,11 @@ def t32_sub_reg(rd: int, rn: int, rm: int) -> bytes:
     return _hw(0xEBA0 | rn, (rd << 8) | rm)
 
 
+def t32_bic_reg(rd: int, rn: int, rm: int) -> bytes:
+    """BIC.W rd, rn, rm without setting the flags."""
+    return _hw(0xEA20 | rn, (rd << 8) | rm)
+
+
 def t32_lsr_imm(rd: int, rm: int, amount: int) -> bytes:
     """LSR.W rd, rm, #amount (1-31) without setting the flags."""
     return _hw(0xEA4F, ((amount >> 2) << 12) | (rd << 8) | ((amount & 3) << 6) | (1 << 4) | rm)

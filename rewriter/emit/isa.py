@@ -145,7 +145,19 @@ class _T32(ISA):
         code.emit(enc.t32_lsr_imm(rd, rm, amount))
 
     def ldr_index4(self, code: Code, rt: int, rn: int, rm: int) -> None:
-        code.emit(enc._hw(0xF850 | rn, (rt << 12) | (2 << 4) | rm))  # ldr.w rt, [rn, rm, lsl #2]
+        self.ldr_index(code, rt, rn, rm, 2)
+
+    def ldr_index(self, code: Code, rt: int, rn: int, rm: int, shift: int) -> None:
+        """ldr.w rt, [rn, rm, lsl #shift] (shift 0-3)."""
+        code.emit(enc._hw(0xF850 | rn, (rt << 12) | (shift << 4) | rm))
+
+    def bic_reg(self, code: Code, rd: int, rn: int, rm: int) -> None:
+        """rd = rn & ~rm, flags untouched."""
+        code.emit(enc.t32_bic_reg(rd, rn, rm))
+
+    def cbz(self, code: Code, rn: int, target: Hashable, nonzero: bool = False) -> None:
+        """Branch forward (at most 126 bytes) to ``target`` if rn (r0-r7) is zero (nonzero), flags untouched."""
+        code.later(2, lambda at, r: enc.t32_cbz(rn, _addr(target, r) - (at + 4), nonzero))
 
 
 class _A32(ISA):

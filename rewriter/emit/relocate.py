@@ -434,7 +434,18 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
     skip = isa.skip_unless(code, ins.cond) if ins.cond != AL else None
     t, p = _scratch(sources, 2)
     table = ("xlate", _proc_of(ins))
-    if ctx.scratch.vfp:
+    proc = ins.block.procedure
+    if ctx.scratch.vfp and isa.thumb and proc.thumb:
+        saved = [(0, 1), (2, 3)]
+        ctx.scratch.save(isa, code, saved)
+        _compute_target(ins, name, isa, code, t, p, sources)
+        if t != 0:
+            isa.mov_reg(code, 0, t)
+        _flag_free_xlate(code, _proc_of(ins), proc)
+        _slot_below_sp(isa, code, 3)
+        ctx.scratch.restore(isa, code, saved)
+        _jump_via_slot(isa, code)
+    elif ctx.scratch.vfp:
         saved = [(0, 1), (2, 3)]
         ctx.scratch.save(isa, code, saved)
         _compute_target(ins, name, isa, code, t, p, sources)
@@ -483,6 +494,32 @@ def _inline_xlate(isa: ISA, code: Code, key: int, proc: Procedure) -> None:
     isa.cmp_zero(code, 1)
     isa.branch(code, done, COND_EQ)
     isa.add_shifted(code, 3, 2, 1, 0, 0)
+    code.label(done)
+
+
+def _flag_free_xlate(code: Code, key: int, proc: Procedure) -> None:
+    """T32: r3 = relocated address of the original target in r0 (r0 itself when outside
+    ``proc`` or not an instruction start), using r0-r2 and leaving the flags alone.
+
+    The flags need no saving (msr is a helper call under TCG, and this runs on every
+    computed goto of an interpreter's dispatch loop): the range check is done on the
+    sign bit and the branches are cbz. With off = target - start, off < size (unsigned)
+    exactly when off's top bit is clear and (off - size)'s is set, size being < 2^31.
+    """
+    done = ("xlate_done", id(code), code.size)
+    T32.mov_reg(code, 3, 0)
+    T32.clear_bit0(code, 0, 0)
+    T32.pc_address(code, 1, proc.address)
+    T32.add_shifted(code, 0, 0, 1, 0, 0, sub=True)       # r0 = off
+    T32.mov32(code, 2, proc.size)
+    T32.add_shifted(code, 1, 0, 2, 0, 0, sub=True)       # r1 = off - size
+    T32.bic_reg(code, 1, 1, 0)
+    T32.lsr_imm(code, 1, 1, 31)                          # r1 = off < size
+    T32.cbz(code, 1, done)
+    T32.pc_address(code, 2, ("xlate_entries", key))
+    T32.ldr_index(code, 1, 2, 0, 1)                      # halfword offset -> word entry
+    T32.cbz(code, 1, done)
+    T32.add_shifted(code, 3, 2, 1, 0, 0)
     code.label(done)
 
 
