@@ -175,3 +175,39 @@ def test_flag_free_translation(target: int) -> None:
         expected = copies[target & ~1] | 1 if target & ~1 in copies else target
         assert uc.reg_read(UC_ARM_REG_R3) == expected
         assert uc.reg_read(UC_ARM_REG_CPSR) >> 28 == before >> 28
+
+
+@pytest.mark.parametrize("routine_sets", [0x00000000, 0xF0000000, 0x08000000, 0x000F0000])
+def test_call_stub_gives_the_flags_back(routine_sets: int) -> None:
+    """The shared call stub under unicorn: whatever NZCV, Q and GE the program had (all 16
+    NZCV patterns, with and without Q/GE) come back after a routine that sets its own
+    (only NZCV: the arithmetic way back; Q or GE too: the MSR way)."""
+    from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
+    from unicorn.arm_const import UC_ARM_REG_C1_C0_2, UC_ARM_REG_CPSR, UC_ARM_REG_FPEXC, UC_ARM_REG_LR, UC_ARM_REG_SP
+
+    from rewriter.emit.code import Code
+    from rewriter.emit.hooks import emit_call_stub
+
+    at, stack, done = 0x10000, 0x30000, 0x10F00
+    code = Code(at)
+    code.label("routine")  # sets the flags to routine_sets (msr apsr_nzcvqg, r0), returns
+    code.emit(enc.t32_mov32(0, routine_sets) + enc.t32_msr_apsr(0) + enc.t32_bx(14))
+    emit_call_stub(code, "f", "routine")
+    data = code.finish(lambda key: code.labels[key] if key in code.labels else stack + 0x800)
+    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
+    uc.reg_write(UC_ARM_REG_C1_C0_2, uc.reg_read(UC_ARM_REG_C1_C0_2) | (0xF << 20))
+    uc.reg_write(UC_ARM_REG_FPEXC, 0x40000000)
+    uc.mem_map(at, 0x1000)
+    uc.mem_map(stack, 0x1000)
+    uc.mem_write(at, data)
+    uc.mem_write(done, enc.t32_nop())
+    apsr = 0xF80F0000
+    for extra in (0, 0x08000000, 0x00050000):
+        for nzcv in range(16):
+            uc.reg_write(UC_ARM_REG_CPSR, (uc.reg_read(UC_ARM_REG_CPSR) & ~apsr) | nzcv << 28 | extra)
+            before = uc.reg_read(UC_ARM_REG_CPSR)
+            uc.reg_write(UC_ARM_REG_SP, stack + 0x400)
+            uc.reg_write(UC_ARM_REG_LR, done | 1)
+            uc.emu_start(code.labels[("callstub", "f")] | 1, done)
+            assert uc.reg_read(UC_ARM_REG_CPSR) & apsr == before & apsr, f"NZCV {nzcv:04b} extra {extra:#x}"
+            assert uc.reg_read(UC_ARM_REG_SP) == stack + 0x400

@@ -303,9 +303,28 @@ def t32_sub_reg(rd: int, rn: int, rm: int) -> bytes:
     return _hw(0xEBA0 | rn, (rd << 8) | rm)
 
 
+T32_AND, T32_BIC, T32_ORR, T32_EOR = 0, 1, 2, 4  # data-processing opcodes (bits 24:21)
+
+
+def t32_logic_reg(op: int, rd: int, rn: int, rm: int, shift_type: int = 0, amount: int = 0) -> bytes:
+    """AND/BIC/ORR/EOR.W rd, rn, rm, <shift> #amount (S=0; shift_type 0 LSL, 1 LSR, 2 ASR, 3 ROR)."""
+    return _hw(0xEA00 | (op << 5) | rn,
+               ((amount >> 2) << 12) | (rd << 8) | ((amount & 3) << 6) | (shift_type << 4) | rm)
+
+
+def t32_logic_imm(op: int, rd: int, rn: int, imm: int) -> bytes:
+    """AND/BIC/ORR/EOR rd, rn, #imm (S=0; imm a modified immediate)."""
+    return _t32_modimm_op(0xF000 | (op << 5), rd, rn, imm)
+
+
+def t32_lsl_imm(rd: int, rm: int, amount: int) -> bytes:
+    """LSL.W rd, rm, #amount (1-31) without setting the flags."""
+    return _hw(0xEA4F, ((amount >> 2) << 12) | (rd << 8) | ((amount & 3) << 6) | rm)
+
+
 def t32_bic_reg(rd: int, rn: int, rm: int) -> bytes:
     """BIC.W rd, rn, rm without setting the flags."""
-    return _hw(0xEA20 | rn, (rd << 8) | rm)
+    return t32_logic_reg(T32_BIC, rd, rn, rm)
 
 
 def t32_lsr_imm(rd: int, rm: int, amount: int) -> bytes:

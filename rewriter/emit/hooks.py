@@ -314,8 +314,36 @@ def emit_call_stub(code: Code, name: str, function: Hashable) -> None:
     T32.from_d(code, IP, LR, FLAGS_SP + 1)
     T32.mov_reg(code, SP, IP)
     T32.from_d(code, IP, LR, FLAGS_SP)
+    slow = ("callstub-msr", name)
+    code.emit(_FLAGS_CHANGED_BEYOND_NZCV)
+    T32.cbz(code, 0, slow, nonzero=True)
+    code.emit(_SET_NZCV_FROM_IP + enc.t32_bx(LR))
+    code.label(slow)
     T32.msr(code, IP)
     code.emit(enc.t32_bx(LR))
+
+
+# The stub's way back sets the program's flags again from ip (its saved APSR) with
+# ordinary flag-setting instructions, not MSR: under QEMU an MSR ends the translation
+# block and leaves the CPU loop, which cost more than the analysis call itself. r0 and
+# r1 are free (the routine clobbered them; the site restores them). MSR remains for
+# what arithmetic cannot set: Q or GE changed by the routine, or N and Z both set.
+_FLAGS_CHANGED_BEYOND_NZCV = b"".join([   # r0 != 0 when the fast way would be wrong
+    enc.t32_mrs_apsr(0),
+    enc.t32_logic_reg(enc.T32_EOR, 0, 0, IP),                 # bits the routine changed
+    enc.t32_logic_imm(enc.T32_BIC, 0, 0, 0xF0000000),         # ... other than NZCV
+    enc.t32_logic_reg(enc.T32_AND, 1, IP, IP, 0, 1),          # bit 31: N and Z both set
+    enc.t32_logic_imm(enc.T32_AND, 1, 1, 0x80000000),
+    enc.t32_logic_reg(enc.T32_ORR, 0, 0, 1),
+])
+_SET_NZCV_FROM_IP = b"".join([
+    enc.t32_lsl_imm(0, IP, 2),                                # bit 31 = C, bit 30 = V
+    enc.t32_logic_reg(enc.T32_EOR, 0, 0, 0, 1, 1),            # bit 30 = C ^ V
+    enc.t32_logic_imm(enc.T32_AND, 1, IP, 0xC0000000),
+    enc.t32_logic_imm(enc.T32_EOR, 1, 1, 0x40000000),         # bit 31 = N, bit 30 = not Z
+    enc._hw(0x1800),                                          # adds r0, r0, r0: C = bit 31, V = bit 31 ^ bit 30
+    enc._hw(0x0009),                                          # movs r1, r1: N and Z; C and V stay
+])
 
 
 def _argument(isa: ISA, code: Code, reg: int, kind: Arg, value: object, ctx: HookContext,
