@@ -6,6 +6,9 @@ hands chunks to the gRPC stream; when the server is gone the pump keeps reading 
 counts what it drops, so the program never blocks on a dead server and always
 finishes with its own output and exit status. The results the server sends back are
 written where the InHost program would have written them.
+
+Firmware under qemu-system-arm writes its records to a named pipe instead
+(``run_with_pipe``): through semihosting, or through a UART QEMU connects to the pipe.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import select
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -32,6 +36,8 @@ CHUNK = 1 << 20
 SOCKET_BUFFER = 4 << 20
 QUEUE_CHUNKS = 32          # the bridge buffers at most this many chunks; then the program waits
 CONNECT_TIMEOUT = 5.0
+GATHER = 4096              # run_with_pipe: after a read shorter than this ...
+GATHER_PAUSE = 0.002       # ... let the writer's bytes gather this long (s)
 
 
 @dataclass
@@ -192,11 +198,14 @@ def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, pro
 def run_with_pipe(cmd: list[str], pipe_path: str, channel: grpc.Channel, tool: str, site_table: bytes,
                   program: str, token: str = "") -> Outcome:
     """Run ``cmd``, an emulator whose target writes its records to the host file ``pipe_path``
-    (ARM semihosting), forwarding what it writes there; stdin/stdout/stderr are shared.
+    (ARM semihosting, or QEMU ``-serial file:PATH`` for a UART), forwarding what it writes
+    there; stdin/stdout/stderr are shared.
 
     The file becomes a named pipe for the run. It is opened for reading *and* writing
     here, so reads never see an end of file before the target opens it (or if it never
-    does); the stream ends when the emulator has exited and the pipe is drained.
+    does); the stream ends when the emulator has exited and the pipe is drained. A UART
+    arrives a byte per write: after a short read the bridge waits a little, so that it
+    forwards chunks rather than bytes.
     """
     if os.path.lexists(pipe_path):
         os.unlink(pipe_path)
@@ -220,6 +229,8 @@ def run_with_pipe(cmd: list[str], pipe_path: str, channel: grpc.Channel, tool: s
             if chunk:
                 if not forward._put(chunk):
                     forward.lost += len(chunk)
+                if len(chunk) < GATHER:  # a writer of small pieces (a UART: bytes): forward chunks, not bytes
+                    time.sleep(GATHER_PAUSE)
                 continue
             if exited:
                 break

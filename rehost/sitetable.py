@@ -4,7 +4,9 @@ The table is JSON: ``routines`` (name, argument kinds), ``sites`` (routine index
 one entry per argument: the static value, or null for a value the record carries),
 ``start``/``end`` (routine calls at program start and end, static arguments only),
 ``arrays`` (name, C type, length, whether the program fills it) and ``facts`` (blocks
-and procedures: what the C runtime offers as anvil_block_addr etc.).
+and procedures: what the C runtime offers as anvil_block_addr etc.). A firmware
+image's table also has ``channel``: how its records leave the board (``transport``
+"semihosting", or "uart" with ``uart_base``); absent for Linux programs.
 """
 
 from __future__ import annotations
@@ -51,6 +53,14 @@ class Array:
         return self.length * self.element_size
 
 
+@dataclass(frozen=True)
+class Channel:
+    """How a firmware image's records leave the board (rewriter/emit/rehost.py, firmware_channel)."""
+
+    transport: str              # "semihosting" (a host file) or "uart"
+    uart_base: int | None = None  # uart: the MMIO base of the UART the image writes
+
+
 @dataclass
 class SiteTable:
     tool: str
@@ -61,6 +71,7 @@ class SiteTable:
     arrays: list[Array]
     facts: dict[str, list]
     digest: bytes  # first 8 bytes of the file's SHA-256: what the binary's stream header carries
+    channel: Channel | None = None  # firmware images only
 
     def static_values(self, routine: int, args: list, bias: int) -> list:
         """A call's argument values as the routine sees them: instruction addresses moved by
@@ -118,6 +129,19 @@ def _check_call(index: object, args: list, routines: list[Routine], where: str, 
                     f"{where}: 32-bit value expected")
 
 
+def _channel(value: object) -> Channel | None:
+    if value is None:
+        return None
+    _expect(isinstance(value, dict) and value.get("transport") in ("semihosting", "uart"),
+            f"channel {value!r} is not one this version knows")
+    base = value.get("uart_base")  # type: ignore[union-attr]
+    if value["transport"] == "uart":  # type: ignore[index]
+        _expect(isinstance(base, int) and not isinstance(base, bool) and 0 <= base <= 0xFFFFFFFF,
+                "channel: uart_base is not a 32-bit address")
+        return Channel("uart", base)
+    return Channel("semihosting")
+
+
 def parse(document: bytes, tool: str | None = None) -> SiteTable:
     """Check ``document`` and return the table; ``tool``: the tool the session claims."""
     try:
@@ -151,5 +175,5 @@ def parse(document: bytes, tool: str | None = None) -> SiteTable:
         sites=_calls(data.get("sites"), routines, "sites", False),
         start=_calls(data.get("start", []), routines, "start", True),
         end=_calls(data.get("end", []), routines, "end", True),
-        arrays=arrays, facts=facts, digest=digest(document),
+        arrays=arrays, facts=facts, digest=digest(document), channel=_channel(data.get("channel")),
     )

@@ -140,7 +140,8 @@ class Options:
     format: str = "text"
     flash_region: Any = None  # boards.MemoryRegion: where firmware instrumentation code may go
     ram_region: Any = None    # boards.MemoryRegion: where firmware instrumentation data may go
-    transport: str = "semihosting"  # ReHost on boards: how records leave the target
+    transport: str | None = None    # ReHost on boards: how records leave the target (None: semihosting)
+    uart_base: int | None = None    # ReHost over a UART: its MMIO base (None: boards.DEFAULT_UART_BASE)
 
     def __getattr__(self, name: str) -> Any:
         try:

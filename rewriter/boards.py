@@ -3,7 +3,8 @@ Cortex-M images) and how to run an image on QEMU's model of them.
 
 Both MPS2 boards have the same map in QEMU 7.2 (hw/arm/mps2.c): 4 MiB of code
 memory at 0 (SSRAM1, where the core reads the vector table; treated as flash) and
-4 MiB of SRAM at 0x20000000; UART0 (CMSDK APB UART) at 0x40004000.
+4 MiB of SRAM at 0x20000000; five CMSDK APB UARTs, UART0 at 0x40004000 (QEMU's
+``-serial`` options connect them in order).
 """
 
 from __future__ import annotations
@@ -33,19 +34,40 @@ class MemoryRegion:
 
 @dataclass(frozen=True)
 class Board:
-    """A board: its QEMU machine, CPU, memories and UART."""
+    """A board: its QEMU machine, CPU, memories and UARTs."""
 
     name: str
     cpu: str
     flash: MemoryRegion
     ram: MemoryRegion
-    uart: int  # MMIO base of UART0
+    uarts: tuple[int, ...]  # MMIO bases of UART0, UART1, ... (QEMU's serial ports 0, 1, ...)
     description: str
 
-    def qemu_command(self, image: str, semihosting: bool = True) -> list[str]:
-        """qemu-system-arm running ``image``: console and exit through semihosting, no UART on stdio."""
-        cmd = ["qemu-system-arm", "-M", self.name, "-nographic", "-monitor", "none", "-serial", "none",
-               "-no-reboot"]
+    @property
+    def uart(self) -> int:
+        """The MMIO base of UART0."""
+        return self.uarts[0]
+
+    def uart_port(self, base: int) -> int:
+        """The number of the UART at ``base`` (QEMU's serial port), or a one-line error."""
+        if base not in self.uarts:
+            raise AnvilError(f"{self.name} has no UART at {base:#x} (UARTs at "
+                             f"{', '.join(f'{u:#x}' for u in self.uarts)}): instrument with another --uart-base")
+        return self.uarts.index(base)
+
+    def qemu_command(self, image: str, semihosting: bool = True, serial: tuple[int, str] | None = None) -> list[str]:
+        """qemu-system-arm running ``image``: console and exit through semihosting, no UART on stdio.
+
+        ``serial``: (UART base, QEMU character device) connects that UART, e.g.
+        ``(0x40004000, "file:/tmp/x/uart")``; the others stay unconnected.
+        """
+        ports = ["none"]
+        if serial is not None:
+            base, device = serial
+            # "none" takes no serial port number in QEMU: the UARTs before it get "null" (output dropped).
+            ports = ["null"] * self.uart_port(base) + [device]
+        cmd = ["qemu-system-arm", "-M", self.name, "-nographic", "-monitor", "none",
+               *(arg for port in ports for arg in ("-serial", port)), "-no-reboot"]
         if semihosting:
             cmd += ["-semihosting-config", "enable=on,target=native"]
         return [*cmd, "-kernel", image]
@@ -53,11 +75,14 @@ class Board:
 
 _MPS2_FLASH = MemoryRegion(0x00000000, 4 << 20)
 _MPS2_RAM = MemoryRegion(0x20000000, 4 << 20)
+_MPS2_UARTS = (0x40004000, 0x40005000, 0x40006000, 0x40007000, 0x40009000)  # QEMU 7.2 hw/arm/mps2.c
+DEFAULT_UART_BASE = _MPS2_UARTS[0]  # ReHost over a UART, unless --uart-base says otherwise
+UART_SPAN = 0x14  # the registers the ReHost UART channel uses: DATA, STATE, CTRL, INTSTATUS, BAUDDIV
 
 BOARDS: dict[str, Board] = {
-    "mps2-an385": Board("mps2-an385", "cortex-m3", _MPS2_FLASH, _MPS2_RAM, 0x40004000,
+    "mps2-an385": Board("mps2-an385", "cortex-m3", _MPS2_FLASH, _MPS2_RAM, _MPS2_UARTS,
                         "ARM MPS2 with AN385 (Cortex-M3), QEMU machine mps2-an385"),
-    "mps2-an386": Board("mps2-an386", "cortex-m4", _MPS2_FLASH, _MPS2_RAM, 0x40004000,
+    "mps2-an386": Board("mps2-an386", "cortex-m4", _MPS2_FLASH, _MPS2_RAM, _MPS2_UARTS,
                         "ARM MPS2 with AN386 (Cortex-M4F), QEMU machine mps2-an386"),
 }
 
@@ -86,3 +111,15 @@ def parse_region(text: str, what: str) -> MemoryRegion:
     if region.size <= 0 or region.start < 0 or region.end > 1 << 32:
         raise AnvilError(f"--{what}-region '{text}' is empty or outside the 32-bit address space")
     return region
+
+
+def parse_uart_base(text: str) -> int:
+    """``--uart-base ADDR`` (C syntax): a word-aligned MMIO address with the UART's registers below 4 GiB."""
+    try:
+        base = int(text, 0)
+    except ValueError:
+        raise AnvilError(f"--uart-base '{text}' is not an address (e.g. {DEFAULT_UART_BASE:#x})") from None
+    if base < 0 or base + UART_SPAN > 1 << 32 or base % 4:
+        raise AnvilError(f"--uart-base {text} is out of range: a word-aligned address up to "
+                         f"{(1 << 32) - UART_SPAN:#x} (the UART's registers below 4 GiB)")
+    return base

@@ -10,12 +10,13 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
 
 from .api import Options
-from .boards import BOARDS, board, parse_region
+from .boards import BOARDS, DEFAULT_UART_BASE, Board, board, parse_region, parse_uart_base
 from .errors import AnvilError
 
 QEMU_LIB_ROOT = "/usr/arm-linux-gnueabihf"
@@ -46,9 +47,12 @@ def cmd_instrument(args: argparse.Namespace) -> int:
     values = tool.parse_options(_parse_opts(args.opt))
     output = args.output or args.binary + ".inst"
     out_file = args.out or f"{os.path.basename(output)}.{tool.name}.out"
+    if args.mode != "rehost" and (args.transport or args.uart_base is not None):
+        raise AnvilError("--transport and --uart-base are for --mode rehost")
     opts = Options(values=values, only=args.only, skip=args.skip, out=out_file, format=args.format,
                    flash_region=args.flash_region and parse_region(args.flash_region, "flash"),
-                   ram_region=args.ram_region and parse_region(args.ram_region, "ram"), transport=args.transport)
+                   ram_region=args.ram_region and parse_region(args.ram_region, "ram"), transport=args.transport,
+                   uart_base=None if args.uart_base is None else parse_uart_base(args.uart_base))
     _progress(args, f"loading {args.binary}")
     started = time.monotonic()
     binary = load_binary(args.binary)
@@ -104,7 +108,10 @@ def _run_on_linux(args: argparse.Namespace) -> int:
     if rehost:
         from rehost import bridge
 
-        return _run_rehost(args, binary + SITE_TABLE_SUFFIX, functools.partial(bridge.run, cmd))
+        def start(channel: Any, table: Any, document: bytes, program: str, token: str) -> Any:
+            return bridge.run(cmd, channel, table.tool, document, program, token)
+
+        return _run_rehost(args, binary + SITE_TABLE_SUFFIX, start)
     if args.server or args.lib:
         raise AnvilError(f"{binary} is not a ReHost binary: --server and --lib need --mode rehost")
     return subprocess.run(cmd).returncode
@@ -114,9 +121,10 @@ def _run_on_board(args: argparse.Namespace) -> int:
     """Run a firmware image on QEMU's model of --board; its semihosting console is ours.
 
     A ReHost image writes its records through semihosting to ``<image>.records`` in the
-    working directory: made a named pipe here, read by the bridge.
+    working directory (made a named pipe here, read by the bridge) or to a UART (which QEMU
+    writes to another named pipe), as its site table says.
     """
-    from .emit.rehost import SITE_TABLE_SUFFIX, channel_path
+    from .emit.rehost import SITE_TABLE_SUFFIX
 
     target = board(args.board)
     if args.args:
@@ -126,13 +134,28 @@ def _run_on_board(args: argparse.Namespace) -> int:
         raise AnvilError(f"{args.binary} is not a ReHost image: --server and --lib need --mode rehost")
     if shutil.which("qemu-system-arm") is None:
         raise AnvilError("qemu-system-arm not found: run scripts/bootstrap.sh")
-    cmd = target.qemu_command(args.binary)
     if not rehost:
-        return subprocess.run(cmd).returncode
+        return subprocess.run(target.qemu_command(args.binary)).returncode
+    return _run_rehost(args, args.binary + SITE_TABLE_SUFFIX, functools.partial(_start_on_board, target, args.binary))
+
+
+def _start_on_board(target: Board, image: str, channel: Any, table: Any, document: bytes, program: str,
+                    token: str) -> Any:
+    """Run the ReHost ``image`` on QEMU, its records forwarded from the channel its site table names."""
     from rehost import bridge
 
-    return _run_rehost(args, args.binary + SITE_TABLE_SUFFIX,
-                       functools.partial(bridge.run_with_pipe, cmd, channel_path(args.binary)))
+    from .emit.rehost import channel_path
+
+    link = table.channel  # None in site tables older than the UART transport: semihosting
+    if link is not None and link.transport == "uart":
+        # QEMU writes what the image sends through its UART to a named pipe, as semihosting does to
+        # <image>.records; it lives in a private directory, not beside the image.
+        with tempfile.TemporaryDirectory(prefix="anvil-") as tmp:
+            pipe = os.path.join(tmp, "uart")
+            cmd = target.qemu_command(image, serial=(link.uart_base, f"file:{pipe}"))
+            return bridge.run_with_pipe(cmd, pipe, channel, table.tool, document, program, token)
+    return bridge.run_with_pipe(target.qemu_command(image), channel_path(image), channel, table.tool, document,
+                                program, token)
 
 
 def cmd_image(args: argparse.Namespace) -> int:
@@ -156,11 +179,12 @@ def cmd_image(args: argparse.Namespace) -> int:
 def _run_rehost(args: argparse.Namespace, sites: str, start: Callable[..., Any]) -> int:
     """Run a ReHost binary: records to the server at --server, or to a local one started here.
 
-    ``start(channel, tool, site_table, program, token)`` runs the program and forwards its
-    records (rehost.bridge.run on Linux, bridge.run_with_pipe on a board); returns the Outcome.
+    ``start(channel, table, site_table, program, token)`` runs the program and forwards its
+    records (rehost.bridge.run on Linux, bridge.run_with_pipe on a board, where the parsed
+    site table ``table`` says which channel); returns the Outcome.
     """
     with _rehost_session(args, sites) as (table, document, channel):
-        outcome = start(channel, table.tool, document, os.path.basename(args.binary), _token(args))
+        outcome = start(channel, table, document, os.path.basename(args.binary), _token(args))
     _report_rehost(outcome, table)
     return outcome.returncode
 
@@ -373,9 +397,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ram-region", metavar="START:SIZE",
                    help="firmware: where the instrumentation data may go (default: between the heap's start "
                         "and the stack, from the image's symbols)")
-    p.add_argument("--transport", default="semihosting", choices=["semihosting", "uart"],
-                   help="firmware ReHost: how records leave the board (default semihosting; uart is not "
-                        "available yet)")
+    p.add_argument("--transport", choices=["semihosting", "uart"],
+                   help="firmware ReHost: how records leave the board: semihosting (default; a host file "
+                        "the debugger or QEMU writes) or uart (the board's UART at --uart-base, which "
+                        "'anvil run --board' connects to its bridge; docs/boards.md)")
+    p.add_argument("--uart-base", metavar="ADDR",
+                   help=f"firmware ReHost over --transport uart: MMIO base of the CMSDK APB UART to send "
+                        f"records through (default {DEFAULT_UART_BASE:#x}, UART0 of the MPS2 boards)")
     p.add_argument("-v", "--verbose", action="store_true", help="progress messages")
     p.set_defaults(func=cmd_instrument)
 

@@ -14,7 +14,8 @@ For each image:
   unicorn lacks: its cachesim run is checked for transparency and for figures that
   add up only (as the Linux samples that unicorn cannot run).
 
-Also: the placement errors, ``anvil run --board`` and ``anvil image``.
+Also: the placement errors, ``anvil run --board`` and ``anvil image``; ReHost over
+semihosting and over the UART equals InHost.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -173,8 +175,14 @@ def test_image_formats(tmp_path: Path) -> None:
 @pytest.mark.parametrize("args, needle", [
     (["image", "README.md"], "not an ELF file"),
     (["run", "--board", "mps2-an999", "README.md"], "unknown board 'mps2-an999'"),
-    (["instrument", "--tool", "inscount", "--mode", "rehost", "--transport", "uart", "{image}", "-o", "fw.rh"],
-     "ReHost transport 'uart' is not available"),
+    (["instrument", "--tool", "inscount", "--mode", "rehost", "--transport", "uart", "--uart-base", "uart0",
+      "{image}", "-o", "fw.rh"], "--uart-base 'uart0' is not an address"),
+    (["instrument", "--tool", "inscount", "--mode", "rehost", "--transport", "uart", "--uart-base", "0x100000000",
+      "{image}", "-o", "fw.rh"], "--uart-base 0x100000000 is out of range"),
+    (["instrument", "--tool", "inscount", "--mode", "rehost", "--transport", "uart", "--uart-base", "0x20000000",
+      "{image}", "-o", "fw.rh"], "is inside the image"),
+    (["instrument", "--tool", "inscount", "--uart-base", "0x40004000", "{image}", "-o", "fw.inst"],
+     "--transport and --uart-base are for --mode rehost"),
     (["run", "--board", "mps2-an385", "--server", "127.0.0.1:1", "{image}"], "is not a ReHost image"),
 ])
 def test_board_commands_bad_input(args: list[str], needle: str, tmp_path: Path) -> None:
@@ -201,20 +209,69 @@ def test_baseline_cortex_m_is_refused(tmp_path: Path) -> None:
     assert not list(work.iterdir())
 
 
-@pytest.mark.parametrize("tool", ["inscount", "bbcount", "cachesim"])
-@pytest.mark.parametrize("board", BOARDS)
-@pytest.mark.parametrize("program", PROGRAMS)
-def test_rehost_over_semihosting_matches_inhost(program: str, board: str, tool: str, tmp_path: Path) -> None:
+InHostRun = tuple[tuple[bytes, int], dict]  # (the original's console output and exit status, InHost's results)
+
+
+@pytest.fixture(scope="module")
+def inhost_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str, str], InHostRun]:
+    """The original's behaviour and InHost's results of (program, board, tool), once per module
+    (per test worker): the ReHost tests of both transports compare with them."""
+    runs: dict[tuple[str, str, str], InHostRun] = {}
+
+    def get(program: str, board: str, tool: str) -> InHostRun:
+        if (program, board, tool) not in runs:
+            image = build_firmware(program, board, "-O2")
+            expected = run_firmware(image, board)
+            inhost = run_and_results(instrument(image, tool, tmp_path_factory.mktemp("inhost") / "fw"), board, tool)
+            assert inhost[:2] == expected
+            runs[program, board, tool] = expected, inhost[2]
+        return runs[program, board, tool]
+
+    return get
+
+
+# The UART transport: every program and board with one counting tool and cachesim (bbcount's
+# records are inscount's kind; the semihosting cases cover it), to keep the added time small.
+REHOST_CASES = [(program, board, tool, transport) for program in PROGRAMS for board in BOARDS
+                for tool in ("inscount", "bbcount", "cachesim") for transport in ("semihosting", "uart")
+                if transport == "semihosting" or tool != "bbcount"]
+
+
+@pytest.mark.parametrize("program, board, tool, transport", REHOST_CASES)
+def test_rehost_on_board_matches_inhost(program: str, board: str, tool: str, transport: str, tmp_path: Path,
+                                        inhost_run: Callable[[str, str, str], InHostRun]) -> None:
     """ReHost on a board: records leave through semihosting into the named pipe `anvil run
-    --board` reads, the analysis runs in a local rehost-server; the console output and
-    exit status are the original's and the results equal InHost's (which the oracle test
-    checks against qemu and the reference cache model)."""
+    --board` reads, or through UART0 (QEMU's first serial port) into another pipe it reads;
+    the analysis runs in a local rehost-server; the console output and exit status are the
+    original's and the results equal InHost's (which the oracle test checks against qemu
+    and the reference cache model)."""
+    expected, inhost = inhost_run(program, board, tool)
     image = build_firmware(program, board, "-O2")
-    expected = run_firmware(image, board)
-    inhost = run_and_results(instrument(image, tool, tmp_path / "in" / "fw"), board, tool)
-    assert inhost[:2] == expected
-    instrument(image, tool, tmp_path / "rh" / "fw", "--mode", "rehost")
+    extra = ["--transport", "uart"] if transport == "uart" else []
+    instrument(image, tool, tmp_path / "rh" / "fw", "--mode", "rehost", *extra)
+    channel = json.loads((tmp_path / "rh" / "fw.sites.json").read_text())["channel"]
+    assert channel == ({"transport": "uart", "uart_base": 0x40004000} if extra else {"transport": "semihosting"})
     run = _cli("run", "--board", board, "fw", cwd=tmp_path / "rh")
     assert (run.stdout, run.returncode) == expected, run.stderr
-    assert json.loads((tmp_path / "rh" / f"fw.{tool}.out").read_text()) == inhost[2]
-    assert not (tmp_path / "rh" / "fw.records").exists()  # the pipe is gone after the run
+    assert json.loads((tmp_path / "rh" / f"fw.{tool}.out").read_text()) == inhost
+    assert sorted(p.name for p in (tmp_path / "rh").iterdir()) == [  # the pipe is gone after the run
+        "fw", "fw.anvil.json", f"fw.{tool}.out", "fw.sites.json"]
+
+
+def test_rehost_over_another_uart(tmp_path: Path, inhost_run: Callable[[str, str, str], InHostRun]) -> None:
+    """--uart-base names another of the board's UARTs (UART1): `anvil run --board` connects
+    that one (QEMU's second serial port); a base the board has no UART at is a one-line
+    error of `anvil run`, before QEMU starts."""
+    expected, inhost = inhost_run("crc", "mps2-an385", "inscount")
+    image = build_firmware("crc", "mps2-an385", "-O2")
+    instrument(image, "inscount", tmp_path / "fw", "--mode", "rehost", "--transport", "uart",
+               "--uart-base", "0x40005000")
+    run = _cli("run", "--board", "mps2-an385", "fw", cwd=tmp_path)
+    assert (run.stdout, run.returncode) == expected, run.stderr
+    assert json.loads((tmp_path / "fw.inscount.out").read_text()) == inhost
+    instrument(image, "inscount", tmp_path / "fw8", "--mode", "rehost", "--transport", "uart",
+               "--uart-base", "0x40008000")
+    run = _cli("run", "--board", "mps2-an385", "fw8", cwd=tmp_path)
+    lines = run.stderr.decode().strip().splitlines()
+    assert run.returncode == 2 and run.stdout == b"" and len(lines) == 1, (run.returncode, lines)
+    assert "mps2-an385 has no UART at 0x40008000" in lines[0]

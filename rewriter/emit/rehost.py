@@ -9,6 +9,10 @@ and end routines run on the host when the session opens and closes. Inline count
 and repeat filters (api.RepeatFilter) stay inline (they cost less than any record): a
 filtered call ships a record only when its key is new in its slot; the counter arrays
 travel once, at program end. See docs/decisions/0005-rehost-records.md and rehost/stream.py for the formats.
+
+Firmware images send their records over semihosting (runtime_stubs/cortexm/anvil_channel.c)
+or a UART (anvil_channel_uart.c, ``--transport uart``); the site table's ``channel`` says
+which, so that `anvil run --board` connects the right end (docs/decisions/0009-uart-transport.md).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import time
 from pathlib import Path
 
 from ..api import Arg, Options, Prototype, Tool
+from ..boards import DEFAULT_UART_BASE, UART_SPAN
 from ..errors import AnvilError
 from ..ir.model import Binary, Hook, Instruction, Point
 from . import site_format
@@ -29,6 +34,7 @@ from .sites import SiteUnit, c_string, image_facts
 
 SITE_TABLE_SUFFIX = ".sites.json"
 CHANNEL_SUFFIX = ".records"  # firmware over semihosting: the host file (a named pipe) records go to
+TRANSPORTS = ("semihosting", "uart")  # how a firmware image's records leave the board
 MAX_SITES = 0xFFFFFF00  # ids above are stream markers (rehost/stream.py)
 
 
@@ -90,9 +96,11 @@ class SiteTable:
         args = [str(v) if k is Arg.STRING else int(v) & 0xFFFFFFFF for k, v in zip(hook.prototype.kinds, hook.args)]
         return self.routine(hook.prototype), args
 
-    def document(self, target_arrays: list[str]) -> dict:
+    def document(self, target_arrays: list[str], channel: dict | None = None) -> dict:
+        """The site table file's content; ``channel``: how a firmware image's records leave it."""
         arrays = [{"name": name, "ctype": ctype, "length": length, "from_target": name in target_arrays}
                   for name, (ctype, length) in self.tool.arrays.items()]
+        extra = {"channel": channel} if channel else {}
         return {
             "format": site_format.FORMAT,
             "version": site_format.VERSION,
@@ -103,6 +111,7 @@ class SiteTable:
             "end": [[r, a] for r, a in self.end],
             "arrays": arrays,
             "facts": image_facts(self.binary),
+            **extra,
         }
 
 
@@ -167,24 +176,52 @@ def channel_path(output: str) -> str:
     return os.path.basename(output) + CHANNEL_SUFFIX
 
 
+def firmware_channel(binary: Binary, opts: Options) -> dict | None:
+    """How the image's records leave it, as the site table records it (None: a Linux program's socket)."""
+    transport = opts.transport or "semihosting"
+    if transport not in TRANSPORTS:
+        raise AnvilError(f"unknown ReHost transport '{transport}' (transports: {', '.join(TRANSPORTS)})")
+    if not binary.is_firmware:
+        if opts.transport or opts.uart_base is not None:
+            raise AnvilError("--transport and --uart-base are for Cortex-M images: a Linux program sends its "
+                             "records over a socket")
+        return None
+    if transport != "uart":
+        if opts.uart_base is not None:
+            raise AnvilError("--uart-base needs --transport uart")
+        return {"transport": transport}
+    base = DEFAULT_UART_BASE if opts.uart_base is None else opts.uart_base
+    for segment in binary.segments:
+        if segment.memsz and base < segment.vaddr + segment.memsz and segment.vaddr < base + UART_SPAN:
+            raise AnvilError(f"--uart-base {base:#x} is inside the image ({segment.vaddr:#x}.."
+                             f"{segment.vaddr + segment.memsz:#x}), not a UART")
+    return {"transport": "uart", "uart_base": base}
+
+
+def channel_source(toolchain: tb.Toolchain, channel: dict | None) -> Path:
+    """The communicator's channel for the platform and transport."""
+    name = "anvil_channel_uart.c" if channel and channel["transport"] == "uart" else "anvil_channel.c"
+    return tb.platform_dir(toolchain) / name
+
+
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
     """Write the ReHost-instrumented ``output`` and its site table ``output + SITE_TABLE_SUFFIX``."""
     started = time.monotonic()
-    if binary.is_firmware and opts.transport != "semihosting":
-        raise AnvilError(f"ReHost transport '{opts.transport}' is not available for Cortex-M images yet: "
-                         "use --transport semihosting")
+    channel = firmware_channel(binary, opts)
     binary.clear_hooks()
     tool.instrument(binary, opts)
     table, target_arrays = plan(binary, tool)
     # Target arrays in the order of the tool's declaration: the END record refers to them by position.
     arrays = {name: tool.arrays[name] for name in tool.arrays if name in target_arrays}
-    document = json.dumps(table.document(list(arrays)), separators=(",", ":")).encode()
+    document = json.dumps(table.document(list(arrays), channel), separators=(",", ":")).encode()
     units = SiteUnit()
     def library(toolchain: tb.Toolchain) -> tuple[list[Path], str]:
         generated = units.source(binary, {**arrays, **tool.filter_arrays()}, facts=False)
         sources = [*tb.runtime_sources(toolchain), tb.RUNTIME_DIR / "anvil_comm.c",
-                   tb.platform_dir(toolchain) / "anvil_channel.c"]
-        if binary.is_firmware:  # the host file the records go to, beside the results file
+                   channel_source(toolchain, channel)]
+        if channel and channel["transport"] == "uart":
+            generated += f"const uint32_t anvil_rh_uart_base = {channel['uart_base']:#x}u;\n"
+        elif channel:  # semihosting: the host file the records go to, beside the results file
             generated += f"const char anvil_rh_channel_path[] = {c_string(channel_path(output))};\n"
         return sources, generated + _communicator_source(arrays, site_format.digest(document))
 
