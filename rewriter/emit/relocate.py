@@ -114,16 +114,8 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
 def _fallthroughs(insns: list[Instruction], code: Code, ctx: RelocationContext) -> None:
     """After the last instruction (if it can fall through), continue at the original successor."""
     last = insns[-1]
-    if _can_fall_through(last):
+    if last.falls_through:
         _jump(ISA.for_mode(last.thumb), code, last.end, ctx.mode_at(last.end), AL, ctx)
-
-
-def _can_fall_through(ins: Instruction) -> bool:
-    if ins.is_call or ins.is_syscall:
-        return True
-    if ins.is_branch or ins.writes_pc:
-        return ins.cond != AL
-    return True
 
 
 def _calls(isa: ISA, code: Code, hooks: list[Hook], ins: Instruction, access, block_insns: int,

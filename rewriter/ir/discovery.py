@@ -162,11 +162,7 @@ def _descend_all(binary: Binary, md: dict, ranges: list[tuple[int, int]], entrie
 
 def _ends_run(ins: Instruction) -> bool:
     """No fall-through after this instruction."""
-    if ins.is_call or ins.is_syscall:
-        return False
-    if ins.name == "udf":
-        return True
-    return (ins.is_branch or ins.writes_pc) and ins.cond == 14 and not ins.in_it
+    return not ins.falls_through
 
 
 def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary: Binary,

@@ -49,15 +49,9 @@ def entries_from_elsewhere(binary: Binary) -> dict[int, set[int]]:
 
 def _falls_through(ins: Instruction) -> bool:
     """Execution may continue at the next address after ``ins`` without leaving the procedure."""
-    if ins.name in ("cbz", "cbnz"):
-        return True
     if ins.is_call or ins.is_syscall:
         return ins.is_conditional  # a call that is not made; a made one returns through outside
-    if ins.name == "udf":
-        return False
-    if ins.is_branch or ins.writes_pc:
-        return ins.is_conditional
-    return True
+    return ins.falls_through
 
 
 def procedure_flow(proc: Procedure, entered: set[int], table_targets: dict[int, set[int]],

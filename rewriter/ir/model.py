@@ -101,6 +101,19 @@ class Instruction:
         return self.cond != 14
 
     @property
+    def falls_through(self) -> bool:
+        """Execution may go on at the next address: anything but an unconditional branch
+        or PC write (CBZ/CBNZ test a register, so they may not branch) and UDF. A call
+        falls through (its callee returns there)."""
+        if self.name == "udf":
+            return False
+        if self.is_call or self.is_syscall:
+            return True
+        if self.is_branch or self.writes_pc:
+            return self.is_conditional or self.in_it or self.name in ("cbz", "cbnz")
+        return True
+
+    @property
     def is_pc_relative(self) -> bool:
         return self.reads_pc
 
