@@ -271,6 +271,52 @@ def listen(address: str, channel: grpc.Channel, tool: str, site_table: bytes, pr
     return forward.finish(None)
 
 
+def read_records(path: str, channel: grpc.Channel, tool: str, site_table: bytes, program: str,
+                 token: str = "", idle: float = 2.0) -> Outcome:
+    """Forward the records a program wrote elsewhere: a file (semihosting through OpenOCD
+    or pyOCD, QEMU ``-serial file:``), a named pipe, or a serial device (a board's UART
+    on the probe's virtual COM port, read raw at the speed it is already set to).
+
+    A file or pipe is read to its end. A serial line never ends: reading stops once
+    ``idle`` seconds pass without a byte after the first one arrived.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOCTTY)
+    except OSError as e:
+        raise AnvilError(f"cannot read records from {path}: {e.strerror}") from None
+    forward = _Forward(channel, tool, site_table, program, token)
+    try:
+        serial = os.isatty(fd)
+        if serial:
+            _raw(fd)
+        started = False
+        while True:
+            ready, _, _ = select.select([fd], [], [], idle if started else None)
+            if not ready:  # a serial line gone quiet: the program has finished
+                break
+            chunk = os.read(fd, CHUNK)
+            if not chunk:
+                break
+            started = True
+            if not forward._put(chunk):
+                forward.lost += len(chunk)
+    finally:
+        os.close(fd)
+        forward._put(None)
+    return forward.finish(None)
+
+
+def _raw(fd: int) -> None:
+    """A serial line passes bytes as they are: no echo, no line editing, no CR/LF mapping."""
+    import termios
+    import tty
+
+    try:
+        tty.setraw(fd, termios.TCSANOW)
+    except termios.error as e:
+        raise AnvilError(f"cannot set the serial line to raw mode: {e}") from None
+
+
 def split_address(address: str) -> tuple[str, int]:
     """'HOST:PORT' -> (host, port), or AnvilError."""
     host, sep, port = address.rpartition(":")

@@ -135,12 +135,13 @@ def _run_on_board(args: argparse.Namespace) -> int:
     if shutil.which("qemu-system-arm") is None:
         raise AnvilError("qemu-system-arm not found: run scripts/bootstrap.sh")
     if not rehost:
-        return subprocess.run(target.qemu_command(args.binary)).returncode
-    return _run_rehost(args, args.binary + SITE_TABLE_SUFFIX, functools.partial(_start_on_board, target, args.binary))
+        return subprocess.run(target.qemu_command(args.binary, icount=args.icount)).returncode
+    return _run_rehost(args, args.binary + SITE_TABLE_SUFFIX,
+                       functools.partial(_start_on_board, target, args.binary, args.icount))
 
 
-def _start_on_board(target: Board, image: str, channel: Any, table: Any, document: bytes, program: str,
-                    token: str) -> Any:
+def _start_on_board(target: Board, image: str, icount: int | None, channel: Any, table: Any, document: bytes,
+                    program: str, token: str) -> Any:
     """Run the ReHost ``image`` on QEMU, its records forwarded from the channel its site table names."""
     from rehost import bridge
 
@@ -152,10 +153,10 @@ def _start_on_board(target: Board, image: str, channel: Any, table: Any, documen
         # <image>.records; it lives in a private directory, not beside the image.
         with tempfile.TemporaryDirectory(prefix="anvil-") as tmp:
             pipe = os.path.join(tmp, "uart")
-            cmd = target.qemu_command(image, serial=(link.uart_base, f"file:{pipe}"))
+            cmd = target.qemu_command(image, serial=(link.uart_base, f"file:{pipe}"), icount=icount)
             return bridge.run_with_pipe(cmd, pipe, channel, table.tool, document, program, token)
-    return bridge.run_with_pipe(target.qemu_command(image), channel_path(image), channel, table.tool, document,
-                                program, token)
+    return bridge.run_with_pipe(target.qemu_command(image, icount=icount), channel_path(image), channel, table.tool,
+                                document, program, token)
 
 
 def cmd_image(args: argparse.Namespace) -> int:
@@ -199,10 +200,18 @@ def cmd_rehost_listen(args: argparse.Namespace) -> int:
         print(f"anvil: waiting for {os.path.basename(args.binary)} on {where} "
               f"(run it with ANVIL_REHOST_CONNECT={where})", file=sys.stderr, flush=True)
 
-    bridge.split_address(args.listen)
+    if args.records is None:
+        bridge.split_address(args.listen)
+    elif args.idle <= 0:
+        raise AnvilError(f"--idle {args.idle:g} must be more than 0 seconds")
     with _rehost_session(args, args.binary + SITE_TABLE_SUFFIX) as (table, document, channel):
-        outcome = bridge.listen(args.listen, channel, table.tool, document, os.path.basename(args.binary),
-                                _token(args), ready, args.timeout)
+        program = os.path.basename(args.binary)
+        if args.records is not None:
+            outcome = bridge.read_records(args.records, channel, table.tool, document, program, _token(args),
+                                          args.idle)
+        else:
+            outcome = bridge.listen(args.listen, channel, table.tool, document, program, _token(args), ready,
+                                    args.timeout)
     if not _report_rehost(outcome, table):
         return 1
     for path in sorted(table.output_paths):
@@ -414,6 +423,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--argv0", help="argv[0] seen by the program")
     p.add_argument("--board", help=f"run a firmware image on qemu-system-arm's model of this board "
                                    f"({', '.join(sorted(BOARDS))}); console and exit through semihosting")
+    p.add_argument("--icount", type=_icount_shift, metavar="SHIFT",
+                   help="with --board: QEMU's virtual clock advances 2**SHIFT ns per instruction (0-10) instead "
+                        "of with the host's, so timer interrupts fall on the same instructions in every run")
     _results_options(p)
     _server_options(p)
     p.set_defaults(func=cmd_run)
@@ -429,17 +441,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bin: value of gap bytes (default 0xff, erased flash)")
     p.set_defaults(func=cmd_image)
 
-    p = sub.add_parser("rehost-listen", help="analyse a ReHost program started elsewhere (TCP channel)",
+    p = sub.add_parser("rehost-listen", help="analyse a ReHost program run elsewhere (TCP, or a records "
+                                             "file, pipe or serial port)",
                        description="Wait for one run of the ReHost binary BINARY, started elsewhere with "
                                    "ANVIL_REHOST_CONNECT=ADDRESS:PORT in its environment (another machine, "
                                    "a board, a container), forward its records to a rehost-server (or a local "
-                                   "one) and write its results here. Exit status 0 when the results are "
-                                   "complete.")
+                                   "one) and write its results here. With --from, read the records of a "
+                                   "firmware image instead: the file its semihosting channel wrote under a "
+                                   "debugger, a named pipe, or the serial port its UART is wired to. Exit "
+                                   "status 0 when the results are complete.")
     p.add_argument("binary", help="the ReHost binary (its site table BINARY.sites.json is read)")
     p.add_argument("--listen", default="127.0.0.1:0", metavar="HOST:PORT",
                    help="where the program connects (default 127.0.0.1 and a free port, printed; "
                         "0.0.0.0:PORT for other machines)")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up if no program connects in time")
+    p.add_argument("--from", dest="records", metavar="PATH",
+                   help="read the records from a file, named pipe or serial device instead of TCP "
+                        "(e.g. fw.rh.records written by OpenOCD/pyOCD semihosting, or /dev/ttyACM0)")
+    p.add_argument("--idle", type=float, default=2.0, metavar="SECONDS",
+                   help="--from a serial device: the run is over after this long without a byte (default 2)")
     _results_options(p)
     _server_options(p)
     p.set_defaults(func=cmd_rehost_listen)
