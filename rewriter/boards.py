@@ -55,11 +55,16 @@ class Board:
                              f"{', '.join(f'{u:#x}' for u in self.uarts)}): instrument with another --uart-base")
         return self.uarts.index(base)
 
-    def qemu_command(self, image: str, semihosting: bool = True, serial: tuple[int, str] | None = None) -> list[str]:
+    def qemu_command(self, image: str, semihosting: bool = True, serial: tuple[int, str] | None = None,
+                     icount: int | None = None) -> list[str]:
         """qemu-system-arm running ``image``: console and exit through semihosting, no UART on stdio.
 
         ``serial``: (UART base, QEMU character device) connects that UART, e.g.
         ``(0x40004000, "file:/tmp/x/uart")``; the others stay unconnected.
+        ``icount``: virtual time advances 2**icount ns per instruction (``-icount
+        shift=N,sleep=off``) instead of with the host's clock, so timers (SysTick) fire at
+        the same instruction in every run, and between any two instructions: QEMU ends a
+        translation block early to deliver an interrupt on time.
         """
         ports = ["none"]
         if serial is not None:
@@ -70,6 +75,8 @@ class Board:
                *(arg for port in ports for arg in ("-serial", port)), "-no-reboot"]
         if semihosting:
             cmd += ["-semihosting-config", "enable=on,target=native"]
+        if icount is not None:
+            cmd += ["-icount", f"shift={icount},sleep=off"]
         return [*cmd, "-kernel", image]
 
 
@@ -123,3 +130,18 @@ def parse_uart_base(text: str) -> int:
         raise AnvilError(f"--uart-base {text} is out of range: a word-aligned address up to "
                          f"{(1 << 32) - UART_SPAN:#x} (the UART's registers below 4 GiB)")
     return base
+
+
+MAX_ICOUNT_SHIFT = 10  # QEMU's limit: at most 1024 ns of virtual time per instruction
+
+
+def parse_icount(text: str) -> int:
+    """``--icount SHIFT``: QEMU's ``-icount shift=SHIFT``, 0 to MAX_ICOUNT_SHIFT."""
+    try:
+        shift = int(text, 10)
+    except ValueError:
+        shift = -1
+    if not 0 <= shift <= MAX_ICOUNT_SHIFT:
+        raise AnvilError(f"--icount '{text}' is not a shift from 0 to {MAX_ICOUNT_SHIFT} "
+                         "(2**SHIFT ns of virtual time per instruction)")
+    return shift

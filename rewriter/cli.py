@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .api import Options
-from .boards import BOARDS, DEFAULT_UART_BASE, Board, board, parse_region, parse_uart_base
+from .boards import BOARDS, DEFAULT_UART_BASE, Board, board, parse_icount, parse_region, parse_uart_base
 from .errors import AnvilError
 
 QEMU_LIB_ROOT = "/usr/arm-linux-gnueabihf"
@@ -85,6 +85,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     binary = args.binary
     if not os.path.exists(binary):
         raise AnvilError(f"{binary}: no such file")
+    if args.icount is not None and not args.board:
+        raise AnvilError("--icount is for firmware images run with --board")
     returncode = _run_on_board(args) if args.board else _run_on_linux(args)
     meta = _metadata(binary)
     _results_file(args, meta.get("results_file") if meta else None)
@@ -127,6 +129,7 @@ def _run_on_board(args: argparse.Namespace) -> int:
     from .emit.rehost import SITE_TABLE_SUFFIX
 
     target = board(args.board)
+    icount = None if args.icount is None else parse_icount(args.icount)
     if args.args:
         raise AnvilError("a firmware image takes no program arguments")
     rehost = os.path.exists(args.binary + SITE_TABLE_SUFFIX)
@@ -135,9 +138,9 @@ def _run_on_board(args: argparse.Namespace) -> int:
     if shutil.which("qemu-system-arm") is None:
         raise AnvilError("qemu-system-arm not found: run scripts/bootstrap.sh")
     if not rehost:
-        return subprocess.run(target.qemu_command(args.binary, icount=args.icount)).returncode
-    return _run_rehost(args, args.binary + SITE_TABLE_SUFFIX,
-                       functools.partial(_start_on_board, target, args.binary, args.icount))
+        return subprocess.run(target.qemu_command(args.binary, icount=icount)).returncode
+    return _run_rehost(args, args.binary + SITE_TABLE_SUFFIX, functools.partial(_start_on_board, target, args.binary,
+                                                                                icount))
 
 
 def _start_on_board(target: Board, image: str, icount: int | None, channel: Any, table: Any, document: bytes,
@@ -423,7 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--argv0", help="argv[0] seen by the program")
     p.add_argument("--board", help=f"run a firmware image on qemu-system-arm's model of this board "
                                    f"({', '.join(sorted(BOARDS))}); console and exit through semihosting")
-    p.add_argument("--icount", type=_icount_shift, metavar="SHIFT",
+    p.add_argument("--icount", metavar="SHIFT",
                    help="with --board: QEMU's virtual clock advances 2**SHIFT ns per instruction (0-10) instead "
                         "of with the host's, so timer interrupts fall on the same instructions in every run")
     _results_options(p)

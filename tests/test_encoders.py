@@ -66,6 +66,20 @@ def test_t32_misc() -> None:
     assert one(T32, enc.t32_it(enc.COND["eq"]) + b"\x00\xbf") == "it eq; nopeq"
 
 
+def test_t32_record_pieces() -> None:
+    """The instructions of the ReHost inline record and of its stubs' stack choice."""
+    assert one(T32, enc.t32_ldrex(14, 12)) == "ldrex lr, [ip]"
+    assert one(T32, enc.t32_strex(0, 14, 12)) == "strex r0, lr, [ip]"
+    with pytest.raises(enc.RangeError):
+        enc.t32_strex(14, 14, 12)
+    assert one(T32, enc.t32_stmdb(14, [0, 1, 2, 3])) == "stmdb lr, {r0, r1, r2, r3}"
+    with pytest.raises(enc.RangeError):
+        enc.t32_stmdb(14, [0])
+    assert one(T32, enc.t32_str_neg(0, 14, 4)) == "str r0, [lr, #-0x4]"
+    assert one(T32, enc.t32_lsr_imm(14, 14, 14, setflags=True)) == "lsrs.w lr, lr, #0xe"
+    assert one(T32, enc.t32_sub_reg(14, 13, 14)) == "sub.w lr, sp, lr"
+
+
 def test_a32_filter_pieces() -> None:
     """The A32 instructions of the repeat filter (none of them sets flags)."""
     assert one(A32, enc.a32_orr_imm(1, 0, 0x3F)) == "orr r1, r0, #0x3f"

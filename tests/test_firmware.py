@@ -184,6 +184,8 @@ def test_image_formats(tmp_path: Path) -> None:
     (["instrument", "--tool", "inscount", "--uart-base", "0x40004000", "{image}", "-o", "fw.inst"],
      "--transport and --uart-base are for --mode rehost"),
     (["run", "--board", "mps2-an385", "--server", "127.0.0.1:1", "{image}"], "is not a ReHost image"),
+    (["run", "--board", "mps2-an385", "--icount", "11", "{image}"], "--icount '11' is not a shift from 0 to 10"),
+    (["run", "--icount", "0", "{image}"], "--icount is for firmware images run with --board"),
 ])
 def test_board_commands_bad_input(args: list[str], needle: str, tmp_path: Path) -> None:
     image = build_firmware("crc", "mps2-an385", "-O2")

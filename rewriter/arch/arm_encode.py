@@ -298,6 +298,33 @@ def t32_stmia_wb(rn: int, regs: list[int]) -> bytes:
     return _hw(0xE8A0 | rn, mask)
 
 
+def t32_stmdb(rn: int, regs: list[int]) -> bytes:
+    """STMDB rn, {regs} without writeback: the registers go just below rn (T1; at least two
+    registers, rn not in regs, no SP/PC)."""
+    if len(regs) < 2:
+        raise RangeError("stmdb (T1) needs at least two registers")
+    return _hw(0xE900 | rn, _mask(regs))
+
+
+def t32_str_neg(rt: int, rn: int, imm: int) -> bytes:
+    """STR rt, [rn, #-imm] (T4, imm 0..255)."""
+    if not 0 <= imm < 256:
+        raise RangeError("str negative immediate out of range")
+    return _hw(0xF840 | rn, (rt << 12) | 0xC00 | imm)
+
+
+def t32_ldrex(rt: int, rn: int) -> bytes:
+    """LDREX rt, [rn] (T1, offset 0)."""
+    return _hw(0xE850 | rn, (rt << 12) | 0xF00)
+
+
+def t32_strex(rd: int, rt: int, rn: int) -> bytes:
+    """STREX rd, rt, [rn] (T1, offset 0): rd = 0 when stored; rd differs from rt and rn."""
+    if rd in (rt, rn):
+        raise RangeError(f"strex r{rd}, r{rt}, [r{rn}]: the status register must differ from the others")
+    return _hw(0xE840 | rn, (rt << 12) | (rd << 8))
+
+
 def t32_sub_reg(rd: int, rn: int, rm: int) -> bytes:
     """SUB.W rd, rn, rm without setting the flags."""
     return _hw(0xEBA0 | rn, (rd << 8) | rm)
@@ -327,9 +354,9 @@ def t32_bic_reg(rd: int, rn: int, rm: int) -> bytes:
     return t32_logic_reg(T32_BIC, rd, rn, rm)
 
 
-def t32_lsr_imm(rd: int, rm: int, amount: int) -> bytes:
-    """LSR.W rd, rm, #amount (1-31) without setting the flags."""
-    return _hw(0xEA4F, ((amount >> 2) << 12) | (rd << 8) | ((amount & 3) << 6) | (1 << 4) | rm)
+def t32_lsr_imm(rd: int, rm: int, amount: int, setflags: bool = False) -> bytes:
+    """LSR.W rd, rm, #amount (1-31), without setting the flags unless ``setflags`` (LSRS.W)."""
+    return _hw(0xEA4F | (setflags << 4), ((amount >> 2) << 12) | (rd << 8) | ((amount & 3) << 6) | (1 << 4) | rm)
 
 
 def t32_cbz(rn: int, offset: int, nonzero: bool = False) -> bytes:

@@ -26,11 +26,15 @@ FLAGS_SP = 19  # d19 holds the flags and the program's SP during a call
 SAVE_SLOT = {reg: 4 * i for i, reg in enumerate(SAVED)}
 SAVE_BYTES = 4 * len(SAVED)
 FLAGS_REG, FRAME_REG = 4, 5
-HOOK_STACK = ("sym+", "anvil_hook_stack", 16384)  # top of the analysis code's own stack
+HOOK_STACK_SYMBOL, HOOK_STACK_SHIFT = "anvil_hook_stack", 14  # 16 KiB (runtime_stubs/arm/anvil_rt.c)
+HOOK_STACK = ("sym+", HOOK_STACK_SYMBOL, 1 << HOOK_STACK_SHIFT)  # top of the analysis code's own stack
 
 
-RECORD_STATE = "anvil_rh_state"  # communicator: {next free word, flush limit} (runtime_stubs/arm/anvil_comm.c)
+RECORD_STATE = "anvil_rh_state"  # communicator: {next free word, flush limit, writers} (runtime_stubs/arm/anvil_comm.c)
+RECORD_WRITERS = 8  # offset in the state of the number of appends under way (Linux)
 RECORD_FLUSH = "anvil_rh_flush"
+RECORD_PREFIX = "anvil_rh_record"  # anvil_rh_record<N>[IN_EXCLUSIVE]: the communicator's record routines
+IN_EXCLUSIVE = "_in_exclusive"     # ... for sites inside the program's own LDREX/STREX window
 
 
 @dataclass(eq=False)
@@ -38,11 +42,14 @@ class RecordPrototype(Prototype):
     """ReHost: the communicator routine a site calls, ``anvil_rh_record<N>(site, dynamic args...)``.
 
     ``each_access``: the tool's routine ran once per memory access, so the record does
-    too (the site id then grows by the access index).
+    too (the site id then grows by the access index). ``in_exclusive``: the site may run
+    between the program's LDREX and its STREX (ir.flow.exclusive_windows), where the
+    record must not use exclusives itself (docs/decisions/0010-interrupt-safe-records.md).
     """
 
     each_access: bool = False
     original: Hook | None = None  # the tool's call this record stands for (its filter runs in the target)
+    in_exclusive: bool = False
 
     @property
     def per_access(self) -> bool:
@@ -269,32 +276,75 @@ def _static_value(kind: Arg, value: object, ctx: HookContext) -> int:
 
 
 def _emit_record(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
-    """A ReHost record appended inline (T32, registers already parked in d16-d18, flags untouched).
+    """A ReHost record appended inline (T32, Linux: registers already parked in d16-d18,
+    flags untouched), safe against signal handlers that make records too.
 
-    r1-r3 = dynamic arguments; ip = &state; lr = state.cursor; r0 = site id;
-    stmia lr!, {r0-rN}; state.cursor = lr; if (state.limit - lr) < 0, i.e. the ring is
-    past its limit, call the flush routine (through the shared call stub, which saves
-    the flags). Subtraction and shift without S, and CBZ, leave the flags alone.
+    r1-rN = dynamic arguments; ip = &state {cursor, limit, writers}; then
+
+        writers += 1                                           (an append is under way)
+        retry: ldrex lr, [ip]; add lr, lr, #4(N+1)             (reserve the words ...)
+               strex r0, lr, [ip]; cbz r0, done; b retry       (... again if a handler came)
+        r0 = site id; stmdb lr, {r0-rN}                        (write them: ours alone)
+        writers -= 1
+        if (limit - lr) < 0: call the flush routine             (past the limit)
+
+    The words are written only once reserved: a handler that appends between the LDREX
+    and the STREX has made the STREX fail (its own STREX clears the monitor), so the
+    reservation is made again after the handler's records, and no committed record is
+    ever overwritten. ``writers`` is non-zero while reserved words may not be written
+    yet; a flush made by a handler meanwhile then leaves the ring alone
+    (runtime_stubs/arm/anvil_comm.c). A plain increment and decrement are enough: a
+    handler gives back what it took before the code it interrupted goes on. Inside
+    the program's own exclusive window (``in_exclusive``) a STREX of ours would make the
+    program's fail each time round its loop: the reservation is a plain load and store
+    there (not safe against a signal handler's record; docs/decisions/0010). The flush
+    routine is called through the shared call stub, which saves the flags; nothing here
+    sets them.
     """
+    assert isinstance(hook.prototype, RecordPrototype)
     dynamic = list(zip(hook.prototype.kinds, hook.args))[1:]
     for i, (kind, value) in enumerate(dynamic):
         _argument(isa, code, 1 + i, kind, value, ctx)
     isa.pc_address(code, IP, ("sym", RECORD_STATE))
-    isa.ldr(code, LR, IP, 0)
+    words = 1 + len(dynamic)
+    code.emit(_WRITERS_UP)
+    if hook.prototype.in_exclusive:
+        code.emit(_reserve(words, exclusive=False))
+    else:
+        retry = ("record-retry", id(code), code.size)
+        code.label(retry)
+        code.emit(_reserve(words, exclusive=True))
+        isa.branch(code, retry)
     _argument(isa, code, 0, Arg.SITE_ID, hook.args[0], ctx)
-    code.emit(_record_tail(len(dynamic)))
+    code.emit(_write_record(words))
     ctx.call_stubs.add(RECORD_FLUSH)
     isa.call(code, ("callstub", RECORD_FLUSH), True)
 
 
+_WRITERS_UP = (enc.t32_ldr_imm(0, IP, RECORD_WRITERS) + enc.t32_add_imm(0, 0, 1)
+               + enc.t32_str_imm(0, IP, RECORD_WRITERS))
+
+
 @cache
-def _record_tail(ndynamic: int) -> bytes:
-    """stmia lr!, {r0-rN}; str lr, [ip]; ldr r0, [ip, #4]; sub.w r0, r0, lr; lsr.w r0, r0, #31;
-    cbz r0, past the BL that follows: the same bytes at every site with ``ndynamic`` words."""
+def _reserve(words: int, exclusive: bool) -> bytes:
+    """lr = state.cursor + 4 * ``words``, stored back: with LDREX/STREX, the STREX's status in
+    r0 and ``cbz r0`` past the 4-byte B.W (back to the LDREX) that follows (CBZ at A goes to
+    A + 4 + 2); or plainly."""
+    if exclusive:
+        return (enc.t32_ldrex(LR, IP) + enc.t32_add_imm(LR, LR, 4 * words) + enc.t32_strex(0, LR, IP)
+                + enc.t32_cbz(0, 2))
+    return enc.t32_ldr_imm(LR, IP, 0) + enc.t32_add_imm(LR, LR, 4 * words) + enc.t32_str_imm(LR, IP, 0)
+
+
+@cache
+def _write_record(words: int) -> bytes:
+    """The record (r0 up) into the ``words`` reserved below lr; writers -= 1; the limit test:
+    ldr r0, [ip, #4]; sub.w r0, r0, lr; lsr.w r0, r0, #31; cbz r0, past the 4-byte BL that follows."""
+    store = enc.t32_str_neg(0, LR, 4) if words == 1 else enc.t32_stmdb(LR, list(range(words)))
     return b"".join([
-        enc.t32_stmia_wb(LR, list(range(1 + ndynamic))), enc.t32_str_imm(LR, IP, 0), enc.t32_ldr_imm(0, IP, 4),
-        enc.t32_sub_reg(0, 0, LR), enc.t32_lsr_imm(0, 0, 31),
-        enc.t32_cbz(0, 2),  # CBZ at A jumps to A + 4 + 2: just past the 4-byte BL
+        store, enc.t32_ldr_imm(0, IP, RECORD_WRITERS), enc.t32_add_imm(0, 0, -1),
+        enc.t32_str_imm(0, IP, RECORD_WRITERS),
+        enc.t32_ldr_imm(0, IP, 4), enc.t32_sub_reg(0, 0, LR), enc.t32_lsr_imm(0, 0, 31), enc.t32_cbz(0, 2),
     ])
 
 
@@ -308,7 +358,10 @@ def emit_call_stub(code: Code, name: str, function: Hashable) -> None:
     T32.to_d(code, FLAGS_SP, IP, LR)  # flags, return address
     T32.mov_reg(code, IP, SP)
     T32.to_d(code, FLAGS_SP + 1, IP, IP)  # the program's SP
-    T32.pc_address(code, IP, HOOK_STACK)
+    if name == RECORD_FLUSH or name.startswith(RECORD_PREFIX):
+        _reentrant_stack(code)
+    else:
+        T32.pc_address(code, IP, HOOK_STACK)
     T32.mov_reg(code, SP, IP)
     T32.call(code, function)
     T32.from_d(code, IP, LR, FLAGS_SP + 1)
@@ -321,6 +374,27 @@ def emit_call_stub(code: Code, name: str, function: Hashable) -> None:
     code.label(slow)
     T32.msr(code, IP)
     code.emit(enc.t32_bx(LR))
+
+
+def _reentrant_stack(code: Code) -> None:
+    """ip = where a ReHost routine's stub puts SP: the hook stack's top or, when SP is already
+    inside the hook stack, SP rounded down to 8.
+
+    A signal handler may interrupt the communicator while it runs on the hook stack (the
+    kernel then puts the signal frame there too) and make a record that flushes, or
+    (A32) calls a record routine: starting again at the top would overwrite the frames
+    of the routine it interrupted. Only ip and lr are free (r0-r3 may hold the routine's
+    arguments); the flags are, since the stub has saved them in d19.
+    """
+    from .isa import T32
+
+    outside = ("callstub-outside", id(code), code.size)
+    T32.pc_address(code, LR, ("sym", HOOK_STACK_SYMBOL))
+    code.emit(enc.t32_sub_reg(LR, SP, LR) + enc.t32_lsr_imm(LR, LR, HOOK_STACK_SHIFT, setflags=True))
+    T32.pc_address(code, IP, HOOK_STACK)  # no flags: Z says base <= SP < top
+    T32.branch(code, outside, enc.COND["ne"])
+    code.emit(enc.t32_mov_reg(IP, SP) + enc.t32_bic_imm(IP, IP, 7))
+    code.label(outside)
 
 
 # The stub's way back sets the program's flags again from ip (its saved APSR) with

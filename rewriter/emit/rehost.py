@@ -9,6 +9,10 @@ and end routines run on the host when the session opens and closes. Inline count
 and repeat filters (api.RepeatFilter) stay inline (they cost less than any record): a
 filtered call ships a record only when its key is new in its slot; the counter arrays
 travel once, at program end. See docs/decisions/0005-rehost-records.md and rehost/stream.py for the formats.
+Records stay whole when an interrupt or signal handler makes its own in the middle of
+one (docs/decisions/0010-interrupt-safe-records.md); sites inside the program's own
+LDREX/STREX windows call the communicator's ``_in_exclusive`` routines, which use no
+exclusives.
 
 Firmware images send their records over semihosting (runtime_stubs/cortexm/anvil_channel.c)
 or a UART (anvil_channel_uart.c, ``--transport uart``); the site table's ``channel`` says
@@ -25,10 +29,11 @@ from pathlib import Path
 from ..api import Arg, Options, Prototype, Tool
 from ..boards import DEFAULT_UART_BASE, UART_SPAN
 from ..errors import AnvilError
+from ..ir.flow import exclusive_windows
 from ..ir.model import Binary, Hook, Instruction, Point
 from . import site_format
 from . import target_build as tb
-from .hooks import RecordPrototype
+from .hooks import IN_EXCLUSIVE, RECORD_PREFIX, RecordPrototype
 from .inhost import Report, atomic_write, emit
 from .sites import SiteUnit, c_string, image_facts
 
@@ -124,30 +129,35 @@ def plan(binary: Binary, tool: Tool) -> tuple[SiteTable, list[str]]:
     binary.hooks = [Hook(Point.BEFORE, Prototype("anvil_rh_start", ()), ()),
                     Hook(Point.AFTER, Prototype("anvil_rh_end", ()), ())]
     for proc in binary.procedures:
+        inside = exclusive_windows(proc)
         if proc.hooks:
             entry = proc.blocks[0]
-            proc.hooks = [_site(table, h, entry.instructions[0], None, entry.size) for h in proc.hooks]
+            proc.hooks = [_site(table, h, entry.instructions[0], None, entry.size, inside) for h in proc.hooks]
         for block in proc.blocks:
             for counter, _, _ in block.counter_increments:
                 table.filled_by_target(counter)
-            block.hooks = [_site(table, h, block.instructions[0], None, block.size) for h in block.hooks]
+            block.hooks = [_site(table, h, block.instructions[0], None, block.size, inside) for h in block.hooks]
             for ins in block.instructions:
                 rewritten = []
                 for hook in ins.hooks:
                     if hook.prototype.per_access:
                         if not ins.accesses:
                             continue
-                        record = _site(table, hook, ins, 0, block.size)
+                        record = _site(table, hook, ins, 0, block.size, inside)
                         for i in range(1, len(ins.accesses)):
                             table.add_site(hook, ins, i, block.size)
                     else:
-                        record = _site(table, hook, ins, None, block.size)
+                        record = _site(table, hook, ins, None, block.size, inside)
                     rewritten.append(record)
                 ins.hooks = rewritten
     return table, table.target_arrays
 
 
-def _site(table: SiteTable, hook: Hook, ins: Instruction, access_index: int | None, block_insns: int) -> Hook:
+def _site(table: SiteTable, hook: Hook, ins: Instruction, access_index: int | None, block_insns: int,
+          inside: set[int]) -> Hook:
+    """The record call standing for ``hook`` at ``ins``; ``inside``: the addresses in the
+    program's own exclusive windows (ir.flow.exclusive_windows), where the record takes the
+    communicator's form without exclusives."""
     site = len(table.sites)
     table.add_site(hook, ins, access_index, block_insns)
     if hook.prototype.filter:  # the target counts the calls its filter skips
@@ -155,8 +165,10 @@ def _site(table: SiteTable, hook: Hook, ins: Instruction, access_index: int | No
     dynamic = [(k, v) for k, v in zip(hook.prototype.kinds, hook.args) if k.dynamic]
     if len(dynamic) > 3:
         raise AnvilError(f"{hook.prototype.name}: ReHost records carry at most 3 run-time arguments")
-    proto = RecordPrototype(f"anvil_rh_record{len(dynamic)}", (Arg.SITE_ID, *(k for k, _ in dynamic)),
-                            each_access=access_index is not None, original=hook)
+    in_exclusive = ins.address in inside
+    name = f"{RECORD_PREFIX}{len(dynamic)}{IN_EXCLUSIVE if in_exclusive else ''}"
+    proto = RecordPrototype(name, (Arg.SITE_ID, *(k for k, _ in dynamic)), each_access=access_index is not None,
+                            original=hook, in_exclusive=in_exclusive)
     return Hook(hook.point, proto, (site, *(v for _, v in dynamic)))
 
 

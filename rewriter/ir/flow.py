@@ -146,3 +146,90 @@ def loop_depths(flow: ProcedureFlow) -> list[int]:
             depth[b] += 1
     return depth
 
+
+
+EXCLUSIVE_LOADS = ("ldrex", "ldaex")  # ldrex, ldrexb/h/d, ldaex...: open an exclusive access
+EXCLUSIVE_STORES = ("strex", "stlex")  # ... which a store-exclusive or CLREX ends
+
+
+def exclusive_windows(proc: Procedure) -> set[int]:
+    """Addresses of ``proc``'s instructions that may run while the program's own exclusive
+    access is open and still to be used: after a load-exclusive, and before the
+    store-exclusive that uses it, along the procedure's direct flow (calls return to the
+    next instruction).
+
+    Code placed there must not use LDREX/STREX itself: its STREX would clear the monitor
+    and the program's STREX would fail each time round its retry loop. Two may-analyses:
+    forwards, a load-exclusive opens the window and a store-exclusive or CLREX (not a
+    conditional one) closes it; backwards, the window matters only where a store-exclusive
+    can still come before another load-exclusive or a CLREX (a compare-and-swap's failure
+    path leaves the monitor open but never stores). Windows that span procedures (an
+    LDREX in one, its STREX in another) are not seen.
+    """
+    if not any(ins.name.startswith(EXCLUSIVE_LOADS) for ins in proc.instructions()):
+        return set()
+    blocks = proc.blocks
+    index = {b.address: i for i, b in enumerate(blocks)}
+
+    def opens(ins: Instruction) -> bool:
+        return ins.name.startswith(EXCLUSIVE_LOADS)
+
+    def closes(ins: Instruction) -> bool:
+        return (ins.name.startswith(EXCLUSIVE_STORES) or ins.name == "clrex") and not (ins.is_conditional or ins.in_it)
+
+    def forward(ins: Instruction, inside: bool) -> bool:
+        return True if opens(ins) else False if closes(ins) else inside
+
+    def backward(ins: Instruction, used: bool) -> bool:  # used after ins -> used before it
+        if ins.name.startswith(EXCLUSIVE_STORES):
+            return True
+        return False if opens(ins) or ins.name == "clrex" else used
+
+    successors: list[list[int]] = []
+    for block in blocks:
+        last = block.instructions[-1]
+        targets = [last.end] if last.falls_through else []
+        if last.is_branch and not last.is_call and last.branch_target is not None:
+            targets.append(last.branch_target)
+        successors.append([index[t] for t in targets if t in index])
+    predecessors: list[list[int]] = [[] for _ in blocks]
+    for i, succ in enumerate(successors):
+        for s in succ:
+            predecessors[s].append(i)
+
+    open_at_entry = [False] * len(blocks)
+    work = list(range(len(blocks)))
+    while work:
+        i = work.pop()
+        inside = open_at_entry[i]
+        for ins in blocks[i].instructions:
+            inside = forward(ins, inside)
+        for s in successors[i] if inside else []:
+            if not open_at_entry[s]:
+                open_at_entry[s] = True
+                work.append(s)
+    used_at_exit = [False] * len(blocks)
+    work = list(range(len(blocks)))
+    while work:
+        i = work.pop()
+        used = used_at_exit[i]
+        for ins in reversed(blocks[i].instructions):
+            used = backward(ins, used)
+        for p in predecessors[i] if used else []:
+            if not used_at_exit[p]:
+                used_at_exit[p] = True
+                work.append(p)
+
+    found: set[int] = set()
+    for i, block in enumerate(blocks):
+        used_before: list[bool] = []
+        used = used_at_exit[i]
+        for ins in reversed(block.instructions):
+            used = backward(ins, used)
+            used_before.append(used)
+        inside = open_at_entry[i]
+        for ins, used in zip(block.instructions, reversed(used_before)):
+            if inside and used:
+                found.add(ins.address)
+            inside = forward(ins, inside)
+    return found

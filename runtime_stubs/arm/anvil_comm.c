@@ -4,18 +4,48 @@
  *   header  MAGIC VERSION hash0 hash1 bias
  *   record  site-id dynamic-arg...        (as many args as the site's routine has)
  *   end     END narrays {index bytes data padded to 4}...
- * The program never waits for the analysis, only for the channel when it is full. */
+ * The program never waits for the analysis, only for the channel when it is full.
+ *
+ * Interrupt and signal handlers make records too, possibly while the code they
+ * interrupted is in the middle of one (docs/decisions/0010-interrupt-safe-records.md):
+ *
+ * - Cortex-M: an append runs with interrupts masked (PRIMASK), and so does a flush.
+ * - Linux: an append first reserves its words (LDREX/STREX on the cursor: a handler
+ *   that appended in between makes the STREX fail, and the reservation is made again
+ *   past the handler's records), then writes them. Words are never written where they
+ *   are not reserved, so a handler's committed record is never overwritten. Between
+ *   the two steps the reserved words hold garbage: ``writers`` counts the appends
+ *   under way (a plain increment and decrement: a handler always gives back what it
+ *   took before the code it interrupted goes on), and a flush that finds one (it was
+ *   called by a handler that interrupted it) sends nothing: records go on past the
+ *   limit, and the next record after the interrupted append has finished flushes. A
+ *   flush runs with the signals blocked. Sites inside the program's own LDREX/STREX
+ *   window reserve with a plain load and store instead (``_in_exclusive``): an
+ *   exclusive of ours there would make the program's STREX fail each time round its
+ *   loop; they are not safe against a signal handler's records.
+ *
+ * The inline T32 form of the Linux append is in rewriter/emit/hooks.py (_emit_record). */
 #include "anvil_rt.h"
 
 #define STREAM_MAGIC 0x48524E41u /* "ANRH" */
 #define STREAM_VERSION 1u
 #define END_MARK 0xFFFFFFFFu
+#define MAX_RECORD 4u            /* words: the site id and at most three arguments */
 #if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M'
+#define CORTEX_M 1
 #define RING_WORDS 4096u     /* 16 KiB between flushes: microcontrollers have little RAM */
-#else
-#define RING_WORDS 65536u    /* 256 KiB between flushes */
-#endif
 #define RING_SLACK 8u        /* a record started below the limit may end past it */
+#else
+#define CORTEX_M 0
+#define RING_WORDS 65536u    /* 256 KiB between flushes */
+/* Past the limit: a record started below it, and the records of a signal handler that
+ * interrupted an append (the flush waits for it). A handler that fills this too loses
+ * the stream (the results are reported incomplete). */
+#define RING_SLACK 16384u
+#define SYS_rt_sigprocmask 175
+#define SIG_BLOCK 0
+#define SIG_SETMASK 2
+#endif
 
 extern const uint32_t anvil_rh_table_hash[2];
 extern const uint32_t anvil_rh_narrays;
@@ -25,52 +55,172 @@ void anvil_channel_open(void);
 void anvil_channel_send(const void *data, uint32_t len);
 
 static uint32_t ring[RING_WORDS + RING_SLACK];
-/* Read and written by inline record code (rewriter/emit/hooks.py, _emit_record): the
- * next free word, and the word past which the ring must be flushed. */
-uint32_t *anvil_rh_state[2];
-#define anvil_rh_cursor anvil_rh_state[0]
-#define anvil_rh_limit anvil_rh_state[1]
+/* Read and written by inline record code (rewriter/emit/hooks.py, _emit_record, at these
+ * offsets: 0, 4, 8). */
+struct {
+    uint32_t *cursor;           /* the next free word */
+    uint32_t *limit;            /* the word past which the ring must be flushed */
+    volatile uint32_t writers;  /* appends under way (Linux) */
+} anvil_rh_state;
+#define anvil_rh_cursor anvil_rh_state.cursor
+#define anvil_rh_limit anvil_rh_state.limit
+#define anvil_rh_writers anvil_rh_state.writers
+static int ended;  /* the end record has gone: later records (a late handler's) are dropped */
+static int lost;   /* records were lost: nothing more is sent, the host sees no end record */
+
+/* What masking saved, for unmask (PRIMASK, or the signal mask). */
+typedef struct {
+#if CORTEX_M
+    uint32_t primask;
+#else
+    uint32_t sigset[2];
+#endif
+} masked_t;
+
+/* Keep interrupt or signal handlers (and their records) out until unmask. On Cortex-M,
+ * CPSID works in privileged code (unprivileged, it is ignored: see the decision). */
+static inline masked_t mask(void)
+{
+    masked_t old;
+#if CORTEX_M
+    __asm__ volatile("mrs %0, primask\n\tcpsid i" : "=r"(old.primask) : : "memory");
+#else
+    static const uint32_t all[2] = {0xFFFFFFFFu, 0xFFFFFFFFu};  /* the kernel keeps KILL and STOP */
+    anvil_syscall(SYS_rt_sigprocmask, SIG_BLOCK, (long)all, (long)old.sigset, sizeof all, 0, 0);
+#endif
+    return old;
+}
+
+static inline void unmask(masked_t *old)
+{
+#if CORTEX_M
+    __asm__ volatile("msr primask, %0" : : "r"(old->primask) : "memory");
+#else
+    anvil_syscall(SYS_rt_sigprocmask, SIG_SETMASK, (long)old->sigset, 0, sizeof old->sigset, 0, 0);
+#endif
+}
+
+static void lose(void)
+{
+    lost = 1;
+    anvil_warn("anvil: rehost: a signal handler made more records than the ring holds while another record "
+               "was being made; records lost, the results will be incomplete\n");
+}
+
+/* Sends the committed records and restarts the ring, masked: a handler's record made
+ * while the bytes are being sent would land at the ring's start, over bytes not yet sent
+ * (the UART sends byte by byte, a Linux send may be partial), and one made between
+ * reading the cursor and restarting the ring would be lost. */
 void anvil_rh_flush(void)
 {
-    uint32_t bytes = (uint32_t)((char *)anvil_rh_cursor - (char *)ring);
+    masked_t old = mask();
+    if (anvil_rh_writers && !lost) {
+        /* Called by a handler that interrupted an append between its reservation and its
+         * last word: those words cannot be sent yet. Go on past the limit (every record
+         * comes back here) while a record still fits. */
+        if (anvil_rh_cursor + MAX_RECORD <= ring + RING_WORDS + RING_SLACK) {
+            unmask(&old);
+            return;
+        }
+        lose();
+    }
+    if (!ended && !lost)
+        anvil_channel_send(ring, (uint32_t)((char *)anvil_rh_cursor - (char *)ring));
     anvil_rh_cursor = ring;
-    anvil_channel_send(ring, bytes);
+    unmask(&old);
 }
 
-static inline void put(uint32_t word)
+#if !CORTEX_M
+static inline uint32_t *load_exclusive(uint32_t **at)
 {
-    *anvil_rh_cursor++ = word;
+    uint32_t *value;
+    __asm__ volatile("ldrex %0, [%1]" : "=r"(value) : "r"(at) : "memory");
+    return value;
 }
 
-static inline void done(void)
+/* 0 when stored: no exception and no other STREX since load_exclusive. */
+static inline uint32_t store_exclusive(uint32_t **at, uint32_t *value)
 {
-    if (anvil_rh_cursor > anvil_rh_limit)
+    uint32_t failed;
+    __asm__ volatile("strex %0, %2, [%1]" : "=&r"(failed) : "r"(at), "r"(value) : "memory");
+    return failed;
+}
+#endif
+
+/* One record of ``n`` words; ``exclusive``: the cursor may be reserved with LDREX/STREX
+ * (not inside the program's own exclusive window). */
+static inline void append(const uint32_t *words, uint32_t n, int exclusive)
+{
+    uint32_t *at, *next;
+#if CORTEX_M
+    (void)exclusive;  /* masking leaves the exclusive monitor alone */
+    masked_t old = mask();
+    at = anvil_rh_cursor;
+    next = anvil_rh_cursor = at + n;
+    for (uint32_t i = 0; i < n; i++)
+        at[i] = words[i];
+    unmask(&old);
+#else
+    anvil_rh_writers++;
+    if (exclusive) {
+        do {
+            at = load_exclusive(&anvil_rh_cursor);
+            next = at + n;
+        } while (store_exclusive(&anvil_rh_cursor, next));
+    } else {
+        at = anvil_rh_cursor;
+        next = anvil_rh_cursor = at + n;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        at[i] = words[i];
+    __asm__ volatile("" ::: "memory");  /* the words are stored before the append says it is done */
+    anvil_rh_writers--;
+#endif
+    if (next > anvil_rh_limit)
         anvil_rh_flush();
 }
 
-/* Program start (called before the program's first instruction). */
+/* Program start (called before the program's first instruction, before any handler can
+ * run: nothing to mask). */
 void anvil_rh_start(void)
 {
     anvil_channel_open();
-    anvil_rh_cursor = ring;
+    uint32_t *at = ring;
+    *at++ = STREAM_MAGIC;
+    *at++ = STREAM_VERSION;
+    *at++ = anvil_rh_table_hash[0];
+    *at++ = anvil_rh_table_hash[1];
+    *at++ = anvil_bias;
     anvil_rh_limit = ring + RING_WORDS;
-    put(STREAM_MAGIC);
-    put(STREAM_VERSION);
-    put(anvil_rh_table_hash[0]);
-    put(anvil_rh_table_hash[1]);
-    put(anvil_bias);
+    anvil_rh_cursor = at;
 }
 
-void anvil_rh_record0(uint32_t site) { put(site); done(); }
-void anvil_rh_record1(uint32_t site, uint32_t a) { put(site); put(a); done(); }
-void anvil_rh_record2(uint32_t site, uint32_t a, uint32_t b) { put(site); put(a); put(b); done(); }
+void anvil_rh_record0(uint32_t site) { append(&site, 1, 1); }
+void anvil_rh_record1(uint32_t site, uint32_t a) { uint32_t w[] = {site, a}; append(w, 2, 1); }
+void anvil_rh_record2(uint32_t site, uint32_t a, uint32_t b) { uint32_t w[] = {site, a, b}; append(w, 3, 1); }
 void anvil_rh_record3(uint32_t site, uint32_t a, uint32_t b, uint32_t c)
 {
-    put(site);
-    put(a);
-    put(b);
-    put(c);
-    done();
+    uint32_t w[] = {site, a, b, c};
+    append(w, 4, 1);
+}
+
+void anvil_rh_record0_in_exclusive(uint32_t site) { append(&site, 1, 0); }
+void anvil_rh_record1_in_exclusive(uint32_t site, uint32_t a) { uint32_t w[] = {site, a}; append(w, 2, 0); }
+void anvil_rh_record2_in_exclusive(uint32_t site, uint32_t a, uint32_t b)
+{
+    uint32_t w[] = {site, a, b};
+    append(w, 3, 0);
+}
+void anvil_rh_record3_in_exclusive(uint32_t site, uint32_t a, uint32_t b, uint32_t c)
+{
+    uint32_t w[] = {site, a, b, c};
+    append(w, 4, 0);
+}
+
+/* Called masked (anvil_rh_end). */
+static inline void put(uint32_t word)
+{
+    *anvil_rh_cursor++ = word;
 }
 
 void anvil_rh_send_array(uint32_t index, const void *data, uint32_t bytes)
@@ -78,18 +228,29 @@ void anvil_rh_send_array(uint32_t index, const void *data, uint32_t bytes)
     put(index);
     put(bytes);
     anvil_rh_flush();
+    if (lost)
+        return;
     anvil_channel_send(data, bytes);
     static const uint32_t zero;
     if (bytes & 3)
         anvil_channel_send(&zero, 4 - (bytes & 3));
 }
 
-/* Program end: the end marker, the arrays the program filled inline, and the last flush.
- * Called from anvil_program_end, which has already derived the counts not made inline. */
+/* Program end: the end marker, the arrays the program filled inline, and the last flush,
+ * all masked (a handler's record among them would break the end record); records made
+ * afterwards are dropped. Called from anvil_program_end, which has already derived the
+ * counts not made inline. */
 void anvil_rh_end(void)
 {
+    masked_t old = mask();
+    if (anvil_rh_writers && !lost)
+        lose();  /* the program ends in a handler that interrupted an append: its words never come */
+    if (anvil_rh_cursor > anvil_rh_limit)
+        anvil_rh_flush();  /* records past the limit (a flush put off, or not made yet) */
     put(END_MARK);
     put(anvil_rh_narrays);
     anvil_rh_send_arrays();
     anvil_rh_flush();
+    ended = 1;
+    unmask(&old);
 }

@@ -52,7 +52,8 @@ BOARDS: dict[str, list[str]] = {
     "mps2-an386": ["-mthumb", "-mcpu=cortex-m4", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard"],
 }
 
-#: The firmware programs, each ``samples/boards/<name>.c``.
+#: The firmware programs, each ``samples/boards/<name>.c``. (tickmem.c, whose interrupts fall
+#: wherever host time puts them, has a test of its own: tests/test_rehost_interrupts.py.)
 PROGRAMS: list[str] = ["crc", "sort", "filter", "irq"]
 
 #: Flags common to every build.  ``-nostartfiles``: startup.c replaces rdimon-crt0.o.
