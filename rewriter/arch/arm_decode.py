@@ -9,11 +9,14 @@ return is ``is_indirect``.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+
 import capstone
 from capstone import arm as csarm
 
 from ..ir.model import Access, Instruction
-from .arm_operands import base_name, multi_accesses, quick_facts
+from .arm_operands import BRANCH, REG, base_name, literal_operands, multi_accesses, quick_facts, with_condition
 
 REG_NUMBERS = {f"r{i}": i for i in range(13)}
 REG_NUMBERS.update({"sb": 9, "sl": 10, "fp": 11, "ip": 12, "sp": 13, "lr": 14, "pc": 15})
@@ -98,6 +101,65 @@ def _quick(addr: int, size: int, raw: bytes, thumb: bool, mnemonic: str, op_str:
     return ins
 
 
+def _quick_pc(md: capstone.Cs, addr: int, raw: bytes, thumb: bool, mnemonic: str, op_str: str,
+              cache: DecodeCache) -> Instruction | None:
+    """Facts from the text of the frequent forms that involve PC, the same as ``_facts`` gives;
+    None for the others.
+
+    The forms: loads from literal pools, ``add rX, pc``, returns (``bx lr``, ``pop {..., pc}``)
+    and branches to a register (``bx rN``, ``blx rN``): nine in ten instructions that name PC.
+    Relocation reads capstone's details of the PC-relative ones and of ``bx rN`` (their
+    registers), so those carry them (``cache.detail``).
+    """
+    if with_condition(mnemonic, "bx") or with_condition(mnemonic, "blx"):
+        return _register_branch(md, addr, raw, thumb, mnemonic, op_str, cache)
+    new = functools.partial(Instruction, address=addr, size=len(raw), raw=raw, thumb=thumb, mnemonic=mnemonic,
+                            op_str=op_str)
+    if with_condition(mnemonic, "pop") and op_str.endswith("pc}"):
+        got = quick_facts("pop", op_str)
+        if got is None:
+            return None
+        return new(name="pop", accesses=got[0], is_branch=True, is_return=True, writes_pc=True)
+    if with_condition(mnemonic, "add") and op_str.endswith(", pc") and op_str[:-4] in REG:
+        return new(name="add", reads_pc=True, detail=cache.detail(md, raw, addr, thumb))
+    name, _ = base_name(mnemonic)
+    if name not in _LOAD_SIZES and name != "vldr":
+        return None
+    literal = literal_operands(op_str)
+    if literal is None or (literal[0] not in REG and name != "vldr"):
+        return None
+    register, offset = literal
+    size = _vreg_size(register) if name == "vldr" else _LOAD_SIZES[name]
+    pc_value = addr + (4 if thumb else 8)
+    access = Access(False, size, PC, ((pc_value & ~3) + offset) & 0xFFFFFFFF)
+    return new(name=name, accesses=[access], reads_pc=True, detail=cache.detail(md, raw, addr, thumb))
+
+
+def _register_branch(md: capstone.Cs, addr: int, raw: bytes, thumb: bool, mnemonic: str, op_str: str,
+                     cache: DecodeCache) -> Instruction | None:
+    """``bx rN`` (``bx lr``: a return) and ``blx rN``, with N not PC; None for other text."""
+    if op_str not in REG:
+        return None
+    ins = Instruction(address=addr, size=len(raw), raw=raw, thumb=thumb, mnemonic=mnemonic, op_str=op_str,
+                      is_branch=True, writes_pc=True)
+    if with_condition(mnemonic, "blx"):
+        ins.name = "blx"
+        ins.is_call = ins.is_indirect = True
+    elif op_str == "lr":
+        ins.name = "bx"
+        ins.is_return = True
+    else:
+        ins.name = "bx"
+        ins.is_indirect = True
+        ins.detail = cache.detail(md, raw, addr, thumb)
+    return ins
+
+
+def _detail(md: capstone.Cs, raw: bytes, addr: int) -> capstone.CsInsn:
+    """Capstone's instruction with details, decoded alone (outside any IT block)."""
+    return next(md.disasm(raw, addr, 1))
+
+
 def _thumb_branch_cond(raw: bytes, name: str, default: int) -> int:
     """Condition of a T32 conditional branch outside IT (B<c> T1/T3 encodings)."""
     if name != "b":
@@ -112,49 +174,165 @@ def _thumb_branch_cond(raw: bytes, name: str, default: int) -> int:
     return default
 
 
-def decode_range(md: capstone.Cs, code: bytes, address: int, thumb: bool) -> tuple[list[Instruction], int]:
+@dataclasses.dataclass
+class DecodeCache:
+    """What decoding learns about encodings that holds at any address (see decode_range);
+    one per binary."""
+
+    # (thumb, encoding, mnemonic, operand text, IT condition or None) -> the decoded fields
+    # (see _facts_of) of an instruction whose facts do not depend on its address.
+    facts: dict[tuple[bool, bytes, str, str, int | None],
+                tuple[tuple, tuple, tuple, capstone.CsInsn | None]] = dataclasses.field(default_factory=dict)
+    # (thumb, encoding) -> capstone's details of the encoding
+    details: dict[tuple[bool, bytes], capstone.CsInsn] = dataclasses.field(default_factory=dict)
+
+    def detail(self, md: capstone.Cs, raw: bytes, addr: int, thumb: bool) -> capstone.CsInsn:
+        """Capstone's details of ``raw`` decoded alone (outside any IT block), shared by the
+        instructions with that encoding: what they say is the same at every address but for
+        the address itself (relocation reads registers), and decoding them is the costly
+        part of capstone. ``addr``: where the first one is."""
+        detail = self.details.get((thumb, raw))
+        if detail is None:
+            detail = self.details[(thumb, raw)] = _detail(md, raw, addr)
+        return detail
+
+_FIELDS = [f.name for f in dataclasses.fields(Instruction)]
+# What decoding sets besides the address: the fields from ``size`` to ``is_syscall``, and
+# ``detail``. The others are left at their defaults, which a copy gets by leaving them out.
+_DECODED = _FIELDS[1:_FIELDS.index("line")]
+_SPLIT = _DECODED.index("accesses")
+assert _FIELDS[0] == "address" and _FIELDS[len(_DECODED) + 1:] == ["line", "hooks", "block", "detail"], _FIELDS
+
+
+def decode_range(md: capstone.Cs, code: bytes, address: int, thumb: bool,
+                 cache: DecodeCache | None = None) -> tuple[list[Instruction], int]:
     """Decode ``code`` at ``address``; returns the instructions and the address where decoding stopped.
 
     A fast pass without details finds instruction boundaries (and IT blocks); only
     instructions whose facts need operands are decoded again with details.
+
+    Code repeats the same encodings (register saves, loads from the frame), so facts
+    are kept in ``cache`` (pass one to every call on one binary to share them). Only
+    facts read from capstone's text are kept, and only those that do not depend on the
+    address (no branch target, no literal): they are then a function of the key alone
+    (the text names no address, and the IT condition, which changes the text and the
+    condition, is part of it). Direct branches, whose text names their target, take a
+    short way of their own.
     """
+    cache = DecodeCache() if cache is None else cache
+    known = cache.facts
     out: list[Instruction] = []
     end = address
     it_conds: list[int] = []
     for addr, size, mnemonic, op_str in md.disasm_lite(code, address):
         raw = code[addr - address:addr - address + size]
-        cond = 14
-        in_it = False
-        if it_conds:
-            cond = it_conds.pop(0)
-            in_it = True
-        elif not thumb:
-            word = int.from_bytes(raw, "little")
-            cond = word >> 28 if word >> 28 != 15 else 14
-        if mnemonic == "it" or (thumb and size == 2 and mnemonic.startswith("it") and (raw[1] == 0xBF)
-                                and raw[0] & 0xF):
-            ins = Instruction(address=addr, size=size, raw=raw, thumb=thumb, mnemonic=mnemonic, op_str=op_str,
-                              is_it=True)
-            it_conds = _it_conditions(int.from_bytes(raw, "little"))
-        elif _needs_detail(mnemonic, op_str) and (quick := _quick(addr, size, raw, thumb, mnemonic, op_str)):
-            ins = quick
-            if thumb and not in_it:
-                cond = _thumb_branch_cond(raw, ins.name, cond)
-            ins.cond = cond
-        elif _needs_detail(mnemonic, op_str):
-            insn = next(md.disasm(raw, addr, 1))
-            ins = _facts(md, insn, thumb)
-            ins.mnemonic, ins.op_str = mnemonic, op_str
-            if thumb and not in_it:
-                cond = ins.cond
-            ins.cond = cond
+        it_cond = it_conds.pop(0) if it_conds else None
+        name = _DIRECT_BRANCHES.get(mnemonic)
+        if name is not None and (ins := _direct_branch(addr, raw, thumb, mnemonic, op_str, name, it_cond)):
+            out.append(ins)  # a branch's text names its target: nothing to cache
+            end = addr + size
+            continue
+        key = (thumb, raw, mnemonic, op_str, it_cond)
+        facts = known.get(key)
+        if facts is None:
+            ins = _decode_one(md, addr, raw, thumb, mnemonic, op_str, it_cond, cache)
+            if _same_anywhere(ins, cache):
+                known[key] = _facts_of(ins)
         else:
-            ins = Instruction(address=addr, size=size, raw=raw, thumb=thumb, mnemonic=mnemonic, op_str=op_str,
-                              name=base_name(mnemonic)[0], cond=cond, is_syscall=_is_syscall(mnemonic, op_str))
-        ins.in_it = in_it
+            before, accesses, after, detail = facts
+            ins = Instruction(addr, *before, list(accesses), *after)  # positional: the fastest constructor call
+            if detail is not None:
+                ins.detail = detail
+        if ins.is_it:
+            it_conds = _it_conditions(int.from_bytes(raw, "little"))
         out.append(ins)
         end = addr + size
     return out, end
+
+
+# Mnemonics of direct branches and calls, with their base names (as base_name gives them).
+_DIRECT_BRANCHES = {m: base_name(m)[0] for m in _BRANCH_MNEMONICS if base_name(m)[0] in BRANCH}
+
+
+def _direct_branch(addr: int, raw: bytes, thumb: bool, mnemonic: str, op_str: str, name: str,
+                   it_cond: int | None) -> Instruction | None:
+    """What ``_decode_one`` gives for a direct branch or call (``name``: its base name), on the
+    short way: a fifth of all instructions, and never in the cache. None when the text is not
+    ``[rN, ]#target``, for the general way."""
+    if "pc" in op_str or op_str.count("#") != 1:
+        return None
+    target = int(op_str.rsplit("#", 1)[-1], 0) & 0xFFFFFFFF
+    if it_cond is not None:
+        cond = it_cond
+    elif thumb:
+        cond = _thumb_branch_cond(raw, name, 14)
+    else:
+        word = int.from_bytes(raw, "little")
+        cond = word >> 28 if word >> 28 != 15 else 14
+    return Instruction(address=addr, size=len(raw), raw=raw, thumb=thumb, mnemonic=mnemonic, op_str=op_str,
+                       name=name, cond=cond, in_it=it_cond is not None, is_branch=True, is_call=name in ("bl", "blx"),
+                       branch_target=target, writes_pc=True)
+
+
+def _same_anywhere(ins: Instruction, cache: DecodeCache) -> bool:
+    """The facts of ``ins`` do not depend on its address: no branch target, no literal, and
+    details (if any) that the encoding's instructions share."""
+    if ins.branch_target is not None or any(a.base == PC for a in ins.accesses):
+        return False
+    return ins.detail is None or cache.details.get((ins.thumb, ins.raw)) is ins.detail
+
+
+def _facts_of(ins: Instruction) -> tuple[tuple, tuple, tuple, capstone.CsInsn | None]:
+    """The decoded fields of ``ins`` after its address, in constructor order: those before the
+    accesses, the accesses, those after (so a copy gets a list of accesses of its own); and
+    its details."""
+    values = [getattr(ins, name) for name in _DECODED]
+    return tuple(values[:_SPLIT]), tuple(values[_SPLIT]), tuple(values[_SPLIT + 1:]), ins.detail
+
+
+def _is_it(raw: bytes, thumb: bool, mnemonic: str) -> bool:
+    """An IT instruction (capstone may print one with its condition mask, e.g. ``itte``)."""
+    return mnemonic == "it" or (thumb and len(raw) == 2 and mnemonic.startswith("it") and raw[1] == 0xBF
+                                and bool(raw[0] & 0xF))
+
+
+def _decode_one(md: capstone.Cs, addr: int, raw: bytes, thumb: bool, mnemonic: str, op_str: str,
+                it_cond: int | None, cache: DecodeCache) -> Instruction:
+    """One instruction from capstone's text (and its details where the text is not enough).
+
+    ``it_cond``: the condition an enclosing IT block gives it, None outside IT blocks.
+    """
+    size = len(raw)
+    in_it = it_cond is not None
+    if it_cond is not None:
+        cond = it_cond
+    elif not thumb:
+        word = int.from_bytes(raw, "little")
+        cond = word >> 28 if word >> 28 != 15 else 14
+    else:
+        cond = 14
+    if _is_it(raw, thumb, mnemonic):
+        ins = Instruction(address=addr, size=size, raw=raw, thumb=thumb, mnemonic=mnemonic, op_str=op_str,
+                          is_it=True)
+    elif _needs_detail(mnemonic, op_str) and (quick := (_quick(addr, size, raw, thumb, mnemonic, op_str)
+                                                         or _quick_pc(md, addr, raw, thumb, mnemonic, op_str,
+                                                                      cache))):
+        ins = quick
+        if thumb and not in_it:
+            cond = _thumb_branch_cond(raw, ins.name, cond)
+        ins.cond = cond
+    elif _needs_detail(mnemonic, op_str):
+        insn = _detail(md, raw, addr)
+        ins = _facts(md, insn, thumb)
+        ins.mnemonic, ins.op_str = mnemonic, op_str
+        if thumb and not in_it:
+            cond = ins.cond
+        ins.cond = cond
+    else:
+        ins = Instruction(address=addr, size=size, raw=raw, thumb=thumb, mnemonic=mnemonic, op_str=op_str,
+                          name=base_name(mnemonic)[0], cond=cond, is_syscall=_is_syscall(mnemonic, op_str))
+    ins.in_it = in_it
+    return ins
 
 
 def _is_syscall(mnemonic: str, op_str: str) -> bool:

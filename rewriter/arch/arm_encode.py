@@ -28,6 +28,8 @@ def invert_cond(cond: int) -> int:
 
 _PACK_H = struct.Struct("<H").pack
 _PACK_HH = struct.Struct("<HH").pack
+_PACK_HHHH = struct.Struct("<HHHH").pack
+_PACK_HHHHH = struct.Struct("<HHHHH").pack
 _PACK_I = struct.Struct("<I").pack
 
 
@@ -66,7 +68,7 @@ def t32_b(src: int, dst: int, cond: int = AL) -> bytes:
     j1 = (off >> 18) & 1
     imm6 = (off >> 12) & 0x3F
     imm11 = (off >> 1) & 0x7FF
-    return _hw(0xF000 | (s << 10) | (cond << 6) | imm6, 0x8000 | (j1 << 13) | (j2 << 11) | imm11)
+    return _PACK_HH(0xF000 | (s << 10) | (cond << 6) | imm6, 0x8000 | (j1 << 13) | (j2 << 11) | imm11)
 
 
 def _t32_bl_common(off: int, second: int) -> bytes:
@@ -79,7 +81,7 @@ def _t32_bl_common(off: int, second: int) -> bytes:
     j2 = (~(i2 ^ s)) & 1
     imm10 = (off >> 12) & 0x3FF
     imm11 = (off >> 1) & 0x7FF
-    return _hw(0xF000 | (s << 10) | imm10, second | (j1 << 13) | (j2 << 11) | imm11)
+    return _PACK_HH(0xF000 | (s << 10) | imm10, second | (j1 << 13) | (j2 << 11) | imm11)
 
 
 def t32_bl(src: int, dst: int) -> bytes:
@@ -115,9 +117,17 @@ def t32_movt(rd: int, imm16: int) -> bytes:
     return _t32_imm16(0xF2C0, rd, imm16)
 
 
+def _t32_mov32_halfwords(rd: int, value: int) -> tuple[int, int, int, int]:
+    """The MOVW and MOVT of ``value`` (the _t32_imm16 layout, written out: the rewriter loads
+    a constant or an address at nearly every hook and relocated literal)."""
+    lo, hi, rd = value & 0xFFFF, (value >> 16) & 0xFFFF, (rd << 8) & 0xFFFF
+    return (0xF240 | ((lo >> 1) & 0x400) | (lo >> 12), ((lo << 4) & 0x7000) | rd | (lo & 0xFF),
+            0xF2C0 | ((hi >> 1) & 0x400) | (hi >> 12), ((hi << 4) & 0x7000) | rd | (hi & 0xFF))
+
+
 def t32_mov32(rd: int, value: int) -> bytes:
     """MOVW+MOVT: load a 32-bit constant without touching flags (8 bytes)."""
-    return t32_movw(rd, value & 0xFFFF) + t32_movt(rd, (value >> 16) & 0xFFFF)
+    return _PACK_HHHH(*_t32_mov32_halfwords(rd, value))
 
 
 def t32_add_reg(rdn: int, rm: int) -> bytes:
@@ -132,7 +142,8 @@ def t32_pc_address(rd: int, src: int, target: int) -> bytes:
     src+8 so it reads PC = src+12.
     """
     delta = (target - (src + 12)) & 0xFFFFFFFF
-    return t32_mov32(rd, delta) + t32_add_reg(rd, PC)
+    # One pack for the three instructions: emitted at every hook and literal load.
+    return _PACK_HHHHH(*_t32_mov32_halfwords(rd, delta), (0x4400 | ((rd >> 3) << 7) | (PC << 3) | (rd & 7)) & 0xFFFF)
 
 
 def t32_nop() -> bytes:
@@ -363,7 +374,7 @@ def t32_cbz(rn: int, offset: int, nonzero: bool = False) -> bytes:
     """CBZ (CBNZ) rn, PC + offset (the PC reads as the CBZ's address + 4); offset even, 0..126; rn r0-r7."""
     if offset & 1 or not 0 <= offset <= 126 or rn > 7:
         raise RangeError(f"cbz r{rn}, {offset}")
-    return _hw(0xB100 | (nonzero << 11) | ((offset >> 6) << 9) | (((offset >> 1) & 31) << 3) | rn)
+    return _PACK_H(0xB100 | (nonzero << 11) | ((offset >> 6) << 9) | (((offset >> 1) & 31) << 3) | rn)
 
 
 def t32_orr_imm(rd: int, rn: int, imm: int) -> bytes:

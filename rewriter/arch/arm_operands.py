@@ -31,6 +31,7 @@ _IMM = r"#-?(?:0x[0-9a-f]+|\d+)"
 _MEM = re.compile(
     rf"^\[(\w+)(?:, ({_IMM}|-?\w+)(?:, (lsl|lsr|asr|ror) #(\d+))?)?\](!?)(?:, ({_IMM}|-?\w+))?$")
 _SHIFTS = {"lsl": 0, "lsr": 1, "asr": 2, "ror": 3}
+_LITERAL = re.compile(rf"^(\w+), \[pc(?:, ({_IMM}))?\]$")
 
 
 def base_name(mnemonic: str) -> tuple[str, str]:
@@ -41,6 +42,20 @@ def base_name(mnemonic: str) -> tuple[str, str]:
     if m[-2:] in CONDS and m[:-2] in KNOWN:
         return m[:-2], m[-2:]
     return m, ""
+
+
+def with_condition(mnemonic: str, base: str) -> bool:
+    """``mnemonic`` is ``base`` with at most a condition and a width suffix (``bxeq``, ``pop.w``)."""
+    stem = mnemonic.split(".", 1)[0]
+    return stem == base or (stem.startswith(base) and stem[len(base):] in CONDS)
+
+
+def literal_operands(op_str: str) -> tuple[str, int] | None:
+    """(register, signed offset) of ``rX, [pc, #imm]``: a load from a literal pool; None for other text."""
+    m = _LITERAL.match(op_str)
+    if m is None:
+        return None
+    return m.group(1), _imm(m.group(2)) if m.group(2) else 0
 
 
 def _imm(text: str) -> int:

@@ -7,6 +7,7 @@ are encoded afterwards, once every label has an address.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable
 
 Resolver = Callable[[Hashable], int]
@@ -27,40 +28,64 @@ class Code:
         self.pic = pic
         self.ge = ge
         self.size = 0
+        # Bytes, or (offset from base, size, fixup) for bytes filled in at the end.
         self._chunks: list[bytes | tuple[int, int, Fixup]] = []
         self.labels: dict[Hashable, int] = {}
+        self._alignment = 1  # every alignment asked for divides it (see rebase)
 
     def here(self) -> int:
         """Link address of the next byte."""
         return self.base + self.size
 
+    # emit, later and label run for every instruction and hook the rewriter writes: they
+    # compute the address inline rather than through here().
     def emit(self, data: bytes) -> None:
         self._chunks.append(data)
         self.size += len(data)
 
     def later(self, size: int, fixup: Fixup) -> None:
         """Reserve ``size`` bytes to be filled by ``fixup(address, resolve)`` at the end."""
-        self._chunks.append((self.here(), size, fixup))
+        self._chunks.append((self.size, size, fixup))
         self.size += size
 
     def label(self, key: Hashable) -> None:
-        self.labels.setdefault(key, self.here())
+        if key not in self.labels:
+            self.labels[key] = self.base + self.size
+
+    def rebase(self, base: int) -> None:
+        """Move the code to link address ``base``: its labels and the addresses its fixups
+        will be given follow.
+
+        What was emitted depends on the base only through those and through alignment,
+        which a move by a multiple of every ``align`` keeps; so code can be emitted
+        before its address is known.
+        """
+        delta = base - self.base
+        if delta % self._alignment:
+            raise AssertionError(f"rebase from {self.base:#x} to {base:#x} would change the alignment")
+        self.base = base
+        for key in self.labels:
+            self.labels[key] += delta
 
     def align(self, n: int, filler: bytes = b"\0") -> None:
+        self._alignment = math.lcm(self._alignment, n)
         pad = (-self.here()) % n
         if pad:
             self.emit((filler * pad)[:pad])
 
     def finish(self, resolve: Resolver) -> bytes:
         """Encode the fixups and return the finished bytes."""
-        out = bytearray()
+        parts: list[bytes] = []
+        append = parts.append
+        base = self.base
         for chunk in self._chunks:
-            if isinstance(chunk, bytes):
-                out += chunk
-            else:
-                addr, size, fixup = chunk
-                data = fixup(addr, resolve)
-                if len(data) != size:
-                    raise AssertionError(f"fixup at {addr:#x} produced {len(data)} bytes, reserved {size}")
-                out += data
-        return bytes(out)
+            if chunk.__class__ is not tuple:
+                append(chunk)
+                continue
+            offset, size, fixup = chunk
+            addr = base + offset
+            data = fixup(addr, resolve)
+            if len(data) != size:
+                raise AssertionError(f"fixup at {addr:#x} produced {len(data)} bytes, reserved {size}")
+            append(data)
+        return b"".join(parts)

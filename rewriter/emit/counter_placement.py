@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from ..ir.elf_loader import table_branch_targets
 from ..ir.flow import ProcedureFlow, entries_from_elsewhere, loop_depths, procedure_flow
+from ..ir.fork_split import split_map
 from ..ir.model import Binary, Procedure
 
 END_HOOKS = ("anvil_on_syscall", "anvil_program_end")  # where the program may be seen to end
@@ -95,7 +96,7 @@ class Derivations:
         for i, (array, code) in enumerate(sorted(self.code.items())):
             edges = f"anvil_array_{edge_array(array)}"
             parts.append(f"uint64_t {edges}[{max(1, self.edges.get(array, 0))}];\n")
-            rows = ",".join(str(v) for v in code)
+            rows = ",".join(map(str, code))
             parts.append(f"static const uint16_t anvil_derive_code_{i}[{len(code)}] = {{{rows}}};\n")
             calls.append(f"  anvil_derive(anvil_array_{array}, {edges}, anvil_derive_code_{i}, {len(code)},"
                          " anvil_derive_tmp);\n")
@@ -103,12 +104,17 @@ class Derivations:
         return "".join(parts)
 
 
+# Procedures (counting their blocks) worth planning on two cores: a large program's.
+PARALLEL_BLOCKS = 20000
+
+
 def place_counters(binary: Binary) -> Derivations:
     """Drop the block counters whose counts can be derived; returns the programs that derive them.
 
     A procedure qualifies for an array when each of its blocks adds 1 to that array's
     slot numbered like the block (``block.increment(array, block.index)``), which is
-    what counting tools do.
+    what counting tools do. Each procedure is planned on its own, so the plans are made
+    first (on two cores for a large program, see ir/fork_split.py), then applied in order.
     """
     result = Derivations(code={}, edges={})
     entered = entries_from_elsewhere(binary)
@@ -117,44 +123,58 @@ def place_counters(binary: Binary) -> Derivations:
     for proc in binary.procedures:
         if any(h.prototype.name in END_HOOKS for h in proc.hooks):
             stops.add(proc.blocks[0].address)
-        stops.update(i.address for i in proc.instructions() if any(h.prototype.name in END_HOOKS for h in i.hooks))
-    for proc in binary.procedures:
-        arrays = _counted_arrays(proc)
-        if not arrays:
-            continue
+        stops.update(i.address for i in proc.instructions()
+                     if i.hooks and any(h.prototype.name in END_HOOKS for h in i.hooks))
+    counted = [(proc, arrays) for proc in binary.procedures if (arrays := _counted_arrays(proc))]
+
+    def plan_of(proc: Procedure) -> Plan | None:
         tables = {ins.address: table_branch_targets(binary, [ins]) for ins in proc.instructions()
                   if ins.name in ("tbb", "tbh")}
         addresses = {b.address for b in proc.blocks}
         flow = procedure_flow(proc, entered[proc.address] | (taken & addresses), tables, stops)
-        plan = _plan(flow) if flow is not None else None
-        if plan is None or len(plan.carriers) >= len(proc.blocks):
-            result.counters_kept += len(proc.blocks) * len(arrays)
-            continue
-        keep = {c for c in plan.carriers if not isinstance(c, tuple)}
-        for position, block in enumerate(proc.blocks):
-            if position not in keep:
-                block.counter_increments = [c for c in block.counter_increments if c[0] not in arrays]
-        base = proc.blocks[0].index
-        for array in sorted(arrays):
-            edge_base = result.edges.get(array, 0)
-            for k, (source, dest) in enumerate(plan.edges):
-                increments = proc.blocks[source].edge_increments.setdefault(proc.blocks[dest].address, [])
-                increments.append((edge_array(array), edge_base + k, 1))
-            result.edges[array] = edge_base + len(plan.edges)
-            result.code.setdefault(array, []).extend(plan.code(base, edge_base))
-        result.temps = max(result.temps, plan.values)
-        result.counters_kept += len(keep) * len(arrays)
-        result.counters_removed += (len(proc.blocks) - len(keep)) * len(arrays)
+        return _plan(flow) if flow is not None else None
+
+    plans = split_map(plan_of, [proc for proc, _ in counted], lambda proc: len(proc.blocks), PARALLEL_BLOCKS)
+    for (proc, arrays), plan in zip(counted, plans):
+        _apply(result, proc, arrays, plan)
     return result
+
+
+def _apply(result: Derivations, proc: Procedure, arrays: set[str], plan: Plan | None) -> None:
+    """Keep the increments of ``proc``'s counted blocks only, add its edge counters, and
+    append its derivation program to ``result`` (or keep every counter without a plan)."""
+    if plan is None or len(plan.carriers) >= len(proc.blocks):
+        result.counters_kept += len(proc.blocks) * len(arrays)
+        return
+    keep = {c for c in plan.carriers if not isinstance(c, tuple)}
+    for position, block in enumerate(proc.blocks):
+        if position not in keep:
+            block.counter_increments = [c for c in block.counter_increments if c[0] not in arrays]
+    base = proc.blocks[0].index
+    for array in sorted(arrays):
+        edge_base = result.edges.get(array, 0)
+        for k, (source, dest) in enumerate(plan.edges):
+            increments = proc.blocks[source].edge_increments.setdefault(proc.blocks[dest].address, [])
+            increments.append((edge_array(array), edge_base + k, 1))
+        result.edges[array] = edge_base + len(plan.edges)
+        result.code.setdefault(array, []).extend(plan.code(base, edge_base))
+    result.temps = max(result.temps, plan.values)
+    result.counters_kept += len(keep) * len(arrays)
+    result.counters_removed += (len(proc.blocks) - len(keep)) * len(arrays)
 
 
 def _counted_arrays(proc: Procedure) -> set[str]:
     """Arrays every block of ``proc`` increments once, by 1, at its own index."""
     arrays: set[str] | None = None
     for block in proc.blocks:
-        mine = {name for name, index, amount in block.counter_increments if index == block.index and amount == 1}
-        names = [name for name, _, _ in block.counter_increments]
-        mine = {name for name in mine if names.count(name) == 1}
+        increments = block.counter_increments
+        if len(increments) == 1:  # what counting tools do: the general case below, made short
+            name, index, amount = increments[0]
+            mine = {name} if index == block.index and amount == 1 else set()
+        else:
+            mine = {name for name, index, amount in increments if index == block.index and amount == 1}
+            names = [name for name, _, _ in increments]
+            mine = {name for name in mine if names.count(name) == 1}
         arrays = mine if arrays is None else arrays & mine
         if not arrays:
             return set()
@@ -162,15 +182,16 @@ def _counted_arrays(proc: Procedure) -> set[str]:
 
 
 class _Sets:
-    """Union-find over integers."""
+    """Union-find over integers (``union(a, b)`` makes b's root the root of both)."""
 
     def __init__(self, n: int) -> None:
         self.parent = list(range(n))
 
     def find(self, x: int) -> int:
-        while self.parent[x] != x:
-            self.parent[x] = self.parent[self.parent[x]]
-            x = self.parent[x]
+        parent = self.parent
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
         return x
 
     def union(self, a: int, b: int) -> bool:
@@ -191,65 +212,94 @@ class _Chain:
     branch: tuple[int, int] | None = None  # the (from, to) blocks of a chain that is one branch
 
 
-def _plan(flow: ProcedureFlow) -> Plan | None:
-    """Which blocks to count and how to derive the others; None when every block must be counted."""
+def _flow_edges(flow: ProcedureFlow) -> tuple[list[tuple[int, int, int | None]], dict[int, tuple[int, int]]]:
+    """The split graph's edges (from node, to node, block of a block edge): node 0 is the
+    outside, block i is in-node 2i+1 and out-node 2i+2; block edges first (edge i is
+    block i's), then branches (also returned by edge, as (from, to) blocks), then the
+    edges from and to the outside."""
     n = len(flow.successors)
-    outside = 0
-
-    def node_in(i: int) -> int:
-        return 1 + 2 * i
-
-    def node_out(i: int) -> int:
-        return 2 + 2 * i
-
-    edges: list[tuple[int, int, int | None]] = [(node_in(i), node_out(i), i) for i in range(n)]
+    edges: list[tuple[int, int, int | None]] = [(1 + 2 * i, 2 + 2 * i, i) for i in range(n)]
     branches: dict[int, tuple[int, int]] = {}
     for i, succ in enumerate(flow.successors):
         for s in succ:
             branches[len(edges)] = (i, s)
-            edges.append((node_out(i), node_in(s), None))
-    edges += [(outside, node_in(i), None) for i in sorted(flow.from_outside)]
-    edges += [(node_out(i), outside, None) for i in sorted(flow.to_outside)]
-    degree = [0] * (2 * n + 1)
-    touching: list[list[int]] = [[] for _ in range(2 * n + 1)]
+            edges.append((2 + 2 * i, 1 + 2 * s, None))
+    edges += [(0, 1 + 2 * i, None) for i in sorted(flow.from_outside)]
+    edges += [(2 + 2 * i, 0, None) for i in sorted(flow.to_outside)]
+    return edges, branches
+
+
+def _chains(edges: list[tuple[int, int, int | None]], branches: dict[int, tuple[int, int]],
+            nodes: int) -> tuple[_Sets, dict[int, _Chain]]:
+    """Merge the edges through nodes with one edge in and one out (both carry the same count)
+    into chains; returns the sets of merged edges and each set's chain, by its root edge.
+
+    The union-find runs inline (path halving, b's root becomes the root, as _Sets does):
+    this is the placement's innermost loop.
+    """
+    degree = [0] * nodes
+    touching: list[list[int]] = [[] for _ in range(nodes)]
     for e, (u, v, _) in enumerate(edges):
         degree[u] += 1
         degree[v] += 1
         touching[u].append(e)
         touching[v].append(e)
-
-    def passes_through(node: int) -> bool:  # one edge in, one out: both carry the same count
-        return node != outside and degree[node] == 2
-
+    through = [d == 2 for d in degree]
+    through[0] = False  # the outside node joins everything and passes nothing through
     same = _Sets(len(edges))
-    for node in range(1, 2 * n + 1):
-        if passes_through(node):
-            same.union(*touching[node])
+    parent = same.parent
+    for node in range(1, nodes):
+        if through[node]:
+            a, b = touching[node]
+            while parent[a] != a:
+                parent[a] = parent[parent[a]]
+                a = parent[a]
+            while parent[b] != b:
+                parent[b] = parent[parent[b]]
+                b = parent[b]
+            if a != b:
+                parent[a] = b
     chains: dict[int, _Chain] = {}
     for e, (u, v, block) in enumerate(edges):
-        chain = chains.setdefault(same.find(e), _Chain(blocks=[]))
+        root = e
+        while parent[root] != root:
+            parent[root] = parent[parent[root]]
+            root = parent[root]
+        chain = chains.get(root)
+        if chain is None:
+            chain = chains[root] = _Chain(blocks=[])
         if block is not None:
             chain.blocks.append(block)
         elif e in branches:
             chain.branch = branches[e]
-        if not passes_through(u):
+        if not through[u]:
             chain.start = u
-        if not passes_through(v):
+        if not through[v]:
             chain.end = v
+    return same, chains
 
+
+def _plan(flow: ProcedureFlow) -> Plan | None:
+    """Which blocks to count and how to derive the others; None when every block must be counted."""
+    n = len(flow.successors)
+    outside = 0
+    edges, branches = _flow_edges(flow)
+    same, chains = _chains(edges, branches, 2 * n + 1)
     depth = loop_depths(flow)
-
-    def countable(chain: _Chain) -> bool:
-        return bool(chain.blocks) or chain.branch in flow.splittable
-
-    def heat(chain: _Chain) -> int:
-        if chain.blocks:
-            return max(depth[b] for b in chain.blocks)
-        return min(depth[b] for b in chain.branch) if chain.branch else 0
+    splittable = flow.splittable
 
     # Chains nothing can count first (they must be in the tree), then hottest first;
     # at the same heat a block counter (no trampoline) is preferred to an edge counter.
-    order = sorted(chains, key=lambda c: (countable(chains[c]), -heat(chains[c]), bool(chains[c].blocks), c))
+    countable: dict[int, bool] = {}
+    keys: dict[int, tuple[bool, int, bool, int]] = {}
+    for c, chain in chains.items():
+        if chain.blocks:
+            heat = max(depth[b] for b in chain.blocks)
+        else:
+            heat = min(depth[b] for b in chain.branch) if chain.branch else 0
+        countable[c] = bool(chain.blocks) or chain.branch in splittable
+        keys[c] = (countable[c], -heat, bool(chain.blocks), c)
+    order = sorted(chains, key=keys.__getitem__)
     joined = _Sets(2 * n + 1)
     tree: list[int] = []
     counted: list[int] = []
@@ -257,7 +307,7 @@ def _plan(flow: ProcedureFlow) -> Plan | None:
         chain = chains[c]
         if chain.start is not None and joined.union(chain.start, chain.end):
             tree.append(c)
-        elif countable(chain):
+        elif countable[c]:
             counted.append(c)
         else:
             return None  # a cycle of branches between blocks that all have several ways in and out
@@ -278,10 +328,12 @@ def _derivation_steps(chains: dict[int, _Chain], tree: list[int], value: dict[in
     it is in the component): what flows in there equals what flows out. Fills ``value``.
     """
     at: list[list[int]] = [[] for _ in range(nodes)]
-    for c, chain in chains.items():
-        if chain.start is not None and chain.start != chain.end:
-            at[chain.start].append(c)
-            at[chain.end].append(c)
+    start = {c: chain.start for c, chain in chains.items()}
+    end = {c: chain.end for c, chain in chains.items()}
+    for c in chains:
+        if start[c] is not None and start[c] != end[c]:
+            at[start[c]].append(c)
+            at[end[c]].append(c)
     in_tree = set(tree)
     seen = [False] * nodes
     solved: list[tuple[int, int]] = []  # (chain, node it is solved at), parents after children
@@ -297,7 +349,7 @@ def _derivation_steps(chains: dict[int, _Chain], tree: list[int], value: dict[in
             for c in at[node]:
                 if c not in in_tree or c == via:
                     continue
-                other = chains[c].end if chains[c].start == node else chains[c].start
+                other = end[c] if start[c] == node else start[c]
                 if not seen[other]:
                     seen[other] = True
                     stack.append((other, c))
@@ -305,12 +357,7 @@ def _derivation_steps(chains: dict[int, _Chain], tree: list[int], value: dict[in
     steps = []
     for c, node in solved:
         # direction: +1 if the chain flows into node; the sum of (direction * value) at node is 0
-        mine = 1 if chains[c].end == node else -1
-        step = []
-        for k in at[node]:
-            if k != c:
-                theirs = 1 if chains[k].end == node else -1
-                step.append((value[k], -mine * theirs))
+        mine = 1 if end[c] == node else -1
+        steps.append([(value[k], -mine if end[k] == node else mine) for k in at[node] if k != c])
         value[c] = len(value)
-        steps.append(step)
     return steps

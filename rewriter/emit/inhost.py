@@ -14,21 +14,25 @@ Layout of the result (see docs/decisions/0001-region-and-loader-stub.md):
 from __future__ import annotations
 
 import bisect
+import functools
 import io
 import os
 import re
 import struct
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from elftools.elf.elffile import ELFFile
 
 from ..api import Arg, Options, Prototype, Tool
 from ..arch import arm_encode as enc
 from ..errors import AnvilError
+from ..ir.gc_pause import gc_paused
 from ..ir.model import Binary, Hook, Point, Procedure, Segment
 from . import firmware
 from . import target_build as tb
@@ -88,7 +92,9 @@ def high_vfp_free(binary: Binary) -> bool:
     """
     for proc in binary.procedures:
         for ins in proc.instructions():
-            if _HIGH_VFP.search(ins.op_str):
+            # The test for a 'd' or 'q' first: most instructions name neither, and a
+            # regular expression search costs ten times more.
+            if ("d" in ins.op_str or "q" in ins.op_str) and _HIGH_VFP.search(ins.op_str):
                 whole_bank = ins.mnemonic.startswith(("vldm", "vstm")) and "d16" in ins.op_str and "d31" in ins.op_str
                 if not whole_bank:
                     return False
@@ -157,6 +163,7 @@ def _library_sources(tool: Tool, toolchain: tb.Toolchain) -> list[Path]:
     return [*tb.runtime_sources(toolchain), *sources]
 
 
+@gc_paused
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
     """Run ``tool`` over ``binary`` and write the InHost-instrumented executable to ``output``."""
     started = time.monotonic()
@@ -169,6 +176,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
                 started, opts)
 
 
+@gc_paused
 def emit(binary: Binary, tool_name: str, units: SiteUnit,
          library: Callable[[tb.Toolchain], tuple[list[Path], str]], output: str, started: float,
          opts: Options) -> Report:
@@ -181,75 +189,19 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     """
     placement = firmware.place(binary, opts.flash_region, opts.ram_region) if binary.is_firmware else None
     _add_runtime_hooks(binary)
-    derivations = place_counters(binary)
+    derivations = place_counters(binary)  # before the library's thread below: it may fork
     report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data),
                     block_counters={"inline": derivations.counters_kept, "derived": derivations.counters_removed,
                                     "on_branches": sum(derivations.edges.values())})
-
-    mode = {}
-    for proc in binary.procedures:
-        for ins in proc.instructions():
-            mode[ins.address] = ins.thumb
-
-    proc_starts = [p.address for p in binary.procedures]
-
-    def mode_at(addr: int) -> bool:
-        if addr in mode:
-            return mode[addr]
-        i = bisect.bisect_right(proc_starts, addr) - 1
-        proc = binary.procedures[i] if i >= 0 else None
-        return bool(proc and proc.address <= addr < proc.end and proc.thumb)
-
-    units = SiteUnit()
-    for hook in _all_hooks(binary):
-        for kind, value in zip(hook.prototype.kinds, hook.args):
-            if kind is Arg.STRING:
-                units.string_symbol(str(value))
-
-    candidates = [p for p in binary.procedures if _has_hooks(p)]
-    relocated_addrs = {i.address for p in candidates for i in p.instructions()}
-    ctx = RelocationContext(
-        relocated=relocated_addrs, mode_at=mode_at, read=binary.read,
-        function_label=lambda name: ("sym", name),
-        string_label=lambda text: ("sym", units.string_symbol(text)),
-        counter_label=lambda name, index: ("sym+", f"anvil_array_{name}", 8 * index),
-        xlate_label=("sym", "anvil_xlate_entry"),
-        # Cortex-M cores have no d16-d31 (FPv4-SP: d0-d15 at most): registers go on the stack.
-        scratch=Scratch(not binary.is_firmware and high_vfp_free(binary) and not os.environ.get("ANVIL_STACK_SCRATCH")),
-    )
-    chosen = []
-    for proc in candidates:
-        reason = _relocatable(proc, ctx)
-        if reason is None:
-            chosen.append(proc)
-        else:
-            report.not_relocated.append({"procedure": proc.name, "address": proc.address, "reason": reason})
-            relocated_addrs.difference_update(i.address for i in proc.instructions())
-    ctx.veneers.clear()
-
-    # The analysis library: runtime, tool, generated site tables.
     toolchain = tb.toolchain_for(binary.is_firmware, binary.dsp)
-    include = [tb.RUNTIME_DIR, tb.COMMON_DIR]
     sources, site_source = library(toolchain)
-    site_source += derivations.source()
-    objects = [tb.compile_c(src, include, toolchain=toolchain) for src in sources]
-    objects.append(tb.compile_c("sites.c", include, text=site_source, toolchain=toolchain))
     base = placement.flash.start if placement else REGION_OFFSET
-    probe = tb.link(objects, base, base + 0x10000000, toolchain)
-
-    code = Code((base + len(probe.text) + 15) & ~15, pic=binary.is_pie, ge=binary.dsp)
-    if placement is None:
-        code.label("header")
-        code.later(32, lambda at, r: b"")  # placeholder, replaced below
-        header_index = len(code._chunks) - 1
-    for proc in chosen:
-        relocate_procedure(proc, code, ctx)
-    for key, label in sorted(ctx.veneers.items(), key=lambda kv: kv[0]):
-        emit_veneer(key, label, code)
-    for name in sorted(ctx.call_stubs):
-        emit_call_stub(code, name, ("sym", name))
-    for proc, key in ctx.xlate_tables:
-        emit_xlate_table(proc, key, code)
+    # The analysis library (runtime, tool, generated site tables) is compiled meanwhile;
+    # the code is relocated at address 0 and moved once the library's size is known.
+    with _LibraryBuild(sources, site_source + derivations.source(), toolchain, base) as build:
+        code, chosen, relocated_addrs = build.alongside(lambda: _relocate_program(binary, report, placement is None))
+        objects, probe = build.result()
+    code.rebase((base + len(probe.text) + 15) & ~15)
 
     if placement is not None:
         # Firmware: 4-byte branches at the entries (the copies are in range), the runtime's
@@ -277,19 +229,7 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
         raise AnvilError("analysis library changed size between links")
 
     symbols = lib.symbols
-
-    def resolve(key):
-        if key in code.labels:
-            return code.labels[key]
-        if isinstance(key, tuple) and key[0] == "sym":
-            if key[1] not in symbols:
-                raise AnvilError(f"analysis routine or symbol '{key[1]}' is not defined by tool {tool_name}")
-            return symbols[key[1]]
-        if isinstance(key, tuple) and key[0] == "with_bit":
-            return resolve(key[1]) | key[2]
-        if isinstance(key, tuple) and key[0] == "sym+":
-            return symbols[key[1]] + key[2]
-        raise AnvilError(f"internal error: unresolved label {key!r}")
+    resolve = functools.partial(_resolve, code.labels, symbols, tool_name)
 
     if placement is not None:
         code_bytes = code.finish(resolve)
@@ -308,7 +248,7 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
         entry_target = binary.entry
     header = struct.pack("<8I", HEADER_MAGIC, REGION_OFFSET, code_end, file_end, lib.bss_end,
                          entry_target, len(patch_words), code.labels["patches"])
-    code._chunks[header_index] = header
+    code._chunks[HEADER_CHUNK] = header
     code_bytes = code.finish(resolve)
     if os.environ.get("ANVIL_ADDRESS_MAP"):  # debugging aid: relocated -> original addresses
         with open(os.environ["ANVIL_ADDRESS_MAP"], "w") as f:
@@ -326,6 +266,166 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
 
     data = _write_elf(binary, bytes(region), patches, targets, tail, code.labels["header"], symbols["anvil_init"])
     return _finish(report, output, data, chosen, started)
+
+
+def _resolve(labels: dict, symbols: dict[str, int], tool_name: str, key: Hashable) -> int:
+    """The address of ``key``: a label of the code, a symbol of the library (``("sym", name)``,
+    ``("sym+", name, offset)``) or a label with the Thumb bit (``("with_bit", key, bit)``).
+
+    A module function, not a closure calling itself: that would be a reference cycle
+    holding every label until the cycle collector ran.
+    """
+    at = labels.get(key)
+    if at is not None:
+        return at
+    if isinstance(key, tuple) and key[0] == "sym":
+        if key[1] not in symbols:
+            raise AnvilError(f"analysis routine or symbol '{key[1]}' is not defined by tool {tool_name}")
+        return symbols[key[1]]
+    if isinstance(key, tuple) and key[0] == "with_bit":
+        return _resolve(labels, symbols, tool_name, key[1]) | key[2]
+    if isinstance(key, tuple) and key[0] == "sym+":
+        return symbols[key[1]] + key[2]
+    raise AnvilError(f"internal error: unresolved label {key!r}")
+
+
+def _relocate_program(binary: Binary, report: Report, with_header: bool) -> tuple[Code, list[Procedure], set[int]]:
+    """The code of every procedure with hooks that can be relocated, at link address 0
+    (see _relocate_code); the procedures in it and the addresses of their instructions."""
+    mode = {ins.address: ins.thumb for proc in binary.procedures for ins in proc.instructions()}
+    proc_starts = [p.address for p in binary.procedures]
+
+    def mode_at(addr: int) -> bool:
+        if addr in mode:
+            return mode[addr]
+        i = bisect.bisect_right(proc_starts, addr) - 1
+        proc = binary.procedures[i] if i >= 0 else None
+        return bool(proc and proc.address <= addr < proc.end and proc.thumb)
+
+    units = SiteUnit()
+    for hook in _all_hooks(binary):
+        for kind, value in zip(hook.prototype.kinds, hook.args):
+            if kind is Arg.STRING:
+                units.string_symbol(str(value))
+
+    candidates = [p for p in binary.procedures if _has_hooks(p)]
+    relocated_addrs = {i.address for p in candidates for i in p.instructions()}
+    # Cortex-M cores have no d16-d31 (FPv4-SP: d0-d15 at most): registers go on the stack.
+    scratch = Scratch(not binary.is_firmware and high_vfp_free(binary) and not os.environ.get("ANVIL_STACK_SCRATCH"))
+
+    def new_context() -> RelocationContext:
+        return RelocationContext(
+            relocated=relocated_addrs, mode_at=mode_at, read=binary.read,
+            function_label=lambda name: ("sym", name),
+            string_label=lambda text: ("sym", units.string_symbol(text)),
+            counter_label=lambda name, index: ("sym+", f"anvil_array_{name}", 8 * index),
+            xlate_label=("sym", "anvil_xlate_entry"),
+            scratch=scratch,
+        )
+
+    new_code = functools.partial(Code, 0, pic=binary.is_pie, ge=binary.dsp)
+    code, chosen = _relocate_code(candidates, new_context, new_code, relocated_addrs, report, with_header)
+    return code, chosen, relocated_addrs
+
+
+def _relocate_code(candidates: list[Procedure], new_context: Callable[[], RelocationContext],
+                   new_code: Callable[[], Code], relocated_addrs: set[int], report: Report,
+                   with_header: bool) -> tuple[Code, list[Procedure]]:
+    """The code of the candidates that can be relocated (see _emit_code), and those.
+
+    All are relocated at once first: a procedure that cannot be (an instruction form the
+    relocator does not support) is rare, and finding those beforehand takes a trial
+    relocation of every instruction that involves the PC. When that fails, or anything
+    else does, the trial is made (_choose) and the code emitted again without the
+    procedures it refuses, which gives what doing so from the start gives, errors included.
+    """
+    code = new_code()
+    try:
+        _emit_code(code, candidates, new_context(), with_header)
+        return code, list(candidates)
+    except AnvilError:  # Unsupported, or an error that the trial may avoid (it leaves procedures out)
+        pass
+    chosen = _choose(candidates, new_context(), relocated_addrs, report)
+    code = new_code()
+    _emit_code(code, chosen, new_context(), with_header)
+    return code, chosen
+
+
+def _choose(candidates: list[Procedure], ctx: RelocationContext, relocated_addrs: set[int],
+            report: Report) -> list[Procedure]:
+    """The candidates that can be relocated; the others are reported and their addresses
+    taken out of ``relocated_addrs`` (so branches to them go to the original code)."""
+    chosen = []
+    for proc in candidates:
+        reason = _relocatable(proc, ctx)
+        if reason is None:
+            chosen.append(proc)
+        else:
+            report.not_relocated.append({"procedure": proc.name, "address": proc.address, "reason": reason})
+            relocated_addrs.difference_update(i.address for i in proc.instructions())
+    ctx.veneers.clear()
+    return chosen
+
+
+HEADER_CHUNK = 0  # the region header's place in the code (emitted first), filled last
+
+
+def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with_header: bool) -> None:
+    """The relocated procedures with their hooks, then the veneers, call stubs and
+    translation tables they asked for; ``with_header``: after 32 bytes for the region header."""
+    if with_header:
+        code.label("header")
+        code.later(32, lambda at, r: b"")  # placeholder, replaced at HEADER_CHUNK
+    for proc in chosen:
+        relocate_procedure(proc, code, ctx)
+    for key, label in sorted(ctx.veneers.items(), key=lambda kv: kv[0]):
+        emit_veneer(key, label, code)
+    for name in sorted(ctx.call_stubs):
+        emit_call_stub(code, name, ("sym", name))
+    for proc, key in ctx.xlate_tables:
+        emit_xlate_table(proc, key, code)
+
+
+T = TypeVar("T")
+
+
+class _LibraryBuild:
+    """The analysis library, compiled and linked (at ``base``, for its size) on a thread of
+    its own while the emitter goes on, so that the compiler runs on another core.
+
+    Errors come as from a build made before what goes on meanwhile (``alongside``).
+    """
+
+    def __init__(self, sources: list[Path], site_source: str, toolchain: tb.Toolchain, base: int) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1)
+        self._built = self._pool.submit(_build_library, sources, site_source, toolchain, base)
+
+    def __enter__(self) -> _LibraryBuild:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True)
+
+    def alongside(self, work: Callable[[], T]) -> T:
+        """``work()`` while the build goes on; if both fail, the build's error is raised."""
+        try:
+            return work()
+        except BaseException:
+            self.result()  # raises the build's error, if it had one: it came first
+            raise
+
+    def result(self) -> tuple[list[Path], tb.LinkedLibrary]:
+        """The objects, and the library linked at ``base``."""
+        return self._built.result()
+
+
+def _build_library(sources: list[Path], site_source: str, toolchain: tb.Toolchain,
+                   base: int) -> tuple[list[Path], tb.LinkedLibrary]:
+    """Compile ``sources`` and the generated site unit; link them at ``base`` once, for the size."""
+    include = [tb.RUNTIME_DIR, tb.COMMON_DIR]
+    objects = [tb.compile_c(src, include, toolchain=toolchain) for src in sources]
+    objects.append(tb.compile_c("sites.c", include, text=site_source, toolchain=toolchain))
+    return objects, tb.link(objects, base, base + 0x10000000, toolchain)
 
 
 def _finish(report: Report, output: str, data: bytes, chosen: list[Procedure], started: float) -> Report:

@@ -113,6 +113,9 @@ class _T32(ISA):
     def pc_address(self, code: Code, rd: int, target: Hashable | int) -> None:
         """rd = runtime address of link-time ``target`` (label or address)."""
         if not code.pic:
+            if isinstance(target, int):  # known now: no fixup needed
+                code.emit(enc.t32_mov32(rd, target))
+                return
             code.later(8, lambda at, r: enc.t32_mov32(rd, _addr(target, r)))
             return
         code.later(10, lambda at, r: enc.t32_pc_address(rd, at, _addr(target, r)))
@@ -214,6 +217,9 @@ class _A32(ISA):
 
     def pc_address(self, code: Code, rd: int, target: Hashable | int) -> None:
         if not code.pic:
+            if isinstance(target, int):  # known now: no fixup needed
+                code.emit(enc.a32_mov32(rd, target))
+                return
             code.later(8, lambda at, r: enc.a32_mov32(rd, _addr(target, r)))
             return
         code.later(12, lambda at, r: enc.a32_pc_address(rd, at, _addr(target, r)))

@@ -30,6 +30,7 @@ from ..api import Arg, Options, Prototype, Tool
 from ..boards import DEFAULT_UART_BASE, UART_SPAN
 from ..errors import AnvilError
 from ..ir.flow import exclusive_windows
+from ..ir.gc_pause import gc_paused
 from ..ir.model import Binary, Hook, Instruction, Point
 from . import site_format
 from . import target_build as tb
@@ -216,6 +217,7 @@ def channel_source(toolchain: tb.Toolchain, channel: dict | None) -> Path:
     return tb.platform_dir(toolchain) / name
 
 
+@gc_paused
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
     """Write the ReHost-instrumented ``output`` and its site table ``output + SITE_TABLE_SUFFIX``."""
     started = time.monotonic()

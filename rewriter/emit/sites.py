@@ -30,7 +30,7 @@ def c_string(text: str) -> str:
 def _array(ctype: str, name: str, values: list[int], per_line: int = 16) -> str:
     if not values:
         values = [0]
-    rows = [", ".join(str(v) for v in values[i:i + per_line]) for i in range(0, len(values), per_line)]
+    rows = [", ".join(map(str, values[i:i + per_line])) for i in range(0, len(values), per_line)]
     body = ",\n  ".join(rows)
     return f"const {ctype} {name}[{len(values)}] = {{\n  {body}\n}};\n"
 

@@ -14,7 +14,7 @@ from collections import deque
 
 from elftools.elf.elffile import ELFFile
 
-from ..arch.arm_decode import decode_range, make_disassembler
+from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
 from .model import Binary, Instruction, Procedure
 
 CHUNK = 256
@@ -94,13 +94,14 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     """
     ranges = _exec_ranges(elf)
     md = {True: make_disassembler(True), False: make_disassembler(False)}
+    cache = DecodeCache()  # chunks overlap and descents repeat: most instructions are decoded again
     entries: dict[int, bool] = {}
     for addr, thumb in _seeds(binary, elf, ranges):
         if _inside(ranges, addr):
             entries.setdefault(addr, thumb)
     noreturn = _noreturn_plt(elf)
     while True:
-        found, new = _descend_all(binary, md, ranges, entries, noreturn)
+        found, new = _descend_all(binary, md, cache, ranges, entries, noreturn)
         added = {a: t for a, t in new.items() if a not in entries}
         if not added:
             break
@@ -120,7 +121,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     return procs, decoded
 
 
-def _descend_all(binary: Binary, md: dict, ranges: list[tuple[int, int]], entries: dict[int, bool],
+def _descend_all(binary: Binary, md: dict, cache: DecodeCache, ranges: list[tuple[int, int]], entries: dict[int, bool],
                  noreturn: set[int]) -> tuple[dict[int, dict[int, Instruction]], dict[int, bool]]:
     """Decode every procedure from its entry; returns its instructions and the call targets seen."""
     import bisect
@@ -135,7 +136,8 @@ def _descend_all(binary: Binary, md: dict, ranges: list[tuple[int, int]], entrie
         while work:
             cur, thumb = work.popleft()
             while entry <= cur < limit and cur not in mine and _inside(ranges, cur):
-                got = _split_it(decode_range(md[thumb], binary.read(cur, min(CHUNK, limit - cur)), cur, thumb)[0])
+                got = _split_it(decode_range(md[thumb], binary.read(cur, min(CHUNK, limit - cur)), cur, thumb,
+                                               cache)[0])
                 if not got:
                     break
                 stop = False

@@ -9,6 +9,8 @@ analysis routines.
 from __future__ import annotations
 
 import fnmatch
+import itertools
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -82,6 +84,8 @@ class Instruction:
     line: str | None = None
     hooks: list[Hook] = field(default_factory=list)
     block: Block | None = field(default=None, repr=False)
+    # Capstone's instruction with operand details, where the facts or relocation need them.
+    # Instructions with the same encoding may share one, whose address is then another's.
     detail: object = field(default=None, repr=False)
 
     @property
@@ -186,8 +190,8 @@ class Procedure:
         return self.address + self.size
 
     def instructions(self) -> Iterator[Instruction]:
-        for block in self.blocks:
-            yield from block.instructions
+        """The instructions of every block, in order (chained in C: the emitter walks them often)."""
+        return itertools.chain.from_iterable(block.instructions for block in self.blocks)
 
     def call(self, point: Point, prototype: Prototype, *args: object) -> None:
         """Call ``prototype`` on entry to the procedure (Point.BEFORE)."""
@@ -195,6 +199,29 @@ class Procedure:
             raise NotImplementedError("only Point.BEFORE (entry) is supported on procedures")
         prototype.check_args(args)
         self.hooks.append(Hook(point, prototype, args))
+
+
+def _owner_reference(name: str, owner: str) -> property:
+    """A field ``name`` that refers to the object owning this one (its ``owner``) weakly."""
+    slot = f"_{name}_ref"
+
+    def get(self: object) -> object:
+        ref = getattr(self, slot)
+        return None if ref is None else ref()
+
+    def put(self: object, value: object) -> None:
+        setattr(self, slot, None if value is None else weakref.ref(value))
+
+    return property(get, put, doc=f"The {owner} this belongs to (None once the {owner} is gone).")
+
+
+# The IR is owned downwards: a Binary holds its procedures, a procedure its blocks, a
+# block its instructions. The references back up (an instruction's block, a block's
+# procedure) are weak, so that the IR has no reference cycles: it is freed as soon as
+# it is dropped, not later by the cycle collector, which needs most of a second to walk
+# the IR of a large program (at the latest when the interpreter exits).
+Instruction.block = _owner_reference("block", "block")  # type: ignore[assignment]
+Block.procedure = _owner_reference("procedure", "procedure")  # type: ignore[assignment]
 
 
 @dataclass
@@ -254,7 +281,8 @@ class Binary:
                 block.counter_increments.clear()
                 block.edge_increments.clear()
                 for ins in block.instructions:
-                    ins.hooks.clear()
+                    if ins.hooks:
+                        ins.hooks.clear()
 
     def select(self, only: list[str] | None = None, skip: list[str] | None = None) -> list[Procedure]:
         """Procedures whose names match any ``only`` glob (all if none) and no ``skip`` glob."""

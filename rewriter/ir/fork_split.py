@@ -1,0 +1,101 @@
+"""Share independent pieces of work with a forked process, so that a second core helps.
+
+The rewriter is single-threaded Python; some of its phases are loops over procedures
+whose results do not depend on each other (counter placement plans each procedure on
+its own). ``split_map`` gives the later part of such a loop to a child made with
+``fork`` (it sees the IR as it is, without copying it first) and takes its results back
+through a pipe, pickled; results are small next to the work that makes them.
+
+Results and errors are those of the plain loop: whenever the child fails or cannot be
+used, its part is computed here. A child is made only where forking is safe and may pay:
+Linux, two usable cores, a single thread in this process (a fork copies no other thread,
+so a lock one of them held would stay locked in the child), and enough work.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+X = TypeVar("X")
+Y = TypeVar("Y")
+
+
+def split_map(work: Callable[[X], Y], items: Sequence[X], weight: Callable[[X], int], min_weight: int) -> list[Y]:
+    """``[work(x) for x in items]``, the later part (about half of the total ``weight``)
+    computed by a forked child when the total is at least ``min_weight``."""
+    weights = [weight(x) for x in items]
+    if sum(weights) < min_weight or not _can_fork():
+        return [work(x) for x in items]
+    split = _halfway(weights)
+    own, theirs = items[:split], items[split:]
+    if not theirs:
+        return [work(x) for x in items]
+    child, pipe = _fork(work, theirs)
+    try:
+        mine = [work(x) for x in own]
+    except BaseException:
+        _collect(child, pipe, expected=0)  # reaps the child; its results are not needed
+        raise
+    got = _collect(child, pipe, expected=len(theirs))
+    return mine + (got if got is not None else [work(x) for x in theirs])
+
+
+def _can_fork() -> bool:
+    """Linux (where fork without exec is the usual way; other systems' libraries may not
+    survive it), two cores usable, and no other thread in this process."""
+    if not sys.platform.startswith("linux"):
+        return False
+    return len(os.sched_getaffinity(0)) >= 2 and threading.active_count() == 1
+
+
+def _halfway(weights: list[int]) -> int:
+    """The index where the weights before it first reach half of the total."""
+    half = sum(weights) / 2
+    total = 0
+    for i, w in enumerate(weights):
+        total += w
+        if total >= half:
+            return i + 1
+    return len(weights)
+
+
+def _fork(work: Callable[[X], Y], items: Sequence[X]) -> tuple[int, int]:
+    """A child computing ``work`` over ``items`` and writing the pickled results to a pipe;
+    returns its pid and the pipe's reading end."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns, whatever happens
+        status = 1
+        try:
+            os.close(read_end)
+            payload = pickle.dumps([work(x) for x in items], protocol=pickle.HIGHEST_PROTOCOL)
+            with open(write_end, "wb") as pipe:
+                pipe.write(payload)
+            status = 0
+        finally:
+            os._exit(status)  # no atexit handlers, no flushing of the parent's buffers
+    os.close(write_end)
+    return pid, read_end
+
+
+def _collect(pid: int, read_end: int, expected: int) -> list | None:
+    """The child's results (None if it failed or gave other than ``expected`` of them),
+    once it has exited."""
+    payload = b""
+    try:
+        if expected:
+            with open(read_end, "rb") as pipe:
+                payload = pipe.read()
+        else:
+            os.close(read_end)  # a child still writing gets an error and exits
+    finally:
+        _, status = os.waitpid(pid, 0)
+    if status != 0 or not payload:
+        return None
+    results = pickle.loads(payload)
+    return results if len(results) == expected else None
