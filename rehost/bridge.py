@@ -124,6 +124,11 @@ class _Forward:
                 continue
         return False
 
+    def send(self, chunk: bytes) -> None:
+        """Forward ``chunk``, or count it lost when the call has ended."""
+        if not self._put(chunk):
+            self.lost += len(chunk)
+
     def pump(self, sock: socket.socket) -> None:
         """Forward everything ``sock`` delivers until it closes, then end the stream."""
         buffer = bytearray(CHUNK)
@@ -134,9 +139,7 @@ class _Forward:
                 size = 0
             if not size:
                 break
-            chunk = bytes(memoryview(buffer)[:size])  # one copy, not two
-            if not self._put(chunk):
-                self.lost += len(chunk)
+            self.send(bytes(memoryview(buffer)[:size]))  # one copy, not two
         self._put(None)
 
     def finish(self, returncode: int | None, stdout: bytes = b"", stderr: bytes = b"") -> Outcome:
@@ -227,8 +230,7 @@ def run_with_pipe(cmd: list[str], pipe_path: str, channel: grpc.Channel, tool: s
             except BlockingIOError:
                 chunk = b""
             if chunk:
-                if not forward._put(chunk):
-                    forward.lost += len(chunk)
+                forward.send(chunk)
                 if len(chunk) < GATHER:  # a writer of small pieces (a UART: bytes): forward chunks, not bytes
                     time.sleep(GATHER_PAUSE)
                 continue
@@ -298,8 +300,7 @@ def read_records(path: str, channel: grpc.Channel, tool: str, site_table: bytes,
             if not chunk:
                 break
             started = True
-            if not forward._put(chunk):
-                forward.lost += len(chunk)
+            forward.send(chunk)
     finally:
         os.close(fd)
         forward._put(None)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from rewriter.emit.site_format import FORMAT, VERSION, digest
+from rewriter.emit.site_format import FORMAT, TRANSPORTS, VERSION, Channel, digest
 
 DYNAMIC_KINDS = {"effaddr", "reg_value"}
 STATIC_KINDS = {"const", "string", "inst_addr", "access_size", "is_store", "block_insns"}
@@ -51,14 +51,6 @@ class Array:
     @property
     def nbytes(self) -> int:
         return self.length * self.element_size
-
-
-@dataclass(frozen=True)
-class Channel:
-    """How a firmware image's records leave the board (rewriter/emit/rehost.py, firmware_channel)."""
-
-    transport: str              # "semihosting" (a host file) or "uart"
-    uart_base: int | None = None  # uart: the MMIO base of the UART the image writes
 
 
 @dataclass
@@ -132,7 +124,7 @@ def _check_call(index: object, args: list, routines: list[Routine], where: str, 
 def _channel(value: object) -> Channel | None:
     if value is None:
         return None
-    _expect(isinstance(value, dict) and value.get("transport") in ("semihosting", "uart"),
+    _expect(isinstance(value, dict) and value.get("transport") in TRANSPORTS,
             f"channel {value!r} is not one this version knows")
     base = value.get("uart_base")  # type: ignore[union-attr]
     if value["transport"] == "uart":  # type: ignore[index]

@@ -172,7 +172,7 @@ def test_flag_free_translation(target: int) -> None:
     copies = {0x8000: 0x11000, 0x8004: 0x11010, 0x8040: 0x11100}  # instruction starts -> relocated
     at, table = 0x10000, 0x10800
     code = Code(at)
-    _flag_free_xlate(code, proc.address, proc)
+    _flag_free_xlate(code, proc)
     data = code.finish(lambda key: code.labels[key] if key in code.labels else table)
     entries = [0] * (proc.size // 2)
     for original, copy in copies.items():

@@ -355,9 +355,15 @@ def t32_logic_imm(op: int, rd: int, rn: int, imm: int) -> bytes:
     return _t32_modimm_op(0xF000 | (op << 5), rd, rn, imm)
 
 
+def _t32_shift_imm(shift_type: int, rd: int, rm: int, amount: int, setflags: bool) -> bytes:
+    """MOV{S}.W rd, rm, <shift> #amount: the immediate shifts (0 LSL, 1 LSR, 2 ASR)."""
+    return _hw(0xEA4F | (setflags << 4),
+               ((amount >> 2) << 12) | (rd << 8) | ((amount & 3) << 6) | (shift_type << 4) | rm)
+
+
 def t32_lsl_imm(rd: int, rm: int, amount: int) -> bytes:
     """LSL.W rd, rm, #amount (1-31) without setting the flags."""
-    return _hw(0xEA4F, ((amount >> 2) << 12) | (rd << 8) | ((amount & 3) << 6) | rm)
+    return _t32_shift_imm(0, rd, rm, amount, False)
 
 
 def t32_bic_reg(rd: int, rn: int, rm: int) -> bytes:
@@ -367,7 +373,7 @@ def t32_bic_reg(rd: int, rn: int, rm: int) -> bytes:
 
 def t32_lsr_imm(rd: int, rm: int, amount: int, setflags: bool = False) -> bytes:
     """LSR.W rd, rm, #amount (1-31), without setting the flags unless ``setflags`` (LSRS.W)."""
-    return _hw(0xEA4F | (setflags << 4), ((amount >> 2) << 12) | (rd << 8) | ((amount & 3) << 6) | (1 << 4) | rm)
+    return _t32_shift_imm(1, rd, rm, amount, setflags)
 
 
 def t32_cbz(rn: int, offset: int, nonzero: bool = False) -> bytes:

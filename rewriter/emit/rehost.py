@@ -40,7 +40,6 @@ from .sites import SiteUnit, c_string, image_facts
 
 SITE_TABLE_SUFFIX = ".sites.json"
 CHANNEL_SUFFIX = ".records"  # firmware over semihosting: the host file (a named pipe) records go to
-TRANSPORTS = ("semihosting", "uart")  # how a firmware image's records leave the board
 MAX_SITES = 0xFFFFFF00  # ids above are stream markers (rehost/stream.py)
 
 
@@ -189,11 +188,11 @@ def channel_path(output: str) -> str:
     return os.path.basename(output) + CHANNEL_SUFFIX
 
 
-def firmware_channel(binary: Binary, opts: Options) -> dict | None:
+def firmware_channel(binary: Binary, opts: Options) -> site_format.Channel | None:
     """How the image's records leave it, as the site table records it (None: a Linux program's socket)."""
     transport = opts.transport or "semihosting"
-    if transport not in TRANSPORTS:
-        raise AnvilError(f"unknown ReHost transport '{transport}' (transports: {', '.join(TRANSPORTS)})")
+    if transport not in site_format.TRANSPORTS:
+        raise AnvilError(f"unknown ReHost transport '{transport}' (transports: {', '.join(site_format.TRANSPORTS)})")
     if not binary.is_firmware:
         if opts.transport or opts.uart_base is not None:
             raise AnvilError("--transport and --uart-base are for Cortex-M images: a Linux program sends its "
@@ -202,18 +201,18 @@ def firmware_channel(binary: Binary, opts: Options) -> dict | None:
     if transport != "uart":
         if opts.uart_base is not None:
             raise AnvilError("--uart-base needs --transport uart")
-        return {"transport": transport}
+        return site_format.Channel(transport)
     base = DEFAULT_UART_BASE if opts.uart_base is None else opts.uart_base
     for segment in binary.segments:
         if segment.memsz and base < segment.vaddr + segment.memsz and segment.vaddr < base + UART_SPAN:
             raise AnvilError(f"--uart-base {base:#x} is inside the image ({segment.vaddr:#x}.."
                              f"{segment.vaddr + segment.memsz:#x}), not a UART")
-    return {"transport": "uart", "uart_base": base}
+    return site_format.Channel("uart", base)
 
 
-def channel_source(toolchain: tb.Toolchain, channel: dict | None) -> Path:
+def channel_source(toolchain: tb.Toolchain, channel: site_format.Channel | None) -> Path:
     """The communicator's channel for the platform and transport."""
-    name = "anvil_channel_uart.c" if channel and channel["transport"] == "uart" else "anvil_channel.c"
+    name = "anvil_channel_uart.c" if channel and channel.transport == "uart" else "anvil_channel.c"
     return tb.platform_dir(toolchain) / name
 
 
@@ -227,14 +226,14 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     table, target_arrays = plan(binary, tool)
     # Target arrays in the order of the tool's declaration: the END record refers to them by position.
     arrays = {name: tool.arrays[name] for name in tool.arrays if name in target_arrays}
-    document = json.dumps(table.document(list(arrays), channel), separators=(",", ":")).encode()
+    document = json.dumps(table.document(list(arrays), channel and channel.document()), separators=(",", ":")).encode()
     units = SiteUnit()
     def library(toolchain: tb.Toolchain) -> tuple[list[Path], str]:
         generated = units.source(binary, {**arrays, **tool.filter_arrays()}, facts=False)
         sources = [*tb.runtime_sources(toolchain), tb.RUNTIME_DIR / "anvil_comm.c",
                    channel_source(toolchain, channel)]
-        if channel and channel["transport"] == "uart":
-            generated += f"const uint32_t anvil_rh_uart_base = {channel['uart_base']:#x}u;\n"
+        if channel and channel.transport == "uart":
+            generated += f"const uint32_t anvil_rh_uart_base = {channel.uart_base:#x}u;\n"
         elif channel:  # semihosting: the host file the records go to, beside the results file
             generated += f"const char anvil_rh_channel_path[] = {c_string(channel_path(output))};\n"
         return sources, generated + _communicator_source(arrays, site_format.digest(document))

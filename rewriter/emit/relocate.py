@@ -427,28 +427,23 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
     t, p = _scratch(sources, 2)
     table = ("xlate", _proc_of(ins))
     proc = ins.block.procedure
-    if ctx.scratch.vfp and isa.thumb and proc.thumb:
+    if ctx.scratch.vfp:
         saved = [(0, 1), (2, 3)]
         ctx.scratch.save(isa, code, saved)
         _compute_target(ins, name, isa, code, t, p, sources)
         if t != 0:
             isa.mov_reg(code, 0, t)
-        _flag_free_xlate(code, _proc_of(ins), proc)
+        keeps_flags = isa.thumb and proc.thumb  # CBZ: T32 only; A32 saves the flags in d18
+        if keeps_flags:
+            _flag_free_xlate(code, proc)
+        else:
+            isa.mrs(code, 2)
+            isa.to_d(code, 18, 2, 2)
+            _inline_xlate(isa, code, proc)
         _slot_below_sp(isa, code, 3)
-        ctx.scratch.restore(isa, code, saved)
-        _jump_via_slot(isa, code)
-    elif ctx.scratch.vfp:
-        saved = [(0, 1), (2, 3)]
-        ctx.scratch.save(isa, code, saved)
-        _compute_target(ins, name, isa, code, t, p, sources)
-        if t != 0:
-            isa.mov_reg(code, 0, t)
-        isa.mrs(code, 2)
-        isa.to_d(code, 18, 2, 2)
-        _inline_xlate(isa, code, _proc_of(ins), ins.block.procedure)
-        _slot_below_sp(isa, code, 3)
-        isa.from_d(code, 2, 3, 18)
-        isa.msr(code, 2)
+        if not keeps_flags:
+            isa.from_d(code, 2, 3, 18)
+            isa.msr(code, 2)
         ctx.scratch.restore(isa, code, saved)
         _jump_via_slot(isa, code)
     else:
@@ -466,7 +461,7 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
         isa.end_skip(code, skip)
 
 
-def _inline_xlate(isa: ISA, code: Code, key: int, proc: Procedure) -> None:
+def _inline_xlate(isa: ISA, code: Code, proc: Procedure) -> None:
     """r3 = relocated address of the original target in r0 (r0 itself when outside ``proc``).
 
     Uses r0-r2 and the flags (saved by the caller). No bias is needed: the procedure's
@@ -481,7 +476,7 @@ def _inline_xlate(isa: ISA, code: Code, key: int, proc: Procedure) -> None:
     isa.cmp_reg(code, 0, 2)
     isa.branch(code, done, COND_HS)
     isa.lsr_imm(code, 0, 0, 1 if proc.thumb else 2)
-    isa.pc_address(code, 2, ("xlate_entries", key))
+    isa.pc_address(code, 2, ("xlate_entries", proc.address))
     isa.ldr_index4(code, 1, 2, 0)
     isa.cmp_zero(code, 1)
     isa.branch(code, done, COND_EQ)
@@ -489,7 +484,7 @@ def _inline_xlate(isa: ISA, code: Code, key: int, proc: Procedure) -> None:
     code.label(done)
 
 
-def _flag_free_xlate(code: Code, key: int, proc: Procedure) -> None:
+def _flag_free_xlate(code: Code, proc: Procedure) -> None:
     """T32: r3 = relocated address of the original target in r0 (r0 itself when outside
     ``proc`` or not an instruction start), using r0-r2 and leaving the flags alone.
 
@@ -508,7 +503,7 @@ def _flag_free_xlate(code: Code, key: int, proc: Procedure) -> None:
     T32.bic_reg(code, 1, 1, 0)
     T32.lsr_imm(code, 1, 1, 31)                          # r1 = off < size
     T32.cbz(code, 1, done)
-    T32.pc_address(code, 2, ("xlate_entries", key))
+    T32.pc_address(code, 2, ("xlate_entries", proc.address))
     T32.ldr_index(code, 1, 2, 0, 1)                      # halfword offset -> word entry
     T32.cbz(code, 1, done)
     T32.add_shifted(code, 3, 2, 1, 0, 0)

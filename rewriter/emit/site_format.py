@@ -9,9 +9,24 @@ programs inherit).
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 FORMAT = "anvil-rehost-sites"
 VERSION = 1
+TRANSPORTS = ("semihosting", "uart")  # how a firmware image's records leave the board
+
+
+@dataclass(frozen=True)
+class Channel:
+    """How a firmware image's records leave the board: the table's ``channel`` entry
+    (written by emit/rehost.py firmware_channel, read by rehost/sitetable.py)."""
+
+    transport: str                # "semihosting" (a host file) or "uart"
+    uart_base: int | None = None  # uart: the MMIO base of the UART the image writes
+
+    def document(self) -> dict:
+        """The entry as the site table file holds it."""
+        return {"transport": self.transport, **({"uart_base": self.uart_base} if self.transport == "uart" else {})}
 
 
 def digest(document: bytes) -> bytes:
