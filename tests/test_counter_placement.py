@@ -202,3 +202,16 @@ def test_report_counts_block_counters(tmp_path) -> None:
     blocks = sum(len(p.blocks) for p in load_binary(str(binary)).procedures)
     assert counters["inline"] + counters["derived"] == blocks
     assert counters["derived"] > blocks // 20 and counters["on_branches"] > 0
+
+
+def test_procedure_too_large_for_the_program_has_no_plan() -> None:
+    """Block positions are 15-bit operands (bit 15 marks an edge counter): a procedure
+    with more blocks keeps a counter on every block rather than a wrong derivation."""
+    from rewriter.emit.counter_placement import MAX_VALUES
+
+    n = MAX_VALUES + 1
+    flow = ProcedureFlow(successors=[[i + 1] for i in range(n - 1)] + [[]], from_outside={0}, to_outside={n - 1})
+    assert _plan(flow) is None
+    flow = ProcedureFlow(successors=[[i + 1] for i in range(n - 2)] + [[]], from_outside={0}, to_outside={n - 2})
+    plan = _plan(flow)
+    assert plan is not None and len(plan.carriers) == 1

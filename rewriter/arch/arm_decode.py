@@ -88,17 +88,11 @@ def _quick(addr: int, size: int, raw: bytes, thumb: bool, mnemonic: str, op_str:
     if "pc" in op_str:
         return None
     name, _ = base_name(mnemonic)
-    got = quick_facts(name, op_str)
-    if got is None:
+    accesses = quick_facts(name, op_str)
+    if accesses is None:
         return None
-    accesses, target = got
-    ins = Instruction(address=addr, size=size, raw=raw, thumb=thumb, mnemonic=mnemonic, op_str=op_str, name=name,
-                      accesses=accesses)
-    if target is not None:
-        ins.is_branch = ins.writes_pc = True
-        ins.branch_target = target
-        ins.is_call = name in ("bl", "blx")
-    return ins
+    return Instruction(address=addr, size=size, raw=raw, thumb=thumb, mnemonic=mnemonic, op_str=op_str, name=name,
+                       accesses=accesses)
 
 
 def _quick_pc(md: capstone.Cs, addr: int, raw: bytes, thumb: bool, mnemonic: str, op_str: str,
@@ -116,10 +110,10 @@ def _quick_pc(md: capstone.Cs, addr: int, raw: bytes, thumb: bool, mnemonic: str
     new = functools.partial(Instruction, address=addr, size=len(raw), raw=raw, thumb=thumb, mnemonic=mnemonic,
                             op_str=op_str)
     if with_condition(mnemonic, "pop") and op_str.endswith("pc}"):
-        got = quick_facts("pop", op_str)
-        if got is None:
+        accesses = quick_facts("pop", op_str)
+        if accesses is None:
             return None
-        return new(name="pop", accesses=got[0], is_branch=True, is_return=True, writes_pc=True)
+        return new(name="pop", accesses=accesses, is_branch=True, is_return=True, writes_pc=True)
     if with_condition(mnemonic, "add") and op_str.endswith(", pc") and op_str[:-4] in REG:
         return new(name="add", reads_pc=True, detail=cache.detail(md, raw, addr, thumb))
     name, _ = base_name(mnemonic)
@@ -262,13 +256,9 @@ def _direct_branch(addr: int, raw: bytes, thumb: bool, mnemonic: str, op_str: st
     if "pc" in op_str or op_str.count("#") != 1:
         return None
     target = int(op_str.rsplit("#", 1)[-1], 0) & 0xFFFFFFFF
-    if it_cond is not None:
-        cond = it_cond
-    elif thumb:
-        cond = _thumb_branch_cond(raw, name, 14)
-    else:
-        word = int.from_bytes(raw, "little")
-        cond = word >> 28 if word >> 28 != 15 else 14
+    cond = _encoded_condition(raw, thumb, it_cond)
+    if thumb and it_cond is None:
+        cond = _thumb_branch_cond(raw, name, cond)
     return Instruction(address=addr, size=len(raw), raw=raw, thumb=thumb, mnemonic=mnemonic, op_str=op_str,
                        name=name, cond=cond, in_it=it_cond is not None, is_branch=True, is_call=name in ("bl", "blx"),
                        branch_target=target, writes_pc=True)
@@ -296,6 +286,17 @@ def _is_it(raw: bytes, thumb: bool, mnemonic: str) -> bool:
                                 and bool(raw[0] & 0xF))
 
 
+def _encoded_condition(raw: bytes, thumb: bool, it_cond: int | None) -> int:
+    """The condition an enclosing IT block or an A32 encoding's top bits give (AL otherwise;
+    a T32 conditional branch carries its own, see _thumb_branch_cond)."""
+    if it_cond is not None:
+        return it_cond
+    if not thumb:
+        word = int.from_bytes(raw, "little")
+        return word >> 28 if word >> 28 != 15 else 14
+    return 14
+
+
 def _decode_one(md: capstone.Cs, addr: int, raw: bytes, thumb: bool, mnemonic: str, op_str: str,
                 it_cond: int | None, cache: DecodeCache) -> Instruction:
     """One instruction from capstone's text (and its details where the text is not enough).
@@ -304,13 +305,7 @@ def _decode_one(md: capstone.Cs, addr: int, raw: bytes, thumb: bool, mnemonic: s
     """
     size = len(raw)
     in_it = it_cond is not None
-    if it_cond is not None:
-        cond = it_cond
-    elif not thumb:
-        word = int.from_bytes(raw, "little")
-        cond = word >> 28 if word >> 28 != 15 else 14
-    else:
-        cond = 14
+    cond = _encoded_condition(raw, thumb, it_cond)
     if _is_it(raw, thumb, mnemonic):
         ins = Instruction(address=addr, size=size, raw=raw, thumb=thumb, mnemonic=mnemonic, op_str=op_str,
                           is_it=True)

@@ -105,13 +105,9 @@ def _expand(regs: list[str]) -> list[str] | None:
     return out
 
 
-def quick_facts(name: str, op_str: str) -> tuple[list[Access], int | None] | None:
-    """(accesses, direct branch target) for a supported form, else None."""
-    if name in BRANCH:
-        target = op_str.rsplit("#", 1)[-1] if "#" in op_str else None
-        if target is None or op_str.count("#") != 1:
-            return None
-        return [], int(target, 0) & 0xFFFFFFFF
+def quick_facts(name: str, op_str: str) -> list[Access] | None:
+    """The accesses of a supported memory form, else None. (Direct branches, the
+    other forms the text tells all of, are read by arm_decode._direct_branch.)"""
     if name in SINGLE or name in VSINGLE:
         first, _, rest = op_str.partition(", ")
         if name in ("strex",):
@@ -119,8 +115,7 @@ def quick_facts(name: str, op_str: str) -> tuple[list[Access], int | None] | Non
         size, is_store = SINGLE[name] if name in SINGLE else ({"s": 4, "d": 8}.get(first[:1], 0), VSINGLE[name])
         if not size:
             return None
-        got = _mem(rest, size, is_store)
-        return (got, None) if got is not None else None
+        return _mem(rest, size, is_store)
     if name in PAIR:
         parts = op_str.split(", ", 2)
         if len(parts) != 3:
@@ -129,7 +124,7 @@ def quick_facts(name: str, op_str: str) -> tuple[list[Access], int | None] | Non
         if got is None:
             return None
         a = got[0]
-        return [a, Access(a.is_store, 4, a.base, a.disp + 4, a.index, a.shift, a.shift_type, a.subtract)], None
+        return [a, Access(a.is_store, 4, a.base, a.disp + 4, a.index, a.shift, a.shift_type, a.subtract)]
     if name in ("push", "pop", "vpush", "vpop"):
         regs = _reglist(op_str)
         regs = _expand(regs) if regs is not None else None
@@ -137,7 +132,7 @@ def quick_facts(name: str, op_str: str) -> tuple[list[Access], int | None] | Non
             return None
         is_store = name in ("push", "vpush")
         sizes = [{"s": 4, "d": 8}.get(r[:1], 4) if name[0] == "v" else 4 for r in regs]
-        return multi_accesses(13, sizes, is_store, "db" if is_store else "ia"), None
+        return multi_accesses(13, sizes, is_store, "db" if is_store else "ia")
     if name in MULTI or name in VMULTI:
         base_text, _, rest = op_str.partition(", ")
         base = REG.get(base_text.rstrip("!"))
@@ -147,7 +142,7 @@ def quick_facts(name: str, op_str: str) -> tuple[list[Access], int | None] | Non
             return None
         is_store, mode = MULTI[name] if name in MULTI else VMULTI[name]
         sizes = [{"s": 4, "d": 8}.get(r[:1], 4) if name[0] == "v" else 4 for r in regs]
-        return multi_accesses(base, sizes, is_store, mode), None
+        return multi_accesses(base, sizes, is_store, mode)
     return None
 
 

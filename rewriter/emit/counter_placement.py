@@ -33,7 +33,7 @@ from ..ir.model import Binary, Procedure
 
 END_HOOKS = ("anvil_on_syscall", "anvil_program_end")  # where the program may be seen to end
 SUBTRACT = 0x8000  # in an operand: subtract the value; in a carrier: an edge counter
-MAX_VALUES = 0x7FFF
+MAX_VALUES = 0x7FFF  # values, and blocks of a procedure, a derivation program can name (bit 15 is SUBTRACT)
 
 
 def edge_array(array: str) -> str:
@@ -117,6 +117,9 @@ def place_counters(binary: Binary) -> Derivations:
     first (on two cores for a large program, see ir/fork_split.py), then applied in order.
     """
     result = Derivations(code={}, edges={})
+    counted = [(proc, arrays) for proc in binary.procedures if (arrays := _counted_arrays(proc))]
+    if not counted:  # a tool without block counters (cachesim, memtrace): no flow to build
+        return result
     entered = entries_from_elsewhere(binary)
     taken = binary.address_taken
     stops: set[int] = set()
@@ -125,7 +128,6 @@ def place_counters(binary: Binary) -> Derivations:
             stops.add(proc.blocks[0].address)
         stops.update(i.address for i in proc.instructions()
                      if i.hooks and any(h.prototype.name in END_HOOKS for h in i.hooks))
-    counted = [(proc, arrays) for proc in binary.procedures if (arrays := _counted_arrays(proc))]
 
     def plan_of(proc: Procedure) -> Plan | None:
         tables = {ins.address: table_branch_targets(binary, [ins]) for ins in proc.instructions()
@@ -282,6 +284,8 @@ def _chains(edges: list[tuple[int, int, int | None]], branches: dict[int, tuple[
 def _plan(flow: ProcedureFlow) -> Plan | None:
     """Which blocks to count and how to derive the others; None when every block must be counted."""
     n = len(flow.successors)
+    if n > MAX_VALUES:  # block positions and the block count are 15-bit operands of the program
+        return None
     outside = 0
     edges, branches = _flow_edges(flow)
     same, chains = _chains(edges, branches, 2 * n + 1)

@@ -183,7 +183,7 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     """Write ``binary`` with its hooks to ``output``, linked with the library ``library(toolchain)`` describes.
 
     ``library`` gives the C/assembly sources for the image's toolchain and the generated
-    site unit; it is called once the strings the hooks pass are known to ``units``. InHost links the tool's
+    site unit; it is called once the strings all hooks pass are known to ``units``. InHost links the tool's
     analysis routines; ReHost links the communicator (emit/rehost.py). ``opts`` gives
     the user's flash and RAM regions for firmware.
     """
@@ -193,13 +193,18 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data),
                     block_counters={"inline": derivations.counters_kept, "derived": derivations.counters_removed,
                                     "on_branches": sum(derivations.edges.values())})
+    for hook in _all_hooks(binary):  # every string a hook passes gets its symbol in the site unit
+        for kind, value in zip(hook.prototype.kinds, hook.args):
+            if kind is Arg.STRING:
+                units.string_symbol(str(value))
     toolchain = tb.toolchain_for(binary.is_firmware, binary.dsp)
     sources, site_source = library(toolchain)
     base = placement.flash.start if placement else REGION_OFFSET
     # The analysis library (runtime, tool, generated site tables) is compiled meanwhile;
     # the code is relocated at address 0 and moved once the library's size is known.
     with _LibraryBuild(sources, site_source + derivations.source(), toolchain, base) as build:
-        code, chosen, relocated_addrs = build.alongside(lambda: _relocate_program(binary, report, placement is None))
+        code, chosen, relocated_addrs = build.alongside(
+            lambda: _relocate_program(binary, units, report, placement is None))
         objects, probe = build.result()
     code.rebase((base + len(probe.text) + 15) & ~15)
 
@@ -289,9 +294,11 @@ def _resolve(labels: dict, symbols: dict[str, int], tool_name: str, key: Hashabl
     raise AnvilError(f"internal error: unresolved label {key!r}")
 
 
-def _relocate_program(binary: Binary, report: Report, with_header: bool) -> tuple[Code, list[Procedure], set[int]]:
+def _relocate_program(binary: Binary, units: SiteUnit, report: Report,
+                      with_header: bool) -> tuple[Code, list[Procedure], set[int]]:
     """The code of every procedure with hooks that can be relocated, at link address 0
-    (see _relocate_code); the procedures in it and the addresses of their instructions."""
+    (see _relocate_code); the procedures in it and the addresses of their instructions.
+    Strings the hooks pass are named by ``units`` (which already knows them all)."""
     mode = {ins.address: ins.thumb for proc in binary.procedures for ins in proc.instructions()}
     proc_starts = [p.address for p in binary.procedures]
 
@@ -301,12 +308,6 @@ def _relocate_program(binary: Binary, report: Report, with_header: bool) -> tupl
         i = bisect.bisect_right(proc_starts, addr) - 1
         proc = binary.procedures[i] if i >= 0 else None
         return bool(proc and proc.address <= addr < proc.end and proc.thumb)
-
-    units = SiteUnit()
-    for hook in _all_hooks(binary):
-        for kind, value in zip(hook.prototype.kinds, hook.args):
-            if kind is Arg.STRING:
-                units.string_symbol(str(value))
 
     candidates = [p for p in binary.procedures if _has_hooks(p)]
     relocated_addrs = {i.address for p in candidates for i in p.instructions()}

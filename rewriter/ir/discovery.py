@@ -151,7 +151,7 @@ def _descend_all(binary: Binary, md: dict, cache: DecodeCache, ranges: list[tupl
                             calls.setdefault(target, tthumb)
                         else:
                             work.append((target, tthumb))
-                    if _ends_run(ins) or (ins.is_call and ins.branch_target in noreturn):
+                    if not ins.falls_through or (ins.is_call and ins.branch_target in noreturn):
                         stop = True
                         break
                     cur = ins.address + ins.size
@@ -160,11 +160,6 @@ def _descend_all(binary: Binary, md: dict, cache: DecodeCache, ranges: list[tupl
         found[entry] = mine
     del bisect
     return found, {a: t for a, t in calls.items() if _inside(ranges, a)}
-
-
-def _ends_run(ins: Instruction) -> bool:
-    """No fall-through after this instruction."""
-    return not ins.falls_through
 
 
 def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary: Binary,

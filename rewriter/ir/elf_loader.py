@@ -110,8 +110,9 @@ def _make_binary(path: str, data: bytes, elf: ELFFile) -> Binary:
     return binary
 
 
-# Tag_CPU_arch values of the M profile without the DSP extension (ARMv6-M, ARMv7-M, ARMv8-M.baseline).
-_M_WITHOUT_DSP = {10, 11, 16}
+# Tag_CPU_arch values of the M profile without the DSP extension that are accepted: ARMv7-M
+# (ARMv6-M and ARMv8-M.baseline lack it too, but are refused below).
+_M_WITHOUT_DSP = {10}
 # ARMv6-M, ARMv6S-M and ARMv8-M.baseline (Cortex-M0/M0+/M1/M23) lack most T32 instructions
 # hooks use (MOVW, LDRD, UMLAL, IT): their images are refused rather than broken.
 _M_BASELINE = {11, 12, 16}

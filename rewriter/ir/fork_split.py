@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -91,8 +92,9 @@ def _collect(pid: int, read_end: int, expected: int) -> list | None:
         if expected:
             with open(read_end, "rb") as pipe:
                 payload = pipe.read()
-        else:
-            os.close(read_end)  # a child still writing gets an error and exits
+        else:  # the results are not wanted: stop the child rather than wait for its share
+            os.close(read_end)
+            os.kill(pid, signal.SIGKILL)
     finally:
         _, status = os.waitpid(pid, 0)
     if status != 0 or not payload:
