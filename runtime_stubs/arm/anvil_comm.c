@@ -162,6 +162,7 @@ static inline void append(const uint32_t *words, uint32_t n, int exclusive)
     unmask(&old);
 #else
     anvil_rh_writers++;
+    __asm__ volatile("" ::: "memory");  /* the append says it is under way before it reserves */
     if (exclusive) {
         do {
             at = load_exclusive(&anvil_rh_cursor);

@@ -4,10 +4,9 @@
  * hw/char/cmsdk-apb-uart.c) at ``anvil_rh_uart_base`` (generated from --uart-base,
  * since the image does not know its board). Polled, with no UART interrupt: the
  * program's vector table and NVIC stay untouched, and a flush takes as long as the
- * bytes take to leave. The program's interrupts are masked (PRIMASK) while a flush
- * sends: the ring is refilled from its start as soon as a flush begins, so a record made
- * by an interrupt handler meanwhile would overwrite bytes not yet sent. (A semihosting
- * flush is one SYS_WRITE, which no interrupt can split; this makes the UART's the same.)
+ * bytes take to leave. The communicator calls this with the program's interrupts masked
+ * (anvil_comm.c: a record an interrupt handler made while a flush sends would overwrite
+ * bytes not yet sent), so a send is never split, as a semihosting SYS_WRITE is not.
  * On QEMU `anvil run --board` connects the UART to its bridge; on a board it is
  * whatever the pins are wired to (the probe's virtual COM port). A UART nobody listens
  * to drops the bytes: the program runs on. */
@@ -37,8 +36,6 @@ void anvil_channel_open(void)
 void anvil_channel_send(const void *data, uint32_t len)
 {
     const uint8_t *p = data;
-    uint32_t primask;
-    __asm__ volatile("mrs %0, primask\n\tcpsid i" : "=r"(primask) : : "memory");
     for (;; len--) {
         while (*reg(UART_STATE) & STATE_TX_FULL)
             ;  /* the byte before is still going out (on QEMU: the bridge has not taken it yet) */
@@ -46,5 +43,4 @@ void anvil_channel_send(const void *data, uint32_t len)
             break;  /* the last byte has left too: a program ending now (SYS_EXIT) loses nothing */
         *reg(UART_DATA) = *p++;
     }
-    __asm__ volatile("msr primask, %0" : : "r"(primask) : "memory");
 }
