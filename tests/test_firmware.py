@@ -21,7 +21,6 @@ semihosting and over the UART equals InHost.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -33,17 +32,15 @@ from rewriter.ir.elf_loader import load_binary
 from tests.oracles.cache_model import simulate
 from tests.oracles.qemu_trace import trace_firmware
 from tests.oracles.unicorn_firmware import run_firmware_unicorn
-from tests.support.boards import BOARDS, PROGRAMS, build_firmware, run_firmware
-from tests.support.rehost import CLI
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def instrument(image: Path, tool: str, out: Path, *extra: str) -> Path:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    status = anvil_main(["instrument", "--tool", tool, "--format", "json", str(image), "-o", str(out), *extra])
-    assert status == 0
-    return out
+from tests.support.boards import (
+    BOARDS,
+    PROGRAMS,
+    REPO_ROOT,
+    anvil_cli,
+    build_firmware,
+    instrument,
+    run_firmware,
+)
 
 
 def run_and_results(image: Path, board: str, tool: str) -> tuple[bytes, int, dict]:
@@ -105,17 +102,11 @@ def test_interrupt_handler_is_instrumented(tmp_path: Path) -> None:
     assert handler == sum(n for pc, n in trace.pcs.items() if proc.address <= pc < proc.end)
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([*CLI, *args], capture_output=True, cwd=cwd, env=env,
-                          timeout=120)
-
-
 def test_anvil_run_board(tmp_path: Path) -> None:
     image = build_firmware("sort", "mps2-an386", "-O2")
     expected_out, expected_status = run_firmware(image, "mps2-an386")
     instrument(image, "inscount", tmp_path / "fw.inst")
-    run = _cli("run", "--board", "mps2-an386", "fw.inst", cwd=tmp_path)
+    run = anvil_cli("run", "--board", "mps2-an386", "fw.inst", cwd=tmp_path, timeout=120)
     assert (run.stdout, run.returncode) == (expected_out, expected_status)
     assert b"results in fw.inst.inscount.out" in run.stderr
     assert json.loads((tmp_path / "fw.inst.inscount.out").read_text())["total"] > 0
@@ -130,7 +121,8 @@ def test_anvil_run_board(tmp_path: Path) -> None:
 def test_placement_errors(option: str, needle: str, tmp_path: Path) -> None:
     image = build_firmware("crc", "mps2-an385", "-O2")
     out = tmp_path / "fw.inst"
-    run = _cli("instrument", "--tool", "cachesim", str(image), "-o", str(out), option, cwd=tmp_path)
+    run = anvil_cli("instrument", "--tool", "cachesim", str(image), "-o", str(out), option, cwd=tmp_path,
+                    timeout=120)
     assert run.returncode == 2
     lines = run.stderr.decode().strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], lines
@@ -189,8 +181,8 @@ def test_image_formats(tmp_path: Path) -> None:
 ])
 def test_board_commands_bad_input(args: list[str], needle: str, tmp_path: Path) -> None:
     image = build_firmware("crc", "mps2-an385", "-O2")
-    args = [str(image) if a == "{image}" else str(REPO / a) if a == "README.md" else a for a in args]
-    run = _cli(*args, cwd=tmp_path)
+    args = [str(image) if a == "{image}" else str(REPO_ROOT / a) if a == "README.md" else a for a in args]
+    run = anvil_cli(*args, cwd=tmp_path, timeout=120)
     lines = run.stderr.decode().strip().splitlines()
     assert run.returncode == 2 and len(lines) == 1 and needle in lines[0], (run.returncode, lines)
     assert not list(tmp_path.iterdir())
@@ -205,7 +197,7 @@ def test_baseline_cortex_m_is_refused(tmp_path: Path) -> None:
                     "-Wl,-Ttext=0", str(source), "-o", str(image)], check=True)
     work = tmp_path / "work"
     work.mkdir()
-    run = _cli("instrument", "--tool", "inscount", str(image), "-o", "m0.inst", cwd=work)
+    run = anvil_cli("instrument", "--tool", "inscount", str(image), "-o", "m0.inst", cwd=work, timeout=120)
     lines = run.stderr.decode().strip().splitlines()
     assert run.returncode == 2 and len(lines) == 1 and "ARMv6-M" in lines[0], (run.returncode, lines)
     assert not list(work.iterdir())
@@ -253,7 +245,7 @@ def test_rehost_on_board_matches_inhost(program: str, board: str, tool: str, tra
     instrument(image, tool, tmp_path / "rh" / "fw", "--mode", "rehost", *extra)
     channel = json.loads((tmp_path / "rh" / "fw.sites.json").read_text())["channel"]
     assert channel == ({"transport": "uart", "uart_base": 0x40004000} if extra else {"transport": "semihosting"})
-    run = _cli("run", "--board", board, "fw", cwd=tmp_path / "rh")
+    run = anvil_cli("run", "--board", board, "fw", cwd=tmp_path / "rh", timeout=120)
     assert (run.stdout, run.returncode) == expected, run.stderr
     assert json.loads((tmp_path / "rh" / f"fw.{tool}.out").read_text()) == inhost
     assert sorted(p.name for p in (tmp_path / "rh").iterdir()) == [  # the pipe is gone after the run
@@ -268,12 +260,12 @@ def test_rehost_over_another_uart(tmp_path: Path, inhost_run: Callable[[str, str
     image = build_firmware("crc", "mps2-an385", "-O2")
     instrument(image, "inscount", tmp_path / "fw", "--mode", "rehost", "--transport", "uart",
                "--uart-base", "0x40005000")
-    run = _cli("run", "--board", "mps2-an385", "fw", cwd=tmp_path)
+    run = anvil_cli("run", "--board", "mps2-an385", "fw", cwd=tmp_path, timeout=120)
     assert (run.stdout, run.returncode) == expected, run.stderr
     assert json.loads((tmp_path / "fw.inscount.out").read_text()) == inhost
     instrument(image, "inscount", tmp_path / "fw8", "--mode", "rehost", "--transport", "uart",
                "--uart-base", "0x40008000")
-    run = _cli("run", "--board", "mps2-an385", "fw8", cwd=tmp_path)
+    run = anvil_cli("run", "--board", "mps2-an385", "fw8", cwd=tmp_path, timeout=120)
     lines = run.stderr.decode().strip().splitlines()
     assert run.returncode == 2 and run.stdout == b"" and len(lines) == 1, (run.returncode, lines)
     assert "mps2-an385 has no UART at 0x40008000" in lines[0]

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from rewriter.boards import board as board_named
-from tests.support.boards import build_firmware, run_firmware
+from tests.support.boards import anvil_cli, build_firmware, run_firmware
 from tests.support.rehost import CLI
 
 BOARD = "mps2-an385"
@@ -28,7 +28,7 @@ UART = 0x40004000
 
 
 def _anvil(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+    return anvil_cli(*args, cwd=cwd, text=True)
 
 
 @pytest.fixture(scope="module")

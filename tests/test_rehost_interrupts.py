@@ -27,7 +27,6 @@ counter (an inline counter, like every one, is not interrupt-safe).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections import Counter
 from collections.abc import Callable
@@ -35,12 +34,9 @@ from pathlib import Path
 
 import pytest
 
-from rewriter.cli import main as anvil_main
 from rewriter.ir.elf_loader import load_binary
-from tests.support.boards import build_firmware, run_firmware
-from tests.support.rehost import CLI
+from tests.support.boards import anvil_cli, build_firmware, instrument, run_firmware
 
-REPO = Path(__file__).resolve().parents[1]
 PROGRAM = "tickmem"
 TICKS = 400  # tickmem.c's TARGET: the handler's runs
 GEOMETRY = ["--opt", "size=2k,assoc=64,line=32"]  # one set of 64 ways
@@ -48,16 +44,11 @@ SKIP = ["--skip", "wait_for_ticks"]
 
 
 def _instrument(image: Path, tool: str, out: Path, *extra: str) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    options = GEOMETRY if tool == "cachesim" else []
-    assert anvil_main(["instrument", "--tool", tool, "--format", "json", *options, *SKIP, str(image), "-o",
-                       str(out), *extra]) == 0
+    instrument(image, tool, out, *(GEOMETRY if tool == "cachesim" else []), *SKIP, *extra)
 
 
 def _anvil_run(board: str, image: Path, *extra: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([*CLI, "run", "-q", "--board", board, *extra, image.name], capture_output=True,
-                          cwd=image.parent, env=env, timeout=120)
+    return anvil_cli("run", "-q", "--board", board, *extra, image.name, cwd=image.parent, timeout=120)
 
 
 def _figures(tool: str, results: dict) -> object:

@@ -28,6 +28,7 @@ board at -O0 and -O2, runs each and reports the output, exit status and time tak
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -167,3 +168,21 @@ def _main() -> int:
 
 if __name__ == "__main__":
     sys.exit(_main())
+
+
+def instrument(image: Path, tool: str, out: Path, *extra: str) -> Path:
+    """``anvil instrument --tool TOOL --format json IMAGE -o OUT [extra]`` in this process; returns OUT."""
+    from rewriter.cli import main as anvil_main
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    status = anvil_main(["instrument", "--tool", tool, "--format", "json", str(image), "-o", str(out), *extra])
+    assert status == 0
+    return out
+
+
+def anvil_cli(*args: str, cwd: Path, text: bool = False, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``anvil ARGS`` as a user runs it: a fresh interpreter on this checkout's code, in ``cwd``,
+    output captured."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.run([sys.executable, "-m", "rewriter.cli", *args], capture_output=True, text=text, cwd=cwd,
+                          env=env, timeout=timeout)
