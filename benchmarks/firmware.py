@@ -167,9 +167,9 @@ def run_image(image: Path, board: str, run_dir: Path, rehost: bool = False) -> t
 def rewrite(tool: str, image: Path, out: Path, original: Sequence[tuple[int, int, int, int]]) -> ToolResult:
     """Instrument ``image`` with ``tool`` into ``out`` and measure the result (failures recorded, never raised)."""
     result = ToolResult(tool)
-    name, _, mode = tool.partition(":")
+    name, mode = bench.tool_mode(tool)
     cmd = [sys.executable, "-m", "rewriter.cli", "instrument", "--tool", name, str(image), "-o", str(out),
-           "--mode", mode or "inhost"]
+           "--mode", mode]
     start = time.perf_counter()
     try:
         proc = subprocess.run(
@@ -247,7 +247,7 @@ def measure(name: str, board: str, opt: str, tools: Sequence[str], runs: int, wo
         bench.progress(f"{row.label}: {tool} rewritten in {result.rewrite_wall:.1f} s")
         run_dir = work / tool.replace(":", "-")
         run_dir.mkdir()
-        _, *instrumented = run_image(out, board, run_dir, tool.endswith(":rehost"))
+        _, *instrumented = run_image(out, board, run_dir, bench.tool_mode(tool)[1] == "rehost")
         result.mismatch = difference(original, instrumented)
         if result.mismatch is not None:
             bench.progress(f"{row.label}: {tool} MISMATCH: {result.mismatch}")
@@ -265,7 +265,7 @@ def measure(name: str, board: str, opt: str, tools: Sequence[str], runs: int, wo
             row.run_failure = f"original exit status varies ({original[1]}, then {status})"
         for tool, (out, run_dir) in images.items():
             result = row.tools[tool]
-            seconds, _, status = run_image(out, board, run_dir, tool.endswith(":rehost"))
+            seconds, _, status = run_image(out, board, run_dir, bench.tool_mode(tool)[1] == "rehost")
             result.times.append(seconds)
             if status != original[1] and result.mismatch is None:
                 result.mismatch = f"exit {status} instead of {original[1]} in a timed run"

@@ -127,10 +127,7 @@ def loop_depths(flow: ProcedureFlow) -> list[int]:
             else:
                 state[node] = 2
                 stack.pop()
-    predecessors: list[list[int]] = [[] for _ in range(n)]
-    for i, succ in enumerate(flow.successors):
-        for s in succ:
-            predecessors[s].append(i)
+    predecessors = _predecessors(flow.successors)
     depth = [0] * n
     for header, tails in latches.items():
         body = {header}
@@ -146,6 +143,14 @@ def loop_depths(flow: ProcedureFlow) -> list[int]:
             depth[b] += 1
     return depth
 
+
+def _predecessors(successors: list[list[int]]) -> list[list[int]]:
+    """The blocks each block is reached from, by the successor lists' edges."""
+    predecessors: list[list[int]] = [[] for _ in successors]
+    for i, succ in enumerate(successors):
+        for s in succ:
+            predecessors[s].append(i)
+    return predecessors
 
 
 EXCLUSIVE_LOADS = ("ldrex", "ldaex")  # ldrex, ldrexb/h/d, ldaex...: open an exclusive access
@@ -192,10 +197,7 @@ def exclusive_windows(proc: Procedure) -> set[int]:
         if last.is_branch and not last.is_call and last.branch_target is not None:
             targets.append(last.branch_target)
         successors.append([index[t] for t in targets if t in index])
-    predecessors: list[list[int]] = [[] for _ in blocks]
-    for i, succ in enumerate(successors):
-        for s in succ:
-            predecessors[s].append(i)
+    predecessors = _predecessors(successors)
 
     open_at_entry = [False] * len(blocks)
     work = list(range(len(blocks)))

@@ -101,8 +101,8 @@ _CODE_RE = re.compile(rb"^(start_code|end_code)\s+0x([0-9a-fA-F]+)\s*$", re.M)
 #: ``-d op``: an instruction start marker or a guest memory access op.
 _OP_RE = re.compile(rb"^ (?:---- ([0-9a-fA-F]+)\b|qemu_(ld|st)\w*)", re.M)
 #: ``-d int`` (system mode): interrupt entries and returns, between the trace lines.
-_EVENT_RE = re.compile(rb"^(?:Trace \d+: 0x[0-9a-fA-F]+ \[[0-9a-fA-F]+/([0-9a-fA-F]+)/|Taking exception (\d+)"
-                       rb"|\.\.\.successful exception (return))", re.M)
+_EVENT_RE = re.compile(rb"^(?:" + _TRACE_RE.pattern[1:]  # the trace line, without its anchor
+                       + rb"|Taking exception (\d+)|\.\.\.successful exception (return))", re.M)
 #: Exceptions that are not interrupts: semihosting calls (16) and M-profile exception exit (8).
 _NOT_INTERRUPTS = {b"8", b"16"}
 
