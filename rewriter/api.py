@@ -78,6 +78,10 @@ class RepeatFilter:
     key_arg: int = 0
     memo: str = ""   # the slot table's array name (set by Tool.prototype)
     counts: int = 0  # length of ``counter`` (set by Tool.prototype)
+    # Byte offset of ``counter`` from the slot table when the counter array lives right
+    # after it (set by Tool.prototype for the first filter of a counter): the inline test
+    # then reaches both from one base register.
+    counter_offset: int | None = None
 
     @property
     def slot_bits(self) -> int:
@@ -191,11 +195,24 @@ class Tool:
         ctype, length = self.arrays.get(flt.counter, ("", 0))
         if ctype != "uint64_t":
             raise bad(f"counter array '{flt.counter}' must be declared (uint64_t) before the prototype")
-        return replace(flt, memo=f"filter_{name}", counts=length)
+        taken = any(p.filter and p.filter.counter_offset is not None and p.filter.counter == flt.counter
+                    for p in self.prototypes.values())
+        offset = None if taken else (4 * flt.slots + 7) & ~7
+        return replace(flt, memo=f"filter_{name}", counts=length, counter_offset=offset)
 
     def filter_arrays(self) -> dict[str, tuple[str, int]]:
-        """The slot tables of the routines' repeat filters (target memory only, never reported)."""
-        return {p.filter.memo: ("uint32_t", p.filter.slots) for p in self.prototypes.values() if p.filter}
+        """The slot tables of the routines' repeat filters (target memory only, never reported),
+        each with room for the counter array placed after it (``filter_placement``)."""
+        out = {}
+        for flt in (p.filter for p in self.prototypes.values() if p.filter):
+            words = flt.slots if flt.counter_offset is None else flt.counter_offset // 4 + 2 * flt.counts
+            out[flt.memo] = ("uint32_t", words)
+        return out
+
+    def filter_placement(self) -> dict[str, tuple[str, int]]:
+        """Counter arrays that live inside a filter's slot table: name -> (table, byte offset)."""
+        return {p.filter.counter: (p.filter.memo, p.filter.counter_offset) for p in self.prototypes.values()
+                if p.filter and p.filter.counter_offset is not None}
 
     def array(self, name: str, length: int, ctype: str = "uint64_t") -> str:
         """Declare a zero-filled array visible to the C code as ``<ctype> anvil_array_<name>[length]``.

@@ -155,6 +155,71 @@ def test_counter_increment_adds_without_flags(start: int, flags: int) -> None:
     assert uc.reg_read(UC_ARM_REG_CPSR) & nzcvq_ge == flags & nzcvq_ge
 
 
+@pytest.mark.parametrize("start, amount", [(0xFFFFFFFF, 3), (0xFFFFFFFC, 4), (0xFFFFFFFB, 4), (5, 7),
+                                           (0x7FFFFFFF, 2), (0x1FFFFFFFE, 9), (0x2FFFFFFF0, 15)])
+def test_counter_bump_by_amount(start: int, amount: int) -> None:
+    """The T32 counter += k that a shared-key test uses (hooks._t32_bump_by) under unicorn:
+    exact 64-bit sums with and without a carry into the high word, flags untouched."""
+    from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
+    from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_R1
+
+    from rewriter.emit.hooks import _t32_bump_by
+
+    at, counter = 0x10000, 0x20000
+    data = _t32_bump_by(amount)
+    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
+    uc.mem_map(at, 0x1000)
+    uc.mem_map(counter, 0x1000)
+    uc.mem_write(at, data)
+    uc.mem_write(counter, start.to_bytes(8, "little"))
+    uc.reg_write(UC_ARM_REG_R1, counter)
+    uc.reg_write(UC_ARM_REG_CPSR, (uc.reg_read(UC_ARM_REG_CPSR) & 0x0FFFFFFF) | 0xA0000000)
+    flags = uc.reg_read(UC_ARM_REG_CPSR)
+    uc.emu_start(at | 1, at + len(data))
+    assert int.from_bytes(uc.mem_read(counter, 8), "little") == start + amount
+    assert uc.reg_read(UC_ARM_REG_CPSR) & 0xF80F0000 == flags & 0xF80F0000
+
+
+@pytest.mark.parametrize("pic", [False, True])
+@pytest.mark.parametrize("start", [7, 0xFFFFFFFF])
+@pytest.mark.parametrize("slot_bits", [0, 5])
+def test_filter_test_with_the_counter_after_the_slots(slot_bits: int, start: int, pic: bool) -> None:
+    """The T32 repeat test whose counter follows its slot table (hooks._t32_filter_test), under
+    unicorn: a repeated key bumps the 64-bit counter (carry included) and leaves for ``done``; a
+    new key falls out of the test with r1 = key, r2 = slot index and r3 = the table, the
+    counter untouched; the flags stay as they were either way."""
+    from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
+    from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2, UC_ARM_REG_R3
+
+    from rewriter.emit.hooks import _t32_filter_test
+
+    shift, at, table, done = 6, 0x10000, 0x20000, 0x10800
+    near = 4 * (1 << slot_bits) + 8  # the counter's second slot
+    data = _t32_filter_test(pic, shift, slot_bits, near, at, table, done)
+    address = 0x12345678
+    slot = (address >> shift) & ((1 << slot_bits) - 1)
+    key = address | ((1 << shift) - 1)
+    for repeated in (True, False):
+        uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
+        uc.mem_map(at, 0x1000)
+        uc.mem_map(table, 0x1000)
+        uc.mem_write(at, data)
+        uc.mem_write(done, b"\x00\xbf")  # nop
+        uc.mem_write(table + 4 * slot, (key if repeated else key ^ 0x40).to_bytes(4, "little"))
+        uc.mem_write(table + near, start.to_bytes(8, "little"))
+        uc.reg_write(UC_ARM_REG_R0, address)
+        uc.reg_write(UC_ARM_REG_CPSR, (uc.reg_read(UC_ARM_REG_CPSR) & 0x0FFFFFFF) | 0x90000000)
+        flags = uc.reg_read(UC_ARM_REG_CPSR)
+        uc.emu_start(at | 1, done if repeated else at + len(data), count=100)
+        counter = int.from_bytes(uc.mem_read(table + near, 8), "little")
+        assert counter == (start + 1 if repeated else start)
+        if not repeated:
+            assert uc.reg_read(UC_ARM_REG_R1) == key
+            assert uc.reg_read(UC_ARM_REG_R3) == table
+            assert slot_bits == 0 or uc.reg_read(UC_ARM_REG_R2) == slot
+        assert uc.reg_read(UC_ARM_REG_CPSR) & 0xF80F0000 == flags & 0xF80F0000
+
+
 @pytest.mark.parametrize("target", [0x8001, 0x8005, 0x8041, 0x8003, 0x8043, 0x7FFF, 0x9001, 0x80000001, 0x1])
 def test_flag_free_translation(target: int) -> None:
     """The computed-jump translation of T32 procedures under unicorn, against the table's

@@ -24,8 +24,20 @@ def test_filter_gets_its_slot_table_and_counter_length() -> None:
     proto = tool.prototype("f", Arg.EFFADDR, Arg.ACCESS_IS_STORE,
                            filter=RepeatFilter(shift=6, slots=32, counter="skipped", count_by=1))
     assert proto.filter is not None and proto.filter.counts == 2 and proto.filter.slot_bits == 5
-    assert tool.filter_arrays() == {"filter_f": ("uint32_t", 32)}
+    # The counter lives right after the 32 slots (one base register reaches both).
+    assert tool.filter_arrays() == {"filter_f": ("uint32_t", 32 + 2 * 2)}
+    assert tool.filter_placement() == {"skipped": ("filter_f", 4 * 32)}
     assert "filter_f" not in tool.arrays  # target memory only: never reported or shipped
+
+
+def test_a_counter_lives_after_one_slot_table_only() -> None:
+    tool = _tool()
+    first = tool.prototype("f", Arg.EFFADDR, Arg.ACCESS_IS_STORE, filter=RepeatFilter(4, 1, "skipped", 1))
+    second = tool.prototype("g", Arg.EFFADDR, Arg.ACCESS_IS_STORE, filter=RepeatFilter(6, 8, "skipped", 1))
+    assert first.filter.counter_offset == 8  # one 4-byte slot, the counter 8-aligned
+    assert second.filter.counter_offset is None
+    assert tool.filter_arrays() == {"filter_f": ("uint32_t", 2 + 2 * 2), "filter_g": ("uint32_t", 8)}
+    assert tool.filter_placement() == {"skipped": ("filter_f", 8)}
 
 
 @pytest.mark.parametrize("kinds, flt, problem", [

@@ -223,6 +223,16 @@ def t32_ldrh_reg_lsl(rt: int, rn: int, rm: int, shift: int) -> bytes:
     return _hw(0xF830 | rn, (rt << 12) | (shift << 4) | rm)
 
 
+def t32_ldr_reg_lsl(rt: int, rn: int, rm: int, shift: int) -> bytes:
+    """LDR.W rt, [rn, rm, LSL #shift] (shift 0-3)."""
+    return _hw(0xF850 | rn, (rt << 12) | (shift << 4) | rm)
+
+
+def t32_str_reg_lsl(rt: int, rn: int, rm: int, shift: int) -> bytes:
+    """STR.W rt, [rn, rm, LSL #shift] (shift 0-3)."""
+    return _hw(0xF840 | rn, (rt << 12) | (shift << 4) | rm)
+
+
 def t32_ldrb_reg(rt: int, rn: int, rm: int) -> bytes:
     """LDRB.W rt, [rn, rm]."""
     return _hw(0xF810 | rn, (rt << 12) | rm)

@@ -132,14 +132,56 @@ def _effective_address(isa: ISA, code: Code, dest: int, access: Access, ins: Ins
     isa.add_imm(code, dest, base, access.disp, temps.immediate)
 
 
-def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
+@dataclass(frozen=True)
+class SharedKey:
+    """The accesses after the first of one instruction, when they may share its filter key.
+
+    An LDM/STM/PUSH/POP/LDRD makes one access per register, at ascending addresses
+    from one base. After the first access's site, one test (``_emit_shared_key``) asks
+    whether the last access has the same key as the first: then so have those between,
+    and each is a repeat its filter would skip (the slot holds that key now), so the
+    filter's counter takes them all at once. Otherwise (the accesses straddle keys, a
+    cache line boundary) the code at ``straddles`` runs every other access's site as
+    usual, then goes on at ``after``.
+    """
+
+    span: int      # displacement of the last access minus that of the first
+    repeats: int   # accesses after the first
+    straddles: Hashable
+    after: Hashable
+
+
+def shared_key(isa: ISA, code: Code, hook: Hook, contexts: list[HookContext]) -> SharedKey | None:
+    """The SharedKey test for ``hook``'s per-access sites ``contexts`` (one per access of
+    one instruction, in order), or None when they must stay separate sites: A32 (no
+    CBNZ), no repeat filter, a register index or a literal, addresses not ascending,
+    further apart than one key, or filter counters that differ between the accesses."""
+    found = _filter_of(hook)
+    accesses = [c.access for c in contexts]
+    if not isa.thumb or found is None or len(accesses) < 2 or any(a is None for a in accesses):
+        return None
+    flt, call = found
+    first, last = accesses[0], accesses[-1]
+    if first.base == PC or any(a.base != first.base or a.index is not None for a in accesses):
+        return None
+    if any(b.disp <= a.disp for a, b in zip(accesses, accesses[1:])) or last.disp - first.disp >= 1 << flt.shift:
+        return None
+    kind, value = call.prototype.kinds[flt.count_by], call.args[flt.count_by]
+    if len({_static_value(kind, value, c) for c in contexts}) != 1:
+        return None
+    where = (id(code), code.size)  # where the sites start: unique in this code
+    return SharedKey(last.disp - first.disp, len(accesses) - 1, ("straddles", where), ("shared-after", where))
+
+
+def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: SharedKey | None = None) -> None:
     """A complete call of ``hook``'s routine with its arguments (behind its repeat filter, if any).
 
     With d16-d31 free, the site saves what a C call may clobber, computes the
     arguments and calls a stub shared by all sites of the routine, which saves the
     flags and SP, switches to the analysis stack and calls the routine (emit_call_stub).
     A repeat filter runs first with r0-r3 parked; ip and lr are parked only on the way
-    to the call.
+    to the call. ``shared``: this is an instruction's first access, and the test for
+    the others follows (SharedKey; the caller emits their sites and ``shared.after``).
     """
     found = _filter_of(hook)
     if ctx.scratch.vfp:
@@ -158,6 +200,8 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
         ctx.scratch.restore(isa, code, late_pairs, 16 + len(first_pairs))
         if done is not None:
             code.label(done)
+        if shared is not None:
+            _emit_shared_key(isa, code, shared, found, ctx, lambda: ctx.scratch.restore(isa, code, first_pairs))
         ctx.scratch.restore(isa, code, first_pairs)
         return
     isa.push(code, SAVED)
@@ -170,9 +214,37 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
     isa.call(code, ctx.function_label(hook.prototype.name))
     if done is not None:
         code.label(done)
-    isa.mov_reg(code, SP, FRAME_REG)
-    isa.msr(code, FLAGS_REG)
-    isa.pop(code, SAVED)
+
+    def unsave() -> None:
+        isa.mov_reg(code, SP, FRAME_REG)
+        isa.msr(code, FLAGS_REG)
+        isa.pop(code, SAVED)
+
+    if shared is not None:
+        _emit_shared_key(isa, code, shared, found, ctx, unsave)
+    unsave()
+
+
+def _emit_shared_key(isa: ISA, code: Code, shared: SharedKey, found: tuple[RepeatFilter, Hook] | None,
+                     ctx: HookContext, unsave: Callable[[], None]) -> None:
+    """After the first access's site, r0-r3 still free: if the first and the last access
+    have one key, counter += the other accesses, restore and go to ``shared.after``;
+    else fall through to ``shared.straddles`` (the caller's restore, then the others' sites).
+
+        r0 = first address; r1 = ((r0 + span) ^ r0) >> shift; cbnz r1, straddles
+    """
+    assert found is not None and ctx.access is not None and ctx.ins is not None
+    flt, call = found
+    _effective_address(isa, code, 0, ctx.access, ctx.ins, ctx.scratch, FILTER_TEMPS)
+    code.emit(enc.t32_add_imm(1, 0, shared.span) + enc.t32_logic_reg(enc.T32_EOR, 1, 1, 0)
+              + enc.t32_lsr_imm(1, 1, flt.shift))
+    isa.cbz(code, 1, shared.straddles, nonzero=True)
+    index = _static_value(call.prototype.kinds[flt.count_by], call.args[flt.count_by], ctx)
+    isa.pc_address(code, 1, ctx.counter_label(flt.counter, index))
+    code.emit(_t32_bump_by(shared.repeats))
+    unsave()
+    isa.branch(code, shared.after)
+    code.label(shared.straddles)
 
 
 def _filter_of(hook: Hook) -> tuple[RepeatFilter, Hook] | None:
@@ -206,6 +278,14 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
     _argument(isa, code, 0, kinds[flt.key_arg], args[flt.key_arg], ctx, FILTER_TEMPS)
     memo, counter = ctx.counter_label(flt.memo, 0), ctx.counter_label(flt.counter, index)
     done = ("filter-done", id(code), code.size)
+    near = None if flt.counter_offset is None else flt.counter_offset + 8 * index
+    if isa.thumb and near is not None and near + 4 < 4096:
+        shape = (code.pic, flt.shift, flt.slot_bits, near)
+        code.later(len(_t32_filter_test(*shape, 0, 0, 0x1000)),
+                   lambda at, r: _t32_filter_test(*shape, at, r(memo), r(done)))
+        slot = enc.t32_str_reg_lsl(1, 3, 2, 2) if flt.slot_bits else enc.t32_str_imm(1, 3, 0)
+        code.emit(slot)  # a new key: it takes the slot, and the call follows
+        return done
     shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits)
     code.later(len(_filter_test(*shape, 0, 0, 0, 0x1000)),
                lambda at, r: _filter_test(*shape, at, r(memo), r(counter), r(done)))
@@ -229,6 +309,38 @@ def _filter_prefix(thumb: bool, shift: int, slot_bits: int) -> tuple[bytes, byte
         key = enc.a32_lsr_imm(1, 0, shift) + enc.a32_orr_imm(1, 1, 0x80000000)
     index = enc.a32_ubfx(2, 0, shift, slot_bits) + enc.a32_add_reg_shift(3, 3, 2, 0, 2) if slot_bits else b""
     return key, index + enc.a32_ldr_imm(2, 3, 0) + enc.a32_sub_reg(2, 2, 1)
+
+
+@cache
+def _t32_filter_key(shift: int) -> bytes:
+    """T32 r1 = the key of the address in r0: never 0, equal exactly when the addresses >> shift are."""
+    if shift <= 8:  # r1 = r0 | low bits
+        return enc.t32_orr_imm(1, 0, (1 << shift) - 1)
+    return enc.t32_lsr_imm(1, 0, shift) + enc.t32_orr_imm(1, 1, 0x80000000)
+
+
+def _t32_filter_test(pic: bool, shift: int, slot_bits: int, near: int, at: int, memo: int, done: int) -> bytes:
+    """T32 test at ``at`` when the counter lies ``near`` bytes past the slot table (api.RepeatFilter
+    .counter_offset): r1 = key; r3 = the table; r2 = slot index; r0 = slot - key; if r0 != 0
+    go to the end of these bytes (the call path, which stores r1 at [r3, r2, lsl #2]); else
+    the counter at [r3, #near] += 1 and go to ``done``. One base register for both: no
+    second address to build and no slot address to add on the hot path.
+    """
+    out = bytearray(_t32_filter_key(shift))
+    out += enc.t32_pc_address(3, at + len(out), memo) if pic else enc.t32_mov32(3, memo)
+    if slot_bits:
+        out += enc.t32_ubfx(2, 0, shift, slot_bits) + enc.t32_ldr_reg_lsl(0, 3, 2, 2)
+    else:
+        out += enc.t32_ldr_imm(0, 3, 0)
+    out += enc.t32_sub_reg(0, 0, 1)
+    branch_at = len(out)
+    out += bytes(2)  # CBNZ r0 to the call path, encoded below
+    out += enc.t32_ldr_imm(0, 3, near) + enc.t32_add_imm(0, 0, 1) + enc.t32_str_imm(0, 3, near)
+    out += enc.t32_cbz(0, 10, nonzero=True)  # no carry: past the next 12 bytes
+    out += enc.t32_ldr_imm(0, 3, near + 4) + enc.t32_add_imm(0, 0, 1) + enc.t32_str_imm(0, 3, near + 4)
+    out += enc.t32_b(at + len(out), done)
+    out[branch_at:branch_at + 2] = enc.t32_cbz(0, len(out) - (branch_at + 4), nonzero=True)
+    return bytes(out)
 
 
 def _filter_test(thumb: bool, pic: bool, shift: int, slot_bits: int, at: int, memo: int, counter: int,
@@ -486,6 +598,20 @@ _T32_BUMP = b"".join([
     enc.t32_cbz(0, 6, nonzero=True),                              # cbnz r0: past the next 8 bytes (PC = here + 4)
     enc._hw(0x6848), enc.t32_add_imm(0, 0, 1), enc._hw(0x6048),  # ldr r0, [r1, #4]; addw; str r0, [r1, #4]
 ])
+
+
+@cache
+def _t32_bump_by(amount: int) -> bytes:
+    """T32 counter += ``amount`` (1..4095) at [r1] with r0-r2 and no flags: the low word's
+    carry out is its old top bit without the new one ((old & ~new) >> 31)."""
+    if amount == 1:
+        return _T32_BUMP
+    return b"".join([
+        enc._hw(0x6808), enc.t32_add_imm(2, 0, amount), enc._hw(0x600A),  # ldr r0, [r1]; addw r2, r0; str r2, [r1]
+        enc.t32_bic_reg(0, 0, 2), enc.t32_lsr_imm(0, 0, 31),
+        enc.t32_cbz(0, 6),                                                # no carry: past the next 8 bytes
+        enc._hw(0x6848), enc.t32_add_imm(0, 0, 1), enc._hw(0x6048),      # the high word += 1
+    ])
 
 
 @cache

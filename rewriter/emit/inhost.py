@@ -172,7 +172,8 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     units = SiteUnit()
     arrays = {**tool.arrays, **tool.filter_arrays()}
     return emit(binary, tool.name, units,
-                lambda toolchain: (_library_sources(tool, toolchain), units.source(binary, arrays)), output,
+                lambda toolchain: (_library_sources(tool, toolchain),
+                                   units.source(binary, arrays, placed=tool.filter_placement())), output,
                 started, opts)
 
 

@@ -229,7 +229,8 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     document = json.dumps(table.document(list(arrays), channel and channel.document()), separators=(",", ":")).encode()
     units = SiteUnit()
     def library(toolchain: tb.Toolchain) -> tuple[list[Path], str]:
-        generated = units.source(binary, {**arrays, **tool.filter_arrays()}, facts=False)
+        generated = units.source(binary, {**arrays, **tool.filter_arrays()}, facts=False,
+                                 placed={k: v for k, v in tool.filter_placement().items() if k in arrays})
         sources = [*tb.runtime_sources(toolchain), tb.RUNTIME_DIR / "anvil_comm.c",
                    channel_source(toolchain, channel)]
         if channel and channel.transport == "uart":

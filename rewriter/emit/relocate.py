@@ -28,7 +28,7 @@ from ..arch.arm_decode import REG_NUMBERS
 from ..errors import AnvilError
 from ..ir.model import Hook, Instruction, Procedure
 from .code import Code
-from .hooks import HookContext, emit_call, emit_increment
+from .hooks import HookContext, emit_call, emit_increment, shared_key
 from .isa import A32, AL, ISA, LR, PC, SP, T32, Scratch
 
 COND_EQ, COND_HS = enc.COND["eq"], enc.COND["hs"]
@@ -83,12 +83,10 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
                 _calls(isa, code, [h for h in entry_calls if not h.setup], ins, None, block.size, ctx, AL)
                 _calls(isa, code, block.hooks, ins, None, block.size, ctx, AL)
             for hook in ins.hooks:
-                cond = ins.cond
                 if hook.prototype.per_access:
-                    for access in ins.accesses:
-                        _calls(isa, code, [hook], ins, access, block.size, ctx, cond)
+                    _access_calls(isa, code, hook, ins, block.size, ctx)
                 else:
-                    _calls(isa, code, [hook], ins, None, block.size, ctx, cond)
+                    _calls(isa, code, [hook], ins, None, block.size, ctx, ins.cond)
             jumps_elsewhere = ins is last and ins.branch_target not in (None, ins.end)
             taken = block.edge_increments.get(ins.branch_target) if jumps_elsewhere else None
             if taken:
@@ -118,15 +116,38 @@ def _fallthroughs(insns: list[Instruction], code: Code, ctx: RelocationContext) 
         _jump(ISA.for_mode(last.thumb), code, last.end, ctx.mode_at(last.end), AL, ctx)
 
 
+def _hook_context(ins: Instruction, access, block_insns: int, ctx: RelocationContext) -> HookContext:
+    return HookContext(ins, access, block_insns, ctx.string_label, ctx.function_label, ctx.scratch,
+                       ctx.call_stubs, ctx.counter_label)
+
+
 def _calls(isa: ISA, code: Code, hooks: list[Hook], ins: Instruction, access, block_insns: int,
            ctx: RelocationContext, cond: int) -> None:
     for hook in hooks:
         skip = isa.skip_unless(code, cond) if cond != AL else None
-        hctx = HookContext(ins, access, block_insns, ctx.string_label, ctx.function_label, ctx.scratch,
-                           ctx.call_stubs, ctx.counter_label)
-        emit_call(isa, code, hook, hctx)
+        emit_call(isa, code, hook, _hook_context(ins, access, block_insns, ctx))
         if skip is not None:
             isa.end_skip(code, skip)
+
+
+def _access_calls(isa: ISA, code: Code, hook: Hook, ins: Instruction, block_insns: int,
+                  ctx: RelocationContext) -> None:
+    """One site per memory access of ``ins``; when the accesses may share one repeat-filter
+    key, the first site tests that for all of them (hooks.SharedKey) and the others'
+    sites run only when they do not."""
+    contexts = [_hook_context(ins, access, block_insns, ctx) for access in ins.accesses]
+    shared = shared_key(isa, code, hook, contexts)
+    if shared is None:
+        for access in ins.accesses:
+            _calls(isa, code, [hook], ins, access, block_insns, ctx, ins.cond)
+        return
+    skip = isa.skip_unless(code, ins.cond) if ins.cond != AL else None
+    emit_call(isa, code, hook, contexts[0], shared)
+    for hctx in contexts[1:]:
+        emit_call(isa, code, hook, hctx)
+    code.label(shared.after)
+    if skip is not None:
+        isa.end_skip(code, skip)
 
 
 def _jump(isa: ISA, code: Code, target: int, target_thumb: bool, cond: int, ctx: RelocationContext,

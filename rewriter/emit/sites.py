@@ -60,13 +60,24 @@ class SiteUnit:
         """The C symbol of a string constant passed to a routine."""
         return self.strings.setdefault(text, f"anvil_str_{len(self.strings)}")
 
-    def source(self, binary: Binary, arrays: dict[str, tuple[str, int]], facts: bool = True) -> str:
-        """The C unit: site facts (unless ``facts`` is False), ``arrays``, strings, start/end functions."""
+    def source(self, binary: Binary, arrays: dict[str, tuple[str, int]], facts: bool = True,
+               placed: dict[str, tuple[str, int]] | None = None) -> str:
+        """The C unit: site facts (unless ``facts`` is False), ``arrays``, strings, start/end functions.
+
+        ``placed``: arrays that live inside another one at a byte offset (Tool.filter_placement):
+        their symbols are defined there instead of as arrays of their own.
+        """
+        placed = placed or {}
         parts = ['#include "anvil_rt.h"\n', "#pragma GCC visibility push(hidden)\n"]
         if facts:
             parts += self._facts(binary)
         for name, (ctype, length) in arrays.items():
-            parts.append(f"{ctype} anvil_array_{name}[{length}];\n")
+            storage = "extern " if name in placed else ""
+            parts.append(f"{storage}{ctype} anvil_array_{name}[{length}] __attribute__((aligned(8)));\n")
+        for name, (inside, offset) in placed.items():
+            symbol = f"anvil_array_{name}"
+            parts.append(f'__asm__(".globl {symbol}\\n.hidden {symbol}\\n.type {symbol}, %object\\n'
+                         f'.set {symbol}, anvil_array_{inside} + {offset}");\n')
         return "".join(parts + self._calls_source(binary))
 
     @staticmethod
