@@ -101,8 +101,13 @@ _CODE_RE = re.compile(rb"^(start_code|end_code)\s+0x([0-9a-fA-F]+)\s*$", re.M)
 #: ``-d op``: an instruction start marker or a guest memory access op.
 _OP_RE = re.compile(rb"^ (?:---- ([0-9a-fA-F]+)\b|qemu_(ld|st)\w*)", re.M)
 #: ``-d int`` (system mode): interrupt entries and returns, between the trace lines.
+#: ``-d exec``: QEMU entered a block (its Trace line is written) but stopped before its
+#: first instruction (an exit request: an interrupt, masked or not, a timer, I/O); the
+#: block is entered again, with a Trace line of its own, when it does run.
+_STOPPED_RE = re.compile(rb"^Stopped execution of TB chain before \S+ \[([0-9a-fA-F]+)\]", re.M)
 _EVENT_RE = re.compile(rb"^(?:" + _TRACE_RE.pattern[1:]  # the trace line, without its anchor
-                       + rb"|Taking exception (\d+)|\.\.\.successful exception (return))", re.M)
+                       + rb"|Taking exception (\d+)|\.\.\.successful exception (return)|"
+                       + _STOPPED_RE.pattern[1:] + rb")", re.M)
 #: Exceptions that are not interrupts: semihosting calls (16) and M-profile exception exit (8).
 _NOT_INTERRUPTS = {b"8", b"16"}
 
@@ -221,6 +226,7 @@ class _LogParser:
             self._interrupt_events(buf, end)  # counts the Trace lines too
         else:
             self.raw.update(_TRACE_RE.findall(buf, 0, end))
+            self.aborted.update(_STOPPED_RE.findall(buf, 0, end))
         if len(self.code) < 2 and b"_code" in buf:
             for key, value in _CODE_RE.findall(buf, 0, end):
                 self.code.setdefault(key, int(value, 16))
@@ -237,8 +243,11 @@ class _LogParser:
 
     def _interrupt_events(self, buf: bytes, end: int) -> None:
         """Count Trace lines, and find those whose block an interrupt stopped before it ran (see __init__)."""
-        for pc, exception, returned in _EVENT_RE.findall(buf, 0, end):
-            if pc:
+        for pc, exception, returned, stopped in _EVENT_RE.findall(buf, 0, end):
+            if stopped:  # counted here; an interrupt that follows must not count it again
+                self.aborted[stopped] += 1
+                self._last_trace = None
+            elif pc:
                 self.raw[pc] += 1
                 if self._resume is not None and pc == self._resume:
                     self.aborted[pc] += 1
