@@ -158,15 +158,15 @@ def test_counter_increment_adds_without_flags(start: int, flags: int) -> None:
 @pytest.mark.parametrize("start, amount", [(0xFFFFFFFF, 3), (0xFFFFFFFC, 4), (0xFFFFFFFB, 4), (5, 7),
                                            (0x7FFFFFFF, 2), (0x1FFFFFFFE, 9), (0x2FFFFFFF0, 15)])
 def test_counter_bump_by_amount(start: int, amount: int) -> None:
-    """The T32 counter += k that a shared-key test uses (hooks._t32_bump_by) under unicorn:
+    """The T32 counter += k that a shared-key test uses (hooks._t32_bump) under unicorn:
     exact 64-bit sums with and without a carry into the high word, flags untouched."""
     from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
     from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_R1
 
-    from rewriter.emit.hooks import _t32_bump_by
+    from rewriter.emit.hooks import _t32_bump
 
     at, counter = 0x10000, 0x20000
-    data = _t32_bump_by(amount)
+    data = _t32_bump(1, 0, amount)
     uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
     uc.mem_map(at, 0x1000)
     uc.mem_map(counter, 0x1000)

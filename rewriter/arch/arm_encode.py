@@ -218,6 +218,24 @@ def t32_str_imm(rt: int, rn: int, imm: int) -> bytes:
 
 
 
+def _t32_word_transfer(load: bool, rt: int, rn: int, imm: int) -> bytes:
+    """LDR/STR rt, [rn, #imm]: the 16-bit T1 form when it reaches (low registers, imm a
+    multiple of 4 up to 124), else the 32-bit T3 form."""
+    if rt < 8 and rn < 8 and 0 <= imm <= 124 and not imm & 3:
+        return _PACK_H((0x6800 if load else 0x6000) | (imm >> 2) << 6 | rn << 3 | rt)
+    return t32_ldr_imm(rt, rn, imm) if load else t32_str_imm(rt, rn, imm)
+
+
+def t32_ldr_word(rt: int, rn: int, imm: int) -> bytes:
+    """LDR rt, [rn, #imm] in its shortest encoding (imm 0..4095)."""
+    return _t32_word_transfer(True, rt, rn, imm)
+
+
+def t32_str_word(rt: int, rn: int, imm: int) -> bytes:
+    """STR rt, [rn, #imm] in its shortest encoding (imm 0..4095)."""
+    return _t32_word_transfer(False, rt, rn, imm)
+
+
 def t32_ldrh_reg_lsl(rt: int, rn: int, rm: int, shift: int) -> bytes:
     """LDRH.W rt, [rn, rm, LSL #shift]."""
     return _hw(0xF830 | rn, (rt << 12) | (shift << 4) | rm)

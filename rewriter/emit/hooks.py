@@ -147,6 +147,7 @@ class SharedKey:
 
     span: int      # displacement of the last access minus that of the first
     repeats: int   # accesses after the first
+    counter: Hashable  # the filter counter they all count in
     straddles: Hashable
     after: Hashable
 
@@ -167,10 +168,12 @@ def shared_key(isa: ISA, code: Code, hook: Hook, contexts: list[HookContext]) ->
     if any(b.disp <= a.disp for a, b in zip(accesses, accesses[1:])) or last.disp - first.disp >= 1 << flt.shift:
         return None
     kind, value = call.prototype.kinds[flt.count_by], call.args[flt.count_by]
-    if len({_static_value(kind, value, c) for c in contexts}) != 1:
+    indexes = {_static_value(kind, value, c) for c in contexts}
+    if len(indexes) != 1:
         return None
+    counter = contexts[0].counter_label(flt.counter, indexes.pop())
     where = (id(code), code.size)  # where the sites start: unique in this code
-    return SharedKey(last.disp - first.disp, len(accesses) - 1, ("straddles", where), ("shared-after", where))
+    return SharedKey(last.disp - first.disp, len(accesses) - 1, counter, ("straddles", where), ("shared-after", where))
 
 
 def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: SharedKey | None = None) -> None:
@@ -234,14 +237,13 @@ def _emit_shared_key(isa: ISA, code: Code, shared: SharedKey, found: tuple[Repea
         r0 = first address; r1 = ((r0 + span) ^ r0) >> shift; cbnz r1, straddles
     """
     assert found is not None and ctx.access is not None and ctx.ins is not None
-    flt, call = found
+    flt, _ = found
     _effective_address(isa, code, 0, ctx.access, ctx.ins, ctx.scratch, FILTER_TEMPS)
     code.emit(enc.t32_add_imm(1, 0, shared.span) + enc.t32_logic_reg(enc.T32_EOR, 1, 1, 0)
               + enc.t32_lsr_imm(1, 1, flt.shift))
     isa.cbz(code, 1, shared.straddles, nonzero=True)
-    index = _static_value(call.prototype.kinds[flt.count_by], call.args[flt.count_by], ctx)
-    isa.pc_address(code, 1, ctx.counter_label(flt.counter, index))
-    code.emit(_t32_bump_by(shared.repeats))
+    isa.pc_address(code, 1, shared.counter)
+    code.emit(_t32_bump(1, 0, shared.repeats))
     unsave()
     isa.branch(code, shared.after)
     code.label(shared.straddles)
@@ -297,10 +299,7 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
 def _filter_prefix(thumb: bool, shift: int, slot_bits: int) -> tuple[bytes, bytes]:
     """The address-independent parts of the test: key into r1; then slot index, load, compare."""
     if thumb:
-        if shift <= 8:  # r1 = r0 | low bits: keys differ exactly when addresses >> shift do, and are never 0
-            key = enc.t32_orr_imm(1, 0, (1 << shift) - 1)
-        else:
-            key = enc.t32_lsr_imm(1, 0, shift) + enc.t32_orr_imm(1, 1, 0x80000000)
+        key = _t32_filter_key(shift)
         index = enc.t32_ubfx(2, 0, shift, slot_bits) + enc.t32_add_reg_shift(3, 3, 2, 0, 2) if slot_bits else b""
         return key, index + enc.t32_ldr_imm(2, 3, 0) + enc.t32_sub_reg(2, 2, 1)
     if shift <= 8:
@@ -335,9 +334,7 @@ def _t32_filter_test(pic: bool, shift: int, slot_bits: int, near: int, at: int, 
     out += enc.t32_sub_reg(0, 0, 1)
     branch_at = len(out)
     out += bytes(2)  # CBNZ r0 to the call path, encoded below
-    out += enc.t32_ldr_imm(0, 3, near) + enc.t32_add_imm(0, 0, 1) + enc.t32_str_imm(0, 3, near)
-    out += enc.t32_cbz(0, 10, nonzero=True)  # no carry: past the next 12 bytes
-    out += enc.t32_ldr_imm(0, 3, near + 4) + enc.t32_add_imm(0, 0, 1) + enc.t32_str_imm(0, 3, near + 4)
+    out += _t32_bump(3, near, 1)
     out += enc.t32_b(at + len(out), done)
     out[branch_at:branch_at + 2] = enc.t32_cbz(0, len(out) - (branch_at + 4), nonzero=True)
     return bytes(out)
@@ -590,28 +587,29 @@ def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, s
     scratch.restore(isa, code, pairs)
 
 
-# T32 counter += 1 at [r1] with two registers and no flags: the low word is bumped and
-# only when it wraps to zero (CBNZ falls through) the high word too. Half the scratch
-# traffic and no multiply, against the UMLAL form, on the tools' hottest path.
-_T32_BUMP = b"".join([
-    enc._hw(0x6808), enc.t32_add_imm(0, 0, 1), enc._hw(0x6008),  # ldr r0, [r1]; addw r0, r0, #1; str r0, [r1]
-    enc.t32_cbz(0, 6, nonzero=True),                              # cbnz r0: past the next 8 bytes (PC = here + 4)
-    enc._hw(0x6848), enc.t32_add_imm(0, 0, 1), enc._hw(0x6048),  # ldr r0, [r1, #4]; addw; str r0, [r1, #4]
-])
-
-
 @cache
-def _t32_bump_by(amount: int) -> bytes:
-    """T32 counter += ``amount`` (1..4095) at [r1] with r0-r2 and no flags: the low word's
-    carry out is its old top bit without the new one ((old & ~new) >> 31)."""
+def _t32_bump(base: int, offset: int, amount: int) -> bytes:
+    """T32 64-bit counter at [base, #offset] += ``amount`` (1..4095), no flags touched.
+
+    +1 uses r0 only: the low word is bumped and only when it wraps to zero (CBNZ falls
+    through) the high word too; half the scratch traffic of the UMLAL form, with no
+    multiply, on the tools' hottest path. A larger amount also uses r2: the low word's
+    carry out is its old top bit without the new one ((old & ~new) >> 31).
+    """
     if amount == 1:
-        return _T32_BUMP
-    return b"".join([
-        enc._hw(0x6808), enc.t32_add_imm(2, 0, amount), enc._hw(0x600A),  # ldr r0, [r1]; addw r2, r0; str r2, [r1]
-        enc.t32_bic_reg(0, 0, 2), enc.t32_lsr_imm(0, 0, 31),
-        enc.t32_cbz(0, 6),                                                # no carry: past the next 8 bytes
-        enc._hw(0x6848), enc.t32_add_imm(0, 0, 1), enc._hw(0x6048),      # the high word += 1
-    ])
+        low = enc.t32_ldr_word(0, base, offset) + enc.t32_add_imm(0, 0, 1) + enc.t32_str_word(0, base, offset)
+        carried = 0
+    else:
+        low = (enc.t32_ldr_word(0, base, offset) + enc.t32_add_imm(2, 0, amount) + enc.t32_str_word(2, base, offset)
+               + enc.t32_bic_reg(0, 0, 2) + enc.t32_lsr_imm(0, 0, 31))
+        carried = 1
+    high = enc.t32_ldr_word(0, base, offset + 4) + enc.t32_add_imm(0, 0, 1) + enc.t32_str_word(0, base, offset + 4)
+    # No carry: past the high word's update (the branch reads PC as its own address + 4).
+    skip = enc.t32_cbz(0, len(high) - 2, nonzero=not carried)
+    return low + skip + high
+
+
+_T32_BUMP = _t32_bump(1, 0, 1)  # counter at [r1] += 1
 
 
 @cache

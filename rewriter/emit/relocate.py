@@ -124,10 +124,15 @@ def _hook_context(ins: Instruction, access, block_insns: int, ctx: RelocationCon
 def _calls(isa: ISA, code: Code, hooks: list[Hook], ins: Instruction, access, block_insns: int,
            ctx: RelocationContext, cond: int) -> None:
     for hook in hooks:
-        skip = isa.skip_unless(code, cond) if cond != AL else None
-        emit_call(isa, code, hook, _hook_context(ins, access, block_insns, ctx))
-        if skip is not None:
-            isa.end_skip(code, skip)
+        _guarded_call(isa, code, hook, _hook_context(ins, access, block_insns, ctx), cond)
+
+
+def _guarded_call(isa: ISA, code: Code, hook: Hook, hctx: HookContext, cond: int) -> None:
+    """``hook``'s call at the site ``hctx``, run only when ``cond`` holds."""
+    skip = isa.skip_unless(code, cond) if cond != AL else None
+    emit_call(isa, code, hook, hctx)
+    if skip is not None:
+        isa.end_skip(code, skip)
 
 
 def _access_calls(isa: ISA, code: Code, hook: Hook, ins: Instruction, block_insns: int,
@@ -138,8 +143,8 @@ def _access_calls(isa: ISA, code: Code, hook: Hook, ins: Instruction, block_insn
     contexts = [_hook_context(ins, access, block_insns, ctx) for access in ins.accesses]
     shared = shared_key(isa, code, hook, contexts)
     if shared is None:
-        for access in ins.accesses:
-            _calls(isa, code, [hook], ins, access, block_insns, ctx, ins.cond)
+        for hctx in contexts:
+            _guarded_call(isa, code, hook, hctx, ins.cond)
         return
     skip = isa.skip_unless(code, ins.cond) if ins.cond != AL else None
     emit_call(isa, code, hook, contexts[0], shared)
