@@ -180,21 +180,24 @@ def test_counter_bump_by_amount(start: int, amount: int) -> None:
     assert uc.reg_read(UC_ARM_REG_CPSR) & 0xF80F0000 == flags & 0xF80F0000
 
 
+@pytest.mark.parametrize("done_past", [0x800, 24])
 @pytest.mark.parametrize("pic", [False, True])
 @pytest.mark.parametrize("start", [7, 0xFFFFFFFF])
 @pytest.mark.parametrize("slot_bits", [0, 5])
-def test_filter_test_with_the_counter_after_the_slots(slot_bits: int, start: int, pic: bool) -> None:
+def test_filter_test_with_the_counter_after_the_slots(slot_bits: int, start: int, pic: bool, done_past: int) -> None:
     """The T32 repeat test whose counter follows its slot table (hooks._t32_filter_test), under
     unicorn: a repeated key bumps the 64-bit counter (carry included) and leaves for ``done``; a
     new key falls out of the test with r1 = key, r2 = slot index and r3 = the table, the
-    counter untouched; the flags stay as they were either way."""
+    counter untouched; the flags stay as they were either way. ``done`` ``done_past`` bytes
+    past the test: far (every hit through the final B) or near (CBNZ's reach)."""
     from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
     from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2, UC_ARM_REG_R3
 
     from rewriter.emit.hooks import _t32_filter_test
 
-    shift, at, table, done = 6, 0x10000, 0x20000, 0x10800
+    shift, at, table = 6, 0x10000, 0x20000
     near = 4 * (1 << slot_bits) + 8  # the counter's second slot
+    done = at + len(_t32_filter_test(pic, shift, slot_bits, near, at, table, at + 0x800)) + done_past
     data = _t32_filter_test(pic, shift, slot_bits, near, at, table, done)
     address = 0x12345678
     slot = (address >> shift) & ((1 << slot_bits) - 1)

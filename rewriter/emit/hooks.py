@@ -334,7 +334,13 @@ def _t32_filter_test(pic: bool, shift: int, slot_bits: int, near: int, at: int, 
     out += enc.t32_sub_reg(0, 0, 1)
     branch_at = len(out)
     out += bytes(2)  # CBNZ r0 to the call path, encoded below
-    out += _t32_bump(3, near, 1)
+    bump_at = len(out)
+    # A hit without a carry goes straight to ``done`` when CBNZ reaches it (the B below
+    # is then taken only after a carry); same bytes otherwise.
+    to_done = done - (at + bump_at)
+    reach = len(_t32_bump_low(3, near, 1)) + 4  # the bump's CBNZ's PC, from its start
+    within = to_done % 2 == 0 and reach <= to_done <= reach + 126
+    out += _t32_bump(3, near, 1, to_done if within else None)
     out += enc.t32_b(at + len(out), done)
     out[branch_at:branch_at + 2] = enc.t32_cbz(0, len(out) - (branch_at + 4), nonzero=True)
     return bytes(out)
@@ -588,25 +594,34 @@ def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, s
 
 
 @cache
-def _t32_bump(base: int, offset: int, amount: int) -> bytes:
+def _t32_bump(base: int, offset: int, amount: int, no_carry_to: int | None = None) -> bytes:
     """T32 64-bit counter at [base, #offset] += ``amount`` (1..4095), no flags touched.
 
     +1 uses r0 only: the low word is bumped and only when it wraps to zero (CBNZ falls
     through) the high word too; half the scratch traffic of the UMLAL form, with no
     multiply, on the tools' hottest path. A larger amount also uses r2: the low word's
     carry out is its old top bit without the new one ((old & ~new) >> 31).
+
+    Without a carry the code goes past its own end, or to ``no_carry_to`` (an offset
+    from the start of these bytes, forward and within CBZ's reach) when the caller's next
+    step there is a branch: one translation block fewer on the path taken almost always.
     """
-    if amount == 1:
-        low = enc.t32_ldr_word(0, base, offset) + enc.t32_add_imm(0, 0, 1) + enc.t32_str_word(0, base, offset)
-        carried = 0
-    else:
-        low = (enc.t32_ldr_word(0, base, offset) + enc.t32_add_imm(2, 0, amount) + enc.t32_str_word(2, base, offset)
-               + enc.t32_bic_reg(0, 0, 2) + enc.t32_lsr_imm(0, 0, 31))
-        carried = 1
+    low = _t32_bump_low(base, offset, amount)
+    carried = amount != 1
     high = enc.t32_ldr_word(0, base, offset + 4) + enc.t32_add_imm(0, 0, 1) + enc.t32_str_word(0, base, offset + 4)
     # No carry: past the high word's update (the branch reads PC as its own address + 4).
-    skip = enc.t32_cbz(0, len(high) - 2, nonzero=not carried)
+    to = len(low) + 2 + len(high) if no_carry_to is None else no_carry_to
+    skip = enc.t32_cbz(0, to - (len(low) + 4), nonzero=not carried)
     return low + skip + high
+
+
+def _t32_bump_low(base: int, offset: int, amount: int) -> bytes:
+    """The low word's part of :func:`_t32_bump`: r0 = 0 exactly when there is no carry
+    (+1: the new low word; more: the carry bit itself)."""
+    if amount == 1:
+        return enc.t32_ldr_word(0, base, offset) + enc.t32_add_imm(0, 0, 1) + enc.t32_str_word(0, base, offset)
+    return (enc.t32_ldr_word(0, base, offset) + enc.t32_add_imm(2, 0, amount) + enc.t32_str_word(2, base, offset)
+            + enc.t32_bic_reg(0, 0, 2) + enc.t32_lsr_imm(0, 0, 31))
 
 
 _T32_BUMP = _t32_bump(1, 0, 1)  # counter at [r1] += 1
