@@ -95,6 +95,10 @@ class Prototype:
     name: str
     kinds: tuple[Arg, ...]
     filter: RepeatFilter | None = None
+    # The routine computes on its arguments only (it reads no program memory or registers
+    # when it runs), so InHost may keep its calls as records in a buffer in the program and
+    # run them in order, in batches, before the program-end routines (emit/deferred.py).
+    deferred: bool = False
 
     def check_args(self, args: tuple) -> None:
         """Check the values given at a call site: one per kind, in order.
@@ -165,19 +169,24 @@ class Tool:
         self.prototypes: dict[str, Prototype] = {}
         self.arrays: dict[str, tuple[str, int]] = {}
 
-    def prototype(self, name: str, *kinds: Arg, filter: RepeatFilter | None = None) -> Prototype:
+    def prototype(self, name: str, *kinds: Arg, filter: RepeatFilter | None = None,
+                  deferred: bool = False) -> Prototype:
         """Declare (or fetch) the analysis routine ``name`` taking arguments of ``kinds``.
 
         ``filter``: skip calls whose key repeats (see RepeatFilter); its counter array
-        must be declared first.
+        must be declared first. ``deferred``: the routine looks at nothing but its
+        arguments, so its calls may run later, in order, in batches (Prototype.deferred):
+        a call then costs a few stores instead of a jump to the library and back.
         """
         if len(kinds) > 4:
             raise AnvilError(f"{name}: analysis routines take at most 4 arguments")
+        if deferred and Arg.STRING in kinds:
+            raise AnvilError(f"{name}: a deferred routine takes no STRING argument")
         proto = self.prototypes.get(name)
         if proto is None:
             if filter is not None:
                 filter = self._checked_filter(name, kinds, filter)
-            proto = self.prototypes[name] = Prototype(name, tuple(kinds), filter)
+            proto = self.prototypes[name] = Prototype(name, tuple(kinds), filter, deferred)
         return proto
 
     def _checked_filter(self, name: str, kinds: tuple[Arg, ...], flt: RepeatFilter) -> RepeatFilter:

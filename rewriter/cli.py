@@ -70,7 +70,7 @@ def cmd_instrument(args: argparse.Namespace) -> int:
             "instructions": report.instructions, "rewrite_seconds": round(report.rewrite_seconds, 3),
             "not_instrumented": report.not_relocated, "entries_not_patched": report.entries_not_patched,
             "original_size": report.original_size, "output_size": report.output_size,
-            "block_counters": report.block_counters,
+            "block_counters": report.block_counters, "deferred_sites": report.deferred_sites,
         }, f, indent=1)
     print(f"anvil: wrote {output}: {report.summary()}; report in {report_path}", file=sys.stderr)
     return 0

@@ -38,8 +38,10 @@ from . import firmware
 from . import target_build as tb
 from .code import Code
 from .counter_placement import place_counters
+from .deferred import defer, dispatch_unit, ring_unit
 from .hooks import emit_call_stub
 from .isa import Scratch
+from .records import SiteTable
 from .relocate import (
     RelocationContext,
     Unsupported,
@@ -71,6 +73,8 @@ class Report:
     output_size: int = 0
     # Counting tools' block counters: kept inline, derived at the end, placed on branches.
     block_counters: dict[str, int] = field(default_factory=dict)
+    # Sites of deferred routines whose calls are records run in batches (emit/deferred.py).
+    deferred_sites: int = 0
 
     def summary(self) -> str:
         parts = [f"{self.relocated}/{self.procedures} procedures instrumented ({self.instructions} instructions)"]
@@ -99,6 +103,12 @@ def high_vfp_free(binary: Binary) -> bool:
                 if not whole_bank:
                     return False
     return True
+
+
+def vfp_scratch(binary: Binary) -> bool:
+    """Whether hooks park registers in d16-d31 (else on the stack). Cortex-M cores have no
+    d16-d31 (FPv4-SP: d0-d15 at most)."""
+    return not binary.is_firmware and high_vfp_free(binary) and not os.environ.get("ANVIL_STACK_SCRATCH")
 
 
 def _has_hooks(proc: Procedure) -> bool:
@@ -155,11 +165,15 @@ def _relocatable(proc: Procedure, ctx: RelocationContext) -> str | None:
     return None
 
 
-def _library_sources(tool: Tool, toolchain: tb.Toolchain) -> list[Path]:
+def _library_sources(tool: Tool, toolchain: tb.Toolchain, deferred: SiteTable | None) -> list[Path | tb.Generated]:
+    """The runtime and the tool's C; with ``deferred`` sites, the tool's C comes inside the unit
+    that runs their records, and the ring that keeps them is added (emit/deferred.py)."""
     tool_dir = tb.ANALYSIS_DIR / tool.name
     sources = sorted(tool_dir.glob("*.c"))
     if not sources:
         raise AnvilError(f"tool {tool.name} has no analysis sources in {tool_dir}")
+    if deferred is not None:
+        return [*tb.runtime_sources(toolchain), ring_unit(), dispatch_unit(deferred, sources)]
     return [*tb.runtime_sources(toolchain), *sources]
 
 
@@ -169,12 +183,21 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     started = time.monotonic()
     binary.clear_hooks()
     tool.instrument(binary, opts)
+    # Records are appended inline only in T32 code with registers parked in d16-d31: elsewhere
+    # a record is a call too, and deferring would add the ring's work to it. All of a
+    # routine's calls are deferred or none (their order), so mostly-A32 programs call.
+    # ANVIL_NO_DEFER: every call made as it comes (a reference for the tests).
+    thumb = sum(p.thumb for p in binary.procedures)
+    inline_records = vfp_scratch(binary) and 2 * thumb > len(binary.procedures)
+    deferred = defer(binary, tool) if inline_records and not os.environ.get("ANVIL_NO_DEFER") else None
     units = SiteUnit()
     arrays = {**tool.arrays, **tool.filter_arrays()}
-    return emit(binary, tool.name, units,
-                lambda toolchain: (_library_sources(tool, toolchain),
-                                   units.source(binary, arrays, placed=tool.filter_placement())), output,
-                started, opts)
+    report = emit(binary, tool.name, units,
+                  lambda toolchain: (_library_sources(tool, toolchain, deferred),
+                                     units.source(binary, arrays, placed=tool.filter_placement())), output,
+                  started, opts)
+    report.deferred_sites = len(deferred.sites) if deferred else 0
+    return report
 
 
 @gc_paused
@@ -312,8 +335,7 @@ def _relocate_program(binary: Binary, units: SiteUnit, report: Report,
 
     candidates = [p for p in binary.procedures if _has_hooks(p)]
     relocated_addrs = {i.address for p in candidates for i in p.instructions()}
-    # Cortex-M cores have no d16-d31 (FPv4-SP: d0-d15 at most): registers go on the stack.
-    scratch = Scratch(not binary.is_firmware and high_vfp_free(binary) and not os.environ.get("ANVIL_STACK_SCRATCH"))
+    scratch = Scratch(vfp_scratch(binary))
 
     def new_context() -> RelocationContext:
         return RelocationContext(
@@ -398,7 +420,8 @@ class _LibraryBuild:
     Errors come as from a build made before what goes on meanwhile (``alongside``).
     """
 
-    def __init__(self, sources: list[Path], site_source: str, toolchain: tb.Toolchain, base: int) -> None:
+    def __init__(self, sources: list[Path | tb.Generated], site_source: str, toolchain: tb.Toolchain,
+                 base: int) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1)
         self._built = self._pool.submit(_build_library, sources, site_source, toolchain, base)
 
@@ -421,11 +444,11 @@ class _LibraryBuild:
         return self._built.result()
 
 
-def _build_library(sources: list[Path], site_source: str, toolchain: tb.Toolchain,
+def _build_library(sources: list[Path | tb.Generated], site_source: str, toolchain: tb.Toolchain,
                    base: int) -> tuple[list[Path], tb.LinkedLibrary]:
     """Compile ``sources`` and the generated site unit; link them at ``base`` once, for the size."""
     include = [tb.RUNTIME_DIR, tb.COMMON_DIR]
-    objects = [tb.compile_c(src, include, toolchain=toolchain) for src in sources]
+    objects = [tb.compile_unit(src, include, toolchain) for src in sources]
     objects.append(tb.compile_c("sites.c", include, text=site_source, toolchain=toolchain))
     return objects, tb.link(objects, base, base + 0x10000000, toolchain)
 

@@ -120,6 +120,21 @@ def compile_c(source: Path | str, include: list[Path], text: str | None = None,
     return obj
 
 
+@dataclass(frozen=True)
+class Generated:
+    """A C unit made by the emitter (``name`` for messages), compiled like a source file."""
+
+    name: str
+    text: str
+
+
+def compile_unit(unit: Path | Generated, include: list[Path], toolchain: Toolchain = LINUX) -> Path:
+    """Compile a source file or a generated unit (compile_c)."""
+    if isinstance(unit, Generated):
+        return compile_c(unit.name, include, text=unit.text, toolchain=toolchain)
+    return compile_c(unit, include, toolchain=toolchain)
+
+
 @dataclass
 class LinkedLibrary:
     """The analysis library linked at fixed addresses."""

@@ -42,7 +42,7 @@ class CacheSim(Tool):
         self.array("mru_hits", 2)
         mru = RepeatFilter(shift=line.bit_length() - 1, slots=size // (assoc * line), counter="mru_hits", count_by=1)
         start = self.prototype("profile_start", Arg.CONST, Arg.CONST, Arg.CONST)
-        access = self.prototype("cache_sim", Arg.EFFADDR, Arg.ACCESS_IS_STORE, filter=mru)
+        access = self.prototype("cache_sim", Arg.EFFADDR, Arg.ACCESS_IS_STORE, filter=mru, deferred=True)
         finish = self.prototype("profile_end", Arg.STRING, Arg.CONST)
         binary.call(Point.BEFORE, start, size, assoc, line)
         for proc in binary.select(opts.only, opts.skip):

@@ -18,7 +18,8 @@ class MemTrace(Tool):
 
     def instrument(self, binary: Binary, opts: Options) -> None:
         start = self.prototype("memtrace_start", Arg.STRING, Arg.CONST)
-        access = self.prototype("memtrace_access", Arg.INST_ADDR, Arg.EFFADDR, Arg.ACCESS_SIZE, Arg.ACCESS_IS_STORE)
+        access = self.prototype("memtrace_access", Arg.INST_ADDR, Arg.EFFADDR, Arg.ACCESS_SIZE, Arg.ACCESS_IS_STORE,
+                                deferred=True)
         binary.call(Point.BEFORE, start, opts.out, FORMATS[opts.format])
         for proc in binary.select(opts.only, opts.skip):
             for block in proc.blocks:

@@ -1,5 +1,8 @@
 /* ReHost communicator: hook records go to a ring buffer in the target's memory and
  * are flushed through the platform's channel when it fills and at program end.
+ * Compiled with ANVIL_RING_LOCAL set, the same ring serves InHost's deferred routines
+ * (rewriter/emit/deferred.py): a flush runs the records' routines in the program, through
+ * the generated anvil_ring_dispatch, and there is no stream header, channel or end record.
  * Stream format (little-endian 32-bit words, see rehost/stream.py):
  *   header  MAGIC VERSION hash0 hash1 bias
  *   record  site-id dynamic-arg...        (as many args as the site's routine has)
@@ -47,12 +50,21 @@
 #define SIG_SETMASK 2
 #endif
 
+#ifndef ANVIL_RING_LOCAL
+#define ANVIL_RING_LOCAL 0
+#endif
+
+#if ANVIL_RING_LOCAL
+/* Runs the records in [words, end) in order (generated with the deferred routines). */
+void anvil_ring_dispatch(const uint32_t *words, const uint32_t *end);
+#else
 extern const uint32_t anvil_rh_table_hash[2];
 extern const uint32_t anvil_rh_narrays;
 void anvil_rh_send_arrays(void);
 /* The platform's channel (arm/anvil_channel.c: Linux; cortexm/anvil_channel.c: semihosting). */
 void anvil_channel_open(void);
 void anvil_channel_send(const void *data, uint32_t len);
+#endif
 
 static uint32_t ring[RING_WORDS + RING_SLACK];
 /* Read and written by inline record code (rewriter/emit/hooks.py, _emit_record, at these
@@ -103,7 +115,7 @@ static inline void unmask(masked_t *old)
 static void lose(void)
 {
     lost = 1;
-    anvil_warn("anvil: rehost: a signal handler made more records than the ring holds while another record "
+    anvil_warn("anvil: a signal handler made more records than the ring holds while another record "
                "was being made; records lost, the results will be incomplete\n");
 }
 
@@ -124,8 +136,13 @@ void anvil_rh_flush(void)
         }
         lose();
     }
-    if (!ended && !lost)
+    if (!ended && !lost) {
+#if ANVIL_RING_LOCAL
+        anvil_ring_dispatch(ring, anvil_rh_cursor);
+#else
         anvil_channel_send(ring, (uint32_t)((char *)anvil_rh_cursor - (char *)ring));
+#endif
+    }
     anvil_rh_cursor = ring;
     unmask(&old);
 }
@@ -185,13 +202,15 @@ static inline void append(const uint32_t *words, uint32_t n, int exclusive)
  * run: nothing to mask). */
 void anvil_rh_start(void)
 {
-    anvil_channel_open();
     uint32_t *at = ring;
+#if !ANVIL_RING_LOCAL
+    anvil_channel_open();
     *at++ = STREAM_MAGIC;
     *at++ = STREAM_VERSION;
     *at++ = anvil_rh_table_hash[0];
     *at++ = anvil_rh_table_hash[1];
     *at++ = anvil_bias;
+#endif
     anvil_rh_limit = ring + RING_WORDS;
     anvil_rh_cursor = at;
 }
@@ -218,6 +237,19 @@ void anvil_rh_record3_in_exclusive(uint32_t site, uint32_t a, uint32_t b, uint32
     append(w, 4, 0);
 }
 
+#if ANVIL_RING_LOCAL
+/* Program end: the last records run, masked, before the tools' end routines (which
+ * anvil_program_end calls next); records made afterwards are dropped. */
+void anvil_rh_end(void)
+{
+    masked_t old = mask();
+    if (anvil_rh_writers && !lost)
+        lose();  /* the program ends in a handler that interrupted an append: its words never come */
+    anvil_rh_flush();
+    ended = 1;
+    unmask(&old);
+}
+#else
 /* Called masked (anvil_rh_end). */
 static inline void put(uint32_t word)
 {
@@ -255,3 +287,4 @@ void anvil_rh_end(void)
     ended = 1;
     unmask(&old);
 }
+#endif
