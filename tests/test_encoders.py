@@ -122,12 +122,21 @@ def test_vfp_transfers() -> None:
     assert one(A32, enc.a32_vmov_from_d(0, 1, 16)) == "vmov r0, r1, d16"
 
 
+@pytest.mark.parametrize("vfp", [False, True])
 @pytest.mark.parametrize("start, flags", [(0xFFFFFFFF, 0), (5, 0xF8000000), (0x1FFFFFFFF, 0x60000000)])
-def test_counter_increment_adds_without_flags(start: int, flags: int) -> None:
+def test_counter_increment_adds_without_flags(start: int, flags: int, vfp: bool) -> None:
     """The inline 64-bit counter under unicorn: +1 with and without a carry into the high
-    word, every register but the counter's memory and every flag as they were."""
+    word, every register but the counter's memory and every flag as they were; with d16-d31
+    free (``vfp``) the NEON form, otherwise the CBNZ one."""
     from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
-    from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_SP
+    from unicorn.arm_const import (
+        UC_ARM_REG_C1_C0_2,
+        UC_ARM_REG_CPSR,
+        UC_ARM_REG_FPEXC,
+        UC_ARM_REG_R0,
+        UC_ARM_REG_R1,
+        UC_ARM_REG_SP,
+    )
 
     from rewriter.emit.code import Code
     from rewriter.emit.hooks import emit_increment
@@ -135,9 +144,11 @@ def test_counter_increment_adds_without_flags(start: int, flags: int) -> None:
 
     at, counter = 0x10000, 0x20000
     code = Code(at)
-    emit_increment(T32, code, "counter", 1, Scratch(vfp=False))
+    emit_increment(T32, code, "counter", 1, Scratch(vfp=vfp))
     data = code.finish(lambda key: counter)
     uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
+    uc.reg_write(UC_ARM_REG_C1_C0_2, uc.reg_read(UC_ARM_REG_C1_C0_2) | (0xF << 20))  # CPACR: cp10/cp11 on
+    uc.reg_write(UC_ARM_REG_FPEXC, 0x40000000)  # FPEXC.EN: VFP and NEON on
     uc.mem_map(at, 0x1000)
     uc.mem_map(counter, 0x1000)
     uc.mem_map(0x30000, 0x1000)

@@ -596,6 +596,47 @@ def t32_vmov_from_d(rt: int, rt2: int, d: int) -> bytes:
     return _hw(0xEC50 | rt2, (rt << 12) | 0x0B10 | (m << 5) | vm)
 
 
+def _t32_word(word: int) -> bytes:
+    """A 32-bit T32 encoding as its two halfwords, the high one first."""
+    return _hw(word >> 16, word & 0xFFFF)
+
+
+def t32_vmov_to_lane(d: int, rt: int) -> bytes:
+    """VMOV.32 Dd[0], rt (one core register into the low word of any of d0-d31)."""
+    n, vn = _vmov_fields(d)
+    return _t32_word(0xEE000B10 | (vn << 16) | (rt << 12) | (n << 7))
+
+
+def t32_vmov_from_lane(rt: int, d: int) -> bytes:
+    """VMOV.32 rt, Dd[0]."""
+    n, vn = _vmov_fields(d)
+    return _t32_word(0xEE100B10 | (vn << 16) | (rt << 12) | (n << 7))
+
+
+def t32_vldr_d(d: int, rn: int, offset: int = 0, store: bool = False) -> bytes:
+    """VLDR Dd, [rn, #offset] (VSTR with ``store``); offset a multiple of 4, |offset| <= 1020."""
+    assert offset % 4 == 0 and -1020 <= offset <= 1020, offset
+    dbit, vd = _vmov_fields(d)
+    up = int(offset >= 0)
+    return _t32_word((0xED000B00 if store else 0xED100B00) | (up << 23) | (dbit << 22) | (rn << 16) | (vd << 12)
+                     | (abs(offset) // 4))
+
+
+def t32_vmov_all_ones(d: int) -> bytes:
+    """VMOV.I8 Dd, #0xff (Advanced SIMD): every bit set, -1 as a 64-bit integer."""
+    dbit, vd = _vmov_fields(d)
+    # i:imm3:imm4 = 0xff, cmode 1110 (8-bit elements), Q = 0, op = 0.
+    return _t32_word(0xEF800010 | (1 << 28) | (dbit << 22) | (7 << 16) | (vd << 12) | (0xE << 8) | 0xF)
+
+
+def t32_vsub_i64(d: int, n: int, m: int) -> bytes:
+    """VSUB.I64 Dd, Dn, Dm (Advanced SIMD, one 64-bit lane): no flags."""
+    dbit, vd = _vmov_fields(d)
+    nbit, vn = _vmov_fields(n)
+    mbit, vm = _vmov_fields(m)
+    return _t32_word(0xFF000800 | (dbit << 22) | (3 << 20) | (vn << 16) | (vd << 12) | (nbit << 7) | (mbit << 5) | vm)
+
+
 def a32_vmov_to_d(d: int, rt: int, rt2: int) -> bytes:
     """VMOV Dd, rt, rt2."""
     m, vm = _vmov_fields(d)

@@ -572,13 +572,26 @@ def _access_index(ctx: HookContext) -> int:
     return next(i for i, a in enumerate(ctx.ins.accesses) if a is ctx.access)
 
 
+# counter at [r1] += 1 in d17 (d18 = -1): a 64-bit add with no flags and no branch.
+_NEON_INCREMENT = (enc.t32_vldr_d(17, 1) + enc.t32_vmov_all_ones(18) + enc.t32_vsub_i64(17, 17, 18)
+                   + enc.t32_vldr_d(17, 1, store=True))
+
+
 def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, scratch: Scratch) -> None:
     """counter (64-bit, at a label) += amount, inline, registers and flags preserved.
 
-    T32 adds 1 with ADDW and carries with CBNZ (``_T32_BUMP``). Otherwise UMLAL adds a
-    64-bit product without touching the flags, so no flag save is needed:
-    lo:hi += amount * 1 (r3 = amount; the 1 is r3 itself when amount is 1, else ip).
+    T32 with d16-d31 free adds 1 in a NEON register (``_NEON_INCREMENT``; only r1 is
+    borrowed): no branch, so the block stays one translation block for QEMU, which
+    ends one at every branch (decision 0003). Without them T32 adds 1 with ADDW and
+    carries with CBNZ (``_T32_BUMP``). Otherwise UMLAL adds a 64-bit product without
+    touching the flags: lo:hi += amount * 1 (r3 = amount; the 1 is r3 itself when
+    amount is 1, else ip).
     """
+    if isa.thumb and amount == 1 and scratch.vfp:
+        code.emit(enc.t32_vmov_to_lane(16, 1))
+        isa.pc_address(code, 1, counter_label)
+        code.emit(_NEON_INCREMENT + enc.t32_vmov_from_lane(1, 16))
+        return
     if isa.thumb and amount == 1:
         scratch.save(isa, code, [(0, 1)])
         isa.pc_address(code, 1, counter_label)

@@ -187,9 +187,11 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     # a record is a call too, and deferring would add the ring's work to it. All of a
     # routine's calls are deferred or none (their order), so mostly-A32 programs call.
     # ANVIL_NO_DEFER: every call made as it comes (a reference for the tests).
-    thumb = sum(p.thumb for p in binary.procedures)
-    inline_records = vfp_scratch(binary) and 2 * thumb > len(binary.procedures)
-    deferred = defer(binary, tool) if inline_records and not os.environ.get("ANVIL_NO_DEFER") else None
+    deferred = None
+    if any(p.deferred for p in tool.prototypes.values()) and not os.environ.get("ANVIL_NO_DEFER"):
+        thumb = sum(p.thumb for p in binary.procedures)
+        if 2 * thumb > len(binary.procedures) and vfp_scratch(binary):
+            deferred = defer(binary, tool)
     units = SiteUnit()
     arrays = {**tool.arrays, **tool.filter_arrays()}
     report = emit(binary, tool.name, units,
