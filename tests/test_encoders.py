@@ -122,12 +122,13 @@ def test_vfp_transfers() -> None:
     assert one(A32, enc.a32_vmov_from_d(0, 1, 16)) == "vmov r0, r1, d16"
 
 
-@pytest.mark.parametrize("vfp", [False, True])
+@pytest.mark.parametrize("vfp, atomic", [(False, False), (True, False), (False, True)])
 @pytest.mark.parametrize("start, flags", [(0xFFFFFFFF, 0), (5, 0xF8000000), (0x1FFFFFFFF, 0x60000000)])
-def test_counter_increment_adds_without_flags(start: int, flags: int, vfp: bool) -> None:
+def test_counter_increment_adds_without_flags(start: int, flags: int, vfp: bool, atomic: bool) -> None:
     """The inline 64-bit counter under unicorn: +1 with and without a carry into the high
     word, every register but the counter's memory and every flag as they were; with d16-d31
-    free (``vfp``) the NEON form, otherwise the CBNZ one."""
+    free (``vfp``) the NEON form, ``atomic`` the LDREX/STREX one (firmware), otherwise the
+    CBNZ one."""
     from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
     from unicorn.arm_const import (
         UC_ARM_REG_C1_C0_2,
@@ -135,6 +136,7 @@ def test_counter_increment_adds_without_flags(start: int, flags: int, vfp: bool)
         UC_ARM_REG_FPEXC,
         UC_ARM_REG_R0,
         UC_ARM_REG_R1,
+        UC_ARM_REG_R2,
         UC_ARM_REG_SP,
     )
 
@@ -144,7 +146,7 @@ def test_counter_increment_adds_without_flags(start: int, flags: int, vfp: bool)
 
     at, counter = 0x10000, 0x20000
     code = Code(at)
-    emit_increment(T32, code, "counter", 1, Scratch(vfp=vfp))
+    emit_increment(T32, code, "counter", 1, Scratch(vfp=vfp), atomic)
     data = code.finish(lambda key: counter)
     uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
     uc.reg_write(UC_ARM_REG_C1_C0_2, uc.reg_read(UC_ARM_REG_C1_C0_2) | (0xF << 20))  # CPACR: cp10/cp11 on
@@ -157,11 +159,12 @@ def test_counter_increment_adds_without_flags(start: int, flags: int, vfp: bool)
     uc.mem_write(counter, start.to_bytes(8, "little"))
     uc.reg_write(UC_ARM_REG_R0, 1234)
     uc.reg_write(UC_ARM_REG_R1, 5678)
+    uc.reg_write(UC_ARM_REG_R2, 9012)
     uc.reg_write(UC_ARM_REG_CPSR, (uc.reg_read(UC_ARM_REG_CPSR) & 0x0FFFFFFF) | flags)
     flags = uc.reg_read(UC_ARM_REG_CPSR)
     uc.emu_start(at | 1, at + len(data))
     assert int.from_bytes(uc.mem_read(counter, 8), "little") == start + 1
-    assert (uc.reg_read(UC_ARM_REG_R0), uc.reg_read(UC_ARM_REG_R1)) == (1234, 5678)
+    assert (uc.reg_read(UC_ARM_REG_R0), uc.reg_read(UC_ARM_REG_R1), uc.reg_read(UC_ARM_REG_R2)) == (1234, 5678, 9012)
     nzcvq_ge = 0xF80F0000  # the T bit differs only because emulation started in Thumb state
     assert uc.reg_read(UC_ARM_REG_CPSR) & nzcvq_ge == flags & nzcvq_ge
 

@@ -21,7 +21,7 @@ interleaving: the console output and exit status (the original's), inscount's co
 depend on where the handler's accesses fall among main's), and memtrace's accesses per
 instruction. The cache has one set (size = assoc * line) and the handler's accesses
 alternate between two lines, so the handler never bumps the repeat filter's inline
-counter (an inline counter, like every one, is not interrupt-safe).
+counter (that counter, shared by every access site, is added plainly: not interrupt-safe).
 """
 
 from __future__ import annotations

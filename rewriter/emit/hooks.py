@@ -577,8 +577,13 @@ _NEON_INCREMENT = (enc.t32_vldr_d(17, 1) + enc.t32_vmov_all_ones(18) + enc.t32_v
                    + enc.t32_vldr_d(17, 1, store=True))
 
 
-def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, scratch: Scratch) -> None:
+def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, scratch: Scratch,
+                   atomic: bool = False) -> None:
     """counter (64-bit, at a label) += amount, inline, registers and flags preserved.
+
+    ``atomic`` (T32, +1: firmware, whose interrupt handlers may run the same block): each
+    word is added with LDREX/STREX (``_T32_ATOMIC_BUMP``), so a handler that interrupts
+    the update and counts too is not lost.
 
     T32 with d16-d31 free adds 1 in a NEON register (``_NEON_INCREMENT``; only r1 is
     borrowed): no branch, so the block stays one translation block for QEMU, which
@@ -587,6 +592,13 @@ def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, s
     touching the flags: lo:hi += amount * 1 (r3 = amount; the 1 is r3 itself when
     amount is 1, else ip).
     """
+    if isa.thumb and amount == 1 and atomic:
+        pairs = [(0, 1), (2, 3)]
+        scratch.save(isa, code, pairs)
+        isa.pc_address(code, 1, counter_label)
+        code.emit(_T32_ATOMIC_BUMP)
+        scratch.restore(isa, code, pairs)
+        return
     if isa.thumb and amount == 1 and scratch.vfp:
         code.emit(enc.t32_vmov_to_lane(16, 1))
         isa.pc_address(code, 1, counter_label)
@@ -638,6 +650,28 @@ def _t32_bump_low(base: int, offset: int, amount: int) -> bytes:
 
 
 _T32_BUMP = _t32_bump(1, 0, 1)  # counter at [r1] += 1
+
+
+def _t32_exclusive_add_one(at: int) -> bytes:
+    """[r1] += 1 with LDREX/STREX (r0 = the new word, r2 = the status), again from the LDREX
+    when the STREX failed (an interrupt came in between); ``at``: where it starts, from
+    the start of the enclosing sequence."""
+    out = enc.t32_ldrex(0, 1) + enc.t32_add_imm(0, 0, 1) + enc.t32_strex(2, 0, 1)
+    return out + enc.t32_cbz(2, 2) + enc.t32_b(at + len(out) + 2, at)  # stored: past the B back
+
+
+def _t32_atomic_bump() -> bytes:
+    """T32 64-bit counter at [r1] += 1 that an interrupt handler counting too cannot spoil:
+    the low word with LDREX/STREX, and the high one the same way when the low one wrapped
+    (a handler's own carry between the two is just another add). Uses r0-r2."""
+    low = _t32_exclusive_add_one(0)
+    high_at = len(low) + 2 + 4  # past the CBNZ and the ADDW that moves r1 to the high word
+    high = _t32_exclusive_add_one(high_at)
+    skip = enc.t32_cbz(0, high_at + len(high) - (len(low) + 4), nonzero=True)  # no carry: done
+    return low + skip + enc.t32_add_imm(1, 1, 4) + high
+
+
+_T32_ATOMIC_BUMP = _t32_atomic_bump()  # counter at [r1] += 1, interrupt-safe
 
 
 @cache

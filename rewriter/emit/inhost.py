@@ -347,6 +347,7 @@ def _relocate_program(binary: Binary, units: SiteUnit, report: Report,
             counter_label=lambda name, index: ("sym+", f"anvil_array_{name}", 8 * index),
             xlate_label=("sym", "anvil_xlate_entry"),
             scratch=scratch,
+            interrupts=binary.is_firmware,
         )
 
     new_code = functools.partial(Code, 0, pic=binary.is_pie, ge=binary.dsp)

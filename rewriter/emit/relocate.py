@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from ..arch import arm_encode as enc
 from ..arch.arm_decode import REG_NUMBERS
 from ..errors import AnvilError
+from ..ir.flow import exclusive_windows
 from ..ir.model import Hook, Instruction, Procedure
 from .code import Code
 from .hooks import HookContext, emit_call, emit_increment, shared_key
@@ -55,6 +56,9 @@ class RelocationContext:
     xlate_tables: list[tuple[Procedure, Hashable]] = field(default_factory=list)
     # Original address -> label a direct branch goes to instead (an edge counter's trampoline).
     redirect: dict[int, Hashable] = field(default_factory=dict)
+    # Interrupt handlers may run the same code (firmware): counters add with LDREX/STREX.
+    interrupts: bool = False
+    atomic: bool = False  # for the procedure being emitted: interrupts, and no exclusive window of its own
 
 
 def ins_label(addr: int) -> tuple[str, int]:
@@ -65,6 +69,9 @@ def ins_label(addr: int) -> tuple[str, int]:
 def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> None:
     """Emit ``proc`` with its hooks into ``code``."""
     code.align(4)
+    # Inside the program's own LDREX/STREX window an exclusive of ours would make its STREX
+    # fail each time round its loop: such a procedure's counters add plainly.
+    ctx.atomic = ctx.interrupts and not exclusive_windows(proc)
     insns = list(proc.instructions())
     needs_table = False
     trampolines = []
@@ -79,7 +86,7 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
                 entry_calls = proc.hooks if bi == 0 else []
                 _calls(isa, code, [h for h in entry_calls if h.setup], ins, None, block.size, ctx, AL)
                 for counter, index, amount in block.counter_increments:
-                    emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch)
+                    emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch, ctx.atomic)
                 _calls(isa, code, [h for h in entry_calls if not h.setup], ins, None, block.size, ctx, AL)
                 _calls(isa, code, block.hooks, ins, None, block.size, ctx, AL)
             for hook in ins.hooks:
@@ -95,14 +102,15 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
             needs_table |= _relocate(ins, isa, code, ctx, proc)
             ctx.redirect = {}
         for counter, index, amount in block.edge_increments.get(last.end, []):  # the way it falls through
-            emit_increment(ISA.for_mode(last.thumb), code, ctx.counter_label(counter, index), amount, ctx.scratch)
+            emit_increment(ISA.for_mode(last.thumb), code, ctx.counter_label(counter, index), amount, ctx.scratch,
+                           ctx.atomic)
     _fallthroughs(insns, code, ctx)
     for branch, increments in trampolines:  # the way it jumps: count, then go on to the target
         isa = ISA.for_mode(branch.thumb)
         code.align(2 if branch.thumb else 4)
         code.label(("edge", branch.block.address, branch.branch_target))
         for counter, index, amount in increments:
-            emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch)
+            emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch, ctx.atomic)
         _jump(isa, code, branch.branch_target, branch.thumb, AL, ctx, local=True)
     if needs_table:
         key = ("xlate", proc.address)

@@ -1,0 +1,38 @@
+"""Inline counters that an interrupt handler interrupts while it updates the same counter.
+
+samples/boards/tickshare.c calls mix() from its main loop and from the SysTick handler,
+which fires every 100 cycles and runs exactly TARGET times, so mix() runs exactly
+CALLS + TARGET times however the ticks fall. Run with ``--icount 0`` QEMU delivers the
+tick between any two instructions (virtual time advances by instructions and a
+translation block ends at the deadline), so ticks land inside mix()'s counter update
+too; a plain load/add/store there loses the handler's increment. The known answer is
+computed another way: mix() runs one block, so its instruction count is its calls times
+that block's instructions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from rewriter.ir.elf_loader import load_binary
+from tests.support.boards import anvil_cli, build_firmware, instrument, run_firmware
+
+CALLS, TARGET = 4000, 300  # tickshare.c's
+
+
+@pytest.mark.parametrize("board", ["mps2-an385", "mps2-an386"])
+def test_counters_in_code_the_handler_shares(board: str, tmp_path: Path) -> None:
+    image = build_firmware("tickshare", board, "-O2")
+    expected = run_firmware(image, board)
+    assert re.match(rb"ticks=%d " % TARGET, expected[0]), expected
+    mix = next(p for p in load_binary(str(image)).procedures if p.name == "mix")
+    assert mix.blocks[0].instructions[-1].is_return  # one block runs (a padding NOP may follow)
+    out = instrument(image, "inscount", tmp_path / "fw", "--skip", "wait_for_ticks")
+    run = anvil_cli("run", "-q", "--board", board, "--icount", "0", out.name, cwd=out.parent, timeout=120)
+    assert (run.stdout, run.returncode) == expected, run.stderr
+    got = json.loads((out.parent / "fw.inscount.out").read_text())
+    assert got["procedures"]["mix"] == (CALLS + TARGET) * len(mix.blocks[0].instructions)
