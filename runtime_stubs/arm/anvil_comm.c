@@ -215,27 +215,16 @@ void anvil_rh_start(void)
     anvil_rh_cursor = at;
 }
 
-void anvil_rh_record0(uint32_t site) { append(&site, 1, 1); }
-void anvil_rh_record1(uint32_t site, uint32_t a) { uint32_t w[] = {site, a}; append(w, 2, 1); }
-void anvil_rh_record2(uint32_t site, uint32_t a, uint32_t b) { uint32_t w[] = {site, a, b}; append(w, 3, 1); }
-void anvil_rh_record3(uint32_t site, uint32_t a, uint32_t b, uint32_t c)
-{
-    uint32_t w[] = {site, a, b, c};
-    append(w, 4, 1);
-}
+/* The record routines sites call: anvil_rh_record<N>(site, N run-time arguments), and the
+ * _in_exclusive forms for sites inside the program's own exclusive window (no LDREX/STREX). */
+#define RECORD_ROUTINES(n, params, ...)                                                        \
+    void anvil_rh_record##n params { uint32_t w[] = {__VA_ARGS__}; append(w, (n) + 1, 1); }  \
+    void anvil_rh_record##n##_in_exclusive params { uint32_t w[] = {__VA_ARGS__}; append(w, (n) + 1, 0); }
 
-void anvil_rh_record0_in_exclusive(uint32_t site) { append(&site, 1, 0); }
-void anvil_rh_record1_in_exclusive(uint32_t site, uint32_t a) { uint32_t w[] = {site, a}; append(w, 2, 0); }
-void anvil_rh_record2_in_exclusive(uint32_t site, uint32_t a, uint32_t b)
-{
-    uint32_t w[] = {site, a, b};
-    append(w, 3, 0);
-}
-void anvil_rh_record3_in_exclusive(uint32_t site, uint32_t a, uint32_t b, uint32_t c)
-{
-    uint32_t w[] = {site, a, b, c};
-    append(w, 4, 0);
-}
+RECORD_ROUTINES(0, (uint32_t site), site)
+RECORD_ROUTINES(1, (uint32_t site, uint32_t a), site, a)
+RECORD_ROUTINES(2, (uint32_t site, uint32_t a, uint32_t b), site, a, b)
+RECORD_ROUTINES(3, (uint32_t site, uint32_t a, uint32_t b, uint32_t c), site, a, b, c)
 
 #if ANVIL_RING_LOCAL
 /* Program end: the last records run, masked, before the tools' end routines (which
