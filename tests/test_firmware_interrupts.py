@@ -36,3 +36,15 @@ def test_counters_in_code_the_handler_shares(board: str, tmp_path: Path) -> None
     assert (run.stdout, run.returncode) == expected, run.stderr
     got = json.loads((out.parent / "fw.inscount.out").read_text())
     assert got["procedures"]["mix"] == (CALLS + TARGET) * len(mix.blocks[0].instructions)
+
+
+def test_code_handlers_may_run() -> None:
+    """The procedures found reachable from the vector table's handlers (their counters are
+    the interrupt-safe ones): SysTick_Handler and mix(), which it calls, and the default
+    handler; not main or the reset handler, which only the thread runs."""
+    from rewriter.ir.flow import interrupt_code
+
+    binary = load_binary(str(build_firmware("tickshare", "mps2-an385", "-O2")))
+    names = {p.name for p in binary.procedures if p.address in interrupt_code(binary)}
+    assert {"SysTick_Handler", "mix"} <= names
+    assert not names & {"main", "Reset_Handler", "printf"}

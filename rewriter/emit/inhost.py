@@ -32,6 +32,7 @@ from elftools.elf.elffile import ELFFile
 from ..api import Arg, Options, Prototype, Tool
 from ..arch import arm_encode as enc
 from ..errors import AnvilError
+from ..ir.flow import interrupt_code
 from ..ir.gc_pause import gc_paused
 from ..ir.model import Binary, Hook, Point, Procedure, Segment
 from . import firmware
@@ -338,6 +339,7 @@ def _relocate_program(binary: Binary, units: SiteUnit, report: Report,
     candidates = [p for p in binary.procedures if _has_hooks(p)]
     relocated_addrs = {i.address for p in candidates for i in p.instructions()}
     scratch = Scratch(vfp_scratch(binary))
+    handlers_run = interrupt_code(binary) if binary.is_firmware else set()
 
     def new_context() -> RelocationContext:
         return RelocationContext(
@@ -347,7 +349,7 @@ def _relocate_program(binary: Binary, units: SiteUnit, report: Report,
             counter_label=lambda name, index: ("sym+", f"anvil_array_{name}", 8 * index),
             xlate_label=("sym", "anvil_xlate_entry"),
             scratch=scratch,
-            interrupts=binary.is_firmware,
+            interrupt_code=handlers_run,
         )
 
     new_code = functools.partial(Code, 0, pic=binary.is_pie, ge=binary.dsp)

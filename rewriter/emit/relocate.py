@@ -56,9 +56,10 @@ class RelocationContext:
     xlate_tables: list[tuple[Procedure, Hashable]] = field(default_factory=list)
     # Original address -> label a direct branch goes to instead (an edge counter's trampoline).
     redirect: dict[int, Hashable] = field(default_factory=dict)
-    # Interrupt handlers may run the same code (firmware): counters add with LDREX/STREX.
-    interrupts: bool = False
-    atomic: bool = False  # for the procedure being emitted: interrupts, and no exclusive window of its own
+    # Procedures an exception handler may run (firmware, ir.flow.interrupt_code): their
+    # counters add with LDREX/STREX, so a handler running the same block mid-update counts too.
+    interrupt_code: set[int] = field(default_factory=set)
+    atomic: bool = False  # for the procedure being emitted: interrupt code, no exclusive window of its own
 
 
 def ins_label(addr: int) -> tuple[str, int]:
@@ -71,7 +72,7 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
     code.align(4)
     # Inside the program's own LDREX/STREX window an exclusive of ours would make its STREX
     # fail each time round its loop: such a procedure's counters add plainly.
-    ctx.atomic = ctx.interrupts and not exclusive_windows(proc)
+    ctx.atomic = proc.address in ctx.interrupt_code and not exclusive_windows(proc)
     insns = list(proc.instructions())
     needs_table = False
     trampolines = []

@@ -12,6 +12,7 @@ are reported as having no usable flow.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
 from .elf_loader import has_computed_jump
@@ -235,3 +236,50 @@ def exclusive_windows(proc: Procedure) -> set[int]:
                 found.add(ins.address)
             inside = forward(ins, inside)
     return found
+
+
+# Words of a Cortex-M vector table looked at: the 16 system exceptions and up to 240 interrupts.
+VECTOR_WORDS = 256
+
+
+def exception_handlers(binary: Binary, starts: set[int]) -> list[int]:
+    """Firmware: the handlers in the vector table, which an ARMv7-M core reads from the
+    image's lowest address (VTOR's reset value, where images place it): word 0 is the
+    initial SP, word 1 the reset handler, then the other exceptions and the interrupts,
+    up to the first word that is neither 0 (reserved) nor the address of code in Thumb
+    state. The reset handler is not among them."""
+    lowest = min(s.vaddr for s in binary.segments if s.filesz)
+    words = struct.unpack(f"<{VECTOR_WORDS}I", binary.read(lowest, 4 * VECTOR_WORDS))
+    handlers = []
+    for word in words[2:]:
+        if word and not (word & 1 and word & ~1 in starts):
+            break
+        if word:
+            handlers.append(word & ~1)
+    return handlers
+
+
+def interrupt_code(binary: Binary) -> set[int]:
+    """Firmware: the addresses of the procedures an exception handler may run: the handlers
+    in the vector table (``exception_handlers``) and whatever they call or branch to,
+    directly. When such code calls or jumps through a register, it may reach anything:
+    every procedure is in.
+    """
+    owner: dict[int, Procedure] = {}
+    for proc in binary.procedures:
+        for block in proc.blocks:
+            owner[block.address] = proc
+    todo = [owner[a] for a in exception_handlers(binary, set(owner)) if a != binary.entry & ~1]
+    seen: set[int] = set()
+    while todo:
+        proc = todo.pop()
+        if proc.address in seen:
+            continue
+        seen.add(proc.address)
+        for ins in proc.instructions():
+            if ins.is_indirect and not ins.is_return:
+                return {p.address for p in binary.procedures}
+            target = owner.get(ins.branch_target) if ins.branch_target is not None else None
+            if target is not None and target is not proc:
+                todo.append(target)
+    return seen
