@@ -69,12 +69,15 @@ def dispatch_unit(table: SiteTable, tool_sources: list[Path]) -> tb.Generated:
                 static += 1
         cases.append(f"        case {index}:\n            {proto.name}({', '.join(args)});\n"
                      f"            p += {1 + dynamic};\n            break;\n")
-    index_type = "uint8_t" if len(combos) <= 0x100 else "uint16_t" if len(combos) <= 0x10000 else "uint32_t"
+    def smallest(count: int) -> str:  # the C type of an index below ``count``
+        return "uint8_t" if count <= 0x100 else "uint16_t" if count <= 0x10000 else "uint32_t"
+
     combo_rows = ",\n  ".join("{" + ", ".join(f"{v & 0xFFFFFFFF}u" for v in key[1] or (0,)) + "}" for key in combos)
     parts = [path.read_text() + "\n" for path in tool_sources]
     parts += [
-        f"static const {index_type} anvil_site_combo[{len(site_combo)}] = {{{','.join(map(str, site_combo))}}};\n",
-        f"static const uint8_t anvil_combo_routine[{len(combos)}] = "
+        f"static const {smallest(len(combos))} anvil_site_combo[{len(site_combo)}] = "
+        f"{{{','.join(map(str, site_combo))}}};\n",
+        f"static const {smallest(len(table.routines))} anvil_combo_routine[{len(combos)}] = "
         f"{{{','.join(str(key[0]) for key in combos)}}};\n",
         f"static const uint32_t anvil_combo_args[{len(combos)}][{statics}] = {{\n  {combo_rows}\n}};\n",
         "void anvil_ring_dispatch(const uint32_t *p, const uint32_t *end);\n",
