@@ -48,3 +48,26 @@ def test_code_handlers_may_run() -> None:
     names = {p.name for p in binary.procedures if p.address in interrupt_code(binary)}
     assert {"SysTick_Handler", "mix"} <= names
     assert not names & {"main", "Reset_Handler", "printf"}
+
+
+@pytest.mark.parametrize("board", ["mps2-an385", "mps2-an386"])
+def test_calls_under_interrupts(board: str, tmp_path: Path) -> None:
+    """cachesim InHost on tickmem, whose SysTick handler accesses memory (so calls the model
+    and bumps the repeat filter's count) between any two instructions (``--icount 0``).
+    Loads and stores do not depend on the cache's geometry: with a geometry where the
+    handler's accesses hit and one where they miss, they equal those of a run where
+    interrupts come only between translation blocks and the handler never hits (one
+    set). Before call sites masked interrupts, the handler's call overwrote the frames
+    of the call it interrupted and its count was lost: 27002/15599/26950 loads or stores
+    against 27010/15607."""
+    image = build_firmware("tickmem", board, "-O2")
+    expected = run_firmware(image, board)
+    figures = []
+    for geometry, icount in (("size=2k,assoc=64,line=32", []), ("size=16k,assoc=8,line=64", ["--icount", "0"]),
+                             ("size=1k,assoc=2,line=32", ["--icount", "0"])):
+        out = instrument(image, "cachesim", tmp_path / geometry / "fw", "--opt", geometry, "--skip", "wait_for_ticks")
+        run = anvil_cli("run", "-q", "--board", board, *icount, out.name, cwd=out.parent, timeout=120)
+        assert (run.stdout, run.returncode) == expected, run.stderr
+        got = json.loads((out.parent / "fw.cachesim.out").read_text())
+        figures.append((got["loads"], got["stores"]))
+    assert figures[1] == figures[0] and figures[2] == figures[0], figures

@@ -202,6 +202,21 @@ def t32_msr_apsr(rn: int, ge: bool = True) -> bytes:
     return _hw(0xF380 | rn, 0x8C00 if ge else 0x8800)
 
 
+def t32_mrs_primask(rd: int) -> bytes:
+    """MRS rd, PRIMASK (M profile): 1 when interrupts are masked."""
+    return _hw(0xF3EF, 0x8000 | (rd << 8) | 0x10)
+
+
+def t32_msr_primask(rn: int) -> bytes:
+    """MSR PRIMASK, rn (M profile): bit 0 of rn."""
+    return _hw(0xF380 | rn, 0x8810)
+
+
+def t32_cpsid_i() -> bytes:
+    """CPSID i (M profile: PRIMASK = 1)."""
+    return _hw(0xB672)
+
+
 def t32_ldr_imm(rt: int, rn: int, imm: int) -> bytes:
     """LDR.W rt, [rn, #imm12] (T3, imm 0..4095)."""
     if not 0 <= imm < 4096:

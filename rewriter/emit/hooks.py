@@ -68,6 +68,7 @@ class HookContext:
     scratch: Scratch
     call_stubs: set[str]  # routines called through a shared stub (filled as calls are emitted)
     counter_label: Callable[[str, int], Hashable]  # (array, index) -> label of a 64-bit element
+    mask_interrupts: bool = False  # Cortex-M: the site runs with PRIMASK set (RelocationContext)
 
 
 def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | None,
@@ -209,6 +210,8 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: Shared
         return
     isa.push(code, SAVED)
     isa.mrs(code, FLAGS_REG)
+    if ctx.mask_interrupts:  # FLAGS_REG's bit 0 (0 in APSR) keeps PRIMASK, for MSR PRIMASK to put back
+        code.emit(_MASK_INTERRUPTS)
     isa.mov_reg(code, FRAME_REG, SP)
     isa.align_sp8(code, IP)
     done = _emit_filter(isa, code, found, ctx)
@@ -221,11 +224,18 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: Shared
     def unsave() -> None:
         isa.mov_reg(code, SP, FRAME_REG)
         isa.msr(code, FLAGS_REG)
+        if ctx.mask_interrupts:
+            code.emit(enc.t32_msr_primask(FLAGS_REG))
         isa.pop(code, SAVED)
 
     if shared is not None:
         _emit_shared_key(isa, code, shared, found, ctx, unsave)
     unsave()
+
+
+# Cortex-M: ip = PRIMASK; FLAGS_REG |= ip; CPSID i.
+_MASK_INTERRUPTS = (enc.t32_mrs_primask(IP) + enc.t32_logic_reg(enc.T32_ORR, FLAGS_REG, FLAGS_REG, IP)
+                    + enc.t32_cpsid_i())
 
 
 def _emit_shared_key(isa: ISA, code: Code, shared: SharedKey, found: tuple[RepeatFilter, Hook] | None,

@@ -350,6 +350,7 @@ def _relocate_program(binary: Binary, units: SiteUnit, report: Report,
             xlate_label=("sym", "anvil_xlate_entry"),
             scratch=scratch,
             interrupt_code=handlers_run,
+            mask_interrupts=binary.is_firmware,
         )
 
     new_code = functools.partial(Code, 0, pic=binary.is_pie, ge=binary.dsp)

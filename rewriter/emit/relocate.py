@@ -59,6 +59,9 @@ class RelocationContext:
     # Procedures an exception handler may run (firmware, ir.flow.interrupt_code): their
     # counters add with LDREX/STREX, so a handler running the same block mid-update counts too.
     interrupt_code: set[int] = field(default_factory=set)
+    # Cortex-M: a call site runs with PRIMASK set, so a handler's own call cannot come in
+    # the middle of it (analysis routines, their stack and the filter's counts are not reentrant).
+    mask_interrupts: bool = False
     atomic: bool = False  # for the procedure being emitted: interrupt code, no exclusive window of its own
 
 
@@ -127,7 +130,7 @@ def _fallthroughs(insns: list[Instruction], code: Code, ctx: RelocationContext) 
 
 def _hook_context(ins: Instruction, access, block_insns: int, ctx: RelocationContext) -> HookContext:
     return HookContext(ins, access, block_insns, ctx.string_label, ctx.function_label, ctx.scratch,
-                       ctx.call_stubs, ctx.counter_label)
+                       ctx.call_stubs, ctx.counter_label, ctx.mask_interrupts)
 
 
 def _calls(isa: ISA, code: Code, hooks: list[Hook], ins: Instruction, access, block_insns: int,
