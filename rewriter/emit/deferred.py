@@ -30,8 +30,6 @@ def defer(binary: Binary, tool: Tool) -> SiteTable | None:
     at once would overtake the records before it); the ring starts before the program-start
     routines and its last records run before the program-end ones. Returns the sites, or
     None when there are none."""
-    if not any(p.deferred for p in tool.prototypes.values()):
-        return None
     table = SiteTable(tool, binary)
     make_records(binary.procedures, table, lambda hook: hook.prototype.deferred)
     if not table.sites:

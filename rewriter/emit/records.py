@@ -102,7 +102,6 @@ RING_START = Prototype("anvil_rh_start", ())  # the communicator's ring is ready
 RING_END = Prototype("anvil_rh_end", ())      # the last records go (a program end call)
 
 
-
 def make_records(procedures: list[Procedure], table: SiteTable, chosen: Callable[[Hook], bool]) -> None:
     """Replace the ``chosen`` hooks of ``procedures``, their blocks and instructions by record
     calls, their sites numbered in ``table``."""
@@ -126,6 +125,8 @@ def _procedure_records(proc: Procedure, table: SiteTable, chosen: Callable[[Hook
     for block in proc.blocks:
         block.hooks = [site(h, block.instructions[0], None, block.size) for h in block.hooks]
         for ins in block.instructions:
+            if not ins.hooks:
+                continue
             rewritten = []
             for hook in ins.hooks:
                 if not chosen(hook):
@@ -154,7 +155,8 @@ def _site(table: SiteTable, hook: Hook, ins: Instruction, access_index: int | No
         table.filled_by_target(hook.prototype.filter.counter)
     dynamic = [(k, v) for k, v in zip(hook.prototype.kinds, hook.args) if k.dynamic]
     if len(dynamic) > 3:
-        raise AnvilError(f"{hook.prototype.name}: ReHost records carry at most 3 run-time arguments")
+        raise AnvilError(f"{hook.prototype.name}: records (ReHost, deferred routines) carry at most 3 "
+                         "run-time arguments")
     in_exclusive = ins.address in inside
     name = f"{RECORD_PREFIX}{len(dynamic)}{IN_EXCLUSIVE if in_exclusive else ''}"
     proto = RecordPrototype(name, (Arg.SITE_ID, *(k for k, _ in dynamic)), each_access=access_index is not None,

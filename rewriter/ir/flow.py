@@ -33,19 +33,21 @@ class ProcedureFlow:
 def entries_from_elsewhere(binary: Binary) -> dict[int, set[int]]:
     """Per procedure address: addresses in it that other code enters directly (calls, other
     procedures' branches), besides the entry and the addresses stored in data."""
-    owner = {}
-    for proc in binary.procedures:
-        for block in proc.blocks:
-            owner[block.address] = proc.address
+    owner = block_owners(binary)
     out: dict[int, set[int]] = {p.address: set() for p in binary.procedures}
     for proc in binary.procedures:
         for ins in proc.instructions():
             target = ins.branch_target
             if target is None or target not in owner:
                 continue
-            if ins.is_call or owner[target] != proc.address:
-                out[owner[target]].add(target)
+            if ins.is_call or owner[target] is not proc:
+                out[owner[target].address].add(target)
     return out
+
+
+def block_owners(binary: Binary) -> dict[int, Procedure]:
+    """The procedure each block address belongs to."""
+    return {block.address: proc for proc in binary.procedures for block in proc.blocks}
 
 
 def _falls_through(ins: Instruction) -> bool:
@@ -265,10 +267,7 @@ def interrupt_code(binary: Binary) -> set[int]:
     directly. When such code calls or jumps through a register, it may reach anything:
     every procedure is in.
     """
-    owner: dict[int, Procedure] = {}
-    for proc in binary.procedures:
-        for block in proc.blocks:
-            owner[block.address] = proc
+    owner = block_owners(binary)
     todo = [owner[a] for a in exception_handlers(binary, set(owner)) if a != binary.entry & ~1]
     seen: set[int] = set()
     while todo:

@@ -226,19 +226,7 @@ RECORD_ROUTINES(1, (uint32_t site, uint32_t a), site, a)
 RECORD_ROUTINES(2, (uint32_t site, uint32_t a, uint32_t b), site, a, b)
 RECORD_ROUTINES(3, (uint32_t site, uint32_t a, uint32_t b, uint32_t c), site, a, b, c)
 
-#if ANVIL_RING_LOCAL
-/* Program end: the last records run, masked, before the tools' end routines (which
- * anvil_program_end calls next); records made afterwards are dropped. */
-void anvil_rh_end(void)
-{
-    masked_t old = mask();
-    if (anvil_rh_writers && !lost)
-        lose();  /* the program ends in a handler that interrupted an append: its words never come */
-    anvil_rh_flush();
-    ended = 1;
-    unmask(&old);
-}
-#else
+#if !ANVIL_RING_LOCAL
 /* Called masked (anvil_rh_end). */
 static inline void put(uint32_t word)
 {
@@ -257,23 +245,26 @@ void anvil_rh_send_array(uint32_t index, const void *data, uint32_t bytes)
     if (bytes & 3)
         anvil_channel_send(&zero, 4 - (bytes & 3));
 }
+#endif
 
-/* Program end: the end marker, the arrays the program filled inline, and the last flush,
- * all masked (a handler's record among them would break the end record); records made
- * afterwards are dropped. Called from anvil_program_end, which has already derived the
- * counts not made inline. */
+/* Program end, masked, and records made afterwards are dropped. ReHost: the end marker,
+ * the arrays the program filled inline (a handler's record among them would break the
+ * end record) and the last flush. Local ring: the last records run, before the tools'
+ * end routines, which anvil_program_end calls next. anvil_program_end has already
+ * derived the counts not made inline. */
 void anvil_rh_end(void)
 {
     masked_t old = mask();
     if (anvil_rh_writers && !lost)
         lose();  /* the program ends in a handler that interrupted an append: its words never come */
+#if !ANVIL_RING_LOCAL
     if (anvil_rh_cursor > anvil_rh_limit)
         anvil_rh_flush();  /* records past the limit (a flush put off, or not made yet) */
     put(END_MARK);
     put(anvil_rh_narrays);
     anvil_rh_send_arrays();
+#endif
     anvil_rh_flush();
     ended = 1;
     unmask(&old);
 }
-#endif
