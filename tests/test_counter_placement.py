@@ -14,35 +14,42 @@ import random
 
 import pytest
 
-from rewriter.emit.counter_placement import SUBTRACT, Plan, _plan
+from rewriter.emit.counter_placement import Plan, _plan
 from rewriter.ir.flow import ProcedureFlow, loop_depths
 
 
-def _derive(code: list[int], slots: list[int], edges: list[int]) -> list[int]:
+def _varints(code: bytes) -> list[int]:
+    """The LEB128 numbers of ``code`` (decoded here independently of the encoder)."""
+    numbers, value, shift = [], 0, 0
+    for byte in code:
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            numbers.append(value)
+            value, shift = 0, 0
+    assert shift == 0, "program ends inside a number"
+    return numbers
+
+
+def _derive(code: bytes, slots: list[int], edges: list[int]) -> list[int]:
     """Run a derivation program the way anvil_derive.c does (modulo 2^64)."""
     out = list(slots)
-    pos = 0
-    while pos < len(code):
-        base = code[pos] | code[pos + 1] << 16
-        edge_base = code[pos + 2] | code[pos + 3] << 16
-        nblocks, ncounted, nderived = code[pos + 4:pos + 7]
-        pos += 7
+    numbers = iter(_varints(code))
+    for base in numbers:
+        edge_base, ncounted, nderived, nwrites = (next(numbers) for _ in range(4))
         tmp = []
         for _ in range(ncounted):
-            at = code[pos]
-            pos += 1
-            tmp.append(edges[edge_base + (at & 0x7FFF)] if at & SUBTRACT else slots[base + at])
+            at = next(numbers)
+            tmp.append(edges[edge_base + (at >> 1)] if at & 1 else slots[base + (at >> 1)])
         for _ in range(nderived):
-            n = code[pos]
-            pos += 1
             value = 0
-            for op in code[pos:pos + n]:
-                value += -tmp[op & 0x7FFF] if op & SUBTRACT else tmp[op]
-            pos += n
+            for _ in range(next(numbers)):
+                op = next(numbers)
+                value += -tmp[op >> 1] if op & 1 else tmp[op >> 1]
             tmp.append(value % (1 << 64))
-        for i in range(nblocks):
-            out[base + i] = tmp[code[pos + i]]
-        pos += nblocks
+        for _ in range(nwrites):
+            position = next(numbers)
+            out[base + position] = tmp[next(numbers)]
     return out
 
 

@@ -124,12 +124,20 @@ def test_record_sites_under_interrupts(tmp_path: Path) -> None:
 
 
 def _inline_record(at: int, site: int, state: int, flush: int) -> tuple[bytes, int]:
-    """The inline T32 record (Linux) of ``site`` with one argument, r4's value, at ``at``
-    followed by a NOP; returns the bytes and the NOP's address (where a run ends)."""
+    """The T32 record site (Linux) of ``site`` with one argument, r4's value, at ``at``
+    followed by a NOP and the shared append routine it calls; returns the bytes and the
+    NOP's address (where a run ends)."""
     from rewriter.api import Arg
     from rewriter.arch import arm_encode as enc
     from rewriter.emit.code import Code
-    from rewriter.emit.hooks import RECORD_FLUSH, RECORD_STATE, HookContext, RecordPrototype, _emit_record
+    from rewriter.emit.hooks import (
+        RECORD_FLUSH,
+        RECORD_STATE,
+        HookContext,
+        RecordPrototype,
+        _emit_record,
+        emit_append_routine,
+    )
     from rewriter.emit.isa import T32, Scratch
     from rewriter.ir.model import Hook, Point
 
@@ -139,6 +147,8 @@ def _inline_record(at: int, site: int, state: int, flush: int) -> tuple[bytes, i
     _emit_record(T32, code, Hook(Point.BEFORE, proto, (site, 4)), ctx)
     end = code.here()
     code.emit(enc.t32_nop())
+    (routine,) = [name for name in ctx.call_stubs if isinstance(name, tuple)]
+    emit_append_routine(code, routine)
     labels = {("sym", RECORD_STATE): state, ("callstub", RECORD_FLUSH): flush}
     return code.finish(lambda key: code.labels[key] if key in code.labels else labels[key]), end
 
@@ -162,6 +172,8 @@ def test_inline_record_interrupted_at_every_instruction() -> None:
     landings = 0
     for stop in range(64):
         uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
+        uc.reg_write(regs.UC_ARM_REG_C1_C0_2, uc.reg_read(regs.UC_ARM_REG_C1_C0_2) | (0xF << 20))
+        uc.reg_write(regs.UC_ARM_REG_FPEXC, 0x40000000)  # the append routine keeps d21
         uc.mem_map(0x10000, 0x3000)
         uc.mem_map(state, 0x1000)
         uc.mem_write(main_at, main)
@@ -183,6 +195,7 @@ def test_inline_record_interrupted_at_every_instruction() -> None:
             assert writers == 1, f"after {stop} instructions: words reserved, not written, writers {writers}"
         saved = {r: uc.reg_read(r) for r in range(regs.UC_ARM_REG_R0, regs.UC_ARM_REG_R12 + 1)}
         saved.update({r: uc.reg_read(r) for r in (regs.UC_ARM_REG_LR, regs.UC_ARM_REG_CPSR)})
+        saved.update({r: uc.reg_read(r) for r in range(regs.UC_ARM_REG_D16, regs.UC_ARM_REG_D31 + 1)})
         uc.reg_write(regs.UC_ARM_REG_R4, 0xBBBB)  # the handler: its own record, to its end
         uc.emu_start(handler_at | 1, handler_end)
         for r, value in saved.items():  # the kernel's sigreturn: the interrupted registers

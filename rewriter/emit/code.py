@@ -67,6 +67,18 @@ class Code:
         for key in self.labels:
             self.labels[key] += delta
 
+    @property
+    def alignment(self) -> int:
+        """What every base the code is moved to must be a multiple of."""
+        return self._alignment
+
+    def keep_aligned(self, n: int) -> None:
+        """The code's layout depends on its base modulo ``n`` (now a multiple of ``n``):
+        every later base must be one too."""
+        if self.base % n:
+            raise AssertionError(f"code at {self.base:#x} is not aligned to {n}")
+        self._alignment = math.lcm(self._alignment, n)
+
     def align(self, n: int, filler: bytes = b"\0") -> None:
         self._alignment = math.lcm(self._alignment, n)
         pad = (-self.here()) % n

@@ -32,8 +32,18 @@ from ..ir.fork_split import split_map
 from ..ir.model import Binary, Procedure
 
 END_HOOKS = ("anvil_on_syscall", "anvil_program_end")  # where the program may be seen to end
-SUBTRACT = 0x8000  # in an operand: subtract the value; in a carrier: an edge counter
-MAX_VALUES = 0x7FFF  # values, and blocks of a procedure, a derivation program can name (bit 15 is SUBTRACT)
+MAX_VALUES = 0x7FFF  # values, and blocks, of a procedure with a derivation program (bounds its scratch)
+
+
+def varints(numbers: list[int]) -> bytes:
+    """``numbers`` as LEB128 varints: 7 bits a byte, low first, the top bit set on all but the last."""
+    out = bytearray()
+    for n in numbers:
+        while n >= 0x80:
+            out.append(n & 0x7F | 0x80)
+            n >>= 7
+        out.append(n)
+    return bytes(out)
 
 
 def edge_array(array: str) -> str:
@@ -53,23 +63,25 @@ class Plan:
     def edges(self) -> list[tuple[int, int]]:
         return [c for c in self.carriers if isinstance(c, tuple)]
 
-    def code(self, base: int, edge_base: int) -> list[int]:
+    def code(self, base: int, edge_base: int) -> bytes:
         """The derivation program of one procedure whose first block has slot ``base`` and
-        whose first edge counter is ``edge_base``."""
-        out = [base & 0xFFFF, base >> 16, edge_base & 0xFFFF, edge_base >> 16,
-               len(self.block_value), len(self.carriers), len(self.steps)]
+        whose first edge counter is ``edge_base`` (format: runtime_stubs/common/anvil_derive.c)."""
+        writes = [(position, value) for position, value in enumerate(self.block_value)
+                  if not (value < len(self.carriers) and self.carriers[value] == position)]
+        numbers = [base, edge_base, len(self.carriers), len(self.steps), len(writes)]
         edges = 0
         for carrier in self.carriers:
             if isinstance(carrier, tuple):
-                out.append(SUBTRACT | edges)
+                numbers.append(edges << 1 | 1)
                 edges += 1
             else:
-                out.append(carrier)
+                numbers.append(carrier << 1)
         for step in self.steps:
-            out.append(len(step))
-            out += [value | (SUBTRACT if sign < 0 else 0) for value, sign in step]
-        out += self.block_value
-        return out
+            numbers.append(len(step))
+            numbers += [value << 1 | (sign < 0) for value, sign in step]
+        for position, value in writes:  # counted blocks already hold their counts
+            numbers += [position, value]
+        return varints(numbers)
 
     @property
     def values(self) -> int:
@@ -80,7 +92,7 @@ class Plan:
 class Derivations:
     """Per counter array, the derivation program of every procedure that has one."""
 
-    code: dict[str, list[int]]
+    code: dict[str, bytearray]
     edges: dict[str, int]  # edge counters per array
     temps: int = 0
     counters_kept: int = 0
@@ -88,7 +100,7 @@ class Derivations:
 
     def source(self) -> str:
         """Generated C: ``anvil_derive_counts()``, which fills the derived slots."""
-        parts = ["void anvil_derive(uint64_t *slots, const uint64_t *edges, const uint16_t *code, uint32_t length,"
+        parts = ["void anvil_derive(uint64_t *slots, const uint64_t *edges, const uint8_t *code, uint32_t length,"
                  " uint64_t *tmp);\n"]
         calls = []
         if self.temps:
@@ -97,7 +109,7 @@ class Derivations:
             edges = f"anvil_array_{edge_array(array)}"
             parts.append(f"uint64_t {edges}[{max(1, self.edges.get(array, 0))}];\n")
             rows = ",".join(map(str, code))
-            parts.append(f"static const uint16_t anvil_derive_code_{i}[{len(code)}] = {{{rows}}};\n")
+            parts.append(f"static const uint8_t anvil_derive_code_{i}[{len(code)}] = {{{rows}}};\n")
             calls.append(f"  anvil_derive(anvil_array_{array}, {edges}, anvil_derive_code_{i}, {len(code)},"
                          " anvil_derive_tmp);\n")
         parts.append("void anvil_derive_counts(void)\n{\n" + "".join(calls) + "}\n")
@@ -159,7 +171,7 @@ def _apply(result: Derivations, proc: Procedure, arrays: set[str], plan: Plan | 
             increments = proc.blocks[source].edge_increments.setdefault(proc.blocks[dest].address, [])
             increments.append((edge_array(array), edge_base + k, 1))
         result.edges[array] = edge_base + len(plan.edges)
-        result.code.setdefault(array, []).extend(plan.code(base, edge_base))
+        result.code.setdefault(array, bytearray()).extend(plan.code(base, edge_base))
     result.temps = max(result.temps, plan.values)
     result.counters_kept += len(keep) * len(arrays)
     result.counters_removed += (len(proc.blocks) - len(keep)) * len(arrays)
@@ -284,7 +296,7 @@ def _chains(edges: list[tuple[int, int, int | None]], branches: dict[int, tuple[
 def _plan(flow: ProcedureFlow) -> Plan | None:
     """Which blocks to count and how to derive the others; None when every block must be counted."""
     n = len(flow.successors)
-    if n > MAX_VALUES:  # block positions and the block count are 15-bit operands of the program
+    if n > MAX_VALUES:
         return None
     outside = 0
     edges, branches = _flow_edges(flow)

@@ -23,6 +23,7 @@ from .isa import IP, ISA, LR, PC, SP, Scratch
 SAVED = [0, 1, 2, 3, 4, 5, IP, LR]
 VFP_PAIRS = [(0, 1), (2, 3), (IP, LR)]  # what AAPCS lets a C call clobber; r4-r11 survive it
 FLAGS_SP = 19  # d19 holds the flags and the program's SP during a call
+APPEND_PAIR = 21  # d21 holds the site id and the way back during a shared record append
 SAVE_SLOT = {reg: 4 * i for i, reg in enumerate(SAVED)}
 SAVE_BYTES = 4 * len(SAVED)
 FLAGS_REG, FRAME_REG = 4, 5
@@ -66,9 +67,10 @@ class HookContext:
     string_label: Callable[[str], Hashable]
     function_label: Callable[[str], Hashable]
     scratch: Scratch
-    call_stubs: set[str]  # routines called through a shared stub (filled as calls are emitted)
+    call_stubs: set[Hashable]  # shared code sites call: stubs by routine name, append routines (filled as emitted)
     counter_label: Callable[[str, int], Hashable]  # (array, index) -> label of a 64-bit element
     mask_interrupts: bool = False  # Cortex-M: the site runs with PRIMASK set (RelocationContext)
+    islands: AppendIslands | None = None  # page-local copies of the append routines (RelocationContext)
 
 
 def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | None,
@@ -401,49 +403,118 @@ def _static_value(kind: Arg, value: object, ctx: HookContext) -> int:
 
 
 def _emit_record(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
-    """A ReHost record appended inline (T32, Linux: registers already parked in d16-d18,
-    flags untouched), safe against signal handlers that make records too.
+    """A ReHost record (T32, Linux: registers already parked in d16-d18, flags untouched):
+    r0 = site id, r1-rN = dynamic arguments, then a call of the shared append routine
+    for N+1 words (emit_append_routine), which the code emits once after all procedures.
 
-    r1-rN = dynamic arguments; ip = &state {cursor, limit, writers}; then
-
-        writers += 1                                           (an append is under way)
-        retry: ldrex lr, [ip]; add lr, lr, #4(N+1)             (reserve the words ...)
-               strex r0, lr, [ip]; cbz r0, done; b retry       (... again if a handler came)
-        r0 = site id; stmdb lr, {r0-rN}                        (write them: ours alone)
-        writers -= 1
-        if (limit - lr) < 0: call the flush routine             (past the limit)
-
-    The words are written only once reserved: a handler that appends between the LDREX
-    and the STREX has made the STREX fail (its own STREX clears the monitor), so the
-    reservation is made again after the handler's records, and no committed record is
-    ever overwritten. ``writers`` is non-zero while reserved words may not be written
-    yet; a flush made by a handler meanwhile then leaves the ring alone
-    (runtime_stubs/arm/anvil_comm.c). A plain increment and decrement are enough: a
-    handler gives back what it took before the code it interrupted goes on. Inside
-    the program's own exclusive window (``in_exclusive``) a STREX of ours would make the
-    program's fail each time round its loop: the reservation is a plain load and store
-    there (not safe against a signal handler's record; docs/decisions/0010). The flush
-    routine is called through the shared call stub, which saves the flags; nothing here
-    sets them.
+    A site is two instructions more than its arguments; the append itself (about 70
+    bytes) is written once instead of at every site.
     """
     assert isinstance(hook.prototype, RecordPrototype)
     dynamic = list(zip(hook.prototype.kinds, hook.args))[1:]
     for i, (kind, value) in enumerate(dynamic):
         _argument(isa, code, 1 + i, kind, value, ctx)
-    isa.pc_address(code, IP, ("sym", RECORD_STATE))
-    words = 1 + len(dynamic)
+    _argument(isa, code, 0, Arg.SITE_ID, hook.args[0], ctx)
+    routine = append_routine(1 + len(dynamic), hook.prototype.in_exclusive)
+    ctx.call_stubs.add(routine)
+    ctx.call_stubs.add(RECORD_FLUSH)
+    if ctx.islands is not None:
+        ctx.islands.call(code, routine)
+    else:
+        isa.call(code, routine, True)
+
+
+def append_routine(words: int, in_exclusive: bool) -> tuple[str, int, bool]:
+    """The label of the shared routine appending a record of ``words`` words."""
+    return ("append", words, in_exclusive)
+
+
+PAGE = 4096
+
+
+class AppendIslands:
+    """Copies of the shared append routines on the pages of the sites that call them.
+
+    QEMU chains a direct branch only to the page its translation block starts on
+    (translator_use_goto_tb); a BL to one routine for the whole image would cost a TB
+    lookup on every record. So where the code passes a point nothing falls through to
+    (``place``: after an unconditional jump), the routines that sites on the current 4 KiB
+    page have asked for are copied there, and a site's BL goes to its own page's copy
+    when there is one, else to the image's routine. Pages are the link address's, which
+    is why the code asks to stay page aligned (Code.keep_aligned).
+    """
+
+    def __init__(self) -> None:
+        self.wanted: dict[int, set[tuple[str, int, bool]]] = {}  # page -> routines its sites call
+
+    def call(self, code: Code, routine: tuple[str, int, bool]) -> None:
+        """BL to ``routine``: this page's copy if one is placed, else the image's."""
+        code.keep_aligned(PAGE)
+        page = code.here() // PAGE
+        self.wanted.setdefault(page, set()).add(routine)
+        labels, local = code.labels, ("island", page, routine)
+        code.later(4, lambda at, r: enc.t32_bl(at, labels[local] if local in labels else r(routine)))
+
+    def place(self, code: Code) -> None:
+        """Nothing falls through to here: copy the routines this page's sites want and lacks."""
+        if not self.wanted:
+            return
+        page = code.here() // PAGE
+        for stale in [p for p in self.wanted if p < page]:
+            del self.wanted[stale]
+        for routine in sorted(self.wanted.pop(page, ()), key=str):
+            if ("island", page, routine) not in code.labels:
+                emit_append_routine(code, routine, ("island", page, routine))
+
+
+def emit_append_routine(code: Code, routine: tuple[str, int, bool], label: Hashable | None = None) -> None:
+    """The shared record append (T32, Linux) of ``append_routine(words, in_exclusive)``:
+    r0 = site id, r1.. = the record's other words; clobbers r0, ip, lr and d21 (the site
+    has parked r0-r3, ip and lr; d21 keeps the site id and the way back); flags untouched.
+
+        d21 = (r0, lr); ip = &state {cursor, limit, writers}
+        writers += 1                                           (an append is under way)
+        retry: ldrex lr, [ip]; add lr, lr, #4*words            (reserve the words ...)
+               strex r0, lr, [ip]; cbz r0, done; b retry       (... again if a handler came)
+        r0 = site id; stmdb lr, {r0-rN}                        (write them: ours alone)
+        writers -= 1
+        if (limit - lr) < 0: call the flush routine             (past the limit)
+        r0, lr = d21; bx lr
+
+    The words are written only once reserved: a handler that appends between the LDREX
+    and the STREX has made the STREX fail (its own STREX clears the monitor), so the
+    reservation is made again after the handler's records, and no committed record is
+    ever overwritten. The kernel keeps d21 across the handler (it saves the whole VFP
+    bank in the signal frame). ``writers`` is non-zero while reserved words may not be
+    written yet; a flush made by a handler meanwhile then leaves the ring alone
+    (runtime_stubs/arm/anvil_comm.c). A plain increment and decrement are enough: a
+    handler gives back what it took before the code it interrupted goes on. Inside
+    the program's own exclusive window (``in_exclusive``) a STREX of ours would make the
+    program's fail each time round its loop: the reservation is a plain load and store
+    there (not safe against a signal handler's record; docs/decisions/0010). The flush
+    routine is called through the shared call stub, which saves the flags and keeps its
+    own return address in d19; nothing here sets them.
+    """
+    from .isa import T32
+
+    _, words, in_exclusive = routine
+    code.align(4)
+    code.label(routine if label is None else label)
+    T32.to_d(code, APPEND_PAIR, 0, LR)
+    T32.pc_address(code, IP, ("sym", RECORD_STATE))
     code.emit(_WRITERS_UP)
-    if hook.prototype.in_exclusive:
+    if in_exclusive:
         code.emit(_reserve(words, exclusive=False))
     else:
-        retry = ("record-retry", id(code), code.size)
+        retry = ("record-retry", code.here())
         code.label(retry)
         code.emit(_reserve(words, exclusive=True))
-        isa.branch(code, retry)
-    _argument(isa, code, 0, Arg.SITE_ID, hook.args[0], ctx)
+        T32.branch(code, retry)
+    code.emit(enc.t32_vmov_from_lane(0, APPEND_PAIR))
     code.emit(_write_record(words))
-    ctx.call_stubs.add(RECORD_FLUSH)
-    isa.call(code, ("callstub", RECORD_FLUSH), True)
+    T32.call(code, ("callstub", RECORD_FLUSH), True)
+    T32.from_d(code, 0, LR, APPEND_PAIR)
+    code.emit(enc.t32_bx(LR))
 
 
 _WRITERS_UP = (enc.t32_ldr_imm(0, IP, RECORD_WRITERS) + enc.t32_add_imm(0, 0, 1)

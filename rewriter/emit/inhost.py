@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import functools
 import io
+import math
 import os
 import re
 import struct
@@ -40,7 +41,7 @@ from . import target_build as tb
 from .code import Code
 from .counter_placement import place_counters
 from .deferred import defer, dispatch_unit, ring_unit
-from .hooks import emit_call_stub
+from .hooks import emit_append_routine, emit_call_stub
 from .isa import Scratch
 from .records import SiteTable
 from .relocate import (
@@ -233,7 +234,8 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
         code, chosen, relocated_addrs = build.alongside(
             lambda: _relocate_program(binary, units, report, placement is None))
         objects, probe = build.result()
-    code.rebase((base + len(probe.text) + 15) & ~15)
+    align = math.lcm(16, code.alignment)  # page-local append routines keep the code page aligned
+    code.rebase((base + len(probe.text) + align - 1) // align * align)
 
     if placement is not None:
         # Firmware: 4-byte branches at the entries (the copies are in range), the runtime's
@@ -262,6 +264,11 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
 
     symbols = lib.symbols
     resolve = functools.partial(_resolve, code.labels, symbols, tool_name)
+    if os.environ.get("ANVIL_ADDRESS_MAP"):  # debugging aid: relocated -> original addresses
+        with open(os.environ["ANVIL_ADDRESS_MAP"], "w") as f:
+            for key, at in code.labels.items():
+                if isinstance(key, tuple) and key[0] == "ins":
+                    f.write(f"{at:x} {key[1]:x}\n")
 
     if placement is not None:
         code_bytes = code.finish(resolve)
@@ -282,11 +289,6 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
                          entry_target, len(patch_words), code.labels["patches"])
     code._chunks[HEADER_CHUNK] = header
     code_bytes = code.finish(resolve)
-    if os.environ.get("ANVIL_ADDRESS_MAP"):  # debugging aid: relocated -> original addresses
-        with open(os.environ["ANVIL_ADDRESS_MAP"], "w") as f:
-            for key, at in code.labels.items():
-                if isinstance(key, tuple) and key[0] == "ins":
-                    f.write(f"{at:x} {key[1]:x}\n")
 
     targets = {p.address: resolve(ins_label(p.address)) | int(p.thumb) for p in patches}
     region = bytearray(file_end - REGION_OFFSET)
@@ -410,8 +412,11 @@ def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with
         relocate_procedure(proc, code, ctx)
     for key, label in sorted(ctx.veneers.items(), key=lambda kv: kv[0]):
         emit_veneer(key, label, code)
-    for name in sorted(ctx.call_stubs):
-        emit_call_stub(code, name, ("sym", name))
+    for name in sorted(ctx.call_stubs, key=str):
+        if isinstance(name, tuple):
+            emit_append_routine(code, name)
+        else:
+            emit_call_stub(code, name, ("sym", name))
     for proc, key in ctx.xlate_tables:
         emit_xlate_table(proc, key, code)
 

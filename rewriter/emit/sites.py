@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..api import Arg
 from ..errors import AnvilError
 from ..ir.model import Binary, Hook, Point
+from .target_build import FACTS_SECTION
 
 
 def c_string(text: str) -> str:
@@ -32,7 +33,12 @@ def _array(ctype: str, name: str, values: list[int], per_line: int = 16) -> str:
         values = [0]
     rows = [", ".join(map(str, values[i:i + per_line])) for i in range(0, len(values), per_line)]
     body = ",\n  ".join(rows)
-    return f"const {ctype} {name}[{len(values)}] = {{\n  {body}\n}};\n"
+    return f"const {ctype} {name}[{len(values)}] {_fact(name)} = {{\n  {body}\n}};\n"
+
+
+def _fact(name: str) -> str:
+    """The attribute that puts fact ``name`` in a section the link drops when no code reads it."""
+    return f'__attribute__((section("{FACTS_SECTION}.{name}")))'
 
 
 def image_facts(binary: Binary) -> dict[str, list]:
@@ -89,14 +95,15 @@ class SiteUnit:
             name_offsets.append(len(names))
             names += name.encode(errors="replace") + b"\0"
         return [
-            f"const uint32_t anvil_nblocks = {len(facts['block_addr'])};\n",
-            f"const uint32_t anvil_nprocs = {len(facts['proc_addr'])};\n",
+            f"const uint32_t anvil_nblocks {_fact('anvil_nblocks')} = {len(facts['block_addr'])};\n",
+            f"const uint32_t anvil_nprocs {_fact('anvil_nprocs')} = {len(facts['proc_addr'])};\n",
             _array("uint32_t", "anvil_block_addr", facts["block_addr"]),
             _array("uint16_t", "anvil_block_insns", facts["block_insns"]),
             _array("uint16_t", "anvil_block_proc", facts["block_proc"]),
             _array("uint32_t", "anvil_proc_addr", facts["proc_addr"]),
             _array("uint32_t", "anvil_proc_name", name_offsets),
-            f"const char anvil_names[{len(names) + 1}] = {c_string(names.decode(errors='replace'))};\n",
+            f"const char anvil_names[{len(names) + 1}] {_fact('anvil_names')} = "
+            f"{c_string(names.decode(errors='replace'))};\n",
         ]
 
     def _calls_source(self, binary: Binary) -> list[str]:

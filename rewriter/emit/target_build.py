@@ -29,6 +29,10 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNTIME_DIR = ROOT / "runtime_stubs" / "arm"
 COMMON_DIR = ROOT / "runtime_stubs" / "common"  # shared by the target and host runtimes
 ANALYSIS_DIR = ROOT / "analysis_libs"
+# The generated unit puts each image fact (block and procedure tables) in a section of
+# this prefix; the link keeps only the ones the tool's code reads (--gc-sections, all
+# else KEEP), so a tool that never looks at block addresses does not carry them.
+FACTS_SECTION = ".anvil_fact"
 CFLAGS = [
     "-O2", "-mthumb", "-mgeneral-regs-only", "-ffreestanding", "-fno-builtin",
     "-nostdlib", "-fPIE", "-fvisibility=hidden", "-fno-stack-protector", "-fno-unwind-tables",
@@ -165,14 +169,14 @@ def link(objects: list[Path], text_addr: int, data_addr: int, toolchain: Toolcha
 SECTIONS
 {{
   . = {text_addr:#x};
-  .text : {{ *(.text.anvil_first) *(.text*) *(.rodata*) }}
+  .text : {{ KEEP(*(.text.anvil_first)) KEEP(*(.text*)) KEEP(*(.rodata*)) *({FACTS_SECTION}.*) }}
   . = {data_addr:#x};
   anvil_data_start = .;
-  .data : {{ *(.data*) }}
+  .data : {{ KEEP(*(.data*)) }}
   anvil_data_end = .;
   anvil_data_image = {data_image:#x};
   .got : {{ *(.got*) }}
-  .bss : {{ *(.bss*) *(COMMON) }}
+  .bss : {{ KEEP(*(.bss*)) KEEP(*(COMMON)) }}
   anvil_bss_end = .;
   /DISCARD/ : {{ *(.ARM.exidx*) *(.ARM.extab*) *(.comment) *(.note*) *(.ARM.attributes) }}
 }}
@@ -181,7 +185,7 @@ SECTIONS
         ld_script = Path(tmp) / "lib.ld"
         ld_script.write_text(script)
         out = Path(tmp) / "lib.elf"
-        _run([toolchain.tool("ld"), "-T", str(ld_script), "--no-dynamic-linker", "-static", "-e", "0",
+        _run([toolchain.tool("ld"), "-T", str(ld_script), "--no-dynamic-linker", "-static", "-e", "0", "--gc-sections",
               "-o", str(out), *map(str, objects), libgcc(toolchain)])
         with open(out, "rb") as f:
             elf = ELFFile(f)

@@ -1,39 +1,53 @@
 /* Block counts the program did not count itself, derived at program end from the ones
  * it did (rewriter/emit/counter_placement.py writes the program this runs).
  *
- * Per procedure: base_lo, base_hi, edge_lo, edge_hi, nblocks, ncounted, nderived; then
- * ncounted measured counts: a block position (its slot) or, with bit 15 set, an edge
- * counter numbered from the procedure's first one; then per derived value its operand count
- * and operands (a value index, bit 15 set to subtract); then per block the index of the
- * value that is its count. Values live in ``tmp``; arithmetic is modulo 2^64. */
+ * The program is a stream of LEB128 varints (7 bits a byte, low first, top bit = more).
+ * Per procedure: base (its first block's slot), edge base (its first edge counter),
+ * ncounted, nderived, nwrites; then ncounted measured values, each a block position << 1
+ * or an edge counter number << 1 | 1; then per derived value its operand count and
+ * operands (a value index << 1, | 1 to subtract); then nwrites pairs (block position,
+ * value index) for the blocks whose slot does not already hold their count. Values
+ * live in ``tmp``; arithmetic is modulo 2^64. */
 #include "anvil_rt.h"
 
-void anvil_derive(uint64_t *slots, const uint64_t *edges, const uint16_t *code, uint32_t length,
+static uint32_t next(const uint8_t **code)
+{
+    uint32_t value = 0, shift = 0, byte;
+    do {
+        byte = *(*code)++;
+        value |= (byte & 0x7F) << shift;
+        shift += 7;
+    } while (byte & 0x80);
+    return value;
+}
+
+void anvil_derive(uint64_t *slots, const uint64_t *edges, const uint8_t *code, uint32_t length,
                   uint64_t *tmp)
 {
-    const uint16_t *end = code + length;
+    const uint8_t *end = code + length;
     while (code < end) {
-        uint64_t *mine = slots + (code[0] | (uint32_t)code[1] << 16);
-        const uint64_t *my_edges = edges + (code[2] | (uint32_t)code[3] << 16);
-        uint32_t nblocks = code[4], ncounted = code[5], nderived = code[6];
-        code += 7;
+        uint64_t *mine = slots + next(&code);
+        const uint64_t *my_edges = edges + next(&code);
+        uint32_t ncounted = next(&code), nderived = next(&code), nwrites = next(&code);
         for (uint32_t i = 0; i < ncounted; i++) {
-            uint32_t at = *code++;
-            tmp[i] = at & 0x8000 ? my_edges[at & 0x7FFF] : mine[at];
+            uint32_t at = next(&code);
+            tmp[i] = at & 1 ? my_edges[at >> 1] : mine[at >> 1];
         }
         for (uint32_t j = 0; j < nderived; j++) {
-            uint32_t n = *code++;
+            uint32_t n = next(&code);
             uint64_t value = 0;
             while (n--) {
-                uint32_t op = *code++;
-                if (op & 0x8000)
-                    value -= tmp[op & 0x7FFF];
+                uint32_t op = next(&code);
+                if (op & 1)
+                    value -= tmp[op >> 1];
                 else
-                    value += tmp[op];
+                    value += tmp[op >> 1];
             }
             tmp[ncounted + j] = value;
         }
-        for (uint32_t i = 0; i < nblocks; i++)
-            mine[i] = tmp[*code++];
+        while (nwrites--) {
+            uint32_t position = next(&code);
+            mine[position] = tmp[next(&code)];
+        }
     }
 }
