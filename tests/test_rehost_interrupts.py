@@ -147,7 +147,7 @@ def _inline_record(at: int, site: int, state: int, flush: int) -> tuple[bytes, i
     _emit_record(T32, code, Hook(Point.BEFORE, proto, (site, 4)), ctx)
     end = code.here()
     code.emit(enc.t32_nop())
-    (routine,) = [name for name in ctx.call_stubs if isinstance(name, tuple)]
+    (routine,) = ctx.appends.routines
     emit_append_routine(code, routine)
     labels = {("sym", RECORD_STATE): state, ("callstub", RECORD_FLUSH): flush}
     return code.finish(lambda key: code.labels[key] if key in code.labels else labels[key]), end

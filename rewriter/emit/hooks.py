@@ -10,7 +10,7 @@ save only the registers they use.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 from ..api import Arg, Prototype, RepeatFilter
@@ -57,6 +57,47 @@ class RecordPrototype(Prototype):
         return self.each_access
 
 
+PAGE = 4096
+
+
+class AppendRoutines:
+    """The shared append routines record sites call: the image's own (``routines``) and
+    copies on the pages of the sites that call them.
+
+    QEMU chains a direct branch only to the page its translation block starts on
+    (translator_use_goto_tb); a BL to one routine for the whole image would cost a TB
+    lookup on every record. So where the code passes a point nothing falls through to
+    (``place``: after an unconditional jump), the routines that sites on the current 4 KiB
+    page have asked for are copied there, and a site's BL goes to its own page's copy
+    when there is one, else to the image's routine. Pages are the link address's, which
+    is why the code asks to stay page aligned (Code.keep_aligned).
+    """
+
+    def __init__(self) -> None:
+        self.routines: set[tuple[str, int, bool]] = set()  # the image's copies, emitted after the code
+        self.wanted: dict[int, set[tuple[str, int, bool]]] = {}  # page -> routines its sites call
+
+    def call(self, code: Code, routine: tuple[str, int, bool]) -> None:
+        """BL to ``routine``: this page's copy if one is placed, else the image's."""
+        code.keep_aligned(PAGE)
+        self.routines.add(routine)
+        page = code.here() // PAGE
+        self.wanted.setdefault(page, set()).add(routine)
+        labels, local = code.labels, ("island", page, routine)
+        code.later(4, lambda at, r: enc.t32_bl(at, labels[local] if local in labels else r(routine)))
+
+    def place(self, code: Code) -> None:
+        """Nothing falls through to here: copy the routines this page's sites want and lacks."""
+        if not self.wanted:
+            return
+        page = code.here() // PAGE
+        for stale in [p for p in self.wanted if p < page]:
+            del self.wanted[stale]
+        for routine in sorted(self.wanted.pop(page, ())):
+            if ("island", page, routine) not in code.labels:
+                emit_append_routine(code, routine, ("island", page, routine))
+
+
 @dataclass
 class HookContext:
     """What argument computation needs to know about the site."""
@@ -67,10 +108,10 @@ class HookContext:
     string_label: Callable[[str], Hashable]
     function_label: Callable[[str], Hashable]
     scratch: Scratch
-    call_stubs: set[Hashable]  # shared code sites call: stubs by routine name, append routines (filled as emitted)
+    call_stubs: set[str]  # routines called through a shared stub (filled as calls are emitted)
     counter_label: Callable[[str, int], Hashable]  # (array, index) -> label of a 64-bit element
     mask_interrupts: bool = False  # Cortex-M: the site runs with PRIMASK set (RelocationContext)
-    islands: AppendIslands | None = None  # page-local copies of the append routines (RelocationContext)
+    appends: AppendRoutines = field(default_factory=AppendRoutines)  # record append routines (RelocationContext)
 
 
 def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | None,
@@ -405,7 +446,7 @@ def _static_value(kind: Arg, value: object, ctx: HookContext) -> int:
 def _emit_record(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
     """A ReHost record (T32, Linux: registers already parked in d16-d18, flags untouched):
     r0 = site id, r1-rN = dynamic arguments, then a call of the shared append routine
-    for N+1 words (emit_append_routine), which the code emits once after all procedures.
+    for N+1 words (AppendRoutines, emit_append_routine).
 
     A site is two instructions more than its arguments; the append itself (about 70
     bytes) is written once instead of at every site.
@@ -415,56 +456,13 @@ def _emit_record(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
     for i, (kind, value) in enumerate(dynamic):
         _argument(isa, code, 1 + i, kind, value, ctx)
     _argument(isa, code, 0, Arg.SITE_ID, hook.args[0], ctx)
-    routine = append_routine(1 + len(dynamic), hook.prototype.in_exclusive)
-    ctx.call_stubs.add(routine)
-    ctx.call_stubs.add(RECORD_FLUSH)
-    if ctx.islands is not None:
-        ctx.islands.call(code, routine)
-    else:
-        isa.call(code, routine, True)
+    ctx.call_stubs.add(RECORD_FLUSH)  # the append routine calls it
+    ctx.appends.call(code, append_routine(1 + len(dynamic), hook.prototype.in_exclusive))
 
 
 def append_routine(words: int, in_exclusive: bool) -> tuple[str, int, bool]:
     """The label of the shared routine appending a record of ``words`` words."""
     return ("append", words, in_exclusive)
-
-
-PAGE = 4096
-
-
-class AppendIslands:
-    """Copies of the shared append routines on the pages of the sites that call them.
-
-    QEMU chains a direct branch only to the page its translation block starts on
-    (translator_use_goto_tb); a BL to one routine for the whole image would cost a TB
-    lookup on every record. So where the code passes a point nothing falls through to
-    (``place``: after an unconditional jump), the routines that sites on the current 4 KiB
-    page have asked for are copied there, and a site's BL goes to its own page's copy
-    when there is one, else to the image's routine. Pages are the link address's, which
-    is why the code asks to stay page aligned (Code.keep_aligned).
-    """
-
-    def __init__(self) -> None:
-        self.wanted: dict[int, set[tuple[str, int, bool]]] = {}  # page -> routines its sites call
-
-    def call(self, code: Code, routine: tuple[str, int, bool]) -> None:
-        """BL to ``routine``: this page's copy if one is placed, else the image's."""
-        code.keep_aligned(PAGE)
-        page = code.here() // PAGE
-        self.wanted.setdefault(page, set()).add(routine)
-        labels, local = code.labels, ("island", page, routine)
-        code.later(4, lambda at, r: enc.t32_bl(at, labels[local] if local in labels else r(routine)))
-
-    def place(self, code: Code) -> None:
-        """Nothing falls through to here: copy the routines this page's sites want and lacks."""
-        if not self.wanted:
-            return
-        page = code.here() // PAGE
-        for stale in [p for p in self.wanted if p < page]:
-            del self.wanted[stale]
-        for routine in sorted(self.wanted.pop(page, ()), key=str):
-            if ("island", page, routine) not in code.labels:
-                emit_append_routine(code, routine, ("island", page, routine))
 
 
 def emit_append_routine(code: Code, routine: tuple[str, int, bool], label: Hashable | None = None) -> None:

@@ -412,11 +412,10 @@ def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with
         relocate_procedure(proc, code, ctx)
     for key, label in sorted(ctx.veneers.items(), key=lambda kv: kv[0]):
         emit_veneer(key, label, code)
-    for name in sorted(ctx.call_stubs, key=str):
-        if isinstance(name, tuple):
-            emit_append_routine(code, name)
-        else:
-            emit_call_stub(code, name, ("sym", name))
+    for routine in sorted(ctx.appends.routines):
+        emit_append_routine(code, routine)
+    for name in sorted(ctx.call_stubs):
+        emit_call_stub(code, name, ("sym", name))
     for proc, key in ctx.xlate_tables:
         emit_xlate_table(proc, key, code)
 

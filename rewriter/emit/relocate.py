@@ -29,7 +29,7 @@ from ..errors import AnvilError
 from ..ir.flow import exclusive_windows
 from ..ir.model import Hook, Instruction, Procedure
 from .code import Code
-from .hooks import AppendIslands, HookContext, emit_call, emit_increment, shared_key
+from .hooks import AppendRoutines, HookContext, emit_call, emit_increment, shared_key
 from .isa import A32, AL, ISA, LR, PC, SP, T32, Scratch
 
 COND_EQ, COND_HS = enc.COND["eq"], enc.COND["hs"]
@@ -51,7 +51,7 @@ class RelocationContext:
     counter_label: Callable[[str, int], Hashable]
     xlate_label: Hashable
     scratch: Scratch
-    call_stubs: set[Hashable] = field(default_factory=set)
+    call_stubs: set[str] = field(default_factory=set)
     veneers: dict[tuple[int, bool, bool], Hashable] = field(default_factory=dict)
     xlate_tables: list[tuple[Procedure, Hashable]] = field(default_factory=list)
     # Original address -> label a direct branch goes to instead (an edge counter's trampoline).
@@ -63,8 +63,8 @@ class RelocationContext:
     # the middle of it (analysis routines, their stack and the filter's counts are not reentrant).
     mask_interrupts: bool = False
     atomic: bool = False  # for the procedure being emitted: interrupt code, no exclusive window of its own
-    # Page-local copies of the record append routines (Linux T32 records; hooks.AppendIslands).
-    islands: AppendIslands = field(default_factory=AppendIslands)
+    # The record append routines and their page-local copies (Linux T32 records; hooks.AppendRoutines).
+    appends: AppendRoutines = field(default_factory=AppendRoutines)
 
 
 def ins_label(addr: int) -> tuple[str, int]:
@@ -108,7 +108,7 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
             needs_table |= _relocate(ins, isa, code, ctx, proc)
             ctx.redirect = {}
             if not ins.falls_through:
-                ctx.islands.place(code)
+                ctx.appends.place(code)
         for counter, index, amount in block.edge_increments.get(last.end, []):  # the way it falls through
             emit_increment(ISA.for_mode(last.thumb), code, ctx.counter_label(counter, index), amount, ctx.scratch,
                            ctx.atomic)
@@ -120,7 +120,7 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
         for counter, index, amount in increments:
             emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch, ctx.atomic)
         _jump(isa, code, branch.branch_target, branch.thumb, AL, ctx, local=True)
-        ctx.islands.place(code)
+        ctx.appends.place(code)
     if needs_table:
         key = ("xlate", proc.address)
         ctx.xlate_tables.append((proc, key))
@@ -135,7 +135,7 @@ def _fallthroughs(insns: list[Instruction], code: Code, ctx: RelocationContext) 
 
 def _hook_context(ins: Instruction, access, block_insns: int, ctx: RelocationContext) -> HookContext:
     return HookContext(ins, access, block_insns, ctx.string_label, ctx.function_label, ctx.scratch,
-                       ctx.call_stubs, ctx.counter_label, ctx.mask_interrupts, ctx.islands)
+                       ctx.call_stubs, ctx.counter_label, ctx.mask_interrupts, ctx.appends)
 
 
 def _calls(isa: ISA, code: Code, hooks: list[Hook], ins: Instruction, access, block_insns: int,

@@ -1,4 +1,4 @@
-"""Page-local copies of the record append routine (rewriter/emit/hooks.py, AppendIslands).
+"""Page-local copies of the record append routine (rewriter/emit/hooks.py, AppendRoutines).
 
 A record site's BL must go to a copy on its own 4 KiB page when the code placed one there
 (QEMU chains only same-page direct branches), and to the image's routine otherwise; the
@@ -12,7 +12,7 @@ import capstone
 
 from rewriter.arch import arm_encode as enc
 from rewriter.emit.code import Code
-from rewriter.emit.hooks import PAGE, AppendIslands, append_routine, emit_append_routine
+from rewriter.emit.hooks import PAGE, AppendRoutines, append_routine, emit_append_routine
 
 
 def _bl_targets(data: bytes, base: int) -> dict[int, int]:
@@ -25,19 +25,19 @@ def test_sites_call_their_own_pages_copy_or_the_images_routine() -> None:
     routine = append_routine(2, False)
     labels = {("sym", "anvil_rh_state"): 0x900000, ("callstub", "anvil_rh_flush"): 0x800000}
     code = Code(0)
-    islands = AppendIslands()
+    appends = AppendRoutines()
     nop = enc.t32_nop()
 
     first = code.here()
-    islands.call(code, routine)            # page 0: a copy follows at the next jump
+    appends.call(code, routine)            # page 0: a copy follows at the next jump
     code.emit(nop * 100)
-    islands.place(code)                    # after an unconditional jump on page 0
+    appends.place(code)                    # after an unconditional jump on page 0
     island = code.labels[("island", 0, routine)]
     after = code.here()
-    islands.call(code, routine)            # page 0 again: the same copy
+    appends.call(code, routine)            # page 0 again: the same copy
     code.emit(nop * ((2 * PAGE - code.here()) // 2))
     third = code.here()
-    islands.call(code, routine)            # page 2: no copy placed, the image's routine
+    appends.call(code, routine)            # page 2: no copy placed, the image's routine
     code.emit(nop * 10)
     emit_append_routine(code, routine)
     code.rebase(16 * PAGE)
@@ -51,9 +51,9 @@ def test_sites_call_their_own_pages_copy_or_the_images_routine() -> None:
     assert targets[third + shift] == code.labels[routine]
 
 
-def test_code_with_islands_moves_by_whole_pages_only() -> None:
+def test_code_with_page_copies_moves_by_whole_pages_only() -> None:
     code = Code(0)
-    AppendIslands().call(code, append_routine(2, False))
+    AppendRoutines().call(code, append_routine(2, False))
     assert code.alignment % PAGE == 0
     try:
         code.rebase(PAGE + 16)
