@@ -52,7 +52,8 @@ def cmd_instrument(args: argparse.Namespace) -> int:
     opts = Options(values=values, only=args.only, skip=args.skip, out=out_file, format=args.format,
                    flash_region=args.flash_region and parse_region(args.flash_region, "flash"),
                    ram_region=args.ram_region and parse_region(args.ram_region, "ram"), transport=args.transport,
-                   uart_base=None if args.uart_base is None else parse_uart_base(args.uart_base))
+                   uart_base=None if args.uart_base is None else parse_uart_base(args.uart_base),
+                   return_addresses=args.return_addresses)
     _progress(args, f"loading {args.binary}")
     started = time.monotonic()
     binary = load_binary(args.binary)
@@ -71,6 +72,7 @@ def cmd_instrument(args: argparse.Namespace) -> int:
             "not_instrumented": report.not_relocated, "entries_not_patched": report.entries_not_patched,
             "original_size": report.original_size, "output_size": report.output_size,
             "block_counters": report.block_counters, "deferred_sites": report.deferred_sites,
+            "return_addresses": report.return_addresses, "return_sites": report.return_sites,
         }, f, indent=1)
     print(f"anvil: wrote {output}: {report.summary()}; report in {report_path}", file=sys.stderr)
     return 0
@@ -416,6 +418,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--uart-base", metavar="ADDR",
                    help=f"firmware ReHost over --transport uart: MMIO base of the CMSDK APB UART to send "
                         f"records through (default {DEFAULT_UART_BASE:#x}, UART0 of the MPS2 boards)")
+    p.add_argument("--return-addresses", default="auto", choices=["auto", "original", "relocated"],
+                   help="what calls leave in LR: the original return address (unwinders, C++ exceptions and "
+                        "__builtin_return_address see original code; each return takes one more jump) or the "
+                        "relocated one (faster); auto: original when the program throws C++ exceptions")
     p.add_argument("-v", "--verbose", action="store_true", help="progress messages")
     p.set_defaults(func=cmd_instrument)
 

@@ -31,11 +31,10 @@ from typing import TypeVar
 from elftools.elf.elffile import ELFFile
 
 from ..api import Arg, Options, Prototype, Tool
-from ..arch import arm_encode as enc
 from ..errors import AnvilError
 from ..ir.flow import interrupt_code
 from ..ir.gc_pause import gc_paused
-from ..ir.model import Binary, Hook, Point, Procedure, Segment
+from ..ir.model import Binary, Hook, Point, Procedure
 from . import firmware
 from . import target_build as tb
 from .code import Code
@@ -43,6 +42,17 @@ from .counter_placement import place_counters
 from .deferred import defer, dispatch_unit, ring_unit
 from .hooks import emit_append_routine, emit_call_stub
 from .isa import Scratch
+from .patches import (
+    PAGE,
+    Patch,
+    Tail,
+    entry_patches,
+    place_trampolines,
+    return_patches,
+    return_sites,
+    tail_location,
+    text_segment,
+)
 from .records import SiteTable
 from .relocate import (
     RelocationContext,
@@ -56,7 +66,6 @@ from .relocate import (
 from .sites import SiteUnit
 
 REGION_OFFSET = 0x80000000
-PAGE = 0x1000
 HEADER_MAGIC = 0x4C564E41  # "ANVL"
 
 
@@ -77,6 +86,10 @@ class Report:
     block_counters: dict[str, int] = field(default_factory=dict)
     # Sites of deferred routines whose calls are records run in batches (emit/deferred.py).
     deferred_sites: int = 0
+    # What calls leave in LR ("original" or "relocated" return addresses, decision 0013)
+    # and, with original ones, how many return sites and landing pads got a jump.
+    return_addresses: str = "relocated"
+    return_sites: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
         parts = [f"{self.relocated}/{self.procedures} procedures instrumented ({self.instructions} instructions)"]
@@ -230,9 +243,11 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     base = placement.flash.start if placement else REGION_OFFSET
     # The analysis library (runtime, tool, generated site tables) is compiled meanwhile;
     # the code is relocated at address 0 and moved once the library's size is known.
+    original_returns = _original_returns(binary, opts)
+    report.return_addresses = "original" if original_returns else "relocated"
     with _LibraryBuild(sources, site_source + derivations.source(), toolchain, base) as build:
-        code, chosen, relocated_addrs = build.alongside(
-            lambda: _relocate_program(binary, units, report, placement is None))
+        code, chosen, relocated_addrs, sites = build.alongside(
+            lambda: _relocate_program(binary, units, report, placement is None, original_returns))
         objects, probe = build.result()
     align = math.lcm(16, code.alignment)  # page-local append routines keep the code page aligned
     code.rebase((base + len(probe.text) + align - 1) // align * align)
@@ -240,16 +255,20 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     if placement is not None:
         # Firmware: 4-byte branches at the entries (the copies are in range), the runtime's
         # initial data after the code in flash, its RAM at the top of the free RAM.
-        patches, not_patched = _entry_patches(binary, chosen, 0, direct=True)
+        patches, not_patched = entry_patches(binary, chosen, 0, direct=True)
         code.align(8)
         data_image = code.here()
         ram_at = placement.ram_for(probe.bss_end - probe.data_addr)
         lib = tb.link(objects, base, ram_at, toolchain, data_image)
         placement.check_flash(data_image + len(lib.data))
     else:
-        patches, not_patched = _entry_patches(binary, chosen, 0)
-        tail = _tail_location(binary, chosen, patches)
-        not_patched += _place_trampolines(patches, tail)
+        patches, not_patched = _linux_patches(binary, chosen, sites, report)
+        tail = tail_location(binary, chosen, patches)
+        for patch in place_trampolines(patches, tail):
+            if patch.address not in {p.address for p in chosen}:
+                raise AnvilError(f"no room for a trampoline of the jump at {patch.address:#x} (a return site or "
+                                 "landing pad): use --return-addresses relocated")
+            not_patched.append(f"{patch.address:#x}")
         patch_words = [p.word for p in patches] if binary.is_pie else []
         code.align(4)
         code.label("patches")
@@ -323,10 +342,36 @@ def _resolve(labels: dict, symbols: dict[str, int], tool_name: str, key: Hashabl
     raise AnvilError(f"internal error: unresolved label {key!r}")
 
 
-def _relocate_program(binary: Binary, units: SiteUnit, report: Report,
-                      with_header: bool) -> tuple[Code, list[Procedure], set[int]]:
+def _original_returns(binary: Binary, opts: Options) -> bool:
+    """Whether calls push original return addresses (decision 0013): as the user says, or
+    by default when the program throws C++ exceptions. Linux programs only."""
+    choice = opts.return_addresses
+    if binary.is_firmware:
+        if choice == "original":
+            raise AnvilError("--return-addresses original is for Linux programs, not firmware images")
+        return False
+    return choice == "original" or (choice == "auto" and binary.cxx_exceptions)
+
+
+def _linux_patches(binary: Binary, chosen: list[Procedure], sites: set[int],
+                   report: Report) -> tuple[list[Patch], list[str]]:
+    """The jumps written over the original code: at the relocated procedures' entries and,
+    with original return addresses, at their return sites and landing pads (whose trampolines
+    are placeholders until place_trampolines)."""
+    if report.return_addresses != "original":
+        return entry_patches(binary, chosen, 0)
+    more, stops = return_patches(binary, chosen, sites, 0)
+    patches, not_patched = entry_patches(binary, chosen, 0, stops=stops)
+    entries = sum(1 for p in more if p.address not in sites)
+    report.return_sites = {"original": len(sites), "unwinder_entries": entries}
+    return patches + more, not_patched
+
+
+def _relocate_program(binary: Binary, units: SiteUnit, report: Report, with_header: bool,
+                      original_returns: bool) -> tuple[Code, list[Procedure], set[int], set[int]]:
     """The code of every procedure with hooks that can be relocated, at link address 0
-    (see _relocate_code); the procedures in it and the addresses of their instructions.
+    (see _relocate_code); the procedures in it, the addresses of their instructions and,
+    with ``original_returns``, the return sites whose calls push original addresses.
     Strings the hooks pass are named by ``units`` (which already knows them all)."""
     mode = {ins.address: ins.thumb for proc in binary.procedures for ins in proc.instructions()}
     proc_starts = [p.address for p in binary.procedures]
@@ -340,6 +385,7 @@ def _relocate_program(binary: Binary, units: SiteUnit, report: Report,
 
     candidates = [p for p in binary.procedures if _has_hooks(p)]
     relocated_addrs = {i.address for p in candidates for i in p.instructions()}
+    sites = return_sites(binary, candidates) if original_returns else set()
     scratch = Scratch(vfp_scratch(binary))
     handlers_run = interrupt_code(binary) if binary.is_firmware else set()
 
@@ -353,11 +399,12 @@ def _relocate_program(binary: Binary, units: SiteUnit, report: Report,
             scratch=scratch,
             interrupt_code=handlers_run,
             mask_interrupts=binary.is_firmware,
+            original_returns=sites,
         )
 
     new_code = functools.partial(Code, 0, pic=binary.is_pie, ge=binary.dsp)
     code, chosen = _relocate_code(candidates, new_context, new_code, relocated_addrs, report, with_header)
-    return code, chosen, relocated_addrs
+    return code, chosen, relocated_addrs, sites & relocated_addrs
 
 
 def _relocate_code(candidates: list[Procedure], new_context: Callable[[], RelocationContext],
@@ -482,202 +529,6 @@ def _all_hooks(binary: Binary):
                 yield from ins.hooks
 
 
-@dataclass
-class EntryPatch:
-    """A jump written over a relocated procedure's original entry.
-
-    ``long``: ``ldr pc, [pc, ...]`` and its literal in place (8-10 bytes). ``short``: a
-    4-byte branch to a trampoline after the loader stub that does the same.
-    """
-
-    address: int
-    thumb: bool
-    trampoline: int | None = None
-    direct: bool = False  # a 4-byte branch straight to the copy (firmware: the copy is in range)
-
-    @property
-    def word(self) -> int:
-        """Address of the literal holding the relocated target (biased at start-up for PIE)."""
-        if self.trampoline is not None:
-            return self.trampoline + 4
-        return self.address + _patch_length(self.address, self.thumb) - 4
-
-    def bytes_at_entry(self, target: int) -> bytes:
-        if self.direct:
-            return enc.t32_b(self.address, target & ~1) if self.thumb else enc.a32_b(self.address, target & ~1)
-        if self.trampoline is None:
-            if not self.thumb:
-                return enc.a32_ldr_pc_literal() + struct.pack("<I", target)
-            ins, _ = enc.t32_ldr_pc_literal_pair(self.address)
-            return ins + struct.pack("<I", target)
-        if self.thumb:
-            return enc.t32_b(self.address, self.trampoline)
-        return enc.a32_b(self.address, self.trampoline)
-
-    def trampoline_bytes(self, target: int) -> bytes:
-        first = enc.t32_ldr_pc_literal_pair(self.trampoline)[0] if self.thumb else enc.a32_ldr_pc_literal()
-        return first + struct.pack("<I", target)
-
-
-def _entry_patches(binary: Binary, procs: list[Procedure], trampolines_at: int,
-                   direct: bool = False) -> tuple[list[EntryPatch], list[str]]:
-    """Which relocated procedures get a jump at their original entry, and which cannot.
-
-    ``direct``: every patch is a 4-byte branch to the copy (which must be in reach).
-    """
-    patches = []
-    skipped = []
-    next_trampoline = trampolines_at
-    # Addresses original code may still jump to: code pointers in data, and direct branch
-    # targets in procedures that keep running in place. A patch must leave these intact.
-    relocated = {p.address for p in procs}
-    entered = set(binary.code_pointers)
-    for other in binary.procedures:
-        if other.address not in relocated:
-            entered.update(i.branch_target for i in other.instructions() if i.branch_target is not None)
-    for proc in procs:
-        first = proc.blocks[0].instructions[0]
-        if first.address != proc.address:
-            skipped.append(proc.name)
-            continue
-        # Branches inside the procedure go to the copy, so only addresses other code may
-        # jump to (found as data words) must stay intact under the patch.
-        covered = 0
-        for ins in proc.instructions():
-            if ins.address != proc.address + covered or (ins.address in entered and ins.address != proc.address):
-                break
-            covered += ins.size
-            if covered >= 10:
-                break
-        if direct and covered >= 4:
-            patches.append(EntryPatch(proc.address, first.thumb, direct=True))
-        elif covered >= _patch_length(proc.address, first.thumb):
-            patches.append(EntryPatch(proc.address, first.thumb))
-        elif covered >= 4:
-            patches.append(EntryPatch(proc.address, first.thumb, next_trampoline))
-            next_trampoline += 8
-        else:
-            skipped.append(proc.name)
-    return patches, skipped
-
-
-def _patch_length(addr: int, thumb: bool) -> int:
-    if not thumb:
-        return 8
-    _, lit = enc.t32_ldr_pc_literal_pair(addr)
-    return lit + 4
-
-
-@dataclass
-class Tail:
-    """Where the loader stub goes in the original text, and the free bytes left for trampolines.
-
-    Preferably the unused end of the text segment's last page (the segment grows over
-    it); otherwise a "cave": instruction bytes of a relocated procedure past its entry
-    patch, which never run in place once the procedure has a copy. Entry trampolines
-    take 8 bytes each from what is left of the slack and from the caves.
-    """
-
-    address: int
-    grows_segment: bool
-    pool: list[list[int]]  # free [start, end) runs, 4-aligned starts
-    segment_end: int = 0   # with grows_segment: where the grown text segment ends
-
-
-def _stub_address(text: Segment) -> int:
-    return (text.vaddr + text.filesz + 3) & ~3
-
-
-def _stub_size(at: int) -> int:
-    names = ("ANVIL_REGION", "ANVIL_LENGTH", "ANVIL_PGOFF", "ANVIL_HEADER", "ANVIL_INIT")
-    return len(tb.assemble_stub(at, dict.fromkeys(names, 0)))
-
-
-def _caves(binary: Binary, procs: list[Procedure], patches: list[EntryPatch]) -> list[list[int]]:
-    """Runs of instruction bytes of relocated procedures that never run in place.
-
-    Only procedures whose entry gets a full patch qualify (a short patch may still be
-    dropped for want of a trampoline, and then the original code runs).
-    """
-    patched = {p.address: _patch_length(p.address, p.thumb) for p in patches if p.trampoline is None}
-    runs = []
-    for proc in procs:
-        if proc.address not in patched:
-            continue
-        start = proc.address + patched[proc.address]
-        run_start = run_end = None
-        for ins in proc.instructions():
-            if ins.address < start or ins.address in binary.address_taken:
-                if run_start is not None and run_end - run_start >= 8:
-                    runs.append([run_start, run_end])
-                run_start = None
-                continue
-            if run_start is None or ins.address != run_end:
-                if run_start is not None and run_end - run_start >= 8:
-                    runs.append([run_start, run_end])
-                run_start = (ins.address + 3) & ~3
-            run_end = ins.address + ins.size
-        if run_start is not None and run_end - run_start >= 8:
-            runs.append([run_start, run_end])
-    return runs
-
-
-def _tail_location(binary: Binary, procs: list[Procedure], patches: list[EntryPatch]) -> Tail:
-    elf = ELFFile(io.BytesIO(binary.data))
-    _, text = _text_segment(binary, elf)
-    at = _stub_address(text)
-    stub = (_stub_size(at) + 3) & ~3
-    caves = _caves(binary, procs, patches)
-    room = _slack_room(binary, elf, text, at)
-    if room >= stub:
-        return Tail(at, True, [[at + stub, at + room]] + caves, at + stub)
-    for run in sorted(caves, key=lambda r: r[1] - r[0]):
-        if run[1] - run[0] >= stub:
-            address = run[0]
-            run[0] += stub
-            return Tail(address, False, caves)
-    raise AnvilError(f"no room for the {stub}-byte loader stub: the text segment ends too close to the next "
-                     "segment and no relocated procedure is large enough")
-
-
-def _place_trampolines(patches: list[EntryPatch], tail: Tail) -> list[str]:
-    """Give each short patch 8 bytes in reach of its branch; drop those that find none."""
-    dropped = []
-    for patch in list(patches):
-        if patch.trampoline is None:
-            continue
-        reach = 1 << 24 if patch.thumb else 1 << 25
-        for run in tail.pool:
-            if run[1] - run[0] >= 8 and abs(run[0] - patch.address) < reach - 8:
-                patch.trampoline = run[0]
-                run[0] += 8
-                if tail.grows_segment and run is tail.pool[0]:
-                    tail.segment_end = max(tail.segment_end, run[0])
-                break
-        else:
-            patches.remove(patch)
-            dropped.append(f"{patch.address:#x}")
-    return dropped
-
-
-def _slack_room(binary: Binary, elf: ELFFile, text: Segment, at: int) -> int:
-    """Free bytes after the text segment: in its last page's file bytes and before any other segment."""
-    limit = (at + PAGE) & ~(PAGE - 1) if at & (PAGE - 1) else at
-    off = text.offset + (at - text.vaddr)
-    for seg in binary.segments:
-        if seg.vaddr > text.vaddr:
-            limit = min(limit, max(at, seg.vaddr & ~(PAGE - 1)))
-        if seg is not text and seg.filesz and seg.offset >= off:
-            limit = min(limit, at + (seg.offset - off))
-    for sec in elf.iter_sections():
-        # Sections that are not loaded (symbols, debug info) are moved out of the way.
-        if sec["sh_type"] in ("SHT_NOBITS", "SHT_NULL") or not sec["sh_size"] or sec["sh_offset"] < off \
-                or not sec["sh_flags"] & 0x2:
-            continue
-        limit = min(limit, at + (sec["sh_offset"] - off))
-    return max(0, limit - at)
-
-
 def _move_unloaded(out: bytearray, elf: ELFFile, lo: int, hi: int) -> None:
     """Move section contents that are not loaded, and the section header table, out of file range [lo, hi)."""
     shoff, shentsize = elf["e_shoff"], elf["e_shentsize"]
@@ -698,12 +549,12 @@ def _move_unloaded(out: bytearray, elf: ELFFile, lo: int, hi: int) -> None:
         struct.pack_into("<I", out, 32, new)
 
 
-def _write_elf(binary: Binary, region: bytes, patches: list[EntryPatch], targets: dict[int, int], tail: Tail,
+def _write_elf(binary: Binary, region: bytes, patches: list[Patch], targets: dict[int, int], tail: Tail,
                header_addr: int, init_addr: int) -> bytes:
     """Original bytes + entry patches + loader stub and trampolines in the tail + the region appended."""
     out = bytearray(binary.data)
     elf = ELFFile(io.BytesIO(binary.data))
-    text_index, text = _text_segment(binary, elf)
+    text_index, text = text_segment(binary, elf)
     # Room for moving unloaded sections and the section header table to the end.
     movable = sum(sec["sh_size"] + 8 for sec in elf.iter_sections() if not sec["sh_flags"] & 0x2)
     movable += elf["e_shnum"] * elf["e_shentsize"] + 8
@@ -741,20 +592,6 @@ def _write_elf(binary: Binary, region: bytes, patches: list[EntryPatch], targets
     out += b"\0" * (region_offset - len(out))
     out += region
     return bytes(out)
-
-
-def _text_segment(binary: Binary, elf: ELFFile) -> tuple[int, Segment]:
-    """The executable PT_LOAD that ends highest, with its index in the program header table."""
-    loads = iter(binary.segments)
-    best: tuple[int, Segment] | None = None
-    for index, seg in enumerate(elf.iter_segments()):
-        if seg["p_type"] != "PT_LOAD":
-            continue
-        s = next(loads)
-        if s.executable and (best is None or s.vaddr + s.filesz > best[1].vaddr + best[1].filesz):
-            best = (index, s)
-    assert best is not None
-    return best
 
 
 def atomic_write(path: str, data: bytes, mode: int = 0o755) -> None:

@@ -14,7 +14,9 @@ Each original instruction becomes one of:
   per-procedure table from original to relocated addresses.
 
 Returns keep working unchanged because calls from relocated code push relocated
-return addresses.
+return addresses; or, for programs that unwind their stack (C++ exceptions), calls push
+the original return address and the original return site gets a jump to its copy
+(``RelocationContext.original_returns``, decision 0013).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from ..ir.flow import exclusive_windows
 from ..ir.model import Hook, Instruction, Procedure
 from .code import Code
 from .hooks import AppendRoutines, HookContext, emit_call, emit_increment, shared_key
-from .isa import A32, AL, ISA, LR, PC, SP, T32, Scratch
+from .isa import A32, AL, IP, ISA, LR, PC, SP, T32, Scratch
 
 COND_EQ, COND_HS = enc.COND["eq"], enc.COND["hs"]
 
@@ -65,6 +67,9 @@ class RelocationContext:
     atomic: bool = False  # for the procedure being emitted: interrupt code, no exclusive window of its own
     # The record append routines and their page-local copies (Linux T32 records; hooks.AppendRoutines).
     appends: AppendRoutines = field(default_factory=AppendRoutines)
+    # Return sites whose calls leave the original return address in LR (patched to jump
+    # to the copy: emit/patches.py); the other calls push relocated return addresses.
+    original_returns: set[int] = field(default_factory=set)
 
 
 def ins_label(addr: int) -> tuple[str, int]:
@@ -276,6 +281,9 @@ def _relocate(ins: Instruction, isa: ISA, code: Code, ctx: RelocationContext, pr
         if ins.is_return or ins.is_call:
             if ins.reads_pc:
                 raise Unsupported(f"{ins}: return or call reading PC")
+            if ins.is_call and ins.end in ctx.original_returns:
+                _call_returning_to_original(ins, isa, code, ctx, None, False)
+                return False
             _copy(ins, code)
             return False
         if _through_pointer_slot(ins, name):
@@ -315,7 +323,40 @@ def _direct(ins: Instruction, name: str, isa: ISA, code: Code, ctx: RelocationCo
     target_thumb = isa.thumb if name == "bl" else not isa.thumb
     if target_thumb:
         target &= ~1
+    if ins.end in ctx.original_returns:
+        _call_returning_to_original(ins, isa, code, ctx, target, target_thumb)
+        return
     _call(isa, code, target, target_thumb, ins.cond, ctx)
+
+
+def _call_returning_to_original(ins: Instruction, isa: ISA, code: Code, ctx: RelocationContext,
+                                target: int | None, target_thumb: bool) -> None:
+    """A call that leaves in LR what the original call does, the original return address
+    (its place gets a jump to the copy), so unwinders and ``__builtin_return_address``
+    see original code. ``target``: a direct call's original target; None for ``blx rN``.
+
+    LR is set first, then a plain jump: B.W to a copy in the same instruction set, BX IP
+    to one in the other, a veneer to code that is not relocated. IP is free at a call
+    (AAPCS lets veneers clobber it).
+    """
+    skip = isa.skip_unless(code, ins.cond) if ins.cond != AL else None
+    register = REG_NUMBERS[ins.op_str] if target is None else None
+    if register == LR:  # blx lr: the target is read before LR changes
+        isa.mov_reg(code, IP, LR)
+        register = IP
+    isa.pc_address(code, LR, ins.end | int(ins.thumb))
+    if register is not None:
+        code.emit(enc.t32_bx(register) if isa.thumb else enc.a32_bx(register))
+    elif target in ctx.relocated and target_thumb == isa.thumb:
+        isa.branch(code, ins_label(target))
+    elif target in ctx.relocated:
+        isa.pc_address(code, IP, ("with_bit", ins_label(target), int(target_thumb)))
+        code.emit(enc.t32_bx(IP) if isa.thumb else enc.a32_bx(IP))
+    else:
+        key = (target, target_thumb, isa.thumb)
+        isa.branch(code, ctx.veneers.setdefault(key, ("veneer",) + key))
+    if skip is not None:
+        isa.end_skip(code, skip)
 
 
 def _literal_value(ins: Instruction, name: str, ctx: RelocationContext) -> int:

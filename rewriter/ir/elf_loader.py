@@ -25,6 +25,7 @@ from elftools.elf.sections import SymbolTableSection
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
 from ..errors import AnvilError
 from .discovery import discover
+from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
 from .model import Binary, Block, Instruction, Procedure, Segment
 
@@ -46,6 +47,7 @@ def load_binary(path: str) -> Binary:
     symbols, mapping = _read_symbols(path, elf, data)
     binary.symbols = {name: addr for addr, name, _ in symbols}
     binary.fini = _dt_fini(elf)
+    binary.cxx_exceptions = _throws(elf, data)
     if symbols and mapping:
         procs = _procedures(binary, elf, symbols, mapping)
         decoded = _decode(binary, procs, mapping)
@@ -155,6 +157,20 @@ def _read_symbols(path: str, elf: ELFFile,
     for lst in mapping.values():
         lst.sort()
     return funcs, mapping
+
+
+# Names a program that throws C++ exceptions defines or imports (GCC's C++ runtime).
+_THROWING = {"__cxa_throw", "__cxa_rethrow", "__gxx_personality_v0"}
+
+
+def _throws(elf: ELFFile, data: bytes) -> bool:
+    """Whether the program throws C++ exceptions: a symbol table names the C++ runtime's
+    throw or personality routine (defined in a static binary, imported by a dynamic one)."""
+    for section in (".symtab", ".dynsym"):
+        table = elf.get_section_by_name(section)
+        if table is not None and any(entry[0] in _THROWING for entry in _symbol_entries(table, data)):
+            return True
+    return False
 
 
 _SHN_SPECIAL = (0, 0xFFF1, 0xFFF2)  # SHN_UNDEF, SHN_ABS, SHN_COMMON: no section
@@ -284,6 +300,10 @@ def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[
     """Blocks for every procedure; block boundaries also come from data and other procedures."""
     starts = {i.address: i.thumb for insns in decoded.values() for i in insns}
     taken, binary.code_pointers = _address_taken(binary, elf, procs, starts)
+    # Landing pads and personality routines are code addresses kept in data too (the
+    # exception tables), entered from outside the procedure's own flow: by the unwinder.
+    binary.unwinder_entries = {at for at in unwinder_entries(elf, binary.read) if at in starts}
+    taken |= binary.unwinder_entries
     binary.address_taken = taken
     # Every direct branch target starts a block, wherever the branch is: hand-written
     # assembly jumps into code that the symbol table files under a neighbour.

@@ -1,0 +1,337 @@
+"""Jumps written over the original code into its relocated copy, and where their trampolines go.
+
+A relocated procedure's original entry gets a jump to its copy, so calls through
+pointers land in instrumented code. With original return addresses (decision 0013) the
+return site after each relocated call gets one too, and so does every other place the
+unwinder enters (landing pads, a personality routine's PLT entry): the program's
+returns and the unwinder's jumps go to original addresses.
+
+A jump is ``ldr pc, [pc, ...]`` and its literal in place (8-10 bytes, "long") where the
+instructions at that place leave room, or a 4-byte branch ("short") to such a pair in a
+trampoline: in the unused end of the text segment's last page, or in a "cave" (bytes of
+relocated code that never run in place). A patch may cover only instructions nothing
+else enters (the *stops*: code pointers, branch targets in code that keeps running in
+place, the other patched places).
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from elftools.elf.elffile import ELFFile
+
+from ..arch import arm_encode as enc
+from ..errors import AnvilError
+from ..ir.model import Binary, Instruction, Procedure, Segment
+from . import target_build as tb
+
+PAGE = 0x1000
+SHORT = 4  # bytes of a branch to a trampoline (B.W, B)
+NARROW = 2  # T32 B.N to a trampoline within 2 KiB: where not even 4 bytes are free
+TRAMPOLINE = 8
+
+
+@dataclass
+class Patch:
+    """A jump written over original code at ``address`` (a procedure entry, a return site
+    or a landing pad) to the relocated copy of the instruction there."""
+
+    address: int
+    thumb: bool
+    trampoline: int | None = None
+    direct: bool = False  # a 4-byte branch straight to the copy (firmware: the copy is in range)
+    narrow: bool = False  # a 2-byte B.N to the trampoline
+
+    @property
+    def length(self) -> int:
+        """Bytes of original code the patch covers."""
+        if self.narrow:
+            return NARROW
+        return SHORT if self.trampoline is not None or self.direct else patch_length(self.address, self.thumb)
+
+    def reaches(self, trampoline: int) -> bool:
+        """Whether the patch's branch reaches an 8-byte trampoline at ``trampoline``."""
+        offset = trampoline - (self.address + (4 if self.thumb else 8))
+        if self.narrow:
+            return -2048 <= offset < 2048
+        reach = 1 << 24 if self.thumb else 1 << 25
+        return -reach <= offset < reach - TRAMPOLINE
+
+    @property
+    def word(self) -> int:
+        """Address of the literal holding the relocated target (biased at start-up for PIE)."""
+        if self.trampoline is not None:
+            return self.trampoline + 4
+        return self.address + patch_length(self.address, self.thumb) - 4
+
+    def bytes_at_entry(self, target: int) -> bytes:
+        if self.direct:
+            return enc.t32_b(self.address, target & ~1) if self.thumb else enc.a32_b(self.address, target & ~1)
+        if self.trampoline is None:
+            if not self.thumb:
+                return enc.a32_ldr_pc_literal() + struct.pack("<I", target)
+            ins, _ = enc.t32_ldr_pc_literal_pair(self.address)
+            return ins + struct.pack("<I", target)
+        if self.narrow:
+            return enc.t32_b_narrow(self.address, self.trampoline)
+        if self.thumb:
+            return enc.t32_b(self.address, self.trampoline)
+        return enc.a32_b(self.address, self.trampoline)
+
+    def trampoline_bytes(self, target: int) -> bytes:
+        first = enc.t32_ldr_pc_literal_pair(self.trampoline)[0] if self.thumb else enc.a32_ldr_pc_literal()
+        return first + struct.pack("<I", target)
+
+
+def patch_length(addr: int, thumb: bool) -> int:
+    """Bytes of a long patch at ``addr`` (T32: 8 or 10, the literal word aligned)."""
+    if not thumb:
+        return 8
+    _, lit = enc.t32_ldr_pc_literal_pair(addr)
+    return lit + 4
+
+
+def _room(insns: Iterable[Instruction], start: int, stops: set[int]) -> int:
+    """Bytes of contiguous instructions from ``start`` on (the first of ``insns``) before
+    any stop but ``start`` itself; counted up to what a long patch needs."""
+    covered = 0
+    for ins in insns:
+        if ins.address != start + covered or (covered and ins.address in stops):
+            break
+        covered += ins.size
+        if covered >= 10:
+            break
+    return covered
+
+
+def entered_from_elsewhere(binary: Binary, procs: list[Procedure]) -> set[int]:
+    """Addresses original code may still jump to: code pointers in data, the unwinder's
+    entries (landing pads, personality routines), and direct branch targets in procedures
+    that keep running in place (not ``procs``)."""
+    relocated = {p.address for p in procs}
+    entered = set(binary.code_pointers) | binary.unwinder_entries
+    for other in binary.procedures:
+        if other.address not in relocated:
+            entered.update(i.branch_target for i in other.instructions() if i.branch_target is not None)
+    return entered
+
+
+def entry_patches(binary: Binary, procs: list[Procedure], trampolines_at: int, direct: bool = False,
+                  stops: set[int] | None = None) -> tuple[list[Patch], list[str]]:
+    """Which relocated procedures get a jump at their original entry, and which cannot.
+
+    ``direct``: every patch is a 4-byte branch to the copy (which must be in reach).
+    ``stops``: what the patches must leave intact (default: entered_from_elsewhere).
+    Short patches get placeholder trampolines; place_trampolines gives them real ones.
+    """
+    patches = []
+    skipped = []
+    next_trampoline = trampolines_at
+    if stops is None:
+        stops = entered_from_elsewhere(binary, procs)
+    for proc in procs:
+        first = proc.blocks[0].instructions[0]
+        if first.address != proc.address:
+            skipped.append(proc.name)
+            continue
+        # Branches inside the procedure go to the copy, so only addresses other code may
+        # jump to must stay intact under the patch.
+        covered = _room(proc.instructions(), proc.address, stops)
+        if direct and covered >= SHORT:
+            patches.append(Patch(proc.address, first.thumb, direct=True))
+        elif covered >= patch_length(proc.address, first.thumb):
+            patches.append(Patch(proc.address, first.thumb))
+        elif covered >= SHORT:
+            patches.append(Patch(proc.address, first.thumb, next_trampoline))
+            next_trampoline += TRAMPOLINE
+        else:
+            skipped.append(proc.name)
+    return patches, skipped
+
+
+def return_sites(binary: Binary, procs: list[Procedure]) -> set[int]:
+    """The return sites of calls in ``procs`` that can take a jump (decision 0013): the
+    instruction after the call, in the same procedure (a call at the end has nowhere of
+    its own to return to)."""
+    sites = {ins.end for proc in procs for ins in proc.instructions() if ins.is_call and ins.end < proc.end}
+    stops = _stops(binary, procs, sites)
+    chosen = set()
+    for proc in procs:
+        insns = list(proc.instructions())
+        index = {ins.address: k for k, ins in enumerate(insns)}
+        for ins in insns:
+            k = index.get(ins.end) if ins.is_call else None
+            if k is not None and _room(insns[k:], ins.end, stops) >= NARROW:
+                chosen.add(ins.end)
+    return chosen
+
+
+def _stops(binary: Binary, procs: list[Procedure], sites: set[int]) -> set[int]:
+    """Where no patch may reach over: what enters from elsewhere, every relocated entry,
+    every return site and landing pad that gets a patch of its own."""
+    return entered_from_elsewhere(binary, procs) | {p.address for p in procs} | sites
+
+
+def return_patches(binary: Binary, procs: list[Procedure], sites: set[int],
+                   trampolines_at: int) -> tuple[list[Patch], set[int]]:
+    """Jumps at ``sites`` (from return_sites) and where the unwinder enters ``procs`` (but at
+    their entries, which have patches of their own), and the stops the entry patches must
+    then respect. Every T32 place has room for at least a B.N."""
+    pads = binary.unwinder_entries
+    stops = _stops(binary, procs, sites | pads)
+    patches = []
+    next_trampoline = trampolines_at
+    for proc in procs:
+        insns = list(proc.instructions())
+        for k, ins in enumerate(insns):
+            if (ins.address not in sites and ins.address not in pads) or ins.address == proc.address:
+                continue
+            covered = _room(insns[k:], ins.address, stops)
+            if covered >= patch_length(ins.address, ins.thumb):
+                patches.append(Patch(ins.address, ins.thumb))
+            elif covered >= NARROW:
+                patches.append(Patch(ins.address, ins.thumb, next_trampoline, narrow=covered < SHORT))
+                next_trampoline += TRAMPOLINE
+            else:  # another return site or pad took the room: only a changed IR gets here
+                raise AnvilError(f"internal error: no room for a jump at {ins.address:#x} in {proc.name}")
+    return patches, stops
+
+
+@dataclass
+class Tail:
+    """Where the loader stub goes in the original text, and the free bytes left for trampolines.
+
+    Preferably the unused end of the text segment's last page (the segment grows over
+    it); otherwise a "cave": instruction bytes of a relocated procedure past its entry
+    patch, which never run in place once the procedure has a copy. Trampolines take 8
+    bytes each from what is left of the slack and from the caves.
+    """
+
+    address: int
+    grows_segment: bool
+    pool: list[list[int]]  # free [start, end) runs, 4-aligned starts
+    segment_end: int = 0   # with grows_segment: where the grown text segment ends
+
+
+def _stub_address(text: Segment) -> int:
+    return (text.vaddr + text.filesz + 3) & ~3
+
+
+def _stub_size(at: int) -> int:
+    names = ("ANVIL_REGION", "ANVIL_LENGTH", "ANVIL_PGOFF", "ANVIL_HEADER", "ANVIL_INIT")
+    return len(tb.assemble_stub(at, dict.fromkeys(names, 0)))
+
+
+def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list[list[int]]:
+    """Runs of instruction bytes of relocated procedures that never run in place, outside
+    every patch.
+
+    Only procedures whose entry gets a full patch qualify (a short patch may still be
+    dropped for want of a trampoline, and then the original code runs).
+    """
+    entry_length = {p.address: p.length for p in patches if p.trampoline is None}
+    covered: dict[int, int] = {}  # patched address -> end of its patch
+    for p in patches:
+        covered[p.address] = p.address + p.length
+    runs = []
+    for proc in procs:
+        if proc.address not in entry_length:
+            continue
+        blocked_until = proc.address + entry_length[proc.address]
+        run_start = run_end = None
+        for ins in proc.instructions():
+            blocked_until = max(blocked_until, covered.get(ins.address, 0))
+            if ins.address < blocked_until or ins.address in binary.address_taken:
+                if run_start is not None and run_end - run_start >= TRAMPOLINE:
+                    runs.append([run_start, run_end])
+                run_start = None
+                continue
+            if run_start is None or ins.address != run_end:
+                if run_start is not None and run_end - run_start >= TRAMPOLINE:
+                    runs.append([run_start, run_end])
+                run_start = (ins.address + 3) & ~3
+            run_end = ins.address + ins.size
+        if run_start is not None and run_end - run_start >= TRAMPOLINE:
+            runs.append([run_start, run_end])
+    return runs
+
+
+def tail_location(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> Tail:
+    """Where the loader stub goes, and the pool of free runs for trampolines."""
+    elf = ELFFile(io.BytesIO(binary.data))
+    _, text = text_segment(binary, elf)
+    at = _stub_address(text)
+    stub = (_stub_size(at) + 3) & ~3
+    caves = _caves(binary, procs, patches)
+    room = _slack_room(binary, elf, text, at)
+    if room >= stub:
+        return Tail(at, True, [[at + stub, at + room]] + caves, at + stub)
+    for run in sorted(caves, key=lambda r: r[1] - r[0]):
+        if run[1] - run[0] >= stub:
+            address = run[0]
+            run[0] += stub
+            return Tail(address, False, caves)
+    raise AnvilError(f"no room for the {stub}-byte loader stub: the text segment ends too close to the next "
+                     "segment and no relocated procedure is large enough")
+
+
+def place_trampolines(patches: list[Patch], tail: Tail) -> list[Patch]:
+    """Give each short patch 8 bytes in reach of its branch; drop those that find none
+    (returned). A narrow patch reaches 2 KiB, so its trampoline may come from the middle
+    of a run, which is then split."""
+    dropped = []
+    slack = tail.pool[0] if tail.grows_segment and tail.pool else None
+    pool = tail.pool
+    for patch in list(patches):
+        if patch.trampoline is None:
+            continue
+        for k, run in enumerate(pool):
+            at = run[0] if not patch.narrow else max(run[0], (patch.address + 4 - 2048 + 3) & ~3)
+            if at + TRAMPOLINE > run[1] or not patch.reaches(at):
+                continue
+            patch.trampoline = at
+            if at - run[0] >= TRAMPOLINE:
+                pool.insert(k + 1, [run[0], at])  # what is left before it
+            run[0] = at + TRAMPOLINE
+            if run is slack:
+                tail.segment_end = max(tail.segment_end, run[0])
+            break
+        else:
+            patches.remove(patch)
+            dropped.append(patch)
+    return dropped
+
+
+def _slack_room(binary: Binary, elf: ELFFile, text: Segment, at: int) -> int:
+    """Free bytes after the text segment: in its last page's file bytes and before any other segment."""
+    limit = (at + PAGE) & ~(PAGE - 1) if at & (PAGE - 1) else at
+    off = text.offset + (at - text.vaddr)
+    for seg in binary.segments:
+        if seg.vaddr > text.vaddr:
+            limit = min(limit, max(at, seg.vaddr & ~(PAGE - 1)))
+        if seg is not text and seg.filesz and seg.offset >= off:
+            limit = min(limit, at + (seg.offset - off))
+    for sec in elf.iter_sections():
+        # Sections that are not loaded (symbols, debug info) are moved out of the way.
+        if sec["sh_type"] in ("SHT_NOBITS", "SHT_NULL") or not sec["sh_size"] or sec["sh_offset"] < off \
+                or not sec["sh_flags"] & 0x2:
+            continue
+        limit = min(limit, at + (sec["sh_offset"] - off))
+    return max(0, limit - at)
+
+
+def text_segment(binary: Binary, elf: ELFFile) -> tuple[int, Segment]:
+    """The executable PT_LOAD that ends highest, with its index in the program header table."""
+    loads = iter(binary.segments)
+    best: tuple[int, Segment] | None = None
+    for index, seg in enumerate(elf.iter_segments()):
+        if seg["p_type"] != "PT_LOAD":
+            continue
+        s = next(loads)
+        if s.executable and (best is None or s.vaddr + s.filesz > best[1].vaddr + best[1].filesz):
+            best = (index, s)
+    assert best is not None
+    return best

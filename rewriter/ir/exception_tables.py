@@ -1,0 +1,152 @@
+"""Where the unwinder enters code (C++ exceptions, C cleanups), read from the ARM EHABI tables.
+
+When an exception passes through a function, the unwinder looks the function up in
+``.ARM.exidx`` (pairs of words: the function's start as a 31-bit place-relative offset,
+then 1 = cannot unwind, an inline entry with bit 31 set, or an offset to its
+``.ARM.extab`` entry). A generic ``.ARM.extab`` entry (GCC's, bit 31 clear) holds the
+personality routine's offset, then a word whose top byte counts the further words of
+unwinding opcodes, those words, and then the language-specific data area (LSDA) that
+``__gxx_personality_v0`` and ``__gcc_personality_v0`` read: a header (landing-pad base,
+type table, call-site encoding and length) and call-site records (start, length,
+landing pad, action), the landing pad an offset from the base (the function's start
+unless the header names one).
+
+The unwinder calls the personality routine and, as it says, jumps to a landing pad:
+code addresses the program's own flow does not reach that way, so the rewriter must know
+them (a block starts there, it is entered from outside, and with original return
+addresses it gets a jump to its relocated copy). Entries this module cannot read (indirect or unknown encodings) are
+skipped; the caller keeps only addresses where an instruction starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from elftools.elf.elffile import ELFFile
+
+OMIT = 0xFF
+
+
+def unwinder_entries(elf: ELFFile, read: Callable[[int, int], bytes]) -> set[int]:
+    """Where the unwinder enters the program's code (bit 0 clear): the landing pads of every
+    function with a generic ``.ARM.extab`` entry, and the personality routines it calls
+    (in a dynamic program, PLT entries); ``read(address, size)`` reads the loaded image."""
+    exidx = elf.get_section_by_name(".ARM.exidx")
+    if exidx is None or not exidx["sh_size"]:
+        return set()
+    base, size = exidx["sh_addr"], exidx["sh_size"]
+    table = read(base, size)
+    pads: set[int] = set()
+    for at in range(0, len(table) - 7, 8):
+        first, second = (int.from_bytes(table[at + k:at + k + 4], "little") for k in (0, 4))
+        if second == 1 or second & 0x80000000:
+            continue  # cannot unwind, or an inline compact entry: no LSDA
+        function = _prel31(base + at, first) & ~1
+        entry = _prel31(base + at + 4, second)
+        try:
+            pads |= _entries_of(read, entry, function)
+        except (ValueError, IndexError):
+            continue  # not readable as GCC's layout: nothing known to land there
+    return pads
+
+
+def _prel31(place: int, word: int) -> int:
+    """The address a 31-bit place-relative offset at ``place`` names."""
+    offset = word & 0x7FFFFFFF
+    if offset & 0x40000000:
+        offset -= 0x80000000
+    return (place + offset) & 0xFFFFFFFF
+
+
+def _entries_of(read: Callable[[int, int], bytes], entry: int, function: int) -> set[int]:
+    """The personality routine of an ``.ARM.extab`` entry and the landing pads of its LSDA."""
+    head = int.from_bytes(read(entry, 4), "little")
+    if head & 0x80000000:
+        return set()  # compact model (__aeabi_unwind_cpp_pr0/1/2): no GCC LSDA
+    personality = _prel31(entry, head) & ~1
+    opcodes = int.from_bytes(read(entry + 4, 4), "little")
+    lsda = entry + 8 + 4 * (opcodes >> 24)
+    return {personality} | _pads_of_lsda(_Reader(read, lsda), function)
+
+
+def _pads_of_lsda(r: _Reader, function: int) -> set[int]:
+    lp_encoding = r.byte()
+    lp_start = function if lp_encoding == OMIT else r.encoded(lp_encoding)
+    ttype_encoding = r.byte()
+    if ttype_encoding != OMIT:
+        r.uleb128()
+    cs_encoding = r.byte()
+    length = r.uleb128()
+    end = r.at + length
+    pads = set()
+    while r.at < end:
+        r.encoded(cs_encoding)  # start of the region the record covers
+        r.encoded(cs_encoding)  # its length
+        pad = r.encoded(cs_encoding)
+        r.uleb128()  # action
+        if pad:
+            pads.add((lp_start + pad) & 0xFFFFFFFE)
+    return pads
+
+
+class _Reader:
+    """DWARF exception-header values read one after another from the image."""
+
+    def __init__(self, read: Callable[[int, int], bytes], at: int) -> None:
+        self.read = read
+        self.at = at
+
+    def byte(self) -> int:
+        value = self.read(self.at, 1)[0]
+        self.at += 1
+        return value
+
+    def uleb128(self) -> int:
+        value = shift = 0
+        while True:
+            b = self.byte()
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return value
+            if shift > 35:
+                raise ValueError("uleb128 too long")
+
+    def sleb128(self) -> int:
+        value = shift = 0
+        while True:
+            b = self.byte()
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return value - (1 << shift) if b & 0x40 else value
+            if shift > 35:
+                raise ValueError("sleb128 too long")
+
+    def encoded(self, encoding: int) -> int:
+        """A DW_EH_PE-encoded value: the low nibble is the format, 0x10 makes it PC-relative;
+        indirect (0x80) and other applications are not read."""
+        if encoding == OMIT:
+            return 0
+        place = self.at
+        form, application = encoding & 0x0F, encoding & 0x70
+        if encoding & 0x80 or application not in (0x00, 0x10):
+            raise ValueError(f"unsupported pointer encoding {encoding:#x}")
+        if form == 0x01:
+            value = self.uleb128()
+        elif form == 0x09:
+            value = self.sleb128()
+        else:
+            size, signed = _FORMS.get(form, (0, False))
+            if not size:
+                raise ValueError(f"unsupported pointer format {form:#x}")
+            value = int.from_bytes(self.read(self.at, size), "little", signed=signed)
+            self.at += size
+        if application == 0x10:
+            value += place
+        return value & 0xFFFFFFFF
+
+
+# DW_EH_PE format -> (size, signed): absptr (4 bytes here), udata2/4/8, sdata2/4/8.
+_FORMS = {0x00: (4, False), 0x02: (2, False), 0x03: (4, False), 0x04: (8, False), 0x0A: (2, True),
+          0x0B: (4, True), 0x0C: (8, True)}
