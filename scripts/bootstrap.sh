@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Bootstrap a Debian 12 machine for Anvil development and CI.
 #
-# Installs (only when missing) the ARM cross toolchain, qemu-user, the host C compiler
+# Installs (only when missing) the ARM cross toolchain (C and C++), qemu-user, the host C compiler
 # (ReHost analysis libraries) and openssl (the TLS test), enables the
 # armhf foreign architecture (needed by tests/support/samples.py to fetch Debian's
 # armhf Lua library with `apt-get download`), and installs the project in editable
@@ -33,6 +33,7 @@ pkg_installed() {
 
 PACKAGES=(
     gcc-arm-linux-gnueabihf
+    g++-arm-linux-gnueabihf
     libc6-dev-armhf-cross
     qemu-user
     binutils-arm-linux-gnueabihf

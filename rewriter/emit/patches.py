@@ -285,7 +285,8 @@ def place_trampolines(patches: list[Patch], tail: Tail) -> list[Patch]:
     dropped = []
     slack = tail.pool[0] if tail.grows_segment and tail.pool else None
     pool = tail.pool
-    for patch in list(patches):
+    # Narrow patches first: they can take only what is within 2 KiB.
+    for patch in sorted(patches, key=lambda p: not p.narrow):
         if patch.trampoline is None:
             continue
         for k, run in enumerate(pool):

@@ -36,6 +36,7 @@ LUA_BENCH: Path = SAMPLES_DIR / "lua" / "bench.lua"
 LUA_HEAVY: Path = SAMPLES_DIR / "lua" / "heavy.lua"  # about 1 s under qemu-arm: for benchmarks
 
 CC = "arm-linux-gnueabihf-gcc"
+CXX = "arm-linux-gnueabihf-g++"  # for the C++ samples (samples/<name>.cpp)
 QEMU = "qemu-arm"
 #: The cross sysroot that qemu-arm needs (``-L``) to find ld-linux-armhf.so.3 and libc.
 SYSROOT = "/usr/arm-linux-gnueabihf"
@@ -58,6 +59,9 @@ VARIANTS: dict[str, list[str]] = {
 
 #: The C samples, each ``samples/<name>.c``.
 SAMPLES: list[str] = ["addresses", "sort", "hash", "matrix", "calls"]
+
+#: The C++ samples, each ``samples/<name>.cpp`` (built with the same variants).
+CXX_SAMPLES: list[str] = ["unwind"]
 
 #: The exit status each sample returns when all its self-checks pass.
 EXPECTED_STATUS: dict[str, int] = {
@@ -99,19 +103,21 @@ def _compile(cmd_before_output: Sequence[str], cmd_after_output: Sequence[str], 
 
 
 def build(sample: str, variant: str) -> Path:
-    """Build ``samples/<sample>.c`` in the given variant (cached) and return the binary's path.
+    """Build ``samples/<sample>.c`` (or ``.cpp``, with the C++ compiler) in the given
+    variant (cached) and return the binary's path.
 
     Raises SampleBuildError when the sample or variant is unknown, the cross compiler is
     missing or compilation fails.
     """
     if variant not in VARIANTS:
         raise SampleBuildError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
-    source = SAMPLES_DIR / f"{sample}.c"
+    cxx = sample in CXX_SAMPLES
+    source = SAMPLES_DIR / f"{sample}.{'cpp' if cxx else 'c'}"
     if not source.is_file():
         raise SampleBuildError(f"unknown sample {sample!r}: {source} does not exist")
-    cc = _require_tool(CC)
+    cc = _require_tool(CXX if cxx else CC)
     flags = VARIANTS[variant]
-    key = _cache_key(source.read_bytes(), "\0".join(flags))
+    key = _cache_key(source.read_bytes(), "\0".join(flags), "c++" if cxx else "c")
     out = cache_dir() / f"{sample}-{variant}-{key}"
     if out.is_file():
         return out

@@ -1,0 +1,114 @@
+"""Programs that unwind their own stack: original return addresses (decision 0013).
+
+- The C++ sample (samples/unwind.cpp: exceptions through several frames, a virtual call
+  and std::function, rethrow, destructors on the way; ``__builtin_return_address`` and
+  ``backtrace``) in every build variant, instrumented with each tool (the default,
+  ``auto``, picks original return addresses because it throws): identical output and
+  exit status, inscount's total and bbcount's every block equal to what
+  ``qemu-arm -singlestep -d exec,nochain`` executes in the original (a landing pad or
+  personality routine the rewriter did not know would run uninstrumented, and be missed).
+- The same sample under ReHost gives the InHost results.
+- The C samples with ``--return-addresses original`` forced: still transparent and exact.
+- Which mode ``auto`` picks, and that firmware refuses ``original``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rehost.server import Library, start_server
+from rewriter.cli import main as anvil_main
+from rewriter.ir.elf_loader import load_binary
+from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+from tests.support.rehost import run_rehost
+from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.samples import VARIANTS, build
+
+ARGS = {"calls": ["stdin", "two words"]}
+STDIN = {"calls": b"some input for the calls sample\n"}
+
+
+def _report(binary: Path) -> dict:
+    return json.loads(Path(str(binary) + ".anvil.json").read_text())
+
+
+def _check_exact(binary: Path, tmp_path: Path, args: list[str], stdin: bytes, *extra: str) -> None:
+    """Every tool: same behaviour as the original; inscount and bbcount equal qemu's log."""
+    original = run_prog(place(binary, tmp_path, "orig"), args, stdin)
+    pcs = exe_pcs(trace_pcs(tmp_path / "orig" / "prog", args, stdin, argv0="prog"), tmp_path / "orig" / "prog")
+
+    inst = run_prog(instrument(binary, "inscount", tmp_path, *extra), args, stdin)
+    assert_same_behaviour(original, inst)
+    assert _report(tmp_path / "inst" / "prog")["return_addresses"] == "original"
+    assert results(inst, "inscount")["total"] == sum(pcs.values())
+
+    inst = run_prog(instrument(binary, "bbcount", tmp_path, *extra), args, stdin)
+    assert_same_behaviour(original, inst)
+    counts = results(inst, "bbcount")["counts"]
+    wrong = {b["address"]: (b["count"], pcs[b["address"]]) for b in counts if b["count"] != pcs[b["address"]]}
+    assert not wrong, f"blocks whose count differs from qemu's (ours, qemu): {list(wrong.items())[:5]}"
+    assert sum(b["count"] * b["instructions"] for b in counts) == sum(pcs.values())
+
+    inst = run_prog(instrument(binary, "cachesim", tmp_path, *extra), args, stdin)
+    assert_same_behaviour(original, inst)
+    cache = results(inst, "cachesim")
+    assert cache["hits"] + cache["misses"] == cache["loads"] + cache["stores"] > 0
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_cxx_exceptions_every_tool(variant: str, tmp_path: Path) -> None:
+    binary = build("unwind", variant)
+    original = run_prog(place(binary, tmp_path, "orig"))
+    assert b"caught out_of_range" in original.stdout and b"rethrown 4" in original.stdout
+    _check_exact(binary, tmp_path, [], b"")
+
+
+def test_cxx_exceptions_rehost_equals_inhost(tmp_path: Path) -> None:
+    binary = build("unwind", "O2-thumb-dyn")
+    original = run_prog(place(binary, tmp_path, "orig"))
+    srv, port = start_server(Library(None), log=None)
+    try:
+        for tool in ("inscount", "cachesim"):
+            inhost = run_prog(instrument(binary, tool, tmp_path), [])
+            rehost, outcome = run_rehost(instrument(binary, tool, tmp_path, "--mode", "rehost", slot="rhst"),
+                                         f"127.0.0.1:{port}")
+            assert_same_behaviour(original, inhost)
+            assert_same_behaviour(original, rehost)
+            assert not outcome.error and outcome.summary.complete, outcome.error
+            assert (rehost.cwd / f"prog.{tool}.out").read_bytes() == (inhost.cwd / f"prog.{tool}.out").read_bytes()
+    finally:
+        srv.stop(None)
+
+
+@pytest.mark.parametrize("sample,variant", [("calls", "O2-thumb-pie"), ("calls", "O2-arm-static"),
+                                            ("hash", "Os-thumb-static"), ("sort", "O0-arm-dyn")])
+def test_c_samples_with_original_return_addresses(sample: str, variant: str, tmp_path: Path) -> None:
+    _check_exact(build(sample, variant), tmp_path, ARGS.get(sample, []), STDIN.get(sample, b""),
+                 "--return-addresses", "original")
+
+
+def test_auto_choice(tmp_path: Path) -> None:
+    """``auto``: original return addresses for a program that throws, relocated ones for a C
+    program (faster); the report says which, and how many places got a jump."""
+    assert load_binary(str(build("unwind", "O2-thumb-dyn"))).cxx_exceptions
+    assert not load_binary(str(build("hash", "O2-thumb-dyn"))).cxx_exceptions
+    instrument(build("hash", "O2-thumb-dyn"), "inscount", tmp_path)
+    assert _report(tmp_path / "inst" / "prog")["return_addresses"] == "relocated"
+    instrument(build("unwind", "Os-thumb-static"), "inscount", tmp_path)
+    report = _report(tmp_path / "inst" / "prog")
+    assert report["return_addresses"] == "original"
+    assert report["return_sites"]["original"] > 1000 and report["return_sites"]["unwinder_entries"] > 10
+
+
+def test_firmware_refuses_original_return_addresses(tmp_path: Path, capsys) -> None:
+    from tests.support.boards import build_firmware
+
+    image = build_firmware("crc", "mps2-an385")
+    out = tmp_path / "fw.inst"
+    status = anvil_main(["instrument", "--tool", "inscount", "--return-addresses", "original", str(image),
+                         "-o", str(out)])
+    assert status == 2 and not out.exists()
+    assert "for Linux programs" in capsys.readouterr().err
