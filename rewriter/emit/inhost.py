@@ -246,7 +246,7 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     original_returns = _original_returns(binary, opts)
     report.return_addresses = "original" if original_returns else "relocated"
     with _LibraryBuild(sources, site_source + derivations.source(), toolchain, base) as build:
-        code, chosen, relocated_addrs, sites = build.alongside(
+        code, chosen, relocated_addrs = build.alongside(
             lambda: _relocate_program(binary, units, report, placement is None, original_returns))
         objects, probe = build.result()
     align = math.lcm(16, code.alignment)  # page-local append routines keep the code page aligned
@@ -262,7 +262,7 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
         lib = tb.link(objects, base, ram_at, toolchain, data_image)
         placement.check_flash(data_image + len(lib.data))
     else:
-        patches, not_patched = _linux_patches(binary, chosen, sites, report)
+        patches, not_patched = _linux_patches(binary, chosen, report)
         tail = tail_location(binary, chosen, patches)
         for patch in place_trampolines(patches, tail):
             if patch.address not in {p.address for p in chosen}:
@@ -344,34 +344,34 @@ def _resolve(labels: dict, symbols: dict[str, int], tool_name: str, key: Hashabl
 
 def _original_returns(binary: Binary, opts: Options) -> bool:
     """Whether calls push original return addresses (decision 0013): as the user says, or
-    by default when the program throws C++ exceptions. Linux programs only."""
+    by default when the program's stack may be unwound (``Binary.unwinds``). Linux programs only."""
     choice = opts.return_addresses
     if binary.is_firmware:
         if choice == "original":
             raise AnvilError("--return-addresses original is for Linux programs, not firmware images")
         return False
-    return choice == "original" or (choice == "auto" and binary.cxx_exceptions)
+    return choice == "original" or (choice == "auto" and binary.unwinds)
 
 
-def _linux_patches(binary: Binary, chosen: list[Procedure], sites: set[int],
-                   report: Report) -> tuple[list[Patch], list[str]]:
+def _linux_patches(binary: Binary, chosen: list[Procedure], report: Report) -> tuple[list[Patch], list[str]]:
     """The jumps written over the original code: at the relocated procedures' entries and,
     with original return addresses, at their return sites and landing pads (whose trampolines
     are placeholders until place_trampolines)."""
     if report.return_addresses != "original":
         return entry_patches(binary, chosen, 0)
+    sites = return_sites(chosen)
     more, stops = return_patches(binary, chosen, sites, 0)
-    patches, not_patched = entry_patches(binary, chosen, 0, stops=stops)
+    patches, not_patched = entry_patches(binary, chosen, 0, stops=stops, patched=frozenset(p.address for p in more))
     entries = sum(1 for p in more if p.address not in sites)
     report.return_sites = {"original": len(sites), "unwinder_entries": entries}
     return patches + more, not_patched
 
 
 def _relocate_program(binary: Binary, units: SiteUnit, report: Report, with_header: bool,
-                      original_returns: bool) -> tuple[Code, list[Procedure], set[int], set[int]]:
+                      original_returns: bool) -> tuple[Code, list[Procedure], set[int]]:
     """The code of every procedure with hooks that can be relocated, at link address 0
-    (see _relocate_code); the procedures in it, the addresses of their instructions and,
-    with ``original_returns``, the return sites whose calls push original addresses.
+    (see _relocate_code); the procedures in it and the addresses of their instructions.
+    ``original_returns``: calls leave original return addresses in LR (decision 0013).
     Strings the hooks pass are named by ``units`` (which already knows them all)."""
     mode = {ins.address: ins.thumb for proc in binary.procedures for ins in proc.instructions()}
     proc_starts = [p.address for p in binary.procedures]
@@ -385,7 +385,6 @@ def _relocate_program(binary: Binary, units: SiteUnit, report: Report, with_head
 
     candidates = [p for p in binary.procedures if _has_hooks(p)]
     relocated_addrs = {i.address for p in candidates for i in p.instructions()}
-    sites = return_sites(binary, candidates) if original_returns else set()
     scratch = Scratch(vfp_scratch(binary))
     handlers_run = interrupt_code(binary) if binary.is_firmware else set()
 
@@ -399,12 +398,12 @@ def _relocate_program(binary: Binary, units: SiteUnit, report: Report, with_head
             scratch=scratch,
             interrupt_code=handlers_run,
             mask_interrupts=binary.is_firmware,
-            original_returns=sites,
+            original_returns=original_returns,
         )
 
     new_code = functools.partial(Code, 0, pic=binary.is_pie, ge=binary.dsp)
     code, chosen = _relocate_code(candidates, new_context, new_code, relocated_addrs, report, with_header)
-    return code, chosen, relocated_addrs, sites & relocated_addrs
+    return code, chosen, relocated_addrs
 
 
 def _relocate_code(candidates: list[Procedure], new_context: Callable[[], RelocationContext],

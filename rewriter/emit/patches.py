@@ -120,11 +120,13 @@ def entered_from_elsewhere(binary: Binary, procs: list[Procedure]) -> set[int]:
 
 
 def entry_patches(binary: Binary, procs: list[Procedure], trampolines_at: int, direct: bool = False,
-                  stops: set[int] | None = None) -> tuple[list[Patch], list[str]]:
+                  stops: set[int] | None = None,
+                  patched: frozenset[int] = frozenset()) -> tuple[list[Patch], list[str]]:
     """Which relocated procedures get a jump at their original entry, and which cannot.
 
     ``direct``: every patch is a 4-byte branch to the copy (which must be in reach).
     ``stops``: what the patches must leave intact (default: entered_from_elsewhere).
+    ``patched``: entries that have a jump already (return sites, unwinder entries).
     Short patches get placeholder trampolines; place_trampolines gives them real ones.
     """
     patches = []
@@ -133,6 +135,8 @@ def entry_patches(binary: Binary, procs: list[Procedure], trampolines_at: int, d
     if stops is None:
         stops = entered_from_elsewhere(binary, procs)
     for proc in procs:
+        if proc.address in patched:
+            continue
         first = proc.blocks[0].instructions[0]
         if first.address != proc.address:
             skipped.append(proc.name)
@@ -152,21 +156,13 @@ def entry_patches(binary: Binary, procs: list[Procedure], trampolines_at: int, d
     return patches, skipped
 
 
-def return_sites(binary: Binary, procs: list[Procedure]) -> set[int]:
-    """The return sites of calls in ``procs`` that can take a jump (decision 0013): the
-    instruction after the call, in the same procedure (a call at the end has nowhere of
-    its own to return to)."""
-    sites = {ins.end for proc in procs for ins in proc.instructions() if ins.is_call and ins.end < proc.end}
-    stops = _stops(binary, procs, sites)
-    chosen = set()
-    for proc in procs:
-        insns = list(proc.instructions())
-        index = {ins.address: k for k, ins in enumerate(insns)}
-        for ins in insns:
-            k = index.get(ins.end) if ins.is_call else None
-            if k is not None and _room(insns[k:], ins.end, stops) >= NARROW:
-                chosen.add(ins.end)
-    return chosen
+def return_sites(procs: list[Procedure]) -> set[int]:
+    """The return sites of calls in ``procs`` that get a jump (decision 0013): the
+    instruction after each call, where it is relocated code (after a call at the end of a
+    procedure, the next one's entry). Every instruction has room for one: a T32 B.N to a
+    trampoline needs 2 bytes."""
+    starts = {ins.address for proc in procs for ins in proc.instructions()}
+    return {ins.end for proc in procs for ins in proc.instructions() if ins.is_call and ins.end in starts}
 
 
 def _stops(binary: Binary, procs: list[Procedure], sites: set[int]) -> set[int]:
@@ -177,9 +173,9 @@ def _stops(binary: Binary, procs: list[Procedure], sites: set[int]) -> set[int]:
 
 def return_patches(binary: Binary, procs: list[Procedure], sites: set[int],
                    trampolines_at: int) -> tuple[list[Patch], set[int]]:
-    """Jumps at ``sites`` (from return_sites) and where the unwinder enters ``procs`` (but at
-    their entries, which have patches of their own), and the stops the entry patches must
-    then respect. Every T32 place has room for at least a B.N."""
+    """Jumps at ``sites`` (from return_sites) and where the unwinder enters ``procs`` (entries
+    among them: entry_patches leaves those out), and the stops the entry patches must then
+    respect. Every T32 place has room for at least a B.N."""
     pads = binary.unwinder_entries
     stops = _stops(binary, procs, sites | pads)
     patches = []
@@ -187,7 +183,7 @@ def return_patches(binary: Binary, procs: list[Procedure], sites: set[int],
     for proc in procs:
         insns = list(proc.instructions())
         for k, ins in enumerate(insns):
-            if (ins.address not in sites and ins.address not in pads) or ins.address == proc.address:
+            if ins.address not in sites and ins.address not in pads:
                 continue
             covered = _room(insns[k:], ins.address, stops)
             if covered >= patch_length(ins.address, ins.thumb):
@@ -230,15 +226,18 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
     every patch.
 
     Only procedures whose entry gets a full patch qualify (a short patch may still be
-    dropped for want of a trampoline, and then the original code runs).
+    dropped for want of a trampoline, and then the original code runs), and only those
+    that nothing enters in the middle but through a patch (code that keeps running in
+    place may branch there, or the unwinder jump there, and run on in the original).
     """
     entry_length = {p.address: p.length for p in patches if p.trampoline is None}
     covered: dict[int, int] = {}  # patched address -> end of its patch
     for p in patches:
         covered[p.address] = p.address + p.length
+    entered = entered_from_elsewhere(binary, procs) - covered.keys()
     runs = []
     for proc in procs:
-        if proc.address not in entry_length:
+        if proc.address not in entry_length or any(ins.address in entered for ins in proc.instructions()):
             continue
         blocked_until = proc.address + entry_length[proc.address]
         run_start = run_end = None

@@ -67,9 +67,9 @@ class RelocationContext:
     atomic: bool = False  # for the procedure being emitted: interrupt code, no exclusive window of its own
     # The record append routines and their page-local copies (Linux T32 records; hooks.AppendRoutines).
     appends: AppendRoutines = field(default_factory=AppendRoutines)
-    # Return sites whose calls leave the original return address in LR (patched to jump
-    # to the copy: emit/patches.py); the other calls push relocated return addresses.
-    original_returns: set[int] = field(default_factory=set)
+    # Calls leave the original return address in LR (its place, where it is relocated
+    # code, is patched to jump to the copy: emit/patches.py), rather than the relocated one.
+    original_returns: bool = False
 
 
 def ins_label(addr: int) -> tuple[str, int]:
@@ -281,7 +281,7 @@ def _relocate(ins: Instruction, isa: ISA, code: Code, ctx: RelocationContext, pr
         if ins.is_return or ins.is_call:
             if ins.reads_pc:
                 raise Unsupported(f"{ins}: return or call reading PC")
-            if ins.is_call and ins.end in ctx.original_returns:
+            if ins.is_call and ctx.original_returns:
                 _call_returning_to_original(ins, isa, code, ctx, None, False)
                 return False
             _copy(ins, code)
@@ -323,7 +323,7 @@ def _direct(ins: Instruction, name: str, isa: ISA, code: Code, ctx: RelocationCo
     target_thumb = isa.thumb if name == "bl" else not isa.thumb
     if target_thumb:
         target &= ~1
-    if ins.end in ctx.original_returns:
+    if ctx.original_returns:
         _call_returning_to_original(ins, isa, code, ctx, target, target_thumb)
         return
     _call(isa, code, target, target_thumb, ins.cond, ctx)

@@ -15,6 +15,7 @@ from collections import deque
 from elftools.elf.elffile import ELFFile
 
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
+from .exception_tables import handlers
 from .model import Binary, Instruction, Procedure
 
 CHUNK = 256
@@ -100,9 +101,13 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
         if _inside(ranges, addr):
             entries.setdefault(addr, thumb)
     noreturn = _noreturn_plt(elf)
+    unwound = handlers(elf, binary.read)
     while True:
         found, new = _descend_all(binary, md, cache, ranges, entries, noreturn)
         added = {a: t for a, t in new.items() if a not in entries}
+        if not added:  # then the landing pads of the functions found, which only the unwinder enters
+            added = {pad: entries[start] for start, (_, pads) in unwound.items() if start in entries
+                     for pad in pads if pad not in entries and _inside(ranges, pad)}
         if not added:
             break
         entries.update(added)

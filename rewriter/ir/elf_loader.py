@@ -47,7 +47,6 @@ def load_binary(path: str) -> Binary:
     symbols, mapping = _read_symbols(path, elf, data)
     binary.symbols = {name: addr for addr, name, _ in symbols}
     binary.fini = _dt_fini(elf)
-    binary.cxx_exceptions = _throws(elf, data)
     if symbols and mapping:
         procs = _procedures(binary, elf, symbols, mapping)
         decoded = _decode(binary, procs, mapping)
@@ -55,6 +54,7 @@ def load_binary(path: str) -> Binary:
         procs, decoded = discover(binary, elf)
         binary.notes.append("no symbols or mapping symbols: code found by recursive descent")
     _finish(binary, elf, procs, decoded)
+    binary.unwinds = _throws(elf, data) or (not symbols and bool(binary.unwinder_entries))
     return binary
 
 

@@ -31,12 +31,21 @@ def unwinder_entries(elf: ELFFile, read: Callable[[int, int], bytes]) -> set[int
     """Where the unwinder enters the program's code (bit 0 clear): the landing pads of every
     function with a generic ``.ARM.extab`` entry, and the personality routines it calls
     (in a dynamic program, PLT entries); ``read(address, size)`` reads the loaded image."""
+    entries: set[int] = set()
+    for personality, pads in handlers(elf, read).values():
+        entries |= pads | {personality}
+    return entries
+
+
+def handlers(elf: ELFFile, read: Callable[[int, int], bytes]) -> dict[int, tuple[int, set[int]]]:
+    """Function start (bit 0 clear) -> its personality routine and landing pads, for the
+    functions with a generic ``.ARM.extab`` entry that this module can read."""
     exidx = elf.get_section_by_name(".ARM.exidx")
     if exidx is None or not exidx["sh_size"]:
-        return set()
+        return {}
     base, size = exidx["sh_addr"], exidx["sh_size"]
     table = read(base, size)
-    pads: set[int] = set()
+    found: dict[int, tuple[int, set[int]]] = {}
     for at in range(0, len(table) - 7, 8):
         first, second = (int.from_bytes(table[at + k:at + k + 4], "little") for k in (0, 4))
         if second == 1 or second & 0x80000000:
@@ -44,10 +53,12 @@ def unwinder_entries(elf: ELFFile, read: Callable[[int, int], bytes]) -> set[int
         function = _prel31(base + at, first) & ~1
         entry = _prel31(base + at + 4, second)
         try:
-            pads |= _entries_of(read, entry, function)
+            handler = _handler_of(read, entry, function)
         except (ValueError, IndexError):
             continue  # not readable as GCC's layout: nothing known to land there
-    return pads
+        if handler is not None:
+            found[function] = handler
+    return found
 
 
 def _prel31(place: int, word: int) -> int:
@@ -58,15 +69,15 @@ def _prel31(place: int, word: int) -> int:
     return (place + offset) & 0xFFFFFFFF
 
 
-def _entries_of(read: Callable[[int, int], bytes], entry: int, function: int) -> set[int]:
+def _handler_of(read: Callable[[int, int], bytes], entry: int, function: int) -> tuple[int, set[int]] | None:
     """The personality routine of an ``.ARM.extab`` entry and the landing pads of its LSDA."""
     head = int.from_bytes(read(entry, 4), "little")
     if head & 0x80000000:
-        return set()  # compact model (__aeabi_unwind_cpp_pr0/1/2): no GCC LSDA
+        return None  # compact model (__aeabi_unwind_cpp_pr0/1/2): no GCC LSDA
     personality = _prel31(entry, head) & ~1
     opcodes = int.from_bytes(read(entry + 4, 4), "little")
     lsda = entry + 8 + 4 * (opcodes >> 24)
-    return {personality} | _pads_of_lsda(_Reader(read, lsda), function)
+    return personality, _pads_of_lsda(_Reader(read, lsda), function)
 
 
 def _pads_of_lsda(r: _Reader, function: int) -> set[int]:

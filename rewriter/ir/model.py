@@ -258,7 +258,9 @@ class Binary:
     address_taken: set[int] = field(default_factory=set)  # code addresses found as words in data
     code_pointers: set[int] = field(default_factory=set)  # those with the right Thumb bit: real pointers
     unwinder_entries: set[int] = field(default_factory=set)  # landing pads, personality routines
-    cxx_exceptions: bool = False  # the program throws C++ exceptions (names __cxa_throw or a C++ personality)
+    # The program throws C++ exceptions (names __cxa_throw or a C++ personality) or, with
+    # no symbol table to tell, has landing pads: its stack may be unwound (decision 0013).
+    unwinds: bool = False
     fini: int | None = None  # DT_FINI: the last code of the executable to run at exit (dynamic)
     profile: str = "A"  # ARM architecture profile: "A" (Linux programs) or "M" (Cortex-M firmware)
     dsp: bool = True    # the core has the DSP extension (APSR.GE bits): all but plain ARMv7-M
