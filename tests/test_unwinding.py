@@ -12,6 +12,8 @@
   the exception tables; ``auto`` picks original return addresses by the landing pads
   of a static one): identical behaviour with every tool.
 - The C samples with ``--return-addresses original`` forced: still transparent and exact.
+- A C program that looks at its return addresses (``backtrace``,
+  ``__builtin_return_address``): ``auto`` picks original ones, and it prints the same.
 - Which mode ``auto`` picks, and that firmware refuses ``original``.
 """
 
@@ -107,6 +109,41 @@ def test_cxx_exceptions_rehost_equals_inhost(tmp_path: Path) -> None:
 def test_c_samples_with_original_return_addresses(sample: str, variant: str, tmp_path: Path) -> None:
     _check_exact(build(sample, variant), tmp_path, ARGS.get(sample, []), STDIN.get(sample, b""),
                  "--return-addresses", "original")
+
+
+BACKTRACE_C = r"""
+#include <execinfo.h>
+#include <stdio.h>
+
+__attribute__((noinline)) static void *caller(void) { return __builtin_return_address(0); }
+
+__attribute__((noinline)) static int depth(int n) {
+    void *frames[32];
+    if (n > 0) return depth(n - 1) + 1;
+    int got = backtrace(frames, 32);
+    for (int i = 0; i < got && i < 6; i++) printf("frame %d: %p\n", i, frames[i]);
+    return got;
+}
+
+int main(void) {
+    printf("called from %p\n", caller());
+    return depth(3) > 4 ? 0 : 1;
+}
+"""
+
+
+@pytest.mark.parametrize("flags", [["-O1", "-mthumb"], ["-O1", "-marm", "-static"]])
+def test_c_program_reading_its_return_addresses(flags: list[str], tmp_path: Path) -> None:
+    source = tmp_path / "bt.c"
+    source.write_text(BACKTRACE_C)
+    binary = tmp_path / "bt"
+    subprocess.run(["arm-linux-gnueabihf-gcc", *flags, "-funwind-tables", str(source), "-o", str(binary)],
+                   check=True)
+    original = run_prog(place(binary, tmp_path, "orig"))
+    assert original.returncode == 0 and original.stdout.count(b"frame ") >= 5
+    inst = run_prog(instrument(binary, "inscount", tmp_path))
+    assert _report(tmp_path / "inst" / "prog")["return_addresses"] == "original"
+    assert_same_behaviour(original, inst)
 
 
 def test_auto_choice(tmp_path: Path) -> None:

@@ -54,7 +54,7 @@ def load_binary(path: str) -> Binary:
         procs, decoded = discover(binary, elf)
         binary.notes.append("no symbols or mapping symbols: code found by recursive descent")
     _finish(binary, elf, procs, decoded)
-    binary.unwinds = _throws(elf, data) or (not symbols and bool(binary.unwinder_entries))
+    binary.unwinds = _unwinds(elf, data) or (not symbols and bool(binary.unwinder_entries))
     return binary
 
 
@@ -159,16 +159,19 @@ def _read_symbols(path: str, elf: ELFFile,
     return funcs, mapping
 
 
-# Names a program that throws C++ exceptions defines or imports (GCC's C++ runtime).
-_THROWING = {"__cxa_throw", "__cxa_rethrow", "__gxx_personality_v0"}
+# Names a program that unwinds its stack defines or imports: GCC's C++ runtime (throw,
+# personality routine) and glibc's backtrace. Not _Unwind_Backtrace: every static glibc
+# program has it.
+_UNWINDING = {"__cxa_throw", "__cxa_rethrow", "__gxx_personality_v0", "backtrace", "__backtrace"}
 
 
-def _throws(elf: ELFFile, data: bytes) -> bool:
-    """Whether the program throws C++ exceptions: a symbol table names the C++ runtime's
-    throw or personality routine (defined in a static binary, imported by a dynamic one)."""
+def _unwinds(elf: ELFFile, data: bytes) -> bool:
+    """Whether the program unwinds its stack: a symbol table names the C++ runtime's throw
+    or personality routine or glibc's backtrace (defined in a static binary, imported by a
+    dynamic one)."""
     for section in (".symtab", ".dynsym"):
         table = elf.get_section_by_name(section)
-        if table is not None and any(entry[0] in _THROWING for entry in _symbol_entries(table, data)):
+        if table is not None and any(entry[0] in _UNWINDING for entry in _symbol_entries(table, data)):
             return True
     return False
 

@@ -258,8 +258,8 @@ class Binary:
     address_taken: set[int] = field(default_factory=set)  # code addresses found as words in data
     code_pointers: set[int] = field(default_factory=set)  # those with the right Thumb bit: real pointers
     unwinder_entries: set[int] = field(default_factory=set)  # landing pads, personality routines
-    # The program throws C++ exceptions (names __cxa_throw or a C++ personality) or, with
-    # no symbol table to tell, has landing pads: its stack may be unwound (decision 0013).
+    # The program's stack may be unwound (decision 0013): it throws C++ exceptions or calls
+    # backtrace (elf_loader._unwinds) or, with no symbol table to tell, has landing pads.
     unwinds: bool = False
     fini: int | None = None  # DT_FINI: the last code of the executable to run at exit (dynamic)
     profile: str = "A"  # ARM architecture profile: "A" (Linux programs) or "M" (Cortex-M firmware)
