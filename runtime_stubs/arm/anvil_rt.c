@@ -108,15 +108,21 @@ uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t
             die("anvil: cannot map the instrumentation data region\n");
     }
     anvil_bias = bias;
-    if (bias) {
+    if (bias && h->npatches) {
+        /* The jumps' literals are all in the text segment: one write window over the
+           pages from the lowest to the highest (with original return addresses a large
+           program has tens of thousands, and two system calls each add up). */
         const uint32_t *patch = (const uint32_t *)(h->patches + bias);
+        uint32_t low = 0xFFFFFFFFu, high = 0;
         for (uint32_t i = 0; i < h->npatches; i++) {
-            uint32_t *word = (uint32_t *)(patch[i] + bias);
-            uint32_t page = (uint32_t)word & ~(PAGE - 1);
-            anvil_syscall(SYS_mprotect, page, 2 * PAGE, PROT_RWX, 0, 0, 0);
-            *word += bias;
-            anvil_syscall(SYS_mprotect, page, 2 * PAGE, PROT_RX, 0, 0, 0);
+            low = patch[i] < low ? patch[i] : low;
+            high = patch[i] > high ? patch[i] : high;
         }
+        uint32_t first = (low + bias) & ~(PAGE - 1), end = page_up(high + bias + 4);
+        anvil_syscall(SYS_mprotect, first, end - first, PROT_RWX, 0, 0, 0);
+        for (uint32_t i = 0; i < h->npatches; i++)
+            *(uint32_t *)(patch[i] + bias) += bias;
+        anvil_syscall(SYS_mprotect, first, end - first, PROT_RX, 0, 0, 0);
     }
     anvil_syscall(SYS_mprotect, h->region_start + bias, h->code_end - h->region_start, PROT_RX, 0, 0, 0);
     const uint32_t *initial_sp = (const uint32_t *)((const char *)saved + STUB_SAVED_BYTES + STUB_FAR_BELOW);
