@@ -9,6 +9,13 @@
 #define SYS_mprotect 125
 #define SYS_mmap2 192
 #define SYS_exit_group 248
+#define SYS_getpid 20
+#define SYS_rt_sigaction 174
+#define SYS_rt_sigprocmask 175
+#define SYS_gettid 224
+#define SYS_tgkill 268
+#define SIG_UNBLOCK 1
+#define SA_RESETHAND 0x80000000u
 #define PROT_RW 3
 #define PROT_RX 5
 #define PROT_RWX 7
@@ -86,6 +93,52 @@ const char *anvil_getenv(const char *name)
     return 0;
 }
 
+/* ---------------------------------------------------------------- fatal signals */
+
+/* The kernel's struct sigaction on 32-bit ARM (rt_sigaction, 8-byte mask). */
+struct kernel_sigaction {
+    void (*handler)(int);
+    uint32_t flags;
+    void (*restorer)(void);
+    uint32_t mask[2];
+};
+
+/* Signals whose default action ends the process (SIGTRAP left to debuggers). */
+static const uint8_t fatal_signals[] = {1, 2, 3, 4, 6, 7, 8, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 31};
+
+/* A signal that would end the program: write the results, then die of it as the
+ * program would have. SA_RESETHAND put the default action back before this ran; the
+ * signal is sent again and unblocked, so the process ends by it (a fault's instruction
+ * is not run again), with the same status and qemu's same message. */
+static void on_fatal_signal(int sig)
+{
+    anvil_program_end();
+    uint32_t set[2] = {0, 0};
+    set[(sig - 1) / 32] = 1u << ((sig - 1) % 32);
+    anvil_syscall(SYS_tgkill, anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0),
+                  anvil_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0), sig, 0, 0, 0);
+    anvil_syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)set, 0, 8, 0, 0);
+}
+
+/* Programs killed by a signal still write their results (as valgrind's tools and QEMU's
+ * plugins do): a handler on each fatal signal whose action is the default. Signals the
+ * program inherited as ignored stay so; a handler the program installs replaces ours.
+ * What the program can see: sigaction's old action is this handler, not SIG_DFL. */
+static void catch_fatal_signals(void)
+{
+    /* Filled in here, not from an initializer: that would be a template in .data whose
+       handler address is the link-time one, and a PIE's region is moved by the load bias. */
+    struct kernel_sigaction old, act;
+    act.handler = on_fatal_signal;
+    act.flags = SA_RESETHAND;
+    act.restorer = 0;
+    act.mask[0] = act.mask[1] = 0;
+    for (uint32_t i = 0; i < sizeof fatal_signals; i++) {
+        if (anvil_syscall(SYS_rt_sigaction, fatal_signals[i], 0, (long)&old, 8, 0, 0) == 0 && old.handler == 0)
+            anvil_syscall(SYS_rt_sigaction, fatal_signals[i], (long)&act, 0, 8, 0, 0);
+    }
+}
+
 /* Called by the loader stub once the region's file part is mapped (read/write/exec),
  * with the registers it saved at entry (r0-r12, lr). Maps the zero-filled part, fixes
  * entry patches for the load bias, seals the code read-only, runs the program-start
@@ -128,6 +181,7 @@ uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t
     const uint32_t *initial_sp = (const uint32_t *)((const char *)saved + STUB_SAVED_BYTES + STUB_FAR_BELOW);
     environment = (const char *const *)(initial_sp + 1 + initial_sp[0] + 1);
     anvil_program_start();
+    catch_fatal_signals();
     for (int i = 0; i < 14; i++)
         entry_state[i] = saved[i];
     entry_state[14] = h->entry + bias;
