@@ -353,8 +353,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     link = "dynamic" if binary.is_dynamic else "static"
     if binary.is_firmware:
         kind, link = "Cortex-M firmware", "DSP" if binary.dsp else "no DSP"
+    unwinds = ", unwinds its stack" if binary.unwinds and not binary.is_firmware else ""
     print(f"{binary.path}: ARM ELF, {kind}, {link}, entry {binary.entry:#x}, "
-          f"{len(binary.procedures)} procedures, {binary.instruction_count()} instructions")
+          f"{len(binary.procedures)} procedures, {binary.instruction_count()} instructions{unwinds}")
     for proc in procs:
         mode = "T32" if proc.thumb else "A32"
         print(f"\nprocedure {proc.name} @ {proc.address:#x} size {proc.size} {mode}, {len(proc.blocks)} blocks")
@@ -363,7 +364,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         if not args.proc:
             continue
         for block in proc.blocks:
-            print(f"  block {block.index} @ {block.address:#x}: {block.size} instructions")
+            entered = " (the unwinder enters here)" if block.address in binary.unwinder_entries else ""
+            print(f"  block {block.index} @ {block.address:#x}: {block.size} instructions{entered}")
             for ins in block.instructions:
                 flags = _flags(ins)
                 where = lines.get(ins.address)

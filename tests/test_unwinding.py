@@ -159,6 +159,17 @@ def test_auto_choice(tmp_path: Path) -> None:
     assert report["return_sites"]["original"] > 1000 and report["return_sites"]["unwinder_entries"] > 10
 
 
+def test_inspect_says_where_the_unwinder_enters(capsys) -> None:
+    """``anvil inspect`` marks the program and the blocks the unwinder enters: in the C++
+    sample's main, each of its catch clauses' landing pads (one per catch below)."""
+    assert anvil_main(["inspect", str(build("unwind", "O2-thumb-dyn")), "--proc", "main"]) == 0
+    out = capsys.readouterr().out
+    assert "unwinds its stack" in out.splitlines()[0]
+    assert out.count("(the unwinder enters here)") >= 4
+    assert anvil_main(["inspect", str(build("hash", "O2-thumb-dyn"))]) == 0
+    assert "unwinds" not in capsys.readouterr().out
+
+
 def test_firmware_refuses_original_return_addresses(tmp_path: Path, capsys) -> None:
     from tests.support.boards import build_firmware
 
