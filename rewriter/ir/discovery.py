@@ -102,8 +102,9 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
             entries.setdefault(addr, thumb)
     noreturn = _noreturn_plt(elf)
     unwound = handlers(elf, binary.read)
+    memo: dict[int, tuple[int, dict[int, Instruction], dict[int, bool]]] = {}
     while True:
-        found, new = _descend_all(binary, md, cache, ranges, entries, noreturn)
+        found, new = _descend_all(binary, md, cache, ranges, entries, noreturn, memo)
         added = {a: t for a, t in new.items() if a not in entries}
         if not added:  # then the landing pads of the functions found, which only the unwinder enters
             added = {pad: entries[start] for start, (_, pads) in unwound.items() if start in entries
@@ -127,44 +128,62 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
 
 
 def _descend_all(binary: Binary, md: dict, cache: DecodeCache, ranges: list[tuple[int, int]], entries: dict[int, bool],
-                 noreturn: set[int]) -> tuple[dict[int, dict[int, Instruction]], dict[int, bool]]:
-    """Decode every procedure from its entry; returns its instructions and the call targets seen."""
-    import bisect
+                 noreturn: set[int], memo: dict[int, tuple[int, dict[int, Instruction], dict[int, bool]]]
+                 ) -> tuple[dict[int, dict[int, Instruction]], dict[int, bool]]:
+    """Decode every procedure from its entry; returns its instructions and the call targets seen.
+
+    A procedure's descent depends only on its entry, its instruction set and its limit (the
+    next entry): ``memo`` keeps each one's result from the rounds before, so a round
+    decodes only the new procedures and those a new entry now cuts short.
+    """
     starts = sorted(entries)
+    end = max(hi for _, hi in ranges)
     found: dict[int, dict[int, Instruction]] = {}
     calls: dict[int, bool] = {}
     for k, entry in enumerate(starts):
-        limit = starts[k + 1] if k + 1 < len(starts) else max(hi for _, hi in ranges)
-        mine: dict[int, Instruction] = {}
-        work: deque[tuple[int, bool]] = deque([(entry, entries[entry])])
-        literal_regs: dict[int, int] = {}
-        while work:
-            cur, thumb = work.popleft()
-            while entry <= cur < limit and cur not in mine and _inside(ranges, cur):
-                got = _split_it(decode_range(md[thumb], binary.read(cur, min(CHUNK, limit - cur)), cur, thumb,
-                                               cache)[0])
-                if not got:
-                    break
-                stop = False
-                for ins in got:
-                    if ins.address in mine or ins.address + ins.size > limit:
-                        stop = True
-                        break
-                    mine[ins.address] = ins
-                    for target, tthumb, is_call in _targets(ins, thumb, literal_regs, binary, ranges):
-                        if is_call or not entry <= target < limit:
-                            calls.setdefault(target, tthumb)
-                        else:
-                            work.append((target, tthumb))
-                    if not ins.falls_through or (ins.is_call and ins.branch_target in noreturn):
-                        stop = True
-                        break
-                    cur = ins.address + ins.size
-                if stop:
-                    break
-        found[entry] = mine
-    del bisect
+        limit = starts[k + 1] if k + 1 < len(starts) else end
+        known = memo.get(entry)
+        if known is None or known[0] != limit:
+            known = memo[entry] = (limit, *_descend(binary, md, cache, ranges, entry, entries[entry], limit, noreturn))
+        found[entry] = known[1]
+        for target, thumb in known[2].items():
+            calls.setdefault(target, thumb)
     return found, {a: t for a, t in calls.items() if _inside(ranges, a)}
+
+
+def _descend(binary: Binary, md: dict, cache: DecodeCache, ranges: list[tuple[int, int]], entry: int,
+             entry_thumb: bool, limit: int, noreturn: set[int]) -> tuple[dict[int, Instruction], dict[int, bool]]:
+    """The instructions reachable from ``entry`` below ``limit``, and the calls and other
+    procedures' addresses they name (target -> Thumb), in the order first seen."""
+    mine: dict[int, Instruction] = {}
+    calls: dict[int, bool] = {}
+    work: deque[tuple[int, bool]] = deque([(entry, entry_thumb)])
+    literal_regs: dict[int, int] = {}
+    while work:
+        cur, thumb = work.popleft()
+        while entry <= cur < limit and cur not in mine and _inside(ranges, cur):
+            got = _split_it(decode_range(md[thumb], binary.read(cur, min(CHUNK, limit - cur)), cur, thumb,
+                                         cache)[0])
+            if not got:
+                break
+            stop = False
+            for ins in got:
+                if ins.address in mine or ins.address + ins.size > limit:
+                    stop = True
+                    break
+                mine[ins.address] = ins
+                for target, tthumb, is_call in _targets(ins, thumb, literal_regs, binary, ranges):
+                    if is_call or not entry <= target < limit:
+                        calls.setdefault(target, tthumb)
+                    else:
+                        work.append((target, tthumb))
+                if not ins.falls_through or (ins.is_call and ins.branch_target in noreturn):
+                    stop = True
+                    break
+                cur = ins.address + ins.size
+            if stop:
+                break
+    return mine, calls
 
 
 def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary: Binary,
