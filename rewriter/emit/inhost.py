@@ -153,13 +153,15 @@ def _add_runtime_hooks(binary: Binary) -> None:
             if proc.address == binary.fini or (binary.fini is None and proc.name == "_fini"):
                 proc.hooks.append(Hook(Point.BEFORE, end, ()))
     else:
-        # The system call's number: r7 (Linux svc) or r0 (semihosting bkpt).
-        on_syscall = Prototype("anvil_on_syscall", (Arg.REG_VALUE,))
+        # The system call's number: r7 (Linux svc) or r0 (semihosting bkpt); and whether
+        # Linux's exit (not exit_group) ends the program: not where it ends one thread of many.
+        on_syscall = Prototype("anvil_on_syscall", (Arg.REG_VALUE, Arg.CONST))
         number = 0 if binary.is_firmware else 7
+        args = (number, int(not binary.threaded))
         for proc in binary.procedures:
             for ins in proc.instructions():
                 if ins.is_syscall:
-                    ins.hooks.append(Hook(Point.BEFORE, on_syscall, (number,)))
+                    ins.hooks.append(Hook(Point.BEFORE, on_syscall, args))
 
 
 def _relocatable(proc: Procedure, ctx: RelocationContext) -> str | None:
@@ -233,7 +235,8 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     derivations = place_counters(binary)  # before the library's thread below: it may fork
     report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data),
                     block_counters={"inline": derivations.counters_kept, "derived": derivations.counters_removed,
-                                    "on_branches": sum(derivations.edges.values())})
+                                    "on_branches": sum(derivations.edges.values()),
+                                    "atomic": binary.threaded and not binary.is_firmware})
     for hook in _all_hooks(binary):  # every string a hook passes gets its symbol in the site unit
         for kind, value in zip(hook.prototype.kinds, hook.args):
             if kind is Arg.STRING:
@@ -399,6 +402,7 @@ def _relocate_program(binary: Binary, units: SiteUnit, report: Report, with_head
             interrupt_code=handlers_run,
             mask_interrupts=binary.is_firmware,
             original_returns=original_returns,
+            threads=binary.threaded and not binary.is_firmware,
         )
 
     new_code = functools.partial(Code, 0, pic=binary.is_pie, ge=binary.dsp)

@@ -64,6 +64,9 @@ class RelocationContext:
     # Cortex-M: a call site runs with PRIMASK set, so a handler's own call cannot come in
     # the middle of it (analysis routines, their stack and the filter's counts are not reentrant).
     mask_interrupts: bool = False
+    # Threads run the same code at once (Linux programs that start threads): every procedure's
+    # counters add with LDREX/STREX, as interrupt code's do.
+    threads: bool = False
     atomic: bool = False  # for the procedure being emitted: interrupt code, no exclusive window of its own
     # The record append routines and their page-local copies (Linux T32 records; hooks.AppendRoutines).
     appends: AppendRoutines = field(default_factory=AppendRoutines)
@@ -82,7 +85,7 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
     code.align(4)
     # Inside the program's own LDREX/STREX window an exclusive of ours would make its STREX
     # fail each time round its loop: such a procedure's counters add plainly.
-    ctx.atomic = proc.address in ctx.interrupt_code and not exclusive_windows(proc)
+    ctx.atomic = (ctx.threads or proc.address in ctx.interrupt_code) and not exclusive_windows(proc)
     insns = list(proc.instructions())
     needs_table = False
     trampolines = []

@@ -54,7 +54,9 @@ def load_binary(path: str) -> Binary:
         procs, decoded = discover(binary, elf)
         binary.notes.append("no symbols or mapping symbols: code found by recursive descent")
     _finish(binary, elf, procs, decoded)
-    binary.unwinds = _unwinds(elf, data) or (not symbols and bool(binary.unwinder_entries))
+    named = _named(elf, data, _UNWINDING | _THREADING)
+    binary.unwinds = bool(named & _UNWINDING) or (not symbols and bool(binary.unwinder_entries))
+    binary.threaded = bool(named & _THREADING)
     return binary
 
 
@@ -163,17 +165,19 @@ def _read_symbols(path: str, elf: ELFFile,
 # personality routine) and glibc's backtrace. Not _Unwind_Backtrace: every static glibc
 # program has it.
 _UNWINDING = {"__cxa_throw", "__cxa_rethrow", "__gxx_personality_v0", "backtrace", "__backtrace"}
+# Names a program that starts threads defines or imports (POSIX and C11 threads).
+_THREADING = {"pthread_create", "thrd_create"}
 
 
-def _unwinds(elf: ELFFile, data: bytes) -> bool:
-    """Whether the program unwinds its stack: a symbol table names the C++ runtime's throw
-    or personality routine or glibc's backtrace (defined in a static binary, imported by a
+def _named(elf: ELFFile, data: bytes, wanted: set[str]) -> set[str]:
+    """Which of ``wanted`` a symbol table names (defined in a static binary, imported by a
     dynamic one)."""
+    found: set[str] = set()
     for section in (".symtab", ".dynsym"):
         table = elf.get_section_by_name(section)
-        if table is not None and any(entry[0] in _UNWINDING for entry in _symbol_entries(table, data)):
-            return True
-    return False
+        if table is not None:
+            found.update(entry[0] for entry in _symbol_entries(table, data) if entry[0] in wanted)
+    return found
 
 
 _SHN_SPECIAL = (0, 0xFFF1, 0xFFF2)  # SHN_UNDEF, SHN_ABS, SHN_COMMON: no section

@@ -261,6 +261,9 @@ class Binary:
     # The program's stack may be unwound (decision 0013): it throws C++ exceptions or calls
     # backtrace (elf_loader._unwinds) or, with no symbol table to tell, has landing pads.
     unwinds: bool = False
+    # The program starts threads (names pthread_create or thrd_create): counters then add
+    # with LDREX/STREX, as in firmware interrupt code (decision 0003).
+    threaded: bool = False
     fini: int | None = None  # DT_FINI: the last code of the executable to run at exit (dynamic)
     profile: str = "A"  # ARM architecture profile: "A" (Linux programs) or "M" (Cortex-M firmware)
     dsp: bool = True    # the core has the DSP extension (APSR.GE bits): all but plain ARMv7-M

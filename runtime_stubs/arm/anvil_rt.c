@@ -188,10 +188,11 @@ uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t
     return entry_state;
 }
 
-/* Hook before every system call instruction: the exit calls end the program. */
-void anvil_on_syscall(uint32_t nr)
+/* Hook before every system call instruction: exit_group ends the program, and so does
+ * exit unless the program starts threads (then exit ends one: glibc's pthread_exit). */
+void anvil_on_syscall(uint32_t nr, uint32_t exit_ends_program)
 {
-    if (nr == SYS_exit || nr == SYS_exit_group)
+    if (nr == SYS_exit_group || (nr == SYS_exit && exit_ends_program))
         anvil_program_end();
 }
 

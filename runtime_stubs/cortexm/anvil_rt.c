@@ -44,9 +44,11 @@ void anvil_firmware_init(void)
     anvil_program_start();
 }
 
-/* Hook before every semihosting call: SYS_EXIT and SYS_EXIT_EXTENDED end the program. */
-void anvil_on_syscall(uint32_t op)
+/* Hook before every semihosting call: SYS_EXIT and SYS_EXIT_EXTENDED end the program.
+ * (The second argument is for Linux's thread exits.) */
+void anvil_on_syscall(uint32_t op, uint32_t unused)
 {
+    (void)unused;
     if (op == SYS_EXIT || op == SYS_EXIT_EXTENDED)
         anvil_program_end();
 }
