@@ -5,8 +5,14 @@ Four threads run the same loop at once under qemu-arm (which runs guest threads 
 parallel). With plain load/add/store counters a fifth of the counts went missing; a
 static program also wrote its results when the first thread exited (glibc ends a thread
 with the exit system call). Checked against ``qemu-arm -singlestep -d exec,nochain``:
-dynamic, every block's count; static (where glibc's own lock paths vary from run to
-run), the threads' procedure and main exactly.
+dynamic, every block's count but the PLT's (the threads race for lazy binding, so the
+original's own count varies by a few instructions from run to run); static (where
+glibc's lock paths vary too), the threads' procedure and main.
+
+cachesim: calls into the analysis hold a lock (threads shared its stack: the program
+crashed), and a repeat filter's hit counts with LDREX/STREX (a plain add lost about
+1 % of them): the loads and stores it saw are those qemu executes, give or take the
+original's own variation and the two of each in ``_fini`` after the end hook.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from rewriter.ir.elf_loader import load_binary
-from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+from tests.oracles.qemu_trace import access_counts, exe_pcs, trace_pcs
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
 
 THREADS_C = r"""
@@ -83,9 +89,25 @@ def test_counts_of_threads(flags: list[str], tmp_path: Path) -> None:
             assert counted["procedures"][proc.name] == expected, proc.name
     if "-static" in flags:
         return
-    assert counted["total"] == sum(pcs.values())
     inst = run_prog(instrument(binary, "bbcount", tmp_path))
     assert_same_behaviour(original, inst)
     counts = results(inst, "bbcount")["counts"]
-    wrong = {b["address"]: (b["count"], pcs[b["address"]]) for b in counts if b["count"] != pcs[b["address"]]}
+    # Not the PLT: which threads take the lazy-binding path of a first call varies by run.
+    wrong = {b["address"]: (b["count"], pcs[b["address"]]) for b in counts
+             if b["count"] != pcs[b["address"]] and not b["procedure"].startswith(".plt")}
     assert not wrong, f"blocks whose count differs from qemu's (ours, qemu): {list(wrong.items())[:5]}"
+
+
+def test_cachesim_with_threads(tmp_path: Path) -> None:
+    binary = _build(tmp_path, ["-mthumb", "-no-pie"])  # run-time addresses are link-time ones
+    placed = place(binary, tmp_path, "orig")
+    original = run_prog(placed)
+    trace = trace_pcs(placed, [], b"", argv0="prog", memory_ops=True)
+    oracle = access_counts(trace, exe_pcs(trace, placed))
+    for _ in range(2):
+        inst = run_prog(instrument(binary, "cachesim", tmp_path))
+        assert_same_behaviour(original, inst)
+        cache = results(inst, "cachesim")
+        assert cache["hits"] + cache["misses"] == cache["loads"] + cache["stores"]
+        # Within the original's own variation (lazy binding, above) and _fini's push and pop.
+        assert abs(oracle["L"] - cache["loads"]) <= 8 and abs(oracle["S"] - cache["stores"]) <= 8, (cache, oracle)

@@ -112,6 +112,10 @@ class HookContext:
     counter_label: Callable[[str, int], Hashable]  # (array, index) -> label of a 64-bit element
     mask_interrupts: bool = False  # Cortex-M: the site runs with PRIMASK set (RelocationContext)
     appends: AppendRoutines = field(default_factory=AppendRoutines)  # record append routines (RelocationContext)
+    # The program starts threads, and the procedure has no LDREX/STREX window of its own
+    # (which an exclusive of ours would make fail each time round): a filter's hit counts
+    # with LDREX/STREX (T32).
+    threads: bool = False
 
 
 def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | None,
@@ -334,14 +338,14 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
     memo, counter = ctx.counter_label(flt.memo, 0), ctx.counter_label(flt.counter, index)
     done = ("filter-done", id(code), code.size)
     near = None if flt.counter_offset is None else flt.counter_offset + 8 * index
-    if isa.thumb and near is not None and near + 4 < 4096:
+    if isa.thumb and near is not None and near + 4 < 4096 and not ctx.threads:
         shape = (code.pic, flt.shift, flt.slot_bits, near)
         code.later(len(_t32_filter_test(*shape, 0, 0, 0x1000)),
                    lambda at, r: _t32_filter_test(*shape, at, r(memo), r(done)))
         slot = enc.t32_str_reg_lsl(1, 3, 2, 2) if flt.slot_bits else enc.t32_str_imm(1, 3, 0)
         code.emit(slot)  # a new key: it takes the slot, and the call follows
         return done
-    shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits)
+    shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits, ctx.threads)
     code.later(len(_filter_test(*shape, 0, 0, 0, 0x1000)),
                lambda at, r: _filter_test(*shape, at, r(memo), r(counter), r(done)))
     isa.str(code, 1, 3, 0)  # a new key: it takes the slot, and the call follows
@@ -399,10 +403,11 @@ def _t32_filter_test(pic: bool, shift: int, slot_bits: int, near: int, at: int, 
     return bytes(out)
 
 
-def _filter_test(thumb: bool, pic: bool, shift: int, slot_bits: int, at: int, memo: int, counter: int,
-                 done: int) -> bytes:
+def _filter_test(thumb: bool, pic: bool, shift: int, slot_bits: int, atomic: bool, at: int, memo: int,
+                 counter: int, done: int) -> bytes:
     """Bytes of the test at ``at``: r1 = key; r3 = &memo[slot]; r2 = slot - key; if r2 != 0
     go to the end of these bytes (the call path); else counter += 1 and go to ``done``.
+    ``atomic`` (T32): the add with LDREX/STREX, for threads.
 
     T32 branches with CBNZ; A32 has none, so r2 = clz(r2) >> 5 (1 when equal) and
     ``add pc, pc, r2, lsl #2`` lands on a B to the call path or just past it.
@@ -420,7 +425,7 @@ def _filter_test(thumb: bool, pic: bool, shift: int, slot_bits: int, at: int, me
     branch_at = len(out)
     out += bytes(2 if thumb else 20)  # the branch to the call path, encoded below
     if thumb:  # the key in r1 and the address in r0 are not needed past a hit
-        out += address(1, counter) + _T32_BUMP
+        out += address(1, counter) + (_T32_ATOMIC_BUMP if atomic else _T32_BUMP)
     else:
         out += address(2, counter) + _increment_tail(thumb, 1, 3)
     out += enc.t32_b(at + len(out), done) if thumb else enc.a32_b(at + len(out), done)
@@ -542,8 +547,13 @@ def _write_record(words: int) -> bytes:
     ])
 
 
-def emit_call_stub(code: Code, name: str, function: Hashable) -> None:
-    """Shared tail of the calls of one routine (T32): flags and SP into d19/d20, own stack, call, back."""
+def emit_call_stub(code: Code, name: str, function: Hashable, threads: bool = False) -> None:
+    """Shared tail of the calls of one routine (T32): flags and SP into d19/d20, own stack, call, back.
+
+    ``threads``: the program starts threads, which share the analysis stack and state, so
+    the call holds a lock (``_lock``) from before the stack is taken until the routine
+    has returned.
+    """
     from .isa import T32
 
     code.align(4)
@@ -552,12 +562,16 @@ def emit_call_stub(code: Code, name: str, function: Hashable) -> None:
     T32.to_d(code, FLAGS_SP, IP, LR)  # flags, return address
     T32.mov_reg(code, IP, SP)
     T32.to_d(code, FLAGS_SP + 1, IP, IP)  # the program's SP
+    if threads:
+        _lock(code, name)
     if name == RECORD_FLUSH or name.startswith(RECORD_PREFIX):
         _reentrant_stack(code)
     else:
         T32.pc_address(code, IP, HOOK_STACK)
     T32.mov_reg(code, SP, IP)
     T32.call(code, function)
+    if threads:
+        _unlock(code, name)
     T32.from_d(code, IP, LR, FLAGS_SP + 1)
     T32.mov_reg(code, SP, IP)
     T32.from_d(code, IP, LR, FLAGS_SP)
@@ -568,6 +582,62 @@ def emit_call_stub(code: Code, name: str, function: Hashable) -> None:
     code.label(slow)
     T32.msr(code, IP)
     code.emit(enc.t32_bx(LR))
+
+
+CALL_LOCK = ("sym", "anvil_call_lock")  # {owner's thread pointer or 0, depth} (runtime_stubs/arm/anvil_rt.c)
+LOCK_PARK = 22  # d22 keeps r0 while the stub takes the lock
+_MRC_THREAD_POINTER_IP = enc._hw(0xEE1D, (IP << 12) | 0x0F70)  # mrc p15, 0, ip, c13, c0, 3 (TPIDRURO)
+_CMP_R0_IP = enc._hw(0x4500 | (IP << 3))  # cmp r0, ip (T2)
+_DMB_ISH = enc._hw(0xF3BF, 0x8F5B)
+_YIELD = enc._hw(0xBF10)
+
+
+def _lock(code: Code, name: str) -> None:
+    """Take the analysis lock, owned by a thread and counted, so that a signal handler the
+    same thread runs in the middle of a call goes in again (as without threads) while
+    other threads wait. The owner is the thread pointer (TPIDRURO; 0 before the C library
+    set it, when there is one thread only). Only ip and lr are free, and the flags (the
+    stub has them in d19); r0 is parked in d22.
+
+        retry: ldrex r0, [lr]; cmp r0, ip; beq mine; cmp r0, #0; bne retry (yield)
+               strex r0, ip, [lr]; cmp r0, #0; bne retry; dmb
+        mine:  depth += 1
+    """
+    from .isa import T32
+
+    retry, wait, mine = (("callstub-lock", name, k) for k in range(3))
+    code.emit(enc.t32_vmov_to_lane(LOCK_PARK, 0) + _MRC_THREAD_POINTER_IP)
+    T32.pc_address(code, LR, CALL_LOCK)
+    code.label(retry)
+    code.emit(enc.t32_ldrex(0, LR) + _CMP_R0_IP)
+    T32.branch(code, mine, enc.COND["eq"])
+    T32.cmp_zero(code, 0)
+    T32.branch(code, wait, enc.COND["ne"])
+    code.emit(enc.t32_strex(0, IP, LR))
+    T32.cmp_zero(code, 0)
+    T32.branch(code, retry, enc.COND["ne"])
+    code.emit(_DMB_ISH)
+    T32.branch(code, mine)
+    code.label(wait)  # held by another thread: let it run
+    code.emit(_YIELD)
+    T32.branch(code, retry)
+    code.label(mine)
+    code.emit(enc.t32_ldr_word(0, LR, 4) + enc.t32_add_imm(0, 0, 1) + enc.t32_str_word(0, LR, 4)
+              + enc.t32_vmov_from_lane(0, LOCK_PARK))
+
+
+def _unlock(code: Code, name: str) -> None:
+    """Give the analysis lock back (see _lock) once the routine has returned: r0 and r1 are
+    free. depth -= 1, and at 0 (after a barrier, so the routine's writes come first) the
+    owner word too."""
+    from .isa import T32
+
+    held = ("callstub-unlock", name)
+    T32.pc_address(code, 1, CALL_LOCK)
+    code.emit(enc.t32_ldr_word(0, 1, 4) + enc._hw(0x3801) + enc.t32_str_word(0, 1, 4))  # subs r0, #1
+    T32.cbz(code, 0, held, nonzero=True)
+    code.emit(_DMB_ISH + enc.t32_str_word(0, 1, 0))
+    code.label(held)
 
 
 def _reentrant_stack(code: Code) -> None:

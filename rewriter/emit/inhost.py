@@ -205,7 +205,10 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     # routine's calls are deferred or none (their order), so mostly-A32 programs call.
     # ANVIL_NO_DEFER: every call made as it comes (a reference for the tests).
     deferred = None
-    if any(p.deferred for p in tool.prototypes.values()) and not os.environ.get("ANVIL_NO_DEFER"):
+    # Not in a program that starts threads: the ring's writers count tells a signal handler's
+    # records from those it interrupted, and another thread's would look the same.
+    if any(p.deferred for p in tool.prototypes.values()) and not os.environ.get("ANVIL_NO_DEFER") \
+            and not binary.threaded:
         thumb = sum(p.thumb for p in binary.procedures)
         if 2 * thumb > len(binary.procedures) and vfp_scratch(binary):
             deferred = defer(binary, tool)
@@ -465,7 +468,7 @@ def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with
     for routine in sorted(ctx.appends.routines):
         emit_append_routine(code, routine)
     for name in sorted(ctx.call_stubs):
-        emit_call_stub(code, name, ("sym", name))
+        emit_call_stub(code, name, ("sym", name), ctx.threads)
     for proc, key in ctx.xlate_tables:
         emit_xlate_table(proc, key, code)
 

@@ -143,7 +143,8 @@ def _fallthroughs(insns: list[Instruction], code: Code, ctx: RelocationContext) 
 
 def _hook_context(ins: Instruction, access, block_insns: int, ctx: RelocationContext) -> HookContext:
     return HookContext(ins, access, block_insns, ctx.string_label, ctx.function_label, ctx.scratch,
-                       ctx.call_stubs, ctx.counter_label, ctx.mask_interrupts, ctx.appends)
+                       ctx.call_stubs, ctx.counter_label, ctx.mask_interrupts, ctx.appends,
+                       ctx.threads and ctx.atomic)  # not inside the program's own LDREX/STREX windows
 
 
 def _calls(isa: ISA, code: Code, hooks: list[Hook], ins: Instruction, access, block_insns: int,
@@ -166,7 +167,9 @@ def _access_calls(isa: ISA, code: Code, hook: Hook, ins: Instruction, block_insn
     key, the first site tests that for all of them (hooks.SharedKey) and the others'
     sites run only when they do not."""
     contexts = [_hook_context(ins, access, block_insns, ctx) for access in ins.accesses]
-    shared = shared_key(isa, code, hook, contexts)
+    # With threads, each access's filter counts its own hit atomically (the shared test's
+    # one add of several would be a plain one).
+    shared = None if contexts and contexts[0].threads else shared_key(isa, code, hook, contexts)
     if shared is None:
         for hctx in contexts:
             _guarded_call(isa, code, hook, hctx, ins.cond)

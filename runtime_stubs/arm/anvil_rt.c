@@ -147,6 +147,10 @@ static void catch_fatal_signals(void)
  * write nothing below the program's SP. */
 uint8_t anvil_hook_stack[16384] __attribute__((aligned(8)));
 
+/* In a program that starts threads, calls into the analysis hold this lock (emit/hooks.py
+ * _lock): the owner's thread pointer (0: free) and how many calls it has in progress. */
+uint32_t anvil_call_lock[2] __attribute__((aligned(8)));
+
 /* Registers at process entry and where to continue, loaded by the stub's final ldm. */
 static uint32_t entry_state[15] __attribute__((section(".data")));
 
