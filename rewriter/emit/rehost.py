@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -123,6 +124,11 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
             generated += f"const char anvil_rh_channel_path[] = {c_string(channel_path(output))};\n"
         return sources, generated + _communicator_source(arrays, site_format.digest(document))
 
+    if binary.threaded and not binary.is_firmware and table.sites:
+        # The ring's writers count tells a signal handler's records from those it
+        # interrupted; another thread's look the same, and records get lost (reported).
+        print(f"anvil: warning: {os.path.basename(binary.path)} starts threads: ReHost records are not "
+              "thread-safe yet, results may be incomplete (counters alone are; --mode inhost is)", file=sys.stderr)
     report = emit(binary, tool.name, units, library, output, started, opts)
     atomic_write(output + SITE_TABLE_SUFFIX, document, mode=0o644)
     return report
