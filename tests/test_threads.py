@@ -2,7 +2,7 @@
 not end the program (decision 0003, runtime_stubs/arm/anvil_rt.c).
 
 Four threads run the same loop at once under qemu-arm (which runs guest threads in
-parallel). With plain load/add/store counters a fifth of the counts went missing; a
+parallel), in T32 and A32 code. With plain load/add/store counters a fifth of the counts went missing; a
 static program also wrote its results when the first thread exited (glibc ends a thread
 with the exit system call). Checked against ``qemu-arm -singlestep -d exec,nochain``:
 dynamic, every block's count but the PLT's (the threads race for lazy binding, so the
@@ -76,7 +76,7 @@ def _build(tmp_path: Path, flags: list[str]) -> Path:
     return binary
 
 
-@pytest.mark.parametrize("flags", [["-mthumb"], ["-mthumb", "-static"]], ids=["dyn", "static"])
+@pytest.mark.parametrize("flags", [["-mthumb"], ["-marm"], ["-mthumb", "-static"]], ids=["dyn", "arm-dyn", "static"])
 def test_counts_of_threads(flags: list[str], tmp_path: Path) -> None:
     binary = _build(tmp_path, flags)
     ir = load_binary(str(binary))
@@ -104,8 +104,9 @@ def test_counts_of_threads(flags: list[str], tmp_path: Path) -> None:
     assert not wrong, f"blocks whose count differs from qemu's (ours, qemu): {list(wrong.items())[:5]}"
 
 
-def test_cachesim_with_threads(tmp_path: Path) -> None:
-    binary = _build(tmp_path, ["-mthumb", "-no-pie"])  # run-time addresses are link-time ones
+@pytest.mark.parametrize("mode", ["-mthumb", "-marm"])
+def test_cachesim_with_threads(mode: str, tmp_path: Path) -> None:
+    binary = _build(tmp_path, [mode, "-no-pie"])  # run-time addresses are link-time ones
     placed = place(binary, tmp_path, "orig")
     original = run_prog(placed)
     trace = trace_pcs(placed, [], b"", argv0="prog", memory_ops=True)

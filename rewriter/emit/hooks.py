@@ -407,7 +407,7 @@ def _filter_test(thumb: bool, pic: bool, shift: int, slot_bits: int, atomic: boo
                  counter: int, done: int) -> bytes:
     """Bytes of the test at ``at``: r1 = key; r3 = &memo[slot]; r2 = slot - key; if r2 != 0
     go to the end of these bytes (the call path); else counter += 1 and go to ``done``.
-    ``atomic`` (T32): the add with LDREX/STREX, for threads.
+    ``atomic``: the add with LDREX/STREX (LDREXD/STREXD in A32), for threads.
 
     T32 branches with CBNZ; A32 has none, so r2 = clz(r2) >> 5 (1 when equal) and
     ``add pc, pc, r2, lsl #2`` lands on a B to the call path or just past it.
@@ -427,7 +427,7 @@ def _filter_test(thumb: bool, pic: bool, shift: int, slot_bits: int, atomic: boo
     if thumb:  # the key in r1 and the address in r0 are not needed past a hit
         out += address(1, counter) + (_T32_ATOMIC_BUMP if atomic else _T32_BUMP)
     else:
-        out += address(2, counter) + _increment_tail(thumb, 1, 3)
+        out += address(2, counter) + (_A32_ATOMIC_BUMP if atomic else _increment_tail(thumb, 1, 3))
     out += enc.t32_b(at + len(out), done) if thumb else enc.a32_b(at + len(out), done)
     if thumb:
         out[branch_at:branch_at + 2] = enc.t32_cbz(2, len(out) - (branch_at + 4), nonzero=True)
@@ -730,9 +730,9 @@ def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, s
                    atomic: bool = False) -> None:
     """counter (64-bit, at a label) += amount, inline, registers and flags preserved.
 
-    ``atomic`` (T32, +1: firmware, whose interrupt handlers may run the same block): each
-    word is added with LDREX/STREX (``_T32_ATOMIC_BUMP``), so a handler that interrupts
-    the update and counts too is not lost.
+    ``atomic`` (+1: firmware interrupt code, programs that start threads): each word is
+    added with LDREX/STREX (``_T32_ATOMIC_BUMP``; A32: the pair with LDREXD/STREXD,
+    ``_A32_ATOMIC_BUMP``), so a handler or thread that counts at the same time is not lost.
 
     T32 with d16-d31 free adds 1 in a NEON register (``_NEON_INCREMENT``; only r1 is
     borrowed): no branch, so the block stays one translation block for QEMU, which
@@ -758,6 +758,12 @@ def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, s
         isa.pc_address(code, 1, counter_label)
         code.emit(_T32_BUMP)
         scratch.restore(isa, code, [(0, 1)])
+        return
+    if not isa.thumb and amount == 1 and atomic:
+        scratch.save(isa, code, [(0, 1), (2, 3)])
+        isa.pc_address(code, 2, counter_label)
+        code.emit(_A32_ATOMIC_BUMP)
+        scratch.restore(isa, code, [(0, 1), (2, 3)])
         return
     one = 3 if amount == 1 else IP
     pairs = [(0, 1), (2, 3)] + ([(IP, LR)] if one == IP else [])
@@ -821,6 +827,21 @@ def _t32_atomic_bump() -> bytes:
 
 
 _T32_ATOMIC_BUMP = _t32_atomic_bump()  # counter at [r1] += 1, interrupt-safe
+
+
+def _a32_atomic_bump() -> bytes:
+    """A32 64-bit counter at [r2] += 1 with LDREXD/STREXD (threads), flags untouched: UMLAL
+    adds 1*1; A32 has no CBZ, so the STREXD status becomes 1 when stored (``clz; lsr #5``)
+    and ``add pc, pc, r3, lsl #2`` skips the B back. Uses r0-r3 (the counter 8-aligned)."""
+    out = [enc._w(0xE1B20F9F),                                  # retry: ldrexd r0, r1, [r2]
+           enc.a32_movw(3, 1), enc._w(0xE0A10393),              # umlal r0, r1, r3, r3 (r3 = 1)
+           enc._w(0xE1A23F90),                                  # strexd r3, r0, r1, [r2]
+           enc.a32_clz(3, 3), enc.a32_lsr_imm(3, 3, 5),
+           enc.a32_add_reg_shift(PC, PC, 3, 0, 2), enc._w(0xE320F000)]  # stored: past the B
+    return b"".join(out) + enc.a32_b(4 * len(out), 0)
+
+
+_A32_ATOMIC_BUMP = _a32_atomic_bump()  # counter at [r2] += 1, thread-safe
 
 
 @cache
