@@ -114,8 +114,8 @@ class HookContext:
     appends: AppendRoutines = field(default_factory=AppendRoutines)  # record append routines (RelocationContext)
     # The program starts threads, and the procedure has no LDREX/STREX window of its own
     # (which an exclusive of ours would make fail each time round): a filter's hit counts
-    # with LDREX/STREX (T32).
-    threads: bool = False
+    # with LDREX/STREX (LDREXD/STREXD in A32).
+    atomic_hits: bool = False
 
 
 def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | None,
@@ -338,14 +338,14 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
     memo, counter = ctx.counter_label(flt.memo, 0), ctx.counter_label(flt.counter, index)
     done = ("filter-done", id(code), code.size)
     near = None if flt.counter_offset is None else flt.counter_offset + 8 * index
-    if isa.thumb and near is not None and near + 4 < 4096 and not ctx.threads:
+    if isa.thumb and near is not None and near + 4 < 4096 and not ctx.atomic_hits:
         shape = (code.pic, flt.shift, flt.slot_bits, near)
         code.later(len(_t32_filter_test(*shape, 0, 0, 0x1000)),
                    lambda at, r: _t32_filter_test(*shape, at, r(memo), r(done)))
         slot = enc.t32_str_reg_lsl(1, 3, 2, 2) if flt.slot_bits else enc.t32_str_imm(1, 3, 0)
         code.emit(slot)  # a new key: it takes the slot, and the call follows
         return done
-    shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits, ctx.threads)
+    shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits, ctx.atomic_hits)
     code.later(len(_filter_test(*shape, 0, 0, 0, 0x1000)),
                lambda at, r: _filter_test(*shape, at, r(memo), r(counter), r(done)))
     isa.str(code, 1, 3, 0)  # a new key: it takes the slot, and the call follows

@@ -261,7 +261,7 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     if placement is not None:
         # Firmware: 4-byte branches at the entries (the copies are in range), the runtime's
         # initial data after the code in flash, its RAM at the top of the free RAM.
-        patches, not_patched = entry_patches(binary, chosen, 0, direct=True)
+        patches, not_patched = entry_patches(binary, chosen, direct=True)
         code.align(8)
         data_image = code.here()
         ram_at = placement.ram_for(probe.bss_end - probe.data_addr)
@@ -270,8 +270,9 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     else:
         patches, not_patched = _linux_patches(binary, chosen, report)
         tail = tail_location(binary, chosen, patches)
+        entries = {p.address for p in chosen}
         for patch in place_trampolines(patches, tail):
-            if patch.address not in {p.address for p in chosen}:
+            if patch.address not in entries:
                 raise AnvilError(f"no room for a trampoline of the jump at {patch.address:#x} (a return site or "
                                  "landing pad): use --return-addresses relocated")
             not_patched.append(f"{patch.address:#x}")
@@ -361,13 +362,13 @@ def _original_returns(binary: Binary, opts: Options) -> bool:
 
 def _linux_patches(binary: Binary, chosen: list[Procedure], report: Report) -> tuple[list[Patch], list[str]]:
     """The jumps written over the original code: at the relocated procedures' entries and,
-    with original return addresses, at their return sites and landing pads (whose trampolines
-    are placeholders until place_trampolines)."""
+    with original return addresses, at their return sites and landing pads (short ones get
+    their trampolines from place_trampolines)."""
     if report.return_addresses != "original":
-        return entry_patches(binary, chosen, 0)
+        return entry_patches(binary, chosen)
     sites = return_sites(chosen)
-    more, stops = return_patches(binary, chosen, sites, 0)
-    patches, not_patched = entry_patches(binary, chosen, 0, stops=stops, patched=frozenset(p.address for p in more))
+    more, stops = return_patches(binary, chosen, sites)
+    patches, not_patched = entry_patches(binary, chosen, stops=stops, patched=frozenset(p.address for p in more))
     entries = sum(1 for p in more if p.address not in sites)
     report.return_sites = {"original": len(sites), "unwinder_entries": entries}
     return patches + more, not_patched

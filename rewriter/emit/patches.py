@@ -17,6 +17,7 @@ place, the other patched places).
 from __future__ import annotations
 
 import io
+import itertools
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from ..ir.model import Binary, Instruction, Procedure, Segment
 from . import target_build as tb
 
 PAGE = 0x1000
+UNPLACED = 0  # a short patch's trampoline until place_trampolines gives it one
 SHORT = 4  # bytes of a branch to a trampoline (B.W, B)
 NARROW = 2  # T32 B.N to a trampoline within 2 KiB: where not even 4 bytes are free
 TRAMPOLINE = 8
@@ -119,19 +121,17 @@ def entered_from_elsewhere(binary: Binary, procs: list[Procedure]) -> set[int]:
     return entered
 
 
-def entry_patches(binary: Binary, procs: list[Procedure], trampolines_at: int, direct: bool = False,
-                  stops: set[int] | None = None,
+def entry_patches(binary: Binary, procs: list[Procedure], direct: bool = False, stops: set[int] | None = None,
                   patched: frozenset[int] = frozenset()) -> tuple[list[Patch], list[str]]:
     """Which relocated procedures get a jump at their original entry, and which cannot.
 
     ``direct``: every patch is a 4-byte branch to the copy (which must be in reach).
     ``stops``: what the patches must leave intact (default: entered_from_elsewhere).
     ``patched``: entries that have a jump already (return sites, unwinder entries).
-    Short patches get placeholder trampolines; place_trampolines gives them real ones.
+    Short patches get their trampolines from place_trampolines.
     """
     patches = []
     skipped = []
-    next_trampoline = trampolines_at
     if stops is None:
         stops = entered_from_elsewhere(binary, procs)
     for proc in procs:
@@ -149,8 +149,7 @@ def entry_patches(binary: Binary, procs: list[Procedure], trampolines_at: int, d
         elif covered >= patch_length(proc.address, first.thumb):
             patches.append(Patch(proc.address, first.thumb))
         elif covered >= SHORT:
-            patches.append(Patch(proc.address, first.thumb, next_trampoline))
-            next_trampoline += TRAMPOLINE
+            patches.append(Patch(proc.address, first.thumb, UNPLACED))
         else:
             skipped.append(proc.name)
     return patches, skipped
@@ -171,26 +170,23 @@ def _stops(binary: Binary, procs: list[Procedure], sites: set[int]) -> set[int]:
     return entered_from_elsewhere(binary, procs) | {p.address for p in procs} | sites
 
 
-def return_patches(binary: Binary, procs: list[Procedure], sites: set[int],
-                   trampolines_at: int) -> tuple[list[Patch], set[int]]:
+def return_patches(binary: Binary, procs: list[Procedure], sites: set[int]) -> tuple[list[Patch], set[int]]:
     """Jumps at ``sites`` (from return_sites) and where the unwinder enters ``procs`` (entries
     among them: entry_patches leaves those out), and the stops the entry patches must then
     respect. Every T32 place has room for at least a B.N."""
     pads = binary.unwinder_entries
     stops = _stops(binary, procs, sites | pads)
     patches = []
-    next_trampoline = trampolines_at
     for proc in procs:
         insns = list(proc.instructions())
         for k, ins in enumerate(insns):
             if ins.address not in sites and ins.address not in pads:
                 continue
-            covered = _room(insns[k:], ins.address, stops)
+            covered = _room(itertools.islice(insns, k, None), ins.address, stops)
             if covered >= patch_length(ins.address, ins.thumb):
                 patches.append(Patch(ins.address, ins.thumb))
             elif covered >= NARROW:
-                patches.append(Patch(ins.address, ins.thumb, next_trampoline, narrow=covered < SHORT))
-                next_trampoline += TRAMPOLINE
+                patches.append(Patch(ins.address, ins.thumb, UNPLACED, narrow=covered < SHORT))
             else:  # another return site or pad took the room: only a changed IR gets here
                 raise AnvilError(f"internal error: no room for a jump at {ins.address:#x} in {proc.name}")
     return patches, stops

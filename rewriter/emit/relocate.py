@@ -169,7 +169,7 @@ def _access_calls(isa: ISA, code: Code, hook: Hook, ins: Instruction, block_insn
     contexts = [_hook_context(ins, access, block_insns, ctx) for access in ins.accesses]
     # With threads, each access's filter counts its own hit atomically (the shared test's
     # one add of several would be a plain one).
-    shared = None if contexts and contexts[0].threads else shared_key(isa, code, hook, contexts)
+    shared = None if contexts and contexts[0].atomic_hits else shared_key(isa, code, hook, contexts)
     if shared is None:
         for hctx in contexts:
             _guarded_call(isa, code, hook, hctx, ins.cond)
@@ -253,11 +253,15 @@ def _call(isa: ISA, code: Code, target: int, target_thumb: bool, cond: int, ctx:
     if target in ctx.relocated:
         isa.call(code, ins_label(target), target_thumb)
     else:
-        key = (target, target_thumb, isa.thumb)
-        label = ctx.veneers.setdefault(key, ("veneer",) + key)
-        isa.call(code, label, isa.thumb)
+        isa.call(code, _veneer(ctx, target, target_thumb, isa.thumb), isa.thumb)
     if skip is not None:
         isa.end_skip(code, skip)
+
+
+def _veneer(ctx: RelocationContext, target: int, target_thumb: bool, from_thumb: bool) -> Hashable:
+    """The label of the veneer (emit_veneer) from relocated code to original ``target``."""
+    key = (target, target_thumb, from_thumb)
+    return ctx.veneers.setdefault(key, ("veneer",) + key)
 
 
 def _copy(ins: Instruction, code: Code) -> None:
@@ -359,8 +363,7 @@ def _call_returning_to_original(ins: Instruction, isa: ISA, code: Code, ctx: Rel
         isa.pc_address(code, IP, ("with_bit", ins_label(target), int(target_thumb)))
         code.emit(enc.t32_bx(IP) if isa.thumb else enc.a32_bx(IP))
     else:
-        key = (target, target_thumb, isa.thumb)
-        isa.branch(code, ctx.veneers.setdefault(key, ("veneer",) + key))
+        isa.branch(code, _veneer(ctx, target, target_thumb, isa.thumb))
     if skip is not None:
         isa.end_skip(code, skip)
 

@@ -113,26 +113,23 @@ class _Reader:
         return value
 
     def uleb128(self) -> int:
-        value = shift = 0
-        while True:
-            b = self.byte()
-            value |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                return value
-            if shift > 35:
-                raise ValueError("uleb128 too long")
+        return self._leb128(signed=False)
 
     def sleb128(self) -> int:
+        return self._leb128(signed=True)
+
+    def _leb128(self, signed: bool) -> int:
+        """7 bits a byte, low first, the top bit set on all but the last; signed: the last
+        byte's bit 6 is the sign."""
         value = shift = 0
         while True:
             b = self.byte()
             value |= (b & 0x7F) << shift
             shift += 7
             if not b & 0x80:
-                return value - (1 << shift) if b & 0x40 else value
+                return value - (1 << shift) if signed and b & 0x40 else value
             if shift > 35:
-                raise ValueError("sleb128 too long")
+                raise ValueError("LEB128 value too long")
 
     def encoded(self, encoding: int) -> int:
         """A DW_EH_PE-encoded value: the low nibble is the format, 0x10 makes it PC-relative;
