@@ -169,6 +169,8 @@ class Tool:
     def __init__(self) -> None:
         self.prototypes: dict[str, Prototype] = {}
         self.arrays: dict[str, tuple[str, int]] = {}
+        # Block counter array -> the per-procedure array its weighted sums may go to (sum_per_procedure).
+        self.procedure_sums: dict[str, str] = {}
 
     def prototype(self, name: str, *kinds: Arg, filter: RepeatFilter | None = None,
                   deferred: bool = False) -> Prototype:
@@ -231,6 +233,17 @@ class Tool:
         """
         self.arrays[name] = (ctype, max(length, 1))
         return name
+
+    def sum_per_procedure(self, blocks: str, into: str) -> None:
+        """Say that block counter array ``blocks`` (each block adds 1 to its own slot) is read
+        only as each procedure's sum of count x instructions, which the C code adds to slot
+        ``proc.index`` of ``into``. The emitter may then leave ``blocks`` at zero and add
+        those sums straight into ``into`` (decision 0014: a running sum in a register,
+        stored when control leaves the procedure), which costs far less than memory counters."""
+        for name in (blocks, into):
+            if self.arrays.get(name, ("", 0))[0] != "uint64_t":
+                raise AnvilError(f"sum_per_procedure: '{name}' must be a declared uint64_t array")
+        self.procedure_sums[blocks] = into
 
     def instrument(self, binary: Binary, opts: Options) -> None:  # pragma: no cover - abstract
         """Attach hooks to ``binary``."""

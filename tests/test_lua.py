@@ -6,10 +6,13 @@ short script (the driver pins Lua's time-based hash seed, so runs are repeatable
 
 from __future__ import annotations
 
+import bisect
+import json
 from pathlib import Path
 
 import pytest
 
+from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
 from tests.support.samples import LUA_BENCH, build_lua
@@ -39,4 +42,15 @@ def test_lua_inscount_exact(lua: Path, tmp_path: Path) -> None:
     trace = trace_pcs(placed, [script], argv0="prog")
     inst = run_prog(instrument(lua, "inscount", tmp_path), [script])
     assert_same_behaviour(original, inst)
-    assert results(inst, "inscount")["total"] == sum(exe_pcs(trace, placed).values())
+    pcs = exe_pcs(trace, placed)
+    counted = results(inst, "inscount")
+    assert counted["total"] == sum(pcs.values())
+    # Every procedure's own count too: T32 procedures keep their sums in a register (decision 0014).
+    assert json.loads((tmp_path / "inst" / "prog.anvil.json").read_text())["block_counters"]["in_register_sums"]
+    starts = sorted((p.address, p.end, p.name) for p in load_binary(str(lua)).procedures)
+    expected: dict[str, int] = {}
+    for pc, n in pcs.items():
+        i = bisect.bisect_right(starts, (pc, float("inf"), "")) - 1
+        if i >= 0 and pc < starts[i][1]:
+            expected[starts[i][2]] = expected.get(starts[i][2], 0) + n
+    assert counted["procedures"] == expected

@@ -1,4 +1,5 @@
-/* inscount analysis: totals from per-block counters (bumped inline on block entry). */
+/* inscount analysis: totals from per-block counters (bumped inline on block entry) and the
+   per-procedure sums the emitter may add straight into anvil_array_procs (decision 0014). */
 #include "anvil_rt.h"
 
 ANVIL_ARRAY(uint64_t, blocks);
@@ -8,7 +9,7 @@ void inscount_report(const char *path, uint32_t json)
 {
     uint64_t total = 0;
     for (uint32_t p = 0; p < anvil_nprocs; p++)
-        anvil_array_procs[p] = 0;
+        total += anvil_array_procs[p];
     for (uint32_t b = 0; b < anvil_nblocks; b++) {
         uint64_t n = anvil_array_blocks[b] * anvil_block_insns[b];
         total += n;

@@ -1,8 +1,9 @@
 """inscount analysis in Python: the ReHost counterpart of inscount.c, with byte-identical output.
 
 The program bumps one 64-bit counter per block on block entry (``session.arrays["blocks"]``,
-set before the end routine runs); inscount_report multiplies each by the block's
-instruction count, sums per procedure and writes the total and the executed procedures,
+set before the end routine runs) or adds its procedures' sums into ``session.arrays["procs"]``
+(decision 0014); inscount_report multiplies each block counter by the block's
+instruction count, sums per procedure on top of those and writes the total and the executed procedures,
 most instructions first (ties: lower procedure index first, as the C's scan for the
 first maximum). Run it with ``anvil run app.rh --lib analysis_libs/inscount/inscount.py``.
 """
@@ -22,8 +23,8 @@ class Analysis:
 
     def inscount_report(self, path: str, json: int) -> None:
         session = self.session
-        procs = [0] * len(session.procedures)
-        total = 0
+        procs = list(session.arrays["procs"])
+        total = sum(procs)
         for (_addr, insns, proc), count in zip(session.blocks, session.arrays["blocks"]):
             if count:
                 n = count * insns & U64

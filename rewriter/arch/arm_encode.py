@@ -670,3 +670,36 @@ def a32_vmov_from_d(rt: int, rt2: int, d: int) -> bytes:
     """VMOV rt, rt2, Dd."""
     m, vm = _vmov_fields(d)
     return _w(0xEC500B10 | (rt2 << 16) | (rt << 12) | (m << 5) | vm)
+
+
+# ----------------------------------------------------------------------------- Advanced SIMD on one D register
+
+def t32_vmov_imm(d: int, imm8: int, cmode: int, op: int = 0) -> bytes:
+    """VMOV Dd, #imm (Advanced SIMD modified immediate): ``cmode``/``op`` choose how
+    ``imm8`` spreads over the register (cmode 0, 2, 4, 6: 32-bit lanes of imm8 << 0, 8, 16,
+    24; cmode 14 with op 1: 64-bit, one byte of ones per set bit)."""
+    dbit, vd = _vmov_fields(d)
+    return _t32_word(0xEF800010 | ((imm8 >> 7) << 28) | (dbit << 22) | (((imm8 >> 4) & 7) << 16) | (vd << 12)
+                     | (cmode << 8) | (op << 5) | (imm8 & 0xF))
+
+
+def t32_vmov_i64_zero(d: int) -> bytes:
+    """VMOV.I64 Dd, #0."""
+    return t32_vmov_imm(d, 0, 0xE, 1)
+
+
+def t32_vshift_right_u64(d: int, m: int, shift: int, accumulate: bool = False, signed: bool = False) -> bytes:
+    """VSHR.U64 Dd, Dm, #shift (VSRA with ``accumulate``: Dd += Dm >> shift; .S64 with ``signed``), 1..64."""
+    assert 1 <= shift <= 64, shift
+    dbit, vd = _vmov_fields(d)
+    mbit, vm = _vmov_fields(m)
+    return _t32_word(0xEF800090 | (int(not signed) << 28) | (dbit << 22) | ((64 - shift) << 16) | (vd << 12)
+                     | (int(accumulate) << 8) | (mbit << 5) | vm)
+
+
+def t32_vadd_i64(d: int, n: int, m: int) -> bytes:
+    """VADD.I64 Dd, Dn, Dm (Advanced SIMD, one 64-bit lane): no flags."""
+    dbit, vd = _vmov_fields(d)
+    nbit, vn = _vmov_fields(n)
+    mbit, vm = _vmov_fields(m)
+    return _t32_word(0xEF000800 | (dbit << 22) | (3 << 20) | (vn << 16) | (vd << 12) | (nbit << 7) | (mbit << 5) | vm)

@@ -30,6 +30,7 @@ from ..ir.elf_loader import table_branch_targets
 from ..ir.flow import ProcedureFlow, entries_from_elsewhere, loop_depths, procedure_flow
 from ..ir.fork_split import split_map
 from ..ir.model import Binary, Procedure
+from .procedure_sums import accumulation
 
 END_HOOKS = ("anvil_on_syscall", "anvil_program_end")  # where the program may be seen to end
 MAX_VALUES = 0x7FFF  # values, and blocks, of a procedure with a derivation program (bounds its scratch)
@@ -97,6 +98,7 @@ class Derivations:
     temps: int = 0
     counters_kept: int = 0
     counters_removed: int = 0
+    counters_summed: int = 0  # carriers adding into a procedure's running sum instead (decision 0014)
 
     def source(self) -> str:
         """Generated C: ``anvil_derive_counts()``, which fills the derived slots."""
@@ -120,13 +122,17 @@ class Derivations:
 PARALLEL_BLOCKS = 20000
 
 
-def place_counters(binary: Binary) -> Derivations:
+def place_counters(binary: Binary, sums: dict[str, str] | None = None) -> Derivations:
     """Drop the block counters whose counts can be derived; returns the programs that derive them.
 
     A procedure qualifies for an array when each of its blocks adds 1 to that array's
     slot numbered like the block (``block.increment(array, block.index)``), which is
     what counting tools do. Each procedure is planned on its own, so the plans are made
     first (on two cores for a large program, see ir/fork_split.py), then applied in order.
+
+    ``sums``: arrays read only as per-procedure sums (``Tool.sum_per_procedure``) -> where
+    those go. T32 procedures then add them in a register instead (emit/procedure_sums.py;
+    the caller passes them only where d16-d31 are free and no threads run).
     """
     result = Derivations(code={}, edges={})
     counted = [(proc, arrays) for proc in binary.procedures if (arrays := _counted_arrays(proc))]
@@ -150,8 +156,21 @@ def place_counters(binary: Binary) -> Derivations:
 
     plans = split_map(plan_of, [proc for proc, _ in counted], lambda proc: len(proc.blocks), PARALLEL_BLOCKS)
     for (proc, arrays), plan in zip(counted, plans):
-        _apply(result, proc, arrays, plan)
+        summed = sorted(a for a in arrays if a in (sums or {})) if _all_thumb(proc) else []
+        if summed:  # one running sum per procedure: the first such array
+            array = summed[0]
+            proc.accumulation = accumulation(binary, proc, plan, (sums[array], proc.index), stops)
+            for block in proc.blocks:
+                block.counter_increments = [c for c in block.counter_increments if c[0] != array]
+            arrays = arrays - {array}
+            result.counters_summed += len(proc.accumulation.weights) + len(proc.accumulation.edge_weights)
+        if arrays:
+            _apply(result, proc, arrays, plan)
     return result
+
+
+def _all_thumb(proc: Procedure) -> bool:
+    return all(ins.thumb for ins in proc.instructions())
 
 
 def _apply(result: Derivations, proc: Procedure, arrays: set[str], plan: Plan | None) -> None:

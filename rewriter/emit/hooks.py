@@ -773,6 +773,53 @@ def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, s
     scratch.restore(isa, code, pairs)
 
 
+SUM_REGISTER = 31  # d31: a procedure's running sum (decision 0014, emit/procedure_sums.py)
+SUM_TEMP = 30  # d30: the amount being added to it
+
+
+def emit_sum_reset(code: Code) -> None:
+    """d31 = 0: a procedure's running sum starts (T32)."""
+    code.emit(enc.t32_vmov_i64_zero(SUM_REGISTER))
+
+
+@cache
+def _sum_add(weight: int) -> bytes:
+    """d31 += ``weight`` (any 32-bit signed value), a byte at a time: VMOV.I32 puts the byte,
+    shifted into place, in both halves of d30; VSRA adds d30's high half to d31 (an
+    amount to subtract is shifted down first, then subtracted)."""
+    out = b""
+    magnitude = abs(weight)
+    for k in range(4):
+        byte = (magnitude >> (8 * k)) & 0xFF
+        if not byte:
+            continue
+        out += enc.t32_vmov_imm(SUM_TEMP, byte, 2 * k)
+        if weight > 0:
+            out += enc.t32_vshift_right_u64(SUM_REGISTER, SUM_TEMP, 32, accumulate=True)
+        else:
+            out += (enc.t32_vshift_right_u64(SUM_TEMP, SUM_TEMP, 32)
+                    + enc.t32_vsub_i64(SUM_REGISTER, SUM_REGISTER, SUM_TEMP))
+    return out
+
+
+def emit_sum_add(code: Code, weight: int) -> None:
+    """d31 += ``weight`` (T32): what a counted block or branch adds to its procedure's sum."""
+    assert weight and abs(weight) < 1 << 32, weight
+    code.emit(_sum_add(weight))
+
+
+_SUM_STORE = (enc.t32_vldr_d(17, 1) + enc.t32_vadd_i64(17, 17, SUM_REGISTER) + enc.t32_vldr_d(17, 1, store=True)
+              + enc.t32_vmov_from_lane(1, 16) + enc.t32_vmov_i64_zero(SUM_REGISTER))
+
+
+def emit_sum_store(isa: ISA, code: Code, slot_label: Hashable) -> None:
+    """[slot] += d31, then d31 = 0 (T32): the running sum goes to its procedure's slot.
+    r1 is parked in d16 meanwhile, as the NEON counter does."""
+    code.emit(enc.t32_vmov_to_lane(16, 1))
+    isa.pc_address(code, 1, slot_label)
+    code.emit(_SUM_STORE)
+
+
 @cache
 def _t32_bump(base: int, offset: int, amount: int, no_carry_to: int | None = None) -> bytes:
     """T32 64-bit counter at [base, #offset] += ``amount`` (1..4095), no flags touched.

@@ -126,8 +126,18 @@ def vfp_scratch(binary: Binary) -> bool:
     return not binary.is_firmware and high_vfp_free(binary) and not os.environ.get("ANVIL_STACK_SCRATCH")
 
 
+def _register_sums(binary: Binary, sums: dict[str, str] | None) -> dict[str, str]:
+    """The per-procedure sums counter placement may keep in d31 (decision 0014): where d16-d31
+    are free (Linux; the program does not use them) and no other thread runs the code (a
+    thread's d31 is its own, and the end of the program would not see the others').
+    ANVIL_NO_REGISTER_SUMS: memory counters as before (a reference for the tests)."""
+    if not sums or binary.threaded or not vfp_scratch(binary) or os.environ.get("ANVIL_NO_REGISTER_SUMS"):
+        return {}
+    return sums
+
+
 def _has_hooks(proc: Procedure) -> bool:
-    if proc.hooks:
+    if proc.hooks or proc.accumulation:
         return True
     return any(b.hooks or b.counter_increments or b.edge_increments or any(i.hooks for i in b.instructions)
                for b in proc.blocks)
@@ -217,7 +227,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     report = emit(binary, tool.name, units,
                   lambda toolchain: (_library_sources(tool, toolchain, deferred),
                                      units.source(binary, arrays, placed=tool.filter_placement())), output,
-                  started, opts)
+                  started, opts, tool.procedure_sums)
     report.deferred_sites = len(deferred.sites) if deferred else 0
     return report
 
@@ -225,20 +235,22 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
 @gc_paused
 def emit(binary: Binary, tool_name: str, units: SiteUnit,
          library: Callable[[tb.Toolchain], tuple[list[Path], str]], output: str, started: float,
-         opts: Options) -> Report:
+         opts: Options, sums: dict[str, str] | None = None) -> Report:
     """Write ``binary`` with its hooks to ``output``, linked with the library ``library(toolchain)`` describes.
 
     ``library`` gives the C/assembly sources for the image's toolchain and the generated
     site unit; it is called once the strings all hooks pass are known to ``units``. InHost links the tool's
     analysis routines; ReHost links the communicator (emit/rehost.py). ``opts`` gives
-    the user's flash and RAM regions for firmware.
+    the user's flash and RAM regions for firmware. ``sums``: the tool's block counter arrays
+    read only as per-procedure sums, and where those go (``Tool.sum_per_procedure``).
     """
     placement = firmware.place(binary, opts.flash_region, opts.ram_region) if binary.is_firmware else None
     _add_runtime_hooks(binary)
-    derivations = place_counters(binary)  # before the library's thread below: it may fork
+    derivations = place_counters(binary, _register_sums(binary, sums))  # before the library's thread: it may fork
     report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data),
                     block_counters={"inline": derivations.counters_kept, "derived": derivations.counters_removed,
                                     "on_branches": sum(derivations.edges.values()),
+                                    "in_register_sums": derivations.counters_summed,
                                     "atomic": binary.threaded and not binary.is_firmware})
     for hook in _all_hooks(binary):  # every string a hook passes gets its symbol in the site unit
         for kind, value in zip(hook.prototype.kinds, hook.args):

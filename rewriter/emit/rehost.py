@@ -53,6 +53,8 @@ def plan(binary: Binary, tool: Tool) -> tuple[SiteTable, list[str]]:
         for block in proc.blocks:
             for counter, _, _ in block.counter_increments:
                 table.filled_by_target(counter)
+    for into in tool.procedure_sums.values():  # counter placement may add sums there (decision 0014)
+        table.filled_by_target(into)
     make_records(binary.procedures, table, lambda hook: True)
     return table, table.target_arrays
 
@@ -129,7 +131,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
         # interrupted; another thread's look the same, and records get lost (reported).
         print(f"anvil: warning: {os.path.basename(binary.path)} starts threads: ReHost records are not "
               "thread-safe yet, results may be incomplete (counters alone are; --mode inhost is)", file=sys.stderr)
-    report = emit(binary, tool.name, units, library, output, started, opts)
+    report = emit(binary, tool.name, units, library, output, started, opts, tool.procedure_sums)
     atomic_write(output + SITE_TABLE_SUFFIX, document, mode=0o644)
     return report
 

@@ -29,9 +29,18 @@ from ..arch import arm_encode as enc
 from ..arch.arm_decode import REG_NUMBERS
 from ..errors import AnvilError
 from ..ir.flow import exclusive_windows
-from ..ir.model import Hook, Instruction, Procedure
+from ..ir.model import Accumulation, Hook, Instruction, Procedure
 from .code import Code
-from .hooks import AppendRoutines, HookContext, emit_call, emit_increment, shared_key
+from .hooks import (
+    AppendRoutines,
+    HookContext,
+    emit_call,
+    emit_increment,
+    emit_sum_add,
+    emit_sum_reset,
+    emit_sum_store,
+    shared_key,
+)
 from .isa import A32, AL, IP, ISA, LR, PC, SP, T32, Scratch
 
 COND_EQ, COND_HS = enc.COND["eq"], enc.COND["hs"]
@@ -73,6 +82,9 @@ class RelocationContext:
     # Calls leave the original return address in LR (its place, where it is relocated
     # code, is patched to jump to the copy: emit/patches.py), rather than the relocated one.
     original_returns: bool = False
+    # For the procedure being emitted: its blocks that reset its running sum (decision 0014)
+    # -> the label past the reset, where its own direct branches go.
+    inside: dict[int, Hashable] = field(default_factory=dict)
 
 
 def ins_label(addr: int) -> tuple[str, int]:
@@ -89,6 +101,8 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
     insns = list(proc.instructions())
     needs_table = False
     trampolines = []
+    sums = proc.accumulation
+    ctx.inside = {proc.blocks[i].address: ("inside", proc.blocks[i].address) for i in sums.resets} if sums else {}
     for bi, block in enumerate(proc.blocks):
         last = block.instructions[-1]
         for k, ins in enumerate(block.instructions):
@@ -97,10 +111,15 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
             code.label(ins_label(ins.address))
             isa = ISA.for_mode(ins.thumb)
             if k == 0:
+                if sums and bi in sums.resets:
+                    emit_sum_reset(code)
+                    code.label(ctx.inside[block.address])
                 entry_calls = proc.hooks if bi == 0 else []
                 _calls(isa, code, [h for h in entry_calls if h.setup], ins, None, block.size, ctx, AL)
                 for counter, index, amount in block.counter_increments:
                     emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch, ctx.atomic)
+                if sums:
+                    _sum_at_start(isa, code, sums, bi, ctx)
                 _calls(isa, code, [h for h in entry_calls if not h.setup], ins, None, block.size, ctx, AL)
                 _calls(isa, code, block.hooks, ins, None, block.size, ctx, AL)
             for hook in ins.hooks:
@@ -109,10 +128,11 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
                 else:
                     _calls(isa, code, [hook], ins, None, block.size, ctx, ins.cond)
             jumps_elsewhere = ins is last and ins.branch_target not in (None, ins.end)
-            taken = block.edge_increments.get(ins.branch_target) if jumps_elsewhere else None
-            if taken:
+            taken = block.edge_increments.get(ins.branch_target, []) if jumps_elsewhere else []
+            taken_weight = sums.edge_weights.get((bi, ins.branch_target), 0) if sums and jumps_elsewhere else 0
+            if taken or taken_weight:
                 ctx.redirect = {ins.branch_target: ("edge", block.address, ins.branch_target)}
-                trampolines.append((ins, taken))
+                trampolines.append((ins, taken, taken_weight))
             needs_table |= _relocate(ins, isa, code, ctx, proc)
             ctx.redirect = {}
             if not ins.falls_through:
@@ -120,18 +140,37 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
         for counter, index, amount in block.edge_increments.get(last.end, []):  # the way it falls through
             emit_increment(ISA.for_mode(last.thumb), code, ctx.counter_label(counter, index), amount, ctx.scratch,
                            ctx.atomic)
+        if sums:
+            weight = sums.edge_weights.get((bi, last.end), 0)
+            if weight:
+                emit_sum_add(code, weight)
+            if bi in sums.flush_at_end:  # into a block that resets the sum: store it first
+                emit_sum_store(T32, code, ctx.counter_label(*sums.slot))
     _fallthroughs(insns, code, ctx)
-    for branch, increments in trampolines:  # the way it jumps: count, then go on to the target
+    for branch, increments, weight in trampolines:  # the way it jumps: count, then go on to the target
         isa = ISA.for_mode(branch.thumb)
         code.align(2 if branch.thumb else 4)
         code.label(("edge", branch.block.address, branch.branch_target))
         for counter, index, amount in increments:
             emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch, ctx.atomic)
+        if weight:
+            emit_sum_add(code, weight)
         _jump(isa, code, branch.branch_target, branch.thumb, AL, ctx, local=True)
         ctx.appends.place(code)
+    ctx.inside = {}
     if needs_table:
         key = ("xlate", proc.address)
         ctx.xlate_tables.append((proc, key))
+
+
+def _sum_at_start(isa: ISA, code: Code, sums: Accumulation, position: int, ctx: RelocationContext) -> None:
+    """A block's part of its procedure's running sum: its weight, then the store when
+    control may leave from it (decision 0014)."""
+    weight = sums.weights.get(position, 0)
+    if weight:
+        emit_sum_add(code, weight)
+    if position in sums.flush_at_start:
+        emit_sum_store(isa, code, ctx.counter_label(*sums.slot))
 
 
 def _fallthroughs(insns: list[Instruction], code: Code, ctx: RelocationContext) -> None:
@@ -195,12 +234,14 @@ def _jump(isa: ISA, code: Code, target: int, target_thumb: bool, cond: int, ctx:
         return
     relocated = target in ctx.relocated
     same_mode = relocated and ctx.mode_at(target) == isa.thumb
+    # The procedure's own branches to a block that resets its running sum go past the reset.
+    label = ctx.inside.get(target) or ins_label(target)
     if same_mode and (cond == AL or not isa.thumb or local):
-        isa.branch(code, ins_label(target), cond)
+        isa.branch(code, label, cond)
         return
     skip = isa.skip_unless(code, cond) if cond != AL else None
     if same_mode:
-        isa.branch(code, ins_label(target))
+        isa.branch(code, label)
     elif relocated:
         _far_to_label(isa, code, ins_label(target), ctx.mode_at(target), ctx.scratch)
     else:

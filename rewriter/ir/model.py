@@ -172,6 +172,21 @@ class Block:
 
 
 @dataclass
+class Accumulation:
+    """How a procedure adds its weighted block counts into one slot through a register
+    (counter placement sets it; decision 0014): a running sum in d31, reset where the
+    procedure is entered, added to at the counted blocks and edges, and moved into the
+    slot before control may leave. Block positions are indexes into ``blocks``."""
+
+    slot: tuple[str, int]  # (counter array, index) the sum goes to
+    weights: dict[int, int]  # counted block -> what its execution adds
+    edge_weights: dict[tuple[int, int], int]  # (block, original target address) -> what that way adds
+    resets: set[int]  # blocks whose entry from outside starts a sum from zero
+    flush_at_start: set[int]  # blocks that move the sum into the slot after their own weight
+    flush_at_end: set[int]  # blocks that move it after falling through (into a block with a reset)
+
+
+@dataclass
 class Procedure:
     """A function: a named range of code in one instruction set."""
 
@@ -184,6 +199,7 @@ class Procedure:
     index: int = 0
     notes: list[str] = field(default_factory=list)
     data_ranges: list[tuple[int, int]] = field(default_factory=list)
+    accumulation: Accumulation | None = None
 
     @property
     def end(self) -> int:
@@ -283,6 +299,7 @@ class Binary:
         self.hooks.clear()
         for proc in self.procedures:
             proc.hooks.clear()
+            proc.accumulation = None
             for block in proc.blocks:
                 block.hooks.clear()
                 block.counter_increments.clear()

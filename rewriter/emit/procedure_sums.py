@@ -1,0 +1,112 @@
+"""Per-procedure sums of weighted block counts kept in a register (decision 0014).
+
+A tool that reads its block counters only as each procedure's sum of count x
+instructions (``Tool.sum_per_procedure``) does not need the counts: the sum itself is
+what matters. Counter placement (emit/counter_placement.py) already finds a few
+blocks and branches (the *carriers*) from whose counts every block count follows
+linearly; so the procedure's sum is a fixed weighted sum of the carriers' counts. Here
+each carrier adds its weight to a running sum in d31 (two NEON instructions, no memory,
+no flags, no core register), and the sum goes into the procedure's slot in memory only
+where control may leave the procedure.
+
+What keeps it exact: d31 holds only the current procedure's additions since it was last
+stored. Every way out (calls, system calls, returns, indirect jumps, branches to other
+procedures, running into the next one, the program's end) stores it and clears it, so
+code of this program always arrives with d31 = 0; where code from elsewhere may arrive
+(the entry: from a library's callback or a signal's delivery; a return site: after a
+library call, which may use d31; a landing pad: restored by the unwinder) it is reset.
+A signal handler's additions are stored before it returns, and the kernel's sigreturn
+then gives back the interrupted procedure's d31. Those resets must not hit the
+procedure's own flow into such a block: direct branches go past the reset (the block's
+``("inside", address)`` label), and a block that falls through into one stores first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..ir.elf_loader import table_branch_targets
+from ..ir.model import Accumulation, Binary, Block, Procedure
+
+if TYPE_CHECKING:
+    from .counter_placement import Plan
+
+
+def accumulation(binary: Binary, proc: Procedure, plan: Plan | None, slot: tuple[str, int],
+                 stops: set[int]) -> Accumulation:
+    """How ``proc`` adds into ``slot`` the sum of its blocks' counts times their sizes, with
+    ``plan``'s carriers (None: every block is counted); ``stops``: addresses where the
+    program may be seen to end (their blocks store the sum first)."""
+    weights, edge_weights = _weights(proc, plan)
+    blocks = proc.blocks
+    starts = {b.address: i for i, b in enumerate(blocks)}
+    resets = {0}
+    for i in range(1, len(blocks)):
+        before = blocks[i - 1].instructions[-1]
+        if (before.is_call or before.is_syscall) and before.end == blocks[i].address:
+            resets.add(i)  # a return site
+        if blocks[i].address in binary.unwinder_entries:
+            resets.add(i)
+    flush_at_start = {i for i, block in enumerate(blocks) if _may_leave(binary, block, starts, resets, stops)}
+    flush_at_end = set()
+    for i in range(len(blocks) - 1):
+        last = blocks[i].instructions[-1]
+        if i + 1 in resets and not (last.is_call or last.is_syscall) and last.falls_through:
+            flush_at_end.add(i)
+    return Accumulation(slot=slot, weights=weights, edge_weights=edge_weights, resets=resets,
+                        flush_at_start=flush_at_start, flush_at_end=flush_at_end)
+
+
+def carrier_weights(plan: Plan, sizes: list[int]) -> list[int]:
+    """What each of ``plan``'s carriers adds so that the additions total the sum of every
+    block's count times its size (``sizes``, by block position): the derivative of that
+    sum by the carrier's count, found backwards through the derivation steps (each value
+    a signed sum of earlier ones)."""
+    carriers = len(plan.carriers)
+    adjoint = [0] * plan.values
+    for position, value in enumerate(plan.block_value):
+        adjoint[value] += sizes[position]
+    for j in range(len(plan.steps) - 1, -1, -1):
+        amount = adjoint[carriers + j]
+        if amount:
+            for value, sign in plan.steps[j]:
+                adjoint[value] += sign * amount
+    return adjoint[:carriers]
+
+
+def _weights(proc: Procedure, plan: Plan | None) -> tuple[dict[int, int], dict[tuple[int, int], int]]:
+    """The weights of ``plan``'s counted blocks and branches (see carrier_weights); without
+    a plan every block carries its own size."""
+    blocks = proc.blocks
+    sizes = [len(b.instructions) for b in blocks]
+    if plan is None or len(plan.carriers) >= len(blocks):
+        return dict(enumerate(sizes)), {}
+    weights: dict[int, int] = {}
+    edge_weights: dict[tuple[int, int], int] = {}
+    for carrier, weight in zip(plan.carriers, carrier_weights(plan, sizes)):
+        if not weight:
+            continue
+        if isinstance(carrier, tuple):
+            source, dest = carrier
+            edge_weights[(source, blocks[dest].address)] = weight
+        else:
+            weights[carrier] = weight
+    return weights, edge_weights
+
+
+def _may_leave(binary: Binary, block: Block, starts: dict[int, int], resets: set[int], stops: set[int]) -> bool:
+    """Control may leave the procedure from ``block`` (or reach a reset other than past its
+    label), or the program may end in it: the sum must be stored first."""
+    if any(ins.address in stops for ins in block.instructions):
+        return True
+    last = block.instructions[-1]
+    if last.is_call or last.is_syscall or last.is_return or last.name == "udf":
+        return True
+    if last.name in ("tbb", "tbh"):  # cases in the procedure, entered at their labels
+        return any(starts.get(t) in resets for t in table_branch_targets(binary, [last]))
+    if last.branch_target is not None and last.is_branch:
+        if last.branch_target not in starts:
+            return True  # a tail call or a branch into other code
+    elif last.is_branch or last.writes_pc:
+        return True  # an indirect jump: where to is not known here
+    return last.falls_through and last.end not in starts

@@ -1,0 +1,152 @@
+"""Per-procedure sums in a register (decision 0014, rewriter/emit/procedure_sums.py).
+
+inscount reads its block counters only as per-procedure sums, so in T32 code with
+d16-d31 free the emitter adds carrier weights to d31 and stores the sum into the
+procedure's slot where control may leave. Checked:
+
+- the algebra: on random procedure-shaped flow graphs walked at random, the carriers'
+  weights times their counts add up to the blocks' sizes times theirs;
+- end to end against ``qemu-arm -singlestep -d exec,nochain``: every procedure's count
+  and the total, for a program whose flow leaves and re-enters procedures every way the
+  scheme has to survive: a signal handler (entered by the kernel on top of a running
+  procedure), longjmp out of nested calls, a library calling back into the program
+  (qsort), recursion, a switch, the program's end inside a call chain (exit);
+- Lua's every procedure against qemu: tests/test_lua.py.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rewriter.emit.counter_placement import _plan
+from rewriter.emit.procedure_sums import carrier_weights
+from rewriter.ir.elf_loader import load_binary
+from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.test_counter_placement import _every_block_can_leave, _random_flow, _walk
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_carrier_weights_add_up_to_the_weighted_sum(seed: int) -> None:
+    rng = random.Random(seed)
+    flow = _random_flow(rng, rng.randint(1, 40))
+    _every_block_can_leave(flow)
+    plan = _plan(flow)
+    if plan is None:
+        return  # no plan: every block adds its own size (nothing to derive)
+    sizes = [rng.randint(1, 300) for _ in flow.successors]
+    weights = carrier_weights(plan, sizes)
+    for _ in range(3):
+        run = _walk(rng, flow, rng.randint(0, 400))
+        assert run is not None
+        blocks, branches = run
+        counts = [branches.get(c, 0) if isinstance(c, tuple) else blocks[c] for c in plan.carriers]
+        assert sum(w * n for w, n in zip(weights, counts)) == sum(s * n for s, n in zip(sizes, blocks))
+
+
+FLOWS_C = r"""
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static volatile unsigned acc;
+static jmp_buf env;
+
+static unsigned __attribute__((noinline)) work(unsigned x) {
+    for (int i = 0; i < 40; i++)
+        x = x * 33 + (x >> 3) + i;
+    return x;
+}
+
+static void on_signal(int sig) {   /* entered by the kernel, returns through sigreturn */
+    for (int i = 0; i < 3; i++)
+        acc += work(sig + i);
+}
+
+static void __attribute__((noinline)) deep(int n) {
+    if (n == 0)
+        longjmp(env, 1);          /* skips the frames below */
+    acc += work(n);
+    deep(n - 1);
+    acc ^= 1;                     /* never reached */
+}
+
+static int by_value(const void *a, const void *b) {   /* called back by the C library */
+    return *(const int *)a - *(const int *)b;
+}
+
+static int __attribute__((noinline)) pick(int k) {
+    switch (k & 7) {
+    case 0: return work(k) & 3;
+    case 1: return 7;
+    case 2: acc += 2; /* fall through */
+    case 3: return work(k + 1) & 1;
+    case 5: return k * 3;
+    default: return -1;
+    }
+}
+
+static unsigned fib(unsigned n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+
+static void __attribute__((noinline)) finish(unsigned v) {
+    printf("%u %u\n", acc, v);
+    exit(v & 1);                  /* the program ends two calls down */
+}
+
+int main(int argc, char **argv) {
+    (void)argv;
+    int v[300];
+    signal(SIGUSR1, on_signal);
+    for (int i = 0; i < 300; i++)
+        v[i] = (i * 7919) % 300;
+    for (int r = 0; r < 12 + argc; r++) {
+        acc += work(r);
+        if (r % 3 == 0)
+            raise(SIGUSR1);
+        if (!setjmp(env))
+            deep(4 + r % 3);
+        acc += pick(r);
+        v[r] = -v[r];
+        qsort(v, 300, sizeof v[0], by_value);
+    }
+    finish(acc + v[17] + fib(15));
+    return 0;
+}
+"""
+
+
+def _build(tmp_path: Path, flags: list[str]) -> Path:
+    source = tmp_path / "flows.c"
+    source.write_text(FLOWS_C)
+    binary = tmp_path / "flows"
+    subprocess.run(["arm-linux-gnueabihf-gcc", "-O2", "-mthumb", *flags, str(source), "-o", str(binary)], check=True)
+    return binary
+
+
+@pytest.mark.parametrize("flags", [[], ["-static"], ["-fpie", "-pie"], ["-O1", "-fno-omit-frame-pointer"]],
+                         ids=["dyn", "static", "pie", "O1-fp"])
+def test_every_procedure_sum_equals_qemu(flags: list[str], tmp_path: Path) -> None:
+    binary = _build(tmp_path, flags)
+    placed = place(binary, tmp_path, "orig")
+    original = run_prog(placed)
+    pcs = exe_pcs(trace_pcs(placed, [], b"", argv0="prog"), placed)
+
+    inst = run_prog(instrument(binary, "inscount", tmp_path))
+    assert_same_behaviour(original, inst)
+    report = json.loads((tmp_path / "inst" / "prog.anvil.json").read_text())
+    assert report["block_counters"]["in_register_sums"] > 0  # the register scheme is what ran
+    counted = results(inst, "inscount")
+    assert counted["total"] == sum(pcs.values())
+    expected = {}
+    for proc in load_binary(str(binary)).procedures:
+        n = sum(n for pc, n in pcs.items() if proc.address <= pc < proc.end)
+        if n:
+            expected[proc.name] = n
+    assert counted["procedures"] == expected
+
