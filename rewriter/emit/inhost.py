@@ -126,12 +126,13 @@ def vfp_scratch(binary: Binary) -> bool:
     return not binary.is_firmware and high_vfp_free(binary) and not os.environ.get("ANVIL_STACK_SCRATCH")
 
 
-def _register_sums(binary: Binary, sums: dict[str, str] | None) -> dict[str, str]:
+def _register_sums(binary: Binary, sums: dict[str, str] | None, vfp: bool) -> dict[str, str]:
     """The per-procedure sums counter placement may keep in d31 (decision 0014): where d16-d31
     are free (Linux; the program does not use them) and no other thread runs the code (a
     thread's d31 is its own, and the end of the program would not see the others').
-    ANVIL_NO_REGISTER_SUMS: memory counters as before (a reference for the tests)."""
-    if not sums or binary.threaded or not vfp_scratch(binary) or os.environ.get("ANVIL_NO_REGISTER_SUMS"):
+    ``vfp``: vfp_scratch(binary). ANVIL_NO_REGISTER_SUMS: memory counters as before (a
+    reference for the tests)."""
+    if not sums or binary.threaded or not vfp or os.environ.get("ANVIL_NO_REGISTER_SUMS"):
         return {}
     return sums
 
@@ -246,7 +247,8 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     """
     placement = firmware.place(binary, opts.flash_region, opts.ram_region) if binary.is_firmware else None
     _add_runtime_hooks(binary)
-    derivations = place_counters(binary, _register_sums(binary, sums))  # before the library's thread: it may fork
+    vfp = vfp_scratch(binary)  # a scan of every instruction: once
+    derivations = place_counters(binary, _register_sums(binary, sums, vfp))  # before the library's thread: it may fork
     report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data),
                     block_counters={"inline": derivations.counters_kept, "derived": derivations.counters_removed,
                                     "on_branches": sum(derivations.edges.values()),
@@ -265,7 +267,7 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     report.return_addresses = "original" if original_returns else "relocated"
     with _LibraryBuild(sources, site_source + derivations.source(), toolchain, base) as build:
         code, chosen, relocated_addrs = build.alongside(
-            lambda: _relocate_program(binary, units, report, placement is None, original_returns))
+            lambda: _relocate_program(binary, units, report, placement is None, original_returns, vfp))
         objects, probe = build.result()
     align = math.lcm(16, code.alignment)  # page-local append routines keep the code page aligned
     code.rebase((base + len(probe.text) + align - 1) // align * align)
@@ -387,10 +389,11 @@ def _linux_patches(binary: Binary, chosen: list[Procedure], report: Report) -> t
 
 
 def _relocate_program(binary: Binary, units: SiteUnit, report: Report, with_header: bool,
-                      original_returns: bool) -> tuple[Code, list[Procedure], set[int]]:
+                      original_returns: bool, vfp: bool) -> tuple[Code, list[Procedure], set[int]]:
     """The code of every procedure with hooks that can be relocated, at link address 0
     (see _relocate_code); the procedures in it and the addresses of their instructions.
-    ``original_returns``: calls leave original return addresses in LR (decision 0013).
+    ``original_returns``: calls leave original return addresses in LR (decision 0013);
+    ``vfp``: hooks park registers in d16-d31 (vfp_scratch).
     Strings the hooks pass are named by ``units`` (which already knows them all)."""
     mode = {ins.address: ins.thumb for proc in binary.procedures for ins in proc.instructions()}
     proc_starts = [p.address for p in binary.procedures]
@@ -404,7 +407,7 @@ def _relocate_program(binary: Binary, units: SiteUnit, report: Report, with_head
 
     candidates = [p for p in binary.procedures if _has_hooks(p)]
     relocated_addrs = {i.address for p in candidates for i in p.instructions()}
-    scratch = Scratch(vfp_scratch(binary))
+    scratch = Scratch(vfp)
     handlers_run = interrupt_code(binary) if binary.is_firmware else set()
 
     def new_context() -> RelocationContext:
