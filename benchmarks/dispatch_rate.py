@@ -1,37 +1,55 @@
 """Measure how many cachesim records per second the ReHost dispatchers sustain on one core.
 
 This measures the host side of ReHost alone, without qemu, gRPC or a program: a record
-generator builds a ``cache_sim`` record stream in memory (site id word + effective
-address word per record, the format of rehost/stream.py), and the benchmark feeds it in
-1 MiB chunks to ``CDispatcher.dispatch`` (rehost/dispatch_c.py: the tool's C built for
-the host by rehost/host_build.py, ``anvil_dispatch`` in runtime_stubs/host/anvil_host.c).
-Only the dispatch loop is timed (``time.perf_counter``); loading the library, the start
-and end routines and generating the stream are not.
+generator builds a ``cache_sim`` record stream in memory (site id word, effective
+address word and ``left`` word per record, the format of rehost/stream.py), and the
+benchmark feeds it in chunks of whole records just under 1 MiB to
+``CDispatcher.dispatch`` (rehost/dispatch_c.py: the tool's C built for the host by
+rehost/host_build.py, ``anvil_dispatch`` in runtime_stubs/host/anvil_host.c). Only the
+dispatch loop is timed (``time.perf_counter``); loading the library, the start and end
+routines and generating the stream are not.
 
 The site table is a real one: the Lua interpreter (``tests.support.samples.build_lua``)
 instrumented with ``anvil instrument --tool cachesim --mode rehost``; ``--sites FILE``
 takes another ``*.sites.json`` and ``--synthetic`` a made-up table of 4096 ``cache_sim``
-sites. Its start call and ``tags`` array are rewritten for each cache geometry.
+sites. Its start call (``profile_start(size, assoc, line, depth)``) and ``tags`` array
+are rewritten for each cache geometry.
 
 The generated stream imitates a program (class RecordGenerator): the sites are cut into
 basic blocks of consecutive ids and those into loops, each block with a fixed way of
 addressing (a stack slot, a strided walk over a heap region of 1-256 KiB, a field of
 the loop's current heap object, or a random address in 64 MiB); hot loops are entered
-with Zipf-like weights and run 1-64 iterations. With the Lua table that gives hit rates
-of about 93 % (16 KiB) and 91 % (32 KiB, 32-byte lines) and a site working set like the
-Lua interpreter's own (a few thousand sites cover 99 % of the records). Rows:
+with Zipf-like weights and run 1-64 iterations. That gives the program's accesses; as
+in the instrumented program, they then pass a depth-2 repeat filter with one slot per
+cache set (class RepeatFilterModel, api.RepeatFilter; depth 1 when direct-mapped), for
+each row's geometry: an access to either of the two lines its set's slot holds is a
+hit the program only counts (``mru_hits``, handed to the library before its end
+routine as the program's end record would), every other access is a record (site id,
+address, ``left``: the last address of the line that left the slot, 0 for none). With
+the Lua table about 8.5 % (16 KiB) and 10 % (32 KiB, 32-byte lines) of the accesses
+become records, most of them misses; the hit rate (over all accesses, the filtered
+ones included) is about 93 % and 91 %, and the site working set is like the Lua
+interpreter's own (a few thousand sites cover 99 % of the accesses, about 1300 of the
+records). ``--records`` counts records: the generator runs until each geometry has
+that many (10-12 accesses per record: generating takes far longer than measuring).
+Rows:
 
 - ``mix`` with the default geometry (16 KiB, 8-way, 64-byte lines) and 32 KiB, 4-way,
   32-byte lines;
-- ``one line``: the same site ids, every address in one line, so every access hits the
-  most recently used way: the upper bound of the C dispatcher (dispatch overhead plus
-  the shortest path through ``cache_sim``);
+- ``way-2 hits``: the site ids of the 16 KiB mix, the addresses cycling over three lines
+  of one set (also through the filter: no access is filtered, as each line left the
+  slot two accesses before). Every record after the first three hits the most recent
+  of the ways ``cache_sim`` keeps (way 2 of the set, the slot holding ways 0 and 1):
+  the upper bound of the C dispatcher (dispatch overhead plus the shortest path
+  through ``cache_sim``). Accesses to one line, the bound of the depth-1 filter, would
+  give no records at all;
 - ``replay`` with ``--stream FILE``: a stream a ReHost program wrote (its channel,
   file descriptor 1000, redirected to a file, e.g.
   ``qemu-arm -L /usr/arm-linux-gnueabihf ./lua.inst bench.lua 1000>lua.stream``), with
-  ``--sites`` naming the table it was instrumented with;
+  ``--sites`` naming the table it was instrumented with (its end record's arrays are
+  handed to the library, so the hit rate counts the filtered hits);
 - the Python dispatcher (rehost/dispatch_py.py with analysis_libs/cachesim/cachesim.py,
-  when that file exists) on the first ``--py-records`` records of the mix.
+  when that file exists) on the first ``--py-records`` records of the 16 KiB mix.
 
 Every row is run ``--repeat`` times, each time with a fresh copy of the library (empty
 cache); the table gives the median rate, the best, and the median by the dispatching
@@ -52,6 +70,7 @@ import random
 import re
 import shlex
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -59,6 +78,7 @@ import time
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import cycle, islice
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -72,8 +92,10 @@ from rehost import host_build, sitetable, stream  # noqa: E402  (needs the repo 
 from rehost.dispatch_c import CDispatcher  # noqa: E402
 from rehost.dispatch_py import PyDispatcher, load_class  # noqa: E402
 
-CHUNK = 1 << 20                       # bytes per dispatch call, as the bridge sends them
-RECORD_WORDS = 2                      # cache_sim: site id + effective address
+CHUNK = 1 << 20                       # bytes per dispatch call, as the bridge sends them (whole records here)
+RECORD_WORDS = 3                      # cache_sim: site id + effective address + the line that left the filter slot
+RECORD_KINDS = ["effaddr", "filter_left"]  # cache_sim's dynamic arguments, in record order
+BATCH = 1 << 20                       # accesses the generator makes at a time
 DEFAULT_GEOMETRY = (16 << 10, 8, 64)  # the cachesim tool's defaults
 OTHER_GEOMETRY = (32 << 10, 4, 32)
 TARGET = 100e6                        # records per second on one core (the issue's target)
@@ -103,19 +125,25 @@ def progress(message: str) -> None:
 # ------------------------------------------------------------------ site tables
 
 
+def filter_depth(geometry: tuple[int, int, int]) -> int:
+    """Lines per set the instrumented program keeps in its repeat filter slot (passes/cachesim.py)."""
+    return min(2, geometry[1])
+
+
 def synthetic_table(nsites: int = 4096, seed: int = 1) -> dict:
     """A valid cachesim site table of ``nsites`` cache_sim sites (two thirds loads)."""
     rng = random.Random(seed)
     return {
         "format": sitetable.FORMAT, "version": sitetable.VERSION, "tool": "cachesim",
-        "routines": [{"name": "profile_start", "kinds": ["const", "const", "const"]},
-                     {"name": "cache_sim", "kinds": ["effaddr", "is_store"]},
+        "routines": [{"name": "profile_start", "kinds": ["const", "const", "const", "const"]},
+                     {"name": "cache_sim", "kinds": ["effaddr", "is_store", "filter_left"]},
                      {"name": "profile_end", "kinds": ["string", "const"]}],
-        "sites": [[1, [None, int(rng.random() < 1 / 3)]] for _ in range(nsites)],
-        "start": [[0, list(DEFAULT_GEOMETRY)]],
+        "sites": [[1, [None, int(rng.random() < 1 / 3), None]] for _ in range(nsites)],
+        "start": [[0, [*DEFAULT_GEOMETRY, filter_depth(DEFAULT_GEOMETRY)]]],
         "end": [[2, ["dispatch_rate.cachesim.out", 0]]],
         "arrays": [{"name": "tags", "ctype": "uint32_t", "length": DEFAULT_GEOMETRY[0] // DEFAULT_GEOMETRY[2],
-                    "from_target": False}],
+                    "from_target": False},
+                   {"name": "mru_hits", "ctype": "uint64_t", "length": 2, "from_target": True}],
         "facts": {key: [] for key in sitetable.FACT_KEYS},
     }
 
@@ -135,11 +163,16 @@ def instrumented_lua_table(work: Path) -> tuple[dict, str]:
 
 
 def with_geometry(document: dict, geometry: tuple[int, int, int]) -> sitetable.SiteTable:
-    """``document`` with profile_start's arguments and the tags array set for ``geometry``, parsed."""
+    """``document`` with profile_start's arguments (size, assoc, line, depth) and the tags array
+    set for ``geometry``, parsed."""
     size, assoc, line = geometry
     doc = json.loads(json.dumps(document))
     names = [r["name"] for r in doc["routines"]]
-    doc["start"] = [[index, list(geometry) if names[index] == "profile_start" else args]
+    for r in doc["routines"]:
+        if r["name"] == "profile_start" and len(r["kinds"]) != 4:
+            raise ValueError(f"the site table's profile_start takes {len(r['kinds'])} arguments, not 4 "
+                             "(size, assoc, line, depth): written by an older cachesim")
+    doc["start"] = [[index, [*geometry, filter_depth(geometry)] if names[index] == "profile_start" else args]
                     for index, args in doc["start"]]
     for entry in doc["arrays"]:
         if entry["name"] == "tags":
@@ -151,19 +184,33 @@ def with_geometry(document: dict, geometry: tuple[int, int, int]) -> sitetable.S
 
 
 def record_sites(table: sitetable.SiteTable) -> list[int]:
-    """The ids of the table's sites whose records are two words (cache_sim: site id + address)."""
-    ids = [i for i, (routine, _) in enumerate(table.sites)
-           if len(table.routines[routine].dynamic_slots) == RECORD_WORDS - 1]
+    """The ids of the table's cache_sim sites whose records are three words (site id, effective
+    address, filter_left)."""
+    wanted = [i for i, r in enumerate(table.routines)
+              if r.name == "cache_sim" and [r.kinds[k] for k in r.dynamic_slots] == RECORD_KINDS]
+    ids = [i for i, (routine, _) in enumerate(table.sites) if routine in wanted]
     if not ids:
-        raise ValueError("the site table has no cache_sim sites")
+        raise ValueError("the site table has no cache_sim sites with records of "
+                         f"{RECORD_WORDS} words (site id, {', '.join(RECORD_KINDS)})")
     return ids
+
+
+def store_flags(table: sitetable.SiteTable) -> bytes:
+    """Per site id: 1 when the site is a store (its is_store argument is not 0), else 0."""
+    flags = bytearray(len(table.sites))
+    for i, (routine, args) in enumerate(table.sites):
+        kinds = table.routines[routine].kinds
+        if "is_store" in kinds and args[kinds.index("is_store")]:
+            flags[i] = 1
+    return bytes(flags)
 
 
 # ------------------------------------------------------------------ record generator
 
 
 class RecordGenerator:
-    """Site ids and effective addresses of a made-up but program-like run of cache_sim records.
+    """Site ids and effective addresses of a made-up but program-like run of memory accesses:
+    the program's calls of cache_sim, before its repeat filter (RepeatFilterModel) drops most.
 
     The sites (in table order, i.e. program order) are cut into blocks of 1-8
     consecutive ids and the blocks into loops of 1-8 blocks. Every block has a fixed
@@ -214,14 +261,14 @@ class RecordGenerator:
         self.hot_cum = [sum(weights[:n + 1]) for n in range(len(weights))]
         self.sp = STACK_TOP - 1024
 
-    def chunk(self, nrecords: int) -> tuple[array, array]:
-        """The next ``nrecords`` records: (site ids, addresses)."""
+    def accesses(self, naccesses: int) -> tuple[array, array]:
+        """The next ``naccesses`` accesses: (site ids, addresses)."""
         rng = self.rng
         randrange = rng.randrange
         ids = array("I")
         addrs = array("I")
         objects, nobjects = self.objects, len(self.objects)
-        while len(ids) < nrecords:
+        while len(ids) < naccesses:
             picks = rng.choices(self.hot, cum_weights=self.hot_cum, k=1024)
             for _ in range(int(len(picks) * COLD_SHARE)):
                 picks[randrange(len(picks))] = rng.choice(self.loops)
@@ -248,38 +295,185 @@ class RecordGenerator:
                         else:
                             base = HEAP + (randrange(RANDOM_SPAN) & ~3)
                             addrs.extend(range(base, base + 4 * k, 4))
-        return ids[:nrecords], addrs[:nrecords]
+        return ids[:naccesses], addrs[:naccesses]
 
 
-def interleave(ids: array, addrs: array) -> bytes:
-    """Records (site id, address) as stream bytes (little-endian words)."""
+class RepeatFilterModel:
+    """The instrumented program's repeat filter for one cache geometry: accesses in, records out.
+
+    One slot per cache set holds the set's ``depth`` (2, 1 when direct-mapped) most recently
+    used lines, most recent first, as keys: the line's last byte address, 0 for none (api.
+    RepeatFilter, rewriter/emit/hooks.py). An access to a line in its set's slot is a hit
+    the program counts (``hits``: loads, stores; the ``mru_hits`` array) and the line
+    becomes the most recent. Any other access is a record (site id, address, left): its
+    line becomes the most recent, the others move down, and ``left`` is the key that fell
+    out (0 when that place was empty). Records wait in ``ids``/``addrs``/``lefts`` until
+    ``take`` packs them.
+    """
+
+    def __init__(self, geometry: tuple[int, int, int], stores: bytes) -> None:
+        size, assoc, line = geometry
+        self.geometry = geometry
+        self.shift = line.bit_length() - 1
+        self.mask = size // (assoc * line) - 1
+        self.depth = filter_depth(geometry)
+        self.recent = [0] * (self.mask + 1)  # the slots: most recent key ...
+        self.older = [0] * (self.mask + 1)   # ... and the one before (depth 2)
+        self.stores = stores
+        self.hits = [0, 0]
+        self.accesses = self.records = 0
+        self.ids, self.addrs, self.lefts = array("I"), array("I"), array("I")
+
+    def feed(self, ids: array, addrs: array, start: int, want: int) -> int:
+        """Filter the accesses from index ``start`` until ``want`` records have come out or the
+        accesses end; the index after the last access used."""
+        low = (1 << self.shift) - 1
+        shift, mask, recent, older = self.shift, self.mask, self.recent, self.older
+        out_ids, out_addrs, out_lefts = self.ids.append, self.addrs.append, self.lefts.append
+        stop, n = len(addrs), 0
+        if want <= 0:
+            return start
+        if self.depth == 2:
+            for i, addr in enumerate(islice(addrs, start, None), start):
+                key = addr | low
+                s = (addr >> shift) & mask
+                first = recent[s]
+                if key == first:
+                    continue
+                second = older[s]
+                older[s] = first  # a hit on the older key swaps the two, a new key pushes ``second`` out
+                recent[s] = key
+                if key == second:
+                    continue
+                out_ids(ids[i])
+                out_addrs(addr)
+                out_lefts(second)
+                n += 1
+                if n == want:
+                    stop = i + 1
+                    break
+        else:
+            for i, addr in enumerate(islice(addrs, start, None), start):
+                key = addr | low
+                s = (addr >> shift) & mask
+                first = recent[s]
+                if key == first:
+                    continue
+                recent[s] = key
+                out_ids(ids[i])
+                out_addrs(addr)
+                out_lefts(first)
+                n += 1
+                if n == want:
+                    stop = i + 1
+                    break
+        # Hits by kind: the accesses used minus the records, loads and stores counted apart.
+        flags = self.stores.__getitem__
+        stores = sum(map(flags, ids[start:stop]))
+        record_stores = sum(map(flags, self.ids[len(self.ids) - n:])) if n else 0
+        self.hits[0] += (stop - start - stores) - (n - record_stores)
+        self.hits[1] += stores - record_stores
+        self.accesses += stop - start
+        self.records += n
+        return stop
+
+    def pending(self) -> int:
+        return len(self.ids)
+
+    def take(self, nrecords: int) -> bytes:
+        """The first ``nrecords`` records waiting, as stream bytes; they are no longer waiting."""
+        data = interleave(self.ids[:nrecords], self.addrs[:nrecords], self.lefts[:nrecords])
+        del self.ids[:nrecords], self.addrs[:nrecords], self.lefts[:nrecords]
+        return data
+
+
+def interleave(ids: array, addrs: array, lefts: array) -> bytes:
+    """Records (site id, address, left) as stream bytes (little-endian words)."""
     words = array("I", bytes(4 * RECORD_WORDS * len(ids)))
-    words[0::2] = ids
-    words[1::2] = addrs
+    words[0::3] = ids
+    words[1::3] = addrs
+    words[2::3] = lefts
     if sys.byteorder != "little":
         words.byteswap()
     return words.tobytes()
 
 
-def generate(generator: RecordGenerator, nrecords: int) -> tuple[list[bytes], list[array]]:
-    """``nrecords`` records in CHUNK-sized pieces, and the site ids of each piece."""
+@dataclass
+class Generated:
+    """One geometry's record stream and what the program counted on the way."""
+
+    geometry: tuple[int, int, int]
+    chunks: list[bytes]
+    accesses: int
+    hits: list[int]                    # filtered hits [loads, stores]: the program's mru_hits
+    prefix: tuple[int, list[int]] | None = None  # (records, hits) at the checkpoint
+
+    @property
+    def records(self) -> int:
+        return sum(len(c) for c in self.chunks) // (4 * RECORD_WORDS)
+
+    def hits_after(self, nrecords: int) -> list[int]:
+        """mru_hits as the program would have sent them had it ended after ``nrecords`` records."""
+        if nrecords >= self.records:
+            return self.hits
+        if self.prefix is not None and self.prefix[0] == nrecords:
+            return self.prefix[1]
+        raise ValueError(f"no hit counts after {nrecords} records")
+
+
+def generate(generator: RecordGenerator, geometries: Sequence[tuple[int, int, int]], stores: bytes,
+             nrecords: int, checkpoint: int = 0) -> list[Generated]:
+    """``nrecords`` records for each geometry, from one access stream, in pieces of whole records
+    of at most CHUNK bytes; with the filtered hits after ``checkpoint`` records too."""
     per_chunk = CHUNK // (4 * RECORD_WORDS)
-    chunks, ids_of = [], []
-    done = 0
-    while done < nrecords:
-        n = min(per_chunk, nrecords - done)
-        ids, addrs = generator.chunk(n)
-        chunks.append(interleave(ids, addrs))
-        ids_of.append(ids)
-        done += n
-        if len(chunks) % 16 == 0:
-            progress(f"  generated {done / 1e6:.0f} M records")
-    return chunks, ids_of
+    filters = [RepeatFilterModel(g, stores) for g in geometries]
+    chunks: list[list[bytes]] = [[] for _ in geometries]
+    prefix: list[tuple[int, list[int]] | None] = [None] * len(geometries)
+    checkpoint = min(checkpoint, nrecords)
+    made = 0
+    while any(f.records < nrecords for f in filters):
+        ids, addrs = generator.accesses(BATCH)
+        made += len(ids)
+        for n, f in enumerate(filters):
+            at = 0
+            while at < len(ids) and f.records < nrecords:
+                goal = checkpoint if f.records < checkpoint else nrecords
+                at = f.feed(ids, addrs, at, goal - f.records)
+                if f.records == checkpoint and prefix[n] is None:
+                    prefix[n] = (f.records, list(f.hits))
+            while f.pending() >= per_chunk:
+                chunks[n].append(f.take(per_chunk))
+        if made % (16 * BATCH) == 0:
+            progress(f"  {made / 1e6:.0f} M accesses: "
+                     + ", ".join(f"{f.records / 1e6:.1f} M records ({geometry_name(f.geometry)})" for f in filters))
+    out = []
+    for f, pieces, at in zip(filters, chunks, prefix):
+        while f.pending():
+            pieces.append(f.take(per_chunk))
+        out.append(Generated(f.geometry, pieces, f.accesses, list(f.hits), at))
+    return out
 
 
-def one_line_chunks(ids_of: list[array], address: int = HEAP + 0x40) -> list[bytes]:
-    """The same site ids, every address in one cache line."""
-    return [interleave(ids, array("I", [address]) * len(ids)) for ids in ids_of]
+def way2_hits(mix: Generated, stores: bytes) -> Generated:
+    """The mix's site ids with addresses cycling over three lines of one set (through the filter:
+    every access a record, all but the first three hits on the set's way 2)."""
+    size, assoc, line = mix.geometry
+    stride = size // assoc  # the next line of the same set
+    lines = [HEAP + line + k * stride for k in range(3)]
+    model = RepeatFilterModel(mix.geometry, stores)
+    chunks = []
+    addresses = cycle(lines)
+    for chunk in mix.chunks:
+        words = array("I", chunk)
+        if sys.byteorder != "little":
+            words.byteswap()
+        ids = words[0::RECORD_WORDS]
+        addrs = array("I", islice(addresses, len(ids)))
+        model.feed(ids, addrs, 0, len(ids))
+        chunks.append(model.take(len(ids)))
+    if model.records != model.accesses:
+        raise AssertionError("way-2 stream: the filter dropped accesses")
+    return Generated(mix.geometry, chunks, model.accesses, [0, 0])
 
 
 # ------------------------------------------------------------------ measuring
@@ -319,13 +513,16 @@ def hit_rate(outputs: dict[str, bytes]) -> float | None:
     return None
 
 
-def timed_dispatch(dispatcher: stream.Dispatcher, chunks: Sequence[bytes]) -> tuple[float, float, int]:
-    """Feed ``chunks`` to ``dispatcher`` (started) as StreamReader does; (wall s, CPU s, bytes used)."""
+def timed_dispatch(dispatcher: stream.Dispatcher, chunks: Sequence[bytes]) -> tuple[float, float, int, bytes]:
+    """Feed ``chunks`` to ``dispatcher`` (started) as StreamReader does; (wall s, CPU s, bytes used,
+    the end record: the bytes from the end marker on, empty when the stream has none)."""
     used_total = 0
     pending = b""
+    ended, fed = False, 0
     cpu_start = time.thread_time()
     start = time.perf_counter()
     for chunk in chunks:
+        fed += 1
         data = pending + chunk if pending else chunk
         used, ended = dispatcher.dispatch(data)
         used_total += used
@@ -333,19 +530,52 @@ def timed_dispatch(dispatcher: stream.Dispatcher, chunks: Sequence[bytes]) -> tu
         if ended:
             break
     elapsed = time.perf_counter() - start
-    return elapsed, time.thread_time() - cpu_start, used_total
+    cpu = time.thread_time() - cpu_start
+    return elapsed, cpu, used_total, pending + b"".join(chunks[fed:]) if ended else b""
 
 
-def measure(name: str, make: Callable[[], stream.Dispatcher], chunks: Sequence[bytes], repeat: int,
-            bias: int = 0) -> Row:
-    """Run ``chunks`` through ``repeat`` fresh dispatchers from ``make``; the row (dispatcher and cache unset)."""
+def set_arrays(dispatcher: stream.Dispatcher, table: sitetable.SiteTable, values: dict[str, Sequence[int]]) -> None:
+    """Fill the arrays the program sends at its end (``mru_hits``) as its end record would."""
+    for index, entry in enumerate(table.target_arrays):
+        if entry.name in values:
+            words = array({1: "B", 2: "H", 4: "I", 8: "Q"}[entry.element_size], values[entry.name])
+            if sys.byteorder != "little":
+                words.byteswap()
+            dispatcher.set_array(index, words.tobytes())
+
+
+def end_record_arrays(dispatcher: stream.Dispatcher, table: sitetable.SiteTable, data: bytes) -> None:
+    """Hand the arrays of a captured stream's end record (``data``: from its marker on) to
+    ``dispatcher``, as StreamReader does."""
+    marker, narrays = struct.unpack_from("<2I", data)
+    if marker != stream.END or narrays != len(table.target_arrays):
+        raise ValueError("the stream's end record does not match its site table")
+    at = 8
+    for _ in range(narrays):
+        index, nbytes = struct.unpack_from("<2I", data, at)
+        if index >= len(table.target_arrays) or nbytes != table.target_arrays[index].nbytes:
+            raise ValueError(f"end record: array {index} of {nbytes} bytes does not match the site table")
+        dispatcher.set_array(index, data[at + 8:at + 8 + nbytes])
+        at += 8 + ((nbytes + 3) & ~3)
+
+
+def measure(name: str, make: Callable[[], stream.Dispatcher], table: sitetable.SiteTable, chunks: Sequence[bytes],
+            repeat: int, bias: int = 0, mru_hits: Sequence[int] | None = None) -> Row:
+    """Run ``chunks`` through ``repeat`` fresh dispatchers from ``make``; the row (dispatcher and cache unset).
+
+    Before the end routines the program's arrays are filled: from the stream's end record
+    if it has one, else ``mru_hits`` (the hits the generator's filter counted)."""
     row = Row("", name, "", 0, 0, [], [], None)
     for k in range(repeat):
         dispatcher = make()
         try:
             dispatcher.start(bias)
-            elapsed, cpu, row.nbytes = timed_dispatch(dispatcher, chunks)
+            elapsed, cpu, row.nbytes, end = timed_dispatch(dispatcher, chunks)
             row.records = dispatcher.records
+            if end:
+                end_record_arrays(dispatcher, table, end)
+            elif mru_hits is not None:
+                set_arrays(dispatcher, table, {"mru_hits": mru_hits})
             row.hit_rate = hit_rate(dispatcher.finish())
         finally:
             dispatcher.close()
@@ -356,8 +586,8 @@ def measure(name: str, make: Callable[[], stream.Dispatcher], chunks: Sequence[b
     return row
 
 
-def geometry_name(geometry: tuple[int, int, int]) -> str:
-    size, assoc, line = geometry
+def geometry_name(geometry: Sequence[int]) -> str:
+    size, assoc, line = geometry[:3]
     return f"{size >> 10}k/{assoc}-way/{line}B"
 
 
@@ -440,43 +670,52 @@ def markdown(rows: list[Row]) -> Iterator[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Generate the stream, measure every row, print the table."""
+    """Generate the streams, measure every row, print the table."""
     args = parse_args(argv)
     header = header_line()
     with tempfile.TemporaryDirectory(prefix="anvil-dispatch-rate.") as tmp:
         document, source = load_document(args, Path(tmp))
-    tables = {g: with_geometry(document, g) for g in (DEFAULT_GEOMETRY, OTHER_GEOMETRY)}
+    geometries = (DEFAULT_GEOMETRY, OTHER_GEOMETRY)
+    tables = {g: with_geometry(document, g) for g in geometries}
     sites = record_sites(tables[DEFAULT_GEOMETRY])
+    stores = store_flags(tables[DEFAULT_GEOMETRY])
     nsites = len(tables[DEFAULT_GEOMETRY].sites)
     library = args.library or host_build.build(host_build.tool_sources("cachesim"))
     progress(f"site table: {source}, {nsites} sites; library {library}")
-    progress(f"generating {args.records / 1e6:g} M records ...")
+    progress(f"generating accesses until each geometry has {args.records / 1e6:g} M records ...")
     started = time.perf_counter()
-    chunks, ids_of = generate(RecordGenerator(sites, args.seed), args.records)
+    streams = generate(RecordGenerator(sites, args.seed), geometries, stores, args.records, args.py_records)
     progress(f"generated in {time.perf_counter() - started:.1f} s")
 
     rows: list[Row] = []
-    notes: list[str] = []
+    notes = ["Mix: " + "; ".join(f"{geometry_name(g.geometry)}: {g.records / 1e6:g} M records from "
+                                 f"{g.accesses / 1e6:.1f} M accesses ({100 * g.records / g.accesses:.2f} %)"
+                                 for g in streams)
+             + ". The others were hits on the lines the program keeps per set (its repeat filter)."]
 
-    def c_row(stream_name: str, table: sitetable.SiteTable, geometry: tuple[int, int, int],
-              data: Sequence[bytes], bias: int = 0) -> None:
+    def c_row(stream_name: str, table: sitetable.SiteTable, geometry: Sequence[int], data: Sequence[bytes],
+              bias: int = 0, mru_hits: Sequence[int] | None = None) -> None:
         progress(f"C dispatcher, {stream_name}, {geometry_name(geometry)} ...")
-        row = measure(stream_name, lambda: CDispatcher(library, table), data, args.repeat, bias)
+        row = measure(stream_name, lambda: CDispatcher(library, table), table, data, args.repeat, bias, mru_hits)
         row.dispatcher, row.cache = "C", geometry_name(geometry)
         rows.append(row)
 
-    for geometry in (DEFAULT_GEOMETRY, OTHER_GEOMETRY):
-        c_row("mix", tables[geometry], geometry, chunks)
-    py_chunks = first_records(chunks, args.py_records)
-    del chunks
-    c_row("one line", tables[DEFAULT_GEOMETRY], DEFAULT_GEOMETRY, one_line_chunks(ids_of))
-    del ids_of
+    for generated in streams:
+        c_row("mix", tables[generated.geometry], generated.geometry, generated.chunks, mru_hits=generated.hits)
+    mix = streams[0]
+    del streams
+    py_chunks = first_records(mix.chunks, args.py_records)
+    py_hits = mix.hits_after(args.py_records) if args.py_records else None
+    way2 = way2_hits(mix, stores)
+    del mix
+    c_row("way-2 hits", tables[DEFAULT_GEOMETRY], DEFAULT_GEOMETRY, way2.chunks, mru_hits=way2.hits)
+    del way2
     if args.stream:
         replay_table = sitetable.parse(args.sites.read_bytes(), tool="cachesim")
         data, bias = read_stream(args.stream, replay_table)
-        geometry = next((tuple(call_args) for routine, call_args in replay_table.start
+        geometry = next((call_args for routine, call_args in replay_table.start
                          if replay_table.routines[routine].name == "profile_start"), DEFAULT_GEOMETRY)
-        c_row(f"replay {args.stream.name}", replay_table, geometry, data, bias)  # type: ignore[arg-type]
+        c_row(f"replay {args.stream.name}", replay_table, geometry, data, bias)
         del data
 
     if not args.py_records:
@@ -487,18 +726,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         cls = load_class(PY_ANALYSIS)
         table = tables[DEFAULT_GEOMETRY]
         progress(f"Python dispatcher, mix, {geometry_name(DEFAULT_GEOMETRY)} ...")
-        row = measure("mix", lambda: PyDispatcher(cls, table), py_chunks, args.repeat)
+        row = measure("mix", lambda: PyDispatcher(cls, table), table, py_chunks, args.repeat, mru_hits=py_hits)
         row.dispatcher, row.cache = "Python", geometry_name(DEFAULT_GEOMETRY)
         rows.append(row)
-        notes.append(f"Python dispatcher: the first {row.records / 1e6:g} M records of the mix.")
+        notes.append(f"Python dispatcher: the first {row.records / 1e6:g} M records of the "
+                     f"{geometry_name(DEFAULT_GEOMETRY)} mix.")
 
     print(header)
     print()
     for line in markdown(rows):
         print(line)
     print()
-    print(f"Site table: {source}, {nsites} sites ({len(sites)} cache_sim). Records fed in {CHUNK >> 20} MiB chunks; "
-          f"{args.repeat} run(s) per row, each with a fresh copy of the library; MB/s and ns/record from the "
+    print(f"Site table: {source}, {nsites} sites ({len(sites)} cache_sim). Records fed in chunks of whole records "
+          f"just under {CHUNK >> 20} MiB; {args.repeat} run(s) per row, each with a fresh copy of the library; "
+          f"hit rates over all accesses (the program's filtered hits included); MB/s and ns/record from the "
           f"median wall time; the last column from the dispatching thread's CPU time (lower wall rates than "
           f"that mean the machine was busy). ✓: at least {TARGET / 1e6:.0f} M records/s.")
     for note in notes:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from rewriter.emit.site_format import FORMAT, TRANSPORTS, VERSION, Channel, digest
 
-DYNAMIC_KINDS = {"effaddr", "reg_value"}
+DYNAMIC_KINDS = {"effaddr", "reg_value", "filter_left"}
 STATIC_KINDS = {"const", "string", "inst_addr", "access_size", "is_store", "block_insns"}
 CTYPE_SIZES = {"uint8_t": 1, "int8_t": 1, "uint16_t": 2, "int16_t": 2, "uint32_t": 4, "int32_t": 4,
                "uint64_t": 8, "int64_t": 8}

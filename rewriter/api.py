@@ -39,11 +39,14 @@ class Arg(Enum):
     BLOCK_INSNS = "block_insns"  # number of instructions in the enclosing block
     REG_VALUE = "reg_value"      # value of a register before the instruction (number given)
     SITE_ID = "site_id"          # ReHost: the record's site number (given; + access index per access)
+    # The key that left the call's repeat filter slot on this call (RepeatFilter.depth),
+    # as the last address of its range (key << shift | low bits); 0 when the slot held none.
+    FILTER_LEFT = "filter_left"
 
     @property
     def dynamic(self) -> bool:
         """Kinds whose value is only known when the program runs (ReHost ships these)."""
-        return self in (Arg.EFFADDR, Arg.REG_VALUE)
+        return self in (Arg.EFFADDR, Arg.REG_VALUE, Arg.FILTER_LEFT)
 
     @property
     def per_access(self) -> bool:
@@ -69,6 +72,16 @@ class RepeatFilter:
     that is already most recently used in its set changes no LRU state and is a hit.
     The test is a dozen instructions inline, flags untouched; the call it saves costs
     far more under an emulator (two returns are two indirect-jump lookups in QEMU).
+
+    ``depth`` 2: the slot keeps its two most recent distinct keys, most recent first. A
+    call whose key is either one is skipped and counted, and its key becomes the most
+    recent (the two swap). Otherwise the key becomes the most recent, the older one
+    leaves, and the routine runs with an argument of kind ``Arg.FILTER_LEFT`` saying
+    which key left (required at that depth; with depth 1 it is the key replaced). A
+    cache simulator then keeps only the lines below the two most recent of each set:
+    an access to the second most recent line changes only the order of the two, which
+    the slot keeps (docs/decisions/0015-two-deep-repeat-filter.md). Keys of a depth-2
+    filter span at most 4 KiB (``shift`` <= 12).
     """
 
     shift: int
@@ -82,6 +95,7 @@ class RepeatFilter:
     # after it (set by Tool.prototype for the first filter of a counter): the inline test
     # then reaches both from one base register.
     counter_offset: int | None = None
+    depth: int = 1  # keys a slot remembers (1 or 2)
 
     @property
     def slot_bits(self) -> int:
@@ -185,6 +199,8 @@ class Tool:
             raise AnvilError(f"{name}: analysis routines take at most 4 arguments")
         if deferred and Arg.STRING in kinds:
             raise AnvilError(f"{name}: a deferred routine takes no STRING argument")
+        if Arg.FILTER_LEFT in kinds and filter is None:
+            raise AnvilError(f"{name}: a FILTER_LEFT argument needs a repeat filter")
         proto = self.prototypes.get(name)
         if proto is None:
             if filter is not None:
@@ -204,12 +220,18 @@ class Tool:
             raise bad("shift must be between 1 and 31")
         if flt.slots < 1 or flt.slots & (flt.slots - 1) or flt.slots > 1 << 24:
             raise bad("slots must be a power of two, at most 2^24")
+        if flt.depth not in (1, 2):
+            raise bad("depth must be 1 or 2")
+        if flt.depth == 2 and Arg.FILTER_LEFT not in kinds:
+            raise bad("a depth-2 filter needs a FILTER_LEFT argument")
+        if Arg.FILTER_LEFT in kinds and (kinds.count(Arg.FILTER_LEFT) > 1 or flt.shift > 12):
+            raise bad("FILTER_LEFT: one argument, and shift at most 12")
         ctype, length = self.arrays.get(flt.counter, ("", 0))
         if ctype != "uint64_t":
             raise bad(f"counter array '{flt.counter}' must be declared (uint64_t) before the prototype")
         taken = any(p.filter and p.filter.counter_offset is not None and p.filter.counter == flt.counter
                     for p in self.prototypes.values())
-        offset = None if taken else (4 * flt.slots + 7) & ~7
+        offset = None if taken else (4 * flt.slots * flt.depth + 7) & ~7
         return replace(flt, memo=f"filter_{name}", counts=length, counter_offset=offset)
 
     def filter_arrays(self) -> dict[str, tuple[str, int]]:
@@ -217,7 +239,7 @@ class Tool:
         each with room for the counter array placed after it (``filter_placement``)."""
         out = {}
         for flt in (p.filter for p in self.prototypes.values() if p.filter):
-            words = flt.slots if flt.counter_offset is None else flt.counter_offset // 4 + 2 * flt.counts
+            words = flt.slots * flt.depth if flt.counter_offset is None else flt.counter_offset // 4 + 2 * flt.counts
             out[flt.memo] = ("uint32_t", words)
         return out
 

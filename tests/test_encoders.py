@@ -28,6 +28,13 @@ def test_t32_branches(src: int, dst: int) -> None:
             enc.t32_b(src, dst, enc.COND["ne"])
 
 
+@pytest.mark.parametrize("src, dst", [(0x1000, 0x1004), (0x1010, 0x1000), (0x1000, 0x1802), (0x1800, 0x1004)])
+def test_t32_narrow_branch(src: int, dst: int) -> None:
+    assert one(T32, enc.t32_b_narrow(src, dst), src) == f"b #{dst:#x}"
+    with pytest.raises(enc.RangeError):
+        enc.t32_b_narrow(0x1000, 0x1806)
+
+
 def test_t32_blx_and_range() -> None:
     assert one(T32, enc.t32_blx(0x1002, 0x2000), 0x1002) == "blx #0x2000"
     with pytest.raises(enc.RangeError):
@@ -58,6 +65,9 @@ def test_t32_misc() -> None:
     assert one(T32, enc.t32_cbz(2, 30, nonzero=True), 0x1000) == "cbnz r2, #0x1022"
     assert one(T32, enc.t32_orr_imm(1, 0, 63)) == "orr r1, r0, #0x3f"
     assert one(T32, enc.t32_orr_imm(1, 1, 0x80000000)) == "orr r1, r1, #0x80000000"
+    assert one(T32, enc.t32_orr_imm(1, 1, 0xF00)) == "orr r1, r1, #0xf00"
+    assert one(T32, enc.t32_orr_imm(1, 1, 0x100)) == "orr r1, r1, #0x100"
+    assert one(A32, enc.a32_orr_imm(1, 1, 0x700)) == "orr r1, r1, #0x700"
     assert one(T32, enc.t32_ubfx(2, 0, 6, 5)) == "ubfx r2, r0, #6, #5"
     assert one(T32, enc.t32_ubfx(2, 0, 0, 24)) == "ubfx r2, r0, #0, #0x18"
     assert one(T32, enc.t32_add_imm(0, 5, 32)) == "addw r0, r5, #0x20"
@@ -194,46 +204,60 @@ def test_counter_bump_by_amount(start: int, amount: int) -> None:
     assert uc.reg_read(UC_ARM_REG_CPSR) & 0xF80F0000 == flags & 0xF80F0000
 
 
+@pytest.mark.parametrize("depth", [1, 2])
 @pytest.mark.parametrize("done_past", [0x800, 24])
 @pytest.mark.parametrize("pic", [False, True])
 @pytest.mark.parametrize("start", [7, 0xFFFFFFFF])
 @pytest.mark.parametrize("slot_bits", [0, 5])
-def test_filter_test_with_the_counter_after_the_slots(slot_bits: int, start: int, pic: bool, done_past: int) -> None:
-    """The T32 repeat test whose counter follows its slot table (hooks._t32_filter_test), under
-    unicorn: a repeated key bumps the 64-bit counter (carry included) and leaves for ``done``; a
-    new key falls out of the test with r1 = key, r2 = slot index and r3 = the table, the
-    counter untouched; the flags stay as they were either way. ``done`` ``done_past`` bytes
-    past the test: far (every hit through the final B) or near (CBNZ's reach)."""
+def test_filter_test_with_the_counter_after_the_slots(slot_bits: int, start: int, pic: bool, done_past: int,
+                                                      depth: int) -> None:
+    """The T32 repeat test whose counter follows its slot table (hooks._t32_filter_test) and the
+    code after it for a new key (hooks._t32_filter_miss), under unicorn. A key the slot holds
+    (either of its two at depth 2) bumps the 64-bit counter (carry included) and leaves for
+    ``done``, the slot's most recent key first after it; a new key falls through, the slot
+    takes it (the older one moving down at depth 2), the counter untouched, and r2 = the key
+    that left; the flags stay as they were either way. ``done`` ``done_past`` bytes past
+    the test: far (every hit through the final B) or near (CBNZ's reach)."""
     from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
-    from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2, UC_ARM_REG_R3
+    from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_PC, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2
 
-    from rewriter.emit.hooks import _t32_filter_test
+    from rewriter.emit.hooks import _t32_filter_miss, _t32_filter_test
 
     shift, at, table = 6, 0x10000, 0x20000
-    near = 4 * (1 << slot_bits) + 8  # the counter's second slot
-    done = at + len(_t32_filter_test(pic, shift, slot_bits, near, at, table, at + 0x800)) + done_past
-    data = _t32_filter_test(pic, shift, slot_bits, near, at, table, done)
+    near = 4 * depth * (1 << slot_bits) + 8  # the counter's second slot
+    shape = (pic, shift, slot_bits, depth, near)
+    done = at + len(_t32_filter_test(*shape, at, table, at + 0x800)) + done_past
+    data = _t32_filter_test(*shape, at, table, done) + _t32_filter_miss(slot_bits, depth, True)
     address = 0x12345678
-    slot = (address >> shift) & ((1 << slot_bits) - 1)
+    slot = table + 4 * depth * ((address >> shift) & ((1 << slot_bits) - 1))
     key = address | ((1 << shift) - 1)
-    for repeated in (True, False):
+    other, older = key ^ 0x40, key ^ 0x80
+    cases = {"most recent": [key, other], "new": [other, older]}  # slot contents before
+    if depth == 2:
+        cases["older"] = [other, key]
+    for case, before in cases.items():
         uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
         uc.mem_map(at, 0x1000)
         uc.mem_map(table, 0x1000)
         uc.mem_write(at, data)
         uc.mem_write(done, b"\x00\xbf")  # nop
-        uc.mem_write(table + 4 * slot, (key if repeated else key ^ 0x40).to_bytes(4, "little"))
+        uc.mem_write(slot, b"".join(k.to_bytes(4, "little") for k in before[:depth]))
         uc.mem_write(table + near, start.to_bytes(8, "little"))
         uc.reg_write(UC_ARM_REG_R0, address)
         uc.reg_write(UC_ARM_REG_CPSR, (uc.reg_read(UC_ARM_REG_CPSR) & 0x0FFFFFFF) | 0x90000000)
         flags = uc.reg_read(UC_ARM_REG_CPSR)
-        uc.emu_start(at | 1, done if repeated else at + len(data), count=100)
+        uc.emu_start(at | 1, at + len(data) if case == "new" else done, count=100)
+        assert uc.reg_read(UC_ARM_REG_PC) == (at + len(data) if case == "new" else done), case
         counter = int.from_bytes(uc.mem_read(table + near, 8), "little")
-        assert counter == (start + 1 if repeated else start)
-        if not repeated:
+        after = [int.from_bytes(uc.mem_read(slot + 4 * i, 4), "little") for i in range(depth)]
+        if case == "new":
+            assert counter == start
+            assert after == [key, other][:depth]
             assert uc.reg_read(UC_ARM_REG_R1) == key
-            assert uc.reg_read(UC_ARM_REG_R3) == table
-            assert slot_bits == 0 or uc.reg_read(UC_ARM_REG_R2) == slot
+            assert uc.reg_read(UC_ARM_REG_R2) == before[depth - 1]  # the key that left
+        else:
+            assert counter == start + 1
+            assert after == [key, other][:depth], case
         assert uc.reg_read(UC_ARM_REG_CPSR) & 0xF80F0000 == flags & 0xF80F0000
 
 

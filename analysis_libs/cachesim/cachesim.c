@@ -1,47 +1,54 @@
 /* cachesim analysis: a set-associative data cache with true LRU, write-allocate.
  * Structure of the ATOM example: profile_start (geometry), cache_sim (one access),
- * profile_end (report). Each set keeps its ways ordered most- to least-recently used;
- * a tag slot holds (line number + 1), 0 meaning empty. */
+ * profile_end (report).
+ *
+ * The instrumented code keeps the `depth` most recently used lines of each set itself
+ * (the slot of a depth-2 repeat filter, api.RepeatFilter; depth 1 when direct-mapped):
+ * an access to one of them is a hit that at most reorders them, counted in mru_hits and
+ * never seen here. cache_sim sees the others, each with the line that left the slot
+ * (`left`: an address in it, 0 for none), and keeps the set's remaining ways ordered
+ * most- to least-recently used; a tag holds (line number + 1), 0 meaning empty. */
 #include "anvil_rt.h"
 
 ANVIL_ARRAY(uint32_t, tags);
-/* Accesses to the line already most recently used in its set: hits that change no LRU
- * state. The instrumented code tests for them inline and only counts them here
- * ([0] loads, [1] stores); cache_sim never sees them (passes/cachesim.py). */
+/* Hits on the lines the instrumented code keeps: [0] loads, [1] stores (passes/cachesim.py). */
 ANVIL_ARRAY(uint64_t, mru_hits);
 
-static uint32_t cache_size, ways, line_shift, set_mask;
+static uint32_t cache_size, ways, line_shift, set_mask, held;  /* held: ways kept here */
 static uint64_t accesses_of[2], misses_of[2];  /* [0] loads, [1] stores */
 
-void profile_start(uint32_t size, uint32_t assoc, uint32_t line)
+void profile_start(uint32_t size, uint32_t assoc, uint32_t line, uint32_t depth)
 {
     cache_size = size;
     ways = assoc;
+    held = assoc - depth;
     line_shift = 0;
     while ((1u << line_shift) < line)
         line_shift++;
     set_mask = size / (assoc * line) - 1;
 }
 
-void cache_sim(uint32_t addr, uint32_t is_store)
+void cache_sim(uint32_t addr, uint32_t is_store, uint32_t left)
 {
     uint32_t line = addr >> line_shift;
-    uint32_t *set = anvil_array_tags + (line & set_mask) * ways;
+    uint32_t *set = anvil_array_tags + (line & set_mask) * held;
     uint32_t key = line + 1;
     uint32_t kind = is_store != 0;
     accesses_of[kind]++;  /* indexed, not branched on: loads and stores interleave unpredictably */
-    if (set[0] == key)    /* a hit on the most recently used way changes nothing */
-        return;
-    uint32_t i = 1;
-    while (i < ways && set[i] != key)
+    uint32_t i = 0;
+    while (i < held && set[i] != key)
         i++;
-    int miss = i == ways;
+    int miss = i == held;
     misses_of[kind] += miss;
+    if (held == 0)
+        return;
+    /* The line found (or the least recently used one) goes; the line the instrumented
+     * code let go becomes the most recent of those kept here. */
     if (miss)
-        i = ways - 1;
+        i = held - 1;
     for (; i > 0; i--)
         set[i] = set[i - 1];
-    set[0] = key;
+    set[0] = left ? (left >> line_shift) + 1 : 0;
 }
 
 static void field(const char *name, uint64_t v, int json, int last)

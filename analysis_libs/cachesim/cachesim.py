@@ -2,8 +2,11 @@
 
 A set-associative data cache with true LRU replacement and write-allocate, as in the ATOM
 cache example: profile_start (geometry), cache_sim (one access), profile_end (report).
-Each set is a list of ``ways`` line numbers ordered most- to least-recently used (MRU at
-index 0); -1 marks an empty way (a line number is never negative). Run it with
+The instrumented program keeps each set's ``depth`` most recently used lines itself and
+counts the hits on them (``mru_hits``); cache_sim sees the other accesses with the line
+that left the program's slot (``left``: an address in it, 0 for none). Each set here is
+a list of the remaining ``ways - depth`` line numbers ordered most- to least-recently
+used; -1 marks an empty way (a line number is never negative). Run it with
 ``anvil run app.rh --lib analysis_libs/cachesim/cachesim.py``.
 """
 
@@ -27,7 +30,7 @@ class Analysis:
         self.sets: list[list[int]] = []
         self.loads = self.load_misses = self.stores = self.store_misses = 0
 
-    def profile_start(self, size: int, assoc: int, line: int) -> None:
+    def profile_start(self, size: int, assoc: int, line: int, depth: int) -> None:
         self.cache_size = size
         self.ways = assoc
         shift = 0
@@ -35,39 +38,29 @@ class Analysis:
             shift += 1
         self.line_shift = shift
         self.set_mask = size // (assoc * line) - 1
-        self.sets = [[-1] * assoc for _ in range(self.set_mask + 1)]
+        self.sets = [[-1] * (assoc - depth) for _ in range(self.set_mask + 1)]
 
-    def cache_sim(self, addr: int, is_store: int) -> None:
-        self.cache_sim_batch((addr,), (is_store,))
+    def cache_sim(self, addr: int, is_store: int, left: int) -> None:
+        self.cache_sim_batch((addr,), (is_store,), (left,))
 
-    def cache_sim_batch(self, addrs: Sequence[int], is_stores: Sequence[int]) -> None:
+    def cache_sim_batch(self, addrs: Sequence[int], is_stores: Sequence[int], lefts: Sequence[int]) -> None:
         shift, mask, sets = self.line_shift, self.set_mask, self.sets
         load_misses = store_misses = 0
-        if self.ways == 1:
-            for addr, is_store in zip(addrs, is_stores):
-                line = addr >> shift
-                ways = sets[line & mask]
-                if ways[0] != line:
-                    ways[0] = line
-                    if is_store:
-                        store_misses += 1
-                    else:
-                        load_misses += 1
-        else:
-            for addr, is_store in zip(addrs, is_stores):
-                line = addr >> shift
-                ways = sets[line & mask]
-                if ways[0] == line:
-                    continue
-                if line in ways:
-                    ways.remove(line)
+        for addr, is_store, left in zip(addrs, is_stores, lefts):
+            line = addr >> shift
+            ways = sets[line & mask]
+            if line in ways:
+                ways.remove(line)
+            else:
+                if is_store:
+                    store_misses += 1
                 else:
-                    ways.pop()
-                    if is_store:
-                        store_misses += 1
-                    else:
-                        load_misses += 1
-                ways.insert(0, line)
+                    load_misses += 1
+                if not ways:  # direct-mapped: the program kept the only way
+                    continue
+                ways.pop()
+            # The line the program let go is now the most recent of those kept here.
+            ways.insert(0, left >> shift if left else -1)
         stores = len(is_stores) - is_stores.count(0)
         self.stores += stores
         self.loads += len(is_stores) - stores

@@ -244,8 +244,7 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: Shared
         if isa.thumb and isinstance(hook.prototype, RecordPrototype):
             _emit_record(isa, code, hook, ctx)
         else:
-            for i, (kind, value) in enumerate(zip(hook.prototype.kinds, hook.args)):
-                _argument(isa, code, i, kind, value, ctx)
+            _arguments(isa, code, list(zip(hook.prototype.kinds, hook.args)), 0, ctx)
             ctx.call_stubs.add(hook.prototype.name)
             isa.call(code, ("callstub", hook.prototype.name), True)
         ctx.scratch.restore(isa, code, late_pairs, 16 + len(first_pairs))
@@ -262,8 +261,7 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: Shared
     isa.mov_reg(code, FRAME_REG, SP)
     isa.align_sp8(code, IP)
     done = _emit_filter(isa, code, found, ctx)
-    for i, (kind, value) in enumerate(zip(hook.prototype.kinds, hook.args)):
-        _argument(isa, code, i, kind, value, ctx)
+    _arguments(isa, code, list(zip(hook.prototype.kinds, hook.args)), 0, ctx)
     isa.call(code, ctx.function_label(hook.prototype.name))
     if done is not None:
         code.label(done)
@@ -325,7 +323,8 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
 
     Runs after r0-r3 are parked; flags untouched. r0 = key argument, then one fixup
     holds the rest of the test (_filter_test); the call that follows runs only when
-    the key was new, after storing it in its slot.
+    the key was new, after the slot takes it (the key that left is then in r2 for a
+    FILTER_LEFT argument: ``_filter_miss``).
     """
     if found is None:
         return None
@@ -338,81 +337,135 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
     memo, counter = ctx.counter_label(flt.memo, 0), ctx.counter_label(flt.counter, index)
     done = ("filter-done", id(code), code.size)
     near = None if flt.counter_offset is None else flt.counter_offset + 8 * index
+    left = Arg.FILTER_LEFT in kinds
     if isa.thumb and near is not None and near + 4 < 4096 and not ctx.atomic_hits:
-        shape = (code.pic, flt.shift, flt.slot_bits, near)
+        shape = (code.pic, flt.shift, flt.slot_bits, flt.depth, near)
         code.later(len(_t32_filter_test(*shape, 0, 0, 0x1000)),
                    lambda at, r: _t32_filter_test(*shape, at, r(memo), r(done)))
-        slot = enc.t32_str_reg_lsl(1, 3, 2, 2) if flt.slot_bits else enc.t32_str_imm(1, 3, 0)
-        code.emit(slot)  # a new key: it takes the slot, and the call follows
+        code.emit(_t32_filter_miss(flt.slot_bits, flt.depth, left))
         return done
-    shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits, ctx.atomic_hits)
+    shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits, ctx.atomic_hits, flt.depth)
     code.later(len(_filter_test(*shape, 0, 0, 0, 0x1000)),
                lambda at, r: _filter_test(*shape, at, r(memo), r(counter), r(done)))
-    isa.str(code, 1, 3, 0)  # a new key: it takes the slot, and the call follows
+    # r3 = the slot: a new key takes it (the older key moves down at depth 2), and the call follows.
+    if flt.depth == 2:
+        isa.ldr(code, 2, 3, 4)
+        isa.ldr(code, 0, 3, 0)
+        isa.str(code, 0, 3, 4)
+    elif left:
+        isa.ldr(code, 2, 3, 0)
+    isa.str(code, 1, 3, 0)
     return done
 
 
 @cache
-def _filter_prefix(thumb: bool, shift: int, slot_bits: int) -> tuple[bytes, bytes]:
-    """The address-independent parts of the test: key into r1; then slot index, load, compare."""
+def _t32_filter_miss(slot_bits: int, depth: int, left: bool) -> bytes:
+    """After the fast T32 test (_t32_filter_test) found a new key: the slot takes it; r2 = the
+    key that left when the call takes it (``left``, always at depth 2).
+
+    Depth 1: r0 = old - key, r2 = the slot index, r3 = the table. Depth 2: r2 = the slot.
+    """
+    if depth == 2:  # r3 = most recent, r0 = older (leaves); the slot becomes (key, most recent)
+        return enc.t32_ldrd(3, 0, 2) + enc.t32_strd(1, 3, 2) + enc.t32_mov_reg(2, 0)
+    store = enc.t32_str_reg_lsl(1, 3, 2, 2) if slot_bits else enc.t32_str_imm(1, 3, 0)
+    if not left:
+        return store
+    return enc.t32_add_reg_shift(0, 0, 1, 0, 0) + store + enc.t32_mov_reg(2, 0)
+
+
+@cache
+def _filter_prefix(thumb: bool, shift: int, slot_bits: int, depth: int) -> tuple[bytes, bytes]:
+    """The address-independent parts of the test: key into r1; then r3 = the slot (from r3 =
+    the table), r2 = its most recent key - the key."""
+    slot_shift = 2 if depth == 1 else 3
     if thumb:
         key = _t32_filter_key(shift)
-        index = enc.t32_ubfx(2, 0, shift, slot_bits) + enc.t32_add_reg_shift(3, 3, 2, 0, 2) if slot_bits else b""
+        index = (enc.t32_ubfx(2, 0, shift, slot_bits) + enc.t32_add_reg_shift(3, 3, 2, 0, slot_shift)
+                 if slot_bits else b"")
         return key, index + enc.t32_ldr_imm(2, 3, 0) + enc.t32_sub_reg(2, 2, 1)
-    if shift <= 8:
-        key = enc.a32_orr_imm(1, 0, (1 << shift) - 1)
+    if shift <= 12:
+        key = b"".join(enc.a32_orr_imm(1, 0 if i == 0 else 1, part) for i, part in enumerate(_key_bits(shift)))
     else:
         key = enc.a32_lsr_imm(1, 0, shift) + enc.a32_orr_imm(1, 1, 0x80000000)
-    index = enc.a32_ubfx(2, 0, shift, slot_bits) + enc.a32_add_reg_shift(3, 3, 2, 0, 2) if slot_bits else b""
+    index = (enc.a32_ubfx(2, 0, shift, slot_bits) + enc.a32_add_reg_shift(3, 3, 2, 0, slot_shift)
+             if slot_bits else b"")
     return key, index + enc.a32_ldr_imm(2, 3, 0) + enc.a32_sub_reg(2, 2, 1)
+
+
+def _key_bits(shift: int) -> list[int]:
+    """The ORR immediates that set an address's low ``shift`` bits (shift <= 12): one or two
+    modified immediates."""
+    mask = (1 << shift) - 1
+    return [mask & 0xFF] + ([mask & 0xF00] if shift > 8 else [])
 
 
 @cache
 def _t32_filter_key(shift: int) -> bytes:
-    """T32 r1 = the key of the address in r0: never 0, equal exactly when the addresses >> shift are."""
-    if shift <= 8:  # r1 = r0 | low bits
-        return enc.t32_orr_imm(1, 0, (1 << shift) - 1)
+    """T32 r1 = the key of the address in r0: never 0, equal exactly when the addresses >> shift
+    are; up to 4 KiB keys, the last address of the key's range (what Arg.FILTER_LEFT gives)."""
+    if shift <= 12:  # r1 = r0 | low bits
+        return b"".join(enc.t32_orr_imm(1, 0 if i == 0 else 1, part) for i, part in enumerate(_key_bits(shift)))
     return enc.t32_lsr_imm(1, 0, shift) + enc.t32_orr_imm(1, 1, 0x80000000)
 
 
-def _t32_filter_test(pic: bool, shift: int, slot_bits: int, near: int, at: int, memo: int, done: int) -> bytes:
+def _t32_filter_test(pic: bool, shift: int, slot_bits: int, depth: int, near: int, at: int, memo: int,
+                     done: int) -> bytes:
     """T32 test at ``at`` when the counter lies ``near`` bytes past the slot table (api.RepeatFilter
     .counter_offset): r1 = key; r3 = the table; r2 = slot index; r0 = slot - key; if r0 != 0
-    go to the end of these bytes (the call path, which stores r1 at [r3, r2, lsl #2]); else
-    the counter at [r3, #near] += 1 and go to ``done``. One base register for both: no
-    second address to build and no slot address to add on the hot path.
+    go on (depth 1: to the end of these bytes, the call path, which stores r1 at [r3, r2,
+    lsl #2]); else the counter at [r3, #near] += 1 and go to ``done``. One base register for
+    both: no second address to build and no slot address to add on the hot path.
+
+    Depth 2 (slots of two words, the most recent key first): on to r2 = the slot; if its
+    older key is r1, the two swap, the counter counts and the code goes to ``done``; else
+    to the end of these bytes, the call path (_t32_filter_miss).
     """
     out = bytearray(_t32_filter_key(shift))
     out += enc.t32_pc_address(3, at + len(out), memo) if pic else enc.t32_mov32(3, memo)
     if slot_bits:
-        out += enc.t32_ubfx(2, 0, shift, slot_bits) + enc.t32_ldr_reg_lsl(0, 3, 2, 2)
+        out += enc.t32_ubfx(2, 0, shift, slot_bits) + enc.t32_ldr_reg_lsl(0, 3, 2, 2 if depth == 1 else 3)
     else:
         out += enc.t32_ldr_imm(0, 3, 0)
     out += enc.t32_sub_reg(0, 0, 1)
     branch_at = len(out)
-    out += bytes(2)  # CBNZ r0 to the call path, encoded below
-    bump_at = len(out)
-    # A hit without a carry goes straight to ``done`` when CBNZ reaches it (the B below
-    # is then taken only after a carry); same bytes otherwise.
-    to_done = done - (at + bump_at)
-    reach = len(_t32_bump_low(3, near, 1)) + 4  # the bump's CBNZ's PC, from its start
-    within = to_done % 2 == 0 and reach <= to_done <= reach + 126
-    out += _t32_bump(3, near, 1, to_done if within else None)
-    out += enc.t32_b(at + len(out), done)
+    out += bytes(2)  # CBNZ r0 past the hit, encoded below
+    hit_at = len(out)
+    out += _t32_hit(near, at + len(out), done)
+    if depth == 2:
+        out[branch_at:branch_at + 2] = enc.t32_cbz(0, len(out) - (branch_at + 4), nonzero=True)
+        out += enc.t32_add_reg_shift(2, 3, 2, 0, 3) if slot_bits else enc.t32_mov_reg(2, 3)
+        out += enc.t32_ldr_word(0, 2, 4) + enc.t32_sub_reg(0, 0, 1)
+        branch_at = len(out)
+        out += bytes(2)
+        out += enc.t32_ldr_word(0, 2, 0) + enc.t32_strd(1, 0, 2)  # the older key was r1: swap
+        out += enc.t32_b_narrow(at + len(out), at + hit_at)  # and count it with the other hits
     out[branch_at:branch_at + 2] = enc.t32_cbz(0, len(out) - (branch_at + 4), nonzero=True)
     return bytes(out)
 
 
-def _filter_test(thumb: bool, pic: bool, shift: int, slot_bits: int, atomic: bool, at: int, memo: int,
-                 counter: int, done: int) -> bytes:
-    """Bytes of the test at ``at``: r1 = key; r3 = &memo[slot]; r2 = slot - key; if r2 != 0
-    go to the end of these bytes (the call path); else counter += 1 and go to ``done``.
-    ``atomic``: the add with LDREX/STREX (LDREXD/STREXD in A32), for threads.
+def _t32_hit(near: int, at: int, done: int) -> bytes:
+    """At ``at``: the counter at [r3, #near] += 1, then to ``done``. A hit without a carry goes
+    straight to ``done`` when the bump's CBNZ reaches it (the B is then taken only after a
+    carry); same bytes otherwise."""
+    to_done = done - at
+    reach = len(_t32_bump_low(3, near, 1)) + 4  # the bump's CBNZ's PC, from its start
+    within = to_done % 2 == 0 and reach <= to_done <= reach + 126
+    bump = _t32_bump(3, near, 1, to_done if within else None)
+    return bump + enc.t32_b(at + len(bump), done)
+
+
+def _filter_test(thumb: bool, pic: bool, shift: int, slot_bits: int, atomic: bool, depth: int, at: int,
+                 memo: int, counter: int, done: int) -> bytes:
+    """Bytes of the test at ``at``: r1 = key; r3 = the slot; r2 = its most recent key - key; if
+    r2 != 0 go on (depth 1: to the end of these bytes, the call path); else counter += 1
+    and go to ``done``. Depth 2: then if the slot's older key (at [r3, #4]) is r1, the two
+    swap, counter += 1 and go to ``done``; else to the end. ``atomic``: the add with
+    LDREX/STREX (LDREXD/STREXD in A32), for threads.
 
     T32 branches with CBNZ; A32 has none, so r2 = clz(r2) >> 5 (1 when equal) and
-    ``add pc, pc, r2, lsl #2`` lands on a B to the call path or just past it.
+    ``add pc, pc, r2, lsl #2`` lands on a B past the hit or just past that B.
     """
-    key, compare = _filter_prefix(thumb, shift, slot_bits)
+    key, compare = _filter_prefix(thumb, shift, slot_bits, depth)
     out = bytearray(key)
 
     def address(rd: int, target: int) -> bytes:
@@ -420,21 +473,43 @@ def _filter_test(thumb: bool, pic: bool, shift: int, slot_bits: int, atomic: boo
             return enc.t32_pc_address(rd, at + len(out), target) if pic else enc.t32_mov32(rd, target)
         return enc.a32_pc_address(rd, at + len(out), target) if pic else enc.a32_mov32(rd, target)
 
+    def hit() -> None:  # the key in r1 and the address in r0 are not needed past a hit
+        if thumb:
+            out.extend(address(1, counter) + (_T32_ATOMIC_BUMP if atomic else _T32_BUMP))
+            out.extend(enc.t32_b(at + len(out), done))
+        else:
+            out.extend(address(2, counter) + (_A32_ATOMIC_BUMP if atomic else _increment_tail(thumb, 1, 3)))
+            out.extend(enc.a32_b(at + len(out), done))
+
+    def branch_if_differs(branch_at: int) -> None:  # at ``branch_at``: if r2 != 0 go to the end so far
+        if thumb:
+            out[branch_at:branch_at + 2] = enc.t32_cbz(2, len(out) - (branch_at + 4), nonzero=True)
+        else:
+            out[branch_at:branch_at + 20] = (enc.a32_clz(2, 2) + enc.a32_lsr_imm(2, 2, 5)
+                                             + enc.a32_add_reg_shift(PC, PC, 2, 0, 2) + enc._w(0xE320F000)  # nop
+                                             + enc.a32_b(at + branch_at + 16, at + len(out)))
+
     out += address(3, memo)
     out += compare
     branch_at = len(out)
-    out += bytes(2 if thumb else 20)  # the branch to the call path, encoded below
-    if thumb:  # the key in r1 and the address in r0 are not needed past a hit
-        out += address(1, counter) + (_T32_ATOMIC_BUMP if atomic else _T32_BUMP)
-    else:
-        out += address(2, counter) + (_A32_ATOMIC_BUMP if atomic else _increment_tail(thumb, 1, 3))
-    out += enc.t32_b(at + len(out), done) if thumb else enc.a32_b(at + len(out), done)
-    if thumb:
-        out[branch_at:branch_at + 2] = enc.t32_cbz(2, len(out) - (branch_at + 4), nonzero=True)
-    else:
-        out[branch_at:branch_at + 20] = (enc.a32_clz(2, 2) + enc.a32_lsr_imm(2, 2, 5)
-                                         + enc.a32_add_reg_shift(PC, PC, 2, 0, 2) + enc._w(0xE320F000)  # nop
-                                         + enc.a32_b(at + branch_at + 16, at + len(out)))
+    out += bytes(2 if thumb else 20)  # the branch past the hit, encoded below
+    hit_at = len(out)
+    hit()
+    if depth == 2:
+        branch_if_differs(branch_at)
+        older = (enc.t32_ldr_imm(2, 3, 4) + enc.t32_sub_reg(2, 2, 1) if thumb
+                 else enc.a32_ldr_imm(2, 3, 4) + enc.a32_sub_reg(2, 2, 1))
+        out += older
+        branch_at = len(out)
+        out += bytes(2 if thumb else 20)
+        # Swap: the slot becomes (key, most recent); then count it with the other hits.
+        if thumb:
+            out += enc.t32_ldr_word(0, 3, 0) + enc.t32_str_word(1, 3, 0) + enc.t32_str_word(0, 3, 4)
+            out += enc.t32_b_narrow(at + len(out), at + hit_at)
+        else:
+            out += enc.a32_ldr_imm(0, 3, 0) + enc.a32_str_imm(1, 3, 0) + enc.a32_str_imm(0, 3, 4)
+            out += enc.a32_b(at + len(out), at + hit_at)
+    branch_if_differs(branch_at)
     return bytes(out)
 
 
@@ -458,8 +533,7 @@ def _emit_record(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
     """
     assert isinstance(hook.prototype, RecordPrototype)
     dynamic = list(zip(hook.prototype.kinds, hook.args))[1:]
-    for i, (kind, value) in enumerate(dynamic):
-        _argument(isa, code, 1 + i, kind, value, ctx)
+    _arguments(isa, code, dynamic, 1, ctx)
     _argument(isa, code, 0, Arg.SITE_ID, hook.args[0], ctx)
     ctx.call_stubs.add(RECORD_FLUSH)  # the append routine calls it
     ctx.appends.call(code, append_routine(1 + len(dynamic), hook.prototype.in_exclusive))
@@ -684,9 +758,20 @@ _SET_NZCV_FROM_IP = b"".join([
 ])
 
 
+def _arguments(isa: ISA, code: Code, args: list[tuple[Arg, object]], first: int, ctx: HookContext) -> None:
+    """Arguments ``args`` into r<first>, r<first+1>, ...: a FILTER_LEFT first, from r2 where
+    the filter left it (the others write only their own register, ip and lr)."""
+    order = sorted(range(len(args)), key=lambda i: args[i][0] is not Arg.FILTER_LEFT)
+    for i in order:
+        _argument(isa, code, first + i, *args[i], ctx)
+
+
 def _argument(isa: ISA, code: Code, reg: int, kind: Arg, value: object, ctx: HookContext,
               temps: Temps = CALL_TEMPS) -> None:
-    if kind is Arg.CONST:
+    if kind is Arg.FILTER_LEFT:  # _emit_filter left it in r2
+        if reg != 2:
+            isa.mov_reg(code, reg, 2)
+    elif kind is Arg.CONST:
         isa.mov32(code, reg, int(value) & 0xFFFFFFFF)
     elif kind is Arg.STRING:
         isa.pc_address(code, reg, ctx.string_label(str(value)))

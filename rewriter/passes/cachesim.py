@@ -1,9 +1,10 @@
 """cachesim: a data cache simulated on every load and store (the ATOM cache example).
 
 profile_start sets the geometry, cache_sim runs once per memory access (one per
-register of LDM/STM/PUSH/POP/LDRD) unless the access is to its set's most recently
-used line (tested inline, counted in mru_hits), profile_end writes hits, misses and
-miss rates for loads and stores. LRU replacement, write-allocate, one line per access.
+register of LDM/STM/PUSH/POP/LDRD) unless the access is to one of its set's two most
+recently used lines (tested inline, counted in mru_hits), profile_end writes hits,
+misses and miss rates for loads and stores. LRU replacement, write-allocate, one line
+per access.
 """
 
 from __future__ import annotations
@@ -35,19 +36,24 @@ class CacheSim(Tool):
         if size < assoc * line:
             from ..errors import AnvilError
             raise AnvilError(f"cachesim: size {size} is smaller than assoc*line = {assoc * line}")
+        # The instrumented code keeps each set's two most recently used lines (one when
+        # direct-mapped) in the slot of a repeat filter: an access to either is a hit that
+        # at most swaps the two, tested inline and only counted (loads in mru_hits[0],
+        # stores in [1]). cache_sim sees the other accesses, with the line that left the
+        # slot, and keeps the set's other ways ("tags", MRU first).
+        depth = min(2, assoc)
         self.array("tags", size // line, "uint32_t")
-        # An access to the line already most recently used in its set is a hit that
-        # changes no LRU state: the instrumented code tests that inline (one slot per
-        # set holding its MRU line) and only counts it, loads in mru_hits[0], stores in [1].
         self.array("mru_hits", 2)
-        mru = RepeatFilter(shift=line.bit_length() - 1, slots=size // (assoc * line), counter="mru_hits", count_by=1)
-        start = self.prototype("profile_start", Arg.CONST, Arg.CONST, Arg.CONST)
-        access = self.prototype("cache_sim", Arg.EFFADDR, Arg.ACCESS_IS_STORE, filter=mru, deferred=True)
+        recent = RepeatFilter(shift=line.bit_length() - 1, slots=size // (assoc * line), counter="mru_hits",
+                              count_by=1, depth=depth)
+        start = self.prototype("profile_start", Arg.CONST, Arg.CONST, Arg.CONST, Arg.CONST)
+        access = self.prototype("cache_sim", Arg.EFFADDR, Arg.ACCESS_IS_STORE, Arg.FILTER_LEFT, filter=recent,
+                                deferred=True)
         finish = self.prototype("profile_end", Arg.STRING, Arg.CONST)
-        binary.call(Point.BEFORE, start, size, assoc, line)
+        binary.call(Point.BEFORE, start, size, assoc, line, depth)
         for proc in binary.select(opts.only, opts.skip):
             for block in proc.blocks:
                 for ins in block.instructions:
                     if ins.accesses:
-                        ins.call(Point.BEFORE, access, Arg.EFFADDR, Arg.ACCESS_IS_STORE)
+                        ins.call(Point.BEFORE, access, Arg.EFFADDR, Arg.ACCESS_IS_STORE, Arg.FILTER_LEFT)
         binary.call(Point.AFTER, finish, opts.out, FORMATS[opts.format])

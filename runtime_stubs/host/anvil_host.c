@@ -119,6 +119,14 @@ int anvil_dispatch(const struct anvil_site *sites, uint32_t nsites, const uint32
             s->fn(k == 0 ? w : s->args[0], k == 1 ? w : s->args[1], k == 2 ? w : s->args[2],
                   k == 3 ? w : s->args[3]);
             i += 2;
+        } else if (nd == 2) {
+            /* Two dynamic words (cachesim: the address and the line that left the
+             * program's filter, decision 0015), the same way. */
+            uint64_t w0 = words[i + 1], w1 = words[i + 2];
+            uint32_t k0 = s->slot[0], k1 = s->slot[1];
+            s->fn(k0 == 0 ? w0 : k1 == 0 ? w1 : s->args[0], k0 == 1 ? w0 : k1 == 1 ? w1 : s->args[1],
+                  k0 == 2 ? w0 : k1 == 2 ? w1 : s->args[2], k0 == 3 ? w0 : k1 == 3 ? w1 : s->args[3]);
+            i += 3;
         } else {
             uint64_t a[4] = {s->args[0], s->args[1], s->args[2], s->args[3]};
             for (uint32_t k = 0; k < nd; k++)
