@@ -68,7 +68,7 @@ class Analysis:
         self.store_misses += store_misses
 
     def profile_end(self, path: str, json: int) -> None:
-        # Accesses to their set's most recently used line were tested and counted in the program.
+        # Accesses to the lines the program keeps (its two most recent per set) were counted there.
         mru_hits = self.session.arrays["mru_hits"]
         loads, load_misses = (self.loads + mru_hits[0]) & U64, self.load_misses & U64
         stores, store_misses = (self.stores + mru_hits[1]) & U64, self.store_misses & U64
