@@ -46,7 +46,7 @@ class Arg(Enum):
     @property
     def dynamic(self) -> bool:
         """Kinds whose value is only known when the program runs (ReHost ships these)."""
-        return self in (Arg.EFFADDR, Arg.REG_VALUE, Arg.FILTER_LEFT)
+        return self is Arg.EFFADDR or self is Arg.REG_VALUE or self is Arg.FILTER_LEFT  # no hashing: hot
 
     @property
     def per_access(self) -> bool:
@@ -123,12 +123,14 @@ class Prototype:
         if len(args) != len(self.kinds):
             raise AnvilError(f"{self.name}: expected {len(self.kinds)} arguments, got {len(args)}")
         for kind, value in zip(self.kinds, args):
-            ok = {
-                Arg.CONST: isinstance(value, int),
-                Arg.STRING: isinstance(value, str),
-                Arg.REG_VALUE: isinstance(value, int) and 0 <= value <= 15,
-                Arg.SITE_ID: isinstance(value, int),
-            }.get(kind, value is kind)
+            if kind is Arg.CONST or kind is Arg.SITE_ID:  # identity tests, no dict: called per site
+                ok = isinstance(value, int)
+            elif kind is Arg.STRING:
+                ok = isinstance(value, str)
+            elif kind is Arg.REG_VALUE:
+                ok = isinstance(value, int) and 0 <= value <= 15
+            else:
+                ok = value is kind
             if not ok:
                 raise AnvilError(f"{self.name}: argument {value!r} does not fit kind {kind.name}")
         flt = self.filter

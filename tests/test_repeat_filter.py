@@ -77,3 +77,13 @@ def test_const_counter_index_is_checked_at_the_call() -> None:
 def test_filter_left_needs_a_filter() -> None:
     with pytest.raises(AnvilError, match="needs a repeat filter"):
         _tool().prototype("f", Arg.EFFADDR, Arg.FILTER_LEFT)
+
+
+@pytest.mark.parametrize("kind, value", [(Arg.CONST, "1"), (Arg.STRING, 3), (Arg.REG_VALUE, 16),
+                                         (Arg.REG_VALUE, Arg.REG_VALUE), (Arg.EFFADDR, 0),
+                                         (Arg.EFFADDR, Arg.ACCESS_SIZE)])
+def test_call_arguments_must_fit_their_kinds(kind: Arg, value: object) -> None:
+    proto = Tool().prototype("f", kind)
+    with pytest.raises(AnvilError, match="does not fit kind"):
+        proto.check_args((value,))
+    proto.check_args(({Arg.CONST: 1, Arg.STRING: "s", Arg.REG_VALUE: 15}.get(kind, kind),))

@@ -340,12 +340,12 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
     left = Arg.FILTER_LEFT in kinds
     if isa.thumb and near is not None and near + 4 < 4096 and not ctx.atomic_hits:
         shape = (code.pic, flt.shift, flt.slot_bits, flt.depth, near)
-        code.later(len(_t32_filter_test(*shape, 0, 0, 0x1000)),
+        code.later(_test_size(_t32_filter_test, shape),
                    lambda at, r: _t32_filter_test(*shape, at, r(memo), r(done)))
         code.emit(_t32_filter_miss(flt.slot_bits, flt.depth, left))
         return done
     shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits, ctx.atomic_hits, flt.depth)
-    code.later(len(_filter_test(*shape, 0, 0, 0, 0x1000)),
+    code.later(_test_size(_filter_test, shape),
                lambda at, r: _filter_test(*shape, at, r(memo), r(counter), r(done)))
     # r3 = the slot: a new key takes it (the older key moves down at depth 2), and the call follows.
     if flt.depth == 2:
@@ -356,6 +356,13 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
         isa.ldr(code, 2, 3, 0)
     isa.str(code, 1, 3, 0)
     return done
+
+
+@cache
+def _test_size(test: Callable[..., bytes], shape: tuple) -> int:
+    """How long ``test(*shape, at, ...addresses)`` is: the same wherever it lands."""
+    addresses = 3 if test is _filter_test else 2
+    return len(test(*shape, 0, *[0x1000] * addresses))
 
 
 @cache
@@ -420,8 +427,17 @@ def _t32_filter_test(pic: bool, shift: int, slot_bits: int, depth: int, near: in
     older key is r1, the two swap, the counter counts and the code goes to ``done``; else
     to the end of these bytes, the call path (_t32_filter_miss).
     """
-    out = bytearray(_t32_filter_key(shift))
-    out += enc.t32_pc_address(3, at + len(out), memo) if pic else enc.t32_mov32(3, memo)
+    head = _t32_filter_key(shift)
+    head += enc.t32_pc_address(3, at + len(head), memo) if pic else enc.t32_mov32(3, memo)
+    return head + _t32_filter_body(shift, slot_bits, depth, near, done - (at + len(head)))
+
+
+@cache
+def _t32_filter_body(shift: int, slot_bits: int, depth: int, near: int, to_done: int) -> bytes:
+    """What follows the key and the table's address in _t32_filter_test, with ``done``
+    ``to_done`` bytes from its start: the same for the many sites whose call paths have one
+    length (cached: the rewrite emits it at tens of thousands of sites)."""
+    out = bytearray()
     if slot_bits:
         out += enc.t32_ubfx(2, 0, shift, slot_bits) + enc.t32_ldr_reg_lsl(0, 3, 2, 2 if depth == 1 else 3)
     else:
@@ -430,7 +446,7 @@ def _t32_filter_test(pic: bool, shift: int, slot_bits: int, depth: int, near: in
     branch_at = len(out)
     out += bytes(2)  # CBNZ r0 past the hit, encoded below
     hit_at = len(out)
-    out += _t32_hit(near, at + len(out), done)
+    out += _t32_hit(near, len(out), to_done)
     if depth == 2:
         out[branch_at:branch_at + 2] = enc.t32_cbz(0, len(out) - (branch_at + 4), nonzero=True)
         out += enc.t32_add_reg_shift(2, 3, 2, 0, 3) if slot_bits else enc.t32_mov_reg(2, 3)
@@ -438,7 +454,7 @@ def _t32_filter_test(pic: bool, shift: int, slot_bits: int, depth: int, near: in
         branch_at = len(out)
         out += bytes(2)
         out += enc.t32_ldr_word(0, 2, 0) + enc.t32_strd(1, 0, 2)  # the older key was r1: swap
-        out += enc.t32_b_narrow(at + len(out), at + hit_at)  # and count it with the other hits
+        out += enc.t32_b_narrow(len(out), hit_at)  # and count it with the other hits
     out[branch_at:branch_at + 2] = enc.t32_cbz(0, len(out) - (branch_at + 4), nonzero=True)
     return bytes(out)
 
