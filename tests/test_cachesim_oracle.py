@@ -34,18 +34,20 @@ def on_qemu_stack(accesses: list, sp: int) -> list:
             for kind, addr, size in accesses]
 
 
-@pytest.mark.parametrize("geometry", [(16384, 8, 64), (1024, 2, 32), (256, 1, 16), (4096, 64, 64)])
+@pytest.mark.parametrize("geometry", [(16384, 8, 64, 2), (1024, 2, 32, 2), (256, 1, 16, 2), (4096, 64, 64, 2),
+                                      (16384, 8, 64, 1), (1024, 2, 32, 1)])
 @pytest.mark.parametrize("flags", [(), ("-marm",)], ids=["thumb", "arm"])
 @pytest.mark.parametrize("name", ["memwalk", "bubble"])
 def test_cachesim_matches_reference(name: str, flags: tuple, geometry: tuple, tmp_path) -> None:
-    size, assoc, line = geometry
+    size, assoc, line, kept = geometry  # kept: lines per set the program tests inline
     binary = build_freestanding(name, flags)
     oracle = run_freestanding(binary)
     placed = place(binary, tmp_path, "orig")
     expected = simulate(on_qemu_stack(oracle.accesses, initial_sp(placed)), size, assoc, line)
     original = run_prog(placed)
     assert original.stdout == oracle.stdout
-    inst = run_prog(instrument(binary, "cachesim", tmp_path, "--opt", f"size={size},assoc={assoc},line={line}"))
+    opts = f"size={size},assoc={assoc},line={line},kept={kept}"
+    inst = run_prog(instrument(binary, "cachesim", tmp_path, "--opt", opts))
     assert_same_behaviour(original, inst)
     got = results(inst, "cachesim")
     for key in ("loads", "stores", "load_misses", "store_misses"):

@@ -1,8 +1,8 @@
 """cachesim: a data cache simulated on every load and store (the ATOM cache example).
 
 profile_start sets the geometry, cache_sim runs once per memory access (one per
-register of LDM/STM/PUSH/POP/LDRD) unless the access is to one of its set's two most
-recently used lines (tested inline, counted in mru_hits), profile_end writes hits,
+register of LDM/STM/PUSH/POP/LDRD) unless the access is to one of its set's two (option
+kept) most recently used lines (tested inline, counted in mru_hits), profile_end writes hits,
 misses and miss rates for loads and stores. LRU replacement, write-allocate, one line
 per access.
 """
@@ -29,6 +29,8 @@ class CacheSim(Tool):
                lambda v: power_of_two(v) or (None if v <= 64 else "must be at most 64")),
         Option("line", 64, "line size in bytes", parse_size,
                lambda v: power_of_two(v) or (None if 4 <= v <= 4096 else "must be between 4 and 4096")),
+        Option("kept", 2, "most recently used lines per set the program tests inline (1 or 2): "
+               "2 runs faster, 1 makes a smaller image", int, lambda v: None if v in (1, 2) else "must be 1 or 2"),
     ]
 
     def instrument(self, binary: Binary, opts: Options) -> None:
@@ -37,11 +39,11 @@ class CacheSim(Tool):
             from ..errors import AnvilError
             raise AnvilError(f"cachesim: size {size} is smaller than assoc*line = {assoc * line}")
         # The instrumented code keeps each set's two most recently used lines (one when
-        # direct-mapped) in the slot of a repeat filter: an access to either is a hit that
-        # at most swaps the two, tested inline and only counted (loads in mru_hits[0],
-        # stores in [1]). cache_sim sees the other accesses, with the line that left the
-        # slot, and keeps the set's other ways ("tags", MRU first).
-        depth = min(2, assoc)
+        # direct-mapped or asked to) in the slot of a repeat filter: an access to either is
+        # a hit that at most swaps the two, tested inline and only counted (loads in
+        # mru_hits[0], stores in [1]). cache_sim sees the other accesses, with the line that
+        # left the slot, and keeps the set's other ways ("tags", MRU first).
+        depth = min(opts.kept, assoc)
         self.array("tags", size // line, "uint32_t")
         self.array("mru_hits", 2)
         recent = RepeatFilter(shift=line.bit_length() - 1, slots=size // (assoc * line), counter="mru_hits",
