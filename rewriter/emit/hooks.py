@@ -850,9 +850,7 @@ def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, s
         scratch.restore(isa, code, pairs)
         return
     if isa.thumb and amount == 1 and scratch.vfp:
-        code.emit(enc.t32_vmov_to_lane(16, 1))
-        isa.pc_address(code, 1, counter_label)
-        code.emit(_NEON_INCREMENT + enc.t32_vmov_from_lane(1, 16))
+        _with_r1_at(isa, code, counter_label, _NEON_INCREMENT)
         return
     if isa.thumb and amount == 1:
         scratch.save(isa, code, [(0, 1)])
@@ -910,15 +908,20 @@ def emit_sum_add(code: Code, weight: int) -> None:
 
 
 _SUM_STORE = (enc.t32_vldr_d(17, 1) + enc.t32_vadd_i64(17, 17, SUM_REGISTER) + enc.t32_vldr_d(17, 1, store=True)
-              + enc.t32_vmov_from_lane(1, 16) + enc.t32_vmov_i64_zero(SUM_REGISTER))
+              + enc.t32_vmov_i64_zero(SUM_REGISTER))
 
 
 def emit_sum_store(isa: ISA, code: Code, slot_label: Hashable) -> None:
-    """[slot] += d31, then d31 = 0 (T32): the running sum goes to its procedure's slot.
-    r1 is parked in d16 meanwhile, as the NEON counter does."""
+    """[slot] += d31, then d31 = 0 (T32): the running sum goes to its procedure's slot."""
+    _with_r1_at(isa, code, slot_label, _SUM_STORE)
+
+
+def _with_r1_at(isa: ISA, code: Code, label: Hashable, body: bytes) -> None:
+    """``body`` with r1 = the address of ``label`` (T32, d16-d31 free): r1 parked in d16's
+    low lane around it, the only core register the NEON counters and sums borrow."""
     code.emit(enc.t32_vmov_to_lane(16, 1))
-    isa.pc_address(code, 1, slot_label)
-    code.emit(_SUM_STORE)
+    isa.pc_address(code, 1, label)
+    code.emit(body + enc.t32_vmov_from_lane(1, 16))
 
 
 @cache

@@ -18,7 +18,6 @@ import functools
 import io
 import math
 import os
-import re
 import struct
 import tempfile
 import time
@@ -100,30 +99,10 @@ class Report:
         return ", ".join(parts)
 
 
-_HIGH_VFP = re.compile(r"\b(d(1[6-9]|2\d|3[01])|q([89]|1[0-5]))\b")
-
-
-def high_vfp_free(binary: Binary) -> bool:
-    """True if no instruction depends on d16-d31, so hooks may keep registers there.
-
-    Saving or restoring the whole bank (the unwinder's vstm/vldm {d16-d31}) does not
-    depend on the values and is allowed.
-    """
-    for proc in binary.procedures:
-        for ins in proc.instructions():
-            # The test for a 'd' or 'q' first: most instructions name neither, and a
-            # regular expression search costs ten times more.
-            if ("d" in ins.op_str or "q" in ins.op_str) and _HIGH_VFP.search(ins.op_str):
-                whole_bank = ins.mnemonic.startswith(("vldm", "vstm")) and "d16" in ins.op_str and "d31" in ins.op_str
-                if not whole_bank:
-                    return False
-    return True
-
-
 def vfp_scratch(binary: Binary) -> bool:
     """Whether hooks park registers in d16-d31 (else on the stack). Cortex-M cores have no
     d16-d31 (FPv4-SP: d0-d15 at most)."""
-    return not binary.is_firmware and high_vfp_free(binary) and not os.environ.get("ANVIL_STACK_SCRATCH")
+    return not binary.is_firmware and not binary.uses_high_vfp() and not os.environ.get("ANVIL_STACK_SCRATCH")
 
 
 def _register_sums(binary: Binary, sums: dict[str, str] | None, vfp: bool) -> dict[str, str]:
@@ -247,7 +226,7 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     """
     placement = firmware.place(binary, opts.flash_region, opts.ram_region) if binary.is_firmware else None
     _add_runtime_hooks(binary)
-    vfp = vfp_scratch(binary)  # a scan of every instruction: once
+    vfp = vfp_scratch(binary)
     derivations = place_counters(binary, _register_sums(binary, sums, vfp))  # before the library's thread: it may fork
     report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data),
                     block_counters={"inline": derivations.counters_kept, "derived": derivations.counters_removed,

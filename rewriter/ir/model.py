@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import itertools
+import re
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -256,6 +257,18 @@ class Segment:
         return bool(self.flags & 1)
 
 
+_HIGH_VFP = re.compile(r"\b(d(1[6-9]|2\d|3[01])|q([89]|1[0-5]))\b")
+
+
+def _names_high_vfp(ins: Instruction) -> bool:
+    """``ins`` reads or writes one of d16-d31 (a whole-bank save or restore aside)."""
+    # The test for a 'd' or 'q' first: most instructions name neither, and a regular
+    # expression search costs ten times more.
+    if not ("d" in ins.op_str or "q" in ins.op_str) or not _HIGH_VFP.search(ins.op_str):
+        return False
+    return not (ins.mnemonic.startswith(("vldm", "vstm")) and "d16" in ins.op_str and "d31" in ins.op_str)
+
+
 @dataclass
 class Binary:
     """A loaded executable: its procedures and the facts the emitter needs."""
@@ -283,11 +296,22 @@ class Binary:
     fini: int | None = None  # DT_FINI: the last code of the executable to run at exit (dynamic)
     profile: str = "A"  # ARM architecture profile: "A" (Linux programs) or "M" (Cortex-M firmware)
     dsp: bool = True    # the core has the DSP extension (APSR.GE bits): all but plain ARMv7-M
+    _high_vfp: bool | None = field(default=None, repr=False, compare=False)  # uses_high_vfp, once known
 
     @property
     def is_firmware(self) -> bool:
         """A bare-metal Cortex-M image: vector table, no kernel, entered at reset."""
         return self.profile == "M"
+
+    def uses_high_vfp(self) -> bool:
+        """Whether an instruction depends on d16-d31 (else hooks may keep registers there).
+
+        Saving or restoring the whole bank (the unwinder's vstm/vldm {d16-d31}) does not
+        depend on the values and does not count. A scan of every instruction, made once.
+        """
+        if self._high_vfp is None:
+            self._high_vfp = any(_names_high_vfp(ins) for proc in self.procedures for ins in proc.instructions())
+        return self._high_vfp
 
     def call(self, point: Point, prototype: Prototype, *args: object) -> None:
         """Program start (Point.BEFORE) or program end (Point.AFTER)."""
