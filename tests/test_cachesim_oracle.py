@@ -35,11 +35,13 @@ def on_qemu_stack(accesses: list, sp: int) -> list:
 
 
 @pytest.mark.parametrize("geometry", [(16384, 8, 64, 2), (1024, 2, 32, 2), (256, 1, 16, 2), (4096, 64, 64, 2),
-                                      (16384, 8, 64, 1), (1024, 2, 32, 1)])
+                                      (16384, 8, 64, 1), (1024, 2, 32, 1), (262144, 4, 64, 2)])
 @pytest.mark.parametrize("flags", [(), ("-marm",)], ids=["thumb", "arm"])
 @pytest.mark.parametrize("name", ["memwalk", "bubble"])
 def test_cachesim_matches_reference(name: str, flags: tuple, geometry: tuple, tmp_path) -> None:
-    size, assoc, line, kept = geometry  # kept: lines per set the program tests inline
+    # kept: lines per set the program tests inline; 256 KiB: a slot table too large for the
+    # counter after it to be in reach of the T32 test's base register (hooks._filter_test).
+    size, assoc, line, kept = geometry
     binary = build_freestanding(name, flags)
     oracle = run_freestanding(binary)
     placed = place(binary, tmp_path, "orig")
