@@ -35,20 +35,27 @@ void cache_sim(uint32_t addr, uint32_t is_store, uint32_t left)
     uint32_t key = line + 1;
     uint32_t kind = is_store != 0;
     accesses_of[kind]++;  /* indexed, not branched on: loads and stores interleave unpredictably */
-    uint32_t i = 0;
+    if (held == 0) {  /* direct-mapped: the program kept the only way */
+        misses_of[kind]++;
+        return;
+    }
+    /* The line found (or the least recently used one) goes; the line the instrumented
+     * code let go becomes the most recent of those kept here. */
+    uint32_t out = left ? (left >> line_shift) + 1 : 0;
+    if (set[0] == key) {  /* the most recent line kept here: half the calls */
+        set[0] = out;
+        return;
+    }
+    uint32_t i = 1;
     while (i < held && set[i] != key)
         i++;
     int miss = i == held;
     misses_of[kind] += miss;
-    if (held == 0)
-        return;
-    /* The line found (or the least recently used one) goes; the line the instrumented
-     * code let go becomes the most recent of those kept here. */
     if (miss)
         i = held - 1;
     for (; i > 0; i--)
         set[i] = set[i - 1];
-    set[0] = left ? (left >> line_shift) + 1 : 0;
+    set[0] = out;
 }
 
 static void field(const char *name, uint64_t v, int json, int last)
