@@ -96,6 +96,41 @@ static int __attribute__((noinline)) pick(int k) {
 
 static unsigned fib(unsigned n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
 
+static unsigned __attribute__((noinline)) plus1(unsigned x) { return x + 1; }
+static unsigned __attribute__((noinline)) times3(unsigned x) { return x * 3; }
+static unsigned (*volatile ops[2])(unsigned) = {plus1, times3};
+
+static unsigned __attribute__((noinline)) tail(unsigned x) {
+    return ops[x & 1](x);         /* a jump through a register out of the procedure */
+}
+
+static unsigned __attribute__((noinline)) interp(const unsigned char *code, unsigned acc) {
+    static void *const op[] = {&&add, &&dbl, &&out, &&end};
+#define NEXT goto *op[*code++]    /* computed gotos within the procedure */
+    NEXT;
+add: acc += 3; NEXT;
+dbl: acc = acc * 2 + work(acc); NEXT;
+out: acc = tail(acc); NEXT;
+end: return acc;
+}
+
+static const unsigned char program[] = {0, 1, 0, 2, 1, 0, 0, 2, 2, 1, 3};
+
+static void __attribute__((noinline)) bump(void) { acc++; }
+static volatile int stay[2] = {0, 0};
+
+static unsigned __attribute__((noinline)) hop(unsigned x, int n) {
+    static void *const where[] = {&&after, &&fin};
+    bump();
+after:                            /* a return site (its sum is reset there) and a goto's target */
+    x = x * 5 + 1;
+    if (n-- > 0)
+        goto *where[stay[n & 1]];
+    goto *where[1];
+fin:
+    return x;
+}
+
 static void __attribute__((noinline)) finish(unsigned v) {
     printf("%u %u\n", acc, v);
     exit(v & 1);                  /* the program ends two calls down */
@@ -114,6 +149,8 @@ int main(int argc, char **argv) {
         if (!setjmp(env))
             deep(4 + r % 3);
         acc += pick(r);
+        acc += interp(program + r % 4, r);
+        acc += hop(r, r % 5);
         v[r] = -v[r];
         qsort(v, 300, sizeof v[0], by_value);
     }

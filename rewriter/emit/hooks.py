@@ -18,7 +18,7 @@ from ..arch import arm_encode as enc
 from ..errors import AnvilError
 from ..ir.model import Access, Hook, Instruction
 from .code import Code
-from .isa import IP, ISA, LR, PC, SP, Scratch
+from .isa import IP, ISA, LR, PC, SP, T32, Scratch
 
 SAVED = [0, 1, 2, 3, 4, 5, IP, LR]
 VFP_PAIRS = [(0, 1), (2, 3), (IP, LR)]  # what AAPCS lets a C call clobber; r4-r11 survive it
@@ -914,6 +914,14 @@ _SUM_STORE = (enc.t32_vldr_d(17, 1) + enc.t32_vadd_i64(17, 17, SUM_REGISTER) + e
 def emit_sum_store(isa: ISA, code: Code, slot_label: Hashable) -> None:
     """[slot] += d31, then d31 = 0 (T32): the running sum goes to its procedure's slot."""
     _with_r1_at(isa, code, slot_label, _SUM_STORE)
+
+
+def emit_sum_store_free(code: Code, reg: int, slot_label: Hashable) -> None:
+    """[slot] += d31, then d31 = 0 (T32), where core register ``reg`` is free: no parking,
+    d30 (the adds' temporary) for the slot's value."""
+    T32.pc_address(code, reg, slot_label)
+    code.emit(enc.t32_vldr_d(SUM_TEMP, reg) + enc.t32_vadd_i64(SUM_TEMP, SUM_TEMP, SUM_REGISTER)
+              + enc.t32_vldr_d(SUM_TEMP, reg, store=True) + enc.t32_vmov_i64_zero(SUM_REGISTER))
 
 
 def _with_r1_at(isa: ISA, code: Code, label: Hashable, body: bytes) -> None:

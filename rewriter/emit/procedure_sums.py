@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..ir.elf_loader import table_branch_targets
 from ..ir.model import Accumulation, Binary, Block, Procedure
+from .relocate import translated_jump
 
 if TYPE_CHECKING:
     from .counter_placement import Plan
@@ -107,6 +108,8 @@ def _may_leave(binary: Binary, block: Block, starts: dict[int, int], resets: set
     if last.branch_target is not None and last.is_branch:
         if last.branch_target not in starts:
             return True  # a tail call or a branch into other code
-    elif last.is_branch or last.writes_pc:
+    elif (last.is_branch or last.writes_pc) and not translated_jump(last):
         return True  # an indirect jump: where to is not known here
+    # A computed goto (translated_jump) stores the sum itself when its target is not one of
+    # the procedure's instructions, and goes past a reset when it is (relocate.py).
     return last.falls_through and last.end not in starts

@@ -39,6 +39,7 @@ from .hooks import (
     emit_sum_add,
     emit_sum_reset,
     emit_sum_store,
+    emit_sum_store_free,
     shared_key,
 )
 from .isa import A32, AL, IP, ISA, LR, PC, SP, T32, Scratch
@@ -429,6 +430,17 @@ def _through_pointer_slot(ins: Instruction, name: str) -> bool:
     return access.base not in (PC,) and access.index is None
 
 
+def translated_jump(ins: Instruction) -> bool:
+    """``ins`` jumps to a target computed at run time, which the relocated code looks up in
+    its procedure's table (``_translated_jump``): not a return, a call, a jump through a
+    pointer in memory or to a literal."""
+    if not ins.writes_pc or ins.branch_target is not None or ins.is_return or ins.is_call:
+        return False
+    literal = ins.name == "ldr" and len(ins.accesses) == 1 and ins.accesses[0].base == PC \
+        and ins.accesses[0].index is None
+    return not literal and not _through_pointer_slot(ins, ins.name)
+
+
 def _literal_target(ins: Instruction, name: str, ctx: RelocationContext) -> int | None:
     """For ``ldr pc, [pc, #x]``: the constant it jumps to."""
     if name == "ldr" and len(ins.accesses) == 1 and ins.accesses[0].base == PC and ins.accesses[0].index is None:
@@ -568,18 +580,28 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
         if t != 0:
             isa.mov_reg(code, 0, t)
         keeps_flags = isa.thumb and proc.thumb  # CBZ: T32 only; A32 saves the flags in d18
+        # A procedure keeping its sum in d31 stores it only when the target is not one of
+        # its own instructions (procedure_sums: a computed goto within it keeps the sum).
+        leaving = ("xlate-out", id(code), code.size) if proc.accumulation is not None else None
+        assert leaving is None or keeps_flags
         if keeps_flags:
-            _flag_free_xlate(code, proc)
+            _flag_free_xlate(code, proc, leaving)
         else:
             isa.mrs(code, 2)
             isa.to_d(code, 18, 2, 2)
             _inline_xlate(isa, code, proc)
+        back = ("xlate-back", id(code), code.size)
+        code.label(back)
         _slot_below_sp(isa, code, 3)
         if not keeps_flags:
             isa.from_d(code, 2, 3, 18)
             isa.msr(code, 2)
         ctx.scratch.restore(isa, code, saved)
         _jump_via_slot(isa, code)
+        if leaving is not None:
+            code.label(leaving)  # r3 = the original target; r0-r2 free (parked)
+            emit_sum_store_free(code, 1, ctx.counter_label(*proc.accumulation.slot))
+            T32.branch(code, back)
     else:
         _reserve_slot(isa, code)
         isa.push(code, [0, 1, 2, 3, LR])
@@ -618,7 +640,7 @@ def _inline_xlate(isa: ISA, code: Code, proc: Procedure) -> None:
     code.label(done)
 
 
-def _flag_free_xlate(code: Code, proc: Procedure) -> None:
+def _flag_free_xlate(code: Code, proc: Procedure, outside: Hashable | None = None) -> None:
     """T32: r3 = relocated address of the original target in r0 (r0 itself when outside
     ``proc`` or not an instruction start), using r0-r2 and leaving the flags alone.
 
@@ -626,8 +648,11 @@ def _flag_free_xlate(code: Code, proc: Procedure) -> None:
     computed goto of an interpreter's dispatch loop): the range check is done on the
     sign bit and the branches are cbz. With off = target - start, off < size (unsigned)
     exactly when off's top bit is clear and (off - size)'s is set, size being < 2^31.
+    ``outside``: where to go instead of falling through when the target is not translated
+    (r3 = r0 there too).
     """
     done = ("xlate_done", id(code), code.size)
+    miss = done if outside is None else outside
     T32.mov_reg(code, 3, 0)
     T32.clear_bit0(code, 0, 0)
     T32.pc_address(code, 1, proc.address)
@@ -636,10 +661,10 @@ def _flag_free_xlate(code: Code, proc: Procedure) -> None:
     T32.add_shifted(code, 1, 0, 2, 0, 0, sub=True)       # r1 = off - size
     T32.bic_reg(code, 1, 1, 0)
     T32.lsr_imm(code, 1, 1, 31)                          # r1 = off < size
-    T32.cbz(code, 1, done)
+    T32.cbz(code, 1, miss)
     T32.pc_address(code, 2, ("xlate_entries", proc.address))
     T32.ldr_index(code, 1, 2, 0, 1)                      # halfword offset -> word entry
-    T32.cbz(code, 1, done)
+    T32.cbz(code, 1, miss)
     T32.add_shifted(code, 3, 2, 1, 0, 0)
     code.label(done)
 
@@ -712,13 +737,18 @@ def emit_xlate_table(proc: Procedure, key: Hashable, code: Code) -> None:
     code.emit(struct.pack("<III", proc.address, proc.size, shift))
     code.label(("xlate_entries", key[1]))
     starts = {ins.address: ins.thumb for ins in proc.instructions()}
+    # A computed goto within a procedure that keeps its sum in d31 goes past a block's reset,
+    # as its direct branches do (procedure_sums).
+    sums = proc.accumulation
+    inside = {proc.blocks[i].address for i in sums.resets} if sums is not None else set()
 
     def table(at: int, resolve) -> bytes:
         words = []
         for i in range(slots):
             addr = proc.address + (i << shift)
             if addr in starts:
-                words.append(((resolve(ins_label(addr)) | (1 if starts[addr] else 0)) - at) & 0xFFFFFFFF)
+                label = ("inside", addr) if addr in inside else ins_label(addr)
+                words.append(((resolve(label) | (1 if starts[addr] else 0)) - at) & 0xFFFFFFFF)
             else:
                 words.append(0)
         return struct.pack(f"<{slots}I", *words)
