@@ -333,40 +333,28 @@ class RepeatFilterModel:
         stop, n = len(addrs), 0
         if want <= 0:
             return start
-        if self.depth == 2:
-            for i, addr in enumerate(islice(addrs, start, None), start):
-                key = addr | low
-                s = (addr >> shift) & mask
-                first = recent[s]
-                if key == first:
+        two = self.depth == 2
+        for i, addr in enumerate(islice(addrs, start, None), start):
+            key = addr | low
+            s = (addr >> shift) & mask
+            first = recent[s]
+            if key == first:
+                continue
+            recent[s] = key
+            if two:  # a hit on the older key swaps the two, a new key pushes the older one out
+                left = older[s]
+                older[s] = first
+                if key == left:
                     continue
-                second = older[s]
-                older[s] = first  # a hit on the older key swaps the two, a new key pushes ``second`` out
-                recent[s] = key
-                if key == second:
-                    continue
-                out_ids(ids[i])
-                out_addrs(addr)
-                out_lefts(second)
-                n += 1
-                if n == want:
-                    stop = i + 1
-                    break
-        else:
-            for i, addr in enumerate(islice(addrs, start, None), start):
-                key = addr | low
-                s = (addr >> shift) & mask
-                first = recent[s]
-                if key == first:
-                    continue
-                recent[s] = key
-                out_ids(ids[i])
-                out_addrs(addr)
-                out_lefts(first)
-                n += 1
-                if n == want:
-                    stop = i + 1
-                    break
+            else:
+                left = first
+            out_ids(ids[i])
+            out_addrs(addr)
+            out_lefts(left)
+            n += 1
+            if n == want:
+                stop = i + 1
+                break
         # Hits by kind: the accesses used minus the records, loads and stores counted apart.
         flags = self.stores.__getitem__
         stores = sum(map(flags, ids[start:stop]))

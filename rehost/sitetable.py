@@ -14,10 +14,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from rewriter.api import Arg
 from rewriter.emit.site_format import FORMAT, TRANSPORTS, VERSION, Channel, digest
 
-DYNAMIC_KINDS = {"effaddr", "reg_value", "filter_left"}
-STATIC_KINDS = {"const", "string", "inst_addr", "access_size", "is_store", "block_insns"}
+# The argument kinds a routine may take, by their names in the table (SITE_ID is the record's own).
+DYNAMIC_KINDS = {k.value for k in Arg if k.dynamic}
+STATIC_KINDS = {k.value for k in Arg if not k.dynamic and k is not Arg.SITE_ID}
 CTYPE_SIZES = {"uint8_t": 1, "int8_t": 1, "uint16_t": 2, "int16_t": 2, "uint32_t": 4, "int32_t": 4,
                "uint64_t": 8, "int64_t": 8}
 FACT_KEYS = ("block_addr", "block_insns", "block_proc", "proc_addr", "proc_name")

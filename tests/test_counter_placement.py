@@ -135,12 +135,18 @@ def _check(plan: Plan, blocks: list[int], branches: dict[tuple[int, int], int]) 
     assert _derive(plan.code(0, 0), known, edges) == blocks
 
 
+def _random_plan(rng: random.Random) -> tuple[ProcedureFlow, Plan | None]:
+    """A random procedure-shaped flow graph of 1-40 blocks from which every block can leave,
+    and its plan (None when it has none)."""
+    flow = _random_flow(rng, rng.randint(1, 40))
+    _every_block_can_leave(flow)
+    return flow, _plan(flow)
+
+
 @pytest.mark.parametrize("seed", range(100))
 def test_random_flows_derive_every_block(seed: int) -> None:
     rng = random.Random(seed)
-    flow = _random_flow(rng, rng.randint(1, 40))
-    _every_block_can_leave(flow)
-    plan = _plan(flow)
+    flow, plan = _random_plan(rng)
     if plan is None:
         return  # counted in test_most_random_flows_have_a_plan
     for _ in range(3):

@@ -25,20 +25,17 @@ from pathlib import Path
 
 import pytest
 
-from rewriter.emit.counter_placement import _plan
 from rewriter.emit.procedure_sums import carrier_weights
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
-from tests.test_counter_placement import _every_block_can_leave, _random_flow, _walk
+from tests.test_counter_placement import _random_plan, _walk
 
 
 @pytest.mark.parametrize("seed", range(60))
 def test_carrier_weights_add_up_to_the_weighted_sum(seed: int) -> None:
     rng = random.Random(seed)
-    flow = _random_flow(rng, rng.randint(1, 40))
-    _every_block_can_leave(flow)
-    plan = _plan(flow)
+    flow, plan = _random_plan(rng)
     if plan is None:
         return  # no plan: every block adds its own size (nothing to derive)
     sizes = [rng.randint(1, 300) for _ in flow.successors]

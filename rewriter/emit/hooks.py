@@ -340,12 +340,12 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
     left = Arg.FILTER_LEFT in kinds
     if isa.thumb and near is not None and near + 4 < 4096 and not ctx.atomic_hits:
         shape = (code.pic, flt.shift, flt.slot_bits, flt.depth, near)
-        code.later(_test_size(_t32_filter_test, shape),
+        code.later(_test_size(_t32_filter_test, shape, 2),
                    lambda at, r: _t32_filter_test(*shape, at, r(memo), r(done)))
         code.emit(_t32_filter_miss(flt.slot_bits, flt.depth, left))
         return done
     shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits, ctx.atomic_hits, flt.depth)
-    code.later(_test_size(_filter_test, shape),
+    code.later(_test_size(_filter_test, shape, 3),
                lambda at, r: _filter_test(*shape, at, r(memo), r(counter), r(done)))
     # r3 = the slot: a new key takes it (the older key moves down at depth 2), and the call follows.
     if flt.depth == 2:
@@ -359,10 +359,9 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
 
 
 @cache
-def _test_size(test: Callable[..., bytes], shape: tuple) -> int:
-    """How long ``test(*shape, at, ...addresses)`` is: the same wherever it lands."""
-    addresses = 3 if test is _filter_test else 2
-    return len(test(*shape, 0, *[0x1000] * addresses))
+def _test_size(test: Callable[..., bytes], shape: tuple, labels: int) -> int:
+    """How long ``test(*shape, at, *addresses of its labels)`` is: the same wherever it lands."""
+    return len(test(*shape, 0, *[0x1000] * labels))
 
 
 @cache
@@ -588,7 +587,6 @@ def emit_append_routine(code: Code, routine: tuple[str, int, bool], label: Hasha
     routine is called through the shared call stub, which saves the flags and keeps its
     own return address in d19; nothing here sets them.
     """
-    from .isa import T32
 
     _, words, in_exclusive = routine
     code.align(4)
@@ -644,7 +642,6 @@ def emit_call_stub(code: Code, name: str, function: Hashable, threads: bool = Fa
     the call holds a lock (``_lock``) from before the stack is taken until the routine
     has returned.
     """
-    from .isa import T32
 
     code.align(4)
     code.label(("callstub", name))
@@ -693,7 +690,6 @@ def _lock(code: Code, name: str) -> None:
                strex r0, ip, [lr]; cmp r0, #0; bne retry; dmb
         mine:  depth += 1
     """
-    from .isa import T32
 
     retry, wait, mine = (("callstub-lock", name, k) for k in range(3))
     code.emit(enc.t32_vmov_to_lane(LOCK_PARK, 0) + _MRC_THREAD_POINTER_IP)
@@ -720,7 +716,6 @@ def _unlock(code: Code, name: str) -> None:
     """Give the analysis lock back (see _lock) once the routine has returned: r0 and r1 are
     free. depth -= 1, and at 0 (after a barrier, so the routine's writes come first) the
     owner word too."""
-    from .isa import T32
 
     held = ("callstub-unlock", name)
     T32.pc_address(code, 1, CALL_LOCK)
@@ -740,7 +735,6 @@ def _reentrant_stack(code: Code) -> None:
     of the routine it interrupted. Only ip and lr are free (r0-r3 may hold the routine's
     arguments); the flags are, since the stub has saved them in d19.
     """
-    from .isa import T32
 
     outside = ("callstub-outside", id(code), code.size)
     T32.pc_address(code, LR, ("sym", HOOK_STACK_SYMBOL))
@@ -907,21 +901,22 @@ def emit_sum_add(code: Code, weight: int) -> None:
     code.emit(_sum_add(weight))
 
 
-_SUM_STORE = (enc.t32_vldr_d(17, 1) + enc.t32_vadd_i64(17, 17, SUM_REGISTER) + enc.t32_vldr_d(17, 1, store=True)
-              + enc.t32_vmov_i64_zero(SUM_REGISTER))
+@cache
+def _sum_into(reg: int) -> bytes:
+    """[reg] += d31, then d31 = 0 (T32), d30 (the adds' temporary) holding the slot's value."""
+    return (enc.t32_vldr_d(SUM_TEMP, reg) + enc.t32_vadd_i64(SUM_TEMP, SUM_TEMP, SUM_REGISTER)
+            + enc.t32_vldr_d(SUM_TEMP, reg, store=True) + enc.t32_vmov_i64_zero(SUM_REGISTER))
 
 
 def emit_sum_store(isa: ISA, code: Code, slot_label: Hashable) -> None:
     """[slot] += d31, then d31 = 0 (T32): the running sum goes to its procedure's slot."""
-    _with_r1_at(isa, code, slot_label, _SUM_STORE)
+    _with_r1_at(isa, code, slot_label, _sum_into(1))
 
 
 def emit_sum_store_free(code: Code, reg: int, slot_label: Hashable) -> None:
-    """[slot] += d31, then d31 = 0 (T32), where core register ``reg`` is free: no parking,
-    d30 (the adds' temporary) for the slot's value."""
+    """The same where core register ``reg`` is free: no parking."""
     T32.pc_address(code, reg, slot_label)
-    code.emit(enc.t32_vldr_d(SUM_TEMP, reg) + enc.t32_vadd_i64(SUM_TEMP, SUM_TEMP, SUM_REGISTER)
-              + enc.t32_vldr_d(SUM_TEMP, reg, store=True) + enc.t32_vmov_i64_zero(SUM_REGISTER))
+    code.emit(_sum_into(reg))
 
 
 def _with_r1_at(isa: ISA, code: Code, label: Hashable, body: bytes) -> None:

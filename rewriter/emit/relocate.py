@@ -436,16 +436,18 @@ def translated_jump(ins: Instruction) -> bool:
     pointer in memory or to a literal."""
     if not ins.writes_pc or ins.branch_target is not None or ins.is_return or ins.is_call:
         return False
-    literal = ins.name == "ldr" and len(ins.accesses) == 1 and ins.accesses[0].base == PC \
+    return not _literal_jump(ins) and not _through_pointer_slot(ins, ins.name)
+
+
+def _literal_jump(ins: Instruction) -> bool:
+    """``ldr pc, [pc, #x]``: a jump to a constant."""
+    return ins.name == "ldr" and len(ins.accesses) == 1 and ins.accesses[0].base == PC \
         and ins.accesses[0].index is None
-    return not literal and not _through_pointer_slot(ins, ins.name)
 
 
 def _literal_target(ins: Instruction, name: str, ctx: RelocationContext) -> int | None:
     """For ``ldr pc, [pc, #x]``: the constant it jumps to."""
-    if name == "ldr" and len(ins.accesses) == 1 and ins.accesses[0].base == PC and ins.accesses[0].index is None:
-        return _literal_value(ins, name, ctx)
-    return None
+    return _literal_value(ins, name, ctx) if _literal_jump(ins) else None
 
 
 def _registers(ins: Instruction, written: bool = False) -> set[int]:
