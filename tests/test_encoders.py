@@ -48,6 +48,32 @@ def test_t32_mov32(value: int) -> None:
     assert one(T32, enc.t32_mov32(3, value)) == f"movw r3, #{imm(value & 0xFFFF)}; movt r3, #{imm(value >> 16)}"
 
 
+@pytest.mark.parametrize("start, value", [(0x1234, 0x1E5A4), (5, 0x83F58), (0xFFFFFFF0, 0x20), (0, 0x7FFFFFFF),
+                                          (0x80000000, 0x80000001), (0x10, 0xFFFFF000), (7, 0x12345678), (9, 0)])
+def test_t32_add_constant(start: int, value: int) -> None:
+    """rd += value with no scratch register, run under unicorn: the sum mod 2^32, the
+    other registers and the flags as they were; an address below 1 MiB takes two
+    instructions (how `add rd, pc` is relocated)."""
+    from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
+    from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_R4, UC_ARM_REG_R5
+
+    data = enc.t32_add_constant(5, value)
+    if 0 < value < 1 << 20:
+        assert len(data) <= 8
+    at = 0x10000
+    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
+    uc.mem_map(at, 0x1000)
+    uc.mem_write(at, data or enc.t32_nop())
+    for flags in (0, 0xF0000000):
+        uc.reg_write(UC_ARM_REG_CPSR, (uc.reg_read(UC_ARM_REG_CPSR) & 0x0FFFFFFF) | flags)
+        uc.reg_write(UC_ARM_REG_R5, start)
+        uc.reg_write(UC_ARM_REG_R4, 0x4444)
+        uc.emu_start(at | 1, at + max(len(data), 2))
+        assert uc.reg_read(UC_ARM_REG_R5) == (start + value) & 0xFFFFFFFF
+        assert uc.reg_read(UC_ARM_REG_R4) == 0x4444
+        assert uc.reg_read(UC_ARM_REG_CPSR) >> 28 == flags >> 28
+
+
 def test_t32_misc() -> None:
     assert one(T32, enc.t32_push([0, 1, 2, 3, 12, 14])) == "push.w {r0, r1, r2, r3, ip, lr}"
     assert one(T32, enc.t32_pop([0, 1, 2, 3])) == "pop {r0, r1, r2, r3}"
@@ -261,38 +287,57 @@ def test_filter_test_with_the_counter_after_the_slots(slot_bits: int, start: int
         assert uc.reg_read(UC_ARM_REG_CPSR) & 0xF80F0000 == flags & 0xF80F0000
 
 
-@pytest.mark.parametrize("target", [0x8001, 0x8005, 0x8041, 0x8003, 0x8043, 0x7FFF, 0x9001, 0x80000001, 0x1])
-def test_flag_free_translation(target: int) -> None:
-    """The computed-jump translation of T32 procedures under unicorn, against the table's
-    meaning: an instruction start of the procedure maps to its copy, any other address
-    (outside, or between instructions) to itself; the flags stay as they were."""
+@pytest.mark.parametrize("thumb, leaving", [(True, False), (True, True), (False, False)])
+@pytest.mark.parametrize("target", [0, 4, 0x40, 8, 0x3C, 0x44, -4, 0x1000, 0x7FFF8000, "between"])
+def test_computed_jump_translation(target: int | str, thumb: bool, leaving: bool) -> None:
+    """The computed-jump translation under unicorn, against the table's meaning: an
+    instruction start of the procedure maps to its copy, any other address of it to
+    itself, an address outside to itself (or to the leaving stub, when given); the
+    flags stay as they were. ``target`` is an offset from the procedure's start
+    ("between": inside a T32 instruction, at halfword 0x42; A32 targets are words).
+    Summing procedures (``leaving``) are T32 only."""
     from types import SimpleNamespace
 
-    from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
+    from unicorn import UC_ARCH_ARM, UC_MODE_ARM, UC_MODE_THUMB, Uc
     from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_R0, UC_ARM_REG_R3
 
     from rewriter.emit.code import Code
-    from rewriter.emit.relocate import _flag_free_xlate
+    from rewriter.emit.isa import ISA
+    from rewriter.emit.relocate import emit_xlate
 
-    proc = SimpleNamespace(address=0x8000, size=0x42, thumb=True)
+    if target == "between":
+        target = 0x42 if thumb else 0x38
+    bit = int(thumb)
+    proc = SimpleNamespace(address=0x8000, size=0x44, thumb=thumb)
     copies = {0x8000: 0x11000, 0x8004: 0x11010, 0x8040: 0x11100}  # instruction starts -> relocated
-    at, table = 0x10000, 0x10800
+    at, table, stub = 0x10000, 0x10800, 0x12344
     code = Code(at)
-    _flag_free_xlate(code, proc)
-    data = code.finish(lambda key: code.labels[key] if key in code.labels else table)
-    entries = [0] * (proc.size // 2)
+    isa = ISA.for_mode(thumb)
+    emit_xlate(isa, code, proc, "out" if leaving else None)
+    labels = {("xlate_entries", proc.address): table, ("with_bit", "out", bit): stub | bit}
+    data = code.finish(lambda key: labels[key])
+    step = 2 if thumb else 4
+    entries = [0] * (proc.size // step)
     for original, copy in copies.items():
-        entries[(original - proc.address) // 2] = ((copy | 1) - table) & 0xFFFFFFFF
-    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
-    uc.mem_map(at, 0x2000)
+        entries[(original - proc.address) // step] = (copy - original) & 0xFFFFFFFF
+    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB if thumb else UC_MODE_ARM)
+    uc.mem_map(at, 0x3000)
     uc.mem_write(at, data)
     uc.mem_write(table, b"".join(e.to_bytes(4, "little") for e in entries))
+    address = (proc.address + target) & 0xFFFFFFFF
+    value = address | bit
+    inside = 0 <= target < proc.size
+    if address in copies:
+        expected = copies[address] | bit
+    elif leaving and not inside:
+        expected = stub | bit
+    else:
+        expected = value
     for flags in (0, 0xF0000000, 0x50000000):
         uc.reg_write(UC_ARM_REG_CPSR, (uc.reg_read(UC_ARM_REG_CPSR) & 0x0FFFFFFF) | flags)
         before = uc.reg_read(UC_ARM_REG_CPSR)
-        uc.reg_write(UC_ARM_REG_R0, target)
-        uc.emu_start(at | 1, at + len(data))
-        expected = copies[target & ~1] | 1 if target & ~1 in copies else target
+        uc.reg_write(UC_ARM_REG_R0, value)
+        uc.emu_start(at | bit, at + len(data))
         assert uc.reg_read(UC_ARM_REG_R3) == expected
         assert uc.reg_read(UC_ARM_REG_CPSR) >> 28 == before >> 28
 

@@ -310,6 +310,25 @@ def t32_add_imm(rd: int, rn: int, imm: int) -> bytes:
     return _t32_modimm_op(0xF100, rd, rn, imm)
 
 
+def t32_add_constant(rd: int, value: int) -> bytes:
+    """rd = rd + value (mod 2^32) with no scratch register and the flags untouched: ADDW or
+    SUBW for the low 12 bits, ADD.W or SUB.W with modified immediates for the rest (one
+    for an address below 1 MiB, at most three)."""
+    value &= 0xFFFFFFFF
+    sub = value > 0x80000000
+    n = (-value) & 0xFFFFFFFF if sub else value
+    low, high = n & 0xFFF, n & ~0xFFF
+    out = b""
+    while high:
+        top = high.bit_length() - 1
+        chunk = high & (0xFF << (top - 7))
+        out += _t32_modimm_op(0xF1A0 if sub else 0xF100, rd, rd, chunk)
+        high -= chunk
+    if low:
+        out += t32_add_imm(rd, rd, -low if sub else low)
+    return out
+
+
 def _t32_modimm_op(opcode: int, rd: int, rn: int, imm: int) -> bytes:
     """A T32 data-processing instruction with a modified immediate (``opcode``: its first halfword, S=0)."""
     enc = _t32_modimm(imm)
@@ -550,6 +569,20 @@ def a32_add_reg_shift(rd: int, rn: int, rm: int, shift_type: int, amount: int, s
     """ADD/SUB rd, rn, rm, <shift> #amount (S=0); shift_type 0 LSL, 1 LSR, 2 ASR, 3 ROR."""
     op = 0x00400000 if sub else 0x00800000
     return _w(0xE0000000 | op | (rn << 16) | (rd << 12) | (amount << 7) | (shift_type << 5) | rm)
+
+
+_A32_LOGIC = {T32_AND: 0x0, T32_EOR: 0x1, T32_ORR: 0xC, T32_BIC: 0xE}  # T32 opcode -> A32 opcode
+
+
+def a32_logic_reg(op: int, rd: int, rn: int, rm: int, shift_type: int = 0, amount: int = 0) -> bytes:
+    """AND/BIC/ORR/EOR rd, rn, rm, <shift> #amount (S=0); ``op`` is a T32_* opcode."""
+    return _w(0xE0000000 | (_A32_LOGIC[op] << 21) | (rn << 16) | (rd << 12) | (amount << 7) | (shift_type << 5) | rm)
+
+
+def a32_bic_imm(rd: int, rn: int, imm8: int) -> bytes:
+    """BIC rd, rn, #imm8 (S=0; 0-255, unrotated)."""
+    assert 0 <= imm8 <= 0xFF
+    return _w(0xE3C00000 | (rn << 16) | (rd << 12) | imm8)
 
 
 def a32_clz(rd: int, rm: int) -> bytes:

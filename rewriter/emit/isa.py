@@ -135,28 +135,20 @@ class _T32(ISA):
         code.later(12, lambda at, r: enc.t32_mov32(IP, (dest - (at + 12)) & 0xFFFFFFFF)
                    + enc.t32_add_reg(IP, PC) + enc.t32_bx(IP))
 
-    def clear_bit0(self, code: Code, rd: int, rn: int) -> None:
-        code.emit(enc.t32_bic_imm(rd, rn, 1))
-
-    def cmp_reg(self, code: Code, rn: int, rm: int) -> None:
-        code.emit(enc._hw(0x4280 | (rm << 3) | rn))  # CMP (register) T1, low registers
+    def clear_low_bits(self, code: Code, rd: int, rn: int, mask: int) -> None:
+        """rd = rn & ~mask (mask < 256), flags untouched."""
+        code.emit(_cached(enc.t32_bic_imm, rd, rn, mask))
 
     def cmp_zero(self, code: Code, rn: int) -> None:
         code.emit(enc._hw(0x2800 | (rn << 8)))  # CMP rn, #0 (T1)
 
-    def lsr_imm(self, code: Code, rd: int, rm: int, amount: int) -> None:
-        code.emit(enc.t32_lsr_imm(rd, rm, amount))
-
-    def ldr_index4(self, code: Code, rt: int, rn: int, rm: int) -> None:
-        self.ldr_index(code, rt, rn, rm, 2)
+    def logic(self, code: Code, op: int, rd: int, rn: int, rm: int, shift_type: int = 0, amount: int = 0) -> None:
+        """rd = rn <op> (rm <shift> amount), op one of enc.T32_AND/BIC/ORR/EOR; flags untouched."""
+        code.emit(_cached(enc.t32_logic_reg, op, rd, rn, rm, shift_type, amount))
 
     def ldr_index(self, code: Code, rt: int, rn: int, rm: int, shift: int) -> None:
         """ldr.w rt, [rn, rm, lsl #shift] (shift 0-3)."""
         code.emit(enc._hw(0xF850 | rn, (rt << 12) | (shift << 4) | rm))
-
-    def bic_reg(self, code: Code, rd: int, rn: int, rm: int) -> None:
-        """rd = rn & ~rm, flags untouched."""
-        code.emit(enc.t32_bic_reg(rd, rn, rm))
 
     def cbz(self, code: Code, rn: int, target: Hashable, nonzero: bool = False) -> None:
         """Branch forward (at most 126 bytes) to ``target`` if rn (r0-r7) is zero (nonzero), flags untouched."""
@@ -239,20 +231,15 @@ class _A32(ISA):
                    + enc.a32_add_reg(IP, IP, PC) + enc.a32_bx(IP))
 
 
-    def clear_bit0(self, code: Code, rd: int, rn: int) -> None:
-        code.emit(enc._w(0xE3C00001 | (rn << 16) | (rd << 12)))  # bic rd, rn, #1
+    def clear_low_bits(self, code: Code, rd: int, rn: int, mask: int) -> None:
+        code.emit(_cached(enc.a32_bic_imm, rd, rn, mask))
 
-    def cmp_reg(self, code: Code, rn: int, rm: int) -> None:
-        code.emit(enc._w(0xE1500000 | (rn << 16) | rm))
+    def logic(self, code: Code, op: int, rd: int, rn: int, rm: int, shift_type: int = 0, amount: int = 0) -> None:
+        code.emit(_cached(enc.a32_logic_reg, op, rd, rn, rm, shift_type, amount))
 
-    def cmp_zero(self, code: Code, rn: int) -> None:
-        code.emit(enc._w(0xE3500000 | (rn << 16)))
-
-    def lsr_imm(self, code: Code, rd: int, rm: int, amount: int) -> None:
-        code.emit(enc.a32_lsr_imm(rd, rm, amount))
-
-    def ldr_index4(self, code: Code, rt: int, rn: int, rm: int) -> None:
-        code.emit(enc._w(0xE7900100 | (rn << 16) | (rt << 12) | rm))  # ldr rt, [rn, rm, lsl #2]
+    def ldr_index(self, code: Code, rt: int, rn: int, rm: int, shift: int) -> None:
+        """ldr rt, [rn, rm, lsl #shift]."""
+        code.emit(enc._w(0xE7900000 | (rn << 16) | (rt << 12) | (shift << 7) | rm))
 
 
 T32 = _T32()

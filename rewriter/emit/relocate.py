@@ -44,6 +44,9 @@ from .hooks import (
 )
 from .isa import A32, AL, IP, ISA, LR, PC, SP, T32, Scratch
 
+ASR = 2  # shift type of data-processing register operands
+LEAVING_TARGET = 18  # d18: a computed jump's original target, for the stub that leaves a summing procedure
+
 COND_EQ, COND_HS = enc.COND["eq"], enc.COND["hs"]
 
 
@@ -510,6 +513,9 @@ def _t32_pc_relative(ins: Instruction, name: str, code: Code, ctx: RelocationCon
         return
     if ins.size == 2 and (hw1 & 0xFF78) == 0x4478:  # ADD rd, pc
         rd = (hw1 & 7) | ((hw1 >> 4) & 8)
+        if not code.pic and rd != SP:  # position-dependent: pc is a constant (PIC liblua's GOT access)
+            _under(T32, code, ins, lambda: code.emit(enc.t32_add_constant(rd, pc)))
+            return
         s, x = _scratch({rd}, 2)
 
         def body() -> None:
@@ -581,29 +587,25 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
         _compute_target(ins, name, isa, code, t, p, sources)
         if t != 0:
             isa.mov_reg(code, 0, t)
-        keeps_flags = isa.thumb and proc.thumb  # CBZ: T32 only; A32 saves the flags in d18
         # A procedure keeping its sum in d31 stores it only when the target is not one of
-        # its own instructions (procedure_sums: a computed goto within it keeps the sum).
+        # its own instructions (procedure_sums: a computed goto within it keeps the sum):
+        # such targets go through a stub that stores the sum first.
         leaving = ("xlate-out", id(code), code.size) if proc.accumulation is not None else None
-        assert leaving is None or keeps_flags
-        if keeps_flags:
-            _flag_free_xlate(code, proc, leaving)
-        else:
-            isa.mrs(code, 2)
-            isa.to_d(code, 18, 2, 2)
-            _inline_xlate(isa, code, proc)
-        back = ("xlate-back", id(code), code.size)
-        code.label(back)
+        assert leaving is None or isa.thumb
+        if leaving is not None:
+            isa.to_d(code, LEAVING_TARGET, 0, 0)
+        emit_xlate(isa, code, proc, leaving)
         _slot_below_sp(isa, code, 3)
-        if not keeps_flags:
-            isa.from_d(code, 2, 3, 18)
-            isa.msr(code, 2)
         ctx.scratch.restore(isa, code, saved)
         _jump_via_slot(isa, code)
         if leaving is not None:
-            code.label(leaving)  # r3 = the original target; r0-r2 free (parked)
+            code.label(leaving)  # the program's registers, the original target in d18
+            isa.to_d(code, 16, 0, 1)
             emit_sum_store_free(code, 1, ctx.counter_label(*proc.accumulation.slot))
-            T32.branch(code, back)
+            isa.from_d(code, 0, 1, LEAVING_TARGET)
+            _slot_below_sp(isa, code, 0)
+            isa.from_d(code, 0, 1, 16)
+            _jump_via_slot(isa, code)
     else:
         _reserve_slot(isa, code)
         isa.push(code, [0, 1, 2, 3, LR])
@@ -619,56 +621,34 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
         isa.end_skip(code, skip)
 
 
-def _inline_xlate(isa: ISA, code: Code, proc: Procedure) -> None:
-    """r3 = relocated address of the original target in r0 (r0 itself when outside ``proc``).
+def emit_xlate(isa: ISA, code: Code, proc: Procedure, leaving: Hashable | None = None) -> None:
+    """r3 = relocated address of the original target in r0: its copy when it is an
+    instruction start of ``proc``, else r0 itself (or ``leaving`` when given and the
+    target is outside ``proc``). Uses r0-r2; the flags stay as they were.
 
-    Uses r0-r2 and the flags (saved by the caller). No bias is needed: the procedure's
-    start and the table are addressed PC-relatively, and entries are offsets from the table.
+    No branch, so an interpreter's dispatch through it is one translation block, and no
+    flags (msr is a helper call under TCG). With off = target - start, off < size
+    (unsigned) exactly when off's top bit is clear and (off - size)'s is set, size being
+    < 2^31: that bit, spread by ASR #31, masks the table index and the entry. Entries
+    are deltas (copy - original), 0 where no instruction starts.
     """
-    done = ("xlate_done", id(code), code.size)
-    isa.mov_reg(code, 3, 0)
-    isa.clear_bit0(code, 0, 0)
-    isa.pc_address(code, 1, proc.address)
-    isa.add_shifted(code, 0, 0, 1, 0, 0, sub=True)
+    thumb = proc.thumb
+    isa.clear_low_bits(code, 1, 0, 1 if thumb else 3)
+    isa.pc_address(code, 2, proc.address)
+    isa.add_shifted(code, 1, 1, 2, 0, 0, sub=True)                  # r1 = off
     isa.mov32(code, 2, proc.size)
-    isa.cmp_reg(code, 0, 2)
-    isa.branch(code, done, COND_HS)
-    isa.lsr_imm(code, 0, 0, 1 if proc.thumb else 2)
-    isa.pc_address(code, 2, ("xlate_entries", proc.address))
-    isa.ldr_index4(code, 1, 2, 0)
-    isa.cmp_zero(code, 1)
-    isa.branch(code, done, COND_EQ)
-    isa.add_shifted(code, 3, 2, 1, 0, 0)
-    code.label(done)
-
-
-def _flag_free_xlate(code: Code, proc: Procedure, outside: Hashable | None = None) -> None:
-    """T32: r3 = relocated address of the original target in r0 (r0 itself when outside
-    ``proc`` or not an instruction start), using r0-r2 and leaving the flags alone.
-
-    The flags need no saving (msr is a helper call under TCG, and this runs on every
-    computed goto of an interpreter's dispatch loop): the range check is done on the
-    sign bit and the branches are cbz. With off = target - start, off < size (unsigned)
-    exactly when off's top bit is clear and (off - size)'s is set, size being < 2^31.
-    ``outside``: where to go instead of falling through when the target is not translated
-    (r3 = r0 there too).
-    """
-    done = ("xlate_done", id(code), code.size)
-    miss = done if outside is None else outside
-    T32.mov_reg(code, 3, 0)
-    T32.clear_bit0(code, 0, 0)
-    T32.pc_address(code, 1, proc.address)
-    T32.add_shifted(code, 0, 0, 1, 0, 0, sub=True)       # r0 = off
-    T32.mov32(code, 2, proc.size)
-    T32.add_shifted(code, 1, 0, 2, 0, 0, sub=True)       # r1 = off - size
-    T32.bic_reg(code, 1, 1, 0)
-    T32.lsr_imm(code, 1, 1, 31)                          # r1 = off < size
-    T32.cbz(code, 1, miss)
-    T32.pc_address(code, 2, ("xlate_entries", proc.address))
-    T32.ldr_index(code, 1, 2, 0, 1)                      # halfword offset -> word entry
-    T32.cbz(code, 1, miss)
-    T32.add_shifted(code, 3, 2, 1, 0, 0)
-    code.label(done)
+    isa.add_shifted(code, 2, 1, 2, 0, 0, sub=True)                  # r2 = off - size
+    isa.logic(code, enc.T32_BIC, 2, 2, 1)                           # top bit: off < size
+    isa.logic(code, enc.T32_AND, 1, 1, 2, ASR, 31)                  # off, or 0 outside
+    isa.pc_address(code, 3, ("xlate_entries", proc.address))
+    isa.ldr_index(code, 1, 3, 1, 1 if thumb else 0)                 # a word per halfword (T32) or word
+    isa.logic(code, enc.T32_AND, 1, 1, 2, ASR, 31)                  # the delta, or 0 outside
+    isa.add_shifted(code, 3, 0, 1, 0, 0)
+    if leaving is not None:  # outside: r3 = leaving
+        isa.pc_address(code, 1, ("with_bit", leaving, int(isa.thumb)))
+        isa.add_shifted(code, 1, 1, 3, 0, 0, sub=True)
+        isa.logic(code, enc.T32_BIC, 1, 1, 2, ASR, 31)
+        isa.add_shifted(code, 3, 3, 1, 0, 0)
 
 
 def _proc_of(ins: Instruction) -> int:
@@ -730,15 +710,15 @@ def _compute_target(ins: Instruction, name: str, isa: ISA, code: Code, t: int, p
 
 def emit_xlate_table(proc: Procedure, key: Hashable, code: Code) -> None:
     """The original-to-relocated table of ``proc``: header {start, size, shift}, then one
-    word per halfword (T32) or word (A32): the relocated instruction's address (Thumb bit
-    included) minus the address of the first entry, or 0 where no instruction starts."""
+    word per halfword (T32) or word (A32): the relocated instruction's address minus the
+    original's, or 0 where no instruction starts (both move with the load bias)."""
     code.align(4)
     code.label(key)
     shift = 1 if proc.thumb else 2
     slots = (proc.size + (1 << shift) - 1) >> shift
     code.emit(struct.pack("<III", proc.address, proc.size, shift))
     code.label(("xlate_entries", key[1]))
-    starts = {ins.address: ins.thumb for ins in proc.instructions()}
+    starts = {ins.address for ins in proc.instructions()}
     # A computed goto within a procedure that keeps its sum in d31 goes past a block's reset,
     # as its direct branches do (procedure_sums).
     sums = proc.accumulation
@@ -750,7 +730,7 @@ def emit_xlate_table(proc: Procedure, key: Hashable, code: Code) -> None:
             addr = proc.address + (i << shift)
             if addr in starts:
                 label = ("inside", addr) if addr in inside else ins_label(addr)
-                words.append(((resolve(label) | (1 if starts[addr] else 0)) - at) & 0xFFFFFFFF)
+                words.append((resolve(label) - addr) & 0xFFFFFFFF)
             else:
                 words.append(0)
         return struct.pack(f"<{slots}I", *words)

@@ -6,16 +6,14 @@
 
 /* Translate an original code address to its relocated copy using the per-procedure
  * table {start (link-time), size, shift, entries...}, an entry being the relocated
- * address minus the entry array's own address; addresses outside go unchanged. */
+ * address minus the original one (0 where no instruction starts); addresses outside
+ * go unchanged. */
 uint32_t anvil_xlate(uint32_t target, const uint32_t *table)
 {
     uint32_t link = (target & ~1u) - anvil_bias;
     uint32_t off = link - table[0];
-    if (off < table[1]) {
-        uint32_t e = table[3 + (off >> table[2])];
-        if (e)
-            return e + (uint32_t)(table + 3);
-    }
+    if (off < table[1])
+        return target + table[3 + (off >> table[2])];
     return target;
 }
 
