@@ -67,6 +67,30 @@ def test_sample_rehost_equals_inhost(sample: str, variant: str, server: str, tmp
         assert results_file(rehost.cwd, tool) == results_file(inhost.cwd, tool), f"{tool} results differ"
 
 
+@pytest.mark.parametrize("variant", ["O2-thumb-dyn", "Os-thumb-static"])
+def test_forked_child_keeps_its_results_apart(variant: str, server: str, tmp_path: Path) -> None:
+    """A program that forks: InHost, the parent's results file holds the parent's
+    procedures and the child's goes to ``<file>.<pid>`` with the child's; ReHost, the
+    child sends nothing on the channel it inherits, so the session completes and equals
+    InHost's parent file (it used to be rejected: bytes after the end record)."""
+    binary = build("forks", variant)
+    original = run_prog(place(binary, tmp_path, "orig"))
+    ir = load_binary(str(binary))
+    for tool in ("inscount", "bbcount"):
+        inhost = run_prog(instrument_ir(ir, tool, tmp_path), [])
+        assert_same_behaviour(original, inhost)
+        parent = results_file(inhost.cwd, tool).decode()
+        children = [p for p in inhost.cwd.glob(f"prog.{tool}.out.*") if p.suffix[1:].isdigit()]
+        assert len(children) == 1, children
+        child = children[0].read_text()
+        assert "parent_work" in parent and "child_work" not in parent
+        assert "child_work" in child and "parent_work" not in child
+        rehost, outcome = run_rehost(instrument_ir(ir, tool, tmp_path, mode="rehost", slot="rhst"), server, [])
+        assert_same_behaviour(original, rehost)
+        assert not outcome.error and outcome.summary.complete, outcome.error
+        assert results_file(rehost.cwd, tool).decode() == parent
+
+
 @pytest.mark.parametrize("tool", TOOLS)
 def test_lua_rehost_equals_inhost(tool: str, server: str, tmp_path: Path) -> None:
     lua = build_lua()

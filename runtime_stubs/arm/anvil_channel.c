@@ -6,7 +6,9 @@
  * (`anvil rehost-listen` on the host) and moves it to ANVIL_REHOST_FD, so the
  * program's own descriptors are numbered as without instrumentation. Without a
  * channel the program runs and the records are dropped (one line on stderr when a
- * connection was asked for and failed). */
+ * connection was asked for and failed). A child the program forks inherits the channel
+ * but sends nothing: its records would break into its parent's stream, so the session
+ * holds the parent's alone (InHost gives the child a results file of its own). */
 #include "anvil_rt.h"
 
 #define SYS_write 4
@@ -31,6 +33,8 @@ static int use_write;
 void anvil_channel_send(const void *data, uint32_t len)
 {
     const char *p = data;
+    if (channel_ok && anvil_forked_child())
+        channel_ok = 0;
     while (len && channel_ok) {
         long n;
         if (use_write)

@@ -151,6 +151,15 @@ uint8_t anvil_hook_stack[16384] __attribute__((aligned(8)));
  * _lock): the owner's thread pointer (0: free) and how many calls it has in progress. */
 uint32_t anvil_call_lock[2] __attribute__((aligned(8)));
 
+/* The process the program started as: a forked child's results are its own (below). */
+static long start_pid;
+
+long anvil_forked_child(void)
+{
+    long pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
+    return pid == start_pid ? 0 : pid;
+}
+
 /* Registers at process entry and where to continue, loaded by the stub's final ldm. */
 static uint32_t entry_state[15] __attribute__((section(".data")));
 
@@ -165,6 +174,7 @@ uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t
             die("anvil: cannot map the instrumentation data region\n");
     }
     anvil_bias = bias;
+    start_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
     if (bias && h->npatches) {
         /* The jumps' literals are all in the text segment: one write window over the
            pages from the lowest to the highest (with original return addresses a large
@@ -202,8 +212,28 @@ void anvil_on_syscall(uint32_t nr, uint32_t exit_ends_program)
 
 /* ---------------------------------------------------------------- files */
 
+/* A forked child writes its results beside its parent's, to ``path.<pid>`` (as
+ * valgrind's %p): the parent's file stays the parent's whichever exits last. */
 int anvil_open_write(const char *path)
 {
+    char named[512];
+    long child = anvil_forked_child();
+    if (child) {
+        uint32_t n = 0;
+        while (path[n] && n < sizeof named - 12) {
+            named[n] = path[n];
+            n++;
+        }
+        char digits[11];
+        int k = 0;
+        for (unsigned long v = (unsigned long)child; v || !k; v /= 10)
+            digits[k++] = (char)('0' + v % 10);
+        named[n++] = '.';
+        while (k)
+            named[n++] = digits[--k];
+        named[n] = 0;
+        path = named;
+    }
     return (int)anvil_syscall(SYS_open, (long)path, 01 | 0100 | 01000 | 0400000, 0644, 0, 0, 0);
 }
 

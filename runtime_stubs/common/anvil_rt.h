@@ -49,6 +49,8 @@ const char *anvil_getenv(const char *name);
 void anvil_warn(const char *text);
 int anvil_open_write(const char *path);
 void anvil_close(int fd);
+/* This process's id when it is a child the program forked, else 0 (Linux). */
+long anvil_forked_child(void);
 /* Write up to ``len`` bytes to ``fd``; the number written, or <= 0 on failure. */
 long anvil_write_fd(int fd, const char *buf, uint32_t len);
 #endif
