@@ -47,9 +47,6 @@ from .isa import A32, AL, IP, ISA, LR, PC, SP, T32, Scratch
 ASR = 2  # shift type of data-processing register operands
 LEAVING_TARGET = 18  # d18: a computed jump's original target, for the stub that leaves a summing procedure
 
-COND_EQ, COND_HS = enc.COND["eq"], enc.COND["hs"]
-
-
 class Unsupported(AnvilError):
     """An instruction the relocator cannot move (its procedure stays uninstrumented)."""
 
@@ -600,11 +597,11 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
         _jump_via_slot(isa, code)
         if leaving is not None:
             code.label(leaving)  # the program's registers, the original target in d18
-            isa.to_d(code, 16, 0, 1)
+            ctx.scratch.save(isa, code, [(0, 1)])
             emit_sum_store_free(code, 1, ctx.counter_label(*proc.accumulation.slot))
             isa.from_d(code, 0, 1, LEAVING_TARGET)
             _slot_below_sp(isa, code, 0)
-            isa.from_d(code, 0, 1, 16)
+            ctx.scratch.restore(isa, code, [(0, 1)])
             _jump_via_slot(isa, code)
     else:
         _reserve_slot(isa, code)

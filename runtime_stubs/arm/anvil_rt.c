@@ -220,17 +220,12 @@ int anvil_open_write(const char *path)
     long child = anvil_forked_child();
     if (child) {
         uint32_t n = 0;
-        while (path[n] && n < sizeof named - 12) {
+        while (path[n] && n < sizeof named - 22) {
             named[n] = path[n];
             n++;
         }
-        char digits[11];
-        int k = 0;
-        for (unsigned long v = (unsigned long)child; v || !k; v /= 10)
-            digits[k++] = (char)('0' + v % 10);
         named[n++] = '.';
-        while (k)
-            named[n++] = digits[--k];
+        n += (uint32_t)anvil_decimal(named + n, (uint64_t)child);
         named[n] = 0;
         path = named;
     }

@@ -48,18 +48,27 @@ void anvil_puts(const char *s)
         anvil_putc(*s++);
 }
 
-void anvil_putu_width(uint64_t v, int width)
+int anvil_decimal(char *to, uint64_t v)
 {
-    char tmp[24];
+    char tmp[20];
     int n = 0;
     do {
         tmp[n++] = (char)('0' + v % 10);
         v /= 10;
     } while (v);
+    for (int i = 0; i < n; i++)
+        to[i] = tmp[n - 1 - i];
+    return n;
+}
+
+void anvil_putu_width(uint64_t v, int width)
+{
+    char digits[20];
+    int n = anvil_decimal(digits, v);
     while (width-- > n)
         anvil_putc(' ');
-    while (n)
-        anvil_putc(tmp[--n]);
+    for (int i = 0; i < n; i++)
+        anvil_putc(digits[i]);
 }
 
 void anvil_putu(uint64_t v) { anvil_putu_width(v, 0); }

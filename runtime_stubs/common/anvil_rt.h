@@ -60,6 +60,8 @@ int anvil_out_open(const char *path);
 void anvil_out_close(void);
 void anvil_puts(const char *s);
 void anvil_putc(char c);
+/* ``v`` in decimal at ``to`` (at most 20 characters, no terminator); returns how many. */
+int anvil_decimal(char *to, uint64_t v);
 void anvil_putu(uint64_t v);
 void anvil_putu_width(uint64_t v, int width);
 void anvil_puthex(uint32_t v);
