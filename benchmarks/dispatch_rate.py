@@ -39,10 +39,12 @@ Rows:
 - ``way-2 hits``: the site ids of the 16 KiB mix, the addresses cycling over three lines
   of one set (also through the filter: no access is filtered, as each line left the
   slot two accesses before). Every record after the first three hits the most recent
-  of the ways ``cache_sim`` keeps (way 2 of the set, the slot holding ways 0 and 1):
-  the upper bound of the C dispatcher (dispatch overhead plus the shortest path
-  through ``cache_sim``). Accesses to one line, the bound of the depth-1 filter, would
-  give no records at all;
+  of the ways ``cache_sim`` keeps (way 2 of the set, the slot holding ways 0 and 1), and
+  every record updates the same set: each waits for the one before it (the set's row is
+  loaded, compared, reordered and stored back). This was the upper bound of the C
+  dispatcher while ``cache_sim`` had a shortcut for that way; with the row update (the
+  same work for every record, cachesim.c) it is the bound of a stream on one set.
+  Accesses to one line, the bound of the depth-1 filter, would give no records at all;
 - ``replay`` with ``--stream FILE``: a stream a ReHost program wrote (its channel,
   file descriptor 1000, redirected to a file, e.g.
   ``qemu-arm -L /usr/arm-linux-gnueabihf ./lua.inst bench.lua 1000>lua.stream``), with
@@ -91,6 +93,8 @@ from run import anvil_command, anvil_revision, cpu_model  # noqa: E402  (benchma
 from rehost import host_build, sitetable, stream  # noqa: E402  (needs the repo root on sys.path)
 from rehost.dispatch_c import CDispatcher  # noqa: E402
 from rehost.dispatch_py import PyDispatcher, load_class  # noqa: E402
+from rewriter.passes.cachesim import tags_length  # noqa: E402
+from tests.oracles.repeat_filter import RepeatFilterModel  # noqa: E402
 
 CHUNK = 1 << 20                       # bytes per dispatch call, as the bridge sends them (whole records here)
 RECORD_WORDS = 3                      # cache_sim: site id + effective address + the line that left the filter slot
@@ -141,7 +145,8 @@ def synthetic_table(nsites: int = 4096, seed: int = 1) -> dict:
         "sites": [[1, [None, int(rng.random() < 1 / 3), None]] for _ in range(nsites)],
         "start": [[0, [*DEFAULT_GEOMETRY, filter_depth(DEFAULT_GEOMETRY)]]],
         "end": [[2, ["dispatch_rate.cachesim.out", 0]]],
-        "arrays": [{"name": "tags", "ctype": "uint32_t", "length": DEFAULT_GEOMETRY[0] // DEFAULT_GEOMETRY[2],
+        "arrays": [{"name": "tags", "ctype": "uint32_t",
+                    "length": tags_length(*DEFAULT_GEOMETRY, filter_depth(DEFAULT_GEOMETRY)),
                     "from_target": False},
                    {"name": "mru_hits", "ctype": "uint64_t", "length": 2, "from_target": True}],
         "facts": {key: [] for key in sitetable.FACT_KEYS},
@@ -176,7 +181,7 @@ def with_geometry(document: dict, geometry: tuple[int, int, int]) -> sitetable.S
                     for index, args in doc["start"]]
     for entry in doc["arrays"]:
         if entry["name"] == "tags":
-            entry["length"] = size // line
+            entry["length"] = tags_length(size, assoc, line, filter_depth(geometry))
     table = sitetable.parse(json.dumps(doc).encode(), tool="cachesim")
     if assoc * line > size:
         raise ValueError(f"geometry {geometry}: size smaller than assoc*line")
@@ -298,94 +303,6 @@ class RecordGenerator:
         return ids[:naccesses], addrs[:naccesses]
 
 
-class RepeatFilterModel:
-    """The instrumented program's repeat filter for one cache geometry: accesses in, records out.
-
-    One slot per cache set holds the set's ``depth`` (2, 1 when direct-mapped) most recently
-    used lines, most recent first, as keys: the line's last byte address, 0 for none (api.
-    RepeatFilter, rewriter/emit/hooks.py). An access to a line in its set's slot is a hit
-    the program counts (``hits``: loads, stores; the ``mru_hits`` array) and the line
-    becomes the most recent. Any other access is a record (site id, address, left): its
-    line becomes the most recent, the others move down, and ``left`` is the key that fell
-    out (0 when that place was empty). Records wait in ``ids``/``addrs``/``lefts`` until
-    ``take`` packs them.
-    """
-
-    def __init__(self, geometry: tuple[int, int, int], stores: bytes) -> None:
-        size, assoc, line = geometry
-        self.geometry = geometry
-        self.shift = line.bit_length() - 1
-        self.mask = size // (assoc * line) - 1
-        self.depth = filter_depth(geometry)
-        self.recent = [0] * (self.mask + 1)  # the slots: most recent key ...
-        self.older = [0] * (self.mask + 1)   # ... and the one before (depth 2)
-        self.stores = stores
-        self.hits = [0, 0]
-        self.accesses = self.records = 0
-        self.ids, self.addrs, self.lefts = array("I"), array("I"), array("I")
-
-    def feed(self, ids: array, addrs: array, start: int, want: int) -> int:
-        """Filter the accesses from index ``start`` until ``want`` records have come out or the
-        accesses end; the index after the last access used."""
-        low = (1 << self.shift) - 1
-        shift, mask, recent, older = self.shift, self.mask, self.recent, self.older
-        out_ids, out_addrs, out_lefts = self.ids.append, self.addrs.append, self.lefts.append
-        stop, n = len(addrs), 0
-        if want <= 0:
-            return start
-        two = self.depth == 2
-        for i, addr in enumerate(islice(addrs, start, None), start):
-            key = addr | low
-            s = (addr >> shift) & mask
-            first = recent[s]
-            if key == first:
-                continue
-            recent[s] = key
-            if two:  # a hit on the older key swaps the two, a new key pushes the older one out
-                left = older[s]
-                older[s] = first
-                if key == left:
-                    continue
-            else:
-                left = first
-            out_ids(ids[i])
-            out_addrs(addr)
-            out_lefts(left)
-            n += 1
-            if n == want:
-                stop = i + 1
-                break
-        # Hits by kind: the accesses used minus the records, loads and stores counted apart.
-        flags = self.stores.__getitem__
-        stores = sum(map(flags, ids[start:stop]))
-        record_stores = sum(map(flags, self.ids[len(self.ids) - n:])) if n else 0
-        self.hits[0] += (stop - start - stores) - (n - record_stores)
-        self.hits[1] += stores - record_stores
-        self.accesses += stop - start
-        self.records += n
-        return stop
-
-    def pending(self) -> int:
-        return len(self.ids)
-
-    def take(self, nrecords: int) -> bytes:
-        """The first ``nrecords`` records waiting, as stream bytes; they are no longer waiting."""
-        data = interleave(self.ids[:nrecords], self.addrs[:nrecords], self.lefts[:nrecords])
-        del self.ids[:nrecords], self.addrs[:nrecords], self.lefts[:nrecords]
-        return data
-
-
-def interleave(ids: array, addrs: array, lefts: array) -> bytes:
-    """Records (site id, address, left) as stream bytes (little-endian words)."""
-    words = array("I", bytes(4 * RECORD_WORDS * len(ids)))
-    words[0::3] = ids
-    words[1::3] = addrs
-    words[2::3] = lefts
-    if sys.byteorder != "little":
-        words.byteswap()
-    return words.tobytes()
-
-
 @dataclass
 class Generated:
     """One geometry's record stream and what the program counted on the way."""
@@ -414,7 +331,7 @@ def generate(generator: RecordGenerator, geometries: Sequence[tuple[int, int, in
     """``nrecords`` records for each geometry, from one access stream, in pieces of whole records
     of at most CHUNK bytes; with the filtered hits after ``checkpoint`` records too."""
     per_chunk = CHUNK // (4 * RECORD_WORDS)
-    filters = [RepeatFilterModel(g, stores) for g in geometries]
+    filters = [RepeatFilterModel(g, stores, filter_depth(g)) for g in geometries]
     chunks: list[list[bytes]] = [[] for _ in geometries]
     prefix: list[tuple[int, list[int]] | None] = [None] * len(geometries)
     checkpoint = min(checkpoint, nrecords)
@@ -448,7 +365,7 @@ def way2_hits(mix: Generated, stores: bytes) -> Generated:
     size, assoc, line = mix.geometry
     stride = size // assoc  # the next line of the same set
     lines = [HEAP + line + k * stride for k in range(3)]
-    model = RepeatFilterModel(mix.geometry, stores)
+    model = RepeatFilterModel(mix.geometry, stores, filter_depth(mix.geometry))
     chunks = []
     addresses = cycle(lines)
     for chunk in mix.chunks:

@@ -21,11 +21,11 @@ _CTYPES = {1: ctypes.c_uint8, 2: ctypes.c_uint16, 4: ctypes.c_uint32, 8: ctypes.
 
 
 class _Site(ctypes.Structure):
-    _fields_ = [("fn", ctypes.c_void_p), ("args", ctypes.c_uint64 * 4), ("ndynamic", ctypes.c_uint32),
-                ("slot", ctypes.c_uint8 * 4)]
+    _fields_ = [("fn", ctypes.c_void_p), ("args", ctypes.c_uint64 * 4), ("ndynamic", ctypes.c_uint16),
+                ("shape", ctypes.c_uint16), ("slot", ctypes.c_uint8 * 4)]
 
 
-_SITE_LAYOUT = struct.Struct("=Q4QI4B")  # _Site, field for field
+_SITE_LAYOUT = struct.Struct("=Q4QHH4B")  # _Site, field for field
 assert _SITE_LAYOUT.size == ctypes.sizeof(_Site)
 
 
@@ -119,10 +119,11 @@ class CDispatcher:
             if entry is None:
                 slots = self.table.routines[routine].dynamic_slots
                 entry = packed[key] = _SITE_LAYOUT.pack(self.routines[routine], *self._values(routine, args, bias),
-                                                        len(slots), *(slots + [0] * (4 - len(slots))))
+                                                        len(slots), 0, *(slots + [0] * (4 - len(slots))))
             parts.append(entry)
         buffer = bytearray(b"".join(parts) or bytes(ctypes.sizeof(_Site)))
         self._sites = (_Site * max(len(self.table.sites), 1)).from_buffer(buffer)
+        self.lib.anvil_prepare_sites(self._sites, len(self.table.sites))
         self._keep.append(buffer)
         self._call(self.table.start, bias)
         self._bias = bias

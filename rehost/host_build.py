@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -19,7 +20,22 @@ from rewriter.emit.target_build import ANALYSIS_DIR, COMMON_DIR, ROOT
 from rewriter.errors import AnvilError
 
 HOST_DIR = ROOT / "runtime_stubs" / "host"
-CFLAGS = ["-O2", "-fPIC", "-shared", "-DANVIL_HOST", "-Wall", "-fno-strict-aliasing"]
+# -march=native: the library runs where it is built (the server's machine), and the tools'
+# host fast paths (cachesim's AVX2 row update) need the CPU's vector instructions.
+CFLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-DANVIL_HOST", "-Wall", "-fno-strict-aliasing"]
+
+
+def cpu_identity() -> str:
+    """What -march=native depends on: the CPU's feature flags (a cache shared by machines
+    of different CPUs must not hand one a library built for another)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    return line
+    except OSError:
+        pass
+    return platform.machine() + platform.processor()
 
 
 def runtime_sources() -> list[Path]:
@@ -40,7 +56,7 @@ def build(sources: list[Path]) -> Path:
     if compiler is None:
         raise AnvilError("no host C compiler (gcc) found: run scripts/bootstrap.sh")
     all_sources = [*sources, *runtime_sources()]
-    digest = hashlib.sha256(" ".join(CFLAGS).encode())
+    digest = hashlib.sha256(" ".join([*CFLAGS, cpu_identity()]).encode())
     for path in [*all_sources, COMMON_DIR / "anvil_rt.h"]:
         digest.update(path.name.encode() + Path(path).read_bytes())
     base = os.environ.get("ANVIL_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "anvil")

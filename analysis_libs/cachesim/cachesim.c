@@ -7,14 +7,28 @@
  * an access to one of them is a hit that at most reorders them, counted in mru_hits and
  * never seen here. cache_sim sees the others, each with the line that left the slot
  * (`left`: an address in it, 0 for none), and keeps the set's remaining ways ordered
- * most- to least-recently used; a tag holds (line number + 1), 0 meaning empty. */
+ * most- to least-recently used; a tag holds (line number + 1), 0 meaning empty.
+ *
+ * A set's ways are a row of `row` words in `tags`: `held` rounded up to 8 (the row the
+ * pass sizes the array for, passes/cachesim.py), so that a host with AVX2 compares and
+ * reorders a row of up to 8 ways with one vector each (the ReHost dispatcher's fast path;
+ * the words past `held` stay 0, which no key equals). */
 #include "anvil_rt.h"
+#if defined(ANVIL_HOST) && defined(__AVX2__)
+#include <immintrin.h>
+#define ROW_VECTOR 8
+/* Lane permutations for "the way at position p leaves, the ones before it move down one,
+ * lane 0 is free for the new most recent line": lane j takes j - 1 up to p, else j. */
+static const uint32_t leave_at[ROW_VECTOR][ROW_VECTOR] __attribute__((aligned(32))) = {
+    {0, 1, 2, 3, 4, 5, 6, 7}, {0, 0, 2, 3, 4, 5, 6, 7}, {0, 0, 1, 3, 4, 5, 6, 7}, {0, 0, 1, 2, 4, 5, 6, 7},
+    {0, 0, 1, 2, 3, 5, 6, 7}, {0, 0, 1, 2, 3, 4, 6, 7}, {0, 0, 1, 2, 3, 4, 5, 7}, {0, 0, 1, 2, 3, 4, 5, 6}};
+#endif
 
 ANVIL_ARRAY(uint32_t, tags);
 /* Hits on the lines the instrumented code keeps: [0] loads, [1] stores (passes/cachesim.py). */
 ANVIL_ARRAY(uint64_t, mru_hits);
 
-static uint32_t cache_size, ways, line_shift, set_mask, held;  /* held: ways kept here */
+static uint32_t cache_size, ways, line_shift, set_mask, held, row;  /* held: ways kept here */
 static uint64_t accesses_of[2], misses_of[2];  /* [0] loads, [1] stores */
 
 void profile_start(uint32_t size, uint32_t assoc, uint32_t line, uint32_t depth)
@@ -22,6 +36,7 @@ void profile_start(uint32_t size, uint32_t assoc, uint32_t line, uint32_t depth)
     cache_size = size;
     ways = assoc;
     held = assoc - depth;
+    row = held > 8 ? held : 8;
     line_shift = 0;
     while ((1u << line_shift) < line)
         line_shift++;
@@ -31,7 +46,7 @@ void profile_start(uint32_t size, uint32_t assoc, uint32_t line, uint32_t depth)
 void cache_sim(uint32_t addr, uint32_t is_store, uint32_t left)
 {
     uint32_t line = addr >> line_shift;
-    uint32_t *set = anvil_array_tags + (line & set_mask) * held;
+    uint32_t *set = anvil_array_tags + (line & set_mask) * row;
     uint32_t key = line + 1;
     uint32_t kind = is_store != 0;
     accesses_of[kind]++;  /* indexed, not branched on: loads and stores interleave unpredictably */
@@ -42,6 +57,21 @@ void cache_sim(uint32_t addr, uint32_t is_store, uint32_t left)
     /* The line found (or the least recently used one) goes; the line the instrumented
      * code let go becomes the most recent of those kept here. */
     uint32_t out = left ? (left >> line_shift) + 1 : 0;
+#ifdef ROW_VECTOR
+    if (held <= ROW_VECTOR) {
+        /* The same update without a data-dependent branch: most calls are misses and a
+         * hit may be on any way, which the host cannot predict. p: the way found, or the
+         * last (least recently used) when none is. */
+        __m256i ways_now = _mm256_loadu_si256((const __m256i *)set);
+        __m256i found = _mm256_cmpeq_epi32(ways_now, _mm256_set1_epi32((int)key));
+        uint32_t hit = (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(found));
+        uint32_t p = (uint32_t)__builtin_ctz(hit | 1u << (held - 1));
+        misses_of[kind] += hit == 0;
+        __m256i moved = _mm256_permutevar8x32_epi32(ways_now, _mm256_load_si256((const __m256i *)leave_at[p]));
+        _mm256_storeu_si256((__m256i *)set, _mm256_blend_epi32(moved, _mm256_set1_epi32((int)out), 1));
+        return;
+    }
+#endif
     if (set[0] == key) {  /* the most recent line kept here: half the calls */
         set[0] = out;
         return;

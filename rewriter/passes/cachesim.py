@@ -20,6 +20,13 @@ def _check_size(v: int) -> str | None:
     return power_of_two(v)
 
 
+def tags_length(size: int, assoc: int, line: int, depth: int) -> int:
+    """Words of cachesim.c's ``tags`` array: per set a row of the ways the program does not
+    keep (``assoc - depth``), at least 8 (the host's vector fast path); 1 when there are none."""
+    held = assoc - depth
+    return size // (assoc * line) * max(held, 8) if held else 1
+
+
 class CacheSim(Tool):
     name = "cachesim"
     description = "simulate a data cache (LRU) on every load and store; hits, misses, miss rates"
@@ -44,7 +51,7 @@ class CacheSim(Tool):
         # mru_hits[0], stores in [1]). cache_sim sees the other accesses, with the line that
         # left the slot, and keeps the set's other ways ("tags", MRU first).
         depth = min(opts.kept, assoc)
-        self.array("tags", size // line, "uint32_t")
+        self.array("tags", tags_length(size, assoc, line, depth), "uint32_t")
         self.array("mru_hits", 2)
         recent = RepeatFilter(shift=line.bit_length() - 1, slots=size // (assoc * line), counter="mru_hits",
                               count_by=1, depth=depth)

@@ -1,0 +1,99 @@
+"""cachesim built for the host (ReHost's C dispatcher) against the reference cache.
+
+A random access stream with locality (walks, reuse of a working set a little larger
+than the cache, far addresses) goes through the program's repeat filter
+(tests/oracles/repeat_filter.py) into records, the way an instrumented program sends
+them; the host library runs them through ``anvil_dispatch`` and must report exactly the
+hits and misses of the plain-Python reference cache fed the whole stream. The
+geometries cover both update paths of cachesim.c's ``cache_sim``: the vector row update
+for up to 8 ways the library keeps (when the host has AVX2) and the ordered shift for
+more, and the one-deep filter of ``kept=1`` and of direct-mapped caches.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+from array import array
+
+import pytest
+
+from rehost import host_build, sitetable
+from rehost.dispatch_c import CDispatcher
+from rewriter.passes.cachesim import tags_length
+from tests.oracles.cache_model import simulate
+from tests.oracles.repeat_filter import RepeatFilterModel
+
+LOAD_SITE, STORE_SITE = 0, 1
+
+
+def site_table(size: int, assoc: int, line: int, depth: int) -> sitetable.SiteTable:
+    """A cachesim site table with one load site and one store site, as the pass writes it."""
+    return sitetable.parse(json.dumps({
+        "format": sitetable.FORMAT, "version": sitetable.VERSION, "tool": "cachesim",
+        "routines": [{"name": "profile_start", "kinds": ["const"] * 4},
+                     {"name": "cache_sim", "kinds": ["effaddr", "is_store", "filter_left"]},
+                     {"name": "profile_end", "kinds": ["string", "const"]}],
+        "sites": [[1, [None, 0, None]], [1, [None, 1, None]]],
+        "start": [[0, [size, assoc, line, depth]]],
+        "end": [[2, ["host-cachesim.out", 1]]],
+        "arrays": [{"name": "tags", "ctype": "uint32_t", "length": tags_length(size, assoc, line, depth),
+                    "from_target": False},
+                   {"name": "mru_hits", "ctype": "uint64_t", "length": 2, "from_target": True}],
+        "facts": {key: [] for key in sitetable.FACT_KEYS},
+    }).encode(), tool="cachesim")
+
+
+def access_stream(size: int, n: int, seed: int) -> tuple[array, array]:
+    """``n`` accesses (site ids, addresses): strided walks, reuse of a working set of 1.5
+    cache sizes and far random addresses, a third of them stores."""
+    rng = random.Random(seed)
+    ids, addrs = array("I"), array("I")
+    base = 0x10000
+    while len(addrs) < n:
+        kind = rng.random()
+        if kind < 0.3:  # a walk
+            start, stride = base + rng.randrange(4 * size) & ~3, rng.choice((4, 8, 32, 64))
+            run = [start + stride * k for k in range(rng.randrange(4, 40))]
+        elif kind < 0.95:  # the working set
+            run = [base + (rng.randrange(3 * size // 2) & ~3) for _ in range(rng.randrange(1, 8))]
+        else:
+            run = [rng.randrange(1 << 31) & ~3 for _ in range(rng.randrange(1, 4))]
+        addrs.extend(run)
+        ids.extend(STORE_SITE if rng.random() < 1 / 3 else LOAD_SITE for _ in run)
+    return ids[:n], addrs[:n]
+
+
+@pytest.mark.parametrize("size, assoc, line, kept", [
+    (16384, 8, 64, 2),    # the default: 6 ways kept in the library
+    (16384, 8, 64, 1),    # 7
+    (32768, 4, 32, 2),    # 2
+    (2048, 2, 32, 2),     # none: the program keeps both ways
+    (8192, 16, 64, 2),    # 14: the ordered shift
+    (2048, 64, 32, 1),    # one set of 63
+    (1024, 1, 16, 2),     # direct-mapped: depth 1, nothing kept
+])
+def test_host_cachesim_matches_reference(size: int, assoc: int, line: int, kept: int, tmp_path) -> None:
+    depth = min(kept, assoc)
+    ids, addrs = access_stream(size, 60_000, seed=size + assoc + kept)
+    stores = bytes([0, 1])
+    model = RepeatFilterModel((size, assoc, line), stores, depth)
+    model.feed(ids, addrs, 0, len(addrs))
+    assert 0 < model.records < model.accesses  # the filter takes some, the library sees some
+    records = model.take(model.records)
+
+    table = site_table(size, assoc, line, depth)
+    dispatcher = CDispatcher(host_build.build(host_build.tool_sources("cachesim")), table)
+    try:
+        dispatcher.start(0)
+        used, ended = dispatcher.dispatch(records)
+        assert (used, ended) == (len(records), False)
+        mru = next(i for i, a in enumerate(table.target_arrays) if a.name == "mru_hits")
+        dispatcher.set_array(mru, struct.pack("<2Q", *model.hits))
+        outputs = dispatcher.finish()
+    finally:
+        dispatcher.close()
+    got = json.loads(b"".join(outputs.values()))
+    expected = simulate(zip(addrs, (ids[i] == STORE_SITE for i in range(len(ids)))), size, assoc, line)
+    assert {key: got[key] for key in expected} == expected
