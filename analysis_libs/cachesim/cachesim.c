@@ -17,11 +17,14 @@
 #if defined(ANVIL_HOST) && defined(__AVX2__)
 #include <immintrin.h>
 #define ROW_VECTOR 8
+#define SHIFT_IN __attribute__((noinline))
 /* Lane permutations for "the way at position p leaves, the ones before it move down one,
  * lane 0 is free for the new most recent line": lane j takes j - 1 up to p, else j. */
 static const uint32_t leave_at[ROW_VECTOR][ROW_VECTOR] __attribute__((aligned(32))) = {
     {0, 1, 2, 3, 4, 5, 6, 7}, {0, 0, 2, 3, 4, 5, 6, 7}, {0, 0, 1, 3, 4, 5, 6, 7}, {0, 0, 1, 2, 4, 5, 6, 7},
     {0, 0, 1, 2, 3, 5, 6, 7}, {0, 0, 1, 2, 3, 4, 6, 7}, {0, 0, 1, 2, 3, 4, 5, 7}, {0, 0, 1, 2, 3, 4, 5, 6}};
+#else
+#define SHIFT_IN inline
 #endif
 
 ANVIL_ARRAY(uint32_t, tags);
@@ -41,6 +44,28 @@ void profile_start(uint32_t size, uint32_t assoc, uint32_t line, uint32_t depth)
     while ((1u << line_shift) < line)
         line_shift++;
     set_mask = size / (assoc * line) - 1;
+}
+
+/* The ordered update of a set's row: the line found (or the least recently used one)
+ * goes, the ways before it move down one, `out` becomes the most recent. Returns 1 for a
+ * miss. Out of line on a host with the vector path (which then needs no stack frame),
+ * inline on the target (a call and its return cost two jumps under an emulator). */
+static SHIFT_IN uint32_t shift_in(uint32_t *set, uint32_t key, uint32_t out)
+{
+    if (set[0] == key) {  /* the most recent line kept here: half the calls */
+        set[0] = out;
+        return 0;
+    }
+    uint32_t i = 1;
+    while (i < held && set[i] != key)
+        i++;
+    uint32_t miss = i == held;
+    if (miss)
+        i = held - 1;
+    for (; i > 0; i--)
+        set[i] = set[i - 1];
+    set[0] = out;
+    return miss;
 }
 
 void cache_sim(uint32_t addr, uint32_t is_store, uint32_t left)
@@ -72,20 +97,7 @@ void cache_sim(uint32_t addr, uint32_t is_store, uint32_t left)
         return;
     }
 #endif
-    if (set[0] == key) {  /* the most recent line kept here: half the calls */
-        set[0] = out;
-        return;
-    }
-    uint32_t i = 1;
-    while (i < held && set[i] != key)
-        i++;
-    int miss = i == held;
-    misses_of[kind] += miss;
-    if (miss)
-        i = held - 1;
-    for (; i > 0; i--)
-        set[i] = set[i - 1];
-    set[0] = out;
+    misses_of[kind] += shift_in(set, key, out);
 }
 
 static void field(const char *name, uint64_t v, int json, int last)

@@ -132,7 +132,7 @@ int anvil_dispatch(const struct anvil_site *sites, uint32_t nsites, const uint32
         }
         const struct anvil_site *s = &sites[id];
         uint32_t nd = s->ndynamic;
-        if (i + 1 + nd > nwords)
+        if (nwords - i <= 4 && i + 1 + nd > nwords)  /* nd <= 4: only near the end can a record be cut */
             break;
         /* One case per shape, each passing its arguments straight from the record and
          * the site (no selects, no copy through memory) and stepping to the next record
