@@ -158,6 +158,17 @@ def test_vfp_transfers() -> None:
     assert one(A32, enc.a32_vmov_from_d(0, 1, 16)) == "vmov r0, r1, d16"
 
 
+
+def thumb_cpu_with_neon():
+    """A unicorn CPU in Thumb state with VFP and NEON usable (CPACR: cp10/cp11 on; FPEXC.EN)."""
+    from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
+    from unicorn.arm_const import UC_ARM_REG_C1_C0_2, UC_ARM_REG_FPEXC
+
+    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
+    uc.reg_write(UC_ARM_REG_C1_C0_2, uc.reg_read(UC_ARM_REG_C1_C0_2) | (0xF << 20))
+    uc.reg_write(UC_ARM_REG_FPEXC, 0x40000000)
+    return uc
+
 @pytest.mark.parametrize("vfp, atomic", [(False, False), (True, False), (False, True)])
 @pytest.mark.parametrize("start, flags", [(0xFFFFFFFF, 0), (5, 0xF8000000), (0x1FFFFFFFF, 0x60000000)])
 def test_counter_increment_adds_without_flags(start: int, flags: int, vfp: bool, atomic: bool) -> None:
@@ -165,11 +176,8 @@ def test_counter_increment_adds_without_flags(start: int, flags: int, vfp: bool,
     word, every register but the counter's memory and every flag as they were; with d16-d31
     free (``vfp``) the NEON form, ``atomic`` the LDREX/STREX one (firmware), otherwise the
     CBNZ one."""
-    from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
     from unicorn.arm_const import (
-        UC_ARM_REG_C1_C0_2,
         UC_ARM_REG_CPSR,
-        UC_ARM_REG_FPEXC,
         UC_ARM_REG_R0,
         UC_ARM_REG_R1,
         UC_ARM_REG_R2,
@@ -184,9 +192,7 @@ def test_counter_increment_adds_without_flags(start: int, flags: int, vfp: bool,
     code = Code(at)
     emit_increment(T32, code, "counter", 1, Scratch(vfp=vfp), atomic)
     data = code.finish(lambda key: counter)
-    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
-    uc.reg_write(UC_ARM_REG_C1_C0_2, uc.reg_read(UC_ARM_REG_C1_C0_2) | (0xF << 20))  # CPACR: cp10/cp11 on
-    uc.reg_write(UC_ARM_REG_FPEXC, 0x40000000)  # FPEXC.EN: VFP and NEON on
+    uc = thumb_cpu_with_neon()
     uc.mem_map(at, 0x1000)
     uc.mem_map(counter, 0x1000)
     uc.mem_map(0x30000, 0x1000)
@@ -235,25 +241,34 @@ def test_counter_bump_by_amount(start: int, amount: int) -> None:
 @pytest.mark.parametrize("pic", [False, True])
 @pytest.mark.parametrize("start", [7, 0xFFFFFFFF])
 @pytest.mark.parametrize("slot_bits", [0, 5])
+@pytest.mark.parametrize("hit_last", [False, True])
 def test_filter_test_with_the_counter_after_the_slots(slot_bits: int, start: int, pic: bool, done_past: int,
-                                                      depth: int) -> None:
+                                                      depth: int, hit_last: bool) -> None:
     """The T32 repeat test whose counter follows its slot table (hooks._t32_filter_test) and the
     code after it for a new key (hooks._t32_filter_miss), under unicorn. A key the slot holds
     (either of its two at depth 2) bumps the 64-bit counter (carry included) and leaves for
     ``done``, the slot's most recent key first after it; a new key falls through, the slot
     takes it (the older one moving down at depth 2), the counter untouched, and r2 = the key
     that left; the flags stay as they were either way. ``done`` ``done_past`` bytes past
-    the test: far (every hit through the final B) or near (CBNZ's reach)."""
-    from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
-    from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_PC, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2
+    the test: far (every hit through the final B) or near (CBNZ's reach). ``hit_last``: the
+    test jumps to the hit's NEON counter (hooks._neon_hit) at ``done`` instead, which runs
+    on to the end."""
+    from unicorn.arm_const import (
+        UC_ARM_REG_CPSR,
+        UC_ARM_REG_PC,
+        UC_ARM_REG_R0,
+        UC_ARM_REG_R1,
+        UC_ARM_REG_R2,
+    )
 
-    from rewriter.emit.hooks import _t32_filter_miss, _t32_filter_test
+    from rewriter.emit.hooks import _neon_hit, _t32_filter_miss, _t32_filter_test
 
     shift, at, table = 6, 0x10000, 0x20000
     near = 4 * depth * (1 << slot_bits) + 8  # the counter's second slot
-    shape = (pic, shift, slot_bits, depth, near)
+    shape = (pic, shift, slot_bits, depth, near, hit_last)
     done = at + len(_t32_filter_test(*shape, at, table, at + 0x800)) + done_past
     data = _t32_filter_test(*shape, at, table, done) + _t32_filter_miss(slot_bits, depth, True)
+    after_hit = _neon_hit(near) if hit_last else b""
     address = 0x12345678
     slot = table + 4 * depth * ((address >> shift) & ((1 << slot_bits) - 1))
     key = address | ((1 << shift) - 1)
@@ -262,18 +277,19 @@ def test_filter_test_with_the_counter_after_the_slots(slot_bits: int, start: int
     if depth == 2:
         cases["older"] = [other, key]
     for case, before in cases.items():
-        uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
+        uc = thumb_cpu_with_neon()
         uc.mem_map(at, 0x1000)
         uc.mem_map(table, 0x1000)
         uc.mem_write(at, data)
-        uc.mem_write(done, b"\x00\xbf")  # nop
+        uc.mem_write(done, after_hit + b"\x00\xbf")  # (the hit's counter,) nop
         uc.mem_write(slot, b"".join(k.to_bytes(4, "little") for k in before[:depth]))
         uc.mem_write(table + near, start.to_bytes(8, "little"))
         uc.reg_write(UC_ARM_REG_R0, address)
         uc.reg_write(UC_ARM_REG_CPSR, (uc.reg_read(UC_ARM_REG_CPSR) & 0x0FFFFFFF) | 0x90000000)
         flags = uc.reg_read(UC_ARM_REG_CPSR)
-        uc.emu_start(at | 1, at + len(data) if case == "new" else done, count=100)
-        assert uc.reg_read(UC_ARM_REG_PC) == (at + len(data) if case == "new" else done), case
+        end = at + len(data) if case == "new" else done + len(after_hit)
+        uc.emu_start(at | 1, end, count=100)
+        assert uc.reg_read(UC_ARM_REG_PC) == end, case
         counter = int.from_bytes(uc.mem_read(table + near, 8), "little")
         after = [int.from_bytes(uc.mem_read(slot + 4 * i, 4), "little") for i in range(depth)]
         if case == "new":
@@ -347,8 +363,7 @@ def test_call_stub_gives_the_flags_back(routine_sets: int) -> None:
     """The shared call stub under unicorn: whatever NZCV, Q and GE the program had (all 16
     NZCV patterns, with and without Q/GE) come back after a routine that sets its own
     (only NZCV: the arithmetic way back; Q or GE too: the MSR way)."""
-    from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
-    from unicorn.arm_const import UC_ARM_REG_C1_C0_2, UC_ARM_REG_CPSR, UC_ARM_REG_FPEXC, UC_ARM_REG_LR, UC_ARM_REG_SP
+    from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_LR, UC_ARM_REG_SP
 
     from rewriter.emit.code import Code
     from rewriter.emit.hooks import emit_call_stub
@@ -359,9 +374,7 @@ def test_call_stub_gives_the_flags_back(routine_sets: int) -> None:
     code.emit(enc.t32_mov32(0, routine_sets) + enc.t32_msr_apsr(0) + enc.t32_bx(14))
     emit_call_stub(code, "f", "routine")
     data = code.finish(lambda key: code.labels[key] if key in code.labels else stack + 0x800)
-    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
-    uc.reg_write(UC_ARM_REG_C1_C0_2, uc.reg_read(UC_ARM_REG_C1_C0_2) | (0xF << 20))
-    uc.reg_write(UC_ARM_REG_FPEXC, 0x40000000)
+    uc = thumb_cpu_with_neon()
     uc.mem_map(at, 0x1000)
     uc.mem_map(stack, 0x1000)
     uc.mem_write(at, data)

@@ -248,8 +248,12 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: Shared
             ctx.call_stubs.add(hook.prototype.name)
             isa.call(code, ("callstub", hook.prototype.name), True)
         ctx.scratch.restore(isa, code, late_pairs, 16 + len(first_pairs))
+        if done is not None and done.hit is not None:  # the hit path last: the miss jumps over it
+            isa.branch(code, done.label)
+            code.label(done.hit)
+            code.emit(done.bump)
         if done is not None:
-            code.label(done)
+            code.label(done.label)
         if shared is not None:
             _emit_shared_key(isa, code, shared, found, ctx, lambda: ctx.scratch.restore(isa, code, first_pairs))
         ctx.scratch.restore(isa, code, first_pairs)
@@ -264,7 +268,7 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: Shared
     _arguments(isa, code, list(zip(hook.prototype.kinds, hook.args)), 0, ctx)
     isa.call(code, ctx.function_label(hook.prototype.name))
     if done is not None:
-        code.label(done)
+        code.label(done.label)
 
     def unsave() -> None:
         isa.mov_reg(code, SP, FRAME_REG)
@@ -316,15 +320,30 @@ def _filter_of(hook: Hook) -> tuple[RepeatFilter, Hook] | None:
     return call.prototype.filter, call
 
 
+@dataclass(frozen=True)
+class FilterEnd:
+    """Where a filtered site ends (``label``) and, when its hit path comes last (``hit``: a
+    label, ``bump``: its bytes), what the caller emits after the call path: a jump to
+    ``label``, then ``hit`` and ``bump``, then ``label``."""
+
+    label: Hashable
+    hit: Hashable | None = None
+    bump: bytes = b""
+
+
 def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
-                 ctx: HookContext) -> Hashable | None:
-    """The inline repeat test (api.RepeatFilter) of ``found`` (``_filter_of``); returns the label
-    that ends the site, or None without a filter.
+                 ctx: HookContext) -> FilterEnd | None:
+    """The inline repeat test (api.RepeatFilter) of ``found`` (``_filter_of``); returns where the
+    site ends, or None without a filter.
 
     Runs after r0-r3 are parked; flags untouched. r0 = key argument, then one fixup
     holds the rest of the test (_filter_test); the call that follows runs only when
     the key was new, after the slot takes it (the key that left is then in r2 for a
     FILTER_LEFT argument: ``_filter_miss``).
+
+    T32 with d16-d31 free puts the hit path last (decision 0017): the test's CBZ goes
+    straight to the hit's counter, a NEON add with no branch that runs on into the rest
+    of the site, so a hit is one translation block for QEMU, not three.
     """
     if found is None:
         return None
@@ -339,11 +358,12 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
     near = None if flt.counter_offset is None else flt.counter_offset + 8 * index
     left = Arg.FILTER_LEFT in kinds
     if isa.thumb and near is not None and near + 4 < 4096 and not ctx.atomic_hits:
-        shape = (code.pic, flt.shift, flt.slot_bits, flt.depth, near)
+        hit = ("filter-hit", id(code), code.size) if ctx.scratch.vfp else None
+        shape = (code.pic, flt.shift, flt.slot_bits, flt.depth, near, hit is not None)
         code.later(_test_size(_t32_filter_test, shape, 2),
-                   lambda at, r: _t32_filter_test(*shape, at, r(memo), r(done)))
+                   lambda at, r: _t32_filter_test(*shape, at, r(memo), r(hit or done)))
         code.emit(_t32_filter_miss(flt.slot_bits, flt.depth, left))
-        return done
+        return FilterEnd(done, hit, _neon_hit(near)) if hit is not None else FilterEnd(done)
     shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits, ctx.atomic_hits, flt.depth)
     code.later(_test_size(_filter_test, shape, 3),
                lambda at, r: _filter_test(*shape, at, r(memo), r(counter), r(done)))
@@ -355,7 +375,7 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
     elif left:
         isa.ldr(code, 2, 3, 0)
     isa.str(code, 1, 3, 0)
-    return done
+    return FilterEnd(done)
 
 
 @cache
@@ -414,8 +434,8 @@ def _t32_filter_key(shift: int) -> bytes:
     return enc.t32_lsr_imm(1, 0, shift) + enc.t32_orr_imm(1, 1, 0x80000000)
 
 
-def _t32_filter_test(pic: bool, shift: int, slot_bits: int, depth: int, near: int, at: int, memo: int,
-                     done: int) -> bytes:
+def _t32_filter_test(pic: bool, shift: int, slot_bits: int, depth: int, near: int, hit_last: bool, at: int,
+                     memo: int, done: int) -> bytes:
     """T32 test at ``at`` when the counter lies ``near`` bytes past the slot table (api.RepeatFilter
     .counter_offset): r1 = key; r3 = the table; r2 = slot index; r0 = slot - key; if r0 != 0
     go on (depth 1: to the end of these bytes, the call path, which stores r1 at [r3, r2,
@@ -425,10 +445,55 @@ def _t32_filter_test(pic: bool, shift: int, slot_bits: int, depth: int, near: in
     Depth 2 (slots of two words, the most recent key first): on to r2 = the slot; if its
     older key is r1, the two swap, the counter counts and the code goes to ``done``; else
     to the end of these bytes, the call path (_t32_filter_miss).
+
+    ``hit_last``: ``done`` is the hit path's counter (_neon_hit), which the caller puts after
+    the call path; a hit goes there (CBZ when it reaches, else CBNZ over a B.W) with r3 =
+    the table, the counter untouched.
     """
     head = _t32_filter_key(shift)
     head += enc.t32_pc_address(3, at + len(head), memo) if pic else enc.t32_mov32(3, memo)
+    if hit_last:
+        return head + _t32_filter_body_hit_last(shift, slot_bits, depth, done - (at + len(head)))
     return head + _t32_filter_body(shift, slot_bits, depth, near, done - (at + len(head)))
+
+
+def _t32_slot_compare(shift: int, slot_bits: int, depth: int) -> bytes:
+    """r0 = the slot's most recent key - r1 (r3 = the table; r2 = the slot index when there is one)."""
+    if slot_bits:
+        out = enc.t32_ubfx(2, 0, shift, slot_bits) + enc.t32_ldr_reg_lsl(0, 3, 2, 2 if depth == 1 else 3)
+    else:
+        out = enc.t32_ldr_imm(0, 3, 0)
+    return out + enc.t32_sub_reg(0, 0, 1)
+
+
+@cache
+def _t32_filter_body_hit_last(shift: int, slot_bits: int, depth: int, to_hit: int) -> bytes:
+    """_t32_filter_body for a hit path that comes after the call path, ``to_hit`` bytes from the
+    start of these bytes: a hit jumps there, a new key runs on past their end."""
+    out = bytearray(_t32_slot_compare(shift, slot_bits, depth))
+    reach = to_hit - (len(out) + 4)
+    if 0 <= reach <= 126:
+        out += enc.t32_cbz(0, reach) + enc.t32_nop() + enc.t32_nop()
+    else:
+        out += enc.t32_cbz(0, 2, nonzero=True) + enc.t32_b(len(out) + 2, to_hit)  # a new key: past the B.W
+    if depth == 2:  # the older key: a hit swaps the two and counts with the others
+        out += enc.t32_add_reg_shift(2, 3, 2, 0, 3) if slot_bits else enc.t32_mov_reg(2, 3)
+        out += enc.t32_ldr_word(0, 2, 4) + enc.t32_sub_reg(0, 0, 1)
+        swap = enc.t32_ldr_word(0, 2, 0) + enc.t32_strd(1, 0, 2)
+        out += enc.t32_cbz(0, len(swap) + 2, nonzero=True) + swap  # a new key: past the swap and its B.W
+        out += enc.t32_b(len(out), to_hit)
+    return bytes(out)
+
+
+@cache
+def _neon_hit(near: int) -> bytes:
+    """The 64-bit counter at [r3, #near] += 1 in d23 (d24 = -1): a filter's hit, no flags, no branch."""
+    if near <= 1020 and near % 4 == 0:
+        base, offset, head = 3, near, b""
+    else:
+        base, offset, head = 0, 0, enc.t32_add_imm(0, 3, near)
+    return (head + enc.t32_vldr_d(23, base, offset) + enc.t32_vmov_all_ones(24) + enc.t32_vsub_i64(23, 23, 24)
+            + enc.t32_vldr_d(23, base, offset, store=True))
 
 
 @cache
@@ -436,12 +501,7 @@ def _t32_filter_body(shift: int, slot_bits: int, depth: int, near: int, to_done:
     """What follows the key and the table's address in _t32_filter_test, with ``done``
     ``to_done`` bytes from its start: the same for the many sites whose call paths have one
     length (cached: the rewrite emits it at tens of thousands of sites)."""
-    out = bytearray()
-    if slot_bits:
-        out += enc.t32_ubfx(2, 0, shift, slot_bits) + enc.t32_ldr_reg_lsl(0, 3, 2, 2 if depth == 1 else 3)
-    else:
-        out += enc.t32_ldr_imm(0, 3, 0)
-    out += enc.t32_sub_reg(0, 0, 1)
+    out = bytearray(_t32_slot_compare(shift, slot_bits, depth))
     branch_at = len(out)
     out += bytes(2)  # CBNZ r0 past the hit, encoded below
     hit_at = len(out)
