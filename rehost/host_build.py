@@ -67,8 +67,12 @@ def build(sources: list[Path]) -> Path:
         return out
     with tempfile.TemporaryDirectory() as tmp:
         built = Path(tmp) / "lib.so"
-        proc = subprocess.run([compiler, *CFLAGS, f"-I{COMMON_DIR}", *map(str, all_sources), "-o", str(built)],
-                              capture_output=True, text=True)
+        rest = [f"-I{COMMON_DIR}", *map(str, all_sources), "-o", str(built)]
+        proc = subprocess.run([compiler, *CFLAGS, *rest], capture_output=True, text=True)
+        if proc.returncode != 0 and "-march=native" in proc.stderr:
+            # A compiler that cannot tune for this CPU builds the portable library instead.
+            flags = [flag for flag in CFLAGS if flag != "-march=native"]
+            proc = subprocess.run([compiler, *flags, *rest], capture_output=True, text=True)
         if proc.returncode != 0:
             lines = [line for line in proc.stderr.splitlines() if "error" in line] or proc.stderr.splitlines()
             raise AnvilError(f"building the host library failed: {lines[0] if lines else proc.returncode}")
