@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 import capstone
 import pytest
 
@@ -303,15 +305,17 @@ def test_filter_test_with_the_counter_after_the_slots(slot_bits: int, start: int
         assert uc.reg_read(UC_ARM_REG_CPSR) & 0xF80F0000 == flags & 0xF80F0000
 
 
-@pytest.mark.parametrize("thumb, leaving", [(True, False), (True, True), (False, False)])
+@pytest.mark.parametrize("thumb, leaving", [(True, None), (True, "site"), (True, "slot"), (False, None)])
 @pytest.mark.parametrize("target", [0, 4, 0x40, 8, 0x3C, 0x44, -4, 0x1000, 0x7FFF8000, "between"])
-def test_computed_jump_translation(target: int | str, thumb: bool, leaving: bool) -> None:
+def test_computed_jump_translation(target: int | str, thumb: bool, leaving: str | None) -> None:
     """The computed-jump translation under unicorn, against the table's meaning: an
     instruction start of the procedure maps to its copy, any other address of it to
     itself, an address outside to itself (or to the leaving stub, when given); the
     flags stay as they were. ``target`` is an offset from the procedure's start
     ("between": inside a T32 instruction, at halfword 0x42; A32 targets are words).
-    Summing procedures (``leaving``) are T32 only."""
+    Summing procedures (``leaving``) are T32 only: with PIC the stub is selected after
+    the translation ("site"), without it read from the slot before the table's header
+    ("slot")."""
     from types import SimpleNamespace
 
     from unicorn import UC_ARCH_ARM, UC_MODE_ARM, UC_MODE_THUMB, Uc
@@ -319,7 +323,7 @@ def test_computed_jump_translation(target: int | str, thumb: bool, leaving: bool
 
     from rewriter.emit.code import Code
     from rewriter.emit.isa import ISA
-    from rewriter.emit.relocate import emit_xlate
+    from rewriter.emit.relocate import XLATE_SLOT_TO_ENTRIES, emit_xlate, leaving_stub
 
     if target == "between":
         target = 0x42 if thumb else 0x38
@@ -327,10 +331,13 @@ def test_computed_jump_translation(target: int | str, thumb: bool, leaving: bool
     proc = SimpleNamespace(address=0x8000, size=0x44, thumb=thumb)
     copies = {0x8000: 0x11000, 0x8004: 0x11010, 0x8040: 0x11100}  # instruction starts -> relocated
     at, table, stub = 0x10000, 0x10800, 0x12344
-    code = Code(at)
+    code = Code(at, pic=leaving != "slot")
     isa = ISA.for_mode(thumb)
-    emit_xlate(isa, code, proc, "out" if leaving else None)
-    labels = {("xlate_entries", proc.address): table, ("with_bit", "out", bit): stub | bit}
+    out = leaving_stub(proc) if leaving == "slot" else "out"
+    emit_xlate(isa, code, proc, out if leaving else None)
+    slot = table - XLATE_SLOT_TO_ENTRIES
+    labels = {("xlate_entries", proc.address): table, ("with_bit", "out", bit): stub | bit,
+              ("xlate_slot", proc.address): slot}
     data = code.finish(lambda key: labels[key])
     step = 2 if thumb else 4
     entries = [0] * (proc.size // step)
@@ -340,6 +347,8 @@ def test_computed_jump_translation(target: int | str, thumb: bool, leaving: bool
     uc.mem_map(at, 0x3000)
     uc.mem_write(at, data)
     uc.mem_write(table, b"".join(e.to_bytes(4, "little") for e in entries))
+    if leaving == "slot":  # the stub's address, then the header {start, size, shift}
+        uc.mem_write(slot, struct.pack("<4I", stub | bit, proc.address, proc.size, 1))
     address = (proc.address + target) & 0xFFFFFFFF
     value = address | bit
     inside = 0 <= target < proc.size

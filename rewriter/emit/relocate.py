@@ -586,8 +586,11 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
             isa.mov_reg(code, 0, t)
         # A procedure keeping its sum in d31 stores it only when the target is not one of
         # its own instructions (procedure_sums: a computed goto within it keeps the sum):
-        # such targets go through a stub that stores the sum first.
-        leaving = ("xlate-out", id(code), code.size) if proc.accumulation is not None else None
+        # such targets go through a stub that stores the sum first. Without PIC its
+        # translation table holds the stub's address (one stub for the procedure).
+        leaving = None
+        if proc.accumulation is not None:
+            leaving = ("xlate-out", id(code), code.size) if code.pic else leaving_stub(proc)
         assert leaving is None or isa.thumb
         if leaving is not None:
             isa.to_d(code, LEAVING_TARGET, 0, 0)
@@ -595,7 +598,7 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
         _slot_below_sp(isa, code, 3)
         ctx.scratch.restore(isa, code, saved)
         _jump_via_slot(isa, code)
-        if leaving is not None:
+        if leaving is not None and leaving not in code.labels:
             code.label(leaving)  # the program's registers, the original target in d18
             ctx.scratch.save(isa, code, [(0, 1)])
             emit_sum_store_free(code, 1, ctx.counter_label(*proc.accumulation.slot))
@@ -618,6 +621,15 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
         isa.end_skip(code, skip)
 
 
+XLATE_SLOT_TO_ENTRIES = 16  # bytes from the leaving slot to the entries: the slot, then the 12-byte header
+
+
+def leaving_stub(proc: Procedure) -> Hashable:
+    """The label of the stub through which a summing procedure's computed jumps leave it,
+    when its translation table holds the stub's address (no PIC: emit_xlate_table)."""
+    return ("xlate-out", proc.address)
+
+
 def emit_xlate(isa: ISA, code: Code, proc: Procedure, leaving: Hashable | None = None) -> None:
     """r3 = relocated address of the original target in r0: its copy when it is an
     instruction start of ``proc``, else r0 itself (or ``leaving`` when given and the
@@ -628,6 +640,11 @@ def emit_xlate(isa: ISA, code: Code, proc: Procedure, leaving: Hashable | None =
     (unsigned) exactly when off's top bit is clear and (off - size)'s is set, size being
     < 2^31: that bit, spread by ASR #31, masks the table index and the entry. Entries
     are deltas (copy - original), 0 where no instruction starts.
+
+    Without PIC a summing procedure's table has the leaving stub's address in a slot
+    before its header (emit_xlate_table): the offset, moved on past the slot and the
+    header, is masked to that slot outside and the target to 0, so r3 = the stub there,
+    four instructions fewer than selecting it afterwards.
     """
     thumb = proc.thumb
     isa.clear_low_bits(code, 1, 0, 1 if thumb else 3)
@@ -636,6 +653,15 @@ def emit_xlate(isa: ISA, code: Code, proc: Procedure, leaving: Hashable | None =
     isa.mov32(code, 2, proc.size)
     isa.add_shifted(code, 2, 1, 2, 0, 0, sub=True)                  # r2 = off - size
     isa.logic(code, enc.T32_BIC, 2, 2, 1)                           # top bit: off < size
+    if leaving is not None and not code.pic:
+        assert thumb and leaving == leaving_stub(proc)
+        isa.add_imm(code, 1, 1, XLATE_SLOT_TO_ENTRIES // 2)          # past the slot and the header
+        isa.logic(code, enc.T32_AND, 1, 1, 2, ASR, 31)              # that, or 0 (the slot) outside
+        isa.pc_address(code, 3, ("xlate_slot", proc.address))
+        isa.ldr_index(code, 1, 3, 1, 1)                             # the delta, or the stub outside
+        isa.logic(code, enc.T32_AND, 0, 0, 2, ASR, 31)              # the target, or 0 outside
+        isa.add_shifted(code, 3, 0, 1, 0, 0)
+        return
     isa.logic(code, enc.T32_AND, 1, 1, 2, ASR, 31)                  # off, or 0 outside
     isa.pc_address(code, 3, ("xlate_entries", proc.address))
     isa.ldr_index(code, 1, 3, 1, 1 if thumb else 0)                 # a word per halfword (T32) or word
@@ -708,8 +734,13 @@ def _compute_target(ins: Instruction, name: str, isa: ISA, code: Code, t: int, p
 def emit_xlate_table(proc: Procedure, key: Hashable, code: Code) -> None:
     """The original-to-relocated table of ``proc``: header {start, size, shift}, then one
     word per halfword (T32) or word (A32): the relocated instruction's address minus the
-    original's, or 0 where no instruction starts (both move with the load bias)."""
+    original's, or 0 where no instruction starts (both move with the load bias). Before
+    the header of a summing procedure without PIC: its leaving stub's address (emit_xlate)."""
     code.align(4)
+    if proc.accumulation is not None and not code.pic:
+        code.label(("xlate_slot", key[1]))
+        stub = ("with_bit", leaving_stub(proc), 1)
+        code.later(4, lambda at, resolve: struct.pack("<I", resolve(stub)))
     code.label(key)
     shift = 1 if proc.thumb else 2
     slots = (proc.size + (1 << shift) - 1) >> shift
