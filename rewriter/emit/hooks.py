@@ -248,11 +248,11 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: Shared
             ctx.call_stubs.add(hook.prototype.name)
             isa.call(code, ("callstub", hook.prototype.name), True)
         ctx.scratch.restore(isa, code, late_pairs, 16 + len(first_pairs))
-        if done is not None and done.hit is not None:  # the hit path last: the miss jumps over it
-            isa.branch(code, done.label)
-            code.label(done.hit)
-            code.emit(done.bump)
         if done is not None:
+            if done.hit is not None:  # the hit path last: the miss jumps over it
+                isa.branch(code, done.label)
+                code.label(done.hit)
+                code.emit(done.bump)
             code.label(done.label)
         if shared is not None:
             _emit_shared_key(isa, code, shared, found, ctx, lambda: ctx.scratch.restore(isa, code, first_pairs))
@@ -485,15 +485,19 @@ def _t32_filter_body_hit_last(shift: int, slot_bits: int, depth: int, to_hit: in
     return bytes(out)
 
 
+def _neon_add_one(value: int, ones: int, base: int, offset: int = 0) -> bytes:
+    """T32 64-bit counter at [base, #offset] += 1 in d``value`` (d``ones`` = -1): no flags, no branch."""
+    return (enc.t32_vldr_d(value, base, offset) + enc.t32_vmov_all_ones(ones) + enc.t32_vsub_i64(value, value, ones)
+            + enc.t32_vldr_d(value, base, offset, store=True))
+
+
 @cache
 def _neon_hit(near: int) -> bytes:
-    """The 64-bit counter at [r3, #near] += 1 in d23 (d24 = -1): a filter's hit, no flags, no branch."""
+    """The 64-bit counter at [r3, #near] += 1 in d23 and d24 (r0 when VLDR cannot reach it): a
+    filter's hit, with r0-r3 and d16-d18 still the site's."""
     if near <= 1020 and near % 4 == 0:
-        base, offset, head = 3, near, b""
-    else:
-        base, offset, head = 0, 0, enc.t32_add_imm(0, 3, near)
-    return (head + enc.t32_vldr_d(23, base, offset) + enc.t32_vmov_all_ones(24) + enc.t32_vsub_i64(23, 23, 24)
-            + enc.t32_vldr_d(23, base, offset, store=True))
+        return _neon_add_one(23, 24, 3, near)
+    return enc.t32_add_imm(0, 3, near) + _neon_add_one(23, 24, 0)
 
 
 @cache
@@ -877,8 +881,7 @@ def _access_index(ctx: HookContext) -> int:
 
 
 # counter at [r1] += 1 in d17 (d18 = -1): a 64-bit add with no flags and no branch.
-_NEON_INCREMENT = (enc.t32_vldr_d(17, 1) + enc.t32_vmov_all_ones(18) + enc.t32_vsub_i64(17, 17, 18)
-                   + enc.t32_vldr_d(17, 1, store=True))
+_NEON_INCREMENT = _neon_add_one(17, 18, 1)
 
 
 def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, scratch: Scratch,

@@ -590,7 +590,7 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
         # translation table holds the stub's address (one stub for the procedure).
         leaving = None
         if proc.accumulation is not None:
-            leaving = ("xlate-out", id(code), code.size) if code.pic else leaving_stub(proc)
+            leaving = leaving_stub(proc) if table_holds_stub(proc, code) else ("xlate-out", id(code), code.size)
         assert leaving is None or isa.thumb
         if leaving is not None:
             isa.to_d(code, LEAVING_TARGET, 0, 0)
@@ -622,6 +622,12 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
 
 
 XLATE_SLOT_TO_ENTRIES = 16  # bytes from the leaving slot to the entries: the slot, then the 12-byte header
+
+
+def table_holds_stub(proc: Procedure, code: Code) -> bool:
+    """Whether ``proc``'s translation table starts with its leaving stub's address: a summing
+    procedure without PIC (where the address would need a load-time fix-up)."""
+    return proc.accumulation is not None and not code.pic
 
 
 def leaving_stub(proc: Procedure) -> Hashable:
@@ -737,7 +743,7 @@ def emit_xlate_table(proc: Procedure, key: Hashable, code: Code) -> None:
     original's, or 0 where no instruction starts (both move with the load bias). Before
     the header of a summing procedure without PIC: its leaving stub's address (emit_xlate)."""
     code.align(4)
-    if proc.accumulation is not None and not code.pic:
+    if table_holds_stub(proc, code):
         code.label(("xlate_slot", key[1]))
         stub = ("with_bit", leaving_stub(proc), 1)
         code.later(4, lambda at, resolve: struct.pack("<I", resolve(stub)))
