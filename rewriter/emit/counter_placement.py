@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.elf_loader import table_branch_targets
 from ..ir.flow import ProcedureFlow, entries_from_elsewhere, loop_depths, procedure_flow
 from ..ir.fork_split import split_map
+from ..ir.jump_tables import table_branch_targets
 from ..ir.model import Binary, Procedure
 from .procedure_sums import accumulation
 

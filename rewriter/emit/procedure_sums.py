@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..ir.elf_loader import table_branch_targets
+from ..ir.jump_tables import table_branch_targets
 from ..ir.model import Accumulation, Binary, Block, Procedure
 from .relocate import translated_jump
 

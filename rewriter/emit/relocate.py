@@ -175,10 +175,13 @@ def _sum_at_start(isa: ISA, code: Code, sums: Accumulation, position: int, ctx: 
 
 
 def _fallthroughs(insns: list[Instruction], code: Code, ctx: RelocationContext) -> None:
-    """After the last instruction (if it can fall through), continue at the original successor."""
+    """After the last instruction (if it can fall through), continue at the original successor,
+    in the same instruction set: running on never changes state, whatever the bytes there
+    were taken for (decoding may stop short of an instruction that straddles another
+    procedure's supposed entry)."""
     last = insns[-1]
     if last.falls_through:
-        _jump(ISA.for_mode(last.thumb), code, last.end, ctx.mode_at(last.end), AL, ctx)
+        _jump(ISA.for_mode(last.thumb), code, last.end, last.thumb, AL, ctx)
 
 
 def _hook_context(ins: Instruction, access, block_insns: int, ctx: RelocationContext) -> HookContext:

@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import struct
 from collections import deque
+from dataclasses import dataclass
 
 from elftools.elf.elffile import ELFFile
 
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
 from .exception_tables import handlers
+from .jump_tables import table_branch_targets
 from .model import Binary, Instruction, Procedure
+from .plt import plt_functions
 
 CHUNK = 256
+CS, HI = 2, 8  # condition codes
+R_ARM_RELATIVE = 23
 
 
 def _exec_ranges(elf: ELFFile) -> list[tuple[int, int]]:
@@ -31,7 +36,9 @@ def _inside(ranges: list[tuple[int, int]], addr: int) -> bool:
 
 
 def _seeds(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]]) -> list[tuple[int, bool]]:
-    """Entry points known without decoding: ELF entry, DT_INIT/DT_FINI, init/fini arrays."""
+    """Entry points known without decoding: ELF entry, DT_INIT/DT_FINI, init/fini arrays,
+    the PLT, exported functions and, in a PIE, the Thumb code addresses its dynamic
+    relocations put in data (a PIE's every code pointer in data has one)."""
     seeds = [(binary.entry & ~1, bool(binary.entry & 1))]
     for sec in elf.iter_sections():
         if sec.name == ".plt" and sec["sh_size"]:  # PLT0 and the entries are A32 (lazy binding jumps to PLT0)
@@ -45,13 +52,43 @@ def _seeds(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]]) -> list[
             for tag in sec.iter_tags():
                 if tag.entry.d_tag in ("DT_INIT", "DT_FINI") and _inside(ranges, tag.entry.d_val & ~1):
                     seeds.append((tag.entry.d_val & ~1, bool(tag.entry.d_val & 1)))
-        # Thumb code pointers in data (GOT, .data.rel.ro, vtables): odd words in code.
+        if sec["sh_type"] == "SHT_DYNSYM":
+            for sym in sec.iter_symbols():
+                value = sym["st_value"]
+                defined = sym["st_shndx"] != "SHN_UNDEF"
+                if sym["st_info"]["type"] == "STT_FUNC" and defined and _inside(ranges, value & ~1):
+                    seeds.append((value & ~1, bool(value & 1)))
+    if binary.is_pie:
+        seeds += [(value & ~1, True) for value in _relocated_words(elf, binary)
+                  if value & 1 and _inside(ranges, value & ~1)]
+    return seeds
+
+
+def _relocated_words(elf: ELFFile, binary: Binary) -> list[int]:
+    """The link-time values of the words R_ARM_RELATIVE relocations adjust (REL: the addend
+    is the word in place)."""
+    out = []
+    for sec in elf.iter_sections():
+        if sec["sh_type"] != "SHT_REL":
+            continue
+        for rel in sec.iter_relocations():
+            if rel["r_info_type"] == R_ARM_RELATIVE:
+                out.append(int.from_bytes(binary.read(rel["r_offset"], 4), "little"))
+    return out
+
+
+def _data_words(elf: ELFFile, ranges: list[tuple[int, int]]) -> list[tuple[int, bool]]:
+    """Odd words in code found in a fixed-address binary's data (GOT, .data.rel.ro, vtables,
+    but also any table of numbers): Thumb code addresses, perhaps. Weak entries: one found
+    inside an instruction of code reached otherwise is dropped (``discover``)."""
+    out = []
+    for sec in elf.iter_sections():
         if sec["sh_type"] == "SHT_PROGBITS" and sec["sh_flags"] & 0x2 and not sec["sh_flags"] & 0x4:
             data = sec.data()
             for (value,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4]):
                 if value & 1 and _inside(ranges, value & ~1):
-                    seeds.append((value & ~1, True))
-    return seeds
+                    out.append((value & ~1, True))
+    return out
 
 
 def _split_it(got: list[Instruction]) -> list[Instruction]:
@@ -70,19 +107,8 @@ NORETURN = {"abort", "exit", "_exit", "__stack_chk_fail", "__assert_fail", "__li
 
 
 def _noreturn_plt(elf: ELFFile) -> set[int]:
-    """PLT entries of functions that do not return (names from the dynamic relocations)."""
-    plt = elf.get_section_by_name(".plt")
-    rel = elf.get_section_by_name(".rel.plt")
-    if plt is None or rel is None:
-        return set()
-    dynsym = elf.get_section(rel["sh_link"])
-    out = set()
-    # PLT0 is 20 bytes, then one 12-byte entry per relocation, in order.
-    for i, r in enumerate(rel.iter_relocations()):
-        name = dynsym.get_symbol(r["r_info_sym"]).name
-        if name in NORETURN:
-            out.add(plt["sh_addr"] + 20 + 12 * i)
-    return out
+    """PLT entries (and their Thumb stubs) of functions that do not return."""
+    return {entry for entry, name in plt_functions(elf).items() if name in NORETURN}
 
 
 def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, list[Instruction]]]:
@@ -92,26 +118,25 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     without running into the next entry, so a fall-through after a call that does not
     return (into a literal pool, or the next function) cannot claim another
     procedure's bytes in the wrong instruction set.
+
+    A weak entry (a number in a fixed-address binary's data that looks like a Thumb code
+    address, ``_data_words``) that turns out to lie inside an instruction of the procedure
+    before it is dropped, and that procedure decoded on: real code never branches into
+    the middle of an instruction, while a table of numbers easily names such a place.
     """
     ranges = _exec_ranges(elf)
     md = {True: make_disassembler(True), False: make_disassembler(False)}
     cache = DecodeCache()  # chunks overlap and descents repeat: most instructions are decoded again
-    entries: dict[int, bool] = {}
-    for addr, thumb in _seeds(binary, elf, ranges):
-        if _inside(ranges, addr):
-            entries.setdefault(addr, thumb)
     noreturn = _noreturn_plt(elf)
-    unwound = handlers(elf, binary.read)
-    memo: dict[int, tuple[int, dict[int, Instruction], dict[int, bool]]] = {}
-    while True:
-        found, new = _descend_all(binary, md, cache, ranges, entries, noreturn, memo)
-        added = {a: t for a, t in new.items() if a not in entries}
-        if not added:  # then the landing pads of the functions found, which only the unwinder enters
-            added = {pad: entries[start] for start, (_, pads) in unwound.items() if start in entries
-                     for pad in pads if pad not in entries and _inside(ranges, pad)}
-        if not added:
+    memo: dict[int, Descent] = {}
+    while True:  # until no more procedures are found never to return
+        entries, found = _entries_and_code(binary, elf, ranges, md, cache, noreturn, memo)
+        more = _never_return(found, entries, noreturn)
+        if not more:
             break
-        entries.update(added)
+        noreturn |= more
+        for entry in [e for e, d in memo.items() if more & d.calls.keys()]:  # their descents stop earlier now
+            del memo[entry]
     starts = sorted(entries)
     procs = []
     decoded: dict[int, list[Instruction]] = {}
@@ -127,10 +152,83 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     return procs, decoded
 
 
+def _entries_and_code(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]], md: dict, cache: DecodeCache,
+                      noreturn: set[int], memo: dict[int, Descent]
+                      ) -> tuple[dict[int, bool], dict[int, dict[int, Instruction]]]:
+    """The procedure entries (-> Thumb) found from the seeds to a fixpoint, and each one's
+    instructions, with calls to ``noreturn`` taken as never returning."""
+    entries: dict[int, bool] = {}
+    for addr, thumb in _seeds(binary, elf, ranges):
+        if _inside(ranges, addr):
+            entries.setdefault(addr, thumb)
+    weak: set[int] = set()
+    if not binary.is_pie:
+        for addr, thumb in _data_words(elf, ranges):
+            if addr not in entries:
+                entries[addr] = thumb
+                weak.add(addr)
+    rejected: set[int] = set()
+    unwound = handlers(elf, binary.read)
+    while True:
+        found, new, guesses, cut = _descend_all(binary, md, cache, ranges, entries, noreturn, memo)
+        weak -= new.keys()
+        if cut & weak:  # drop those and decode again
+            for addr in cut & weak:
+                del entries[addr]
+            rejected |= cut & weak
+            weak -= cut
+            continue
+        added = {a: t for a, t in new.items() if a not in entries and a not in rejected}
+        guessed = {a: t for a, t in guesses.items() if a not in entries and a not in rejected and a not in added}
+        added |= guessed
+        weak |= guessed.keys()
+        if not added:  # then the landing pads of the functions found, which only the unwinder enters
+            added = {pad: entries[start] for start, (_, pads) in unwound.items() if start in entries
+                     for pad in pads if pad not in entries and _inside(ranges, pad)}
+        if not added:
+            return entries, found
+        entries.update(added)
+
+
+def _never_return(found: dict[int, dict[int, Instruction]], entries: dict[int, bool], noreturn: set[int]) -> set[int]:
+    """Entries, not yet in ``noreturn``, of procedures that cannot return: no instruction of
+    theirs returns, jumps through a register, branches out of the procedure other than to
+    ``noreturn`` or runs on past its last instruction (what a call to ``noreturn`` is
+    followed by is not decoded). Error reporters that end in ``exit`` are the usual case;
+    until they are known, the literal pools after calls to them are decoded as code."""
+    out = set()
+    for entry, insns in found.items():
+        if entry in noreturn or not insns:
+            continue
+        own = set(insns)
+        last = max(insns)
+        if insns[last].falls_through and not _ends(insns[last], noreturn):
+            continue
+        for ins in insns.values():
+            if ins.is_return or (ins.writes_pc and ins.branch_target is None and not ins.is_call):
+                break
+            target = ins.branch_target
+            leaves = target is not None and target not in own and target not in noreturn
+            if ins.is_branch and not ins.is_call and leaves:
+                break
+            if ins.falls_through and ins.end not in own and not _ends(ins, noreturn) and ins.address != last:
+                break
+        else:
+            out.add(entry)
+    return out
+
+
+def _ends(ins: Instruction, noreturn: set[int]) -> bool:
+    """``ins`` is an unconditional call that does not return."""
+    return ins.is_call and ins.cond == 14 and not ins.in_it and ins.branch_target in noreturn
+
+
 def _descend_all(binary: Binary, md: dict, cache: DecodeCache, ranges: list[tuple[int, int]], entries: dict[int, bool],
-                 noreturn: set[int], memo: dict[int, tuple[int, dict[int, Instruction], dict[int, bool]]]
-                 ) -> tuple[dict[int, dict[int, Instruction]], dict[int, bool]]:
-    """Decode every procedure from its entry; returns its instructions and the call targets seen.
+                 noreturn: set[int], memo: dict[int, Descent]
+                 ) -> tuple[dict[int, dict[int, Instruction]], dict[int, bool], dict[int, bool], set[int]]:
+    """Decode every procedure from its entry; returns its instructions, the call targets seen,
+    the weak entries guessed from literals and the entries that cut an instruction of the
+    procedure before them in two.
 
     A procedure's descent depends only on its entry, its instruction set and its limit (the
     next entry): ``memo`` keeps each one's result from the rounds before, so a round
@@ -140,76 +238,146 @@ def _descend_all(binary: Binary, md: dict, cache: DecodeCache, ranges: list[tupl
     end = max(hi for _, hi in ranges)
     found: dict[int, dict[int, Instruction]] = {}
     calls: dict[int, bool] = {}
+    guesses: dict[int, bool] = {}
+    cut: set[int] = set()
     for k, entry in enumerate(starts):
         limit = starts[k + 1] if k + 1 < len(starts) else end
         known = memo.get(entry)
-        if known is None or known[0] != limit:
-            known = memo[entry] = (limit, *_descend(binary, md, cache, ranges, entry, entries[entry], limit, noreturn))
-        found[entry] = known[1]
-        for target, thumb in known[2].items():
+        if known is None or known.limit != limit:
+            known = memo[entry] = _descend(binary, md, cache, ranges, entry, entries[entry], limit, noreturn)
+        found[entry] = known.instructions
+        for target, thumb in known.calls.items():
             calls.setdefault(target, thumb)
-    return found, {a: t for a, t in calls.items() if _inside(ranges, a)}
+        for target, thumb in known.guesses.items():
+            guesses.setdefault(target, thumb)
+        if known.straddles:
+            cut.add(limit)
+    return (found, {a: t for a, t in calls.items() if _inside(ranges, a)},
+            {a: t for a, t in guesses.items() if _inside(ranges, a)}, cut)
+
+
+@dataclass(frozen=True)
+class Descent:
+    """What decoding a procedure from its entry up to ``limit`` found: its instructions, the
+    calls and other procedures' addresses they name (target -> Thumb), and whether it
+    reached an instruction that runs past the limit."""
+
+    limit: int
+    instructions: dict[int, Instruction]
+    calls: dict[int, bool]
+    guesses: dict[int, bool]  # weak entries (_targets)
+    straddles: bool
 
 
 def _descend(binary: Binary, md: dict, cache: DecodeCache, ranges: list[tuple[int, int]], entry: int,
-             entry_thumb: bool, limit: int, noreturn: set[int]) -> tuple[dict[int, Instruction], dict[int, bool]]:
-    """The instructions reachable from ``entry`` below ``limit``, and the calls and other
-    procedures' addresses they name (target -> Thumb), in the order first seen."""
+             entry_thumb: bool, limit: int, noreturn: set[int]) -> Descent:
+    """The instructions reachable from ``entry`` below ``limit`` (see Descent)."""
     mine: dict[int, Instruction] = {}
     calls: dict[int, bool] = {}
+    guesses: dict[int, bool] = {}
+    straddles = False
+    inside: set[int] = set()  # the second halfwords of 32-bit instructions
     work: deque[tuple[int, bool]] = deque([(entry, entry_thumb)])
     literal_regs: dict[int, int] = {}
+    bounds = _Bounds()
     while work:
         cur, thumb = work.popleft()
         while entry <= cur < limit and cur not in mine and _inside(ranges, cur):
-            got = _split_it(decode_range(md[thumb], binary.read(cur, min(CHUNK, limit - cur)), cur, thumb,
+            got = _split_it(decode_range(md[thumb], binary.read(cur, min(CHUNK + 4, limit + 4 - cur)), cur, thumb,
                                          cache)[0])
             if not got:
                 break
             stop = False
             for ins in got:
-                if ins.address in mine or ins.address + ins.size > limit:
+                if ins.address in mine or ins.address >= limit:
                     stop = True
                     break
+                if ins.address + ins.size > limit:
+                    straddles = stop = True
+                    break
+                if ins.address in inside or (ins.size == 4 and ins.address + 2 in mine):
+                    stop = True  # overlaps an instruction found before: one of the two is data
+                    break
                 mine[ins.address] = ins
-                for target, tthumb, is_call in _targets(ins, thumb, literal_regs, binary, ranges):
-                    if is_call or not entry <= target < limit:
+                if ins.size == 4:
+                    inside.add(ins.address + 2)
+                bounds.see(ins, binary)
+                for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, binary, ranges):
+                    if weak:
+                        guesses.setdefault(target, tthumb)
+                    elif is_call or not entry <= target < limit:
                         calls.setdefault(target, tthumb)
                     else:
                         work.append((target, tthumb))
-                if not ins.falls_through or (ins.is_call and ins.branch_target in noreturn):
+                if not ins.falls_through or _ends(ins, noreturn):
                     stop = True
                     break
                 cur = ins.address + ins.size
             if stop:
                 break
-    return mine, calls
+    return Descent(limit, mine, calls, guesses, straddles)
+
+
+class _Bounds:
+    """The bounds checks a run of instructions makes before a table branch: ``cmp rN, #imm``
+    then ``bhi`` (``bhs``) to the default case leaves imm + 1 (imm) entries for a TBB/TBH
+    indexed by rN, which go into ``Binary.table_sizes``. Reading a table further would take
+    the instructions after it for entries."""
+
+    def __init__(self) -> None:
+        self.compared: tuple[str, int] | None = None  # the last CMP's register and immediate
+        self.entries: dict[str, int] = {}
+
+    def see(self, ins: Instruction, binary: Binary) -> None:
+        if ins.name == "cmp" and ", #" in ins.op_str:
+            reg, _, imm = ins.op_str.partition(", #")
+            try:
+                self.compared = (reg.strip(), int(imm, 0))
+            except ValueError:
+                self.compared = None
+            return
+        if ins.is_branch and self.compared is not None and ins.branch_target is not None:
+            reg, imm = self.compared
+            if ins.cond in (HI, CS):
+                self.entries[reg] = imm + 1 if ins.cond == HI else imm
+            self.compared = None
+            return
+        if ins.name in ("tbb", "tbh"):
+            index = ins.op_str.strip("[]").split(",")[1].strip() if "," in ins.op_str else ""
+            if index in self.entries:
+                binary.table_sizes[ins.address] = self.entries[index]
+        self.compared = None
 
 
 def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary: Binary,
-             ranges: list[tuple[int, int]]) -> list[tuple[int, bool, bool]]:
-    """(address, thumb, is_entry) of places control can go from ``ins``, and code addresses it computes."""
+             ranges: list[tuple[int, int]]) -> list[tuple[int, bool, bool, bool]]:
+    """(address, thumb, is_entry, weak) of places control can go from ``ins``, and code
+    addresses it computes; weak: a literal that only looks like a Thumb code address."""
     out = []
+    if ins.name in ("tbb", "tbh"):  # a switch: its cases are this procedure's
+        out += [(target, True, False, False) for target in table_branch_targets(binary, [ins])]
     if ins.branch_target is not None:
         target = ins.branch_target
         if ins.name == "blx":
-            out.append((target & ~1, not thumb, True))
+            out.append((target & ~1, not thumb, True, False))
         elif ins.name == "bx":  # bx pc
-            out.append((target, False, False))
+            out.append((target, False, False, False))
         else:
-            out.append((target, thumb, ins.is_call))
+            out.append((target, thumb, ins.is_call, False))
     # PC-relative code addresses (function pointers in PIE code): ldr rX, [pc, #n]; add rX, pc.
     if ins.accesses and ins.accesses[0].base == 15 and ins.name == "ldr" and ins.accesses[0].index is None:
         value = int.from_bytes(binary.read(ins.accesses[0].disp, 4), "little")
         literal_regs[_dest(ins)] = value
-        if value & 1 and _inside(ranges, value & ~1):
-            out.append((value & ~1, True, True))
+        # In a fixed-address binary the literal may itself be a code address; in a PIE it is
+        # an offset from the PC (taken below), never an address.
+        if value & 1 and not binary.is_pie and _inside(ranges, value & ~1):
+            out.append((value & ~1, True, True, True))
     elif thumb and ins.size == 2 and (int.from_bytes(ins.raw, "little") & 0xFF78) == 0x4478:
         rd = _dest(ins)
         if rd in literal_regs:
             value = (literal_regs.pop(rd) + ins.address + 4) & 0xFFFFFFFF
             if value & 1 and _inside(ranges, value & ~1):
-                out.append((value & ~1, True, True))
+                out.append((value & ~1, True, True, False))
     return out
 
 

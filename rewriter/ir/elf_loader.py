@@ -27,6 +27,7 @@ from ..errors import AnvilError
 from .discovery import discover
 from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
+from .jump_tables import table_branch_targets
 from .model import Binary, Block, Instruction, Procedure, Segment
 
 _MAPPING = re.compile(r"^\$([atd])(\..*)?$")
@@ -368,31 +369,6 @@ def _address_taken(binary: Binary, elf: ELFFile, procs: list[Procedure],
                 if thumb == bool(value & 1):
                     pointers.add(value & ~1)
     return taken, pointers
-
-
-def table_branch_targets(binary: Binary, insns: list) -> set[int]:
-    """Case addresses of TBB/TBH jump tables (the byte/halfword table follows the instruction).
-
-    The table ends where the first case begins (cases follow the table), so entries are
-    read until the reading position reaches the lowest target seen.
-    """
-    targets: set[int] = set()
-    for ins in insns:
-        if ins.name not in ("tbb", "tbh") or not ins.accesses or ins.accesses[0].base != 15:
-            continue
-        base = ins.address + 4
-        size = 1 if ins.name == "tbb" else 2
-        lowest = base + 2 * (0xFF if size == 1 else 0xFFFF)
-        pos = base
-        while pos + size <= lowest and len(targets) < 100000:
-            entry = int.from_bytes(binary.read(pos, size), "little")
-            target = base + 2 * entry
-            if target < pos + size:
-                break
-            targets.add(target)
-            lowest = min(lowest, target)
-            pos += size
-    return targets
 
 
 def has_computed_jump(insns: Iterable[Instruction]) -> bool:

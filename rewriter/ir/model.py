@@ -287,6 +287,9 @@ class Binary:
     address_taken: set[int] = field(default_factory=set)  # code addresses found as words in data
     code_pointers: set[int] = field(default_factory=set)  # those with the right Thumb bit: real pointers
     unwinder_entries: set[int] = field(default_factory=set)  # landing pads, personality routines
+    # TBB/TBH address -> entries of its table, where the bounds check before it says (found by
+    # discovery in stripped code, where nothing else marks where a table ends).
+    table_sizes: dict[int, int] = field(default_factory=dict)
     # The program's stack may be unwound (decision 0013): it throws C++ exceptions or calls
     # backtrace (elf_loader._unwinds) or, with no symbol table to tell, has landing pads.
     unwinds: bool = False

@@ -1,0 +1,78 @@
+"""Which library function each PLT entry of a dynamically linked ARM executable calls.
+
+A stripped executable has no ``name@plt`` symbols, yet knowing that an entry is
+``exit`` or ``__stack_chk_fail`` matters: the code after a call to one is not reached
+(often a literal pool), and decoding on into it invents procedures and branches.
+
+Entries are not of one size. GNU ld writes, after the 20-byte PLT0, for each entry:
+
+- optionally a 4-byte Thumb stub (``bx pc`` and a pad) where Thumb code reaches the
+  entry with a branch that cannot change state (``b.w`` tail calls);
+- the A32 entry proper, either the short form
+  ``add ip, pc, #A; add ip, ip, #B; ldr pc, [ip, #C]!`` (12 bytes) or the long form
+  ``ldr ip, [pc, #4]; add ip, pc, ip; ldr pc, [ip]; .word offset`` (16 bytes).
+
+The GOT slot an entry loads its target from is named by the entry's ``R_ARM_JUMP_SLOT``
+relocation, whose symbol is the function; so entries are decoded rather than counted.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from elftools.elf.elffile import ELFFile
+
+PLT0_SIZE = 20
+THUMB_STUB = 0x4778  # bx pc
+# The short form, with its immediates masked out.
+_ADD_IP_PC, _ADD_IP_IP, _LDR_PC_IP = 0xE28FC600, 0xE28CCA00, 0xE5BCF000
+_LONG_FORM = (0xE59FC004, 0xE08CC00F, 0xE59CF000)
+
+
+def plt_functions(elf: ELFFile) -> dict[int, str]:
+    """Address of each PLT entry (and of its Thumb stub, if it has one) -> the function it
+    calls; empty when the binary has no PLT or its entries are not of a known form."""
+    plt = elf.get_section_by_name(".plt")
+    rel = elf.get_section_by_name(".rel.plt")
+    if plt is None or rel is None or not plt["sh_size"]:
+        return {}
+    symbols = elf.get_section(rel["sh_link"])
+    slots = {r["r_offset"]: symbols.get_symbol(r["r_info_sym"]).name for r in rel.iter_relocations()}
+    data, base = plt.data(), plt["sh_addr"]
+    out: dict[int, str] = {}
+    at = PLT0_SIZE
+    stub: int | None = None
+    while at + 4 <= len(data):
+        if int.from_bytes(data[at:at + 2], "little") == THUMB_STUB:
+            stub = base + at
+            at += 4
+            continue
+        slot, size = _slot(data, at, base + at)
+        if slot is None or slot not in slots:
+            break
+        for entry in (base + at, stub):
+            if entry is not None:
+                out[entry] = slots[slot]
+        stub = None
+        at += size
+    return out
+
+
+def _slot(data: bytes, at: int, address: int) -> tuple[int | None, int]:
+    """The GOT slot the A32 entry at ``address`` (``data[at:]``) jumps through, and its
+    size; (None, 0) when the bytes are neither form."""
+    words = [w for (w,) in struct.iter_unpack("<I", data[at:at + 16] + bytes(-len(data[at:at + 16]) % 4))]
+    if len(words) >= 3 and (words[0] & ~0xFF, words[1] & ~0xFF, words[2] & ~0xFFF) == (_ADD_IP_PC, _ADD_IP_IP,
+                                                                                        _LDR_PC_IP):
+        # ip = pc (the entry + 8) + A + B, then pc = [ip + C]; A and B are rotated 8-bit immediates.
+        return address + 8 + _rotated(words[0]) + _rotated(words[1]) + (words[2] & 0xFFF), 12
+    if len(words) == 4 and tuple(words[:3]) == _LONG_FORM:
+        return (address + 12 + words[3]) & 0xFFFFFFFF, 16  # pc reads as the ADD's address + 8
+    return None, 0
+
+
+def _rotated(word: int) -> int:
+    """The value of an A32 data-processing modified immediate (imm8 rotated right by 2 * rot)."""
+    imm8, rot = word & 0xFF, (word >> 8) & 0xF
+    shift = 2 * rot
+    return ((imm8 >> shift) | (imm8 << (32 - shift))) & 0xFFFFFFFF if shift else imm8
