@@ -149,7 +149,7 @@ def place_counters(binary: Binary, sums: dict[str, str] | None = None) -> Deriva
 
     def plan_of(proc: Procedure) -> Plan | None:
         tables = {ins.address: table_branch_targets(binary, [ins]) for ins in proc.instructions()
-                  if ins.name in ("tbb", "tbh")}
+                  if ins.name in ("tbb", "tbh") or ins.address in binary.switch_cases}
         addresses = {b.address for b in proc.blocks}
         flow = procedure_flow(proc, entered[proc.address] | (taken & addresses), tables, stops)
         return _plan(flow) if flow is not None else None

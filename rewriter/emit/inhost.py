@@ -126,9 +126,11 @@ def _has_hooks(proc: Procedure) -> bool:
 def _add_runtime_hooks(binary: Binary) -> None:
     """Make program start and end observable.
 
-    Linux: exit system calls (static) or _fini (dynamic) end the program; the loader
-    stub starts it. Firmware: the reset handler's first instruction sets up the
-    runtime, and the semihosting exit calls end the program.
+    Linux: exit system calls (static) or, dynamic, _fini (which exit runs) and calls of
+    ``_exit``/``_Exit`` (which end the process without it: a shell's children, programs
+    that must not flush stdio twice) end the program; the loader stub starts it.
+    Firmware: the reset handler's first instruction sets up the runtime, and the
+    semihosting exit calls end the program.
     """
     if binary.is_firmware:
         reset = next((p for p in binary.procedures if p.address == binary.entry & ~1), None)
@@ -139,9 +141,13 @@ def _add_runtime_hooks(binary: Binary) -> None:
         return
     if binary.is_dynamic:
         end = Prototype("anvil_program_end", ())
+        immediate_exits = {entry for entry, name in binary.plt.items() if name in ("_exit", "_Exit")}
         for proc in binary.procedures:
             if proc.address == binary.fini or (binary.fini is None and proc.name == "_fini"):
                 proc.hooks.append(Hook(Point.BEFORE, end, ()))
+            for ins in proc.instructions():
+                if ins.branch_target in immediate_exits:
+                    ins.hooks.append(Hook(Point.BEFORE, end, ()))
     else:
         # The system call's number: r7 (Linux svc) or r0 (semihosting bkpt); and whether
         # Linux's exit (not exit_group) ends the program: not where it ends one thread of many.

@@ -103,7 +103,7 @@ def _may_leave(binary: Binary, block: Block, starts: dict[int, int], resets: set
     last = block.instructions[-1]
     if last.is_call or last.is_syscall or last.is_return or last.name == "udf":
         return True
-    if last.name in ("tbb", "tbh"):  # cases in the procedure, entered at their labels
+    if last.name in ("tbb", "tbh") or last.address in binary.switch_cases:  # cases in the procedure, at their labels
         return any(starts.get(t) in resets for t in table_branch_targets(binary, [last]))
     if last.branch_target is not None and last.is_branch:
         if last.branch_target not in starts:

@@ -9,6 +9,7 @@ one. Bytes never reached are left alone as data.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections import deque
 from dataclasses import dataclass
@@ -17,12 +18,10 @@ from elftools.elf.elffile import ELFFile
 
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
 from .exception_tables import handlers
-from .jump_tables import table_branch_targets
+from .jump_tables import SwitchFinder, has_computed_jump, table_branch_targets
 from .model import Binary, Instruction, Procedure
-from .plt import plt_functions
 
 CHUNK = 256
-CS, HI = 2, 8  # condition codes
 R_ARM_RELATIVE = 23
 
 
@@ -106,9 +105,9 @@ NORETURN = {"abort", "exit", "_exit", "__stack_chk_fail", "__assert_fail", "__li
             "siglongjmp", "__longjmp_chk", "pthread_exit", "__cxa_throw", "__cxa_rethrow", "_Unwind_Resume"}
 
 
-def _noreturn_plt(elf: ELFFile) -> set[int]:
+def _noreturn_plt(binary: Binary) -> set[int]:
     """PLT entries (and their Thumb stubs) of functions that do not return."""
-    return {entry for entry, name in plt_functions(elf).items() if name in NORETURN}
+    return {entry for entry, name in binary.plt.items() if name in NORETURN}
 
 
 def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, list[Instruction]]]:
@@ -126,11 +125,11 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     """
     ranges = _exec_ranges(elf)
     md = {True: make_disassembler(True), False: make_disassembler(False)}
-    cache = DecodeCache()  # chunks overlap and descents repeat: most instructions are decoded again
-    noreturn = _noreturn_plt(elf)
+    streams = _Streams(binary, md, DecodeCache())
+    noreturn = _noreturn_plt(binary)
     memo: dict[int, Descent] = {}
     while True:  # until no more procedures are found never to return
-        entries, found = _entries_and_code(binary, elf, ranges, md, cache, noreturn, memo)
+        entries, found = _entries_and_code(binary, elf, ranges, streams, noreturn, memo)
         more = _never_return(found, entries, noreturn)
         if not more:
             break
@@ -152,7 +151,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     return procs, decoded
 
 
-def _entries_and_code(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]], md: dict, cache: DecodeCache,
+def _entries_and_code(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]], streams: _Streams,
                       noreturn: set[int], memo: dict[int, Descent]
                       ) -> tuple[dict[int, bool], dict[int, dict[int, Instruction]]]:
     """The procedure entries (-> Thumb) found from the seeds to a fixpoint, and each one's
@@ -170,7 +169,7 @@ def _entries_and_code(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]
     rejected: set[int] = set()
     unwound = handlers(elf, binary.read)
     while True:
-        found, new, guesses, cut = _descend_all(binary, md, cache, ranges, entries, noreturn, memo)
+        found, new, guesses, cut = _descend_all(binary, streams, ranges, entries, noreturn, memo)
         weak -= new.keys()
         if cut & weak:  # drop those and decode again
             for addr in cut & weak:
@@ -223,7 +222,7 @@ def _ends(ins: Instruction, noreturn: set[int]) -> bool:
     return ins.is_call and ins.cond == 14 and not ins.in_it and ins.branch_target in noreturn
 
 
-def _descend_all(binary: Binary, md: dict, cache: DecodeCache, ranges: list[tuple[int, int]], entries: dict[int, bool],
+def _descend_all(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], entries: dict[int, bool],
                  noreturn: set[int], memo: dict[int, Descent]
                  ) -> tuple[dict[int, dict[int, Instruction]], dict[int, bool], dict[int, bool], set[int]]:
     """Decode every procedure from its entry; returns its instructions, the call targets seen,
@@ -243,8 +242,10 @@ def _descend_all(binary: Binary, md: dict, cache: DecodeCache, ranges: list[tupl
     for k, entry in enumerate(starts):
         limit = starts[k + 1] if k + 1 < len(starts) else end
         known = memo.get(entry)
+        if known is not None and limit < known.limit and known.fits_below(limit):
+            known = memo[entry] = dataclasses.replace(known, limit=limit)  # the new entry cut nothing
         if known is None or known.limit != limit:
-            known = memo[entry] = _descend(binary, md, cache, ranges, entry, entries[entry], limit, noreturn)
+            known = memo[entry] = _descend(binary, streams, ranges, entry, entries[entry], limit, noreturn)
         found[entry] = known.instructions
         for target, thumb in known.calls.items():
             calls.setdefault(target, thumb)
@@ -267,86 +268,79 @@ class Descent:
     calls: dict[int, bool]
     guesses: dict[int, bool]  # weak entries (_targets)
     straddles: bool
+    reach: int = 0  # the end of the highest instruction, and of what the descent went to
+
+    def fits_below(self, limit: int) -> bool:
+        """Decoding up to ``limit`` would find the same: nothing found or gone to reaches it."""
+        return not self.straddles and self.reach <= limit and not any(limit <= t < self.limit for t in self.calls)
 
 
-def _descend(binary: Binary, md: dict, cache: DecodeCache, ranges: list[tuple[int, int]], entry: int,
+def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], entry: int,
              entry_thumb: bool, limit: int, noreturn: set[int]) -> Descent:
     """The instructions reachable from ``entry`` below ``limit`` (see Descent)."""
     mine: dict[int, Instruction] = {}
     calls: dict[int, bool] = {}
     guesses: dict[int, bool] = {}
     straddles = False
+    reach = entry
     inside: set[int] = set()  # the second halfwords of 32-bit instructions
     work: deque[tuple[int, bool]] = deque([(entry, entry_thumb)])
     literal_regs: dict[int, int] = {}
-    bounds = _Bounds()
     while work:
         cur, thumb = work.popleft()
+        switches = SwitchFinder(binary)
         while entry <= cur < limit and cur not in mine and _inside(ranges, cur):
-            got = _split_it(decode_range(md[thumb], binary.read(cur, min(CHUNK + 4, limit + 4 - cur)), cur, thumb,
-                                         cache)[0])
-            if not got:
+            ins = streams.at(cur, thumb)
+            if ins is None:
                 break
-            stop = False
+            if ins.address + ins.size > limit:
+                straddles = True
+                break
+            if cur in inside or (ins.size == 4 and cur + 2 in mine):
+                break  # overlaps an instruction found before: one of the two is data
+            mine[cur] = ins
+            reach = max(reach, ins.end)
+            if ins.size == 4:
+                inside.add(cur + 2)
+            switches.see(ins)
+            for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, binary, ranges):
+                if weak:
+                    guesses.setdefault(target, tthumb)
+                elif is_call or not entry <= target < limit:
+                    calls.setdefault(target, tthumb)
+                else:
+                    work.append((target, tthumb))
+                    reach = max(reach, target + 1)
+            if has_computed_jump([ins]):
+                # add/mov pc computed from a register: what it jumps into follows it, a table
+                # of branches (A32 switches) or unrolled code (libgcc's division).
+                work.append((ins.end, thumb))
+            if not ins.falls_through or _ends(ins, noreturn):
+                break
+            cur = ins.end
+    return Descent(limit, mine, calls, guesses, straddles, reach)
+
+
+class _Streams:
+    """Each address's instruction (in one instruction set), decoded once for all descents:
+    asking for one that is not known yet decodes a chunk from there and keeps all of it, as
+    descents run on and others come back (every round decodes the procedures a new entry
+    cuts short again)."""
+
+    def __init__(self, binary: Binary, md: dict, cache: DecodeCache) -> None:
+        self.binary, self.md, self.cache = binary, md, cache
+        self.known: dict[tuple[int, bool], Instruction | None] = {}
+
+    def at(self, address: int, thumb: bool) -> Instruction | None:
+        """The instruction decoded at ``address``; None where nothing decodes."""
+        key = (address, thumb)
+        if key not in self.known:
+            got = _split_it(decode_range(self.md[thumb], self.binary.read(address, CHUNK), address, thumb,
+                                         self.cache)[0])
             for ins in got:
-                if ins.address in mine or ins.address >= limit:
-                    stop = True
-                    break
-                if ins.address + ins.size > limit:
-                    straddles = stop = True
-                    break
-                if ins.address in inside or (ins.size == 4 and ins.address + 2 in mine):
-                    stop = True  # overlaps an instruction found before: one of the two is data
-                    break
-                mine[ins.address] = ins
-                if ins.size == 4:
-                    inside.add(ins.address + 2)
-                bounds.see(ins, binary)
-                for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, binary, ranges):
-                    if weak:
-                        guesses.setdefault(target, tthumb)
-                    elif is_call or not entry <= target < limit:
-                        calls.setdefault(target, tthumb)
-                    else:
-                        work.append((target, tthumb))
-                if not ins.falls_through or _ends(ins, noreturn):
-                    stop = True
-                    break
-                cur = ins.address + ins.size
-            if stop:
-                break
-    return Descent(limit, mine, calls, guesses, straddles)
-
-
-class _Bounds:
-    """The bounds checks a run of instructions makes before a table branch: ``cmp rN, #imm``
-    then ``bhi`` (``bhs``) to the default case leaves imm + 1 (imm) entries for a TBB/TBH
-    indexed by rN, which go into ``Binary.table_sizes``. Reading a table further would take
-    the instructions after it for entries."""
-
-    def __init__(self) -> None:
-        self.compared: tuple[str, int] | None = None  # the last CMP's register and immediate
-        self.entries: dict[str, int] = {}
-
-    def see(self, ins: Instruction, binary: Binary) -> None:
-        if ins.name == "cmp" and ", #" in ins.op_str:
-            reg, _, imm = ins.op_str.partition(", #")
-            try:
-                self.compared = (reg.strip(), int(imm, 0))
-            except ValueError:
-                self.compared = None
-            return
-        if ins.is_branch and self.compared is not None and ins.branch_target is not None:
-            reg, imm = self.compared
-            if ins.cond in (HI, CS):
-                self.entries[reg] = imm + 1 if ins.cond == HI else imm
-            self.compared = None
-            return
-        if ins.name in ("tbb", "tbh"):
-            index = ins.op_str.strip("[]").split(",")[1].strip() if "," in ins.op_str else ""
-            if index in self.entries:
-                binary.table_sizes[ins.address] = self.entries[index]
-        self.compared = None
+                self.known.setdefault((ins.address, thumb), ins)
+            self.known.setdefault(key, None)
+        return self.known[key]
 
 
 def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary: Binary,
@@ -354,7 +348,7 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary
     """(address, thumb, is_entry, weak) of places control can go from ``ins``, and code
     addresses it computes; weak: a literal that only looks like a Thumb code address."""
     out = []
-    if ins.name in ("tbb", "tbh"):  # a switch: its cases are this procedure's
+    if ins.name in ("tbb", "tbh") or ins.address in binary.switch_cases:  # a switch: its cases are this procedure's
         out += [(target, True, False, False) for target in table_branch_targets(binary, [ins])]
     if ins.branch_target is not None:
         target = ins.branch_target

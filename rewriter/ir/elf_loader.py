@@ -16,7 +16,7 @@ import os
 import re
 import struct
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
@@ -27,8 +27,9 @@ from ..errors import AnvilError
 from .discovery import discover
 from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
-from .jump_tables import table_branch_targets
-from .model import Binary, Block, Instruction, Procedure, Segment
+from .jump_tables import SwitchFinder, has_computed_jump, table_branch_targets
+from .model import Binary, Block, Procedure, Segment
+from .plt import plt_functions
 
 _MAPPING = re.compile(r"^\$([atd])(\..*)?$")
 _MACHINES = {"EM_X86_64": "x86-64", "EM_386": "x86", "EM_AARCH64": "AArch64", "EM_RISCV": "RISC-V",
@@ -48,6 +49,7 @@ def load_binary(path: str) -> Binary:
     symbols, mapping = _read_symbols(path, elf, data)
     binary.symbols = {name: addr for addr, name, _ in symbols}
     binary.fini = _dt_fini(elf)
+    binary.plt = plt_functions(elf)
     if symbols and mapping:
         procs = _procedures(binary, elf, symbols, mapping)
         decoded = _decode(binary, procs, mapping)
@@ -325,6 +327,9 @@ def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[
             continue
         lo = bisect.bisect_left(entries_sorted, proc.address)
         hi = bisect.bisect_left(entries_sorted, proc.end)
+        switches = SwitchFinder(binary)
+        for ins in insns:
+            switches.see(ins)
         _make_blocks(proc, insns, set(entries_sorted[lo:hi]) | table_branch_targets(binary, insns))
         proc.index = len(kept)
         kept.append(proc)
@@ -369,13 +374,6 @@ def _address_taken(binary: Binary, elf: ELFFile, procs: list[Procedure],
                 if thumb == bool(value & 1):
                     pointers.add(value & ~1)
     return taken, pointers
-
-
-def has_computed_jump(insns: Iterable[Instruction]) -> bool:
-    """True if an instruction computes the PC arithmetically (``add pc, pc, rN``, ``mov pc, rN``):
-    its target can be any instruction, so every instruction starts a block."""
-    return any(i.is_indirect and not i.is_call and i.mnemonic.split(".")[0][:3] in ("add", "mov", "sub")
-               for i in insns)
 
 
 def _make_blocks(proc: Procedure, insns: list, taken: set[int]) -> None:

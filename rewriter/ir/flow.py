@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from .elf_loader import has_computed_jump
+from .jump_tables import has_computed_jump
 from .model import Binary, Instruction, Procedure
 
 
@@ -80,7 +80,7 @@ def procedure_flow(proc: Procedure, entered: set[int], table_targets: dict[int, 
             flow.to_outside.add(i)
             if last.end in index:
                 flow.from_outside.add(index[last.end])  # the return site
-        elif last.name in ("tbb", "tbh") and last.address in table_targets:
+        elif last.address in table_targets:  # a switch (TBB/TBH, or a table of offsets)
             targets.extend(table_targets[last.address])
         elif last.branch_target is not None and last.is_branch:
             targets.append(last.branch_target)

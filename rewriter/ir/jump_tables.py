@@ -1,12 +1,20 @@
-"""Where the Thumb-2 table branches (TBB, TBH) of a procedure go."""
+"""Where a procedure's switches go: Thumb-2 table branches (TBB, TBH) and GCC's tables of
+offsets for position-independent Thumb code (``adr``; ``ldr``; ``add``; ``bx``)."""
 
 from __future__ import annotations
 
-from .model import Binary
+from collections.abc import Iterable
+
+from .model import Binary, Instruction
+
+CS, HI = 2, 8  # the conditions of a bounds check's branch to the default case
+REGISTERS = {f"r{i}": i for i in range(13)} | {"sb": 9, "sl": 10, "fp": 11, "ip": 12}
 
 
 def table_branch_targets(binary: Binary, insns: list) -> set[int]:
-    """Case addresses of TBB/TBH jump tables (the byte/halfword table follows the instruction).
+    """Case addresses of the switches among ``insns``: those ``SwitchFinder`` found
+    (``Binary.switch_cases``) and TBB/TBH jump tables (the byte/halfword table follows the
+    instruction).
 
     The table has as many entries as the bounds check before it allows where that is known
     (``Binary.table_sizes``); else it ends where the first case begins (cases follow the
@@ -14,6 +22,9 @@ def table_branch_targets(binary: Binary, insns: list) -> set[int]:
     """
     targets: set[int] = set()
     for ins in insns:
+        if ins.address in binary.switch_cases:
+            targets |= binary.switch_cases[ins.address]
+            continue
         if ins.name not in ("tbb", "tbh") or not ins.accesses or ins.accesses[0].base != 15:
             continue
         base = ins.address + 4
@@ -30,3 +41,119 @@ def table_branch_targets(binary: Binary, insns: list) -> set[int]:
             lowest = min(lowest, target)
             pos += size
     return targets
+
+
+class SwitchFinder:
+    """Finds the switches in a run of instructions, given in address order, from their bounds
+    checks, and records them in ``binary``:
+
+    - ``cmp rI, #N; bhi default`` (``bhs``: N - 1; or ``movw rK, #N; cmp rI, rK``) then
+      ``tbb``/``tbh [pc, rI]``: a table of N + 1 entries (``Binary.table_sizes``);
+    - the same check, then ``adr rA, table; ldr rB, [rA, rI, lsl #2]; add rA, rB; bx rA``:
+      N + 1 words, each the offset of its case (Thumb bit set) from the table
+      (``Binary.switch_cases``).
+
+    Only these exact sequences count: anything else between resets the search. Without
+    them a stripped binary's tables cannot be told from the code around them.
+    """
+
+    def __init__(self, binary: Binary) -> None:
+        self.binary = binary
+        self._reset()
+
+    def _reset(self) -> None:
+        self.constant: tuple[int, int] | None = None  # register, value of a MOV just before
+        self.compared: tuple[int, int] | None = None  # register, immediate of the last CMP
+        self.bound: tuple[int, int] | None = None     # index register, entries
+        self.table: tuple[int, int] | None = None     # register holding the table, its address
+        self.entry: int | None = None                 # register holding the loaded offset
+        self.computed: int | None = None              # register holding table + offset
+
+    def see(self, ins: Instruction) -> None:
+        """The next instruction of the run."""
+        if self.compared is None and ins.name not in _STARTS:
+            self.constant = None
+            return  # the usual case: no check under way
+        step = self._step(ins)
+        if not step:
+            self._reset()
+            if ins.name in _STARTS:  # may start the next check
+                self._step(ins)
+
+    def _step(self, ins: Instruction) -> bool:
+        operands = [o.strip() for o in ins.op_str.replace("[", "").replace("]", "").split(",")]
+        if ins.name in ("mov", "movs", "movw") and len(operands) == 2 and operands[0] in REGISTERS:
+            value = _immediate(operands[1])
+            self.constant = None if value is None or ins.cond != 14 else (REGISTERS[operands[0]], value)
+            return self.constant is not None
+        if ins.name == "cmp" and len(operands) == 2 and operands[0] in REGISTERS:
+            value = _immediate(operands[1])
+            if value is None and self.constant is not None and REGISTERS.get(operands[1]) == self.constant[0]:
+                value = self.constant[1]
+            self.constant = None
+            if value is None:
+                return False
+            self.compared = (REGISTERS[operands[0]], value)
+            return True
+        if self.compared is not None and self.bound is None:
+            if ins.is_branch and ins.branch_target is not None and ins.cond in (HI, CS):
+                reg, imm = self.compared
+                self.bound = (reg, imm + 1 if ins.cond == HI else imm)
+                return True
+            return False
+        if self.bound is None:
+            return False
+        index, entries = self.bound
+        if ins.name in ("tbb", "tbh"):
+            if len(operands) >= 2 and REGISTERS.get(operands[1]) == index:
+                self.binary.table_sizes[ins.address] = entries
+            return False
+        if self.table is None:
+            if ins.name == "adr" and len(operands) == 2 and operands[0] in REGISTERS and ins.thumb:
+                self.table = (REGISTERS[operands[0]], ((ins.address + 4) & ~3) + int(operands[1].lstrip("#"), 0))
+                return True
+            return False
+        if self.entry is None:
+            access = ins.accesses[0] if ins.name == "ldr" and len(ins.accesses) == 1 else None
+            if access is not None and access.base == self.table[0] and access.index == index and access.shift == 2 \
+                    and not access.subtract and access.disp == 0 and operands[0] in REGISTERS:
+                self.entry = REGISTERS[operands[0]]
+                return True
+            return False
+        if self.computed is None:
+            regs = [REGISTERS.get(o) for o in operands]
+            if ins.name == "add" and len(regs) in (2, 3) and None not in regs:
+                sources = regs if len(regs) == 2 else regs[1:]
+                if sorted(sources) == sorted([self.table[0], self.entry]):
+                    self.computed = regs[0]
+                    return True
+            return False
+        if ins.name == "bx" and REGISTERS.get(operands[0]) == self.computed:
+            table = self.table[1]
+            cases = set()
+            for k in range(entries):
+                offset = int.from_bytes(self.binary.read(table + 4 * k, 4), "little", signed=True)
+                cases.add((table + offset) & ~1 & 0xFFFFFFFF)
+            # Switches may share their last instructions (GCC's cross-jumping): all their cases.
+            self.binary.switch_cases.setdefault(ins.address, set()).update(cases)
+        return False
+
+
+_STARTS = ("cmp", "mov", "movs", "movw")  # instructions that may begin a bounds check
+
+
+def _immediate(operand: str) -> int | None:
+    """The value of an ``#imm`` operand, None for anything else."""
+    if not operand.startswith("#"):
+        return None
+    try:
+        return int(operand[1:], 0)
+    except ValueError:
+        return None
+
+
+def has_computed_jump(insns: Iterable[Instruction]) -> bool:
+    """True if an instruction computes the PC arithmetically (``add pc, pc, rN``, ``mov pc, rN``):
+    its target can be any instruction, so every instruction starts a block."""
+    return any(i.is_indirect and not i.is_call and i.mnemonic.split(".")[0][:3] in ("add", "mov", "sub")
+               for i in insns)

@@ -290,6 +290,9 @@ class Binary:
     # TBB/TBH address -> entries of its table, where the bounds check before it says (found by
     # discovery in stripped code, where nothing else marks where a table ends).
     table_sizes: dict[int, int] = field(default_factory=dict)
+    # BX address -> its cases, for GCC's PIC switches (jump_tables.SwitchFinder).
+    switch_cases: dict[int, set[int]] = field(default_factory=dict)
+    plt: dict[int, str] = field(default_factory=dict)  # PLT entry (and Thumb stub) -> the function it calls
     # The program's stack may be unwound (decision 0013): it throws C++ exceptions or calls
     # backtrace (elf_loader._unwinds) or, with no symbol table to tell, has landing pads.
     unwinds: bool = False

@@ -72,7 +72,7 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -283,10 +283,11 @@ def trace_pcs(
     timeout: float | None = 600.0,
     memory_ops: bool = False,
     keep_log: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> TraceResult:
     """Run ``binary`` under ``qemu-arm -singlestep -d exec,nochain,page`` and count executed PCs.
 
-    The guest gets an empty environment (``env -i``) and ``argv[0] = argv0``;
+    The guest gets an empty environment (``env -i``, plus ``env``) and ``argv[0] = argv0``;
     shared libraries and ld.so come from ``lib_root`` (``-L``).  ``stdin`` is
     fed to the program.  ``memory_ops`` adds ``-d op`` and fills
     :attr:`TraceResult.mem_ops`.  ``keep_log`` saves a copy of the raw log.
@@ -300,8 +301,9 @@ def trace_pcs(
     if not binary.is_file():
         raise QemuTraceError(f"{binary}: no such file")
     flags = "exec,nochain,page" + (",op" if memory_ops else "")
-    cmd = ["env", "-i", qemu, "-L", lib_root, "-0", argv0, "-singlestep", "-d", flags, "-D", "{log}", str(binary),
-           *args]
+    variables = [f"{k}={v}" for k, v in (env or {}).items()]
+    cmd = ["env", "-i", *variables, qemu, "-L", lib_root, "-0", argv0, "-singlestep", "-d", flags, "-D", "{log}",
+           str(binary), *args]
     parser, returncode, stdout, stderr = _traced_run(cmd, stdin, memory_ops, keep_log, timeout)
     if b"start_code" not in parser.code or b"end_code" not in parser.code:
         raise QemuTraceError(
