@@ -126,26 +126,36 @@ def build(sample: str, variant: str) -> Path:
 
 def _lua_root() -> Path:
     """Download and unpack Debian's armhf Lua development package once; return its root."""
-    root = cache_dir() / "liblua5.4-dev-armhf"
-    if (root / "usr" / "lib" / "arm-linux-gnueabihf" / "liblua5.4.a").is_file():
+    return debian_packages("liblua5.4-dev-armhf", [LUA_PACKAGE], "usr/lib/arm-linux-gnueabihf/liblua5.4.a")
+
+
+def debian_packages(name: str, packages: list[str], marker: str) -> Path:
+    """Download Debian's ``packages`` (``pkg:armhf``) and unpack them into one root under the
+    sample cache, once (``marker``: a path in the root that says it is complete); return the root.
+
+    ``root/SOURCE_DEB`` names the .deb files, for cache keys built from what was unpacked.
+    """
+    root = cache_dir() / name
+    if (root / marker).exists():
         return root
     _require_tool("apt-get")
     _require_tool("dpkg")
-    work = Path(tempfile.mkdtemp(prefix="lua-download.", dir=cache_dir()))
+    work = Path(tempfile.mkdtemp(prefix=f"{name}-download.", dir=cache_dir()))
     try:
-        proc = subprocess.run(["apt-get", "download", LUA_PACKAGE], cwd=work, capture_output=True, text=True)
+        proc = subprocess.run(["apt-get", "download", *packages], cwd=work, capture_output=True, text=True)
         debs = sorted(work.glob("*.deb"))
-        if proc.returncode != 0 or not debs:
+        if proc.returncode != 0 or len(debs) != len(packages):
             raise SampleBuildError(
-                f"apt-get download {LUA_PACKAGE} failed (exit {proc.returncode}); the armhf "
+                f"apt-get download {' '.join(packages)} failed (exit {proc.returncode}); the armhf "
                 f"package index is needed: run scripts/bootstrap.sh (or "
                 f"'dpkg --add-architecture armhf && apt-get update').\n{proc.stdout}{proc.stderr}"
             )
         unpacked = work / "root"
-        proc = subprocess.run(["dpkg", "-x", str(debs[0]), str(unpacked)], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise SampleBuildError(f"dpkg -x {debs[0].name} failed:\n{proc.stdout}{proc.stderr}")
-        (unpacked / "SOURCE_DEB").write_text(debs[0].name + "\n")
+        for deb in debs:
+            proc = subprocess.run(["dpkg", "-x", str(deb), str(unpacked)], capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise SampleBuildError(f"dpkg -x {deb.name} failed:\n{proc.stdout}{proc.stderr}")
+        (unpacked / "SOURCE_DEB").write_text("".join(deb.name + "\n" for deb in debs))
         try:
             unpacked.rename(root)
         except OSError:

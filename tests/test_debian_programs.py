@@ -1,0 +1,95 @@
+"""Debian's own armhf programs, as a user finds them in /usr/bin: stripped, dynamically
+linked PIEs built by Debian's compiler, with PLT stubs, switch tables, libgcc's division
+and error routines that never return.
+
+Every tool must leave their behaviour unchanged, the descent must find all the code they
+run, and inscount must count what qemu counts in the executable (shared libraries run as
+they are). Each program is downloaded once per run (``apt-get download``, ``dpkg -x``)
+with the libraries it needs, found through LD_LIBRARY_PATH by the real ld.so.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from rewriter.ir.elf_loader import load_binary
+from rewriter.ir.plt import plt_functions
+from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.samples import SAMPLES_DIR, debian_packages
+
+INPUT = "{input}"
+# name: (packages, the program's path in them, its arguments)
+PROGRAMS = {
+    "gzip": (["gzip:armhf"], "bin/gzip", ["-c", "-6", INPUT]),
+    "bzip2": (["bzip2:armhf", "libbz2-1.0:armhf"], "bin/bzip2", ["-c", "-9", INPUT]),
+    "xz": (["xz-utils:armhf", "liblzma5:armhf"], "usr/bin/xz", ["-c", "-3", INPUT]),
+    "grep": (["grep:armhf", "libpcre2-8-0:armhf"], "bin/grep", ["-n", "-E", "a[bc]+d|int [a-z]+\\(", INPUT]),
+    "dash": (["dash:armhf"], "bin/dash",
+             ["-c", 'for i in 1 2 3; do echo $((i*i)); done; x=abcd; echo ${x#a} ${#x}; read l < "$1"; echo "$l";'
+                    ' case $x in a*) exit 3;; esac', "sh", INPUT]),
+}
+# Instructions of the executable that may run after the program's end is observed (the
+# end hook runs before DT_FINI's code and before a call of _exit: the rest of _fini, the
+# PLT entry of _exit).
+AFTER_THE_END = 8
+
+
+def _program(name: str) -> tuple[Path, dict[str, str]]:
+    """The program's path and the environment that finds its libraries."""
+    packages, path, _ = PROGRAMS[name]
+    root = debian_packages(f"{name}-armhf", packages, path)
+    libs = ":".join(str(root / d / "arm-linux-gnueabihf") for d in ("lib", "usr/lib"))
+    return root / path, {"LD_LIBRARY_PATH": libs}
+
+
+def _input(tmp_path: Path) -> Path:
+    """What the programs read: the C samples, about 20 KiB of text."""
+    path = tmp_path / "input.txt"
+    path.write_bytes(b"".join(p.read_bytes() for p in sorted(SAMPLES_DIR.glob("*.c"))))
+    return path
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_debian_program_transparent_and_counted(name: str, tmp_path: Path) -> None:
+    program, env = _program(name)
+    args = [a.replace(INPUT, str(_input(tmp_path))) for a in PROGRAMS[name][2]]
+    placed = place(program, tmp_path, "orig")
+    original = run_prog(placed, args, env=env)
+    assert original.stdout, original.stderr  # the workload does something
+    trace = trace_pcs(placed, args, b"", argv0="prog", env=env)
+    assert trace.stdout == original.stdout
+    executed = exe_pcs(trace, placed)
+
+    found = {ins.address for proc in load_binary(str(program)).procedures for ins in proc.instructions()}
+    missed = sorted(pc for pc in executed if pc not in found)
+    assert not missed, f"executed but not found by the descent: {[hex(pc) for pc in missed[:10]]}"
+
+    for tool in ("inscount", "bbcount", "cachesim"):
+        inst = run_prog(instrument(program, tool, tmp_path), args, env=env)
+        assert_same_behaviour(original, inst)
+        if tool == "inscount":
+            total, expected = results(inst, tool)["total"], sum(executed.values())
+            assert expected - AFTER_THE_END <= total <= expected
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_plt_entries_named_like_binutils(name: str) -> None:
+    """plt_functions against objdump's ``<function@plt>`` labels (at an entry's Thumb stub
+    where it has one), which binutils computes from the same relocations its own way."""
+    program, _ = _program(name)
+    listing = subprocess.run(["arm-linux-gnueabihf-objdump", "-d", "-j", ".plt", str(program)],
+                             capture_output=True, text=True, check=True).stdout
+    labels = {int(a, 16): f for a, f in re.findall(r"^([0-9a-f]+) <(.+)@plt>:$", listing, re.MULTILINE)}
+    with program.open("rb") as f:
+        elf = ELFFile(f)
+        named = plt_functions(elf)
+        relocations = elf.get_section_by_name(".rel.plt").num_relocations()
+    assert len(labels) == relocations > 0
+    assert {a: named.get(a) for a in labels} == labels
+    assert set(named.values()) == set(labels.values())
