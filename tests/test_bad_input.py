@@ -77,3 +77,16 @@ def test_missing_file(tmp_path: Path) -> None:
     out = tmp_path / "out"
     _assert_clean_failure(_anvil("instrument", "--tool", "inscount", str(tmp_path / "nope"), "-o", str(out)), out,
                           "cannot read")
+
+
+def test_reader_that_stops_early() -> None:
+    """``anvil inspect ... | head``: the reader closes the pipe; anvil stops quietly with the
+    status a shell reports for SIGPIPE, not a traceback."""
+    proc = subprocess.Popen([ANVIL, "inspect", str(build("sort", "O2-thumb-dyn")), "--proc", "*"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().strip()
+    proc.stdout.close()
+    errors = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141
+    assert b"Traceback" not in errors and not errors.strip(), errors
