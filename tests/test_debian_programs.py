@@ -1,6 +1,7 @@
 """Debian's own armhf programs, as a user finds them in /usr/bin: stripped, dynamically
-linked PIEs built by Debian's compiler, with PLT stubs, switch tables, libgcc's division
-and error routines that never return.
+linked PIEs built by Debian's compiler, with PLT stubs, switch tables (some checked twice),
+libgcc's division, literal pools that decode as IT instructions and error routines that
+never return.
 
 Every tool must leave their behaviour unchanged, the descent must find all the code they
 run, and inscount must count what qemu counts in the executable (shared libraries run as
@@ -30,6 +31,11 @@ PROGRAMS = {
     "bzip2": (["bzip2:armhf", "libbz2-1.0:armhf"], "bin/bzip2", ["-c", "-9", INPUT]),
     "xz": (["xz-utils:armhf", "liblzma5:armhf"], "usr/bin/xz", ["-c", "-3", INPUT]),
     "grep": (["grep:armhf", "libpcre2-8-0:armhf"], "bin/grep", ["-n", "-E", "a[bc]+d|int [a-z]+\\(", INPUT]),
+    "ls": (["coreutils:armhf", "libselinux1:armhf", "libpcre2-8-0:armhf"], "bin/ls",
+           ["-la", "--time-style=+", str(SAMPLES_DIR)]),
+    "lua5.4": (["lua5.4:armhf", "libreadline8:armhf", "libtinfo6:armhf"], "usr/bin/lua5.4",
+               ["-e", 'local t = {} for i = 1, 200 do t[i] = (i * 7919) % 1000 end table.sort(t)'
+                      ' print(t[1], t[100], #t, string.format("%5.2f", math.pi), ("ab"):rep(3))']),
     "dash": (["dash:armhf"], "bin/dash",
              ["-c", 'for i in 1 2 3; do echo $((i*i)); done; x=abcd; echo ${x#a} ${#x}; read l < "$1"; echo "$l";'
                     ' case $x in a*) exit 3;; esac', "sh", INPUT]),
@@ -38,6 +44,9 @@ PROGRAMS = {
 # end hook runs before DT_FINI's code and before a call of _exit: the rest of _fini, the
 # PLT entry of _exit).
 AFTER_THE_END = 8
+# Programs whose instruction count differs from run to run: Lua seeds its string hashes
+# with the time and an address (luai_makeseed), so its string table's chains differ.
+UNREPEATABLE = {"lua5.4"}
 
 
 def _program(name: str) -> tuple[Path, dict[str, str]]:
@@ -73,7 +82,7 @@ def test_debian_program_transparent_and_counted(name: str, tmp_path: Path) -> No
     for tool in ("inscount", "bbcount", "cachesim"):
         inst = run_prog(instrument(program, tool, tmp_path), args, env=env)
         assert_same_behaviour(original, inst)
-        if tool == "inscount":
+        if tool == "inscount" and name not in UNREPEATABLE:
             total, expected = results(inst, tool)["total"], sum(executed.values())
             assert expected - AFTER_THE_END <= total <= expected
 

@@ -9,6 +9,7 @@ one. Bytes never reached are left alone as data.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import struct
 from collections import deque
@@ -126,6 +127,8 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     ranges = _exec_ranges(elf)
     md = {True: make_disassembler(True), False: make_disassembler(False)}
     streams = _Streams(binary, md, DecodeCache())
+    if binary.is_pie:  # even code addresses in relocated data: computed-goto labels (Lua's dispatch)
+        streams.labels = sorted(v for v in _relocated_words(elf, binary) if not v & 1 and _inside(ranges, v))
     noreturn = _noreturn_plt(binary)
     memo: dict[int, Descent] = {}
     while True:  # until no more procedures are found never to return
@@ -285,12 +288,15 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     reach = entry
     inside: set[int] = set()  # the second halfwords of 32-bit instructions
     work: deque[tuple[int, bool]] = deque([(entry, entry_thumb)])
+    first = bisect.bisect_left(streams.labels, entry)
+    work.extend((label, entry_thumb) for label in streams.labels[first:bisect.bisect_left(streams.labels, limit)])
     literal_regs: dict[int, int] = {}
     while work:
         cur, thumb = work.popleft()
         switches = SwitchFinder(binary)
+        stream = None
         while entry <= cur < limit and cur not in mine and _inside(ranges, cur):
-            ins = streams.at(cur, thumb)
+            ins, stream = streams.at(cur, thumb, stream)
             if ins is None:
                 break
             if ins.address + ins.size > limit:
@@ -303,7 +309,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
             if ins.size == 4:
                 inside.add(cur + 2)
             switches.see(ins)
-            for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, binary, ranges):
+            for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, binary, ranges, (entry, limit)):
                 if weak:
                     guesses.setdefault(target, tthumb)
                 elif is_call or not entry <= target < limit:
@@ -323,33 +329,56 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
 
 class _Streams:
     """Each address's instruction (in one instruction set), decoded once for all descents:
-    asking for one that is not known yet decodes a chunk from there and keeps all of it, as
-    descents run on and others come back (every round decodes the procedures a new entry
-    cuts short again)."""
+    asking for one that is not known yet decodes a chunk (a *stream*) from there and keeps
+    all of it, as descents run on and others come back (every round decodes the procedures
+    a new entry cuts short again).
+
+    What an instruction decodes to depends on an IT instruction before it, so each is kept
+    with its stream: a descent going on in one stream gets that stream's; one starting at an
+    address, or going on past the end of its stream (which never ends inside an IT block,
+    ``_split_it``), gets any stream's instruction that no IT governs (an IT that is data,
+    decoded in some stream from a literal pool, must not make the code after it
+    conditional) or else decodes a new stream from there.
+    """
 
     def __init__(self, binary: Binary, md: dict, cache: DecodeCache) -> None:
         self.binary, self.md, self.cache = binary, md, cache
-        self.known: dict[tuple[int, bool], Instruction | None] = {}
+        self.known: dict[tuple[int, bool], list[tuple[Instruction | None, int]]] = {}
+        self.streams = 0
+        # Code addresses the program keeps in data that are no procedure's entry (a PIE's
+        # relocated words without the Thumb bit): places in the procedure that holds them
+        # where a descent starts too, in that procedure's instruction set.
+        self.labels: list[int] = []
 
-    def at(self, address: int, thumb: bool) -> Instruction | None:
-        """The instruction decoded at ``address``; None where nothing decodes."""
+    def at(self, address: int, thumb: bool, stream: int | None = None) -> tuple[Instruction | None, int]:
+        """The instruction at ``address`` (None where nothing decodes) and its stream;
+        ``stream``: the stream of the instruction that falls through to it, if any."""
         key = (address, thumb)
-        if key not in self.known:
-            got = _split_it(decode_range(self.md[thumb], self.binary.read(address, CHUNK), address, thumb,
-                                         self.cache)[0])
-            for ins in got:
-                self.known.setdefault((ins.address, thumb), ins)
-            self.known.setdefault(key, None)
-        return self.known[key]
+        for ins, number in self.known.get(key, ()):
+            if number == stream or ins is None or not ins.in_it:
+                return ins, number
+        self.streams += 1
+        number = self.streams
+        got = _split_it(decode_range(self.md[thumb], self.binary.read(address, CHUNK), address, thumb,
+                                     self.cache)[0])
+        for ins in got:
+            self.known.setdefault((ins.address, thumb), []).append((ins, number))
+        if not got or got[0].address != address:
+            self.known.setdefault(key, []).append((None, number))
+            return None, number
+        return got[0], number
 
 
 def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary: Binary,
-             ranges: list[tuple[int, int]]) -> list[tuple[int, bool, bool, bool]]:
+             ranges: list[tuple[int, int]], span: tuple[int, int]) -> list[tuple[int, bool, bool, bool]]:
     """(address, thumb, is_entry, weak) of places control can go from ``ins``, and code
-    addresses it computes; weak: a literal that only looks like a Thumb code address."""
+    addresses it computes; weak: a literal that only looks like a Thumb code address.
+    ``span``: the procedure's [entry, limit): a switch's cases are in it (a table read too
+    far names anything)."""
     out = []
-    if ins.name in ("tbb", "tbh") or ins.address in binary.switch_cases:  # a switch: its cases are this procedure's
-        out += [(target, True, False, False) for target in table_branch_targets(binary, [ins])]
+    if ins.name in ("tbb", "tbh") or ins.address in binary.switch_cases:
+        out += [(target, True, False, False) for target in table_branch_targets(binary, [ins])
+                if span[0] <= target < span[1]]
     if ins.branch_target is not None:
         target = ins.branch_target
         if ins.name == "blx":

@@ -94,6 +94,7 @@ class SwitchFinder:
             if value is None:
                 return False
             self.compared = (REGISTERS[operands[0]], value)
+            self.bound = self.table = self.entry = self.computed = None  # a check again: it counts
             return True
         if self.compared is not None and self.bound is None:
             if ins.is_branch and ins.branch_target is not None and ins.cond in (HI, CS):
