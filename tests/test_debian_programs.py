@@ -27,6 +27,7 @@ from tests.support.samples import SAMPLES_DIR, debian_packages
 INPUT = "{input}"
 # name: (packages, the program's path in them, its arguments)
 PROGRAMS = {
+    "bc": (["bc:armhf", "libreadline8:armhf", "libtinfo6:armhf"], "usr/bin/bc", ["-l", "-q"]),
     "gzip": (["gzip:armhf"], "bin/gzip", ["-c", "-6", INPUT]),
     "bzip2": (["bzip2:armhf", "libbz2-1.0:armhf"], "bin/bzip2", ["-c", "-9", INPUT]),
     "xz": (["xz-utils:armhf", "liblzma5:armhf"], "usr/bin/xz", ["-c", "-3", INPUT]),
@@ -44,6 +45,7 @@ PROGRAMS = {
 # end hook runs before DT_FINI's code and before a call of _exit: the rest of _fini, the
 # PLT entry of _exit).
 AFTER_THE_END = 8
+STDIN = {"bc": b"scale=40\n4*a(1)\n2^100\ndefine f(n) {\n if (n < 2) return (n)\n return (f(n-1) + f(n-2))\n}\nf(15)\n"}
 # Programs whose instruction count differs from run to run: Lua seeds its string hashes
 # with the time and an address (luai_makeseed), so its string table's chains differ.
 UNREPEATABLE = {"lua5.4"}
@@ -69,9 +71,10 @@ def test_debian_program_transparent_and_counted(name: str, tmp_path: Path) -> No
     program, env = _program(name)
     args = [a.replace(INPUT, str(_input(tmp_path))) for a in PROGRAMS[name][2]]
     placed = place(program, tmp_path, "orig")
-    original = run_prog(placed, args, env=env)
+    stdin = STDIN.get(name, b"")
+    original = run_prog(placed, args, stdin, env=env)
     assert original.stdout, original.stderr  # the workload does something
-    trace = trace_pcs(placed, args, b"", argv0="prog", env=env)
+    trace = trace_pcs(placed, args, stdin, argv0="prog", env=env)
     assert trace.stdout == original.stdout
     executed = exe_pcs(trace, placed)
 
@@ -80,7 +83,7 @@ def test_debian_program_transparent_and_counted(name: str, tmp_path: Path) -> No
     assert not missed, f"executed but not found by the descent: {[hex(pc) for pc in missed[:10]]}"
 
     for tool in ("inscount", "bbcount", "cachesim"):
-        inst = run_prog(instrument(program, tool, tmp_path), args, env=env)
+        inst = run_prog(instrument(program, tool, tmp_path), args, stdin, env=env)
         assert_same_behaviour(original, inst)
         if tool == "inscount" and name not in UNREPEATABLE:
             total, expected = results(inst, tool)["total"], sum(executed.values())

@@ -361,11 +361,14 @@ def _direct(ins: Instruction, name: str, isa: ISA, code: Code, ctx: RelocationCo
     target = ins.branch_target
     assert target is not None
     if name in ("cbz", "cbnz"):
-        hw = struct.unpack("<H", ins.raw)[0]
-        rn = hw & 7
-        inverse = 0 if name == "cbnz" else 1
-        code.emit(struct.pack("<H", 0xB100 | (inverse << 11) | (1 << 3) | rn))
+        # The inverse test skips the jump, whatever its size: a B.W to a copy, but longer
+        # to code that is not relocated (a stripped program's neighbouring fragment that has
+        # no hook) or to a block that resets a running sum.
+        rn = struct.unpack("<H", ins.raw)[0] & 7
+        skip = ("cbz-skip", ins.address)
+        T32.cbz(code, rn, skip, nonzero=name == "cbz")
         _jump(T32, code, target, True, AL, ctx)
+        code.label(skip)
         return
     if name == "bx":  # bx pc: into the A32 code that follows
         _jump(isa, code, target, not isa.thumb, ins.cond, ctx)

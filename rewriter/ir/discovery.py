@@ -140,6 +140,8 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
         for entry in [e for e, d in memo.items() if more & d.calls.keys()]:  # their descents stop earlier now
             del memo[entry]
     starts = sorted(entries)
+    # Where computed jumps run on into the code after them (decoded there, see _descend).
+    continued = {ins.end for insns in found.values() for ins in insns.values() if has_computed_jump([ins])}
     procs = []
     decoded: dict[int, list[Instruction]] = {}
     for start in starts:
@@ -149,7 +151,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
         last = insns[-1]
         name = "_start" if start == binary.entry & ~1 else f"sub_{start:x}"
         procs.append(Procedure(name=name, address=start, size=last.address + last.size - start,
-                               thumb=entries[start]))
+                               thumb=entries[start], jumped_into=start in continued))
         decoded[start] = insns
     return procs, decoded
 
@@ -309,10 +311,11 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
             if ins.size == 4:
                 inside.add(cur + 2)
             switches.see(ins)
-            for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, binary, ranges, (entry, limit)):
-                if weak:
+            for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, binary, ranges):
+                local = entry <= target < limit and not is_call
+                if weak and not local:
                     guesses.setdefault(target, tthumb)
-                elif is_call or not entry <= target < limit:
+                elif not local:
                     calls.setdefault(target, tthumb)
                 else:
                     work.append((target, tthumb))
@@ -370,15 +373,16 @@ class _Streams:
 
 
 def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary: Binary,
-             ranges: list[tuple[int, int]], span: tuple[int, int]) -> list[tuple[int, bool, bool, bool]]:
+             ranges: list[tuple[int, int]]) -> list[tuple[int, bool, bool, bool]]:
     """(address, thumb, is_entry, weak) of places control can go from ``ins``, and code
-    addresses it computes; weak: a literal that only looks like a Thumb code address.
-    ``span``: the procedure's [entry, limit): a switch's cases are in it (a table read too
-    far names anything)."""
+    addresses it computes; weak: a literal that only looks like a Thumb code address, or a
+    case of a table whose size is not known."""
     out = []
     if ins.name in ("tbb", "tbh") or ins.address in binary.switch_cases:
-        out += [(target, True, False, False) for target in table_branch_targets(binary, [ins])
-                if span[0] <= target < span[1]]
+        # A table read up to its lowest case (no bounds check seen) may run on into the code
+        # after it: its cases outside the procedure are guesses.
+        sized = ins.address in binary.table_sizes or ins.address in binary.switch_cases
+        out += [(target, True, False, not sized) for target in table_branch_targets(binary, [ins])]
     if ins.branch_target is not None:
         target = ins.branch_target
         if ins.name == "blx":

@@ -377,7 +377,7 @@ def _address_taken(binary: Binary, elf: ELFFile, procs: list[Procedure],
 
 
 def _make_blocks(proc: Procedure, insns: list, taken: set[int]) -> None:
-    computed = has_computed_jump(insns)
+    computed = has_computed_jump(insns) or proc.jumped_into
     leaders = {insns[0].address}
     lo, hi = proc.address, proc.end
     prev = None

@@ -66,7 +66,7 @@ def procedure_flow(proc: Procedure, entered: set[int], table_targets: dict[int, 
     ``stops``: addresses of instructions where the program may end (program-end hooks);
     their blocks count as leaving, since the end is observed part-way through them.
     """
-    if has_computed_jump(proc.instructions()):
+    if has_computed_jump(proc.instructions()) or proc.jumped_into:
         return None
     index = {b.address: i for i, b in enumerate(proc.blocks)}
     flow = ProcedureFlow(successors=[[] for _ in proc.blocks])

@@ -201,6 +201,9 @@ class Procedure:
     notes: list[str] = field(default_factory=list)
     data_ranges: list[tuple[int, int]] = field(default_factory=list)
     accumulation: Accumulation | None = None
+    # A computed jump (add/mov pc) in the code before it runs on into it (stripped code where
+    # an entry cut the jump's targets off, libgcc's division): any instruction may be entered.
+    jumped_into: bool = False
 
     @property
     def end(self) -> int:
