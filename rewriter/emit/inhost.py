@@ -145,7 +145,7 @@ def _add_runtime_hooks(binary: Binary) -> None:
         for proc in binary.procedures:
             if proc.address == binary.fini or (binary.fini is None and proc.name == "_fini"):
                 proc.hooks.append(Hook(Point.BEFORE, end, ()))
-            for ins in proc.instructions():
+            for ins in proc.instructions() if immediate_exits else ():
                 if ins.branch_target in immediate_exits:
                     ins.hooks.append(Hook(Point.BEFORE, end, ()))
     else:

@@ -19,7 +19,7 @@ from elftools.elf.elffile import ELFFile
 
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
 from .exception_tables import handlers
-from .jump_tables import SwitchFinder, has_computed_jump, table_branch_targets
+from .jump_tables import REGISTERS, SwitchFinder, is_computed_jump, table_branch_targets
 from .model import Binary, Instruction, Procedure
 
 CHUNK = 256
@@ -35,10 +35,11 @@ def _inside(ranges: list[tuple[int, int]], addr: int) -> bool:
     return any(lo <= addr < hi for lo, hi in ranges)
 
 
-def _seeds(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]]) -> list[tuple[int, bool]]:
+def _seeds(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]], relocated: list[int]
+           ) -> list[tuple[int, bool]]:
     """Entry points known without decoding: ELF entry, DT_INIT/DT_FINI, init/fini arrays,
     the PLT, exported functions and, in a PIE, the Thumb code addresses its dynamic
-    relocations put in data (a PIE's every code pointer in data has one)."""
+    relocations put in data (``relocated``: a PIE's every code pointer in data has one)."""
     seeds = [(binary.entry & ~1, bool(binary.entry & 1))]
     for sec in elf.iter_sections():
         if sec.name == ".plt" and sec["sh_size"]:  # PLT0 and the entries are A32 (lazy binding jumps to PLT0)
@@ -58,10 +59,8 @@ def _seeds(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]]) -> list[
                 defined = sym["st_shndx"] != "SHN_UNDEF"
                 if sym["st_info"]["type"] == "STT_FUNC" and defined and _inside(ranges, value & ~1):
                     seeds.append((value & ~1, bool(value & 1)))
-    if binary.is_pie:
-        seeds += [(value & ~1, True) for value in _relocated_words(elf, binary)
-                  if value & 1 and _inside(ranges, value & ~1)]
-    return seeds
+    seeds += [(value & ~1, True) for value in relocated if value & 1 and _inside(ranges, value & ~1)]
+    return [(addr, thumb) for addr, thumb in seeds if _inside(ranges, addr)]
 
 
 def _relocated_words(elf: ELFFile, binary: Binary) -> list[int]:
@@ -127,12 +126,15 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     ranges = _exec_ranges(elf)
     md = {True: make_disassembler(True), False: make_disassembler(False)}
     streams = _Streams(binary, md, DecodeCache())
-    if binary.is_pie:  # even code addresses in relocated data: computed-goto labels (Lua's dispatch)
-        streams.labels = sorted(v for v in _relocated_words(elf, binary) if not v & 1 and _inside(ranges, v))
+    relocated = _relocated_words(elf, binary) if binary.is_pie else []
+    # Even code addresses in relocated data: computed-goto labels (Lua's dispatch).
+    streams.labels = sorted(v for v in relocated if not v & 1 and _inside(ranges, v))
+    starts = _Starts(_seeds(binary, elf, ranges, relocated), [] if binary.is_pie else _data_words(elf, ranges),
+                     handlers(elf, binary.read))
     noreturn = _noreturn_plt(binary)
     memo: dict[int, Descent] = {}
     while True:  # until no more procedures are found never to return
-        entries, found = _entries_and_code(binary, elf, ranges, streams, noreturn, memo)
+        entries, found = _entries_and_code(starts, ranges, binary, streams, noreturn, memo)
         more = _never_return(found, entries, noreturn)
         if not more:
             break
@@ -141,7 +143,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
             del memo[entry]
     starts = sorted(entries)
     # Where computed jumps run on into the code after them (decoded there, see _descend).
-    continued = {ins.end for insns in found.values() for ins in insns.values() if has_computed_jump([ins])}
+    continued = {ins.end for insns in found.values() for ins in insns.values() if is_computed_jump(ins)}
     procs = []
     decoded: dict[int, list[Instruction]] = {}
     for start in starts:
@@ -156,23 +158,31 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     return procs, decoded
 
 
-def _entries_and_code(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]], streams: _Streams,
+@dataclass(frozen=True)
+class _Starts:
+    """What the descent starts from, read from the file once: entries known without decoding
+    (``_seeds``), weak ones (``_data_words``), and each function's landing pads."""
+
+    seeds: list[tuple[int, bool]]
+    data_words: list[tuple[int, bool]]
+    unwound: dict[int, tuple[int, set[int]]]
+
+
+def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Binary, streams: _Streams,
                       noreturn: set[int], memo: dict[int, Descent]
                       ) -> tuple[dict[int, bool], dict[int, dict[int, Instruction]]]:
-    """The procedure entries (-> Thumb) found from the seeds to a fixpoint, and each one's
+    """The procedure entries (-> Thumb) found from ``starts`` to a fixpoint, and each one's
     instructions, with calls to ``noreturn`` taken as never returning."""
     entries: dict[int, bool] = {}
-    for addr, thumb in _seeds(binary, elf, ranges):
-        if _inside(ranges, addr):
-            entries.setdefault(addr, thumb)
+    for addr, thumb in starts.seeds:
+        entries.setdefault(addr, thumb)
     weak: set[int] = set()
-    if not binary.is_pie:
-        for addr, thumb in _data_words(elf, ranges):
-            if addr not in entries:
-                entries[addr] = thumb
-                weak.add(addr)
+    for addr, thumb in starts.data_words:
+        if addr not in entries:
+            entries[addr] = thumb
+            weak.add(addr)
     rejected: set[int] = set()
-    unwound = handlers(elf, binary.read)
+    unwound = starts.unwound
     while True:
         found, new, guesses, cut = _descend_all(binary, streams, ranges, entries, noreturn, memo)
         weak -= new.keys()
@@ -320,7 +330,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 else:
                     work.append((target, tthumb))
                     reach = max(reach, target + 1)
-            if has_computed_jump([ins]):
+            if is_computed_jump(ins):
                 # add/mov pc computed from a register: what it jumps into follows it, a table
                 # of branches (A32 switches) or unrolled code (libgcc's division).
                 work.append((ins.end, thumb))
@@ -409,6 +419,4 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary
 
 
 def _dest(ins: Instruction) -> int:
-    first = ins.op_str.split(",", 1)[0].strip()
-    regs = {f"r{i}": i for i in range(13)} | {"sb": 9, "sl": 10, "fp": 11, "ip": 12}
-    return regs.get(first, -1)
+    return REGISTERS.get(ins.op_str.split(",", 1)[0].strip(), -1)

@@ -82,7 +82,8 @@ class SwitchFinder:
 
     def _step(self, ins: Instruction) -> bool:
         operands = [o.strip() for o in ins.op_str.replace("[", "").replace("]", "").split(",")]
-        if ins.name in ("mov", "movs", "movw") and len(operands) == 2 and operands[0] in REGISTERS:
+        if ins.name in ("mov", "movs", "movw") and self.compared is None and len(operands) == 2 \
+                and operands[0] in REGISTERS:
             value = _immediate(operands[1])
             self.constant = None if value is None or ins.cond != 14 else (REGISTERS[operands[0]], value)
             return self.constant is not None
@@ -154,7 +155,11 @@ def _immediate(operand: str) -> int | None:
 
 
 def has_computed_jump(insns: Iterable[Instruction]) -> bool:
-    """True if an instruction computes the PC arithmetically (``add pc, pc, rN``, ``mov pc, rN``):
-    its target can be any instruction, so every instruction starts a block."""
-    return any(i.is_indirect and not i.is_call and i.mnemonic.split(".")[0][:3] in ("add", "mov", "sub")
-               for i in insns)
+    """True if an instruction computes the PC arithmetically (``is_computed_jump``): its target
+    can be any instruction, so every instruction starts a block."""
+    return any(map(is_computed_jump, insns))
+
+
+def is_computed_jump(ins: Instruction) -> bool:
+    """``ins`` computes the PC arithmetically (``add pc, pc, rN``, ``mov pc, rN``)."""
+    return ins.is_indirect and not ins.is_call and ins.mnemonic.split(".")[0][:3] in ("add", "mov", "sub")
