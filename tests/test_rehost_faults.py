@@ -28,7 +28,7 @@ import pytest
 from rehost.bridge import CHANNEL_FD
 from rehost.protocol import messages, services
 from rewriter.emit.rehost import SITE_TABLE_SUFFIX
-from tests.support.rehost import CLI, CLI_RUN, ServerProcess, cli_run
+from tests.support.rehost import CLI, CLI_RUN, ServerProcess, cli_run, line_while
 from tests.support.run import LIB_ROOT, instrument, place, run_prog
 from tests.support.samples import build
 
@@ -172,8 +172,11 @@ def test_server_killed_mid_run(tmp_path: Path) -> None:
                               cwd=rehost.parent, env={}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE)
     assert srv.proc.stderr is not None
-    opened = srv.proc.stderr.readline()
-    assert "opened" in opened, opened
+    opened = line_while(srv.proc.stderr, client)
+    if "opened" not in opened:
+        srv.stop()
+        client.kill()
+        raise AssertionError(f"no session opened: {opened!r}, client: {client.communicate()[1]!r}")
     srv.proc.kill()  # the program is waiting for its input: the server dies mid-run
     srv.stop()
     time.sleep(0.2)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,18 @@ def run_rehost(binary: Path, address: str, args: list[str] | tuple[str, ...] = (
         channel.close()
     bridge.write_outputs(outcome, table.output_paths, str(binary.parent))
     return Run(outcome.stdout, outcome.stderr, outcome.returncode, binary.parent), outcome
+
+
+def line_while(stream, other: subprocess.Popen, seconds: float = 120) -> str:
+    """The next line a child writes to the pipe ``stream``, or "" if ``other`` (the process
+    it waits for) ends first or none comes within ``seconds``: a test waiting for a server
+    that waits for a client that died fails instead of hanging."""
+    for _ in range(int(seconds * 10)):
+        if select.select([stream], [], [], 0.1)[0]:
+            return stream.readline()
+        if other.poll() is not None:
+            break
+    return ""
 
 
 class ServerProcess:
