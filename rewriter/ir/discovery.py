@@ -132,15 +132,16 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     starts = _Starts(_seeds(binary, elf, ranges, relocated), [] if binary.is_pie else _data_words(elf, ranges),
                      handlers(elf, binary.read))
     noreturn = _noreturn_plt(binary)
-    memo: dict[int, Descent] = {}
+    memo: dict[int, dict[int, Descent]] = {}
     while True:  # until no more procedures are found never to return
         entries, found = _entries_and_code(starts, ranges, binary, streams, noreturn, memo)
         more = _never_return(found, entries, noreturn)
         if not more:
             break
         noreturn |= more
-        for entry in [e for e, d in memo.items() if more & d.calls.keys()]:  # their descents stop earlier now
-            del memo[entry]
+        for known in memo.values():  # their descents stop earlier now
+            for limit in [limit for limit, d in known.items() if more & d.calls.keys()]:
+                del known[limit]
     starts = sorted(entries)
     # Where computed jumps run on into the code after them (decoded there, see _descend).
     continued = {ins.end for insns in found.values() for ins in insns.values() if is_computed_jump(ins)}
@@ -169,7 +170,7 @@ class _Starts:
 
 
 def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Binary, streams: _Streams,
-                      noreturn: set[int], memo: dict[int, Descent]
+                      noreturn: set[int], memo: dict[int, dict[int, Descent]]
                       ) -> tuple[dict[int, bool], dict[int, dict[int, Instruction]]]:
     """The procedure entries (-> Thumb) found from ``starts`` to a fixpoint, and each one's
     instructions, with calls to ``noreturn`` taken as never returning."""
@@ -183,14 +184,17 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             weak.add(addr)
     rejected: set[int] = set()
     unwound = starts.unwound
+    found: dict[int, Descent] = {}
     while True:
-        found, new, guesses, cut = _descend_all(binary, streams, ranges, entries, noreturn, memo)
+        changed, new, guesses, cut = _descend_all(binary, streams, ranges, entries, noreturn, memo, found)
         weak -= new.keys()
         if cut & weak:  # drop those and decode again
             for addr in cut & weak:
                 del entries[addr]
             rejected |= cut & weak
             weak -= cut
+            for entry in changed:  # what they call is looked at in the next round
+                del found[entry]
             continue
         added = {a: t for a, t in new.items() if a not in entries and a not in rejected}
         guessed = {a: t for a, t in guesses.items() if a not in entries and a not in rejected and a not in added}
@@ -200,7 +204,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             added = {pad: entries[start] for start, (_, pads) in unwound.items() if start in entries
                      for pad in pads if pad not in entries and _inside(ranges, pad)}
         if not added:
-            return entries, found
+            return entries, {entry: descent.instructions for entry, descent in found.items()}
         entries.update(added)
 
 
@@ -238,37 +242,49 @@ def _ends(ins: Instruction, noreturn: set[int]) -> bool:
 
 
 def _descend_all(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], entries: dict[int, bool],
-                 noreturn: set[int], memo: dict[int, Descent]
-                 ) -> tuple[dict[int, dict[int, Instruction]], dict[int, bool], dict[int, bool], set[int]]:
-    """Decode every procedure from its entry; returns its instructions, the call targets seen,
-    the weak entries guessed from literals and the entries that cut an instruction of the
-    procedure before them in two.
+                 noreturn: set[int], memo: dict[int, dict[int, Descent]], found: dict[int, Descent]
+                 ) -> tuple[list[int], dict[int, bool], dict[int, bool], set[int]]:
+    """Decode every procedure from its entry into ``found`` (each entry's descent, kept from
+    the round before); returns the entries whose descent changed and, from those alone, the
+    call targets seen, the weak entries guessed from literals and the entries that cut an
+    instruction of the procedure before them in two. (A descent that did not change was
+    looked at in an earlier round: what it calls is an entry already, or was rejected.)
 
     A procedure's descent depends only on its entry, its instruction set and its limit (the
-    next entry): ``memo`` keeps each one's result from the rounds before, so a round
-    decodes only the new procedures and those a new entry now cuts short.
+    next entry): ``memo`` keeps each one's results from the rounds before, by limit, so a
+    round decodes only the new procedures and those a new entry now cuts short (and not
+    again those a weak entry cut for a round before it was dropped).
     """
     starts = sorted(entries)
     end = max(hi for _, hi in ranges)
-    found: dict[int, dict[int, Instruction]] = {}
+    for gone in found.keys() - entries.keys():
+        del found[gone]
+    changed = []
     calls: dict[int, bool] = {}
     guesses: dict[int, bool] = {}
     cut: set[int] = set()
     for k, entry in enumerate(starts):
         limit = starts[k + 1] if k + 1 < len(starts) else end
-        known = memo.get(entry)
-        if known is not None and limit < known.limit and known.fits_below(limit):
-            known = memo[entry] = dataclasses.replace(known, limit=limit)  # the new entry cut nothing
-        if known is None or known.limit != limit:
-            known = memo[entry] = _descend(binary, streams, ranges, entry, entries[entry], limit, noreturn)
-        found[entry] = known.instructions
+        by_limit = memo.setdefault(entry, {})
+        known = by_limit.get(limit)
+        if known is None:
+            wider = next((d for d in by_limit.values() if limit < d.limit and d.fits_below(limit)), None)
+            if wider is not None:  # the new entry cut nothing
+                known = dataclasses.replace(wider, limit=limit)
+            else:
+                known = _descend(binary, streams, ranges, entry, entries[entry], limit, noreturn)
+            by_limit[limit] = known
+        if found.get(entry) is known:
+            continue
+        found[entry] = known
+        changed.append(entry)
         for target, thumb in known.calls.items():
             calls.setdefault(target, thumb)
         for target, thumb in known.guesses.items():
             guesses.setdefault(target, thumb)
         if known.straddles:
             cut.add(limit)
-    return (found, {a: t for a, t in calls.items() if _inside(ranges, a)},
+    return (changed, {a: t for a, t in calls.items() if _inside(ranges, a)},
             {a: t for a, t in guesses.items() if _inside(ranges, a)}, cut)
 
 
