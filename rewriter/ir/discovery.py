@@ -32,7 +32,10 @@ def _exec_ranges(elf: ELFFile) -> list[tuple[int, int]]:
 
 
 def _inside(ranges: list[tuple[int, int]], addr: int) -> bool:
-    return any(lo <= addr < hi for lo, hi in ranges)
+    for lo, hi in ranges:  # a loop, not any(): the descent asks for every instruction
+        if lo <= addr < hi:
+            return True
+    return False
 
 
 def _seeds(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]], relocated: list[int]
@@ -374,6 +377,7 @@ class _Streams:
         self.binary, self.md, self.cache = binary, md, cache
         self.known: dict[tuple[int, bool], list[tuple[Instruction | None, int]]] = {}
         self.streams = 0
+        self.starts: dict[bool, list[int]] = {True: [], False: []}  # where streams start, sorted
         # Code addresses the program keeps in data that are no procedure's entry (a PIE's
         # relocated words without the Thumb bit): places in the procedure that holds them
         # where a descent starts too, in that procedure's instruction set.
@@ -388,14 +392,29 @@ class _Streams:
                 return ins, number
         self.streams += 1
         number = self.streams
-        got = _split_it(decode_range(self.md[thumb], self.binary.read(address, CHUNK), address, thumb,
-                                     self.cache)[0])
+        got = self._decode(address, thumb)
         for ins in got:
             self.known.setdefault((ins.address, thumb), []).append((ins, number))
         if not got or got[0].address != address:
             self.known.setdefault(key, []).append((None, number))
             return None, number
         return got[0], number
+
+    def _decode(self, address: int, thumb: bool) -> list[Instruction]:
+        """A stream's instructions from ``address``: up to CHUNK bytes, but only up to the next
+        stream's start, where a descent going on finds that stream's instructions (half the
+        decoding of a stripped program was of code decoded before), unless that cuts an IT
+        block (``_split_it``), or it would decode no instruction at all."""
+        starts = self.starts[thumb]
+        at = bisect.bisect_right(starts, address)
+        size = CHUNK if at == len(starts) else max(4, min(CHUNK, starts[at] - address))
+        starts.insert(at, address)
+        while True:
+            got = decode_range(self.md[thumb], self.binary.read(address, size), address, thumb, self.cache)[0]
+            kept = _split_it(got)
+            if size == CHUNK or (len(kept) == len(got) and got):
+                return kept
+            size = CHUNK
 
 
 def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary: Binary,
