@@ -112,9 +112,15 @@ def _room(insns: Iterable[Instruction], start: int, stops: set[int]) -> int:
 def entered_from_elsewhere(binary: Binary, procs: list[Procedure]) -> set[int]:
     """Addresses original code may still jump to: code pointers in data, the unwinder's
     entries (landing pads, personality routines), and direct branch targets in procedures
-    that keep running in place (not ``procs``)."""
+    that keep running in place (not ``procs``) or in code a stripped program's descent
+    did not find (ir/gaps.py)."""
     relocated = {p.address for p in procs}
     entered = set(binary.code_pointers) | binary.unwinder_entries
+    if binary.gap_targets:
+        # Only those that start a block: a call into the middle of one would run into a
+        # function entry from the instruction before it, which compilers do not emit,
+        # while a literal that reads as a BL names any instruction.
+        entered |= binary.gap_targets & {b.address for p in binary.procedures for b in p.blocks}
     for other in binary.procedures:
         if other.address not in relocated:
             entered.update(i.branch_target for i in other.instructions() if i.branch_target is not None)

@@ -1,0 +1,104 @@
+"""Branches in executable bytes the descent did not decode (stripped programs).
+
+Recursive descent finds only the code it can reach; the rest runs in place as it is.
+That code may call into the middle of code that is relocated: libgcc's
+``__aeabi_idivmod`` calls ``__divsi3`` past its zero test, and when nothing the descent
+sees calls ``__aeabi_idivmod`` (the program reaches it through a function pointer in an
+A32 table), the jump written at ``__divsi3``'s entry must not cover the instruction it
+calls. So every run of executable bytes the descent left alone is read as if it were
+code, in the instruction set it looks like (``_looks_a32``), and the targets of the calls
+found are returned: places a patch must leave intact (``emit.patches.entered_from_elsewhere``
+keeps those that start a block).
+
+Only calls are looked for (T32 BL and BLX at every halfword; A32 BL without a condition
+and BLX at every word): code calls into the middle of other code, while branches stay
+within their function. A literal pool that happens to read as a call names an address
+in a range of megabytes, so it rarely names the start of a block; reading Thumb code as
+A32 (or the reverse) would give thousands of such calls, hence one instruction set per run.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from .model import Instruction
+
+
+def branch_targets_in_gaps(read, ranges: list[tuple[int, int]], decoded: list[Instruction]) -> set[int]:
+    """Targets of direct branches and calls in the parts of ``ranges`` (executable sections)
+    that no instruction of ``decoded`` covers; ``read(address, size)`` gives the bytes."""
+    spans = sorted((ins.address, ins.address + ins.size) for ins in decoded)
+    targets: set[int] = set()
+    for lo, hi in _gaps(ranges, spans):
+        data = read(lo, hi - lo)
+        targets |= _a32_targets(data, lo) if _looks_a32(data, lo) else _t32_targets(data, lo)
+    return targets
+
+
+def _looks_a32(data: bytes, base: int) -> bool:
+    """Most words say "always" (condition 0xE) in their top nibble, as A32 code's do: read
+    in the other instruction set, Thumb code would give a BL every few hundred bytes."""
+    skip = (-base) % 4
+    words = struct.unpack_from(f"<{(len(data) - skip) // 4}I", data, skip) if len(data) > skip else ()
+    return sum(1 for word in words if word >> 28 == 0xE) * 2 > len(words)
+
+
+def _gaps(ranges: list[tuple[int, int]], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of ``ranges`` outside the sorted ``spans``."""
+    out = []
+    for lo, hi in sorted(ranges):
+        at = lo
+        for start, end in spans:
+            if end <= at or start >= hi:
+                continue
+            if start > at:
+                out.append((at, start))
+            at = max(at, end)
+        if at < hi:
+            out.append((at, hi))
+    return out
+
+
+def _sign(value: int, bits: int) -> int:
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def _t32_targets(data: bytes, base: int) -> set[int]:
+    """Targets of T32 B.W, B<c>.W, BL and BLX (immediate) at every halfword of ``data``."""
+    out = set()
+    halves = struct.unpack_from(f"<{len(data) // 2}H", data)
+    for k in range(len(halves) - 1):
+        hw1, hw2 = halves[k], halves[k + 1]
+        if hw1 & 0xF800 != 0xF000 or not hw2 & 0x8000:
+            continue
+        at = base + 2 * k
+        s, j1, j2 = (hw1 >> 10) & 1, (hw2 >> 13) & 1, (hw2 >> 11) & 1
+        kind = hw2 & 0x5000
+        if not kind & 0x4000:  # B.W, B<c>.W: not calls
+            continue
+        i1, i2 = 1 - (j1 ^ s), 1 - (j2 ^ s)
+        offset = _sign((s << 24) | (i1 << 23) | (i2 << 22) | ((hw1 & 0x3FF) << 12) | ((hw2 & 0x7FF) << 1), 25)
+        if kind == 0x4000:  # BLX: to A32 code, from the word-aligned PC
+            if hw2 & 1:
+                continue
+            out.add(((at + 4) & ~3) + offset)
+        else:  # BL
+            out.add(at + 4 + offset)
+    return out
+
+
+def _a32_targets(data: bytes, base: int) -> set[int]:
+    """Targets of A32 B, BL and BLX (immediate) at every word of ``data`` (from its first
+    word-aligned address)."""
+    out = set()
+    skip = (-base) % 4
+    words = struct.unpack_from(f"<{(len(data) - skip) // 4}I", data, skip) if len(data) > skip else ()
+    for k, word in enumerate(words):
+        if word >> 24 != 0xEB and word >> 25 != 0x7D:  # BL (unconditional: a conditional one is rare), BLX
+            continue
+        at = base + skip + 4 * k
+        offset = _sign(word & 0xFFFFFF, 24) << 2
+        if word >> 28 == 0xF:  # BLX: H gives bit 1 of the Thumb target
+            offset |= ((word >> 24) & 1) << 1
+        out.add((at + 8 + offset) & 0xFFFFFFFF)
+    return out
