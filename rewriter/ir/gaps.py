@@ -20,13 +20,15 @@ A32 (or the reverse) would give thousands of such calls, hence one instruction s
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 from .model import Instruction
 
 
-def branch_targets_in_gaps(read, ranges: list[tuple[int, int]], decoded: list[Instruction]) -> set[int]:
-    """Targets of direct branches and calls in the parts of ``ranges`` (executable sections)
-    that no instruction of ``decoded`` covers; ``read(address, size)`` gives the bytes."""
+def branch_targets_in_gaps(read: Callable[[int, int], bytes], ranges: list[tuple[int, int]],
+                           decoded: list[Instruction]) -> set[int]:
+    """Targets of the calls in the parts of ``ranges`` (executable sections) that no
+    instruction of ``decoded`` covers; ``read(address, size)`` gives the bytes."""
     spans = sorted((ins.address, ins.address + ins.size) for ins in decoded)
     targets: set[int] = set()
     for lo, hi in _gaps(ranges, spans):
@@ -38,9 +40,14 @@ def branch_targets_in_gaps(read, ranges: list[tuple[int, int]], decoded: list[In
 def _looks_a32(data: bytes, base: int) -> bool:
     """Most words say "always" (condition 0xE) in their top nibble, as A32 code's do: read
     in the other instruction set, Thumb code would give a BL every few hundred bytes."""
-    skip = (-base) % 4
-    words = struct.unpack_from(f"<{(len(data) - skip) // 4}I", data, skip) if len(data) > skip else ()
+    words = _words(data, base)[1]
     return sum(1 for word in words if word >> 28 == 0xE) * 2 > len(words)
+
+
+def _words(data: bytes, base: int) -> tuple[int, tuple[int, ...]]:
+    """The offset of the first word-aligned address in ``data`` (at ``base``) and the words from there."""
+    skip = (-base) % 4
+    return skip, struct.unpack_from(f"<{(len(data) - skip) // 4}I", data, skip) if len(data) > skip else ()
 
 
 def _gaps(ranges: list[tuple[int, int]], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -91,8 +98,7 @@ def _a32_targets(data: bytes, base: int) -> set[int]:
     """Targets of A32 B, BL and BLX (immediate) at every word of ``data`` (from its first
     word-aligned address)."""
     out = set()
-    skip = (-base) % 4
-    words = struct.unpack_from(f"<{(len(data) - skip) // 4}I", data, skip) if len(data) > skip else ()
+    skip, words = _words(data, base)
     for k, word in enumerate(words):
         if word >> 24 != 0xEB and word >> 25 != 0x7D:  # BL (unconditional: a conditional one is rare), BLX
             continue
