@@ -104,17 +104,13 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
     trampolines = []
     sums = proc.accumulation
     ctx.inside = {proc.blocks[i].address: ("inside", proc.blocks[i].address) for i in sums.resets} if sums else {}
-    labels = code.labels
     for bi, block in enumerate(proc.blocks):
         last = block.instructions[-1]
-        edges = block.edge_increments
         for k, ins in enumerate(block.instructions):
-            if ins.thumb:
-                isa = T32
-            else:
-                isa = A32
+            if not ins.thumb:
                 code.align(4, b"\x00\xbf")  # A32 code is word aligned (after Thumb code: T32 nops)
-            labels.setdefault(("ins", ins.address), code.base + code.size)  # code.label(ins_label(...)), inline
+            code.label(ins_label(ins.address))
+            isa = ISA.for_mode(ins.thumb)
             if k == 0:
                 if sums and bi in sums.resets:
                     emit_sum_reset(code)
@@ -132,18 +128,14 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
                     _access_calls(isa, code, hook, ins, block.size, ctx)
                 else:
                     _calls(isa, code, [hook], ins, None, block.size, ctx, ins.cond)
-            if ins is last and ins.branch_target not in (None, ins.end):  # it jumps elsewhere
-                taken = edges.get(ins.branch_target, [])
-                taken_weight = sums.edge_weights.get((bi, ins.branch_target), 0) if sums else 0
-                if taken or taken_weight:
-                    ctx.redirect = {ins.branch_target: ("edge", block.address, ins.branch_target)}
-                    trampolines.append((ins, taken, taken_weight))
-            if ins.reads_pc or ins.writes_pc or ins.is_it:
-                needs_table |= _relocate(ins, isa, code, ctx, proc)
-            else:  # nothing position dependent: _relocate's first case, inline
-                _copy(ins, code)
-            if ctx.redirect:
-                ctx.redirect = {}
+            jumps_elsewhere = ins is last and ins.branch_target not in (None, ins.end)
+            taken = block.edge_increments.get(ins.branch_target, []) if jumps_elsewhere else []
+            taken_weight = sums.edge_weights.get((bi, ins.branch_target), 0) if sums and jumps_elsewhere else 0
+            if taken or taken_weight:
+                ctx.redirect = {ins.branch_target: ("edge", block.address, ins.branch_target)}
+                trampolines.append((ins, taken, taken_weight))
+            needs_table |= _relocate(ins, isa, code, ctx, proc)
+            ctx.redirect = {}
             if not ins.falls_through:
                 ctx.appends.place(code)
         for counter, index, amount in block.edge_increments.get(last.end, []):  # the way it falls through
