@@ -1,4 +1,4 @@
-"""Branches in executable bytes the descent did not decode (stripped programs).
+"""Calls in executable bytes the descent did not decode (stripped programs).
 
 Recursive descent finds only the code it can reach; the rest runs in place as it is.
 That code may call into the middle of code that is relocated: libgcc's
@@ -71,31 +71,26 @@ def _sign(value: int, bits: int) -> int:
 
 
 def _t32_targets(data: bytes, base: int) -> set[int]:
-    """Targets of T32 B.W, B<c>.W, BL and BLX (immediate) at every halfword of ``data``."""
+    """Targets of T32 BL and BLX (immediate) at every halfword of ``data``."""
     out = set()
     halves = struct.unpack_from(f"<{len(data) // 2}H", data)
     for k in range(len(halves) - 1):
         hw1, hw2 = halves[k], halves[k + 1]
-        if hw1 & 0xF800 != 0xF000 or not hw2 & 0x8000:
+        if hw1 & 0xF800 != 0xF000 or hw2 & 0xC000 != 0xC000:  # not BL or BLX (B.W, B<c>.W: 10x1, 10x0)
             continue
         at = base + 2 * k
         s, j1, j2 = (hw1 >> 10) & 1, (hw2 >> 13) & 1, (hw2 >> 11) & 1
-        kind = hw2 & 0x5000
-        if not kind & 0x4000:  # B.W, B<c>.W: not calls
-            continue
         i1, i2 = 1 - (j1 ^ s), 1 - (j2 ^ s)
         offset = _sign((s << 24) | (i1 << 23) | (i2 << 22) | ((hw1 & 0x3FF) << 12) | ((hw2 & 0x7FF) << 1), 25)
-        if kind == 0x4000:  # BLX: to A32 code, from the word-aligned PC
-            if hw2 & 1:
-                continue
-            out.add(((at + 4) & ~3) + offset)
-        else:  # BL
+        if hw2 & 0x1000:  # BL
             out.add(at + 4 + offset)
+        elif not hw2 & 1:  # BLX: to A32 code, from the word-aligned PC
+            out.add(((at + 4) & ~3) + offset)
     return out
 
 
 def _a32_targets(data: bytes, base: int) -> set[int]:
-    """Targets of A32 B, BL and BLX (immediate) at every word of ``data`` (from its first
+    """Targets of A32 BL and BLX (immediate) at every word of ``data`` (from its first
     word-aligned address)."""
     out = set()
     skip, words = _words(data, base)

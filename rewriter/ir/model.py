@@ -290,7 +290,7 @@ class Binary:
     address_taken: set[int] = field(default_factory=set)  # code addresses found as words in data
     code_pointers: set[int] = field(default_factory=set)  # those with the right Thumb bit: real pointers
     unwinder_entries: set[int] = field(default_factory=set)  # landing pads, personality routines
-    # Targets of direct branches in executable bytes discovery did not decode (ir/gaps.py).
+    # Targets of calls in executable bytes discovery did not decode (ir/gaps.py).
     gap_targets: set[int] = field(default_factory=set)
     # TBB/TBH address -> entries of its table, where the bounds check before it says (found by
     # discovery in stripped code, where nothing else marks where a table ends).
