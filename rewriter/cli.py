@@ -72,6 +72,7 @@ def cmd_instrument(args: argparse.Namespace) -> int:
             "not_instrumented": report.not_relocated, "entries_not_patched": report.entries_not_patched,
             "original_size": report.original_size, "output_size": report.output_size,
             "block_counters": report.block_counters, "deferred_sites": report.deferred_sites,
+            "filter_hits_in_registers": report.filter_hits_in_registers,
             "return_addresses": report.return_addresses, "return_sites": report.return_sites,
         }, f, indent=1)
     print(f"anvil: wrote {output}: {report.summary()}; report in {report_path}", file=sys.stderr)

@@ -224,11 +224,10 @@ int main(void) {
 """
 
 
-def test_sums_survive_a_library_that_writes_d31(tmp_path: Path) -> None:
-    """Where a call returns from code that is not instrumented (a shared library), the sum
-    starts again from zero: a library that writes d31 would otherwise add its garbage to
-    the next store. Every procedure's count against qemu's."""
-    (tmp_path / "clobber.c").write_text(CLOBBER_LIB_C)
+def build_with_clobber_library(tmp_path: Path, library_source: str) -> Path:
+    """CLOBBER_MAIN_C linked with a shared library ``libclobber.so`` built from ``library_source``
+    (which may use d16-d31); returns the program."""
+    (tmp_path / "clobber.c").write_text(library_source)
     (tmp_path / "main.c").write_text(CLOBBER_MAIN_C)
     gcc = ["arm-linux-gnueabihf-gcc", "-O2", "-mthumb"]
     subprocess.run([*gcc, "-mfpu=neon", "-shared", "-fPIC", str(tmp_path / "clobber.c"),
@@ -236,6 +235,14 @@ def test_sums_survive_a_library_that_writes_d31(tmp_path: Path) -> None:
     binary = tmp_path / "main"
     subprocess.run([*gcc, str(tmp_path / "main.c"), f"-L{tmp_path}", "-lclobber", f"-Wl,-rpath,{tmp_path}",
                     "-o", str(binary)], check=True)
+    return binary
+
+
+def test_sums_survive_a_library_that_writes_d31(tmp_path: Path) -> None:
+    """Where a call returns from code that is not instrumented (a shared library), the sum
+    starts again from zero: a library that writes d31 would otherwise add its garbage to
+    the next store. Every procedure's count against qemu's."""
+    binary = build_with_clobber_library(tmp_path, CLOBBER_LIB_C)
     placed = place(binary, tmp_path, "orig")
     original = run_prog(placed)
     assert original.returncode == 0, original.stderr

@@ -30,9 +30,8 @@ from ..ir.flow import ProcedureFlow, entries_from_elsewhere, loop_depths, proced
 from ..ir.fork_split import split_map
 from ..ir.jump_tables import table_branch_targets
 from ..ir.model import Binary, Procedure
-from .procedure_sums import accumulation
+from .procedure_sums import accumulation, program_stops
 
-END_HOOKS = ("anvil_on_syscall", "anvil_program_end")  # where the program may be seen to end
 MAX_VALUES = 0x7FFF  # values, and blocks, of a procedure with a derivation program (bounds its scratch)
 
 
@@ -140,12 +139,7 @@ def place_counters(binary: Binary, sums: dict[str, str] | None = None) -> Deriva
         return result
     entered = entries_from_elsewhere(binary)
     taken = binary.address_taken
-    stops: set[int] = set()
-    for proc in binary.procedures:
-        if any(h.prototype.name in END_HOOKS for h in proc.hooks):
-            stops.add(proc.blocks[0].address)
-        stops.update(i.address for i in proc.instructions()
-                     if i.hooks and any(h.prototype.name in END_HOOKS for h in i.hooks))
+    stops = program_stops(binary)
 
     def plan_of(proc: Procedure) -> Plan | None:
         tables = {ins.address: table_branch_targets(binary, [ins]) for ins in proc.instructions()

@@ -9,7 +9,7 @@ save only the registers they use.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -116,6 +116,9 @@ class HookContext:
     # (which an exclusive of ours would make fail each time round): a filter's hit counts
     # with LDREX/STREX (LDREXD/STREXD in A32).
     atomic_hits: bool = False
+    # (counter array, index) -> the D register the procedure counts those filter hits in
+    # (decision 0019, emit/procedure_sums.py); others count in memory.
+    hit_registers: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | None,
@@ -320,6 +323,21 @@ def _filter_of(hook: Hook) -> tuple[RepeatFilter, Hook] | None:
     return call.prototype.filter, call
 
 
+def filter_hit_slots(hook: Hook, ins: Instruction) -> set[tuple[str, int]]:
+    """The (counter array, index) pairs in which the hits of ``hook``'s repeat filter at
+    ``ins`` are counted (none without a filter): its ``count_by`` argument at each access."""
+    found = _filter_of(hook)
+    if found is None:
+        return set()
+    flt, call = found
+    kind, value = call.prototype.kinds[flt.count_by], call.args[flt.count_by]
+    if kind is Arg.CONST:
+        return {(flt.counter, int(value))}
+    if kind is Arg.BLOCK_INSNS:
+        return {(flt.counter, len(ins.block.instructions))}
+    return {(flt.counter, int(a.is_store) if kind is Arg.ACCESS_IS_STORE else a.size) for a in ins.accesses}
+
+
 @dataclass(frozen=True)
 class FilterEnd:
     """Where a filtered site ends (``label``) and, when its hit path comes last (``hit``: a
@@ -363,7 +381,10 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
         code.later(_test_size(_t32_filter_test, shape, 2),
                    lambda at, r: _t32_filter_test(*shape, at, r(memo), r(hit or done)))
         code.emit(_t32_filter_miss(flt.slot_bits, flt.depth, left))
-        return FilterEnd(done, hit, _neon_hit(near)) if hit is not None else FilterEnd(done)
+        if hit is None:
+            return FilterEnd(done)
+        register = ctx.hit_registers.get((flt.counter, index))
+        return FilterEnd(done, hit, _register_hit(register) if register is not None else _neon_hit(near))
     shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits, ctx.atomic_hits, flt.depth)
     code.later(_test_size(_filter_test, shape, 3),
                lambda at, r: _filter_test(*shape, at, r(memo), r(counter), r(done)))
@@ -931,11 +952,13 @@ def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, s
 
 SUM_REGISTER = 31  # d31: a procedure's running sum (decision 0014, emit/procedure_sums.py)
 SUM_TEMP = 30  # d30: the amount being added to it
+# A repeat filter's hit counts, by counter index, where a procedure keeps them (decision 0019).
+HIT_REGISTERS = (28, 29)
 
 
-def emit_sum_reset(code: Code) -> None:
-    """d31 = 0: a procedure's running sum starts (T32)."""
-    code.emit(enc.t32_vmov_i64_zero(SUM_REGISTER))
+def emit_sum_reset(code: Code, registers: Iterable[int]) -> None:
+    """Each of ``registers`` = 0: a procedure's running sums start (T32)."""
+    code.emit(b"".join(enc.t32_vmov_i64_zero(d) for d in sorted(registers)))
 
 
 @cache
@@ -965,21 +988,46 @@ def emit_sum_add(code: Code, weight: int) -> None:
 
 
 @cache
-def _sum_into(reg: int) -> bytes:
-    """[reg] += d31, then d31 = 0 (T32), d30 (the adds' temporary) holding the slot's value."""
-    return (enc.t32_vldr_d(SUM_TEMP, reg) + enc.t32_vadd_i64(SUM_TEMP, SUM_TEMP, SUM_REGISTER)
-            + enc.t32_vldr_d(SUM_TEMP, reg, store=True) + enc.t32_vmov_i64_zero(SUM_REGISTER))
+def _register_hit(register: int) -> bytes:
+    """d``register`` += 1 (T32, d24 = -1): a filter's hit counted in its procedure's sum."""
+    return enc.t32_vmov_all_ones(24) + enc.t32_vsub_i64(register, register, 24)
 
 
-def emit_sum_store(isa: ISA, code: Code, slot_label: Hashable) -> None:
-    """[slot] += d31, then d31 = 0 (T32): the running sum goes to its procedure's slot."""
-    _with_r1_at(isa, code, slot_label, _sum_into(1))
+Sums = dict[int, tuple[str, int]]  # D register -> (counter array, index): model.Accumulation.sums
 
 
-def emit_sum_store_free(code: Code, reg: int, slot_label: Hashable) -> None:
-    """The same where core register ``reg`` is free: no parking."""
-    T32.pc_address(code, reg, slot_label)
-    code.emit(_sum_into(reg))
+def _sums_into(sums: Sums, counter_label: Callable[[str, int], Hashable]) -> list[tuple[Hashable, bytes]]:
+    """How to store ``sums`` (T32): per counter array, the label to put in r1 and the bytes
+    that then do ``[slot] += register; register = 0`` for each of its sums (d30 holds a
+    slot's value). A filter's counts share one base, the others at offsets from it."""
+    groups: dict[str, list[tuple[int, int]]] = {}
+    for register, (array, index) in sorted(sums.items()):
+        groups.setdefault(array, []).append((register, index))
+    out = []
+    for array, members in groups.items():
+        first = min(index for _, index in members)
+        body = b""
+        for register, index in members:
+            offset = 8 * (index - first)
+            body += (enc.t32_vldr_d(SUM_TEMP, 1, offset) + enc.t32_vadd_i64(SUM_TEMP, SUM_TEMP, register)
+                     + enc.t32_vldr_d(SUM_TEMP, 1, offset, store=True) + enc.t32_vmov_i64_zero(register))
+        out.append((counter_label(array, first), body))
+    return out
+
+
+def emit_sum_store(code: Code, sums: Sums, counter_label: Callable[[str, int], Hashable]) -> None:
+    """Each running sum into its slot, then zero (T32): a procedure's sums leave their registers.
+    r1 is parked in d16's low lane around it."""
+    code.emit(enc.t32_vmov_to_lane(16, 1))
+    emit_sum_store_free(code, sums, counter_label)
+    code.emit(enc.t32_vmov_from_lane(1, 16))
+
+
+def emit_sum_store_free(code: Code, sums: Sums, counter_label: Callable[[str, int], Hashable]) -> None:
+    """The same where r1 is free: no parking."""
+    for label, body in _sums_into(sums, counter_label):
+        T32.pc_address(code, 1, label)
+        code.emit(body)
 
 
 def _with_r1_at(isa: ISA, code: Code, label: Hashable, body: bytes) -> None:

@@ -52,6 +52,7 @@ from .patches import (
     tail_location,
     text_segment,
 )
+from .procedure_sums import count_hits_in_registers, program_stops
 from .records import SiteTable
 from .relocate import (
     RelocationContext,
@@ -85,6 +86,8 @@ class Report:
     block_counters: dict[str, int] = field(default_factory=dict)
     # Sites of deferred routines whose calls are records run in batches (emit/deferred.py).
     deferred_sites: int = 0
+    # Procedures that count their repeat filters' hits in registers (decision 0019).
+    filter_hits_in_registers: int = 0
     # What calls leave in LR ("original" or "relocated" return addresses, decision 0013)
     # and, with original ones, how many return sites and landing pads got a jump.
     return_addresses: str = "relocated"
@@ -111,9 +114,15 @@ def _register_sums(binary: Binary, sums: dict[str, str] | None, vfp: bool) -> di
     thread's d31 is its own, and the end of the program would not see the others').
     ``vfp``: vfp_scratch(binary). ANVIL_NO_REGISTER_SUMS: memory counters as before (a
     reference for the tests)."""
-    if not sums or binary.threaded or not vfp or os.environ.get("ANVIL_NO_REGISTER_SUMS"):
-        return {}
-    return sums
+    return sums if sums and _registers_free(binary, vfp) else {}
+
+
+def _registers_free(binary: Binary, vfp: bool) -> bool:
+    """Whether procedures may keep running sums in D registers (decisions 0014, 0019): d16-d31
+    are free (``vfp``) and no other thread runs the code (a thread's registers are its own,
+    and the end of the program would not see the others'). ANVIL_NO_REGISTER_SUMS: counts
+    in memory as before (a reference for the tests)."""
+    return vfp and not binary.threaded and not os.environ.get("ANVIL_NO_REGISTER_SUMS")
 
 
 def _has_hooks(proc: Procedure) -> bool:
@@ -234,7 +243,9 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     _add_runtime_hooks(binary)
     vfp = vfp_scratch(binary)
     derivations = place_counters(binary, _register_sums(binary, sums, vfp))  # before the library's thread: it may fork
+    hits_in_registers = count_hits_in_registers(binary, program_stops(binary)) if _registers_free(binary, vfp) else 0
     report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data),
+                    filter_hits_in_registers=hits_in_registers,
                     block_counters={"inline": derivations.counters_kept, "derived": derivations.counters_removed,
                                     "on_branches": sum(derivations.edges.values()),
                                     "in_register_sums": derivations.counters_summed,

@@ -27,10 +27,26 @@ from typing import TYPE_CHECKING
 
 from ..ir.jump_tables import table_branch_targets
 from ..ir.model import Accumulation, Binary, Block, Procedure
+from .hooks import HIT_REGISTERS, SUM_REGISTER, filter_hit_slots
 from .relocate import translated_jump
 
 if TYPE_CHECKING:
     from .counter_placement import Plan
+
+
+END_HOOKS = ("anvil_on_syscall", "anvil_program_end")  # where the program may be seen to end
+
+
+def program_stops(binary: Binary) -> set[int]:
+    """Addresses where the program may be seen to end (its end hooks run there): counts
+    must be in memory by then."""
+    stops: set[int] = set()
+    for proc in binary.procedures:
+        if any(h.prototype.name in END_HOOKS for h in proc.hooks):
+            stops.add(proc.blocks[0].address)
+        stops.update(i.address for i in proc.instructions()
+                     if i.hooks and any(h.prototype.name in END_HOOKS for h in i.hooks))
+    return stops
 
 
 def accumulation(binary: Binary, proc: Procedure, plan: Plan | None, slot: tuple[str, int],
@@ -39,6 +55,58 @@ def accumulation(binary: Binary, proc: Procedure, plan: Plan | None, slot: tuple
     ``plan``'s carriers (None: every block is counted); ``stops``: addresses where the
     program may be seen to end (their blocks store the sum first)."""
     weights, edge_weights = _weights(proc, plan)
+    resets, leaving, flush_at_end = _ways_in_and_out(binary, proc, stops)
+    return Accumulation(sums={SUM_REGISTER: slot}, weights=weights, edge_weights=edge_weights, resets=resets,
+                        flush_at_start=leaving, flush_at_end=flush_at_end)
+
+
+def count_hits_in_registers(binary: Binary, stops: set[int]) -> int:
+    """Let T32 procedures count their repeat filters' hits in registers (decision 0019): up
+    to two (counter array, index) pairs each, in HIT_REGISTERS, stored into their slots
+    wherever control may leave (after the sites of the instruction that leaves) and reset
+    wherever it may arrive, as decision 0014's sums are. Added to the procedure's sums if it
+    has some. Only where d16-d31 are free and no other thread runs (the caller's part).
+    Returns how many procedures do."""
+    count = 0
+    for proc in binary.procedures:
+        counters = _filter_counters(proc)[:len(HIT_REGISTERS)]
+        if not counters or not all(ins.thumb for ins in proc.instructions()):
+            continue
+        count += 1
+        resets, leaving, flush_at_end = _ways_in_and_out(binary, proc, stops)
+        if proc.accumulation is None:
+            proc.accumulation = Accumulation(sums={}, weights={}, edge_weights={}, resets=resets,
+                                             flush_at_start=set(), flush_at_end=flush_at_end)
+        proc.accumulation.sums.update(zip(HIT_REGISTERS, counters))
+        proc.accumulation.flush_before = _exits(proc, leaving, stops)
+    return count
+
+
+def _filter_counters(proc: Procedure) -> list[tuple[str, int]]:
+    """The (counter array, index) pairs ``proc``'s repeat-filtered sites count hits in."""
+    found: set[tuple[str, int]] = set()
+    for ins in proc.instructions():
+        for hook in ins.hooks:
+            found |= filter_hit_slots(hook, ins)
+    return sorted(found)
+
+
+def _exits(proc: Procedure, leaving: set[int], stops: set[int]) -> set[int]:
+    """The instructions before which sums added by sites inside blocks must be stored: in
+    each block control may leave, the instructions where the program may be seen to end
+    and the last one (those of other blocks may run on past the end unseen)."""
+    out = set()
+    for i in leaving:
+        block = proc.blocks[i]
+        out.update(ins.address for ins in block.instructions if ins.address in stops)
+        out.add(block.instructions[-1].address)
+    return out
+
+
+def _ways_in_and_out(binary: Binary, proc: Procedure, stops: set[int]) -> tuple[set[int], set[int], set[int]]:
+    """Of ``proc``'s blocks (positions): those entered from elsewhere (their sums start from
+    zero), those control may leave (sums stored before), and those that fall through into
+    one of the first kind (sums stored after)."""
     blocks = proc.blocks
     starts = {b.address: i for i, b in enumerate(blocks)}
     resets = {0}
@@ -48,14 +116,13 @@ def accumulation(binary: Binary, proc: Procedure, plan: Plan | None, slot: tuple
             resets.add(i)  # a return site
         if blocks[i].address in binary.unwinder_entries:
             resets.add(i)
-    flush_at_start = {i for i, block in enumerate(blocks) if _may_leave(binary, block, starts, resets, stops)}
+    leaving = {i for i, block in enumerate(blocks) if _may_leave(binary, block, starts, resets, stops)}
     flush_at_end = set()
     for i in range(len(blocks) - 1):
         last = blocks[i].instructions[-1]
         if i + 1 in resets and not (last.is_call or last.is_syscall) and last.falls_through:
             flush_at_end.add(i)
-    return Accumulation(slot=slot, weights=weights, edge_weights=edge_weights, resets=resets,
-                        flush_at_start=flush_at_start, flush_at_end=flush_at_end)
+    return resets, leaving, flush_at_end
 
 
 def carrier_weights(plan: Plan, sizes: list[int]) -> list[int]:

@@ -86,6 +86,9 @@ class RelocationContext:
     # For the procedure being emitted: its blocks that reset its running sum (decision 0014)
     # -> the label past the reset, where its own direct branches go.
     inside: dict[int, Hashable] = field(default_factory=dict)
+    # For the procedure being emitted: (counter array, index) -> the register its filter
+    # sites count hits in (decision 0019).
+    hit_registers: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 def ins_label(addr: int) -> tuple[str, int]:
@@ -104,6 +107,7 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
     trampolines = []
     sums = proc.accumulation
     ctx.inside = {proc.blocks[i].address: ("inside", proc.blocks[i].address) for i in sums.resets} if sums else {}
+    ctx.hit_registers = {slot: register for register, slot in sums.sums.items()} if sums else {}
     for bi, block in enumerate(proc.blocks):
         last = block.instructions[-1]
         for k, ins in enumerate(block.instructions):
@@ -113,21 +117,27 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
             isa = ISA.for_mode(ins.thumb)
             if k == 0:
                 if sums and bi in sums.resets:
-                    emit_sum_reset(code)
+                    emit_sum_reset(code, sums.sums)
                     code.label(ctx.inside[block.address])
                 entry_calls = proc.hooks if bi == 0 else []
                 _calls(isa, code, [h for h in entry_calls if h.setup], ins, None, block.size, ctx, AL)
                 for counter, index, amount in block.counter_increments:
                     emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch, ctx.atomic)
                 if sums:
-                    _sum_at_start(isa, code, sums, bi, ctx)
+                    _sum_at_start(code, sums, bi, ctx)
                 _calls(isa, code, [h for h in entry_calls if not h.setup], ins, None, block.size, ctx, AL)
                 _calls(isa, code, block.hooks, ins, None, block.size, ctx, AL)
-            for hook in ins.hooks:
+            # Sums added by this instruction's filter sites are stored after them, before it may leave.
+            store_after = _last_access_hook(ins) if sums and ins.address in sums.flush_before else None
+            if store_after == -1:
+                emit_sum_store(code, sums.sums, ctx.counter_label)
+            for h, hook in enumerate(ins.hooks):
                 if hook.prototype.per_access:
                     _access_calls(isa, code, hook, ins, block.size, ctx)
                 else:
                     _calls(isa, code, [hook], ins, None, block.size, ctx, ins.cond)
+                if h == store_after:
+                    emit_sum_store(code, sums.sums, ctx.counter_label)
             jumps_elsewhere = ins is last and ins.branch_target not in (None, ins.end)
             taken = block.edge_increments.get(ins.branch_target, []) if jumps_elsewhere else []
             taken_weight = sums.edge_weights.get((bi, ins.branch_target), 0) if sums and jumps_elsewhere else 0
@@ -146,7 +156,7 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
             if weight:
                 emit_sum_add(code, weight)
             if bi in sums.flush_at_end:  # into a block that resets the sum: store it first
-                emit_sum_store(T32, code, ctx.counter_label(*sums.slot))
+                emit_sum_store(code, sums.sums, ctx.counter_label)
     _fallthroughs(insns, code, ctx)
     for branch, increments, weight in trampolines:  # the way it jumps: count, then go on to the target
         isa = ISA.for_mode(branch.thumb)
@@ -159,19 +169,25 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
         _jump(isa, code, branch.branch_target, branch.thumb, AL, ctx, local=True)
         ctx.appends.place(code)
     ctx.inside = {}
+    ctx.hit_registers = {}
     if needs_table:
         key = ("xlate", proc.address)
         ctx.xlate_tables.append((proc, key))
 
 
-def _sum_at_start(isa: ISA, code: Code, sums: Accumulation, position: int, ctx: RelocationContext) -> None:
+def _last_access_hook(ins: Instruction) -> int:
+    """The position of ``ins``'s last per-access hook (its filter sites), -1 if none."""
+    return max((h for h, hook in enumerate(ins.hooks) if hook.prototype.per_access), default=-1)
+
+
+def _sum_at_start(code: Code, sums: Accumulation, position: int, ctx: RelocationContext) -> None:
     """A block's part of its procedure's running sum: its weight, then the store when
     control may leave from it (decision 0014)."""
     weight = sums.weights.get(position, 0)
     if weight:
         emit_sum_add(code, weight)
     if position in sums.flush_at_start:
-        emit_sum_store(isa, code, ctx.counter_label(*sums.slot))
+        emit_sum_store(code, sums.sums, ctx.counter_label)
 
 
 def _fallthroughs(insns: list[Instruction], code: Code, ctx: RelocationContext) -> None:
@@ -187,7 +203,8 @@ def _fallthroughs(insns: list[Instruction], code: Code, ctx: RelocationContext) 
 def _hook_context(ins: Instruction, access, block_insns: int, ctx: RelocationContext) -> HookContext:
     return HookContext(ins, access, block_insns, ctx.string_label, ctx.function_label, ctx.scratch,
                        ctx.call_stubs, ctx.counter_label, ctx.mask_interrupts, ctx.appends,
-                       ctx.threads and ctx.atomic)  # not inside the program's own LDREX/STREX windows
+                       ctx.threads and ctx.atomic,  # not inside the program's own LDREX/STREX windows
+                       ctx.hit_registers)
 
 
 def _calls(isa: ISA, code: Code, hooks: list[Hook], ins: Instruction, access, block_insns: int,
@@ -607,7 +624,7 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
         if leaving is not None and leaving not in code.labels:
             code.label(leaving)  # the program's registers, the original target in d18
             ctx.scratch.save(isa, code, [(0, 1)])
-            emit_sum_store_free(code, 1, ctx.counter_label(*proc.accumulation.slot))
+            emit_sum_store_free(code, proc.accumulation.sums, ctx.counter_label)
             isa.from_d(code, 0, 1, LEAVING_TARGET)
             _slot_below_sp(isa, code, 0)
             ctx.scratch.restore(isa, code, [(0, 1)])

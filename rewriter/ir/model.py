@@ -174,17 +174,21 @@ class Block:
 
 @dataclass
 class Accumulation:
-    """How a procedure adds its weighted block counts into one slot through a register
-    (counter placement sets it; decision 0014): a running sum in d31, reset where the
-    procedure is entered, added to at the counted blocks and edges, and moved into the
-    slot before control may leave. Block positions are indexes into ``blocks``."""
+    """How a procedure adds counts into memory slots through registers (decisions 0014,
+    0019): running sums in D registers, reset where the procedure is entered, added to
+    at the counted blocks and edges (weights, d31) or at filter sites (a repeat filter's
+    hits), and moved into their slots before control may leave. Block positions are
+    indexes into ``blocks``."""
 
-    slot: tuple[str, int]  # (counter array, index) the sum goes to
-    weights: dict[int, int]  # counted block -> what its execution adds
+    sums: dict[int, tuple[str, int]]  # D register -> (counter array, index) its sum goes to
+    weights: dict[int, int]  # counted block -> what its execution adds to d31
     edge_weights: dict[tuple[int, int], int]  # (block, original target address) -> what that way adds
-    resets: set[int]  # blocks whose entry from outside starts a sum from zero
-    flush_at_start: set[int]  # blocks that move the sum into the slot after their own weight
-    flush_at_end: set[int]  # blocks that move it after falling through (into a block with a reset)
+    resets: set[int]  # blocks whose entry from outside starts the sums from zero
+    flush_at_start: set[int]  # blocks that move the sums into the slots after their own weight
+    flush_at_end: set[int]  # blocks that move them after falling through (into a block with a reset)
+    # Instructions before which the sums move (after the instruction's own filter sites):
+    # where sites add inside blocks, the ways out of a block that may leave.
+    flush_before: set[int] = field(default_factory=set)
 
 
 @dataclass
