@@ -56,8 +56,10 @@ def accumulation(binary: Binary, proc: Procedure, plan: Plan | None, slot: tuple
     program may be seen to end (their blocks store the sum first)."""
     weights, edge_weights = _weights(proc, plan)
     resets, leaving, flush_at_end = _ways_in_and_out(binary, proc, stops)
-    return Accumulation(sums={SUM_REGISTER: slot}, weights=weights, edge_weights=edge_weights, resets=resets,
-                        flush_at_start=leaving, flush_at_end=flush_at_end)
+    acc = Accumulation(sums={SUM_REGISTER: slot}, weights=weights, edge_weights=edge_weights, resets=resets,
+                       flush_at_start=leaving, flush_at_end=flush_at_end)
+    _drop_empty_stores(binary, proc, acc)
+    return acc
 
 
 def count_hits_in_registers(binary: Binary, stops: set[int]) -> int:
@@ -79,6 +81,7 @@ def count_hits_in_registers(binary: Binary, stops: set[int]) -> int:
                                              flush_at_start=set(), flush_at_end=flush_at_end)
         proc.accumulation.sums.update(zip(HIT_REGISTERS, counters))
         proc.accumulation.flush_before = _exits(proc, leaving, stops)
+        _drop_empty_stores(binary, proc, proc.accumulation)
     return count
 
 
@@ -101,6 +104,66 @@ def _exits(proc: Procedure, leaving: set[int], stops: set[int]) -> set[int]:
         out.update(ins.address for ins in block.instructions if ins.address in stops)
         out.add(block.instructions[-1].address)
     return out
+
+
+def _drop_empty_stores(binary: Binary, proc: Procedure, acc: Accumulation) -> None:
+    """Take out the stores that no path reaches with anything added since the procedure's
+    last store or reset (a call right after a return site, with no access between):
+    they would add zeros. A forward flow over the blocks: a sum *may be nonzero* after a
+    weight or a filter site, and is zero after a store or a reset; calls reach their
+    return sites through the callee, which stores before it returns, and the site's
+    reset. Procedures with jumps inside them through tables or registers keep every store
+    (their targets are not followed here)."""
+    blocks = proc.blocks
+    if any(ins.name in ("tbb", "tbh") or ins.address in binary.switch_cases or translated_jump(ins)
+           for ins in proc.instructions()):
+        return
+    adds = {ins.address for ins in proc.instructions()
+            if any(filter_hit_slots(hook, ins) & set(acc.sums.values()) for hook in ins.hooks)}
+    starts = {b.address: i for i, b in enumerate(blocks)}
+    dirty_in = [False] * len(blocks)
+    needed: set[tuple[str, int]] = set()  # ("start" | "before" | "end", block or address) that store something
+
+    def run(i: int) -> list[tuple[int, bool]]:
+        """Walk block ``i`` from its entry state; note the stores that store something and
+        return its successors in the procedure with the state each gets."""
+        state = dirty_in[i] or bool(acc.weights.get(i))
+        if i in acc.flush_at_start:
+            if state:
+                needed.add(("start", i))
+            state = False
+        for ins in blocks[i].instructions:
+            state = state or ins.address in adds
+            if ins.address in acc.flush_before:
+                if state:
+                    needed.add(("before", ins.address))
+                state = False
+        last = blocks[i].instructions[-1]
+        out = []
+        if last.is_branch and not last.is_call and last.branch_target in starts:
+            out.append((starts[last.branch_target], state or bool(acc.edge_weights.get((i, last.branch_target)))))
+        state = state or bool(acc.edge_weights.get((i, last.end)))  # the way it falls through
+        if i in acc.flush_at_end and state:
+            needed.add(("end", i))
+        if last.falls_through and not (last.is_call or last.is_syscall) and last.end in starts:
+            nxt = starts[last.end]
+            if nxt not in acc.resets:  # else its reset zeroes it (stored first: flush_at_end)
+                out.append((nxt, state))
+        return out
+
+    work = list(range(len(blocks)))
+    while work:
+        i = work.pop()
+        for j, state in run(i):
+            if state and not dirty_in[j]:
+                dirty_in[j] = True
+                work.append(j)
+    needed.clear()
+    for i in range(len(blocks)):
+        run(i)
+    acc.flush_at_start = {i for i in acc.flush_at_start if ("start", i) in needed}
+    acc.flush_before = {a for a in acc.flush_before if ("before", a) in needed}
+    acc.flush_at_end = {i for i in acc.flush_at_end if ("end", i) in needed}
 
 
 def _ways_in_and_out(binary: Binary, proc: Procedure, stops: set[int]) -> tuple[set[int], set[int], set[int]]:
