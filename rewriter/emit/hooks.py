@@ -958,7 +958,12 @@ HIT_REGISTERS = (28, 29)
 
 def emit_sum_reset(code: Code, registers: Iterable[int]) -> None:
     """Each of ``registers`` = 0: a procedure's running sums start (T32)."""
-    code.emit(b"".join(enc.t32_vmov_i64_zero(d) for d in sorted(registers)))
+    code.emit(_zeroes(tuple(sorted(registers))))
+
+
+@cache
+def _zeroes(registers: tuple[int, ...]) -> bytes:
+    return b"".join(enc.t32_vmov_i64_zero(d) for d in registers)
 
 
 @cache
@@ -996,12 +1001,14 @@ def _register_hit(register: int) -> bytes:
 Sums = dict[int, tuple[str, int]]  # D register -> (counter array, index): model.Accumulation.sums
 
 
-def _sums_into(sums: Sums, counter_label: Callable[[str, int], Hashable]) -> list[tuple[Hashable, bytes]]:
-    """How to store ``sums`` (T32): per counter array, the label to put in r1 and the bytes
-    that then do ``[slot] += register; register = 0`` for each of its sums (d30 holds a
-    slot's value). A filter's counts share one base, the others at offsets from it."""
+@cache
+def _store_bodies(sums: tuple[tuple[int, tuple[str, int]], ...]) -> tuple[tuple[str, int, bytes], ...]:
+    """How to store ``sums`` (sorted items of a Sums; T32): per counter array, its first
+    slot's index, whose address goes in r1, and the bytes that then do ``[slot] +=
+    register; register = 0`` for each of its sums (d30 holds a slot's value). A filter's
+    counts share one base, the others at offsets from it."""
     groups: dict[str, list[tuple[int, int]]] = {}
-    for register, (array, index) in sorted(sums.items()):
+    for register, (array, index) in sums:
         groups.setdefault(array, []).append((register, index))
     out = []
     for array, members in groups.items():
@@ -1011,8 +1018,8 @@ def _sums_into(sums: Sums, counter_label: Callable[[str, int], Hashable]) -> lis
             offset = 8 * (index - first)
             body += (enc.t32_vldr_d(SUM_TEMP, 1, offset) + enc.t32_vadd_i64(SUM_TEMP, SUM_TEMP, register)
                      + enc.t32_vldr_d(SUM_TEMP, 1, offset, store=True) + enc.t32_vmov_i64_zero(register))
-        out.append((counter_label(array, first), body))
-    return out
+        out.append((array, first, body))
+    return tuple(out)
 
 
 def emit_sum_store(code: Code, sums: Sums, counter_label: Callable[[str, int], Hashable]) -> None:
@@ -1025,8 +1032,8 @@ def emit_sum_store(code: Code, sums: Sums, counter_label: Callable[[str, int], H
 
 def emit_sum_store_free(code: Code, sums: Sums, counter_label: Callable[[str, int], Hashable]) -> None:
     """The same where r1 is free: no parking."""
-    for label, body in _sums_into(sums, counter_label):
-        T32.pc_address(code, 1, label)
+    for array, first, body in _store_bodies(tuple(sorted(sums.items()))):
+        T32.pc_address(code, 1, counter_label(array, first))
         code.emit(body)
 
 

@@ -56,10 +56,8 @@ def accumulation(binary: Binary, proc: Procedure, plan: Plan | None, slot: tuple
     program may be seen to end (their blocks store the sum first)."""
     weights, edge_weights = _weights(proc, plan)
     resets, leaving, flush_at_end = _ways_in_and_out(binary, proc, stops)
-    acc = Accumulation(sums={SUM_REGISTER: slot}, weights=weights, edge_weights=edge_weights, resets=resets,
-                       flush_at_start=leaving, flush_at_end=flush_at_end)
-    _drop_empty_stores(binary, proc, acc)
-    return acc
+    return Accumulation(sums={SUM_REGISTER: slot}, weights=weights, edge_weights=edge_weights, resets=resets,
+                        flush_at_start=leaving, flush_at_end=flush_at_end)
 
 
 def count_hits_in_registers(binary: Binary, stops: set[int]) -> int:
@@ -71,7 +69,8 @@ def count_hits_in_registers(binary: Binary, stops: set[int]) -> int:
     Returns how many procedures do."""
     count = 0
     for proc in binary.procedures:
-        counters = _filter_counters(proc)[:len(HIT_REGISTERS)]
+        slots_at = _filter_slots(proc)
+        counters = sorted(set().union(*slots_at.values()))[:len(HIT_REGISTERS)]
         if not counters or not all(ins.thumb for ins in proc.instructions()):
             continue
         count += 1
@@ -81,17 +80,21 @@ def count_hits_in_registers(binary: Binary, stops: set[int]) -> int:
                                              flush_at_start=set(), flush_at_end=flush_at_end)
         proc.accumulation.sums.update(zip(HIT_REGISTERS, counters))
         proc.accumulation.flush_before = _exits(proc, leaving, stops)
-        _drop_empty_stores(binary, proc, proc.accumulation)
+        kept = set(counters)
+        _drop_empty_stores(binary, proc, proc.accumulation, {a for a, slots in slots_at.items() if slots & kept})
     return count
 
 
-def _filter_counters(proc: Procedure) -> list[tuple[str, int]]:
-    """The (counter array, index) pairs ``proc``'s repeat-filtered sites count hits in."""
-    found: set[tuple[str, int]] = set()
+def _filter_slots(proc: Procedure) -> dict[int, set[tuple[str, int]]]:
+    """Instruction address -> the (counter array, index) pairs its repeat-filtered sites
+    count hits in, for the instructions that have such sites."""
+    out = {}
     for ins in proc.instructions():
-        for hook in ins.hooks:
-            found |= filter_hit_slots(hook, ins)
-    return sorted(found)
+        if ins.hooks:
+            slots = set().union(*(filter_hit_slots(hook, ins) for hook in ins.hooks))
+            if slots:
+                out[ins.address] = slots
+    return out
 
 
 def _exits(proc: Procedure, leaving: set[int], stops: set[int]) -> set[int]:
@@ -106,7 +109,7 @@ def _exits(proc: Procedure, leaving: set[int], stops: set[int]) -> set[int]:
     return out
 
 
-def _drop_empty_stores(binary: Binary, proc: Procedure, acc: Accumulation) -> None:
+def _drop_empty_stores(binary: Binary, proc: Procedure, acc: Accumulation, adds: set[int]) -> None:
     """Take out the stores that no path reaches with anything added since the procedure's
     last store or reset (a call right after a return site, with no access between):
     they would add zeros. A forward flow over the blocks: a sum *may be nonzero* after a
@@ -115,14 +118,15 @@ def _drop_empty_stores(binary: Binary, proc: Procedure, acc: Accumulation) -> No
     reset. Procedures with jumps inside them through tables or registers keep every store
     (their targets are not followed here)."""
     blocks = proc.blocks
-    if any(ins.name in ("tbb", "tbh") or ins.address in binary.switch_cases or translated_jump(ins)
-           for ins in proc.instructions()):
+    lasts = [b.instructions[-1] for b in blocks]  # jumps end blocks
+    if any(ins.name in ("tbb", "tbh") or ins.address in binary.switch_cases or translated_jump(ins) for ins in lasts):
         return
-    adds = {ins.address for ins in proc.instructions()
-            if any(filter_hit_slots(hook, ins) & set(acc.sums.values()) for hook in ins.hooks)}
     starts = {b.address: i for i, b in enumerate(blocks)}
     dirty_in = [False] * len(blocks)
     needed: set[tuple[str, int]] = set()  # ("start" | "before" | "end", block or address) that store something
+    # Per block, in order, the instructions that add (True) or store before them (False).
+    events = [[(ins.address, ins.address in adds) for ins in b.instructions
+               if ins.address in adds or ins.address in acc.flush_before] for b in blocks]
 
     def run(i: int) -> list[tuple[int, bool]]:
         """Walk block ``i`` from its entry state; note the stores that store something and
@@ -132,13 +136,13 @@ def _drop_empty_stores(binary: Binary, proc: Procedure, acc: Accumulation) -> No
             if state:
                 needed.add(("start", i))
             state = False
-        for ins in blocks[i].instructions:
-            state = state or ins.address in adds
-            if ins.address in acc.flush_before:
+        for address, adds_here in events[i]:
+            state = state or adds_here
+            if address in acc.flush_before:
                 if state:
-                    needed.add(("before", ins.address))
+                    needed.add(("before", address))
                 state = False
-        last = blocks[i].instructions[-1]
+        last = lasts[i]
         out = []
         if last.is_branch and not last.is_call and last.branch_target in starts:
             out.append((starts[last.branch_target], state or bool(acc.edge_weights.get((i, last.branch_target)))))
