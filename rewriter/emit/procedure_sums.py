@@ -19,6 +19,10 @@ A signal handler's additions are stored before it returns, and the kernel's sigr
 then gives back the interrupted procedure's d31. Those resets must not hit the
 procedure's own flow into such a block: direct branches go past the reset (the block's
 ``("inside", address)`` label), and a block that falls through into one stores first.
+
+The same protocol carries a repeat filter's hit counts (decision 0019): the filter sites
+of a T32 procedure add to d28/d29 instead of a counter in memory, and since they add in
+the middle of blocks, the stores come right before each way out (``flush_before``).
 """
 
 from __future__ import annotations
