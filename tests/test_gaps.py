@@ -5,7 +5,7 @@ from __future__ import annotations
 import keystone
 import pytest
 
-from rewriter.ir.gaps import branch_targets_in_gaps
+from rewriter.ir.gaps import call_targets_in_gaps
 from rewriter.ir.model import Instruction
 
 BASE = 0x10000
@@ -24,7 +24,7 @@ def _assemble(thumb: bool, lines: list[tuple[int, str]], size: int) -> bytes:
 
 
 def _targets(code: bytes, decoded: list[Instruction] = ()) -> set[int]:
-    return branch_targets_in_gaps(lambda at, n: code[at - BASE:at - BASE + n], [(BASE, BASE + len(code))],
+    return call_targets_in_gaps(lambda at, n: code[at - BASE:at - BASE + n], [(BASE, BASE + len(code))],
                                   list(decoded))
 
 

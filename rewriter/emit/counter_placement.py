@@ -30,7 +30,7 @@ from ..ir.flow import ProcedureFlow, entries_from_elsewhere, loop_depths, proced
 from ..ir.fork_split import split_map
 from ..ir.jump_tables import table_branch_targets
 from ..ir.model import Binary, Procedure
-from .procedure_sums import accumulation, program_stops
+from .procedure_sums import accumulation, all_thumb
 
 MAX_VALUES = 0x7FFF  # values, and blocks, of a procedure with a derivation program (bounds its scratch)
 
@@ -121,7 +121,7 @@ class Derivations:
 PARALLEL_BLOCKS = 20000
 
 
-def place_counters(binary: Binary, sums: dict[str, str] | None = None) -> Derivations:
+def place_counters(binary: Binary, stops: set[int], sums: dict[str, str] | None = None) -> Derivations:
     """Drop the block counters whose counts can be derived; returns the programs that derive them.
 
     A procedure qualifies for an array when each of its blocks adds 1 to that array's
@@ -129,6 +129,7 @@ def place_counters(binary: Binary, sums: dict[str, str] | None = None) -> Deriva
     what counting tools do. Each procedure is planned on its own, so the plans are made
     first (on two cores for a large program, see ir/fork_split.py), then applied in order.
 
+    ``stops``: where the program may be seen to end (procedure_sums.program_stops).
     ``sums``: arrays read only as per-procedure sums (``Tool.sum_per_procedure``) -> where
     those go. T32 procedures then add them in a register instead (emit/procedure_sums.py;
     the caller passes them only where d16-d31 are free and no threads run).
@@ -139,7 +140,6 @@ def place_counters(binary: Binary, sums: dict[str, str] | None = None) -> Deriva
         return result
     entered = entries_from_elsewhere(binary)
     taken = binary.address_taken
-    stops = program_stops(binary)
 
     def plan_of(proc: Procedure) -> Plan | None:
         tables = {ins.address: table_branch_targets(binary, [ins]) for ins in proc.instructions()
@@ -150,7 +150,7 @@ def place_counters(binary: Binary, sums: dict[str, str] | None = None) -> Deriva
 
     plans = split_map(plan_of, [proc for proc, _ in counted], lambda proc: len(proc.blocks), PARALLEL_BLOCKS)
     for (proc, arrays), plan in zip(counted, plans):
-        summed = sorted(a for a in arrays if a in (sums or {})) if _all_thumb(proc) else []
+        summed = sorted(a for a in arrays if a in (sums or {})) if all_thumb(proc) else []
         if summed:  # one running sum per procedure: the first such array
             array = summed[0]
             proc.accumulation = accumulation(binary, proc, plan, (sums[array], proc.index), stops)
@@ -161,10 +161,6 @@ def place_counters(binary: Binary, sums: dict[str, str] | None = None) -> Deriva
         if arrays:
             _apply(result, proc, arrays, plan)
     return result
-
-
-def _all_thumb(proc: Procedure) -> bool:
-    return all(ins.thumb for ins in proc.instructions())
 
 
 def _apply(result: Derivations, proc: Procedure, arrays: set[str], plan: Plan | None) -> None:

@@ -242,8 +242,10 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     placement = firmware.place(binary, opts.flash_region, opts.ram_region) if binary.is_firmware else None
     _add_runtime_hooks(binary)
     vfp = vfp_scratch(binary)
-    derivations = place_counters(binary, _register_sums(binary, sums, vfp))  # before the library's thread: it may fork
-    hits_in_registers = count_hits_in_registers(binary, program_stops(binary)) if _registers_free(binary, vfp) else 0
+    stops = program_stops(binary)
+    # Before the library's thread starts: counter placement may fork.
+    derivations = place_counters(binary, stops, _register_sums(binary, sums, vfp))
+    hits_in_registers = count_hits_in_registers(binary, stops) if _registers_free(binary, vfp) else 0
     report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data),
                     filter_hits_in_registers=hits_in_registers,
                     block_counters={"inline": derivations.counters_kept, "derived": derivations.counters_removed,

@@ -53,6 +53,11 @@ def program_stops(binary: Binary) -> set[int]:
     return stops
 
 
+def all_thumb(proc: Procedure) -> bool:
+    """Whether all of ``proc`` is T32 code (register sums are kept only there)."""
+    return all(ins.thumb for ins in proc.instructions())
+
+
 def accumulation(binary: Binary, proc: Procedure, plan: Plan | None, slot: tuple[str, int],
                  stops: set[int]) -> Accumulation:
     """How ``proc`` adds into ``slot`` the sum of its blocks' counts times their sizes, with
@@ -75,7 +80,7 @@ def count_hits_in_registers(binary: Binary, stops: set[int]) -> int:
     for proc in binary.procedures:
         slots_at = _filter_slots(proc)
         counters = sorted(set().union(*slots_at.values()))[:len(HIT_REGISTERS)]
-        if not counters or not all(ins.thumb for ins in proc.instructions()):
+        if not counters or not all_thumb(proc):
             continue
         count += 1
         resets, leaving, flush_at_end = _ways_in_and_out(binary, proc, stops)

@@ -19,7 +19,7 @@ from elftools.elf.elffile import ELFFile
 
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
 from .exception_tables import handlers
-from .gaps import branch_targets_in_gaps
+from .gaps import call_targets_in_gaps
 from .jump_tables import REGISTERS, SwitchFinder, is_computed_jump, table_branch_targets
 from .model import Binary, Instruction, Procedure
 
@@ -160,7 +160,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
         procs.append(Procedure(name=name, address=start, size=last.address + last.size - start,
                                thumb=entries[start], jumped_into=start in continued))
         decoded[start] = insns
-    binary.gap_targets = branch_targets_in_gaps(binary.read, ranges, [i for got in decoded.values() for i in got])
+    binary.gap_targets = call_targets_in_gaps(binary.read, ranges, [i for got in decoded.values() for i in got])
     return procs, decoded
 
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from .model import Instruction
 
 
-def branch_targets_in_gaps(read: Callable[[int, int], bytes], ranges: list[tuple[int, int]],
+def call_targets_in_gaps(read: Callable[[int, int], bytes], ranges: list[tuple[int, int]],
                            decoded: list[Instruction]) -> set[int]:
     """Targets of the calls in the parts of ``ranges`` (executable sections) that no
     instruction of ``decoded`` covers; ``read(address, size)`` gives the bytes."""
