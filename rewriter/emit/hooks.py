@@ -119,6 +119,9 @@ class HookContext:
     # (counter array, index) -> the D register the procedure counts those filter hits in
     # (decision 0019, emit/procedure_sums.py); others count in memory.
     hit_registers: dict[tuple[str, int], int] = field(default_factory=dict)
+    # Registers dead at the site (bit n for rn; ir/liveness.py): a pair of them need not be
+    # parked (decision 0020). The instruction's own base and index are read, so never dead.
+    dead: int = 0
 
 
 def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | None,
@@ -241,16 +244,17 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: Shared
     if ctx.scratch.vfp:
         first_pairs = VFP_PAIRS[:FILTER_TEMPS.parked] if found else VFP_PAIRS
         late_pairs = VFP_PAIRS[len(first_pairs):]
-        ctx.scratch.save(isa, code, first_pairs)
+        dead = ctx.dead & ~_registers_read(hook)
+        ctx.scratch.save(isa, code, first_pairs, dead=dead)
         done = _emit_filter(isa, code, found, ctx)
-        ctx.scratch.save(isa, code, late_pairs, 16 + len(first_pairs))
+        ctx.scratch.save(isa, code, late_pairs, 16 + len(first_pairs), dead)
         if isa.thumb and isinstance(hook.prototype, RecordPrototype):
             _emit_record(isa, code, hook, ctx)
         else:
             _arguments(isa, code, list(zip(hook.prototype.kinds, hook.args)), 0, ctx)
             ctx.call_stubs.add(hook.prototype.name)
             isa.call(code, ("callstub", hook.prototype.name), True)
-        ctx.scratch.restore(isa, code, late_pairs, 16 + len(first_pairs))
+        ctx.scratch.restore(isa, code, late_pairs, 16 + len(first_pairs), dead)
         if done is not None:
             if done.hit is not None:  # the hit path last: the miss jumps over it
                 isa.branch(code, done.label)
@@ -258,8 +262,9 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: Shared
                 code.emit(done.bump)
             code.label(done.label)
         if shared is not None:
-            _emit_shared_key(isa, code, shared, found, ctx, lambda: ctx.scratch.restore(isa, code, first_pairs))
-        ctx.scratch.restore(isa, code, first_pairs)
+            _emit_shared_key(isa, code, shared, found, ctx,
+                             lambda: ctx.scratch.restore(isa, code, first_pairs, dead=dead))
+        ctx.scratch.restore(isa, code, first_pairs, dead=dead)
         return
     isa.push(code, SAVED)
     isa.mrs(code, FLAGS_REG)
@@ -283,6 +288,16 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: Shared
     if shared is not None:
         _emit_shared_key(isa, code, shared, found, ctx, unsave)
     unsave()
+
+
+def _registers_read(hook: Hook) -> int:
+    """The registers whose values ``hook``'s arguments pass (REG_VALUE), as a mask: parked
+    even where the program no longer needs them, so that the routine sees them."""
+    out = 0
+    for kind, value in zip(hook.prototype.kinds, hook.args):
+        if kind is Arg.REG_VALUE:
+            out |= 1 << int(value)
+    return out
 
 
 # Cortex-M: ip = PRIMASK; FLAGS_REG |= ip; CPSID i.
@@ -901,24 +916,20 @@ def _access_index(ctx: HookContext) -> int:
     return next(i for i, a in enumerate(ctx.ins.accesses) if a is ctx.access)
 
 
-# counter at [r1] += 1 in d17 (d18 = -1): a 64-bit add with no flags and no branch.
-_NEON_INCREMENT = _neon_add_one(17, 18, 1)
-
-
 def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, scratch: Scratch,
-                   atomic: bool = False) -> None:
+                   atomic: bool = False, dead: int = 0) -> None:
     """counter (64-bit, at a label) += amount, inline, registers and flags preserved.
 
     ``atomic`` (+1: firmware interrupt code, programs that start threads): each word is
     added with LDREX/STREX (``_T32_ATOMIC_BUMP``; A32: the pair with LDREXD/STREXD,
     ``_A32_ATOMIC_BUMP``), so a handler or thread that counts at the same time is not lost.
 
-    T32 with d16-d31 free adds 1 in a NEON register (``_NEON_INCREMENT``; only r1 is
-    borrowed): no branch, so the block stays one translation block for QEMU, which
-    ends one at every branch (decision 0003). Without them T32 adds 1 with ADDW and
-    carries with CBNZ (``_T32_BUMP``). Otherwise UMLAL adds a 64-bit product without
-    touching the flags: lo:hi += amount * 1 (r3 = amount; the 1 is r3 itself when
-    amount is 1, else ip).
+    T32 with d16-d31 free adds 1 in a NEON register (``_neon_increment``; the address goes
+    in a register of ``dead``, bit n for rn, else in r1, parked): no branch, so the block
+    stays one translation block for QEMU, which ends one at every branch (decision 0003).
+    Without them T32 adds 1 with ADDW and carries with CBNZ (``_T32_BUMP``). Otherwise
+    UMLAL adds a 64-bit product without touching the flags: lo:hi += amount * 1 (r3 =
+    amount; the 1 is r3 itself when amount is 1, else ip).
     """
     if isa.thumb and amount == 1 and atomic:
         pairs = [(0, 1), (2, 3)]
@@ -928,7 +939,7 @@ def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, s
         scratch.restore(isa, code, pairs)
         return
     if isa.thumb and amount == 1 and scratch.vfp:
-        _with_r1_at(isa, code, counter_label, _NEON_INCREMENT)
+        _with_address_at(isa, code, counter_label, _neon_increment, dead)
         return
     if isa.thumb and amount == 1:
         scratch.save(isa, code, [(0, 1)])
@@ -1002,9 +1013,9 @@ Sums = dict[int, tuple[str, int]]  # D register -> (counter array, index): model
 
 
 @cache
-def _store_bodies(sums: tuple[tuple[int, tuple[str, int]], ...]) -> tuple[tuple[str, int, bytes], ...]:
+def _store_bodies(sums: tuple[tuple[int, tuple[str, int]], ...], base: int) -> tuple[tuple[str, int, bytes], ...]:
     """How to store ``sums`` (sorted items of a Sums; T32): per counter array, its first
-    slot's index, whose address goes in r1, and the bytes that then do ``[slot] +=
+    slot's index, whose address goes in r``base``, and the bytes that then do ``[slot] +=
     register; register = 0`` for each of its sums (d30 holds a slot's value). A filter's
     counts share one base, the others at offsets from it."""
     groups: dict[str, list[tuple[int, int]]] = {}
@@ -1016,33 +1027,57 @@ def _store_bodies(sums: tuple[tuple[int, tuple[str, int]], ...]) -> tuple[tuple[
         body = b""
         for register, index in members:
             offset = 8 * (index - first)
-            body += (enc.t32_vldr_d(SUM_TEMP, 1, offset) + enc.t32_vadd_i64(SUM_TEMP, SUM_TEMP, register)
-                     + enc.t32_vldr_d(SUM_TEMP, 1, offset, store=True) + enc.t32_vmov_i64_zero(register))
+            body += (enc.t32_vldr_d(SUM_TEMP, base, offset) + enc.t32_vadd_i64(SUM_TEMP, SUM_TEMP, register)
+                     + enc.t32_vldr_d(SUM_TEMP, base, offset, store=True) + enc.t32_vmov_i64_zero(register))
         out.append((array, first, body))
     return tuple(out)
 
 
-def emit_sum_store(code: Code, sums: Sums, counter_label: Callable[[str, int], Hashable]) -> None:
+def emit_sum_store(code: Code, sums: Sums, counter_label: Callable[[str, int], Hashable], dead: int = 0) -> None:
     """Each running sum into its slot, then zero (T32): a procedure's sums leave their registers.
-    r1 is parked in d16's low lane around it."""
-    code.emit(enc.t32_vmov_to_lane(16, 1))
-    emit_sum_store_free(code, sums, counter_label)
-    code.emit(enc.t32_vmov_from_lane(1, 16))
+    The slots' address goes in a register of ``dead`` (bit n for rn), else in r1, parked
+    in d16's low lane around it."""
+    base = free_register(dead)
+    if base is None:
+        code.emit(enc.t32_vmov_to_lane(16, 1))
+    emit_sum_store_free(code, sums, counter_label, 1 if base is None else base)
+    if base is None:
+        code.emit(enc.t32_vmov_from_lane(1, 16))
 
 
-def emit_sum_store_free(code: Code, sums: Sums, counter_label: Callable[[str, int], Hashable]) -> None:
-    """The same where r1 is free: no parking."""
-    for array, first, body in _store_bodies(tuple(sorted(sums.items()))):
-        T32.pc_address(code, 1, counter_label(array, first))
+def emit_sum_store_free(code: Code, sums: Sums, counter_label: Callable[[str, int], Hashable],
+                        base: int = 1) -> None:
+    """The same where r``base`` is free: no parking."""
+    for array, first, body in _store_bodies(tuple(sorted(sums.items())), base):
+        T32.pc_address(code, base, counter_label(array, first))
         code.emit(body)
 
 
-def _with_r1_at(isa: ISA, code: Code, label: Hashable, body: bytes) -> None:
-    """``body`` with r1 = the address of ``label`` (T32, d16-d31 free): r1 parked in d16's
-    low lane around it, the only core register the NEON counters and sums borrow."""
+def free_register(dead: int) -> int | None:
+    """A register of ``dead`` (bit n for rn) that NEON counters and sum stores may take for
+    an address (any but SP and PC), the lowest; None when there is none."""
+    dead &= ~((1 << SP) | (1 << PC))
+    return (dead & -dead).bit_length() - 1 if dead else None
+
+
+@cache
+def _neon_increment(base: int) -> bytes:
+    """The counter at [r``base``] += 1 in d17 (d18 = -1): a 64-bit add with no flags and no branch."""
+    return _neon_add_one(17, 18, base)
+
+
+def _with_address_at(isa: ISA, code: Code, label: Hashable, body: Callable[[int], bytes], dead: int) -> None:
+    """``body(r)`` with register r = the address of ``label`` (T32, d16-d31 free): r is one of
+    ``dead`` (bit n for rn), else r1, parked in d16's low lane around it (the only core
+    register the NEON counters and sums borrow)."""
+    base = free_register(dead)
+    if base is not None:
+        isa.pc_address(code, base, label)
+        code.emit(body(base))
+        return
     code.emit(enc.t32_vmov_to_lane(16, 1))
     isa.pc_address(code, 1, label)
-    code.emit(body + enc.t32_vmov_from_lane(1, 16))
+    code.emit(body(1) + enc.t32_vmov_from_lane(1, 16))
 
 
 @cache

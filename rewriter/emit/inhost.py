@@ -420,6 +420,7 @@ def _relocate_program(binary: Binary, units: SiteUnit, report: Report, with_head
             mask_interrupts=binary.is_firmware,
             original_returns=original_returns,
             threads=binary.threaded and not binary.is_firmware,
+            poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
         )
 
     new_code = functools.partial(Code, 0, pic=binary.is_pie, ge=binary.dsp)

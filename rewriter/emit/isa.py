@@ -258,22 +258,27 @@ class Scratch:
     def __init__(self, vfp: bool) -> None:
         self.vfp = vfp
 
-    def save(self, isa: ISA, code: Code, pairs: list[tuple[int, int]], first: int = 16) -> None:
-        code.emit(_transfer(isa.thumb, self.vfp, True, tuple(pairs), first))
+    def save(self, isa: ISA, code: Code, pairs: list[tuple[int, int]], first: int = 16, dead: int = 0) -> None:
+        """Park ``pairs`` (the k-th in d``first+k``); with d16-d31, those whose two registers
+        are both in ``dead`` (bit n for rn) are left as they are."""
+        code.emit(_transfer(isa.thumb, self.vfp, True, tuple(pairs), first, dead))
 
-    def restore(self, isa: ISA, code: Code, pairs: list[tuple[int, int]], first: int = 16) -> None:
-        code.emit(_transfer(isa.thumb, self.vfp, False, tuple(pairs), first))
+    def restore(self, isa: ISA, code: Code, pairs: list[tuple[int, int]], first: int = 16, dead: int = 0) -> None:
+        """Put back what ``save`` with the same arguments parked."""
+        code.emit(_transfer(isa.thumb, self.vfp, False, tuple(pairs), first, dead))
 
 
 @cache
-def _transfer(thumb: bool, vfp: bool, save: bool, pairs: tuple[tuple[int, int], ...], first: int) -> bytes:
+def _transfer(thumb: bool, vfp: bool, save: bool, pairs: tuple[tuple[int, int], ...], first: int,
+              dead: int) -> bytes:
     """The bytes of a save or restore (encoded once per distinct sequence)."""
     if vfp:
+        kept = [(first + k, a, b) for k, (a, b) in enumerate(pairs) if (dead >> a & 1) == 0 or (dead >> b & 1) == 0]
         if save:
             enc_one = enc.t32_vmov_to_d if thumb else enc.a32_vmov_to_d
-            return b"".join(enc_one(first + k, a, b) for k, (a, b) in enumerate(pairs))
+            return b"".join(enc_one(d, a, b) for d, a, b in kept)
         enc_one = enc.t32_vmov_from_d if thumb else enc.a32_vmov_from_d
-        return b"".join(enc_one(a, b, first + k) for k, (a, b) in enumerate(pairs))
+        return b"".join(enc_one(a, b, d) for d, a, b in kept)
     regs = sorted({r for pair in pairs for r in pair})
     if thumb:
         return enc.t32_push(regs) if save else enc.t32_pop(regs)

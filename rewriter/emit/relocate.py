@@ -29,6 +29,7 @@ from ..arch import arm_encode as enc
 from ..arch.arm_decode import REG_NUMBERS
 from ..errors import AnvilError
 from ..ir.flow import exclusive_windows
+from ..ir.liveness import DeadRegisters
 from ..ir.model import Accumulation, Hook, Instruction, Procedure
 from .code import Code
 from .hooks import (
@@ -89,6 +90,12 @@ class RelocationContext:
     # For the procedure being emitted: (counter array, index) -> the register its filter
     # sites count hits in (decision 0019).
     hit_registers: dict[tuple[str, int], int] = field(default_factory=dict)
+    # For the procedure being emitted, with d16-d31 free: instruction address -> the
+    # registers dead before it (ir/liveness.py), which its hooks need not park (decision 0020).
+    dead: DeadRegisters | dict[int, int] = field(default_factory=dict)
+    # A check of the liveness analysis (ANVIL_POISON_DEAD): every register it calls dead is
+    # overwritten before every instruction, so that a program relying on one misbehaves.
+    poison_dead: bool = False
 
 
 def ins_label(addr: int) -> tuple[str, int]:
@@ -108,6 +115,7 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
     sums = proc.accumulation
     ctx.inside = {proc.blocks[i].address: ("inside", proc.blocks[i].address) for i in sums.resets} if sums else {}
     ctx.hit_registers = {slot: register for register, slot in sums.sums.items()} if sums else {}
+    ctx.dead = DeadRegisters(proc) if ctx.scratch.vfp or ctx.poison_dead else {}
     for bi, block in enumerate(proc.blocks):
         last = block.instructions[-1]
         for k, ins in enumerate(block.instructions):
@@ -115,6 +123,8 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
                 code.align(4, b"\x00\xbf")  # A32 code is word aligned (after Thumb code: T32 nops)
             code.label(ins_label(ins.address))
             isa = ISA.for_mode(ins.thumb)
+            if ctx.poison_dead:
+                _poison(isa, code, ctx.dead.get(ins.address, 0))
             if k == 0:
                 if sums and bi in sums.resets:
                     emit_sum_reset(code, sums.sums)
@@ -122,22 +132,23 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
                 entry_calls = proc.hooks if bi == 0 else []
                 _calls(isa, code, [h for h in entry_calls if h.setup], ins, None, block.size, ctx, AL)
                 for counter, index, amount in block.counter_increments:
-                    emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch, ctx.atomic)
+                    emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch, ctx.atomic,
+                                   ctx.dead.get(ins.address, 0))
                 if sums:
-                    _sum_at_start(code, sums, bi, ctx)
+                    _sum_at_start(code, sums, bi, ctx, ctx.dead.get(ins.address, 0))
                 _calls(isa, code, [h for h in entry_calls if not h.setup], ins, None, block.size, ctx, AL)
                 _calls(isa, code, block.hooks, ins, None, block.size, ctx, AL)
             # Sums added by this instruction's filter sites are stored after them, before it may leave.
             store_after = _last_access_hook(ins) if sums and ins.address in sums.flush_before else None
             if store_after == -1:
-                emit_sum_store(code, sums.sums, ctx.counter_label)
+                emit_sum_store(code, sums.sums, ctx.counter_label, ctx.dead.get(ins.address, 0))
             for h, hook in enumerate(ins.hooks):
                 if hook.prototype.per_access:
                     _access_calls(isa, code, hook, ins, block.size, ctx)
                 else:
                     _calls(isa, code, [hook], ins, None, block.size, ctx, ins.cond)
                 if h == store_after:
-                    emit_sum_store(code, sums.sums, ctx.counter_label)
+                    emit_sum_store(code, sums.sums, ctx.counter_label, ctx.dead.get(ins.address, 0))
             jumps_elsewhere = ins is last and ins.branch_target not in (None, ins.end)
             taken = block.edge_increments.get(ins.branch_target, []) if jumps_elsewhere else []
             taken_weight = sums.edge_weights.get((bi, ins.branch_target), 0) if sums and jumps_elsewhere else 0
@@ -148,31 +159,41 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
             ctx.redirect = {}
             if not ins.falls_through:
                 ctx.appends.place(code)
+        after = ctx.dead.get(last.end, 0)  # what is dead where it falls through to
         for counter, index, amount in block.edge_increments.get(last.end, []):  # the way it falls through
             emit_increment(ISA.for_mode(last.thumb), code, ctx.counter_label(counter, index), amount, ctx.scratch,
-                           ctx.atomic)
+                           ctx.atomic, after)
         if sums:
             weight = sums.edge_weights.get((bi, last.end), 0)
             if weight:
                 emit_sum_add(code, weight)
             if bi in sums.flush_at_end:  # into a block that resets the sum: store it first
-                emit_sum_store(code, sums.sums, ctx.counter_label)
+                emit_sum_store(code, sums.sums, ctx.counter_label, after)
     _fallthroughs(insns, code, ctx)
     for branch, increments, weight in trampolines:  # the way it jumps: count, then go on to the target
         isa = ISA.for_mode(branch.thumb)
         code.align(2 if branch.thumb else 4)
         code.label(("edge", branch.block.address, branch.branch_target))
         for counter, index, amount in increments:
-            emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch, ctx.atomic)
+            emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch, ctx.atomic,
+                           ctx.dead.get(branch.branch_target, 0))
         if weight:
             emit_sum_add(code, weight)
         _jump(isa, code, branch.branch_target, branch.thumb, AL, ctx, local=True)
         ctx.appends.place(code)
     ctx.inside = {}
     ctx.hit_registers = {}
+    ctx.dead = {}
     if needs_table:
         key = ("xlate", proc.address)
         ctx.xlate_tables.append((proc, key))
+
+
+def _poison(isa: ISA, code: Code, dead: int) -> None:
+    """Each register of ``dead`` (bit n for rn) = 0xdead00nn (ANVIL_POISON_DEAD; flags kept)."""
+    for reg in range(15):
+        if dead >> reg & 1:
+            isa.mov32(code, reg, 0xDEAD0000 | reg)
 
 
 def _last_access_hook(ins: Instruction) -> int:
@@ -180,14 +201,14 @@ def _last_access_hook(ins: Instruction) -> int:
     return max((h for h, hook in enumerate(ins.hooks) if hook.prototype.per_access), default=-1)
 
 
-def _sum_at_start(code: Code, sums: Accumulation, position: int, ctx: RelocationContext) -> None:
+def _sum_at_start(code: Code, sums: Accumulation, position: int, ctx: RelocationContext, dead: int) -> None:
     """A block's part of its procedure's running sum: its weight, then the store when
-    control may leave from it (decision 0014)."""
+    control may leave from it (decision 0014); ``dead``: the registers dead there."""
     weight = sums.weights.get(position, 0)
     if weight:
         emit_sum_add(code, weight)
     if position in sums.flush_at_start:
-        emit_sum_store(code, sums.sums, ctx.counter_label)
+        emit_sum_store(code, sums.sums, ctx.counter_label, dead)
 
 
 def _fallthroughs(insns: list[Instruction], code: Code, ctx: RelocationContext) -> None:
@@ -204,7 +225,7 @@ def _hook_context(ins: Instruction, access, block_insns: int, ctx: RelocationCon
     return HookContext(ins, access, block_insns, ctx.string_label, ctx.function_label, ctx.scratch,
                        ctx.call_stubs, ctx.counter_label, ctx.mask_interrupts, ctx.appends,
                        ctx.threads and ctx.atomic,  # not inside the program's own LDREX/STREX windows
-                       ctx.hit_registers)
+                       ctx.hit_registers, ctx.dead.get(ins.address, 0))
 
 
 def _calls(isa: ISA, code: Code, hooks: list[Hook], ins: Instruction, access, block_insns: int,
