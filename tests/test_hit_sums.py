@@ -8,8 +8,8 @@ program's every access as memtrace records it, run through the plain-Python refe
 cache, must give cachesim's loads, stores and misses exactly, for a program whose flow
 leaves and re-enters procedures every way the scheme has to survive (tests/
 test_procedure_sums.py's: a signal handler, longjmp, a library calling back, computed
-gotos, the end two calls down), and for one calling a library that writes d28, d29 and
-d31 (what the resets at return sites are for).
+gotos, the end two calls down), and for one calling a library that writes d24, d28, d29
+and d31 (what the resets at return sites are for).
 """
 
 from __future__ import annotations
@@ -26,14 +26,15 @@ from tests.test_procedure_sums import FLOWS_C, build_with_clobber_library
 
 CLOBBER_LIB_C = r"""
 /* A shared library (never instrumented) that writes every register the instrumented
- * program keeps running sums in: d28 and d29 (filter hits), d31 (instruction sums). */
+ * program keeps running sums in: d28 and d29 (filter hits), d31 (instruction sums), and
+ * d24, which holds the -1 the hits add. */
 void clobber(unsigned x) {
     if (x & 2)
-        __asm__ volatile("vmov.i64 d28, #0xff00ff00ff00ff00\n\tvmov.i64 d29, #0xff\n\tvmov.i64 d31, #0xff00"
-                         ::: "d28", "d29", "d31");
+        __asm__ volatile("vmov.i64 d28, #0xff00ff00ff00ff00\n\tvmov.i64 d29, #0xff\n\tvmov.i64 d31, #0xff00\n\t"
+                         "vmov.i64 d24, #0xff" ::: "d24", "d28", "d29", "d31");
     else
-        __asm__ volatile("vmov.i64 d28, #0xff\n\tvmov.i64 d29, #0xff0000\n\tvmov.i64 d31, #0xff"
-                         ::: "d28", "d29", "d31");
+        __asm__ volatile("vmov.i64 d28, #0xff\n\tvmov.i64 d29, #0xff0000\n\tvmov.i64 d31, #0xff\n\t"
+                         "vmov.i64 d24, #0" ::: "d24", "d28", "d29", "d31");
 }
 """
 

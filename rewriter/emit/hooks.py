@@ -965,16 +965,23 @@ SUM_REGISTER = 31  # d31: a procedure's running sum (decision 0014, emit/procedu
 SUM_TEMP = 30  # d30: the amount being added to it
 # A repeat filter's hit counts, by counter index, where a procedure keeps them (decision 0019).
 HIT_REGISTERS = (28, 29)
+# d24 = -1 wherever a procedure counts hits in registers: set with them where they start
+# (nothing else writes d24 but with -1: the program does not use d16-d31, the analysis
+# library no VFP register at all, and code the registers do not survive, a library or a
+# signal handler's, is left through a store and come back from through a reset).
+ONES = 24
 
 
 def emit_sum_reset(code: Code, registers: Iterable[int]) -> None:
-    """Each of ``registers`` = 0: a procedure's running sums start (T32)."""
+    """Each of ``registers`` = 0: a procedure's running sums start (T32); with hit counts
+    among them, d24 = -1 for their adds (``_register_hit``)."""
     code.emit(_zeroes(tuple(sorted(registers))))
 
 
 @cache
 def _zeroes(registers: tuple[int, ...]) -> bytes:
-    return b"".join(enc.t32_vmov_i64_zero(d) for d in registers)
+    ones = enc.t32_vmov_all_ones(ONES) if set(registers) & set(HIT_REGISTERS) else b""
+    return b"".join(enc.t32_vmov_i64_zero(d) for d in registers) + ones
 
 
 @cache
@@ -1005,8 +1012,9 @@ def emit_sum_add(code: Code, weight: int) -> None:
 
 @cache
 def _register_hit(register: int) -> bytes:
-    """d``register`` += 1 (T32, d24 = -1): a filter's hit counted in its procedure's sum."""
-    return enc.t32_vmov_all_ones(24) + enc.t32_vsub_i64(register, register, 24)
+    """d``register`` += 1: a filter's hit counted in its procedure's sum, one instruction
+    (d24 = -1 since the sums' reset)."""
+    return enc.t32_vsub_i64(register, register, ONES)
 
 
 Sums = dict[int, tuple[str, int]]  # D register -> (counter array, index): model.Accumulation.sums
