@@ -21,6 +21,8 @@ _CTYPES = {1: ctypes.c_uint8, 2: ctypes.c_uint16, 4: ctypes.c_uint32, 8: ctypes.
 
 
 class _Site(ctypes.Structure):
+    """struct anvil_site (runtime_stubs/common/anvil_rt.h), field for field."""
+
     _fields_ = [("fn", ctypes.c_void_p), ("args", ctypes.c_uint64 * 4), ("ndynamic", ctypes.c_uint16),
                 ("shape", ctypes.c_uint16), ("slot", ctypes.c_uint8 * 4)]
 

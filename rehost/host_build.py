@@ -14,6 +14,7 @@ import platform
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from rewriter.emit.target_build import ANALYSIS_DIR, COMMON_DIR, ROOT
@@ -21,7 +22,7 @@ from rewriter.errors import AnvilError
 
 HOST_DIR = ROOT / "runtime_stubs" / "host"
 # -march=native: the library runs where it is built (the server's machine), and the tools'
-# host fast paths (cachesim's AVX2 row update) need the CPU's vector instructions.
+# host fast paths (cachesim's AVX2 or AVX-512 row update) need the CPU's vector instructions.
 CFLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-DANVIL_HOST", "-Wall", "-fno-strict-aliasing"]
 
 
@@ -50,13 +51,17 @@ def tool_sources(name: str) -> list[Path]:
     return sources
 
 
-def build(sources: list[Path]) -> Path:
-    """Compile ``sources`` with the host runtime into a cached shared library; return its path."""
+def build(sources: list[Path], extra_flags: Sequence[str] = ()) -> Path:
+    """Compile ``sources`` with the host runtime into a cached shared library; return its path.
+
+    ``extra_flags`` go after CFLAGS: the tests build the tools' other host paths with them
+    (e.g. ``-mno-avx2``: the portable code a CPU without AVX2 runs)."""
     compiler = shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
     if compiler is None:
         raise AnvilError("no host C compiler (gcc) found: run scripts/bootstrap.sh")
     all_sources = [*sources, *runtime_sources()]
-    digest = hashlib.sha256(" ".join([*CFLAGS, cpu_identity()]).encode())
+    flags = [*CFLAGS, *extra_flags]
+    digest = hashlib.sha256(" ".join([*flags, cpu_identity()]).encode())
     for path in [*all_sources, COMMON_DIR / "anvil_rt.h"]:
         digest.update(path.name.encode() + Path(path).read_bytes())
     base = os.environ.get("ANVIL_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "anvil")
@@ -68,11 +73,11 @@ def build(sources: list[Path]) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         built = Path(tmp) / "lib.so"
         rest = [f"-I{COMMON_DIR}", *map(str, all_sources), "-o", str(built)]
-        proc = subprocess.run([compiler, *CFLAGS, *rest], capture_output=True, text=True)
+        proc = subprocess.run([compiler, *flags, *rest], capture_output=True, text=True)
         if proc.returncode != 0 and "-march=native" in proc.stderr:
             # A compiler that cannot tune for this CPU builds the portable library instead.
-            flags = [flag for flag in CFLAGS if flag != "-march=native"]
-            proc = subprocess.run([compiler, *flags, *rest], capture_output=True, text=True)
+            portable = [flag for flag in flags if flag != "-march=native"]
+            proc = subprocess.run([compiler, *portable, *rest], capture_output=True, text=True)
         if proc.returncode != 0:
             lines = [line for line in proc.stderr.splitlines() if "error" in line] or proc.stderr.splitlines()
             raise AnvilError(f"building the host library failed: {lines[0] if lines else proc.returncode}")

@@ -12,17 +12,25 @@
  * A set's ways are a row of `row` words in `tags`: `held` rounded up to 8 (the row the
  * pass sizes the array for, passes/cachesim.py), so that a host with AVX2 compares and
  * reorders a row of up to 8 ways with one vector each (the ReHost dispatcher's fast path;
- * the words past `held` stay 0, which no key equals). */
+ * the words past `held` stay 0, which no key equals). On the host, cache_sim also has a
+ * run form (cache_sim_run, see anvil_rt.h) that the dispatcher hands runs of records. */
 #include "anvil_rt.h"
+#ifdef ANVIL_HOST
+#include <stdlib.h>
+#endif
 #if defined(ANVIL_HOST) && defined(__AVX2__)
 #include <immintrin.h>
 #define ROW_VECTOR 8
 #define SHIFT_IN __attribute__((noinline))
+#if defined(__AVX512VL__) && defined(__AVX512DQ__)
+#define ROW_MASKS  /* row_hit with AVX-512's mask registers and masked moves */
+#else
 /* Lane permutations for "the way at position p leaves, the ones before it move down one,
  * lane 0 is free for the new most recent line": lane j takes j - 1 up to p, else j. */
 static const uint32_t leave_at[ROW_VECTOR][ROW_VECTOR] __attribute__((aligned(32))) = {
     {0, 1, 2, 3, 4, 5, 6, 7}, {0, 0, 2, 3, 4, 5, 6, 7}, {0, 0, 1, 3, 4, 5, 6, 7}, {0, 0, 1, 2, 4, 5, 6, 7},
     {0, 0, 1, 2, 3, 5, 6, 7}, {0, 0, 1, 2, 3, 4, 6, 7}, {0, 0, 1, 2, 3, 4, 5, 7}, {0, 0, 1, 2, 3, 4, 5, 6}};
+#endif
 #else
 #define SHIFT_IN inline
 #endif
@@ -68,6 +76,41 @@ static SHIFT_IN uint32_t shift_in(uint32_t *set, uint32_t key, uint32_t out)
     return miss;
 }
 
+#ifdef ROW_VECTOR
+/* shift_in for a row of up to 8 ways (held <= ROW_VECTOR), without a data-dependent
+ * branch: most calls are misses and a hit may be on any way, which the host cannot
+ * predict. `last` is held - 1, the least recently used way. Returns 1 for a hit, 0 for
+ * a miss. */
+static inline __attribute__((always_inline)) uint32_t row_hit(uint32_t *set, uint32_t key, uint32_t out,
+                                                              uint32_t last)
+{
+    /* p: the way found, or the last when none is; it goes, the ways before it move down
+     * one, and `out` takes way 0. */
+    __m256i ways_now = _mm256_loadu_si256((const __m256i *)set);
+#ifdef ROW_MASKS
+    /* Ways 0..p take the row moved up one lane with `out` in front (valignd of the row
+     * after a vector of `out`), the others stay: one masked instruction, no table. The
+     * mask of ways 0..p is the lowest set bit of (found | last way) and all bits below
+     * it: x ^ (x - 1), with x - 1 as x + 0xFF in the 8-bit mask registers, so the chain
+     * from one record's row to the next (when both are on one set) stays in them. */
+    __mmask8 found = _mm256_cmpeq_epi32_mask(ways_now, _mm256_set1_epi32((int)key));
+    __mmask8 leaving = _kor_mask8(found, _cvtu32_mask8(1u << last));
+    __mmask8 up_to_p = _kxor_mask8(leaving, _kadd_mask8(leaving, _cvtu32_mask8(0xFF)));
+    _mm256_storeu_si256((__m256i *)set,
+                        _mm256_mask_alignr_epi32(ways_now, up_to_p, ways_now, _mm256_set1_epi32((int)out), 7));
+    uint32_t hit = found;
+#else
+    /* A permutation from the table, then `out` blended into way 0. */
+    __m256i found = _mm256_cmpeq_epi32(ways_now, _mm256_set1_epi32((int)key));
+    uint32_t hit = (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(found));
+    uint32_t p = (uint32_t)__builtin_ctz(hit | 1u << last);
+    __m256i moved = _mm256_permutevar8x32_epi32(ways_now, _mm256_load_si256((const __m256i *)leave_at[p]));
+    _mm256_storeu_si256((__m256i *)set, _mm256_blend_epi32(moved, _mm256_set1_epi32((int)out), 1));
+#endif
+    return hit != 0;
+}
+#endif
+
 void cache_sim(uint32_t addr, uint32_t is_store, uint32_t left)
 {
     uint32_t line = addr >> line_shift;
@@ -84,21 +127,121 @@ void cache_sim(uint32_t addr, uint32_t is_store, uint32_t left)
     uint32_t out = left ? (left >> line_shift) + 1 : 0;
 #ifdef ROW_VECTOR
     if (held <= ROW_VECTOR) {
-        /* The same update without a data-dependent branch: most calls are misses and a
-         * hit may be on any way, which the host cannot predict. p: the way found, or the
-         * last (least recently used) when none is. */
-        __m256i ways_now = _mm256_loadu_si256((const __m256i *)set);
-        __m256i found = _mm256_cmpeq_epi32(ways_now, _mm256_set1_epi32((int)key));
-        uint32_t hit = (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(found));
-        uint32_t p = (uint32_t)__builtin_ctz(hit | 1u << (held - 1));
-        misses_of[kind] += hit == 0;
-        __m256i moved = _mm256_permutevar8x32_epi32(ways_now, _mm256_load_si256((const __m256i *)leave_at[p]));
-        _mm256_storeu_si256((__m256i *)set, _mm256_blend_epi32(moved, _mm256_set1_epi32((int)out), 1));
+        misses_of[kind] += 1 - row_hit(set, key, out, held - 1);
         return;
     }
 #endif
     misses_of[kind] += shift_in(set, key, out);
 }
+
+#ifdef ANVIL_HOST
+/* Per site id, for cache_sim's run form: is_store (0 or 1) of the sites it runs, OTHER
+ * for the rest. One byte a site instead of its 48-byte entry: the sites a stream uses
+ * (a few thousand in Lua's) stay in the host's L1 cache. */
+static uint8_t *site_kind;
+static uint32_t nkinds;
+#define OTHER 2
+
+/* The run form's prepare (anvil_rt.h): site_kind from the sites, once a session. */
+static int cache_sim_prepare(const struct anvil_site *sites, uint32_t nsites, uint32_t shape)
+{
+    free(site_kind);
+    nkinds = 0;
+    site_kind = malloc(nsites ? nsites : 1);
+    if (!site_kind)
+        return -1;
+    for (uint32_t i = 0; i < nsites; i++)
+        site_kind[i] = sites[i].shape != shape ? OTHER : sites[i].args[1] != 0;  /* args[1]: is_store */
+    nkinds = nsites;
+    return 0;
+}
+
+/* How run_records updates a set: held == 0 (nothing kept here, every record a miss),
+ * row_hit, or shift_in. */
+enum update { DIRECT, VECTOR, SHIFT };
+
+/* cache_sim on each record from words[0] on (site id, addr, left) while its site is one
+ * of the run form's; returns how many. An inline template: each caller passes a constant
+ * `how`. The counts are kept in registers as records, stores, hits and store hits (a hit
+ * is 0 or 1, and so is a kind) and added to accesses_of / misses_of at the end. The
+ * update of each set is cache_sim's, in the same order, so the rows end the same. */
+static inline __attribute__((always_inline)) size_t run_records(const uint32_t *words, size_t nwords,
+                                                                enum update how)
+{
+    uint32_t *tags = anvil_array_tags;
+    const uint8_t *kinds = site_kind;
+    const uint32_t nsites = nkinds, shift = line_shift, mask = set_mask, width = how == VECTOR ? 8 : row;
+#ifdef ROW_VECTOR
+    const uint32_t last = held - 1;
+#endif
+    const uint32_t *record = words, *end = words + nwords / 3 * 3;
+    size_t stores = 0, hits = 0, store_hits = 0;
+    for (; record != end; record += 3) {
+        uint32_t id = record[0];
+        if (id >= nsites)
+            break;
+        uint32_t kind = kinds[id];
+        if (kind == OTHER)
+            break;
+        uint32_t hit = 0;
+        if (how != DIRECT) {
+            uint32_t line = record[1] >> shift, left = record[2];
+            uint32_t *set = tags + (line & mask) * width;
+            uint32_t out = (left >> shift) + (left != 0);  /* left ? its line + 1 : 0 */
+#ifdef ROW_VECTOR
+            if (how == VECTOR)
+                hit = row_hit(set, line + 1, out, last);
+            else
+#endif
+                hit = 1 - shift_in(set, line + 1, out);  /* hosts without AVX2, more than 8 ways */
+        }
+        stores += kind;
+        hits += hit;
+        store_hits += hit & kind;
+    }
+    size_t n = (size_t)(record - words) / 3;
+    accesses_of[0] += n - stores;
+    accesses_of[1] += stores;
+    misses_of[0] += n - stores - (hits - store_hits);
+    misses_of[1] += stores - store_hits;
+    return n;
+}
+
+/* One function per update, so that each loop has the registers to itself (the shift
+ * loop's calls would otherwise push the vector loop's values onto the stack). */
+#define RUN_RECORDS(name, how) \
+    static __attribute__((noinline)) size_t name(const uint32_t *words, size_t nwords) \
+    { return run_records(words, nwords, how); }
+RUN_RECORDS(run_direct, DIRECT)
+RUN_RECORDS(run_shift, SHIFT)
+#ifdef ROW_VECTOR
+RUN_RECORDS(run_vector, VECTOR)
+#endif
+
+/* cache_sim's run form (anvil_rt.h) for its sites' one shape: records of (site id, addr,
+ * left), is_store a static argument. The same updates as a call of cache_sim per record,
+ * but the geometry and the tags pointer stay in registers and the counts are summed in
+ * registers and added once per run: in cache_sim each record's counts are a load and a
+ * store of the words the record before of its kind stored, chains through memory. The
+ * sites are those cache_sim_prepare marked (the same as sites[id].shape == shape). */
+static size_t cache_sim_run(const struct anvil_site *sites, uint32_t nsites, uint32_t shape, const uint32_t *words,
+                            size_t nwords)
+{
+    (void)sites, (void)nsites, (void)shape;
+    if (held == 0)
+        return run_direct(words, nwords);
+#ifdef ROW_VECTOR
+    if (held <= ROW_VECTOR)
+        return run_vector(words, nwords);
+#endif
+    return run_shift(words, nwords);
+}
+
+const struct anvil_run_form anvil_run_forms[] = {
+    {(anvil_routine)cache_sim, ANVIL_TWO_WORDS_TO(0, 2), cache_sim_prepare, cache_sim_run},
+    {0, 0, 0, 0},
+};
+#endif
 
 static void field(const char *name, uint64_t v, int json, int last)
 {

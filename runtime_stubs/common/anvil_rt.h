@@ -13,6 +13,46 @@
 #define ANVIL_ARRAY(type, name) __attribute__((weak)) type *anvil_array_##name
 #define ANVIL_TABLE(type, name) extern type *name
 #define ANVIL_CONST(type, name) extern type name
+
+/* ReHost's batch dispatcher (runtime_stubs/host/anvil_host.c). Every routine is called
+ * with four 64-bit words: a routine declared with fewer (32-bit or pointer) parameters
+ * reads the registers it knows and ignores the rest, as the x86-64 and AArch64 calling
+ * conventions pass the first arguments in registers. */
+typedef void (*anvil_routine)(uint64_t, uint64_t, uint64_t, uint64_t);
+
+/* A site as the server packs it (rehost/dispatch_c.py, field for field). */
+struct anvil_site {
+    anvil_routine fn;
+    uint64_t args[4];   /* static arguments; dynamic slots are overwritten per record */
+    uint16_t ndynamic;  /* words after the site id in the record */
+    uint16_t shape;     /* how the record's words go among the arguments: anvil_prepare_sites */
+    uint8_t slot[4];    /* argument position of each dynamic word */
+};
+
+/* Shapes: no dynamic word (0); one word to argument k; two words to arguments k0 and k1. */
+#define ANVIL_ONE_WORD_TO(k) (4 + (k))
+#define ANVIL_TWO_WORDS_TO(k0, k1) (8 + 4 * (k0) + (k1))
+
+/* A routine's run form (optional): runs the records at words[0..nwords) one after the
+ * other for as long as each is complete and its site id is below nsites with
+ * sites[id].shape == shape, with the effect of calling the routine once per record;
+ * returns how many it ran. The dispatcher calls it at a complete record of one of its
+ * sites (so it runs one at least), so that a tool's hottest routine keeps its state in
+ * registers across records (no call per record, no reload of its globals, counters
+ * summed locally). A tool lists its run forms in `anvil_run_forms`, ended by a zero
+ * entry. */
+typedef size_t (*anvil_run)(const struct anvil_site *sites, uint32_t nsites, uint32_t shape, const uint32_t *words,
+                            size_t nwords);
+struct anvil_run_form {
+    anvil_routine routine;
+    uint32_t shape;  /* the one shape (above) of the routine's sites that `run` is written for */
+    /* 0, or called once by anvil_prepare_sites when every site has its shape, the form's
+     * sites the value `shape` passed here (which `run` is passed too): the run form may
+     * derive a table of its own from the sites. Nonzero declines (out of memory): the
+     * form's sites then have their routine called per record. */
+    int (*prepare)(const struct anvil_site *sites, uint32_t nsites, uint32_t shape);
+    anvil_run run;
+};
 #else
 #pragma GCC visibility push(hidden)
 typedef unsigned int uint32_t;

@@ -73,24 +73,16 @@ void anvil_free_outputs(void)
 
 /* ------------------------------------------------------------ dispatch */
 
-/* Every routine is called with four 64-bit words: a routine declared with fewer
- * (32-bit or pointer) parameters reads the registers it knows and ignores the rest,
- * as the x86-64 and AArch64 calling conventions pass the first arguments in registers. */
-typedef void (*anvil_routine)(uint64_t, uint64_t, uint64_t, uint64_t);
+/* The tool's run forms (anvil_rt.h), if it has any. */
+extern const struct anvil_run_form anvil_run_forms[] __attribute__((weak));
 
-struct anvil_site {
-    anvil_routine fn;
-    uint64_t args[4];   /* static arguments; dynamic slots are overwritten per record */
-    uint16_t ndynamic;  /* words after the site id in the record */
-    uint16_t shape;     /* how the record's words go among the arguments: anvil_prepare_sites */
-    uint8_t slot[4];    /* argument position of each dynamic word */
-};
-
-/* Shapes: no dynamic word; one word to argument k; two words to arguments k0 and k1;
- * anything else (GENERAL) through a copy of the arguments. */
-#define ONE_WORD_TO(k) (4 + (k))
-#define TWO_WORDS_TO(k0, k1) (8 + 4 * (k0) + (k1))
+/* Shapes (ANVIL_ONE_WORD_TO, ANVIL_TWO_WORDS_TO in anvil_rt.h); anything else (GENERAL)
+ * goes through a copy of the arguments; RUN_FORM(f): a site whose routine and shape are
+ * those of the tool's run form f. */
+#define ONE_WORD_TO(k) ANVIL_ONE_WORD_TO(k)
+#define TWO_WORDS_TO(k0, k1) ANVIL_TWO_WORDS_TO(k0, k1)
 #define GENERAL 24
+#define RUN_FORM(f) (32 + (f))
 
 /* Give every site its shape; called once when a session's site array is built. */
 void anvil_prepare_sites(struct anvil_site *sites, uint32_t nsites)
@@ -101,6 +93,18 @@ void anvil_prepare_sites(struct anvil_site *sites, uint32_t nsites)
                  : s->ndynamic == 1 ? ONE_WORD_TO(s->slot[0])
                  : s->ndynamic == 2 ? TWO_WORDS_TO(s->slot[0], s->slot[1])
                  : GENERAL;
+        for (uint32_t f = 0; anvil_run_forms && anvil_run_forms[f].routine; f++)
+            if (anvil_run_forms[f].routine == s->fn && anvil_run_forms[f].shape == s->shape) {
+                s->shape = RUN_FORM(f);
+                break;
+            }
+    }
+    for (uint32_t f = 0; anvil_run_forms && anvil_run_forms[f].routine; f++) {
+        const struct anvil_run_form *form = &anvil_run_forms[f];
+        if (form->prepare && form->prepare(sites, nsites, RUN_FORM(f)) != 0)
+            for (uint32_t i = 0; i < nsites; i++)  /* declined: back to a call per record */
+                if (sites[i].shape == RUN_FORM(f))
+                    sites[i].shape = (uint16_t)form->shape;
     }
 }
 
@@ -146,12 +150,26 @@ int anvil_dispatch(const struct anvil_site *sites, uint32_t nsites, const uint32
         ONE_WORD(0) ONE_WORD(1) ONE_WORD(2) ONE_WORD(3)
         TWO_WORDS(0, 1) TWO_WORDS(0, 2) TWO_WORDS(0, 3) TWO_WORDS(1, 0) TWO_WORDS(1, 2) TWO_WORDS(1, 3)
         TWO_WORDS(2, 0) TWO_WORDS(2, 1) TWO_WORDS(2, 3) TWO_WORDS(3, 0) TWO_WORDS(3, 1) TWO_WORDS(3, 2)
-        default: {
+        case GENERAL: {
             uint64_t a[4] = {s->args[0], s->args[1], s->args[2], s->args[3]};
             for (uint32_t k = 0; k < nd; k++)
                 a[s->slot[k]] = w[k];
             s->fn(a[0], a[1], a[2], a[3]);
             i += 1 + nd;
+            break;
+        }
+        default: {
+            /* A run form takes this record (complete: checked above) and the ones after
+             * it that are its own: in cachesim's stream, every record up to the end of
+             * the batch. */
+            size_t ran = anvil_run_forms[s->shape - RUN_FORM(0)].run(sites, nsites, s->shape, words + i, nwords - i);
+            if (ran == 0) {  /* a run form that breaks its contract: stop rather than spin */
+                status = DISPATCH_BAD_SITE;
+                break;
+            }
+            i += ran * (1 + nd);
+            n += ran;
+            continue;
         }
         }
         n++;
