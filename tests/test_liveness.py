@@ -22,7 +22,7 @@ import capstone
 import pytest
 
 from rewriter.ir.elf_loader import load_binary
-from rewriter.ir.liveness import ALL, DeadRegisters, _effects
+from rewriter.ir.liveness import ALL, DeadRegisters, _effects_of
 from tests.support.run import assert_same_behaviour, instrument, place, run_prog
 from tests.support.samples import LUA_BENCH, build, build_lua
 
@@ -67,7 +67,7 @@ def test_register_effects_agree_with_capstone() -> None:
                 if key in seen:
                     continue
                 seen.add(key)
-                reads, kills = _effects(ins.mnemonic, ins.op_str, conditional)
+                reads, kills = _effects_of(ins)
                 cs_reads, cs_writes = _capstone_masks(modes[ins.thumb], ins.raw, ins.address)
                 killing += bool(kills)
                 if cs_reads & ~reads or kills & ~cs_writes:

@@ -88,9 +88,7 @@ class DeadRegisters:
         # Per block: what it reads before writing (gen) and what it surely writes (kill), so
         # that live on entry = gen | (live on exit & ~kill); and where control goes from its
         # end (blocks end at every branch, call and gap: only the last instruction leaves).
-        self._effects = effects = [
-            [_effects(ins.mnemonic, ins.op_str, ins.cond != 14 or ins.in_it) for ins in block.instructions]
-            for block in blocks]
+        self._effects = effects = [[_effects_of(ins) for ins in block.instructions] for block in blocks]
         gen_kill = []
         for steps in effects:
             gen = kill = 0
@@ -171,7 +169,24 @@ def _successors(last: Instruction, starts: dict[int, int]) -> tuple[int, ...] | 
     return tuple(out)
 
 
-@cache
+# mnemonic -> operands -> effects unconditionally: the rewriter asks for every instruction
+# of the program, and two string-keyed lookups cost less than a call with a tuple key.
+_KNOWN: dict[str, dict[str, tuple[int, int]]] = {}
+
+
+def _effects_of(ins: Instruction) -> tuple[int, int]:
+    """``_effects`` of ``ins``."""
+    by_operands = _KNOWN.get(ins.mnemonic)
+    if by_operands is None:
+        by_operands = _KNOWN[ins.mnemonic] = {}
+    found = by_operands.get(ins.op_str)
+    if found is None:
+        found = by_operands[ins.op_str] = _effects(ins.mnemonic, ins.op_str, False)
+    if found[1] and (ins.cond != 14 or ins.in_it):
+        return found[0], 0  # a conditional write may not happen
+    return found
+
+
 def _effects(mnemonic: str, op_str: str, conditional: bool) -> tuple[int, int]:
     """(registers read, registers surely written) of one instruction, as bit masks."""
     base = _base(mnemonic)
