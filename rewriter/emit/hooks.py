@@ -346,11 +346,9 @@ def filter_hit_slots(hook: Hook, ins: Instruction) -> set[tuple[str, int]]:
         return set()
     flt, call = found
     kind, value = call.prototype.kinds[flt.count_by], call.args[flt.count_by]
-    if kind is Arg.CONST:
-        return {(flt.counter, int(value))}
-    if kind is Arg.BLOCK_INSNS:
-        return {(flt.counter, len(ins.block.instructions))}
-    return {(flt.counter, int(a.is_store) if kind is Arg.ACCESS_IS_STORE else a.size) for a in ins.accesses}
+    block_insns = len(ins.block.instructions)
+    return {(flt.counter, _static_index(kind, value, block_insns, access))
+            for access in (ins.accesses if kind.per_access else [None])}
 
 
 @dataclass(frozen=True)
@@ -630,12 +628,18 @@ def _filter_test(thumb: bool, pic: bool, shift: int, slot_bits: int, atomic: boo
 
 def _static_value(kind: Arg, value: object, ctx: HookContext) -> int:
     """The value of a static argument at this site."""
+    return _static_index(kind, value, ctx.block_insns, ctx.access)
+
+
+def _static_index(kind: Arg, value: object, block_insns: int, access: Access | None) -> int:
+    """The value of a static argument (a kind of STATIC_INDEX_KINDS) in a block of
+    ``block_insns`` instructions, at ``access`` (None for the kinds that need none)."""
     if kind is Arg.CONST:
         return int(value)
     if kind is Arg.BLOCK_INSNS:
-        return ctx.block_insns
-    assert ctx.access is not None
-    return int(ctx.access.is_store) if kind is Arg.ACCESS_IS_STORE else ctx.access.size
+        return block_insns
+    assert access is not None
+    return int(access.is_store) if kind is Arg.ACCESS_IS_STORE else access.size
 
 
 def _emit_record(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
@@ -1043,14 +1047,8 @@ def _store_bodies(sums: tuple[tuple[int, tuple[str, int]], ...], base: int) -> t
 
 def emit_sum_store(code: Code, sums: Sums, counter_label: Callable[[str, int], Hashable], dead: int = 0) -> None:
     """Each running sum into its slot, then zero (T32): a procedure's sums leave their registers.
-    The slots' address goes in a register of ``dead`` (bit n for rn), else in r1, parked
-    in d16's low lane around it."""
-    base = free_register(dead)
-    if base is None:
-        code.emit(enc.t32_vmov_to_lane(16, 1))
-    emit_sum_store_free(code, sums, counter_label, 1 if base is None else base)
-    if base is None:
-        code.emit(enc.t32_vmov_from_lane(1, 16))
+    The slots' address goes in a register of ``dead`` (bit n for rn; _with_base)."""
+    _with_base(code, dead, lambda base: emit_sum_store_free(code, sums, counter_label, base))
 
 
 def emit_sum_store_free(code: Code, sums: Sums, counter_label: Callable[[str, int], Hashable],
@@ -1075,17 +1073,25 @@ def _neon_increment(base: int) -> bytes:
 
 
 def _with_address_at(isa: ISA, code: Code, label: Hashable, body: Callable[[int], bytes], dead: int) -> None:
-    """``body(r)`` with register r = the address of ``label`` (T32, d16-d31 free): r is one of
-    ``dead`` (bit n for rn), else r1, parked in d16's low lane around it (the only core
-    register the NEON counters and sums borrow)."""
-    base = free_register(dead)
-    if base is not None:
+    """``body(r)`` with register r = the address of ``label`` (T32, d16-d31 free; _with_base)."""
+    def emit(base: int) -> None:
         isa.pc_address(code, base, label)
         code.emit(body(base))
+
+    _with_base(code, dead, emit)
+
+
+def _with_base(code: Code, dead: int, emit: Callable[[int], None]) -> None:
+    """``emit(r)`` with a core register r it may overwrite (T32, d16-d31 free): one of ``dead``
+    (bit n for rn), else r1, parked in d16's low lane around it (the only core register the
+    NEON counters and sums borrow)."""
+    base = free_register(dead)
+    if base is not None:
+        emit(base)
         return
     code.emit(enc.t32_vmov_to_lane(16, 1))
-    isa.pc_address(code, 1, label)
-    code.emit(body(1) + enc.t32_vmov_from_lane(1, 16))
+    emit(1)
+    code.emit(enc.t32_vmov_from_lane(1, 16))
 
 
 @cache

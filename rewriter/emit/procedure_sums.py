@@ -164,6 +164,9 @@ def _drop_empty_stores(binary: Binary, proc: Procedure, acc: Accumulation, adds:
                 out.append((nxt, state))
         return out
 
+    # Every block runs at least once after its entry state last changed (a change queues it
+    # again), and states only go from zero to may-be-nonzero: the stores noted on the way
+    # are those the final states need.
     work = list(range(len(blocks)))
     while work:
         i = work.pop()
@@ -171,9 +174,6 @@ def _drop_empty_stores(binary: Binary, proc: Procedure, acc: Accumulation, adds:
             if state and not dirty_in[j]:
                 dirty_in[j] = True
                 work.append(j)
-    needed.clear()
-    for i in range(len(blocks)):
-        run(i)
     acc.flush_at_start = {i for i in acc.flush_at_start if ("start", i) in needed}
     acc.flush_before = {a for a in acc.flush_before if ("before", a) in needed}
     acc.flush_at_end = {i for i in acc.flush_at_end if ("end", i) in needed}

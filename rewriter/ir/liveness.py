@@ -30,8 +30,7 @@ from functools import cache
 from .model import Instruction, Procedure
 
 LR = 14
-TRACKED = 0x5FFF  # r0-r12 and LR: SP and PC are never borrowed
-ALL = TRACKED
+ALL = 0x5FFF  # the registers tracked: r0-r12 and LR (SP and PC are never borrowed)
 
 _NAMES = {f"r{i}": i for i in range(13)} | {"sb": 9, "sl": 10, "fp": 11, "ip": 12, "sp": 13, "lr": 14, "pc": 15}
 _REGISTER = re.compile(r"\b(r1[0-2]|r[0-9]|sb|sl|fp|ip|sp|lr|pc)\b")
@@ -74,8 +73,8 @@ for _names, _kind in (
 
 
 class DeadRegisters:
-    """The registers dead before each instruction of a procedure: ``dead[address]`` (bit n
-    for rn, of ``TRACKED``), 0 for an address that is not one of its instructions.
+    """The registers dead before each instruction of a procedure: ``get(address)`` (bit n
+    for rn, of ``ALL``), 0 for an address that is not one of its instructions.
 
     The flow is solved per block when made; what is dead inside a block is worked out
     when first asked for (counters ask only at block starts).
@@ -181,14 +180,15 @@ def _effects_of(ins: Instruction) -> tuple[int, int]:
         by_operands = _KNOWN[ins.mnemonic] = {}
     found = by_operands.get(ins.op_str)
     if found is None:
-        found = by_operands[ins.op_str] = _effects(ins.mnemonic, ins.op_str, False)
+        found = by_operands[ins.op_str] = _effects(ins.mnemonic, ins.op_str)
     if found[1] and (ins.cond != 14 or ins.in_it):
         return found[0], 0  # a conditional write may not happen
     return found
 
 
-def _effects(mnemonic: str, op_str: str, conditional: bool) -> tuple[int, int]:
-    """(registers read, registers surely written) of one instruction, as bit masks."""
+def _effects(mnemonic: str, op_str: str) -> tuple[int, int]:
+    """(registers read, registers written) of one instruction run unconditionally, as bit
+    masks (``_effects_of`` drops the writes of a conditional one)."""
     base = _base(mnemonic)
     kind = _KINDS.get(base)
     named = [_NAMES[r] for r in _REGISTER.findall(op_str)]
@@ -200,7 +200,7 @@ def _effects(mnemonic: str, op_str: str, conditional: bool) -> tuple[int, int]:
     if kind == "read":
         return mask & ALL, 0
     if kind == "call":
-        return mask & ALL, 0 if conditional else 1 << LR
+        return mask & ALL, 1 << LR
     if kind == "core_first":
         if op_str.split(", ", 1)[0] not in _NAMES:
             return mask & ALL, 0
@@ -229,8 +229,6 @@ def _effects(mnemonic: str, op_str: str, conditional: bool) -> tuple[int, int]:
             reads |= kills
     if kills >> 15:
         return ALL, 0  # writes the PC: a jump, which the control flow accounts for
-    if conditional:
-        kills = 0
     return reads & ALL, kills & ALL
 
 
