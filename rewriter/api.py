@@ -96,6 +96,10 @@ class RepeatFilter:
     # then reaches both from one base register.
     counter_offset: int | None = None
     depth: int = 1  # keys a slot remembers (1 or 2)
+    # The routine reads its key argument only as ``arg >> shift`` (a cache simulator's line):
+    # a record may then carry the key (the last address of its range, shift <= 12) in its
+    # place, which the test already holds, and the site's call path can be shared code.
+    key_suffices: bool = False
 
     @property
     def slot_bits(self) -> int:

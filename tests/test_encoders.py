@@ -238,6 +238,18 @@ def test_counter_bump_by_amount(start: int, amount: int) -> None:
     assert uc.reg_read(UC_ARM_REG_CPSR) & 0xF80F0000 == flags & 0xF80F0000
 
 
+def _slot_cases(address: int, shift: int, slot_bits: int, depth: int, table: int) -> tuple[int, int, int, dict]:
+    """For a repeat test of ``address``: its slot's address, its key, another key and the
+    slot's contents before each case (the key most recent, new, and older at depth 2)."""
+    slot = table + 4 * depth * ((address >> shift) & ((1 << slot_bits) - 1))
+    key = address | ((1 << shift) - 1)
+    other, older = key ^ 0x40, key ^ 0x80
+    cases = {"most recent": [key, other], "new": [other, older]}
+    if depth == 2:
+        cases["older"] = [other, key]
+    return slot, key, other, cases
+
+
 @pytest.mark.parametrize("depth", [1, 2])
 @pytest.mark.parametrize("done_past", [0x800, 24])
 @pytest.mark.parametrize("pic", [False, True])
@@ -272,12 +284,7 @@ def test_filter_test_with_the_counter_after_the_slots(slot_bits: int, start: int
     data = _t32_filter_test(*shape, at, table, done) + _t32_filter_miss(slot_bits, depth, True)
     after_hit = _neon_hit(near) if hit_last else b""
     address = 0x12345678
-    slot = table + 4 * depth * ((address >> shift) & ((1 << slot_bits) - 1))
-    key = address | ((1 << shift) - 1)
-    other, older = key ^ 0x40, key ^ 0x80
-    cases = {"most recent": [key, other], "new": [other, older]}  # slot contents before
-    if depth == 2:
-        cases["older"] = [other, key]
+    slot, key, other, cases = _slot_cases(address, shift, slot_bits, depth, table)
     for case, before in cases.items():
         uc = thumb_cpu_with_neon()
         uc.mem_map(at, 0x1000)
@@ -302,6 +309,54 @@ def test_filter_test_with_the_counter_after_the_slots(slot_bits: int, start: int
         else:
             assert counter == start + 1
             assert after == [key, other][:depth], case
+        assert uc.reg_read(UC_ARM_REG_CPSR) & 0xF80F0000 == flags & 0xF80F0000
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+@pytest.mark.parametrize("pic", [False, True])
+@pytest.mark.parametrize("slot_bits", [0, 5])
+@pytest.mark.parametrize("to_hit", [8, 12])
+def test_filter_test_of_a_shared_call_path(slot_bits: int, pic: bool, depth: int, to_hit: int) -> None:
+    """The T32 repeat test of a record site whose call path is an island
+    (hooks._t32_compact_test), then the island's slot update (hooks._t32_filter_miss), under
+    unicorn. A key the slot holds (either of its two at depth 2) goes to the hit
+    ``to_hit`` bytes past the test (the hit's NEON counter runs there), the slot's most
+    recent key first after it; a new key runs on past the test, and the island's first
+    part makes the slot take it and leaves r2 = the key that left, r1 = the key; the
+    flags stay as they were either way."""
+    from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_PC, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2
+
+    from rewriter.emit.hooks import _neon_hit, _t32_compact_test, _t32_filter_miss
+
+    shift, at, table, island = 6, 0x10000, 0x20000, 0x30000
+    near = 4 * depth * (1 << slot_bits) + 8
+    test = _t32_compact_test(pic, shift, slot_bits, depth, to_hit, at, table)
+    miss, bump = _t32_filter_miss(slot_bits, depth, True), _neon_hit(near)
+    hit = at + len(test) + to_hit
+    address = 0x12345678
+    slot, key, other, cases = _slot_cases(address, shift, slot_bits, depth, table)
+    for case, before in cases.items():
+        uc = thumb_cpu_with_neon()
+        for page in (at, table, island):
+            uc.mem_map(page, 0x1000)
+        uc.mem_write(at, test + b"\x00\xde" * (to_hit // 2) + bump)  # udf where the call path goes
+        uc.mem_write(island, miss)
+        uc.mem_write(slot, b"".join(k.to_bytes(4, "little") for k in before[:depth]))
+        uc.mem_write(table + near, (41).to_bytes(8, "little"))
+        uc.reg_write(UC_ARM_REG_R0, address)
+        uc.reg_write(UC_ARM_REG_CPSR, (uc.reg_read(UC_ARM_REG_CPSR) & 0x0FFFFFFF) | 0x90000000)
+        flags = uc.reg_read(UC_ARM_REG_CPSR)
+        end = at + len(test) if case == "new" else hit + len(bump)
+        uc.emu_start(at | 1, end, count=100)
+        assert uc.reg_read(UC_ARM_REG_PC) == end, case
+        counter = int.from_bytes(uc.mem_read(table + near, 8), "little")
+        if case == "new":
+            uc.emu_start(island | 1, island + len(miss), count=20)
+            assert uc.reg_read(UC_ARM_REG_R1) == key
+            assert uc.reg_read(UC_ARM_REG_R2) == before[depth - 1]  # the key that left
+        assert counter == (41 if case == "new" else 42), case
+        after = [int.from_bytes(uc.mem_read(slot + 4 * i, 4), "little") for i in range(depth)]
+        assert after == [key, other][:depth], case
         assert uc.reg_read(UC_ARM_REG_CPSR) & 0xF80F0000 == flags & 0xF80F0000
 
 

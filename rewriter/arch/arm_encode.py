@@ -389,9 +389,19 @@ def t32_stmdb(rn: int, regs: list[int]) -> bytes:
 
 def t32_str_neg(rt: int, rn: int, imm: int) -> bytes:
     """STR rt, [rn, #-imm] (T4, imm 0..255)."""
+    return _t32_word_neg(0xF840, rt, rn, imm)
+
+
+def t32_ldr_neg(rt: int, rn: int, imm: int) -> bytes:
+    """LDR rt, [rn, #-imm] (T4, imm 0..255)."""
+    return _t32_word_neg(0xF850, rt, rn, imm)
+
+
+def _t32_word_neg(opcode: int, rt: int, rn: int, imm: int) -> bytes:
+    """LDR/STR (T4) with a negative offset: P=1, U=0, W=0."""
     if not 0 <= imm < 256:
-        raise RangeError("str negative immediate out of range")
-    return _hw(0xF840 | rn, (rt << 12) | 0xC00 | imm)
+        raise RangeError("negative immediate out of range")
+    return _hw(opcode | rn, (rt << 12) | 0xC00 | imm)
 
 
 def t32_ldrex(rt: int, rn: int) -> bytes:

@@ -246,15 +246,21 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: Shared
         late_pairs = VFP_PAIRS[len(first_pairs):]
         dead = ctx.dead & ~_registers_read(hook)
         ctx.scratch.save(isa, code, first_pairs, dead=dead)
-        done = _emit_filter(isa, code, found, ctx)
-        ctx.scratch.save(isa, code, late_pairs, 16 + len(first_pairs), dead)
-        if isa.thumb and isinstance(hook.prototype, RecordPrototype):
-            _emit_record(isa, code, hook, ctx)
+        island = _filtered_append(isa, hook, found, ctx)
+        if island is not None:
+            assert found is not None
+            _emit_filtered_record(code, hook, found, ctx, island, dead)
+            done = None
         else:
-            _arguments(isa, code, list(zip(hook.prototype.kinds, hook.args)), 0, ctx)
-            ctx.call_stubs.add(hook.prototype.name)
-            isa.call(code, ("callstub", hook.prototype.name), True)
-        ctx.scratch.restore(isa, code, late_pairs, 16 + len(first_pairs), dead)
+            done = _emit_filter(isa, code, found, ctx)
+            ctx.scratch.save(isa, code, late_pairs, 16 + len(first_pairs), dead)
+            if isa.thumb and isinstance(hook.prototype, RecordPrototype):
+                _emit_record(isa, code, hook, ctx)
+            else:
+                _arguments(isa, code, list(zip(hook.prototype.kinds, hook.args)), 0, ctx)
+                ctx.call_stubs.add(hook.prototype.name)
+                isa.call(code, ("callstub", hook.prototype.name), True)
+            ctx.scratch.restore(isa, code, late_pairs, 16 + len(first_pairs), dead)
         if done is not None:
             if done.hit is not None:  # the hit path last: the miss jumps over it
                 isa.branch(code, done.label)
@@ -658,6 +664,114 @@ def _emit_record(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
     ctx.appends.call(code, append_routine(1 + len(dynamic), hook.prototype.in_exclusive))
 
 
+FILTERED_APPEND = "filtered-append"
+
+
+def _filtered_append(isa: ISA, hook: Hook, found: tuple[RepeatFilter, Hook] | None,
+                     ctx: HookContext) -> tuple | None:
+    """The island routine (``emit_filtered_append``) that can run the call path of this
+    record site, or None when the site writes its own: the record must carry the filter's
+    key argument, which the routine takes as a key (RepeatFilter.key_suffices), and at
+    most the key that left, in that order; T32 with d16-d31 free, hits counted inline."""
+    if found is None or not isinstance(hook.prototype, RecordPrototype) or not isa.thumb or not ctx.scratch.vfp:
+        return None
+    flt, call = found
+    bump = _hit_bump(found, ctx)
+    if not flt.key_suffices or flt.shift > 12 or ctx.atomic_hits or bump is None:
+        return None
+    kinds = call.prototype.kinds
+    dynamic = [i for i, kind in enumerate(kinds) if kind.dynamic]
+    left = Arg.FILTER_LEFT in kinds
+    if dynamic != [flt.key_arg] + ([kinds.index(Arg.FILTER_LEFT)] if left else []):
+        return None
+    return (FILTERED_APPEND, flt.depth, flt.slot_bits, left, 1 + len(dynamic), hook.prototype.in_exclusive,
+            len(bump))
+
+
+def _hit_bump(found: tuple[RepeatFilter, Hook], ctx: HookContext) -> bytes | None:
+    """What a hit of the filter counts with at this site (a D register of the procedure's
+    sums, else the counter beside the slot table), or None when neither applies."""
+    flt, call = found
+    kinds = call.prototype.kinds
+    index = _static_value(kinds[flt.count_by], call.args[flt.count_by], ctx)
+    register = ctx.hit_registers.get((flt.counter, index))
+    if register is not None:
+        return _register_hit(register)
+    if flt.counter_offset is None or flt.counter_offset + 8 * index + 4 >= 4096:
+        return None
+    return _neon_hit(flt.counter_offset + 8 * index)
+
+
+def _emit_filtered_record(code: Code, hook: Hook, found: tuple[RepeatFilter, Hook], ctx: HookContext,
+                          island: tuple, dead: int) -> None:
+    """A record site whose call path is shared code (``_filtered_append``), r0-r3 parked:
+
+        the filter's test (_t32_compact_test); a hit goes to ``hit``
+        [vmov d18, ip, lr]     unless both are dead
+        bl island              (this code page's copy)
+        .word site id
+        hit: the hit's counter
+        (the island comes back here, past the counter)
+
+    Some 14 bytes after the test instead of about 50 (the slot update, the record's
+    arguments, the append and the ways round the hit): the island reads the site id
+    from the word after its BL and the key from r1, and puts ip and lr back itself.
+    """
+    flt, call = found
+    bump = _hit_bump(found, ctx)
+    assert bump is not None
+    _argument(T32, code, 0, call.prototype.kinds[flt.key_arg], call.args[flt.key_arg], ctx, FILTER_TEMPS)
+    late_pairs = VFP_PAIRS[FILTER_TEMPS.parked:]
+    park = ctx.scratch.save_bytes(T32, late_pairs, 16 + FILTER_TEMPS.parked, dead)
+    memo = ctx.counter_label(flt.memo, 0)
+    shape = (code.pic, flt.shift, flt.slot_bits, flt.depth, len(park) + 8)
+    code.later(_test_size(_t32_compact_test, shape, 1), lambda at, r: _t32_compact_test(*shape, at, r(memo)))
+    code.emit(park)
+    ctx.call_stubs.add(RECORD_FLUSH)  # the island's append calls it
+    ctx.appends.call(code, island)
+    code.emit(_site_id(hook.args[0], ctx).to_bytes(4, "little"))
+    code.emit(bump)
+
+
+@cache
+def _t32_compact_test(pic: bool, shift: int, slot_bits: int, depth: int, to_hit: int, at: int, memo: int) -> bytes:
+    """The filter's test at a site with a shared call path, at ``at``, its hit ``to_hit``
+    bytes past these bytes. r1 = the key; r3 = the table; r0 = the slot's most recent key
+    - r1: 0 is a hit. Depth 2: then r2 = the slot; the older key a hit too, swapped to
+    the front. A new key runs on past these bytes, with _t32_filter_miss's registers."""
+    head = _t32_filter_key(shift)
+    head += enc.t32_pc_address(3, at + len(head), memo) if pic else enc.t32_mov32(3, memo)
+    head += _t32_slot_compare(shift, slot_bits, depth)
+    rest = b""
+    if depth == 2:
+        rest = enc.t32_add_reg_shift(2, 3, 2, 0, 3) if slot_bits else enc.t32_mov_reg(2, 3)
+        rest += enc.t32_ldr_word(0, 2, 4) + enc.t32_sub_reg(0, 0, 1)
+        swap = enc.t32_ldr_word(0, 2, 0) + enc.t32_strd(1, 0, 2)
+        rest += enc.t32_cbz(0, len(swap), nonzero=True) + swap  # a new key: past the swap and its B.N
+        rest += enc.t32_b_narrow(len(rest), len(rest) + 2 + to_hit)
+    return head + enc.t32_cbz(0, len(rest) + to_hit - 2) + rest
+
+
+def emit_filtered_append(code: Code, routine: tuple, label: Hashable) -> None:
+    """The island of ``_filtered_append``'s routine: what a filtered record site does when
+    its test found a new key (T32, Linux).
+
+    Entered by BL with _t32_filter_miss's registers, r1 = the key, ip and lr parked in
+    d18 (or dead), lr = the site id's word (with the Thumb bit). The slot takes the key
+    (r2 = the key that left), the record (site id, key[, left]) is appended
+    (emit_append_routine's body), ip and lr come back from d18, and the code goes on
+    past the word and the site's hit counter (``skip`` bytes). r0 and r1 (parked or dead
+    at the site) hold the way back and the site id; flags untouched.
+    """
+    _, depth, slot_bits, left, words, in_exclusive, skip = routine
+    code.align(4)
+    code.label(label)
+    code.emit(_t32_filter_miss(slot_bits, depth, left))
+    code.emit(enc.t32_ldr_neg(0, LR, 1) + enc.t32_add_imm(LR, LR, 4 + skip))
+    _append_body(code, words, in_exclusive)
+    code.emit(enc.t32_vmov_from_d(1, 0, APPEND_PAIR) + enc.t32_vmov_from_d(IP, LR, 18) + enc.t32_bx(0))
+
+
 def append_routine(words: int, in_exclusive: bool) -> tuple[str, int, bool]:
     """The label of the shared routine appending a record of ``words`` words."""
     return ("append", words, in_exclusive)
@@ -692,9 +806,20 @@ def emit_append_routine(code: Code, routine: tuple[str, int, bool], label: Hasha
     own return address in d19; nothing here sets them.
     """
 
+    if routine[0] == FILTERED_APPEND:
+        emit_filtered_append(code, routine, routine if label is None else label)
+        return
     _, words, in_exclusive = routine
     code.align(4)
     code.label(routine if label is None else label)
+    _append_body(code, words, in_exclusive)
+    T32.from_d(code, 0, LR, APPEND_PAIR)
+    code.emit(enc.t32_bx(LR))
+
+
+def _append_body(code: Code, words: int, in_exclusive: bool) -> None:
+    """The record r0 (site id), r1.. into the ring (emit_append_routine); d21 = (r0, lr) as
+    they came."""
     T32.to_d(code, APPEND_PAIR, 0, LR)
     T32.pc_address(code, IP, ("sym", RECORD_STATE))
     code.emit(_WRITERS_UP)
@@ -708,8 +833,6 @@ def emit_append_routine(code: Code, routine: tuple[str, int, bool], label: Hasha
     code.emit(enc.t32_vmov_from_lane(0, APPEND_PAIR))
     code.emit(_write_record(words))
     T32.call(code, ("callstub", RECORD_FLUSH), True)
-    T32.from_d(code, 0, LR, APPEND_PAIR)
-    code.emit(enc.t32_bx(LR))
 
 
 _WRITERS_UP = (enc.t32_ldr_imm(0, IP, RECORD_WRITERS) + enc.t32_add_imm(0, 0, 1)
@@ -904,13 +1027,18 @@ def _argument(isa: ISA, code: Code, reg: int, kind: Arg, value: object, ctx: Hoo
         assert ctx.access is not None
         isa.mov32(code, reg, int(ctx.access.is_store))
     elif kind is Arg.SITE_ID:
-        isa.mov32(code, reg, int(value) + _access_index(ctx))
+        isa.mov32(code, reg, _site_id(value, ctx))
     elif kind is Arg.REG_VALUE:
         got = _original_reg(isa, code, int(value), reg, ctx.ins, ctx.scratch, temps.spare, temps.parked)
         if got != reg:
             isa.mov_reg(code, reg, got)
     else:
         raise AnvilError(f"argument kind {kind.name} is not supported yet")
+
+
+def _site_id(value: object, ctx: HookContext) -> int:
+    """A record's site id (Arg.SITE_ID): the first access's, plus the access's index."""
+    return int(value) + _access_index(ctx)
 
 
 def _access_index(ctx: HookContext) -> int:

@@ -261,7 +261,11 @@ class Scratch:
     def save(self, isa: ISA, code: Code, pairs: list[tuple[int, int]], first: int = 16, dead: int = 0) -> None:
         """Park ``pairs`` (the k-th in d``first+k``); with d16-d31, those whose two registers
         are both in ``dead`` (bit n for rn) are left as they are."""
-        code.emit(_transfer(isa.thumb, self.vfp, True, tuple(pairs), first, dead))
+        code.emit(self.save_bytes(isa, pairs, first, dead))
+
+    def save_bytes(self, isa: ISA, pairs: list[tuple[int, int]], first: int = 16, dead: int = 0) -> bytes:
+        """The bytes ``save`` emits."""
+        return _transfer(isa.thumb, self.vfp, True, tuple(pairs), first, dead)
 
     def restore(self, isa: ISA, code: Code, pairs: list[tuple[int, int]], first: int = 16, dead: int = 0) -> None:
         """Put back what ``save`` with the same arguments parked."""

@@ -54,7 +54,8 @@ class CacheSim(Tool):
         self.array("tags", tags_length(size, assoc, line, depth), "uint32_t")
         self.array("mru_hits", 2)
         recent = RepeatFilter(shift=line.bit_length() - 1, slots=size // (assoc * line), counter="mru_hits",
-                              count_by=1, depth=depth)
+                              count_by=1, depth=depth,
+                              key_suffices=True)
         start = self.prototype("profile_start", Arg.CONST, Arg.CONST, Arg.CONST, Arg.CONST)
         access = self.prototype("cache_sim", Arg.EFFADDR, Arg.ACCESS_IS_STORE, Arg.FILTER_LEFT, filter=recent,
                                 deferred=True)
