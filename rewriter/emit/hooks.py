@@ -246,10 +246,10 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: Shared
         late_pairs = VFP_PAIRS[len(first_pairs):]
         dead = ctx.dead & ~_registers_read(hook)
         ctx.scratch.save(isa, code, first_pairs, dead=dead)
-        island = _filtered_append(isa, hook, found, ctx)
-        if island is not None:
+        shared_path = _filtered_append(isa, hook, found, ctx)
+        if shared_path is not None:
             assert found is not None
-            _emit_filtered_record(code, hook, found, ctx, island, dead)
+            _emit_filtered_record(code, hook, found, ctx, *shared_path, dead)
             done = None
         else:
             done = _emit_filter(isa, code, found, ctx)
@@ -668,11 +668,12 @@ FILTERED_APPEND = "filtered-append"
 
 
 def _filtered_append(isa: ISA, hook: Hook, found: tuple[RepeatFilter, Hook] | None,
-                     ctx: HookContext) -> tuple | None:
+                     ctx: HookContext) -> tuple[tuple, bytes] | None:
     """The island routine (``emit_filtered_append``) that can run the call path of this
-    record site, or None when the site writes its own: the record must carry the filter's
-    key argument, which the routine takes as a key (RepeatFilter.key_suffices), and at
-    most the key that left, in that order; T32 with d16-d31 free, hits counted inline."""
+    record site and the bytes of the site's hit counter, or None when the site writes its
+    own call path: the record must carry the filter's key argument, which the routine
+    takes as a key (RepeatFilter.key_suffices), and at most the key that left, in that
+    order; T32 with d16-d31 free, hits counted inline."""
     if found is None or not isinstance(hook.prototype, RecordPrototype) or not isa.thumb or not ctx.scratch.vfp:
         return None
     flt, call = found
@@ -684,8 +685,9 @@ def _filtered_append(isa: ISA, hook: Hook, found: tuple[RepeatFilter, Hook] | No
     left = Arg.FILTER_LEFT in kinds
     if dynamic != [flt.key_arg] + ([kinds.index(Arg.FILTER_LEFT)] if left else []):
         return None
-    return (FILTERED_APPEND, flt.depth, flt.slot_bits, left, 1 + len(dynamic), hook.prototype.in_exclusive,
-            len(bump))
+    island = (FILTERED_APPEND, flt.depth, flt.slot_bits, left, 1 + len(dynamic), hook.prototype.in_exclusive,
+              len(bump))
+    return island, bump
 
 
 def _hit_bump(found: tuple[RepeatFilter, Hook], ctx: HookContext) -> bytes | None:
@@ -703,7 +705,7 @@ def _hit_bump(found: tuple[RepeatFilter, Hook], ctx: HookContext) -> bytes | Non
 
 
 def _emit_filtered_record(code: Code, hook: Hook, found: tuple[RepeatFilter, Hook], ctx: HookContext,
-                          island: tuple, dead: int) -> None:
+                          island: tuple, bump: bytes, dead: int) -> None:
     """A record site whose call path is shared code (``_filtered_append``), r0-r3 parked:
 
         the filter's test (_t32_compact_test); a hit goes to ``hit``
@@ -718,8 +720,6 @@ def _emit_filtered_record(code: Code, hook: Hook, found: tuple[RepeatFilter, Hoo
     from the word after its BL and the key from r1, and puts ip and lr back itself.
     """
     flt, call = found
-    bump = _hit_bump(found, ctx)
-    assert bump is not None
     _argument(T32, code, 0, call.prototype.kinds[flt.key_arg], call.args[flt.key_arg], ctx, FILTER_TEMPS)
     late_pairs = VFP_PAIRS[FILTER_TEMPS.parked:]
     park = ctx.scratch.save_bytes(T32, late_pairs, 16 + FILTER_TEMPS.parked, dead)
@@ -733,15 +733,20 @@ def _emit_filtered_record(code: Code, hook: Hook, found: tuple[RepeatFilter, Hoo
     code.emit(bump)
 
 
-@cache
 def _t32_compact_test(pic: bool, shift: int, slot_bits: int, depth: int, to_hit: int, at: int, memo: int) -> bytes:
     """The filter's test at a site with a shared call path, at ``at``, its hit ``to_hit``
     bytes past these bytes. r1 = the key; r3 = the table; r0 = the slot's most recent key
     - r1: 0 is a hit. Depth 2: then r2 = the slot; the older key a hit too, swapped to
     the front. A new key runs on past these bytes, with _t32_filter_miss's registers."""
-    head = _t32_filter_key(shift)
-    head += enc.t32_pc_address(3, at + len(head), memo) if pic else enc.t32_mov32(3, memo)
-    head += _t32_slot_compare(shift, slot_bits, depth)
+    key = _t32_filter_key(shift)
+    table = enc.t32_pc_address(3, at + len(key), memo) if pic else enc.t32_mov32(3, memo)
+    return key + table + _t32_compact_body(shift, slot_bits, depth, to_hit)
+
+
+@cache
+def _t32_compact_body(shift: int, slot_bits: int, depth: int, to_hit: int) -> bytes:
+    """_t32_compact_test after the key and the table's address."""
+    head = _t32_slot_compare(shift, slot_bits, depth)
     rest = b""
     if depth == 2:
         rest = enc.t32_add_reg_shift(2, 3, 2, 0, 3) if slot_bits else enc.t32_mov_reg(2, 3)
