@@ -171,6 +171,19 @@ class Temps:
 CALL_TEMPS = Temps()
 # A repeat filter runs with only r0-r3 parked: ip and lr keep their values until a call.
 FILTER_TEMPS = Temps(spare=1, index=2, index_spare=3, immediate=3, parked=2)
+# The filter's key comes first, when r0-r3 still hold what they held (parked, not yet
+# written): read in place, not back from d16/d17 (FILTER_TEMPS after them all).
+_KEY_TEMPS = Temps(spare=1, index=2, index_spare=3, immediate=3, parked=0)
+
+
+def _key_temps(ctx: HookContext) -> Temps:
+    """The temporaries of the filter's key argument, computed right after r0-r3 are
+    parked: their own registers, unless a computation writes one before it reads it (a
+    PC base: its address goes into r0 first; a base in r3, the displacement's temporary)."""
+    access = ctx.access
+    if access is not None and access.base in (PC, 3):
+        return FILTER_TEMPS
+    return _KEY_TEMPS
 
 
 def _effective_address(isa: ISA, code: Code, dest: int, access: Access, ins: Instruction,
@@ -389,7 +402,7 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
     index = _static_value(kinds[flt.count_by], args[flt.count_by], ctx)
     if not 0 <= index < flt.counts:
         raise AnvilError(f"{call.prototype.name}: counter index {index} is outside {flt.counter}[{flt.counts}]")
-    _argument(isa, code, 0, kinds[flt.key_arg], args[flt.key_arg], ctx, FILTER_TEMPS)
+    _argument(isa, code, 0, kinds[flt.key_arg], args[flt.key_arg], ctx, _key_temps(ctx))
     memo, counter = ctx.counter_label(flt.memo, 0), ctx.counter_label(flt.counter, index)
     done = ("filter-done", id(code), code.size)
     near = None if flt.counter_offset is None else flt.counter_offset + 8 * index
@@ -720,7 +733,7 @@ def _emit_filtered_record(code: Code, hook: Hook, found: tuple[RepeatFilter, Hoo
     from the word after its BL and the key from r1, and puts ip and lr back itself.
     """
     flt, call = found
-    _argument(T32, code, 0, call.prototype.kinds[flt.key_arg], call.args[flt.key_arg], ctx, FILTER_TEMPS)
+    _argument(T32, code, 0, call.prototype.kinds[flt.key_arg], call.args[flt.key_arg], ctx, _key_temps(ctx))
     late_pairs = VFP_PAIRS[FILTER_TEMPS.parked:]
     park = ctx.scratch.save_bytes(T32, late_pairs, 16 + FILTER_TEMPS.parked, dead)
     memo = ctx.counter_label(flt.memo, 0)
