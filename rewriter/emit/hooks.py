@@ -415,8 +415,9 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
         code.emit(_t32_filter_miss(flt.slot_bits, flt.depth, left))
         if hit is None:
             return FilterEnd(done)
-        register = ctx.hit_registers.get((flt.counter, index))
-        return FilterEnd(done, hit, _register_hit(register) if register is not None else _neon_hit(near))
+        bump = _hit_bump(found, ctx)
+        assert bump is not None  # the counter is within reach here
+        return FilterEnd(done, hit, bump)
     shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits, ctx.atomic_hits, flt.depth)
     code.later(_test_size(_filter_test, shape, 3),
                lambda at, r: _filter_test(*shape, at, r(memo), r(counter), r(done)))
@@ -690,8 +691,10 @@ def _filtered_append(isa: ISA, hook: Hook, found: tuple[RepeatFilter, Hook] | No
     if found is None or not isinstance(hook.prototype, RecordPrototype) or not isa.thumb or not ctx.scratch.vfp:
         return None
     flt, call = found
+    if not flt.key_suffices or flt.shift > 12 or ctx.atomic_hits:
+        return None
     bump = _hit_bump(found, ctx)
-    if not flt.key_suffices or flt.shift > 12 or ctx.atomic_hits or bump is None:
+    if bump is None:
         return None
     kinds = call.prototype.kinds
     dynamic = [i for i, kind in enumerate(kinds) if kind.dynamic]
