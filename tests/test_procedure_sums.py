@@ -10,7 +10,7 @@ procedure's slot where control may leave. Checked:
   and the total, for a program whose flow leaves and re-enters procedures every way the
   scheme has to survive: a signal handler (entered by the kernel on top of a running
   procedure), longjmp out of nested calls, a library calling back into the program
-  (qsort), recursion, a switch, the program's end inside a call chain (exit);
+  (qsort), recursion, switches (with and without a bounds check), the program's end inside a call chain (exit);
 - the same against a shared library of ours that writes d31 (what the resets at return
   sites are for: Debian's libraries never do);
 - Lua's every procedure against qemu: tests/test_lua.py.
@@ -91,6 +91,27 @@ static int __attribute__((noinline)) pick(int k) {
     }
 }
 
+int table_switch(int k);          /* a TBB with no bounds check before it: translated at run time */
+__asm__(".text\n.thumb\n.syntax unified\n.p2align 1\n.global table_switch\n.type table_switch, %function\n"
+        ".thumb_func\ntable_switch:\n"
+        "  and r0, r0, #3\n  tbb [pc, r0]\n"
+        "1: .byte (2f - 1b) / 2, (3f - 1b) / 2, (4f - 1b) / 2, (4f - 1b) / 2\n"
+        "2: movs r0, #5\n  bx lr\n3: movs r0, #9\n  bx lr\n4: adds r0, r0, #1\n  bx lr\n"
+        ".size table_switch, . - table_switch\n");
+
+static int __attribute__((noinline)) classify(int k) {
+    switch (k) {                  /* bounds-checked: TBB/TBH relocated with a table of its own */
+    case 0: return work(k) & 7;
+    case 1: case 4: return 11;
+    case 2: acc += 5; /* fall through */
+    case 3: return work(k + 2) & 3;
+    case 6: return k * 5;
+    case 9: acc ^= 3; return 1;
+    case 12: return work(acc) & 15;
+    default: return -2;
+    }
+}
+
 static unsigned fib(unsigned n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
 
 static unsigned __attribute__((noinline)) plus1(unsigned x) { return x + 1; }
@@ -146,6 +167,8 @@ int main(int argc, char **argv) {
         if (!setjmp(env))
             deep(4 + r % 3);
         acc += pick(r);
+        acc += classify(r * 7 % 15);
+        acc += table_switch(r);
         acc += interp(program + r % 4, r);
         acc += hop(r, r % 5);
         v[r] = -v[r];

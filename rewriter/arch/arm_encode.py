@@ -264,6 +264,11 @@ def t32_ldrh_reg_lsl(rt: int, rn: int, rm: int, shift: int) -> bytes:
     return _hw(0xF830 | rn, (rt << 12) | (shift << 4) | rm)
 
 
+def t32_tbh(rm: int) -> bytes:
+    """TBH [pc, rm, LSL #1]: branch forward by twice the halfword at PC + 4 + 2 * rm."""
+    return _hw(0xE8DF, 0xF010 | rm)
+
+
 def t32_ldr_reg_lsl(rt: int, rn: int, rm: int, shift: int) -> bytes:
     """LDR.W rt, [rn, rm, LSL #shift] (shift 0-3)."""
     return _hw(0xF850 | rn, (rt << 12) | (shift << 4) | rm)

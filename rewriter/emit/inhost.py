@@ -421,6 +421,7 @@ def _relocate_program(binary: Binary, units: SiteUnit, report: Report, with_head
             original_returns=original_returns,
             threads=binary.threaded and not binary.is_firmware,
             poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
+            table_sizes=binary.table_sizes,
         )
 
     new_code = functools.partial(Code, 0, pic=binary.is_pie, ge=binary.dsp)

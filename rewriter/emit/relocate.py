@@ -31,7 +31,7 @@ from ..errors import AnvilError
 from ..ir.flow import exclusive_windows
 from ..ir.liveness import DeadRegisters
 from ..ir.model import Accumulation, Hook, Instruction, Procedure
-from .code import Code
+from .code import Code, Resolver
 from .hooks import (
     AppendRoutines,
     HookContext,
@@ -96,6 +96,9 @@ class RelocationContext:
     # A check of the liveness analysis (ANVIL_POISON_DEAD): every register it calls dead is
     # overwritten before every instruction, so that a program relying on one misbehaves.
     poison_dead: bool = False
+    # TBB/TBH address -> entries of its table, where a bounds check before it says
+    # (Binary.table_sizes): such a switch is relocated with a table of its own.
+    table_sizes: dict[int, int] = field(default_factory=dict)
 
 
 def ins_label(addr: int) -> tuple[str, int]:
@@ -386,6 +389,10 @@ def _relocate(ins: Instruction, isa: ISA, code: Code, ctx: RelocationContext, pr
         if literal is not None:
             _jump(isa, code, literal & ~1, bool(literal & 1), ins.cond, ctx)
             return False
+        cases = _table_cases(ins, name, ctx, proc)
+        if cases is not None:
+            _table_branch(ins, cases, code, ctx)
+            return False
         _translated_jump(ins, name, isa, code, ctx)
         return True
     if ins.reads_pc:
@@ -611,6 +618,51 @@ def _a32_pc_relative(ins: Instruction, code: Code, ctx: RelocationContext) -> No
         code.emit(struct.pack("<I", _a32_substitute(word, p)))
         ctx.scratch.restore(A32, code, [(p, x)])
     _under(A32, code, ins, body)
+
+
+def _table_cases(ins: Instruction, name: str, ctx: RelocationContext, proc: Procedure) -> list[int] | None:
+    """The case addresses of a TBB/TBH ``[pc, rm]`` in table order, when they are all known:
+    the table's size from a bounds check, every case a relocated T32 instruction of
+    ``proc`` after the table. None otherwise (the jump is translated at run time)."""
+    if name not in ("tbb", "tbh") or (struct.unpack_from("<H", ins.raw)[0] & 0xF) != PC:
+        return None
+    entries = ctx.table_sizes.get(ins.address)
+    if not entries:
+        return None
+    size = 1 if name == "tbb" else 2
+    base = ins.address + 4
+    table = ctx.read(base, size * entries)
+    end = base + len(table)
+    cases = [base + 2 * int.from_bytes(table[i:i + size], "little") for i in range(0, len(table), size)]
+    if all(end <= case < proc.end and case in ctx.relocated and ctx.mode_at(case) for case in cases):
+        return cases
+    return None
+
+
+def _table_branch(ins: Instruction, cases: list[int], code: Code, ctx: RelocationContext) -> None:
+    """A switch of known cases (_table_cases): ``tbh [pc, rm, lsl #1]`` over a table of its
+    own, then a row of B.W, one per distinct case. An entry goes straight to its case's
+    copy when that is in TBH's reach (128 KiB forward), else to the case's B.W in the row,
+    which always is. Registers and flags are left as the original TBB/TBH leaves them.
+    Decision 0023."""
+    rm = struct.unpack_from("<H", ins.raw, 2)[0] & 0xF
+    skip = T32.skip_unless(code, ins.cond) if ins.cond != AL else None
+    row = {case: i for i, case in enumerate(dict.fromkeys(cases))}  # each case once, in table order
+    code.emit(enc.t32_tbh(rm))
+    labels = [ctx.inside.get(case) or ins_label(case) for case in cases]
+
+    def entries(at: int, resolve: Resolver) -> bytes:
+        out = []
+        for case, label in zip(cases, labels):
+            reach = (resolve(label) - at) // 2
+            out.append(reach if 0 <= reach <= 0xFFFF else len(cases) + 2 * row[case])  # else: the row
+        return struct.pack(f"<{len(out)}H", *out)
+
+    code.later(2 * len(cases), entries)
+    for case in row:
+        _jump(T32, code, case, True, AL, ctx, local=True)
+    if skip is not None:
+        T32.end_skip(code, skip)
 
 
 def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: RelocationContext) -> None:
