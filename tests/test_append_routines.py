@@ -1,4 +1,4 @@
-"""Page-local copies of the record append routine (rewriter/emit/hooks.py, AppendRoutines).
+"""Page-local copies of the record append routine (rewriter/emit/appends.py, AppendRoutines).
 
 A record site's BL must go to a copy on its own 4 KiB page when the code placed one there
 (QEMU chains only same-page direct branches), and to the image's routine otherwise; the
@@ -11,8 +11,8 @@ from __future__ import annotations
 import capstone
 
 from rewriter.arch import arm_encode as enc
+from rewriter.emit.appends import PAGE, AppendRoutines, append_routine, emit_append_routine
 from rewriter.emit.code import Code
-from rewriter.emit.hooks import PAGE, AppendRoutines, append_routine, emit_append_routine
 
 
 def _bl_targets(data: bytes, base: int) -> dict[int, int]:

@@ -129,15 +129,9 @@ def _inline_record(at: int, site: int, state: int, flush: int) -> tuple[bytes, i
     NOP's address (where a run ends)."""
     from rewriter.api import Arg
     from rewriter.arch import arm_encode as enc
+    from rewriter.emit.appends import RECORD_FLUSH, RECORD_STATE, emit_append_routine
     from rewriter.emit.code import Code
-    from rewriter.emit.hooks import (
-        RECORD_FLUSH,
-        RECORD_STATE,
-        HookContext,
-        RecordPrototype,
-        _emit_record,
-        emit_append_routine,
-    )
+    from rewriter.emit.hooks import HookContext, RecordPrototype, _emit_record
     from rewriter.emit.isa import T32, Scratch
     from rewriter.ir.model import Hook, Point
 
@@ -231,8 +225,10 @@ def test_record_stub_stays_on_the_hook_stack(sp_in_hook_stack: bool) -> None:
     from unicorn import arm_const as regs
 
     from rewriter.arch import arm_encode as enc
+    from rewriter.emit.appends import RECORD_FLUSH
+    from rewriter.emit.call_stubs import emit_call_stub
     from rewriter.emit.code import Code
-    from rewriter.emit.hooks import HOOK_STACK_SHIFT, HOOK_STACK_SYMBOL, RECORD_FLUSH, emit_call_stub
+    from rewriter.emit.hooks import HOOK_STACK_SHIFT, HOOK_STACK_SYMBOL
 
     at, hook_stack, program_stack, done = 0x10000, 0x40000, 0x60000, 0x10F00
     top = hook_stack + (1 << HOOK_STACK_SHIFT)

@@ -36,10 +36,11 @@ from ..ir.gc_pause import gc_paused
 from ..ir.model import Binary, Hook, Point, Procedure
 from . import firmware
 from . import target_build as tb
+from .appends import emit_append_routine
+from .call_stubs import emit_call_stub
 from .code import Code
 from .counter_placement import place_counters
 from .deferred import defer, dispatch_unit, ring_unit
-from .hooks import emit_append_routine, emit_call_stub
 from .isa import Scratch
 from .patches import (
     PAGE,

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING
 
 from ..ir.jump_tables import table_branch_targets
 from ..ir.model import Accumulation, Binary, Block, Procedure
-from .hooks import HIT_REGISTERS, SUM_REGISTER, filter_hit_slots
+from .counters import HIT_REGISTERS, SUM_REGISTER
+from .hooks import filter_hit_slots
 from .relocate import translated_jump
 
 if TYPE_CHECKING:

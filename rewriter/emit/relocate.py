@@ -31,18 +31,10 @@ from ..errors import AnvilError
 from ..ir.flow import exclusive_windows
 from ..ir.liveness import DeadRegisters
 from ..ir.model import Accumulation, Hook, Instruction, Procedure
+from .appends import AppendRoutines
 from .code import Code, Resolver
-from .hooks import (
-    AppendRoutines,
-    HookContext,
-    emit_call,
-    emit_increment,
-    emit_sum_add,
-    emit_sum_reset,
-    emit_sum_store,
-    emit_sum_store_free,
-    shared_key,
-)
+from .counters import emit_increment, emit_sum_add, emit_sum_reset, emit_sum_store, emit_sum_store_free
+from .hooks import HookContext, emit_call, shared_key
 from .isa import A32, AL, IP, ISA, LR, PC, SP, T32, Scratch
 
 ASR = 2  # shift type of data-processing register operands
@@ -79,7 +71,7 @@ class RelocationContext:
     # counters add with LDREX/STREX, as interrupt code's do.
     threads: bool = False
     atomic: bool = False  # for the procedure being emitted: interrupt code, no exclusive window of its own
-    # The record append routines and their page-local copies (Linux T32 records; hooks.AppendRoutines).
+    # The record append routines and their page-local copies (Linux T32 records; appends.AppendRoutines).
     appends: AppendRoutines = field(default_factory=AppendRoutines)
     # Calls leave the original return address in LR (its place, where it is relocated
     # code, is patched to jump to the copy: emit/patches.py), rather than the relocated one.

@@ -1,4 +1,4 @@
-"""The instrumented program's repeat filter (api.RepeatFilter, emitted by rewriter/emit/hooks.py)
+"""The instrumented program's repeat filter (api.RepeatFilter, emitted by rewriter/emit/hooks.py and repeat_filter.py)
 in plain Python: which accesses become cachesim records, with which ``left``, and how many
 hits the program only counts. The ReHost dispatch benchmark generates its record streams
 with it; the host-library test feeds its records to the C dispatcher.

@@ -1,0 +1,159 @@
+"""Call stubs: the shared code a hook site calls to run a C analysis routine (save,
+switch to the analysis stack, call, restore the flags without MSR where it can), and
+the lock that keeps threads from running analysis code at once."""
+
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from ..arch import arm_encode as enc
+from .appends import RECORD_FLUSH
+from .code import Code
+from .hooks import FLAGS_SP, HOOK_STACK, HOOK_STACK_SHIFT, HOOK_STACK_SYMBOL, RECORD_PREFIX
+from .isa import IP, LR, SP, T32
+
+
+def emit_call_stub(code: Code, name: str, function: Hashable, threads: bool = False) -> None:
+    """Shared tail of the calls of one routine (T32): flags and SP into d19/d20, own stack, call, back.
+
+    ``threads``: the program starts threads, which share the analysis stack and state, so
+    the call holds a lock (``_lock``) from before the stack is taken until the routine
+    has returned.
+    """
+
+    code.align(4)
+    code.label(("callstub", name))
+    T32.mrs(code, IP)
+    T32.to_d(code, FLAGS_SP, IP, LR)  # flags, return address
+    T32.mov_reg(code, IP, SP)
+    T32.to_d(code, FLAGS_SP + 1, IP, IP)  # the program's SP
+    if threads:
+        _lock(code, name)
+    if name == RECORD_FLUSH or name.startswith(RECORD_PREFIX):
+        _reentrant_stack(code)
+    else:
+        T32.pc_address(code, IP, HOOK_STACK)
+    T32.mov_reg(code, SP, IP)
+    T32.call(code, function)
+    if threads:
+        _unlock(code, name)
+    T32.from_d(code, IP, LR, FLAGS_SP + 1)
+    T32.mov_reg(code, SP, IP)
+    T32.from_d(code, IP, LR, FLAGS_SP)
+    slow = ("callstub-msr", name)
+    code.emit(_FLAGS_CHANGED_BEYOND_NZCV)
+    T32.cbz(code, 0, slow, nonzero=True)
+    code.emit(_SET_NZCV_FROM_IP + enc.t32_bx(LR))
+    code.label(slow)
+    T32.msr(code, IP)
+    code.emit(enc.t32_bx(LR))
+
+
+CALL_LOCK = ("sym", "anvil_call_lock")  # {owner's thread pointer or 0, depth} (runtime_stubs/arm/anvil_rt.c)
+
+
+LOCK_PARK = 22  # d22 keeps r0 while the stub takes the lock
+
+
+_MRC_THREAD_POINTER_IP = enc._hw(0xEE1D, (IP << 12) | 0x0F70)  # mrc p15, 0, ip, c13, c0, 3 (TPIDRURO)
+
+
+_CMP_R0_IP = enc._hw(0x4500 | (IP << 3))  # cmp r0, ip (T2)
+
+
+_DMB_ISH = enc._hw(0xF3BF, 0x8F5B)
+
+
+_YIELD = enc._hw(0xBF10)
+
+
+def _lock(code: Code, name: str) -> None:
+    """Take the analysis lock, owned by a thread and counted, so that a signal handler the
+    same thread runs in the middle of a call goes in again (as without threads) while
+    other threads wait. The owner is the thread pointer (TPIDRURO; 0 before the C library
+    set it, when there is one thread only). Only ip and lr are free, and the flags (the
+    stub has them in d19); r0 is parked in d22.
+
+        retry: ldrex r0, [lr]; cmp r0, ip; beq mine; cmp r0, #0; bne retry (yield)
+               strex r0, ip, [lr]; cmp r0, #0; bne retry; dmb
+        mine:  depth += 1
+    """
+
+    retry, wait, mine = (("callstub-lock", name, k) for k in range(3))
+    code.emit(enc.t32_vmov_to_lane(LOCK_PARK, 0) + _MRC_THREAD_POINTER_IP)
+    T32.pc_address(code, LR, CALL_LOCK)
+    code.label(retry)
+    code.emit(enc.t32_ldrex(0, LR) + _CMP_R0_IP)
+    T32.branch(code, mine, enc.COND["eq"])
+    T32.cmp_zero(code, 0)
+    T32.branch(code, wait, enc.COND["ne"])
+    code.emit(enc.t32_strex(0, IP, LR))
+    T32.cmp_zero(code, 0)
+    T32.branch(code, retry, enc.COND["ne"])
+    code.emit(_DMB_ISH)
+    T32.branch(code, mine)
+    code.label(wait)  # held by another thread: let it run
+    code.emit(_YIELD)
+    T32.branch(code, retry)
+    code.label(mine)
+    code.emit(enc.t32_ldr_word(0, LR, 4) + enc.t32_add_imm(0, 0, 1) + enc.t32_str_word(0, LR, 4)
+              + enc.t32_vmov_from_lane(0, LOCK_PARK))
+
+
+def _unlock(code: Code, name: str) -> None:
+    """Give the analysis lock back (see _lock) once the routine has returned: r0 and r1 are
+    free. depth -= 1, and at 0 (after a barrier, so the routine's writes come first) the
+    owner word too."""
+
+    held = ("callstub-unlock", name)
+    T32.pc_address(code, 1, CALL_LOCK)
+    code.emit(enc.t32_ldr_word(0, 1, 4) + enc._hw(0x3801) + enc.t32_str_word(0, 1, 4))  # subs r0, #1
+    T32.cbz(code, 0, held, nonzero=True)
+    code.emit(_DMB_ISH + enc.t32_str_word(0, 1, 0))
+    code.label(held)
+
+
+def _reentrant_stack(code: Code) -> None:
+    """ip = where a ReHost routine's stub puts SP: the hook stack's top or, when SP is already
+    inside the hook stack, SP rounded down to 8.
+
+    A signal handler may interrupt the communicator while it runs on the hook stack (the
+    kernel then puts the signal frame there too) and make a record that flushes, or
+    (A32) calls a record routine: starting again at the top would overwrite the frames
+    of the routine it interrupted. Only ip and lr are free (r0-r3 may hold the routine's
+    arguments); the flags are, since the stub has saved them in d19.
+    """
+
+    outside = ("callstub-outside", id(code), code.size)
+    T32.pc_address(code, LR, ("sym", HOOK_STACK_SYMBOL))
+    code.emit(enc.t32_sub_reg(LR, SP, LR) + enc.t32_lsr_imm(LR, LR, HOOK_STACK_SHIFT, setflags=True))
+    T32.pc_address(code, IP, HOOK_STACK)  # no flags: Z says base <= SP < top
+    T32.branch(code, outside, enc.COND["ne"])
+    code.emit(enc.t32_mov_reg(IP, SP) + enc.t32_bic_imm(IP, IP, 7))
+    code.label(outside)
+
+
+# The stub's way back sets the program's flags again from ip (its saved APSR) with
+# ordinary flag-setting instructions, not MSR: under QEMU an MSR ends the translation
+# block and leaves the CPU loop, which cost more than the analysis call itself. r0 and
+# r1 are free (the routine clobbered them; the site restores them). MSR remains for
+# what arithmetic cannot set: Q or GE changed by the routine, or N and Z both set.
+_FLAGS_CHANGED_BEYOND_NZCV = b"".join([   # r0 != 0 when the fast way would be wrong
+    enc.t32_mrs_apsr(0),
+    enc.t32_logic_reg(enc.T32_EOR, 0, 0, IP),                 # bits the routine changed
+    enc.t32_logic_imm(enc.T32_BIC, 0, 0, 0xF0000000),         # ... other than NZCV
+    enc.t32_logic_reg(enc.T32_AND, 1, IP, IP, 0, 1),          # bit 31: N and Z both set
+    enc.t32_logic_imm(enc.T32_AND, 1, 1, 0x80000000),
+    enc.t32_logic_reg(enc.T32_ORR, 0, 0, 1),
+])
+
+
+_SET_NZCV_FROM_IP = b"".join([
+    enc.t32_lsl_imm(0, IP, 2),                                # bit 31 = C, bit 30 = V
+    enc.t32_logic_reg(enc.T32_EOR, 0, 0, 0, 1, 1),            # bit 30 = C ^ V
+    enc.t32_logic_imm(enc.T32_AND, 1, IP, 0xC0000000),
+    enc.t32_logic_imm(enc.T32_EOR, 1, 1, 0x40000000),         # bit 31 = N, bit 30 = not Z
+    enc._hw(0x1800),                                          # adds r0, r0, r0: C = bit 31, V = bit 31 ^ bit 30
+    enc._hw(0x0009),                                          # movs r1, r1: N and Z; C and V stay
+])
