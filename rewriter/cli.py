@@ -74,6 +74,7 @@ def cmd_instrument(args: argparse.Namespace) -> int:
             "block_counters": report.block_counters, "deferred_sites": report.deferred_sites,
             "filter_hits_in_registers": report.filter_hits_in_registers,
             "return_addresses": report.return_addresses, "return_sites": report.return_sites,
+            "relocation_processes": report.relocation_processes,
         }, f, indent=1)
     print(f"anvil: wrote {output}: {report.summary()}; report in {report_path}", file=sys.stderr)
     return 0

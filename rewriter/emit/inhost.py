@@ -32,6 +32,7 @@ from elftools.elf.elffile import ELFFile
 from ..api import Arg, Options, Prototype, Tool
 from ..errors import AnvilError
 from ..ir.flow import interrupt_code
+from ..ir.fork_split import halfway
 from ..ir.gc_pause import gc_paused
 from ..ir.model import Binary, Hook, Point, Procedure
 from . import firmware
@@ -42,6 +43,7 @@ from .code import Code
 from .counter_placement import place_counters
 from .deferred import defer, dispatch_unit, ring_unit
 from .isa import Scratch
+from .later_part import MIN_INSTRUCTIONS, LaterPart
 from .patches import (
     PAGE,
     Patch,
@@ -93,6 +95,8 @@ class Report:
     # and, with original ones, how many return sites and landing pads got a jump.
     return_addresses: str = "relocated"
     return_sites: dict[str, int] = field(default_factory=dict)
+    # Processes that relocated the code: 2 when a child did the later procedures (later_part.py).
+    relocation_processes: int = 1
 
     def summary(self) -> str:
         parts = [f"{self.relocated}/{self.procedures} procedures instrumented ({self.instructions} instructions)"]
@@ -240,6 +244,18 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     the user's flash and RAM regions for firmware. ``sums``: the tool's block counter arrays
     read only as per-procedure sums, and where those go (``Tool.sum_per_procedure``).
     """
+    children: list[LaterPart] = []  # a child relocating the later procedures, stopped whatever happens
+    try:
+        return _emit(binary, tool_name, units, library, output, started, opts, sums, children)
+    finally:
+        for child in children:
+            child.close()
+
+
+def _emit(binary: Binary, tool_name: str, units: SiteUnit,
+          library: Callable[[tb.Toolchain], tuple[list[Path], str]], output: str, started: float,
+          opts: Options, sums: dict[str, str] | None, children: list[LaterPart]) -> Report:
+    """emit(); a child it forks goes into ``children``."""
     placement = firmware.place(binary, opts.flash_region, opts.ram_region) if binary.is_firmware else None
     _add_runtime_hooks(binary)
     vfp = vfp_scratch(binary)
@@ -264,10 +280,17 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     # the code is relocated at address 0 and moved once the library's size is known.
     original_returns = _original_returns(binary, opts)
     report.return_addresses = "original" if original_returns else "relocated"
+    relocation = _relocation(binary, units, placement is None, original_returns, vfp)
+    # Before the library's thread starts: a fork copies no other thread.
+    later = _fork_later_part(relocation, tool_name) if placement is None else None
+    if later is not None:
+        children.append(later)
     with _LibraryBuild(sources, site_source + derivations.source(), toolchain, base) as build:
-        code, chosen, relocated_addrs = build.alongside(
-            lambda: _relocate_program(binary, units, report, placement is None, original_returns, vfp))
+        code, chosen = build.alongside(lambda: _relocate_code(relocation, report, later))
         objects, probe = build.result()
+    relocated_addrs = relocation.relocated_addrs
+    if later is not None and later.placed:
+        report.relocation_processes = 2
     align = math.lcm(16, code.alignment)  # page-local append routines keep the code page aligned
     code.rebase((base + len(probe.text) + align - 1) // align * align)
 
@@ -327,6 +350,8 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     header = struct.pack("<8I", HEADER_MAGIC, REGION_OFFSET, code_end, file_end, lib.bss_end,
                          entry_target, len(patch_words), code.labels["patches"])
     code._chunks[HEADER_CHUNK] = header
+    if later is not None and later.placed:
+        later.finish(code, symbols)  # the child encodes its part meanwhile
     code_bytes = code.finish(resolve)
 
     targets = {p.address: resolve(ins_label(p.address)) | int(p.thumb) for p in patches}
@@ -387,10 +412,23 @@ def _linux_patches(binary: Binary, chosen: list[Procedure], report: Report) -> t
     return patches + more, not_patched
 
 
-def _relocate_program(binary: Binary, units: SiteUnit, report: Report, with_header: bool,
-                      original_returns: bool, vfp: bool) -> tuple[Code, list[Procedure], set[int]]:
-    """The code of every procedure with hooks that can be relocated, at link address 0
-    (see _relocate_code); the procedures in it and the addresses of their instructions.
+@dataclass
+class _Relocation:
+    """What relocating the program needs, made once, before a child may be forked to share
+    the work (later_part.py): the procedures with hooks, their instructions' addresses,
+    and how to make a relocation context and the code to emit into (at link address 0)."""
+
+    candidates: list[Procedure]
+    relocated_addrs: set[int]
+    new_context: Callable[[], RelocationContext]
+    new_code: Callable[[], Code]
+    with_header: bool
+    split: int = 0  # with a later part: the first of its candidates
+
+
+def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_returns: bool,
+                vfp: bool) -> _Relocation:
+    """How to relocate every procedure with hooks (see _relocate_code).
     ``original_returns``: calls leave original return addresses in LR (decision 0013);
     ``vfp``: hooks park registers in d16-d31 (vfp_scratch).
     Strings the hooks pass are named by ``units`` (which already knows them all)."""
@@ -426,29 +464,54 @@ def _relocate_program(binary: Binary, units: SiteUnit, report: Report, with_head
         )
 
     new_code = functools.partial(Code, 0, pic=binary.is_pie, ge=binary.dsp)
-    code, chosen = _relocate_code(candidates, new_context, new_code, relocated_addrs, report, with_header)
-    return code, chosen, relocated_addrs
+    return _Relocation(candidates, relocated_addrs, new_context, new_code, with_header)
 
 
-def _relocate_code(candidates: list[Procedure], new_context: Callable[[], RelocationContext],
-                   new_code: Callable[[], Code], relocated_addrs: set[int], report: Report,
-                   with_header: bool) -> tuple[Code, list[Procedure]]:
+def _fork_later_part(relocation: _Relocation, tool_name: str) -> LaterPart | None:
+    """A child relocating the later half (by instructions) of a large program's candidates;
+    None for a small program or where forking is not possible."""
+    weights = [sum(len(b.instructions) for b in p.blocks) for p in relocation.candidates]
+    if sum(weights) < MIN_INSTRUCTIONS:
+        return None
+    split = halfway(weights)
+    later = relocation.candidates[split:]
+
+    def emit_later() -> Code:
+        code = relocation.new_code()
+        _emit_code(code, later, relocation.new_context(), False)
+        return code
+
+    part = LaterPart.fork(emit_later, lambda labels, symbols: functools.partial(_resolve, labels, symbols, tool_name))
+    if part is not None:
+        relocation.split = split
+    return part
+
+
+def _relocate_code(relocation: _Relocation, report: Report,
+                   later: LaterPart | None) -> tuple[Code, list[Procedure]]:
     """The code of the candidates that can be relocated (see _emit_code), and those.
 
-    All are relocated at once first: a procedure that cannot be (an instruction form the
-    relocator does not support) is rare, and finding those beforehand takes a trial
-    relocation of every instruction that involves the PC. When that fails, or anything
-    else does, the trial is made (_choose) and the code emitted again without the
-    procedures it refuses, which gives what doing so from the start gives, errors included.
+    All are relocated at once first (the later ones by ``later``'s child, if given): a
+    procedure that cannot be (an instruction form the relocator does not support) is
+    rare, and finding those beforehand takes a trial relocation of every instruction that
+    involves the PC. When that fails, or anything else does, the trial is made (_choose)
+    and the code emitted again here without the procedures it refuses, which gives what
+    doing so from the start gives, errors included.
     """
-    code = new_code()
+    candidates, new_context, with_header = relocation.candidates, relocation.new_context, relocation.with_header
+    code = relocation.new_code()
     try:
-        _emit_code(code, candidates, new_context(), with_header)
+        if later is None:
+            _emit_code(code, candidates, new_context(), with_header)
+        else:
+            _emit_code(code, candidates[:relocation.split], new_context(), with_header)
+            later.place(code)
         return code, list(candidates)
     except AnvilError:  # Unsupported, or an error that the trial may avoid (it leaves procedures out)
-        pass
-    chosen = _choose(candidates, new_context(), relocated_addrs, report)
-    code = new_code()
+        if later is not None:
+            later.close()
+    chosen = _choose(candidates, new_context(), relocation.relocated_addrs, report)
+    code = relocation.new_code()
     _emit_code(code, chosen, new_context(), with_header)
     return code, chosen
 

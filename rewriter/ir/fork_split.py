@@ -30,9 +30,9 @@ def split_map(work: Callable[[X], Y], items: Sequence[X], weight: Callable[[X], 
     """``[work(x) for x in items]``, the later part (about half of the total ``weight``)
     computed by a forked child when the total is at least ``min_weight``."""
     weights = [weight(x) for x in items]
-    if sum(weights) < min_weight or not _can_fork():
+    if sum(weights) < min_weight or not can_fork():
         return [work(x) for x in items]
-    split = _halfway(weights)
+    split = halfway(weights)
     own, theirs = items[:split], items[split:]
     if not theirs:
         return [work(x) for x in items]
@@ -46,7 +46,7 @@ def split_map(work: Callable[[X], Y], items: Sequence[X], weight: Callable[[X], 
     return mine + (got if got is not None else [work(x) for x in theirs])
 
 
-def _can_fork() -> bool:
+def can_fork() -> bool:
     """Linux (where fork without exec is the usual way; other systems' libraries may not
     survive it), two cores usable, and no other thread in this process."""
     if not sys.platform.startswith("linux"):
@@ -54,7 +54,7 @@ def _can_fork() -> bool:
     return len(os.sched_getaffinity(0)) >= 2 and threading.active_count() == 1
 
 
-def _halfway(weights: list[int]) -> int:
+def halfway(weights: list[int]) -> int:
     """The index where the weights before it first reach half of the total."""
     half = sum(weights) / 2
     total = 0
