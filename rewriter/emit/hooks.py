@@ -100,6 +100,7 @@ def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | 
     a pair from d16-d18; ``into`` must differ from it. ``parked``: how many of
     VFP_PAIRS are in d16.. (the others still hold their original values).
     """
+    assert into != spare, "a pair read back would overwrite one half with the other"
     if scratch.vfp:
         if reg == SP:  # the site has not moved SP
             return SP
