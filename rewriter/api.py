@@ -264,10 +264,12 @@ class Tool:
 
     def sum_per_procedure(self, blocks: str, into: str) -> None:
         """Say that block counter array ``blocks`` (each block adds 1 to its own slot) is read
-        only as each procedure's sum of count x instructions, which the C code adds to slot
-        ``proc.index`` of ``into``. The emitter may then leave ``blocks`` at zero and add
-        those sums straight into ``into`` (decision 0014: a running sum in a register,
-        stored when control leaves the procedure), which costs far less than memory counters."""
+        only as each procedure's sum of count x instructions, in slot ``proc.index`` of
+        ``into``. The emitter then puts those sums there: straight from the program where it
+        can (decision 0014: a running sum in a register, stored when control leaves the
+        procedure, which costs far less than memory counters), and at program end, before
+        any routine runs, from the blocks that counted in ``blocks`` (decision 0025). The
+        tool's C code reads ``into`` only; the image needs no per-block tables for it."""
         for name in (blocks, into):
             if self.arrays.get(name, ("", 0))[0] != "uint64_t":
                 raise AnvilError(f"sum_per_procedure: '{name}' must be a declared uint64_t array")

@@ -1,8 +1,9 @@
-/* inscount analysis: totals from per-block counters (bumped inline on block entry) and the
-   per-procedure sums the emitter may add straight into anvil_array_procs (decision 0014). */
+/* inscount analysis: the total and the per-procedure counts from anvil_array_procs. The
+   program counts blocks (inline counters, derived ones) and procedure sums in registers
+   (decision 0014); `blocks` is declared read only as per-procedure sums of count x
+   instructions, so the emitter's code folds it into `procs` at program end (decision 0025). */
 #include "anvil_rt.h"
 
-ANVIL_ARRAY(uint64_t, blocks);
 ANVIL_ARRAY(uint64_t, procs);
 
 void inscount_report(const char *path, uint32_t json)
@@ -10,11 +11,6 @@ void inscount_report(const char *path, uint32_t json)
     uint64_t total = 0;
     for (uint32_t p = 0; p < anvil_nprocs; p++)
         total += anvil_array_procs[p];
-    for (uint32_t b = 0; b < anvil_nblocks; b++) {
-        uint64_t n = anvil_array_blocks[b] * anvil_block_insns[b];
-        total += n;
-        anvil_array_procs[anvil_block_proc[b]] += n;
-    }
     if (anvil_out_open(path) < 0)
         return;
     if (json) {

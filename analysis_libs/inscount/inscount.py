@@ -1,9 +1,8 @@
 """inscount analysis in Python: the ReHost counterpart of inscount.c, with byte-identical output.
 
-The program bumps one 64-bit counter per block on block entry (``session.arrays["blocks"]``,
-set before the end routine runs) or adds its procedures' sums into ``session.arrays["procs"]``
-(decision 0014); inscount_report multiplies each block counter by the block's
-instruction count, sums per procedure on top of those and writes the total and the executed procedures,
+The program counts its blocks and folds those counts, times each block's instructions, into
+its procedures' sums in ``session.arrays["procs"]`` at its end (decisions 0014, 0025);
+inscount_report writes the total and the executed procedures,
 most instructions first (ties: lower procedure index first, as the C's scan for the
 first maximum). Run it with ``anvil run app.rh --lib analysis_libs/inscount/inscount.py``.
 """
@@ -24,13 +23,7 @@ class Analysis:
     def inscount_report(self, path: str, json: int) -> None:
         session = self.session
         procs = list(session.arrays["procs"])
-        total = sum(procs)
-        for (_addr, insns, proc), count in zip(session.blocks, session.arrays["blocks"]):
-            if count:
-                n = count * insns & U64
-                total += n
-                procs[proc] += n
-        total &= U64
+        total = sum(procs) & U64
         # Most first; the sort is stable, so equal counts keep procedure order (the C's first maximum).
         ranked = sorted(((n & U64, p) for p, n in enumerate(procs) if n & U64), key=lambda item: -item[0])
         names = [name for _addr, name in session.procedures]

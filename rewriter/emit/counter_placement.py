@@ -24,7 +24,7 @@ out of a procedure is in the flow model; see docs/decisions/0008-counter-placeme
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..ir.flow import ProcedureFlow, entries_from_elsewhere, loop_depths, procedure_flow
 from ..ir.fork_split import split_map
@@ -98,11 +98,18 @@ class Derivations:
     counters_kept: int = 0
     counters_removed: int = 0
     counters_summed: int = 0  # carriers adding into a procedure's running sum instead (decision 0014)
+    # Arrays read only as per-procedure sums (Tool.sum_per_procedure) -> (where the sums go,
+    # the program that adds count x instructions of each block that may count into them).
+    folds: dict[str, tuple[str, bytes]] = field(default_factory=dict)
+    # Array -> procedures whose blocks count in it after placement (kept or derived slots).
+    counting: dict[str, set[int]] = field(default_factory=dict)
 
     def source(self) -> str:
-        """Generated C: ``anvil_derive_counts()``, which fills the derived slots."""
+        """Generated C: ``anvil_derive_counts()``, which fills the derived slots, then folds
+        the arrays read as per-procedure sums into those sums (decision 0025)."""
         parts = ["void anvil_derive(uint64_t *slots, const uint64_t *edges, const uint8_t *code, uint32_t length,"
-                 " uint64_t *tmp);\n"]
+                 " uint64_t *tmp);\n"
+                 "void anvil_fold(const uint64_t *slots, uint64_t *sums, const uint8_t *code, uint32_t length);\n"]
         calls = []
         if self.temps:
             parts.append(f"static uint64_t anvil_derive_tmp[{self.temps}];\n")
@@ -113,6 +120,10 @@ class Derivations:
             parts.append(f"static const uint8_t anvil_derive_code_{i}[{len(code)}] = {{{rows}}};\n")
             calls.append(f"  anvil_derive(anvil_array_{array}, {edges}, anvil_derive_code_{i}, {len(code)},"
                          " anvil_derive_tmp);\n")
+        for i, (array, (into, code)) in enumerate(sorted(self.folds.items())):
+            rows = ",".join(map(str, code)) or "0"
+            parts.append(f"static const uint8_t anvil_fold_code_{i}[{max(1, len(code))}] = {{{rows}}};\n")
+            calls.append(f"  anvil_fold(anvil_array_{array}, anvil_array_{into}, anvil_fold_code_{i}, {len(code)});\n")
         parts.append("void anvil_derive_counts(void)\n{\n" + "".join(calls) + "}\n")
         return "".join(parts)
 
@@ -121,7 +132,8 @@ class Derivations:
 PARALLEL_BLOCKS = 20000
 
 
-def place_counters(binary: Binary, stops: set[int], sums: dict[str, str] | None = None) -> Derivations:
+def place_counters(binary: Binary, stops: set[int], sums: dict[str, str] | None = None,
+                   folds: dict[str, str] | None = None) -> Derivations:
     """Drop the block counters whose counts can be derived; returns the programs that derive them.
 
     A procedure qualifies for an array when each of its blocks adds 1 to that array's
@@ -133,11 +145,38 @@ def place_counters(binary: Binary, stops: set[int], sums: dict[str, str] | None 
     ``sums``: arrays read only as per-procedure sums (``Tool.sum_per_procedure``) -> where
     those go. T32 procedures then add them in a register instead (emit/procedure_sums.py;
     the caller passes them only where d16-d31 are free and no threads run).
+    ``folds``: all the tool's arrays read only as per-procedure sums, and where those go:
+    the blocks that still count in them are folded into the sums at program end
+    (Derivations.folds).
     """
     result = Derivations(code={}, edges={})
     counted = [(proc, arrays) for proc in binary.procedures if (arrays := _counted_arrays(proc))]
-    if not counted:  # a tool without block counters (cachesim, memtrace): no flow to build
-        return result
+    if counted:  # else a tool without block counters (cachesim, memtrace): no flow to build
+        _place(binary, stops, sums, counted, result)
+    for array, into in (folds or {}).items():
+        result.folds[array] = (into, fold_program(binary, array, result.counting.get(array, set())))
+    return result
+
+
+def fold_program(binary: Binary, array: str, counting: set[int]) -> bytes:
+    """The program anvil_fold runs (runtime_stubs/common/anvil_derive.c) to add each
+    block's count in ``array`` times its instructions to its procedure's sum: per procedure
+    whose blocks may count there (``counting``, the addresses of those placement kept
+    counting in it, or any with an increment of it), its index, its first block's slot,
+    its number of blocks and their instruction counts."""
+    numbers: list[int] = []
+    for proc in binary.procedures:
+        if proc.address not in counting and \
+                not any(c[0] == array for b in proc.blocks for c in b.counter_increments):
+            continue
+        numbers += [proc.index, proc.blocks[0].index, len(proc.blocks)]
+        numbers += [b.size for b in proc.blocks]
+    return varints(numbers)
+
+
+def _place(binary: Binary, stops: set[int], sums: dict[str, str] | None,
+           counted: list[tuple[Procedure, set[str]]], result: Derivations) -> None:
+    """place_counters' work on the procedures whose every block counts into ``arrays``."""
     entered = entries_from_elsewhere(binary)
     taken = binary.address_taken
 
@@ -160,7 +199,8 @@ def place_counters(binary: Binary, stops: set[int], sums: dict[str, str] | None 
             result.counters_summed += len(proc.accumulation.weights) + len(proc.accumulation.edge_weights)
         if arrays:
             _apply(result, proc, arrays, plan)
-    return result
+        for array in arrays:
+            result.counting.setdefault(array, set()).add(proc.address)
 
 
 def _apply(result: Derivations, proc: Procedure, arrays: set[str], plan: Plan | None) -> None:

@@ -235,7 +235,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
 @gc_paused
 def emit(binary: Binary, tool_name: str, units: SiteUnit,
          library: Callable[[tb.Toolchain], tuple[list[Path], str]], output: str, started: float,
-         opts: Options, sums: dict[str, str] | None = None) -> Report:
+         opts: Options, sums: dict[str, str] | None = None, fold_sums: bool = True) -> Report:
     """Write ``binary`` with its hooks to ``output``, linked with the library ``library(toolchain)`` describes.
 
     ``library`` gives the C/assembly sources for the image's toolchain and the generated
@@ -243,10 +243,12 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     analysis routines; ReHost links the communicator (emit/rehost.py). ``opts`` gives
     the user's flash and RAM regions for firmware. ``sums``: the tool's block counter arrays
     read only as per-procedure sums, and where those go (``Tool.sum_per_procedure``).
+    ``fold_sums``: the image folds what remains in those counters into the sums at its end
+    (InHost); ReHost leaves that to the host, which has the block facts (decision 0025).
     """
     children: list[LaterPart] = []  # a child relocating the later procedures, stopped whatever happens
     try:
-        return _emit(binary, tool_name, units, library, output, started, opts, sums, children)
+        return _emit(binary, tool_name, units, library, output, started, opts, sums, fold_sums, children)
     finally:
         for child in children:
             child.close()
@@ -254,14 +256,14 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
 
 def _emit(binary: Binary, tool_name: str, units: SiteUnit,
           library: Callable[[tb.Toolchain], tuple[list[Path], str]], output: str, started: float,
-          opts: Options, sums: dict[str, str] | None, children: list[LaterPart]) -> Report:
+          opts: Options, sums: dict[str, str] | None, fold_sums: bool, children: list[LaterPart]) -> Report:
     """emit(); a child it forks goes into ``children``."""
     placement = firmware.place(binary, opts.flash_region, opts.ram_region) if binary.is_firmware else None
     _add_runtime_hooks(binary)
     vfp = vfp_scratch(binary)
     stops = program_stops(binary)
     # Before the library's thread starts: counter placement may fork.
-    derivations = place_counters(binary, stops, _register_sums(binary, sums, vfp))
+    derivations = place_counters(binary, stops, _register_sums(binary, sums, vfp), sums if fold_sums else None)
     hits_in_registers = count_hits_in_registers(binary, stops) if _registers_free(binary, vfp) else 0
     report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data),
                     filter_hits_in_registers=hits_in_registers,

@@ -131,7 +131,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
         # interrupted; another thread's look the same, and records get lost (reported).
         print(f"anvil: warning: {os.path.basename(binary.path)} starts threads: ReHost records are not "
               "thread-safe yet, results may be incomplete (counters alone are; --mode inhost is)", file=sys.stderr)
-    report = emit(binary, tool.name, units, library, output, started, opts, tool.procedure_sums)
+    report = emit(binary, tool.name, units, library, output, started, opts, tool.procedure_sums, fold_sums=False)
     atomic_write(output + SITE_TABLE_SUFFIX, document, mode=0o644)
     return report
 

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 FORMAT = "anvil-rehost-sites"
 # 2: the filter_left kind, and cachesim's cache_sim taking it (decision 0015). A table of
 # version 1 would have its records run through a routine expecting another argument.
-VERSION = 2
+# 3: "sums", the arrays the host folds into per-procedure sums before the end routines run
+# (decision 0025); a version 2 table's inscount would report without its block counters.
+VERSION = 3
 TRANSPORTS = ("semihosting", "uart")  # how a firmware image's records leave the board
 
 

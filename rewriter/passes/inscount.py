@@ -1,9 +1,9 @@
 """inscount: executed instructions, total and per procedure.
 
-One inline 64-bit counter per block (bumped on block entry); at program end the
-analysis code multiplies by each block's instruction count and sums per procedure.
-Only those sums are read, so the emitter may add them straight into ``procs`` instead
-(``Tool.sum_per_procedure``, decision 0014); the report adds both.
+One 64-bit counter per block (bumped on block entry), read only as each procedure's
+sum of count x instructions (``Tool.sum_per_procedure``): the emitter adds those sums
+straight into ``procs`` where it can (decision 0014) and folds the block counters that
+remain into ``procs`` at program end (decision 0025); the report reads ``procs``.
 """
 
 from __future__ import annotations

@@ -51,3 +51,21 @@ void anvil_derive(uint64_t *slots, const uint64_t *edges, const uint8_t *code, u
         }
     }
 }
+
+/* For an array read only as per-procedure sums (Tool.sum_per_procedure, decision 0025):
+ * add each block's count times its instructions to its procedure's sum. The program,
+ * varints as above: per procedure, its index, its first block's slot, its number of
+ * blocks and their instruction counts. Runs after anvil_derive has filled the slots. */
+void anvil_fold(const uint64_t *slots, uint64_t *sums, const uint8_t *code, uint32_t length)
+{
+    const uint8_t *end = code + length;
+    while (code < end) {
+        uint32_t proc = next(&code);
+        const uint64_t *mine = slots + next(&code);
+        uint32_t nblocks = next(&code);
+        uint64_t sum = 0;
+        for (uint32_t i = 0; i < nblocks; i++)
+            sum += mine[i] * next(&code);
+        sums[proc] += sum;
+    }
+}
