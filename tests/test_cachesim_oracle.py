@@ -40,7 +40,7 @@ def on_qemu_stack(accesses: list, sp: int) -> list:
 @pytest.mark.parametrize("name", ["memwalk", "bubble"])
 def test_cachesim_matches_reference(name: str, flags: tuple, geometry: tuple, tmp_path) -> None:
     # kept: lines per set the program tests inline; 256 KiB: a slot table too large for the
-    # counter after it to be in reach of the T32 test's base register (repeat_filter._filter_test).
+    # counter after it to be in reach of the T32 test's base register (repeat_filter.filter_test).
     size, assoc, line, kept = geometry
     binary = build_freestanding(name, flags)
     oracle = run_freestanding(binary)

@@ -216,15 +216,15 @@ def test_counter_increment_adds_without_flags(start: int, flags: int, vfp: bool,
 @pytest.mark.parametrize("start, amount", [(0xFFFFFFFF, 3), (0xFFFFFFFC, 4), (0xFFFFFFFB, 4), (5, 7),
                                            (0x7FFFFFFF, 2), (0x1FFFFFFFE, 9), (0x2FFFFFFF0, 15)])
 def test_counter_bump_by_amount(start: int, amount: int) -> None:
-    """The T32 counter += k that a shared-key test uses (counters._t32_bump) under unicorn:
+    """The T32 counter += k that a shared-key test uses (counters.t32_bump) under unicorn:
     exact 64-bit sums with and without a carry into the high word, flags untouched."""
     from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
     from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_R1
 
-    from rewriter.emit.counters import _t32_bump
+    from rewriter.emit.counters import t32_bump
 
     at, counter = 0x10000, 0x20000
-    data = _t32_bump(1, 0, amount)
+    data = t32_bump(1, 0, amount)
     uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
     uc.mem_map(at, 0x1000)
     uc.mem_map(counter, 0x1000)
@@ -258,14 +258,14 @@ def _slot_cases(address: int, shift: int, slot_bits: int, depth: int, table: int
 @pytest.mark.parametrize("hit_last", [False, True])
 def test_filter_test_with_the_counter_after_the_slots(slot_bits: int, start: int, pic: bool, done_past: int,
                                                       depth: int, hit_last: bool) -> None:
-    """The T32 repeat test whose counter follows its slot table (repeat_filter._t32_filter_test) and the
-    code after it for a new key (repeat_filter._t32_filter_miss), under unicorn. A key the slot holds
+    """The T32 repeat test whose counter follows its slot table (repeat_filter.t32_filter_test) and the
+    code after it for a new key (repeat_filter.t32_filter_miss), under unicorn. A key the slot holds
     (either of its two at depth 2) bumps the 64-bit counter (carry included) and leaves for
     ``done``, the slot's most recent key first after it; a new key falls through, the slot
     takes it (the older one moving down at depth 2), the counter untouched, and r2 = the key
     that left; the flags stay as they were either way. ``done`` ``done_past`` bytes past
     the test: far (every hit through the final B) or near (CBNZ's reach). ``hit_last``: the
-    test jumps to the hit's NEON counter (repeat_filter._neon_hit) at ``done`` instead, which runs
+    test jumps to the hit's NEON counter (repeat_filter.neon_hit) at ``done`` instead, which runs
     on to the end."""
     from unicorn.arm_const import (
         UC_ARM_REG_CPSR,
@@ -275,14 +275,14 @@ def test_filter_test_with_the_counter_after_the_slots(slot_bits: int, start: int
         UC_ARM_REG_R2,
     )
 
-    from rewriter.emit.repeat_filter import _neon_hit, _t32_filter_miss, _t32_filter_test
+    from rewriter.emit.repeat_filter import neon_hit, t32_filter_miss, t32_filter_test
 
     shift, at, table = 6, 0x10000, 0x20000
     near = 4 * depth * (1 << slot_bits) + 8  # the counter's second slot
     shape = (pic, shift, slot_bits, depth, near, hit_last)
-    done = at + len(_t32_filter_test(*shape, at, table, at + 0x800)) + done_past
-    data = _t32_filter_test(*shape, at, table, done) + _t32_filter_miss(slot_bits, depth, True)
-    after_hit = _neon_hit(near) if hit_last else b""
+    done = at + len(t32_filter_test(*shape, at, table, at + 0x800)) + done_past
+    data = t32_filter_test(*shape, at, table, done) + t32_filter_miss(slot_bits, depth, True)
+    after_hit = neon_hit(near) if hit_last else b""
     address = 0x12345678
     slot, key, other, cases = _slot_cases(address, shift, slot_bits, depth, table)
     for case, before in cases.items():
@@ -318,7 +318,7 @@ def test_filter_test_with_the_counter_after_the_slots(slot_bits: int, start: int
 @pytest.mark.parametrize("to_hit", [8, 12])
 def test_filter_test_of_a_shared_call_path(slot_bits: int, pic: bool, depth: int, to_hit: int) -> None:
     """The T32 repeat test of a record site whose call path is an island
-    (repeat_filter._t32_compact_test), then the island's slot update (repeat_filter._t32_filter_miss), under
+    (repeat_filter.t32_compact_test), then the island's slot update (repeat_filter.t32_filter_miss), under
     unicorn. A key the slot holds (either of its two at depth 2) goes to the hit
     ``to_hit`` bytes past the test (the hit's NEON counter runs there), the slot's most
     recent key first after it; a new key runs on past the test, and the island's first
@@ -326,12 +326,12 @@ def test_filter_test_of_a_shared_call_path(slot_bits: int, pic: bool, depth: int
     flags stay as they were either way."""
     from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_PC, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2
 
-    from rewriter.emit.repeat_filter import _neon_hit, _t32_compact_test, _t32_filter_miss
+    from rewriter.emit.repeat_filter import neon_hit, t32_compact_test, t32_filter_miss
 
     shift, at, table, island = 6, 0x10000, 0x20000, 0x30000
     near = 4 * depth * (1 << slot_bits) + 8
-    test = _t32_compact_test(pic, shift, slot_bits, depth, to_hit, at, table)
-    miss, bump = _t32_filter_miss(slot_bits, depth, True), _neon_hit(near)
+    test = t32_compact_test(pic, shift, slot_bits, depth, to_hit, at, table)
+    miss, bump = t32_filter_miss(slot_bits, depth, True), neon_hit(near)
     hit = at + len(test) + to_hit
     address = 0x12345678
     slot, key, other, cases = _slot_cases(address, shift, slot_bits, depth, table)

@@ -11,7 +11,7 @@ from functools import cache
 from ..arch import arm_encode as enc
 from .code import Code
 from .isa import IP, LR, T32
-from .repeat_filter import _t32_filter_miss
+from .repeat_filter import t32_filter_miss
 
 APPEND_PAIR = 21  # d21 holds the site id and the way back during a shared record append
 FILTERED_APPEND = "filtered-append"
@@ -71,7 +71,7 @@ def emit_filtered_append(code: Code, routine: tuple, label: Hashable) -> None:
     """The island of ``_filtered_append``'s routine: what a filtered record site does when
     its test found a new key (T32, Linux).
 
-    Entered by BL with _t32_filter_miss's registers, r1 = the key, ip and lr parked in
+    Entered by BL with t32_filter_miss's registers, r1 = the key, ip and lr parked in
     d18 (or dead), lr = the site id's word (with the Thumb bit). The slot takes the key
     (r2 = the key that left), the record (site id, key[, left]) is appended
     (emit_append_routine's body), ip and lr come back from d18, and the code goes on
@@ -81,7 +81,7 @@ def emit_filtered_append(code: Code, routine: tuple, label: Hashable) -> None:
     _, depth, slot_bits, left, words, in_exclusive, skip = routine
     code.align(4)
     code.label(label)
-    code.emit(_t32_filter_miss(slot_bits, depth, left))
+    code.emit(t32_filter_miss(slot_bits, depth, left))
     code.emit(enc.t32_ldr_neg(0, LR, 1) + enc.t32_add_imm(LR, LR, 4 + skip))
     _append_body(code, words, in_exclusive)
     code.emit(enc.t32_vmov_from_d(1, 0, APPEND_PAIR) + enc.t32_vmov_from_d(IP, LR, 18) + enc.t32_bx(0))

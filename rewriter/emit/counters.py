@@ -13,7 +13,7 @@ from .code import Code
 from .isa import IP, ISA, LR, PC, SP, T32, Scratch
 
 
-def _neon_add_one(value: int, ones: int, base: int, offset: int = 0) -> bytes:
+def neon_add_one(value: int, ones: int, base: int, offset: int = 0) -> bytes:
     """T32 64-bit counter at [base, #offset] += 1 in d``value`` (d``ones`` = -1): no flags, no branch."""
     return (enc.t32_vldr_d(value, base, offset) + enc.t32_vmov_all_ones(ones) + enc.t32_vsub_i64(value, value, ones)
             + enc.t32_vldr_d(value, base, offset, store=True))
@@ -24,13 +24,13 @@ def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, s
     """counter (64-bit, at a label) += amount, inline, registers and flags preserved.
 
     ``atomic`` (+1: firmware interrupt code, programs that start threads): each word is
-    added with LDREX/STREX (``_T32_ATOMIC_BUMP``; A32: the pair with LDREXD/STREXD,
-    ``_A32_ATOMIC_BUMP``), so a handler or thread that counts at the same time is not lost.
+    added with LDREX/STREX (``T32_ATOMIC_BUMP``; A32: the pair with LDREXD/STREXD,
+    ``A32_ATOMIC_BUMP``), so a handler or thread that counts at the same time is not lost.
 
     T32 with d16-d31 free adds 1 in a NEON register (``_neon_increment``; the address goes
     in a register of ``dead``, bit n for rn, else in r1, parked): no branch, so the block
     stays one translation block for QEMU, which ends one at every branch (decision 0003).
-    Without them T32 adds 1 with ADDW and carries with CBNZ (``_T32_BUMP``). Otherwise
+    Without them T32 adds 1 with ADDW and carries with CBNZ (``T32_BUMP``). Otherwise
     UMLAL adds a 64-bit product without touching the flags: lo:hi += amount * 1 (r3 =
     amount; the 1 is r3 itself when amount is 1, else ip).
     """
@@ -38,7 +38,7 @@ def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, s
         pairs = [(0, 1), (2, 3)]
         scratch.save(isa, code, pairs)
         isa.pc_address(code, 1, counter_label)
-        code.emit(_T32_ATOMIC_BUMP)
+        code.emit(T32_ATOMIC_BUMP)
         scratch.restore(isa, code, pairs)
         return
     if isa.thumb and amount == 1 and scratch.vfp:
@@ -47,20 +47,20 @@ def emit_increment(isa: ISA, code: Code, counter_label: Hashable, amount: int, s
     if isa.thumb and amount == 1:
         scratch.save(isa, code, [(0, 1)])
         isa.pc_address(code, 1, counter_label)
-        code.emit(_T32_BUMP)
+        code.emit(T32_BUMP)
         scratch.restore(isa, code, [(0, 1)])
         return
     if not isa.thumb and amount == 1 and atomic:
         scratch.save(isa, code, [(0, 1), (2, 3)])
         isa.pc_address(code, 2, counter_label)
-        code.emit(_A32_ATOMIC_BUMP)
+        code.emit(A32_ATOMIC_BUMP)
         scratch.restore(isa, code, [(0, 1), (2, 3)])
         return
     one = 3 if amount == 1 else IP
     pairs = [(0, 1), (2, 3)] + ([(IP, LR)] if one == IP else [])
     scratch.save(isa, code, pairs)
     isa.pc_address(code, 2, counter_label)
-    code.emit(_increment_tail(isa.thumb, amount, one))
+    code.emit(increment_tail(isa.thumb, amount, one))
     scratch.restore(isa, code, pairs)
 
 
@@ -83,7 +83,7 @@ ONES = 24
 
 def emit_sum_reset(code: Code, registers: Iterable[int]) -> None:
     """Each of ``registers`` = 0: a procedure's running sums start (T32); with hit counts
-    among them, d24 = -1 for their adds (``_register_hit``)."""
+    among them, d24 = -1 for their adds (``register_hit``)."""
     code.emit(_zeroes(tuple(sorted(registers))))
 
 
@@ -120,7 +120,7 @@ def emit_sum_add(code: Code, weight: int) -> None:
 
 
 @cache
-def _register_hit(register: int) -> bytes:
+def register_hit(register: int) -> bytes:
     """d``register`` += 1: a filter's hit counted in its procedure's sum, one instruction
     (d24 = -1 since the sums' reset)."""
     return enc.t32_vsub_i64(register, register, ONES)
@@ -174,7 +174,7 @@ def free_register(dead: int) -> int | None:
 @cache
 def _neon_increment(base: int) -> bytes:
     """The counter at [r``base``] += 1 in d17 (d18 = -1): a 64-bit add with no flags and no branch."""
-    return _neon_add_one(17, 18, base)
+    return neon_add_one(17, 18, base)
 
 
 def _with_address_at(isa: ISA, code: Code, label: Hashable, body: Callable[[int], bytes], dead: int) -> None:
@@ -200,7 +200,7 @@ def _with_base(code: Code, dead: int, emit: Callable[[int], None]) -> None:
 
 
 @cache
-def _t32_bump(base: int, offset: int, amount: int, no_carry_to: int | None = None) -> bytes:
+def t32_bump(base: int, offset: int, amount: int, no_carry_to: int | None = None) -> bytes:
     """T32 64-bit counter at [base, #offset] += ``amount`` (1..4095), no flags touched.
 
     +1 uses r0 only: the low word is bumped and only when it wraps to zero (CBNZ falls
@@ -212,7 +212,7 @@ def _t32_bump(base: int, offset: int, amount: int, no_carry_to: int | None = Non
     from the start of these bytes, forward and within CBZ's reach) when the caller's next
     step there is a branch: one translation block fewer on the path taken almost always.
     """
-    low = _t32_bump_low(base, offset, amount)
+    low = t32_bump_low(base, offset, amount)
     carried = amount != 1
     high = enc.t32_ldr_word(0, base, offset + 4) + enc.t32_add_imm(0, 0, 1) + enc.t32_str_word(0, base, offset + 4)
     # No carry: past the high word's update (the branch reads PC as its own address + 4).
@@ -221,8 +221,8 @@ def _t32_bump(base: int, offset: int, amount: int, no_carry_to: int | None = Non
     return low + skip + high
 
 
-def _t32_bump_low(base: int, offset: int, amount: int) -> bytes:
-    """The low word's part of :func:`_t32_bump`: r0 = 0 exactly when there is no carry
+def t32_bump_low(base: int, offset: int, amount: int) -> bytes:
+    """The low word's part of :func:`t32_bump`: r0 = 0 exactly when there is no carry
     (+1: the new low word; more: the carry bit itself)."""
     if amount == 1:
         return enc.t32_ldr_word(0, base, offset) + enc.t32_add_imm(0, 0, 1) + enc.t32_str_word(0, base, offset)
@@ -230,7 +230,7 @@ def _t32_bump_low(base: int, offset: int, amount: int) -> bytes:
             + enc.t32_bic_reg(0, 0, 2) + enc.t32_lsr_imm(0, 0, 31))
 
 
-_T32_BUMP = _t32_bump(1, 0, 1)  # counter at [r1] += 1
+T32_BUMP = t32_bump(1, 0, 1)  # counter at [r1] += 1
 
 
 def _t32_exclusive_add_one(at: int) -> bytes:
@@ -252,7 +252,7 @@ def _t32_atomic_bump() -> bytes:
     return low + skip + enc.t32_add_imm(1, 1, 4) + high
 
 
-_T32_ATOMIC_BUMP = _t32_atomic_bump()  # counter at [r1] += 1, interrupt-safe
+T32_ATOMIC_BUMP = _t32_atomic_bump()  # counter at [r1] += 1, interrupt-safe
 
 
 def _a32_atomic_bump() -> bytes:
@@ -267,11 +267,11 @@ def _a32_atomic_bump() -> bytes:
     return b"".join(out) + enc.a32_b(4 * len(out), 0)
 
 
-_A32_ATOMIC_BUMP = _a32_atomic_bump()  # counter at [r2] += 1, thread-safe
+A32_ATOMIC_BUMP = _a32_atomic_bump()  # counter at [r2] += 1, thread-safe
 
 
 @cache
-def _increment_tail(thumb: bool, amount: int, one: int) -> bytes:
+def increment_tail(thumb: bool, amount: int, one: int) -> bytes:
     """r3 = amount (and ip = 1), then the 64-bit add at [r2]: the same bytes at every site."""
     parts = []
     movw = enc.t32_movw if thumb else enc.a32_movw

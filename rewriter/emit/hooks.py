@@ -21,16 +21,16 @@ from ..errors import AnvilError
 from ..ir.model import Access, Hook, Instruction
 from .appends import FILTERED_APPEND, RECORD_FLUSH, AppendRoutines, append_routine
 from .code import Code
-from .counters import _register_hit, _t32_bump
+from .counters import register_hit, t32_bump
 from .isa import IP, ISA, LR, PC, SP, T32, Scratch
 from .repeat_filter import (
     FilterEnd,
-    _filter_test,
-    _neon_hit,
-    _t32_compact_test,
-    _t32_filter_miss,
-    _t32_filter_test,
-    _test_size,
+    filter_test,
+    filter_test_size,
+    neon_hit,
+    t32_compact_test,
+    t32_filter_miss,
+    t32_filter_test,
 )
 
 SAVED = [0, 1, 2, 3, 4, 5, IP, LR]
@@ -308,7 +308,7 @@ def _emit_shared_key(isa: ISA, code: Code, shared: SharedKey, found: tuple[Repea
               + enc.t32_lsr_imm(1, 1, flt.shift))
     isa.cbz(code, 1, shared.straddles, nonzero=True)
     isa.pc_address(code, 1, shared.counter)
-    code.emit(_t32_bump(1, 0, shared.repeats))
+    code.emit(t32_bump(1, 0, shared.repeats))
     unsave()
     isa.branch(code, shared.after)
     code.label(shared.straddles)
@@ -345,7 +345,7 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
     site ends, or None without a filter.
 
     Runs after r0-r3 are parked; flags untouched. r0 = key argument, then one fixup
-    holds the rest of the test (_filter_test); the call that follows runs only when
+    holds the rest of the test (filter_test); the call that follows runs only when
     the key was new, after the slot takes it (the key that left is then in r2 for a
     FILTER_LEFT argument: ``_filter_miss``).
 
@@ -368,17 +368,17 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
     if isa.thumb and near is not None and near + 4 < 4096 and not ctx.atomic_hits:
         hit = ("filter-hit", id(code), code.size) if ctx.scratch.vfp else None
         shape = (code.pic, flt.shift, flt.slot_bits, flt.depth, near, hit is not None)
-        code.later(_test_size(_t32_filter_test, shape, 2),
-                   lambda at, r: _t32_filter_test(*shape, at, r(memo), r(hit or done)))
-        code.emit(_t32_filter_miss(flt.slot_bits, flt.depth, left))
+        code.later(filter_test_size(t32_filter_test, shape, 2),
+                   lambda at, r: t32_filter_test(*shape, at, r(memo), r(hit or done)))
+        code.emit(t32_filter_miss(flt.slot_bits, flt.depth, left))
         if hit is None:
             return FilterEnd(done)
         bump = _hit_bump(found, ctx)
         assert bump is not None  # the counter is within reach here
         return FilterEnd(done, hit, bump)
     shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits, ctx.atomic_hits, flt.depth)
-    code.later(_test_size(_filter_test, shape, 3),
-               lambda at, r: _filter_test(*shape, at, r(memo), r(counter), r(done)))
+    code.later(filter_test_size(filter_test, shape, 3),
+               lambda at, r: filter_test(*shape, at, r(memo), r(counter), r(done)))
     # r3 = the slot: a new key takes it (the older key moves down at depth 2), and the call follows.
     if flt.depth == 2:
         isa.ldr(code, 2, 3, 4)
@@ -455,17 +455,17 @@ def _hit_bump(found: tuple[RepeatFilter, Hook], ctx: HookContext) -> bytes | Non
     index = _static_value(kinds[flt.count_by], call.args[flt.count_by], ctx)
     register = ctx.hit_registers.get((flt.counter, index))
     if register is not None:
-        return _register_hit(register)
+        return register_hit(register)
     if flt.counter_offset is None or flt.counter_offset + 8 * index + 4 >= 4096:
         return None
-    return _neon_hit(flt.counter_offset + 8 * index)
+    return neon_hit(flt.counter_offset + 8 * index)
 
 
 def _emit_filtered_record(code: Code, hook: Hook, found: tuple[RepeatFilter, Hook], ctx: HookContext,
                           island: tuple, bump: bytes, dead: int) -> None:
     """A record site whose call path is shared code (``_filtered_append``), r0-r3 parked:
 
-        the filter's test (_t32_compact_test); a hit goes to ``hit``
+        the filter's test (t32_compact_test); a hit goes to ``hit``
         [vmov d18, ip, lr]     unless both are dead
         bl island              (this code page's copy)
         .word site id
@@ -482,7 +482,7 @@ def _emit_filtered_record(code: Code, hook: Hook, found: tuple[RepeatFilter, Hoo
     park = ctx.scratch.save_bytes(T32, late_pairs, 16 + FILTER_TEMPS.parked, dead)
     memo = ctx.counter_label(flt.memo, 0)
     shape = (code.pic, flt.shift, flt.slot_bits, flt.depth, len(park) + 8)
-    code.later(_test_size(_t32_compact_test, shape, 1), lambda at, r: _t32_compact_test(*shape, at, r(memo)))
+    code.later(filter_test_size(t32_compact_test, shape, 1), lambda at, r: t32_compact_test(*shape, at, r(memo)))
     code.emit(park)
     ctx.call_stubs.add(RECORD_FLUSH)  # the island's append calls it
     ctx.appends.call(code, island)

@@ -11,13 +11,13 @@ from functools import cache
 
 from ..arch import arm_encode as enc
 from .counters import (
-    _A32_ATOMIC_BUMP,
-    _T32_ATOMIC_BUMP,
-    _T32_BUMP,
-    _increment_tail,
-    _neon_add_one,
-    _t32_bump,
-    _t32_bump_low,
+    A32_ATOMIC_BUMP,
+    T32_ATOMIC_BUMP,
+    T32_BUMP,
+    increment_tail,
+    neon_add_one,
+    t32_bump,
+    t32_bump_low,
 )
 from .isa import PC
 
@@ -34,14 +34,14 @@ class FilterEnd:
 
 
 @cache
-def _test_size(test: Callable[..., bytes], shape: tuple, labels: int) -> int:
+def filter_test_size(test: Callable[..., bytes], shape: tuple, labels: int) -> int:
     """How long ``test(*shape, at, *addresses of its labels)`` is: the same wherever it lands."""
     return len(test(*shape, 0, *[0x1000] * labels))
 
 
 @cache
-def _t32_filter_miss(slot_bits: int, depth: int, left: bool) -> bytes:
-    """After the fast T32 test (_t32_filter_test) found a new key: the slot takes it; r2 = the
+def t32_filter_miss(slot_bits: int, depth: int, left: bool) -> bytes:
+    """After the fast T32 test (t32_filter_test) found a new key: the slot takes it; r2 = the
     key that left when the call takes it (``left``, always at depth 2).
 
     Depth 1: r0 = old - key, r2 = the slot index, r3 = the table. Depth 2: r2 = the slot.
@@ -89,7 +89,7 @@ def _t32_filter_key(shift: int) -> bytes:
     return enc.t32_lsr_imm(1, 0, shift) + enc.t32_orr_imm(1, 1, 0x80000000)
 
 
-def _t32_filter_test(pic: bool, shift: int, slot_bits: int, depth: int, near: int, hit_last: bool, at: int,
+def t32_filter_test(pic: bool, shift: int, slot_bits: int, depth: int, near: int, hit_last: bool, at: int,
                      memo: int, done: int) -> bytes:
     """T32 test at ``at`` when the counter lies ``near`` bytes past the slot table (api.RepeatFilter
     .counter_offset): r1 = key; r3 = the table; r2 = slot index; r0 = slot - key; if r0 != 0
@@ -99,9 +99,9 @@ def _t32_filter_test(pic: bool, shift: int, slot_bits: int, depth: int, near: in
 
     Depth 2 (slots of two words, the most recent key first): on to r2 = the slot; if its
     older key is r1, the two swap, the counter counts and the code goes to ``done``; else
-    to the end of these bytes, the call path (_t32_filter_miss).
+    to the end of these bytes, the call path (t32_filter_miss).
 
-    ``hit_last``: ``done`` is the hit path's counter (_neon_hit), which the caller puts after
+    ``hit_last``: ``done`` is the hit path's counter (neon_hit), which the caller puts after
     the call path; a hit goes there (CBZ when it reaches, else CBNZ over a B.W) with r3 =
     the table, the counter untouched.
     """
@@ -141,17 +141,17 @@ def _t32_filter_body_hit_last(shift: int, slot_bits: int, depth: int, to_hit: in
 
 
 @cache
-def _neon_hit(near: int) -> bytes:
+def neon_hit(near: int) -> bytes:
     """The 64-bit counter at [r3, #near] += 1 in d23 and d24 (r0 when VLDR cannot reach it): a
     filter's hit, with r0-r3 and d16-d18 still the site's."""
     if near <= 1020 and near % 4 == 0:
-        return _neon_add_one(23, 24, 3, near)
-    return enc.t32_add_imm(0, 3, near) + _neon_add_one(23, 24, 0)
+        return neon_add_one(23, 24, 3, near)
+    return enc.t32_add_imm(0, 3, near) + neon_add_one(23, 24, 0)
 
 
 @cache
 def _t32_filter_body(shift: int, slot_bits: int, depth: int, near: int, to_done: int) -> bytes:
-    """What follows the key and the table's address in _t32_filter_test, with ``done``
+    """What follows the key and the table's address in t32_filter_test, with ``done``
     ``to_done`` bytes from its start: the same for the many sites whose call paths have one
     length (cached: the rewrite emits it at tens of thousands of sites)."""
     out = bytearray(_t32_slot_compare(shift, slot_bits, depth))
@@ -176,13 +176,13 @@ def _t32_hit(near: int, at: int, done: int) -> bytes:
     straight to ``done`` when the bump's CBNZ reaches it (the B is then taken only after a
     carry); same bytes otherwise."""
     to_done = done - at
-    reach = len(_t32_bump_low(3, near, 1)) + 4  # the bump's CBNZ's PC, from its start
+    reach = len(t32_bump_low(3, near, 1)) + 4  # the bump's CBNZ's PC, from its start
     within = to_done % 2 == 0 and reach <= to_done <= reach + 126
-    bump = _t32_bump(3, near, 1, to_done if within else None)
+    bump = t32_bump(3, near, 1, to_done if within else None)
     return bump + enc.t32_b(at + len(bump), done)
 
 
-def _filter_test(thumb: bool, pic: bool, shift: int, slot_bits: int, atomic: bool, depth: int, at: int,
+def filter_test(thumb: bool, pic: bool, shift: int, slot_bits: int, atomic: bool, depth: int, at: int,
                  memo: int, counter: int, done: int) -> bytes:
     """Bytes of the test at ``at``: r1 = key; r3 = the slot; r2 = its most recent key - key; if
     r2 != 0 go on (depth 1: to the end of these bytes, the call path); else counter += 1
@@ -203,10 +203,10 @@ def _filter_test(thumb: bool, pic: bool, shift: int, slot_bits: int, atomic: boo
 
     def hit() -> None:  # the key in r1 and the address in r0 are not needed past a hit
         if thumb:
-            out.extend(address(1, counter) + (_T32_ATOMIC_BUMP if atomic else _T32_BUMP))
+            out.extend(address(1, counter) + (T32_ATOMIC_BUMP if atomic else T32_BUMP))
             out.extend(enc.t32_b(at + len(out), done))
         else:
-            out.extend(address(2, counter) + (_A32_ATOMIC_BUMP if atomic else _increment_tail(thumb, 1, 3)))
+            out.extend(address(2, counter) + (A32_ATOMIC_BUMP if atomic else increment_tail(thumb, 1, 3)))
             out.extend(enc.a32_b(at + len(out), done))
 
     def branch_if_differs(branch_at: int) -> None:  # at ``branch_at``: if r2 != 0 go to the end so far
@@ -241,11 +241,11 @@ def _filter_test(thumb: bool, pic: bool, shift: int, slot_bits: int, atomic: boo
     return bytes(out)
 
 
-def _t32_compact_test(pic: bool, shift: int, slot_bits: int, depth: int, to_hit: int, at: int, memo: int) -> bytes:
+def t32_compact_test(pic: bool, shift: int, slot_bits: int, depth: int, to_hit: int, at: int, memo: int) -> bytes:
     """The filter's test at a site with a shared call path, at ``at``, its hit ``to_hit``
     bytes past these bytes. r1 = the key; r3 = the table; r0 = the slot's most recent key
     - r1: 0 is a hit. Depth 2: then r2 = the slot; the older key a hit too, swapped to
-    the front. A new key runs on past these bytes, with _t32_filter_miss's registers."""
+    the front. A new key runs on past these bytes, with t32_filter_miss's registers."""
     key = _t32_filter_key(shift)
     table = enc.t32_pc_address(3, at + len(key), memo) if pic else enc.t32_mov32(3, memo)
     return key + table + _t32_compact_body(shift, slot_bits, depth, to_hit)
@@ -253,7 +253,7 @@ def _t32_compact_test(pic: bool, shift: int, slot_bits: int, depth: int, to_hit:
 
 @cache
 def _t32_compact_body(shift: int, slot_bits: int, depth: int, to_hit: int) -> bytes:
-    """_t32_compact_test after the key and the table's address."""
+    """t32_compact_test after the key and the table's address."""
     head = _t32_slot_compare(shift, slot_bits, depth)
     rest = b""
     if depth == 2:
