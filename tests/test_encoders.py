@@ -250,6 +250,18 @@ def _slot_cases(address: int, shift: int, slot_bits: int, depth: int, table: int
     return slot, key, other, cases
 
 
+def _primed(uc, slot: int, keys: list[int], counter_at: int, counter: int, address: int) -> int:
+    """Set a repeat test up in ``uc``: the slot holds ``keys``, the 64-bit hit counter at
+    ``counter_at`` holds ``counter``, r0 = ``address``, N and V set; returns the CPSR."""
+    from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_R0
+
+    uc.mem_write(slot, b"".join(k.to_bytes(4, "little") for k in keys))
+    uc.mem_write(counter_at, counter.to_bytes(8, "little"))
+    uc.reg_write(UC_ARM_REG_R0, address)
+    uc.reg_write(UC_ARM_REG_CPSR, (uc.reg_read(UC_ARM_REG_CPSR) & 0x0FFFFFFF) | 0x90000000)
+    return uc.reg_read(UC_ARM_REG_CPSR)
+
+
 @pytest.mark.parametrize("depth", [1, 2])
 @pytest.mark.parametrize("done_past", [0x800, 24])
 @pytest.mark.parametrize("pic", [False, True])
@@ -270,7 +282,6 @@ def test_filter_test_with_the_counter_after_the_slots(slot_bits: int, start: int
     from unicorn.arm_const import (
         UC_ARM_REG_CPSR,
         UC_ARM_REG_PC,
-        UC_ARM_REG_R0,
         UC_ARM_REG_R1,
         UC_ARM_REG_R2,
     )
@@ -291,11 +302,7 @@ def test_filter_test_with_the_counter_after_the_slots(slot_bits: int, start: int
         uc.mem_map(table, 0x1000)
         uc.mem_write(at, data)
         uc.mem_write(done, after_hit + b"\x00\xbf")  # (the hit's counter,) nop
-        uc.mem_write(slot, b"".join(k.to_bytes(4, "little") for k in before[:depth]))
-        uc.mem_write(table + near, start.to_bytes(8, "little"))
-        uc.reg_write(UC_ARM_REG_R0, address)
-        uc.reg_write(UC_ARM_REG_CPSR, (uc.reg_read(UC_ARM_REG_CPSR) & 0x0FFFFFFF) | 0x90000000)
-        flags = uc.reg_read(UC_ARM_REG_CPSR)
+        flags = _primed(uc, slot, before[:depth], table + near, start, address)
         end = at + len(data) if case == "new" else done + len(after_hit)
         uc.emu_start(at | 1, end, count=100)
         assert uc.reg_read(UC_ARM_REG_PC) == end, case
@@ -324,7 +331,7 @@ def test_filter_test_of_a_shared_call_path(slot_bits: int, pic: bool, depth: int
     recent key first after it; a new key runs on past the test, and the island's first
     part makes the slot take it and leaves r2 = the key that left, r1 = the key; the
     flags stay as they were either way."""
-    from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_PC, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2
+    from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_PC, UC_ARM_REG_R1, UC_ARM_REG_R2
 
     from rewriter.emit.repeat_filter import neon_hit, t32_compact_test, t32_filter_miss
 
@@ -341,11 +348,7 @@ def test_filter_test_of_a_shared_call_path(slot_bits: int, pic: bool, depth: int
             uc.mem_map(page, 0x1000)
         uc.mem_write(at, test + b"\x00\xde" * (to_hit // 2) + bump)  # udf where the call path goes
         uc.mem_write(island, miss)
-        uc.mem_write(slot, b"".join(k.to_bytes(4, "little") for k in before[:depth]))
-        uc.mem_write(table + near, (41).to_bytes(8, "little"))
-        uc.reg_write(UC_ARM_REG_R0, address)
-        uc.reg_write(UC_ARM_REG_CPSR, (uc.reg_read(UC_ARM_REG_CPSR) & 0x0FFFFFFF) | 0x90000000)
-        flags = uc.reg_read(UC_ARM_REG_CPSR)
+        flags = _primed(uc, slot, before[:depth], table + near, 41, address)
         end = at + len(test) if case == "new" else hit + len(bump)
         uc.emu_start(at | 1, end, count=100)
         assert uc.reg_read(UC_ARM_REG_PC) == end, case

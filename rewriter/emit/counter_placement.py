@@ -176,7 +176,7 @@ def fold_program(binary: Binary, array: str, counting: set[int]) -> bytes:
 
 def _place(binary: Binary, stops: set[int], sums: dict[str, str] | None,
            counted: list[tuple[Procedure, set[str]]], result: Derivations) -> None:
-    """place_counters' work on the procedures whose every block counts into ``arrays``."""
+    """place_counters' work on ``counted``: procedures and the arrays every block of theirs counts in."""
     entered = entries_from_elsewhere(binary)
     taken = binary.address_taken
 

@@ -63,6 +63,7 @@ from .relocate import (
     emit_veneer,
     emit_xlate_table,
     ins_label,
+    instruction_copies,
     relocate_instruction,
     relocate_procedure,
 )
@@ -330,9 +331,8 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     resolve = functools.partial(_resolve, code.labels, symbols, tool_name)
     if os.environ.get("ANVIL_ADDRESS_MAP"):  # debugging aid: relocated -> original addresses
         with open(os.environ["ANVIL_ADDRESS_MAP"], "w") as f:
-            for key, at in code.labels.items():
-                if isinstance(key, tuple) and key[0] == "ins":
-                    f.write(f"{at:x} {key[1]:x}\n")
+            for original, at in instruction_copies(code.labels).items():
+                f.write(f"{at:x} {original:x}\n")
 
     if placement is not None:
         code_bytes = code.finish(resolve)
@@ -477,6 +477,8 @@ def _fork_later_part(relocation: _Relocation, tool_name: str) -> LaterPart | Non
         return None
     split = halfway(weights)
     later = relocation.candidates[split:]
+    if not later:  # one procedure holds half the work: nothing to share
+        return None
 
     def emit_later() -> Code:
         code = relocation.new_code()

@@ -31,6 +31,7 @@ from typing import BinaryIO
 from ..errors import AnvilError
 from ..ir.fork_split import can_fork
 from .code import Code, Resolver
+from .relocate import ins_label, instruction_copies
 
 # Instructions below which one process relocates everything: forking and the label
 # exchange cost about a tenth of a second.
@@ -89,15 +90,14 @@ class LaterPart:
         at = code.base + code.size
         labels = code.labels
         for address, offset in offsets.items():
-            labels[("ins", address)] = at + offset
+            labels[ins_label(address)] = at + offset
         code.later(size, self._bytes)
         self.placed = True
 
     def finish(self, code: Code, symbols: dict[str, int]) -> None:
         """Send the child its part's address and the labels and symbols it refers to, so that it
         encodes its part while this process encodes the rest (``code`` is final: rebased)."""
-        copies = {key[1]: at for key, at in code.labels.items() if key.__class__ is tuple and key[0] == "ins"}
-        _send(self._to_child, (code.base + self._offset, copies, symbols))
+        _send(self._to_child, (code.base + self._offset, instruction_copies(code.labels), symbols))
 
     def _bytes(self, at: int, resolve: Resolver) -> bytes:
         """The fixup standing for the child's part: its bytes (message 3)."""
@@ -133,14 +133,13 @@ def _child(emit: Callable[[], Code], resolver_for: ResolverFor, out: BinaryIO, i
     except AnvilError:  # the parent finds out by itself, doing everything
         _send(out, None)
         return
-    offsets = {key[1]: at for key, at in code.labels.items() if key.__class__ is tuple and key[0] == "ins"}
-    _send(out, (code.size, code.alignment, offsets))
+    _send(out, (code.size, code.alignment, instruction_copies(code.labels)))
     request = _receive(inp)
     if request is None:  # the parent gave up (its own error): nothing to encode
         return
     base, copies, symbols = request
     code.rebase(base)
-    labels = {("ins", address): at for address, at in copies.items()}
+    labels = {ins_label(address): at for address, at in copies.items()}
     labels.update(code.labels)  # its own labels first
     try:
         _send(out, ("bytes", code.finish(resolver_for(labels, symbols))))

@@ -98,6 +98,11 @@ def ins_label(addr: int) -> tuple[str, int]:
     return ("ins", addr)
 
 
+def instruction_copies(labels: dict) -> dict[int, int]:
+    """Original instruction address -> its copy's address, from a code's ``labels``."""
+    return {key[1]: at for key, at in labels.items() if key.__class__ is tuple and key[0] == "ins"}
+
+
 def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> None:
     """Emit ``proc`` with its hooks into ``code``."""
     code.align(4)
