@@ -18,6 +18,7 @@ from typing import Any
 from .api import Options
 from .boards import BOARDS, DEFAULT_UART_BASE, Board, board, parse_icount, parse_region, parse_uart_base
 from .errors import AnvilError
+from .ir.fork_split import JOBS_VARIABLE, jobs_allowed, jobs_limit, parse_jobs
 
 QEMU_LIB_ROOT = "/usr/arm-linux-gnueabihf"
 
@@ -54,12 +55,14 @@ def cmd_instrument(args: argparse.Namespace) -> int:
                    ram_region=args.ram_region and parse_region(args.ram_region, "ram"), transport=args.transport,
                    uart_base=None if args.uart_base is None else parse_uart_base(args.uart_base),
                    return_addresses=args.return_addresses)
+    jobs = jobs_allowed() if args.jobs is None else parse_jobs(args.jobs, f"--jobs {args.jobs!r}")  # errors first
     _progress(args, f"loading {args.binary}")
     started = time.monotonic()
     binary = load_binary(args.binary)
     _progress(args, f"{len(binary.procedures)} procedures, {binary.instruction_count()} instructions; instrumenting")
     emitter = rehost if args.mode == "rehost" else inhost
-    report = emitter.instrument(binary, tool, opts, output)
+    with jobs_limit(jobs):
+        report = emitter.instrument(binary, tool, opts, output)
     report.rewrite_seconds = time.monotonic() - started  # loading and decoding included
     report_path = output + ".anvil.json"
     with open(report_path, "w") as f:
@@ -426,6 +429,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what calls leave in LR: the original return address (unwinders, C++ exceptions and "
                         "__builtin_return_address see original code; each return takes one more jump) or the "
                         "relocated one (faster); auto: original when the program throws C++ exceptions")
+    p.add_argument("-j", "--jobs", metavar="N",
+                   help="processes to rewrite with (default: 2 where two cores are usable, or "
+                        f"${JOBS_VARIABLE}); the output is the same whatever N is")
     p.add_argument("-v", "--verbose", action="store_true", help="progress messages")
     p.set_defaults(func=cmd_instrument)
 

@@ -1,8 +1,15 @@
 """Shared fixtures: repository root on sys.path so tests import tests.support and tests.oracles."""
 
+import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+# `pytest -n 2` keeps both cores busy with a worker each: a rewrite's second process
+# would only add the cost of its messages. The image is the same with one process as
+# with two (decision 0026); tests/test_later_part.py makes both and compares them.
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) >= 2:
+    os.environ.setdefault("ANVIL_JOBS", "1")

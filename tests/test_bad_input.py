@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -91,3 +92,13 @@ def test_reader_that_stops_early() -> None:
     errors = proc.stderr.read()
     assert proc.wait(timeout=120) == 141
     assert b"Traceback" not in errors and not errors.strip(), errors
+
+
+@pytest.mark.parametrize("jobs, env", [("0", {}), ("two", {}), (None, {"ANVIL_JOBS": "-1"})])
+def test_bad_number_of_processes(tmp_path: Path, jobs: str | None, env: dict[str, str]) -> None:
+    exe = build("sort", "O2-thumb-dyn")
+    out = tmp_path / "out"
+    given = ["--jobs", jobs] if jobs else []
+    proc = subprocess.run([ANVIL, "instrument", "--tool", "inscount", *given, str(exe), "-o", str(out)],
+                          capture_output=True, text=True, env={**os.environ, **env})
+    _assert_clean_failure(proc, out, "not a positive number of processes")

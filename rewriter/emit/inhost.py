@@ -39,11 +39,11 @@ from . import firmware
 from . import target_build as tb
 from .appends import emit_append_routine
 from .call_stubs import emit_call_stub
-from .code import Code
+from .code import Code, Resolver
 from .counter_placement import place_counters
 from .deferred import defer, dispatch_unit, ring_unit
 from .isa import Scratch
-from .later_part import MIN_INSTRUCTIONS, LaterPart
+from .later_part import MIN_INSTRUCTIONS, LaterPart, LocalPart
 from .patches import (
     PAGE,
     Patch,
@@ -247,7 +247,7 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     ``fold_sums``: the image folds what remains in those counters into the sums at its end
     (InHost); ReHost leaves that to the host, which has the block facts (decision 0025).
     """
-    children: list[LaterPart] = []  # a child relocating the later procedures, stopped whatever happens
+    children: list[LaterPart | LocalPart] = []  # a child relocating the later procedures, stopped whatever happens
     try:
         return _emit(binary, tool_name, units, library, output, started, opts, sums, fold_sums, children)
     finally:
@@ -257,7 +257,8 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
 
 def _emit(binary: Binary, tool_name: str, units: SiteUnit,
           library: Callable[[tb.Toolchain], tuple[list[Path], str]], output: str, started: float,
-          opts: Options, sums: dict[str, str] | None, fold_sums: bool, children: list[LaterPart]) -> Report:
+          opts: Options, sums: dict[str, str] | None, fold_sums: bool,
+          children: list[LaterPart | LocalPart]) -> Report:
     """emit(); a child it forks goes into ``children``."""
     placement = firmware.place(binary, opts.flash_region, opts.ram_region) if binary.is_firmware else None
     _add_runtime_hooks(binary)
@@ -285,14 +286,14 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     report.return_addresses = "original" if original_returns else "relocated"
     relocation = _relocation(binary, units, placement is None, original_returns, vfp)
     # Before the library's thread starts: a fork copies no other thread.
-    later = _fork_later_part(relocation, tool_name) if placement is None else None
+    later = _later_part(relocation, tool_name) if placement is None else None
     if later is not None:
         children.append(later)
     with _LibraryBuild(sources, site_source + derivations.source(), toolchain, base) as build:
         code, chosen = build.alongside(lambda: _relocate_code(relocation, report, later))
         objects, probe = build.result()
     relocated_addrs = relocation.relocated_addrs
-    if later is not None and later.placed:
+    if isinstance(later, LaterPart) and later.placed:
         report.relocation_processes = 2
     align = math.lcm(16, code.alignment)  # page-local append routines keep the code page aligned
     code.rebase((base + len(probe.text) + align - 1) // align * align)
@@ -469,9 +470,10 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
     return _Relocation(candidates, relocated_addrs, new_context, new_code, with_header)
 
 
-def _fork_later_part(relocation: _Relocation, tool_name: str) -> LaterPart | None:
-    """A child relocating the later half (by instructions) of a large program's candidates;
-    None for a small program or where forking is not possible."""
+def _later_part(relocation: _Relocation, tool_name: str) -> LaterPart | LocalPart | None:
+    """The later half (by instructions) of a large program's candidates, relocated by a
+    child where forking is possible and by this process otherwise, laid out alike either
+    way (later_part.py); None for a small program."""
     weights = [sum(len(b.instructions) for b in p.blocks) for p in relocation.candidates]
     if sum(weights) < MIN_INSTRUCTIONS:
         return None
@@ -485,14 +487,15 @@ def _fork_later_part(relocation: _Relocation, tool_name: str) -> LaterPart | Non
         _emit_code(code, later, relocation.new_context(), False)
         return code
 
-    part = LaterPart.fork(emit_later, lambda labels, symbols: functools.partial(_resolve, labels, symbols, tool_name))
-    if part is not None:
-        relocation.split = split
-    return part
+    def resolver_for(labels: dict, symbols: dict[str, int]) -> Resolver:
+        return functools.partial(_resolve, labels, symbols, tool_name)
+
+    relocation.split = split
+    return LaterPart.fork(emit_later, resolver_for) or LocalPart(emit_later, resolver_for)
 
 
 def _relocate_code(relocation: _Relocation, report: Report,
-                   later: LaterPart | None) -> tuple[Code, list[Procedure]]:
+                   later: LaterPart | LocalPart | None) -> tuple[Code, list[Procedure]]:
     """The code of the candidates that can be relocated (see _emit_code), and those.
 
     All are relocated at once first (the later ones by ``later``'s child, if given): a

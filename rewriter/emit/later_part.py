@@ -17,6 +17,10 @@ The parent places the part after its own code, aligned as the child's code requi
 fails to emit its part (an instruction it cannot relocate) makes the parent emit the
 whole program itself, as it would without a child; errors are those of doing so.
 A fork is made only where ir/fork_split.py allows it, before any other thread starts.
+
+Where it does not (one core, ``--jobs 1``), ``LocalPart`` emits the same later part in
+this process and lays it out and encodes it the same way, from the same labels: the
+image does not depend on how many processes made it (decision 0026).
 """
 
 from __future__ import annotations
@@ -44,15 +48,72 @@ class PartFailed(AnvilError):
     """The child could not emit its part: the parent emits everything itself."""
 
 
-class LaterPart:
+class _Part:
+    """The later procedures' code at the end of this process's code: where it goes, the
+    labels of its instruction copies there, and its bytes, encoded once the layout is final."""
+
+    placed: bool = False  # its part is in the parent's code (place)
+    _offset: int = 0
+
+    def place(self, code: Code) -> None:
+        """Reserve the part at the end of ``code`` (aligned as it needs) and label its
+        instructions there; raises an AnvilError (PartFailed) if there is no part to give."""
+        size, alignment, offsets = self._layout()
+        code.align(alignment)
+        self._offset = code.size
+        at = code.base + code.size
+        labels = code.labels
+        for address, offset in offsets.items():
+            labels[ins_label(address)] = at + offset
+        code.later(size, self._bytes)
+        self.placed = True
+
+    def _layout(self) -> tuple[int, int, dict[int, int]]:
+        """The part's size, alignment and the offsets of its instructions' copies."""
+        raise NotImplementedError
+
+    def _bytes(self, at: int, resolve: Resolver) -> bytes:
+        """The fixup standing for the part: its bytes."""
+        raise NotImplementedError
+
+    def _request(self, code: Code, symbols: dict[str, int]) -> tuple[int, dict[int, int], dict[str, int]]:
+        """What encoding the part needs from this process's final ``code``: the part's address,
+        the addresses of every instruction copy and the library's symbols."""
+        return code.base + self._offset, instruction_copies(code.labels), symbols
+
+
+class LocalPart(_Part):
+    """The later procedures emitted and encoded by this process, as LaterPart's child does."""
+
+    def __init__(self, emit: Callable[[], Code], resolver_for: ResolverFor) -> None:
+        self._emit = emit
+        self._resolver_for = resolver_for
+        self._code: Code | None = None
+        self._encoding: tuple[int, dict[int, int], dict[str, int]] | None = None
+
+    def _layout(self) -> tuple[int, int, dict[int, int]]:
+        self._code = self._emit()
+        return self._code.size, self._code.alignment, instruction_copies(self._code.labels)
+
+    def finish(self, code: Code, symbols: dict[str, int]) -> None:
+        """Keep what encoding the part needs (``code`` is final: rebased)."""
+        self._encoding = self._request(code, symbols)
+
+    def _bytes(self, at: int, resolve: Resolver) -> bytes:
+        assert self._code is not None and self._encoding is not None, "place and finish come first"
+        return encode_part(self._code, *self._encoding, self._resolver_for)
+
+    def close(self) -> None:
+        """Nothing runs elsewhere (LaterPart's interface)."""
+
+
+class LaterPart(_Part):
     """A forked child emitting the later procedures' code (module docstring); the parent's handle."""
 
     def __init__(self, pid: int, to_child: BinaryIO, from_child: BinaryIO) -> None:
         self._pid: int | None = pid
         self._to_child = to_child
         self._from_child = from_child
-        self._offset = 0
-        self.placed = False  # its part is in the parent's code (place)
 
     @classmethod
     def fork(cls, emit: Callable[[], Code], resolver_for: ResolverFor) -> LaterPart | None:
@@ -77,30 +138,19 @@ class LaterPart:
         os.close(down_read)
         return cls(pid, open(down_write, "wb"), open(up_read, "rb"))
 
-    def place(self, code: Code) -> None:
-        """Reserve the child's part at the end of ``code`` (aligned as it needs) and label its
-        instructions there; raises PartFailed if the child has no part to give."""
+    def _layout(self) -> tuple[int, int, dict[int, int]]:
         got = _receive(self._from_child)
         if got is None:
             self.close()
             raise PartFailed("the relocating child process emitted no code")
-        size, alignment, offsets = got
-        code.align(alignment)
-        self._offset = code.size
-        at = code.base + code.size
-        labels = code.labels
-        for address, offset in offsets.items():
-            labels[ins_label(address)] = at + offset
-        code.later(size, self._bytes)
-        self.placed = True
+        return got
 
     def finish(self, code: Code, symbols: dict[str, int]) -> None:
         """Send the child its part's address and the labels and symbols it refers to, so that it
         encodes its part while this process encodes the rest (``code`` is final: rebased)."""
-        _send(self._to_child, (code.base + self._offset, instruction_copies(code.labels), symbols))
+        _send(self._to_child, self._request(code, symbols))
 
     def _bytes(self, at: int, resolve: Resolver) -> bytes:
-        """The fixup standing for the child's part: its bytes (message 3)."""
         got = _receive(self._from_child)
         self.close()
         if got is None:
@@ -137,14 +187,20 @@ def _child(emit: Callable[[], Code], resolver_for: ResolverFor, out: BinaryIO, i
     request = _receive(inp)
     if request is None:  # the parent gave up (its own error): nothing to encode
         return
-    base, copies, symbols = request
+    try:
+        _send(out, ("bytes", encode_part(code, *request, resolver_for)))
+    except AnvilError as error:
+        _send(out, ("error", str(error)))
+
+
+def encode_part(code: Code, base: int, copies: dict[int, int], symbols: dict[str, int],
+                resolver_for: ResolverFor) -> bytes:
+    """The later part's bytes at ``base``: its own labels, then the other instruction copies'
+    addresses (``copies``) and the library's ``symbols``, are all it refers to."""
     code.rebase(base)
     labels = {ins_label(address): at for address, at in copies.items()}
     labels.update(code.labels)  # its own labels first
-    try:
-        _send(out, ("bytes", code.finish(resolver_for(labels, symbols))))
-    except AnvilError as error:
-        _send(out, ("error", str(error)))
+    return code.finish(resolver_for(labels, symbols))
 
 
 def _send(stream: BinaryIO, message: object) -> None:

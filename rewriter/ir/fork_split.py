@@ -14,13 +14,16 @@ so a lock one of them held would stay locked in the child), and enough work.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
+
+from ..errors import AnvilError
 
 X = TypeVar("X")
 Y = TypeVar("Y")
@@ -46,10 +49,48 @@ def split_map(work: Callable[[X], Y], items: Sequence[X], weight: Callable[[X], 
     return mine + (got if got is not None else [work(x) for x in theirs])
 
 
+#: Environment variable capping the processes a rewrite uses (``anvil instrument --jobs``).
+JOBS_VARIABLE = "ANVIL_JOBS"
+
+
+_jobs_given: list[int] = []  # innermost jobs_limit() last
+
+
+def jobs_allowed() -> int:
+    """The processes a rewrite may use: what the innermost ``jobs_limit`` says, else
+    ``ANVIL_JOBS`` if set (a positive integer), else no limit. Where the cores are busy
+    already (a parallel build, a test run with a worker per core) a second process only
+    adds the cost of its messages; the output is the same whatever it is."""
+    if _jobs_given:
+        return _jobs_given[-1]
+    text = os.environ.get(JOBS_VARIABLE, "")
+    return parse_jobs(text, f"{JOBS_VARIABLE}={text!r}") if text else sys.maxsize
+
+
+def parse_jobs(text: str, what: str) -> int:
+    """A number of processes from the user; ``what`` names where it came from in the error."""
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise AnvilError(f"{what}: not a positive number of processes")
+    return int(text)
+
+
+@contextlib.contextmanager
+def jobs_limit(jobs: int | None) -> Iterator[None]:
+    """Within the block, rewrite with at most ``jobs`` processes (None: as before)."""
+    if jobs is None:
+        yield
+        return
+    _jobs_given.append(jobs)
+    try:
+        yield
+    finally:
+        _jobs_given.pop()
+
+
 def can_fork() -> bool:
     """Linux (where fork without exec is the usual way; other systems' libraries may not
-    survive it), two cores usable, and no other thread in this process."""
-    if not sys.platform.startswith("linux"):
+    survive it), two cores usable and two jobs allowed, and no other thread in this process."""
+    if not sys.platform.startswith("linux") or jobs_allowed() < 2:
         return False
     return len(os.sched_getaffinity(0)) >= 2 and threading.active_count() == 1
 
