@@ -13,3 +13,10 @@ if str(ROOT) not in sys.path:
 # with two (decision 0026); tests/test_later_part.py makes both and compares them.
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) >= 2:
     os.environ.setdefault("ANVIL_JOBS", "1")
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    """The longest tests first (tests/support/durations.py)."""
+    from tests.support.durations import order
+
+    order(items)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rewriter.cli import main as anvil_main
+from tests.support import image_cache
 
 LIB_ROOT = "/usr/arm-linux-gnueabihf"
 
@@ -52,8 +53,12 @@ def instrument(binary: Path, tool: str, tmp: Path, *extra: str, fmt: str = "json
     assert len(slot) == 4
     dest = tmp / slot / "prog"
     dest.parent.mkdir(parents=True, exist_ok=True)
-    status = anvil_main(["instrument", "--tool", tool, "--format", fmt, str(binary), "-o", str(dest), *extra])
-    assert status == 0, f"anvil instrument --tool {tool} failed with {status}"
+
+    def make() -> None:
+        status = anvil_main(["instrument", "--tool", tool, "--format", fmt, str(binary), "-o", str(dest), *extra])
+        assert status == 0, f"anvil instrument --tool {tool} failed with {status}"
+
+    image_cache.image(binary.read_bytes(), ["cli", tool, fmt, *extra], dest, make)
     return dest
 
 
@@ -69,7 +74,8 @@ def instrument_ir(binary_ir, tool: str, tmp: Path, mode: str = "inhost", slot: s
     dest.parent.mkdir(parents=True, exist_ok=True)
     tool_obj = TOOLS[tool]()
     opts = Options(values=tool_obj.parse_options(values), out=f"prog.{tool}.out", format="json")
-    emit(binary_ir, tool_obj, opts, str(dest))
+    request = ["api", tool, mode, *(f"{k}={v}" for k, v in sorted(values.items()))]
+    image_cache.image(binary_ir.data, request, dest, lambda: emit(binary_ir, tool_obj, opts, str(dest)))
     return dest
 
 
