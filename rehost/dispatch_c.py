@@ -7,6 +7,7 @@ batch entry point ``anvil_dispatch`` runs without the GIL (ctypes releases it).
 
 from __future__ import annotations
 
+import _ctypes
 import ctypes
 import os
 import shutil
@@ -50,6 +51,7 @@ class CDispatcher:
         private = os.path.join(self._tmp, "analysis.so")
         shutil.copyfile(library, private)
         self.lib = ctypes.CDLL(private, mode=ctypes.RTLD_LOCAL)
+        self._loaded = True
         self._keep: list[object] = []  # buffers the library points into
         self._strings: dict[str, ctypes.Array] = {}
         self.routines = []
@@ -165,4 +167,12 @@ class CDispatcher:
         return results
 
     def close(self) -> None:
+        """End the session: the library frees what it allocated on this process's heap,
+        and its private copy is unloaded (a server runs session after session)."""
+        if self._loaded:
+            end = getattr(self.lib, "anvil_end_session", None)  # a library built before it had none
+            if end is not None:
+                end()
+            _ctypes.dlclose(self.lib._handle)
+            self._loaded = False
         shutil.rmtree(self._tmp, ignore_errors=True)

@@ -156,6 +156,14 @@ static int cache_sim_prepare(const struct anvil_site *sites, uint32_t nsites, ui
     return 0;
 }
 
+/* The run form's release (anvil_rt.h): the session is over. */
+static void cache_sim_release(void)
+{
+    free(site_kind);
+    site_kind = 0;
+    nkinds = 0;
+}
+
 /* How run_records updates a set: held == 0 (nothing kept here, every record a miss),
  * row_hit, or shift_in. */
 enum update { DIRECT, VECTOR, SHIFT };
@@ -238,8 +246,8 @@ static size_t cache_sim_run(const struct anvil_site *sites, uint32_t nsites, uin
 }
 
 const struct anvil_run_form anvil_run_forms[] = {
-    {(anvil_routine)cache_sim, ANVIL_TWO_WORDS_TO(0, 2), cache_sim_prepare, cache_sim_run},
-    {0, 0, 0, 0},
+    {(anvil_routine)cache_sim, ANVIL_TWO_WORDS_TO(0, 2), cache_sim_prepare, cache_sim_run, cache_sim_release},
+    {0, 0, 0, 0, 0},
 };
 #endif
 

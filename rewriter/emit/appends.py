@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from functools import cache
+from typing import NamedTuple
 
 from ..arch import arm_encode as enc
 from .code import Code
@@ -14,7 +15,32 @@ from .isa import IP, LR, T32
 from .repeat_filter import t32_filter_miss
 
 APPEND_PAIR = 21  # d21 holds the site id and the way back during a shared record append
+APPEND = "append"
 FILTERED_APPEND = "filtered-append"
+
+
+class AppendRoutine(NamedTuple):
+    """A shared record append (emit_append_routine); also its label."""
+
+    kind: str  # APPEND
+    words: int  # the record's words, site id included
+    in_exclusive: bool  # called inside the program's LDREX/STREX window
+
+
+class FilteredAppend(NamedTuple):
+    """A filtered record site's shared miss path (emit_filtered_append); also its label."""
+
+    kind: str  # FILTERED_APPEND
+    depth: int  # the repeat filter's ways
+    slot_bits: int  # log2 of its slots
+    left: bool  # the record carries the key that left the slot
+    words: int  # the record's words, site id included
+    in_exclusive: bool  # called inside the program's LDREX/STREX window
+    skip: int  # bytes of the site's hit counter, after the site id's word
+
+
+#: The routines record sites call (labels in the code: the tuples sort by kind first).
+Routine = AppendRoutine | FilteredAppend
 
 
 RECORD_STATE = "anvil_rh_state"  # communicator: {next free word, flush limit, writers} (runtime_stubs/arm/anvil_comm.c)
@@ -43,10 +69,10 @@ class AppendRoutines:
     """
 
     def __init__(self) -> None:
-        self.routines: set[tuple[str, int, bool]] = set()  # the image's copies, emitted after the code
-        self.wanted: dict[int, set[tuple[str, int, bool]]] = {}  # page -> routines its sites call
+        self.routines: set[Routine] = set()  # the image's copies, emitted after the code
+        self.wanted: dict[int, set[Routine]] = {}  # page -> routines its sites call
 
-    def call(self, code: Code, routine: tuple[str, int, bool]) -> None:
+    def call(self, code: Code, routine: Routine) -> None:
         """BL to ``routine``: this page's copy if one is placed, else the image's."""
         code.keep_aligned(PAGE)
         self.routines.add(routine)
@@ -67,7 +93,7 @@ class AppendRoutines:
                 emit_append_routine(code, routine, ("island", page, routine))
 
 
-def emit_filtered_append(code: Code, routine: tuple, label: Hashable) -> None:
+def emit_filtered_append(code: Code, routine: FilteredAppend, label: Hashable) -> None:
     """The island of ``_filtered_append``'s routine: what a filtered record site does when
     its test found a new key (T32, Linux).
 
@@ -87,12 +113,12 @@ def emit_filtered_append(code: Code, routine: tuple, label: Hashable) -> None:
     code.emit(enc.t32_vmov_from_d(1, 0, APPEND_PAIR) + enc.t32_vmov_from_d(IP, LR, 18) + enc.t32_bx(0))
 
 
-def append_routine(words: int, in_exclusive: bool) -> tuple[str, int, bool]:
-    """The label of the shared routine appending a record of ``words`` words."""
-    return ("append", words, in_exclusive)
+def append_routine(words: int, in_exclusive: bool) -> AppendRoutine:
+    """The shared routine appending a record of ``words`` words."""
+    return AppendRoutine(APPEND, words, in_exclusive)
 
 
-def emit_append_routine(code: Code, routine: tuple[str, int, bool], label: Hashable | None = None) -> None:
+def emit_append_routine(code: Code, routine: Routine, label: Hashable | None = None) -> None:
     """The shared record append (T32, Linux) of ``append_routine(words, in_exclusive)``:
     r0 = site id, r1.. = the record's other words; clobbers r0, ip, lr and d21 (the site
     has parked r0-r3, ip and lr; d21 keeps the site id and the way back); flags untouched.
@@ -121,10 +147,10 @@ def emit_append_routine(code: Code, routine: tuple[str, int, bool], label: Hasha
     own return address in d19; nothing here sets them.
     """
 
-    if routine[0] == FILTERED_APPEND:
+    if isinstance(routine, FilteredAppend):
         emit_filtered_append(code, routine, routine if label is None else label)
         return
-    _, words, in_exclusive = routine
+    words, in_exclusive = routine.words, routine.in_exclusive
     code.align(4)
     code.label(routine if label is None else label)
     _append_body(code, words, in_exclusive)

@@ -19,7 +19,7 @@ from ..api import Arg, Prototype, RepeatFilter
 from ..arch import arm_encode as enc
 from ..errors import AnvilError
 from ..ir.model import Access, Hook, Instruction
-from .appends import FILTERED_APPEND, RECORD_FLUSH, AppendRoutines, append_routine
+from .appends import FILTERED_APPEND, RECORD_FLUSH, AppendRoutines, FilteredAppend, append_routine
 from .code import Code
 from .counters import register_hit, t32_bump
 from .isa import IP, ISA, LR, PC, SP, T32, Scratch
@@ -423,7 +423,7 @@ def _emit_record(isa: ISA, code: Code, hook: Hook, ctx: HookContext) -> None:
 
 
 def _filtered_append(isa: ISA, hook: Hook, found: tuple[RepeatFilter, Hook] | None,
-                     ctx: HookContext) -> tuple[tuple, bytes] | None:
+                     ctx: HookContext) -> tuple[FilteredAppend, bytes] | None:
     """The island routine (``emit_filtered_append``) that can run the call path of this
     record site and the bytes of the site's hit counter, or None when the site writes its
     own call path: the record must carry the filter's key argument, which the routine
@@ -442,8 +442,8 @@ def _filtered_append(isa: ISA, hook: Hook, found: tuple[RepeatFilter, Hook] | No
     left = Arg.FILTER_LEFT in kinds
     if dynamic != [flt.key_arg] + ([kinds.index(Arg.FILTER_LEFT)] if left else []):
         return None
-    island = (FILTERED_APPEND, flt.depth, flt.slot_bits, left, 1 + len(dynamic), hook.prototype.in_exclusive,
-              len(bump))
+    island = FilteredAppend(FILTERED_APPEND, flt.depth, flt.slot_bits, left, 1 + len(dynamic),
+                            hook.prototype.in_exclusive, len(bump))
     return island, bump
 
 
@@ -462,7 +462,7 @@ def _hit_bump(found: tuple[RepeatFilter, Hook], ctx: HookContext) -> bytes | Non
 
 
 def _emit_filtered_record(code: Code, hook: Hook, found: tuple[RepeatFilter, Hook], ctx: HookContext,
-                          island: tuple, bump: bytes, dead: int) -> None:
+                          island: FilteredAppend, bump: bytes, dead: int) -> None:
     """A record site whose call path is shared code (``_filtered_append``), r0-r3 parked:
 
         the filter's test (t32_compact_test); a hit goes to ``hit``

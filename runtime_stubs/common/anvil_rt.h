@@ -52,6 +52,9 @@ struct anvil_run_form {
      * form's sites then have their routine called per record. */
     int (*prepare)(const struct anvil_site *sites, uint32_t nsites, uint32_t shape);
     anvil_run run;
+    /* 0, or called by anvil_end_session before the session's copy of the library is
+     * unloaded: frees what `prepare` allocated (the heap outlives the library). */
+    void (*release)(void);
 };
 #else
 #pragma GCC visibility push(hidden)

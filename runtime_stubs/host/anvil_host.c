@@ -108,6 +108,16 @@ void anvil_prepare_sites(struct anvil_site *sites, uint32_t nsites)
     }
 }
 
+/* The session is over and its copy of the library is about to be unloaded: free what
+ * the library allocated on the process's heap (results not taken, the run forms' tables). */
+void anvil_end_session(void)
+{
+    anvil_free_outputs();
+    for (uint32_t f = 0; anvil_run_forms && anvil_run_forms[f].routine; f++)
+        if (anvil_run_forms[f].release)
+            anvil_run_forms[f].release();
+}
+
 /* The argument in position k of a call whose record words w[0] (and w[1]) go to
  * positions k0 (and k1; 4 for none): with constant k, k0 and k1 the selects fold away. */
 #define ARG(k, k0, k1) ((k) == (k0) ? (uint64_t)w[0] : (k) == (k1) ? (uint64_t)w[1] : s->args[k])
