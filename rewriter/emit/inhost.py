@@ -247,7 +247,7 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
     ``fold_sums``: the image folds what remains in those counters into the sums at its end
     (InHost); ReHost leaves that to the host, which has the block facts (decision 0025).
     """
-    children: list[LaterPart | LocalPart] = []  # a child relocating the later procedures, stopped whatever happens
+    children: list[LaterPart | LocalPart] = []  # the later part (a forked child is stopped whatever happens)
     try:
         return _emit(binary, tool_name, units, library, output, started, opts, sums, fold_sums, children)
     finally:
