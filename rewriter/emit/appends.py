@@ -104,12 +104,11 @@ def emit_filtered_append(code: Code, routine: FilteredAppend, label: Hashable) -
     past the word and the site's hit counter (``skip`` bytes). r0 and r1 (parked or dead
     at the site) hold the way back and the site id; flags untouched.
     """
-    _, depth, slot_bits, left, words, in_exclusive, skip = routine
     code.align(4)
     code.label(label)
-    code.emit(t32_filter_miss(slot_bits, depth, left))
-    code.emit(enc.t32_ldr_neg(0, LR, 1) + enc.t32_add_imm(LR, LR, 4 + skip))
-    _append_body(code, words, in_exclusive)
+    code.emit(t32_filter_miss(routine.slot_bits, routine.depth, routine.left))
+    code.emit(enc.t32_ldr_neg(0, LR, 1) + enc.t32_add_imm(LR, LR, 4 + routine.skip))
+    _append_body(code, routine.words, routine.in_exclusive)
     code.emit(enc.t32_vmov_from_d(1, 0, APPEND_PAIR) + enc.t32_vmov_from_d(IP, LR, 18) + enc.t32_bx(0))
 
 
@@ -150,10 +149,9 @@ def emit_append_routine(code: Code, routine: Routine, label: Hashable | None = N
     if isinstance(routine, FilteredAppend):
         emit_filtered_append(code, routine, routine if label is None else label)
         return
-    words, in_exclusive = routine.words, routine.in_exclusive
     code.align(4)
     code.label(routine if label is None else label)
-    _append_body(code, words, in_exclusive)
+    _append_body(code, routine.words, routine.in_exclusive)
     T32.from_d(code, 0, LR, APPEND_PAIR)
     code.emit(enc.t32_bx(LR))
 

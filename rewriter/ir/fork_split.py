@@ -75,11 +75,8 @@ def parse_jobs(text: str, what: str) -> int:
 
 
 @contextlib.contextmanager
-def jobs_limit(jobs: int | None) -> Iterator[None]:
-    """Within the block, rewrite with at most ``jobs`` processes (None: as before)."""
-    if jobs is None:
-        yield
-        return
+def jobs_limit(jobs: int) -> Iterator[None]:
+    """Within the block, rewrite with at most ``jobs`` processes."""
     _jobs_given.append(jobs)
     try:
         yield
