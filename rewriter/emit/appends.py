@@ -12,6 +12,7 @@ from typing import NamedTuple
 from ..arch import arm_encode as enc
 from .code import Code
 from .isa import IP, LR, T32
+from .page_layout import PAGE
 from .repeat_filter import t32_filter_miss
 
 APPEND_PAIR = 21  # d21 holds the site id and the way back during a shared record append
@@ -50,9 +51,6 @@ RECORD_WRITERS = 8  # offset in the state of the number of appends under way (Li
 
 
 RECORD_FLUSH = "anvil_rh_flush"
-
-
-PAGE = 4096
 
 
 class AppendRoutines:

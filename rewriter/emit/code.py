@@ -7,6 +7,7 @@ are encoded afterwards, once every label has an address.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Hashable
 
@@ -84,6 +85,21 @@ class Code:
         pad = (-self.here()) % n
         if pad:
             self.emit((filler * pad)[:pad])
+
+    def mark(self) -> tuple[int, int, int, int]:
+        """The state to come back to with ``rollback``."""
+        return len(self._chunks), self.size, len(self.labels), self._alignment
+
+    def rollback(self, mark: tuple[int, int, int, int]) -> None:
+        """Forget what was emitted, labelled and asked of the alignment since ``mark``.
+
+        Labels are only ever added (``label`` keeps the first address), and a dict keeps
+        insertion order: those since the mark are the last ones.
+        """
+        chunks, self.size, labels, self._alignment = mark
+        del self._chunks[chunks:]
+        for key in list(itertools.islice(reversed(self.labels), len(self.labels) - labels)):
+            del self.labels[key]
 
     def finish(self, resolve: Resolver) -> bytes:
         """Encode the fixups and return the finished bytes."""

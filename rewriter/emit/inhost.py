@@ -44,6 +44,7 @@ from .counter_placement import place_counters
 from .deferred import defer, dispatch_unit, ring_unit
 from .isa import Scratch
 from .later_part import MIN_INSTRUCTIONS, LaterPart, LocalPart
+from .page_layout import emit_inside_a_page
 from .patches import (
     PAGE,
     Patch,
@@ -464,6 +465,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             threads=binary.threaded and not binary.is_firmware,
             poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
             table_sizes=binary.table_sizes,
+            inside_pages=not binary.is_firmware,
         )
 
     new_code = functools.partial(Code, 0, pic=binary.is_pie, ge=binary.dsp)
@@ -549,7 +551,10 @@ def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with
         code.label("header")
         code.later(32, lambda at, r: b"")  # placeholder, replaced at HEADER_CHUNK
     for proc in chosen:
-        relocate_procedure(proc, code, ctx)
+        if ctx.inside_pages:
+            emit_inside_a_page(code, functools.partial(relocate_procedure, proc, code, ctx), ctx.saved)
+        else:
+            relocate_procedure(proc, code, ctx)
     for key, label in sorted(ctx.veneers.items(), key=lambda kv: kv[0]):
         emit_veneer(key, label, code)
     for routine in sorted(ctx.appends.routines):

@@ -91,6 +91,20 @@ class RelocationContext:
     # TBB/TBH address -> entries of its table, where a bounds check before it says
     # (Binary.table_sizes): such a switch is relocated with a table of its own.
     table_sizes: dict[int, int] = field(default_factory=dict)
+    # The start of every copy is kept inside a page (Linux programs under qemu-arm; page_layout.py).
+    inside_pages: bool = False
+
+    def saved(self) -> Callable[[], None]:
+        """A function putting back what emitting a procedure changes here, for emitting it
+        again elsewhere (page_layout). Stubs and veneers are named by what they reach, so
+        the second emission asks for the same ones."""
+        tables = len(self.xlate_tables)
+        wanted = {page: set(routines) for page, routines in self.appends.wanted.items()}
+
+        def restore() -> None:
+            del self.xlate_tables[tables:]
+            self.appends.wanted = wanted
+        return restore
 
 
 def ins_label(addr: int) -> tuple[str, int]:
