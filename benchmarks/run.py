@@ -152,7 +152,7 @@ def anvil_command() -> list[str]:
     found = shutil.which("anvil")
     if found is not None:
         return [found]
-    return [sys.executable, "-c", "import sys; from rewriter.cli import main; sys.exit(main())"]
+    return [sys.executable, "-c", "from rewriter.cli import console; console()"]
 
 
 def qemu_command(args: Sequence[str]) -> list[str]:
