@@ -107,14 +107,17 @@ class RelocationContext:
         return restore
 
 
+INSTRUCTION_COPY = "ins"  # the tag of ins_label's labels
+
+
 def ins_label(addr: int) -> tuple[str, int]:
     """The label of an original instruction's relocated copy (its hooks included)."""
-    return ("ins", addr)
+    return (INSTRUCTION_COPY, addr)
 
 
 def instruction_copies(labels: dict) -> dict[int, int]:
     """Original instruction address -> its copy's address, from a code's ``labels``."""
-    return {key[1]: at for key, at in labels.items() if key.__class__ is tuple and key[0] == "ins"}
+    return {key[1]: at for key, at in labels.items() if key.__class__ is tuple and key[0] == INSTRUCTION_COPY}
 
 
 def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> None:
