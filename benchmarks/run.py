@@ -24,12 +24,18 @@ cell.  ReHost programs run the same way through the bridge of ``anvil run``
 process with the C analysis; their time runs until the server's results are back.
 A failed rewrite gets ``FAILED: <first line of anvil's stderr>``.
 
+``--host-instructions`` adds what the wall clock of a shared machine cannot give: the
+host instructions qemu-arm executes for one run of the original and of each InHost tool
+(valgrind's count, steady from run to run), and each tool's as a multiple of the
+original's.
+
 Progress goes to stderr, the table (with a header line naming the date, qemu-arm
 version, CPU and the command) to stdout, ready to paste into README.md::
 
     python3 benchmarks/run.py                      # everything, median of 3 runs
     python3 benchmarks/run.py --runs 5 --only lua  # only the Lua interpreter
     python3 benchmarks/run.py --tools inscount --only static
+    python3 benchmarks/run.py --only bench.lua --tools inscount,cachesim --host-instructions
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import statistics
@@ -100,6 +107,7 @@ class ToolResult:
     times: list[float] = field(default_factory=list)
     mismatch: str | None = None
     run_failure: str | None = None
+    host_instructions: int | None = None  # --host-instructions: what qemu-arm executed (valgrind)
 
 
 @dataclass
@@ -112,6 +120,7 @@ class Row:
     times: list[float] = field(default_factory=list)
     run_failure: str | None = None
     tools: dict[str, ToolResult] = field(default_factory=dict)
+    host_instructions: int | None = None  # --host-instructions: the original's
 
 
 def progress(message: str) -> None:
@@ -240,6 +249,27 @@ def timed_run(run_dir: Path, args: Sequence[str]) -> tuple[float, int | None]:
     return time.perf_counter() - start, proc.returncode
 
 
+# Host instructions qemu-arm executes (``--host-instructions``): valgrind's count, steady
+# from run to run where wall-clock time on a shared machine is not. Self-modifying code
+# checks on: qemu writes the code it runs.
+VALGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--smc-check=all", "--cachegrind-out-file=/dev/null"]
+_I_REFS = re.compile(r"I\s+refs:\s+([0-9,]+)")
+
+
+def host_instructions(run_dir: Path, args: Sequence[str]) -> int | None:
+    """The host instructions qemu-arm executes running ``run_dir/prog`` (under valgrind, the
+    same way as timed_run otherwise); None if valgrind fails or says nothing."""
+    qemu = shutil.which("qemu-arm") or "qemu-arm"  # valgrind looks programs up in its own, emptied, PATH
+    cmd = ["env", "-i", *VALGRIND, qemu, *qemu_command(args)[3:]]
+    try:
+        proc = subprocess.run(cmd, cwd=run_dir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, timeout=RUN_TIMEOUT * 20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = _I_REFS.search(proc.stderr)
+    return int(found.group(1).replace(",", "")) if found else None
+
+
 def describe_difference(original: RunOutcome, instrumented: RunOutcome) -> str | None:
     """Say how an instrumented run's stdout or exit status differs from the original's, or None."""
     if instrumented.returncode is None:
@@ -281,8 +311,9 @@ def rewrite(tool: str, binary: Path, out: Path, result: ToolResult) -> None:
         result.failure = f"unreadable {report_path.name}: {exc}"
 
 
-def measure(workload: Workload, tools: Sequence[str], runs: int, work: Path) -> Row:
-    """Build, instrument and run one workload; return its row (failures recorded, never raised)."""
+def measure(workload: Workload, tools: Sequence[str], runs: int, work: Path, count_host: bool = False) -> Row:
+    """Build, instrument and run one workload; return its row (failures recorded, never raised).
+    ``count_host``: also count the host instructions of the original and the InHost tools."""
     row = Row(workload.name)
     progress(f"{workload.name}: building")
     try:
@@ -346,6 +377,12 @@ def measure(workload: Workload, tools: Sequence[str], runs: int, work: Path) -> 
             result.times.append(seconds)
             if status != original.returncode and result.mismatch is None:
                 result.mismatch = f"exit {status} instead of {original.returncode} in a timed run"
+    if count_host:
+        progress(f"{workload.name}: host instructions (valgrind)")
+        row.host_instructions = host_instructions(original_dir, workload.args)
+        for tool, run_dir in tool_dirs.items():
+            if tool_mode(tool)[1] == "inhost":  # a ReHost run is the bridge's, in this process
+                row.tools[tool].host_instructions = host_instructions(run_dir, workload.args)
     return row
 
 
@@ -354,13 +391,14 @@ def escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def tool_cells(row: Row, tool: str) -> list[str]:
-    """The four cells of one tool in one row: size ratio, rewrite s, throughput, slowdown."""
+def tool_cells(row: Row, tool: str, counted: bool = False) -> list[str]:
+    """The cells of one tool in one row: size ratio, rewrite s, throughput, slowdown, and with
+    ``counted`` (--host-instructions) the host instructions as a multiple of the original's."""
     result = row.tools.get(tool)
     if row.failure is not None or result is None:
-        return ["–"] * 4
+        return ["–"] * (5 if counted else 4)
     if result.failure is not None:
-        return [escape(f"FAILED: {result.failure}"), "–", "–", "–"]
+        return [escape(f"FAILED: {result.failure}")] + ["–"] * (4 if counted else 3)
     ratio = f"{result.output_size / row.size:.2f}×" if row.size else "–"
     rewrite_s = f"{result.rewrite_wall:.1f}"
     throughput = f"{result.instructions / result.rewrite_seconds:,.0f}" if result.rewrite_seconds > 0 else "–"
@@ -370,23 +408,31 @@ def tool_cells(row: Row, tool: str) -> list[str]:
         slowdown = "–"
     if result.mismatch is not None:
         slowdown = f"MISMATCH ({slowdown})" if slowdown != "–" else "MISMATCH"
-    return [ratio, rewrite_s, throughput, slowdown]
+    cells = [ratio, rewrite_s, throughput, slowdown]
+    if counted:
+        known = row.host_instructions and result.host_instructions
+        cells.append(f"{result.host_instructions / row.host_instructions:.2f}×" if known else "–")
+    return cells
 
 
 def table(rows: Sequence[Row], tools: Sequence[str]) -> list[str]:
     """The Markdown table, one line per element."""
-    header = ["workload", "size (B)", "orig run (s)"]
+    counted = any(row.host_instructions is not None for row in rows)
+    header = ["workload", "size (B)", "orig run (s)"] + (["orig host insn"] if counted else [])
     for tool in tools:
         header += [f"{tool} size ×", f"{tool} rewrite (s)", f"{tool} insn/s", f"{tool} slowdown"]
+        header += [f"{tool} host insn ×"] if counted else []
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
     for row in rows:
         if row.failure is not None:
-            cells = [escape(row.workload), escape(f"FAILED: {row.failure}"), "–"]
+            cells = [escape(row.workload), escape(f"FAILED: {row.failure}"), "–"] + (["–"] if counted else [])
         else:
             orig = f"{statistics.median(row.times):.3f}" if row.times else "–"
             cells = [escape(row.workload), f"{row.size:,}", orig]
+            if counted:
+                cells.append(f"{row.host_instructions:,}" if row.host_instructions else "–")
         for tool in tools:
-            cells += tool_cells(row, tool)
+            cells += tool_cells(row, tool, counted)
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -399,6 +445,11 @@ def notes(rows: Sequence[Row], tools: Sequence[str], runs: int) -> list[str]:
         "Rewrite (s) is the wall time of `anvil instrument`; insn/s = `instructions / rewrite_seconds` "
         "from its `.anvil.json` report (loading, decoding, rewriting and writing the ELF)."
     ]
+    if any(row.host_instructions is not None for row in rows):
+        lines.append(
+            "Host insn: the instructions qemu-arm executes on the host for one run (`" + " ".join(VALGRIND)
+            + "`, InHost tools only), and each tool's as a multiple of the original's: steady from run to run."
+        )
     short = [row.workload for row in rows if row.times and statistics.median(row.times) < SHORT_RUN_SECONDS]
     if short:
         lines.append(
@@ -508,6 +559,14 @@ def benchmark_parser(description: str, default_tools: Sequence[str], runs_of: st
     return parser
 
 
+def _parser() -> argparse.ArgumentParser:
+    parser = benchmark_parser(__doc__.splitlines()[0], DEFAULT_TOOLS, "program")
+    parser.add_argument("--host-instructions", action="store_true",
+                        help="also count the host instructions qemu-arm executes (valgrind; slow: "
+                             "about 30 s per run of bench.lua)")
+    return parser
+
+
 def checked_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse ``argv`` with a benchmark_parser; --tools becomes a list."""
     args = parser.parse_args(argv)
@@ -521,7 +580,10 @@ def checked_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) ->
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse the command line."""
-    return checked_args(benchmark_parser(__doc__.splitlines()[0], DEFAULT_TOOLS, "program"), argv)
+    args = checked_args(_parser(), argv)
+    if args.host_instructions and shutil.which("valgrind") is None:
+        _parser().error("--host-instructions needs valgrind (apt-get install valgrind)")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -542,7 +604,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for index, workload in enumerate(chosen):
             work = work_root / f"w{index:02d}"
             work.mkdir()
-            rows.append(measure(workload, args.tools, args.runs, work))
+            rows.append(measure(workload, args.tools, args.runs, work, args.host_instructions))
     finally:
         if REHOST is not None:
             REHOST.stop()
