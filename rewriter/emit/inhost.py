@@ -25,7 +25,7 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from elftools.elf.elffile import ELFFile
 
@@ -290,8 +290,12 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     later = _later_part(relocation, tool_name) if placement is None else None
     if later is not None:
         children.append(later)
+    # The jumps over the original code depend only on what is relocated: worked out while a
+    # child relocates the later part, for the candidates (all of them, unless one fails).
+    patching = _Meanwhile(functools.partial(_linux_patching, binary, relocation.candidates, report)) \
+        if placement is None else None
     with _LibraryBuild(sources, site_source + derivations.source(), toolchain, base) as build:
-        code, chosen = build.alongside(lambda: _relocate_code(relocation, report, later))
+        code, chosen = build.alongside(lambda: _relocate_code(relocation, report, later, patching))
         objects, probe = build.result()
     relocated_addrs = relocation.relocated_addrs
     if isinstance(later, LaterPart) and later.placed:
@@ -309,14 +313,9 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         lib = tb.link(objects, base, ram_at, toolchain, data_image)
         placement.check_flash(data_image + len(lib.data))
     else:
-        patches, not_patched = _linux_patches(binary, chosen, report)
-        tail = tail_location(binary, chosen, patches)
-        entries = {p.address for p in chosen}
-        for patch in place_trampolines(patches, tail):
-            if patch.address not in entries:
-                raise AnvilError(f"no room for a trampoline of the jump at {patch.address:#x} (a return site or "
-                                 "landing pad): use --return-addresses relocated")
-            not_patched.append(f"{patch.address:#x}")
+        assert patching is not None
+        patches, not_patched, tail = patching.result() if len(chosen) == len(relocation.candidates) \
+            else _linux_patching(binary, chosen, report)
         patch_words = [p.word for p in patches] if binary.is_pie else []
         code.align(4)
         code.label("patches")
@@ -400,6 +399,48 @@ def _original_returns(binary: Binary, opts: Options) -> bool:
             raise AnvilError("--return-addresses original is for Linux programs, not firmware images")
         return False
     return choice == "original" or (choice == "auto" and binary.unwinds)
+
+
+T = TypeVar("T")
+
+
+class _Meanwhile(Generic[T]):
+    """``work()``, run where the emitter would otherwise wait (``run``), its result or error
+    kept for when it is needed (``result``; run then if it was not)."""
+
+    def __init__(self, work: Callable[[], T]) -> None:
+        self._work = work
+        self._outcome: tuple[bool, object] | None = None
+
+    def run(self) -> None:
+        if self._outcome is None:
+            try:
+                self._outcome = (True, self._work())
+            except AnvilError as error:
+                self._outcome = (False, error)
+
+    def result(self) -> T:
+        self.run()
+        assert self._outcome is not None
+        done, value = self._outcome
+        if not done:
+            raise value
+        return value
+
+
+def _linux_patching(binary: Binary, chosen: list[Procedure],
+                    report: Report) -> tuple[list[Patch], list[str], Tail]:
+    """The jumps written over the original code when ``chosen`` are relocated, the entries
+    left without one, and the tail (loader stub, trampolines) they place."""
+    patches, not_patched = _linux_patches(binary, chosen, report)
+    tail = tail_location(binary, chosen, patches)
+    entries = {p.address for p in chosen}
+    for patch in place_trampolines(patches, tail):
+        if patch.address not in entries:
+            raise AnvilError(f"no room for a trampoline of the jump at {patch.address:#x} (a return site or "
+                             "landing pad): use --return-addresses relocated")
+        not_patched.append(f"{patch.address:#x}")
+    return patches, not_patched, tail
 
 
 def _linux_patches(binary: Binary, chosen: list[Procedure], report: Report) -> tuple[list[Patch], list[str]]:
@@ -496,8 +537,8 @@ def _later_part(relocation: _Relocation, tool_name: str) -> LaterPart | LocalPar
     return LaterPart.fork(emit_later, resolver_for) or LocalPart(emit_later, resolver_for)
 
 
-def _relocate_code(relocation: _Relocation, report: Report,
-                   later: LaterPart | LocalPart | None) -> tuple[Code, list[Procedure]]:
+def _relocate_code(relocation: _Relocation, report: Report, later: LaterPart | LocalPart | None,
+                   meanwhile: _Meanwhile | None = None) -> tuple[Code, list[Procedure]]:
     """The code of the candidates that can be relocated (see _emit_code), and those.
 
     All are relocated at once first (the later ones by ``later``'s child, if given): a
@@ -505,7 +546,8 @@ def _relocate_code(relocation: _Relocation, report: Report,
     rare, and finding those beforehand takes a trial relocation of every instruction that
     involves the PC. When that fails, or anything else does, the trial is made (_choose)
     and the code emitted again here without the procedures it refuses, which gives what
-    doing so from the start gives, errors included.
+    doing so from the start gives, errors included. ``meanwhile`` runs while the later part
+    is awaited.
     """
     candidates, new_context, with_header = relocation.candidates, relocation.new_context, relocation.with_header
     code = relocation.new_code()
@@ -514,6 +556,8 @@ def _relocate_code(relocation: _Relocation, report: Report,
             _emit_code(code, candidates, new_context(), with_header)
         else:
             _emit_code(code, candidates[:relocation.split], new_context(), with_header)
+            if meanwhile is not None:  # before waiting for the later part
+                meanwhile.run()
             later.place(code)
         return code, list(candidates)
     except AnvilError:  # Unsupported, or an error that the trial may avoid (it leaves procedures out)
@@ -564,8 +608,6 @@ def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with
     for proc, key in ctx.xlate_tables:
         emit_xlate_table(proc, key, code)
 
-
-T = TypeVar("T")
 
 
 class _LibraryBuild:
