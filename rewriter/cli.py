@@ -551,10 +551,10 @@ def main(argv: list[str] | None = None) -> int:
 def console() -> None:
     """The ``anvil`` command: main(); after ``instrument``, an exit that leaves freeing the IR
     to the kernel (nothing else is pending then: the output, its report and the analysis
-    build's thread are done)."""
+    build's thread are done), unless a profiler or tracer waits for the exit."""
     status = main()
-    if not _exit_at_once:
-        sys.exit(status)
+    if not _exit_at_once or sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(status)  # a profiler or coverage tool writes its data at exit
     try:
         sys.stdout.flush()
         sys.stderr.flush()
