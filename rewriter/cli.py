@@ -86,7 +86,7 @@ def cmd_instrument(args: argparse.Namespace) -> int:
 
 
 # Set once the image is written: what the process still holds is the IR, which the
-# interpreter would free object by object at exit (0.3 s of Lua's 6-7 s rewrite).
+# interpreter would free object by object at exit (about 0.1 s of Lua's rewrite).
 _exit_at_once = False
 
 

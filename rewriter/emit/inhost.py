@@ -410,22 +410,24 @@ class _Meanwhile(Generic[T]):
 
     def __init__(self, work: Callable[[], T]) -> None:
         self._work = work
-        self._outcome: tuple[bool, object] | None = None
+        self._ran = False
+        self._value: T | None = None
+        self._error: AnvilError | None = None
 
     def run(self) -> None:
-        if self._outcome is None:
+        if not self._ran:
+            self._ran = True
             try:
-                self._outcome = (True, self._work())
-            except AnvilError as error:
-                self._outcome = (False, error)
+                self._value = self._work()
+            except AnvilError as error:  # raised where the result is asked for, as it would be there
+                self._error = error
 
     def result(self) -> T:
         self.run()
-        assert self._outcome is not None
-        done, value = self._outcome
-        if not done:
-            raise value
-        return value
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
 
 
 def _linux_patching(binary: Binary, chosen: list[Procedure],
@@ -607,7 +609,6 @@ def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with
         emit_call_stub(code, name, ("sym", name), ctx.threads)
     for proc, key in ctx.xlate_tables:
         emit_xlate_table(proc, key, code)
-
 
 
 class _LibraryBuild:
