@@ -164,9 +164,12 @@ def anvil_command() -> list[str]:
     return [sys.executable, "-c", "from rewriter.cli import console; console()"]
 
 
-def qemu_command(args: Sequence[str]) -> list[str]:
-    """The command line that runs ``./prog`` with ``args`` under qemu-arm, environment emptied."""
-    return ["env", "-i", "qemu-arm", "-L", QEMU_SYSROOT, "-0", "prog", "./prog", *args]
+def qemu_command(args: Sequence[str], under: Sequence[str] = ()) -> list[str]:
+    """The command line that runs ``./prog`` with ``args`` under qemu-arm, environment emptied;
+    ``under``: a program that runs qemu-arm (valgrind), which is then named by its path (the
+    emptied environment has no PATH to find it by)."""
+    qemu = (shutil.which("qemu-arm") or "qemu-arm") if under else "qemu-arm"
+    return ["env", "-i", *under, qemu, "-L", QEMU_SYSROOT, "-0", "prog", "./prog", *args]
 
 
 def place(binary: Path, run_dir: Path) -> Path:
@@ -259,8 +262,7 @@ _I_REFS = re.compile(r"I\s+refs:\s+([0-9,]+)")
 def host_instructions(run_dir: Path, args: Sequence[str]) -> int | None:
     """The host instructions qemu-arm executes running ``run_dir/prog`` (under valgrind, the
     same way as timed_run otherwise); None if valgrind fails or says nothing."""
-    qemu = shutil.which("qemu-arm") or "qemu-arm"  # valgrind looks programs up in its own, emptied, PATH
-    cmd = ["env", "-i", *VALGRIND, qemu, *qemu_command(args)[3:]]
+    cmd = qemu_command(args, under=VALGRIND)
     try:
         proc = subprocess.run(cmd, cwd=run_dir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True, timeout=RUN_TIMEOUT * 20)
