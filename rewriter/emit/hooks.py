@@ -157,15 +157,27 @@ def _key_temps(ctx: HookContext) -> Temps:
 
 def _effective_address(isa: ISA, code: Code, dest: int, access: Access, ins: Instruction,
                        scratch: Scratch, temps: Temps = CALL_TEMPS) -> None:
+    address_into(isa, code, dest, access,
+                 lambda reg: _original_reg(isa, code, reg, dest, ins, scratch, temps.spare, temps.parked),
+                 lambda reg: _original_reg(isa, code, reg, temps.index, ins, scratch, temps.index_spare,
+                                           temps.parked),
+                 temps.immediate)
+
+
+def address_into(isa: ISA, code: Code, dest: int, access: Access, base_of: Callable[[int], int],
+                 index_of: Callable[[int], int], immediate: int) -> None:
+    """``dest`` = the address ``access`` reads or writes. ``base_of(reg)`` / ``index_of(reg)``
+    make the original value of the base / index register available and say where (the
+    base's may be ``dest``); ``immediate`` may be clobbered for a large displacement."""
     if access.base == PC and access.index is None:
         isa.pc_address(code, dest, access.disp)
         return
-    base = _original_reg(isa, code, access.base, dest, ins, scratch, temps.spare, temps.parked)
+    base = base_of(access.base)
     if access.index is not None:
-        index = _original_reg(isa, code, access.index, temps.index, ins, scratch, temps.index_spare, temps.parked)
+        index = index_of(access.index)
         isa.add_shifted(code, dest, base, index, access.shift_type, access.shift, access.subtract)
         base = dest
-    isa.add_imm(code, dest, base, access.disp, temps.immediate)
+    isa.add_imm(code, dest, base, access.disp, immediate)
 
 
 @dataclass(frozen=True)
@@ -193,7 +205,7 @@ def shared_key(isa: ISA, code: Code, hook: Hook, contexts: list[HookContext]) ->
     one instruction, in order), or None when they must stay separate sites: A32 (no
     CBNZ), no repeat filter, a register index or a literal, addresses not ascending,
     further apart than one key, or filter counters that differ between the accesses."""
-    found = _filter_of(hook)
+    found = filter_of(hook)
     accesses = [c.access for c in contexts]
     if not isa.thumb or found is None or len(accesses) < 2 or any(a is None for a in accesses):
         return None
@@ -204,7 +216,7 @@ def shared_key(isa: ISA, code: Code, hook: Hook, contexts: list[HookContext]) ->
     if any(b.disp <= a.disp for a, b in zip(accesses, accesses[1:])) or last.disp - first.disp >= 1 << flt.shift:
         return None
     kind, value = call.prototype.kinds[flt.count_by], call.args[flt.count_by]
-    indexes = {_static_value(kind, value, c) for c in contexts}
+    indexes = {static_value(kind, value, c) for c in contexts}
     if len(indexes) != 1:
         return None
     counter = contexts[0].counter_label(flt.counter, indexes.pop())
@@ -222,7 +234,7 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: Shared
     to the call. ``shared``: this is an instruction's first access, and the test for
     the others follows (SharedKey; the caller emits their sites and ``shared.after``).
     """
-    found = _filter_of(hook)
+    found = filter_of(hook)
     if ctx.scratch.vfp:
         first_pairs = VFP_PAIRS[:FILTER_TEMPS.parked] if found else VFP_PAIRS
         late_pairs = VFP_PAIRS[len(first_pairs):]
@@ -257,7 +269,7 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: Shared
     isa.push(code, SAVED)
     isa.mrs(code, FLAGS_REG)
     if ctx.mask_interrupts:  # FLAGS_REG's bit 0 (0 in APSR) keeps PRIMASK, for MSR PRIMASK to put back
-        code.emit(_MASK_INTERRUPTS)
+        code.emit(MASK_INTERRUPTS)
     isa.mov_reg(code, FRAME_REG, SP)
     isa.align_sp8(code, IP)
     done = _emit_filter(isa, code, found, ctx)
@@ -289,7 +301,7 @@ def _registers_read(hook: Hook) -> int:
 
 
 # Cortex-M: ip = PRIMASK; FLAGS_REG |= ip; CPSID i.
-_MASK_INTERRUPTS = (enc.t32_mrs_primask(IP) + enc.t32_logic_reg(enc.T32_ORR, FLAGS_REG, FLAGS_REG, IP)
+MASK_INTERRUPTS = (enc.t32_mrs_primask(IP) + enc.t32_logic_reg(enc.T32_ORR, FLAGS_REG, FLAGS_REG, IP)
                     + enc.t32_cpsid_i())
 
 
@@ -314,7 +326,7 @@ def _emit_shared_key(isa: ISA, code: Code, shared: SharedKey, found: tuple[Repea
     code.label(shared.straddles)
 
 
-def _filter_of(hook: Hook) -> tuple[RepeatFilter, Hook] | None:
+def filter_of(hook: Hook) -> tuple[RepeatFilter, Hook] | None:
     """The repeat filter guarding ``hook`` and the tool's call it belongs to, if any."""
     call = hook
     if isinstance(hook.prototype, RecordPrototype):
@@ -329,7 +341,7 @@ def _filter_of(hook: Hook) -> tuple[RepeatFilter, Hook] | None:
 def filter_hit_slots(hook: Hook, ins: Instruction) -> set[tuple[str, int]]:
     """The (counter array, index) pairs in which the hits of ``hook``'s repeat filter at
     ``ins`` are counted (none without a filter): its ``count_by`` argument at each access."""
-    found = _filter_of(hook)
+    found = filter_of(hook)
     if found is None:
         return set()
     flt, call = found
@@ -341,7 +353,7 @@ def filter_hit_slots(hook: Hook, ins: Instruction) -> set[tuple[str, int]]:
 
 def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
                  ctx: HookContext) -> FilterEnd | None:
-    """The inline repeat test (api.RepeatFilter) of ``found`` (``_filter_of``); returns where the
+    """The inline repeat test (api.RepeatFilter) of ``found`` (``filter_of``); returns where the
     site ends, or None without a filter.
 
     Runs after r0-r3 are parked; flags untouched. r0 = key argument, then one fixup
@@ -357,26 +369,46 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
         return None
     flt, call = found
     kinds, args = call.prototype.kinds, call.args
-    index = _static_value(kinds[flt.count_by], args[flt.count_by], ctx)
+    index = filter_counter_index(found, ctx)
+    _argument(isa, code, 0, kinds[flt.key_arg], args[flt.key_arg], ctx, _key_temps(ctx))
+    hit_bump = (lambda: _hit_bump(found, ctx)) if ctx.scratch.vfp else None
+    return filter_test_after_key(isa, code, flt, Arg.FILTER_LEFT in kinds, ctx.counter_label, index,
+                                 ctx.atomic_hits, hit_bump)
+
+
+def filter_counter_index(found: tuple[RepeatFilter, Hook], ctx: HookContext) -> int:
+    """Which element of the filter's counter array a hit at this site counts in (its
+    ``count_by`` argument here); an AnvilError when the array has no such element."""
+    flt, call = found
+    kinds, args = call.prototype.kinds, call.args
+    index = static_value(kinds[flt.count_by], args[flt.count_by], ctx)
     if not 0 <= index < flt.counts:
         raise AnvilError(f"{call.prototype.name}: counter index {index} is outside {flt.counter}[{flt.counts}]")
-    _argument(isa, code, 0, kinds[flt.key_arg], args[flt.key_arg], ctx, _key_temps(ctx))
-    memo, counter = ctx.counter_label(flt.memo, 0), ctx.counter_label(flt.counter, index)
+    return index
+
+
+def filter_test_after_key(isa: ISA, code: Code, flt: RepeatFilter, left: bool,
+                          counter_label: Callable[[str, int], Hashable], index: int, atomic: bool,
+                          hit_bump: Callable[[], bytes | None] | None = None) -> FilterEnd:
+    """The filter's test with its key argument in r0 (_emit_filter); ``left``: the call
+    takes the key that leaves the slot (in r2); ``index``: the hit counter's element;
+    ``atomic``: hits count with LDREX/STREX. ``hit_bump`` (with d16-d31 free): gives the
+    bytes of the hit's count when the hit path comes last."""
+    memo, counter = counter_label(flt.memo, 0), counter_label(flt.counter, index)
     done = ("filter-done", id(code), code.size)
     near = None if flt.counter_offset is None else flt.counter_offset + 8 * index
-    left = Arg.FILTER_LEFT in kinds
-    if isa.thumb and near is not None and near + 4 < 4096 and not ctx.atomic_hits:
-        hit = ("filter-hit", id(code), code.size) if ctx.scratch.vfp else None
+    if isa.thumb and near is not None and near + 4 < 4096 and not atomic:
+        hit = ("filter-hit", id(code), code.size) if hit_bump is not None else None
         shape = (code.pic, flt.shift, flt.slot_bits, flt.depth, near, hit is not None)
         code.later(filter_test_size(t32_filter_test, shape, 2),
                    lambda at, r: t32_filter_test(*shape, at, r(memo), r(hit or done)))
         code.emit(t32_filter_miss(flt.slot_bits, flt.depth, left))
-        if hit is None:
+        if hit_bump is None:
             return FilterEnd(done)
-        bump = _hit_bump(found, ctx)
+        bump = hit_bump()
         assert bump is not None  # the counter is within reach here
         return FilterEnd(done, hit, bump)
-    shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits, ctx.atomic_hits, flt.depth)
+    shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits, atomic, flt.depth)
     code.later(filter_test_size(filter_test, shape, 3),
                lambda at, r: filter_test(*shape, at, r(memo), r(counter), r(done)))
     # r3 = the slot: a new key takes it (the older key moves down at depth 2), and the call follows.
@@ -390,7 +422,7 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
     return FilterEnd(done)
 
 
-def _static_value(kind: Arg, value: object, ctx: HookContext) -> int:
+def static_value(kind: Arg, value: object, ctx: HookContext) -> int:
     """The value of a static argument at this site."""
     return _static_index(kind, value, ctx.block_insns, ctx.access)
 
@@ -452,7 +484,7 @@ def _hit_bump(found: tuple[RepeatFilter, Hook], ctx: HookContext) -> bytes | Non
     sums, else the counter beside the slot table), or None when neither applies."""
     flt, call = found
     kinds = call.prototype.kinds
-    index = _static_value(kinds[flt.count_by], call.args[flt.count_by], ctx)
+    index = static_value(kinds[flt.count_by], call.args[flt.count_by], ctx)
     register = ctx.hit_registers.get((flt.counter, index))
     if register is not None:
         return register_hit(register)
@@ -486,7 +518,7 @@ def _emit_filtered_record(code: Code, hook: Hook, found: tuple[RepeatFilter, Hoo
     code.emit(park)
     ctx.call_stubs.add(RECORD_FLUSH)  # the island's append calls it
     ctx.appends.call(code, island)
-    code.emit(_site_id(hook.args[0], ctx).to_bytes(4, "little"))
+    code.emit(site_id_of(hook.args[0], ctx).to_bytes(4, "little"))
     code.emit(bump)
 
 
@@ -522,7 +554,7 @@ def _argument(isa: ISA, code: Code, reg: int, kind: Arg, value: object, ctx: Hoo
         assert ctx.access is not None
         isa.mov32(code, reg, int(ctx.access.is_store))
     elif kind is Arg.SITE_ID:
-        isa.mov32(code, reg, _site_id(value, ctx))
+        isa.mov32(code, reg, site_id_of(value, ctx))
     elif kind is Arg.REG_VALUE:
         got = _original_reg(isa, code, int(value), reg, ctx.ins, ctx.scratch, temps.spare, temps.parked)
         if got != reg:
@@ -531,7 +563,7 @@ def _argument(isa: ISA, code: Code, reg: int, kind: Arg, value: object, ctx: Hoo
         raise AnvilError(f"argument kind {kind.name} is not supported yet")
 
 
-def _site_id(value: object, ctx: HookContext) -> int:
+def site_id_of(value: object, ctx: HookContext) -> int:
     """A record's site id (Arg.SITE_ID): the first access's, plus the access's index."""
     return int(value) + _access_index(ctx)
 

@@ -68,6 +68,7 @@ from .relocate import (
     relocate_instruction,
     relocate_procedure,
 )
+from .shared_calls import SharedCalls
 from .sites import SiteUnit
 
 REGION_OFFSET = 0x80000000
@@ -509,6 +510,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
             table_sizes=binary.table_sizes,
             inside_pages=not binary.is_firmware,
+            shared_calls=SharedCalls() if binary.is_firmware else None,
         )
 
     new_code = functools.partial(Code, 0, pic=binary.is_pie, ge=binary.dsp)
@@ -607,6 +609,8 @@ def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with
         emit_append_routine(code, routine)
     for name in sorted(ctx.call_stubs):
         emit_call_stub(code, name, ("sym", name), ctx.threads)
+    if ctx.shared_calls is not None:
+        ctx.shared_calls.emit_paths(code, ctx.function_label, ctx.string_label, ctx.counter_label)
     for proc, key in ctx.xlate_tables:
         emit_xlate_table(proc, key, code)
 

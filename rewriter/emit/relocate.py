@@ -36,6 +36,7 @@ from .code import Code, Resolver
 from .counters import emit_increment, emit_sum_add, emit_sum_reset, emit_sum_store, emit_sum_store_free
 from .hooks import HookContext, emit_call, shared_key
 from .isa import A32, AL, IP, ISA, LR, PC, SP, T32, Scratch
+from .shared_calls import SharedCalls
 
 ASR = 2  # shift type of data-processing register operands
 LEAVING_TARGET = 18  # d18: a computed jump's original target, for the stub that leaves a summing procedure
@@ -93,6 +94,9 @@ class RelocationContext:
     table_sizes: dict[int, int] = field(default_factory=dict)
     # The start of every copy is kept inside a page (Linux programs under qemu-arm; page_layout.py).
     inside_pages: bool = False
+    # Firmware: call sites keep only what differs between them and call shared code for
+    # the rest (shared_calls.py, decision 0029); None: every site is written out inline.
+    shared_calls: SharedCalls | None = None
 
     def saved(self) -> Callable[[], None]:
         """A function putting back what emitting a procedure changes here, for emitting it
@@ -149,8 +153,7 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
                 entry_calls = proc.hooks if bi == 0 else []
                 _calls(isa, code, [h for h in entry_calls if h.setup], ins, None, block.size, ctx, AL)
                 for counter, index, amount in block.counter_increments:
-                    emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch, ctx.atomic,
-                                   ctx.dead.get(ins.address, 0))
+                    _increment(isa, code, counter, index, amount, ctx, ctx.dead.get(ins.address, 0))
                 if sums:
                     _sum_at_start(code, sums, bi, ctx, ctx.dead.get(ins.address, 0))
                 _calls(isa, code, [h for h in entry_calls if not h.setup], ins, None, block.size, ctx, AL)
@@ -178,8 +181,7 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
                 ctx.appends.place(code)
         after = ctx.dead.get(last.end, 0)  # what is dead where it falls through to
         for counter, index, amount in block.edge_increments.get(last.end, []):  # the way it falls through
-            emit_increment(ISA.for_mode(last.thumb), code, ctx.counter_label(counter, index), amount, ctx.scratch,
-                           ctx.atomic, after)
+            _increment(ISA.for_mode(last.thumb), code, counter, index, amount, ctx, after)
         if sums:
             weight = sums.edge_weights.get((bi, last.end), 0)
             if weight:
@@ -192,8 +194,7 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
         code.align(2 if branch.thumb else 4)
         code.label(("edge", branch.block.address, branch.branch_target))
         for counter, index, amount in increments:
-            emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch, ctx.atomic,
-                           ctx.dead.get(branch.branch_target, 0))
+            _increment(isa, code, counter, index, amount, ctx, ctx.dead.get(branch.branch_target, 0))
         if weight:
             emit_sum_add(code, weight)
         _jump(isa, code, branch.branch_target, branch.thumb, AL, ctx, local=True)
@@ -228,6 +229,17 @@ def _sum_at_start(code: Code, sums: Accumulation, position: int, ctx: Relocation
         emit_sum_store(code, sums.sums, ctx.counter_label, dead)
 
 
+def _increment(isa: ISA, code: Code, counter: str, index: int, amount: int, ctx: RelocationContext,
+               dead: int) -> None:
+    """``counter[index]`` += ``amount``: a compact site where ``ctx.shared_calls`` asks for
+    them (a plain T32 +1), else inline (emit_increment)."""
+    shared = ctx.shared_calls
+    if (shared is not None and isa.thumb and amount == 1 and not ctx.atomic
+            and shared.emit_increment(code, counter, index)):
+        return
+    emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch, ctx.atomic, dead)
+
+
 def _fallthroughs(insns: list[Instruction], code: Code, ctx: RelocationContext) -> None:
     """After the last instruction (if it can fall through), continue at the original successor,
     in the same instruction set: running on never changes state, whatever the bytes there
@@ -248,13 +260,16 @@ def _hook_context(ins: Instruction, access, block_insns: int, ctx: RelocationCon
 def _calls(isa: ISA, code: Code, hooks: list[Hook], ins: Instruction, access, block_insns: int,
            ctx: RelocationContext, cond: int) -> None:
     for hook in hooks:
-        _guarded_call(isa, code, hook, _hook_context(ins, access, block_insns, ctx), cond)
+        _guarded_call(isa, code, hook, _hook_context(ins, access, block_insns, ctx), cond, ctx.shared_calls)
 
 
-def _guarded_call(isa: ISA, code: Code, hook: Hook, hctx: HookContext, cond: int) -> None:
-    """``hook``'s call at the site ``hctx``, run only when ``cond`` holds."""
+def _guarded_call(isa: ISA, code: Code, hook: Hook, hctx: HookContext, cond: int,
+                  shared_calls: SharedCalls | None) -> None:
+    """``hook``'s call at the site ``hctx``, run only when ``cond`` holds: a compact site
+    when ``shared_calls`` is given and the hook allows one."""
     skip = isa.skip_unless(code, cond) if cond != AL else None
-    emit_call(isa, code, hook, hctx)
+    if shared_calls is None or not isa.thumb or not shared_calls.emit_site(code, hook, hctx):
+        emit_call(isa, code, hook, hctx)
     if skip is not None:
         isa.end_skip(code, skip)
 
@@ -266,11 +281,13 @@ def _access_calls(isa: ISA, code: Code, hook: Hook, ins: Instruction, block_insn
     sites run only when they do not."""
     contexts = [_hook_context(ins, access, block_insns, ctx) for access in ins.accesses]
     # With threads, each access's filter counts its own hit atomically (the shared test's
-    # one add of several would be a plain one).
-    shared = None if contexts and contexts[0].atomic_hits else shared_key(isa, code, hook, contexts)
+    # one add of several would be a plain one). Compact sites are each a BL already.
+    shared = None
+    if not (contexts and contexts[0].atomic_hits) and ctx.shared_calls is None:
+        shared = shared_key(isa, code, hook, contexts)
     if shared is None:
         for hctx in contexts:
-            _guarded_call(isa, code, hook, hctx, ins.cond)
+            _guarded_call(isa, code, hook, hctx, ins.cond, ctx.shared_calls)
         return
     skip = isa.skip_unless(code, ins.cond) if ins.cond != AL else None
     emit_call(isa, code, hook, contexts[0], shared)

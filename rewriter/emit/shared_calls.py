@@ -1,0 +1,256 @@
+"""Compact call sites (decision 0029): on firmware, where flash is what runs out, a
+site keeps only what differs from site to site and calls shared code for the rest.
+
+A site (T32, 16-20 bytes instead of 100-150):
+
+    push {r0-r3, ip, lr}       what a C call may clobber
+    r0.. = the site's values   the filter's key first, then the other arguments only a
+                               site knows (an effective address, a register's value, the
+                               instruction's address, its block's size, a record's site id)
+    bl <shared call path>
+    pop {r0-r3, ip, lr}
+
+The shared call path, one per distinct SharedCall (routine, constant arguments, filter
+and hit counter), does what every site of it did inline: keeps the flags and the
+program's SP, masks interrupts, aligns SP, runs the repeat filter on r0, puts the
+arguments in place, calls the routine and puts everything back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+
+from ..api import Arg, RepeatFilter
+from ..arch import arm_encode as enc
+from ..ir.model import Hook
+from .code import Code
+from .counters import T32_BUMP
+from .hooks import (
+    FLAGS_REG,
+    FRAME_REG,
+    MASK_INTERRUPTS,
+    HookContext,
+    address_into,
+    filter_counter_index,
+    filter_of,
+    filter_test_after_key,
+    site_id_of,
+    static_value,
+)
+from .isa import IP, LR, PC, SP, T32
+
+SITE_SAVED = [0, 1, 2, 3, IP, LR]  # what a site pushes: what AAPCS lets the routine clobber
+SITE_SLOT = {reg: 4 * i for i, reg in enumerate(SITE_SAVED)}
+STASH = [6, 7, 8, 9]  # where a shared path keeps the site's values across the filter
+
+# What goes into one argument register in a shared path: ("site", k), the site's k-th
+# value (r<k> at the BL); ("const", value); ("string", text), its address; ("left",), the
+# key that left the filter's slot.
+Source = tuple[str, int] | tuple[str, str] | tuple[str]
+Label = Callable[[str], Hashable]
+
+# Kinds whose value a site computes (they differ from site to site); the others are few
+# and make part of the shared path's identity.
+_SITE_KINDS = (Arg.EFFADDR, Arg.REG_VALUE, Arg.INST_ADDR, Arg.BLOCK_INSNS, Arg.SITE_ID)
+
+
+@dataclass(frozen=True)
+class FilterPlan:
+    """The repeat filter a shared path runs on its r0 (hooks.filter_test_after_key)."""
+
+    flt: RepeatFilter
+    left: bool
+    index: int   # the hit counter's element
+
+
+@dataclass(frozen=True)
+class SharedCall:
+    """One shared call path; also its label."""
+
+    routine: str
+    sources: tuple[Source, ...]  # per argument register
+    site_values: int
+    filter: FilterPlan | None
+    mask_interrupts: bool
+    atomic: bool
+
+
+def plan(hook: Hook, ctx: HookContext) -> tuple[SharedCall, list[tuple[Arg, object]]] | None:
+    """The shared path ``hook``'s site at ``ctx`` calls and the values the site computes
+    (kind, value), or None when the site must stay inline (more than four arguments, or
+    more than four site values)."""
+    kinds, args = hook.prototype.kinds, hook.args
+    if len(kinds) > 4:
+        return None
+    site: list[tuple[Arg, object]] = []
+    found = filter_of(hook)
+    plan_of_filter = None
+    if found is not None:
+        flt, call = found
+        site.append((call.prototype.kinds[flt.key_arg], call.args[flt.key_arg]))
+        plan_of_filter = FilterPlan(flt, Arg.FILTER_LEFT in call.prototype.kinds, filter_counter_index(found, ctx))
+    sources: list[Source] = []
+    for kind, value in zip(kinds, args):
+        if kind is Arg.FILTER_LEFT:
+            sources.append(("left",))
+        elif kind is Arg.CONST:
+            sources.append(("const", int(value) & 0xFFFFFFFF))
+        elif kind is Arg.STRING:
+            sources.append(("string", str(value)))
+        elif kind in (Arg.ACCESS_SIZE, Arg.ACCESS_IS_STORE):
+            sources.append(("const", static_value(kind, value, ctx)))
+        elif kind in _SITE_KINDS:
+            if (kind, value) not in site or kind is Arg.SITE_ID:
+                site.append((kind, value))
+            sources.append(("site", site.index((kind, value))))
+        else:
+            return None
+    if len(site) > len(STASH):
+        return None
+    shared = SharedCall(hook.prototype.name, tuple(sources), len(site), plan_of_filter, ctx.mask_interrupts,
+                        ctx.atomic_hits)
+    return shared, site
+
+
+BUMP_SAVED = [0, 1, LR]  # what a counter site pushes (a 16-bit PUSH)
+
+
+class SharedCalls:
+    """The shared paths the compact sites of one code ask for (emitted after its procedures):
+    call paths, and the +1 of a 64-bit counter of each counter array."""
+
+    def __init__(self) -> None:
+        self.wanted: set[SharedCall] = set()
+        self.bumped: set[str] = set()  # counter arrays
+
+    def emit_increment(self, code: Code, array: str, index: int) -> bool:
+        """``array[index]`` += 1 at a compact site (14 bytes instead of 30):
+
+            push {r0, r1, lr}; movw r0, #index; bl <array's bump>; pop {r0, r1, lr}
+
+        False (nothing emitted) when the index does not fit a MOVW."""
+        if not 0 <= index <= 0xFFFF:
+            return False
+        T32.push(code, BUMP_SAVED)
+        T32.mov32(code, 0, index)
+        T32.call(code, ("shared-bump", array))
+        T32.pop(code, BUMP_SAVED)
+        self.bumped.add(array)
+        return True
+
+    def emit_site(self, code: Code, hook: Hook, ctx: HookContext) -> bool:
+        """A compact site for ``hook`` at ``ctx``; False (nothing emitted) when it cannot be one."""
+        found = plan(hook, ctx)
+        if found is None:
+            return False
+        shared, values = found
+        T32.push(code, SITE_SAVED)
+        originals = _SiteOriginals(code, ctx)
+        for k, (kind, value) in enumerate(values):
+            originals.compute(k, kind, value)
+        T32.call(code, ("shared-call", shared))
+        T32.pop(code, SITE_SAVED)
+        self.wanted.add(shared)
+        return True
+
+    def emit_paths(self, code: Code, function_label: Label, string_label: Label,
+                   counter_label: Callable[[str, int], Hashable]) -> None:
+        """Every shared path asked for, at the end of ``code``."""
+        for shared in sorted(self.wanted, key=repr):
+            emit_shared_call(code, shared, function_label, string_label, counter_label)
+        for array in sorted(self.bumped):
+            code.align(4)
+            code.label(("shared-bump", array))
+            T32.pc_address(code, 1, counter_label(array, 0))  # r1 = &array[r0]; += 1; back
+            code.emit(enc.t32_add_reg_shift(1, 1, 0, 0, 3) + T32_BUMP + enc.t32_bx(LR))
+
+
+class _SiteOriginals:
+    """A site's view of the program's registers after its push: r4-r11 where they are,
+    r0-r3, ip and lr where they are until the site writes them and in their push slot
+    after, SP above the push."""
+
+    def __init__(self, code: Code, ctx: HookContext) -> None:
+        self.code, self.ctx = code, ctx
+        self.written: set[int] = set()
+
+    def original(self, reg: int, into: int) -> int:
+        """The register holding ``reg``'s original value (``into`` if it had to be loaded)."""
+        if reg == SP:
+            T32.add_imm(self.code, into, SP, 4 * len(SITE_SAVED))
+        elif reg == PC:
+            assert self.ctx.ins is not None
+            T32.pc_address(self.code, into, self.ctx.ins.address + T32.pc_offset)
+        elif reg in self.written:
+            T32.ldr(self.code, into, SP, SITE_SLOT[reg])
+        else:
+            return reg
+        self.written.add(into)
+        return into
+
+    def compute(self, k: int, kind: Arg, value: object) -> None:
+        """r<k> = the site's value of kind ``kind``; ip and lr are the temporaries."""
+        code, ctx = self.code, self.ctx
+        if kind is Arg.EFFADDR:
+            assert ctx.access is not None
+            address_into(T32, code, k, ctx.access, lambda reg: self.original(reg, k),
+                         lambda reg: self.original(reg, IP), LR)
+            self.written.update((IP, LR))
+        elif kind is Arg.REG_VALUE:
+            got = self.original(int(value), k)
+            if got != k:
+                T32.mov_reg(code, k, got)
+        elif kind is Arg.INST_ADDR:
+            assert ctx.ins is not None
+            T32.pc_address(code, k, ctx.ins.address)
+        elif kind is Arg.BLOCK_INSNS:
+            T32.mov32(code, k, ctx.block_insns)
+        else:
+            assert kind is Arg.SITE_ID
+            T32.mov32(code, k, site_id_of(value, ctx))
+        self.written.add(k)
+
+
+def emit_shared_call(code: Code, shared: SharedCall, function_label: Label, string_label: Label,
+                     counter_label: Callable[[str, int], Hashable]) -> None:
+    """The shared path of ``shared`` (see the module's docstring): entered by BL with the
+    site's values in r0.., r0-r3, ip and lr free; returns with every other register,
+    the flags, PRIMASK and SP as they were."""
+    stash = STASH[:shared.site_values]
+    kept = [FLAGS_REG, FRAME_REG, *stash]
+    code.align(4)
+    code.label(("shared-call", shared))
+    T32.push(code, [*kept, LR])
+    T32.mrs(code, FLAGS_REG)
+    if shared.mask_interrupts:  # FLAGS_REG's bit 0 (0 in APSR) keeps PRIMASK, for MSR PRIMASK to put back
+        code.emit(MASK_INTERRUPTS)
+    T32.mov_reg(code, FRAME_REG, SP)
+    T32.align_sp8(code, IP)
+    for k, reg in enumerate(stash):
+        T32.mov_reg(code, reg, k)
+    done = None
+    if shared.filter is not None:
+        f = shared.filter
+        done = filter_test_after_key(T32, code, f.flt, f.left, counter_label, f.index, shared.atomic).label
+    # The key that left the slot is in r2: it goes first, before r2 is given another argument.
+    order = sorted(range(len(shared.sources)), key=lambda i: shared.sources[i][0] != "left")
+    for i in order:
+        source = shared.sources[i]
+        if source[0] == "left":
+            if i != 2:
+                T32.mov_reg(code, i, 2)
+        elif source[0] == "site":
+            T32.mov_reg(code, i, stash[source[1]])
+        elif source[0] == "const":
+            T32.mov32(code, i, source[1])
+        else:
+            T32.pc_address(code, i, string_label(source[1]))
+    T32.call(code, function_label(shared.routine))
+    if done is not None:
+        code.label(done)
+    T32.mov_reg(code, SP, FRAME_REG)
+    T32.msr(code, FLAGS_REG)
+    if shared.mask_interrupts:
+        code.emit(enc.t32_msr_primask(FLAGS_REG))
+    T32.pop(code, [*kept, PC])

@@ -1,0 +1,196 @@
+"""Compact call sites (decision 0029, rewriter/emit/shared_calls.py) run under unicorn's
+Cortex-M3: the routine gets the arguments the program's registers say (computed here
+independently from the register values set before the site), and the site gives back
+every register, SP, the flags and PRIMASK as it found them.
+
+(End to end, every firmware test of the suite runs its cachesim and ReHost sites this way
+against the cache model and qemu's instruction log: test_firmware, test_boards.)
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rewriter.api import Arg, Point, RepeatFilter, Tool
+from rewriter.arch import arm_encode as enc
+from rewriter.emit.code import Code
+from rewriter.emit.hooks import HookContext, RecordPrototype
+from rewriter.emit.isa import IP, LR, PC, SP, Scratch
+from rewriter.emit.shared_calls import SharedCalls
+from rewriter.ir.model import Access, Hook, Instruction
+
+CODE, DATA, STACK_TOP = 0x10000, 0x20000000, 0x20008000
+RESULTS = DATA + 0x100   # the routine writes r0-r3, SP & 7 and a call count here
+MEMO = DATA + 0x400      # the repeat filter's slot table (its hit counter follows it)
+INS_ADDR = 0x8000        # where the site's instruction stands in the original program
+# The program's registers before the site: distinct, so a wrong register shows.
+REGS = {r: 0x1000_0000 + 0x0101_0100 * r for r in range(13)} | {LR: 0x0000_5A5B}
+PROGRAM_SP = STACK_TOP - 0x100
+
+
+def _tool() -> Tool:
+    tool = Tool()
+    tool.array("repeats", 2)
+    return tool
+
+
+def _routine() -> bytes:
+    """Stores r0-r3 and SP & 7 at RESULTS, counts its calls, changes the flags and every
+    register a C routine may change, and returns."""
+    return b"".join([
+        enc.t32_mov32(IP, RESULTS),
+        enc.t32_str_word(0, IP, 0), enc.t32_str_word(1, IP, 4), enc.t32_str_word(2, IP, 8),
+        enc.t32_str_word(3, IP, 12),
+        enc.t32_mov_reg(0, SP), enc.t32_logic_imm(enc.T32_AND, 0, 0, 7), enc.t32_str_word(0, IP, 16),
+        enc.t32_ldr_word(0, IP, 20), enc.t32_add_imm(0, 0, 1), enc.t32_str_word(0, IP, 20),
+        enc.t32_mov32(0, 0x9000_0000), enc.t32_msr_apsr(0, False),
+        enc.t32_mov32(1, 0xDEAD), enc.t32_mov32(2, 0xBEEF), enc.t32_mov32(3, 0xF00D),
+        enc.t32_bx(LR),
+    ])
+
+
+def _context(access: Access | None, block_insns: int = 7) -> HookContext:
+    ins = Instruction(INS_ADDR, 4, b"\0" * 4, True, "ldr", "", accesses=[access] if access else [])
+    return HookContext(ins, access, block_insns, lambda text: ("str", text), lambda name: ("fn", name),
+                       Scratch(False), set(), lambda name, index: ("array", name, index), mask_interrupts=True)
+
+
+def _run(hook: Hook, ctx: HookContext, runs: int = 1, primask: int = 0,
+         flags: int = 0x6000_0000) -> tuple[list[int], list[int]]:
+    """Run ``hook``'s compact site ``runs`` times; return RESULTS' six words and the filter's
+    two hit counters (load, store).
+    Checks after every run that the site changed no register, SP, flags or PRIMASK."""
+    from unicorn import UC_ARCH_ARM, UC_MODE_MCLASS, UC_MODE_THUMB, Uc
+    from unicorn.arm_const import UC_ARM_REG_PRIMASK, UC_ARM_REG_SP, UC_ARM_REG_XPSR, UC_CPU_ARM_CORTEX_M3
+
+    code = Code(CODE, pic=False, ge=False)
+    code.label(("fn", hook.prototype.name))
+    code.emit(_routine())
+    site = code.here()
+    calls = SharedCalls()
+    assert calls.emit_site(code, hook, ctx)
+    end = code.here()
+    code.emit(enc.t32_nop() * 2)  # where the run stops: the shared paths start after it
+    calls.emit_paths(code, lambda name: ("fn", name), lambda text: ("str", text),
+                     lambda name, index: ("array", name, index))
+    call = hook.prototype.original if isinstance(hook.prototype, RecordPrototype) else hook
+    assert call is not None
+    flt = call.prototype.filter
+
+    def resolve(key: object) -> int:
+        if key in code.labels:
+            return code.labels[key]
+        if key == ("str", "hello"):
+            return DATA + 0x800
+        assert flt is not None and isinstance(key, tuple) and key[0] == "array"
+        _, name, index = key
+        return MEMO if name == flt.memo else MEMO + flt.counter_offset + 8 * index
+
+    data = code.finish(resolve)
+    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
+    uc.ctl_set_cpu_model(UC_CPU_ARM_CORTEX_M3)
+    uc.mem_map(CODE, 0x10000)
+    uc.mem_map(DATA, 0x10000)
+    uc.mem_write(CODE, data)
+    for _ in range(runs):
+        for reg, value in REGS.items():
+            uc.reg_write(_REG_IDS[reg], value)
+        uc.reg_write(UC_ARM_REG_SP, PROGRAM_SP)
+        uc.reg_write(UC_ARM_REG_XPSR, flags | 1 << 24)  # Thumb
+        uc.reg_write(UC_ARM_REG_PRIMASK, primask)
+        uc.emu_start(site | 1, end)
+        for reg, value in REGS.items():
+            assert uc.reg_read(_REG_IDS[reg]) == value, f"r{reg} changed"
+        assert uc.reg_read(UC_ARM_REG_SP) == PROGRAM_SP
+        assert uc.reg_read(UC_ARM_REG_XPSR) >> 27 == flags >> 27
+        assert uc.reg_read(UC_ARM_REG_PRIMASK) == primask
+    words = [int.from_bytes(uc.mem_read(RESULTS + 4 * i, 4), "little") for i in range(6)]
+    hits = [0, 0]
+    if flt is not None and flt.counter_offset is not None:
+        hits = [int.from_bytes(uc.mem_read(MEMO + flt.counter_offset + 8 * i, 8), "little") for i in range(2)]
+    return words, hits
+
+
+def _reg_ids() -> dict[int, int]:
+    from unicorn import arm_const
+    return {r: getattr(arm_const, f"UC_ARM_REG_R{r}") for r in range(13)} | {LR: arm_const.UC_ARM_REG_LR}
+
+
+_REG_IDS = _reg_ids()
+
+
+def _expected_address(access: Access) -> int:
+    """The address an access makes, from the register values before the site."""
+    if access.base == PC:
+        return access.disp
+    base = PROGRAM_SP if access.base == SP else REGS[access.base]
+    index = 0
+    if access.index is not None:
+        value = REGS[access.index]
+        index = value << access.shift if access.shift_type == 0 else value >> access.shift
+    return (base + (-index if access.subtract else index) + access.disp) & 0xFFFFFFFF
+
+
+ACCESSES = [
+    Access(False, 4, 3, 1),                                        # ldr rX, [r3, #1]
+    Access(True, 1, SP, 8),                                        # strb rX, [sp, #8]
+    Access(False, 4, 2, 0, 5, 2, 0),                               # ldr rX, [r2, r5, lsl #2]
+    Access(False, 4, 0, -0x20, 1, 0, 0, True),                     # r0 - r1 - 0x20
+    Access(False, 4, PC, 0x8124),                                  # a literal
+    Access(True, 2, 0, 0x12345),                                   # a displacement beyond an ADDW's
+    Access(False, 4, IP, 4, LR, 1, 1),                             # [ip, lr, lsr #1, #4]
+]
+
+
+@pytest.mark.parametrize("access", ACCESSES, ids=lambda a: f"base{a.base}-index{a.index}-disp{a.disp:#x}")
+@pytest.mark.parametrize("primask", [0, 1])
+def test_site_passes_the_address_and_the_constants(access: Access, primask: int) -> None:
+    proto = _tool().prototype("f", Arg.EFFADDR, Arg.ACCESS_IS_STORE, Arg.ACCESS_SIZE, Arg.CONST)
+    words, _ = _run(Hook(Point.BEFORE, proto, (Arg.EFFADDR, Arg.ACCESS_IS_STORE, Arg.ACCESS_SIZE, 0x12345678)),
+                    _context(access), primask=primask)
+    assert words == [_expected_address(access), int(access.is_store), access.size, 0x12345678, 0, 1]
+
+
+@pytest.mark.parametrize("access", ACCESSES, ids=lambda a: f"base{a.base}-index{a.index}-disp{a.disp:#x}")
+def test_site_values_after_the_first_read_the_program_registers(access: Access) -> None:
+    """Four values a site computes: the second is an address whose base may be r0, which
+    the first has overwritten; the fourth names ip, which the address may have used."""
+    proto = _tool().prototype("g", Arg.REG_VALUE, Arg.EFFADDR, Arg.INST_ADDR, Arg.REG_VALUE)
+    for first, last in ((1, IP), (0, LR), (SP, 3)):
+        words, _ = _run(Hook(Point.BEFORE, proto, (first, Arg.EFFADDR, Arg.INST_ADDR, last)), _context(access))
+        value = {SP: PROGRAM_SP} | REGS
+        assert words[:4] == [value[first], _expected_address(access), INS_ADDR, value[last]]
+
+
+def test_site_with_a_string_and_a_block_size() -> None:
+    proto = _tool().prototype("h", Arg.STRING, Arg.BLOCK_INSNS)
+    words, _ = _run(Hook(Point.BEFORE, proto, ("hello", Arg.BLOCK_INSNS)), _context(None, block_insns=9))
+    assert words[:2] == [DATA + 0x800, 9]
+
+
+def _filtered(tool: Tool) -> object:
+    return tool.prototype("cache_sim", Arg.EFFADDR, Arg.ACCESS_IS_STORE, Arg.FILTER_LEFT,
+                          filter=RepeatFilter(shift=6, slots=32, counter="repeats", count_by=1, depth=2))
+
+
+def test_filter_calls_on_a_new_line_and_counts_the_repeats() -> None:
+    """The same load three times: the routine sees the first (nothing left the slot), the
+    filter counts the two others in repeats[0]."""
+    access = Access(False, 4, 3, 1)
+    proto = _filtered(_tool())
+    words, hits = _run(Hook(Point.BEFORE, proto, (Arg.EFFADDR, Arg.ACCESS_IS_STORE, Arg.FILTER_LEFT)),
+                       _context(access), runs=3)
+    assert words[:3] == [_expected_address(access), 0, 0] and words[5] == 1
+    assert hits == [2, 0]
+
+
+def test_record_site_carries_its_site_id_and_the_filtered_address() -> None:
+    """A ReHost record of a filtered call (records.py): the site id and the address the
+    filter tested, computed once."""
+    tool = _tool()
+    original = Hook(Point.BEFORE, _filtered(tool), (Arg.EFFADDR, Arg.ACCESS_IS_STORE, Arg.FILTER_LEFT))
+    record = RecordPrototype("anvil_rh_record2", (Arg.SITE_ID, Arg.EFFADDR, Arg.FILTER_LEFT), original=original)
+    access = Access(True, 4, SP, 12)
+    words, hits = _run(Hook(Point.BEFORE, record, (70000, Arg.EFFADDR, Arg.FILTER_LEFT)), _context(access), runs=2)
+    assert words[:3] == [70000, _expected_address(access), 0] and words[5] == 1
+    assert hits == [0, 1]
