@@ -194,3 +194,38 @@ def test_record_site_carries_its_site_id_and_the_filtered_address() -> None:
     words, hits = _run(Hook(Point.BEFORE, record, (70000, Arg.EFFADDR, Arg.FILTER_LEFT)), _context(access), runs=2)
     assert words[:3] == [70000, _expected_address(access), 0] and words[5] == 1
     assert hits == [0, 1]
+
+
+@pytest.mark.parametrize("start", [0, 41, 0xFFFF_FFFF, 0x1_FFFF_FFFF])
+def test_counter_site_adds_one_to_its_own_slot(start: int) -> None:
+    """A compact counter (SharedCalls.emit_increment): slot 5 of its array += 1, carrying
+    into the high word; the slots beside it, the registers, SP and the flags untouched."""
+    from unicorn import UC_ARCH_ARM, UC_MODE_MCLASS, UC_MODE_THUMB, Uc
+    from unicorn.arm_const import UC_ARM_REG_SP, UC_ARM_REG_XPSR, UC_CPU_ARM_CORTEX_M3
+
+    array = DATA + 0x200
+    code = Code(CODE, pic=False, ge=False)
+    calls = SharedCalls()
+    assert calls.emit_increment(code, "blocks", 5)
+    end = code.here()
+    code.emit(enc.t32_nop() * 2)
+    calls.emit_paths(code, lambda name: ("fn", name), lambda text: ("str", text),
+                     lambda name, index: ("array", name, index))
+    data = code.finish(lambda key: code.labels[key] if key in code.labels else array + 8 * key[2])
+    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
+    uc.ctl_set_cpu_model(UC_CPU_ARM_CORTEX_M3)
+    uc.mem_map(CODE, 0x10000)
+    uc.mem_map(DATA, 0x10000)
+    uc.mem_write(CODE, data)
+    slots = [0x1111 * (i + 1) for i in range(8)]
+    slots[5] = start
+    uc.mem_write(array, b"".join(v.to_bytes(8, "little") for v in slots))
+    for reg, value in REGS.items():
+        uc.reg_write(_REG_IDS[reg], value)
+    uc.reg_write(UC_ARM_REG_SP, PROGRAM_SP)
+    uc.reg_write(UC_ARM_REG_XPSR, 0xA000_0000 | 1 << 24)
+    uc.emu_start(CODE | 1, end)
+    after = [int.from_bytes(uc.mem_read(array + 8 * i, 8), "little") for i in range(8)]
+    assert after == slots[:5] + [start + 1] + slots[6:]
+    assert all(uc.reg_read(_REG_IDS[reg]) == value for reg, value in REGS.items())
+    assert uc.reg_read(UC_ARM_REG_SP) == PROGRAM_SP and uc.reg_read(UC_ARM_REG_XPSR) >> 28 == 0xA
