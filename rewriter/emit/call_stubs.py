@@ -10,7 +10,7 @@ from collections.abc import Hashable
 from ..arch import arm_encode as enc
 from .appends import RECORD_FLUSH
 from .code import Code
-from .hooks import FLAGS_SP, HOOK_STACK, HOOK_STACK_SHIFT, HOOK_STACK_SYMBOL, RECORD_PREFIX
+from .hooks import FLAGS_SP, HOOK_STACK, HOOK_STACK_SHIFT, HOOK_STACK_SYMBOL, IN_EXCLUSIVE, RECORD_PREFIX
 from .isa import IP, LR, SP, T32
 
 
@@ -19,8 +19,10 @@ def emit_call_stub(code: Code, name: str, function: Hashable, threads: bool = Fa
 
     ``threads``: the program starts threads, which share the analysis stack and state, so
     the call holds a lock (``_lock``) from before the stack is taken until the routine
-    has returned.
+    has returned. Not for the communicator's ``_in_exclusive`` records: their sites stand
+    in the program's own LDREX/STREX window, which the lock's exclusives would break.
     """
+    threads = threads and not name.endswith(IN_EXCLUSIVE)
 
     code.align(4)
     code.label(("callstub", name))

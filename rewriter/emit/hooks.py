@@ -90,6 +90,10 @@ class HookContext:
     # Registers dead at the site (bit n for rn; ir/liveness.py): a pair of them need not be
     # parked (decision 0020). The instruction's own base and index are read, so never dead.
     dead: int = 0
+    # The program starts threads: a ReHost record goes through the call stub, which holds
+    # the analysis lock while the communicator appends it (one ring, one writer at a time),
+    # not through the inline append.
+    threads: bool = False
 
 
 def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | None,
@@ -248,7 +252,7 @@ def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: Shared
         else:
             done = _emit_filter(isa, code, found, ctx)
             ctx.scratch.save(isa, code, late_pairs, 16 + len(first_pairs), dead)
-            if isa.thumb and isinstance(hook.prototype, RecordPrototype):
+            if isa.thumb and isinstance(hook.prototype, RecordPrototype) and not ctx.threads:
                 _emit_record(isa, code, hook, ctx)
             else:
                 _arguments(isa, code, list(zip(hook.prototype.kinds, hook.args)), 0, ctx)
@@ -461,7 +465,8 @@ def _filtered_append(isa: ISA, hook: Hook, found: tuple[RepeatFilter, Hook] | No
     own call path: the record must carry the filter's key argument, which the routine
     takes as a key (RepeatFilter.key_suffices), and at most the key that left, in that
     order; T32 with d16-d31 free, hits counted inline."""
-    if found is None or not isinstance(hook.prototype, RecordPrototype) or not isa.thumb or not ctx.scratch.vfp:
+    if (found is None or not isinstance(hook.prototype, RecordPrototype) or not isa.thumb or not ctx.scratch.vfp
+            or ctx.threads):
         return None
     flt, call = found
     if not flt.key_suffices or flt.shift > 12 or ctx.atomic_hits:

@@ -12,7 +12,8 @@ travel once, at program end. See docs/decisions/0005-rehost-records.md and rehos
 Records stay whole when an interrupt or signal handler makes its own in the middle of
 one (docs/decisions/0010-interrupt-safe-records.md); sites inside the program's own
 LDREX/STREX windows call the communicator's ``_in_exclusive`` routines, which use no
-exclusives.
+exclusives. In a program that starts threads every record goes through the call stub,
+which holds the analysis lock while the communicator appends it (call_stubs.py).
 
 Firmware images send their records over semihosting (runtime_stubs/cortexm/anvil_channel.c)
 or a UART (anvil_channel_uart.c, ``--transport uart``); the site table's ``channel`` says
@@ -34,7 +35,7 @@ from ..ir.gc_pause import gc_paused
 from ..ir.model import Binary, Hook, Point
 from . import site_format
 from . import target_build as tb
-from .inhost import Report, atomic_write, emit
+from .inhost import Report, atomic_write, emit, vfp_scratch
 from .records import RING_END, RING_START, SiteTable, make_records
 from .sites import SiteUnit, c_string
 
@@ -126,11 +127,13 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
             generated += f"const char anvil_rh_channel_path[] = {c_string(channel_path(output))};\n"
         return sources, generated + _communicator_source(arrays, site_format.digest(document))
 
-    if binary.threaded and not binary.is_firmware and table.sites:
-        # The ring's writers count tells a signal handler's records from those it
-        # interrupted; another thread's look the same, and records get lost (reported).
-        print(f"anvil: warning: {os.path.basename(binary.path)} starts threads: ReHost records are not "
-              "thread-safe yet, results may be incomplete (counters alone are; --mode inhost is)", file=sys.stderr)
+    if binary.threaded and not binary.is_firmware and table.sites and not vfp_scratch(binary):
+        # Threads' records go through the call stub's lock, which keeps its state in
+        # d16-d31; without them another thread's records look like a signal handler's
+        # and get lost (reported).
+        print(f"anvil: warning: {os.path.basename(binary.path)} starts threads and uses d16-d31 (or "
+              "ANVIL_STACK_SCRATCH is set): its ReHost records are not thread-safe, results may be incomplete "
+              "(counters alone are)", file=sys.stderr)
     report = emit(binary, tool.name, units, library, output, started, opts, tool.procedure_sums, fold_sums=False)
     atomic_write(output + SITE_TABLE_SUFFIX, document, mode=0o644)
     return report

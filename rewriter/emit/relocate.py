@@ -254,7 +254,7 @@ def _hook_context(ins: Instruction, access, block_insns: int, ctx: RelocationCon
     return HookContext(ins, access, block_insns, ctx.string_label, ctx.function_label, ctx.scratch,
                        ctx.call_stubs, ctx.counter_label, ctx.mask_interrupts, ctx.appends,
                        ctx.threads and ctx.atomic,  # not inside the program's own LDREX/STREX windows
-                       ctx.hit_registers, ctx.dead.get(ins.address, 0))
+                       ctx.hit_registers, ctx.dead.get(ins.address, 0), ctx.threads)
 
 
 def _calls(isa: ISA, code: Code, hooks: list[Hook], ins: Instruction, access, block_insns: int,
