@@ -8,7 +8,9 @@ save sequence put them), calls the routine and restores everything.
 
 The shared code sites call lives beside: call_stubs.py (the call itself), appends.py
 (record appends); the filter's test bytes come from repeat_filter.py and inline
-counters and running sums from counters.py.
+counters and running sums from counters.py. Firmware sites are compact instead: they
+compute only what differs between them and call shared_calls.py's shared paths, which
+reuse this module's argument, address and filter code (decision 0029).
 """
 from __future__ import annotations
 
