@@ -4,17 +4,20 @@ Random procedure-shaped flow graphs are walked at random; the walk's own block a
 branch counts are the answer. The plan counts some blocks and branches; the
 derivation program it encodes (the format runtime_stubs/common/anvil_derive.c runs,
 read here by a small reader) must give every block's walked count from those alone.
-The end-to-end tests (test_inhost, test_lua, test_firmware) check the same on real
-binaries against qemu's instruction trace.
+The fold program of a tool that reads only per-procedure sums (inscount) must give the
+walked counts times the blocks' sizes, summed, from those values alone. The end-to-end
+tests (test_inhost, test_lua, test_firmware) check the same on real binaries against
+qemu's instruction trace.
 """
 
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 
 import pytest
 
-from rewriter.emit.counter_placement import Plan, _plan
+from rewriter.emit.counter_placement import Plan, _plan, fold_program
 from rewriter.ir.flow import ProcedureFlow, loop_depths
 
 
@@ -51,6 +54,20 @@ def _derive(code: bytes, slots: list[int], edges: list[int]) -> list[int]:
             position = next(numbers)
             out[base + position] = tmp[next(numbers)]
     return out
+
+
+def _fold(code: bytes, slots: list[int], edges: list[int], procedures: int) -> list[int]:
+    """Run a fold program the way anvil_fold does: per-procedure sums (modulo 2^64)."""
+    sums = [0] * procedures
+    numbers = iter(_varints(code))
+    for proc in numbers:
+        base, edge_base, nterms = (next(numbers) for _ in range(3))
+        for _ in range(nterms):
+            at, zigzag = next(numbers), next(numbers)
+            value = edges[edge_base + (at >> 1)] if at & 1 else slots[base + (at >> 1)]
+            coefficient = -(zigzag >> 1) - 1 if zigzag & 1 else zigzag >> 1
+            sums[proc] = (sums[proc] + value * coefficient) % (1 << 64)
+    return sums
 
 
 def _random_flow(rng: random.Random, n: int) -> ProcedureFlow:
@@ -153,6 +170,31 @@ def test_random_flows_derive_every_block(seed: int) -> None:
         run = _walk(rng, flow, rng.randint(0, 400))
         assert run is not None, "every block can leave: the walk ends"
         _check(plan, *run)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_fold_gives_each_procedures_instructions_from_the_counted_values(seed: int) -> None:
+    """fold_program's coefficients: a procedure (index 1, its first block at slot 5, its
+    first edge counter 3) whose blocks have random sizes; from its counted slots and edge
+    counters alone, the fold adds sum(walked count x size) to its sum and nothing else."""
+    rng = random.Random(seed)
+    flow, plan = _random_plan(rng)
+    run = _walk(rng, flow, rng.randint(0, 400))
+    assert run is not None
+    blocks, branches = run
+    sizes = [rng.randint(0, 9) for _ in blocks]
+    proc = SimpleNamespace(index=1, address=0x1000,
+                           blocks=[SimpleNamespace(index=5 + i, size=size, counter_increments=[])
+                                   for i, size in enumerate(sizes)])
+    code = fold_program(SimpleNamespace(procedures=[proc]), "blocks", [(proc, plan, 3)])
+    if plan is None or len(plan.carriers) >= len(blocks):  # placement keeps every block's counter
+        counted, edge_counts = set(range(len(blocks))), []
+    else:
+        counted, edge_counts = set(plan.carriers), [branches.get(e, 0) for e in plan.edges]
+    slots = [0] * 5 + [blocks[i] if i in counted else 0 for i in range(len(blocks))]
+    edges = [0] * 3 + edge_counts
+    expected = sum(count * size for count, size in zip(blocks, sizes))
+    assert _fold(code, slots, edges, 3) == [0, expected, 0]
 
 
 def test_most_random_flows_have_a_plan() -> None:

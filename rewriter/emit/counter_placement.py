@@ -103,19 +103,25 @@ class Derivations:
     folds: dict[str, tuple[str, bytes]] = field(default_factory=dict)
     # Array -> procedures whose blocks count in it after placement (kept or derived slots).
     counting: dict[str, set[int]] = field(default_factory=dict)
+    # Array -> (procedure, its plan or None when every block keeps its counter, its first
+    # edge counter), for the folds that read the counted values directly (fold_program).
+    plans: dict[str, list[tuple[Procedure, Plan | None, int]]] = field(default_factory=dict)
 
     def source(self) -> str:
-        """Generated C: ``anvil_derive_counts()``, which fills the derived slots, then folds
-        the arrays read as per-procedure sums into those sums (decision 0025)."""
+        """Generated C: ``anvil_derive_counts()``, which fills the derived slots of the arrays
+        read block by block, and folds the counted values of the arrays read as
+        per-procedure sums into those sums (decision 0025)."""
         parts = ["void anvil_derive(uint64_t *slots, const uint64_t *edges, const uint8_t *code, uint32_t length,"
                  " uint64_t *tmp);\n"
-                 "void anvil_fold(const uint64_t *slots, uint64_t *sums, const uint8_t *code, uint32_t length);\n"]
+                 "void anvil_fold(const uint64_t *slots, const uint64_t *edges, uint64_t *sums, const uint8_t *code,"
+                 " uint32_t length);\n"]
         calls = []
         if self.temps:
             parts.append(f"static uint64_t anvil_derive_tmp[{self.temps}];\n")
+        for array in sorted(set(self.code) | set(self.folds)):
+            parts.append(f"uint64_t anvil_array_{edge_array(array)}[{max(1, self.edges.get(array, 0))}];\n")
         for i, (array, code) in enumerate(sorted(self.code.items())):
             edges = f"anvil_array_{edge_array(array)}"
-            parts.append(f"uint64_t {edges}[{max(1, self.edges.get(array, 0))}];\n")
             rows = ",".join(map(str, code))
             parts.append(f"static const uint8_t anvil_derive_code_{i}[{len(code)}] = {{{rows}}};\n")
             calls.append(f"  anvil_derive(anvil_array_{array}, {edges}, anvil_derive_code_{i}, {len(code)},"
@@ -123,7 +129,8 @@ class Derivations:
         for i, (array, (into, code)) in enumerate(sorted(self.folds.items())):
             rows = ",".join(map(str, code)) or "0"
             parts.append(f"static const uint8_t anvil_fold_code_{i}[{max(1, len(code))}] = {{{rows}}};\n")
-            calls.append(f"  anvil_fold(anvil_array_{array}, anvil_array_{into}, anvil_fold_code_{i}, {len(code)});\n")
+            calls.append(f"  anvil_fold(anvil_array_{array}, anvil_array_{edge_array(array)}, anvil_array_{into},"
+                         f" anvil_fold_code_{i}, {len(code)});\n")
         parts.append("void anvil_derive_counts(void)\n{\n" + "".join(calls) + "}\n")
         return "".join(parts)
 
@@ -154,24 +161,56 @@ def place_counters(binary: Binary, stops: set[int], sums: dict[str, str] | None 
     if counted:  # else a tool without block counters (cachesim, memtrace): no flow to build
         _place(binary, stops, sums, counted, result)
     for array, into in (folds or {}).items():
-        result.folds[array] = (into, fold_program(binary, array, result.counting.get(array, set())))
+        # Read only as sums: no block's own count is needed, so no derivation program.
+        result.code.pop(array, None)
+        result.folds[array] = (into, fold_program(binary, array, result.plans.get(array, [])))
     return result
 
 
-def fold_program(binary: Binary, array: str, counting: set[int]) -> bytes:
+def fold_program(binary: Binary, array: str, plans: list[tuple[Procedure, Plan | None, int]]) -> bytes:
     """The program anvil_fold runs (runtime_stubs/common/anvil_derive.c) to add each
-    block's count in ``array`` times its instructions to its procedure's sum: per procedure
-    whose blocks may count there (``counting``, the addresses of those placement kept
-    counting in it, or any with an increment of it), its index, its first block's slot,
-    its number of blocks and their instruction counts."""
+    block's count in ``array`` times its instructions to its procedure's sum, straight
+    from the values counted: a derived count is a signed sum of counted values (Plan), so
+    a procedure's sum is sum(coefficient x counted value), the coefficients worked out
+    here. Per procedure that counts in ``array`` (``plans``, from placement, or any other
+    with an increment of it: every block counted), its index, its first block's slot, its
+    first edge counter, its number of terms, then per term the value (a block position
+    << 1, or an edge counter << 1 | 1) and its coefficient (zigzag: a negative one is odd)."""
     numbers: list[int] = []
-    for proc in binary.procedures:
-        if proc.address not in counting and \
-                not any(c[0] == array for b in proc.blocks for c in b.counter_increments):
-            continue
-        numbers += [proc.index, proc.blocks[0].index, len(proc.blocks)]
-        numbers += [b.size for b in proc.blocks]
+    planned = {proc.address for proc, _, _ in plans}
+    others = [(proc, None, 0) for proc in binary.procedures if proc.address not in planned
+              and any(c[0] == array for b in proc.blocks for c in b.counter_increments)]
+    for proc, plan, edge_base in sorted(plans + others, key=lambda entry: entry[0].index):
+        terms = _fold_terms(proc, plan)
+        numbers += [proc.index, proc.blocks[0].index, edge_base, len(terms)]
+        for value, coefficient in terms:
+            numbers += [value, coefficient << 1 if coefficient >= 0 else (-coefficient << 1) - 1]
     return varints(numbers)
+
+
+def _fold_terms(proc: Procedure, plan: Plan | None) -> list[tuple[int, int]]:
+    """(counted value as fold_program encodes it, coefficient) whose sum is the procedure's
+    count x instructions over its blocks; terms whose coefficient is 0 left out."""
+    if plan is None or len(plan.carriers) >= len(proc.blocks):  # every block keeps its counter
+        return [(position << 1, block.size) for position, block in enumerate(proc.blocks) if block.size]
+    # Each value as {carrier: coefficient}: a carrier is itself, a step the signed sum of earlier values.
+    values: list[dict[int, int]] = [{k: 1} for k in range(len(plan.carriers))]
+    for step in plan.steps:
+        combined: dict[int, int] = {}
+        for value, sign in step:
+            for carrier, coefficient in values[value].items():
+                combined[carrier] = combined.get(carrier, 0) + sign * coefficient
+        values.append(combined)
+    total: dict[int, int] = {}
+    for position, value in enumerate(plan.block_value):
+        for carrier, coefficient in values[value].items():
+            total[carrier] = total.get(carrier, 0) + coefficient * proc.blocks[position].size
+    edge_number = {}
+    for carrier in plan.carriers:
+        if isinstance(carrier, tuple):
+            edge_number[carrier] = len(edge_number)
+    return [(edge_number[c] << 1 | 1 if isinstance(c, tuple) else c << 1, total[k])
+            for k, c in enumerate(plan.carriers) if total.get(k)]
 
 
 def _place(binary: Binary, stops: set[int], sums: dict[str, str] | None,
@@ -208,6 +247,8 @@ def _apply(result: Derivations, proc: Procedure, arrays: set[str], plan: Plan | 
     append its derivation program to ``result`` (or keep every counter without a plan)."""
     if plan is None or len(plan.carriers) >= len(proc.blocks):
         result.counters_kept += len(proc.blocks) * len(arrays)
+        for array in arrays:
+            result.plans.setdefault(array, []).append((proc, None, 0))
         return
     keep = {c for c in plan.carriers if not isinstance(c, tuple)}
     for position, block in enumerate(proc.blocks):
@@ -221,6 +262,7 @@ def _apply(result: Derivations, proc: Procedure, arrays: set[str], plan: Plan | 
             increments.append((edge_array(array), edge_base + k, 1))
         result.edges[array] = edge_base + len(plan.edges)
         result.code.setdefault(array, bytearray()).extend(plan.code(base, edge_base))
+        result.plans.setdefault(array, []).append((proc, plan, edge_base))
     result.temps = max(result.temps, plan.values)
     result.counters_kept += len(keep) * len(arrays)
     result.counters_removed += (len(proc.blocks) - len(keep)) * len(arrays)

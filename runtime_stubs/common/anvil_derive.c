@@ -21,6 +21,18 @@ static uint32_t next(const uint8_t **code)
     return value;
 }
 
+static uint64_t next64(const uint8_t **code)
+{
+    uint64_t value = 0, byte;
+    uint32_t shift = 0;
+    do {
+        byte = *(*code)++;
+        value |= (byte & 0x7F) << shift;
+        shift += 7;
+    } while (byte & 0x80);
+    return value;
+}
+
 void anvil_derive(uint64_t *slots, const uint64_t *edges, const uint8_t *code, uint32_t length,
                   uint64_t *tmp)
 {
@@ -52,20 +64,30 @@ void anvil_derive(uint64_t *slots, const uint64_t *edges, const uint8_t *code, u
     }
 }
 
-/* For an array read only as per-procedure sums (Tool.sum_per_procedure, decision 0025):
- * add each block's count times its instructions to its procedure's sum. The program,
- * varints as above: per procedure, its index, its first block's slot, its number of
- * blocks and their instruction counts. Runs after anvil_derive has filled the slots. */
-void anvil_fold(const uint64_t *slots, uint64_t *sums, const uint8_t *code, uint32_t length)
+/* For an array read only as per-procedure sums (Tool.sum_per_procedure, decisions 0025,
+ * 0030): add each procedure's blocks' counts times their instructions to its sum,
+ * straight from the values counted (the derived counts are signed sums of those, so the
+ * procedure's sum is too). The program, varints as above: per procedure, its index, its
+ * first block's slot, its first edge counter, its number of terms; per term the value
+ * (block position << 1, or edge counter << 1 | 1) and its coefficient, zigzag-coded
+ * (an odd one is negative) in up to 64 bits. Arithmetic is modulo 2^64, so the sums are exact. */
+void anvil_fold(const uint64_t *slots, const uint64_t *edges, uint64_t *sums, const uint8_t *code,
+                uint32_t length)
 {
     const uint8_t *end = code + length;
     while (code < end) {
         uint32_t proc = next(&code);
         const uint64_t *mine = slots + next(&code);
-        uint32_t nblocks = next(&code);
+        const uint64_t *my_edges = edges + next(&code);
+        uint32_t nterms = next(&code);
         uint64_t sum = 0;
-        for (uint32_t i = 0; i < nblocks; i++)
-            sum += mine[i] * next(&code);
+        while (nterms--) {
+            uint32_t at = next(&code);
+            uint64_t zigzag = next64(&code);
+            uint64_t value = at & 1 ? my_edges[at >> 1] : mine[at >> 1];
+            uint64_t coefficient = zigzag & 1 ? ~(zigzag >> 1) : zigzag >> 1;
+            sum += value * coefficient;
+        }
         sums[proc] += sum;
     }
 }
