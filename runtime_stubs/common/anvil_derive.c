@@ -10,17 +10,6 @@
  * live in ``tmp``; arithmetic is modulo 2^64. */
 #include "anvil_rt.h"
 
-static uint32_t next(const uint8_t **code)
-{
-    uint32_t value = 0, shift = 0, byte;
-    do {
-        byte = *(*code)++;
-        value |= (byte & 0x7F) << shift;
-        shift += 7;
-    } while (byte & 0x80);
-    return value;
-}
-
 static uint64_t next64(const uint8_t **code)
 {
     uint64_t value = 0, byte;
@@ -31,6 +20,11 @@ static uint64_t next64(const uint8_t **code)
         shift += 7;
     } while (byte & 0x80);
     return value;
+}
+
+static uint32_t next(const uint8_t **code)
+{
+    return (uint32_t)next64(code);
 }
 
 void anvil_derive(uint64_t *slots, const uint64_t *edges, const uint8_t *code, uint32_t length,
