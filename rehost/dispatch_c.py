@@ -15,7 +15,7 @@ import struct
 import tempfile
 from pathlib import Path
 
-from .sitetable import SiteTable, folded_sums
+from .sitetable import SiteTable
 from .stream import StreamError
 
 _CTYPES = {1: ctypes.c_uint8, 2: ctypes.c_uint16, 4: ctypes.c_uint32, 8: ctypes.c_uint64}
@@ -151,11 +151,6 @@ class CDispatcher:
         ctypes.memmove(self.arrays[position], data, len(data))
 
     def finish(self) -> dict[str, bytes]:
-        if self.table.sums:  # block counters into per-procedure sums, as an InHost program does at its end
-            positions = {array.name: k for k, array in enumerate(self.table.arrays)}
-            named = {name: list(self.arrays[positions[name]]) for pair in self.table.sums.items() for name in pair}
-            for name, values in folded_sums(self.table, named).items():
-                self.arrays[positions[name]][:] = values
         self._call(self.table.end, self._bias)
         count = ctypes.c_uint32.in_dll(self.lib, "anvil_noutputs").value
         outputs = (_Output * 64).in_dll(self.lib, "anvil_outputs")

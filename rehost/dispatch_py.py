@@ -22,7 +22,7 @@ import sys
 from array import array
 from pathlib import Path
 
-from .sitetable import SiteTable, folded_sums
+from .sitetable import SiteTable
 from .stream import StreamError
 
 
@@ -151,8 +151,6 @@ class PyDispatcher:
         self.session.arrays[array_.name] = values.tolist()
 
     def finish(self) -> dict[str, bytes]:
-        if self.table.sums:  # block counters into per-procedure sums, as an InHost program does at its end
-            self.session.arrays.update(folded_sums(self.table, self.session.arrays))
         self._call(self.table.end)
         return {path: out.getvalue().encode() for path, out in self.session.outputs.items()}
 

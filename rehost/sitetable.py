@@ -12,7 +12,7 @@ image's table also has ``channel``: how its records leave the board (``transport
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rewriter.api import Arg
 from rewriter.emit.site_format import FORMAT, TRANSPORTS, VERSION, Channel, digest
@@ -66,9 +66,6 @@ class SiteTable:
     facts: dict[str, list]
     digest: bytes  # first 8 bytes of the file's SHA-256: what the binary's stream header carries
     channel: Channel | None = None  # firmware images only
-    # Block counter array -> the per-procedure sums it is folded into before the end
-    # routines run (Tool.sum_per_procedure; decision 0025).
-    sums: dict[str, str] = field(default_factory=dict)
 
     def static_values(self, routine: int, args: list, bias: int) -> list:
         """A call's argument values as the routine sees them: instruction addresses moved by
@@ -173,29 +170,4 @@ def parse(document: bytes, tool: str | None = None) -> SiteTable:
         start=_calls(data.get("start", []), routines, "start", True),
         end=_calls(data.get("end", []), routines, "end", True),
         arrays=arrays, facts=facts, digest=digest(document), channel=_channel(data.get("channel")),
-        sums=_sums(data.get("sums", {}), arrays),
     )
-
-
-def _sums(value: object, arrays: list[Array]) -> dict[str, str]:
-    """The table's ``sums``: pairs of 64-bit arrays the program fills."""
-    _expect(isinstance(value, dict), "sums is not an object")
-    filled = {a.name for a in arrays if a.from_target and a.ctype == "uint64_t"}
-    for blocks, into in value.items():
-        _expect(blocks in filled and into in filled, f"sums: {blocks!r} -> {into!r} are not arrays the program fills")
-    return dict(value)
-
-
-def folded_sums(table: SiteTable, arrays: dict[str, list[int]]) -> dict[str, list[int]]:
-    """The per-procedure sum arrays of ``table.sums`` with each block's count (in ``arrays``,
-    by name) times its instructions added to its procedure's slot, modulo 2^64: what an
-    InHost program's anvil_fold does at its end (decision 0025)."""
-    insns, procs = table.facts["block_insns"], table.facts["block_proc"]
-    out = {}
-    for blocks, into in table.sums.items():
-        sums = list(out.get(into, arrays[into]))
-        for count, n, proc in zip(arrays[blocks], insns, procs):
-            if count:
-                sums[proc] = (sums[proc] + count * n) & 0xFFFFFFFFFFFFFFFF
-        out[into] = sums
-    return out

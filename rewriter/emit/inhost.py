@@ -238,20 +238,20 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
 @gc_paused
 def emit(binary: Binary, tool_name: str, units: SiteUnit,
          library: Callable[[tb.Toolchain], tuple[list[Path], str]], output: str, started: float,
-         opts: Options, sums: dict[str, str] | None = None, fold_sums: bool = True) -> Report:
+         opts: Options, sums: dict[str, str] | None = None) -> Report:
     """Write ``binary`` with its hooks to ``output``, linked with the library ``library(toolchain)`` describes.
 
     ``library`` gives the C/assembly sources for the image's toolchain and the generated
     site unit; it is called once the strings all hooks pass are known to ``units``. InHost links the tool's
     analysis routines; ReHost links the communicator (emit/rehost.py). ``opts`` gives
     the user's flash and RAM regions for firmware. ``sums``: the tool's block counter arrays
-    read only as per-procedure sums, and where those go (``Tool.sum_per_procedure``).
-    ``fold_sums``: the image folds what remains in those counters into the sums at its end
-    (InHost); ReHost leaves that to the host, which has the block facts (decision 0025).
+    read only as per-procedure sums, and where those go (``Tool.sum_per_procedure``): the
+    image folds what those counters hold into the sums at its end, in both modes
+    (decisions 0025, 0030).
     """
     children: list[LaterPart | LocalPart] = []  # the later part (a forked child is stopped whatever happens)
     try:
-        return _emit(binary, tool_name, units, library, output, started, opts, sums, fold_sums, children)
+        return _emit(binary, tool_name, units, library, output, started, opts, sums, children)
     finally:
         for child in children:
             child.close()
@@ -259,7 +259,7 @@ def emit(binary: Binary, tool_name: str, units: SiteUnit,
 
 def _emit(binary: Binary, tool_name: str, units: SiteUnit,
           library: Callable[[tb.Toolchain], tuple[list[Path], str]], output: str, started: float,
-          opts: Options, sums: dict[str, str] | None, fold_sums: bool,
+          opts: Options, sums: dict[str, str] | None,
           children: list[LaterPart | LocalPart]) -> Report:
     """emit(); a child it forks goes into ``children``."""
     placement = firmware.place(binary, opts.flash_region, opts.ram_region) if binary.is_firmware else None
@@ -267,7 +267,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     vfp = vfp_scratch(binary)
     stops = program_stops(binary)
     # Before the library's thread starts: counter placement may fork.
-    derivations = place_counters(binary, stops, _register_sums(binary, sums, vfp), sums if fold_sums else None)
+    derivations = place_counters(binary, stops, _register_sums(binary, sums, vfp), sums)
     hits_in_registers = count_hits_in_registers(binary, stops) if _registers_free(binary, vfp) else 0
     report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data),
                     filter_hits_in_registers=hits_in_registers,

@@ -93,7 +93,6 @@ class SiteTable:
             "start": [[r, a] for r, a in self.start],
             "end": [[r, a] for r, a in self.end],
             "arrays": arrays,
-            "sums": dict(self.tool.procedure_sums),
             "facts": image_facts(self.binary),
             **extra,
         }

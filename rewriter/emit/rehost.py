@@ -134,7 +134,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
         print(f"anvil: warning: {os.path.basename(binary.path)} starts threads and uses d16-d31 (or "
               "ANVIL_STACK_SCRATCH is set): its ReHost records are not thread-safe, results may be incomplete "
               "(counters alone are)", file=sys.stderr)
-    report = emit(binary, tool.name, units, library, output, started, opts, tool.procedure_sums, fold_sums=False)
+    report = emit(binary, tool.name, units, library, output, started, opts, tool.procedure_sums)
     atomic_write(output + SITE_TABLE_SUFFIX, document, mode=0o644)
     return report
 

@@ -16,7 +16,9 @@ FORMAT = "anvil-rehost-sites"
 # version 1 would have its records run through a routine expecting another argument.
 # 3: "sums", the arrays the host folds into per-procedure sums before the end routines run
 # (decision 0025); a version 2 table's inscount would report without its block counters.
-VERSION = 3
+# 4: no "sums": the image folds them itself (decision 0030); a host reading a version 3
+# table the old way would add them twice.
+VERSION = 4
 TRANSPORTS = ("semihosting", "uart")  # how a firmware image's records leave the board
 
 
