@@ -184,15 +184,17 @@ def test_filter_calls_on_a_new_line_and_counts_the_repeats() -> None:
     assert hits == [2, 0]
 
 
-def test_record_site_carries_its_site_id_and_the_filtered_address() -> None:
-    """A ReHost record of a filtered call (records.py): the site id and the address the
-    filter tested, computed once."""
+@pytest.mark.parametrize("site", [70000, 1234])
+def test_record_site_carries_its_site_id_and_the_filtered_address(site: int) -> None:
+    """A ReHost record of a filtered call (records.py): the site id (a MOVW/MOVT at the
+    site, or below 65536 the halfword after its BL) and the address the filter tested,
+    computed once."""
     tool = _tool()
     original = Hook(Point.BEFORE, _filtered(tool), (Arg.EFFADDR, Arg.ACCESS_IS_STORE, Arg.FILTER_LEFT))
     record = RecordPrototype("anvil_rh_record2", (Arg.SITE_ID, Arg.EFFADDR, Arg.FILTER_LEFT), original=original)
     access = Access(True, 4, SP, 12)
-    words, hits = _run(Hook(Point.BEFORE, record, (70000, Arg.EFFADDR, Arg.FILTER_LEFT)), _context(access), runs=2)
-    assert words[:3] == [70000, _expected_address(access), 0] and words[5] == 1
+    words, hits = _run(Hook(Point.BEFORE, record, (site, Arg.EFFADDR, Arg.FILTER_LEFT)), _context(access), runs=2)
+    assert words[:3] == [site, _expected_address(access), 0] and words[5] == 1
     assert hits == [0, 1]
 
 

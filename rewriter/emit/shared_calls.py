@@ -1,13 +1,14 @@
 """Compact call sites (decision 0029): on firmware, where flash is what runs out, a
 site keeps only what differs from site to site and calls shared code for the rest.
 
-A site (T32, 16-20 bytes instead of 100-150):
+A site (T32, 16-18 bytes instead of 100-150):
 
     push {r0-r3, ip, lr}       what a C call may clobber
     r0.. = the site's values   the filter's key first, then the other arguments only a
                                site knows (an effective address, a register's value, the
                                instruction's address, its block's size, a record's site id)
     bl <shared call path>
+    [.hword site id]            a record's id below 65536, read by the shared path
     pop {r0-r3, ip, lr}
 
 The shared call path, one per distinct SharedCall (routine, constant arguments, filter
@@ -70,10 +71,11 @@ class SharedCall:
 
     routine: str
     sources: tuple[Source, ...]  # per argument register
-    site_values: int
+    site_values: int  # computed by the site, in r0.., and the halfword (the last of them) if any
     filter: FilterPlan | None
     mask_interrupts: bool
     atomic: bool
+    halfword: bool = False  # the site's last value is the halfword after its BL (a record's id)
 
 
 def plan(hook: Hook, ctx: HookContext) -> tuple[SharedCall, list[tuple[Arg, object]]] | None:
@@ -108,8 +110,17 @@ def plan(hook: Hook, ctx: HookContext) -> tuple[SharedCall, list[tuple[Arg, obje
             return None
     if len(site) > len(STASH):
         return None
+    # A record's id goes after the BL as a halfword, read by the shared path, when it fits
+    # (2 bytes, not a 4-byte MOVW): it becomes the site's last value.
+    ids = [k for k, (kind, _) in enumerate(site) if kind is Arg.SITE_ID]
+    halfword = bool(ids) and site_id_of(site[ids[0]][1], ctx) <= 0xFFFF
+    if halfword:
+        k = ids[0]
+        site.append(site.pop(k))
+        sources = [("site", len(site) - 1) if s == ("site", k) else
+                   ("site", s[1] - 1) if s[0] == "site" and s[1] > k else s for s in sources]
     shared = SharedCall(hook.prototype.name, tuple(sources), len(site), plan_of_filter, ctx.mask_interrupts,
-                        ctx.atomic_hits)
+                        ctx.atomic_hits, halfword)
     return shared, site
 
 
@@ -125,16 +136,16 @@ class SharedCalls:
         self.bumped: set[str] = set()  # counter arrays
 
     def emit_increment(self, code: Code, array: str, index: int) -> bool:
-        """``array[index]`` += 1 at a compact site (14 bytes instead of 30):
+        """``array[index]`` += 1 at a compact site (12 bytes instead of 30):
 
-            push {r0, r1, lr}; movw r0, #index; bl <array's bump>; pop {r0, r1, lr}
+            push {r0, r1, lr}; bl <array's bump>; .hword index; pop {r0, r1, lr}
 
-        False (nothing emitted) when the index does not fit a MOVW."""
+        False (nothing emitted) when the index does not fit a halfword."""
         if not 0 <= index <= 0xFFFF:
             return False
         T32.push(code, BUMP_SAVED)
-        T32.mov32(code, 0, index)
         T32.call(code, ("shared-bump", array))
+        code.emit(index.to_bytes(2, "little"))
         T32.pop(code, BUMP_SAVED)
         self.bumped.add(array)
         return True
@@ -147,9 +158,12 @@ class SharedCalls:
         shared, values = found
         T32.push(code, SITE_SAVED)
         originals = _SiteOriginals(code, ctx)
-        for k, (kind, value) in enumerate(values):
+        computed = values[:-1] if shared.halfword else values
+        for k, (kind, value) in enumerate(computed):
             originals.compute(k, kind, value)
         T32.call(code, ("shared-call", shared))
+        if shared.halfword:
+            code.emit(site_id_of(values[-1][1], ctx).to_bytes(2, "little"))
         T32.pop(code, SITE_SAVED)
         self.wanted.add(shared)
         return True
@@ -162,8 +176,17 @@ class SharedCalls:
         for array in sorted(self.bumped):
             code.align(4)
             code.label(("shared-bump", array))
-            T32.pc_address(code, 1, counter_label(array, 0))  # r1 = &array[r0]; += 1; back
+            code.emit(_halfword_after_call(0))  # r0 = the index; then r1 = &array[r0]; += 1; back
+            T32.pc_address(code, 1, counter_label(array, 0))
             code.emit(enc.t32_add_reg_shift(1, 1, 0, 0, 3) + T32_BUMP + enc.t32_bx(LR))
+
+
+def _halfword_after_call(reg: int) -> bytes:
+    """r``reg`` = the halfword after the BL that called (at LR - 1: LR has the Thumb bit),
+    and LR moved past it: SUBW rN, lr, #1; LDRH rN, [rN]; ADDW lr, lr, #2 (rN low; flags
+    untouched)."""
+    assert reg < 8
+    return enc.t32_add_imm(reg, LR, -1) + enc._hw(0x8800 | reg << 3 | reg) + enc.t32_add_imm(LR, LR, 2)
 
 
 class _SiteOriginals:
@@ -221,6 +244,8 @@ def emit_shared_call(code: Code, shared: SharedCall, function_label: Label, stri
     kept = [FLAGS_REG, FRAME_REG, *stash]
     code.align(4)
     code.label(("shared-call", shared))
+    if shared.halfword:  # the last site value: r<n> is free, the site computed r0..r<n-1>
+        code.emit(_halfword_after_call(shared.site_values - 1))
     T32.push(code, [*kept, LR])
     T32.mrs(code, FLAGS_REG)
     if shared.mask_interrupts:  # FLAGS_REG's bit 0 (0 in APSR) keeps PRIMASK, for MSR PRIMASK to put back
