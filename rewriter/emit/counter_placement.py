@@ -101,10 +101,8 @@ class Derivations:
     # Arrays read only as per-procedure sums (Tool.sum_per_procedure) -> (where the sums go,
     # the program that adds count x instructions of each block that may count into them).
     folds: dict[str, tuple[str, bytes]] = field(default_factory=dict)
-    # Array -> procedures whose blocks count in it after placement (kept or derived slots).
-    counting: dict[str, set[int]] = field(default_factory=dict)
-    # Array -> (procedure, its plan or None when every block keeps its counter, its first
-    # edge counter), for the folds that read the counted values directly (fold_program).
+    # Folded array -> (procedure, its plan or None when every block keeps its counter, its
+    # first edge counter), for the folds that read the counted values directly (fold_program).
     plans: dict[str, list[tuple[Procedure, Plan | None, int]]] = field(default_factory=dict)
 
     def source(self) -> str:
@@ -159,10 +157,8 @@ def place_counters(binary: Binary, stops: set[int], sums: dict[str, str] | None 
     result = Derivations(code={}, edges={})
     counted = [(proc, arrays) for proc in binary.procedures if (arrays := _counted_arrays(proc))]
     if counted:  # else a tool without block counters (cachesim, memtrace): no flow to build
-        _place(binary, stops, sums, counted, result)
+        _place(binary, stops, sums, counted, set(folds or {}), result)
     for array, into in (folds or {}).items():
-        # Read only as sums: no block's own count is needed, so no derivation program.
-        result.code.pop(array, None)
         result.folds[array] = (into, fold_program(binary, array, result.plans.get(array, [])))
     return result
 
@@ -205,17 +201,15 @@ def _fold_terms(proc: Procedure, plan: Plan | None) -> list[tuple[int, int]]:
     for position, value in enumerate(plan.block_value):
         for carrier, coefficient in values[value].items():
             total[carrier] = total.get(carrier, 0) + coefficient * proc.blocks[position].size
-    edge_number = {}
-    for carrier in plan.carriers:
-        if isinstance(carrier, tuple):
-            edge_number[carrier] = len(edge_number)
+    edge_number = {edge: k for k, edge in enumerate(plan.edges)}
     return [(edge_number[c] << 1 | 1 if isinstance(c, tuple) else c << 1, total[k])
             for k, c in enumerate(plan.carriers) if total.get(k)]
 
 
 def _place(binary: Binary, stops: set[int], sums: dict[str, str] | None,
-           counted: list[tuple[Procedure, set[str]]], result: Derivations) -> None:
-    """place_counters' work on ``counted``: procedures and the arrays every block of theirs counts in."""
+           counted: list[tuple[Procedure, set[str]]], folded: set[str], result: Derivations) -> None:
+    """place_counters' work on ``counted``: procedures and the arrays every block of theirs
+    counts in; ``folded``: the arrays read only as sums (folded, never derived)."""
     entered = entries_from_elsewhere(binary)
     taken = binary.address_taken
 
@@ -237,17 +231,16 @@ def _place(binary: Binary, stops: set[int], sums: dict[str, str] | None,
             arrays = arrays - {array}
             result.counters_summed += len(proc.accumulation.weights) + len(proc.accumulation.edge_weights)
         if arrays:
-            _apply(result, proc, arrays, plan)
-        for array in arrays:
-            result.counting.setdefault(array, set()).add(proc.address)
+            _apply(result, proc, arrays, plan, folded)
 
 
-def _apply(result: Derivations, proc: Procedure, arrays: set[str], plan: Plan | None) -> None:
+def _apply(result: Derivations, proc: Procedure, arrays: set[str], plan: Plan | None, folded: set[str]) -> None:
     """Keep the increments of ``proc``'s counted blocks only, add its edge counters, and
-    append its derivation program to ``result`` (or keep every counter without a plan)."""
+    append its derivation program to ``result`` (or keep every counter without a plan);
+    for a ``folded`` array, the plan the fold reads instead of a derivation program."""
     if plan is None or len(plan.carriers) >= len(proc.blocks):
         result.counters_kept += len(proc.blocks) * len(arrays)
-        for array in arrays:
+        for array in arrays & folded:
             result.plans.setdefault(array, []).append((proc, None, 0))
         return
     keep = {c for c in plan.carriers if not isinstance(c, tuple)}
@@ -261,9 +254,11 @@ def _apply(result: Derivations, proc: Procedure, arrays: set[str], plan: Plan | 
             increments = proc.blocks[source].edge_increments.setdefault(proc.blocks[dest].address, [])
             increments.append((edge_array(array), edge_base + k, 1))
         result.edges[array] = edge_base + len(plan.edges)
-        result.code.setdefault(array, bytearray()).extend(plan.code(base, edge_base))
-        result.plans.setdefault(array, []).append((proc, plan, edge_base))
-    result.temps = max(result.temps, plan.values)
+        if array in folded:
+            result.plans.setdefault(array, []).append((proc, plan, edge_base))
+        else:
+            result.code.setdefault(array, bytearray()).extend(plan.code(base, edge_base))
+            result.temps = max(result.temps, plan.values)
     result.counters_kept += len(keep) * len(arrays)
     result.counters_removed += (len(proc.blocks) - len(keep)) * len(arrays)
 

@@ -27,6 +27,12 @@ static uint32_t next(const uint8_t **code)
     return (uint32_t)next64(code);
 }
 
+/* A counted value as the programs name it: a block position << 1, or an edge counter << 1 | 1. */
+static uint64_t counted(uint32_t at, const uint64_t *mine, const uint64_t *my_edges)
+{
+    return at & 1 ? my_edges[at >> 1] : mine[at >> 1];
+}
+
 void anvil_derive(uint64_t *slots, const uint64_t *edges, const uint8_t *code, uint32_t length,
                   uint64_t *tmp)
 {
@@ -36,8 +42,7 @@ void anvil_derive(uint64_t *slots, const uint64_t *edges, const uint8_t *code, u
         const uint64_t *my_edges = edges + next(&code);
         uint32_t ncounted = next(&code), nderived = next(&code), nwrites = next(&code);
         for (uint32_t i = 0; i < ncounted; i++) {
-            uint32_t at = next(&code);
-            tmp[i] = at & 1 ? my_edges[at >> 1] : mine[at >> 1];
+            tmp[i] = counted(next(&code), mine, my_edges);
         }
         for (uint32_t j = 0; j < nderived; j++) {
             uint32_t n = next(&code);
@@ -76,9 +81,8 @@ void anvil_fold(const uint64_t *slots, const uint64_t *edges, uint64_t *sums, co
         uint32_t nterms = next(&code);
         uint64_t sum = 0;
         while (nterms--) {
-            uint32_t at = next(&code);
+            uint64_t value = counted(next(&code), mine, my_edges);
             uint64_t zigzag = next64(&code);
-            uint64_t value = at & 1 ? my_edges[at >> 1] : mine[at >> 1];
             uint64_t coefficient = zigzag & 1 ? ~(zigzag >> 1) : zigzag >> 1;
             sum += value * coefficient;
         }
