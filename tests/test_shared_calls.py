@@ -14,7 +14,7 @@ import pytest
 from rewriter.api import Arg, Point, RepeatFilter, Tool
 from rewriter.arch import arm_encode as enc
 from rewriter.emit.code import Code
-from rewriter.emit.hooks import HookContext, RecordPrototype
+from rewriter.emit.hooks import HookContext, RecordPrototype, filter_of
 from rewriter.emit.isa import IP, LR, PC, SP, Scratch
 from rewriter.emit.shared_calls import SharedCalls
 from rewriter.ir.model import Access, Hook, Instruction
@@ -60,8 +60,7 @@ def _run(hook: Hook, ctx: HookContext, runs: int = 1, primask: int = 0,
     """Run ``hook``'s compact site ``runs`` times; return RESULTS' six words and the filter's
     two hit counters (load, store).
     Checks after every run that the site changed no register, SP, flags or PRIMASK."""
-    from unicorn import UC_ARCH_ARM, UC_MODE_MCLASS, UC_MODE_THUMB, Uc
-    from unicorn.arm_const import UC_ARM_REG_PRIMASK, UC_ARM_REG_SP, UC_ARM_REG_XPSR, UC_CPU_ARM_CORTEX_M3
+    from unicorn.arm_const import UC_ARM_REG_PRIMASK, UC_ARM_REG_SP, UC_ARM_REG_XPSR
 
     code = Code(CODE, pic=False, ge=False)
     code.label(("fn", hook.prototype.name))
@@ -73,9 +72,8 @@ def _run(hook: Hook, ctx: HookContext, runs: int = 1, primask: int = 0,
     code.emit(enc.t32_nop() * 2)  # where the run stops: the shared paths start after it
     calls.emit_paths(code, lambda name: ("fn", name), lambda text: ("str", text),
                      lambda name, index: ("array", name, index))
-    call = hook.prototype.original if isinstance(hook.prototype, RecordPrototype) else hook
-    assert call is not None
-    flt = call.prototype.filter
+    found = filter_of(hook)
+    flt = found[0] if found else None
 
     def resolve(key: object) -> int:
         if key in code.labels:
@@ -87,11 +85,7 @@ def _run(hook: Hook, ctx: HookContext, runs: int = 1, primask: int = 0,
         return MEMO if name == flt.memo else MEMO + flt.counter_offset + 8 * index
 
     data = code.finish(resolve)
-    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
-    uc.ctl_set_cpu_model(UC_CPU_ARM_CORTEX_M3)
-    uc.mem_map(CODE, 0x10000)
-    uc.mem_map(DATA, 0x10000)
-    uc.mem_write(CODE, data)
+    uc = _cortex_m3(data)
     for _ in range(runs):
         for reg, value in REGS.items():
             uc.reg_write(_REG_IDS[reg], value)
@@ -109,6 +103,19 @@ def _run(hook: Hook, ctx: HookContext, runs: int = 1, primask: int = 0,
     if flt is not None and flt.counter_offset is not None:
         hits = [int.from_bytes(uc.mem_read(MEMO + flt.counter_offset + 8 * i, 8), "little") for i in range(2)]
     return words, hits
+
+
+def _cortex_m3(code: bytes):
+    """A unicorn Cortex-M3 with ``code`` at CODE and DATA mapped."""
+    from unicorn import UC_ARCH_ARM, UC_MODE_MCLASS, UC_MODE_THUMB, Uc
+    from unicorn.arm_const import UC_CPU_ARM_CORTEX_M3
+
+    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
+    uc.ctl_set_cpu_model(UC_CPU_ARM_CORTEX_M3)
+    uc.mem_map(CODE, 0x10000)
+    uc.mem_map(DATA, 0x10000)
+    uc.mem_write(CODE, code)
+    return uc
 
 
 def _reg_ids() -> dict[int, int]:
@@ -202,8 +209,7 @@ def test_record_site_carries_its_site_id_and_the_filtered_address(site: int) -> 
 def test_counter_site_adds_one_to_its_own_slot(start: int) -> None:
     """A compact counter (SharedCalls.emit_increment): slot 5 of its array += 1, carrying
     into the high word; the slots beside it, the registers, SP and the flags untouched."""
-    from unicorn import UC_ARCH_ARM, UC_MODE_MCLASS, UC_MODE_THUMB, Uc
-    from unicorn.arm_const import UC_ARM_REG_SP, UC_ARM_REG_XPSR, UC_CPU_ARM_CORTEX_M3
+    from unicorn.arm_const import UC_ARM_REG_SP, UC_ARM_REG_XPSR
 
     array = DATA + 0x200
     code = Code(CODE, pic=False, ge=False)
@@ -214,11 +220,7 @@ def test_counter_site_adds_one_to_its_own_slot(start: int) -> None:
     calls.emit_paths(code, lambda name: ("fn", name), lambda text: ("str", text),
                      lambda name, index: ("array", name, index))
     data = code.finish(lambda key: code.labels[key] if key in code.labels else array + 8 * key[2])
-    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
-    uc.ctl_set_cpu_model(UC_CPU_ARM_CORTEX_M3)
-    uc.mem_map(CODE, 0x10000)
-    uc.mem_map(DATA, 0x10000)
-    uc.mem_write(CODE, data)
+    uc = _cortex_m3(data)
     slots = [0x1111 * (i + 1) for i in range(8)]
     slots[5] = start
     uc.mem_write(array, b"".join(v.to_bytes(8, "little") for v in slots))

@@ -308,7 +308,7 @@ def _registers_read(hook: Hook) -> int:
 
 # Cortex-M: ip = PRIMASK; FLAGS_REG |= ip; CPSID i.
 MASK_INTERRUPTS = (enc.t32_mrs_primask(IP) + enc.t32_logic_reg(enc.T32_ORR, FLAGS_REG, FLAGS_REG, IP)
-                    + enc.t32_cpsid_i())
+                   + enc.t32_cpsid_i())
 
 
 def _emit_shared_key(isa: ISA, code: Code, shared: SharedKey, found: tuple[RepeatFilter, Hook] | None,

@@ -93,6 +93,7 @@ def plan(hook: Hook, ctx: HookContext) -> tuple[SharedCall, list[tuple[Arg, obje
         site.append((call.prototype.kinds[flt.key_arg], call.args[flt.key_arg]))
         plan_of_filter = FilterPlan(flt, Arg.FILTER_LEFT in call.prototype.kinds, filter_counter_index(found, ctx))
     sources: list[Source] = []
+    site_id: tuple[int, object] | None = None  # (argument position, value): the last site value
     for kind, value in zip(kinds, args):
         if kind is Arg.FILTER_LEFT:
             sources.append(("left",))
@@ -102,23 +103,25 @@ def plan(hook: Hook, ctx: HookContext) -> tuple[SharedCall, list[tuple[Arg, obje
             sources.append(("string", str(value)))
         elif kind in (Arg.ACCESS_SIZE, Arg.ACCESS_IS_STORE):
             sources.append(("const", static_value(kind, value, ctx)))
+        elif kind is Arg.SITE_ID:
+            site_id = (len(sources), value)
+            sources.append(("site", -1))  # numbered below
         elif kind in _SITE_KINDS:
-            if (kind, value) not in site or kind is Arg.SITE_ID:
+            if (kind, value) not in site:
                 site.append((kind, value))
             sources.append(("site", site.index((kind, value))))
         else:
             return None
+    # A record's id comes last; it goes after the BL as a halfword, read by the shared path,
+    # when it fits (2 bytes, not a 4-byte MOVW).
+    halfword = False
+    if site_id is not None:
+        position, value = site_id
+        sources[position] = ("site", len(site))
+        site.append((Arg.SITE_ID, value))
+        halfword = site_id_of(value, ctx) <= 0xFFFF
     if len(site) > len(STASH):
         return None
-    # A record's id goes after the BL as a halfword, read by the shared path, when it fits
-    # (2 bytes, not a 4-byte MOVW): it becomes the site's last value.
-    ids = [k for k, (kind, _) in enumerate(site) if kind is Arg.SITE_ID]
-    halfword = bool(ids) and site_id_of(site[ids[0]][1], ctx) <= 0xFFFF
-    if halfword:
-        k = ids[0]
-        site.append(site.pop(k))
-        sources = [("site", len(site) - 1) if s == ("site", k) else
-                   ("site", s[1] - 1) if s[0] == "site" and s[1] > k else s for s in sources]
     shared = SharedCall(hook.prototype.name, tuple(sources), len(site), plan_of_filter, ctx.mask_interrupts,
                         ctx.atomic_hits, halfword)
     return shared, site
