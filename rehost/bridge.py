@@ -1,11 +1,18 @@
 """The client side of a ReHost run: start the program with a channel, forward its records.
 
-The program inherits one end of a socket pair as file descriptor CHANNEL_FD (the
-communicator's channel, runtime_stubs/arm/anvil_comm.c). A pump thread reads it and
-hands chunks to the gRPC stream; when the server is gone the pump keeps reading and
-counts what it drops, so the program never blocks on a dead server and always
-finishes with its own output and exit status. The results the server sends back are
-written where the InHost program would have written them.
+The program inherits one end of a SOCK_SEQPACKET socket pair as file descriptor
+CHANNEL_FD (the communicator's channel, runtime_stubs/arm/anvil_channel.c). A pump
+thread reads its messages, learns from the kernel which process sent each one, and
+hands them to that process's gRPC stream; when the server is gone the pump keeps
+reading and counts what it drops, so the program never blocks on a dead server and
+always finishes with its own output and exit status. The results the server sends back
+are written where the InHost program would have written them.
+
+A child the program forks gets a session of its own (docs/decisions/0031): its first
+message names the process it forked from and how many bytes of that process's stream
+had gone at the fork; its session starts with those bytes (kept here, in a spool per
+session) and goes on with the child's own, so its analysis starts from its parent's
+state at the fork. Its results go to ``<results file>.<pid>``, as an InHost child's do.
 
 Firmware under qemu-system-arm writes its records to a named pipe instead
 (``run_with_pipe``): through semihosting, or through a UART QEMU connects to the pipe.
@@ -17,7 +24,9 @@ import os
 import queue
 import select
 import socket
+import struct
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -31,11 +40,15 @@ from rewriter.errors import AnvilError
 from . import PROGRAM_ENVIRONMENT
 from .protocol import SERVICE, messages, services
 
-CHANNEL_FD = 1000          # must match ANVIL_REHOST_FD in runtime_stubs/arm/anvil_comm.c
+CHANNEL_FD = 1000          # must match ANVIL_REHOST_FD in runtime_stubs/arm/anvil_channel.c
 CHUNK = 1 << 20
 SOCKET_BUFFER = 4 << 20
 QUEUE_CHUNKS = 32          # the bridge buffers at most this many chunks; then the program waits
 CONNECT_TIMEOUT = 5.0
+FORK_MAGIC = 0x4B464E41    # "ANFK": a forked child's first message (anvil_channel.c)
+FORK_HELLO = struct.Struct("<4I")  # magic, the pid it forked from, bytes of that stream sent (low, high)
+CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
+SPOOL_IN_MEMORY = 32 << 20  # a session's stream is kept in memory up to this, then in a file
 GATHER = 4096              # run_with_pipe: after a read shorter than this ...
 GATHER_PAUSE = 0.002       # ... let the writer's bytes gather this long (s)
 
@@ -52,6 +65,8 @@ class Outcome:
     stdout: bytes = b""                # the program's output, when captured
     stderr: bytes = b""
     outputs: dict[str, bytes] = field(default_factory=dict)
+    children: dict[int, Outcome] = field(default_factory=dict)  # forked children's sessions, by pid
+    stray_bytes: int = 0               # bytes from processes whose stream could not be placed
 
 
 def connect(address: str, credentials: grpc.ChannelCredentials | None = None) -> grpc.Channel:
@@ -159,6 +174,105 @@ class _Forward:
         return outcome
 
 
+class _Processes:
+    """Routes the messages of a SOCK_SEQPACKET channel to a session per process.
+
+    The first process to send is the program (``root``). A process whose first message
+    is a fork hello is a child of the process it names: its session (``start_child``)
+    starts with that process's session stream up to the fork, replayed from its spool,
+    and goes on with the child's own messages. Anything else from an unknown process is
+    counted in ``stray``.
+    """
+
+    def __init__(self, root: _Forward, start_child: Callable[[], _Forward]) -> None:
+        self.root = root
+        self.start_child = start_child
+        self.sessions: dict[int, _Forward] = {}
+        self.children: dict[int, _Forward] = {}
+        self.spools: dict[int, tempfile.SpooledTemporaryFile] = {}
+        self.inherited: dict[int, int] = {}  # bytes at the start of a session's stream that its parent sent
+        self.stray = 0
+
+    def pump(self, sock: socket.socket) -> None:
+        """Route everything ``sock`` delivers until every writer has closed it, then end the streams."""
+        buffer = bytearray(CHUNK)
+        room = socket.CMSG_SPACE(CREDENTIALS.size)
+        try:
+            while True:
+                try:
+                    size, ancillary, _, _ = sock.recvmsg_into([buffer], room)
+                except OSError:
+                    break
+                if not size:
+                    break
+                self._route(_sender(ancillary), bytes(memoryview(buffer)[:size]))
+        finally:
+            for forward in {self.root, *self.sessions.values()}:
+                forward._put(None)
+            for spool in self.spools.values():
+                spool.close()
+
+    def _route(self, pid: int, data: bytes) -> None:
+        forward = self.sessions.get(pid)
+        if forward is None:
+            forward = self._new_process(pid, data)
+            if forward is not self.root:
+                return  # a child's hello (its replayed prefix is sent), or a stray message
+        self._keep(pid, data)
+        forward.send(data)
+
+    def _new_process(self, pid: int, data: bytes) -> _Forward | None:
+        """The session of a process seen for the first time, with its first message ``data``."""
+        if len(data) == FORK_HELLO.size and FORK_HELLO.unpack(data)[0] == FORK_MAGIC:
+            _, parent, low, high = FORK_HELLO.unpack(data)
+            upto = self.inherited.get(parent, 0) + (low | high << 32)
+            spool = self.spools.get(parent)
+            if upto and (spool is None or spool.tell() < upto):
+                self.stray += len(data)  # it names a stream not seen here: its records cannot be placed
+                return None
+            child = self.sessions[pid] = self.children[pid] = self.start_child()
+            self.inherited[pid] = upto
+            if spool is not None:
+                self._replay(spool, upto, pid, child)
+            return child
+        if self.root in self.sessions.values():
+            self.stray += len(data)
+            return None
+        self.sessions[pid] = self.root
+        return self.root
+
+    def _replay(self, spool: tempfile.SpooledTemporaryFile, upto: int, pid: int, child: _Forward) -> None:
+        """Send the first ``upto`` bytes of ``spool`` to ``child`` (process ``pid``) and keep them as its own."""
+        end = spool.tell()
+        spool.seek(0)
+        left = upto
+        while left:
+            chunk = spool.read(min(CHUNK, left))
+            left -= len(chunk)
+            self._keep(pid, chunk)
+            child.send(chunk)
+        spool.seek(end)
+
+    def _keep(self, pid: int, data: bytes) -> None:
+        """Add ``data`` to ``pid``'s spool: the session stream a child it forks starts with."""
+        spool = self.spools.get(pid)
+        if spool is None:
+            spool = self.spools[pid] = tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY, prefix="anvil-stream-")
+        spool.write(data)
+
+    def finish(self) -> dict[int, Outcome]:
+        """The children's outcomes, by pid, once their sessions have ended."""
+        return {pid: forward.finish(None) for pid, forward in self.children.items()}
+
+
+def _sender(ancillary: list[tuple[int, int, bytes]]) -> int:
+    """The pid in a message's SCM_CREDENTIALS (0 if it has none)."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(data) >= CREDENTIALS.size:
+            return CREDENTIALS.unpack_from(data)[0]
+    return 0
+
+
 def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, program: str,
         token: str = "", env: dict[str, str] | None = None, cwd: str | None = None,
         stdin: bytes | None = None) -> Outcome:
@@ -168,11 +282,15 @@ def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, pro
     ``cwd``; with ``stdin`` given, its input is that and its output is captured
     (Outcome.stdout/stderr), otherwise it shares ours.
     """
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    # Messages, not a byte stream: a forked child's records never break into its parent's,
+    # and the kernel tells each message's process (SO_PASSCRED).
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     for end in (ours, theirs):  # big buffers: fewer wake-ups, the program waits less often
         end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
         end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     forward = _Forward(channel, tool, site_table, program, token)
+    processes = _Processes(forward, lambda: _Forward(channel, tool, site_table, program, token))
     saved = os.dup(CHANNEL_FD) if _fd_open(CHANNEL_FD) else None
     try:
         os.dup2(theirs.fileno(), CHANNEL_FD, inheritable=True)
@@ -182,6 +300,7 @@ def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, pro
             proc = subprocess.Popen(cmd, pass_fds=(CHANNEL_FD,), env=PROGRAM_ENVIRONMENT if env is None else env,
                                     cwd=cwd, **pipes)
         except OSError as e:
+            forward._put(None)
             raise AnvilError(f"cannot start {cmd[0]}: {e.strerror}") from None
     finally:
         if saved is not None:
@@ -190,12 +309,15 @@ def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, pro
         else:
             os.close(CHANNEL_FD)
         theirs.close()
-    reader = threading.Thread(target=forward.pump, args=(ours,), daemon=True)
+    reader = threading.Thread(target=processes.pump, args=(ours,), daemon=True)
     reader.start()
     stdout, stderr = proc.communicate(stdin)
     reader.join()
     ours.close()
-    return forward.finish(proc.returncode, stdout or b"", stderr or b"")
+    outcome = forward.finish(proc.returncode, stdout or b"", stderr or b"")
+    outcome.children = processes.finish()
+    outcome.stray_bytes = processes.stray
+    return outcome
 
 
 def run_with_pipe(cmd: list[str], pipe_path: str, channel: grpc.Channel, tool: str, site_table: bytes,
@@ -338,13 +460,18 @@ def write_outputs(outcome: Outcome, allowed: set[str], directory: str = ".") -> 
     """Write the results files the server sent, relative to ``directory``; returns their paths.
 
     Only paths the site table itself names (``allowed``: the string arguments of its
-    program start/end calls) are written, so a server cannot write anywhere else.
+    program start/end calls) are written, so a server cannot write anywhere else. A forked
+    child's go to ``<path>.<pid>`` when its session is complete, as an InHost child's do.
     """
     written = []
-    for path, content in outcome.outputs.items():
+    named = [(path, content, "") for path, content in outcome.outputs.items()]
+    for pid, child in sorted(outcome.children.items()):
+        if child.summary is not None and child.summary.complete:  # not one that called exec (InHost: no file)
+            named += [(path, content, f".{pid}") for path, content in child.outputs.items()]
+    for path, content, suffix in named:
         if path not in allowed:
             raise AnvilError(f"the server sent a results file the site table does not name: {path!r}")
-        dest = os.path.join(directory, path)
+        dest = os.path.join(directory, path + suffix)
         with open(dest, "wb") as f:
             f.write(content)
         written.append(dest)

@@ -280,6 +280,17 @@ def _report_rehost(outcome, table) -> bool:
         print(f"anvil: rehost: {outcome.error}; {outcome.lost_bytes} bytes of records not analysed, "
               "no results written", file=sys.stderr)
         return False
+    for pid, child in sorted(outcome.children.items()):
+        # A child that ends without its end record (it called exec, or was killed) leaves no
+        # results, as an InHost child does; a session that fails is said, as the program's is.
+        if child.error:
+            print(f"anvil: rehost: forked child {pid}: {child.error}; no results written for it", file=sys.stderr)
+        elif child.summary is not None and child.summary.error:
+            print(f"anvil: rehost: forked child {pid}: {child.summary.error}; no results written for it",
+                  file=sys.stderr)
+    if outcome.stray_bytes:
+        print(f"anvil: rehost: {outcome.stray_bytes} bytes from a process whose stream is unknown were dropped",
+              file=sys.stderr)
     if summary is not None and not summary.complete:
         why = summary.error or "the program ended without its end record (killed, or exited without exit())"
         print(f"anvil: rehost: results are incomplete: {why}", file=sys.stderr)

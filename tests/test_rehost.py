@@ -67,28 +67,37 @@ def test_sample_rehost_equals_inhost(sample: str, variant: str, server: str, tmp
         assert results_file(rehost.cwd, tool) == results_file(inhost.cwd, tool), f"{tool} results differ"
 
 
+def _children_results(directory: Path, tool: str) -> list[str]:
+    """The results files forked children (and grandchildren) wrote beside the parent's, sorted."""
+    return sorted(p.read_text() for p in directory.glob(f"prog.{tool}.out.*") if p.suffix[1:].isdigit())
+
+
 @pytest.mark.parametrize("variant", ["O2-thumb-dyn", "Os-thumb-static"])
-def test_forked_child_keeps_its_results_apart(variant: str, server: str, tmp_path: Path) -> None:
+def test_forked_child_gets_a_session_of_its_own(variant: str, server: str, tmp_path: Path) -> None:
     """A program that forks: InHost, the parent's results file holds the parent's
-    procedures and the child's goes to ``<file>.<pid>`` with the child's; ReHost, the
-    child sends nothing on the channel it inherits, so the session completes and equals
-    InHost's parent file (it used to be rejected: bytes after the end record)."""
+    procedures and the child's goes to ``<file>.<pid>`` with the child's, counted on from
+    the parent's at the fork. ReHost gives the child a session of its own that starts
+    with its parent's stream up to the fork (cachesim: several rings of records already
+    sent, and the ring's unsent records in both streams), and a grandchild one that starts
+    with the child's: all three files equal InHost's."""
     binary = build("forks", variant)
     original = run_prog(place(binary, tmp_path, "orig"))
     ir = load_binary(str(binary))
-    for tool in ("inscount", "bbcount"):
+    for tool in ("inscount", "bbcount", "cachesim"):
         inhost = run_prog(instrument_ir(ir, tool, tmp_path), [])
         assert_same_behaviour(original, inhost)
         parent = results_file(inhost.cwd, tool).decode()
-        children = [p for p in inhost.cwd.glob(f"prog.{tool}.out.*") if p.suffix[1:].isdigit()]
-        assert len(children) == 1, children
-        child = children[0].read_text()
-        assert "parent_work" in parent and "child_work" not in parent
-        assert "child_work" in child and "parent_work" not in child
+        children = _children_results(inhost.cwd, tool)
+        assert len(children) == 2, children  # the child's and the grandchild's
+        if tool != "cachesim":
+            assert "parent_work" in parent and "child_work" not in parent
+            assert all("child_work" in child and "parent_work" not in child for child in children)
         rehost, outcome = run_rehost(instrument_ir(ir, tool, tmp_path, mode="rehost", slot="rhst"), server, [])
         assert_same_behaviour(original, rehost)
         assert not outcome.error and outcome.summary.complete, outcome.error
-        assert results_file(rehost.cwd, tool).decode() == parent
+        assert [c.summary.complete for c in outcome.children.values()] == [True, True]
+        assert results_file(rehost.cwd, tool).decode() == parent, f"{tool}: the parent's results differ"
+        assert _children_results(rehost.cwd, tool) == children, f"{tool}: the children's results differ"
 
 
 @pytest.mark.parametrize("tool", TOOLS)

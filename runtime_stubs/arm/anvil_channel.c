@@ -6,9 +6,18 @@
  * (`anvil rehost-listen` on the host) and moves it to ANVIL_REHOST_FD, so the
  * program's own descriptors are numbered as without instrumentation. Without a
  * channel the program runs and the records are dropped (one line on stderr when a
- * connection was asked for and failed). A child the program forks inherits the channel
- * but sends nothing: its records would break into its parent's stream, so the session
- * holds the parent's alone (InHost gives the child a results file of its own). */
+ * connection was asked for and failed).
+ *
+ * A child the program forks inherits the channel. Where the channel keeps messages
+ * apart (`anvil run`'s SOCK_SEQPACKET socket, whose reader learns each message's
+ * process from the kernel), the child's first message says whose stream it forked from
+ * and how many bytes of it had gone by then (FORK_MAGIC, parent pid, bytes); the bridge
+ * gives the child a session of its own that starts with those bytes of its parent's
+ * stream, so its analysis goes on from its parent's state at the fork, as an InHost
+ * child's counts do (docs/decisions/0031-forked-children-in-rehost.md). The records in
+ * the ring at the fork go into both streams: both processes flush their copy. On
+ * any other channel (a byte stream) the child sends nothing: its bytes would break into
+ * its parent's stream, so that session holds the parent's alone. */
 #include "anvil_rt.h"
 
 #define SYS_write 4
@@ -18,29 +27,38 @@
 #define SYS_socket 281
 #define SYS_connect 283
 #define SYS_sendto 290
+#define SYS_getsockopt 295
+#define SYS_getpid 20
 #define AF_INET 2
 #define SOCK_STREAM 1
 #define F_GETFD 1
+#define SOL_SOCKET 1
+#define SO_TYPE 3
+#define SOCK_SEQPACKET 5
 #define MSG_NOSIGNAL 0x4000
 #define EINTR 4
 #define EAGAIN 11
 #define ENOTSOCK 88
 
 #define ANVIL_REHOST_FD 1000
+#define FORK_MAGIC 0x4B464E41u /* "ANFK" */
+#define MAX_MESSAGE 65536u     /* a SOCK_SEQPACKET message must fit the socket's buffer whole */
 static int channel_ok = 1;
 static int use_write;
+static int messages;       /* the channel keeps messages apart: a forked child gets a session */
+static long channel_pid;   /* the process whose stream this one writes */
+static uint64_t sent;      /* bytes of that stream sent so far */
 
-void anvil_channel_send(const void *data, uint32_t len)
+/* ``len`` bytes, whole; 0 when the channel has failed. */
+static int send_all(const char *p, uint32_t len)
 {
-    const char *p = data;
-    if (channel_ok && anvil_forked_child())
-        channel_ok = 0;
     while (len && channel_ok) {
+        uint32_t piece = messages && len > MAX_MESSAGE ? MAX_MESSAGE : len;
         long n;
         if (use_write)
-            n = anvil_syscall(SYS_write, ANVIL_REHOST_FD, (long)p, len, 0, 0, 0);
+            n = anvil_syscall(SYS_write, ANVIL_REHOST_FD, (long)p, piece, 0, 0, 0);
         else
-            n = anvil_syscall(SYS_sendto, ANVIL_REHOST_FD, (long)p, len, MSG_NOSIGNAL, 0, 0);
+            n = anvil_syscall(SYS_sendto, ANVIL_REHOST_FD, (long)p, piece, MSG_NOSIGNAL, 0, 0);
         if (n == -ENOTSOCK && !use_write) {
             use_write = 1;
             continue;
@@ -49,11 +67,31 @@ void anvil_channel_send(const void *data, uint32_t len)
             continue;
         if (n <= 0) {
             channel_ok = 0;  /* no reader: the program goes on; the host sees a stream without its end */
-            return;
+            return 0;
         }
         p += n;
         len -= (uint32_t)n;
+        sent += (uint64_t)n;
     }
+    return channel_ok;
+}
+
+void anvil_channel_send(const void *data, uint32_t len)
+{
+    long pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
+    if (channel_ok && pid != channel_pid) {  /* a forked child: its first message */
+        if (!messages) {
+            channel_ok = 0;
+            return;
+        }
+        uint32_t hello[4] = {FORK_MAGIC, (uint32_t)channel_pid, (uint32_t)sent, (uint32_t)(sent >> 32)};
+        channel_pid = pid;
+        sent = 0;
+        if (!send_all((const char *)hello, sizeof hello))
+            return;
+        sent = 0;  /* the hello is not part of the stream */
+    }
+    send_all(data, len);
 }
 
 /* "a.b.c.d:port" -> sockaddr_in (network byte order); 0 when it is not one. */
@@ -99,8 +137,14 @@ static void warn(const char *a, const char *b, const char *c)
 /* No inherited channel: connect to ANVIL_REHOST_CONNECT if the environment names it. */
 void anvil_channel_open(void)
 {
-    if (anvil_syscall(SYS_fcntl64, ANVIL_REHOST_FD, F_GETFD, 0, 0, 0, 0) >= 0)
-        return;  /* inherited from `anvil run` */
+    channel_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
+    if (anvil_syscall(SYS_fcntl64, ANVIL_REHOST_FD, F_GETFD, 0, 0, 0, 0) >= 0) {  /* inherited */
+        int type = 0;
+        uint32_t size = sizeof type;
+        messages = anvil_syscall(SYS_getsockopt, ANVIL_REHOST_FD, SOL_SOCKET, SO_TYPE, (long)&type, (long)&size,
+                                 0) == 0 && type == SOCK_SEQPACKET;
+        return;
+    }
     const char *where = anvil_getenv("ANVIL_REHOST_CONNECT");
     if (!where)
         return;
