@@ -18,9 +18,11 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
+from rehost.server import Library, start_server
 from rewriter.ir.elf_loader import load_binary
 from rewriter.ir.plt import plt_functions
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+from tests.support.rehost import run_rehost
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
 from tests.support.samples import SAMPLES_DIR, debian_packages
 
@@ -105,3 +107,38 @@ def test_plt_entries_named_like_binutils(name: str) -> None:
     assert len(labels) == relocations > 0
     assert {a: named.get(a) for a in labels} == labels
     assert set(named.values()) == set(labels.values())
+
+
+# Command substitutions: dash forks a subshell for each and runs it without exec; the
+# second forks one more inside (not for its last command: that one runs in the process).
+SUBSHELLS = 'x=$(echo hi; i=0; while [ $i -lt 300 ]; do i=$((i+1)); done; echo $i); echo "$x"; ' \
+            'y=$( (echo sub); echo more ); echo $y; exit 4'
+
+
+def _all_results(directory: Path, tool: str) -> tuple[bytes, list[bytes]]:
+    """The program's results file and its forked children's (``.<pid>``), sorted."""
+    children = sorted(p.read_bytes() for p in directory.glob(f"prog.{tool}.out.*") if p.suffix[1:].isdigit())
+    return (directory / f"prog.{tool}.out").read_bytes(), children
+
+
+def test_dash_subshells_in_rehost_equal_inhost(tmp_path: Path) -> None:
+    """Each subshell gets a ReHost session of its own that starts with the shell's records
+    up to its fork (decision 0031): the shell's and every subshell's results equal InHost's."""
+    program, _ = _program("dash")
+    args = ["-c", SUBSHELLS]
+    original = run_prog(place(program, tmp_path, "orig"), args)
+    assert original.returncode == 4 and original.stdout == b"hi\n300\nsub more\n"
+    srv, port = start_server(Library(None), log=None)
+    try:
+        for tool in ("inscount", "bbcount", "cachesim"):
+            inhost = run_prog(instrument(program, tool, tmp_path), args)
+            rehost, outcome = run_rehost(instrument(program, tool, tmp_path, "--mode", "rehost", slot="rhst"),
+                                         f"127.0.0.1:{port}", args)
+            assert_same_behaviour(original, inhost)
+            assert_same_behaviour(original, rehost)
+            assert outcome.summary.complete and len(outcome.children) == 3
+            parent, children = _all_results(inhost.cwd, tool)
+            assert len(children) == 3, children
+            assert _all_results(rehost.cwd, tool) == (parent, children), f"{tool}: results differ"
+    finally:
+        srv.stop(None)
