@@ -71,7 +71,9 @@ class Outcome:
 
 def connect(address: str, credentials: grpc.ChannelCredentials | None = None) -> grpc.Channel:
     """A channel to a server that answers its health check, or AnvilError saying why not."""
-    options = [("grpc.max_send_message_length", 64 << 20)]
+    # The session's summary carries the results files: a memtrace of a few million accesses
+    # is tens of MB, past gRPC's 4 MiB default (a message's hard limit is protobuf's 2 GiB).
+    options = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", -1)]
     channel = (grpc.secure_channel(address, credentials, options) if credentials
                else grpc.insecure_channel(address, options))
     try:

@@ -8,7 +8,10 @@ For each (sample, variant):
 - bbcount's count of every block equals qemu's count of the block's first
   instruction (each block runs its first instruction exactly once per entry);
 - cachesim runs transparently and its figures add up (its exactness against an
-  independent access stream is tests/test_cachesim_oracle.py).
+  independent access stream is tests/test_cachesim_oracle.py);
+- memtrace runs transparently and records every access of every memory instruction
+  qemu executed: per instruction, its executions times its accesses (fewer for a
+  conditional one whose condition failed), each with the access's size and kind.
 
 Instructions in ld.so and shared libraries are not the executable's: qemu's PCs are
 filtered to the executable's own code, and Anvil does not instrument them either.
@@ -16,9 +19,12 @@ filtered to the executable's own code, and Anvil does not instrument them either
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from rewriter.ir.elf_loader import load_binary
+from rewriter.ir.model import Binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support.run import assert_same_behaviour, instrument_ir, place, results, run_prog
 from tests.support.samples import SAMPLES, VARIANTS, build
@@ -57,3 +63,36 @@ def test_sample_all_tools(sample: str, variant: str, tmp_path) -> None:
     cache = results(inst, "cachesim")
     assert cache["loads"] > 0 and cache["stores"] > 0
     assert cache["hits"] + cache["misses"] == cache["loads"] + cache["stores"]
+
+    inst = run_prog(instrument_ir(ir, "memtrace", tmp_path), args, stdin)
+    assert_same_behaviour(original, inst)
+    _assert_trace_covers(results(inst, "memtrace")["records"], ir, pcs, trace.load_bias)
+
+
+def _assert_trace_covers(records: list, ir: Binary, pcs: Counter[int], bias: int) -> None:
+    """memtrace's records (run-time ``pc``) against qemu's executions of each instruction
+    (``pcs``, link-time): every access of every execution, with the access's size and kind.
+    A dynamic program's end is seen as _fini (DT_FINI) starts: its own accesses come after."""
+    seen: dict[int, Counter] = {}
+    for pc, _, size, kind in records:
+        seen.setdefault((pc - bias) & 0xFFFFFFFF, Counter())[(size, kind == "S")] += 1
+    for proc in ir.procedures:
+        if ir.is_dynamic and (proc.address == ir.fini or proc.name == "_fini"):
+            for ins in proc.instructions():
+                seen.pop(ins.address, None)
+            continue
+        for ins in proc.instructions():
+            if not ins.accesses:
+                continue
+            got = seen.pop(ins.address, Counter())
+            runs = pcs.get(ins.address, 0)
+            expected: Counter = Counter()
+            for a in ins.accesses:
+                expected[(a.size, a.is_store)] += runs
+            conditional = ins.cond != 14 or ins.in_it
+            strange = [key for key in got if key not in expected]
+            assert not strange, f"{ins}: records of (size, store) {strange} it does not make"
+            for key, n in expected.items():
+                assert got[key] <= n if conditional else got[key] == n, \
+                    f"{ins}: {got[key]} records of {key}, qemu ran it {runs} times"
+    assert not seen, f"records at instructions that do not access memory: {sorted(seen)[:5]}"
