@@ -46,9 +46,11 @@ SOCKET_BUFFER = 4 << 20
 QUEUE_CHUNKS = 32          # the bridge buffers at most this many chunks; then the program waits
 CONNECT_TIMEOUT = 5.0
 FORK_MAGIC = 0x4B464E41    # "ANFK": a forked child's first message (anvil_channel.c)
-FORK_HELLO = struct.Struct("<4I")  # magic, the pid it forked from, bytes of that stream sent (low, high)
+FORK_HELLO = struct.Struct("<5I")  # magic, the pid whose stream it was writing, its own, bytes sent (low, high)
 CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 SPOOL_IN_MEMORY = 32 << 20  # a session's stream is kept in memory up to this, then in a file
+LINGER = 1.0               # listen: how long children may still connect after every connection closed (s)
+ACCEPT_POLL = 0.1          # listen: how often it looks whether connections are still open (s)
 GATHER = 4096              # run_with_pipe: after a read shorter than this ...
 GATHER_PAUSE = 0.002       # ... let the writer's bytes gather this long (s)
 
@@ -90,10 +92,10 @@ def connect(address: str, credentials: grpc.ChannelCredentials | None = None) ->
 
 
 class _Forward:
-    """One session: the gRPC call runs in a thread, fed with what ``pump`` reads from a socket.
+    """One session: the gRPC call runs in a thread, fed with the chunks ``send`` is given.
 
-    When the server is gone or rejected the session, ``pump`` keeps reading and counts
-    the bytes it drops, so the program on the other end never blocks on a dead server.
+    When the server is gone or rejected the session, ``send`` counts the bytes it drops
+    instead of waiting, so the program on the other end never blocks on a dead server.
     """
 
     def __init__(self, channel: grpc.Channel, tool: str, site_table: bytes, program: str, token: str) -> None:
@@ -146,19 +148,6 @@ class _Forward:
         if not self._put(chunk):
             self.lost += len(chunk)
 
-    def pump(self, sock: socket.socket) -> None:
-        """Forward everything ``sock`` delivers until it closes, then end the stream."""
-        buffer = bytearray(CHUNK)
-        while True:
-            try:
-                size = sock.recv_into(buffer)
-            except OSError:
-                size = 0
-            if not size:
-                break
-            self.send(bytes(memoryview(buffer)[:size]))  # one copy, not two
-        self._put(None)
-
     def finish(self, returncode: int | None, stdout: bytes = b"", stderr: bytes = b"") -> Outcome:
         """Wait for the server's answer and say what happened."""
         self._rpc.join()
@@ -177,26 +166,49 @@ class _Forward:
 
 
 class _Processes:
-    """Routes the messages of a SOCK_SEQPACKET channel to a session per process.
+    """Routes each process's bytes to a session of its own (decision 0031).
 
-    The first process to send is the program (``root``). A process whose first message
-    is a fork hello is a child of the process it names: its session (``start_child``)
-    starts with that process's session stream up to the fork, replayed from its spool,
-    and goes on with the child's own messages. Anything else from an unknown process is
-    counted in ``stray``.
+    The program (``root``) is the process ``root_key`` names, or else the first to send
+    anything but a hello, or the first a hello names. A process whose first message is a
+    fork hello is a child of the process it names (only the program and processes that
+    sent a hello are named): its session (``start_child``) starts with that process's session stream up to
+    the fork, replayed from its spool, and goes on with the child's own bytes. Where the
+    parent's bytes come on another connection (TCP) and are not all here yet, the child's
+    wait. Bytes that cannot be placed are counted in ``stray``. Thread-safe.
     """
 
-    def __init__(self, root: _Forward, start_child: Callable[[], _Forward]) -> None:
+    def __init__(self, root: _Forward, start_child: Callable[[], _Forward], root_key: int | None = None) -> None:
         self.root = root
         self.start_child = start_child
-        self.sessions: dict[int, _Forward] = {}
+        self.root_key = root_key
+        self.sessions: dict[int, _Forward | None] = {} if root_key is None else {root_key: root}
         self.children: dict[int, _Forward] = {}
         self.spools: dict[int, tempfile.SpooledTemporaryFile] = {}
         self.inherited: dict[int, int] = {}  # bytes at the start of a session's stream that its parent sent
+        # A child whose session waits for its parent's: (parent, bytes of its stream sent by the
+        # fork, the child's own bytes meanwhile).
+        self.waiting: dict[int, tuple[int, int, list[bytes]]] = {}
         self.stray = 0
+        self._lock = threading.Lock()
+
+    def route(self, pid: int, data: bytes) -> None:
+        """Forward ``data``, which process ``pid`` sent."""
+        with self._lock:
+            if pid in self.waiting:
+                self.waiting[pid][2].append(data)
+                return
+            if pid not in self.sessions and not self._new_process(pid, data):
+                return  # a child's hello, or a message that cannot be placed
+            forward = self.sessions[pid]
+            if forward is None:
+                self.stray += len(data)
+                return
+            self._keep(pid, data)
+            forward.send(data)
 
     def pump(self, sock: socket.socket) -> None:
-        """Route everything ``sock`` delivers until every writer has closed it, then end the streams."""
+        """Route what a SOCK_SEQPACKET socket delivers (each message's sender from its
+        SCM_CREDENTIALS) until every writer has closed it, then end the streams."""
         buffer = bytearray(CHUNK)
         room = socket.CMSG_SPACE(CREDENTIALS.size)
         try:
@@ -207,41 +219,56 @@ class _Processes:
                     break
                 if not size:
                     break
-                self._route(_sender(ancillary), bytes(memoryview(buffer)[:size]))
+                self.route(_sender(ancillary), bytes(memoryview(buffer)[:size]))
         finally:
-            for forward in {self.root, *self.sessions.values()}:
-                forward._put(None)
-            for spool in self.spools.values():
-                spool.close()
+            self.end()
 
-    def _route(self, pid: int, data: bytes) -> None:
-        forward = self.sessions.get(pid)
-        if forward is None:
-            forward = self._new_process(pid, data)
-            if forward is not self.root:
-                return  # a child's hello (its replayed prefix is sent), or a stray message
-        self._keep(pid, data)
-        forward.send(data)
-
-    def _new_process(self, pid: int, data: bytes) -> _Forward | None:
-        """The session of a process seen for the first time, with its first message ``data``."""
+    def _new_process(self, pid: int, data: bytes) -> bool:
+        """Take in a process seen for the first time, with its first message ``data``; whether
+        ``data`` belongs to its stream (the program's first bytes; not a hello or a stray)."""
         if len(data) == FORK_HELLO.size and FORK_HELLO.unpack(data)[0] == FORK_MAGIC:
-            _, parent, low, high = FORK_HELLO.unpack(data)
-            upto = self.inherited.get(parent, 0) + (low | high << 32)
-            spool = self.spools.get(parent)
-            if upto and (spool is None or spool.tell() < upto):
-                self.stray += len(data)  # it names a stream not seen here: its records cannot be placed
-                return None
+            _, parent, _, low, high = FORK_HELLO.unpack(data)
+            if parent not in self.sessions and parent not in self.waiting:
+                # Only the program and processes that sent a hello name streams: this is the
+                # program, which has sent nothing yet (or whose pid a TCP connection hides).
+                if self.root_key is None:
+                    self.root_key = parent
+                    self.sessions[parent] = self.root
+                parent = self.root_key
+            if parent in self.sessions and self.sessions[parent] is None:
+                self.sessions[pid] = None  # a stream not seen here: its records cannot be placed
+                return False
+            self.waiting[pid] = (parent, low | high << 32, [])
+            self._start_waiting(parent)
+            return False
+        if self.root_key is None:
+            self.root_key = pid
+            self.sessions[pid] = self.root
+            return True
+        self.sessions[pid] = None
+        self.stray += len(data)
+        return False
+
+    def _start_waiting(self, parent: int) -> None:
+        """Start the sessions of ``parent``'s children whose prefix its spool now holds (once
+        its own session has started)."""
+        if self.sessions.get(parent) is None:
+            return
+        spool = self.spools.get(parent)
+        have = spool.tell() if spool is not None else 0
+        for pid, (of, sent, meanwhile) in list(self.waiting.items()):
+            upto = self.inherited.get(parent, 0) + sent
+            if of != parent or upto > have:
+                continue
+            del self.waiting[pid]
             child = self.sessions[pid] = self.children[pid] = self.start_child()
             self.inherited[pid] = upto
-            if spool is not None:
+            self._keep(pid, b"")
+            if upto:
                 self._replay(spool, upto, pid, child)
-            return child
-        if self.root in self.sessions.values():
-            self.stray += len(data)
-            return None
-        self.sessions[pid] = self.root
-        return self.root
+            for data in meanwhile:
+                self._keep(pid, data)
+                child.send(data)
 
     def _replay(self, spool: tempfile.SpooledTemporaryFile, upto: int, pid: int, child: _Forward) -> None:
         """Send the first ``upto`` bytes of ``spool`` to ``child`` (process ``pid``) and keep them as its own."""
@@ -261,6 +288,20 @@ class _Processes:
         if spool is None:
             spool = self.spools[pid] = tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY, prefix="anvil-stream-")
         spool.write(data)
+        if self.waiting and data:
+            self._start_waiting(pid)
+
+    def end(self) -> None:
+        """No more bytes will come: end every session's stream. Children still waiting for
+        their parent's bytes (which never came) are counted stray."""
+        with self._lock:
+            for _, _, meanwhile in self.waiting.values():
+                self.stray += sum(len(data) for data in meanwhile)
+            self.waiting.clear()
+            for forward in {self.root, *self.children.values()}:
+                forward._put(None)
+            for spool in self.spools.values():
+                spool.close()
 
     def finish(self) -> dict[int, Outcome]:
         """The children's outcomes, by pid, once their sessions have ended."""
@@ -369,11 +410,14 @@ def run_with_pipe(cmd: list[str], pipe_path: str, channel: grpc.Channel, tool: s
 
 
 def listen(address: str, channel: grpc.Channel, tool: str, site_table: bytes, program: str, token: str = "",
-           ready: Callable[[str], None] = lambda where: None, timeout: float | None = None) -> Outcome:
-    """Wait for one program to connect over TCP (ANVIL_REHOST_CONNECT) and forward its records.
+           ready: Callable[[str], None] = lambda where: None, timeout: float | None = None,
+           linger: float = LINGER) -> Outcome:
+    """Wait for a program to connect over TCP (ANVIL_REHOST_CONNECT) and forward its records.
 
-    ``ready`` is told the address actually listened on (port 0 picks a free one);
-    ``timeout``: seconds to wait for the connection (None: for ever).
+    Children it forks connect on their own, each connection starting with a fork hello;
+    they are taken while any connection is open and for ``linger`` seconds after the last
+    one closed. ``ready`` is told the address actually listened on (port 0 picks a free
+    one); ``timeout``: seconds to wait for the program's connection (None: for ever).
     """
     host, port = split_address(address)
     try:
@@ -391,10 +435,66 @@ def listen(address: str, channel: grpc.Channel, tool: str, site_table: bytes, pr
             forward._put(None)
             forward.finish(None)
             raise AnvilError(f"no program connected to {bound_host}:{bound_port} within {timeout:g} s") from None
-    with conn:
-        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
-        forward.pump(conn)
-    return forward.finish(None)
+        processes = _Processes(forward, lambda: _Forward(channel, tool, site_table, program, token), root_key=0)
+        readers = [_read_connection(conn, 0, processes)]
+        server.settimeout(ACCEPT_POLL)
+        last_open = time.monotonic()
+        while any(r.is_alive() for r in readers) or time.monotonic() - last_open < linger:
+            if any(r.is_alive() for r in readers):
+                last_open = time.monotonic()
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            hello = _read_exactly(conn, FORK_HELLO.size)
+            if len(hello) < FORK_HELLO.size or FORK_HELLO.unpack(hello)[0] != FORK_MAGIC:
+                processes.stray += len(hello)  # not a child of the program's: a stranger
+                conn.close()
+                continue
+            pid = FORK_HELLO.unpack(hello)[2]
+            processes.route(pid, hello)  # before the next connection: a grandchild's names it
+            readers.append(_read_connection(conn, pid, processes))
+    processes.end()
+    outcome = forward.finish(None)
+    outcome.children = processes.finish()
+    outcome.stray_bytes = processes.stray
+    return outcome
+
+
+def _read_connection(conn: socket.socket, pid: int, processes: _Processes) -> threading.Thread:
+    """A thread that routes what ``conn`` brings as process ``pid``'s until it closes."""
+    def read() -> None:
+        with conn:
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
+            buffer = bytearray(CHUNK)
+            while True:
+                try:
+                    size = conn.recv_into(buffer)
+                except OSError:
+                    size = 0
+                if not size:
+                    return
+                processes.route(pid, bytes(memoryview(buffer)[:size]))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return reader
+
+
+def _read_exactly(conn: socket.socket, size: int, timeout: float = CONNECT_TIMEOUT) -> bytes:
+    """The first ``size`` bytes ``conn`` brings within ``timeout`` seconds (fewer if it closes or is silent)."""
+    conn.settimeout(timeout)
+    data = b""
+    try:
+        while len(data) < size:
+            got = conn.recv(size - len(data))
+            if not got:
+                break
+            data += got
+    except OSError:
+        pass
+    conn.settimeout(None)
+    return data
 
 
 def read_records(path: str, channel: grpc.Channel, tool: str, site_table: bytes, program: str,

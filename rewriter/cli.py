@@ -483,7 +483,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Wait for one run of the ReHost binary BINARY, started elsewhere with "
                                    "ANVIL_REHOST_CONNECT=ADDRESS:PORT in its environment (another machine, "
                                    "a board, a container), forward its records to a rehost-server (or a local "
-                                   "one) and write its results here. With --from, read the records of a "
+                                   "one) and write its results here; children it forks connect on their own "
+                                   "and get results files of their own (FILE.PID). With --from, read the records of a "
                                    "firmware image instead: the file its semihosting channel wrote under a "
                                    "debugger, a named pipe, or the serial port its UART is wired to. Exit "
                                    "status 0 when the results are complete.")

@@ -27,7 +27,7 @@ from rehost import host_build
 from rehost.server import Library, start_server
 from rewriter.ir.elf_loader import load_binary
 from tests.support.rehost import CLI, CLI_RUN, ServerProcess, cli_run, run_rehost
-from tests.support.run import assert_same_behaviour, instrument, instrument_ir, place, run_prog
+from tests.support.run import Run, assert_same_behaviour, instrument, instrument_ir, place, run_prog
 from tests.support.samples import LUA_BENCH, SAMPLES, build, build_lua
 
 ARGS = {"calls": ["stdin", "two words"]}
@@ -185,16 +185,9 @@ def test_python_analysis_equals_c(tool: str, tmp_path: Path) -> None:
     assert results_file(rehost.cwd, tool) == results_file(inhost.cwd, tool)
 
 
-@pytest.mark.parametrize("variant", ["O2-thumb-dyn", "Os-thumb-static"])
-def test_tcp_channel_named_by_the_environment(variant: str, tmp_path: Path) -> None:
-    """The program is started by hand (as on another machine) with ANVIL_REHOST_CONNECT;
-    ``anvil rehost-listen`` takes its records. Original and InHost run with the same
-    variable (same environment size, so the same stack addresses)."""
-    binary = build("calls", variant)
-    args, stdin = ARGS["calls"], STDIN["calls"]
-    ir = load_binary(str(binary))
-    inhost_bin = instrument_ir(ir, "cachesim", tmp_path)
-    rehost_bin = instrument_ir(ir, "cachesim", tmp_path, mode="rehost", slot="rhst")
+def _run_with_listener(rehost_bin: Path, args: list[str], stdin: bytes = b"") -> tuple[Run, dict[str, str]]:
+    """Run ``rehost_bin`` by hand with ANVIL_REHOST_CONNECT naming an ``anvil rehost-listen``
+    that writes its results beside it; the run and the environment it had."""
     listener = subprocess.Popen(CLI + ["rehost-listen", "-q", "--timeout", "120", str(rehost_bin)],
                                 cwd=rehost_bin.parent, stderr=subprocess.PIPE, text=True)
     try:
@@ -208,11 +201,44 @@ def test_tcp_channel_named_by_the_environment(variant: str, tmp_path: Path) -> N
     finally:
         listener.kill()
     assert listener.returncode == 0, rest
+    return rehost, env
+
+
+@pytest.mark.parametrize("variant", ["O2-thumb-dyn", "Os-thumb-static"])
+def test_tcp_channel_named_by_the_environment(variant: str, tmp_path: Path) -> None:
+    """The program is started by hand (as on another machine) with ANVIL_REHOST_CONNECT;
+    ``anvil rehost-listen`` takes its records. Original and InHost run with the same
+    variable (same environment size, so the same stack addresses)."""
+    binary = build("calls", variant)
+    args, stdin = ARGS["calls"], STDIN["calls"]
+    ir = load_binary(str(binary))
+    inhost_bin = instrument_ir(ir, "cachesim", tmp_path)
+    rehost, env = _run_with_listener(instrument_ir(ir, "cachesim", tmp_path, mode="rehost", slot="rhst"), args, stdin)
     original = run_prog(place(binary, tmp_path, "orig"), args, stdin, env=env)
     inhost = run_prog(inhost_bin, args, stdin, env=env)
     assert_same_behaviour(original, rehost)
     assert_same_behaviour(original, inhost)
     assert results_file(rehost.cwd, "cachesim") == results_file(inhost.cwd, "cachesim")
+
+
+@pytest.mark.parametrize("tool", ["inscount", "cachesim"])
+def test_tcp_forked_children_connect_on_their_own(tool: str, tmp_path: Path) -> None:
+    """Over ANVIL_REHOST_CONNECT a forked child connects on its own, a fork hello first;
+    ``rehost-listen`` gives the child and the grandchild sessions that start with their
+    parent's stream up to the fork (its bytes come on another connection, maybe later):
+    the three results files equal InHost's."""
+    binary = build("forks", "O2-thumb-dyn")
+    ir = load_binary(str(binary))
+    inhost_bin = instrument_ir(ir, tool, tmp_path)
+    rehost, env = _run_with_listener(instrument_ir(ir, tool, tmp_path, mode="rehost", slot="rhst"), [])
+    original = run_prog(place(binary, tmp_path, "orig"), [], env=env)
+    inhost = run_prog(inhost_bin, [], env=env)
+    assert_same_behaviour(original, rehost)
+    assert_same_behaviour(original, inhost)
+    children = _children_results(inhost.cwd, tool)
+    assert len(children) == 2
+    assert results_file(rehost.cwd, tool) == results_file(inhost.cwd, tool)
+    assert _children_results(rehost.cwd, tool) == children
 
 
 def test_tcp_channel_nobody_listening(tmp_path: Path) -> None:

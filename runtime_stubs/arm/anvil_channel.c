@@ -8,16 +8,17 @@
  * channel the program runs and the records are dropped (one line on stderr when a
  * connection was asked for and failed).
  *
- * A child the program forks inherits the channel. Where the channel keeps messages
- * apart (`anvil run`'s SOCK_SEQPACKET socket, whose reader learns each message's
- * process from the kernel), the child's first message says whose stream it forked from
- * and how many bytes of it had gone by then (FORK_MAGIC, parent pid, bytes); the bridge
- * gives the child a session of its own that starts with those bytes of its parent's
- * stream, so its analysis goes on from its parent's state at the fork, as an InHost
- * child's counts do (docs/decisions/0031-forked-children-in-rehost.md). The records in
- * the ring at the fork go into both streams: both processes flush their copy. On
- * any other channel (a byte stream) the child sends nothing: its bytes would break into
- * its parent's stream, so that session holds the parent's alone. */
+ * A child the program forks inherits the channel. Its first message is a fork hello
+ * (FORK_MAGIC, the pid whose stream it was writing, its own pid, the bytes of that stream
+ * sent by the fork); the host gives the child a session of its own that starts with those
+ * bytes of its parent's stream, so its analysis goes on from its parent's state at the
+ * fork, as an InHost child's counts do (docs/decisions/0031-forked-children-in-rehost.md).
+ * The records in the ring at the fork go into both streams: both processes flush their
+ * copy. On `anvil run`'s SOCK_SEQPACKET socket every send is a message of its own, so the
+ * child goes on on the same descriptor (the bridge learns each message's process from the
+ * kernel); on a TCP connection this program made (ANVIL_REHOST_CONNECT) the child connects
+ * one of its own. On any other channel (an inherited byte stream, a file) the child sends
+ * nothing: its bytes would break into its parent's stream. */
 #include "anvil_rt.h"
 
 #define SYS_write 4
@@ -45,7 +46,9 @@
 #define MAX_MESSAGE 65536u     /* a SOCK_SEQPACKET message must fit the socket's buffer whole */
 static int channel_ok = 1;
 static int use_write;
-static int messages;       /* the channel keeps messages apart: a forked child gets a session */
+static int messages;       /* the channel keeps messages apart: a forked child goes on on it */
+static int reconnect;      /* the channel is a TCP connection made here: a forked child makes its own */
+static uint8_t remote[16]; /* where that connection goes */
 static long channel_pid;   /* the process whose stream this one writes */
 static uint64_t sent;      /* bytes of that stream sent so far */
 
@@ -76,21 +79,39 @@ static int send_all(const char *p, uint32_t len)
     return channel_ok;
 }
 
+/* A TCP connection to ``remote`` on ANVIL_REHOST_FD (in place of the one there, if any);
+ * 0 if none could be made. */
+static int connect_channel(void)
+{
+    long fd = anvil_syscall(SYS_socket, AF_INET, SOCK_STREAM, 0, 0, 0, 0);
+    long got = fd < 0 ? fd : -EINTR;
+    while (fd >= 0 && got == -EINTR)
+        got = anvil_syscall(SYS_connect, fd, (long)remote, sizeof remote, 0, 0, 0);
+    if (got >= 0 && fd != ANVIL_REHOST_FD)
+        anvil_syscall(SYS_dup2, fd, ANVIL_REHOST_FD, 0, 0, 0, 0);
+    if (fd >= 0 && fd != ANVIL_REHOST_FD)
+        anvil_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
+    return got >= 0;
+}
+
+/* In a forked child, before its first bytes: its own channel, or none. */
+static void start_child_stream(long pid)
+{
+    if (!messages && !(reconnect && connect_channel())) {
+        channel_ok = 0;
+        return;
+    }
+    uint32_t hello[5] = {FORK_MAGIC, (uint32_t)channel_pid, (uint32_t)pid, (uint32_t)sent, (uint32_t)(sent >> 32)};
+    channel_pid = pid;
+    if (send_all((const char *)hello, sizeof hello))
+        sent = 0;  /* the hello is not part of the stream */
+}
+
 void anvil_channel_send(const void *data, uint32_t len)
 {
     long pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
-    if (channel_ok && pid != channel_pid) {  /* a forked child: its first message */
-        if (!messages) {
-            channel_ok = 0;
-            return;
-        }
-        uint32_t hello[4] = {FORK_MAGIC, (uint32_t)channel_pid, (uint32_t)sent, (uint32_t)(sent >> 32)};
-        channel_pid = pid;
-        sent = 0;
-        if (!send_all((const char *)hello, sizeof hello))
-            return;
-        sent = 0;  /* the hello is not part of the stream */
-    }
+    if (channel_ok && pid != channel_pid)
+        start_child_stream(pid);
     send_all(data, len);
 }
 
@@ -148,21 +169,11 @@ void anvil_channel_open(void)
     const char *where = anvil_getenv("ANVIL_REHOST_CONNECT");
     if (!where)
         return;
-    uint8_t sockaddr[16];
-    if (!parse_address(where, sockaddr)) {
+    if (!parse_address(where, remote)) {
         warn("anvil: rehost: ANVIL_REHOST_CONNECT=", where, " is not ADDRESS:PORT (IPv4); records dropped\n");
         return;
     }
-    long fd = anvil_syscall(SYS_socket, AF_INET, SOCK_STREAM, 0, 0, 0, 0);
-    long got = fd < 0 ? fd : -EINTR;
-    while (fd >= 0 && got == -EINTR)
-        got = anvil_syscall(SYS_connect, fd, (long)sockaddr, sizeof sockaddr, 0, 0, 0);
-    if (got < 0) {
+    reconnect = connect_channel();
+    if (!reconnect)
         warn("anvil: rehost: cannot connect to ", where, "; records dropped\n");
-    } else if (fd != ANVIL_REHOST_FD) {
-        anvil_syscall(SYS_dup2, fd, ANVIL_REHOST_FD, 0, 0, 0, 0);
-    }
-    if (fd >= 0 && fd != ANVIL_REHOST_FD)
-        anvil_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
 }
-
