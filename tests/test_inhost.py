@@ -11,7 +11,10 @@ For each (sample, variant):
   independent access stream is tests/test_cachesim_oracle.py);
 - memtrace runs transparently and records every access of every memory instruction
   qemu executed: per instruction, its executions times its accesses (fewer for a
-  conditional one whose condition failed), each with the access's size and kind.
+  conditional one whose condition failed), each with the access's size and kind. On the
+  -O2 dynamic builds (Thumb, PIE, A32): a trace is 40 bytes an access, 100 MB for the
+  -O0 hash sample, and writing and reading them took five minutes of the test run.
+  Static programs' traces are checked by test_hit_sums.py and test_deferred.py.
 
 Instructions in ld.so and shared libraries are not the executable's: qemu's PCs are
 filtered to the executable's own code, and Anvil does not instrument them either.
@@ -31,6 +34,7 @@ from tests.support.samples import SAMPLES, VARIANTS, build
 
 ARGS = {"calls": ["stdin", "two words"]}
 STDIN = {"calls": b"some input for the calls sample\n"}
+MEMTRACE_VARIANTS = ("O2-thumb-dyn", "O2-thumb-pie", "O2-arm-dyn-nopie")
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
@@ -64,9 +68,10 @@ def test_sample_all_tools(sample: str, variant: str, tmp_path) -> None:
     assert cache["loads"] > 0 and cache["stores"] > 0
     assert cache["hits"] + cache["misses"] == cache["loads"] + cache["stores"]
 
-    inst = run_prog(instrument_ir(ir, "memtrace", tmp_path), args, stdin)
-    assert_same_behaviour(original, inst)
-    _assert_trace_covers(results(inst, "memtrace")["records"], ir, pcs, trace.load_bias)
+    if variant in MEMTRACE_VARIANTS:
+        inst = run_prog(instrument_ir(ir, "memtrace", tmp_path), args, stdin)
+        assert_same_behaviour(original, inst)
+        _assert_trace_covers(results(inst, "memtrace")["records"], ir, pcs, trace.load_bias)
 
 
 def _assert_trace_covers(records: list, ir: Binary, pcs: Counter[int], bias: int) -> None:
