@@ -171,10 +171,11 @@ class _Processes:
     The program (``root``) is the process ``root_key`` names, or else the first to send
     anything but a hello, or the first a hello names. A process whose first message is a
     fork hello is a child of the process it names (only the program and processes that
-    sent a hello are named): its session (``start_child``) starts with that process's session stream up to
-    the fork, replayed from its spool, and goes on with the child's own bytes. Where the
-    parent's bytes come on another connection (TCP) and are not all here yet, the child's
-    wait. Bytes that cannot be placed are counted in ``stray``. Thread-safe.
+    sent a hello are named): its session (``start_child``) starts with that process's
+    session stream up to the fork, replayed from its spool, and goes on with the child's
+    own bytes. Where the parent's bytes come on another connection (TCP) and are not all
+    here yet, the child's wait. Bytes that cannot be placed are counted in ``stray``.
+    Thread-safe.
     """
 
     def __init__(self, root: _Forward, start_child: Callable[[], _Forward], root_key: int | None = None) -> None:
@@ -448,7 +449,7 @@ def listen(address: str, channel: grpc.Channel, tool: str, site_table: bytes, pr
                 continue
             hello = _read_exactly(conn, FORK_HELLO.size)
             if len(hello) < FORK_HELLO.size or FORK_HELLO.unpack(hello)[0] != FORK_MAGIC:
-                processes.stray += len(hello)  # not a child of the program's: a stranger
+                processes.route(-1, hello)  # not a child of the program's: a stranger, counted stray
                 conn.close()
                 continue
             pid = FORK_HELLO.unpack(hello)[2]
