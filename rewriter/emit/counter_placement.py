@@ -30,7 +30,7 @@ from ..ir.flow import ProcedureFlow, entries_from_elsewhere, loop_depths, proced
 from ..ir.fork_split import split_map
 from ..ir.jump_tables import table_branch_targets
 from ..ir.model import Binary, Procedure
-from .procedure_sums import accumulation, all_thumb
+from .procedure_sums import accumulation, all_thumb, carrier_weights
 
 MAX_VALUES = 0x7FFF  # values, and blocks, of a procedure with a derivation program (bounds its scratch)
 
@@ -186,24 +186,14 @@ def fold_program(binary: Binary, array: str, plans: list[tuple[Procedure, Plan |
 
 def _fold_terms(proc: Procedure, plan: Plan | None) -> list[tuple[int, int]]:
     """(counted value as fold_program encodes it, coefficient) whose sum is the procedure's
-    count x instructions over its blocks; terms whose coefficient is 0 left out."""
+    count x instructions over its blocks; terms whose coefficient is 0 left out. The
+    coefficients are procedure_sums.carrier_weights, the weights register sums add."""
+    sizes = [block.size for block in proc.blocks]
     if plan is None or len(plan.carriers) >= len(proc.blocks):  # every block keeps its counter
-        return [(position << 1, block.size) for position, block in enumerate(proc.blocks) if block.size]
-    # Each value as {carrier: coefficient}: a carrier is itself, a step the signed sum of earlier values.
-    values: list[dict[int, int]] = [{k: 1} for k in range(len(plan.carriers))]
-    for step in plan.steps:
-        combined: dict[int, int] = {}
-        for value, sign in step:
-            for carrier, coefficient in values[value].items():
-                combined[carrier] = combined.get(carrier, 0) + sign * coefficient
-        values.append(combined)
-    total: dict[int, int] = {}
-    for position, value in enumerate(plan.block_value):
-        for carrier, coefficient in values[value].items():
-            total[carrier] = total.get(carrier, 0) + coefficient * proc.blocks[position].size
+        return [(position << 1, size) for position, size in enumerate(sizes) if size]
     edge_number = {edge: k for k, edge in enumerate(plan.edges)}
-    return [(edge_number[c] << 1 | 1 if isinstance(c, tuple) else c << 1, total[k])
-            for k, c in enumerate(plan.carriers) if total.get(k)]
+    return [(edge_number[c] << 1 | 1 if isinstance(c, tuple) else c << 1, weight)
+            for c, weight in zip(plan.carriers, carrier_weights(plan, sizes)) if weight]
 
 
 def _place(binary: Binary, stops: set[int], sums: dict[str, str] | None,
