@@ -440,9 +440,11 @@ def listen(address: str, channel: grpc.Channel, tool: str, site_table: bytes, pr
         readers = [_read_connection(conn, 0, processes)]
         server.settimeout(ACCEPT_POLL)
         last_open = time.monotonic()
-        while any(r.is_alive() for r in readers) or time.monotonic() - last_open < linger:
+        while True:
             if any(r.is_alive() for r in readers):
                 last_open = time.monotonic()
+            elif time.monotonic() - last_open >= linger:
+                break
             try:
                 conn, _ = server.accept()
             except TimeoutError:

@@ -283,11 +283,9 @@ def _report_rehost(outcome, table) -> bool:
     for pid, child in sorted(outcome.children.items()):
         # A child that ends without its end record (it called exec, or was killed) leaves no
         # results, as an InHost child does; a session that fails is said, as the program's is.
-        if child.error:
-            print(f"anvil: rehost: forked child {pid}: {child.error}; no results written for it", file=sys.stderr)
-        elif child.summary is not None and child.summary.error:
-            print(f"anvil: rehost: forked child {pid}: {child.summary.error}; no results written for it",
-                  file=sys.stderr)
+        why = child.error or (child.summary.error if child.summary is not None else "")
+        if why:
+            print(f"anvil: rehost: forked child {pid}: {why}; no results written for it", file=sys.stderr)
     if outcome.stray_bytes:
         print(f"anvil: rehost: {outcome.stray_bytes} bytes from a process whose stream is unknown were dropped",
               file=sys.stderr)

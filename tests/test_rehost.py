@@ -27,7 +27,7 @@ from rehost import host_build
 from rehost.server import Library, start_server
 from rewriter.ir.elf_loader import load_binary
 from tests.support.rehost import CLI, CLI_RUN, ServerProcess, cli_run, run_rehost
-from tests.support.run import Run, assert_same_behaviour, instrument, instrument_ir, place, run_prog
+from tests.support.run import Run, assert_same_behaviour, forked_results, instrument, instrument_ir, place, run_prog
 from tests.support.samples import LUA_BENCH, SAMPLES, build, build_lua
 
 ARGS = {"calls": ["stdin", "two words"]}
@@ -70,11 +70,6 @@ def test_sample_rehost_equals_inhost(sample: str, variant: str, server: str, tmp
         assert results_file(rehost.cwd, tool) == results_file(inhost.cwd, tool), f"{tool} results differ"
 
 
-def _children_results(directory: Path, tool: str) -> list[str]:
-    """The results files forked children (and grandchildren) wrote beside the parent's, sorted."""
-    return sorted(p.read_text() for p in directory.glob(f"prog.{tool}.out.*") if p.suffix[1:].isdigit())
-
-
 # Every counting tool on the default build; on a static one (glibc's own fork), cachesim,
 # whose stream has several rings of records before the fork.
 @pytest.mark.parametrize(("variant", "tool"), [*(("O2-thumb-dyn", tool) for tool in TOOLS),
@@ -91,18 +86,18 @@ def test_forked_child_gets_a_session_of_its_own(variant: str, tool: str, server:
     ir = load_binary(str(binary))
     inhost = run_prog(instrument_ir(ir, tool, tmp_path), [])
     assert_same_behaviour(original, inhost)
-    parent = results_file(inhost.cwd, tool).decode()
-    children = _children_results(inhost.cwd, tool)
+    parent = results_file(inhost.cwd, tool)
+    children = forked_results(inhost.cwd, tool)
     assert len(children) == 2, children  # the child's and the grandchild's
     if tool != "cachesim":
-        assert "parent_work" in parent and "child_work" not in parent
-        assert all("child_work" in child and "parent_work" not in child for child in children)
+        assert b"parent_work" in parent and b"child_work" not in parent
+        assert all(b"child_work" in child and b"parent_work" not in child for child in children)
     rehost, outcome = run_rehost(instrument_ir(ir, tool, tmp_path, mode="rehost", slot="rhst"), server, [])
     assert_same_behaviour(original, rehost)
     assert not outcome.error and outcome.summary.complete, outcome.error
     assert [c.summary.complete for c in outcome.children.values()] == [True, True]
-    assert results_file(rehost.cwd, tool).decode() == parent, "the parent's results differ"
-    assert _children_results(rehost.cwd, tool) == children, "the children's results differ"
+    assert results_file(rehost.cwd, tool) == parent, "the parent's results differ"
+    assert forked_results(rehost.cwd, tool) == children, "the children's results differ"
 
 
 @pytest.mark.parametrize("tool", TOOLS)
@@ -238,10 +233,10 @@ def test_tcp_forked_children_connect_on_their_own(tool: str, tmp_path: Path) -> 
     inhost = run_prog(inhost_bin, [], env=env)
     assert_same_behaviour(original, rehost)
     assert_same_behaviour(original, inhost)
-    children = _children_results(inhost.cwd, tool)
+    children = forked_results(inhost.cwd, tool)
     assert len(children) == 2
     assert results_file(rehost.cwd, tool) == results_file(inhost.cwd, tool)
-    assert _children_results(rehost.cwd, tool) == children
+    assert forked_results(rehost.cwd, tool) == children
 
 
 def test_tcp_channel_nobody_listening(tmp_path: Path) -> None:

@@ -86,6 +86,12 @@ def results(run: Run, tool: str) -> dict:
     return json.loads(path.read_text())
 
 
+def forked_results(directory: Path, tool: str) -> list[bytes]:
+    """The results files forked children (and theirs) wrote beside the program's
+    (``prog.<tool>.out.<pid>``), sorted by content: pids differ from run to run."""
+    return sorted(p.read_bytes() for p in directory.glob(f"prog.{tool}.out.*") if p.suffix[1:].isdigit())
+
+
 def assert_same_behaviour(original: Run, instrumented: Run) -> None:
     """Byte-identical stdout and stderr, identical exit status."""
     assert instrumented.returncode == original.returncode
