@@ -7,13 +7,15 @@ import contextlib
 import functools
 import json
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from .api import Options
 from .boards import BOARDS, DEFAULT_UART_BASE, Board, board, parse_icount, parse_region, parse_uart_base
@@ -411,8 +413,25 @@ def _flags(ins) -> str:
     return "[" + ",".join(names) + "]" if names else ""
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line, as Anvil's other errors are:
+    the problem and where the usage is, exit status 2 (argparse prints its whole usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"anvil: error: {message} (see '{self.prog} --help')\n")
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        """As argparse's, with an unrecognized argument blamed on the command it was given to."""
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            command = getattr(parsed, "command", None)
+            prog = f"{self.prog} {command}" if command else self.prog
+            self.exit(2, f"anvil: error: unrecognized arguments: {' '.join(extra)} (see '{prog} --help')\n")
+        return parsed
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="anvil", description="Static binary instrumentation for ARM Linux ELF binaries and Cortex-M firmware.",
         epilog="Example: anvil instrument --tool inscount app.elf -o app.inst && anvil run app.inst")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -563,6 +582,8 @@ def console() -> None:
     to the kernel (nothing else is pending then: the output, its report and the analysis
     build's thread are done), unless a profiler or tracer waits for the exit."""
     status = main()
+    if status < 0:  # `anvil run`: the program was killed by signal -status
+        _die_as_the_program(-status)
     if not _exit_at_once or sys.getprofile() is not None or sys.gettrace() is not None:
         sys.exit(status)  # a profiler or coverage tool writes its data at exit
     try:
@@ -570,6 +591,19 @@ def console() -> None:
         sys.stderr.flush()
     finally:
         os._exit(status)
+
+
+def _die_as_the_program(signum: int) -> None:
+    """End by ``signum`` as the program run did, so a shell or a test harness sees the same
+    status as for qemu-arm alone (134 for SIGABRT, not 250 = -6 & 0xff); 128 + signum
+    where the signal does not end this process."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with contextlib.suppress(OSError, ValueError):
+        signal.signal(signum, signal.SIG_DFL)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a core file would be Python's, not the program's
+        os.kill(os.getpid(), signum)
+    os._exit(128 + signum)
 
 
 if __name__ == "__main__":

@@ -45,8 +45,11 @@ PACKAGES=(
     qemu-system-arm
 )
 
-# 1. Debian packages.
+# 1. Debian packages (and pip, where the python3 on PATH has none: Debian's own python3).
 missing=()
+if ! python3 -m pip --version >/dev/null 2>&1; then
+    missing+=(python3 python3-pip)
+fi
 for pkg in "${PACKAGES[@]}"; do
     if ! pkg_installed "$pkg"; then
         missing+=("$pkg")
@@ -78,7 +81,13 @@ else
 fi
 
 # 3. The project itself, editable, with test extras.
-log "pip install -e '.[test]'"
-(cd "$REPO_ROOT" && python3 -m pip install -q -e '.[test]') || die "pip install failed"
+# Debian's python3 marks itself externally managed (PEP 668) and pip refuses to install
+# into it; the README's commands run `python3 -m pytest`, so the project goes there anyway.
+pip_flags=(-q)
+if python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'; then
+    pip_flags+=(--break-system-packages)
+fi
+log "pip install ${pip_flags[*]} -e '.[test]'"
+(cd "$REPO_ROOT" && python3 -m pip install "${pip_flags[@]}" -e '.[test]') || die "pip install failed"
 
 log "done"

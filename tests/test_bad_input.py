@@ -74,6 +74,19 @@ def test_bad_tool_option(tmp_path: Path, opt: str, needle: str) -> None:
     _assert_clean_failure(proc, out, needle)
 
 
+@pytest.mark.parametrize("args, needle", [
+    (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--format", "xml"], "invalid choice: 'xml'"),
+    (["--mode", "offsite"], "invalid choice: 'offsite'"),
+])
+def test_bad_command_line_option(tmp_path: Path, args: list[str], needle: str) -> None:
+    exe = build("sort", "O2-thumb-dyn")
+    out = tmp_path / "out"
+    proc = _anvil("instrument", "--tool", "inscount", *args, str(exe), "-o", str(out))
+    _assert_clean_failure(proc, out, needle)
+    assert "anvil instrument --help" in proc.stderr
+
+
 def test_missing_file(tmp_path: Path) -> None:
     out = tmp_path / "out"
     _assert_clean_failure(_anvil("instrument", "--tool", "inscount", str(tmp_path / "nope"), "-o", str(out)), out,

@@ -19,7 +19,7 @@ import pytest
 from rehost.server import Library, start_server
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support.rehost import run_rehost
-from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.run import Run, assert_same_behaviour, instrument, place, results, run_prog
 
 DIES_C = r"""
 #include <stdio.h>
@@ -87,3 +87,21 @@ def test_rehost_results_of_a_program_killed_by_a_signal(tmp_path: Path) -> None:
     assert_same_behaviour(original, rehost)
     assert outcome.summary.complete, outcome.error
     assert (rehost.cwd / "prog.cachesim.out").read_bytes() == (inhost.cwd / "prog.cachesim.out").read_bytes()
+
+
+def test_anvil_run_dies_of_the_programs_signal(tmp_path: Path) -> None:
+    """``anvil run`` (the console script) ends as qemu-arm alone does for a program killed by a
+    signal, in both modes: a shell sees 134 for ``abort()``, not 250 (``-6 & 0xff``)."""
+    binary = _build(tmp_path, ["-mthumb"])
+    alone = subprocess.run(["qemu-arm", "-L", "/usr/arm-linux-gnueabihf", str(binary), "abort"],
+                           capture_output=True)
+    assert alone.returncode == -SIGNALS["abort"]
+    runs = {"orig": place(binary, tmp_path, "orig"),
+            "inst": instrument(binary, "inscount", tmp_path),
+            "rhst": instrument(binary, "inscount", tmp_path, "--mode", "rehost", slot="rhst")}
+    for slot, program in runs.items():
+        shell = subprocess.run(["sh", "-c", f'anvil run "{program}" -- abort; echo "status $?"'],
+                               capture_output=True, cwd=program.parent)
+        assert shell.stdout == alone.stdout + f"status {128 + SIGNALS['abort']}\n".encode(), slot
+        if slot != "orig":
+            assert results(Run(b"", b"", 0, program.parent), "inscount")["total"] > 0, slot
