@@ -61,6 +61,18 @@ class Library:
         else:
             self._built[spec] = host_build.build(host_build.tool_sources(spec))
 
+    @classmethod
+    def of_sources(cls, sources: list[str]) -> Library:
+        """A tool file's C files built for the host: what ``anvil run`` gives the local server
+        of a binary whose site table names them."""
+        missing = [s for s in sources if not Path(s).is_file()]
+        if missing:
+            raise AnvilError(f"{missing[0]}: the tool's analysis C file is gone (the site table names it)")
+        library = cls(None)
+        library.spec = " + ".join(sources)
+        library._built[library.spec] = host_build.build([Path(s) for s in sources])
+        return library
+
     @property
     def name(self) -> str:
         return self.spec or "(the tool each binary names)"

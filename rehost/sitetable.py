@@ -12,7 +12,7 @@ image's table also has ``channel``: how its records leave the board (``transport
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rewriter.api import Arg
 from rewriter.emit.site_format import FORMAT, TRANSPORTS, VERSION, Channel, digest
@@ -66,6 +66,9 @@ class SiteTable:
     facts: dict[str, list]
     digest: bytes  # first 8 bytes of the file's SHA-256: what the binary's stream header carries
     channel: Channel | None = None  # firmware images only
+    # A tool file's analysis C (absolute paths where it was instrumented): what `anvil run`
+    # and `rehost-listen` build for a local server. A server never builds what a session names.
+    analysis_sources: list[str] = field(default_factory=list)
 
     def static_values(self, routine: int, args: list, bias: int) -> list:
         """A call's argument values as the routine sees them: instruction addresses moved by
@@ -164,10 +167,13 @@ def parse(document: bytes, tool: str | None = None) -> SiteTable:
     _expect(isinstance(facts, dict) and all(isinstance(facts.get(k), list) for k in FACT_KEYS), "facts missing")
     _expect(len(facts["block_addr"]) == len(facts["block_insns"]) == len(facts["block_proc"]), "block facts differ")
     _expect(len(facts["proc_addr"]) == len(facts["proc_name"]), "procedure facts differ in length")
+    sources = data.get("analysis_sources", [])
+    _expect(isinstance(sources, list) and all(isinstance(s, str) for s in sources), "analysis_sources malformed")
     return SiteTable(
         tool=str(data.get("tool")), routines=routines,
         sites=_calls(data.get("sites"), routines, "sites", False),
         start=_calls(data.get("start", []), routines, "start", True),
         end=_calls(data.get("end", []), routines, "end", True),
         arrays=arrays, facts=facts, digest=digest(document), channel=_channel(data.get("channel")),
+        analysis_sources=sources,
     )

@@ -11,7 +11,8 @@ IR and attaches calls::
                 for block in proc.blocks:
                     block.increment("blocks", block.index)
 
-The analysis routines themselves are C in ``analysis_libs/<tool>/<tool>.c``.
+The analysis routines themselves are C in ``analysis_libs/<tool>/<tool>.c`` (a tool that
+ships) or beside a tool file (``mytool.py`` and ``mytool.c``, rewriter/tool_files.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 from .errors import AnvilError
@@ -185,6 +187,11 @@ class Tool:
     name: str = ""
     description: str = ""
     options: list[Option] = []
+    # A tool file's analysis C, relative to the file (default: the file's stem + ".c";
+    # rewriter/tool_files.py). Shipped tools keep theirs in analysis_libs/<name>/.
+    analysis_files: list[str] = []
+    # The C files resolved (set by tool_files.load_tool); None for shipped tools.
+    analysis_sources: list[Path] | None = None
 
     def __init__(self) -> None:
         self.prototypes: dict[str, Prototype] = {}

@@ -41,12 +41,9 @@ def _parse_opts(items: list[str]) -> dict[str, str]:
 def cmd_instrument(args: argparse.Namespace) -> int:
     from .emit import inhost, rehost
     from .ir.elf_loader import load_binary
-    from .passes import TOOLS
+    from .tool_files import load_tool
 
-    tool_cls = TOOLS.get(args.tool)
-    if tool_cls is None:
-        raise AnvilError(f"unknown tool '{args.tool}' (tools: {', '.join(sorted(TOOLS))})")
-    tool = tool_cls()
+    tool = load_tool(args.tool)
     values = tool.parse_options(_parse_opts(args.opt))
     output = args.output or args.binary + ".inst"
     out_file = args.out or f"{os.path.basename(output)}.{tool.name}.out"
@@ -262,7 +259,9 @@ def _rehost_session(args: argparse.Namespace, sites: str):
                 credentials = grpc.ssl_channel_credentials(f.read())
         channel = bridge.connect(args.server, credentials)
     else:
-        server, port = start_server(Library(args.lib), log=None)
+        library = Library.of_sources(table.analysis_sources) if table.analysis_sources and not args.lib \
+            else Library(args.lib)
+        server, port = start_server(library, log=None)
         channel = bridge.connect(f"127.0.0.1:{port}")
     try:
         yield table, document, channel
@@ -353,13 +352,17 @@ def _metadata(binary: str) -> dict | None:
 
 def cmd_tools(args: argparse.Namespace) -> int:
     from .passes import TOOLS
+    from .tool_files import load_tool
 
-    for name in sorted(TOOLS):
-        tool = TOOLS[name]
-        print(f"{name}: {tool.description}")
+    tools = [load_tool(spec) for spec in args.tool] if args.tool else [TOOLS[name]() for name in sorted(TOOLS)]
+    for tool in tools:
+        print(f"{tool.name}: {tool.description}")
         for opt in tool.options:
             print(f"    {opt.name}={opt.default}  {opt.help}")
-    print("\ncommon: --out FILE, --format text|json, --only GLOB, --skip GLOB")
+        if tool.analysis_sources is not None:
+            print(f"    analysis: {', '.join(map(str, tool.analysis_sources))}")
+    print("\ncommon: --out FILE, --format text|json, --only GLOB, --skip GLOB; "
+          "your own tool: --tool ./mytool.py (README: Writing a tool)")
     return 0
 
 
@@ -421,13 +424,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"anvil: error: {message} (see '{self.prog} --help')\n")
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
-        """As argparse's, with an unrecognized argument blamed on the command it was given to."""
-        parsed, extra = self.parse_known_args(args, namespace)
-        if extra:
-            command = getattr(parsed, "command", None)
-            prog = f"{self.prog} {command}" if command else self.prog
-            self.exit(2, f"anvil: error: unrecognized arguments: {' '.join(extra)} (see '{prog} --help')\n")
-        return parsed
+        """As argparse's, but Anvil's options may also follow ``run``'s BINARY (``anvil run app.rh
+        --server H:P``) and the program's arguments are the other words after it plus all
+        after ``--``; an unrecognized argument is blamed on the command it was given to."""
+        argv = list(sys.argv[1:] if args is None else args)
+        cut = argv.index("--") if "--" in argv else None
+        words, after = (argv, []) if cut is None else (argv[:cut], argv[cut + 1:])
+        parsed, extra = self.parse_known_args(words, namespace)
+        program_args = getattr(parsed, "args", None)
+        if program_args is not None and not any(word.startswith("-") for word in extra):
+            parsed.args = [*program_args, *extra, *after]
+            return parsed
+        if not extra and cut is None:
+            return parsed
+        command = getattr(parsed, "command", None)
+        prog = f"{self.prog} {command}" if command else self.prog
+        hint = "; a program's own options go after '--'" if program_args is not None else ""
+        self.exit(2, f"anvil: error: unrecognized arguments: {' '.join(extra or ['--', *after])}{hint} "
+                     f"(see '{prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -439,7 +453,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("instrument", help="write an instrumented copy of a binary",
                        description="Rewrite BINARY with TOOL's instrumentation (InHost: analysis linked in).")
     p.add_argument("binary")
-    p.add_argument("-t", "--tool", required=True, help="tool name (see 'anvil tools')")
+    p.add_argument("-t", "--tool", required=True,
+                   help="tool name (see 'anvil tools') or your tool file (./mytool.py, C in ./mytool.c)")
     p.add_argument("-o", "--output", help="instrumented binary (default BINARY.inst)")
     p.add_argument("--opt", action="append", default=[], metavar="NAME=VALUE[,...]", help="tool options")
     p.add_argument("--mode", default="inhost", choices=["inhost", "rehost"], help="where the analysis runs")
@@ -471,9 +486,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_instrument)
 
     p = sub.add_parser("run", help="run a (instrumented) binary under qemu-arm",
-                       description="Run BINARY under qemu-arm, passing arguments, stdin and exit status through.")
+                       description="Run BINARY under qemu-arm, passing arguments, stdin and exit status through: "
+                                   "anvil run [OPTIONS] BINARY [OPTIONS] [ARGS] [-- ARGS].")
     p.add_argument("binary")
-    p.add_argument("args", nargs=argparse.REMAINDER, help="program arguments (after --)")
+    p.add_argument("args", nargs="*", help="program arguments (those starting with '-' after --)")
     p.add_argument("--argv0", help="argv[0] seen by the program")
     p.add_argument("--board", help=f"run a firmware image on qemu-system-arm's model of this board "
                                    f"({', '.join(sorted(BOARDS))}); console and exit through semihosting")
@@ -538,7 +554,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--proc", action="append", default=[], metavar="GLOB", help="procedures to show in full")
     p.set_defaults(func=cmd_inspect)
 
-    p = sub.add_parser("tools", help="list the tools and their options")
+    p = sub.add_parser("tools", help="list the tools and their options",
+                       description="List the tools that ship (or the tool files named) with their options.")
+    p.add_argument("tool", nargs="*", help="tool files (./mytool.py) to describe instead")
     p.set_defaults(func=cmd_tools)
     return parser
 
@@ -562,8 +580,6 @@ def _server_options(p: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "args", None) and args.args[:1] == ["--"]:
-        args.args = args.args[1:]
     try:
         return args.func(args)
     except AnvilError as e:

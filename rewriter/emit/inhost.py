@@ -198,10 +198,7 @@ def _relocatable(proc: Procedure, ctx: RelocationContext) -> str | None:
 def _library_sources(tool: Tool, toolchain: tb.Toolchain, deferred: SiteTable | None) -> list[Path | tb.Generated]:
     """The runtime and the tool's C; with ``deferred`` sites, the tool's C comes inside the unit
     that runs their records, and the ring that keeps them is added (emit/deferred.py)."""
-    tool_dir = tb.ANALYSIS_DIR / tool.name
-    sources = sorted(tool_dir.glob("*.c"))
-    if not sources:
-        raise AnvilError(f"tool {tool.name} has no analysis sources in {tool_dir}")
+    sources = tb.analysis_sources(tool)
     if deferred is not None:
         return [*tb.runtime_sources(toolchain), ring_unit(), dispatch_unit(deferred, sources)]
     return [*tb.runtime_sources(toolchain), *sources]

@@ -83,7 +83,9 @@ class SiteTable:
         """The site table file's content; ``channel``: how a firmware image's records leave it."""
         arrays = [{"name": name, "ctype": ctype, "length": length, "from_target": name in target_arrays}
                   for name, (ctype, length) in self.tool.arrays.items()]
-        extra = {"channel": channel} if channel else {}
+        extra: dict = {"channel": channel} if channel else {}
+        if self.tool.analysis_sources is not None:  # a tool file's C: what `anvil run` builds for its local server
+            extra["analysis_sources"] = [str(p) for p in self.tool.analysis_sources]
         return {
             "format": site_format.FORMAT,
             "version": site_format.VERSION,

@@ -20,6 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from elftools.elf.elffile import ELFFile
 
@@ -75,6 +76,17 @@ def toolchain_for(firmware: bool, dsp: bool) -> Toolchain:
 def platform_dir(toolchain: Toolchain) -> Path:
     """The runtime sources particular to the toolchain's platform (Linux or bare metal)."""
     return ROOT / "runtime_stubs" / toolchain.runtime
+
+
+def analysis_sources(tool: Any) -> list[Path]:
+    """A tool's analysis C: beside its tool file, or ``analysis_libs/<name>/*.c`` for one that ships."""
+    if tool.analysis_sources is not None:
+        return list(tool.analysis_sources)
+    tool_dir = ANALYSIS_DIR / tool.name
+    sources = sorted(tool_dir.glob("*.c"))
+    if not sources:
+        raise AnvilError(f"tool {tool.name} has no analysis sources in {tool_dir}")
+    return sources
 
 
 def runtime_sources(toolchain: Toolchain) -> list[Path]:

@@ -1,0 +1,73 @@
+"""Find the tool ``--tool`` names: one that ships, or one the user wrote in a file.
+
+A tool file is a Python file defining one subclass of ``rewriter.api.Tool`` (the "where
+and with what"). Its analysis routines are C beside it: the file of the same stem
+(``mytool.py`` -> ``mytool.c``), or the files the class lists in ``analysis_files``,
+relative to the tool file. The same file may also define ``class Analysis``, the
+routines in Python for ``anvil rehost-server --lib mytool.py``::
+
+    anvil instrument --tool ./mytool.py app.elf -o app.inst && anvil run app.inst
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+
+from .api import Tool
+from .errors import AnvilError
+from .passes import TOOLS
+
+
+def is_tool_file(spec: str) -> bool:
+    """True when ``spec`` names a tool file rather than a tool that ships."""
+    return spec.endswith(".py") or "/" in spec
+
+
+def load_tool(spec: str) -> Tool:
+    """An instance of the tool ``spec`` names: a shipped tool's name or a tool file's path."""
+    if not is_tool_file(spec):
+        cls = TOOLS.get(spec)
+        if cls is None:
+            raise AnvilError(f"unknown tool '{spec}' (tools: {', '.join(sorted(TOOLS))}, or a tool file: ./mytool.py)")
+        return cls()
+    path = Path(spec)
+    if not path.is_file():
+        raise AnvilError(f"{spec}: no such tool file")
+    cls = _tool_class(path)
+    if not (isinstance(cls.name, str) and cls.name.isidentifier()):
+        raise AnvilError(f"{spec}: tool {cls.__name__} needs a name that is a C identifier (name = \"mytool\")")
+    try:
+        tool = cls()
+    except Exception as e:  # the user's code: one line, not a traceback
+        raise AnvilError(f"{spec}: {cls.__name__}(): {type(e).__name__}: {e}") from None
+    wanted = list(getattr(cls, "analysis_files", None) or [path.with_suffix(".c").name])
+    sources = [(path.parent / name).resolve() for name in wanted]
+    missing = [str(p) for p in sources if not p.is_file()]
+    if missing:
+        raise AnvilError(f"{spec}: the tool's analysis C file {missing[0]} is missing")
+    tool.analysis_sources = sources
+    return tool
+
+
+def _tool_class(path: Path) -> type[Tool]:
+    """The one Tool subclass the file at ``path`` defines (imported as a module of its own)."""
+    name = "anvil_tool_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError("not a Python file")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    except Exception as e:  # the user's file: report any failure in one line
+        raise AnvilError(f"{path}: {type(e).__name__}: {e}") from None
+    found = [c for _, c in inspect.getmembers(module, inspect.isclass)
+             if issubclass(c, Tool) and c is not Tool and c.__module__ == name]
+    if len(found) != 1:
+        what = "no" if not found else f"{len(found)} ({', '.join(c.__name__ for c in found)})"
+        raise AnvilError(f"{path}: defines {what} subclasses of rewriter.api.Tool; a tool file defines one")
+    return found[0]
