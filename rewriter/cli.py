@@ -368,13 +368,11 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     from .ir.elf_loader import load_binary
-    from .ir.lines import line_table
 
     binary = load_binary(args.binary)
     procs = binary.select(args.proc or None, None)
     if args.proc and not procs:
         raise AnvilError(f"no procedure matches {' '.join(args.proc)}")
-    lines = line_table(binary.path) if args.proc else {}
     kind = "PIE" if binary.is_pie else "fixed-address"
     link = "dynamic" if binary.is_dynamic else "static"
     if binary.is_firmware:
@@ -394,7 +392,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             print(f"  block {block.index} @ {block.address:#x}: {block.size} instructions{entered}")
             for ins in block.instructions:
                 flags = _flags(ins)
-                where = lines.get(ins.address)
+                where = ins.line
                 line = f"  ; {where}" if where else ""
                 print(f"    {ins.address:#010x}  {ins.mnemonic:<8} {ins.op_str:<32} {flags}{line}")
     return 0

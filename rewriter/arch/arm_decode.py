@@ -193,9 +193,9 @@ class DecodeCache:
 _FIELDS = [f.name for f in dataclasses.fields(Instruction)]
 # What decoding sets besides the address: the fields from ``size`` to ``is_syscall``, and
 # ``detail``. The others are left at their defaults, which a copy gets by leaving them out.
-_DECODED = _FIELDS[1:_FIELDS.index("line")]
+_DECODED = _FIELDS[1:_FIELDS.index("hooks")]
 _SPLIT = _DECODED.index("accesses")
-assert _FIELDS[0] == "address" and _FIELDS[len(_DECODED) + 1:] == ["line", "hooks", "block", "detail"], _FIELDS
+assert _FIELDS[0] == "address" and _FIELDS[len(_DECODED) + 1:] == ["hooks", "block", "detail"], _FIELDS
 
 
 def decode_range(md: capstone.Cs, code: bytes, address: int, thumb: bool,

@@ -338,6 +338,7 @@ def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[
         for block in proc.blocks:
             block.index = block_index
             block_index += 1
+        proc.binary = binary  # type: ignore[attr-defined]
     binary.procedures = kept
 
 

@@ -2,18 +2,39 @@
 
 from __future__ import annotations
 
+import bisect
 import os
 
 from elftools.elf.elffile import ELFFile
 
 
-def line_table(path: str) -> dict[int, str]:
-    """Map instruction address -> 'file:line' (empty if there is no DWARF)."""
-    table: dict[int, str] = {}
+class LineTable:
+    """The DWARF line rows of an executable as address ranges: ``at(address)`` is the
+    'file:line' of the row whose range holds the address (a row covers the addresses from
+    its own up to the next row of its sequence), or None."""
+
+    def __init__(self, ranges: list[tuple[int, int, str]]) -> None:
+        self._ranges = sorted(ranges)
+        self._starts = [start for start, _, _ in self._ranges]
+
+    def at(self, address: int) -> str | None:
+        i = bisect.bisect_right(self._starts, address) - 1
+        if i < 0:
+            return None
+        _, end, where = self._ranges[i]
+        return where if address < end else None
+
+    def __len__(self) -> int:
+        return len(self._ranges)
+
+
+def read_line_table(path: str) -> LineTable:
+    """The line table of the ELF file at ``path`` (empty without DWARF)."""
+    ranges: list[tuple[int, int, str]] = []
     with open(path, "rb") as f:
         elf = ELFFile(f)
         if not elf.has_dwarf_info():
-            return table
+            return LineTable(ranges)
         dwarf = elf.get_dwarf_info()
         for cu in dwarf.iter_CUs():
             program = dwarf.line_program_for_CU(cu)
@@ -21,13 +42,22 @@ def line_table(path: str) -> dict[int, str]:
                 continue
             files = program["file_entry"]
             version = program["version"]
+            previous: tuple[int, str] | None = None  # the open row of the sequence
             for entry in program.get_entries():
                 state = entry.state
-                if state is None or state.end_sequence:
+                if state is None:
+                    continue
+                if previous is not None and state.address > previous[0]:
+                    ranges.append((previous[0], state.address, previous[1]))
+                if state.end_sequence:
+                    previous = None
                     continue
                 index = state.file if version >= 5 else state.file - 1
+                where = None
                 if 0 <= index < len(files):
                     name = files[index].name
                     name = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
-                    table.setdefault(state.address, f"{os.path.basename(name)}:{state.line}")
-    return table
+                    where = f"{os.path.basename(name)}:{state.line}"
+                if previous is None or state.address > previous[0] or where is not None:
+                    previous = (state.address, where) if where is not None else None
+    return LineTable(ranges)

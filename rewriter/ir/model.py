@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..api import Prototype
+    from .lines import LineTable
 
 
 class Point(Enum):
@@ -82,7 +83,6 @@ class Instruction:
     reads_pc: bool = False
     writes_pc: bool = False
     is_syscall: bool = False
-    line: str | None = None
     hooks: list[Hook] = field(default_factory=list)
     block: Block | None = field(default=None, repr=False)
     # Capstone's instruction with operand details, where the facts or relocation need them.
@@ -121,6 +121,15 @@ class Instruction:
     @property
     def is_pc_relative(self) -> bool:
         return self.reads_pc
+
+    @property
+    def line(self) -> str | None:
+        """The source 'file:line' DWARF gives for this instruction, or None (no DWARF, or no
+        row for its address). The binary's line table is read the first time one is asked."""
+        block = self.block
+        procedure = block.procedure if block is not None else None
+        binary = procedure.binary if procedure is not None else None
+        return binary.source_line(self.address) if binary is not None else None
 
     @property
     def end(self) -> int:
@@ -246,6 +255,8 @@ def _owner_reference(name: str, owner: str) -> property:
 # the IR of a large program (at the latest when the interpreter exits).
 Instruction.block = _owner_reference("block", "block")  # type: ignore[assignment]
 Block.procedure = _owner_reference("procedure", "procedure")  # type: ignore[assignment]
+Procedure._binary_ref = None  # type: ignore[attr-defined]  # until the loader sets it
+Procedure.binary = _owner_reference("binary", "binary")  # type: ignore[attr-defined]
 
 
 @dataclass
@@ -312,6 +323,14 @@ class Binary:
     profile: str = "A"  # ARM architecture profile: "A" (Linux programs) or "M" (Cortex-M firmware)
     dsp: bool = True    # the core has the DSP extension (APSR.GE bits): all but plain ARMv7-M
     _high_vfp: bool | None = field(default=None, repr=False, compare=False)  # uses_high_vfp, once known
+    _lines: LineTable | None = field(default=None, repr=False, compare=False)  # source_line's, once read
+
+    def source_line(self, address: int) -> str | None:
+        """The source 'file:line' DWARF gives for ``address`` (link-time), or None."""
+        if self._lines is None:
+            from .lines import read_line_table
+            self._lines = read_line_table(self.path)
+        return self._lines.at(address)
 
     @property
     def is_firmware(self) -> bool:
