@@ -53,21 +53,26 @@ def results_file(run_dir: Path, tool: str) -> bytes:
     return path.read_bytes()
 
 
-@pytest.mark.parametrize("variant", ["O2-thumb-dyn", "O0-arm-dyn", "Os-thumb-static"])
+# Every build kind: Thumb PIE (dynamic, and with -fPIE), A32 fixed-address and PIE, static;
+# results in text (what a person reads) as well as JSON on the default build.
+@pytest.mark.parametrize("variant", ["O2-thumb-dyn", "O0-arm-dyn", "Os-thumb-static", "O2-arm-dyn-nopie",
+                                     "O2-thumb-pie"])
 @pytest.mark.parametrize("sample", SAMPLES)
 def test_sample_rehost_equals_inhost(sample: str, variant: str, server: str, tmp_path: Path) -> None:
     binary = build(sample, variant)
     args, stdin = ARGS.get(sample, []), STDIN.get(sample, b"")
     original = run_prog(place(binary, tmp_path, "orig"), args, stdin)
     ir = load_binary(str(binary))
+    formats = ("json", "text") if variant == "O2-thumb-dyn" else ("json",)
     for tool in (*TOOLS, "memtrace") if variant == MEMTRACE_VARIANT else TOOLS:
-        inhost = run_prog(instrument_ir(ir, tool, tmp_path), args, stdin)
-        assert_same_behaviour(original, inhost)
-        rehost, outcome = run_rehost(instrument_ir(ir, tool, tmp_path, mode="rehost", slot="rhst"), server,
-                                     args, stdin)
-        assert_same_behaviour(original, rehost)
-        assert not outcome.error and outcome.summary.complete, outcome.error
-        assert results_file(rehost.cwd, tool) == results_file(inhost.cwd, tool), f"{tool} results differ"
+        for fmt in formats:
+            inhost = run_prog(instrument_ir(ir, tool, tmp_path, fmt=fmt), args, stdin)
+            assert_same_behaviour(original, inhost)
+            rehost, outcome = run_rehost(instrument_ir(ir, tool, tmp_path, mode="rehost", slot="rhst", fmt=fmt),
+                                         server, args, stdin)
+            assert_same_behaviour(original, rehost)
+            assert not outcome.error and outcome.summary.complete, outcome.error
+            assert results_file(rehost.cwd, tool) == results_file(inhost.cwd, tool), f"{tool} {fmt} results differ"
 
 
 # Every counting tool on the default build; on a static one (glibc's own fork), cachesim,

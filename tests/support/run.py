@@ -62,8 +62,10 @@ def instrument(binary: Path, tool: str, tmp: Path, *extra: str, fmt: str = "json
     return dest
 
 
-def instrument_ir(binary_ir, tool: str, tmp: Path, mode: str = "inhost", slot: str = "inst", **values: str) -> Path:
-    """Instrument an already loaded Binary (the API, no CLI) into ``tmp/<slot>/prog``."""
+def instrument_ir(binary_ir, tool: str, tmp: Path, mode: str = "inhost", slot: str = "inst", fmt: str = "json",
+                  **values: str) -> Path:
+    """Instrument an already loaded Binary (the API, no CLI) into ``tmp/<slot>/prog``; results
+    in ``fmt`` (json or text); ``values``: the tool's options."""
     from rewriter.api import Options
     from rewriter.emit import inhost, rehost
     from rewriter.passes import TOOLS
@@ -73,8 +75,10 @@ def instrument_ir(binary_ir, tool: str, tmp: Path, mode: str = "inhost", slot: s
     dest = tmp / slot / "prog"
     dest.parent.mkdir(parents=True, exist_ok=True)
     tool_obj = TOOLS[tool]()
-    opts = Options(values=tool_obj.parse_options(values), out=f"prog.{tool}.out", format="json")
+    opts = Options(values=tool_obj.parse_options(values), out=f"prog.{tool}.out", format=fmt)
     request = ["api", tool, mode, *(f"{k}={v}" for k, v in sorted(values.items()))]
+    if fmt != "json":
+        request.append(fmt)
     image_cache.image(binary_ir.data, request, dest, lambda: emit(binary_ir, tool_obj, opts, str(dest)))
     return dest
 
