@@ -215,15 +215,46 @@ def test_tls(pair: dict, tmp_path: Path) -> None:
     assert (binary.parent / "prog.cachesim.out").read_bytes() == pair["hash"]["expected_cli"]
 
 
+def _listening(port: int) -> set[str]:
+    """The local addresses the kernel has listening on TCP ``port`` (/proc/net/tcp and tcp6)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for row in f.readlines()[1:]:
+                fields = row.split()
+                address, hex_port = fields[1].rsplit(":", 1)
+                if int(hex_port, 16) == port and fields[3] == "0A":  # 0A: LISTEN
+                    found.add(address)
+    return found
+
+
 def test_binds_loopback_by_default() -> None:
     srv = subprocess.Popen(CLI + ["rehost-server", "--lib", "inscount"], stderr=subprocess.PIPE, text=True)
     try:
         assert srv.stderr is not None
         line = srv.stderr.readline()
+        bound = _listening(50051)
     finally:
         srv.terminate()
         srv.wait(timeout=10)
     assert "on 127.0.0.1:50051" in line, line
+    # 127.0.0.1 only, in the kernel's byte order: as IPv4, or IPv4-mapped on an IPv6 socket.
+    assert bound and bound <= {"0100007F", "0000000000000000FFFF00000100007F"}, bound
+
+
+def test_health_service(server: ServerProcess) -> None:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    from rehost.protocol import SERVICE
+
+    with grpc.insecure_channel(server.address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        for name in ("", SERVICE):
+            reply = stub.Check(health_pb2.HealthCheckRequest(service=name), timeout=10)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING, name
+        with pytest.raises(grpc.RpcError) as unknown:
+            stub.Check(health_pb2.HealthCheckRequest(service="no.such.Service"), timeout=10)
+        assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
 
 
 @pytest.mark.parametrize("lib,problem", [("./missing.py", "no such Python analysis file"),
