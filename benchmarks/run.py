@@ -10,7 +10,7 @@ otherwise; ``T:rehost`` is tool T with ``--mode rehost``) the table gives
 - the size ratio: instrumented file size / original file size;
 - the rewrite time: wall seconds of ``anvil instrument --tool T BIN -o OUT``;
 - the rewrite throughput: ``instructions / rewrite_seconds`` from ``OUT.anvil.json``
-  (the rewriter's own clock, which leaves out loading and disassembling the ELF);
+  (the rewriter's own clock: loading, disassembly, rewriting and writing, not Python's start-up);
 - the slowdown under qemu-arm: median wall time of the instrumented run / median
   wall time of the original run.
 
