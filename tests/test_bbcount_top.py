@@ -5,19 +5,13 @@ from __future__ import annotations
 
 import subprocess
 
-from rewriter.ir.elf_loader import load_binary
 from rewriter.passes import TOOLS
-from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.run import assert_same_behaviour, instrument_ir, place, results, run_prog
+from tests.support.run import assert_same_behaviour, instrument_ir, results, run_prog, traced_original
 from tests.support.samples import build
 
 
 def test_top_blocks_are_qemus_most_executed(tmp_path) -> None:
-    binary = build("hash", "O2-thumb-dyn")
-    placed = place(binary, tmp_path, "orig")
-    original = run_prog(placed)
-    pcs = exe_pcs(trace_pcs(placed, argv0="prog"), placed)
-    ir = load_binary(str(binary))
+    original, pcs, ir = traced_original(build("hash", "O2-thumb-dyn"), tmp_path)
     qemu_counts = sorted((pcs[b.address] for p in ir.procedures for b in p.blocks), reverse=True)
     for top in (1, 7):
         inst = run_prog(instrument_ir(ir, "bbcount", tmp_path, top=str(top)))

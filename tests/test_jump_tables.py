@@ -9,26 +9,20 @@ import struct
 
 import pytest
 
-from rewriter.ir.elf_loader import load_binary
-from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.run import assert_same_behaviour, instrument_ir, place, results, run_prog
+from tests.support.run import assert_same_behaviour, instrument_ir, results, run_prog, traced_original
 from tests.support.samples import build
 
 
 @pytest.mark.parametrize("variant", ["O2-thumb-dyn", "O2-arm-static", "O0-thumb-static"])
 def test_ldr_pc_jump_table(variant: str, tmp_path) -> None:
-    binary = build("jumptable", variant)
-    ir = load_binary(str(binary))
+    original, pcs, ir = traced_original(build("jumptable", variant), tmp_path)
     dispatch = next(p for p in ir.procedures if p.name == "dispatch")
     assert not dispatch.thumb
     table_load = next(i for i in dispatch.instructions() if i.mnemonic.startswith("ldr") and i.writes_pc)
     cases = struct.unpack("<6I", ir.data[ir.file_offset(table_load.address + 8):][:24])
     assert set(cases) <= {b.address for b in dispatch.blocks}
 
-    placed = place(binary, tmp_path, "orig")
-    original = run_prog(placed)
     assert original.returncode == 0 and original.stdout.startswith(b"jumptable checksum ")
-    pcs = exe_pcs(trace_pcs(placed, argv0="prog"), placed)
     assert all(pcs[case] > 0 for case in cases)
 
     inst = run_prog(instrument_ir(ir, "inscount", tmp_path))

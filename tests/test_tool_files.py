@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support.rehost import CLI
-from tests.support.run import assert_same_behaviour, instrument, place, run_prog
+from tests.support.run import assert_same_behaviour, instrument, place, run_prog, traced_original
 from tests.support.samples import build
 
 WALK = Path(__file__).parent / "data" / "tools" / "walk.py"
@@ -33,16 +32,12 @@ def _results(directory: Path) -> dict:
 
 @pytest.mark.parametrize("variant", ["O2-thumb-dyn", "O2-arm-dyn-nopie", "O0-thumb-static"])
 def test_tool_file_counts_equal_qemu(variant: str, tmp_path: Path) -> None:
-    from rewriter.ir.elf_loader import load_binary
-
     binary = build("calls", variant)
-    original = run_prog(place(binary, tmp_path, "orig"), ARGS)
+    original, pcs, ir = traced_original(binary, tmp_path, ARGS)
     inst = run_prog(instrument(binary, str(WALK), tmp_path), ARGS)
     assert_same_behaviour(original, inst)
     got = _results(inst.cwd)
 
-    pcs = exe_pcs(trace_pcs(tmp_path / "orig" / "prog", ARGS, argv0="prog"), tmp_path / "orig" / "prog")
-    ir = load_binary(str(binary))
     # A dynamic program's end routines run as _fini (DT_FINI) starts, after the calls at its
     # entry and before those of its blocks.
     procedures = [p for p in ir.procedures

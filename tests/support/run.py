@@ -101,3 +101,15 @@ def assert_same_behaviour(original: Run, instrumented: Run) -> None:
     assert instrumented.returncode == original.returncode
     assert instrumented.stdout == original.stdout
     assert instrumented.stderr == original.stderr
+
+
+def traced_original(binary: Path, tmp: Path, args: list[str] | tuple[str, ...] = (), stdin: bytes = b""):
+    """The original at ``tmp/orig/prog``: its run, qemu's count of each of its executable's
+    instructions (link-time PCs, tests/oracles/qemu_trace.py) and its IR."""
+    from rewriter.ir.elf_loader import load_binary
+    from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+
+    placed = place(binary, tmp, "orig")
+    original = run_prog(placed, args, stdin)
+    pcs = exe_pcs(trace_pcs(placed, args, stdin, argv0="prog"), placed)
+    return original, pcs, load_binary(str(binary))
