@@ -20,11 +20,14 @@ import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from elftools.elf.elffile import ELFFile
 
 from ..errors import AnvilError
+
+if TYPE_CHECKING:
+    from ..api import Tool
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME_DIR = ROOT / "runtime_stubs" / "arm"
@@ -78,7 +81,7 @@ def platform_dir(toolchain: Toolchain) -> Path:
     return ROOT / "runtime_stubs" / toolchain.runtime
 
 
-def analysis_sources(tool: Any) -> list[Path]:
+def analysis_sources(tool: Tool) -> list[Path]:
     """A tool's analysis C: beside its tool file, or ``analysis_libs/<name>/*.c`` for one that ships."""
     if tool.analysis_sources is not None:
         return list(tool.analysis_sources)

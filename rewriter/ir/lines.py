@@ -58,6 +58,5 @@ def read_line_table(path: str) -> LineTable:
                     name = files[index].name
                     name = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
                     where = f"{os.path.basename(name)}:{state.line}"
-                if previous is None or state.address > previous[0] or where is not None:
-                    previous = (state.address, where) if where is not None else None
+                previous = (state.address, where) if where is not None else None
     return LineTable(ranges)
