@@ -41,7 +41,7 @@ def cpu_identity() -> str:
 
 def runtime_sources() -> list[Path]:
     """What every host analysis library is linked with besides the tool's own C."""
-    return [COMMON_DIR / "anvil_format.c", HOST_DIR / "anvil_host.c"]
+    return [COMMON_DIR / "anvil_format.c", COMMON_DIR / "anvil_string.c", HOST_DIR / "anvil_host.c"]
 
 
 def tool_sources(name: str) -> list[Path]:

@@ -119,7 +119,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     def library(toolchain: tb.Toolchain) -> tuple[list[Path], str]:
         generated = units.source(binary, {**arrays, **tool.filter_arrays()}, facts=False,
                                  placed={k: v for k, v in tool.filter_placement().items() if k in arrays})
-        sources = [*tb.runtime_sources(toolchain), tb.RUNTIME_DIR / "anvil_comm.c",
+        sources = [*tb.runtime_sources(toolchain, results=False), tb.RUNTIME_DIR / "anvil_comm.c",
                    channel_source(toolchain, channel)]
         if channel and channel.transport == "uart":
             generated += f"const uint32_t anvil_rh_uart_base = {channel.uart_base:#x}u;\n"

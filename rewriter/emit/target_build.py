@@ -92,12 +92,15 @@ def analysis_sources(tool: Tool) -> list[Path]:
     return sources
 
 
-def runtime_sources(toolchain: Toolchain) -> list[Path]:
-    """Linked into every instrumented image: start-up, output, jump translation, the flag-saving entries."""
+def runtime_sources(toolchain: Toolchain, results: bool = True) -> list[Path]:
+    """Linked into every instrumented image: start-up, string helpers, jump translation, the
+    flag-saving entries, and (``results``: the image writes results itself, InHost) the
+    formatted output the tools' report routines use. A ReHost image leaves that out: its
+    results are written on the host (2 KB less of a firmware image's flash, 4 KB of RAM)."""
     platform = platform_dir(toolchain)
-    return [platform / "anvil_rt.c", RUNTIME_DIR / "anvil_target.c", COMMON_DIR / "anvil_format.c",
-            COMMON_DIR / "anvil_derive.c",
-            RUNTIME_DIR / "anvil_entry.S"]
+    output = [COMMON_DIR / "anvil_format.c"] if results else []
+    return [platform / "anvil_rt.c", RUNTIME_DIR / "anvil_target.c", COMMON_DIR / "anvil_string.c", *output,
+            COMMON_DIR / "anvil_derive.c", RUNTIME_DIR / "anvil_entry.S"]
 
 
 def _run(cmd: list[str]) -> None:

@@ -48,19 +48,6 @@ void anvil_puts(const char *s)
         anvil_putc(*s++);
 }
 
-int anvil_decimal(char *to, uint64_t v)
-{
-    char tmp[20];
-    int n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (int i = 0; i < n; i++)
-        to[i] = tmp[n - 1 - i];
-    return n;
-}
-
 void anvil_putu_width(uint64_t v, int width)
 {
     char digits[20];
@@ -122,18 +109,3 @@ void anvil_put_padded(const char *s, int width)
     while (n++ < width)
         anvil_putc(' ');
 }
-
-int anvil_streq(const char *a, const char *b)
-{
-    while (*a && *a == *b)
-        a++, b++;
-    return *a == *b;
-}
-
-void anvil_memset(void *p, int c, size_t n)
-{
-    unsigned char *q = p;
-    while (n--)
-        *q++ = (unsigned char)c;
-}
-

@@ -1,5 +1,5 @@
 /* Host runtime of a ReHost analysis library: the tool's C (the same source InHost links
- * into the program) built as a shared library with this file and anvil_format.c.
+ * into the program) built as a shared library with this file, anvil_format.c and anvil_string.c.
  * The server loads one copy per session, so every static variable of the tool is
  * per session. It fills the site facts and arrays below through ctypes, runs the
  * program start routines, feeds record batches to anvil_dispatch, runs the end
