@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from rewriter.emit.target_build import ANALYSIS_DIR, COMMON_DIR, ROOT
+from rewriter.emit.target_build import ANALYSIS_DIR, COMMON_DIR, ROOT, compiler_environment
 from rewriter.errors import AnvilError
 
 HOST_DIR = ROOT / "runtime_stubs" / "host"
@@ -73,11 +73,12 @@ def build(sources: list[Path], extra_flags: Sequence[str] = ()) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         built = Path(tmp) / "lib.so"
         rest = [f"-I{COMMON_DIR}", *map(str, all_sources), "-o", str(built)]
-        proc = subprocess.run([compiler, *flags, *rest], capture_output=True, text=True)
+        proc = subprocess.run([compiler, *flags, *rest], capture_output=True, text=True, env=compiler_environment())
         if proc.returncode != 0 and "-march=native" in proc.stderr:
             # A compiler that cannot tune for this CPU builds the portable library instead.
             portable = [flag for flag in flags if flag != "-march=native"]
-            proc = subprocess.run([compiler, *portable, *rest], capture_output=True, text=True)
+            proc = subprocess.run([compiler, *portable, *rest], capture_output=True, text=True,
+                                  env=compiler_environment())
         if proc.returncode != 0:
             lines = [line for line in proc.stderr.splitlines() if "error" in line] or proc.stderr.splitlines()
             raise AnvilError(f"building the host library failed: {lines[0] if lines else proc.returncode}")

@@ -103,3 +103,15 @@ def test_cli_run_passes_words_after_the_binary_to_the_program(tmp_path: Path) ->
     assert (run.stdout.encode(), run.returncode) == (original.stdout, original.returncode)
     refused = anvil_run("a", "-c")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "after '--'" in refused.stderr
+
+
+def test_tool_file_library_builds_without_a_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``anvil run`` started with an empty environment (as the tests and ``env -i`` do) still
+    builds a tool file's C for its local server: gcc gets a PATH to find ``ld``."""
+    from rehost.server import Library
+
+    monkeypatch.delenv("PATH", raising=False)
+    monkeypatch.setenv("ANVIL_CACHE", str(tmp_path / "cache"))  # cold: the build really runs
+    library = Library.of_sources([str(WALK.with_suffix(".c"))])
+    built = next(iter(library._built.values()))
+    assert built.is_file() and str(built).startswith(str(tmp_path / "cache"))

@@ -103,8 +103,14 @@ def runtime_sources(toolchain: Toolchain, results: bool = True) -> list[Path]:
             COMMON_DIR / "anvil_derive.c", RUNTIME_DIR / "anvil_entry.S"]
 
 
+def compiler_environment() -> dict[str, str]:
+    """The environment compilers run in: ours, with a PATH even where we were started without
+    one (``env -i anvil run ...``): gcc finds ``ld`` and its other programs through it."""
+    return {**os.environ, "PATH": os.environ.get("PATH") or os.defpath}
+
+
 def _run(cmd: list[str]) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=compiler_environment())
     if proc.returncode != 0:
         lines = proc.stderr.splitlines()
         errors = [line for line in lines if "error" in line or "undefined" in line] or lines
@@ -172,7 +178,7 @@ class LinkedLibrary:
 @cache  # one question to the compiler per toolchain, not one per link
 def libgcc(toolchain: Toolchain = LINUX) -> str:
     out = subprocess.run([toolchain.tool("gcc"), *toolchain.arch_flags, "-mthumb", "-print-libgcc-file-name"],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, env=compiler_environment())
     return out.stdout.strip()
 
 
