@@ -70,14 +70,11 @@ IT-predicated Thumb stores; about 7 s per program for 1.0-1.7 million instructio
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
-import select
 import shutil
 import subprocess
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -88,6 +85,8 @@ from capstone import arm as csarm
 from elftools.elf.constants import P_FLAGS
 from elftools.elf.elffile import ELFFile
 
+from tests.oracles.qemu_trace import CODE_RE, QEMU, QemuTraceError, run_streamed
+
 __all__ = [
     "AccessTrace",
     "MemoryForm",
@@ -97,9 +96,6 @@ __all__ = [
     "decode",
     "trace_accesses",
 ]
-
-#: The emulator binary.
-QEMU = "qemu-arm"
 
 #: One executed instruction: ``-d exec`` line plus ``-d cpu`` dump (its layout is checked
 #: before registers are read from it at fixed offsets: _Parser._plan and _Parser._blocks).
@@ -116,12 +112,9 @@ _DUMP_RE = re.compile(rb"R00=[0-9a-f]{8} R01=[0-9a-f]{8} R02=[0-9a-f]{8} R03=[0-
 _DUMP_LEN = 4 * 52 + 12
 #: ``-d op``: an instruction's start marker, or a guest memory op with its memop.
 _OP_RE = re.compile(rb"^ (?:---- ([0-9a-f]+) |qemu_(ld|st)[0-9a-z_]* [^\n]*,([0-9a-z+]+),\d+$)", re.M)
-#: ``-d page`` facts about the main executable.
-_CODE_RE = re.compile(rb"^(start_code|end_code)\s+0x([0-9a-fA-F]+)\s*$", re.M)
 #: Width of a memop by its last letter (``ub``/``sb``, ``leuw``, ``leul``, ``leq``).
 _MEMOP_SIZE = {ord("b"): 1, ord("w"): 2, ord("l"): 4, ord("q"): 8}
 
-_CHUNK = 1 << 20
 _AL = 14  # the "always" condition
 
 #: capstone's condition codes are the architectural ones plus one (0 is "invalid").
@@ -177,7 +170,7 @@ _S_REGS = {getattr(csarm, f"ARM_REG_S{i}") for i in range(32)}
 _MASK = 0xFFFFFFFF
 
 
-class QemuAccessError(RuntimeError):
+class QemuAccessError(QemuTraceError):
     """QEMU could not be run, timed out, or its log was not what this oracle expects."""
 
 
@@ -520,7 +513,7 @@ class _Parser:
 
     def _parse(self, buf: bytes, end: int) -> None:
         if len(self.code) < 2 and b"_code" in buf:
-            for key, value in _CODE_RE.findall(buf, 0, end):
+            for key, value in CODE_RE.findall(buf, 0, end):
                 self.code.setdefault(key, int(value, 16))
         start = buf.find(b"OP:\n", 0, end)
         while start >= 0:  # translations: mostly at start-up
@@ -647,41 +640,13 @@ class _Parser:
         return out
 
 
-def _pump(proc: subprocess.Popen[bytes], fd: int, parser: _Parser, timeout: float | None) -> None:
-    """Feed the FIFO's contents to ``parser`` until ``proc`` exits and the FIFO is drained."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        ready, _, _ = select.select([fd], [], [], 0.05)
-        if ready:
-            try:
-                data = os.read(fd, _CHUNK)
-            except BlockingIOError:
-                data = b""
-            if data:
-                parser.feed(data)
-                continue
-        if proc.poll() is not None:
-            while True:  # QEMU has exited: everything it wrote is in the pipe
-                try:
-                    data = os.read(fd, _CHUNK)
-                except BlockingIOError:
-                    return
-                if not data:
-                    return
-                parser.feed(data)
-        if deadline is not None and time.monotonic() > deadline:
-            proc.kill()
-            proc.wait()
-            raise QemuAccessError(f"{QEMU} timed out after {timeout} s")
-
-
 def _start_code(cmd: list[str], stdin: bytes, tmp: Path, timeout: float | None) -> int:
     """Run ``cmd`` (``{log}`` = a log file) with ``-d page`` only; return ``start_code``."""
     log = tmp / "page.log"
     subprocess.run([str(log) if part == "{log}" else part for part in cmd], input=stdin, capture_output=True,
                    timeout=timeout, check=False)
     with open(log, "rb") as fh:
-        found = dict(_CODE_RE.findall(fh.read(1 << 16)))
+        found = dict(CODE_RE.findall(fh.read(1 << 16)))
     if b"start_code" not in found:
         raise QemuAccessError("no start_code in qemu-arm's -d page log")
     return int(found[b"start_code"], 16)
@@ -723,43 +688,10 @@ def trace_accesses(
                           for start, end, _ in image.segments)
         cmd = [*head, "-singlestep", "-d", "exec,cpu,op,nochain,page", "-dfilter", ranges, *tail]
         parser = _Parser(image, bias)
-        returncode, stdout, stderr = _run_streamed(cmd, stdin, tmp, parser, timeout)
+        returncode, stdout, stderr = run_streamed(cmd, stdin, parser, timeout)
     start_code = parser.code.get(b"start_code")
     if start_code is None or (start_code - low) & _MASK != bias:
         raise QemuAccessError(f"{binary}: start_code {start_code} differs from the first run's "
                               f"{(low + bias) & _MASK:#x} (stderr: {stderr[-300:]!r})")
     return AccessTrace(accesses=parser.accesses, executed=parser.executed(), returncode=returncode, stdout=stdout,
                        stderr=stderr, load_bias=bias, skipped=parser.skipped)
-
-
-def _run_streamed(cmd: list[str], stdin: bytes, tmp: Path, parser: _Parser,
-                  timeout: float | None) -> tuple[int, bytes, bytes]:
-    """Run ``cmd`` with its ``{log}`` argument a FIFO that ``parser`` reads as QEMU writes."""
-    fifo = tmp / "log.fifo"
-    os.mkfifo(fifo)
-    cmd = [str(fifo) if part == "{log}" else part for part in cmd]
-    # O_RDWR keeps a writer on the FIFO: reads never see a premature EOF, QEMU's open() never blocks.
-    fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
-    try:
-        try:
-            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _CHUNK)
-        except OSError:
-            pass  # keep the default pipe size
-        (tmp / "stdin").write_bytes(stdin)
-        with (
-            open(tmp / "stdin", "rb") as fin,
-            open(tmp / "stdout", "wb") as fout,
-            open(tmp / "stderr", "wb") as ferr,
-        ):
-            proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr)
-            try:
-                _pump(proc, fd, parser, timeout)
-            except BaseException:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-                raise
-        parser.close()
-    finally:
-        os.close(fd)
-    return proc.returncode, (tmp / "stdout").read_bytes(), (tmp / "stderr").read_bytes()

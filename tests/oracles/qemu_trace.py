@@ -75,18 +75,21 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from elftools.elf.constants import P_FLAGS
 from elftools.elf.elffile import ELFFile
 
 __all__ = [
+    "CODE_RE",
     "QEMU",
     "QemuTraceError",
+    "StreamParser",
     "TraceResult",
     "access_counts",
     "executable_segments",
     "exe_pcs",
+    "run_streamed",
     "trace_firmware",
     "trace_pcs",
 ]
@@ -96,8 +99,8 @@ QEMU = "qemu-arm"
 
 #: One ``-d exec`` line: capture the guest PC (second bracketed field).
 _TRACE_RE = re.compile(rb"^Trace \d+: 0x[0-9a-fA-F]+ \[[0-9a-fA-F]+/([0-9a-fA-F]+)/", re.M)
-#: ``-d page`` facts about the main executable.
-_CODE_RE = re.compile(rb"^(start_code|end_code)\s+0x([0-9a-fA-F]+)\s*$", re.M)
+#: ``-d page`` facts about the main executable (also read by qemu_accesses.py).
+CODE_RE = re.compile(rb"^(start_code|end_code)\s+0x([0-9a-fA-F]+)\s*$", re.M)
 #: ``-d op``: an instruction start marker or a guest memory access op.
 _OP_RE = re.compile(rb"^ (?:---- ([0-9a-fA-F]+)\b|qemu_(ld|st)\w*)", re.M)
 #: ``-d int`` (system mode): interrupt entries and returns, between the trace lines.
@@ -228,7 +231,7 @@ class _LogParser:
             self.raw.update(_TRACE_RE.findall(buf, 0, end))
             self.aborted.update(_STOPPED_RE.findall(buf, 0, end))
         if len(self.code) < 2 and b"_code" in buf:
-            for key, value in _CODE_RE.findall(buf, 0, end):
+            for key, value in CODE_RE.findall(buf, 0, end):
                 self.code.setdefault(key, int(value, 16))
         if self.memory_ops:
             for match in _OP_RE.finditer(buf, 0, end):
@@ -331,9 +334,19 @@ def trace_pcs(
     )
 
 
-def _traced_run(cmd: list[str], stdin: bytes, memory_ops: bool, keep_log: str | os.PathLike[str] | None,
-                timeout: float | None, interrupts: bool = False) -> tuple[_LogParser, int, bytes, bytes]:
-    """Run ``cmd`` (its ``{log}`` argument becomes a FIFO QEMU logs to) and parse the log as it comes."""
+class StreamParser(Protocol):
+    """What run_streamed feeds QEMU's log to, as it comes."""
+
+    def feed(self, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def run_streamed(cmd: list[str], stdin: bytes, parser: StreamParser,
+                 timeout: float | None) -> tuple[int, bytes, bytes]:
+    """Run ``cmd`` (its ``{log}`` argument becomes a FIFO QEMU logs to), feeding the log to
+    ``parser`` as QEMU writes it and closing the parser at the end; returns the exit status,
+    stdout and stderr. A run longer than ``timeout`` seconds is killed (QemuTraceError)."""
     with tempfile.TemporaryDirectory(prefix="anvil-qemu-") as tmp:
         tmpdir = Path(tmp)
         fifo = tmpdir / "log.fifo"
@@ -348,23 +361,36 @@ def _traced_run(cmd: list[str], stdin: bytes, memory_ops: bool, keep_log: str | 
             except OSError:
                 pass  # keep the default pipe size
             (tmpdir / "stdin").write_bytes(stdin)
-            tee = open(keep_log, "wb") if keep_log is not None else None  # noqa: SIM115
-            parser = _LogParser(memory_ops, tee, interrupts)
-            try:
-                with (
-                    open(tmpdir / "stdin", "rb") as fin,
-                    open(tmpdir / "stdout", "wb") as fout,
-                    open(tmpdir / "stderr", "wb") as ferr,
-                ):
-                    proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr)
+            with (
+                open(tmpdir / "stdin", "rb") as fin,
+                open(tmpdir / "stdout", "wb") as fout,
+                open(tmpdir / "stderr", "wb") as ferr,
+            ):
+                proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr)
+                try:
                     _pump(proc, fd, parser, timeout)
-                parser.close()
-            finally:
-                if tee is not None:
-                    tee.close()
+                except BaseException:  # a parser's error too: QEMU must not outlive the run
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
+                    raise
+            parser.close()
         finally:
             os.close(fd)
-        return parser, proc.returncode, (tmpdir / "stdout").read_bytes(), (tmpdir / "stderr").read_bytes()
+        return proc.returncode, (tmpdir / "stdout").read_bytes(), (tmpdir / "stderr").read_bytes()
+
+
+def _traced_run(cmd: list[str], stdin: bytes, memory_ops: bool, keep_log: str | os.PathLike[str] | None,
+                timeout: float | None, interrupts: bool = False) -> tuple[_LogParser, int, bytes, bytes]:
+    """Run ``cmd`` with run_streamed and this module's parser (``keep_log``: a copy of the log)."""
+    tee = open(keep_log, "wb") if keep_log is not None else None  # noqa: SIM115
+    try:
+        parser = _LogParser(memory_ops, tee, interrupts)
+        returncode, stdout, stderr = run_streamed(cmd, stdin, parser, timeout)
+    finally:
+        if tee is not None:
+            tee.close()
+    return parser, returncode, stdout, stderr
 
 
 def trace_firmware(image: str | os.PathLike[str], board: str, *, memory_ops: bool = False,
@@ -386,7 +412,7 @@ def trace_firmware(image: str | os.PathLike[str], board: str, *, memory_ops: boo
                        start_code=0, end_code=0, mem_ops=parser.ops if memory_ops else None)
 
 
-def _pump(proc: subprocess.Popen[bytes], fd: int, parser: _LogParser, timeout: float | None) -> None:
+def _pump(proc: subprocess.Popen[bytes], fd: int, parser: StreamParser, timeout: float | None) -> None:
     """Feed the FIFO's contents to ``parser`` until ``proc`` exits and the FIFO is drained."""
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
@@ -412,7 +438,7 @@ def _pump(proc: subprocess.Popen[bytes], fd: int, parser: _LogParser, timeout: f
         if deadline is not None and time.monotonic() > deadline:
             proc.kill()
             proc.wait()
-            raise QemuTraceError(f"qemu-arm timed out after {timeout} s")
+            raise QemuTraceError(f"QEMU timed out after {timeout} s")
 
 
 def exe_pcs(result: TraceResult, binary: str | os.PathLike[str]) -> Counter[int]:
