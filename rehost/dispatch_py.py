@@ -16,7 +16,6 @@ See analysis_libs/cachesim/cachesim.py for an example.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import sys
 from array import array
@@ -52,13 +51,9 @@ class _Output(io.StringIO):
 
 def load_class(path: Path) -> type:
     """The ``Analysis`` class of a Python analysis file."""
-    name = f"anvil_analysis_{abs(hash(str(path)))}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
+    from rewriter.tool_files import import_file
+
+    module = import_file(path, "anvil_analysis_")
     cls = getattr(module, "Analysis", None)
     if not isinstance(cls, type):
         raise ImportError(f"{path} defines no class Analysis")

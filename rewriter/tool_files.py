@@ -16,6 +16,7 @@ import importlib.util
 import inspect
 import sys
 from pathlib import Path
+from types import ModuleType
 
 from .api import Tool
 from .errors import AnvilError
@@ -53,20 +54,27 @@ def load_tool(spec: str) -> Tool:
     return tool
 
 
+def import_file(path: Path, prefix: str) -> ModuleType:
+    """The Python file at ``path`` imported as a module of its own, named ``prefix`` and a
+    digest of its path (a tool file here, a Python analysis in rehost/dispatch_py.py)."""
+    name = prefix + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def _tool_class(path: Path) -> type[Tool]:
-    """The one Tool subclass the file at ``path`` defines (imported as a module of its own)."""
-    name = "anvil_tool_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    """The one Tool subclass the file at ``path`` defines."""
     try:
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise ImportError("not a Python file")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
+        module = import_file(path, "anvil_tool_")
     except Exception as e:  # the user's file: report any failure in one line
         raise AnvilError(f"{path}: {type(e).__name__}: {e}") from None
     found = [c for _, c in inspect.getmembers(module, inspect.isclass)
-             if issubclass(c, Tool) and c is not Tool and c.__module__ == name]
+             if issubclass(c, Tool) and c is not Tool and c.__module__ == module.__name__]
     if len(found) != 1:
         what = "no" if not found else f"{len(found)} ({', '.join(c.__name__ for c in found)})"
         raise AnvilError(f"{path}: defines {what} subclasses of rewriter.api.Tool; a tool file defines one")

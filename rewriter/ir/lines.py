@@ -24,9 +24,6 @@ class LineTable:
         _, end, where = self._ranges[i]
         return where if address < end else None
 
-    def __len__(self) -> int:
-        return len(self._ranges)
-
 
 def read_line_table(path: str) -> LineTable:
     """The line table of the ELF file at ``path`` (empty without DWARF)."""
