@@ -22,8 +22,9 @@ directory, where semihosting writes the tool's results file.  Before the timed r
 each image runs once untimed; an instrumented image whose console output or exit
 status differs from the original's gets ``MISMATCH`` in its slowdown cell.  Timed runs
 are interleaved (original, then each tool, ``--runs`` times).  A failed rewrite gets
-``FAILED: <first line of anvil's stderr>``.  ReHost is not measured: ReHost on boards
-is not implemented yet.
+``FAILED: <first line of anvil's stderr>``.  ``--application`` instruments only each
+program's own procedures (those whose source file is ``samples/boards/<name>.c``), the
+way one looks at an application without its C library.
 
 Progress goes to stderr, the table (with a header line naming the date, the
 qemu-system-arm version, the CPU and the command) to stdout, ready to paste into
@@ -32,6 +33,7 @@ README.md; the exit status is 1 if anything failed or mismatched::
     python3 benchmarks/firmware.py                    # everything, -O2, median of 3 runs
     python3 benchmarks/firmware.py --opt -O0 --runs 5
     python3 benchmarks/firmware.py --tools cachesim --only an386
+    python3 benchmarks/firmware.py --application --tools inscount:rehost,cachesim:rehost
 """
 
 from __future__ import annotations
@@ -164,12 +166,25 @@ def run_image(image: Path, board: str, run_dir: Path, rehost: bool = False) -> t
     return time.perf_counter() - start, stdout, status
 
 
-def rewrite(tool: str, image: Path, out: Path, original: Sequence[tuple[int, int, int, int]]) -> ToolResult:
-    """Instrument ``image`` with ``tool`` into ``out`` and measure the result (failures recorded, never raised)."""
+def application_procedures(image: Path, program: str) -> list[str]:
+    """The procedures of ``image`` whose first instruction comes from the program's own
+    source file ``<program>.c`` (DWARF line table): not the start-up code, not newlib."""
+    from rewriter.ir.elf_loader import load_binary
+
+    binary = load_binary(str(image))
+    own = f"{program}.c"
+    return sorted(p.name for p in binary.procedures
+                  if (binary.source_line(p.address) or "").rsplit(":", 1)[0] == own)
+
+
+def rewrite(tool: str, image: Path, out: Path, original: Sequence[tuple[int, int, int, int]],
+            only: Sequence[str] = ()) -> ToolResult:
+    """Instrument ``image`` with ``tool`` into ``out`` and measure the result (failures recorded, never raised).
+    ``only``: procedure names, each given as ``--only NAME`` (all procedures when empty)."""
     result = ToolResult(tool)
     name, mode = bench.tool_mode(tool)
     cmd = [sys.executable, "-m", "rewriter.cli", "instrument", "--tool", name, str(image), "-o", str(out),
-           "--mode", mode]
+           "--mode", mode, *(word for proc in only for word in ("--only", proc))]
     start = time.perf_counter()
     try:
         proc = subprocess.run(
@@ -215,13 +230,18 @@ def difference(original: tuple[bytes | None, int | None], instrumented: tuple[by
     return "; ".join(problems) or None
 
 
-def measure(name: str, board: str, opt: str, tools: Sequence[str], runs: int, work: Path) -> Row:
-    """Build, instrument and run one program on one board; return its row."""
+def measure(name: str, board: str, opt: str, tools: Sequence[str], runs: int, work: Path,
+            application: bool = False) -> Row:
+    """Build, instrument and run one program on one board; return its row. ``application``:
+    instrument only the program's own procedures (``application_procedures``)."""
     row = Row(name, board)
     bench.progress(f"{row.label}: building ({opt})")
     try:
         image = boards.build_firmware(name, board, opt)
         original_segments = load_segments(image)
+        only = application_procedures(image, name) if application else []
+        if application and not only:
+            raise RuntimeError(f"no procedure of {image.name} comes from {name}.c")
     except Exception as exc:  # any build problem becomes a FAILED row
         row.failure = "build: " + bench.first_line(str(exc), type(exc).__name__)
         bench.progress(f"{row.label}: FAILED {row.failure}")
@@ -240,7 +260,7 @@ def measure(name: str, board: str, opt: str, tools: Sequence[str], runs: int, wo
     for tool in tools:
         bench.progress(f"{row.label}: anvil instrument --tool {tool}")
         out = work / f"{name}.{tool}.inst"
-        result = row.tools[tool] = rewrite(tool, image, out, original_segments)
+        result = row.tools[tool] = rewrite(tool, image, out, original_segments, only)
         if result.failure is not None:
             bench.progress(f"{row.label}: {tool} FAILED: {result.failure}")
             continue
@@ -338,6 +358,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse the command line."""
     parser = bench.benchmark_parser(__doc__.splitlines()[0], DEFAULT_TOOLS, "image")
     parser.add_argument("--opt", default="-O2", choices=boards.OPT_LEVELS, help="optimisation level (default -O2)")
+    parser.add_argument("--application", action="store_true",
+                        help="instrument only each program's own procedures (source file samples/boards/NAME.c, "
+                             "by DWARF), not the start-up code and newlib")
     return bench.checked_args(parser, argv)
 
 
@@ -356,7 +379,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for index, (name, board) in enumerate(chosen):
             work = work_root / f"w{index:02d}"
             work.mkdir()
-            rows.append(measure(name, board, args.opt, args.tools, args.runs, work))
+            rows.append(measure(name, board, args.opt, args.tools, args.runs, work, args.application))
     finally:
         if args.keep:
             bench.progress(f"working directory kept: {work_root}")

@@ -31,10 +31,11 @@ from elftools.elf.elffile import ELFFile
 
 from ..api import Arg, Options, Prototype, Tool
 from ..errors import AnvilError
+from ..ir.constants import constant_before
 from ..ir.flow import interrupt_code
 from ..ir.fork_split import halfway
 from ..ir.gc_pause import gc_paused
-from ..ir.model import Binary, Hook, Point, Procedure
+from ..ir.model import Binary, Hook, Instruction, Point, Procedure
 from . import firmware
 from . import target_build as tb
 from .appends import emit_append_routine
@@ -173,8 +174,26 @@ def _add_runtime_hooks(binary: Binary) -> None:
         args = (number, int(not binary.threaded))
         for proc in binary.procedures:
             for ins in proc.instructions():
-                if ins.is_syscall:
+                if ins.is_syscall and may_end_program(binary, ins, number):
                     ins.hooks.append(Hook(Point.BEFORE, on_syscall, args))
+
+
+# The calls that may end a program (what anvil_on_syscall looks for): semihosting's
+# SYS_EXIT and SYS_EXIT_EXTENDED; Linux's exit and exit_group.
+ENDING_SEMIHOSTING_CALLS = frozenset((0x18, 0x20))
+ENDING_LINUX_CALLS = frozenset((1, 248))
+
+
+def may_end_program(binary: Binary, call: Instruction, number: int) -> bool:
+    """Whether system call ``call`` may end the program: unless its block surely puts
+    another call's number in register ``number`` (decision 0033). A hook on every call
+    would make firmware relocate each semihosting wrapper, however little is instrumented.
+    Linux's old ABI (``svc #0x9000NN``) carries the number in the instruction: always kept."""
+    if not binary.is_firmware and call.op_str not in ("#0", "#0x0"):
+        return True
+    value = constant_before(call, number)
+    ending = ENDING_SEMIHOSTING_CALLS if binary.is_firmware else ENDING_LINUX_CALLS
+    return value is None or value in ending
 
 
 def _relocatable(proc: Procedure, ctx: RelocationContext) -> str | None:

@@ -64,11 +64,13 @@ class FirmwareOracleError(RuntimeError):
 
 @dataclass
 class FirmwareRun:
-    """What the image did: console output, exit status, data accesses in order."""
+    """What the image did: console output, exit status, data accesses in order, and its
+    semihosting calls in order as ``(address of the bkpt, operation number in r0)``."""
 
     output: bytes = b""
     status: int | None = None
     accesses: list[tuple[str, int, int]] = field(default_factory=list)
+    calls: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -194,7 +196,9 @@ def run_firmware_unicorn(image: str | Path, board: str, max_instructions: int = 
         uc.emu_start(pc | 1, 0xFFFFFFFF, count=max_instructions)
         if not stopped_at:
             raise FirmwareOracleError(f"{image}: no semihosting exit within {max_instructions} instructions")
-        result = host.call(uc.reg_read(UC_ARM_REG_R0), uc.reg_read(UC_ARM_REG_R1))
+        op = uc.reg_read(UC_ARM_REG_R0)
+        run.calls.append((stopped_at[0], op))
+        result = host.call(op, uc.reg_read(UC_ARM_REG_R1))
         if result is None:
             return run
         uc.reg_write(UC_ARM_REG_R0, result)
