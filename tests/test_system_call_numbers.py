@@ -30,7 +30,7 @@ import pytest
 from unicorn import UC_ARCH_ARM, UC_MODE_ARM, UC_MODE_THUMB, Uc, arm_const
 
 from rewriter.emit.inhost import ENDING_LINUX_CALLS, ENDING_SEMIHOSTING_CALLS, may_end_program
-from rewriter.ir.constants import constant_before, effect_on
+from rewriter.ir.constants import constant_before, effect_on, jump_targets
 from rewriter.ir.elf_loader import load_binary
 from rewriter.ir.model import Binary, Instruction
 from tests.oracles.qemu_trace import trace_firmware
@@ -48,14 +48,15 @@ def _calls(binary: Binary) -> dict[int, Instruction]:
 def _check(binary: Binary, executed: list[tuple[int, int]], register: int, ending: frozenset[int]) -> int:
     """Check each executed ``(address, number)`` call; the number of them whose number was read."""
     calls = _calls(binary)
+    jumped_to = jump_targets(binary)
     known = 0
     for address, number in executed:
         ins = calls[address]
-        read = constant_before(ins, register)
+        read = constant_before(ins, register, jumped_to)
         assert read is None or read == number, f"{ins}: read {read:#x}, ran with {number:#x}"
         known += read is not None
         if number in ending:
-            assert may_end_program(binary, ins, register), f"{ins} ended the program without a hook"
+            assert may_end_program(binary, ins, register, jumped_to), f"{ins} ended the program without a hook"
     return known
 
 
@@ -96,8 +97,9 @@ def test_only_main_relocates_no_other_call_wrapper(tmp_path: Path) -> None:
                      "--only", "main")
     report = json.loads((tmp_path / "crc.rh.anvil.json").read_text())
     binary = load_binary(str(image))
+    jumped_to = jump_targets(binary)
     relocated_calls = {ins.address for ins in _calls(binary).values()
-                       if may_end_program(binary, ins, 0)}
+                       if may_end_program(binary, ins, 0, jumped_to)}
     owners = {proc.name for proc in binary.procedures for ins in proc.instructions()
               if ins.address in relocated_calls}
     reset = next(p.name for p in binary.procedures if p.address == binary.entry & ~1)

@@ -105,6 +105,12 @@ class Derivations:
     # first edge counter), for the folds that read the counted values directly (fold_program).
     plans: dict[str, list[tuple[Procedure, Plan | None, int]]] = field(default_factory=dict)
 
+    @property
+    def runs_programs(self) -> bool:
+        """Whether the image runs derivation or fold programs at its end (and so needs the
+        runtime's interpreter of them, ``tb.DERIVE_SOURCE``)."""
+        return bool(self.code or self.folds)
+
     def source(self) -> str:
         """Generated C: ``anvil_derive_counts()``, which fills the derived slots of the arrays
         read block by block, and folds the counted values of the arrays read as

@@ -31,7 +31,7 @@ from elftools.elf.elffile import ELFFile
 
 from ..api import Arg, Options, Prototype, Tool
 from ..errors import AnvilError
-from ..ir.constants import constant_before
+from ..ir.constants import constant_before, jump_targets
 from ..ir.flow import interrupt_code
 from ..ir.fork_split import halfway
 from ..ir.gc_pause import gc_paused
@@ -172,10 +172,11 @@ def _add_runtime_hooks(binary: Binary) -> None:
         on_syscall = Prototype("anvil_on_syscall", (Arg.REG_VALUE, Arg.CONST))
         number = 0 if binary.is_firmware else 7
         args = (number, int(not binary.threaded))
-        for proc in binary.procedures:
-            for ins in proc.instructions():
-                if ins.is_syscall and may_end_program(binary, ins, number):
-                    ins.hooks.append(Hook(Point.BEFORE, on_syscall, args))
+        calls = [ins for proc in binary.procedures for ins in proc.instructions() if ins.is_syscall]
+        jumped_to = jump_targets(binary) if calls else set()
+        for ins in calls:
+            if may_end_program(binary, ins, number, jumped_to):
+                ins.hooks.append(Hook(Point.BEFORE, on_syscall, args))
 
 
 # The calls that may end a program (what anvil_on_syscall looks for): semihosting's
@@ -184,14 +185,15 @@ ENDING_SEMIHOSTING_CALLS = frozenset((0x18, 0x20))
 ENDING_LINUX_CALLS = frozenset((1, 248))
 
 
-def may_end_program(binary: Binary, call: Instruction, number: int) -> bool:
-    """Whether system call ``call`` may end the program: unless its block surely puts
-    another call's number in register ``number`` (decision 0033). A hook on every call
-    would make firmware relocate each semihosting wrapper, however little is instrumented.
-    Linux's old ABI (``svc #0x9000NN``) carries the number in the instruction: always kept."""
+def may_end_program(binary: Binary, call: Instruction, number: int, jumped_to: set[int]) -> bool:
+    """Whether system call ``call`` may end the program: unless the code that surely runs
+    before it puts another call's number in register ``number`` (decision 0033; ``jumped_to``:
+    ``jump_targets(binary)``). A hook on every call would make firmware relocate each
+    semihosting wrapper, however little is instrumented. Linux's old ABI (``svc #0x9000NN``)
+    carries the number in the instruction: always kept."""
     if not binary.is_firmware and call.op_str not in ("#0", "#0x0"):
         return True
-    value = constant_before(call, number)
+    value = constant_before(call, number, jumped_to)
     ending = ENDING_SEMIHOSTING_CALLS if binary.is_firmware else ENDING_LINUX_CALLS
     return value is None or value in ending
 
@@ -297,6 +299,8 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
                 units.string_symbol(str(value))
     toolchain = tb.toolchain_for(binary.is_firmware, binary.dsp)
     sources, site_source = library(toolchain)
+    if not derivations.runs_programs:
+        sources = [source for source in sources if source != tb.DERIVE_SOURCE]
     base = placement.flash.start if placement else REGION_OFFSET
     # The analysis library (runtime, tool, generated site tables) is compiled meanwhile;
     # the code is relocated at address 0 and moved once the library's size is known.

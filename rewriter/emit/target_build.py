@@ -92,6 +92,11 @@ def analysis_sources(tool: Tool) -> list[Path]:
     return sources
 
 
+#: The interpreter of counter derivation and fold programs (decisions 0008, 0025): left out
+#: of an image that runs none (``Derivations.runs_programs``), such as cachesim's.
+DERIVE_SOURCE = COMMON_DIR / "anvil_derive.c"
+
+
 def runtime_sources(toolchain: Toolchain, results: bool = True) -> list[Path]:
     """Linked into every instrumented image: start-up, string helpers, jump translation, the
     flag-saving entries, and (``results``: the image writes results itself, InHost) the
@@ -100,7 +105,7 @@ def runtime_sources(toolchain: Toolchain, results: bool = True) -> list[Path]:
     platform = platform_dir(toolchain)
     output = [COMMON_DIR / "anvil_format.c"] if results else []
     return [platform / "anvil_rt.c", RUNTIME_DIR / "anvil_target.c", COMMON_DIR / "anvil_string.c", *output,
-            COMMON_DIR / "anvil_derive.c", RUNTIME_DIR / "anvil_entry.S"]
+            DERIVE_SOURCE, RUNTIME_DIR / "anvil_entry.S"]
 
 
 def compiler_environment() -> dict[str, str]:

@@ -6,10 +6,12 @@ lets the rewriter leave alone the calls that cannot matter to it (decision 0033:
 a call that may end the program needs the end-of-program hook).
 
 The answer is "unknown" (None) unless it is sure. The walk goes backwards from the
-instruction inside its block only (what reaches a block's start from elsewhere is not
-looked at), asking each instruction what it does to the register (``effect_on``), and
-follows plain register copies. It gives up at a call or a system call (either may
-change any argument register) and at an instruction that may change the register in
+instruction through its block, and on into the block before while that is the only way
+in (it falls through, and no branch, table, pointer or unwinder of the procedure leads
+to the block; a procedure with a register or table jump is not walked across blocks).
+It asks each instruction what it does to the register (``effect_on``) and follows plain
+register copies. It gives up at a call (which may change any argument register), at a
+system call for r0 (its result), and at an instruction that may change the register in
 any way but an unconditional move of a constant (``mov``, ``movw``, ``mvn``) or of
 another register: conditional writes, loads, arithmetic, ``movt``/``bfi`` (which keep
 part of it), write-back of a base register, and anything not known.
@@ -25,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .model import Instruction
+from .model import Binary, Block, Instruction
 
 _NAMES = {f"r{i}": i for i in range(13)} | {"sb": 9, "sl": 10, "fp": 11, "ip": 12, "sp": 13, "lr": 14, "pc": 15}
 _REGISTER = re.compile(r"\b(r1[0-5]|r[0-9]|sb|sl|fp|ip|sp|lr|pc)\b")
@@ -54,7 +56,9 @@ UNKNOWN = Effect()
 
 def effect_on(ins: Instruction, register: int) -> Effect:
     """What ``ins`` surely does to core register ``register`` (0-12) when it runs."""
-    if ins.is_call or ins.is_syscall:
+    if ins.is_syscall:  # the result comes back in r0; the others are as they were
+        return UNKNOWN if register == 0 else KEEPS
+    if ins.is_call:
         return UNKNOWN
     if not any(_NAMES[name] == register for name in _REGISTER.findall(ins.op_str)):
         return KEEPS
@@ -62,8 +66,11 @@ def effect_on(ins: Instruction, register: int) -> Effect:
     if base in _READ_ONLY:
         return UNKNOWN if _writes_back(ins, register) else KEEPS
     operands = ins.op_str.split(", ")
-    if base not in _MOVES or _NAMES.get(operands[0]) != register or ins.cond != 14 or ins.in_it \
-            or len(operands) != 2:
+    if base not in _MOVES:
+        return UNKNOWN
+    if _NAMES.get(operands[0]) != register:
+        return KEEPS  # a move writes its destination only
+    if ins.cond != 14 or ins.in_it or len(operands) != 2:
         return UNKNOWN
     source = operands[1]
     if source.startswith("#"):
@@ -74,9 +81,11 @@ def effect_on(ins: Instruction, register: int) -> Effect:
     return UNKNOWN
 
 
-def constant_before(ins: Instruction, register: int) -> int | None:
-    """The value register ``register`` (0-12) surely holds when ``ins`` starts, if its own
-    block sets it to a constant before it; else None."""
+def constant_before(ins: Instruction, register: int, jumped_to: set[int] | None = None) -> int | None:
+    """The value register ``register`` (0-12) surely holds when ``ins`` starts, if the code
+    that surely runs just before it sets it to a constant; else None. That code is ``ins``'s
+    block and, given ``jumped_to`` (``jump_targets`` of the binary), the blocks before it
+    that control can only fall through from."""
     block = ins.block
     if block is None:
         return None
@@ -84,14 +93,53 @@ def constant_before(ins: Instruction, register: int) -> int | None:
     at = next((k for k, other in enumerate(instructions) if other is ins), None)
     if at is None:
         return None
-    for before in reversed(instructions[:at]):
-        effect = effect_on(before, register)
-        if effect.keeps:
-            continue
-        if effect.source is None:
-            return effect.constant
-        register = effect.source  # follow the copy: what the source held then
-    return None
+    steps = instructions[:at]
+    while True:
+        for before in reversed(steps):
+            effect = effect_on(before, register)
+            if effect.keeps:
+                continue
+            if effect.source is None:
+                return effect.constant
+            register = effect.source  # follow the copy: what the source held then
+        block = _only_way_in(block, jumped_to) if jumped_to is not None else None
+        if block is None:
+            return None
+        steps = block.instructions
+
+
+def jump_targets(binary: Binary) -> set[int]:
+    """Every code address control may reach other than by falling through: procedure
+    entries, targets of direct branches and calls anywhere in the program (a ``.cold`` part
+    jumps back into its procedure), code pointers in data, unwinders' landing pads, calls
+    from undecoded bytes and switch cases."""
+    targets = {proc.address for proc in binary.procedures}
+    for proc in binary.procedures:
+        for ins in proc.instructions():
+            if ins.branch_target is not None:
+                targets.add(ins.branch_target & ~1)
+    for group in (binary.address_taken, binary.code_pointers, binary.unwinder_entries, binary.gap_targets,
+                  *binary.switch_cases.values()):
+        targets.update(address & ~1 for address in group)
+    return targets
+
+
+def _only_way_in(block: Block, jumped_to: set[int]) -> Block | None:
+    """The block control surely comes from into ``block``: the one before it, when it falls
+    through into ``block`` and nothing jumps there. None when that is not sure, and in a
+    procedure with a register or table jump (whose targets ``jumped_to`` may not hold)."""
+    if block.address in jumped_to:
+        return None
+    proc = block.procedure
+    if any(ins.writes_pc and ins.branch_target is None and not (ins.is_return or ins.is_call)
+           or ins.name in ("tbb", "tbh") for ins in proc.instructions()):
+        return None
+    k = proc.blocks.index(block)
+    if k == 0:
+        return None
+    before = proc.blocks[k - 1]
+    last = before.instructions[-1]
+    return before if last.end == block.address and last.falls_through else None
 
 
 def _writes_back(ins: Instruction, register: int) -> bool:
