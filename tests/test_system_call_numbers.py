@@ -14,8 +14,10 @@ For every executed call: the number read from the code, when there is one, is th
 the call ran with; a call that ended the program (or might have: exit, exit_group) keeps
 its hook. And the reading is of use: most semihosting calls the samples run have a
 known number (glibc makes most of its calls through one routine, where it is not known).
-End to end, with only ``main`` instrumented the wrappers of other calls are not
-relocated, and the results still arrive at the end.
+End to end, with only the application's procedures instrumented the wrappers of other
+calls are not relocated, and the results still arrive at the end: crc's ReHost count
+equals qemu's count of ``main``'s instructions, sort's ReHost cache figures those of a
+reference cache fed the accesses of ``main`` and ``quicksort`` under unicorn.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from rewriter.emit.inhost import ENDING_LINUX_CALLS, ENDING_SEMIHOSTING_CALLS, m
 from rewriter.ir.constants import constant_before, effect_on, jump_targets
 from rewriter.ir.elf_loader import load_binary
 from rewriter.ir.model import Binary, Instruction
+from tests.oracles.cache_model import simulate
 from tests.oracles.qemu_trace import trace_firmware
 from tests.oracles.unicorn_firmware import run_firmware_unicorn
 from tests.support.boards import anvil_cli, build_firmware, instrument, run_firmware
@@ -164,3 +167,25 @@ def test_register_effects_agree_with_capstone_and_unicorn() -> None:
                             wrong.append(f"{ins}: r{register} said {want:#x}, unicorn ran {after[register]:#x}")
     assert not wrong, "\n".join(wrong[:20])
     assert len(seen) > 50000 and moved > 500 and kept > 12 * len(seen) // 2
+
+
+def test_only_the_application_in_rehost_cachesim(tmp_path: Path) -> None:
+    """sort with only its own procedures instrumented, ReHost cachesim: same output, and
+    the cache figures of a reference cache fed the accesses unicorn sees those
+    procedures' instructions make."""
+    image = build_firmware("sort", "mps2-an385", "-O2")
+    own = ["main", "quicksort"]
+    out = instrument(image, "cachesim", tmp_path / "sort.rh", "--mode", "rehost", "--transport", "semihosting",
+                     "--opt", "size=1024,assoc=2,line=32", *(w for name in own for w in ("--only", name)))
+    expected_out, expected_status = run_firmware(image, "mps2-an385")
+    result = anvil_cli("run", "--board", "mps2-an385", str(out), cwd=tmp_path)
+    assert result.stdout == expected_out and result.returncode == expected_status
+    got = json.loads((tmp_path / "sort.rh.cachesim.out").read_text())
+    binary = load_binary(str(image))
+    ranges = [(p.address, p.end) for p in binary.procedures if p.name in own]
+    oracle = run_firmware_unicorn(image, "mps2-an385", with_pc=True)
+    mine = [access[:3] for access in oracle.accesses if any(lo <= access[3] < hi for lo, hi in ranges)]
+    expected = simulate(mine, 1024, 2, 32)
+    assert expected["loads"] + expected["stores"] < len(oracle.accesses)  # newlib's accesses are left out
+    for key in ("loads", "stores", "load_misses", "store_misses"):
+        assert got[key] == expected[key], (key, got, expected)
