@@ -47,12 +47,13 @@ def cmd_instrument(args: argparse.Namespace) -> int:
     values = tool.parse_options(_parse_opts(args.opt))
     output = args.output or args.binary + ".inst"
     out_file = args.out or f"{os.path.basename(output)}.{tool.name}.out"
-    if args.mode != "rehost" and (args.transport or args.uart_base is not None):
-        raise AnvilError("--transport and --uart-base are for --mode rehost")
+    if args.mode != "rehost" and (args.transport or args.uart_base is not None or args.ring_size is not None):
+        raise AnvilError("--transport, --uart-base and --ring-size are for --mode rehost")
     opts = Options(values=values, only=args.only, skip=args.skip, out=out_file, format=args.format,
                    flash_region=args.flash_region and parse_region(args.flash_region, "flash"),
                    ram_region=args.ram_region and parse_region(args.ram_region, "ram"), transport=args.transport,
                    uart_base=None if args.uart_base is None else parse_uart_base(args.uart_base),
+                   ring_size=None if args.ring_size is None else rehost.parse_ring_size(args.ring_size),
                    return_addresses=args.return_addresses)
     jobs = jobs_allowed() if args.jobs is None else parse_jobs(args.jobs, f"--jobs {args.jobs!r}")  # errors first
     _progress(args, f"loading {args.binary}")
@@ -473,6 +474,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--uart-base", metavar="ADDR",
                    help=f"firmware ReHost over --transport uart: MMIO base of the CMSDK APB UART to send "
                         f"records through (default {DEFAULT_UART_BASE:#x}, UART0 of the MPS2 boards)")
+    p.add_argument("--ring-size", metavar="BYTES",
+                   help="ReHost: records kept in the program's memory between sends (default 16k on boards, "
+                        "256k on Linux; e.g. 1k for a board with little RAM: more, smaller sends)")
     p.add_argument("--return-addresses", default="auto", choices=["auto", "original", "relocated"],
                    help="what calls leave in LR: the original return address (unwinders, C++ exceptions and "
                         "__builtin_return_address see original code; each return takes one more jump) or the "

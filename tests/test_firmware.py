@@ -174,7 +174,15 @@ def test_image_formats(tmp_path: Path) -> None:
     (["instrument", "--tool", "inscount", "--mode", "rehost", "--transport", "uart", "--uart-base", "0x20000000",
       "{image}", "-o", "fw.rh"], "is inside the image"),
     (["instrument", "--tool", "inscount", "--uart-base", "0x40004000", "{image}", "-o", "fw.inst"],
-     "--transport and --uart-base are for --mode rehost"),
+     "--transport, --uart-base and --ring-size are for --mode rehost"),
+    (["instrument", "--tool", "inscount", "--ring-size", "1k", "{image}", "-o", "fw.inst"],
+     "--transport, --uart-base and --ring-size are for --mode rehost"),
+    (["instrument", "--tool", "inscount", "--mode", "rehost", "--ring-size", "100", "{image}", "-o", "fw.rh"],
+     "--ring-size 100 is out of range"),
+    (["instrument", "--tool", "inscount", "--mode", "rehost", "--ring-size", "1026", "{image}", "-o", "fw.rh"],
+     "--ring-size 1026 is out of range"),
+    (["instrument", "--tool", "inscount", "--mode", "rehost", "--ring-size", "lots", "{image}", "-o", "fw.rh"],
+     "--ring-size 'lots' is not a size in bytes"),
     (["run", "--board", "mps2-an385", "--server", "127.0.0.1:1", "{image}"], "is not a ReHost image"),
     (["run", "--board", "mps2-an385", "--icount", "11", "{image}"], "--icount '11' is not a shift from 0 to 10"),
     (["run", "--icount", "0", "{image}"], "--icount is for firmware images run with --board"),
@@ -250,6 +258,29 @@ def test_rehost_on_board_matches_inhost(program: str, board: str, tool: str, tra
     assert json.loads((tmp_path / "rh" / f"fw.{tool}.out").read_text()) == inhost
     assert sorted(p.name for p in (tmp_path / "rh").iterdir()) == [  # the pipe is gone after the run
         "fw", "fw.anvil.json", f"fw.{tool}.out", "fw.sites.json"]
+
+
+def _ram_added(image: Path) -> int:
+    """Bytes of the RAM segment an instrumented image adds (.anvil.ram)."""
+    binary = load_binary(str(image))
+    return next(s.memsz for s in binary.segments if s.filesz == 0 and s.memsz and not s.executable)
+
+
+@pytest.mark.parametrize("transport", ["semihosting", "uart"])
+def test_rehost_with_a_small_ring(transport: str, tmp_path: Path,
+                                  inhost_run: Callable[[str, str, str], InHostRun]) -> None:
+    """--ring-size 256: the image's RAM shrinks by the ring's 16 KiB less 256 bytes; sort's
+    cachesim makes far more than 256 bytes of records, so they leave in many small sends,
+    and the results are InHost's all the same."""
+    expected, inhost = inhost_run("sort", "mps2-an385", "cachesim")
+    image = build_firmware("sort", "mps2-an385", "-O2")
+    extra = ["--transport", transport]
+    default = instrument(image, "cachesim", tmp_path / "default" / "fw", "--mode", "rehost", *extra)
+    small = instrument(image, "cachesim", tmp_path / "small" / "fw", "--mode", "rehost", "--ring-size", "256", *extra)
+    assert _ram_added(default) - _ram_added(small) == 16384 - 256
+    run = anvil_cli("run", "--board", "mps2-an385", "fw", cwd=small.parent, timeout=120)
+    assert (run.stdout, run.returncode) == expected, run.stderr
+    assert json.loads((small.parent / "fw.cachesim.out").read_text()) == inhost
 
 
 def test_rehost_over_another_uart(tmp_path: Path, inhost_run: Callable[[str, str, str], InHostRun]) -> None:

@@ -75,6 +75,20 @@ def test_sample_rehost_equals_inhost(sample: str, variant: str, server: str, tmp
             assert results_file(rehost.cwd, tool) == results_file(inhost.cwd, tool), f"{tool} {fmt} results differ"
 
 
+@pytest.mark.parametrize("variant", ["O2-thumb-dyn", "Os-thumb-static"])
+def test_small_ring_rehost_equals_inhost(variant: str, server: str, tmp_path: Path) -> None:
+    """--ring-size 1k instead of 256 KiB: hash's cachesim records leave in hundreds of
+    sends; same behaviour, complete stream, InHost's results."""
+    binary = build("hash", variant)
+    original = run_prog(place(binary, tmp_path, "orig"))
+    inhost = run_prog(instrument(binary, "cachesim", tmp_path))
+    rehost, outcome = run_rehost(instrument(binary, "cachesim", tmp_path, "--mode", "rehost", "--ring-size", "1k",
+                                            slot="rhst"), server)
+    assert_same_behaviour(original, rehost)
+    assert not outcome.error and outcome.summary.complete, outcome.error
+    assert results_file(rehost.cwd, "cachesim") == results_file(inhost.cwd, "cachesim")
+
+
 # Every counting tool on the default build; on a static one (glibc's own fork), cachesim,
 # whose stream has several rings of records before the fork.
 @pytest.mark.parametrize(("variant", "tool"), [*(("O2-thumb-dyn", tool) for tool in TOOLS),

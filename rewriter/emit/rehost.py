@@ -33,6 +33,7 @@ from ..boards import DEFAULT_UART_BASE, UART_SPAN
 from ..errors import AnvilError
 from ..ir.gc_pause import gc_paused
 from ..ir.model import Binary, Hook, Point
+from ..passes.common import parse_size
 from . import site_format
 from . import target_build as tb
 from .inhost import Report, atomic_write, emit, vfp_scratch
@@ -98,6 +99,34 @@ def firmware_channel(binary: Binary, opts: Options) -> site_format.Channel | Non
     return site_format.Channel("uart", base)
 
 
+# --ring-size bounds: room for the stream's header and a few records; a ring past 64 MiB
+# would not fit a board's RAM nor the region of a Linux program.
+MIN_RING_BYTES = 256
+MAX_RING_BYTES = 64 << 20
+
+
+def parse_ring_size(text: str) -> int:
+    """``--ring-size BYTES`` (``4096``, ``1k``, ``16k``): a multiple of 4 between
+    MIN_RING_BYTES and MAX_RING_BYTES; a one-line error otherwise."""
+    try:
+        size = parse_size(text)
+    except ValueError:
+        raise AnvilError(f"--ring-size '{text}' is not a size in bytes (e.g. 4096, 1k, 16k)") from None
+    if size % 4 or not MIN_RING_BYTES <= size <= MAX_RING_BYTES:
+        raise AnvilError(f"--ring-size {text} is out of range: a multiple of 4 bytes from {MIN_RING_BYTES} "
+                         f"to {MAX_RING_BYTES >> 20}m")
+    return size
+
+
+def communicator_source(ring_size: int | None) -> Path | tb.Generated:
+    """The communicator (``anvil_comm.c``), its ring ``ring_size`` bytes when given (else the
+    platform's default: 16 KiB on Cortex-M, 256 KiB on Linux)."""
+    path = tb.RUNTIME_DIR / "anvil_comm.c"
+    if ring_size is None:
+        return path
+    return tb.Generated("anvil_comm.c", f"#define ANVIL_RING_WORDS {ring_size // 4}u\n" + path.read_text())
+
+
 def channel_source(toolchain: tb.Toolchain, channel: site_format.Channel | None) -> Path:
     """The communicator's channel for the platform and transport."""
     name = "anvil_channel_uart.c" if channel and channel.transport == "uart" else "anvil_channel.c"
@@ -119,7 +148,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     def library(toolchain: tb.Toolchain) -> tuple[list[Path], str]:
         generated = units.source(binary, {**arrays, **tool.filter_arrays()}, facts=False,
                                  placed={k: v for k, v in tool.filter_placement().items() if k in arrays})
-        sources = [*tb.runtime_sources(toolchain, results=False), tb.RUNTIME_DIR / "anvil_comm.c",
+        sources = [*tb.runtime_sources(toolchain, results=False), communicator_source(opts.ring_size),
                    channel_source(toolchain, channel)]
         if channel and channel.transport == "uart":
             generated += f"const uint32_t anvil_rh_uart_base = {channel.uart_base:#x}u;\n"

@@ -50,6 +50,11 @@
 #define SIG_SETMASK 2
 #endif
 
+#ifdef ANVIL_RING_WORDS      /* anvil instrument --ring-size: the user's choice */
+#undef RING_WORDS
+#define RING_WORDS ANVIL_RING_WORDS
+#endif
+
 #ifndef ANVIL_RING_LOCAL
 #define ANVIL_RING_LOCAL 0
 #endif
