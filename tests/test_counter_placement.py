@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from rewriter.emit.counter_placement import Plan, _plan, fold_program
+from rewriter.emit.counter_placement import Plan, _plan, compact_slots, fold_program
 from rewriter.ir.flow import ProcedureFlow, loop_depths
 
 
@@ -174,24 +174,28 @@ def test_random_flows_derive_every_block(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(60))
 def test_fold_gives_each_procedures_instructions_from_the_counted_values(seed: int) -> None:
-    """fold_program's coefficients: a procedure (index 1, its first block at slot 5, its
-    first edge counter 3) whose blocks have random sizes; from its counted slots and edge
-    counters alone, the fold adds sum(walked count x size) to its sum and nothing else."""
+    """fold_program's coefficients: a procedure (index 1, its first counting block at slot
+    5, its first edge counter 3) whose blocks have random sizes, its counting blocks in
+    consecutive slots (compact_slots); from its counted slots and edge counters alone, the
+    fold adds sum(walked count x size) to its sum and nothing else."""
     rng = random.Random(seed)
     flow, plan = _random_plan(rng)
     run = _walk(rng, flow, rng.randint(0, 400))
     assert run is not None
     blocks, branches = run
     sizes = [rng.randint(0, 9) for _ in blocks]
-    proc = SimpleNamespace(index=1, address=0x1000,
-                           blocks=[SimpleNamespace(index=5 + i, size=size, counter_increments=[])
-                                   for i, size in enumerate(sizes)])
-    code = fold_program(SimpleNamespace(procedures=[proc]), "blocks", [(proc, plan, 3)])
     if plan is None or len(plan.carriers) >= len(blocks):  # placement keeps every block's counter
         counted, edge_counts = set(range(len(blocks))), []
     else:
-        counted, edge_counts = set(plan.carriers), [branches.get(e, 0) for e in plan.edges]
-    slots = [0] * 5 + [blocks[i] if i in counted else 0 for i in range(len(blocks))]
+        counted, edge_counts = {c for c in plan.carriers if not isinstance(c, tuple)}, \
+            [branches.get(e, 0) for e in plan.edges]
+    order = sorted(counted)
+    proc = SimpleNamespace(index=1, address=0x1000,
+                           blocks=[SimpleNamespace(index=i, size=size, counter_increments=[
+                               ("blocks", 5 + order.index(i), 1)] if i in counted else [])
+                                   for i, size in enumerate(sizes)])
+    code = fold_program(SimpleNamespace(procedures=[proc]), "blocks", [(proc, plan, 3)])
+    slots = [0] * 5 + [blocks[i] for i in order]
     edges = [0] * 3 + edge_counts
     expected = sum(count * size for count, size in zip(blocks, sizes))
     assert _fold(code, slots, edges, 3) == [0, expected, 0]
@@ -270,3 +274,18 @@ def test_procedure_too_large_for_the_program_has_no_plan() -> None:
     flow = ProcedureFlow(successors=[[i + 1] for i in range(n - 2)] + [[]], from_outside={0}, to_outside={n - 2})
     plan = _plan(flow)
     assert plan is not None and len(plan.carriers) == 1
+
+
+def test_compact_slots_numbers_the_counting_blocks_only() -> None:
+    """compact_slots: the blocks counting in the array get slots 0, 1, ... in program
+    order; blocks that do not count get none; other arrays' increments are left alone."""
+    def block(*increments: tuple[str, int, int]) -> SimpleNamespace:
+        return SimpleNamespace(counter_increments=list(increments))
+
+    first = [block(("blocks", 0, 1)), block(), block(("blocks", 2, 1), ("other", 2, 1))]
+    second = [block(("other", 3, 1)), block(("blocks", 4, 1))]
+    binary = SimpleNamespace(procedures=[SimpleNamespace(blocks=first), SimpleNamespace(blocks=second)])
+    assert compact_slots(binary, "blocks") == 3
+    assert [b.counter_increments for b in first + second] == [
+        [("blocks", 0, 1)], [], [("blocks", 1, 1), ("other", 2, 1)], [("other", 3, 1)], [("blocks", 2, 1)]]
+    assert compact_slots(SimpleNamespace(procedures=[]), "blocks") == 1  # C has no empty arrays

@@ -101,6 +101,9 @@ class Derivations:
     # Arrays read only as per-procedure sums (Tool.sum_per_procedure) -> (where the sums go,
     # the program that adds count x instructions of each block that may count into them).
     folds: dict[str, tuple[str, bytes]] = field(default_factory=dict)
+    # Folded arrays renumbered to hold the counting blocks' slots only -> their new length
+    # (the tool's C never reads them, Tool.sum_per_procedure; decision 0034).
+    sizes: dict[str, int] = field(default_factory=dict)
     # Folded array -> (procedure, its plan or None when every block keeps its counter, its
     # first edge counter), for the folds that read the counted values directly (fold_program).
     plans: dict[str, list[tuple[Procedure, Plan | None, int]]] = field(default_factory=dict)
@@ -165,8 +168,25 @@ def place_counters(binary: Binary, stops: set[int], sums: dict[str, str] | None 
     if counted:  # else a tool without block counters (cachesim, memtrace): no flow to build
         _place(binary, stops, sums, counted, set(folds or {}), result)
     for array, into in (folds or {}).items():
+        result.sizes[array] = compact_slots(binary, array)
         result.folds[array] = (into, fold_program(binary, array, result.plans.get(array, [])))
     return result
+
+
+def compact_slots(binary: Binary, array: str) -> int:
+    """Renumber ``array``'s slots so that only the blocks still counting in it have one, in
+    program order; returns how many (at least 1: C has no empty arrays). For an array read
+    only as per-procedure sums: placement, register sums and ``--only`` leave most blocks
+    without a counter, and a slot for each of them cost RAM for nothing (decision 0034)."""
+    slot = 0
+    for proc in binary.procedures:
+        for block in proc.blocks:
+            increments = block.counter_increments
+            if any(name == array for name, _, _ in increments):
+                block.counter_increments = [(name, slot if name == array else index, amount)
+                                            for name, index, amount in increments]
+                slot += 1
+    return max(1, slot)
 
 
 def fold_program(binary: Binary, array: str, plans: list[tuple[Procedure, Plan | None, int]]) -> bytes:
@@ -175,16 +195,23 @@ def fold_program(binary: Binary, array: str, plans: list[tuple[Procedure, Plan |
     from the values counted: a derived count is a signed sum of counted values (Plan), so
     a procedure's sum is sum(coefficient x counted value), the coefficients worked out
     here. Per procedure that counts in ``array`` (``plans``, from placement, or any other
-    with an increment of it: every block counted), its index, its first block's slot, its
-    first edge counter, its number of terms, then per term the value (a block position
-    << 1, or an edge counter << 1 | 1) and its coefficient (zigzag: a negative one is odd)."""
+    with an increment of it: every block counted), its index, its first slot, its first
+    edge counter, its number of terms, then per term the value (a slot counted from the
+    first << 1, or an edge counter << 1 | 1) and its coefficient (zigzag: a negative one
+    is odd). The slots are compact_slots': the procedure's counting blocks, in order."""
     numbers: list[int] = []
     planned = {proc.address for proc, _, _ in plans}
     others = [(proc, None, 0) for proc in binary.procedures if proc.address not in planned
               and any(c[0] == array for b in proc.blocks for c in b.counter_increments)]
     for proc, plan, edge_base in sorted(plans + others, key=lambda entry: entry[0].index):
-        terms = _fold_terms(proc, plan)
-        numbers += [proc.index, proc.blocks[0].index, edge_base, len(terms)]
+        # Block position -> its slot (compact_slots): blocks that count, numbered in order.
+        slots = {position: index for position, block in enumerate(proc.blocks)
+                 for name, index, _ in block.counter_increments if name == array}
+        first = min(slots.values(), default=0)
+        # A block position with no slot never counted in ``array``: its term adds nothing.
+        terms = [(value if value & 1 else (slots[value >> 1] - first) << 1, coefficient)
+                 for value, coefficient in _fold_terms(proc, plan) if value & 1 or value >> 1 in slots]
+        numbers += [proc.index, first, edge_base, len(terms)]
         for value, coefficient in terms:
             numbers += [value, coefficient << 1 if coefficient >= 0 else (-coefficient << 1) - 1]
     return varints(numbers)

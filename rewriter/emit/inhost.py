@@ -298,6 +298,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
             if kind is Arg.STRING:
                 units.string_symbol(str(value))
     toolchain = tb.toolchain_for(binary.is_firmware, binary.dsp)
+    units.lengths.update(derivations.sizes)
     sources, site_source = library(toolchain)
     if not derivations.runs_programs:
         sources = [source for source in sources if source != tb.DERIVE_SOURCE]

@@ -54,7 +54,8 @@ def plan(binary: Binary, tool: Tool) -> tuple[SiteTable, list[str]]:
     for proc in binary.procedures:
         for block in proc.blocks:
             for counter, _, _ in block.counter_increments:
-                table.filled_by_target(counter)
+                if counter not in tool.procedure_sums:  # folded into its sums by the image: never shipped
+                    table.filled_by_target(counter)
     for into in tool.procedure_sums.values():  # counter placement may add sums there (decision 0014)
         table.filled_by_target(into)
     make_records(binary.procedures, table, lambda hook: True)
@@ -143,10 +144,12 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     table, target_arrays = plan(binary, tool)
     # Target arrays in the order of the tool's declaration: the END record refers to them by position.
     arrays = {name: tool.arrays[name] for name in tool.arrays if name in target_arrays}
+    # Arrays the image folds into per-procedure sums live only in the image (decision 0034).
+    folded = {name: tool.arrays[name] for name in tool.procedure_sums}
     document = json.dumps(table.document(list(arrays), channel and channel.document()), separators=(",", ":")).encode()
     units = SiteUnit()
     def library(toolchain: tb.Toolchain) -> tuple[list[Path], str]:
-        generated = units.source(binary, {**arrays, **tool.filter_arrays()}, facts=False,
+        generated = units.source(binary, {**arrays, **folded, **tool.filter_arrays()}, facts=False,
                                  placed={k: v for k, v in tool.filter_placement().items() if k in arrays})
         sources = [*tb.runtime_sources(toolchain, results=False), communicator_source(opts.ring_size),
                    channel_source(toolchain, channel)]

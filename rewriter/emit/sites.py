@@ -70,6 +70,8 @@ class SiteUnit:
 
     def __init__(self) -> None:
         self.strings: dict[str, str] = {}
+        # Arrays whose length the emitter set instead of the tool (Derivations.sizes).
+        self.lengths: dict[str, int] = {}
 
     def string_symbol(self, text: str) -> str:
         """The C symbol of a string constant passed to a routine."""
@@ -87,6 +89,7 @@ class SiteUnit:
         if facts:
             parts += self._facts(binary)
         for name, (ctype, length) in arrays.items():
+            length = self.lengths.get(name, length)
             storage = "extern " if name in placed else ""
             parts.append(f"{storage}{ctype} anvil_array_{name}[{length}] __attribute__((aligned(8)));\n")
         for name, (inside, offset) in placed.items():

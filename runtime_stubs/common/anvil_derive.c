@@ -67,8 +67,9 @@ void anvil_derive(uint64_t *slots, const uint64_t *edges, const uint8_t *code, u
  * 0030): add each procedure's blocks' counts times their instructions to its sum,
  * straight from the values counted (the derived counts are signed sums of those, so the
  * procedure's sum is too). The program, varints as above: per procedure, its index, its
- * first block's slot, its first edge counter, its number of terms; per term the value
- * (block position << 1, or edge counter << 1 | 1) and its coefficient, zigzag-coded
+ * first slot, its first edge counter, its number of terms; per term the value (a slot
+ * counted from the first << 1, or edge counter << 1 | 1: only counting blocks have slots
+ * in such an array, decision 0034) and its coefficient, zigzag-coded
  * (an odd one is negative) in up to 64 bits. Arithmetic is modulo 2^64, so the sums are exact. */
 void anvil_fold(const uint64_t *slots, const uint64_t *edges, uint64_t *sums, const uint8_t *code,
                 uint32_t length)
