@@ -300,3 +300,19 @@ def test_rehost_over_another_uart(tmp_path: Path, inhost_run: Callable[[str, str
     lines = run.stderr.decode().strip().splitlines()
     assert run.returncode == 2 and run.stdout == b"" and len(lines) == 1, (run.returncode, lines)
     assert "mps2-an385 has no UART at 0x40008000" in lines[0]
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_poisoned_dead_registers_change_nothing_on_a_board(program: str, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Firmware sites rely on the dead-register analysis too (the 6-byte counter sites
+    where LR is dead, decision 0035): with every register it calls dead overwritten before
+    every instruction (ANVIL_POISON_DEAD), each sample, the interrupt handler's included,
+    prints and exits as the original and counts as many instructions as without."""
+    image = build_firmware(program, "mps2-an385", "-O2")
+    expected = run_firmware(image, "mps2-an385")
+    plain = run_and_results(instrument(image, "inscount", tmp_path / "plain" / "fw"), "mps2-an385", "inscount")
+    monkeypatch.setenv("ANVIL_POISON_DEAD", "1")
+    poisoned = run_and_results(instrument(image, "inscount", tmp_path / "poisoned" / "fw"), "mps2-an385", "inscount")
+    assert plain[:2] == expected and poisoned[:2] == expected
+    assert poisoned[2]["total"] == plain[2]["total"] > 0

@@ -205,17 +205,25 @@ def test_record_site_carries_its_site_id_and_the_filtered_address(site: int) -> 
     assert hits == [0, 1]
 
 
+# Dead registers at a counter site (bit n: rn): none; LR only (the 6-byte site whose bump
+# keeps r0 and r1); LR, r0 and r1 (the 6-byte site whose bump may clobber them).
+DEAD_AT_COUNTER = [0, 1 << 14, 1 << 14 | 0b11]
+
+
+@pytest.mark.parametrize("dead", DEAD_AT_COUNTER)
 @pytest.mark.parametrize("start", [0, 41, 0xFFFF_FFFF, 0x1_FFFF_FFFF])
-def test_counter_site_adds_one_to_its_own_slot(start: int) -> None:
+def test_counter_site_adds_one_to_its_own_slot(start: int, dead: int) -> None:
     """A compact counter (SharedCalls.emit_increment): slot 5 of its array += 1, carrying
-    into the high word; the slots beside it, the registers, SP and the flags untouched."""
+    into the high word; the slots beside it, every register but the ``dead`` ones, SP and
+    the flags untouched; 12 bytes, 6 where LR is dead (decision 0035)."""
     from unicorn.arm_const import UC_ARM_REG_SP, UC_ARM_REG_XPSR
 
     array = DATA + 0x200
     code = Code(CODE, pic=False, ge=False)
     calls = SharedCalls()
-    assert calls.emit_increment(code, "blocks", 5)
+    assert calls.emit_increment(code, "blocks", 5, dead)
     end = code.here()
+    assert end - CODE == (6 if dead else 12)
     code.emit(enc.t32_nop() * 2)
     calls.emit_paths(code, lambda name: ("fn", name), lambda text: ("str", text),
                      lambda name, index: ("array", name, index))
@@ -231,5 +239,5 @@ def test_counter_site_adds_one_to_its_own_slot(start: int) -> None:
     uc.emu_start(CODE | 1, end)
     after = [int.from_bytes(uc.mem_read(array + 8 * i, 8), "little") for i in range(8)]
     assert after == slots[:5] + [start + 1] + slots[6:]
-    assert all(uc.reg_read(_REG_IDS[reg]) == value for reg, value in REGS.items())
+    assert all(uc.reg_read(_REG_IDS[reg]) == value for reg, value in REGS.items() if not dead >> reg & 1)
     assert uc.reg_read(UC_ARM_REG_SP) == PROGRAM_SP and uc.reg_read(UC_ARM_REG_XPSR) >> 28 == 0xA

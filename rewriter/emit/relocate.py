@@ -136,7 +136,9 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
     sums = proc.accumulation
     ctx.inside = {proc.blocks[i].address: ("inside", proc.blocks[i].address) for i in sums.resets} if sums else {}
     ctx.hit_registers = {slot: register for register, slot in sums.sums.items()} if sums else {}
-    ctx.dead = DeadRegisters(proc) if ctx.scratch.vfp or ctx.poison_dead else {}
+    # Dead registers: where hooks park registers in d16-d31 and where compact counter sites
+    # may leave LR (decision 0035), or to poison them (a test).
+    ctx.dead = DeadRegisters(proc) if ctx.scratch.vfp or ctx.poison_dead or ctx.shared_calls is not None else {}
     for bi, block in enumerate(proc.blocks):
         last = block.instructions[-1]
         for k, ins in enumerate(block.instructions):
@@ -235,7 +237,7 @@ def _increment(isa: ISA, code: Code, counter: str, index: int, amount: int, ctx:
     them (a plain T32 +1), else inline (emit_increment)."""
     shared = ctx.shared_calls
     if (shared is not None and isa.thumb and amount == 1 and not ctx.atomic
-            and shared.emit_increment(code, counter, index)):
+            and shared.emit_increment(code, counter, index, dead)):
         return
     emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch, ctx.atomic, dead)
 

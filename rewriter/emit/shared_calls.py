@@ -136,21 +136,30 @@ class SharedCalls:
 
     def __init__(self) -> None:
         self.wanted: set[SharedCall] = set()
-        self.bumped: set[str] = set()  # counter arrays
+        self.bumped: set[tuple[str, str]] = set()  # (routine, counter array)
 
-    def emit_increment(self, code: Code, array: str, index: int) -> bool:
+    def emit_increment(self, code: Code, array: str, index: int, dead: int = 0) -> bool:
         """``array[index]`` += 1 at a compact site (12 bytes instead of 30):
 
             push {r0, r1, lr}; bl <array's bump>; .hword index; pop {r0, r1, lr}
 
+        or, where LR is dead (bit 14 of ``dead``, as ir/liveness.py gives it: mostly
+        between a procedure's prologue and its epilogue), 6 bytes: ``bl <bump>; .hword
+        index``, the bump keeping r0 and r1 itself unless they are dead too (decision 0035).
         False (nothing emitted) when the index does not fit a halfword."""
         if not 0 <= index <= 0xFFFF:
             return False
-        T32.push(code, BUMP_SAVED)
-        T32.call(code, ("shared-bump", array))
-        code.emit(index.to_bytes(2, "little"))
-        T32.pop(code, BUMP_SAVED)
-        self.bumped.add(array)
+        if dead >> LR & 1:
+            routine = "shared-bump" if dead & 0b11 == 0b11 else "shared-bump-keeping"
+            T32.call(code, (routine, array))
+            code.emit(index.to_bytes(2, "little"))
+        else:
+            routine = "shared-bump"
+            T32.push(code, BUMP_SAVED)
+            T32.call(code, (routine, array))
+            code.emit(index.to_bytes(2, "little"))
+            T32.pop(code, BUMP_SAVED)
+        self.bumped.add((routine, array))
         return True
 
     def emit_site(self, code: Code, hook: Hook, ctx: HookContext) -> bool:
@@ -176,12 +185,18 @@ class SharedCalls:
         """Every shared path asked for, at the end of ``code``."""
         for shared in sorted(self.wanted, key=repr):
             emit_shared_call(code, shared, function_label, string_label, counter_label)
-        for array in sorted(self.bumped):
+        for routine, array in sorted(self.bumped):
+            keeping = routine == "shared-bump-keeping"
             code.align(4)
-            code.label(("shared-bump", array))
+            code.label((routine, array))
+            if keeping:
+                T32.push(code, [0, 1])
             code.emit(_halfword_after_call(0))  # r0 = the index; then r1 = &array[r0]; += 1; back
             T32.pc_address(code, 1, counter_label(array, 0))
-            code.emit(enc.t32_add_reg_shift(1, 1, 0, 0, 3) + T32_BUMP + enc.t32_bx(LR))
+            code.emit(enc.t32_add_reg_shift(1, 1, 0, 0, 3) + T32_BUMP)
+            if keeping:
+                T32.pop(code, [0, 1])
+            code.emit(enc.t32_bx(LR))
 
 
 def _halfword_after_call(reg: int) -> bytes:
