@@ -149,15 +149,13 @@ class SharedCalls:
         False (nothing emitted) when the index does not fit a halfword."""
         if not 0 <= index <= 0xFFFF:
             return False
-        if dead >> LR & 1:
-            routine = "shared-bump" if dead & 0b11 == 0b11 else "shared-bump-keeping"
-            T32.call(code, (routine, array))
-            code.emit(index.to_bytes(2, "little"))
-        else:
-            routine = "shared-bump"
+        lr_dead = bool(dead >> LR & 1)
+        routine = "shared-bump-keeping" if lr_dead and dead & 0b11 != 0b11 else "shared-bump"
+        if not lr_dead:
             T32.push(code, BUMP_SAVED)
-            T32.call(code, (routine, array))
-            code.emit(index.to_bytes(2, "little"))
+        T32.call(code, (routine, array))
+        code.emit(index.to_bytes(2, "little"))
+        if not lr_dead:
             T32.pop(code, BUMP_SAVED)
         self.bumped.add((routine, array))
         return True

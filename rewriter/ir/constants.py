@@ -27,9 +27,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..arch.arm_decode import REG_NUMBERS as _NAMES
 from .model import Binary, Block, Instruction
 
-_NAMES = {f"r{i}": i for i in range(13)} | {"sb": 9, "sl": 10, "fp": 11, "ip": 12, "sp": 13, "lr": 14, "pc": 15}
 _REGISTER = re.compile(r"\b(r1[0-5]|r[0-9]|sb|sl|fp|ip|sp|lr|pc)\b")
 # Instructions that read every register they name and write none (stores keep their
 # source, STREX's status register aside; compares and tests set only flags). A base

@@ -27,12 +27,12 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from ..arch.arm_decode import REG_NUMBERS as _NAMES
 from .model import Instruction, Procedure
 
 LR = 14
 ALL = 0x5FFF  # the registers tracked: r0-r12 and LR (SP and PC are never borrowed)
 
-_NAMES = {f"r{i}": i for i in range(13)} | {"sb": 9, "sl": 10, "fp": 11, "ip": 12, "sp": 13, "lr": 14, "pc": 15}
 _REGISTER = re.compile(r"\b(r1[0-2]|r[0-9]|sb|sl|fp|ip|sp|lr|pc)\b")
 _CONDITIONS = ("eq", "ne", "hs", "cs", "lo", "cc", "mi", "pl", "vs", "vc", "hi", "ls", "ge", "lt", "gt", "le", "al")
 
