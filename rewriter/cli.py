@@ -21,6 +21,7 @@ from .api import Options
 from .boards import BOARDS, DEFAULT_UART_BASE, Board, board, parse_icount, parse_region, parse_uart_base
 from .errors import AnvilError
 from .ir.fork_split import JOBS_VARIABLE, jobs_allowed, jobs_limit, parse_jobs
+from .run_results import ResultsFiles, why_missing
 
 QEMU_LIB_ROOT = "/usr/arm-linux-gnueabihf"
 
@@ -101,14 +102,31 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise AnvilError(f"{binary}: no such file")
     if args.icount is not None and not args.board:
         raise AnvilError("--icount is for firmware images run with --board")
-    returncode = _run_on_board(args) if args.board else _run_on_linux(args)
+    if args.sysroot is not None and args.board:
+        raise AnvilError("--sysroot is for Linux programs, not firmware images run with --board")
     meta = _metadata(binary)
-    _results_file(args, meta.get("results_file") if meta else None)
+    results = ResultsFiles([meta["results_file"]] if meta and meta.get("results_file") else [], args.out)
+    # Each way of running clears what an earlier run left just before the program starts
+    # (not when an error stops the run first), so that afterwards a results file that
+    # exists is this run's (decision 0037).
+    returncode, said = _run_on_board(args, results.clear) if args.board else _run_on_linux(args, results.clear)
+    results.report(args.quiet, None if said else why_missing(returncode))
     return returncode
 
 
-def _run_on_linux(args: argparse.Namespace) -> int:
-    """Run a Linux program under qemu-arm; a ReHost one with its records going to the server."""
+def _sysroot(args: argparse.Namespace) -> str:
+    """Where qemu-arm finds the program's loader and libraries: --sysroot, else $QEMU_LD_PREFIX
+    (which qemu-arm itself reads), else the cross toolchain's."""
+    if args.sysroot is not None:
+        if not os.path.isdir(args.sysroot):
+            raise AnvilError(f"--sysroot {args.sysroot}: not a directory")
+        return args.sysroot
+    return os.environ.get("QEMU_LD_PREFIX") or QEMU_LIB_ROOT
+
+
+def _run_on_linux(args: argparse.Namespace, before_start: Callable[[], None]) -> tuple[int, bool]:
+    """Run a Linux program under qemu-arm; a ReHost one with its records going to the server.
+    (its exit status, whether missing results were already explained)."""
     from .emit.rehost import SITE_TABLE_SUFFIX
 
     binary = args.binary
@@ -116,7 +134,7 @@ def _run_on_linux(args: argparse.Namespace) -> int:
     if qemu is None:
         raise AnvilError("qemu-arm not found: run scripts/bootstrap.sh")
     meta = _metadata(binary)
-    cmd = [qemu, "-L", QEMU_LIB_ROOT]
+    cmd = [qemu, "-L", _sysroot(args)]
     if args.argv0:
         cmd += ["-0", args.argv0]
     cmd += [binary, *args.args]
@@ -127,18 +145,19 @@ def _run_on_linux(args: argparse.Namespace) -> int:
         def start(channel: Any, table: Any, document: bytes, program: str, token: str) -> Any:
             return bridge.run(cmd, channel, table.tool, document, program, token)
 
-        return _run_rehost(args, binary + SITE_TABLE_SUFFIX, start)
+        return _run_rehost(args, binary + SITE_TABLE_SUFFIX, start, before_start)
     if args.server or args.lib:
         raise AnvilError(f"{binary} is not a ReHost binary: --server and --lib need --mode rehost")
-    return subprocess.run(cmd).returncode
+    before_start()
+    return subprocess.run(cmd).returncode, False
 
 
-def _run_on_board(args: argparse.Namespace) -> int:
+def _run_on_board(args: argparse.Namespace, before_start: Callable[[], None]) -> tuple[int, bool]:
     """Run a firmware image on QEMU's model of --board; its semihosting console is ours.
 
     A ReHost image writes its records through semihosting to ``<image>.records`` in the
     working directory (made a named pipe here, read by the bridge) or to a UART (which QEMU
-    writes to another named pipe), as its site table says.
+    writes to another named pipe), as its site table says. Returns as _run_on_linux.
     """
     from .emit.rehost import SITE_TABLE_SUFFIX
 
@@ -152,9 +171,10 @@ def _run_on_board(args: argparse.Namespace) -> int:
     if shutil.which("qemu-system-arm") is None:
         raise AnvilError("qemu-system-arm not found: run scripts/bootstrap.sh")
     if not rehost:
-        return subprocess.run(target.qemu_command(args.binary, icount=icount)).returncode
-    return _run_rehost(args, args.binary + SITE_TABLE_SUFFIX, functools.partial(_start_on_board, target, args.binary,
-                                                                                icount))
+        before_start()
+        return subprocess.run(target.qemu_command(args.binary, icount=icount)).returncode, False
+    return _run_rehost(args, args.binary + SITE_TABLE_SUFFIX,
+                       functools.partial(_start_on_board, target, args.binary, icount), before_start)
 
 
 def _start_on_board(target: Board, image: str, icount: int | None, channel: Any, table: Any, document: bytes,
@@ -194,17 +214,21 @@ def cmd_image(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_rehost(args: argparse.Namespace, sites: str, start: Callable[..., Any]) -> int:
+def _run_rehost(args: argparse.Namespace, sites: str, start: Callable[..., Any],
+                before_start: Callable[[], None]) -> tuple[int, bool]:
     """Run a ReHost binary: records to the server at --server, or to a local one started here.
 
     ``start(channel, table, site_table, program, token)`` runs the program and forwards its
     records (rehost.bridge.run on Linux, bridge.run_with_pipe on a board, where the parsed
-    site table ``table`` says which channel); returns the Outcome.
+    site table ``table`` says which channel); returns the Outcome. ``before_start`` runs
+    once the server answers. Returns the program's exit status and whether a line said
+    already that no results were written.
     """
     with _rehost_session(args, sites) as (table, document, channel):
+        before_start()
         outcome = start(channel, table, document, os.path.basename(args.binary), _token(args))
     _report_rehost(outcome, table)
-    return outcome.returncode
+    return outcome.returncode, bool(outcome.error)
 
 
 def cmd_rehost_listen(args: argparse.Namespace) -> int:
@@ -222,6 +246,8 @@ def cmd_rehost_listen(args: argparse.Namespace) -> int:
     elif args.idle <= 0:
         raise AnvilError(f"--idle {args.idle:g} must be more than 0 seconds")
     with _rehost_session(args, args.binary + SITE_TABLE_SUFFIX) as (table, document, channel):
+        results = ResultsFiles(sorted(table.output_paths), args.out)
+        results.clear()
         program = os.path.basename(args.binary)
         if args.records is not None:
             outcome = bridge.read_records(args.records, channel, table.tool, document, program, _token(args),
@@ -231,8 +257,7 @@ def cmd_rehost_listen(args: argparse.Namespace) -> int:
                                     args.timeout)
     if not _report_rehost(outcome, table):
         return 1
-    for path in sorted(table.output_paths):
-        _results_file(args, path)
+    results.report(args.quiet, why_missing(None))
     return 0
 
 
@@ -296,18 +321,6 @@ def _report_rehost(outcome, table) -> bool:
         print(f"anvil: rehost: results are incomplete: {why}", file=sys.stderr)
         return False
     return summary is not None
-
-
-def _results_file(args: argparse.Namespace, results: str | None) -> str | None:
-    """Move the results file to --out if asked, say where it is (unless --quiet); its path."""
-    if results and args.out and os.path.exists(results):
-        shutil.move(results, args.out)
-        results = args.out
-    if not (results and os.path.exists(results)):
-        return None
-    if not args.quiet:
-        print(f"anvil: results in {results}", file=sys.stderr)
-    return results
 
 
 def _token(args: argparse.Namespace) -> str:
@@ -489,10 +502,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run a (instrumented) binary under qemu-arm",
                        description="Run BINARY under qemu-arm, passing arguments, stdin and exit status through: "
-                                   "anvil run [OPTIONS] BINARY [OPTIONS] [ARGS] [-- ARGS].")
+                                   "anvil run [OPTIONS] BINARY [OPTIONS] [ARGS] [-- ARGS]. Results files an "
+                                   "earlier run left are removed as the program starts; a run that writes "
+                                   "none says so on stderr and still exits with the program's status.")
     p.add_argument("binary")
     p.add_argument("args", nargs="*", help="program arguments (those starting with '-' after --)")
     p.add_argument("--argv0", help="argv[0] seen by the program")
+    p.add_argument("--sysroot", metavar="DIR",
+                   help="where qemu-arm finds the program's dynamic loader and libraries (its -L): an unpacked "
+                        f"root file system (default $QEMU_LD_PREFIX, else {QEMU_LIB_ROOT})")
     p.add_argument("--board", help=f"run a firmware image on qemu-system-arm's model of this board "
                                    f"({', '.join(sorted(BOARDS))}); console and exit through semihosting")
     p.add_argument("--icount", metavar="SHIFT",
@@ -564,9 +582,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _results_options(p: argparse.ArgumentParser) -> None:
-    """Where the tool's results end up (see _results_file): --out, --quiet."""
-    p.add_argument("--out", help="move the tool's results file here afterwards")
-    p.add_argument("-q", "--quiet", action="store_true", help="no note about where results went")
+    """Where the tool's results end up (see run_results.ResultsFiles): --out, --quiet."""
+    p.add_argument("--out", help="move the tool's results file here afterwards (what an earlier run left "
+                                 "here is removed as the program starts)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no note about where results went (missing results are still reported)")
 
 
 def _server_options(p: argparse.ArgumentParser) -> None:
@@ -617,8 +637,9 @@ def _die_as_the_program(signum: int) -> None:
     where the signal does not end this process."""
     sys.stdout.flush()
     sys.stderr.flush()
-    with contextlib.suppress(OSError, ValueError):
+    with contextlib.suppress(OSError, ValueError):  # SIGKILL's cannot be set: it is SIG_DFL already
         signal.signal(signum, signal.SIG_DFL)
+    with contextlib.suppress(OSError, ValueError):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a core file would be Python's, not the program's
         os.kill(os.getpid(), signum)
     os._exit(128 + signum)
