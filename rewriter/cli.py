@@ -125,8 +125,9 @@ def _sysroot(args: argparse.Namespace) -> str:
 
 
 def _run_on_linux(args: argparse.Namespace, before_start: Callable[[], None]) -> tuple[int, bool]:
-    """Run a Linux program under qemu-arm; a ReHost one with its records going to the server.
-    (its exit status, whether missing results were already explained)."""
+    """Run a Linux program under qemu-arm, a ReHost one with its records going to the server,
+    calling ``before_start`` just before it starts; (its exit status, whether a line said
+    already that no results were written)."""
     from .emit.rehost import SITE_TABLE_SUFFIX
 
     binary = args.binary
