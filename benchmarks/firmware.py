@@ -28,7 +28,7 @@ way one looks at an application without its C library.
 
 Progress goes to stderr, the table (with a header line naming the date, the
 qemu-system-arm version, the CPU and the command) to stdout, ready to paste into
-README.md; the exit status is 1 if anything failed or mismatched::
+docs/performance.md; the exit status is 1 if anything failed or mismatched::
 
     python3 benchmarks/firmware.py                    # everything, -O2, median of 3 runs
     python3 benchmarks/firmware.py --opt -O0 --runs 5

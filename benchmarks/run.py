@@ -30,7 +30,7 @@ host instructions qemu-arm executes for one run of the original and of each InHo
 original's.
 
 Progress goes to stderr, the table (with a header line naming the date, qemu-arm
-version, CPU and the command) to stdout, ready to paste into README.md::
+version, CPU and the command) to stdout, ready to paste into docs/performance.md::
 
     python3 benchmarks/run.py                      # everything, median of 3 runs
     python3 benchmarks/run.py --runs 5 --only lua  # only the Lua interpreter

@@ -1,6 +1,6 @@
 """Anvil: static binary instrumentation for ARM Linux ELF binaries.
 
-The instrumentation API (see README "Writing a tool")::
+The instrumentation API (see docs/writing-tools.md)::
 
     from rewriter import Arg, Point, Tool
 """
