@@ -3,3 +3,7 @@
 
 class AnvilError(Exception):
     """A problem with the user's input or environment, reported without a traceback."""
+
+
+class RangeError(AnvilError):
+    """A branch or immediate does not fit its encoding."""

@@ -76,8 +76,7 @@ class AppendRoutines:
         self.routines.add(routine)
         page = code.here() // PAGE
         self.wanted.setdefault(page, set()).add(routine)
-        labels, local = code.labels, ("island", page, routine)
-        code.later(4, lambda at, r: enc.t32_bl(at, labels[local] if local in labels else r(routine)))
+        code.branch(routine, enc.t32_bl, True, prefer=("island", page, routine))
 
     def place(self, code: Code) -> None:
         """Nothing falls through to here: copy the routines this page's sites want and lacks."""

@@ -3,6 +3,13 @@
 Every generated instruction has a size known when it is emitted, so the layout is
 final as soon as all code is emitted; fixups (branches, PC-relative address loads)
 are encoded afterwards, once every label has an address.
+
+Branches have a reach (T32 B.W and BL +-16 MiB, A32 +-32 MiB) and a program's copy has
+none (decision 0041): a branch emitted with ``branch`` that turns out not to reach its
+target goes instead to a *veneer* (a jump of any length, as linkers make) in an *island*
+near it. Islands come after a procedure once ISLAND_EVERY bytes have been emitted since
+the last one, and at the end of large code; each holds a veneer for every target that a
+branch of its stretch of code may not reach.
 """
 
 from __future__ import annotations
@@ -11,8 +18,20 @@ import itertools
 import math
 from collections.abc import Callable, Hashable
 
+from ..errors import RangeError
+
 Resolver = Callable[[Hashable], int]
 Fixup = Callable[[int, Resolver], bytes]
+# (address of the branch, destination) -> its bytes; raises RangeError where it cannot reach.
+BranchEncoder = Callable[[int, int], bytes]
+# Writes a veneer at the code's end: (code, target, whether the target is Thumb code).
+VeneerWriter = Callable[["Code", "Hashable | int", bool], None]
+
+# Every stretch of code a branch is emitted in ends with an island within this many bytes
+# (plus the last procedure's size) of the branch: well inside the shortest reach, T32's 16 MiB.
+ISLAND_EVERY = 8 << 20
+# A branch to a label already defined this close needs no veneer.
+NEAR = 15 << 20
 
 
 class Code:
@@ -33,6 +52,10 @@ class Code:
         self._chunks: list[bytes | tuple[int, int, Fixup]] = []
         self.labels: dict[Hashable, int] = {}
         self._alignment = 1  # every alignment asked for divides it (see rebase)
+        # Branches since the last island: (offset, target, target is Thumb, [veneer label]).
+        self._unsure: list[tuple[int, Hashable | int, bool, list]] = []
+        self._islands = 0
+        self._stretch_start = 0  # offset where the code since the last island starts
 
     def here(self) -> int:
         """Link address of the next byte."""
@@ -48,6 +71,54 @@ class Code:
         """Reserve ``size`` bytes to be filled by ``fixup(address, resolve)`` at the end."""
         self._chunks.append((self.size, size, fixup))
         self.size += size
+
+    def branch(self, target: Hashable | int, encode: BranchEncoder, target_thumb: bool,
+               prefer: Hashable | None = None) -> None:
+        """A 4-byte branch or call to ``target`` (a label, or a link-time address), encoded
+        by ``encode`` at the end; through a veneer of the next island where it cannot reach.
+        ``prefer``: a label to go to instead when it is defined by then (a nearer copy)."""
+        veneer: list = [None]
+        self._unsure.append((self.size, target, target_thumb, veneer))
+        labels = self.labels
+
+        def fixup(at: int, resolve: Resolver) -> bytes:
+            if prefer is not None and prefer in labels:
+                return encode(at, labels[prefer])
+            try:
+                return encode(at, target if target.__class__ is int else resolve(target))
+            except RangeError:
+                if veneer[0] is None:
+                    raise
+                return encode(at, resolve(veneer[0]))
+        self._chunks.append((self.size, 4, fixup))
+        self.size += 4
+
+    def island(self, write_veneer: VeneerWriter, last: bool = False) -> None:
+        """Veneers for the branches since the last island that may not reach their targets,
+        if ISLAND_EVERY bytes have been emitted since (``last``: at the end of the code, if
+        it is large). Only where nothing falls through to here."""
+        if not self._unsure:
+            return
+        since = self.size - self._stretch_start
+        if since < ISLAND_EVERY and not (last and (self._islands or self.size >= ISLAND_EVERY // 2)):
+            return
+        labels, base = self.labels, self.base
+        wanted: dict[tuple[Hashable | int, bool], list[list]] = {}
+        for offset, target, thumb, veneer in self._unsure:
+            at = labels.get(target) if target.__class__ is not int else None
+            if at is not None and abs(at - (base + offset)) < NEAR:
+                continue
+            wanted.setdefault((target, thumb), []).append(veneer)
+        self._unsure = []
+        self._stretch_start = self.size
+        self._islands += 1
+        for (target, thumb), veneers in wanted.items():
+            label = ("reach", self._islands, target, thumb)
+            self.align(4)
+            self.label(label)
+            write_veneer(self, target, thumb)
+            for veneer in veneers:
+                veneer[0] = label
 
     def label(self, key: Hashable) -> None:
         if key not in self.labels:
@@ -86,18 +157,19 @@ class Code:
         if pad:
             self.emit((filler * pad)[:pad])
 
-    def mark(self) -> tuple[int, int, int, int]:
-        """The state to come back to with ``rollback``."""
-        return len(self._chunks), self.size, len(self.labels), self._alignment
+    def mark(self) -> tuple[int, int, int, int, int]:
+        """The state to come back to with ``rollback`` (within the code since the last island)."""
+        return len(self._chunks), self.size, len(self.labels), self._alignment, len(self._unsure)
 
-    def rollback(self, mark: tuple[int, int, int, int]) -> None:
+    def rollback(self, mark: tuple[int, int, int, int, int]) -> None:
         """Forget what was emitted, labelled and asked of the alignment since ``mark``.
 
         Labels are only ever added (``label`` keeps the first address), and a dict keeps
         insertion order: those since the mark are the last ones.
         """
-        chunks, self.size, labels, self._alignment = mark
+        chunks, self.size, labels, self._alignment, unsure = mark
         del self._chunks[chunks:]
+        del self._unsure[unsure:]
         for key in list(itertools.islice(reversed(self.labels), len(self.labels) - labels)):
             del self.labels[key]
 

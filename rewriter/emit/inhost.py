@@ -68,6 +68,7 @@ from .relocate import (
     instruction_copies,
     relocate_instruction,
     relocate_procedure,
+    write_range_veneer,
 )
 from .shared_calls import SharedCalls
 from .sites import SiteUnit
@@ -318,6 +319,15 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         if placement is None else None
     with _LibraryBuild(sources, site_source + derivations.source(), toolchain, base) as build:
         code, chosen = build.alongside(lambda: _relocate_code(relocation, report, later, patching))
+        linux = None
+        if patching is not None:
+            linux = patching.result() if len(chosen) == len(relocation.candidates) \
+                else _linux_patching(binary, chosen, report)
+            if linux.unplaced:
+                if later is not None:
+                    later.close()
+                    later = None
+                code, chosen, linux = _fall_back(binary, relocation, report, chosen, linux)
         objects, probe = build.result()
     relocated_addrs = relocation.relocated_addrs
     if isinstance(later, LaterPart) and later.placed:
@@ -335,9 +345,8 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         lib = tb.link(objects, base, ram_at, toolchain, data_image)
         placement.check_flash(data_image + len(lib.data))
     else:
-        assert patching is not None
-        patches, not_patched, tail = patching.result() if len(chosen) == len(relocation.candidates) \
-            else _linux_patching(binary, chosen, report)
+        assert linux is not None
+        patches, not_patched, tail = linux.patches, linux.not_patched, linux.tail
         patch_words = [p.word for p in patches] if binary.is_pie else []
         code.align(4)
         code.label("patches")
@@ -452,28 +461,65 @@ class _Meanwhile(Generic[T]):
         return self._value
 
 
-def _linux_patching(binary: Binary, chosen: list[Procedure],
-                    report: Report) -> tuple[list[Patch], list[str], Tail]:
-    """The jumps written over the original code when ``chosen`` are relocated, the entries
-    left without one, and the tail (loader stub, trampolines) they place."""
-    patches, not_patched = _linux_patches(binary, chosen, report)
+@dataclass
+class _Patching:
+    """The jumps written over the original code when some procedures are relocated."""
+
+    patches: list[Patch]
+    not_patched: list[str]  # entries left without a jump: reachable only by direct calls
+    tail: Tail  # where the loader stub and the trampolines go
+    # Return sites and landing pads whose jump found no room for its trampoline (see _fall_back).
+    unplaced: list[int] = field(default_factory=list)
+
+
+def _linux_patching(binary: Binary, chosen: list[Procedure], report: Report,
+                    relocated_returns: frozenset[int] = frozenset()) -> _Patching:
+    """The jumps written over the original code when ``chosen`` are relocated (none at the
+    return sites of ``relocated_returns``: their calls leave relocated return addresses)."""
+    patches, not_patched = _linux_patches(binary, chosen, report, relocated_returns)
     tail = tail_location(binary, chosen, patches)
     entries = {p.address for p in chosen}
+    unplaced = []
     for patch in place_trampolines(patches, tail):
-        if patch.address not in entries:
-            raise AnvilError(f"no room for a trampoline of the jump at {patch.address:#x} (a return site or "
-                             "landing pad): use --return-addresses relocated")
-        not_patched.append(f"{patch.address:#x}")
-    return patches, not_patched, tail
+        if patch.address in entries:
+            not_patched.append(f"{patch.address:#x}")
+        else:
+            unplaced.append(patch.address)
+    return _Patching(patches, not_patched, tail, unplaced)
 
 
-def _linux_patches(binary: Binary, chosen: list[Procedure], report: Report) -> tuple[list[Patch], list[str]]:
+def _fall_back(binary: Binary, relocation: _Relocation, report: Report, chosen: list[Procedure],
+               linux: _Patching) -> tuple[Code, list[Procedure], _Patching]:
+    """The code emitted again (in this process) where jumps over the original code found no
+    room for their trampolines (a text segment full up to the next one, few caves): a call
+    whose return site has no jump leaves its relocated return address in LR, as with
+    ``--return-addresses relocated``; a procedure whose landing pad has none stays as it
+    was. Both are in the report. Returns the code, the procedures in it and their jumps."""
+    while linux.unplaced:
+        pads = set(linux.unplaced) & binary.unwinder_entries
+        relocation.relocated_returns.update(set(linux.unplaced) - pads)
+        kept = [p for p in chosen if not any(p.address <= pad < p.end for pad in pads)]
+        for proc in chosen:
+            if proc not in kept:
+                report.not_relocated.append({"procedure": proc.name, "address": proc.address,
+                                             "reason": "no room for the jump at its landing pad"})
+                relocation.relocated_addrs.difference_update(i.address for i in proc.instructions())
+        chosen = kept
+        linux = _linux_patching(binary, chosen, report, frozenset(relocation.relocated_returns))
+    report.return_sites["relocated"] = len(relocation.relocated_returns)
+    code = relocation.new_code()
+    _emit_code(code, chosen, relocation.new_context(), relocation.with_header)
+    return code, chosen, linux
+
+
+def _linux_patches(binary: Binary, chosen: list[Procedure], report: Report,
+                   relocated_returns: frozenset[int]) -> tuple[list[Patch], list[str]]:
     """The jumps written over the original code: at the relocated procedures' entries and,
     with original return addresses, at their return sites and landing pads (short ones get
     their trampolines from place_trampolines)."""
     if report.return_addresses != "original":
         return entry_patches(binary, chosen)
-    sites = return_sites(chosen)
+    sites = return_sites(chosen) - relocated_returns
     more, stops = return_patches(binary, chosen, sites)
     patches, not_patched = entry_patches(binary, chosen, stops=stops, patched=frozenset(p.address for p in more))
     entries = sum(1 for p in more if p.address not in sites)
@@ -492,6 +538,9 @@ class _Relocation:
     new_context: Callable[[], RelocationContext]
     new_code: Callable[[], Code]
     with_header: bool
+    # Return sites whose calls leave relocated return addresses though the program's are
+    # original: their jumps found no room (_fall_back).
+    relocated_returns: set[int]
     split: int = 0  # with a later part: the first of its candidates
 
 
@@ -515,6 +564,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
     relocated_addrs = {i.address for p in candidates for i in p.instructions()}
     scratch = Scratch(vfp)
     handlers_run = interrupt_code(binary) if binary.is_firmware else set()
+    relocated_returns: set[int] = set()
 
     def new_context() -> RelocationContext:
         return RelocationContext(
@@ -527,6 +577,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             interrupt_code=handlers_run,
             mask_interrupts=binary.is_firmware,
             original_returns=original_returns,
+            relocated_returns=relocated_returns,
             threads=binary.threaded and not binary.is_firmware,
             poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
             table_sizes=binary.table_sizes,
@@ -535,7 +586,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
         )
 
     new_code = functools.partial(Code, 0, pic=binary.is_pie, ge=binary.dsp)
-    return _Relocation(candidates, relocated_addrs, new_context, new_code, with_header)
+    return _Relocation(candidates, relocated_addrs, new_context, new_code, with_header, relocated_returns)
 
 
 def _later_part(relocation: _Relocation, tool_name: str) -> LaterPart | LocalPart | None:
@@ -624,6 +675,7 @@ def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with
             emit_inside_a_page(code, functools.partial(relocate_procedure, proc, code, ctx), ctx.saved)
         else:
             relocate_procedure(proc, code, ctx)
+        code.island(write_range_veneer)
     for key, label in sorted(ctx.veneers.items(), key=lambda kv: kv[0]):
         emit_veneer(key, label, code)
     for routine in sorted(ctx.appends.routines):
@@ -634,6 +686,7 @@ def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with
         ctx.shared_calls.emit_paths(code, ctx.function_label, ctx.string_label, ctx.counter_label)
     for proc, key in ctx.xlate_tables:
         emit_xlate_table(proc, key, code)
+    code.island(write_range_veneer, last=True)
 
 
 class _LibraryBuild:

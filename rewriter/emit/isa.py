@@ -16,6 +16,10 @@ AL = enc.AL
 PC, LR, SP, IP = 15, 14, 13, 12
 
 
+def _a32_bl(src: int, dst: int) -> bytes:
+    return enc.a32_b(src, dst, link=True)
+
+
 def _addr(target: Hashable | int, resolve: Resolver) -> int:
     return target if isinstance(target, int) else resolve(target)
 
@@ -121,13 +125,10 @@ class _T32(ISA):
         code.later(10, lambda at, r: enc.t32_pc_address(rd, at, _addr(target, r)))
 
     def call(self, code: Code, target: Hashable | int, target_thumb: bool = True) -> None:
-        if target_thumb:
-            code.later(4, lambda at, r: enc.t32_bl(at, _addr(target, r)))
-        else:
-            code.later(4, lambda at, r: enc.t32_blx(at, _addr(target, r)))
+        code.branch(target, enc.t32_bl if target_thumb else enc.t32_blx, target_thumb)
 
     def branch(self, code: Code, target: Hashable | int, cond: int = AL) -> None:
-        code.later(4, lambda at, r: enc.t32_b(at, _addr(target, r), cond))
+        code.branch(target, enc.t32_b if cond == AL else lambda at, dest: enc.t32_b(at, dest, cond), True)
 
     def far_jump(self, code: Code, target: int, target_thumb: bool) -> None:
         """Jump to a link-time address anywhere (clobbers IP, as veneers may)."""
@@ -217,13 +218,10 @@ class _A32(ISA):
         code.later(12, lambda at, r: enc.a32_pc_address(rd, at, _addr(target, r)))
 
     def call(self, code: Code, target: Hashable | int, target_thumb: bool = True) -> None:
-        if target_thumb:
-            code.later(4, lambda at, r: enc.a32_blx_imm(at, _addr(target, r)))
-        else:
-            code.later(4, lambda at, r: enc.a32_b(at, _addr(target, r), link=True))
+        code.branch(target, enc.a32_blx_imm if target_thumb else _a32_bl, target_thumb)
 
     def branch(self, code: Code, target: Hashable | int, cond: int = AL) -> None:
-        code.later(4, lambda at, r: enc.a32_b(at, _addr(target, r), cond))
+        code.branch(target, enc.a32_b if cond == AL else lambda at, dest: enc.a32_b(at, dest, cond), False)
 
     def far_jump(self, code: Code, target: int, target_thumb: bool) -> None:
         dest = target | (1 if target_thumb else 0)

@@ -39,6 +39,7 @@ from .isa import A32, AL, IP, ISA, LR, PC, SP, T32, Scratch
 from .shared_calls import SharedCalls
 
 ASR = 2  # shift type of data-processing register operands
+CONDITIONAL_REACH = (1 << 20) - 8  # bytes of a copy within which any T32 B<cond>.W reaches
 LEAVING_TARGET = 18  # d18: a computed jump's original target, for the stub that leaves a summing procedure
 
 class Unsupported(AnvilError):
@@ -77,6 +78,9 @@ class RelocationContext:
     # Calls leave the original return address in LR (its place, where it is relocated
     # code, is patched to jump to the copy: emit/patches.py), rather than the relocated one.
     original_returns: bool = False
+    # With original_returns: return sites whose calls leave the relocated return address
+    # all the same (their jump over the original code found no room: inhost._fall_back).
+    relocated_returns: set[int] = field(default_factory=set)
     # For the procedure being emitted: its blocks that reset its running sum (decision 0014)
     # -> the label past the reset, where its own direct branches go.
     inside: dict[int, Hashable] = field(default_factory=dict)
@@ -97,6 +101,8 @@ class RelocationContext:
     # Firmware: call sites keep only what differs between them and call shared code for
     # the rest (shared_calls.py, decision 0029); None: every site is written out inline.
     shared_calls: SharedCalls | None = None
+    # For the procedure being emitted: its copy is too large for T32 conditional branches.
+    far_conditionals: bool = False
 
     def saved(self) -> Callable[[], None]:
         """A function putting back what emitting a procedure changes here, for emitting it
@@ -125,7 +131,26 @@ def instruction_copies(labels: dict) -> dict[int, int]:
 
 
 def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> None:
-    """Emit ``proc`` with its hooks into ``code``."""
+    """Emit ``proc`` with its hooks into ``code``.
+
+    A T32 conditional branch reaches +-1 MiB: a copy that large (a big interpreter loop
+    under cachesim) is emitted again with its conditional jumps written as a skip over a
+    B.W, which reaches +-16 MiB.
+    """
+    mark, restore, start = code.mark(), ctx.saved(), code.size
+    _relocate_procedure(proc, code, ctx)
+    if code.size - start < CONDITIONAL_REACH or ctx.far_conditionals:
+        return
+    code.rollback(mark)
+    restore()
+    ctx.far_conditionals = True
+    try:
+        _relocate_procedure(proc, code, ctx)
+    finally:
+        ctx.far_conditionals = False
+
+
+def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> None:
     code.align(4)
     # Inside the program's own LDREX/STREX window an exclusive of ours would make its STREX
     # fail each time round its loop: such a procedure's counters add plainly.
@@ -314,7 +339,7 @@ def _jump(isa: ISA, code: Code, target: int, target_thumb: bool, cond: int, ctx:
     same_mode = relocated and ctx.mode_at(target) == isa.thumb
     # The procedure's own branches to a block that resets its running sum go past the reset.
     label = ctx.inside.get(target) or ins_label(target)
-    if same_mode and (cond == AL or not isa.thumb or local):
+    if same_mode and (cond == AL or not isa.thumb or (local and not ctx.far_conditionals)):
         isa.branch(code, label, cond)
         return
     skip = isa.skip_unless(code, cond) if cond != AL else None
@@ -359,12 +384,27 @@ def _far_to_label(isa: ISA, code: Code, label: Hashable, thumb: bool, scratch: S
         scratch.restore(isa, code, [(0, 1)])
         _jump_via_slot(isa, code)
         return
+    _jump_through_stack(isa, code, target)
+
+
+def _jump_through_stack(isa: ISA, code: Code, target: Hashable | int) -> None:
+    """Jump to ``target`` (its Thumb bit included) at any distance, every register and the
+    flags kept: the address goes through a stack word that the jump releases."""
     _reserve_slot(isa, code)
     isa.push(code, [0])
     isa.pc_address(code, 0, target)
     isa.str(code, 0, SP, 4)
     isa.pop(code, [0])
     _jump_via_reserved_slot(isa, code)
+
+
+def write_range_veneer(code: Code, target: Hashable | int, thumb: bool) -> None:
+    """An island's veneer (Code.island): a jump to ``target`` from a branch that does not
+    reach it. Written in the target's instruction set, so the branch keeps its form (a BLX
+    stays a BLX); it keeps every register, IP and LR included, as a jump inside a procedure needs."""
+    bit = 1 if thumb else 0
+    with_bit = target | bit if isinstance(target, int) else ("with_bit", target, bit)
+    _jump_through_stack(ISA.for_mode(thumb), code, with_bit)
 
 
 def _call(isa: ISA, code: Code, target: int, target_thumb: bool, cond: int, ctx: RelocationContext) -> None:
@@ -410,7 +450,7 @@ def _relocate(ins: Instruction, isa: ISA, code: Code, ctx: RelocationContext, pr
         if ins.is_return or ins.is_call:
             if ins.reads_pc:
                 raise Unsupported(f"{ins}: return or call reading PC")
-            if ins.is_call and ctx.original_returns:
+            if ins.is_call and ctx.original_returns and ins.end not in ctx.relocated_returns:
                 _call_returning_to_original(ins, isa, code, ctx, None, False)
                 return False
             _copy(ins, code)
@@ -459,7 +499,7 @@ def _direct(ins: Instruction, name: str, isa: ISA, code: Code, ctx: RelocationCo
     target_thumb = isa.thumb if name == "bl" else not isa.thumb
     if target_thumb:
         target &= ~1
-    if ctx.original_returns:
+    if ctx.original_returns and ins.end not in ctx.relocated_returns:
         _call_returning_to_original(ins, isa, code, ctx, target, target_thumb)
         return
     _call(isa, code, target, target_thumb, ins.cond, ctx)
