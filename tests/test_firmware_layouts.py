@@ -141,3 +141,25 @@ def test_ram_region_alone_keeps_the_code_in_flash(tmp_path: Path) -> None:
     assert code in ANVIL_BOARDS["mps2-an385"].flash
     assert 0x21000000 <= ram and ram + ram_size <= 0x21100000
     assert run_and_results(inst, "mps2-an385", "inscount")[:2] == run_firmware(image, "mps2-an385")
+
+
+@pytest.mark.parametrize("layout", ["cmsis", "newlib"])
+def test_no_free_ram_is_one_line(layout: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """On a board whose only RAM is the bank heap and stack share up to each other (the
+    boards' own script: __HeapLimit is __StackLimit; newlib's: no limit at all), no RAM is
+    free: one line on stderr, status 2, no output file."""
+    from dataclasses import replace
+
+    from rewriter import boards as anvil_boards
+    from rewriter.cli import main as anvil_main
+    from tests.support.boards import build_firmware
+
+    for name, board in list(anvil_boards.BOARDS.items()):
+        monkeypatch.setitem(anvil_boards.BOARDS, name, replace(board, ram_banks=(board.ram,)))
+    image = build_firmware("sort", "mps2-an385") if layout == "cmsis" else build_layout(layout, "sort", "mps2-an385")
+    out = tmp_path / "fw"
+    assert anvil_main(["instrument", "--tool", "inscount", str(image), "-o", str(out)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("anvil: error: no room for") and "--ram-region" in lines[0]
+    assert not out.exists()
