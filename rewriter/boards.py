@@ -1,14 +1,17 @@
 """The boards ``anvil`` knows: their memory maps (for placing instrumentation in
 Cortex-M images) and how to run an image on QEMU's model of them.
 
-Both MPS2 boards have the same map in QEMU 7.2 (hw/arm/mps2.c): 4 MiB of code
-memory at 0 (SSRAM1, where the core reads the vector table; treated as flash) and
-4 MiB of SRAM at 0x20000000; five CMSDK APB UARTs, UART0 at 0x40004000 (QEMU's
-``-serial`` options connect them in order).
+Both MPS2 boards have the same map in QEMU 7.2 (hw/arm/mps2.c, the monitor's ``info
+mtree``): 4 MiB of code memory at 0 (SSRAM1, where the core reads the vector table;
+treated as flash), and three RAMs: 16 KiB of block RAM at 0x01000000, 4 MiB of SRAM
+at 0x20000000 (SSRAM2/3) and 16 MiB of PSRAM at 0x21000000 (the mirrors of SSRAM1 and
+SSRAM2/3 at +4 MiB are not listed: writing there writes the original); five CMSDK APB
+UARTs, UART0 at 0x40004000 (QEMU's ``-serial`` options connect them in order).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .errors import AnvilError
@@ -33,8 +36,26 @@ class MemoryRegion:
 
 
 @dataclass(frozen=True)
+class HeapInfo:
+    """An answer to the semihosting SYS_HEAPINFO call: the heap's base and limit, the
+    stack's base (its initial pointer) and limit; 0 where the host does not know."""
+
+    heap_base: int
+    heap_limit: int
+    stack_base: int
+    stack_limit: int
+
+
+@dataclass(frozen=True)
 class Board:
-    """A board: its QEMU machine, CPU, memories and UARTs."""
+    """A board: its QEMU machine, CPU, memories and UARTs.
+
+    ``flash``: where the code goes; ``ram``: the main RAM; ``ram_banks``: every RAM the
+    board has (``ram`` among them), where instrumentation data may go;
+    ``heapinfo_ram``: the RAM QEMU's SYS_HEAPINFO divides between heap and stack (its
+    largest RAM region); ``vector_table``: where the core reads the initial stack pointer
+    and the reset vector.
+    """
 
     name: str
     cpu: str
@@ -42,6 +63,29 @@ class Board:
     ram: MemoryRegion
     uarts: tuple[int, ...]  # MMIO bases of UART0, UART1, ... (QEMU's serial ports 0, 1, ...)
     description: str
+    ram_banks: tuple[MemoryRegion, ...] = ()
+    heapinfo_ram: MemoryRegion | None = None
+    vector_table: int = 0
+
+    def heapinfo(self, loaded: Iterable[MemoryRegion]) -> HeapInfo:
+        """What QEMU 7.2 answers to SYS_HEAPINFO for an image whose program headers load
+        ``loaded`` (each PT_LOAD's load address and memory size: QEMU zero-fills past the
+        file bytes, so the whole of it counts): the largest stretch of ``heapinfo_ram``
+        no PT_LOAD touches (the first of equal ones) is both the heap and the stack, the
+        stack growing down from its top (semihosting/arm-compat-semi.c, hw/core/loader.c
+        rom_find_largest_gap_between)."""
+        if self.heapinfo_ram is None:
+            return HeapInfo(0, 0, 0, 0)
+        ram = self.heapinfo_ram
+        best = MemoryRegion(ram.start, 0)
+        at = ram.start
+        for region in sorted(r for r in loaded if r.size and r.start < ram.end and ram.start < r.end):
+            if region.start > at and region.start - at > best.size:
+                best = MemoryRegion(at, region.start - at)
+            at = max(at, region.end)
+        if ram.end > at and ram.end - at > best.size:
+            best = MemoryRegion(at, ram.end - at)
+        return HeapInfo(best.start, best.end, best.end, best.start)
 
     @property
     def uart(self) -> int:
@@ -82,15 +126,19 @@ class Board:
 
 _MPS2_FLASH = MemoryRegion(0x00000000, 4 << 20)
 _MPS2_RAM = MemoryRegion(0x20000000, 4 << 20)
+_MPS2_PSRAM = MemoryRegion(0x21000000, 16 << 20)
+_MPS2_RAM_BANKS = (MemoryRegion(0x01000000, 16 << 10), _MPS2_RAM, _MPS2_PSRAM)  # block RAM, SSRAM2/3, PSRAM
 _MPS2_UARTS = (0x40004000, 0x40005000, 0x40006000, 0x40007000, 0x40009000)  # QEMU 7.2 hw/arm/mps2.c
 DEFAULT_UART_BASE = _MPS2_UARTS[0]  # ReHost over a UART, unless --uart-base says otherwise
 UART_SPAN = 0x14  # the registers the ReHost UART channel uses: DATA, STATE, CTRL, INTSTATUS, BAUDDIV
 
 BOARDS: dict[str, Board] = {
     "mps2-an385": Board("mps2-an385", "cortex-m3", _MPS2_FLASH, _MPS2_RAM, _MPS2_UARTS,
-                        "ARM MPS2 with AN385 (Cortex-M3), QEMU machine mps2-an385"),
+                        "ARM MPS2 with AN385 (Cortex-M3), QEMU machine mps2-an385",
+                        ram_banks=_MPS2_RAM_BANKS, heapinfo_ram=_MPS2_PSRAM),
     "mps2-an386": Board("mps2-an386", "cortex-m4", _MPS2_FLASH, _MPS2_RAM, _MPS2_UARTS,
-                        "ARM MPS2 with AN386 (Cortex-M4F), QEMU machine mps2-an386"),
+                        "ARM MPS2 with AN386 (Cortex-M4F), QEMU machine mps2-an386",
+                        ram_banks=_MPS2_RAM_BANKS, heapinfo_ram=_MPS2_PSRAM),
 }
 
 

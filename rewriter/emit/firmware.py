@@ -1,5 +1,5 @@
 """Placement and ELF output for bare-metal Cortex-M images (see
-docs/decisions/0007-firmware-placement.md).
+docs/decisions/0007-firmware-placement.md, 0038).
 
 A firmware image has no loader and no kernel: whatever the instrumentation adds must
 already be where the core finds it after reset. So, unlike the Linux layout (a region
@@ -7,101 +7,29 @@ mapped by a loader stub), the additions are ordinary loadable segments:
 
 - code (analysis library text, relocated procedures, the runtime's initial data) in
   flash right after the image's last loaded byte;
-- the runtime's RAM (its data, counters, tables) at the top of the free RAM between
-  the heap's start and the stack, so heap and stack addresses stay as they were;
+- the runtime's RAM (its data, counters, tables) in RAM that neither the heap nor a
+  stack reaches (firmware_placement.py), so heap and stack addresses stay as they were;
 - each relocated procedure's first 4 bytes become a ``b.w`` to its copy, so the
   vector table, which stays unchanged, reaches instrumented handlers.
 
-Both places come from the image's symbols and the board's memory map, or from the
-user's ``--flash-region`` / ``--ram-region``; what does not fit is a one-line error.
+Both places come from the image and the board's memory map, or from the user's
+``--flash-region`` / ``--ram-region``; what does not fit is a one-line error.
 """
 
 from __future__ import annotations
 
 import io
 import struct
-from dataclasses import dataclass
 
 from elftools.elf.elffile import ELFFile
 
-from ..boards import BOARDS, MemoryRegion
 from ..errors import AnvilError
 from ..ir.model import Binary
+from .firmware_placement import Placement, place
 
-# Symbols a linker script defines where the heap ends (the stack's lowest address) and starts.
-HEAP_LIMIT_SYMBOLS = ("__HeapLimit", "__StackLimit", "_sstack", "__stack_start__")
-HEAP_BASE_SYMBOLS = ("__HeapBase", "end", "_end", "__end__", "_ebss", "__bss_end__")
-ALIGN = 16
+__all__ = ["Placement", "place", "write_elf"]
 
-
-@dataclass
-class Placement:
-    """Where instrumentation may go: ``flash`` (free, after the image) and ``ram`` (free,
-    between the heap's start and the stack)."""
-
-    flash: MemoryRegion
-    ram: MemoryRegion
-
-    def ram_for(self, size: int) -> int:
-        """Address of ``size`` bytes at the top of the free RAM (farthest from the heap's start)."""
-        at = (self.ram.end - size) & ~7
-        if size > self.ram.size or at < self.ram.start:
-            raise AnvilError(f"no room for {size} bytes of instrumentation data in RAM {self.ram} "
-                             f"({self.ram.size} bytes free between the heap and the stack); "
-                             "give --ram-region START:SIZE or fewer/smaller tool arrays")
-        return at
-
-    def check_flash(self, end: int) -> None:
-        if end > self.flash.end:
-            raise AnvilError(f"no room for {end - self.flash.start} bytes of instrumented code in flash "
-                             f"{self.flash} ({self.flash.size} bytes free after the image); "
-                             "give --flash-region START:SIZE or instrument fewer procedures (--only)")
-
-
-def _loads(binary: Binary) -> list[tuple[int, int, int, int]]:
-    """(vaddr, paddr, filesz, memsz) of each PT_LOAD."""
-    elf = ELFFile(io.BytesIO(binary.data))
-    return [(s["p_vaddr"], s["p_paddr"], s["p_filesz"], s["p_memsz"])
-            for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
-
-
-def place(binary: Binary, flash: MemoryRegion | None, ram: MemoryRegion | None) -> Placement:
-    """Work out the free flash and RAM of ``binary`` (the user's regions, when given, win)."""
-    loads = _loads(binary)
-    image_end = max(paddr + filesz for _, paddr, filesz, _ in loads if filesz)
-    lowest = min(paddr for _, paddr, filesz, _ in loads if filesz)
-    if flash is None:
-        memory = next((b.flash for b in BOARDS.values() if lowest in b.flash), None)
-        if memory is None:
-            raise AnvilError(f"the image at {lowest:#x} is not in a known board's flash: give --flash-region "
-                             "START:SIZE for the instrumented code")
-        start = (max(image_end, memory.start) + ALIGN - 1) & ~(ALIGN - 1)
-        flash = MemoryRegion(start, max(0, memory.end - start))
-    else:
-        for _, paddr, filesz, _ in loads:
-            if filesz and paddr < flash.end and flash.start < paddr + filesz:
-                raise AnvilError(f"--flash-region {flash} overlaps the image's contents at {paddr:#x}")
-    if ram is None:
-        symbols = _symbol_values(binary)
-        limit = next((symbols[n] for n in HEAP_LIMIT_SYMBOLS if n in symbols), None)
-        base = next((symbols[n] for n in HEAP_BASE_SYMBOLS if n in symbols), None)
-        if limit is None or base is None:
-            raise AnvilError("cannot tell where the heap starts and the stack ends (no __HeapLimit/__StackLimit "
-                             "and end/_end symbols): give --ram-region START:SIZE for the instrumentation data")
-        ram = MemoryRegion(base, max(0, limit - base))
-    for vaddr, _, _, memsz in loads:
-        if memsz and vaddr < ram.end and ram.start < vaddr + memsz:
-            raise AnvilError(f"RAM region {ram} overlaps the image's data at {vaddr:#x}")
-    return Placement(flash, ram)
-
-
-def _symbol_values(binary: Binary) -> dict[str, int]:
-    """Every defined symbol's value (linker-script symbols are absolute or section-relative
-    NOTYPE symbols, which the IR's symbol map leaves out)."""
-    symtab = ELFFile(io.BytesIO(binary.data)).get_section_by_name(".symtab")
-    if symtab is None:
-        return {}
-    return {s.name: s["st_value"] for s in symtab.iter_symbols() if s["st_shndx"] != "SHN_UNDEF"}
+ALIGN = 16  # of the added code in the file and in flash
 
 
 def write_elf(binary: Binary, patches: dict[int, bytes], flash_at: int, flash_bytes: bytes,

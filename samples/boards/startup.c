@@ -22,8 +22,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* Symbols defined by the linker script. */
-extern uint32_t __StackTop;
+/* Symbols defined by the linker script.  STACK_TOP: the initial stack pointer's
+ * name (-DSTACK_TOP=_estack for ST-style scripts, __stack for newlib-style ones). */
+#ifndef STACK_TOP
+#define STACK_TOP __StackTop
+#endif
+extern uint32_t STACK_TOP;
 extern uint32_t _sidata; /* load address of .data (in code memory) */
 extern uint32_t _sdata;  /* start of .data in RAM */
 extern uint32_t _edata;  /* end of .data in RAM */
@@ -72,7 +76,7 @@ typedef void (*vector_fn)(void);
  */
 __attribute__((section(".vectors"), used))
 const vector_fn vector_table[16 + 32] = {
-    (vector_fn)&__StackTop,
+    (vector_fn)&STACK_TOP,
     Reset_Handler,
     NMI_Handler,
     HardFault_Handler,

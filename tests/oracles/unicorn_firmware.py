@@ -10,7 +10,12 @@ path through newlib's start-up and exit code as under ``qemu-system-arm``:
   not a terminal (SYS_ISTTY 0, errno ENOTTY), as QEMU says when its stdout is a pipe;
 * ``:semihosting-features`` holds ``SHFB`` and the feature byte 0x03 (SYS_EXIT_EXTENDED
   and separate stdout/stderr), as QEMU 7.2 reports;
-* SYS_EXIT_EXTENDED / SYS_EXIT stop the run with the program's status.
+* SYS_EXIT_EXTENDED / SYS_EXIT stop the run with the program's status;
+* SYS_HEAPINFO (newlib's rdimon-crt0 asks it for its stack) gets QEMU's answer for an
+  image that loads nothing into the MPS2 boards' 16 MiB PSRAM, QEMU's largest RAM: all
+  of it is both heap and stack, the stack starting at its top (other images are refused);
+* SYS_GET_CMDLINE (rdimon-crt0's argv) gets the image's path as given, as QEMU's
+  ``-kernel`` makes it the command line when no ``-append`` or ``arg=`` is given.
 
 Every data access is recorded (``UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE``) as
 ``(kind, address, size)``, kind ``'L'`` or ``'S'``, with the same per-register rules
@@ -48,13 +53,16 @@ from unicorn.unicorn_const import UC_MEM_WRITE
 # Semihosting operations used by newlib's librdimon.
 SYS_OPEN, SYS_CLOSE, SYS_WRITEC, SYS_WRITE0, SYS_WRITE, SYS_READ = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06
 SYS_ISTTY, SYS_SEEK, SYS_FLEN, SYS_ERRNO, SYS_EXIT, SYS_EXIT_EXTENDED = 0x09, 0x0A, 0x0C, 0x13, 0x18, 0x20
+SYS_GET_CMDLINE, SYS_HEAPINFO = 0x15, 0x16
 ADP_STOPPED_APPLICATION_EXIT = 0x20026
 ENOTTY = 25
 FEATURES = b"SHFB\x03"
 # MPS2 code memory and SRAM, and the System Control Space page as plain memory: unicorn
 # does not model it, and the start-up code's write of CPACR (FPU on) must not fault.
 # Unicorn runs FP instructions without it.
-MEMORIES = [(0x00000000, 4 << 20), (0x20000000, 4 << 20), (0xE000E000, 0x1000)]
+# Also the block RAM and the PSRAM (where SYS_HEAPINFO puts the stack).
+PSRAM = (0x21000000, 16 << 20)
+MEMORIES = [(0x00000000, 4 << 20), (0x01000000, 16 << 10), (0x20000000, 4 << 20), PSRAM, (0xE000E000, 0x1000)]
 CPUS = {"mps2-an385": UC_CPU_ARM_CORTEX_M3, "mps2-an386": UC_CPU_ARM_CORTEX_M4}
 
 
@@ -83,9 +91,11 @@ class _File:
 class _Semihosting:
     """The host side of the semihosting calls newlib makes."""
 
-    def __init__(self, uc: Uc, run: FirmwareRun) -> None:
+    def __init__(self, uc: Uc, run: FirmwareRun, loaded: list[tuple[int, int]], command_line: bytes) -> None:
         self.uc, self.run = uc, run
         self.files: dict[int, _File] = {}
+        self.loaded = loaded  # (load address, memory size) of each PT_LOAD
+        self.command_line = command_line
 
     def words(self, address: int, n: int) -> tuple[int, ...]:
         return struct.unpack(f"<{n}I", self.uc.mem_read(address, 4 * n))
@@ -149,12 +159,27 @@ class _Semihosting:
         if op == SYS_EXIT:
             self.run.status = 0 if arg == ADP_STOPPED_APPLICATION_EXIT else 1
             return None
+        if op == SYS_HEAPINFO:
+            base, size = PSRAM
+            if any(at < base + size and base < at + length for at, length in self.loaded):
+                raise FirmwareOracleError("SYS_HEAPINFO for an image that loads into the PSRAM is not modelled")
+            block = self.words(arg, 1)[0]
+            uc.mem_write(block, struct.pack("<4I", base, base + size, base + size, base))
+            return 0
+        if op == SYS_GET_CMDLINE:
+            buffer, size = self.words(arg, 2)
+            if len(self.command_line) + 1 > size:
+                return 0xFFFFFFFF
+            uc.mem_write(buffer, self.command_line + b"\0")
+            uc.mem_write(arg + 4, struct.pack("<I", len(self.command_line)))
+            return 0
         raise FirmwareOracleError(f"semihosting operation {op:#x} is not modelled")
 
 
 def run_firmware_unicorn(image: str | Path, board: str, max_instructions: int = 50_000_000,
                          with_pc: bool = False) -> FirmwareRun:
-    """Run the Cortex-M ``image`` built for ``board`` to its semihosting exit.
+    """Run the Cortex-M ``image`` built for ``board`` to its semihosting exit (its command
+    line: ``image`` as given, as QEMU's).
 
     ``with_pc``: each access also carries the address of its instruction, as
     ``(kind, address, size, pc)`` (slower: Python runs at every instruction).
@@ -163,14 +188,17 @@ def run_firmware_unicorn(image: str | Path, board: str, max_instructions: int = 
     uc.ctl_set_cpu_model(CPUS[board])
     for start, size in MEMORIES:
         uc.mem_map(start, size)
+    loaded = []
     with open(image, "rb") as f:
         for seg in ELFFile(f).iter_segments():
             if seg["p_type"] == "PT_LOAD" and seg["p_filesz"]:
                 uc.mem_write(seg["p_paddr"], seg.data())
+            if seg["p_type"] == "PT_LOAD":
+                loaded.append((seg["p_paddr"], seg["p_memsz"]))
     sp, pc = struct.unpack("<II", uc.mem_read(0, 8))
     uc.reg_write(UC_ARM_REG_SP, sp)
     run = FirmwareRun()
-    host = _Semihosting(uc, run)
+    host = _Semihosting(uc, run, loaded, str(image).encode())
     stopped_at: list[int] = []
 
     current = [0]

@@ -58,7 +58,22 @@ BOARDS: dict[str, list[str]] = {
 PROGRAMS: list[str] = ["crc", "sort", "filter", "irq"]
 
 #: Flags common to every build.  ``-nostartfiles``: startup.c replaces rdimon-crt0.o.
-COMMON_FLAGS: list[str] = ["-g", "-Wall", "-Wextra", "--specs=rdimon.specs", "-nostartfiles"]
+BASE_FLAGS: list[str] = ["-g", "-Wall", "-Wextra", "--specs=rdimon.specs"]
+COMMON_FLAGS: list[str] = [*BASE_FLAGS, "-nostartfiles"]
+
+LAYOUTS_DIR: Path = BOARDS_DIR / "layouts"
+
+#: Linker scripts in other styles than the boards' own (CMSIS-style: __HeapBase, __HeapLimit,
+#: __StackLimit, __StackTop), each with its start-up: name -> (script, sources, flags).
+#: newlib: end/_end only, .data loaded straight into RAM, startup.c; st: ST's _estack,
+#: _Min_Heap_Size, _Min_Stack_Size and a heap that stops at the stack's reserve; rdimon:
+#: the newlib script started by newlib's rdimon-crt0 (stack and heap limit from SYS_HEAPINFO).
+LAYOUTS: dict[str, tuple[Path, list[Path], list[str]]] = {
+    "newlib": (LAYOUTS_DIR / "newlib.ld", [STARTUP],
+               ["-nostartfiles", "-DSTACK_TOP=__stack", "-Wl,--entry=Reset_Handler"]),
+    "st": (LAYOUTS_DIR / "st.ld", [STARTUP, LAYOUTS_DIR / "st_sbrk.c"], ["-nostartfiles", "-DSTACK_TOP=_estack"]),
+    "rdimon": (LAYOUTS_DIR / "newlib.ld", [LAYOUTS_DIR / "vectors.c"], []),
+}
 
 #: Optimisation levels build_firmware accepts.
 OPT_LEVELS: tuple[str, ...] = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Og")
@@ -108,16 +123,32 @@ def build_firmware(name: str, board: str, opt: str = "-O2") -> Path:
     source = BOARDS_DIR / f"{name}.c"
     if name == STARTUP.stem or not source.is_file():
         raise FirmwareBuildError(f"unknown firmware program {name!r}: {source} does not exist")
-    flags = firmware_flags(board, opt)
+    return _build(f"{name}-{board}-{opt.lstrip('-')}", [STARTUP, source], sorted(BOARDS_DIR.glob("*.ld")),
+                  firmware_flags(board, opt))
+
+
+def build_layout(layout: str, name: str, board: str, opt: str = "-O2") -> Path:
+    """Build ``samples/boards/<name>.c`` for a board with the linker script and start-up of
+    ``LAYOUTS[layout]`` (cached); return the ELF's path."""
+    source = BOARDS_DIR / f"{name}.c"
+    if layout not in LAYOUTS or not source.is_file():
+        raise FirmwareBuildError(f"unknown layout {layout!r} or program {name!r}")
+    firmware_flags(board, opt)  # rejects unknown boards and levels
+    script, sources, extra = LAYOUTS[layout]
+    flags = [*BOARDS[board], opt, *BASE_FLAGS, *extra, "-T", str(script)]
+    return _build(f"{name}-{layout}-{board}-{opt.lstrip('-')}", [*sources, source], [script], flags)
+
+
+def _build(stem: str, sources: list[Path], scripts: list[Path], flags: list[str]) -> Path:
+    """Compile and link ``sources`` with ``flags`` into the cache (keyed by the sources,
+    the linker scripts and the flags); return the ELF's path."""
     cc = _require_tool(CC)
-    key = _cache_key(
-        STARTUP.read_bytes(), source.read_bytes(), *(ld.read_bytes() for ld in sorted(BOARDS_DIR.glob("*.ld"))),
-        "\0".join(flags).replace(str(REPO_ROOT), "")
-    )
-    out = cache_dir() / f"{name}-{board}-{opt.lstrip('-')}-{key}.elf"
+    key = _cache_key(*(path.read_bytes() for path in [*sources, *scripts]),
+                     "\0".join(flags).replace(str(REPO_ROOT), ""))
+    out = cache_dir() / f"{stem}-{key}.elf"
     if out.is_file():
         return out
-    return build_cache.compile_to([cc, *flags], [str(STARTUP), str(source)], out, FirmwareBuildError)
+    return build_cache.compile_to([cc, *flags], [str(path) for path in sources], out, FirmwareBuildError)
 
 
 def qemu_command(elf: Path | str, board: str) -> list[str]:

@@ -1,0 +1,261 @@
+"""Where a Cortex-M image's instrumentation goes: free flash for the code, RAM that
+neither the heap nor a stack reaches for the data (docs/decisions/0038-firmware-placement-from-the-memory-map.md).
+
+Everything comes from the board's memory map (its flash and RAM banks) and the image:
+its program headers (what is loaded where: by load address, where the bytes are, and
+by address, where the program uses them), the word the core loads its stack pointer
+from, the linker-script symbols that name where the heap starts and where heap and
+stack stop, and whether the image asks the debugger or emulator for its heap and stack
+(a semihosting SYS_HEAPINFO call, as newlib's rdimon-crt0 makes).
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from elftools.elf.elffile import ELFFile
+
+from ..boards import BOARDS, Board, MemoryRegion
+from ..errors import AnvilError
+from ..ir.constants import constant_before
+from ..ir.model import Binary
+
+ALIGN = 16  # of the code in flash
+DATA_ALIGN = 8  # of the data in RAM
+SYS_HEAPINFO = 0x16
+
+# Linker-script symbols, first present wins. Where the heap starts:
+HEAP_START_SYMBOLS = ("__HeapBase", "__heap_start", "__heap_start__", "end", "_end", "__end__")
+# Where it stops (a heap limit); where the stack stops (its lowest address):
+HEAP_LIMIT_SYMBOLS = ("__HeapLimit", "__heap_limit__", "__heap_end__")
+STACK_LIMIT_SYMBOLS = ("__StackLimit", "_sstack", "__stack_start__")
+# The initial stack pointer, when the image's vector table is not where the board reads it:
+STACK_TOP_SYMBOLS = ("__StackTop", "_estack", "__stack", "__initial_sp")
+
+
+@dataclass(frozen=True)
+class Load:
+    """A PT_LOAD: where its bytes are loaded (``paddr``) and where the program uses them (``vaddr``)."""
+
+    vaddr: int
+    paddr: int
+    filesz: int
+    memsz: int
+
+
+@dataclass
+class Placement:
+    """Where instrumentation may go: ``flash`` (free, after the image) and RAM: the user's
+    ``ram`` region (data at its top), or else what ``find_ram`` chooses for a size."""
+
+    flash: MemoryRegion
+    ram: MemoryRegion | None = None
+    find_ram: Callable[[int], int] | None = None
+
+    def ram_for(self, size: int) -> int:
+        """Address of ``size`` bytes of RAM for the instrumentation's data."""
+        if self.ram is None:
+            assert self.find_ram is not None
+            return self.find_ram(size)
+        at = (self.ram.end - size) & ~(DATA_ALIGN - 1)
+        if size > self.ram.size or at < self.ram.start:
+            raise AnvilError(f"no room for {size} bytes of instrumentation data in RAM {self.ram} "
+                             f"({self.ram.size} bytes); give --ram-region START:SIZE or fewer/smaller tool arrays")
+        return at
+
+    def check_flash(self, end: int) -> None:
+        """A one-line error unless the code ending at ``end`` fits the free flash."""
+        if end > self.flash.end:
+            raise AnvilError(f"no room for {end - self.flash.start} bytes of instrumented code in flash "
+                             f"{self.flash} ({self.flash.size} bytes free after the image); "
+                             "give --flash-region START:SIZE or instrument fewer procedures (--only)")
+
+
+def place(binary: Binary, flash: MemoryRegion | None, ram: MemoryRegion | None) -> Placement:
+    """Work out the free flash and RAM of ``binary`` (the user's regions, when given, win)."""
+    loads = _loads(binary)
+    lowest = min((load.paddr for load in loads if load.filesz), default=None)
+    if lowest is None:
+        raise AnvilError("the image loads nothing (no PT_LOAD with file bytes)")
+    board = next((b for b in BOARDS.values() if lowest in b.flash), None)
+    if flash is None:
+        if board is None:
+            raise AnvilError(f"the image at {lowest:#x} is not in a known board's flash: give --flash-region "
+                             "START:SIZE for the instrumented code")
+        flash = free_flash(board.flash, loads)
+    else:
+        for load in loads:
+            for start in {load.paddr, load.vaddr}:
+                if load.memsz and start < flash.end and flash.start < start + load.memsz:
+                    raise AnvilError(f"--flash-region {flash} overlaps the image's contents at {start:#x}")
+    if ram is not None:
+        for load in loads:
+            if load.memsz and load.vaddr < ram.end and ram.start < load.vaddr + load.memsz:
+                raise AnvilError(f"RAM region {ram} overlaps the image's data at {load.vaddr:#x}")
+        return Placement(flash, ram)
+    return Placement(flash, find_ram=RamUse(binary, board, loads).place)
+
+
+def free_flash(memory: MemoryRegion, loads: list[Load]) -> MemoryRegion:
+    """The flash after the last byte any PT_LOAD puts in ``memory``, by load address or
+    by address (whole memory sizes: a loader zero-fills the rest of a segment, and QEMU
+    refuses to start when two segments overlap)."""
+    used = [start + load.memsz for load in loads if load.memsz for start in (load.paddr, load.vaddr)
+            if start in memory]
+    start = (max(used, default=memory.start) + ALIGN - 1) & ~(ALIGN - 1)
+    return MemoryRegion(start, max(0, memory.end - start))
+
+
+class RamUse:
+    """The RAM an image may touch on a board, and where new data can go that it never touches.
+
+    Touched: every PT_LOAD's RAM (by address and by load address); the heap, from its
+    start up to its limit or, with none named, up to the stack; each stack (the one the
+    core starts on, and the one SYS_HEAPINFO hands out when the image asks for it), from
+    its top down to its limit or, with none named, down to the heap. A heap or a stack
+    never leaves its RAM bank (past a bank's end lie its mirror or nothing: a program
+    that grew that far would already fail). Limits are trusted: a linker script's
+    (``__HeapLimit``, ``__StackLimit``, ST's ``_estack - _Min_Stack_Size``) and
+    SYS_HEAPINFO's.
+    """
+
+    def __init__(self, binary: Binary, board: Board | None, loads: list[Load]) -> None:
+        self.board = board
+        self.loads = loads
+        self.banks = board.ram_banks if board is not None else ()
+        symbols = _symbol_values(binary)
+        in_ram = [load for load in loads if load.memsz and self._bank(load.vaddr)]
+        self.heap_start = next((symbols[n] for n in HEAP_START_SYMBOLS if n in symbols),
+                               max((load.vaddr + load.memsz for load in in_ram), default=None))
+        st_limit = None  # ST-style scripts: the heap stops at the stack's reserve below _estack
+        if "_estack" in symbols and "_Min_Stack_Size" in symbols:
+            st_limit = symbols["_estack"] - symbols["_Min_Stack_Size"]
+        self.heap_limit = next((symbols[n] for n in HEAP_LIMIT_SYMBOLS if n in symbols), st_limit)
+        self.stack_limit = next((symbols[n] for n in STACK_LIMIT_SYMBOLS if n in symbols), st_limit)
+        self.stack_top = self._initial_sp(binary, symbols)
+        self.asks_heapinfo = board is not None and any(
+            ins.is_syscall and ins.mnemonic == "bkpt" and constant_before(ins, 0) == SYS_HEAPINFO
+            for proc in binary.procedures for ins in proc.instructions())
+
+    def _bank(self, address: int) -> MemoryRegion | None:
+        return next((bank for bank in self.banks if address in bank), None)
+
+    def _initial_sp(self, binary: Binary, symbols: dict[str, int]) -> int | None:
+        """The stack pointer the core starts with: word 0 of the vector table where the board
+        reads it, or else the linker script's stack top."""
+        if self.board is not None:
+            at = self.board.vector_table
+            for load in self.loads:
+                if load.filesz >= 4 and load.paddr <= at <= load.paddr + load.filesz - 4:
+                    return struct.unpack_from("<I", binary.read(load.vaddr + at - load.paddr, 4))[0] & ~3
+        return next((symbols[n] for n in STACK_TOP_SYMBOLS if n in symbols), None)
+
+    def touched(self, extra: MemoryRegion | None = None) -> list[MemoryRegion]:
+        """What the image may touch when ``extra`` is loaded with it (as a PT_LOAD: it
+        changes what SYS_HEAPINFO answers)."""
+        regions = [MemoryRegion(start, load.memsz) for load in self.loads if load.memsz
+                   for start in {load.vaddr, load.paddr} if self._bank(start)]
+        stacks = [(self.stack_top, self.stack_limit)]
+        heap_limit = self.heap_limit
+        if self.asks_heapinfo:
+            assert self.board is not None
+            info = self.board.heapinfo(self._loaded(extra))
+            if info.stack_base:
+                stacks.append((info.stack_base, info.stack_limit or None))
+            if heap_limit is None and info.heap_limit:
+                heap_limit = info.heap_limit
+        heap_bank = self._bank(self.heap_start) if self.heap_start is not None else None
+        if heap_bank is not None:
+            assert self.heap_start is not None
+            # Up to its limit, else up to the stack that starts above it in its bank.
+            tops = [top for top, _ in stacks if top is not None and self.heap_start < top <= heap_bank.end]
+            end = heap_limit if heap_limit is not None else min(tops, default=heap_bank.end)
+            regions.append(MemoryRegion(self.heap_start, max(0, min(end, heap_bank.end) - self.heap_start)))
+        for top, limit in stacks:
+            bank = self._bank(top - 1) if top else None
+            if bank is None:
+                continue
+            if limit is None:  # down to the heap below it in its bank, else to the bank's start
+                heap = self.heap_start
+                limit = heap if heap is not None and bank.start <= heap < top else bank.start
+            limit = max(limit, bank.start)
+            regions.append(MemoryRegion(limit, max(0, top - limit)))
+        return [r for r in regions if r.size]
+
+    def _loaded(self, extra: MemoryRegion | None) -> list[MemoryRegion]:
+        loaded = [MemoryRegion(load.paddr, load.memsz) for load in self.loads if load.memsz]
+        return loaded + [extra] if extra is not None else loaded
+
+    def fits(self, candidate: MemoryRegion) -> bool:
+        """Whether ``candidate`` is untouched by the image loaded with it, and leaves
+        SYS_HEAPINFO's heap limit and stack base as they were (same heap, same stack)."""
+        if any(r.start < candidate.end and candidate.start < r.end for r in self.touched(candidate)):
+            return False
+        if self.asks_heapinfo:
+            assert self.board is not None
+            before, after = self.board.heapinfo(self._loaded(None)), self.board.heapinfo(self._loaded(candidate))
+            return (before.heap_limit, before.stack_base) == (after.heap_limit, after.stack_base)
+        return True
+
+    def candidates(self, size: int) -> list[MemoryRegion]:
+        """Every place for ``size`` bytes at an end of a stretch of RAM between what the
+        image touches (or of a bank) that it does not touch."""
+        edges = self.touched()
+        found: list[MemoryRegion] = []
+        bottoms = {*(bank.start for bank in self.banks), *(r.end for r in edges)}
+        tops = {*(bank.end for bank in self.banks), *(r.start for r in edges)}
+        starts = {(a + DATA_ALIGN - 1) & ~(DATA_ALIGN - 1) for a in bottoms} | {(a - size) & ~(DATA_ALIGN - 1)
+                                                                              for a in tops}
+        for start in sorted(starts):
+            region, bank = MemoryRegion(start, size), self._bank(start)
+            if bank is not None and region.end <= bank.end and self.fits(region):
+                found.append(region)
+        return found
+
+    def place(self, size: int) -> int:
+        """Where ``size`` bytes of instrumentation data go: in a RAM bank the image does not
+        touch at all if there is one (the largest; its start), else at the lowest place it
+        does not touch; or a one-line error."""
+        if not self.banks:
+            return self._between_limits(size)
+        found = self.candidates(size)
+        if not found:
+            raise AnvilError(f"no room for {size} bytes of instrumentation data in RAM that neither the heap nor "
+                             "the stack reaches: give --ram-region START:SIZE or fewer/smaller tool arrays")
+
+        def rank(region: MemoryRegion) -> tuple[bool, int, int]:
+            bank = self._bank(region.start)
+            assert bank is not None
+            shared = any(r.start < bank.end and bank.start < r.end for r in self.touched(region))
+            return shared, -bank.size, region.start
+        return min(found, key=rank).start
+
+    def _between_limits(self, size: int) -> int:
+        """No board known: the top of the RAM between the heap's start and its limit (or
+        the stack's), as the linker script names them."""
+        limit = self.heap_limit if self.heap_limit is not None else self.stack_limit
+        if self.heap_start is None or limit is None:
+            raise AnvilError("cannot tell where the heap starts and the stack ends (the image is on no known board, "
+                             "and has no __HeapLimit/__StackLimit and end/_end symbols): give --ram-region "
+                             "START:SIZE for the instrumentation data")
+        return Placement(MemoryRegion(0, 0), MemoryRegion(self.heap_start, max(0, limit - self.heap_start))
+                         ).ram_for(size)
+
+
+def _loads(binary: Binary) -> list[Load]:
+    """Each PT_LOAD."""
+    elf = ELFFile(io.BytesIO(binary.data))
+    return [Load(s["p_vaddr"], s["p_paddr"], s["p_filesz"], s["p_memsz"])
+            for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+
+
+def _symbol_values(binary: Binary) -> dict[str, int]:
+    """Every defined symbol's value (linker-script symbols are absolute or section-relative
+    NOTYPE symbols, which the IR's symbol map leaves out)."""
+    symtab = ELFFile(io.BytesIO(binary.data)).get_section_by_name(".symtab")
+    if symtab is None:
+        return {}
+    return {s.name: s["st_value"] for s in symtab.iter_symbols() if s["st_shndx"] != "SHN_UNDEF"}
