@@ -32,7 +32,7 @@ from elftools.elf.elffile import ELFFile
 from ..api import Arg, Options, Prototype, Tool
 from ..errors import AnvilError
 from ..ir.constants import constant_before, jump_targets
-from ..ir.flow import interrupt_code
+from ..ir.flow import interrupt_code, reset_handler
 from ..ir.fork_split import halfway
 from ..ir.gc_pause import gc_paused
 from ..ir.model import Binary, Hook, Instruction, Point, Procedure
@@ -152,9 +152,10 @@ def _add_runtime_hooks(binary: Binary) -> None:
     semihosting exit calls end the program.
     """
     if binary.is_firmware:
-        reset = next((p for p in binary.procedures if p.address == binary.entry & ~1), None)
+        start = reset_handler(binary)
+        reset = next((p for p in binary.procedures if p.address == start), None)
         if reset is None:
-            raise AnvilError(f"no procedure at the entry point {binary.entry:#x} (the reset handler)")
+            raise AnvilError(f"no procedure at the entry point {start:#x} (the reset handler)")
         reset.hooks.insert(0, Hook(Point.BEFORE, Prototype("anvil_firmware_init", ()), (), setup=True))
     if not any(h.point is Point.AFTER for h in binary.hooks):
         return

@@ -261,6 +261,18 @@ def exception_handlers(binary: Binary, starts: set[int]) -> list[int]:
     return handlers
 
 
+def reset_handler(binary: Binary) -> int:
+    """Firmware: where the core starts, word 1 of the vector table at the image's lowest
+    address (what QEMU and a real core read, whatever the ELF entry says: a linker script's
+    ENTRY may name another symbol, or none), when it is Thumb code of a procedure; else
+    the ELF entry."""
+    lowest = min((s for s in binary.segments if s.filesz), key=lambda s: s.vaddr, default=None)
+    word = struct.unpack("<I", binary.read(lowest.vaddr + 4, 4))[0] if lowest and lowest.filesz >= 8 else 0
+    if word & 1 and any(p.address == word & ~1 for p in binary.procedures):
+        return word & ~1
+    return binary.entry & ~1
+
+
 def interrupt_code(binary: Binary) -> set[int]:
     """Firmware: the addresses of the procedures an exception handler may run: the handlers
     in the vector table (``exception_handlers``) and whatever they call or branch to,

@@ -68,9 +68,11 @@ LAYOUTS_DIR: Path = BOARDS_DIR / "layouts"
 #: newlib: end/_end only, .data loaded straight into RAM, startup.c; st: ST's _estack,
 #: _Min_Heap_Size, _Min_Stack_Size and a heap that stops at the stack's reserve; rdimon:
 #: the newlib script started by newlib's rdimon-crt0 (stack and heap limit from SYS_HEAPINFO).
+#: The newlib script's ENTRY(_start) names rdimon-crt0's symbol: with startup.c the ELF
+#: entry is not the reset handler (the core starts at the vector table's, and so must Anvil).
 LAYOUTS: dict[str, tuple[Path, list[Path], list[str]]] = {
     "newlib": (LAYOUTS_DIR / "newlib.ld", [STARTUP],
-               ["-nostartfiles", "-DSTACK_TOP=__stack", "-Wl,--entry=Reset_Handler"]),
+               ["-nostartfiles", "-DSTACK_TOP=__stack"]),
     "st": (LAYOUTS_DIR / "st.ld", [STARTUP, LAYOUTS_DIR / "st_sbrk.c"], ["-nostartfiles", "-DSTACK_TOP=_estack"]),
     "rdimon": (LAYOUTS_DIR / "newlib.ld", [LAYOUTS_DIR / "vectors.c"], []),
 }
