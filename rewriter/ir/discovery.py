@@ -22,6 +22,7 @@ from .exception_tables import handlers
 from .gaps import call_targets_in_gaps
 from .jump_tables import REGISTERS, SwitchFinder, is_computed_jump, table_branch_targets
 from .model import Binary, Instruction, Procedure
+from .plt import THUMB_STUB
 
 CHUNK = 256
 R_ARM_RELATIVE = 23
@@ -45,6 +46,9 @@ def _seeds(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]], relocate
     the PLT, exported functions and, in a PIE, the Thumb code addresses its dynamic
     relocations put in data (``relocated``: a PIE's every code pointer in data has one)."""
     seeds = [(binary.entry & ~1, bool(binary.entry & 1))]
+    # Every PLT entry, in its instruction set (a Thumb stub, bx pc, or A32): seeded first,
+    # an entry keeps it whatever a descent into garbage later calls it.
+    seeds += [(entry, binary.read(entry, 2) == THUMB_STUB.to_bytes(2, "little")) for entry in sorted(binary.plt)]
     for sec in elf.iter_sections():
         if sec.name == ".plt" and sec["sh_size"]:  # PLT0 and the entries are A32 (lazy binding jumps to PLT0)
             seeds.append((sec["sh_addr"], False))
@@ -94,6 +98,29 @@ def _data_words(elf: ELFFile, ranges: list[tuple[int, int]]) -> list[tuple[int, 
     return out
 
 
+def _labels_of_sized_functions(elf: ELFFile, words: list[tuple[int, bool]]) -> set[int]:
+    """The ``words`` (address, Thumb) strictly inside a function that the dynamic symbol
+    table gives a size, in that function's instruction set."""
+    functions = []
+    for sec in elf.iter_sections():
+        if sec["sh_type"] == "SHT_DYNSYM":
+            functions += [(sym["st_value"] & ~1, sym["st_size"], bool(sym["st_value"] & 1))
+                          for sym in sec.iter_symbols() if sym["st_info"]["type"] == "STT_FUNC"
+                          and sym["st_shndx"] != "SHN_UNDEF" and sym["st_size"]]
+    if not functions or not words:
+        return set()
+    functions.sort()
+    starts = [start for start, _, _ in functions]
+    out = set()
+    for address, thumb in words:
+        k = bisect.bisect_right(starts, address) - 1
+        if k >= 0:
+            start, size, function_thumb = functions[k]
+            if start < address < start + size and thumb == function_thumb:
+                out.add(address)
+    return out
+
+
 def _split_it(got: list[Instruction]) -> list[Instruction]:
     """Drop a trailing IT block cut by the end of the chunk (decode it again from its IT)."""
     for k, ins in enumerate(got):
@@ -124,7 +151,8 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
 
     A weak entry (a number in a fixed-address binary's data that looks like a Thumb code
     address, ``_data_words``) that turns out to lie inside an instruction of the procedure
-    before it is dropped, and that procedure decoded on: real code never branches into
+    before it, or where that procedure runs on in the other instruction set, is dropped,
+    and that procedure decoded on: real code never branches into
     the middle of an instruction, while a table of numbers easily names such a place.
     """
     ranges = _exec_ranges(elf)
@@ -132,9 +160,16 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     streams = _Streams(binary, md, DecodeCache())
     relocated = _relocated_words(elf, binary) if binary.is_pie else []
     # Even code addresses in relocated data: computed-goto labels (Lua's dispatch).
-    streams.labels = sorted(v for v in relocated if not v & 1 and _inside(ranges, v))
-    starts = _Starts(_seeds(binary, elf, ranges, relocated), [] if binary.is_pie else _data_words(elf, ranges),
-                     handlers(elf, binary.read))
+    labels = {v for v in relocated if not v & 1 and _inside(ranges, v)}
+    data_words = [] if binary.is_pie else _data_words(elf, ranges)
+    # A fixed-address program's computed-goto labels (Python's opcode table) are words in
+    # data too: inside an exported function of known size, in its instruction set, one is
+    # a place in that function, not the start of another.
+    inside = _labels_of_sized_functions(elf, data_words)
+    labels |= inside
+    streams.labels = sorted(labels)
+    starts = _Starts(_seeds(binary, elf, ranges, relocated), [w for w in data_words if w[0] not in inside],
+                     handlers(elf, binary.read), _a32_only(elf, binary))
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
     while True:  # until no more procedures are found never to return
@@ -172,6 +207,23 @@ class _Starts:
     seeds: list[tuple[int, bool]]
     data_words: list[tuple[int, bool]]
     unwound: dict[int, tuple[int, set[int]]]
+    # Ranges holding only A32 code (the PLT, but for its Thumb stubs), and those stubs: a
+    # Thumb entry elsewhere in them is data read as an address or garbage's call.
+    a32_only: tuple[list[tuple[int, int]], set[int]] = ([], set())
+
+    def wrong_mode(self, address: int, thumb: bool) -> bool:
+        """Whether an entry at ``address`` cannot be in this instruction set."""
+        ranges, stubs = self.a32_only
+        return thumb and address not in stubs and _inside(ranges, address)
+
+
+def _a32_only(elf: ELFFile, binary: Binary) -> tuple[list[tuple[int, int]], set[int]]:
+    """The PLT's range and its Thumb stubs (see _Starts.a32_only)."""
+    plt = elf.get_section_by_name(".plt")
+    if plt is None or not plt["sh_size"]:
+        return [], set()
+    stubs = {entry for entry in binary.plt if binary.read(entry, 2) == THUMB_STUB.to_bytes(2, "little")}
+    return [(plt["sh_addr"], plt["sh_addr"] + plt["sh_size"])], stubs
 
 
 def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Binary, streams: _Streams,
@@ -181,10 +233,11 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
     instructions, with calls to ``noreturn`` taken as never returning."""
     entries: dict[int, bool] = {}
     for addr, thumb in starts.seeds:
-        entries.setdefault(addr, thumb)
+        if not starts.wrong_mode(addr, thumb):
+            entries.setdefault(addr, thumb)
     weak: set[int] = set()
     for addr, thumb in starts.data_words:
-        if addr not in entries:
+        if addr not in entries and not starts.wrong_mode(addr, thumb):
             entries[addr] = thumb
             weak.add(addr)
     rejected: set[int] = set()
@@ -201,8 +254,9 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             for entry in changed:  # what they call is looked at in the next round
                 del found[entry]
             continue
-        added = {a: t for a, t in new.items() if a not in entries and a not in rejected}
-        guessed = {a: t for a, t in guesses.items() if a not in entries and a not in rejected and a not in added}
+        added = {a: t for a, t in new.items() if a not in entries and a not in rejected and not starts.wrong_mode(a, t)}
+        guessed = {a: t for a, t in guesses.items()
+                   if a not in entries and a not in rejected and a not in added and not starts.wrong_mode(a, t)}
         added |= guessed
         weak |= guessed.keys()
         if not added:  # then the landing pads of the functions found, which only the unwinder enters
@@ -252,7 +306,8 @@ def _descend_all(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]
     """Decode every procedure from its entry into ``found`` (each entry's descent, kept from
     the round before); returns the entries whose descent changed and, from those alone, the
     call targets seen, the weak entries guessed from literals and the entries that cut an
-    instruction of the procedure before them in two. (A descent that did not change was
+    instruction of the procedure before them in two, or that it runs on into in the other
+    instruction set. (A descent that did not change was
     looked at in an earlier round: what it calls is an entry already, or was rejected.)
 
     A procedure's descent depends only on its entry, its instruction set and its limit (the
@@ -274,7 +329,7 @@ def _descend_all(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]
         known = by_limit.get(limit)
         if known is None:
             wider = next((d for d in by_limit.values() if limit < d.limit and d.fits_below(limit)), None)
-            if wider is not None:  # the new entry cut nothing
+            if wider is not None:  # the new entry cut nothing (and nothing ran on to it)
                 known = dataclasses.replace(wider, limit=limit)
             else:
                 known = _descend(binary, streams, ranges, entry, entries[entry], limit, noreturn)
@@ -287,7 +342,9 @@ def _descend_all(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]
             calls.setdefault(target, thumb)
         for target, thumb in known.guesses.items():
             guesses.setdefault(target, thumb)
-        if known.straddles:
+        # Code never runs on into the other instruction set: an entry there is as wrong as
+        # one inside an instruction.
+        if known.straddles or (known.runs_on and entries.get(limit, entries[entry]) != entries[entry]):
             cut.add(limit)
     return (changed, {a: t for a, t in calls.items() if _inside(ranges, a)},
             {a: t for a, t in guesses.items() if _inside(ranges, a)}, cut)
@@ -305,6 +362,7 @@ class Descent:
     guesses: dict[int, bool]  # weak entries (_targets)
     straddles: bool
     reach: int = 0  # the end of the highest instruction, and of what the descent went to
+    runs_on: bool = False  # an instruction falls through to the limit (into the next procedure)
 
     def fits_below(self, limit: int) -> bool:
         """Decoding up to ``limit`` would find the same: nothing found or gone to reaches it."""
@@ -317,7 +375,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     mine: dict[int, Instruction] = {}
     calls: dict[int, bool] = {}
     guesses: dict[int, bool] = {}
-    straddles = False
+    straddles = runs_on = False
     reach = entry
     inside: set[int] = set()  # the second halfwords of 32-bit instructions
     work: deque[tuple[int, bool]] = deque([(entry, entry_thumb)])
@@ -358,7 +416,8 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
             if not ins.falls_through or _ends(ins, noreturn):
                 break
             cur = ins.end
-    return Descent(limit, mine, calls, guesses, straddles, reach)
+            runs_on |= cur == limit
+    return Descent(limit, mine, calls, guesses, straddles, reach, runs_on)
 
 
 class _Streams:
