@@ -325,6 +325,9 @@ def _child(argv: list[str], directory: Path) -> None:
         for fd, name in ((1, "stdout"), (2, "stderr")):
             os.dup2(os.open(directory.parent / f"{directory.name}.{name}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
                     fd)
+        # New streams on those descriptors: the parent's may be another program's (pytest's capture).
+        sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", errors="backslashreplace", closefd=False)  # noqa: SIM115
         sys.argv = ["anvil", *argv]
         from rewriter import cli
         cli.console()
@@ -399,7 +402,13 @@ def run_cases(cases: Sequence[Case], jobs: int = 1, timeout: float = 60.0, use_e
     """Run every case, ``jobs`` at a time, each in a process of its own (killed after
     ``timeout`` seconds, with what it started); the outcomes in case order."""
     if not use_exec:
-        import rewriter.cli  # noqa: F401  (imported once here, before forking: children start at once)
+        # Imported once here, before forking: children start at once, and all run the same code.
+        import rewriter.cli  # noqa: F401
+        import rewriter.emit.inhost  # noqa: F401
+        import rewriter.emit.rehost  # noqa: F401
+        import rewriter.image  # noqa: F401
+        import rewriter.ir.elf_loader  # noqa: F401
+        import rewriter.tool_files  # noqa: F401
     outcomes: dict[int, Outcome] = {}
     pending = list(reversed(cases))
     running: dict[int, tuple[Case, int | subprocess.Popen, Path, float]] = {}
@@ -420,7 +429,8 @@ def run_cases(cases: Sequence[Case], jobs: int = 1, timeout: float = 60.0, use_e
                     _kill(handle)
                     status = None
                 del running[number]
-                stderr = (work / f"{directory.name}.stderr").read_text(errors="replace")
+                streams = [work / f"{directory.name}.{name}" for name in ("stdout", "stderr")]
+                stderr = streams[1].read_text(errors="replace") if streams[1].exists() else ""
                 verdict, signature = classify(case, directory, status, stderr)
                 outcome = Outcome(case, verdict, signature, stderr, elapsed)
                 outcomes[number] = outcome
@@ -429,6 +439,8 @@ def run_cases(cases: Sequence[Case], jobs: int = 1, timeout: float = 60.0, use_e
                 if report is not None:
                     report(outcome)
                 shutil.rmtree(directory, ignore_errors=True)
+                for stream in streams:
+                    stream.unlink(missing_ok=True)
     return [outcomes[c.number] for c in cases]
 
 
@@ -530,7 +542,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if o.failed and not args.quiet:
             print(f"[{done[0]}/{len(cases)}] mutant {o.case.number} {o.verdict}: {o.signature}", file=sys.stderr,
                   flush=True)
-        elif done[0] % 100 == 0:
+        if done[0] % 100 == 0:
             print(f"[{done[0]}/{len(cases)}] {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
 
     outcomes = run_cases(cases, jobs=args.jobs, timeout=args.timeout, use_exec=args.use_exec, keep=args.keep,

@@ -427,6 +427,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                 where = ins.line
                 line = f"  ; {where}" if where else ""
                 print(f"    {ins.address:#010x}  {ins.mnemonic:<8} {ins.op_str:<32} {flags}{line}")
+    if binary.source_lines_problem:
+        print(f"\nnote: no source lines: {binary.source_lines_problem}")
     return 0
 
 

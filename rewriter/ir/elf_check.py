@@ -10,7 +10,8 @@ checks what the rest relies on and names the first problem found:
 - the program headers: entry size, table inside the file, each loaded segment's bytes
   inside the file and its memory inside the 32-bit address space;
 - the section headers: entry size, table inside the file, the section-name table, each
-  section's bytes inside the file, its name inside the name table, the section its
+  section's bytes inside the file, its name inside the name table, the type its name
+  promises (``.symtab`` a symbol table, ``.rel.plt`` relocations, ...), the section its
   ``sh_link`` names being of the kind its type needs, and the entry sizes of the tables
   that are read entry by entry (symbols, relocations, dynamic tags).
 
@@ -45,6 +46,14 @@ _LINKS: dict[int, tuple[int, ...]] = {
     # The PLT's relocations name their symbols through the link; a static program's
     # IRELATIVE relocations have none.
     SHT_REL: (0, *_SYMBOL_TABLES), SHT_RELA: (0, *_SYMBOL_TABLES),
+}
+SHT_PROGBITS, SHT_ARM_EXIDX, SHT_ARM_ATTRIBUTES = 1, 0x70000001, 0x70000003
+# Sections Anvil (and pyelftools) look up by name, and the type the name promises: what
+# is read from them depends on it (a ".symtab" of another type has no string table).
+_NAMED: dict[str, int] = {
+    ".symtab": SHT_SYMTAB, ".dynsym": SHT_DYNSYM, ".strtab": SHT_STRTAB, ".dynstr": SHT_STRTAB,
+    ".rel.plt": SHT_REL, ".rel.dyn": SHT_REL, ".dynamic": SHT_DYNAMIC, ".plt": SHT_PROGBITS, ".text": SHT_PROGBITS,
+    ".ARM.exidx": SHT_ARM_EXIDX, ".ARM.attributes": SHT_ARM_ATTRIBUTES,
 }
 # Tables read entry by entry, and the size of an ELF32 entry.
 _ENTRY_SIZES = {**{t: 16 for t in _SYMBOL_TABLES}, SHT_REL: 8, SHT_RELA: 12, SHT_DYNAMIC: 8}
@@ -117,7 +126,7 @@ def _check_sections(path: str, data: bytes, shoff: int, shnum: int, shentsize: i
     headers = [struct.unpack_from("<10I", data, shoff + i * SHDR_SIZE) for i in range(shnum)]
     if shstrndx >= shnum or headers[shstrndx][1] != SHT_STRTAB:
         raise _malformed(path, f"e_shstrndx {shstrndx} is not a string table")
-    names_size = headers[shstrndx][5]
+    names_at, names_size = headers[shstrndx][4], headers[shstrndx][5]
     for i, (name, kind, _, _, offset, size, link, _, _, entsize) in enumerate(headers):
         if kind == SHT_NULL:
             continue
@@ -125,6 +134,11 @@ def _check_sections(path: str, data: bytes, shoff: int, shnum: int, shentsize: i
             raise _truncated(path, f"section {i}")
         if name >= names_size:
             raise _malformed(path, f"the name of section {i} lies outside the section-name table")
+        end = data.find(b"\0", names_at + name, names_at + names_size)
+        promised = _NAMED.get(data[names_at + name:end].decode("latin-1")) if end >= 0 else None
+        if promised is not None and kind != promised:
+            raise _malformed(path, f"section {i} is called {data[names_at + name:end].decode('latin-1')} but is of "
+                                   f"type {kind:#x}, not {promised:#x}")
         wanted = _LINKS.get(kind)
         if wanted is not None and not ((link == 0 and 0 in wanted) or (link < shnum and headers[link][1] in wanted)):
             raise _malformed(path, f"section {i} links to section {link}, not a {_kind_names(wanted)}")

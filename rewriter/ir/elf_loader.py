@@ -61,6 +61,8 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     binary.symbols = {name: addr for addr, name, _ in symbols}
     binary.fini = _dt_fini(elf)
     binary.plt = plt_functions(elf)
+    if not _exec_sections(elf):  # both ways of finding procedures look for them in these
+        raise AnvilError(f"{path}: no code to rewrite (no executable section in the section table)")
     if symbols and mapping:
         procs = _procedures(binary, elf, symbols, mapping)
         decoded = _decode(binary, procs, mapping)
