@@ -646,8 +646,8 @@ def _unexpected(args: argparse.Namespace, error: Exception) -> int:
     if verbose:
         traceback.print_exc()
     hint = "; -v shows the traceback" if verbose is False else ""
-    print(f"anvil: error: internal error: {type(error).__name__}: {one_line(str(error))} (a bug in Anvil{hint})",
-          file=sys.stderr)
+    what = ": ".join(filter(None, (type(error).__name__, one_line(str(error)))))
+    print(f"anvil: error: internal error: {what} (a bug in Anvil{hint})", file=sys.stderr)
     return INTERNAL_ERROR_STATUS
 
 

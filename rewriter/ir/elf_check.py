@@ -10,7 +10,8 @@ checks what the rest relies on and names the first problem found:
 - the program headers: entry size, table inside the file, each loaded segment's bytes
   inside the file and its memory inside the 32-bit address space;
 - the section headers: entry size, table inside the file, the section-name table, each
-  section's bytes inside the file, its name inside the name table, the type its name
+  section's bytes inside the file and, for a loaded one, inside a loaded segment at the
+  address the segment gives them, its name inside the name table, the type its name
   promises (``.symtab`` a symbol table, ``.rel.plt`` relocations, ...), the section its
   ``sh_link`` names being of the kind its type needs, and the entry sizes of the tables
   that are read entry by entry (symbols, relocations, dynamic tags).
@@ -36,6 +37,7 @@ SHT_NULL, SHT_SYMTAB, SHT_STRTAB, SHT_RELA, SHT_HASH, SHT_DYNAMIC, SHT_NOBITS, S
 SHT_GNU_HASH, SHT_SUNW_LDYNSYM, SHT_SUNW_SYMINFO = 0x6FFFFFF6, 0x6FFFFFF3, 0x6FFFFFFC
 SHT_GNU_VERDEF, SHT_GNU_VERNEED, SHT_GNU_VERSYM = 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
 SHN_XINDEX = 0xFFFF
+SHF_ALLOC = 0x2
 _SYMBOL_TABLES = (SHT_SYMTAB, SHT_DYNSYM, SHT_SUNW_LDYNSYM)
 # Section type -> the types its sh_link may name (pyelftools follows these links when it
 # makes the section object, that is whenever sections are listed or looked up by name);
@@ -82,8 +84,8 @@ def check_elf(path: str, data: bytes, executable: bool = True) -> None:
      shstrndx) = struct.unpack_from("<HHIIIIIHHHHHH", data, 16)
     if executable and e_type not in (2, 3):
         raise AnvilError(f"{path}: not an executable ({_TYPES.get(e_type, f'type {e_type:#x}')})")
-    _check_segments(path, data, phoff, phnum, phentsize)
-    _check_sections(path, data, shoff, shnum, shentsize, shstrndx)
+    loads = _check_segments(path, data, phoff, phnum, phentsize)
+    _check_sections(path, data, shoff, shnum, shentsize, shstrndx, loads)
 
 
 def _malformed(path: str, why: str) -> AnvilError:
@@ -94,9 +96,12 @@ def _truncated(path: str, what: str) -> AnvilError:
     return AnvilError(f"{path}: truncated ELF file ({what} runs past the end of the file)")
 
 
-def _check_segments(path: str, data: bytes, phoff: int, phnum: int, phentsize: int) -> None:
+def _check_segments(path: str, data: bytes, phoff: int, phnum: int,
+                    phentsize: int) -> list[tuple[int, int, int]]:
+    """Check the program headers; (address, file offset, file size) of each loaded segment."""
+    loads: list[tuple[int, int, int]] = []
     if not phnum:
-        return
+        return loads
     if phentsize != PHDR_SIZE:
         raise _malformed(path, f"program header entries of {phentsize} bytes, not {PHDR_SIZE}")
     if phoff + phnum * PHDR_SIZE > len(data):
@@ -112,9 +117,12 @@ def _check_segments(path: str, data: bytes, phoff: int, phnum: int, phentsize: i
                                    f"({memsz:#x})")
         if vaddr + memsz > 1 << 32:
             raise _malformed(path, f"segment {i} at {vaddr:#x} runs past the end of the 32-bit address space")
+        loads.append((vaddr, offset, filesz))
+    return loads
 
 
-def _check_sections(path: str, data: bytes, shoff: int, shnum: int, shentsize: int, shstrndx: int) -> None:
+def _check_sections(path: str, data: bytes, shoff: int, shnum: int, shentsize: int, shstrndx: int,
+                    loads: list[tuple[int, int, int]]) -> None:
     if not shoff and not shnum:
         return  # no section table: nothing for anyone to read
     if not shnum or shstrndx == SHN_XINDEX:
@@ -127,18 +135,24 @@ def _check_sections(path: str, data: bytes, shoff: int, shnum: int, shentsize: i
     if shstrndx >= shnum or headers[shstrndx][1] != SHT_STRTAB:
         raise _malformed(path, f"e_shstrndx {shstrndx} is not a string table")
     names_at, names_size = headers[shstrndx][4], headers[shstrndx][5]
-    for i, (name, kind, _, _, offset, size, link, _, _, entsize) in enumerate(headers):
+    for i, (name_at, kind, flags, address, offset, size, link, _, _, entsize) in enumerate(headers):
         if kind == SHT_NULL:
             continue
         if kind != SHT_NOBITS and offset + size > len(data):
             raise _truncated(path, f"section {i}")
-        if name >= names_size:
+        if name_at >= names_size:
             raise _malformed(path, f"the name of section {i} lies outside the section-name table")
-        end = data.find(b"\0", names_at + name, names_at + names_size)
-        promised = _NAMED.get(data[names_at + name:end].decode("latin-1")) if end >= 0 else None
+        end = data.find(b"\0", names_at + name_at, names_at + names_size)
+        name = data[names_at + name_at:end].decode("latin-1") if end >= 0 else ""
+        promised = _NAMED.get(name)
         if promised is not None and kind != promised:
-            raise _malformed(path, f"section {i} is called {data[names_at + name:end].decode('latin-1')} but is of "
-                                   f"type {kind:#x}, not {promised:#x}")
+            raise _malformed(path, f"section {i} ({name}) is of type {kind:#x}, not {promised:#x}")
+        # The loader finds code and data by the sections and reads and patches them through
+        # the segments: the two must agree on where each loaded section's bytes are.
+        if loads and flags & SHF_ALLOC and kind != SHT_NOBITS and size and not any(
+                vaddr <= address and address + size <= vaddr + filesz and offset - at == address - vaddr
+                for vaddr, at, filesz in loads):
+            raise _malformed(path, f"section {i} ({name}) at {address:#x} is not where a loaded segment puts it")
         wanted = _LINKS.get(kind)
         if wanted is not None and not ((link == 0 and 0 in wanted) or (link < shnum and headers[link][1] in wanted)):
             raise _malformed(path, f"section {i} links to section {link}, not a {_kind_names(wanted)}")

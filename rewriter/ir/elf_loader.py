@@ -124,14 +124,16 @@ def _architecture(elf: ELFFile, path: str) -> tuple[str, bool]:
     """(profile, has DSP) from the build attributes the toolchain records in .ARM.attributes."""
     profile, arch = "A", None
     section = elf.get_section_by_name(".ARM.attributes")
-    if section is not None and hasattr(section, "iter_subsections"):
-        for sub in section.iter_subsections():
+    try:
+        for sub in section.iter_subsections() if section is not None else ():
             for subsub in sub.iter_subsubsections():
                 for attr in subsub.iter_attributes():
                     if attr.tag == "TAG_CPU_ARCH_PROFILE" and attr.value == ord("M"):
                         profile = "M"
                     elif attr.tag == "TAG_CPU_ARCH":
                         arch = attr.value
+    except Exception as e:  # pyelftools' attribute parser fails in many ways on bad bytes (UnicodeDecodeError...)
+        raise malformed(path, e) from None
     if profile == "M" and arch in _M_BASELINE:
         raise AnvilError(f"{path}: ARMv6-M / ARMv8-M.baseline images (Cortex-M0, M0+, M1, M23) are not supported: "
                          "the instrumentation needs ARMv7-M (Cortex-M3 and up)")
