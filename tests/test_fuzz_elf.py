@@ -49,3 +49,52 @@ def test_the_classification_sees_each_kind_of_failure(tmp_path) -> None:
     assert fuzz_elf.classify(case, tmp_path, 0, "")[0] == "FAILURE: status 0 without output"
     (tmp_path / "out.inst.anvil.json").write_text("{}")
     assert fuzz_elf.classify(case, tmp_path, 2, one_line)[0] == "FAILURE: files left"
+
+
+def _with_field(data: bytes, at: int, size: int, value: int) -> bytes:
+    out = bytearray(data)
+    out[at:at + size] = value.to_bytes(size, "little")
+    return bytes(out)
+
+
+def _section_field(data: bytes, name: str, field: str, value: int) -> bytes:
+    section = fuzz_elf.Layout.of(data).named(name)[0]
+    offset, size = fuzz_elf.SHDR_FIELDS[field]
+    return _with_field(data, section.header + offset, size, value)
+
+
+def _no_code(data: bytes) -> bytes:
+    """No section executable and no symbols in .symtab (its size made 0), so that the
+    loader looks for code by recursive descent, in no section."""
+    out = _section_field(data, ".symtab", "sh_size", 0)
+    for section in fuzz_elf.Layout.of(data).sections:
+        offset, size = fuzz_elf.SHDR_FIELDS["sh_flags"]
+        flags = fuzz_elf._get(out, section.header + offset, size)
+        out = _with_field(out, section.header + offset, size, flags & ~4)
+    return out
+
+
+# One mutant of each fault class the fuzzer found (decision 0036), and the answer it must get.
+FAULTS = {
+    "section-name table out of range": (lambda d: _with_field(d, 50, 2, 0x35), "refused", "e_shstrndx 53"),
+    "symbol table linked to a non-string table": (lambda d: _section_field(d, ".symtab", "sh_link", 1), "refused",
+                                                  "links to section 1, not a string table"),
+    "section called .symtab of another type": (lambda d: _section_field(d, ".symtab", "sh_type", 0x5BD31),
+                                               "refused", "(.symtab) is of type 0x5bd31"),
+    "PLT relocations without a symbol table": (lambda d: _section_field(d, ".rel.plt", "sh_link", 0), "ok", ""),
+    "no executable section, no symbols": (_no_code,
+                                          "refused", "no code to rewrite"),
+    "code section outside the segments": (lambda d: _section_field(d, ".text", "sh_addr", 0x91A43B90), "refused",
+                                          "is not where a loaded segment puts it"),
+    "garbage build attributes": (lambda d: _section_field(d, ".ARM.attributes", "sh_offset", 0), "refused",
+                                 "malformed ELF file"),
+}
+
+
+def test_each_fault_class_found_gets_its_answer() -> None:
+    original = build("sort", "O2-thumb-dyn").read_bytes()
+    cases = [fuzz_elf.Case(n, "sort O2-thumb-dyn", name, name, make(original),
+                           ["instrument", "--tool", "inscount", "INPUT", "-o", "OUTPUT", "-j", "1"])
+             for n, (name, (make, _, _)) in enumerate(FAULTS.items())]
+    for outcome, (name, (_, verdict, needle)) in zip(fuzz_elf.run_cases(cases, timeout=120), FAULTS.items()):
+        assert outcome.verdict == verdict and needle in outcome.stderr, (name, outcome.verdict, outcome.stderr)

@@ -136,10 +136,6 @@ def _check_sections(path: str, data: bytes, shoff: int, shnum: int, shentsize: i
         raise _malformed(path, f"e_shstrndx {shstrndx} is not a string table")
     names_at, names_size = headers[shstrndx][4], headers[shstrndx][5]
     for i, (name_at, kind, flags, address, offset, size, link, _, _, entsize) in enumerate(headers):
-        if kind == SHT_NULL:
-            continue
-        if kind != SHT_NOBITS and offset + size > len(data):
-            raise _truncated(path, f"section {i}")
         if name_at >= names_size:
             raise _malformed(path, f"the name of section {i} lies outside the section-name table")
         end = data.find(b"\0", names_at + name_at, names_at + names_size)
@@ -147,6 +143,10 @@ def _check_sections(path: str, data: bytes, shoff: int, shnum: int, shentsize: i
         promised = _NAMED.get(name)
         if promised is not None and kind != promised:
             raise _malformed(path, f"section {i} ({name}) is of type {kind:#x}, not {promised:#x}")
+        if kind == SHT_NULL:
+            continue
+        if kind != SHT_NOBITS and offset + size > len(data):
+            raise _truncated(path, f"section {i}")
         # The loader finds code and data by the sections and reads and patches them through
         # the segments: the two must agree on where each loaded section's bytes are.
         if loads and flags & SHF_ALLOC and kind != SHT_NOBITS and size and not any(
