@@ -14,12 +14,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 from .api import Options
 from .boards import BOARDS, DEFAULT_UART_BASE, Board, board, parse_icount, parse_region, parse_uart_base
-from .errors import AnvilError
+from .errors import INTERNAL_ERROR_STATUS, AnvilError, is_parser_error, malformed, one_line
 from .ir.fork_split import JOBS_VARIABLE, jobs_allowed, jobs_limit, parse_jobs
 from .run_results import ResultsFiles, why_missing
 
@@ -62,28 +63,58 @@ def cmd_instrument(args: argparse.Namespace) -> int:
     binary = load_binary(args.binary)
     _progress(args, f"{len(binary.procedures)} procedures, {binary.instruction_count()} instructions; instrumenting")
     emitter = rehost if args.mode == "rehost" else inhost
-    with jobs_limit(jobs):
-        report = emitter.instrument(binary, tool, opts, output)
-    report.rewrite_seconds = time.monotonic() - started  # loading and decoding included
     report_path = output + ".anvil.json"
-    with open(report_path, "w") as f:
-        json.dump({
-            "input": os.path.abspath(args.binary), "output": os.path.abspath(output), "tool": tool.name,
-            "mode": args.mode,
-            "results_file": out_file, "format": args.format,
-            "procedures": report.procedures, "instrumented": report.relocated,
-            "instructions": report.instructions, "rewrite_seconds": round(report.rewrite_seconds, 3),
-            "not_instrumented": report.not_relocated, "entries_not_patched": report.entries_not_patched,
-            "original_size": report.original_size, "output_size": report.output_size,
-            "block_counters": report.block_counters, "deferred_sites": report.deferred_sites,
-            "filter_hits_in_registers": report.filter_hits_in_registers,
-            "return_addresses": report.return_addresses, "return_sites": report.return_sites,
-            "relocation_processes": report.relocation_processes,
-        }, f, indent=1)
+    with _removed_on_error(output, output + rehost.SITE_TABLE_SUFFIX, report_path):
+        with jobs_limit(jobs):
+            report = emitter.instrument(binary, tool, opts, output)
+        report.rewrite_seconds = time.monotonic() - started  # loading and decoding included
+        inhost.atomic_write(report_path, _report_json(args, tool.name, output, out_file, report), mode=0o644)
     print(f"anvil: wrote {output}: {report.summary()}; report in {report_path}", file=sys.stderr)
     global _exit_at_once
     _exit_at_once = True
     return 0
+
+
+def _report_json(args: argparse.Namespace, tool: str, output: str, out_file: str, report: Any) -> bytes:
+    """What ``<output>.anvil.json`` says: the rewrite's inputs and the emitter's report."""
+    return json.dumps({
+        "input": os.path.abspath(args.binary), "output": os.path.abspath(output), "tool": tool,
+        "mode": args.mode,
+        "results_file": out_file, "format": args.format,
+        "procedures": report.procedures, "instrumented": report.relocated,
+        "instructions": report.instructions, "rewrite_seconds": round(report.rewrite_seconds, 3),
+        "not_instrumented": report.not_relocated, "entries_not_patched": report.entries_not_patched,
+        "original_size": report.original_size, "output_size": report.output_size,
+        "block_counters": report.block_counters, "deferred_sites": report.deferred_sites,
+        "filter_hits_in_registers": report.filter_hits_in_registers,
+        "return_addresses": report.return_addresses, "return_sites": report.return_sites,
+        "relocation_processes": report.relocation_processes,
+    }, indent=1).encode()
+
+
+@contextlib.contextmanager
+def _removed_on_error(*paths: str) -> Iterator[None]:
+    """Remove those of ``paths`` written inside the block if it fails, so that a failed
+    command leaves no output (each file is written whole, by atomic_write, but an error
+    may come between two of them); files it did not write stay as they were."""
+    before = {path: _stamp(path) for path in paths}
+    try:
+        yield
+    except BaseException:
+        for path in paths:
+            if _stamp(path) != before[path]:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        raise
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    """(inode, modification time) of ``path``, None if there is none: what changes when it is written."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
 
 
 # Set once the image is written: what the process still holds is the IR, which the
@@ -410,6 +441,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                 where = ins.line
                 line = f"  ; {where}" if where else ""
                 print(f"    {ins.address:#010x}  {ins.mnemonic:<8} {ins.op_str:<32} {flags}{line}")
+    if binary.source_lines_problem:
+        print(f"\nnote: no source lines: {binary.source_lines_problem}")
     return 0
 
 
@@ -498,7 +531,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-j", "--jobs", metavar="N",
                    help="processes to rewrite with (default: 2 where two cores are usable, or "
                         f"${JOBS_VARIABLE}); the output is the same whatever N is")
-    p.add_argument("-v", "--verbose", action="store_true", help="progress messages")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="progress messages, and the traceback of an internal error")
     p.set_defaults(func=cmd_instrument)
 
     p = sub.add_parser("run", help="run a (instrumented) binary under qemu-arm",
@@ -530,6 +564,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="output file (default BINARY.bin / BINARY.hex)")
     p.add_argument("--fill", type=lambda v: int(v, 0), default=0xFF, metavar="BYTE",
                    help="bin: value of gap bytes (default 0xff, erased flash)")
+    p.add_argument("-v", "--verbose", action="store_true", help="the traceback of an internal error")
     p.set_defaults(func=cmd_image)
 
     p = sub.add_parser("rehost-listen", help="analyse a ReHost program run elsewhere (TCP, or a records "
@@ -573,6 +608,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Print the IR of BINARY; with --proc, blocks and instructions with flags.")
     p.add_argument("binary")
     p.add_argument("--proc", action="append", default=[], metavar="GLOB", help="procedures to show in full")
+    p.add_argument("-v", "--verbose", action="store_true", help="the traceback of an internal error")
     p.set_defaults(func=cmd_inspect)
 
     p = sub.add_parser("tools", help="list the tools and their options",
@@ -614,6 +650,26 @@ def main(argv: list[str] | None = None) -> int:
         # Point stdout at /dev/null so the interpreter's final flush does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell reports for a command killed by it
+    except Exception as e:  # any other: a parser's complaint about the input, or a bug (decision 0036)
+        return _unexpected(args, e)
+
+
+def _unexpected(args: argparse.Namespace, error: Exception) -> int:
+    """Report an exception that is not an AnvilError in one line: one a parser raised about
+    the input file is bad input (status 2); any other is a bug in Anvil, said as such, its
+    traceback shown with -v (status 70, so that scripts and the fuzzer tell the two apart)."""
+    binary = getattr(args, "binary", None)
+    if is_parser_error(error):
+        problem = malformed(binary, error) if binary else one_line(f"malformed input ({error})")
+        print(f"anvil: error: {problem}", file=sys.stderr)
+        return 2
+    verbose = getattr(args, "verbose", None)
+    if verbose:
+        traceback.print_exc()
+    hint = "; -v shows the traceback" if verbose is False else ""
+    what = ": ".join(filter(None, (type(error).__name__, one_line(str(error)))))
+    print(f"anvil: error: internal error: {what} (a bug in Anvil{hint})", file=sys.stderr)
+    return INTERNAL_ERROR_STATUS
 
 
 def console() -> None:

@@ -12,7 +12,8 @@ import io
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from .errors import AnvilError
+from .errors import AnvilError, malformed
+from .ir.elf_check import check_elf
 
 MAX_BIN_SPAN = 64 << 20  # a raw binary spanning more than this is almost surely two memories
 
@@ -24,8 +25,7 @@ def load_chunks(path: str) -> tuple[int, list[tuple[int, bytes]]]:
             data = f.read()
     except OSError as e:
         raise AnvilError(f"cannot read {path}: {e.strerror}") from None
-    if data[:4] != b"\x7fELF":
-        raise AnvilError(f"{path}: not an ELF file")
+    check_elf(path, data, executable=False)
     try:
         elf = ELFFile(io.BytesIO(data))
         pieces = []
@@ -38,7 +38,7 @@ def load_chunks(path: str) -> tuple[int, list[tuple[int, bytes]]]:
             pieces.append((seg["p_paddr"], data[start:start + size]))
         entry = elf["e_entry"]
     except (ELFError, ValueError, KeyError) as e:
-        raise AnvilError(f"{path}: malformed ELF file ({e})") from None
+        raise malformed(path, e) from None
     if not pieces:
         raise AnvilError(f"{path}: no loadable bytes")
     merged: list[tuple[int, bytes]] = []

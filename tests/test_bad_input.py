@@ -115,3 +115,25 @@ def test_bad_number_of_processes(tmp_path: Path, jobs: str | None, env: dict[str
     proc = subprocess.run([ANVIL, "instrument", "--tool", "inscount", *given, str(exe), "-o", str(out)],
                           capture_output=True, text=True, env={**os.environ, **env})
     _assert_clean_failure(proc, out, "not a positive number of processes")
+
+
+def test_failure_after_writing_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """An error after the instrumented file is written (here, in making the report) removes
+    it: a failed command leaves no output. An exception that is not the input's fault is an
+    internal error: one line, exit status 70, the traceback with -v (decision 0036)."""
+    from rewriter import cli
+
+    def broken(*args: object) -> bytes:
+        raise ZeroDivisionError("no report")
+
+    monkeypatch.setattr(cli, "_report_json", broken)
+    exe, out = build("sort", "O2-thumb-dyn"), tmp_path / "out"
+    assert cli.main(["instrument", "--tool", "inscount", str(exe), "-o", str(out), "-j", "1"]) == 70
+    assert capsys.readouterr().err.splitlines() == [
+        "anvil: error: internal error: ZeroDivisionError: no report (a bug in Anvil; -v shows the traceback)"]
+    assert not list(tmp_path.iterdir())
+    assert cli.main(["instrument", "--tool", "inscount", str(exe), "-o", str(out), "-j", "1", "-v"]) == 70
+    lines = capsys.readouterr().err.splitlines()
+    assert "Traceback (most recent call last):" in lines and lines[-1].startswith("anvil: error: internal error:")
+    assert not list(tmp_path.iterdir())

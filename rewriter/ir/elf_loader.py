@@ -23,8 +23,9 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
-from ..errors import AnvilError
+from ..errors import AnvilError, is_parser_error, malformed
 from .discovery import discover
+from .elf_check import check_elf
 from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
 from .jump_tables import SwitchFinder, has_computed_jump, table_branch_targets
@@ -32,8 +33,6 @@ from .model import Binary, Block, Procedure, Segment
 from .plt import plt_functions
 
 _MAPPING = re.compile(r"^\$([atd])(\..*)?$")
-_MACHINES = {"EM_X86_64": "x86-64", "EM_386": "x86", "EM_AARCH64": "AArch64", "EM_RISCV": "RISC-V",
-             "EM_MIPS": "MIPS", "EM_PPC64": "PowerPC64"}
 
 
 @gc_paused
@@ -45,11 +44,25 @@ def load_binary(path: str) -> Binary:
     except OSError as e:
         raise AnvilError(f"cannot read {path}: {e.strerror}") from None
     elf = _open_elf(path, data)
+    try:
+        return _lift(path, data, elf)
+    except Exception as e:
+        # pyelftools parses lazily: what the structure check cannot see (a corrupt
+        # attribute or DWARF section) shows when it is read, here.
+        if is_parser_error(e):
+            raise malformed(path, e) from None
+        raise
+
+
+def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
+    """The IR of the checked ELF file ``data``."""
     binary = _make_binary(path, data, elf)
     symbols, mapping = _read_symbols(path, elf, data)
     binary.symbols = {name: addr for addr, name, _ in symbols}
     binary.fini = _dt_fini(elf)
     binary.plt = plt_functions(elf)
+    if not _exec_sections(elf):  # both ways of finding procedures look for them in these
+        raise AnvilError(f"{path}: no code to rewrite (no executable section in the section table)")
     if symbols and mapping:
         procs = _procedures(binary, elf, symbols, mapping)
         decoded = _decode(binary, procs, mapping)
@@ -73,29 +86,11 @@ def _dt_fini(elf: ELFFile) -> int | None:
 
 
 def _open_elf(path: str, data: bytes) -> ELFFile:
-    if len(data) < 52 or data[:4] != b"\x7fELF":
-        raise AnvilError(f"{path}: not an ELF file")
+    check_elf(path, data)  # what pyelftools and the loader rely on: offsets, sizes, links
     try:
-        elf = ELFFile(io.BytesIO(data))
-        machine = elf["e_machine"]
-        if machine != "EM_ARM":
-            name = _MACHINES.get(machine, str(machine))
-            raise AnvilError(f"{path}: unsupported ISA {name}; this build rewrites 32-bit ARM ELF only")
-        if elf.elfclass != 32 or not elf.little_endian:
-            raise AnvilError(f"{path}: only 32-bit little-endian ARM ELF is supported")
-        if elf["e_type"] not in ("ET_EXEC", "ET_DYN"):
-            raise AnvilError(f"{path}: not an executable ({elf['e_type']})")
-        shoff = elf["e_shoff"]
-        phend = elf["e_phoff"] + elf["e_phnum"] * elf["e_phentsize"]
-        shend = shoff + elf["e_shnum"] * elf["e_shentsize"]
-        if phend > len(data) or shend > len(data):
-            raise AnvilError(f"{path}: truncated ELF file (headers run past the end of the file)")
-        for seg in elf.iter_segments():
-            if seg["p_type"] == "PT_LOAD" and seg["p_offset"] + seg["p_filesz"] > len(data):
-                raise AnvilError(f"{path}: truncated ELF file (a segment runs past the end of the file)")
-    except (ELFError, struct.error, ValueError, KeyError) as e:
-        raise AnvilError(f"{path}: malformed ELF file ({e})") from None
-    return elf
+        return ELFFile(io.BytesIO(data))
+    except (ELFError, struct.error, ValueError) as e:
+        raise malformed(path, e) from None
 
 
 def _make_binary(path: str, data: bytes, elf: ELFFile) -> Binary:
@@ -129,14 +124,16 @@ def _architecture(elf: ELFFile, path: str) -> tuple[str, bool]:
     """(profile, has DSP) from the build attributes the toolchain records in .ARM.attributes."""
     profile, arch = "A", None
     section = elf.get_section_by_name(".ARM.attributes")
-    if section is not None and hasattr(section, "iter_subsections"):
-        for sub in section.iter_subsections():
+    try:
+        for sub in section.iter_subsections() if section is not None else ():
             for subsub in sub.iter_subsubsections():
                 for attr in subsub.iter_attributes():
                     if attr.tag == "TAG_CPU_ARCH_PROFILE" and attr.value == ord("M"):
                         profile = "M"
                     elif attr.tag == "TAG_CPU_ARCH":
                         arch = attr.value
+    except Exception as e:  # pyelftools' attribute parser fails in many ways on bad bytes (UnicodeDecodeError...)
+        raise malformed(path, e) from None
     if profile == "M" and arch in _M_BASELINE:
         raise AnvilError(f"{path}: ARMv6-M / ARMv8-M.baseline images (Cortex-M0, M0+, M1, M23) are not supported: "
                          "the instrumentation needs ARMv7-M (Cortex-M3 and up)")
@@ -193,27 +190,21 @@ def _symbol_entries(table: SymbolTableSection, data: bytes) -> Iterator[tuple[st
     ``data``, in order.
 
     Read with ``struct``: pyelftools parses each entry through construct, a tenth of the
-    loading time for a static binary's seven thousand symbols. Names are decoded as
-    pyelftools does. A table running past the end of the file goes through pyelftools,
-    which reports it.
+    loading time for a static binary's seven thousand symbols. check_elf has made sure
+    the table and its string table lie inside the file and entries are 16 bytes; a name
+    outside the string table, or not ended inside it, reads as ''.
     """
-    start, size, step = table["sh_offset"], table["sh_size"], table["sh_entsize"]
-    strings = table.stringtable["sh_offset"]
-    if step < _ELF32_SYM.size or start + size > len(data):
-        for sym in table.iter_symbols():
-            shndx = sym["st_shndx"]
-            yield (sym.name, sym["st_value"], sym["st_size"], _STT_FUNC if sym["st_info"]["type"] == "STT_FUNC" else -1,
-                   shndx if isinstance(shndx, int) else 0)
-        return
-    for offset in range(start, start + size, step):
+    start, size = table["sh_offset"], table["sh_size"]
+    strings, strings_end = table.stringtable["sh_offset"], table.stringtable["sh_offset"] + table.stringtable["sh_size"]
+    for offset in range(start, start + size - _ELF32_SYM.size + 1, _ELF32_SYM.size):
         name_at, value, sym_size, info, _, shndx = _ELF32_SYM.unpack_from(data, offset)
-        yield _c_string(data, strings + name_at), value, sym_size, info & 0xF, shndx
+        yield _c_string(data, strings + name_at, strings_end), value, sym_size, info & 0xF, shndx
 
 
-def _c_string(data: bytes, at: int) -> str:
-    """The NUL-terminated string at ``at`` ('' when no NUL ends it, as pyelftools reads it)."""
-    end = data.find(b"\0", at)
-    return data[at:end].decode("utf-8", errors="replace") if end > at else ""
+def _c_string(data: bytes, at: int, end: int) -> str:
+    """The NUL-terminated string at ``at``, ended before ``end`` ('' when it is not)."""
+    stop = data.find(b"\0", at, end)
+    return data[at:stop].decode("utf-8", errors="replace") if stop > at else ""
 
 
 def _exec_sections(elf: ELFFile) -> list[tuple[int, int, int, str]]:

@@ -7,6 +7,8 @@ import os
 
 from elftools.elf.elffile import ELFFile
 
+from ..errors import one_line
+
 
 class LineTable:
     """The DWARF line rows of an executable as address ranges: ``at(address)`` is the
@@ -14,6 +16,7 @@ class LineTable:
     its own up to the next row of its sequence), or None."""
 
     def __init__(self, ranges: list[tuple[int, int, str]]) -> None:
+        self.problem: str | None = None  # why the file's DWARF gave no lines, if it has some
         self._ranges = sorted(ranges)
         self._starts = [start for start, _, _ in self._ranges]
 
@@ -26,12 +29,23 @@ class LineTable:
 
 
 def read_line_table(path: str) -> LineTable:
-    """The line table of the ELF file at ``path`` (empty without DWARF)."""
+    """The line table of the ELF file at ``path`` (empty without DWARF, or with DWARF that
+    cannot be read: source lines only annotate, so a corrupt ``.debug_line`` does not stop
+    anything; ``LineTable.problem`` says why there are none)."""
+    try:
+        return LineTable(_line_ranges(path))
+    except Exception as e:  # pyelftools' DWARF reader fails in many ways on bad bytes
+        table = LineTable([])
+        table.problem = f"unreadable DWARF line table ({type(e).__name__}: {one_line(str(e))})"
+        return table
+
+
+def _line_ranges(path: str) -> list[tuple[int, int, str]]:
     ranges: list[tuple[int, int, str]] = []
     with open(path, "rb") as f:
         elf = ELFFile(f)
         if not elf.has_dwarf_info():
-            return LineTable(ranges)
+            return ranges
         dwarf = elf.get_dwarf_info()
         for cu in dwarf.iter_CUs():
             program = dwarf.line_program_for_CU(cu)
@@ -56,4 +70,4 @@ def read_line_table(path: str) -> LineTable:
                     name = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
                     where = f"{os.path.basename(name)}:{state.line}"
                 previous = (state.address, where) if where is not None else None
-    return LineTable(ranges)
+    return ranges

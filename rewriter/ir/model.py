@@ -333,6 +333,11 @@ class Binary:
         return self._lines.at(address)
 
     @property
+    def source_lines_problem(self) -> str | None:
+        """Why source_line found nothing, where the file's DWARF could not be read."""
+        return self._lines.problem if self._lines is not None else None
+
+    @property
     def is_firmware(self) -> bool:
         """A bare-metal Cortex-M image: vector table, no kernel, entered at reset."""
         return self.profile == "M"

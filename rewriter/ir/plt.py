@@ -21,6 +21,7 @@ from __future__ import annotations
 import struct
 
 from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
 
 PLT0_SIZE = 20
 THUMB_STUB = 0x4778  # bx pc
@@ -37,7 +38,11 @@ def plt_functions(elf: ELFFile) -> dict[int, str]:
     if plt is None or rel is None or not plt["sh_size"]:
         return {}
     symbols = elf.get_section(rel["sh_link"])
-    slots = {r["r_offset"]: symbols.get_symbol(r["r_info_sym"]).name for r in rel.iter_relocations()}
+    if not isinstance(symbols, SymbolTableSection):
+        return {}  # no symbols to name the functions by (check_elf allows only this or a symbol table)
+    count = symbols.num_symbols()
+    slots = {r["r_offset"]: symbols.get_symbol(r["r_info_sym"]).name for r in rel.iter_relocations()
+             if r["r_info_sym"] < count}
     data, base = plt.data(), plt["sh_addr"]
     out: dict[int, str] = {}
     at = PLT0_SIZE

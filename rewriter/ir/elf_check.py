@@ -1,0 +1,165 @@
+"""Check an ELF file's structure before anything parses it.
+
+pyelftools and the loader trust the headers: an offset past the end of the file, an entry
+size of 0, a count too large or a link to the wrong kind of section gives a
+``struct.error``, a ``ZeroDivisionError``, an ``ELFParseError`` or a wrong answer wherever
+the field happens to be read, often deep in the rewriter. One pass here, over raw bytes,
+checks what the rest relies on and names the first problem found:
+
+- the identification: ELF magic, ARM, 32-bit little-endian, an executable;
+- the program headers: entry size, table inside the file, each loaded segment's bytes
+  inside the file and its memory inside the 32-bit address space;
+- the section headers: entry size, table inside the file, the section-name table, each
+  section's bytes inside the file and, for a loaded one, inside a loaded segment at the
+  address the segment gives them, its name inside the name table, the type its name
+  promises (``.symtab`` a symbol table, ``.rel.plt`` relocations, ...), the section its
+  ``sh_link`` names being of the kind its type needs, and the entry sizes of the tables
+  that are read entry by entry (symbols, relocations, dynamic tags).
+
+What the check passes, pyelftools can parse without reading outside the file. Contents
+(symbols, unwinding tables, DWARF) are read later by code that checks its own indices.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from ..errors import AnvilError
+
+EM_ARM = 40
+_MACHINES = {62: "x86-64", 3: "x86", 183: "AArch64", 243: "RISC-V", 8: "MIPS", 21: "PowerPC64", 20: "PowerPC",
+             2: "SPARC", 43: "SPARC64", 22: "S/390"}
+_TYPES = {0: "ET_NONE", 1: "ET_REL", 2: "ET_EXEC", 3: "ET_DYN", 4: "ET_CORE"}
+EHDR_SIZE, PHDR_SIZE, SHDR_SIZE = 52, 32, 40
+PT_LOAD = 1
+SHT_NULL, SHT_SYMTAB, SHT_STRTAB, SHT_RELA, SHT_HASH, SHT_DYNAMIC, SHT_NOBITS, SHT_REL, SHT_DYNSYM = (
+    0, 2, 3, 4, 5, 6, 8, 9, 11)
+SHT_GNU_HASH, SHT_SUNW_LDYNSYM, SHT_SUNW_SYMINFO = 0x6FFFFFF6, 0x6FFFFFF3, 0x6FFFFFFC
+SHT_GNU_VERDEF, SHT_GNU_VERNEED, SHT_GNU_VERSYM = 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
+SHN_XINDEX = 0xFFFF
+SHF_ALLOC = 0x2
+_SYMBOL_TABLES = (SHT_SYMTAB, SHT_DYNSYM, SHT_SUNW_LDYNSYM)
+# Section type -> the types its sh_link may name (pyelftools follows these links when it
+# makes the section object, that is whenever sections are listed or looked up by name);
+# 0 in the tuple: no link at all is fine too.
+_LINKS: dict[int, tuple[int, ...]] = {
+    **{t: (SHT_STRTAB,) for t in (*_SYMBOL_TABLES, SHT_GNU_VERDEF, SHT_GNU_VERNEED, SHT_DYNAMIC)},
+    **{t: _SYMBOL_TABLES for t in (SHT_HASH, SHT_GNU_HASH, SHT_GNU_VERSYM, SHT_SUNW_SYMINFO)},
+    # The PLT's relocations name their symbols through the link; a static program's
+    # IRELATIVE relocations have none.
+    SHT_REL: (0, *_SYMBOL_TABLES), SHT_RELA: (0, *_SYMBOL_TABLES),
+}
+SHT_PROGBITS, SHT_ARM_EXIDX, SHT_ARM_ATTRIBUTES = 1, 0x70000001, 0x70000003
+# Sections Anvil (and pyelftools) look up by name, and the type the name promises: what
+# is read from them depends on it (a ".symtab" of another type has no string table).
+_NAMED: dict[str, int] = {
+    ".symtab": SHT_SYMTAB, ".dynsym": SHT_DYNSYM, ".strtab": SHT_STRTAB, ".dynstr": SHT_STRTAB,
+    ".rel.plt": SHT_REL, ".rel.dyn": SHT_REL, ".dynamic": SHT_DYNAMIC, ".plt": SHT_PROGBITS, ".text": SHT_PROGBITS,
+    ".ARM.exidx": SHT_ARM_EXIDX, ".ARM.attributes": SHT_ARM_ATTRIBUTES,
+}
+# Tables read entry by entry, and the size of an ELF32 entry.
+_ENTRY_SIZES = {**{t: 16 for t in _SYMBOL_TABLES}, SHT_REL: 8, SHT_RELA: 12, SHT_DYNAMIC: 8}
+
+
+def check_elf(path: str, data: bytes, executable: bool = True) -> None:
+    """Raise AnvilError naming the first structural problem of the ELF file ``data`` (read
+    from ``path``), or return if it is a well-formed 32-bit little-endian ARM ELF file
+    (an executable, unless ``executable`` is False)."""
+    if len(data) < 16 or data[:4] != b"\x7fELF":
+        raise AnvilError(f"{path}: not an ELF file")
+    ei_class, ei_data = data[4], data[5]
+    if ei_data not in (1, 2):
+        raise AnvilError(f"{path}: malformed ELF file (unknown byte order {ei_data} in e_ident)")
+    if len(data) < 20:
+        raise AnvilError(f"{path}: truncated ELF file (the ELF header runs past the end of the file)")
+    machine = int.from_bytes(data[18:20], "little" if ei_data == 1 else "big")
+    if machine != EM_ARM:
+        name = _MACHINES.get(machine, f"machine {machine}")
+        raise AnvilError(f"{path}: unsupported ISA {name}; this build rewrites 32-bit ARM ELF only")
+    if ei_class != 1 or ei_data != 1:
+        raise AnvilError(f"{path}: only 32-bit little-endian ARM ELF is supported")
+    if len(data) < EHDR_SIZE:
+        raise AnvilError(f"{path}: truncated ELF file (the ELF header runs past the end of the file)")
+    (e_type, _, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum,
+     shstrndx) = struct.unpack_from("<HHIIIIIHHHHHH", data, 16)
+    if executable and e_type not in (2, 3):
+        raise AnvilError(f"{path}: not an executable ({_TYPES.get(e_type, f'type {e_type:#x}')})")
+    loads = _check_segments(path, data, phoff, phnum, phentsize)
+    _check_sections(path, data, shoff, shnum, shentsize, shstrndx, loads)
+
+
+def _malformed(path: str, why: str) -> AnvilError:
+    return AnvilError(f"{path}: malformed ELF file ({why})")
+
+
+def _truncated(path: str, what: str) -> AnvilError:
+    return AnvilError(f"{path}: truncated ELF file ({what} runs past the end of the file)")
+
+
+def _check_segments(path: str, data: bytes, phoff: int, phnum: int,
+                    phentsize: int) -> list[tuple[int, int, int]]:
+    """Check the program headers; (address, file offset, file size) of each loaded segment."""
+    loads: list[tuple[int, int, int]] = []
+    if not phnum:
+        return loads
+    if phentsize != PHDR_SIZE:
+        raise _malformed(path, f"program header entries of {phentsize} bytes, not {PHDR_SIZE}")
+    if phoff + phnum * PHDR_SIZE > len(data):
+        raise _truncated(path, "the program header table")
+    for i in range(phnum):
+        p_type, offset, vaddr, _, filesz, memsz, _, _ = struct.unpack_from("<8I", data, phoff + i * PHDR_SIZE)
+        if p_type != PT_LOAD:
+            continue
+        if offset + filesz > len(data):
+            raise _truncated(path, f"segment {i}")
+        if filesz > memsz:
+            raise _malformed(path, f"segment {i} has more bytes in the file ({filesz:#x}) than in memory "
+                                   f"({memsz:#x})")
+        if vaddr + memsz > 1 << 32:
+            raise _malformed(path, f"segment {i} at {vaddr:#x} runs past the end of the 32-bit address space")
+        loads.append((vaddr, offset, filesz))
+    return loads
+
+
+def _check_sections(path: str, data: bytes, shoff: int, shnum: int, shentsize: int, shstrndx: int,
+                    loads: list[tuple[int, int, int]]) -> None:
+    if not shoff and not shnum:
+        return  # no section table: nothing for anyone to read
+    if not shnum or shstrndx == SHN_XINDEX:
+        raise _malformed(path, "extended section numbering (e_shnum 0 or e_shstrndx 0xffff) is not supported")
+    if shentsize != SHDR_SIZE:
+        raise _malformed(path, f"section header entries of {shentsize} bytes, not {SHDR_SIZE}")
+    if shoff + shnum * SHDR_SIZE > len(data):
+        raise _truncated(path, "the section header table")
+    headers = [struct.unpack_from("<10I", data, shoff + i * SHDR_SIZE) for i in range(shnum)]
+    if shstrndx >= shnum or headers[shstrndx][1] != SHT_STRTAB:
+        raise _malformed(path, f"e_shstrndx {shstrndx} is not a string table")
+    names_at, names_size = headers[shstrndx][4], headers[shstrndx][5]
+    for i, (name_at, kind, flags, address, offset, size, link, _, _, entsize) in enumerate(headers):
+        if name_at >= names_size:
+            raise _malformed(path, f"the name of section {i} lies outside the section-name table")
+        end = data.find(b"\0", names_at + name_at, names_at + names_size)
+        name = data[names_at + name_at:end].decode("latin-1") if end >= 0 else ""
+        promised = _NAMED.get(name)
+        if promised is not None and kind != promised:
+            raise _malformed(path, f"section {i} ({name}) is of type {kind:#x}, not {promised:#x}")
+        if kind == SHT_NULL:
+            continue
+        if kind != SHT_NOBITS and offset + size > len(data):
+            raise _truncated(path, f"section {i}")
+        # The loader finds code and data by the sections and reads and patches them through
+        # the segments: the two must agree on where each loaded section's bytes are.
+        if loads and flags & SHF_ALLOC and kind != SHT_NOBITS and size and not any(
+                vaddr <= address and address + size <= vaddr + filesz and offset - at == address - vaddr
+                for vaddr, at, filesz in loads):
+            raise _malformed(path, f"section {i} ({name}) at {address:#x} is not where a loaded segment puts it")
+        wanted = _LINKS.get(kind)
+        if wanted is not None and not ((link == 0 and 0 in wanted) or (link < shnum and headers[link][1] in wanted)):
+            raise _malformed(path, f"section {i} links to section {link}, not a {_kind_names(wanted)}")
+        need = _ENTRY_SIZES.get(kind)
+        if need is not None and entsize != need:
+            raise _malformed(path, f"section {i} has entries of {entsize} bytes, not {need}")
+
+
+def _kind_names(kinds: tuple[int, ...]) -> str:
+    return "string table" if kinds == (SHT_STRTAB,) else "symbol table"
