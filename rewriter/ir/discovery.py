@@ -247,7 +247,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
     found: dict[int, Descent] = {}
     while True:
         changed, new, guesses, cut = _descend_all(binary, streams, ranges, entries, noreturn, memo, found)
-        wrong = cut - _sure(sure_roots, entries, found, binary.plt, noreturn) if cut else set()
+        wrong = _wrong(cut, sure_roots, entries, found, binary.plt, noreturn) if cut else set()
         if wrong:  # drop those, with what only they found, and decode again
             rejected |= wrong
             _drop(wrong, entries, roots, finders, found)
@@ -270,9 +270,14 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
         entries.update(added)
 
 
-def _sure(roots: set[int], entries: dict[int, bool], found: dict[int, Descent], plt: dict[int, str],
-          noreturn: set[int]) -> set[int]:
-    """The entries known for sure: ``roots`` (symbols, exports, the PLT, the ELF entry,
+def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], found: dict[int, Descent],
+           plt: dict[int, str], noreturn: set[int]) -> set[int]:
+    """The doubtful entries of ``cut`` (entry -> the descent it cuts) that cut code a descent
+    reached surely: those are dropped. Where the code cut is itself doubtful (bytes after a
+    call of something not known to return, or after a computed jump), the entry is kept and
+    that code ends there (``_start`` calling ``__libc_start_main``, then an A32 function).
+
+    The entries known for sure: ``roots`` (symbols, exports, the PLT, the ELF entry,
     init/fini) and what sure code calls or branches to. Code a descent reached only past a
     direct call of something not known to return (a literal pool after an error routine,
     perhaps) counts only if every such callee returns; what it reached past a computed jump
@@ -299,7 +304,8 @@ def _sure(roots: set[int], entries: dict[int, bool], found: dict[int, Descent], 
         work += [t for t in descent.calls if t in entries and t not in sure]
         if descent.after and all(returns(callee) for callee in descent.passed):
             work += [t for t in descent.after if t in entries and t not in sure]
-    return sure
+    return {entry for entry, descent in cut.items() if entry not in sure and descent.cut_doubt != PAST_JUMP
+            and (descent.cut_doubt == SURE or all(returns(callee) for callee in descent.passed))}
 
 
 def _drop(dropped: set[int], entries: dict[int, bool], roots: set[int], finders: dict[int, set[int]],
@@ -357,7 +363,7 @@ def _ends(ins: Instruction, noreturn: set[int]) -> bool:
 
 def _descend_all(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], entries: dict[int, bool],
                  noreturn: set[int], memo: dict[int, dict[int, Descent]], found: dict[int, Descent]
-                 ) -> tuple[list[int], dict[int, bool], dict[int, bool], set[int]]:
+                 ) -> tuple[list[int], dict[int, bool], dict[int, bool], dict[int, Descent]]:
     """Decode every procedure from its entry into ``found`` (each entry's descent, kept from
     the round before); returns the entries whose descent changed and, from those alone, the
     call targets seen, the weak entries guessed from literals and the entries that cut an
@@ -377,7 +383,7 @@ def _descend_all(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]
     changed = []
     calls: dict[int, bool] = {}
     guesses: dict[int, bool] = {}
-    cut: set[int] = set()
+    cut: dict[int, Descent] = {}
     for k, entry in enumerate(starts):
         limit = starts[k + 1] if k + 1 < len(starts) else end
         by_limit = memo.setdefault(entry, {})
@@ -403,7 +409,7 @@ def _descend_all(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]
         # one inside an instruction.
         # Nor into the middle of an IT block (the entry's reading would lose the condition).
         if known.straddles or known.cuts_it or (known.runs_on and entries.get(limit, entries[entry]) != entries[entry]):
-            cut.add(limit)
+            cut[limit] = known
     return (changed, {a: t for a, t in calls.items() if _inside(ranges, a)},
             {a: t for a, t in guesses.items() if _inside(ranges, a)}, cut)
 
@@ -427,6 +433,7 @@ class Descent:
     after: dict[int, bool] = dataclasses.field(default_factory=dict)
     passed: frozenset[int] = frozenset()
     returns: bool = False  # an instruction returns or jumps through a register
+    cut_doubt: int = 0  # how surely the code that straddles, runs on or cuts an IT block was reached
 
     def targets(self) -> list[int]:
         """Every entry this descent names."""
@@ -447,6 +454,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     guesses: dict[int, bool] = {}
     passed: set[int] = set()
     straddles = runs_on = cuts_it = returns = False
+    cut_doubt = SURE
     reach = entry
     inside: set[int] = set()  # the second halfwords of 32-bit instructions
     # (address, Thumb, doubt): doubt is SURE, PAST_CALL (reached only past a direct call that
@@ -471,6 +479,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 break
             if ins.address + ins.size > limit:
                 straddles = True
+                cut_doubt = max(cut_doubt, doubt)
                 break
             if cur in inside or (ins.size == 4 and cur + 2 in mine and cur not in mine):
                 break  # overlaps an instruction found before: one of the two is data
@@ -505,9 +514,12 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 passed.add(ins.branch_target & ~1)
                 doubt = doubt or PAST_CALL
             cur = ins.end
-            runs_on |= cur == limit
-            cuts_it |= cur == limit and in_block > 0
-    return Descent(limit, mine, calls, guesses, straddles, reach, runs_on, cuts_it, after, frozenset(passed), returns)
+            if cur == limit:
+                runs_on = True
+                cuts_it |= in_block > 0
+                cut_doubt = max(cut_doubt, doubt)
+    return Descent(limit, mine, calls, guesses, straddles, reach, runs_on, cuts_it, after, frozenset(passed), returns,
+                   cut_doubt)
 
 
 SURE, PAST_CALL, PAST_JUMP = 0, 1, 2
