@@ -499,7 +499,10 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 if (weak or doubt == PAST_JUMP) and not local:
                     guesses.setdefault(target, tthumb)
                 elif not local:
-                    (after if doubt else calls).setdefault(target, tthumb)
+                    # A call is sure wherever it was decoded past a call: a literal pool
+                    # rarely decodes as a BL to a place that is code, while branches (B,
+                    # CBZ) in a pool's reading are common.
+                    (after if doubt and not is_call else calls).setdefault(target, tthumb)
                 else:
                     work.append((target, tthumb, doubt))
                     reach = max(reach, target + 1)
