@@ -235,36 +235,97 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
     for addr, thumb in starts.seeds:
         if not starts.wrong_mode(addr, thumb):
             entries.setdefault(addr, thumb)
-    weak: set[int] = set()
+    sure_roots = set(entries)
+    roots = set(entries)  # entries no descent needs to name: seeds, data words, landing pads
     for addr, thumb in starts.data_words:
         if addr not in entries and not starts.wrong_mode(addr, thumb):
             entries[addr] = thumb
-            weak.add(addr)
+            roots.add(addr)
+    finders: dict[int, set[int]] = {}  # entry -> the entries whose descents named it
     rejected: set[int] = set()
     unwound = starts.unwound
     found: dict[int, Descent] = {}
     while True:
         changed, new, guesses, cut = _descend_all(binary, streams, ranges, entries, noreturn, memo, found)
-        weak -= new.keys()
-        if cut & weak:  # drop those and decode again
-            for addr in cut & weak:
-                del entries[addr]
-            rejected |= cut & weak
-            weak -= cut
+        wrong = _wrong(cut, sure_roots, entries, found, binary.plt, noreturn) if cut else set()
+        if wrong:  # drop those, with what only they found, and decode again
+            rejected |= wrong
+            _drop(wrong, entries, roots, finders, found)
             for entry in changed:  # what they call is looked at in the next round
-                del found[entry]
+                found.pop(entry, None)
             continue
+        for entry in changed:
+            for target in found[entry].targets():
+                finders.setdefault(target, set()).add(entry)
         added = {a: t for a, t in new.items() if a not in entries and a not in rejected and not starts.wrong_mode(a, t)}
-        guessed = {a: t for a, t in guesses.items()
-                   if a not in entries and a not in rejected and a not in added and not starts.wrong_mode(a, t)}
-        added |= guessed
-        weak |= guessed.keys()
+        added |= {a: t for a, t in guesses.items()
+                  if a not in entries and a not in rejected and a not in added and not starts.wrong_mode(a, t)}
         if not added:  # then the landing pads of the functions found, which only the unwinder enters
             added = {pad: entries[start] for start, (_, pads) in unwound.items() if start in entries
                      for pad in pads if pad not in entries and _inside(ranges, pad)}
+            roots |= added.keys()
+            sure_roots |= {pad for start, (_, pads) in unwound.items() if start in sure_roots for pad in pads}
         if not added:
             return entries, {entry: descent.instructions for entry, descent in found.items()}
         entries.update(added)
+
+
+def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], found: dict[int, Descent],
+           plt: dict[int, str], noreturn: set[int]) -> set[int]:
+    """The doubtful entries of ``cut`` (entry -> the descent it cuts) that cut code a descent
+    reached surely: those are dropped. Where the code cut is itself doubtful (bytes after a
+    call of something not known to return, or after a computed jump), the entry is kept and
+    that code ends there (``_start`` calling ``__libc_start_main``, then an A32 function).
+
+    The entries known for sure: ``roots`` (symbols, exports, the PLT, the ELF entry,
+    init/fini) and what sure code calls or branches to. Code a descent reached only past a
+    direct call of something not known to return (a literal pool after an error routine,
+    perhaps) counts only if every such callee returns; what it reached past a computed jump
+    (a table, perhaps) and literal guesses never count. So doubt is transitive: what doubtful
+    code names is doubtful too."""
+    def returns(callee: int) -> bool:
+        if callee in noreturn:
+            return False
+        if callee in plt:
+            return True
+        descent = found.get(callee)
+        return descent is not None and descent.returns
+
+    sure: set[int] = set()
+    work = [entry for entry in roots if entry in entries]
+    while work:
+        entry = work.pop()
+        if entry in sure:
+            continue
+        sure.add(entry)
+        descent = found.get(entry)
+        if descent is None:
+            continue
+        work += [t for t in descent.calls if t in entries and t not in sure]
+        if descent.after and all(returns(callee) for callee in descent.passed):
+            work += [t for t in descent.after if t in entries and t not in sure]
+    return {entry for entry, descent in cut.items() if entry not in sure and descent.cut_doubt != PAST_JUMP
+            and (descent.cut_doubt == SURE or all(returns(callee) for callee in descent.passed))}
+
+
+def _drop(dropped: set[int], entries: dict[int, bool], roots: set[int], finders: dict[int, set[int]],
+          found: dict[int, Descent]) -> None:
+    """Remove the ``dropped`` entries and, transitively, every entry that only they named."""
+    work = list(dropped)
+    while work:
+        gone = work.pop()
+        entries.pop(gone, None)
+        roots.discard(gone)
+        descent = found.pop(gone, None)
+        if descent is None:
+            continue
+        for target in descent.targets():
+            named_by = finders.get(target)
+            if named_by is None:
+                continue
+            named_by.discard(gone)
+            if not named_by and target not in roots and target in entries:
+                work.append(target)
 
 
 def _never_return(found: dict[int, dict[int, Instruction]], entries: dict[int, bool], noreturn: set[int]) -> set[int]:
@@ -302,7 +363,7 @@ def _ends(ins: Instruction, noreturn: set[int]) -> bool:
 
 def _descend_all(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], entries: dict[int, bool],
                  noreturn: set[int], memo: dict[int, dict[int, Descent]], found: dict[int, Descent]
-                 ) -> tuple[list[int], dict[int, bool], dict[int, bool], set[int]]:
+                 ) -> tuple[list[int], dict[int, bool], dict[int, bool], dict[int, Descent]]:
     """Decode every procedure from its entry into ``found`` (each entry's descent, kept from
     the round before); returns the entries whose descent changed and, from those alone, the
     call targets seen, the weak entries guessed from literals and the entries that cut an
@@ -322,7 +383,7 @@ def _descend_all(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]
     changed = []
     calls: dict[int, bool] = {}
     guesses: dict[int, bool] = {}
-    cut: set[int] = set()
+    cut: dict[int, Descent] = {}
     for k, entry in enumerate(starts):
         limit = starts[k + 1] if k + 1 < len(starts) else end
         by_limit = memo.setdefault(entry, {})
@@ -340,12 +401,15 @@ def _descend_all(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]
         changed.append(entry)
         for target, thumb in known.calls.items():
             calls.setdefault(target, thumb)
+        for target, thumb in known.after.items():
+            calls.setdefault(target, thumb)
         for target, thumb in known.guesses.items():
             guesses.setdefault(target, thumb)
         # Code never runs on into the other instruction set: an entry there is as wrong as
         # one inside an instruction.
-        if known.straddles or (known.runs_on and entries.get(limit, entries[entry]) != entries[entry]):
-            cut.add(limit)
+        # Nor into the middle of an IT block (the entry's reading would lose the condition).
+        if known.straddles or known.cuts_it or (known.runs_on and entries.get(limit, entries[entry]) != entries[entry]):
+            cut[limit] = known
     return (changed, {a: t for a, t in calls.items() if _inside(ranges, a)},
             {a: t for a, t in guesses.items() if _inside(ranges, a)}, cut)
 
@@ -363,10 +427,22 @@ class Descent:
     straddles: bool
     reach: int = 0  # the end of the highest instruction, and of what the descent went to
     runs_on: bool = False  # an instruction falls through to the limit (into the next procedure)
+    cuts_it: bool = False  # ... from inside an IT block, so the limit is inside it
+    # Targets named only by code reached past a direct call of ``passed`` (not known to
+    # return: the bytes after it may be a literal pool); sure only if all of those return.
+    after: dict[int, bool] = dataclasses.field(default_factory=dict)
+    passed: frozenset[int] = frozenset()
+    returns: bool = False  # an instruction returns or jumps through a register
+    cut_doubt: int = 0  # how surely the code that straddles, runs on or cuts an IT block was reached
+
+    def targets(self) -> list[int]:
+        """Every entry this descent names."""
+        return [*self.calls, *self.after, *self.guesses]
 
     def fits_below(self, limit: int) -> bool:
         """Decoding up to ``limit`` would find the same: nothing found or gone to reaches it."""
-        return not self.straddles and self.reach <= limit and not any(limit <= t < self.limit for t in self.calls)
+        return (not self.straddles and not self.cuts_it and self.reach <= limit
+                and not any(limit <= t < self.limit for t in (*self.calls, *self.after)))
 
 
 def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], entry: int,
@@ -374,50 +450,82 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     """The instructions reachable from ``entry`` below ``limit`` (see Descent)."""
     mine: dict[int, Instruction] = {}
     calls: dict[int, bool] = {}
+    after: dict[int, bool] = {}
     guesses: dict[int, bool] = {}
-    straddles = runs_on = False
+    passed: set[int] = set()
+    straddles = runs_on = cuts_it = returns = False
+    cut_doubt = SURE
     reach = entry
     inside: set[int] = set()  # the second halfwords of 32-bit instructions
-    work: deque[tuple[int, bool]] = deque([(entry, entry_thumb)])
+    # (address, Thumb, doubt): doubt is SURE, PAST_CALL (reached only past a direct call that
+    # may not return) or PAST_JUMP (the bytes after a computed jump: a table, perhaps).
+    work: deque[tuple[int, bool, int]] = deque([(entry, entry_thumb, SURE)])
     first = bisect.bisect_left(streams.labels, entry)
-    work.extend((label, entry_thumb) for label in streams.labels[first:bisect.bisect_left(streams.labels, limit)])
+    work.extend((label, entry_thumb, SURE) for label in streams.labels[first:bisect.bisect_left(streams.labels, limit)])
     literal_regs: dict[int, int] = {}
+    plt = binary.plt
     while work:
-        cur, thumb = work.popleft()
+        cur, thumb, doubt = work.popleft()
         switches = SwitchFinder(binary)
         stream = None
-        while entry <= cur < limit and cur not in mine and _inside(ranges, cur):
+        in_block = 0  # instructions of the current IT block still to come
+        while entry <= cur < limit and _inside(ranges, cur):
+            if cur in mine and not (in_block and not mine[cur].in_it):
+                break
+            # (Else a branch from elsewhere started here, inside this IT block, and took the
+            # reading no IT governs: real code never branches into an IT block, the IT rules.)
             ins, stream = streams.at(cur, thumb, stream)
             if ins is None:
                 break
             if ins.address + ins.size > limit:
                 straddles = True
+                cut_doubt = max(cut_doubt, doubt)
                 break
-            if cur in inside or (ins.size == 4 and cur + 2 in mine):
+            if cur in inside or (ins.size == 4 and cur + 2 in mine and cur not in mine):
                 break  # overlaps an instruction found before: one of the two is data
             mine[cur] = ins
             reach = max(reach, ins.end)
             if ins.size == 4:
                 inside.add(cur + 2)
+            if ins.is_it:
+                mask = ins.raw[0] & 0xF
+                in_block = 4 - ((mask & -mask).bit_length() - 1)
+            elif in_block:
+                in_block -= 1
+            returns = returns or ins.is_return or (ins.writes_pc and ins.branch_target is None and not ins.is_call)
             switches.see(ins)
             for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, binary, ranges):
                 local = entry <= target < limit and not is_call
-                if weak and not local:
+                if (weak or doubt == PAST_JUMP) and not local:
                     guesses.setdefault(target, tthumb)
                 elif not local:
-                    calls.setdefault(target, tthumb)
+                    # A call is sure wherever it was decoded past a call: a literal pool
+                    # rarely decodes as a BL to a place that is code, while branches (B,
+                    # CBZ) in a pool's reading are common.
+                    (after if doubt and not is_call else calls).setdefault(target, tthumb)
                 else:
-                    work.append((target, tthumb))
+                    work.append((target, tthumb, doubt))
                     reach = max(reach, target + 1)
             if is_computed_jump(ins):
                 # add/mov pc computed from a register: what it jumps into follows it, a table
                 # of branches (A32 switches) or unrolled code (libgcc's division).
-                work.append((ins.end, thumb))
+                work.append((ins.end, thumb, PAST_JUMP))
             if not ins.falls_through or _ends(ins, noreturn):
                 break
+            if (ins.is_call and ins.branch_target is not None and ins.cond == 14 and not ins.in_it
+                    and (ins.branch_target & ~1) not in plt):
+                passed.add(ins.branch_target & ~1)
+                doubt = doubt or PAST_CALL
             cur = ins.end
-            runs_on |= cur == limit
-    return Descent(limit, mine, calls, guesses, straddles, reach, runs_on)
+            if cur == limit:
+                runs_on = True
+                cuts_it |= in_block > 0
+                cut_doubt = max(cut_doubt, doubt)
+    return Descent(limit, mine, calls, guesses, straddles, reach, runs_on, cuts_it, after, frozenset(passed), returns,
+                   cut_doubt)
+
+
+SURE, PAST_CALL, PAST_JUMP = 0, 1, 2
 
 
 class _Streams:
