@@ -266,7 +266,8 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("bc", ("bc:armhf", *READLINE), "usr/bin/bc", ("-l", "-q"), "pi to 40 digits, 2^100, recursion",
             stdin=b"scale=40\n4*a(1)\n2^100\ndefine f(n) {\n if (n < 2) return (n)\n return (f(n-1) + f(n-2))\n}\n"
                   b"f(12)\n"),
-    Program("gzip", ("gzip:armhf",), "bin/gzip", ("-c", "-6", "input.txt"), "deflate to stdout"),
+    Program("gzip", ("gzip:armhf",), "bin/gzip", ("-c", "-n", "-6", "input.txt"),
+            "deflate to stdout (-n: no name or time stamp in the header)"),
     Program("bzip2", ("bzip2:armhf", "libbz2-1.0:armhf"), "bin/bzip2", ("-c", "-9", "input.txt"),
             "bzip2 to stdout"),
     Program("grep", ("grep:armhf", "libpcre2-8-0:armhf"), "bin/grep",
