@@ -280,6 +280,8 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             "tables, sort, string.format; string hashes seeded by time and address", repeatable=False),
     Program("dash", ("dash:armhf",), "bin/dash", ("-c", DASH_SCRIPT, "sh", "input.txt"),
             "loops, arithmetic, parameter expansion, read, case, exit 3"),
+    Program("ls", ("coreutils:armhf", *SELINUX), "bin/ls", ("-la", "--time-style=+", str(SAMPLES_DIR)),
+            "long listing of the samples directory (no times)"),
 ]}
 
 #: Files every run directory gets.
