@@ -5,7 +5,8 @@ a deterministic workload.  For each program, tool (inscount, bbcount, cachesim) 
 (inhost, rehost) the script
 
 - rewrites it with ``python3 -m rewriter.cli instrument --tool T --mode M`` in a child
-  process, timing it and taking the child's peak resident memory (``wait4``'s maxrss);
+  process on one core (``ANVIL_JOBS=1``), timing it and taking its peak resident memory
+  (VmHWM);
 - runs the copy the way the original runs (InHost: ``env -i ... qemu-arm``; ReHost: through
   the bridge to one ``anvil rehost-server`` with the C analysis), each in a directory of its
   own with the workload's files, and compares stdout, stderr and exit status with the
@@ -91,25 +92,44 @@ class Row:
     results: list[Result] = field(default_factory=list)
 
 
+def _high_water_kib(pid: int) -> int:
+    """The peak resident memory of process ``pid`` so far (VmHWM, KiB), 0 once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def rewrite(binary: Path, out: Path, result: Result) -> None:
-    """``anvil instrument`` in a child process; fills in the rewrite figures or the failure."""
+    """``anvil instrument`` in a child process on one core (ANVIL_JOBS=1); fills in the
+    rewrite figures or the failure.
+
+    The peak memory is the child's own high-water mark (VmHWM), read while it runs: the
+    maxrss that wait4 reports starts from this script's resident size, which a child
+    started by fork and exec inherits.
+    """
     cmd = [sys.executable, "-m", "rewriter.cli", "instrument", "--tool", result.tool, "--mode", result.mode,
            str(binary), "-o", str(out)]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "ANVIL_JOBS": "1"}
     out.parent.mkdir(parents=True, exist_ok=True)
     log = out.parent / "anvil.stderr"
     start = time.perf_counter()
     with log.open("wb") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=out.parent)
-        killer = threading.Timer(REWRITE_TIMEOUT, proc.kill)
-        killer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)  # the child's own peak memory, not the largest child's
-        finally:
-            killer.cancel()
+        deadline = start + REWRITE_TIMEOUT
+        while True:
+            result.peak_kib = max(result.peak_kib, _high_water_kib(proc.pid))
+            pid, status = os.waitpid(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                proc.kill()
+            time.sleep(0.05)
         proc.returncode = os.waitstatus_to_exitcode(status)
     result.rewrite_wall = time.perf_counter() - start
-    result.peak_kib = usage.ru_maxrss
     if proc.returncode != 0:
         result.failure = bench.first_line(log.read_text(errors="replace"), f"anvil exited {proc.returncode}")
         return
