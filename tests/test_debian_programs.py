@@ -22,31 +22,27 @@ from rehost.server import Library, start_server
 from rewriter.ir.elf_loader import load_binary
 from rewriter.ir.plt import plt_functions
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+from tests.support.corpus import CORPUS, DASH_SCRIPT, environment, fetch, input_text
 from tests.support.rehost import run_rehost
 from tests.support.run import assert_same_behaviour, forked_results, instrument, place, results, run_prog
-from tests.support.samples import SAMPLES_DIR, debian_packages
+from tests.support.samples import SAMPLES_DIR
 
 INPUT = "{input}"
-# name: (packages, the program's path in them, its arguments)
-PROGRAMS = {
-    "bc": (["bc:armhf", "libreadline8:armhf", "libtinfo6:armhf"], "usr/bin/bc", ["-l", "-q"]),
-    "gzip": (["gzip:armhf"], "bin/gzip", ["-c", "-6", INPUT]),
-    "bzip2": (["bzip2:armhf", "libbz2-1.0:armhf"], "bin/bzip2", ["-c", "-9", INPUT]),
-    "grep": (["grep:armhf", "libpcre2-8-0:armhf"], "bin/grep", ["-n", "-E", "a[bc]+d|int [a-z]+\\(", INPUT]),
-    "ls": (["coreutils:armhf", "libselinux1:armhf", "libpcre2-8-0:armhf"], "bin/ls",
-           ["-la", "--time-style=+", str(SAMPLES_DIR)]),
-    "lua5.4": (["lua5.4:armhf", "libreadline8:armhf", "libtinfo6:armhf"], "usr/bin/lua5.4",
-               ["-e", 'local t = {} for i = 1, 200 do t[i] = (i * 7919) % 1000 end table.sort(t)'
-                      ' print(t[1], t[100], #t, string.format("%5.2f", math.pi), ("ab"):rep(3))']),
-    "dash": (["dash:armhf"], "bin/dash",
-             ["-c", 'for i in 1 2 3; do echo $((i*i)); done; x=abcd; echo ${x#a} ${#x}; read l < "$1"; echo "$l";'
-                    ' case $x in a*) exit 3;; esac', "sh", INPUT]),
+# name: its arguments here (the packages and the path are the corpus's, tests/support/corpus.py)
+ARGUMENTS = {
+    "bc": ["-l", "-q"],
+    "gzip": ["-c", "-6", INPUT],
+    "bzip2": ["-c", "-9", INPUT],
+    "grep": ["-n", "-E", "a[bc]+d|int [a-z]+\\(", INPUT],
+    "ls": ["-la", "--time-style=+", str(SAMPLES_DIR)],
+    "lua5.4": list(CORPUS["lua5.4"].args),
+    "dash": ["-c", DASH_SCRIPT, "sh", INPUT],
 }
 # Instructions of the executable that may run after the program's end is observed (the
 # end hook runs before DT_FINI's code and before a call of _exit: the rest of _fini, the
 # PLT entry of _exit).
 AFTER_THE_END = 8
-STDIN = {"bc": b"scale=40\n4*a(1)\n2^100\ndefine f(n) {\n if (n < 2) return (n)\n return (f(n-1) + f(n-2))\n}\nf(12)\n"}
+STDIN = {"bc": CORPUS["bc"].stdin}
 # Programs whose instruction count differs from run to run: Lua seeds its string hashes
 # with the time and an address (luai_makeseed), so its string table's chains differ.
 UNREPEATABLE = {"lua5.4"}
@@ -54,24 +50,23 @@ UNREPEATABLE = {"lua5.4"}
 
 def _program(name: str) -> tuple[Path, dict[str, str]]:
     """The program's path and the environment that finds its libraries."""
-    packages, path, _ = PROGRAMS[name]
-    root = debian_packages(f"{name}-armhf", packages, path)
-    libs = ":".join(str(root / d / "arm-linux-gnueabihf") for d in ("lib", "usr/lib"))
-    return root / path, {"LD_LIBRARY_PATH": libs}
+    program = CORPUS[name]
+    binary, root = fetch(program)
+    return binary, environment(program, root)
 
 
 def _input(tmp_path: Path) -> Path:
-    """What the programs read: the start of the C samples, 6 KiB of text (qemu's single-step
-    trace of what gzip does with it takes seconds)."""
+    """What the programs read: the corpus's input.txt, 6 KiB of C (qemu's single-step trace of
+    what gzip does with it takes seconds)."""
     path = tmp_path / "input.txt"
-    path.write_bytes(b"".join(p.read_bytes() for p in sorted(SAMPLES_DIR.glob("*.c")))[:6144])
+    path.write_bytes(input_text())
     return path
 
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("name", sorted(ARGUMENTS))
 def test_debian_program_transparent_and_counted(name: str, tmp_path: Path) -> None:
     program, env = _program(name)
-    args = [a.replace(INPUT, str(_input(tmp_path))) for a in PROGRAMS[name][2]]
+    args = [a.replace(INPUT, str(_input(tmp_path))) for a in ARGUMENTS[name]]
     placed = place(program, tmp_path, "orig")
     stdin = STDIN.get(name, b"")
     original = run_prog(placed, args, stdin, env=env)
@@ -92,7 +87,7 @@ def test_debian_program_transparent_and_counted(name: str, tmp_path: Path) -> No
             assert expected - AFTER_THE_END <= total <= expected
 
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("name", sorted(ARGUMENTS))
 def test_plt_entries_named_like_binutils(name: str) -> None:
     """plt_functions against objdump's ``<function@plt>`` labels (at an entry's Thumb stub
     where it has one), which binutils computes from the same relocations its own way."""

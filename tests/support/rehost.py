@@ -24,18 +24,19 @@ def cli_run(binary: Path, *extra: str, text: bool = False) -> subprocess.Complet
 
 
 def run_rehost(binary: Path, address: str, args: list[str] | tuple[str, ...] = (), stdin: bytes = b"",
-               timeout: float = 300) -> tuple[Run, bridge.Outcome]:
+               timeout: float = 300, env: dict[str, str] | None = None,
+               argv0: str = "prog") -> tuple[Run, bridge.Outcome]:
     """Run the ReHost ``binary`` (at its final path) against the server at ``address``.
 
-    Like run_prog: empty environment, argv[0] 'prog', cwd the binary's directory; the
-    results files the server sends back are written there.
+    Like run_prog: only ``env`` (default none), argv[0] ``argv0``, cwd the binary's
+    directory; the results files the server sends back are written there.
     """
     document = Path(str(binary) + SITE_TABLE_SUFFIX).read_bytes()
     table = parse(document)
     channel = bridge.connect(address)
-    cmd = ["qemu-arm", "-L", LIB_ROOT, "-0", "prog", str(binary.resolve()), *args]
+    cmd = ["qemu-arm", "-L", LIB_ROOT, "-0", argv0, str(binary.resolve()), *args]
     try:
-        outcome = bridge.run(cmd, channel, table.tool, document, "prog", env={}, cwd=str(binary.parent),
+        outcome = bridge.run(cmd, channel, table.tool, document, "prog", env=env or {}, cwd=str(binary.parent),
                              stdin=stdin)
     finally:
         channel.close()

@@ -1,0 +1,323 @@
+"""Instrument every corpus program with every tool in both modes and compare it with the original.
+
+The corpus is tests/support/corpus.py: Debian 12's own armhf programs, stripped, each with
+a deterministic workload.  For each program, tool (inscount, bbcount, cachesim) and mode
+(inhost, rehost) the script
+
+- rewrites it with ``python3 -m rewriter.cli instrument --tool T --mode M`` in a child
+  process on one core (``ANVIL_JOBS=1``), timing it and taking its peak resident memory
+  (VmHWM);
+- runs the copy the way the original runs (InHost: ``env -i ... qemu-arm``; ReHost: through
+  the bridge to one ``anvil rehost-server`` with the C analysis), each in a directory of its
+  own with the workload's files, and compares stdout, stderr and exit status with the
+  original's;
+- prints one Markdown table row: program, executable size, instructions of the rewrite
+  (its ``.anvil.json``), tool/mode, identical or how not, rewrite wall seconds, instructions
+  per second (the report's instructions over the wall time of the whole command), peak
+  memory of the rewrite, and slowdown (median run time over the original's).
+
+Progress and each row as it is measured go to stderr; the table, with a header line naming
+the date, commit, qemu-arm and CPU, goes to stdout.  Exit status 1 if anything failed or
+differed::
+
+    python3 benchmarks/corpus.py --jobs 1                           # everything (about an hour)
+    python3 benchmarks/corpus.py --tools inscount --modes inhost    # find crashes first
+    python3 benchmarks/corpus.py --programs git,sed --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks import run as bench  # noqa: E402  (progress, first_line, escape, header_line)
+from tests.support import corpus  # noqa: E402
+
+TOOLS = ["inscount", "bbcount", "cachesim"]
+MODES = ["inhost", "rehost"]
+REWRITE_TIMEOUT = 1800.0
+RUN_TIMEOUT = 300.0
+#: The bridge redirects a process-wide descriptor while it starts a program: one at a time.
+_BRIDGE = threading.Lock()
+
+
+@dataclass
+class Outcome:
+    """What one run printed, how it exited (None: timed out) and how long it took."""
+
+    stdout: bytes
+    stderr: bytes
+    returncode: int | None
+    seconds: float
+
+
+@dataclass
+class Result:
+    """One program × tool × mode."""
+
+    tool: str
+    mode: str
+    failure: str | None = None  # the rewrite failed: anvil's message
+    rewrite_wall: float = 0.0
+    instructions: int = 0
+    peak_kib: int = 0
+    difference: str | None = None  # how the run differed from the original's
+    times: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Row:
+    """One program: the original's figures and each tool/mode's."""
+
+    program: str
+    size: int = 0
+    failure: str | None = None
+    times: list[float] = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)
+
+
+def _high_water_kib(pid: int) -> int:
+    """The peak resident memory of process ``pid`` so far (VmHWM, KiB), 0 once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def rewrite(binary: Path, out: Path, result: Result) -> None:
+    """``anvil instrument`` in a child process on one core (ANVIL_JOBS=1); fills in the
+    rewrite figures or the failure.
+
+    The peak memory is the child's own high-water mark (VmHWM), read while it runs: the
+    maxrss that wait4 reports starts from this script's resident size, which a child
+    started by fork and exec inherits.
+    """
+    cmd = [sys.executable, "-m", "rewriter.cli", "instrument", "--tool", result.tool, "--mode", result.mode,
+           str(binary), "-o", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "ANVIL_JOBS": "1"}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    log = out.parent / "anvil.stderr"
+    start = time.perf_counter()
+    with log.open("wb") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=out.parent)
+        deadline = start + REWRITE_TIMEOUT
+        while True:
+            result.peak_kib = max(result.peak_kib, _high_water_kib(proc.pid))
+            pid, status = os.waitpid(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                proc.kill()
+            time.sleep(0.05)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    result.rewrite_wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        result.failure = bench.first_line(log.read_text(errors="replace"), f"anvil exited {proc.returncode}")
+        return
+    try:
+        result.instructions = int(json.loads(Path(f"{out}.anvil.json").read_text())["instructions"])
+    except (OSError, ValueError, KeyError) as exc:
+        result.failure = f"unreadable report: {exc}"
+
+
+def run_inhost(program: corpus.Program, binary: Path, env: dict[str, str]) -> Outcome:
+    """Run ``binary`` (at its final path) with the workload under qemu-arm."""
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(corpus.qemu_command(binary, program, env), input=program.stdin, capture_output=True,
+                              cwd=binary.parent, timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return Outcome(b"", b"", None, RUN_TIMEOUT)
+    return Outcome(proc.stdout, proc.stderr, proc.returncode, time.perf_counter() - start)
+
+
+def run_rehost(program: corpus.Program, binary: Path, env: dict[str, str], address: str) -> Outcome:
+    """Run the ReHost ``binary`` through the bridge to the server at ``address``."""
+    from tests.support.rehost import run_rehost as bridge_run
+
+    start = time.perf_counter()
+    with _BRIDGE:
+        try:
+            run, outcome = bridge_run(binary, address, list(program.args), program.stdin, env=env,
+                                      argv0=program.argv0)
+        except Exception as exc:  # a bridge failure is this row's result, not the script's end
+            return Outcome(b"", f"bridge: {exc}".encode(), -1, time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    complete = outcome.summary is not None and outcome.summary.complete and not outcome.error
+    stderr = run.stderr + (b"" if complete else f"\nrehost: {outcome.error or 'results incomplete'}".encode())
+    return Outcome(run.stdout, stderr, run.returncode if complete else -1000, seconds)
+
+
+def difference(original: Outcome, copy: Outcome) -> str | None:
+    """How ``copy`` differs from ``original`` (None: identical)."""
+    if copy.returncode is None:
+        return f"timed out after {RUN_TIMEOUT:.0f} s"
+    problems = []
+    if copy.returncode == -1000:
+        problems.append("ReHost results incomplete")
+    elif copy.returncode != original.returncode:
+        signal = f" (signal {-copy.returncode})" if copy.returncode < 0 else ""
+        problems.append(f"exit {copy.returncode}{signal} instead of {original.returncode}")
+    if copy.stdout != original.stdout:
+        problems.append(f"stdout differs ({len(copy.stdout)} bytes, not {len(original.stdout)})")
+    if copy.stderr != original.stderr:
+        text = copy.stderr.decode(errors="replace").strip().splitlines()
+        problems.append(f"stderr: {text[-1][:160] if text else '(empty)'}")
+    return "; ".join(problems) or None
+
+
+def measure(name: str, tools: Sequence[str], modes: Sequence[str], runs: int, work: Path,
+            address: str | None) -> Row:
+    """Everything for one program; failures are recorded in the row, never raised."""
+    program = corpus.CORPUS[name]
+    row = Row(name)
+    try:
+        binary, root = corpus.fetch(program)
+        env = corpus.environment(program, root)
+        row.size = binary.stat().st_size
+        original_dir = work / name / "orig"
+        corpus.prepare(program, original_dir, binary, env)
+        shutil.copy2(binary, original_dir / "prog")
+    except Exception as exc:  # a download or setup problem becomes the row's failure
+        row.failure = bench.first_line(str(exc), type(exc).__name__)
+        bench.progress(f"{name}: FAILED {row.failure}")
+        return row
+    original = run_inhost(program, original_dir / "prog", env)
+    row.times.append(original.seconds)
+    copies: list[tuple[Result, Path, Outcome]] = []
+    for index, (tool, mode) in enumerate((t, m) for m in modes for t in tools):
+        result = Result(tool, mode)
+        row.results.append(result)
+        run_dir = work / name / f"t{index:03d}"
+        bench.progress(f"{name}: {tool} {mode}: rewriting")
+        rewrite(binary, run_dir / "prog", result)
+        if result.failure is None:
+            corpus.prepare(program, run_dir, binary, env)
+            outcome = (run_rehost(program, run_dir / "prog", env, address) if mode == "rehost"
+                       else run_inhost(program, run_dir / "prog", env))
+            result.times.append(outcome.seconds)
+            result.difference = difference(original, outcome)
+            copies.append((result, run_dir, outcome))
+        bench.progress(f"{name}: {tool} {mode}: " + " | ".join(cells(row, result)))
+    for _ in range(runs - 1):  # more timed runs, interleaved so drift hits all alike
+        row.times.append(run_inhost(program, original_dir / "prog", env).seconds)
+        for result, run_dir, _ in copies:
+            if result.difference is None:
+                run = run_rehost if result.mode == "rehost" else run_inhost
+                extra = (address,) if result.mode == "rehost" else ()
+                result.times.append(run(program, run_dir / "prog", env, *extra).seconds)
+    return row
+
+
+def cells(row: Row, result: Result) -> list[str]:
+    """The table cells of one result (after program and size)."""
+    rate = f"{result.instructions / result.rewrite_wall:,.0f}" if result.instructions else "–"
+    if result.failure is not None:
+        verdict = f"REWRITE FAILED: {result.failure}"
+    else:
+        verdict = "identical" if result.difference is None else f"DIFFERS: {result.difference}"
+    slowdown = (f"{statistics.median(result.times) / statistics.median(row.times):.2f}×"
+                if result.times and row.times else "–")
+    return [f"{result.instructions:,}" if result.instructions else "–", f"{result.tool}/{result.mode}",
+            bench.escape(verdict[:300]), f"{result.rewrite_wall:.1f}", rate,
+            f"{result.peak_kib / 1024:.0f}" if result.peak_kib else "–", slowdown]
+
+
+HEADER = ["program", "size (B)", "instructions", "tool/mode", "behaviour", "rewrite (s)", "insn/s",
+          "peak MiB", "slowdown"]
+
+
+def table(rows: Sequence[Row]) -> list[str]:
+    """The Markdown table, one line per element."""
+    lines = ["| " + " | ".join(HEADER) + " |", "|---|---:|---:|---|---|---:|---:|---:|---:|"]
+    for row in rows:
+        if row.failure is not None:
+            lines.append(f"| {row.program} | – | – | – | {bench.escape('FAILED: ' + row.failure)} | – | – | – | – |")
+        for result in row.results:
+            lines.append("| " + " | ".join([row.program, f"{row.size:,}", *cells(row, result)]) + " |")
+    return lines
+
+
+def summary(rows: Sequence[Row]) -> str:
+    """How many program × tool × mode combinations behaved identically."""
+    results = [r for row in rows for r in row.results]
+    good = sum(r.failure is None and r.difference is None for r in results)
+    failed = sum(r.failure is not None for r in results)
+    originals = ", ".join(f"{row.program} {statistics.median(row.times):.2f} s" for row in rows if row.times)
+    return (f"{good} of {len(results)} identical; {failed} rewrites failed, {len(results) - good - failed} runs "
+            f"differed. Original run times under qemu-arm: {originals}.")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line: subsets of programs, tools and modes; parallel programs; timed runs."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--programs", default=",".join(corpus.CORPUS), metavar="P1,P2",
+                        help="comma-separated corpus programs (default: all)")
+    parser.add_argument("--tools", default=",".join(TOOLS), metavar="T1,T2", help="default: " + ",".join(TOOLS))
+    parser.add_argument("--modes", default=",".join(MODES), metavar="M1,M2", help="default: " + ",".join(MODES))
+    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="programs measured at once (default 1)")
+    parser.add_argument("--runs", type=int, default=1, metavar="N", help="timed runs of each copy (default 1)")
+    parser.add_argument("--keep", action="store_true", help="keep the working directory (path printed to stderr)")
+    args = parser.parse_args(argv)
+    for name, known in (("programs", corpus.CORPUS), ("tools", TOOLS), ("modes", MODES)):
+        chosen = [x.strip() for x in getattr(args, name).split(",") if x.strip()]
+        unknown = [x for x in chosen if x not in known]
+        if unknown or not chosen:
+            parser.error(f"--{name}: unknown {', '.join(unknown) or 'nothing given'}; known: {', '.join(known)}")
+        setattr(args, name, chosen)
+    if args.jobs < 1 or args.runs < 1:
+        parser.error("--jobs and --runs must be at least 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Measure the chosen part of the corpus and print the table; 1 if anything failed or differed."""
+    args = parse_args(argv)
+    header = bench.header_line(args.runs)
+    work = Path(tempfile.mkdtemp(prefix="anvil-corpus."))
+    server = None
+    if "rehost" in args.modes:
+        from tests.support.rehost import ServerProcess
+
+        server = ServerProcess()
+    try:
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            rows = list(pool.map(lambda name: measure(name, args.tools, args.modes, args.runs, work,
+                                                      server.address if server else None), args.programs))
+    finally:
+        if server is not None:
+            server.stop()
+        if args.keep:
+            bench.progress(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    print(header)
+    print()
+    print("\n".join(table(rows)))
+    print()
+    print(summary(rows))
+    bad = any(row.failure or any(r.failure or r.difference for r in row.results) for row in rows)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,344 @@
+"""The corpus: Debian 12's own armhf programs, stripped as Debian ships them, each with a
+deterministic workload that runs real code of the executable (issue 32, decision 0039).
+
+One table (CORPUS) that the CI tier (tests/test_corpus.py) and the benchmark
+(benchmarks/corpus.py) both read.  Each entry names the Debian packages (the program's
+and the libraries it needs that the cross sysroot lacks), the program's path in them, its
+arguments, standard input, environment, argv[0], the files its working directory must hold
+and commands the *original* program runs there first (git's repository).
+
+A run happens in a directory of its own (``<tmp>/<slot>/prog``, slots of equal length):
+the input files are written there, the setup commands run, then the program runs with
+argv[0] ``prog`` (or the entry's argv0), under ``env -i`` with LD_LIBRARY_PATH naming the
+unpacked libraries.  Arguments name files relative to that directory, so the original and
+every instrumented copy see the same bytes at paths of the same length.  Every workload's
+output is the same from run to run (fixed hash seeds, dates, keys; no time, pid or address
+is printed), so original and instrumented outputs are compared byte for byte.
+
+Downloads happen once per cache (``debian_packages``: ``apt-get download`` + ``dpkg -x``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.support.run import LIB_ROOT
+from tests.support.samples import SAMPLES_DIR, debian_packages
+
+#: Libraries many entries need (the cross sysroot has libc, libm, libdl, libgcc_s, libstdc++ only).
+TINFO = ("libtinfo6:armhf",)
+READLINE = ("libreadline8:armhf", *TINFO)
+SELINUX = ("libselinux1:armhf", "libpcre2-8-0:armhf")
+ACL = ("libacl1:armhf", *SELINUX)
+
+#: git's identity and dates, fixed so that commit hashes repeat.
+GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent", "GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@example.org",
+    "GIT_COMMITTER_NAME": "C", "GIT_COMMITTER_EMAIL": "c@example.org",
+    "GIT_AUTHOR_DATE": "@1000000000 +0000", "GIT_COMMITTER_DATE": "@1000000000 +0000",
+}
+
+
+
+def _git_blob(content: bytes) -> str:
+    """The object name git gives ``content`` as a blob (``git hash-object``)."""
+    return hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
+
+
+PYTHON_SCRIPT = r'''
+class Shape:
+    def __init__(self, name, sides):
+        self.name, self.sides = name, sides
+    def __repr__(self):
+        return f"Shape({self.name!r}, {self.sides})"
+class Poly(Shape):
+    def area(self, side):
+        if self.sides < 3:
+            raise ValueError(f"{self.name}: {self.sides} sides")
+        return self.sides * side * side / 4.0
+shapes = [Poly(n, s) for n, s in [("tri", 3), ("sq", 4), ("line", 2), ("hex", 6)]]
+out = {}
+for s in shapes:
+    try:
+        out[s.name] = "%.3f" % s.area(2.5)
+    except ValueError as e:
+        out[s.name] = "error: " + str(e)
+print(sorted(out.items()), shapes)
+words = {}
+for i in range(20000):
+    w = "w%d" % ((i * 7919) % 613)
+    words[w] = words.get(w, 0) + i
+print(len(words), sum(words.values()), max(words, key=words.get))
+print("{:>10}|{:<8}|{:^9.4e}".format("right", "left", 12345.678), [x ** 2 for x in range(10) if x % 3])
+with open("input.txt") as f:
+    lines = f.read().splitlines()
+print(len(lines), sum(map(len, lines)), sorted({w for l in lines for w in l.split() if w.isidentifier()})[:8])
+gen = (n for n in range(1, 10**6) if n % 7 == 3)
+print(next(gen), next(gen), {k: v for k, v in zip("abc", range(3))}, 2 ** 100, divmod(-7, 3), 1e300 * 10)
+'''
+
+PERL_SCRIPT = r'''
+my %h; for my $i (1..5000) { my $k = sprintf("k%03d", ($i*7919)%409); $h{$k} += $i; }
+my @s = sort { $h{$b} <=> $h{$a} || $a cmp $b } keys %h; print scalar(@s), " @s[0..4] $h{$s[0]}\n";
+my $t = "The quick brown fox jumps over the lazy dog " x 20; my $n = () = $t =~ /\b(\w)(\w*)\b/g;
+(my $u = $t) =~ s/(\w+)/\u\L$1/g; print $n, " ", substr($u, 0, 44), "\n";
+eval { die { code => 42 } }; print "caught $@->{code}\n";
+printf "%.5f %x %o %e\n", atan2(1,1)*4, 255, 8, 1234.5;
+print join(",", map { $_ * $_ } grep { $_ % 3 } 1..15), "\n";
+print join("|", reverse split /,\s*/, "a, b,c ,d"), "\n";
+open(my $f, "<", "input.txt") or die; my %w; while (<$f>) { $w{$1}++ while /\b([a-z_]+)\(/g } close $f;
+print join(" ", map { "$_=$w{$_}" } (sort keys %w)[0..5]), "\n";
+'''
+
+BASH_SCRIPT = r'''
+declare -A m; for ((i=0;i<2000;i++)); do k=$(( (i*7919) % 97 )); m[$k]=$(( ${m[$k]:-0} + i )); done
+echo ${#m[@]} ${m[5]}
+f() { local s=$1; echo "${s^^} ${s:2:3} ${s//a/A} ${#s}"; }; f banana
+arr=(z y x w); printf "%s-" "${arr[@]}"; echo
+printf -v x "%05.2f" 3.14159; echo $x
+case foo.tar.gz in *.tar.gz) echo tgz;; esac
+n=0; while read -r l; do [[ $l =~ ^#include ]] && n=$((n+1)); done < input.txt; echo includes $n
+exit 7
+'''
+
+AWK_SCRIPT = r'''
+BEGIN { for (i = 0; i < 3000; i++) { k = (i * 7919) % 101; a[k] += i } n = asort(a, b)
+        printf "%d %d %s\n", n, b[n], toupper(substr("hello world", 1, 5)) }
+{ w += NF; if (match($0, /int ([a-z]+)\(/, m)) f[m[1]]++ }
+END { print NR, w; PROCINFO["sorted_in"] = "@ind_str_asc"; for (k in f) print k, f[k]
+      print gensub(/(o+)/, "<\\1>", "g", "foo boo"), sprintf("%08.3f", 3.14159) }
+'''
+
+BUSYBOX_AWK_SCRIPT = r'''
+BEGIN { for (i = 0; i < 3000; i++) { k = (i * 7919) % 101; a[k] += i } n = 0; for (k in a) n++
+        printf "%d %d %s\n", n, a[7], toupper(substr("hello world", 1, 5)) }
+{ w += NF; if ($0 ~ /int [a-z]+\(/) f++; split($0, parts, /[ (]/); c[parts[1]]++ }
+END { print NR, w, f; print length("xyz"), index("abcdef", "cd"), sprintf("%08.3f", 3.14159), c["int"] }
+'''
+
+VIM_SCRIPT = r'''
+let s:n = 0
+for s:l in getline(1, '$')
+  let s:n += len(split(s:l, '\W\+'))
+endfor
+%s/\<int\>/INT/g
+g/^\s*$/d
+sort u
+call append(0, ['words ' . s:n, printf('%5.2f|%-6s|%x', 3.14159, 'ab', 255)])
+let d = {'b': 2, 'a': 1}
+call append(line('$'), string(sort(keys(d))) . ' ' . toupper(matchstr('hello world', 'w\w\+')))
+1,8print
+$-2,$print
+qa!
+'''
+
+SQL = b"""create table t(id integer primary key, name text, v real);
+with recursive c(x) as (select 1 union all select x+1 from c where x<2000)
+  insert into t select x, 'n'||(x*7919%211), x*1.5 from c;
+create index ti on t(name);
+select name, count(*), printf('%.2f', sum(v)) from t group by name order by 2 desc, 1 limit 5;
+select upper('abc'), length(group_concat(name)), instr('hello','l') from t where id < 50;
+.mode csv
+select id, name from t where name like 'n1%' order by id limit 3;
+.mode box
+select json_object('a', 1, 'b', json_array(1,2,3)) as j, 3 as n;
+select * from nosuch;
+"""
+
+M4_INPUT = b"""define(`fact', `ifelse($1, 0, 1, `eval($1 * fact(decr($1)))')')dnl
+define(`loop', `ifelse(eval($1 <= $2), 1, `$1:fact($1) loop(incr($1), $2)')')dnl
+loop(1, 10)
+translit(`hello world', `a-z', `A-Z') substr(`abcdefgh', 2, 3) index(`abcdef', `cd') len(`xyz')
+patsubst(`int main(int argc)', `int \\([a-z]+\\)', `long \\1')
+format(`%5d|%-4s|%x', 42, `ab', 255)
+undivert`'divert(1)later divert(0)now
+"""
+
+MAKEFILE = b"""nums := 1 2 3 4 5 6 7 8 9 10
+sq = $(foreach n,$(nums),$(words $(wordlist 1,$(n),$(nums))))
+define rule
+t_$(1): ; @:
+$$(info made t_$(1) from $(2))
+endef
+$(foreach n,$(nums),$(eval $(call rule,$(n),$(patsubst %,x%,$(n)))))
+$(info $(sq) $(sort z a m a) $(subst a,A,banana) $(filter-out 3 5,$(nums)))
+$(info $(words $(nums)) $(firstword $(nums)) $(lastword $(nums)) $(if $(filter 4,$(nums)),yes,no))
+.PHONY: all
+all:
+"""
+
+DASH_SCRIPT = ('for i in 1 2 3; do echo $((i*i)); done; x=abcd; echo ${x#a} ${#x}; read l < "$1"; echo "$l";'
+               ' case $x in a*) exit 3;; esac')
+LUA_SCRIPT = ('local t = {} for i = 1, 200 do t[i] = (i * 7919) % 1000 end table.sort(t)'
+              ' print(t[1], t[100], #t, string.format("%5.2f", math.pi), ("ab"):rep(3))')
+
+
+def input_text() -> bytes:
+    """``input.txt``: the start of the C samples, 6 KiB of text."""
+    return b"".join(p.read_bytes() for p in sorted(SAMPLES_DIR.glob("*.c")))[:6144]
+
+
+def edited_text() -> bytes:
+    """``input2.txt``: input.txt with 'int' made 'long' and lines 5-40 gone (for diff and git)."""
+    lines = input_text().replace(b"int", b"long").split(b"\n")
+    return b"\n".join(lines[:4] + lines[40:])
+
+
+_GIT = ("--git-dir=repo.git", "--work-tree=.")
+#: git's repository: input.txt and the Makefile, then input.txt replaced by input2.txt's text.
+GIT_SETUP = (
+    ("init", "-q", "--bare", "--template=", "repo.git"),
+    (*_GIT, "add", "input.txt", "Makefile"),
+    (*_GIT, "commit", "-q", "-m", "one"),
+    (*_GIT, "hash-object", "-w", "input2.txt"),
+    (*_GIT, "update-index", "--cacheinfo", f"100644,{_git_blob(edited_text())},input.txt"),
+    (*_GIT, "commit", "-q", "-m", "two"),
+)
+
+
+@dataclass(frozen=True)
+class Program:
+    """One corpus program and its workload."""
+
+    name: str
+    packages: tuple[str, ...]  # Debian packages (``pkg:armhf``): the program's and its libraries
+    path: str  # the executable's path in the unpacked packages
+    args: tuple[str, ...]
+    notes: str  # what the workload exercises
+    stdin: bytes = b""
+    env: dict[str, str] = field(default_factory=dict)  # "{root}" stands for the unpacked packages
+    argv0: str = "prog"
+    setup: tuple[tuple[str, ...], ...] = ()  # run by the original program in the run directory first
+    #: The instruction count varies between runs of the same binary (seeds from time or
+    #: address, time stamps of the inputs): its tools' results are not compared run to run.
+    repeatable: bool = True
+
+
+CORPUS: dict[str, Program] = {p.name: p for p in [
+    Program("python3.11", ("python3.11-minimal:armhf", "libpython3.11-minimal:armhf", "zlib1g:armhf",
+                           "libexpat1:armhf"), "usr/bin/python3.11", ("-S", "-c", PYTHON_SCRIPT),
+            "non-PIE interpreter: classes, exceptions, dicts, formatting, generators, big ints, file reading",
+            env={"PYTHONHOME": "{root}/usr", "PYTHONHASHSEED": "0"}),
+    Program("perl", ("perl-base:armhf", "libcrypt1:armhf"), "usr/bin/perl", ("-e", PERL_SCRIPT),
+            "interpreter (libperl linked in): hashes, sort, regexes, eval/die, sprintf, file reading"),
+    Program("git", ("git:armhf", "libpcre2-8-0:armhf", "zlib1g:armhf"), "usr/bin/git",
+            ("--git-dir=repo.git", "log", "-p", "--stat", "--format=%H %an %ad %s", "--date=iso"),
+            "log -p --stat of a repository of two commits, made by the original (init, add, commit, "
+            "hash-object, update-index): diffs, zlib, object lookup",
+            env=GIT_ENV, setup=GIT_SETUP),
+    Program("vim", ("vim:armhf", "libgpm2:armhf", "libsodium23:armhf", *ACL, *TINFO), "usr/bin/vim.basic",
+            ("-u", "NONE", "-i", "NONE", "-N", "-n", "-es", "-S", "edit.vim", "input.txt"),
+            "vim.basic in ex mode: Vim script loop, :s, :g, :sort u, printf, dicts, :print"),
+    Program("bash", ("bash:armhf", *TINFO), "bin/bash", ("-c", BASH_SCRIPT),
+            "associative arrays, arithmetic, parameter expansion, printf -v, read loop, [[ =~ ]], exit 7"),
+    Program("busybox", ("busybox-static:armhf",), "bin/busybox", ("-f", "script.awk", "input.txt"),
+            "static (ET_EXEC) multi-call binary run as its awk applet (argv[0] awk)", argv0="awk"),
+    Program("zstd", ("zstd:armhf", "zlib1g:armhf", "liblzma5:armhf", "liblz4-1:armhf"), "usr/bin/zstd",
+            ("-q", "-c", "-5", "input.txt"), "compressor with libzstd linked in: level 5 to stdout"),
+    Program("openssl", ("openssl:armhf", "libssl3:armhf"), "usr/bin/openssl",
+            ("enc", "-aes-256-cbc", "-K", "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+             "-iv", "0f0e0d0c0b0a09080706050403020100", "-a", "-in", "input.txt"),
+            "enc with a fixed key and IV, base64 out (the cipher runs in libcrypto)",
+            env={"OPENSSL_CONF": "/dev/null"}),
+    Program("gawk", ("gawk:armhf", "libsigsegv2:armhf", "libmpfr6:armhf", "libgmp10:armhf", *READLINE),
+            "usr/bin/gawk", ("-f", "script.awk", "input.txt"),
+            "arrays, asort, match with groups, sorted_in, gensub, printf"),
+    Program("sqlite3", ("sqlite3:armhf", "libsqlite3-0:armhf", "zlib1g:armhf", *READLINE), "usr/bin/sqlite3",
+            (), "SQL on stdin: recursive CTE, index, group by, csv and box modes, JSON, an error (exit 1)",
+            stdin=SQL),
+    Program("tar", ("tar:armhf", *ACL), "bin/tar",
+            ("-cf", "-", "--format=ustar", "--owner=0", "--group=0", "--numeric-owner", "--mtime=@0",
+             "--mode=0644", "--sort=name", "input.txt", "input2.txt"),
+            "ustar archive of two files to stdout; the count follows the inputs' change times (ctime, which "
+            "no one can set: libgcc's 64-bit division of the times it stats)", repeatable=False),
+    Program("sed", ("sed:armhf", *ACL), "bin/sed",
+            ("-E", "-e", r"s/([a-z]+)\(/\U\1\E(/g", "-e", r"/^\s*$/d", "-e", r"/#include/{s/<(.*)>/[\1]/;h}",
+             "-e", "$G", "-e", "y/abc/ABC/", "input.txt"), "extended regexes, case conversion, hold space, y"),
+    Program("diff", ("diffutils:armhf",), "usr/bin/diff",
+            ("-u", "--label", "a", "--label", "b", "input.txt", "input2.txt"), "unified diff, exit 1"),
+    Program("xz", ("xz-utils:armhf", "liblzma5:armhf"), "usr/bin/xz", ("-c", "-6", "input.txt"),
+            "compressor front end (liblzma does the work)"),
+    Program("make", ("make:armhf",), "usr/bin/make", ("-s", "-f", "Makefile", "all"),
+            "functions, eval/call of a rule template, $(info); no recipe runs a shell"),
+    Program("m4", ("m4:armhf",), "usr/bin/m4", (), "recursive macros, eval, translit, patsubst, format, diversions",
+            stdin=M4_INPUT),
+    # The programs tests/test_debian_programs.py checks instruction by instruction.
+    Program("bc", ("bc:armhf", *READLINE), "usr/bin/bc", ("-l", "-q"), "pi to 40 digits, 2^100, recursion",
+            stdin=b"scale=40\n4*a(1)\n2^100\ndefine f(n) {\n if (n < 2) return (n)\n return (f(n-1) + f(n-2))\n}\n"
+                  b"f(12)\n"),
+    Program("gzip", ("gzip:armhf",), "bin/gzip", ("-c", "-n", "-6", "input.txt"),
+            "deflate to stdout (-n: no name or time stamp in the header)"),
+    Program("bzip2", ("bzip2:armhf", "libbz2-1.0:armhf"), "bin/bzip2", ("-c", "-9", "input.txt"),
+            "bzip2 to stdout"),
+    Program("grep", ("grep:armhf", "libpcre2-8-0:armhf"), "bin/grep",
+            ("-n", "-E", r"a[bc]+d|int [a-z]+\(", "input.txt"), "extended regex, line numbers"),
+    Program("lua5.4", ("lua5.4:armhf", *READLINE), "usr/bin/lua5.4", ("-e", LUA_SCRIPT),
+            "tables, sort, string.format; string hashes seeded by time and address", repeatable=False),
+    Program("dash", ("dash:armhf",), "bin/dash", ("-c", DASH_SCRIPT, "sh", "input.txt"),
+            "loops, arithmetic, parameter expansion, read, case, exit 3"),
+    Program("ls", ("coreutils:armhf", *SELINUX), "bin/ls", ("-la", "--time-style=+", str(SAMPLES_DIR)),
+            "long listing of the samples directory (no times)"),
+]}
+
+#: Files every run directory gets.
+FILES = {
+    "input.txt": input_text,
+    "input2.txt": edited_text,
+    "edit.vim": lambda: VIM_SCRIPT.encode(),
+    "Makefile": lambda: MAKEFILE,
+}
+#: The access and modification time of every file prepare() writes.
+FILE_TIME = 1_000_000_000
+#: Per program: the awk script its -f names.
+AWK = {"gawk": AWK_SCRIPT, "busybox": BUSYBOX_AWK_SCRIPT}
+
+#: The CI tier (tests/test_corpus.py): programs that behave identically today and rewrite in
+#: seconds. None over 2 MB: their rewrites take minutes on a loaded two-core machine (decision
+#: 0039), so they are benchmarks/corpus.py's alone.
+CI_TIER = ("sed", "diff", "sqlite3", "tar")
+
+
+def fetch(program: Program) -> tuple[Path, Path]:
+    """Download and unpack ``program``'s packages once; return (the executable, the unpacked root)."""
+    root = debian_packages(f"corpus-{program.name}", list(program.packages), program.path)
+    return root / program.path, root
+
+
+def environment(program: Program, root: Path) -> dict[str, str]:
+    """The program's environment: LD_LIBRARY_PATH for the unpacked libraries and its own variables."""
+    libs = ":".join(str(root / d / "arm-linux-gnueabihf") for d in ("lib", "usr/lib"))
+    return {"LD_LIBRARY_PATH": libs, **{k: v.replace("{root}", str(root)) for k, v in program.env.items()}}
+
+
+def qemu_command(binary: Path, program: Program, env: dict[str, str], args: tuple[str, ...] | None = None,
+                 argv0: str | None = None) -> list[str]:
+    """``env -i VARS qemu-arm -L sysroot -0 ARGV0 BINARY ARGS``."""
+    return ["env", "-i", *(f"{k}={v}" for k, v in env.items()), "qemu-arm", "-L", LIB_ROOT,
+            "-0", argv0 or program.argv0, str(binary.resolve()), *(program.args if args is None else args)]
+
+
+def prepare(program: Program, run_dir: Path, original: Path, env: dict[str, str]) -> None:
+    """Fill ``run_dir`` with the workload's files and run its setup commands with ``original``
+    (the untouched executable) there. Raises RuntimeError if a setup command fails."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    files = {name: content() for name, content in FILES.items()}
+    if program.name in AWK:
+        files["script.awk"] = AWK[program.name].encode()
+    for name, content in files.items():
+        path = run_dir / name
+        path.write_bytes(content)
+        # One time stamp for every copy: tar divides the times it stats (libgcc's 64-bit
+        # division takes as long as the values say), so fresh times would change its count
+        # from one copy to the next. (Its change time, ctime, cannot be set: tar stays
+        # Program.repeatable = False.)
+        os.utime(path, (FILE_TIME, FILE_TIME))
+    for args in program.setup:
+        proc = subprocess.run(qemu_command(original, program, env, args), cwd=run_dir,
+                              capture_output=True, timeout=300)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{program.name} setup {' '.join(args)} failed ({proc.returncode}): "
+                               f"{proc.stderr.decode(errors='replace')[-300:]}")
