@@ -304,8 +304,8 @@ def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], f
         work += [t for t in descent.calls if t in entries and t not in sure]
         if descent.after and all(returns(callee) for callee in descent.passed):
             work += [t for t in descent.after if t in entries and t not in sure]
-    return {entry for entry, descent in cut.items() if entry not in sure and descent.cut_doubt != PAST_JUMP
-            and (descent.cut_doubt == SURE or all(returns(callee) for callee in descent.passed))}
+    return {entry for entry, descent in cut.items() if entry not in sure
+            and (descent.cut_doubt != PAST_CALL or all(returns(callee) for callee in descent.passed))}
 
 
 def _drop(dropped: set[int], entries: dict[int, bool], roots: set[int], finders: dict[int, set[int]],
