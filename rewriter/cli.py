@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from . import progress
 from .api import Options
 from .boards import BOARDS, DEFAULT_UART_BASE, Board, board, parse_icount, parse_region, parse_uart_base
 from .errors import AnvilError
@@ -58,11 +59,13 @@ def cmd_instrument(args: argparse.Namespace) -> int:
     jobs = jobs_allowed() if args.jobs is None else parse_jobs(args.jobs, f"--jobs {args.jobs!r}")  # errors first
     _progress(args, f"loading {args.binary}")
     started = time.monotonic()
-    binary = load_binary(args.binary)
-    _progress(args, f"{len(binary.procedures)} procedures, {binary.instruction_count()} instructions; instrumenting")
-    emitter = rehost if args.mode == "rehost" else inhost
-    with jobs_limit(jobs):
-        report = emitter.instrument(binary, tool, opts, output)
+    with progress.shown(sys.stderr.isatty()):  # a bar on a terminal only, never in captured output
+        binary = load_binary(args.binary)
+        _progress(args, f"{len(binary.procedures)} procedures, {binary.instruction_count()} instructions; "
+                        "instrumenting")
+        emitter = rehost if args.mode == "rehost" else inhost
+        with jobs_limit(jobs):
+            report = emitter.instrument(binary, tool, opts, output)
     report.rewrite_seconds = time.monotonic() - started  # loading and decoding included
     report_path = output + ".anvil.json"
     with open(report_path, "w") as f:
@@ -92,6 +95,7 @@ _exit_at_once = False
 
 def _progress(args: argparse.Namespace, text: str) -> None:
     if getattr(args, "verbose", False):
+        progress.end_phase()  # a line of text, not one drawn over a bar
         print(f"anvil: {text}", file=sys.stderr)
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from elftools.elf.elffile import ELFFile
 
+from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
 from .exception_tables import handlers
 from .gaps import call_targets_in_gaps
@@ -130,6 +131,8 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     ranges = _exec_ranges(elf)
     md = {True: make_disassembler(True), False: make_disassembler(False)}
     streams = _Streams(binary, md, DecodeCache())
+    streams.code_size = sum(hi - lo for lo, hi in ranges)
+    progress.phase("decoding", streams.code_size, "bytes")
     relocated = _relocated_words(elf, binary) if binary.is_pie else []
     # Even code addresses in relocated data: computed-goto labels (Lua's dispatch).
     streams.labels = sorted(v for v in relocated if not v & 1 and _inside(ranges, v))
@@ -324,11 +327,13 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     first = bisect.bisect_left(streams.labels, entry)
     work.extend((label, entry_thumb) for label in streams.labels[first:bisect.bisect_left(streams.labels, limit)])
     literal_regs: dict[int, int] = {}
+    # Whether all of entry..limit is executable (the usual case): then no address need be looked up.
+    within = any(lo <= entry and limit <= hi for lo, hi in ranges)
     while work:
         cur, thumb = work.popleft()
         switches = SwitchFinder(binary)
         stream = None
-        while entry <= cur < limit and cur not in mine and _inside(ranges, cur):
+        while entry <= cur < limit and cur not in mine and (within or _inside(ranges, cur)):
             ins, stream = streams.at(cur, thumb, stream)
             if ins is None:
                 break
@@ -384,6 +389,8 @@ class _Streams:
         # relocated words without the Thumb bit): places in the procedure that holds them
         # where a descent starts too, in that procedure's instruction set.
         self.labels: list[int] = []
+        self.code_size = 0  # for the progress bar: bytes decoded (counted up to this)
+        self._shown = 0
 
     def at(self, address: int, thumb: bool, stream: int | None = None) -> tuple[Instruction | None, int]:
         """The instruction at ``address`` (None where nothing decodes) and its stream;
@@ -415,6 +422,9 @@ class _Streams:
             got = decode_range(self.md[thumb], self.binary.read(address, size), address, thumb, self.cache)[0]
             kept = _split_it(got)
             if size == CHUNK or (len(kept) == len(got) and got):
+                shown = min(self.code_size, self._shown + size)
+                progress.advance(shown - self._shown)
+                self._shown = shown
                 return kept
             size = CHUNK
 
