@@ -343,26 +343,31 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
             if cur in inside or (ins.size == 4 and cur + 2 in mine):
                 break  # overlaps an instruction found before: one of the two is data
             mine[cur] = ins
-            reach = max(reach, ins.end)
+            end = cur + ins.size
+            if end > reach:
+                reach = end
             if ins.size == 4:
                 inside.add(cur + 2)
             switches.see(ins)
-            for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, binary, ranges):
-                local = entry <= target < limit and not is_call
-                if weak and not local:
-                    guesses.setdefault(target, tthumb)
-                elif not local:
-                    calls.setdefault(target, tthumb)
-                else:
-                    work.append((target, tthumb))
-                    reach = max(reach, target + 1)
-            if is_computed_jump(ins):
+            # Most instructions name no place (the test is _targets' own, cheaper than a call).
+            if ins.branch_target is not None or ins.accesses or ins.name in ("tbb", "tbh", "add") \
+                    or ins.address in binary.switch_cases:
+                for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, binary, ranges):
+                    local = entry <= target < limit and not is_call
+                    if weak and not local:
+                        guesses.setdefault(target, tthumb)
+                    elif not local:
+                        calls.setdefault(target, tthumb)
+                    else:
+                        work.append((target, tthumb))
+                        reach = max(reach, target + 1)
+            if ins.is_indirect and is_computed_jump(ins):
                 # add/mov pc computed from a register: what it jumps into follows it, a table
                 # of branches (A32 switches) or unrolled code (libgcc's division).
-                work.append((ins.end, thumb))
-            if not ins.falls_through or _ends(ins, noreturn):
+                work.append((end, thumb))
+            if not ins.falls_through or (ins.is_call and _ends(ins, noreturn)):
                 break
-            cur = ins.end
+            cur = end
     return Descent(limit, mine, calls, guesses, straddles, reach)
 
 
