@@ -18,7 +18,8 @@ too, in the same run, alternating the two: ``git worktree add`` puts that revisi
 temporary directory (removed at the end), and its processes run with ``PYTHONPATH``
 pointing there. The ``same`` column then says whether both made the same bytes.
 
-Programs (``--programs``, comma separated): ``python3.11`` (Debian 12's armhf
+Programs (``--programs``, comma separated, each optionally ``NAME:TOOL+TOOL`` for other
+tools than ``--tools``): ``python3.11`` (Debian 12's armhf
 interpreter, stripped, 4.7 MB, 674k instructions: the largest of the corpus), ``lua``
 (the Lua 5.4 interpreter built from Debian's source, with symbols) and the dynamic Debian
 programs ``grep``, ``dash``, ``bc`` and ``gzip``; downloads and builds are cached
@@ -27,6 +28,7 @@ programs ``grep``, ``dash``, ``bc`` and ``gzip``; downloads and builds are cache
     python3 benchmarks/rewrite_speed.py                                   # this tree only
     python3 benchmarks/rewrite_speed.py --baseline-rev a9a6a06 --runs 3   # before and after
     python3 benchmarks/rewrite_speed.py --programs lua --tools inscount --pin 0
+    python3 benchmarks/rewrite_speed.py --programs python3.11:inscount,lua,grep   # cachesim: not python3.11
 """
 
 from __future__ import annotations
@@ -174,15 +176,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-rev", metavar="REV", help="also rewrite with the code of git revision REV")
     args = parser.parse_args(argv)
     pin = [int(c) for c in args.pin.split(",")] if args.pin else None
-    programs = [(name, program_path(name)) for name in args.programs.split(",") if name]
     tools = [t for t in args.tools.split(",") if t]
+    wanted = [(spec.split(":")[0], spec.split(":")[1].split("+") if ":" in spec else tools)
+              for spec in args.programs.split(",") if spec]
+    programs = [(name, program_path(name)) for name, _ in wanted]
     work = Path(tempfile.mkdtemp(prefix="rewrite-speed."))
     trees = [("this", REPO_ROOT)]
     try:
         if args.baseline_rev:
             trees.insert(0, (args.baseline_rev, baseline_tree(args.baseline_rev, work)))
         rows = [Row(name, path.stat().st_size, tool, label)
-                for name, path in programs for tool in tools for label, _ in trees]
+                for (name, path), (_, its_tools) in zip(programs, wanted) for tool in its_tools for label, _ in trees]
         for _ in range(args.runs):  # the trees alternate, so a change of the machine's load hits both
             for row in rows:
                 tree = dict(trees)[row.tree]

@@ -120,8 +120,8 @@ class Instruction:
             return False
         if self.is_call or self.is_syscall:
             return True
-        if self.is_branch or self.writes_pc:
-            return self.is_conditional or self.in_it or self.name in ("cbz", "cbnz")
+        if self.is_branch or self.writes_pc:  # asked of every instruction, often: is_conditional inline
+            return self.cond != 14 or self.in_it or self.name in ("cbz", "cbnz")
         return True
 
     @property
