@@ -75,6 +75,8 @@ def cmd_instrument(args: argparse.Namespace) -> int:
             "results_file": out_file, "format": args.format,
             "procedures": report.procedures, "instrumented": report.relocated,
             "instructions": report.instructions, "rewrite_seconds": round(report.rewrite_seconds, 3),
+            # This process's largest resident set so far, in MB (the compiler's is apart).
+            "peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
             "not_instrumented": report.not_relocated, "entries_not_patched": report.entries_not_patched,
             "original_size": report.original_size, "output_size": report.output_size,
             "block_counters": report.block_counters, "deferred_sites": report.deferred_sites,

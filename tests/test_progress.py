@@ -1,5 +1,5 @@
 """The progress bar of a long rewrite (rewriter/progress.py): drawn on a terminal, never in
-captured output.
+captured output; and the peak memory the report gives.
 
 The oracle is the terminal itself: the rewrite runs on a pseudo-terminal (what a user
 sees) and through a pipe (what a test, a script or CI captures). The rewrite of a small
@@ -9,8 +9,10 @@ sample takes less than the bar's delay, so the terminal run sets the delay to 0.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pty
+import resource
 import struct
 import subprocess
 import sys
@@ -60,6 +62,10 @@ def test_bar_on_a_terminal_only(tmp_path: Path) -> None:
     status, captured = _rewrite([*args, "-o", str(tmp_path / "pipe.inst")], terminal=False)
     assert status == 0, captured
     assert "%" not in captured and "\r" not in captured and captured.startswith("anvil: wrote")
+    # The report's peak memory is the rewriter's own: at most what the kernel says of the
+    # largest child this test waited for.
+    peak = json.loads((tmp_path / "pipe.inst.anvil.json").read_text())["peak_memory_mb"]
+    assert 20 < peak <= resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 + 1
     # The bar changes nothing else.
     assert (tmp_path / "term.inst").read_bytes().replace(b"term.inst", b"pipe.inst") == \
         (tmp_path / "pipe.inst").read_bytes()
