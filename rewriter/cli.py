@@ -18,6 +18,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
+from . import progress
 from .api import Options
 from .boards import BOARDS, DEFAULT_UART_BASE, Board, board, parse_icount, parse_region, parse_uart_base
 from .errors import INTERNAL_ERROR_STATUS, AnvilError, is_parser_error, malformed, one_line
@@ -60,13 +61,15 @@ def cmd_instrument(args: argparse.Namespace) -> int:
     jobs = jobs_allowed() if args.jobs is None else parse_jobs(args.jobs, f"--jobs {args.jobs!r}")  # errors first
     _progress(args, f"loading {args.binary}")
     started = time.monotonic()
-    binary = load_binary(args.binary)
-    _progress(args, f"{len(binary.procedures)} procedures, {binary.instruction_count()} instructions; instrumenting")
-    emitter = rehost if args.mode == "rehost" else inhost
     report_path = output + ".anvil.json"
     with _removed_on_error(output, output + rehost.SITE_TABLE_SUFFIX, report_path):
-        with jobs_limit(jobs):
-            report = emitter.instrument(binary, tool, opts, output)
+        with progress.shown(sys.stderr.isatty()):  # a bar on a terminal only, never in captured output
+            binary = load_binary(args.binary)
+            _progress(args, f"{len(binary.procedures)} procedures, {binary.instruction_count()} instructions; "
+                            "instrumenting")
+            emitter = rehost if args.mode == "rehost" else inhost
+            with jobs_limit(jobs):
+                report = emitter.instrument(binary, tool, opts, output)
         report.rewrite_seconds = time.monotonic() - started  # loading and decoding included
         inhost.atomic_write(report_path, _report_json(args, tool.name, output, out_file, report), mode=0o644)
     print(f"anvil: wrote {output}: {report.summary()}; report in {report_path}", file=sys.stderr)
@@ -83,6 +86,8 @@ def _report_json(args: argparse.Namespace, tool: str, output: str, out_file: str
         "results_file": out_file, "format": args.format,
         "procedures": report.procedures, "instrumented": report.relocated,
         "instructions": report.instructions, "rewrite_seconds": round(report.rewrite_seconds, 3),
+        # This process's largest resident set so far, in MB (the compiler's is apart).
+        "peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "not_instrumented": report.not_relocated, "entries_not_patched": report.entries_not_patched,
         "original_size": report.original_size, "output_size": report.output_size,
         "block_counters": report.block_counters, "deferred_sites": report.deferred_sites,
@@ -124,6 +129,7 @@ _exit_at_once = False
 
 def _progress(args: argparse.Namespace, text: str) -> None:
     if getattr(args, "verbose", False):
+        progress.end_phase()  # a line of text, not one drawn over a bar
         print(f"anvil: {text}", file=sys.stderr)
 
 

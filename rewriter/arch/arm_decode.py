@@ -195,7 +195,7 @@ _FIELDS = [f.name for f in dataclasses.fields(Instruction)]
 # ``detail``. The others are left at their defaults, which a copy gets by leaving them out.
 _DECODED = _FIELDS[1:_FIELDS.index("hooks")]
 _SPLIT = _DECODED.index("accesses")
-assert _FIELDS[0] == "address" and _FIELDS[len(_DECODED) + 1:] == ["hooks", "block", "detail"], _FIELDS
+assert _FIELDS[0] == "address" and _FIELDS[len(_DECODED) + 1:] == ["hooks", "_block_ref", "detail"], _FIELDS
 
 
 def decode_range(md: capstone.Cs, code: bytes, address: int, thumb: bool,

@@ -136,8 +136,8 @@ class Code:
         if delta % self._alignment:
             raise AssertionError(f"rebase from {self.base:#x} to {base:#x} would change the alignment")
         self.base = base
-        for key in self.labels:
-            self.labels[key] += delta
+        labels = self.labels  # in place (others may hold it), in C loops: a label per instruction
+        labels.update(zip(list(labels), [at + delta for at in labels.values()]))
 
     @property
     def alignment(self) -> int:

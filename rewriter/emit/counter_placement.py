@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .. import progress
 from ..ir.flow import ProcedureFlow, entries_from_elsewhere, loop_depths, procedure_flow
 from ..ir.fork_split import split_map
 from ..ir.jump_tables import table_branch_targets
@@ -237,12 +238,14 @@ def _place(binary: Binary, stops: set[int], sums: dict[str, str] | None,
     taken = binary.address_taken
 
     def plan_of(proc: Procedure) -> Plan | None:
+        progress.advance()
         tables = {ins.address: table_branch_targets(binary, [ins]) for ins in proc.instructions()
                   if ins.name in ("tbb", "tbh") or ins.address in binary.switch_cases}
         addresses = {b.address for b in proc.blocks}
         flow = procedure_flow(proc, entered[proc.address] | (taken & addresses), tables, stops)
         return _plan(flow) if flow is not None else None
 
+    progress.phase("placing counters", len(counted))
     plans = split_map(plan_of, [proc for proc, _ in counted], lambda proc: len(proc.blocks), PARALLEL_BLOCKS)
     for (proc, arrays), plan in zip(counted, plans):
         summed = sorted(a for a in arrays if a in (sums or {})) if all_thumb(proc) else []

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import operator
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -223,6 +224,9 @@ def _stub_size(at: int) -> int:
     return len(tb.assemble_stub(at, dict.fromkeys(names, 0)))
 
 
+_ADDRESS = operator.attrgetter("address")
+
+
 def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list[list[int]]:
     """Runs of instruction bytes of relocated procedures that never run in place, outside
     every patch.
@@ -239,7 +243,7 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
     entered = entered_from_elsewhere(binary, procs) - covered.keys()
     runs = []
     for proc in procs:
-        if proc.address not in entry_length or any(ins.address in entered for ins in proc.instructions()):
+        if proc.address not in entry_length or not entered.isdisjoint(map(_ADDRESS, proc.instructions())):
             continue
         blocked_until = proc.address + entry_length[proc.address]
         run_start = run_end = None

@@ -167,10 +167,14 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
     for bi, block in enumerate(proc.blocks):
         last = block.instructions[-1]
         for k, ins in enumerate(block.instructions):
-            if not ins.thumb:
+            # This loop runs for every instruction relocated: the common steps are inline
+            # (ins_label, ISA.for_mode, and _relocate's copy of what involves no PC).
+            if ins.thumb:
+                isa = T32
+            else:
+                isa = A32
                 code.align(4, b"\x00\xbf")  # A32 code is word aligned (after Thumb code: T32 nops)
-            code.label(ins_label(ins.address))
-            isa = ISA.for_mode(ins.thumb)
+            code.label((INSTRUCTION_COPY, ins.address))  # ins_label
             if ctx.poison_dead:
                 _poison(isa, code, ctx.dead.get(ins.address, 0))
             if k == 0:
@@ -202,8 +206,14 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
             if taken or taken_weight:
                 ctx.redirect = {ins.branch_target: ("edge", block.address, ins.branch_target)}
                 trampolines.append((ins, taken, taken_weight))
-            needs_table |= _relocate(ins, isa, code, ctx, proc)
-            ctx.redirect = {}
+                needs_table |= _relocate(ins, isa, code, ctx, proc)
+                ctx.redirect = {}
+            elif not (ins.reads_pc or ins.writes_pc or ins.is_it):  # nothing position dependent
+                if ins.in_it and ins.thumb:
+                    code.emit(enc.t32_it(ins.cond))
+                code.emit(ins.raw)
+            else:
+                needs_table |= _relocate(ins, isa, code, ctx, proc)
             if not ins.falls_through:
                 ctx.appends.place(code)
         after = ctx.dead.get(last.end, 0)  # what is dead where it falls through to

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from elftools.elf.elffile import ELFFile
 
+from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
 from .exception_tables import handlers
 from .gaps import call_targets_in_gaps
@@ -158,6 +159,8 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     ranges = _exec_ranges(elf)
     md = {True: make_disassembler(True), False: make_disassembler(False)}
     streams = _Streams(binary, md, DecodeCache())
+    streams.code_size = sum(hi - lo for lo, hi in ranges)
+    progress.phase("decoding", streams.code_size, "bytes")
     relocated = _relocated_words(elf, binary) if binary.is_pie else []
     # Even code addresses in relocated data: computed-goto labels (Lua's dispatch).
     labels = {v for v in relocated if not v & 1 and _inside(ranges, v)}
@@ -464,12 +467,14 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     work.extend((label, entry_thumb, SURE) for label in streams.labels[first:bisect.bisect_left(streams.labels, limit)])
     literal_regs: dict[int, int] = {}
     plt = binary.plt
+    # Whether all of entry..limit is executable (the usual case): then no address need be looked up.
+    within = any(lo <= entry and limit <= hi for lo, hi in ranges)
     while work:
         cur, thumb, doubt = work.popleft()
         switches = SwitchFinder(binary)
         stream = None
         in_block = 0  # instructions of the current IT block still to come
-        while entry <= cur < limit and _inside(ranges, cur):
+        while entry <= cur < limit and (within or _inside(ranges, cur)):
             if cur in mine and not (in_block and not mine[cur].in_it):
                 break
             # (Else a branch from elsewhere started here, inside this IT block, and took the
@@ -484,7 +489,9 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
             if cur in inside or (ins.size == 4 and cur + 2 in mine and cur not in mine):
                 break  # overlaps an instruction found before: one of the two is data
             mine[cur] = ins
-            reach = max(reach, ins.end)
+            end = cur + ins.size
+            if end > reach:
+                reach = end
             if ins.size == 4:
                 inside.add(cur + 2)
             if ins.is_it:
@@ -494,29 +501,32 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 in_block -= 1
             returns = returns or ins.is_return or (ins.writes_pc and ins.branch_target is None and not ins.is_call)
             switches.see(ins)
-            for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, binary, ranges):
-                local = entry <= target < limit and not is_call
-                if (weak or doubt == PAST_JUMP) and not local:
-                    guesses.setdefault(target, tthumb)
-                elif not local:
-                    # A call is sure wherever it was decoded past a call: a literal pool
-                    # rarely decodes as a BL to a place that is code, while branches (B,
-                    # CBZ) in a pool's reading are common.
-                    (after if doubt and not is_call else calls).setdefault(target, tthumb)
-                else:
-                    work.append((target, tthumb, doubt))
-                    reach = max(reach, target + 1)
-            if is_computed_jump(ins):
+            # Most instructions name no place (the test is _targets' own, cheaper than a call).
+            if ins.branch_target is not None or ins.accesses or ins.name in ("tbb", "tbh", "add") \
+                    or ins.address in binary.switch_cases:
+                for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, binary, ranges):
+                    local = entry <= target < limit and not is_call
+                    if (weak or doubt == PAST_JUMP) and not local:
+                        guesses.setdefault(target, tthumb)
+                    elif not local:
+                        # A call is sure wherever it was decoded past a call: a literal pool
+                        # rarely decodes as a BL to a place that is code, while branches (B,
+                        # CBZ) in a pool's reading are common.
+                        (after if doubt and not is_call else calls).setdefault(target, tthumb)
+                    else:
+                        work.append((target, tthumb, doubt))
+                        reach = max(reach, target + 1)
+            if ins.is_indirect and is_computed_jump(ins):
                 # add/mov pc computed from a register: what it jumps into follows it, a table
                 # of branches (A32 switches) or unrolled code (libgcc's division).
-                work.append((ins.end, thumb, PAST_JUMP))
-            if not ins.falls_through or _ends(ins, noreturn):
+                work.append((end, thumb, PAST_JUMP))
+            if not ins.falls_through or (ins.is_call and _ends(ins, noreturn)):
                 break
             if (ins.is_call and ins.branch_target is not None and ins.cond == 14 and not ins.in_it
                     and (ins.branch_target & ~1) not in plt):
                 passed.add(ins.branch_target & ~1)
                 doubt = doubt or PAST_CALL
-            cur = ins.end
+            cur = end
             if cur == limit:
                 runs_on = True
                 cuts_it |= in_block > 0
@@ -551,6 +561,8 @@ class _Streams:
         # relocated words without the Thumb bit): places in the procedure that holds them
         # where a descent starts too, in that procedure's instruction set.
         self.labels: list[int] = []
+        self.code_size = 0  # for the progress bar: bytes decoded (counted up to this)
+        self._shown = 0
 
     def at(self, address: int, thumb: bool, stream: int | None = None) -> tuple[Instruction | None, int]:
         """The instruction at ``address`` (None where nothing decodes) and its stream;
@@ -582,6 +594,9 @@ class _Streams:
             got = decode_range(self.md[thumb], self.binary.read(address, size), address, thumb, self.cache)[0]
             kept = _split_it(got)
             if size == CHUNK or (len(kept) == len(got) and got):
+                shown = min(self.code_size, self._shown + size)
+                progress.advance(shown - self._shown)
+                self._shown = shown
                 return kept
             size = CHUNK
 

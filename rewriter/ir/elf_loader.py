@@ -22,6 +22,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
+from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
 from ..errors import AnvilError, is_parser_error, malformed
 from .discovery import discover
@@ -283,7 +284,9 @@ def _decode(binary: Binary, procs: list[Procedure], mapping: dict[int, list[tupl
     disasm = {True: make_disassembler(True), False: make_disassembler(False)}
     cache = DecodeCache()
     decoded: dict[int, list] = {}
+    progress.phase("decoding", len(procs))
     for proc in procs:
+        progress.advance()
         insns = []
         for start, end, thumb in _code_ranges(proc, all_marks):
             code = binary.read(start, end - start)

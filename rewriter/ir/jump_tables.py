@@ -62,7 +62,7 @@ class SwitchFinder:
         self._reset()
 
     def _reset(self) -> None:
-        self.constant: tuple[int, int] | None = None  # register, value of a MOV just before
+        self.move: Instruction | None = None  # a MOV just before (what it sets: _constant)
         self.compared: tuple[int, int] | None = None  # register, immediate of the last CMP
         self.bound: tuple[int, int] | None = None     # index register, entries
         self.table: tuple[int, int] | None = None     # register holding the table, its address
@@ -71,27 +71,29 @@ class SwitchFinder:
 
     def see(self, ins: Instruction) -> None:
         """The next instruction of the run."""
-        if self.compared is None and ins.name not in _STARTS:
-            self.constant = None
+        name = ins.name
+        if name in _MOVES:  # ends any check under way; what it sets is read if a CMP follows
+            if self.compared is not None:
+                self._reset()
+            self.move = ins
+            return
+        if self.compared is None and name != "cmp":
+            self.move = None
             return  # the usual case: no check under way
         step = self._step(ins)
         if not step:
             self._reset()
-            if ins.name in _STARTS:  # may start the next check
+            if name == "cmp":  # may start the next check
                 self._step(ins)
 
     def _step(self, ins: Instruction) -> bool:
         operands = [o.strip() for o in ins.op_str.replace("[", "").replace("]", "").split(",")]
-        if ins.name in ("mov", "movs", "movw") and self.compared is None and len(operands) == 2 \
-                and operands[0] in REGISTERS:
-            value = _immediate(operands[1])
-            self.constant = None if value is None or ins.cond != 14 else (REGISTERS[operands[0]], value)
-            return self.constant is not None
         if ins.name == "cmp" and len(operands) == 2 and operands[0] in REGISTERS:
             value = _immediate(operands[1])
-            if value is None and self.constant is not None and REGISTERS.get(operands[1]) == self.constant[0]:
-                value = self.constant[1]
-            self.constant = None
+            constant = _constant(self.move) if value is None and self.move is not None else None
+            if constant is not None and REGISTERS.get(operands[1]) == constant[0]:
+                value = constant[1]
+            self.move = None
             if value is None:
                 return False
             self.compared = (REGISTERS[operands[0]], value)
@@ -141,7 +143,16 @@ class SwitchFinder:
         return False
 
 
-_STARTS = ("cmp", "mov", "movs", "movw")  # instructions that may begin a bounds check
+_MOVES = frozenset(("mov", "movs", "movw"))  # a constant for the CMP of a bounds check
+
+
+def _constant(move: Instruction) -> tuple[int, int] | None:
+    """(register, value) an unconditional ``mov rN, #imm`` sets, None for other moves."""
+    operands = [o.strip() for o in move.op_str.split(",")]
+    if len(operands) != 2 or operands[0] not in REGISTERS or move.cond != 14:
+        return None
+    value = _immediate(operands[1])
+    return None if value is None else (REGISTERS[operands[0]], value)
 
 
 def _immediate(operand: str) -> int | None:
