@@ -501,12 +501,14 @@ def _fall_back(binary: Binary, relocation: _Relocation, report: Report, chosen: 
     while linux.unplaced:
         pads = set(linux.unplaced) & binary.unwinder_entries
         relocation.relocated_returns.update(set(linux.unplaced) - pads)
-        kept = [p for p in chosen if not any(p.address <= pad < p.end for pad in pads)]
+        kept = []
         for proc in chosen:
-            if proc not in kept:
+            if any(proc.address <= pad < proc.end for pad in pads):
                 report.not_relocated.append({"procedure": proc.name, "address": proc.address,
                                              "reason": "no room for the jump at its landing pad"})
                 relocation.relocated_addrs.difference_update(i.address for i in proc.instructions())
+            else:
+                kept.append(proc)
         chosen = kept
         linux = _linux_patching(binary, chosen, report, frozenset(relocation.relocated_returns))
     report.return_sites["relocated"] = len(relocation.relocated_returns)

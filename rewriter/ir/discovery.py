@@ -23,7 +23,7 @@ from .exception_tables import handlers
 from .gaps import call_targets_in_gaps
 from .jump_tables import REGISTERS, SwitchFinder, is_computed_jump, table_branch_targets
 from .model import Binary, Instruction, Procedure
-from .plt import THUMB_STUB
+from .plt import thumb_stubs
 
 CHUNK = 256
 R_ARM_RELATIVE = 23
@@ -41,15 +41,15 @@ def _inside(ranges: list[tuple[int, int]], addr: int) -> bool:
     return False
 
 
-def _seeds(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]], relocated: list[int]
+def _seeds(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]], relocated: list[int], stubs: set[int]
            ) -> list[tuple[int, bool]]:
     """Entry points known without decoding: ELF entry, DT_INIT/DT_FINI, init/fini arrays,
     the PLT, exported functions and, in a PIE, the Thumb code addresses its dynamic
     relocations put in data (``relocated``: a PIE's every code pointer in data has one)."""
     seeds = [(binary.entry & ~1, bool(binary.entry & 1))]
-    # Every PLT entry, in its instruction set (a Thumb stub, bx pc, or A32): seeded first,
-    # an entry keeps it whatever a descent into garbage later calls it.
-    seeds += [(entry, binary.read(entry, 2) == THUMB_STUB.to_bytes(2, "little")) for entry in sorted(binary.plt)]
+    # Every PLT entry, in its instruction set (one of the Thumb ``stubs``, bx pc, or A32):
+    # seeded first, an entry keeps it whatever a descent into garbage later calls it.
+    seeds += [(entry, entry in stubs) for entry in sorted(binary.plt)]
     for sec in elf.iter_sections():
         if sec.name == ".plt" and sec["sh_size"]:  # PLT0 and the entries are A32 (lazy binding jumps to PLT0)
             seeds.append((sec["sh_addr"], False))
@@ -171,8 +171,9 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     inside = _labels_of_sized_functions(elf, data_words)
     labels |= inside
     streams.labels = sorted(labels)
-    starts = _Starts(_seeds(binary, elf, ranges, relocated), [w for w in data_words if w[0] not in inside],
-                     handlers(elf, binary.read), _a32_only(elf, binary))
+    stubs = thumb_stubs(binary.plt, binary.read)
+    starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs), [w for w in data_words if w[0] not in inside],
+                     handlers(elf, binary.read), _a32_only(elf, stubs))
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
     while True:  # until no more procedures are found never to return
@@ -220,12 +221,11 @@ class _Starts:
         return thumb and address not in stubs and _inside(ranges, address)
 
 
-def _a32_only(elf: ELFFile, binary: Binary) -> tuple[list[tuple[int, int]], set[int]]:
-    """The PLT's range and its Thumb stubs (see _Starts.a32_only)."""
+def _a32_only(elf: ELFFile, stubs: set[int]) -> tuple[list[tuple[int, int]], set[int]]:
+    """The PLT's range and its Thumb ``stubs`` (see _Starts.a32_only)."""
     plt = elf.get_section_by_name(".plt")
     if plt is None or not plt["sh_size"]:
         return [], set()
-    stubs = {entry for entry in binary.plt if binary.read(entry, 2) == THUMB_STUB.to_bytes(2, "little")}
     return [(plt["sh_addr"], plt["sh_addr"] + plt["sh_size"])], stubs
 
 

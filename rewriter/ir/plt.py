@@ -19,6 +19,7 @@ relocation, whose symbol is the function; so entries are decoded rather than cou
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
@@ -81,3 +82,10 @@ def _rotated(word: int) -> int:
     imm8, rot = word & 0xFF, (word >> 8) & 0xF
     shift = 2 * rot
     return ((imm8 >> shift) | (imm8 << (32 - shift))) & 0xFFFFFFFF if shift else imm8
+
+
+def thumb_stubs(entries: dict[int, str], read: Callable[[int, int], bytes]) -> set[int]:
+    """The addresses among ``entries`` (plt_functions') that are Thumb stubs (``bx pc``)
+    rather than A32 entries proper; ``read(address, size)`` reads the program's bytes."""
+    stub = THUMB_STUB.to_bytes(2, "little")
+    return {entry for entry in entries if read(entry, 2) == stub}
