@@ -55,6 +55,7 @@ from .patches import (
     place_trampolines,
     return_patches,
     return_sites,
+    return_sites_in_data,
     tail_location,
     text_segment,
 )
@@ -318,14 +319,15 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         children.append(later)
     # The jumps over the original code depend only on what is relocated: worked out while a
     # child relocates the later part, for the candidates (all of them, unless one fails).
-    patching = _Meanwhile(functools.partial(_linux_patching, binary, relocation.candidates, report)) \
+    in_data = frozenset(relocation.relocated_returns)  # return sites in literal pools
+    patching = _Meanwhile(functools.partial(_linux_patching, binary, relocation.candidates, report, in_data)) \
         if placement is None else None
     with _LibraryBuild(sources, site_source + derivations.source(), toolchain, base) as build:
         code, chosen = build.alongside(lambda: _relocate_code(relocation, report, later, patching))
         linux = None
         if patching is not None:
             linux = patching.result() if len(chosen) == len(relocation.candidates) \
-                else _linux_patching(binary, chosen, report)
+                else _linux_patching(binary, chosen, report, in_data)
             if linux.unplaced:
                 if later is not None:
                     later.close()
@@ -529,6 +531,8 @@ def _linux_patches(binary: Binary, chosen: list[Procedure], report: Report,
     patches, not_patched = entry_patches(binary, chosen, stops=stops, patched=frozenset(p.address for p in more))
     entries = sum(1 for p in more if p.address not in sites)
     report.return_sites = {"original": len(sites), "unwinder_entries": entries}
+    if relocated_returns:
+        report.return_sites["relocated"] = len(relocated_returns)
     return patches + more, not_patched
 
 
@@ -569,7 +573,8 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
     relocated_addrs = {i.address for p in candidates for i in p.instructions()}
     scratch = Scratch(vfp)
     handlers_run = interrupt_code(binary) if binary.is_firmware else set()
-    relocated_returns: set[int] = set()
+    # Return sites in literal pools (past calls that never return) get no jump.
+    relocated_returns = return_sites_in_data(binary, candidates) if original_returns else set()
 
     def new_context() -> RelocationContext:
         return RelocationContext(

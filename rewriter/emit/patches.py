@@ -97,17 +97,23 @@ def patch_length(addr: int, thumb: bool) -> int:
     return lit + 4
 
 
-def _room(insns: Iterable[Instruction], start: int, stops: set[int]) -> int:
+def _room(insns: Iterable[Instruction], start: int, stops: set[int], data: set[int]) -> int:
     """Bytes of contiguous instructions from ``start`` on (the first of ``insns``) before
-    any stop but ``start`` itself; counted up to what a long patch needs."""
+    any stop but ``start`` itself and before any byte read as ``data`` (a literal pool
+    decoded as code); counted up to what a long patch needs."""
     covered = 0
     for ins in insns:
-        if ins.address != start + covered or (covered and ins.address in stops):
+        if ins.address != start + covered or (covered and ins.address in stops) or _overlaps(ins, data):
             break
         covered += ins.size
         if covered >= 10:
             break
     return covered
+
+
+def _overlaps(ins: Instruction, data: set[int]) -> bool:
+    """Whether a byte of ``ins`` is one of ``data``."""
+    return any(byte in data for byte in range(ins.address, ins.address + ins.size))
 
 
 def entered_from_elsewhere(binary: Binary, procs: list[Procedure]) -> set[int]:
@@ -141,6 +147,7 @@ def entry_patches(binary: Binary, procs: list[Procedure], direct: bool = False, 
     skipped = []
     if stops is None:
         stops = entered_from_elsewhere(binary, procs)
+    data = binary.literal_bytes()
     for proc in procs:
         if proc.address in patched:
             continue
@@ -150,7 +157,7 @@ def entry_patches(binary: Binary, procs: list[Procedure], direct: bool = False, 
             continue
         # Branches inside the procedure go to the copy, so only addresses other code may
         # jump to must stay intact under the patch.
-        covered = _room(proc.instructions(), proc.address, stops)
+        covered = _room(proc.instructions(), proc.address, stops, data)
         if direct and covered >= SHORT:
             patches.append(Patch(proc.address, first.thumb, direct=True))
         elif covered >= patch_length(proc.address, first.thumb):
@@ -171,6 +178,15 @@ def return_sites(procs: list[Procedure]) -> set[int]:
     return {ins.end for proc in procs for ins in proc.instructions() if ins.is_call and ins.end in starts}
 
 
+def return_sites_in_data(binary: Binary, procs: list[Procedure]) -> set[int]:
+    """The return sites (return_sites) in bytes code reads as data: what follows a call
+    that never returns, a literal pool that a descent not knowing so decoded as code. No
+    jump goes there; their calls leave relocated return addresses."""
+    data = binary.literal_bytes()
+    at = {ins.address: ins for proc in procs for ins in proc.instructions()}
+    return {site for site in return_sites(procs) if _overlaps(at[site], data)}
+
+
 def _stops(binary: Binary, procs: list[Procedure], sites: set[int]) -> set[int]:
     """Where no patch may reach over: what enters from elsewhere, every relocated entry,
     every return site and landing pad that gets a patch of its own."""
@@ -183,13 +199,14 @@ def return_patches(binary: Binary, procs: list[Procedure], sites: set[int]) -> t
     respect. Every T32 place has room for at least a B.N."""
     pads = binary.unwinder_entries
     stops = _stops(binary, procs, sites | pads)
+    data = binary.literal_bytes()
     patches = []
     for proc in procs:
         insns = list(proc.instructions())
         for k, ins in enumerate(insns):
             if ins.address not in sites and ins.address not in pads:
                 continue
-            covered = _room(itertools.islice(insns, k, None), ins.address, stops)
+            covered = _room(itertools.islice(insns, k, None), ins.address, stops, data)
             if covered >= patch_length(ins.address, ins.thumb):
                 patches.append(Patch(ins.address, ins.thumb))
             elif covered >= NARROW:
@@ -241,6 +258,7 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
     for p in patches:
         covered[p.address] = p.address + p.length
     entered = entered_from_elsewhere(binary, procs) - covered.keys()
+    data = binary.literal_bytes()  # a pool in the middle of a procedure is read where it is
     runs = []
     for proc in procs:
         if proc.address not in entry_length or not entered.isdisjoint(map(_ADDRESS, proc.instructions())):
@@ -249,7 +267,7 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
         run_start = run_end = None
         for ins in proc.instructions():
             blocked_until = max(blocked_until, covered.get(ins.address, 0))
-            if ins.address < blocked_until or ins.address in binary.address_taken:
+            if ins.address < blocked_until or ins.address in binary.address_taken or _overlaps(ins, data):
                 if run_start is not None and run_end - run_start >= TRAMPOLINE:
                     runs.append([run_start, run_end])
                 run_start = None

@@ -183,7 +183,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
             break
         noreturn |= more
         for known in memo.values():  # their descents stop earlier now
-            for limit in [limit for limit, d in known.items() if more & d.calls.keys()]:
+            for limit in [limit for limit, d in known.items() if more & (d.calls.keys() | d.after_calls.keys())]:
                 del known[limit]
     starts = sorted(entries)
     # Where computed jumps run on into the code after them (decoded there, see _descend).
@@ -250,7 +250,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
     found: dict[int, Descent] = {}
     while True:
         changed, new, guesses, cut = _descend_all(binary, streams, ranges, entries, noreturn, memo, found)
-        wrong = _wrong(cut, sure_roots, entries, found, binary.plt, noreturn) if cut else set()
+        wrong = _wrong(cut, sure_roots, entries, found, binary.plt, noreturn, unwound) if cut else set()
         if wrong:  # drop those, with what only they found, and decode again
             rejected |= wrong
             _drop(wrong, entries, roots, finders, found)
@@ -266,49 +266,93 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
         if not added:  # then the landing pads of the functions found, which only the unwinder enters
             added = {pad: entries[start] for start, (_, pads) in unwound.items() if start in entries
                      for pad in pads if pad not in entries and _inside(ranges, pad)}
-            roots |= added.keys()
-            sure_roots |= {pad for start, (_, pads) in unwound.items() if start in sure_roots for pad in pads}
+            roots |= added.keys()  # (as strong as their function: _strengths)
         if not added:
             return entries, {entry: descent.instructions for entry, descent in found.items()}
         entries.update(added)
 
 
 def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], found: dict[int, Descent],
-           plt: dict[int, str], noreturn: set[int]) -> set[int]:
-    """The doubtful entries of ``cut`` (entry -> the descent it cuts) that cut code a descent
-    reached surely: those are dropped. Where the code cut is itself doubtful (bytes after a
-    call of something not known to return, or after a computed jump), the entry is kept and
-    that code ends there (``_start`` calling ``__libc_start_main``, then an A32 function).
+           plt: dict[int, str], noreturn: set[int], unwound: dict[int, tuple[int, set[int]]]) -> set[int]:
+    """The entries of ``cut`` (entry -> the descent it cuts) to drop: real code never
+    branches into the middle of an instruction, so one of the two readings is wrong, and
+    the one on weaker evidence goes.
 
-    The entries known for sure: ``roots`` (symbols, exports, the PLT, the ELF entry,
-    init/fini) and what sure code calls or branches to. Code a descent reached only past a
-    direct call of something not known to return (a literal pool after an error routine,
-    perhaps) counts only if every such callee returns; what it reached past a computed jump
-    (a table, perhaps) and literal guesses never count. So doubt is transitive: what doubtful
-    code names is doubtful too."""
-    def returns(callee: int) -> bool:
-        if callee in noreturn:
-            return False
-        if callee in plt:
-            return True
-        descent = found.get(callee)
-        return descent is not None and descent.returns
+    Entries are SURE, CALLED or DOUBTFUL (``_strengths``). ``roots`` (symbols, exports, the
+    PLT, the ELF entry, init/fini) are SURE, and so is what SURE code calls or branches to.
+    Code a descent reached only past a direct call of something not known to return (a
+    literal pool after an error routine, perhaps) names its calls CALLED (a static
+    program reaches most of its C library past ``_start``'s call of ``__libc_start_main``,
+    and a pool rarely reads as a BL to code) and its branches DOUBTFUL (a pool's words read
+    as B or CBZ often), unless every callee it passed returns. What CALLED code names is
+    CALLED at best; what past a computed jump names, literal guesses and numbers in data
+    are DOUBTFUL.
 
-    sure: set[int] = set()
-    work = [entry for entry in roots if entry in entries]
+    A DOUBTFUL entry that cuts code reached by flow is dropped, and so is a CALLED one that
+    cuts SURE code reached by flow (git: a pool read as a BL into the middle of a
+    function). Where the code cut lies past a call not known to return, the entry is kept
+    and that code ends there (``_start`` runs on past ``__libc_start_main`` into an A32
+    function)."""
+    returning = _returning(found, plt, noreturn)
+    strength = _strengths(roots, entries, found, returning, unwound)
+    out = set()
+    for entry, descent in cut.items():
+        if descent.cut_doubt == PAST_CALL and not descent.cut_via <= returning:
+            continue
+        mine = strength.get(entry, DOUBTFUL)
+        if mine == DOUBTFUL or (mine == CALLED and strength.get(descent.entry) == SURE):
+            out.add(entry)
+    return out
+
+
+def _returning(found: dict[int, Descent], plt: dict[int, str], noreturn: set[int]) -> set[int]:
+    """The procedures known to return: the PLT's and those with a return instruction (or a
+    jump through a register), and those that branch to one of them (a tail call), but not
+    ``noreturn``."""
+    known = {entry for entry, descent in found.items() if descent.returns and entry not in noreturn}
+    known |= plt.keys() - noreturn
+    callers: dict[int, list[int]] = {}
+    for entry, descent in found.items():
+        if entry not in known and entry not in noreturn:
+            for target in descent.tails:
+                callers.setdefault(target, []).append(entry)
+    work = [entry for entry in known if entry in callers]
     while work:
-        entry = work.pop()
-        if entry in sure:
-            continue
-        sure.add(entry)
-        descent = found.get(entry)
-        if descent is None:
-            continue
-        work += [t for t in descent.calls if t in entries and t not in sure]
-        if descent.after and all(returns(callee) for callee in descent.passed):
-            work += [t for t in descent.after if t in entries and t not in sure]
-    return {entry for entry, descent in cut.items() if entry not in sure
-            and (descent.cut_doubt != PAST_CALL or all(returns(callee) for callee in descent.passed))}
+        for caller in callers.pop(work.pop(), ()):
+            if caller not in known:
+                known.add(caller)
+                if caller in callers:
+                    work.append(caller)
+    return known
+
+
+#: How strongly an entry is known to be one (see _wrong).
+DOUBTFUL, CALLED, SURE = 0, 1, 2
+
+
+def _strengths(roots: set[int], entries: dict[int, bool], found: dict[int, Descent],
+               returning: set[int], unwound: dict[int, tuple[int, set[int]]]) -> dict[int, int]:
+    """The SURE and CALLED entries (``_wrong``): for each level, the entries reached from
+    the roots (and from the entries of the levels above) by namings at least that strong."""
+    strength: dict[int, int] = {}
+    for level in (SURE, CALLED):
+        work = [entry for entry in roots if entry in entries and entry not in strength] + list(strength)
+        seen = set(work)
+        while work:
+            entry = work.pop()
+            strength.setdefault(entry, level)
+            descent = found.get(entry)
+            if descent is None:
+                continue
+            named = list(descent.calls)
+            named += [t for t in descent.after_calls if level == CALLED or descent.via[t] <= returning]
+            named += [t for t in descent.after if descent.via[t] <= returning]
+            pads = unwound.get(entry)
+            if pads is not None:  # landing pads are as strong as their function
+                named += pads[1]
+            work += [target for target in named if target in entries and target not in seen]
+            seen.update(named)
+    return strength
 
 
 def _drop(dropped: set[int], entries: dict[int, bool], roots: set[int], finders: dict[int, set[int]],
@@ -404,7 +448,7 @@ def _descend_all(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]
         changed.append(entry)
         for target, thumb in known.calls.items():
             calls.setdefault(target, thumb)
-        for target, thumb in known.after.items():
+        for target, thumb in (*known.after_calls.items(), *known.after.items()):
             calls.setdefault(target, thumb)
         for target, thumb in known.guesses.items():
             guesses.setdefault(target, thumb)
@@ -423,6 +467,7 @@ class Descent:
     calls and other procedures' addresses they name (target -> Thumb), and whether it
     reached an instruction that runs past the limit."""
 
+    entry: int
     limit: int
     instructions: dict[int, Instruction]
     calls: dict[int, bool]
@@ -431,21 +476,25 @@ class Descent:
     reach: int = 0  # the end of the highest instruction, and of what the descent went to
     runs_on: bool = False  # an instruction falls through to the limit (into the next procedure)
     cuts_it: bool = False  # ... from inside an IT block, so the limit is inside it
-    # Targets named only by code reached past a direct call of ``passed`` (not known to
-    # return: the bytes after it may be a literal pool); sure only if all of those return.
+    # Targets named only by code reached past direct calls (``via``: those not known to
+    # return: the bytes after it may be a literal pool), by branches (``after``) and by calls
+    # (``after_calls``); as strong as the entry only if all of those return (_wrong).
     after: dict[int, bool] = dataclasses.field(default_factory=dict)
-    passed: frozenset[int] = frozenset()
+    after_calls: dict[int, bool] = dataclasses.field(default_factory=dict)
+    via: dict[int, frozenset[int]] = dataclasses.field(default_factory=dict)  # those -> the calls passed
     returns: bool = False  # an instruction returns or jumps through a register
     cut_doubt: int = 0  # how surely the code that straddles, runs on or cuts an IT block was reached
+    cut_via: frozenset[int] = frozenset()  # ... and past which calls, where PAST_CALL
+    tails: frozenset[int] = frozenset()  # other procedures it branches to (tail calls)
 
     def targets(self) -> list[int]:
         """Every entry this descent names."""
-        return [*self.calls, *self.after, *self.guesses]
+        return [*self.calls, *self.after_calls, *self.after, *self.guesses]
 
     def fits_below(self, limit: int) -> bool:
         """Decoding up to ``limit`` would find the same: nothing found or gone to reaches it."""
         return (not self.straddles and not self.cuts_it and self.reach <= limit
-                and not any(limit <= t < self.limit for t in (*self.calls, *self.after)))
+                and not any(limit <= t < self.limit for t in (*self.calls, *self.after_calls, *self.after)))
 
 
 def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], entry: int,
@@ -454,29 +503,43 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     mine: dict[int, Instruction] = {}
     calls: dict[int, bool] = {}
     after: dict[int, bool] = {}
+    after_calls: dict[int, bool] = {}
+    tails: set[int] = set()  # procedures this one branches to (tail calls, perhaps)
     guesses: dict[int, bool] = {}
-    passed: set[int] = set()
+    via: dict[int, frozenset[int]] = {}  # after's and after_calls' targets -> the calls passed to them
     straddles = runs_on = cuts_it = returns = False
-    cut_doubt = SURE
+    cut_doubt = FLOW
+    cut_via: frozenset[int] = frozenset()
+    passed_at: dict[int, frozenset[int]] = {}  # instructions reached only past calls -> those calls
     reach = entry
     inside: set[int] = set()  # the second halfwords of 32-bit instructions
-    # (address, Thumb, doubt): doubt is SURE, PAST_CALL (reached only past a direct call that
-    # may not return) or PAST_JUMP (the bytes after a computed jump: a table, perhaps).
-    work: deque[tuple[int, bool, int]] = deque([(entry, entry_thumb, SURE)])
+    # (address, Thumb, doubt, passed): doubt is FLOW, PAST_CALL (reached only past the direct
+    # calls ``passed``, which may not return) or PAST_JUMP (the bytes after a computed jump:
+    # a table, perhaps).
+    nothing: frozenset[int] = frozenset()
+    work: deque[tuple[int, bool, int, frozenset[int]]] = deque([(entry, entry_thumb, FLOW, nothing)])
     first = bisect.bisect_left(streams.labels, entry)
-    work.extend((label, entry_thumb, SURE) for label in streams.labels[first:bisect.bisect_left(streams.labels, limit)])
+    work.extend((label, entry_thumb, FLOW, nothing)
+                for label in streams.labels[first:bisect.bisect_left(streams.labels, limit)])
     literal_regs: dict[int, int] = {}
     plt = binary.plt
     # Whether all of entry..limit is executable (the usual case): then no address need be looked up.
     within = any(lo <= entry and limit <= hi for lo, hi in ranges)
     while work:
-        cur, thumb, doubt = work.popleft()
+        cur, thumb, doubt, passed = work.popleft()
         switches = SwitchFinder(binary)
         stream = None
         in_block = 0  # instructions of the current IT block still to come
         while entry <= cur < limit and (within or _inside(ranges, cur)):
             if cur in mine and not (in_block and not mine[cur].in_it):
-                break
+                # Decoded before; again only if this way passes fewer calls (its names are surer).
+                before = passed_at.get(cur)
+                if before is None or doubt == PAST_JUMP or not passed < before:
+                    break
+                if passed:
+                    passed_at[cur] = passed
+                else:
+                    del passed_at[cur]
             # (Else a branch from elsewhere started here, inside this IT block, and took the
             # reading no IT governs: real code never branches into an IT block, the IT rules.)
             ins, stream = streams.at(cur, thumb, stream)
@@ -485,10 +548,13 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
             if ins.address + ins.size > limit:
                 straddles = True
                 cut_doubt = max(cut_doubt, doubt)
+                cut_via |= passed
                 break
             if cur in inside or (ins.size == 4 and cur + 2 in mine and cur not in mine):
                 break  # overlaps an instruction found before: one of the two is data
             mine[cur] = ins
+            if doubt == PAST_CALL:
+                passed_at[cur] = passed
             end = cur + ins.size
             if end > reach:
                 reach = end
@@ -509,33 +575,40 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                     if (weak or doubt == PAST_JUMP) and not local:
                         guesses.setdefault(target, tthumb)
                     elif not local:
-                        # A call is sure wherever it was decoded past a call: a literal pool
-                        # rarely decodes as a BL to a place that is code, while branches (B,
-                        # CBZ) in a pool's reading are common.
-                        (after if doubt and not is_call else calls).setdefault(target, tthumb)
+                        if doubt == FLOW:
+                            calls.setdefault(target, tthumb)
+                        else:
+                            (after_calls if is_call else after).setdefault(target, tthumb)
+                            if target not in via or passed < via[target]:
+                                via[target] = passed
+                        if not is_call and not ins.is_call:
+                            tails.add(target)
                     else:
-                        work.append((target, tthumb, doubt))
+                        work.append((target, tthumb, doubt, passed))
                         reach = max(reach, target + 1)
             if ins.is_indirect and is_computed_jump(ins):
                 # add/mov pc computed from a register: what it jumps into follows it, a table
                 # of branches (A32 switches) or unrolled code (libgcc's division).
-                work.append((end, thumb, PAST_JUMP))
+                work.append((end, thumb, PAST_JUMP, passed))
             if not ins.falls_through or (ins.is_call and _ends(ins, noreturn)):
                 break
             if (ins.is_call and ins.branch_target is not None and ins.cond == 14 and not ins.in_it
                     and (ins.branch_target & ~1) not in plt):
-                passed.add(ins.branch_target & ~1)
+                passed = passed | {ins.branch_target & ~1}
                 doubt = doubt or PAST_CALL
             cur = end
             if cur == limit:
                 runs_on = True
                 cuts_it |= in_block > 0
                 cut_doubt = max(cut_doubt, doubt)
-    return Descent(limit, mine, calls, guesses, straddles, reach, runs_on, cuts_it, after, frozenset(passed), returns,
-                   cut_doubt)
+                cut_via |= passed
+    after = {t: th for t, th in after.items() if t not in calls}
+    after_calls = {t: th for t, th in after_calls.items() if t not in calls}
+    return Descent(entry, limit, mine, calls, guesses, straddles, reach, runs_on, cuts_it, after, after_calls,
+                   {t: via[t] for t in (*after, *after_calls)}, returns, cut_doubt, cut_via, frozenset(tails))
 
 
-SURE, PAST_CALL, PAST_JUMP = 0, 1, 2
+FLOW, PAST_CALL, PAST_JUMP = 0, 1, 2
 
 
 class _Streams:

@@ -332,6 +332,7 @@ class Binary:
     profile: str = "A"  # ARM architecture profile: "A" (Linux programs) or "M" (Cortex-M firmware)
     dsp: bool = True    # the core has the DSP extension (APSR.GE bits): all but plain ARMv7-M
     _high_vfp: bool | None = field(default=None, repr=False, compare=False)  # uses_high_vfp, once known
+    _literal_bytes: set[int] | None = field(default=None, repr=False, compare=False)  # literal_bytes, once known
     _lines: LineTable | None = field(default=None, repr=False, compare=False)  # source_line's, once read
 
     def source_line(self, address: int) -> str | None:
@@ -360,6 +361,17 @@ class Binary:
         if self._high_vfp is None:
             self._high_vfp = any(_names_high_vfp(ins) for proc in self.procedures for ins in proc.instructions())
         return self._high_vfp
+
+    def literal_bytes(self) -> set[int]:
+        """The bytes of code that instructions read as data (PC-relative loads: literal
+        pools). No jump may be written over them: the code that reads them may run in place,
+        and its copy reads them where they are. Where a descent decoded a pool as code (past
+        a call that never returns), its "return site" is one of these."""
+        if self._literal_bytes is None:
+            self._literal_bytes = {acc.disp + k for proc in self.procedures for ins in proc.instructions()
+                                   if ins.accesses for acc in ins.accesses
+                                   if acc.base == 15 and not acc.is_store for k in range(acc.size)}
+        return self._literal_bytes
 
     def call(self, point: Point, prototype: Prototype, *args: object) -> None:
         """Program start (Point.BEFORE) or program end (Point.AFTER)."""

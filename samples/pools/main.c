@@ -1,0 +1,17 @@
+/* Calls the functions of pools.S: victim and named directly, hidden through an address
+ * computed at run time. */
+#include <stdio.h>
+#include <stdlib.h>
+
+int victim(int x);
+int named(int x, void (*fn)(int));
+extern const int hidden_offset;
+
+int main(int argc, char **argv) {
+    (void)argv;
+    unsigned (*hidden)(int, void (*)(int)) = (unsigned (*)(int, void (*)(int)))((const char *)&hidden_offset + hidden_offset);
+    printf("victim=%d named=%d hidden=%#x\n", victim(argc + 4), named(0, exit), hidden(0, exit));
+    if (argc > 5)
+        named(argc, exit);
+    return 0;
+}
