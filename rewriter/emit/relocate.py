@@ -59,7 +59,8 @@ class RelocationContext:
     xlate_label: Hashable
     scratch: Scratch
     call_stubs: set[str] = field(default_factory=set)
-    veneers: dict[tuple[int, bool, bool], Hashable] = field(default_factory=dict)
+    # (original target, its instruction set, the branch's, for calls only) -> veneer label
+    veneers: dict[tuple[int, bool, bool, bool], Hashable] = field(default_factory=dict)
     xlate_tables: list[tuple[Procedure, Hashable]] = field(default_factory=list)
     # Original address -> label a direct branch goes to instead (an edge counter's trampoline).
     redirect: dict[int, Hashable] = field(default_factory=dict)
@@ -357,8 +358,8 @@ def _jump(isa: ISA, code: Code, target: int, target_thumb: bool, cond: int, ctx:
         isa.branch(code, label)
     elif relocated:
         _far_to_label(isa, code, ins_label(target), ctx.mode_at(target), ctx.scratch)
-    else:
-        isa.far_jump(code, target, target_thumb)
+    else:  # code left in place: a jump, which may be within a stripped function (IP live)
+        isa.branch(code, _veneer(ctx, target, target_thumb, isa.thumb, calls_only=False))
     if skip is not None:
         isa.end_skip(code, skip)
 
@@ -427,9 +428,11 @@ def _call(isa: ISA, code: Code, target: int, target_thumb: bool, cond: int, ctx:
         isa.end_skip(code, skip)
 
 
-def _veneer(ctx: RelocationContext, target: int, target_thumb: bool, from_thumb: bool) -> Hashable:
-    """The label of the veneer (emit_veneer) from relocated code to original ``target``."""
-    key = (target, target_thumb, from_thumb)
+def _veneer(ctx: RelocationContext, target: int, target_thumb: bool, from_thumb: bool,
+            calls_only: bool = True) -> Hashable:
+    """The label of the veneer (emit_veneer) from relocated code to original ``target``;
+    ``calls_only``: only calls go through it, so it may clobber IP."""
+    key = (target, target_thumb, from_thumb, calls_only)
     return ctx.veneers.setdefault(key, ("veneer",) + key)
 
 
@@ -950,10 +953,24 @@ def emit_xlate_table(proc: Procedure, key: Hashable, code: Code) -> None:
     code.later(4 * slots, table)
 
 
-def emit_veneer(key: tuple[int, bool, bool], label: Hashable, code: Code) -> None:
-    """A jump from relocated code to original code out of branch range (clobbers IP)."""
-    target, target_thumb, from_thumb = key
+def emit_veneer(key: tuple[int, bool, bool, bool], label: Hashable, code: Code) -> None:
+    """A jump from relocated code to original code, which no branch reaches (decision 0045).
+
+    It keeps every register and the flags: ``ldr pc`` from a literal where the code is
+    not moved at load time; else through a stack word, or, when only calls come here
+    (``_veneer``), through IP, which AAPCS lets a call's veneer clobber. A jump may not:
+    in a stripped program it is often one between two fragments of a function.
+    """
+    target, target_thumb, from_thumb, calls_only = key
+    isa = ISA.for_mode(from_thumb)
     code.align(4)
     code.label(label)
-    ISA.for_mode(from_thumb).far_jump(code, target, target_thumb)
+    dest = target | int(target_thumb)
+    if not code.pic:
+        code.emit((enc.t32_ldr_pc_literal_pair(0)[0] if from_thumb else enc.a32_ldr_pc_literal())
+                  + struct.pack("<I", dest))
+    elif calls_only:
+        isa.far_jump(code, target, target_thumb)
+    else:
+        _jump_through_stack(isa, code, dest)
 
