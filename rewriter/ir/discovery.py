@@ -568,8 +568,14 @@ class _Streams:
         """The instruction at ``address`` (None where nothing decodes) and its stream;
         ``stream``: the stream of the instruction that falls through to it, if any."""
         key = (address, thumb)
-        for ins, number in self.known.get(key, ()):
-            if number == stream or ins is None or not ins.in_it:
+        readings = self.known.get(key, ())
+        # The stream falling through here first: its reading follows the IT before it, where
+        # another stream that starts here (a doubtful entry, a guess) read it IT-free.
+        for ins, number in readings:
+            if number == stream:
+                return ins, number
+        for ins, number in readings:
+            if ins is None or not ins.in_it:
                 return ins, number
         self.streams += 1
         number = self.streams
