@@ -6,18 +6,23 @@ middle of real instructions: a literal pool after a call of gawk's fatal-error r
 procedure entries, they cut the real procedures short and their trampolines overwrote
 real code (SIGILL in both). The oracles: the original program's behaviour, and qemu's
 trace of it (every instruction of the executable it runs must be one the descent found).
+
+A doubtful entry inside an IT block (samples/it_word.c: a number in data) is dropped, but
+its IT-free reading of the instruction there must not replace the reading the IT gives
+(busybox: libgcc's division, SUBHS read as SUB, wrong quotients, a crash).
 """
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.run import assert_same_behaviour, instrument, place, run_prog
-from tests.support.samples import debian_packages
+from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.samples import build, debian_packages
 
 AWK = rb"""
 { n = split($0, w, /[^a-z]+/); for (i = 1; i <= n; i++) if (w[i] != "") c[w[i]]++ }
@@ -63,3 +68,26 @@ def test_stripped_program_with_doubtful_entries(name: str, tmp_path: Path) -> No
     assert not missed, f"executed but not found by the descent: {[hex(pc) for pc in missed[:10]]}"
 
     assert_same_behaviour(original, run_prog(instrument(program, "inscount", tmp_path), args, stdin, env=env))
+
+
+def test_word_inside_an_it_block_keeps_the_it_reading(tmp_path: Path) -> None:
+    built = build("it_word", "Os-thumb-static")
+    word = next(int(line.split()[0], 16) for line in subprocess.run(
+        ["arm-linux-gnueabihf-nm", str(built)], capture_output=True, text=True, check=True).stdout.splitlines()
+        if line.endswith(" inside_it"))
+    stripped = tmp_path / "stripped"
+    subprocess.run(["arm-linux-gnueabihf-strip", "-o", str(stripped), str(built)], check=True)
+    placed = place(stripped, tmp_path, "orig")
+    original = run_prog(placed)
+    assert (original.returncode, original.stdout) == (0, b"3 93 1\n")
+    pcs = exe_pcs(trace_pcs(placed, [], b"", argv0="prog"), placed)
+
+    inst = run_prog(instrument(stripped, "inscount", tmp_path))
+    assert_same_behaviour(original, inst)
+    # The procedure holding the IT block (the word's entry was dropped) counts as qemu does:
+    # two calls, four instructions each (the IT and the SUBHS whose condition fails count).
+    proc = next(p for p in load_binary(str(stripped)).procedures if p.address <= word < p.end)
+    assert proc.address < word
+    executed = sum(n for pc, n in pcs.items() if proc.address <= pc < proc.end)
+    assert executed == 8
+    assert results(inst, "inscount")["procedures"][proc.name] == executed
