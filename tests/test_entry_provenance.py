@@ -14,7 +14,6 @@ its IT-free reading of the instruction there must not replace the reading the IT
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ import pytest
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
-from tests.support.samples import build, debian_packages
+from tests.support.samples import build, debian_packages, stripped, symbol_span
 
 AWK = rb"""
 { n = split($0, w, /[^a-z]+/); for (i = 1; i <= n; i++) if (w[i] != "") c[w[i]]++ }
@@ -72,21 +71,18 @@ def test_stripped_program_with_doubtful_entries(name: str, tmp_path: Path) -> No
 
 def test_word_inside_an_it_block_keeps_the_it_reading(tmp_path: Path) -> None:
     built = build("it_word", "Os-thumb-static")
-    word = next(int(line.split()[0], 16) for line in subprocess.run(
-        ["arm-linux-gnueabihf-nm", str(built)], capture_output=True, text=True, check=True).stdout.splitlines()
-        if line.endswith(" inside_it"))
-    stripped = tmp_path / "stripped"
-    subprocess.run(["arm-linux-gnueabihf-strip", "-o", str(stripped), str(built)], check=True)
-    placed = place(stripped, tmp_path, "orig")
+    word, _ = symbol_span(built, "inside_it")
+    program = stripped(built, tmp_path / "stripped")
+    placed = place(program, tmp_path, "orig")
     original = run_prog(placed)
     assert (original.returncode, original.stdout) == (0, b"3 93 1\n")
     pcs = exe_pcs(trace_pcs(placed, [], b"", argv0="prog"), placed)
 
-    inst = run_prog(instrument(stripped, "inscount", tmp_path))
+    inst = run_prog(instrument(program, "inscount", tmp_path))
     assert_same_behaviour(original, inst)
     # The procedure holding the IT block (the word's entry was dropped) counts as qemu does:
     # two calls, four instructions each (the IT and the SUBHS whose condition fails count).
-    proc = next(p for p in load_binary(str(stripped)).procedures if p.address <= word < p.end)
+    proc = next(p for p in load_binary(str(program)).procedures if p.address <= word < p.end)
     assert proc.address < word
     executed = sum(n for pc, n in pcs.items() if proc.address <= pc < proc.end)
     assert executed == 8
