@@ -15,8 +15,15 @@ import pytest
 
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.run import (assert_same_behaviour, instrument, instrument_ir, place, results, run_prog,
-                               traced_original)
+from tests.support.run import (
+    assert_same_behaviour,
+    instrument,
+    instrument_ir,
+    place,
+    results,
+    run_prog,
+    traced_original,
+)
 from tests.support.samples import build, stripped, symbol_span
 
 
