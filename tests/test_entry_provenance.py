@@ -20,7 +20,7 @@ import pytest
 
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog, traced_original
 from tests.support.samples import build, debian_packages, stripped, symbol_span
 
 AWK = rb"""
@@ -73,16 +73,14 @@ def test_word_inside_an_it_block_keeps_the_it_reading(tmp_path: Path) -> None:
     built = build("it_word", "Os-thumb-static")
     word, _ = symbol_span(built, "inside_it")
     program = stripped(built, tmp_path / "stripped")
-    placed = place(program, tmp_path, "orig")
-    original = run_prog(placed)
+    original, pcs, ir = traced_original(program, tmp_path)
     assert (original.returncode, original.stdout) == (0, b"3 93 1\n")
-    pcs = exe_pcs(trace_pcs(placed, [], b"", argv0="prog"), placed)
 
     inst = run_prog(instrument(program, "inscount", tmp_path))
     assert_same_behaviour(original, inst)
     # The procedure holding the IT block (the word's entry was dropped) counts as qemu does:
     # two calls, four instructions each (the IT and the SUBHS whose condition fails count).
-    proc = next(p for p in load_binary(str(program)).procedures if p.address <= word < p.end)
+    proc = next(p for p in ir.procedures if p.address <= word < p.end)
     assert proc.address < word
     executed = sum(n for pc, n in pcs.items() if proc.address <= pc < proc.end)
     assert executed == 8

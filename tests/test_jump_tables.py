@@ -13,13 +13,10 @@ import struct
 
 import pytest
 
-from rewriter.ir.elf_loader import load_binary
-from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support.run import (
     assert_same_behaviour,
     instrument,
     instrument_ir,
-    place,
     results,
     run_prog,
     traced_original,
@@ -59,14 +56,12 @@ def test_computed_goto_labels_in_a_stripped_program(tmp_path) -> None:
     built = build("goto", "Os-thumb-static")
     start, end = symbol_span(built, "run")
     program = stripped(built, tmp_path / "stripped")
-    placed = place(program, tmp_path, "orig")
-    original = run_prog(placed)
+    original, pcs, ir = traced_original(program, tmp_path)
     # add 5, *6, double, add 5, negate, *6, add 5, double: -770
     assert (original.returncode, original.stdout) == (0, b"-770\n")
-    pcs = exe_pcs(trace_pcs(placed, [], b"", argv0="prog"), placed)
     executed = {pc: n for pc, n in pcs.items() if start <= pc < end}
 
-    proc = next(p for p in load_binary(str(program)).procedures if p.address == start)
+    proc = next(p for p in ir.procedures if p.address == start)
     missed = sorted(pc for pc in executed if pc not in {i.address for i in proc.instructions()})
     assert not missed, f"run() executed but not found: {[hex(pc) for pc in missed]}"
 
