@@ -6,6 +6,10 @@ middle of real instructions: a literal pool after a call of gawk's fatal-error r
 procedure entries, they cut the real procedures short and their trampolines overwrote
 real code (SIGILL in both). The oracles: the original program's behaviour, and qemu's
 trace of it (every instruction of the executable it runs must be one the descent found).
+
+A doubtful entry inside an IT block (samples/it_word.c: a number in data) is dropped, but
+its IT-free reading of the instruction there must not replace the reading the IT gives
+(busybox: libgcc's division, SUBHS read as SUB, wrong quotients, a crash).
 """
 
 from __future__ import annotations
@@ -16,8 +20,8 @@ import pytest
 
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.run import assert_same_behaviour, instrument, place, run_prog
-from tests.support.samples import debian_packages
+from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog, traced_original
+from tests.support.samples import build, debian_packages, stripped, symbol_span
 
 AWK = rb"""
 { n = split($0, w, /[^a-z]+/); for (i = 1; i <= n; i++) if (w[i] != "") c[w[i]]++ }
@@ -63,3 +67,21 @@ def test_stripped_program_with_doubtful_entries(name: str, tmp_path: Path) -> No
     assert not missed, f"executed but not found by the descent: {[hex(pc) for pc in missed[:10]]}"
 
     assert_same_behaviour(original, run_prog(instrument(program, "inscount", tmp_path), args, stdin, env=env))
+
+
+def test_word_inside_an_it_block_keeps_the_it_reading(tmp_path: Path) -> None:
+    built = build("it_word", "Os-thumb-static")
+    word, _ = symbol_span(built, "inside_it")
+    program = stripped(built, tmp_path / "stripped")
+    original, pcs, ir = traced_original(program, tmp_path)
+    assert (original.returncode, original.stdout) == (0, b"3 93 1\n")
+
+    inst = run_prog(instrument(program, "inscount", tmp_path))
+    assert_same_behaviour(original, inst)
+    # The procedure holding the IT block (the word's entry was dropped) counts as qemu does:
+    # two calls, four instructions each (the IT and the SUBHS whose condition fails count).
+    proc = next(p for p in ir.procedures if p.address <= word < p.end)
+    assert proc.address < word
+    executed = sum(n for pc, n in pcs.items() if proc.address <= pc < proc.end)
+    assert executed == 8
+    assert results(inst, "inscount")["procedures"][proc.name] == executed

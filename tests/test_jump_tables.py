@@ -1,7 +1,11 @@
 """A jump table read by ``ldr pc, [pc, rN, lsl #2]`` (samples/jumptable.c, A32, called from
 Thumb or A32 C): every case starts a block in the IR, and instrumented, the program runs
 as the original, inscount's total equals qemu's executed instructions and bbcount's
-count of every block equals qemu's count of its first instruction."""
+count of every block equals qemu's count of its first instruction.
+
+A computed goto through a table of label addresses (samples/goto.c) in a stripped
+fixed-address program: the table's words are plain numbers, so its labels are found only
+by reading the table the jump goes through (jump_tables.GotoFinder)."""
 
 from __future__ import annotations
 
@@ -9,8 +13,15 @@ import struct
 
 import pytest
 
-from tests.support.run import assert_same_behaviour, instrument_ir, results, run_prog, traced_original
-from tests.support.samples import build
+from tests.support.run import (
+    assert_same_behaviour,
+    instrument,
+    instrument_ir,
+    results,
+    run_prog,
+    traced_original,
+)
+from tests.support.samples import build, stripped, symbol_span
 
 
 @pytest.mark.parametrize("variant", ["O2-thumb-dyn", "O2-arm-static", "O0-thumb-static"])
@@ -37,3 +48,23 @@ def test_ldr_pc_jump_table(variant: str, tmp_path) -> None:
     assert {b["address"] for b in counts} >= set(cases)
 
     assert_same_behaviour(original, run_prog(instrument_ir(ir, "cachesim", tmp_path)))
+
+
+def test_computed_goto_labels_in_a_stripped_program(tmp_path) -> None:
+    # Thumb: an A32 main in a stripped static program is not found at all (its address in
+    # _start's literal pool has no Thumb bit to tell it from a number).
+    built = build("goto", "Os-thumb-static")
+    start, end = symbol_span(built, "run")
+    program = stripped(built, tmp_path / "stripped")
+    original, pcs, ir = traced_original(program, tmp_path)
+    # add 5, *6, double, add 5, negate, *6, add 5, double: -770
+    assert (original.returncode, original.stdout) == (0, b"-770\n")
+    executed = {pc: n for pc, n in pcs.items() if start <= pc < end}
+
+    proc = next(p for p in ir.procedures if p.address == start)
+    missed = sorted(pc for pc in executed if pc not in {i.address for i in proc.instructions()})
+    assert not missed, f"run() executed but not found: {[hex(pc) for pc in missed]}"
+
+    inst = run_prog(instrument(program, "inscount", tmp_path))
+    assert_same_behaviour(original, inst)
+    assert results(inst, "inscount")["procedures"][proc.name] == sum(executed.values())

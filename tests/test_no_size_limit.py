@@ -18,6 +18,7 @@ from rehost.server import Library, start_server
 from tests.support import big_program
 from tests.support.rehost import run_rehost
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.samples import build
 
 BEYOND_EVERY_BRANCH = 32 << 20
 
@@ -44,3 +45,13 @@ def test_copy_beyond_branch_reach_runs_identically(isa: str, mode: str, tmp_path
     counts = results(run, "cachesim")
     loads, stores = big_program.accesses()
     assert (counts["loads"], counts["stores"]) == (loads, stores)
+
+
+def test_jump_to_code_left_in_place_keeps_ip(tmp_path: Path) -> None:
+    """A jump (not a call) from a copy to original code goes through a veneer that keeps IP:
+    AAPCS frees IP only at calls (samples/ip_jump.c: cachesim copies the procedure that
+    loads, not the one it jumps to, which adds IP)."""
+    program = build("ip_jump", "Os-thumb-static")
+    original = run_prog(place(program, tmp_path, "orig"))
+    assert (original.returncode, original.stdout) == (0, b"1234\n")
+    assert_same_behaviour(original, run_prog(instrument(program, "cachesim", tmp_path)))

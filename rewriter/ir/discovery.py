@@ -21,7 +21,7 @@ from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
 from .exception_tables import handlers
 from .gaps import call_targets_in_gaps
-from .jump_tables import REGISTERS, SwitchFinder, is_computed_jump, table_branch_targets
+from .jump_tables import REGISTERS, SwitchFinder, goto_labels, goto_table, is_computed_jump, table_branch_targets
 from .model import Binary, Instruction, Procedure
 from .plt import thumb_stubs
 
@@ -528,6 +528,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     while work:
         cur, thumb, doubt, passed = work.popleft()
         switches = SwitchFinder(binary)
+        run: list[Instruction] = []  # this run's instructions, for a computed goto's table
         stream = None
         in_block = 0  # instructions of the current IT block still to come
         while entry <= cur < limit and (within or _inside(ranges, cur)):
@@ -586,6 +587,17 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                     else:
                         work.append((target, tthumb, doubt, passed))
                         reach = max(reach, target + 1)
+            run.append(ins)
+            table = goto_table(run, binary.read) if ins.is_indirect and not ins.is_return else None
+            if table is not None:
+                # A computed goto's labels: nothing else may reach them. The table's end is
+                # a guess, so are labels read past it (as the code after a computed jump).
+                for label in goto_labels(binary, table, thumb, ranges):
+                    if entry <= label < limit:
+                        work.append((label, thumb, PAST_JUMP))
+                        reach = max(reach, label + 1)
+                    else:
+                        guesses.setdefault(label, thumb)
             if ins.is_indirect and is_computed_jump(ins):
                 # add/mov pc computed from a register: what it jumps into follows it, a table
                 # of branches (A32 switches) or unrolled code (libgcc's division).
@@ -641,8 +653,14 @@ class _Streams:
         """The instruction at ``address`` (None where nothing decodes) and its stream;
         ``stream``: the stream of the instruction that falls through to it, if any."""
         key = (address, thumb)
-        for ins, number in self.known.get(key, ()):
-            if number == stream or ins is None or not ins.in_it:
+        readings = self.known.get(key, ())
+        # The stream falling through here first: its reading follows the IT before it, where
+        # another stream that starts here (a doubtful entry, a guess) read it IT-free.
+        for ins, number in readings:
+            if number == stream:
+                return ins, number
+        for ins, number in readings:
+            if ins is None or not ins.in_it:
                 return ins, number
         self.streams += 1
         number = self.streams

@@ -1,11 +1,12 @@
-"""Where a procedure's switches go: Thumb-2 table branches (TBB, TBH) and GCC's tables of
-offsets for position-independent Thumb code (``adr``; ``ldr``; ``add``; ``bx``)."""
+"""Where a procedure's switches go: Thumb-2 table branches (TBB, TBH), GCC's tables of
+offsets for position-independent Thumb code (``adr``; ``ldr``; ``add``; ``bx``) and
+computed gotos through tables of label addresses (``GotoFinder``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from .model import Binary, Instruction
+from .model import Access, Binary, Instruction
 
 CS, HI = 2, 8  # the conditions of a bounds check's branch to the default case
 REGISTERS = {f"r{i}": i for i in range(13)} | {"sb": 9, "sl": 10, "fp": 11, "ip": 12}
@@ -141,6 +142,133 @@ class SwitchFinder:
             # Switches may share their last instructions (GCC's cross-jumping): all their cases.
             self.binary.switch_cases.setdefault(ins.address, set()).update(cases)
         return False
+
+
+class GotoFinder:
+    """Finds computed gotos (GCC's ``goto *table[i]``, glibc's printf) in a run of
+    instructions given in order: a jump through a register loaded from a table of label
+    addresses whose address the code computes::
+
+        ldr rA, [pc, #n]; add rA, pc          (or adr, movw/movt, an absolute literal)
+        add rB, rA, rI, lsl #2; ldr rT, [rB, #off]     (or ldr rT, [rA, rI, lsl #2])
+        orr rT, rT, #1                        (Thumb: labels are stored without the bit)
+        bx rT                                 (or mov pc, rT; or ldr pc, [...] itself)
+
+    Other instructions may come between as long as they leave those registers alone. A
+    position-independent executable's labels are found from its relocations instead; in a
+    fixed-address one the table's words are plain numbers, and the labels nothing else
+    reaches would stay undecoded (the copy's jump would miss its translation table).
+    """
+
+    def __init__(self, read: Callable[[int, int], bytes]) -> None:
+        self.read = read  # the program's bytes at an address (its literals)
+        self.values: dict[int, int] = {}  # register -> a constant (an address) it holds
+        self.slots: dict[int, int] = {}   # register -> table address (it holds table + index * 4)
+        self.loaded: dict[int, int] = {}  # register -> address of the table it was loaded from
+
+    def see(self, ins: Instruction) -> int | None:
+        """The next instruction of the run; the table's address if it jumps through one."""
+        name = ins.name
+        if ins.is_call:
+            self.values, self.slots, self.loaded = {}, {}, {}
+            return None
+        operands = [o.strip() for o in ins.op_str.replace("[", "").replace("]", "").replace("!", "").split(",")]
+        regs = [_REGS.get(o) for o in operands]
+        access = ins.accesses[0] if len(ins.accesses) == 1 and not ins.accesses[0].is_store else None
+        if name in ("bx", "mov") and ins.writes_pc and not ins.is_return and len(regs) in (1, 2):
+            return self.loaded.get(regs[-1])
+        if name == "ldr" and access is not None and access.size == 4 and regs[0] is not None:
+            table = self._table(access)
+            if regs[0] == _PC:
+                return table
+            self._forget(ins, regs)
+            if access.base == _PC and access.index is None:
+                self.values[regs[0]] = int.from_bytes(self.read(access.disp, 4), "little")
+            elif table is not None:
+                self.loaded[regs[0]] = table
+            return None
+        target = regs[0] if regs else None
+        value = self._value(ins, name, operands, regs)
+        if name == "orr" and target is not None and regs[1:] == [target, None] and operands[2] == "#1" \
+                and target in self.loaded:
+            return None  # the Thumb bit on the loaded label
+        scaled = (name == "add" and len(regs) == 4 and regs[1] in self.values and regs[2] is not None
+                  and operands[3] == "lsl #2")
+        table = self.values[regs[1]] if scaled else None
+        self._forget(ins, regs)
+        if value is not None and target is not None:
+            self.values[target] = value & 0xFFFFFFFF
+        if table is not None and target is not None:
+            self.slots[target] = table
+        return None
+
+    def _table(self, access: Access) -> int | None:
+        """The table a load reads a label from: [rA, rI, lsl #2] or [rB, #off], rA a
+        constant, rB a table plus a scaled index."""
+        if access.index is not None and access.base in self.values and access.shift == 2 and not access.subtract:
+            return (self.values[access.base] + access.disp) & 0xFFFFFFFF
+        if access.index is None and access.base in self.slots:
+            return (self.slots[access.base] + access.disp) & 0xFFFFFFFF
+        return None
+
+    def _value(self, ins: Instruction, name: str, operands: list[str], regs: list[int | None]) -> int | None:
+        """The constant ``ins`` puts in its first operand, where it computes one."""
+        if name == "add" and ins.thumb and len(regs) == 2 and regs[1] == _PC and regs[0] in self.values:
+            return self.values[regs[0]] + ins.address + 4  # add rA, pc
+        if name == "add" and not ins.thumb and len(regs) == 3 and regs[1] == _PC and regs[2] in self.values:
+            return self.values[regs[2]] + ins.address + 8
+        if name == "adr" and len(operands) == 2 and operands[1].startswith("#"):
+            pc = ((ins.address + 4) & ~3) if ins.thumb else ins.address + 8
+            return pc + int(operands[1][1:], 0)
+        if name == "movw" and len(operands) == 2 and operands[1].startswith("#"):
+            return int(operands[1][1:], 0) & 0xFFFF
+        if name == "movt" and len(operands) == 2 and operands[1].startswith("#") and regs[0] in self.values:
+            return (self.values[regs[0]] & 0xFFFF) | (int(operands[1][1:], 0) & 0xFFFF) << 16
+        return None
+
+    def _forget(self, ins: Instruction, regs: list[int | None]) -> None:
+        """Drop what is known of the registers ``ins`` may write."""
+        if ins.is_store and not ins.is_load or ins.name in ("cmp", "cmn", "tst", "teq", "it", "b", "nop"):
+            return
+        written = set(regs) if "{" in ins.op_str else {regs[0]} if regs else set()
+        if ins.name in ("ldrd", "umull", "smull", "umlal", "smlal") and len(regs) > 1:
+            written.add(regs[1])
+        if ins.accesses and ("!" in ins.op_str or "], " in ins.op_str):  # writeback
+            written.add(ins.accesses[0].base)
+        for reg in written:
+            self.values.pop(reg, None)
+            self.slots.pop(reg, None)
+            self.loaded.pop(reg, None)
+
+
+def goto_table(run: list[Instruction], read: Callable[[int, int], bytes], window: int = 64) -> int | None:
+    """The table of label addresses the last instruction of ``run`` (straight-line code, in
+    order) jumps through, if it is a computed goto (GotoFinder): the run is looked at only
+    when it ends in an indirect jump, rare enough that the descent need not track registers."""
+    finder = GotoFinder(read)
+    table = None
+    for ins in run[-window:]:
+        table = finder.see(ins)
+    return table
+
+
+def goto_labels(binary: Binary, table: int, thumb: bool, ranges: list[tuple[int, int]],
+                limit: int = 4096) -> list[int]:
+    """The label addresses of a computed goto's ``table``: its words up to the first that
+    is no code address in ``ranges`` for the instruction set (the table's size is not known:
+    a table that runs on into the next one gives that one's labels too, of the same function)."""
+    labels = []
+    for k in range(limit):
+        word = int.from_bytes(binary.read(table + 4 * k, 4), "little")
+        label = word & ~1 if thumb else word
+        if label & (1 if thumb else 3) or not any(lo <= label < hi for lo, hi in ranges):
+            break
+        labels.append(label)
+    return labels
+
+
+_REGS = REGISTERS | {"lr": 14, "pc": 15, "sp": 13}
+_PC = 15
 
 
 _MOVES = frozenset(("mov", "movs", "movw"))  # a constant for the CMP of a bounds check

@@ -124,6 +124,26 @@ def build(sample: str, variant: str) -> Path:
     return _compile([cc, *flags], [str(source)], out)
 
 
+def stripped(binary: Path, dest: Path) -> Path:
+    """``binary`` stripped of every symbol (as distributions ship programs), written to ``dest``."""
+    subprocess.run([_require_tool("arm-linux-gnueabihf-strip"), "-o", str(dest), str(binary)], check=True)
+    return dest
+
+
+def symbol_span(binary: Path, name: str) -> tuple[int, int]:
+    """[start, end) of symbol ``name`` in ``binary``'s symbol table (the Thumb bit cleared):
+    where the unstripped build says a function or label is, an oracle for its stripped copy."""
+    from elftools.elf.elffile import ELFFile
+
+    with binary.open("rb") as fh:
+        table = ELFFile(fh).get_section_by_name(".symtab")
+        matches = table.get_symbol_by_name(name) if table is not None else None
+        if not matches:
+            raise SampleBuildError(f"{name} not in {binary}'s symbol table")
+        start = matches[0]["st_value"] & ~1
+        return start, start + matches[0]["st_size"]
+
+
 def _lua_root() -> Path:
     """Download and unpack Debian's armhf Lua development package once; return its root."""
     return debian_packages("liblua5.4-dev-armhf", [LUA_PACKAGE], "usr/lib/arm-linux-gnueabihf/liblua5.4.a")
