@@ -594,7 +594,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 # a guess, so are labels read past it (as the code after a computed jump).
                 for label in goto_labels(binary, table, thumb, ranges):
                     if entry <= label < limit:
-                        work.append((label, thumb, PAST_JUMP))
+                        work.append((label, thumb, PAST_JUMP, passed))
                         reach = max(reach, label + 1)
                     else:
                         guesses.setdefault(label, thumb)
