@@ -14,6 +14,10 @@
  *                                                sorted array.
  * Exit status 0 when the array ends up in order with the same sum and xor as
  * before sorting, 1 otherwise (2 if malloc fails).
+ *
+ * Built with -DREPEAT=N (benchmarks: a run long enough that QEMU's start-up does not
+ * count), it fills and sorts the array N times, round r from seed + r, checks every
+ * round and prints the last.
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -22,6 +26,9 @@
 
 #define COUNT 1000u
 #define SMALL 10
+#ifndef REPEAT
+#define REPEAT 1u
+#endif
 
 static uint32_t lcg_seed = 20240611u;
 uint32_t sort_calls; /* incremented by every quicksort call; its address is printed */
@@ -103,29 +110,34 @@ int main(void)
     printf("addr global=0x%08" PRIxPTR " heap=0x%08" PRIxPTR " local=0x%08" PRIxPTR "\n",
            (uintptr_t)&sort_calls, (uintptr_t)values, (uintptr_t)&local_marker);
 
-    uint32_t state = lcg_seed;
-    uint32_t sum_before = 0, xor_before = 0;
-    for (uint32_t i = 0; i < COUNT; i++) {
-        state = state * 1664525u + 1013904223u;
-        values[i] = state;
-        sum_before += state;
-        xor_before ^= state;
-    }
-
-    quicksort(values, 0, (int)COUNT - 1);
-
     int ok = 1;
-    uint32_t checksum = 0, sum_after = 0, xor_after = 0;
-    for (uint32_t i = 0; i < COUNT; i++) {
-        if (i > 0 && values[i - 1] > values[i]) {
-            ok = 0;
+    uint32_t checksum = 0;
+    for (uint32_t round = 0; round < REPEAT; round++) {
+        uint32_t state = lcg_seed + round;
+        uint32_t sum_before = 0, xor_before = 0;
+        for (uint32_t i = 0; i < COUNT; i++) {
+            state = state * 1664525u + 1013904223u;
+            values[i] = state;
+            sum_before += state;
+            xor_before ^= state;
         }
-        checksum += (i + 1) * values[i];
-        sum_after += values[i];
-        xor_after ^= values[i];
-        local_marker ^= values[i];
+
+        quicksort(values, 0, (int)COUNT - 1);
+
+        uint32_t sum_after = 0, xor_after = 0;
+        checksum = 0;
+        local_marker = 0;
+        for (uint32_t i = 0; i < COUNT; i++) {
+            if (i > 0 && values[i - 1] > values[i]) {
+                ok = 0;
+            }
+            checksum += (i + 1) * values[i];
+            sum_after += values[i];
+            xor_after ^= values[i];
+            local_marker ^= values[i];
+        }
+        ok = ok && sum_after == sum_before && xor_after == xor_before && local_marker == xor_before;
     }
-    ok = ok && sum_after == sum_before && xor_after == xor_before && local_marker == xor_before;
     printf("n=%u checksum=%08" PRIx32 " min=%08" PRIx32 " max=%08" PRIx32 "\n", COUNT, checksum, values[0],
            values[COUNT - 1]);
     free(values);
