@@ -43,6 +43,8 @@ PACKAGES=(
     gcc-arm-none-eabi
     libnewlib-arm-none-eabi
     qemu-system-arm
+    libglib2.0-dev     # benchmarks/qemu_plugins.py: QEMU's own TCG plugins, the benchmarks' peers
+    pkg-config
 )
 
 # 1. Debian packages (and pip, where the python3 on PATH has none: Debian's own python3).

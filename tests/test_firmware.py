@@ -102,6 +102,29 @@ def test_interrupt_handler_is_instrumented(tmp_path: Path) -> None:
     assert handler == sum(n for pc, n in trace.pcs.items() if proc.address <= pc < proc.end)
 
 
+@pytest.mark.parametrize("mode", ["inhost", "rehost"])
+def test_cache_hits_leave_interrupts_alone(mode: str, tmp_path: Path) -> None:
+    """Decision 0047: an access whose line is its set's most recent returns before the shared
+    path masks interrupts (QEMU leaves its translated code after every CPSID and MSR), so
+    CPSID runs for few of crc's accesses, not for every one. Counted by QEMU's own trace."""
+    image = build_firmware("crc", "mps2-an385", "-O2")
+    _, _, got = run_and_results(instrument(image, "cachesim", tmp_path / "fw"), "mps2-an385", "cachesim")
+    out = instrument(image, "cachesim", tmp_path / mode / "fw", "--mode", mode)
+    trace = trace_firmware(out, "mps2-an385")
+    assert (trace.stdout, trace.returncode) == run_firmware(image, "mps2-an385")
+    raw = out.read_bytes()
+    code = [s for s in load_binary(str(out)).segments if s.executable]
+
+    def halfword(pc: int) -> int:
+        seg = next((s for s in code if s.vaddr <= pc < s.vaddr + s.filesz - 1), None)
+        return -1 if seg is None else int.from_bytes(raw[seg.offset + pc - seg.vaddr:][:2], "little")
+
+    cpsid = sum(n for pc, n in trace.pcs.items() if halfword(pc) == 0xB672)  # CPSID i
+    accesses = got["loads"] + got["stores"]
+    assert accesses > 10_000
+    assert 0 < cpsid < accesses // 4, (cpsid, accesses)
+
+
 def test_anvil_run_board(tmp_path: Path) -> None:
     image = build_firmware("sort", "mps2-an386", "-O2")
     expected_out, expected_status = run_firmware(image, "mps2-an386")

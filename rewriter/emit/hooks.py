@@ -96,6 +96,9 @@ class HookContext:
     # the analysis lock while the communicator appends it (one ring, one writer at a time),
     # not through the inline append.
     threads: bool = False
+    # The procedure has no LDREX/STREX window of its own, so code of ours may use exclusives
+    # (ours would make the program's STREX fail each time round its loop).
+    exclusives: bool = False
 
 
 def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | None,

@@ -74,6 +74,7 @@ class RelocationContext:
     # counters add with LDREX/STREX, as interrupt code's do.
     threads: bool = False
     atomic: bool = False  # for the procedure being emitted: interrupt code, no exclusive window of its own
+    windows: bool = False  # for the procedure being emitted: it has an LDREX/STREX window of its own
     # The record append routines and their page-local copies (Linux T32 records; appends.AppendRoutines).
     appends: AppendRoutines = field(default_factory=AppendRoutines)
     # Calls leave the original return address in LR (its place, where it is relocated
@@ -155,7 +156,8 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
     code.align(4)
     # Inside the program's own LDREX/STREX window an exclusive of ours would make its STREX
     # fail each time round its loop: such a procedure's counters add plainly.
-    ctx.atomic = (ctx.threads or proc.address in ctx.interrupt_code) and not exclusive_windows(proc)
+    ctx.windows = bool(exclusive_windows(proc))
+    ctx.atomic = (ctx.threads or proc.address in ctx.interrupt_code) and not ctx.windows
     insns = list(proc.instructions())
     needs_table = False
     trampolines = []
@@ -292,7 +294,8 @@ def _hook_context(ins: Instruction, access, block_insns: int, ctx: RelocationCon
     return HookContext(ins, access, block_insns, ctx.string_label, ctx.function_label, ctx.scratch,
                        ctx.call_stubs, ctx.counter_label, ctx.mask_interrupts, ctx.appends,
                        ctx.threads and ctx.atomic,  # not inside the program's own LDREX/STREX windows
-                       ctx.hit_registers, ctx.dead.get(ins.address, 0), ctx.threads)
+                       ctx.hit_registers, ctx.dead.get(ins.address, 0), ctx.threads,
+                       exclusives=not ctx.windows)
 
 
 def _calls(isa: ISA, code: Code, hooks: list[Hook], ins: Instruction, access, block_insns: int,

@@ -19,7 +19,7 @@ from .counters import (
     t32_bump,
     t32_bump_low,
 )
-from .isa import PC
+from .isa import LR, PC
 
 
 @dataclass(frozen=True)
@@ -239,6 +239,28 @@ def filter_test(thumb: bool, pic: bool, shift: int, slot_bits: int, atomic: bool
             out += enc.a32_b(at + len(out), at + hit_at)
     branch_if_differs(branch_at)
     return bytes(out)
+
+
+def t32_most_recent_hit(pic: bool, shift: int, slot_bits: int, depth: int, skip_halfword: bool, at: int,
+                        memo: int, counter: int) -> bytes:
+    """A firmware shared path's first test (decision 0047), before it keeps the flags or
+    masks interrupts: r1 = the key of the address in r0, r3 = the table, r0 = the slot's
+    most recent key - r1. Equal: a hit that changes nothing but its count, so the hit
+    counter += 1 with LDREX/STREX (an interrupt handler that counts too cannot spoil it)
+    and back to the site with BX LR (past the halfword after its BL when
+    ``skip_halfword``). Else on past these bytes, r0-r3 spoilt, where the whole filter runs
+    again masked. No instruction here sets the flags or touches PRIMASK, so QEMU's block
+    is not ended (M-profile CPSID/MSR end it and leave for QEMU's main loop)."""
+    out = bytearray(_t32_filter_key(shift))
+    out += enc.t32_pc_address(3, at + len(out), memo) if pic else enc.t32_mov32(3, memo)
+    out += _t32_slot_compare(shift, slot_bits, depth)
+    hit_at = len(out) + 2
+    hit = enc.t32_pc_address(1, at + hit_at, counter) if pic else enc.t32_mov32(1, counter)
+    hit += T32_ATOMIC_BUMP
+    if skip_halfword:
+        hit += enc.t32_add_imm(LR, LR, 2)
+    hit += enc.t32_bx(LR)
+    return bytes(out + enc.t32_cbz(0, len(hit) - 2, nonzero=True) + hit)
 
 
 def t32_compact_test(pic: bool, shift: int, slot_bits: int, depth: int, to_hit: int, at: int, memo: int) -> bytes:

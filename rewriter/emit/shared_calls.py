@@ -14,7 +14,11 @@ A site (T32, 16-18 bytes instead of 100-150):
 The shared call path, one per distinct SharedCall (routine, constant arguments, filter
 and hit counter), does what every site of it did inline: keeps the flags and the
 program's SP, masks interrupts, aligns SP, runs the repeat filter on r0, puts the
-arguments in place, calls the routine and puts everything back.
+arguments in place, calls the routine and puts everything back. Before all that, a
+filtered path on firmware tests the slot's most recent key with the flags and PRIMASK
+untouched: a hit there counts (LDREX/STREX) and returns at once (decision 0047: QEMU
+leaves its translated code after every CPSID and MSR, three times an access before);
+not in procedures with an LDREX/STREX window of their own.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from .hooks import (
     static_value,
 )
 from .isa import IP, LR, PC, SP, T32
+from .repeat_filter import filter_test_size, t32_most_recent_hit
 
 SITE_SAVED = [0, 1, 2, 3, IP, LR]  # what a site pushes: what AAPCS lets the routine clobber
 SITE_SLOT = {reg: 4 * i for i, reg in enumerate(SITE_SAVED)}
@@ -76,6 +81,10 @@ class SharedCall:
     mask_interrupts: bool
     atomic: bool
     halfword: bool = False  # the site's last value is the halfword after its BL (a record's id)
+    # Firmware (decision 0047): a hit in the slot's most recent key counts with LDREX/STREX
+    # and returns before the flags are kept and interrupts masked (not for procedures with
+    # an LDREX/STREX window of their own, which our exclusives would break).
+    unmasked_hits: bool = False
 
 
 def plan(hook: Hook, ctx: HookContext) -> tuple[SharedCall, list[tuple[Arg, object]]] | None:
@@ -123,7 +132,8 @@ def plan(hook: Hook, ctx: HookContext) -> tuple[SharedCall, list[tuple[Arg, obje
     if len(site) > len(STASH):
         return None
     shared = SharedCall(hook.prototype.name, tuple(sources), len(site), plan_of_filter, ctx.mask_interrupts,
-                        ctx.atomic_hits, halfword)
+                        ctx.atomic_hits, halfword,
+                        plan_of_filter is not None and ctx.mask_interrupts and ctx.exclusives)
     return shared, site
 
 
@@ -260,6 +270,17 @@ def emit_shared_call(code: Code, shared: SharedCall, function_label: Label, stri
     kept = [FLAGS_REG, FRAME_REG, *stash]
     code.align(4)
     code.label(("shared-call", shared))
+    if shared.filter is not None and shared.unmasked_hits:
+        # A hit in the slot's most recent key returns before the flags are kept and
+        # interrupts masked (decision 0047: QEMU leaves its translated code after every
+        # CPSID and MSR); anything else runs the whole path, the filter again with it.
+        f = shared.filter
+        memo, counter = counter_label(f.flt.memo, 0), counter_label(f.flt.counter, f.index)
+        shape = (code.pic, f.flt.shift, f.flt.slot_bits, f.flt.depth, shared.halfword)
+        T32.mov_reg(code, IP, 0)
+        code.later(filter_test_size(t32_most_recent_hit, shape, 2),
+                   lambda at, r: t32_most_recent_hit(*shape, at, r(memo), r(counter)))
+        T32.mov_reg(code, 0, IP)
     if shared.halfword:  # the last site value: r<n> is free, the site computed r0..r<n-1>
         code.emit(_halfword_after_call(shared.site_values - 1))
     T32.push(code, [*kept, LR])

@@ -32,6 +32,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from rewriter import boards as anvil_boards
@@ -116,8 +117,9 @@ def firmware_flags(board: str, opt: str = "-O2") -> list[str]:
     return [*BOARDS[board], opt, *COMMON_FLAGS, "-L", str(BOARDS_DIR), "-T", str(script)]
 
 
-def build_firmware(name: str, board: str, opt: str = "-O2") -> Path:
+def build_firmware(name: str, board: str, opt: str = "-O2", extra: Sequence[str] = ()) -> Path:
     """Build ``samples/boards/<name>.c`` for a board at an optimisation level (cached); return the ELF's path.
+    ``extra``: more gcc flags, e.g. ``-DREPEAT=500`` for a benchmark's longer run.
 
     Raises FirmwareBuildError when the program, board or level is unknown, the cross
     compiler is missing or compilation fails.
@@ -126,7 +128,7 @@ def build_firmware(name: str, board: str, opt: str = "-O2") -> Path:
     if name == STARTUP.stem or not source.is_file():
         raise FirmwareBuildError(f"unknown firmware program {name!r}: {source} does not exist")
     return _build(f"{name}-{board}-{opt.lstrip('-')}", [STARTUP, source], sorted(BOARDS_DIR.glob("*.ld")),
-                  firmware_flags(board, opt))
+                  [*firmware_flags(board, opt), *extra])
 
 
 def build_layout(layout: str, name: str, board: str, opt: str = "-O2") -> Path:

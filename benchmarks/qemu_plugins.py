@@ -1,0 +1,213 @@
+"""Build QEMU's own TCG plugins from Debian's source of the installed qemu, cached.
+
+The peers Anvil is measured against (``benchmarks/peers.py``) are the plugins that ship
+in QEMU's source tree: ``tests/plugin/insn.c`` (instruction count), ``tests/plugin/bb.c``
+(block count), ``tests/plugin/mem.c`` (memory-access callbacks) and
+``contrib/plugins/cache.c`` (a cache model). Debian does not package them, so they are
+built here from exactly the source the installed ``qemu-user`` was built from:
+
+1. the source version is asked of dpkg (``${source:Version}`` of ``qemu-user``, e.g.
+   ``1:7.2+dfsg-7+deb12u18``; the binary's ``+b3`` is a rebuild of the same source);
+2. its ``.dsc`` is fetched from deb.debian.org's pool (snapshot.debian.org when the pool
+   no longer has it), and the orig and debian tarballs it names, each checked against
+   the SHA-256 the ``.dsc`` gives;
+3. only ``include/qemu/qemu-plugin.h`` and the four plugin sources are taken from the
+   orig tarball, and the hunks of Debian's patches (``debian/patches/series``) that touch
+   them are applied, as ``dpkg-source -x`` would;
+4. each plugin is compiled with ``gcc -shared -fPIC -O2`` and glib's flags from
+   ``pkg-config glib-2.0`` (Debian: ``libglib2.0-dev``).
+
+The result lives in ``<repo>/.cache/qemu-plugins/<source version>/`` (``ANVIL_QEMU_PLUGIN_CACHE``
+names another root); later calls return it at once. Run as a script, it builds them and
+prints where they are::
+
+    python3 benchmarks/qemu_plugins.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.request
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+#: Plugin name -> its source in QEMU's tree.
+PLUGINS: dict[str, str] = {
+    "insn": "tests/plugin/insn.c",
+    "bb": "tests/plugin/bb.c",
+    "mem": "tests/plugin/mem.c",
+    "cache": "contrib/plugins/cache.c",
+}
+HEADER = "include/qemu/qemu-plugin.h"
+#: The Debian package whose source version names the source to build from.
+PACKAGE = "qemu-user"
+POOL = "http://deb.debian.org/debian/pool/main/q/qemu/"
+SNAPSHOT = "https://snapshot.debian.org/archive/debian/{stamp}/pool/main/q/qemu/"
+SNAPSHOT_INFO = "https://snapshot.debian.org/mr/package/qemu/{version}/srcfiles?fileinfo=1"
+
+
+class PluginBuildError(RuntimeError):
+    """QEMU's plugins could not be built (no qemu installed, download or compile failure)."""
+
+
+def source_version() -> str:
+    """The Debian source version of the installed qemu (``1:7.2+dfsg-7+deb12u18``)."""
+    proc = subprocess.run(["dpkg-query", "-W", "-f=${source:Version}", PACKAGE], capture_output=True, text=True)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise PluginBuildError(f"{PACKAGE} is not installed (dpkg-query: {proc.stderr.strip()})")
+    return proc.stdout.strip()
+
+
+def cache_root() -> Path:
+    """Where built plugins are kept: ``$ANVIL_QEMU_PLUGIN_CACHE`` or ``<repo>/.cache/qemu-plugins``."""
+    override = os.environ.get("ANVIL_QEMU_PLUGIN_CACHE")
+    return Path(override) if override else REPO_ROOT / ".cache" / "qemu-plugins"
+
+
+def _fetch(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=120) as response:  # noqa: S310 (fixed Debian hosts)
+        return response.read()
+
+
+def _dsc_name(version: str) -> str:
+    """``qemu_7.2+dfsg-7+deb12u18.dsc``: the epoch is not part of Debian's file names."""
+    return f"qemu_{version.split(':', 1)[-1]}.dsc"
+
+
+def _download_source(version: str) -> tuple[bytes, dict[str, bytes]]:
+    """The .dsc text and the tarballs it names (name -> bytes), each checked against its SHA-256."""
+    name = _dsc_name(version)
+    bases = [POOL]
+    try:
+        dsc = _fetch(POOL + name)
+    except OSError:
+        dsc = None
+    if dsc is None:  # gone from the pool: the snapshot archive keeps every version
+        import json
+
+        try:
+            info = json.loads(_fetch(SNAPSHOT_INFO.format(version=urllib.request.quote(version))))
+            stamp = next(iter(info["fileinfo"].values()))[0]["first_seen"]
+            bases = [SNAPSHOT.format(stamp=stamp)]
+            dsc = _fetch(bases[0] + name)
+        except (OSError, ValueError, KeyError, IndexError, StopIteration) as exc:
+            raise PluginBuildError(f"cannot download {name} from deb.debian.org or snapshot.debian.org: {exc}") \
+                from None
+    text = dsc.decode()
+    section = text.split("Checksums-Sha256:", 1)[-1]
+    files = re.findall(r"^ ([0-9a-f]{64}) \d+ (\S+\.tar\.\w+)$", section, re.MULTILINE)
+    if not files:
+        raise PluginBuildError(f"{name} names no tarball with a SHA-256")
+    tarballs = {}
+    for digest, tarball in files:
+        data = _fetch(bases[0] + tarball)
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise PluginBuildError(f"{tarball}: SHA-256 differs from the one {name} gives")
+        tarballs[tarball] = data
+    return dsc, tarballs
+
+
+def _extract(tarballs: dict[str, bytes], tree: Path) -> None:
+    """The header and the plugin sources from the orig tarball into ``tree``, with Debian's
+    patches to them applied."""
+    wanted = {HEADER, *PLUGINS.values()}
+    orig = next(data for name, data in tarballs.items() if ".orig." in name)
+    with tarfile.open(fileobj=io.BytesIO(orig)) as tar:
+        for member in tar:
+            relative = member.name.split("/", 1)[-1]
+            if relative in wanted and member.isfile():
+                target = tree / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(tar.extractfile(member).read())
+                wanted.discard(relative)
+    if wanted:
+        raise PluginBuildError(f"the orig tarball has no {', '.join(sorted(wanted))}")
+    debian = next(data for name, data in tarballs.items() if ".debian." in name)
+    with tarfile.open(fileobj=io.BytesIO(debian)) as tar:
+        names = {member.name: member for member in tar if member.isfile()}
+        series = tar.extractfile(names["debian/patches/series"]).read().decode().splitlines()
+        for line in series:
+            patch = line.split("#", 1)[0].strip().split()
+            if patch:
+                hunks = _hunks_for(tar.extractfile(names[f"debian/patches/{patch[0]}"]).read().decode(errors="replace"),
+                                   {HEADER, *PLUGINS.values()})
+                if hunks:
+                    proc = subprocess.run(["patch", "-p1", "-s", "-d", str(tree)], input=hunks, text=True,
+                                          capture_output=True)
+                    if proc.returncode != 0:
+                        raise PluginBuildError(f"Debian's {patch[0]} does not apply: {proc.stdout}{proc.stderr}")
+
+
+def _hunks_for(patch: str, paths: set[str]) -> str:
+    """The parts of a unified diff that change one of ``paths`` (``+++ b/PATH``), joined."""
+    parts = re.split(r"(?m)^(?=--- )", patch)
+    kept = []
+    for part in parts:
+        found = re.match(r"--- .*\n\+\+\+ (\S+)", part)
+        if found and found.group(1).split("/", 1)[-1] in paths:
+            kept.append(re.split(r"(?m)^(?=diff |Index: )", part)[0])
+    return "".join(kept)
+
+
+def _glib_flags() -> list[str]:
+    proc = subprocess.run(["pkg-config", "--cflags", "--libs", "glib-2.0"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise PluginBuildError("glib's development files are missing: apt-get install libglib2.0-dev pkg-config")
+    return proc.stdout.split()
+
+
+def build() -> dict[str, Path]:
+    """Build (once) and return QEMU's plugins for the installed qemu: name -> ``lib<name>.so``."""
+    version = source_version()
+    out = cache_root() / version.replace(":", "_")
+    built = {name: out / f"lib{name}.so" for name in PLUGINS}
+    if all(path.is_file() for path in built.values()):
+        return built
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="qemu-plugins.", dir=out.parent))
+    try:
+        _, tarballs = _download_source(version)
+        tree = work / "src"
+        _extract(tarballs, tree)
+        flags = _glib_flags()
+        lib = work / "lib"
+        lib.mkdir()
+        for name, source in PLUGINS.items():
+            cmd = ["gcc", "-shared", "-fPIC", "-O2", "-I", str(tree / "include" / "qemu"), str(tree / source),
+                   "-o", str(lib / f"lib{name}.so"), *flags]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise PluginBuildError(f"compiling {source} failed:\n$ {' '.join(cmd)}\n{proc.stderr}")
+        shutil.copytree(tree, lib / "src")  # what they were built from, for the record
+        try:
+            lib.rename(out)
+        except OSError:
+            if not all(path.is_file() for path in built.values()):  # not a lost race with another build
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return built
+
+
+def main() -> int:
+    """Build the plugins and print their paths."""
+    try:
+        for name, path in build().items():
+            print(f"{name}\t{path}")
+    except (PluginBuildError, OSError) as exc:
+        print(f"qemu_plugins: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
