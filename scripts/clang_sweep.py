@@ -28,7 +28,6 @@ STDIN = {"calls": b"some input for the calls sample\n"}
 
 def _one(sample: str, variant: str, stripped: bool, tools: list[str]) -> list[tuple[str, str]]:
     """Outcome ('ok' or a failure text) of each tool on one build."""
-    from rewriter.cli import main as anvil_main
     from tests.oracles.qemu_trace import exe_pcs, trace_pcs
     from tests.support.run import place, results, run_prog
     from tests.support.samples import SampleBuildError, build
