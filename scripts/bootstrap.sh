@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bootstrap a Debian 12 machine for Anvil development and CI.
 #
-# Installs (only when missing) the ARM cross toolchain (C and C++), qemu-user, the host C compiler
+# Installs (only when missing) the ARM cross toolchain (C and C++), clang and ld.lld (the
+# samples built by another compiler and linker), qemu-user, the host C compiler
 # (ReHost analysis libraries) and openssl (the TLS test), enables the
 # armhf foreign architecture (needed by tests/support/samples.py to fetch Debian's
 # armhf Lua library with `apt-get download`), and installs the project in editable
@@ -45,6 +46,8 @@ PACKAGES=(
     qemu-system-arm
     libglib2.0-dev     # benchmarks/qemu_plugins.py: QEMU's own TCG plugins, the benchmarks' peers
     pkg-config
+    clang              # tests/test_clang.py: programs of another compiler and linker
+    lld
 )
 
 # 1. Debian packages (and pip, where the python3 on PATH has none: Debian's own python3).

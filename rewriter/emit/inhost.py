@@ -37,7 +37,7 @@ from ..ir.flow import interrupt_code, reset_handler
 from ..ir.fork_split import halfway
 from ..ir.gc_pause import gc_paused
 from ..ir.model import Binary, Hook, Instruction, Point, Procedure
-from . import firmware
+from . import file_gap, firmware
 from . import target_build as tb
 from .appends import emit_append_routine
 from .call_stubs import emit_call_stub
@@ -788,9 +788,13 @@ def _move_unloaded(out: bytearray, elf: ELFFile, lo: int, hi: int) -> None:
 def _write_elf(binary: Binary, region: bytes, patches: list[Patch], targets: dict[int, int], tail: Tail,
                header_addr: int, init_addr: int) -> bytes:
     """Original bytes + entry patches + loader stub and trampolines in the tail + the region appended."""
-    out = bytearray(binary.data)
     elf = ELFFile(io.BytesIO(binary.data))
     text_index, text = text_segment(binary, elf)
+    data = binary.data
+    if tail.file_gap:  # addresses before the gap keep their file offsets, the rest move
+        data = file_gap.open_gap(data, text.offset + text.filesz, tail.file_gap)
+        elf = ELFFile(io.BytesIO(data))
+    out = bytearray(data)
     # Room for moving unloaded sections and the section header table to the end.
     movable = sum(sec["sh_size"] + 8 for sec in elf.iter_sections() if not sec["sh_flags"] & 0x2)
     movable += elf["e_shnum"] * elf["e_shentsize"] + 8

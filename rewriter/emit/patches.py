@@ -28,6 +28,7 @@ from elftools.elf.elffile import ELFFile
 from ..arch import arm_encode as enc
 from ..errors import AnvilError
 from ..ir.model import Binary, Instruction, Procedure, Segment
+from . import file_gap
 from . import target_build as tb
 
 PAGE = 0x1000
@@ -222,14 +223,17 @@ class Tail:
 
     Preferably the unused end of the text segment's last page (the segment grows over
     it); otherwise a "cave": instruction bytes of a relocated procedure past its entry
-    patch, which never run in place once the procedure has a copy. Trampolines take 8
-    bytes each from what is left of the slack and from the caves.
+    patch, which never run in place once the procedure has a copy; failing both, the
+    addresses after the text segment with a gap opened in the file for them (``file_gap``
+    bytes, file_gap.py: a linker such as ld.lld packs the next segment's bytes right after
+    the text's). Trampolines take 8 bytes each from what is left of the slack and from the caves.
     """
 
     address: int
     grows_segment: bool
     pool: list[list[int]]  # free [start, end) runs, 4-aligned starts
     segment_end: int = 0   # with grows_segment: where the grown text segment ends
+    file_gap: int = 0      # with grows_segment: zero bytes inserted after the text's file bytes
 
 
 def _stub_address(text: Segment) -> int:
@@ -297,6 +301,11 @@ def tail_location(binary: Binary, procs: list[Procedure], patches: list[Patch]) 
             address = run[0]
             run[0] += stub
             return Tail(address, False, caves)
+    gap = file_gap.gap_size(binary.data, text.offset + text.filesz)
+    if gap is not None:
+        room = _address_room(binary, text, at, gap)
+        if room >= stub:
+            return Tail(at, True, [[at + stub, at + room]] + caves, at + stub, gap)
     raise AnvilError(f"no room for the {stub}-byte loader stub: the text segment ends too close to the next "
                      "segment and no relocated procedure is large enough")
 
@@ -344,6 +353,16 @@ def _slack_room(binary: Binary, elf: ELFFile, text: Segment, at: int) -> int:
                 or not sec["sh_flags"] & 0x2:
             continue
         limit = min(limit, at + (sec["sh_offset"] - off))
+    return max(0, limit - at)
+
+
+def _address_room(binary: Binary, text: Segment, at: int, gap: int) -> int:
+    """Free addresses after the text segment (before the next segment's first page), as
+    many as a ``gap``-byte gap opened in the file after the text's bytes can hold."""
+    limit = text.vaddr + text.filesz + gap
+    for seg in binary.segments:
+        if seg.vaddr > text.vaddr:
+            limit = min(limit, max(at, seg.vaddr & ~(PAGE - 1)))
     return max(0, limit - at)
 
 

@@ -36,6 +36,9 @@ LUA_BENCH: Path = SAMPLES_DIR / "lua" / "bench.lua"
 LUA_HEAVY: Path = SAMPLES_DIR / "lua" / "heavy.lua"  # about 1 s under qemu-arm: for benchmarks
 
 CC = "arm-linux-gnueabihf-gcc"
+#: Clang (Debian's clang 14 targets ARM without a cross package; it links with the gcc
+#: cross toolchain's crt files and libraries, found through ``--gcc-toolchain=/usr``).
+CLANG = "clang"
 CXX = "arm-linux-gnueabihf-g++"  # for the C++ samples (samples/<name>.cpp)
 QEMU = "qemu-arm"
 #: The cross sysroot that qemu-arm needs (``-L``) to find ld-linux-armhf.so.3 and libc.
@@ -55,6 +58,21 @@ VARIANTS: dict[str, list[str]] = {
     "O2-arm-dyn-nopie": ["-g", "-O2", "-marm", "-no-pie"],
     "O2-thumb-pie": ["-g", "-O2", "-mthumb", "-fPIE", "-pie"],
     "O0-arm-dyn": ["-g", "-O0", "-marm"],  # dynamic, PIE by default
+}
+
+#: Clang builds: variant name -> clang flags, named ``clang-<opt>-<isa>-<kind>-<linker>``
+#: (``lld``: LLVM's ld.lld; ``bfd``: GNU ld).  No ``--sysroot``: the cross libc.so linker
+#: script names absolute paths (/usr/arm-linux-gnueabihf/lib/...) that a sysroot would prefix
+#: again; clang finds the cross headers and libraries through the gcc installation instead.
+#: Clang 14 builds PIE by default for this target, like Debian's gcc.
+CLANG_BASE: list[str] = ["--target=arm-linux-gnueabihf", "--gcc-toolchain=/usr", "-march=armv7-a",
+                         "-mfpu=vfpv3-d16", "-mfloat-abi=hard", "-g"]
+CLANG_VARIANTS: dict[str, list[str]] = {
+    f"clang-{opt}-{isa}-{kind}-{linker}": [f"-{opt}", f"-m{isa}", *kind_flags, f"-fuse-ld={linker}"]
+    for opt in ("O0", "O2", "Os")
+    for isa in ("thumb", "arm")
+    for kind, kind_flags in (("pie", ["-fPIE", "-pie"]), ("static", ["-static"]))
+    for linker in ("lld", "bfd")
 }
 
 #: The C samples, each ``samples/<name>.c``.
@@ -109,12 +127,20 @@ def build(sample: str, variant: str) -> Path:
     Raises SampleBuildError when the sample or variant is unknown, the cross compiler is
     missing or compilation fails.
     """
-    if variant not in VARIANTS:
-        raise SampleBuildError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+    if variant not in VARIANTS and variant not in CLANG_VARIANTS:
+        raise SampleBuildError(f"unknown variant {variant!r}; known: {', '.join([*VARIANTS, *CLANG_VARIANTS])}")
     cxx = sample in CXX_SAMPLES
     source = SAMPLES_DIR / f"{sample}.{'cpp' if cxx else 'c'}"
     if not source.is_file():
         raise SampleBuildError(f"unknown sample {sample!r}: {source} does not exist")
+    if variant in CLANG_VARIANTS:
+        clang = _require_tool(CLANG + "++" if cxx else CLANG)
+        flags = [*CLANG_BASE, *CLANG_VARIANTS[variant]]
+        # The identity of clang and of the gcc toolchain whose crt files and libc it links.
+        key = _cache_key(source.read_bytes(), "\0".join(flags), "c++" if cxx else "c",
+                         build_cache.compiler_identity(clang))
+        out = cache_dir() / f"{sample}-{variant}-{key}"
+        return out if out.is_file() else _compile([clang, *flags], [str(source)], out)
     cc = _require_tool(CXX if cxx else CC)
     flags = VARIANTS[variant]
     key = _cache_key(source.read_bytes(), "\0".join(flags), "c++" if cxx else "c")
