@@ -66,12 +66,12 @@ def _run(hook: Hook, ctx: HookContext, runs: int = 1, primask: int = 0,
     code.label(("fn", hook.prototype.name))
     code.emit(_routine())
     site = code.here()
-    calls = SharedCalls()
+    calls = SharedCalls(lambda name: ("fn", name), lambda text: ("str", text),
+                        lambda name, index: ("array", name, index))
     assert calls.emit_site(code, hook, ctx)
     end = code.here()
     code.emit(enc.t32_nop() * 2)  # where the run stops: the shared paths start after it
-    calls.emit_paths(code, lambda name: ("fn", name), lambda text: ("str", text),
-                     lambda name, index: ("array", name, index))
+    calls.emit_paths(code)
     found = filter_of(hook)
     flt = found[0] if found else None
 
@@ -220,13 +220,13 @@ def test_counter_site_adds_one_to_its_own_slot(start: int, dead: int) -> None:
 
     array = DATA + 0x200
     code = Code(CODE, pic=False, ge=False)
-    calls = SharedCalls()
+    calls = SharedCalls(lambda name: ("fn", name), lambda text: ("str", text),
+                        lambda name, index: ("array", name, index))
     assert calls.emit_increment(code, "blocks", 5, dead)
     end = code.here()
     assert end - CODE == (6 if dead else 12)
     code.emit(enc.t32_nop() * 2)
-    calls.emit_paths(code, lambda name: ("fn", name), lambda text: ("str", text),
-                     lambda name, index: ("array", name, index))
+    calls.emit_paths(code)
     data = code.finish(lambda key: code.labels[key] if key in code.labels else array + 8 * key[2])
     uc = _cortex_m3(data)
     slots = [0x1111 * (i + 1) for i in range(8)]
