@@ -194,7 +194,12 @@ class SharedCalls(PageCopies):
         """A copy of the shared path ``routine`` (a call path or a bump) labelled ``label``."""
         assert isinstance(routine, tuple)
         if routine[0] == "shared-call":
-            emit_shared_call(code, routine[1], label, self.function_label, self.string_label, self.counter_label)
+            # A page's copy of a path testing the most recent key first is that test only:
+            # a hit (nearly every access) returns from the page, anything else goes on in
+            # the image's copy (the masked part, rarely run, is not worth copying).
+            rest = ("shared-call-rest", routine[1]) if label != routine and routine[1].unmasked_hits else None
+            emit_shared_call(code, routine[1], label, self.function_label, self.string_label, self.counter_label,
+                             rest)
         else:
             _emit_bump(code, routine[0] == "shared-bump-keeping", self.counter_label(routine[1], 0), label)
 
@@ -274,10 +279,12 @@ class _SiteOriginals:
 
 
 def emit_shared_call(code: Code, shared: SharedCall, label: Hashable, function_label: Label, string_label: Label,
-                     counter_label: Callable[[str, int], Hashable]) -> None:
-    """The shared path of ``shared`` (see the module's docstring), labelled ``label``: entered by BL with the
-    site's values in r0.., r0-r3, ip and lr free; returns with every other register,
-    the flags, PRIMASK and SP as they were."""
+                     counter_label: Callable[[str, int], Hashable], rest: Hashable | None = None) -> None:
+    """The shared path of ``shared`` (see the module's docstring), labelled ``label``:
+    entered by BL with the site's values in r0.., r0-r3, ip and lr free; returns with
+    every other register, the flags, PRIMASK and SP as they were. ``rest``: only the test
+    of the most recent key, then on at ``rest``, the image's copy past that test (which
+    that copy labels ``("shared-call-rest", shared)``)."""
     stash = STASH[:shared.site_values]
     kept = [FLAGS_REG, FRAME_REG, *stash]
     code.align(4)
@@ -293,6 +300,10 @@ def emit_shared_call(code: Code, shared: SharedCall, label: Hashable, function_l
         code.later(filter_test_size(t32_most_recent_hit, shape, 2),
                    lambda at, r: t32_most_recent_hit(*shape, at, r(memo), r(counter)))
         T32.mov_reg(code, 0, IP)
+        if rest is not None:
+            T32.branch(code, rest)
+            return
+        code.label(("shared-call-rest", shared))
     if shared.halfword:  # the last site value: r<n> is free, the site computed r0..r<n-1>
         code.emit(_halfword_after_call(shared.site_values - 1))
     T32.push(code, [*kept, LR])
