@@ -18,7 +18,9 @@ arguments in place, calls the routine and puts everything back. Before all that,
 filtered path on firmware tests the slot's most recent key with the flags and PRIMASK
 untouched: a hit there counts (LDREX/STREX) and returns at once (decision 0047: QEMU
 leaves its translated code after every CPSID and MSR, three times an access before);
-not in procedures with an LDREX/STREX window of their own.
+not in procedures with an LDREX/STREX window of their own. Each path has a copy on every
+4 KiB page whose sites call it (decision 0050), so that QEMU chains the site's BL; a
+path with the unmasked test is copied as that test only, a miss going on in the image's.
 """
 
 from __future__ import annotations
