@@ -11,8 +11,9 @@ from __future__ import annotations
 import capstone
 
 from rewriter.arch import arm_encode as enc
-from rewriter.emit.appends import PAGE, AppendRoutines, append_routine, emit_append_routine
+from rewriter.emit.appends import AppendRoutines, append_routine, emit_append_routine
 from rewriter.emit.code import Code
+from rewriter.emit.page_layout import PAGE
 
 
 def _bl_targets(data: bytes, base: int) -> dict[int, int]:

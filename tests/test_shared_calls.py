@@ -49,29 +49,36 @@ def _routine() -> bytes:
     ])
 
 
-def _context(access: Access | None, block_insns: int = 7) -> HookContext:
+def _context(access: Access | None, block_insns: int = 7, exclusives: bool = False) -> HookContext:
     ins = Instruction(INS_ADDR, 4, b"\0" * 4, True, "ldr", "", accesses=[access] if access else [])
     return HookContext(ins, access, block_insns, lambda text: ("str", text), lambda name: ("fn", name),
-                       Scratch(False), set(), lambda name, index: ("array", name, index), mask_interrupts=True)
+                       Scratch(False), set(), lambda name, index: ("array", name, index), mask_interrupts=True,
+                       exclusives=exclusives)
 
 
 def _run(hook: Hook, ctx: HookContext, runs: int = 1, primask: int = 0,
-         flags: int = 0x6000_0000) -> tuple[list[int], list[int]]:
+         flags: int = 0x6000_0000, in_image: list[int] | None = None) -> tuple[list[int], list[int]]:
     """Run ``hook``'s compact site ``runs`` times; return RESULTS' six words and the filter's
     two hit counters (load, store).
-    Checks after every run that the site changed no register, SP, flags or PRIMASK."""
+    Checks after every run that the site changed no register, SP, flags or PRIMASK.
+    ``in_image``: the site's page gets its copy of the shared path (PageCopies.place), and
+    each run appends how many instructions it ran in the image's copy."""
+    from unicorn import UC_HOOK_CODE
     from unicorn.arm_const import UC_ARM_REG_PRIMASK, UC_ARM_REG_SP, UC_ARM_REG_XPSR
 
     code = Code(CODE, pic=False, ge=False)
     code.label(("fn", hook.prototype.name))
     code.emit(_routine())
     site = code.here()
-    calls = SharedCalls()
+    calls = SharedCalls(lambda name: ("fn", name), lambda text: ("str", text),
+                        lambda name, index: ("array", name, index))
     assert calls.emit_site(code, hook, ctx)
     end = code.here()
     code.emit(enc.t32_nop() * 2)  # where the run stops: the shared paths start after it
-    calls.emit_paths(code, lambda name: ("fn", name), lambda text: ("str", text),
-                     lambda name, index: ("array", name, index))
+    if in_image is not None:
+        calls.place(code)
+    image = code.here()
+    calls.emit_paths(code)
     found = filter_of(hook)
     flt = found[0] if found else None
 
@@ -86,13 +93,20 @@ def _run(hook: Hook, ctx: HookContext, runs: int = 1, primask: int = 0,
 
     data = code.finish(resolve)
     uc = _cortex_m3(data)
+    ran: list[int] = []  # the addresses run in the image's copy
+    if in_image is not None:
+        uc.hook_add(UC_HOOK_CODE, lambda _uc, address, _size, _data: ran.append(address), begin=image,
+                    end=CODE + 0xFFFF)
     for _ in range(runs):
         for reg, value in REGS.items():
             uc.reg_write(_REG_IDS[reg], value)
         uc.reg_write(UC_ARM_REG_SP, PROGRAM_SP)
         uc.reg_write(UC_ARM_REG_XPSR, flags | 1 << 24)  # Thumb
         uc.reg_write(UC_ARM_REG_PRIMASK, primask)
+        before = len(ran)
         uc.emu_start(site | 1, end)
+        if in_image is not None:
+            in_image.append(len(ran) - before)
         for reg, value in REGS.items():
             assert uc.reg_read(_REG_IDS[reg]) == value, f"r{reg} changed"
         assert uc.reg_read(UC_ARM_REG_SP) == PROGRAM_SP
@@ -191,6 +205,23 @@ def test_filter_calls_on_a_new_line_and_counts_the_repeats() -> None:
     assert hits == [2, 0]
 
 
+@pytest.mark.parametrize("exclusives", [False, True])
+def test_a_hit_returns_from_the_page_copy(exclusives: bool) -> None:
+    """With a copy of the shared path on the site's page (decision 0050): the same results
+    as through the image's copy. Where hits are counted before masking (``exclusives``,
+    decision 0047), the page's copy is that test only: the new key runs on into the
+    image's copy, the two hits in the most recent key run nothing there; else the whole
+    path is on the page."""
+    access = Access(False, 4, 3, 1)
+    proto = _filtered(_tool())
+    in_image: list[int] = []
+    words, hits = _run(Hook(Point.BEFORE, proto, (Arg.EFFADDR, Arg.ACCESS_IS_STORE, Arg.FILTER_LEFT)),
+                       _context(access, exclusives=exclusives), runs=3, in_image=in_image)
+    assert words[:3] == [_expected_address(access), 0, 0] and words[5] == 1
+    assert hits == [2, 0]
+    assert (in_image[0] > 10 if exclusives else in_image[0] == 0) and in_image[1:] == [0, 0]
+
+
 @pytest.mark.parametrize("site", [70000, 1234])
 def test_record_site_carries_its_site_id_and_the_filtered_address(site: int) -> None:
     """A ReHost record of a filtered call (records.py): the site id (a MOVW/MOVT at the
@@ -210,24 +241,31 @@ def test_record_site_carries_its_site_id_and_the_filtered_address(site: int) -> 
 DEAD_AT_COUNTER = [0, 1 << 14, 1 << 14 | 0b11]
 
 
+@pytest.mark.parametrize("on_page", [False, True])
 @pytest.mark.parametrize("dead", DEAD_AT_COUNTER)
 @pytest.mark.parametrize("start", [0, 41, 0xFFFF_FFFF, 0x1_FFFF_FFFF])
-def test_counter_site_adds_one_to_its_own_slot(start: int, dead: int) -> None:
+def test_counter_site_adds_one_to_its_own_slot(start: int, dead: int, on_page: bool) -> None:
     """A compact counter (SharedCalls.emit_increment): slot 5 of its array += 1, carrying
     into the high word; the slots beside it, every register but the ``dead`` ones, SP and
-    the flags untouched; 12 bytes, 6 where LR is dead (decision 0035)."""
+    the flags untouched; 12 bytes, 6 where LR is dead (decision 0035). ``on_page``: through
+    the page's copy of the bump (decision 0050), the image's copy never run."""
     from unicorn.arm_const import UC_ARM_REG_SP, UC_ARM_REG_XPSR
 
     array = DATA + 0x200
     code = Code(CODE, pic=False, ge=False)
-    calls = SharedCalls()
+    calls = SharedCalls(lambda name: ("fn", name), lambda text: ("str", text),
+                        lambda name, index: ("array", name, index))
     assert calls.emit_increment(code, "blocks", 5, dead)
     end = code.here()
     assert end - CODE == (6 if dead else 12)
     code.emit(enc.t32_nop() * 2)
-    calls.emit_paths(code, lambda name: ("fn", name), lambda text: ("str", text),
-                     lambda name, index: ("array", name, index))
+    if on_page:
+        calls.place(code)
+    image = code.here()
+    calls.emit_paths(code)
     data = code.finish(lambda key: code.labels[key] if key in code.labels else array + 8 * key[2])
+    if on_page:
+        data = data[:image - CODE] + b"\xde\xde" * ((len(data) - (image - CODE)) // 2)
     uc = _cortex_m3(data)
     slots = [0x1111 * (i + 1) for i in range(8)]
     slots[5] = start

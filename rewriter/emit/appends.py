@@ -12,7 +12,7 @@ from typing import NamedTuple
 from ..arch import arm_encode as enc
 from .code import Code
 from .isa import IP, LR, T32
-from .page_layout import PAGE
+from .page_layout import PageCopies
 from .repeat_filter import t32_filter_miss
 
 APPEND_PAIR = 21  # d21 holds the site id and the way back during a shared record append
@@ -53,41 +53,13 @@ RECORD_WRITERS = 8  # offset in the state of the number of appends under way (Li
 RECORD_FLUSH = "anvil_rh_flush"
 
 
-class AppendRoutines:
+class AppendRoutines(PageCopies):
     """The shared append routines record sites call: the image's own (``routines``) and
-    copies on the pages of the sites that call them.
+    copies on the pages of the sites that call them (page_layout.PageCopies)."""
 
-    QEMU chains a direct branch only to the page its translation block starts on
-    (translator_use_goto_tb); a BL to one routine for the whole image would cost a TB
-    lookup on every record. So where the code passes a point nothing falls through to
-    (``place``: after an unconditional jump), the routines that sites on the current 4 KiB
-    page have asked for are copied there, and a site's BL goes to its own page's copy
-    when there is one, else to the image's routine. Pages are the link address's, which
-    is why the code asks to stay page aligned (Code.keep_aligned).
-    """
-
-    def __init__(self) -> None:
-        self.routines: set[Routine] = set()  # the image's copies, emitted after the code
-        self.wanted: dict[int, set[Routine]] = {}  # page -> routines its sites call
-
-    def call(self, code: Code, routine: Routine) -> None:
-        """BL to ``routine``: this page's copy if one is placed, else the image's."""
-        code.keep_aligned(PAGE)
-        self.routines.add(routine)
-        page = code.here() // PAGE
-        self.wanted.setdefault(page, set()).add(routine)
-        code.branch(routine, enc.t32_bl, True, prefer=("island", page, routine))
-
-    def place(self, code: Code) -> None:
-        """Nothing falls through to here: copy the routines this page's sites want and lacks."""
-        if not self.wanted:
-            return
-        page = code.here() // PAGE
-        for stale in [p for p in self.wanted if p < page]:
-            del self.wanted[stale]
-        for routine in sorted(self.wanted.pop(page, ())):
-            if ("island", page, routine) not in code.labels:
-                emit_append_routine(code, routine, ("island", page, routine))
+    def emit_copy(self, code: Code, routine: Hashable, label: Hashable) -> None:
+        """A copy of the append routine ``routine`` labelled ``label``."""
+        emit_append_routine(code, routine, label)  # type: ignore[arg-type]
 
 
 def emit_filtered_append(code: Code, routine: FilteredAppend, label: Hashable) -> None:

@@ -576,12 +576,19 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
     # Return sites in literal pools (past calls that never return) get no jump.
     relocated_returns = return_sites_in_data(binary, candidates) if original_returns else set()
 
+    def function_label(name: str) -> Hashable:
+        return ("sym", name)
+
+    def string_label(text: str) -> Hashable:
+        return ("sym", units.string_symbol(text))
+
+    def counter_label(name: str, index: int) -> Hashable:
+        return ("sym+", f"anvil_array_{name}", 8 * index)
+
     def new_context() -> RelocationContext:
         return RelocationContext(
             relocated=relocated_addrs, mode_at=mode_at, read=binary.read,
-            function_label=lambda name: ("sym", name),
-            string_label=lambda text: ("sym", units.string_symbol(text)),
-            counter_label=lambda name, index: ("sym+", f"anvil_array_{name}", 8 * index),
+            function_label=function_label, string_label=string_label, counter_label=counter_label,
             xlate_label=("sym", "anvil_xlate_entry"),
             scratch=scratch,
             interrupt_code=handlers_run,
@@ -592,7 +599,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
             table_sizes=binary.table_sizes,
             inside_pages=not binary.is_firmware,
-            shared_calls=SharedCalls() if binary.is_firmware else None,
+            shared_calls=SharedCalls(function_label, string_label, counter_label) if binary.is_firmware else None,
         )
 
     new_code = functools.partial(Code, 0, pic=binary.is_pie, ge=binary.dsp)
@@ -700,7 +707,7 @@ def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with
     for name in sorted(ctx.call_stubs):
         emit_call_stub(code, name, ("sym", name), ctx.threads)
     if ctx.shared_calls is not None:
-        ctx.shared_calls.emit_paths(code, ctx.function_label, ctx.string_label, ctx.counter_label)
+        ctx.shared_calls.emit_paths(code)
     for proc, key in ctx.xlate_tables:
         emit_xlate_table(proc, key, code)
     code.island(write_range_veneer, last=True)

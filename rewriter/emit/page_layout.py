@@ -16,8 +16,9 @@ again from the next page.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
+from ..arch import arm_encode as enc
 from .code import Code
 
 PAGE = 4096  # qemu-arm's guest page (TARGET_PAGE_SIZE)
@@ -41,3 +42,53 @@ def emit_inside_a_page(code: Code, emit: Callable[[], None], save: Callable[[], 
     restore()
     code.align(PAGE)
     emit()
+
+
+class PageCopies:
+    """Shared routines that sites BL to, with a copy on each 4 KiB page whose sites call them.
+
+    QEMU chains a direct branch only to the page its translation block starts on
+    (translator_use_goto_tb), so a BL to one routine for the whole image costs a TB lookup
+    each time it runs. Where the code passes a point nothing falls through to (``place``:
+    after an unconditional jump), the routines that sites on the current page have asked
+    for are copied there, and a site's BL goes to its own page's copy when there is one,
+    else to the image's routine (emitted after the code by the owner, from ``routines``).
+    Pages are the link address's, which is why the code asks to stay page aligned
+    (Code.keep_aligned). A routine is a hashable key, also the label of the image's copy;
+    ``emit_copy`` writes one copy under a given label.
+    """
+
+    def __init__(self) -> None:
+        self.routines: set[Hashable] = set()  # the image's copies, emitted after the code
+        self.wanted: dict[int, set[Hashable]] = {}  # page -> routines its sites call
+
+    def emit_copy(self, code: Code, routine: Hashable, label: Hashable) -> None:
+        """Write a copy of ``routine`` labelled ``label`` (by the subclass)."""
+        raise NotImplementedError
+
+    def call(self, code: Code, routine: Hashable) -> None:
+        """BL to ``routine``: this page's copy if one is placed, else the image's."""
+        code.keep_aligned(PAGE)
+        self.routines.add(routine)
+        page = code.here() // PAGE
+        self.wanted.setdefault(page, set()).add(routine)
+        code.branch(routine, enc.t32_bl, True, prefer=("island", page, routine))
+
+    def place(self, code: Code) -> None:
+        """Nothing falls through to here: copy the routines this page's sites want and lacks."""
+        if not self.wanted:
+            return
+        page = code.here() // PAGE
+        for stale in [p for p in self.wanted if p < page]:
+            del self.wanted[stale]
+        for routine in sorted(self.wanted.pop(page, ()), key=repr):
+            if ("island", page, routine) not in code.labels:
+                self.emit_copy(code, routine, ("island", page, routine))
+
+    def saved(self) -> Callable[[], None]:
+        """A function putting back the pages' wants as they are now (emit_inside_a_page)."""
+        wanted = {page: set(routines) for page, routines in self.wanted.items()}
+
+        def restore() -> None:
+            self.wanted = wanted
+        return restore

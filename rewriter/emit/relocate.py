@@ -36,6 +36,7 @@ from .code import Code, Resolver
 from .counters import emit_increment, emit_sum_add, emit_sum_reset, emit_sum_store, emit_sum_store_free
 from .hooks import HookContext, emit_call, shared_key
 from .isa import A32, AL, IP, ISA, LR, PC, SP, T32, Scratch
+from .page_layout import PageCopies
 from .shared_calls import SharedCalls
 
 ASR = 2  # shift type of data-processing register operands
@@ -111,12 +112,22 @@ class RelocationContext:
         again elsewhere (page_layout). Stubs and veneers are named by what they reach, so
         the second emission asks for the same ones."""
         tables = len(self.xlate_tables)
-        wanted = {page: set(routines) for page, routines in self.appends.wanted.items()}
+        restores = [pages.saved() for pages in self.page_copies()]
 
         def restore() -> None:
             del self.xlate_tables[tables:]
-            self.appends.wanted = wanted
+            for put_back in restores:
+                put_back()
         return restore
+
+    def page_copies(self) -> list[PageCopies]:
+        """The shared routines that sites call through copies on their own pages."""
+        return [self.appends] if self.shared_calls is None else [self.appends, self.shared_calls]
+
+    def place_page_copies(self, code: Code) -> None:
+        """Nothing falls through to here: the page's copies of the shared routines its sites call."""
+        for pages in self.page_copies():
+            pages.place(code)
 
 
 INSTRUCTION_COPY = "ins"  # the tag of ins_label's labels
@@ -218,7 +229,7 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
             else:
                 needs_table |= _relocate(ins, isa, code, ctx, proc)
             if not ins.falls_through:
-                ctx.appends.place(code)
+                ctx.place_page_copies(code)
         after = ctx.dead.get(last.end, 0)  # what is dead where it falls through to
         for counter, index, amount in block.edge_increments.get(last.end, []):  # the way it falls through
             _increment(ISA.for_mode(last.thumb), code, counter, index, amount, ctx, after)
@@ -238,7 +249,7 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
         if weight:
             emit_sum_add(code, weight)
         _jump(isa, code, branch.branch_target, branch.thumb, AL, ctx, local=True)
-        ctx.appends.place(code)
+        ctx.place_page_copies(code)
     ctx.inside = {}
     ctx.hit_registers = {}
     ctx.dead = {}

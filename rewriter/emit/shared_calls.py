@@ -18,7 +18,9 @@ arguments in place, calls the routine and puts everything back. Before all that,
 filtered path on firmware tests the slot's most recent key with the flags and PRIMASK
 untouched: a hit there counts (LDREX/STREX) and returns at once (decision 0047: QEMU
 leaves its translated code after every CPSID and MSR, three times an access before);
-not in procedures with an LDREX/STREX window of their own.
+not in procedures with an LDREX/STREX window of their own. Each path has a copy on every
+4 KiB page whose sites call it (decision 0050), so that QEMU chains the site's BL; a
+path with the unmasked test is copied as that test only, a miss going on in the image's.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from .hooks import (
     static_value,
 )
 from .isa import IP, LR, PC, SP, T32
+from .page_layout import PageCopies
 from .repeat_filter import filter_test_size, t32_most_recent_hit
 
 SITE_SAVED = [0, 1, 2, 3, IP, LR]  # what a site pushes: what AAPCS lets the routine clobber
@@ -140,13 +143,16 @@ def plan(hook: Hook, ctx: HookContext) -> tuple[SharedCall, list[tuple[Arg, obje
 BUMP_SAVED = [0, 1, LR]  # what a counter site pushes (a 16-bit PUSH)
 
 
-class SharedCalls:
-    """The shared paths the compact sites of one code ask for (emitted after its procedures):
-    call paths, and the +1 of a 64-bit counter of each counter array."""
+class SharedCalls(PageCopies):
+    """The shared paths the compact sites of one code ask for: call paths, and the +1 of a
+    64-bit counter of each counter array. Each is emitted after the code's procedures
+    (``emit_paths``) and copied onto the pages whose sites call it (page_layout.PageCopies,
+    decision 0050): a site's BL then stays in its page, and QEMU chains it."""
 
-    def __init__(self) -> None:
-        self.wanted: set[SharedCall] = set()
-        self.bumped: set[tuple[str, str]] = set()  # (routine, counter array)
+    def __init__(self, function_label: Label, string_label: Label,
+                 counter_label: Callable[[str, int], Hashable]) -> None:
+        super().__init__()
+        self.function_label, self.string_label, self.counter_label = function_label, string_label, counter_label
 
     def emit_increment(self, code: Code, array: str, index: int, dead: int = 0) -> bool:
         """``array[index]`` += 1 at a compact site (12 bytes instead of 30):
@@ -163,11 +169,10 @@ class SharedCalls:
         routine = "shared-bump-keeping" if lr_dead and dead & 0b11 != 0b11 else "shared-bump"
         if not lr_dead:
             T32.push(code, BUMP_SAVED)
-        T32.call(code, (routine, array))
+        self.call(code, (routine, array))
         code.emit(index.to_bytes(2, "little"))
         if not lr_dead:
             T32.pop(code, BUMP_SAVED)
-        self.bumped.add((routine, array))
         return True
 
     def emit_site(self, code: Code, hook: Hook, ctx: HookContext) -> bool:
@@ -181,30 +186,44 @@ class SharedCalls:
         computed = values[:-1] if shared.halfword else values
         for k, (kind, value) in enumerate(computed):
             originals.compute(k, kind, value)
-        T32.call(code, ("shared-call", shared))
+        self.call(code, ("shared-call", shared))
         if shared.halfword:
             code.emit(site_id_of(values[-1][1], ctx).to_bytes(2, "little"))
         T32.pop(code, SITE_SAVED)
-        self.wanted.add(shared)
         return True
 
-    def emit_paths(self, code: Code, function_label: Label, string_label: Label,
-                   counter_label: Callable[[str, int], Hashable]) -> None:
-        """Every shared path asked for, at the end of ``code``."""
-        for shared in sorted(self.wanted, key=repr):
-            emit_shared_call(code, shared, function_label, string_label, counter_label)
-        for routine, array in sorted(self.bumped):
-            keeping = routine == "shared-bump-keeping"
-            code.align(4)
-            code.label((routine, array))
-            if keeping:
-                T32.push(code, [0, 1])
-            code.emit(_halfword_after_call(0))  # r0 = the index; then r1 = &array[r0]; += 1; back
-            T32.pc_address(code, 1, counter_label(array, 0))
-            code.emit(enc.t32_add_reg_shift(1, 1, 0, 0, 3) + T32_BUMP)
-            if keeping:
-                T32.pop(code, [0, 1])
-            code.emit(enc.t32_bx(LR))
+    def emit_copy(self, code: Code, routine: Hashable, label: Hashable) -> None:
+        """A copy of the shared path ``routine`` (a call path or a bump) labelled ``label``."""
+        assert isinstance(routine, tuple)
+        if routine[0] == "shared-call":
+            # A page's copy of a path testing the most recent key first is that test only:
+            # a hit (nearly every access) returns from the page, anything else goes on in
+            # the image's copy (the masked part, rarely run, is not worth copying).
+            rest = ("shared-call-rest", routine[1]) if label != routine and routine[1].unmasked_hits else None
+            emit_shared_call(code, routine[1], label, self.function_label, self.string_label, self.counter_label,
+                             rest)
+        else:
+            _emit_bump(code, routine[0] == "shared-bump-keeping", self.counter_label(routine[1], 0), label)
+
+    def emit_paths(self, code: Code) -> None:
+        """The image's copy of every shared path asked for, at the end of ``code``."""
+        for routine in sorted(self.routines, key=repr):
+            self.emit_copy(code, routine, routine)
+
+
+def _emit_bump(code: Code, keeping: bool, array: Hashable, label: Hashable) -> None:
+    """The +1 of a 64-bit counter of ``array`` (SharedCalls.emit_increment): the index is
+    the halfword after the BL; ``keeping``: r0 and r1 are kept (they are live at the site)."""
+    code.align(4)
+    code.label(label)
+    if keeping:
+        T32.push(code, [0, 1])
+    code.emit(_halfword_after_call(0))  # r0 = the index; then r1 = &array[r0]; += 1; back
+    T32.pc_address(code, 1, array)
+    code.emit(enc.t32_add_reg_shift(1, 1, 0, 0, 3) + T32_BUMP)
+    if keeping:
+        T32.pop(code, [0, 1])
+    code.emit(enc.t32_bx(LR))
 
 
 def _halfword_after_call(reg: int) -> bytes:
@@ -261,15 +280,17 @@ class _SiteOriginals:
         self.written.add(k)
 
 
-def emit_shared_call(code: Code, shared: SharedCall, function_label: Label, string_label: Label,
-                     counter_label: Callable[[str, int], Hashable]) -> None:
-    """The shared path of ``shared`` (see the module's docstring): entered by BL with the
-    site's values in r0.., r0-r3, ip and lr free; returns with every other register,
-    the flags, PRIMASK and SP as they were."""
+def emit_shared_call(code: Code, shared: SharedCall, label: Hashable, function_label: Label, string_label: Label,
+                     counter_label: Callable[[str, int], Hashable], rest: Hashable | None = None) -> None:
+    """The shared path of ``shared`` (see the module's docstring), labelled ``label``:
+    entered by BL with the site's values in r0.., r0-r3, ip and lr free; returns with
+    every other register, the flags, PRIMASK and SP as they were. ``rest``: only the test
+    of the most recent key, then on at ``rest``, the image's copy past that test (which
+    that copy labels ``("shared-call-rest", shared)``)."""
     stash = STASH[:shared.site_values]
     kept = [FLAGS_REG, FRAME_REG, *stash]
     code.align(4)
-    code.label(("shared-call", shared))
+    code.label(label)
     if shared.filter is not None and shared.unmasked_hits:
         # A hit in the slot's most recent key returns before the flags are kept and
         # interrupts masked (decision 0047: QEMU leaves its translated code after every
@@ -281,6 +302,10 @@ def emit_shared_call(code: Code, shared: SharedCall, function_label: Label, stri
         code.later(filter_test_size(t32_most_recent_hit, shape, 2),
                    lambda at, r: t32_most_recent_hit(*shape, at, r(memo), r(counter)))
         T32.mov_reg(code, 0, IP)
+        if rest is not None:
+            T32.branch(code, rest)
+            return
+        code.label(("shared-call-rest", shared))
     if shared.halfword:  # the last site value: r<n> is free, the site computed r0..r<n-1>
         code.emit(_halfword_after_call(shared.site_values - 1))
     T32.push(code, [*kept, LR])
