@@ -343,10 +343,11 @@ class StreamParser(Protocol):
 
 
 def run_streamed(cmd: list[str], stdin: bytes, parser: StreamParser,
-                 timeout: float | None) -> tuple[int, bytes, bytes]:
-    """Run ``cmd`` (its ``{log}`` argument becomes a FIFO QEMU logs to), feeding the log to
-    ``parser`` as QEMU writes it and closing the parser at the end; returns the exit status,
-    stdout and stderr. A run longer than ``timeout`` seconds is killed (QemuTraceError)."""
+                 timeout: float | None, cwd: str | os.PathLike[str] | None = None) -> tuple[int, bytes, bytes]:
+    """Run ``cmd`` (its ``{log}`` argument becomes a FIFO QEMU logs to) in ``cwd``, feeding
+    the log to ``parser`` as QEMU writes it and closing the parser at the end; returns the
+    exit status, stdout and stderr. A run longer than ``timeout`` seconds is killed
+    (QemuTraceError)."""
     with tempfile.TemporaryDirectory(prefix="anvil-qemu-") as tmp:
         tmpdir = Path(tmp)
         fifo = tmpdir / "log.fifo"
@@ -366,7 +367,7 @@ def run_streamed(cmd: list[str], stdin: bytes, parser: StreamParser,
                 open(tmpdir / "stdout", "wb") as fout,
                 open(tmpdir / "stderr", "wb") as ferr,
             ):
-                proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr)
+                proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr, cwd=cwd)
                 try:
                     _pump(proc, fd, parser, timeout)
                 except BaseException:  # a parser's error too: QEMU must not outlive the run
@@ -381,12 +382,13 @@ def run_streamed(cmd: list[str], stdin: bytes, parser: StreamParser,
 
 
 def _traced_run(cmd: list[str], stdin: bytes, memory_ops: bool, keep_log: str | os.PathLike[str] | None,
-                timeout: float | None, interrupts: bool = False) -> tuple[_LogParser, int, bytes, bytes]:
+                timeout: float | None, interrupts: bool = False, cwd: str | os.PathLike[str] | None = None
+                ) -> tuple[_LogParser, int, bytes, bytes]:
     """Run ``cmd`` with run_streamed and this module's parser (``keep_log``: a copy of the log)."""
     tee = open(keep_log, "wb") if keep_log is not None else None  # noqa: SIM115
     try:
         parser = _LogParser(memory_ops, tee, interrupts)
-        returncode, stdout, stderr = run_streamed(cmd, stdin, parser, timeout)
+        returncode, stdout, stderr = run_streamed(cmd, stdin, parser, timeout, cwd)
     finally:
         if tee is not None:
             tee.close()
@@ -407,7 +409,10 @@ def trace_firmware(image: str | os.PathLike[str], board: str, *, memory_ops: boo
     cmd = [qemu, "-M", board, "-nographic", "-monitor", "none", "-serial", "none", "-no-reboot",
            "-semihosting-config", "enable=on,target=native", "-singlestep", "-d", flags, "-D", "{log}",
            "-kernel", str(image)]
-    parser, returncode, stdout, stderr = _traced_run(cmd, b"", memory_ops, None, timeout, interrupts=True)
+    # In the image's directory: what it writes through semihosting (results, ReHost's
+    # records) goes beside it, as with run_firmware, not into the caller's directory.
+    parser, returncode, stdout, stderr = _traced_run(cmd, b"", memory_ops, None, timeout, interrupts=True,
+                                                     cwd=Path(image).resolve().parent)
     return TraceResult(pcs=parser.pcs(), returncode=returncode, stdout=stdout, stderr=stderr, load_bias=0,
                        start_code=0, end_code=0, mem_ops=parser.ops if memory_ops else None)
 
