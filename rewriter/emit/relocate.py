@@ -371,7 +371,7 @@ def _jump(isa: ISA, code: Code, target: int, target_thumb: bool, cond: int, ctx:
     if same_mode:
         isa.branch(code, label)
     elif relocated:
-        _far_to(isa, code, ("with_bit", ins_label(target), int(ctx.mode_at(target))), ctx.scratch)
+        _far_to_label(isa, code, ins_label(target), ctx.mode_at(target), ctx.scratch)
     else:  # code left in place: a jump, which may be within a stripped function (IP live)
         isa.branch(code, _veneer(ctx, target, target_thumb, isa.thumb, calls_only=False))
     if skip is not None:
@@ -399,9 +399,9 @@ def _jump_via_reserved_slot(isa: ISA, code: Code) -> None:
     code.emit(struct.pack("<HH", 0xF85D, 0xFB04) if isa.thumb else struct.pack("<I", 0xE49DF004))
 
 
-def _far_to(isa: ISA, code: Code, target: Hashable | int, scratch: Scratch) -> None:
-    """Jump to ``target`` (its Thumb bit included: relocated code of the other instruction
-    set, or original code at any distance), preserving every register and the flags."""
+def _far_to_label(isa: ISA, code: Code, label: Hashable, thumb: bool, scratch: Scratch) -> None:
+    """Jump to relocated code of the other instruction set, preserving every register and the flags."""
+    target = ("with_bit", label, 1 if thumb else 0)
     if scratch.vfp:
         scratch.save(isa, code, [(0, 1)])
         isa.pc_address(code, 0, target)

@@ -582,7 +582,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                             (after_calls if is_call else after).setdefault(target, tthumb)
                             if target not in via or passed < via[target]:
                                 via[target] = passed
-                        if not is_call and not ins.is_call:
+                        if not is_call:  # a branch (or a table's case) out of the procedure
                             tails.add(target)
                     else:
                         work.append((target, tthumb, doubt, passed))
