@@ -425,13 +425,21 @@ def _descend_all(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]
     """
     starts = sorted(entries)
     end = max(hi for _, hi in ranges)
-    for gone in found.keys() - entries.keys():
-        del found[gone]
+    # Only the entries without a descent (new, or dropped from ``found``) and those whose
+    # limit moved, the entry before each new or gone one, can have changed: a round looks at
+    # those alone (a large program has thousands of entries and takes dozens of rounds).
+    gone = found.keys() - entries.keys()
+    for entry in gone:
+        del found[entry]
+    fresh = entries.keys() - found.keys()
+    look = set(fresh)
+    look.update(starts[k - 1] for k in (bisect.bisect_left(starts, e) for e in (*fresh, *gone)) if k)
     changed = []
     calls: dict[int, bool] = {}
     guesses: dict[int, bool] = {}
     cut: dict[int, Descent] = {}
-    for k, entry in enumerate(starts):
+    for entry in sorted(look):
+        k = bisect.bisect_left(starts, entry)
         limit = starts[k + 1] if k + 1 < len(starts) else end
         by_limit = memo.setdefault(entry, {})
         known = by_limit.get(limit)
