@@ -19,6 +19,7 @@ from elftools.elf.elffile import ELFFile
 
 from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
+from .counted import counted
 from .exception_tables import handlers
 from .gaps import call_targets_in_gaps
 from .jump_tables import REGISTERS, SwitchFinder, goto_labels, goto_table, is_computed_jump, table_branch_targets
@@ -87,15 +88,16 @@ def _relocated_words(elf: ELFFile, binary: Binary) -> list[int]:
 
 def _data_words(elf: ELFFile, ranges: list[tuple[int, int]]) -> list[tuple[int, bool]]:
     """Odd words in code found in a fixed-address binary's data (GOT, .data.rel.ro, vtables,
-    but also any table of numbers): Thumb code addresses, perhaps. Weak entries: one found
+    but also any table of numbers, without those counting up or down): Thumb code
+    addresses, perhaps. Weak entries: one found
     inside an instruction of code reached otherwise is dropped (``discover``)."""
     out = []
     for sec in elf.iter_sections():
         if sec["sh_type"] == "SHT_PROGBITS" and sec["sh_flags"] & 0x2 and not sec["sh_flags"] & 0x4:
             data = sec.data()
-            for (value,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4]):
-                if value & 1 and _inside(ranges, value & ~1):
-                    out.append((value & ~1, True))
+            values = [value for (value,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])]
+            out += [(value & ~1, True) for k, value in enumerate(values)
+                    if value & 1 and _inside(ranges, value & ~1) and not counted(values, k)]
     return out
 
 
