@@ -25,8 +25,10 @@ from .gaps import call_targets_in_gaps
 from .jump_tables import REGISTERS, SwitchFinder, goto_labels, goto_table, is_computed_jump, table_branch_targets
 from .model import Binary, Instruction, Procedure
 from .plt import thumb_stubs
+from .start_args import start_arguments
 
 CHUNK = 256
+ENTRY_CODE = 128  # bytes of the entry's code looked at for the addresses it passes (start_args)
 R_ARM_RELATIVE = 23
 
 
@@ -174,7 +176,12 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     labels |= inside
     streams.labels = sorted(labels)
     stubs = thumb_stubs(binary.plt, binary.read)
-    starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs), [w for w in data_words if w[0] not in inside],
+    entry_thumb = bool(binary.entry & 1)
+    at_entry = decode_range(md[entry_thumb], binary.read(binary.entry & ~1, ENTRY_CODE), binary.entry & ~1,
+                            entry_thumb)[0]
+    # What the entry passes to the calls it makes: main, which in A32 reads as no Thumb address.
+    passed = start_arguments(at_entry, binary.read, lambda address: _inside(ranges, address))
+    starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs) + passed, [w for w in data_words if w[0] not in inside],
                      handlers(elf, binary.read), _a32_only(elf, stubs))
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
