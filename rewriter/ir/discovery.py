@@ -522,6 +522,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     passed_at: dict[int, frozenset[int]] = {}  # instructions reached only past calls -> those calls
     reach = entry
     inside: set[int] = set()  # the second halfwords of 32-bit instructions
+    pooled: set[int] = set()  # the bytes instructions reached by flow load PC-relatively
     # (address, Thumb, doubt, passed): doubt is FLOW, PAST_CALL (reached only past the direct
     # calls ``passed``, which may not return) or PAST_JUMP (the bytes after a computed jump:
     # a table, perhaps).
@@ -562,7 +563,11 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 break
             if cur in inside or (ins.size == 4 and cur + 2 in mine and cur not in mine):
                 break  # overlaps an instruction found before: one of the two is data
+            if doubt and pooled and not pooled.isdisjoint(range(cur, cur + ins.size)):
+                break  # a literal pool that code reached by flow reads: past a jump or call, data
             mine[cur] = ins
+            if doubt == FLOW and ins.accesses and ins.accesses[0].base == 15 and ins.accesses[0].index is None:
+                pooled.update(range(ins.accesses[0].disp, ins.accesses[0].disp + ins.accesses[0].size))
             if doubt == PAST_CALL:
                 passed_at[cur] = passed
             end = cur + ins.size
