@@ -181,8 +181,8 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
                             entry_thumb)[0]
     # What the entry passes to the calls it makes: main, which in A32 reads as no Thumb address.
     passed = start_arguments(at_entry, binary.read, lambda address: _inside(ranges, address))
-    starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs) + passed, [w for w in data_words if w[0] not in inside],
-                     handlers(elf, binary.read), _a32_only(elf, stubs))
+    starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs) + passed,
+                     [w for w in data_words if w[0] not in inside], handlers(elf, binary.read), _a32_only(elf, stubs))
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
     while True:  # until no more procedures are found never to return
