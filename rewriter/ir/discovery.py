@@ -19,13 +19,16 @@ from elftools.elf.elffile import ELFFile
 
 from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
+from .counted import counted
 from .exception_tables import handlers
 from .gaps import call_targets_in_gaps
 from .jump_tables import REGISTERS, SwitchFinder, goto_labels, goto_table, is_computed_jump, table_branch_targets
 from .model import Binary, Instruction, Procedure
 from .plt import thumb_stubs
+from .start_args import start_arguments
 
 CHUNK = 256
+ENTRY_CODE = 128  # bytes of the entry's code looked at for the addresses it passes (start_args)
 R_ARM_RELATIVE = 23
 
 
@@ -87,15 +90,16 @@ def _relocated_words(elf: ELFFile, binary: Binary) -> list[int]:
 
 def _data_words(elf: ELFFile, ranges: list[tuple[int, int]]) -> list[tuple[int, bool]]:
     """Odd words in code found in a fixed-address binary's data (GOT, .data.rel.ro, vtables,
-    but also any table of numbers): Thumb code addresses, perhaps. Weak entries: one found
+    but also any table of numbers, without those counting up or down): Thumb code
+    addresses, perhaps. Weak entries: one found
     inside an instruction of code reached otherwise is dropped (``discover``)."""
     out = []
     for sec in elf.iter_sections():
         if sec["sh_type"] == "SHT_PROGBITS" and sec["sh_flags"] & 0x2 and not sec["sh_flags"] & 0x4:
             data = sec.data()
-            for (value,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4]):
-                if value & 1 and _inside(ranges, value & ~1):
-                    out.append((value & ~1, True))
+            values = [value for (value,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])]
+            out += [(value & ~1, True) for k, value in enumerate(values)
+                    if value & 1 and _inside(ranges, value & ~1) and not counted(values, k)]
     return out
 
 
@@ -172,8 +176,13 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     labels |= inside
     streams.labels = sorted(labels)
     stubs = thumb_stubs(binary.plt, binary.read)
-    starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs), [w for w in data_words if w[0] not in inside],
-                     handlers(elf, binary.read), _a32_only(elf, stubs))
+    entry_thumb = bool(binary.entry & 1)
+    at_entry = decode_range(md[entry_thumb], binary.read(binary.entry & ~1, ENTRY_CODE), binary.entry & ~1,
+                            entry_thumb)[0]
+    # What the entry passes to the calls it makes: main, which in A32 reads as no Thumb address.
+    passed = start_arguments(at_entry, binary.read, lambda address: _inside(ranges, address))
+    starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs) + passed,
+                     [w for w in data_words if w[0] not in inside], handlers(elf, binary.read), _a32_only(elf, stubs))
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
     while True:  # until no more procedures are found never to return
@@ -521,6 +530,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     passed_at: dict[int, frozenset[int]] = {}  # instructions reached only past calls -> those calls
     reach = entry
     inside: set[int] = set()  # the second halfwords of 32-bit instructions
+    pooled: set[int] = set()  # the bytes instructions reached by flow load PC-relatively
     # (address, Thumb, doubt, passed): doubt is FLOW, PAST_CALL (reached only past the direct
     # calls ``passed``, which may not return) or PAST_JUMP (the bytes after a computed jump:
     # a table, perhaps).
@@ -561,7 +571,11 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 break
             if cur in inside or (ins.size == 4 and cur + 2 in mine and cur not in mine):
                 break  # overlaps an instruction found before: one of the two is data
+            if doubt and pooled and not pooled.isdisjoint(range(cur, cur + ins.size)):
+                break  # a literal pool that code reached by flow reads: past a jump or call, data
             mine[cur] = ins
+            if doubt == FLOW and ins.accesses and ins.accesses[0].base == 15 and ins.accesses[0].index is None:
+                pooled.update(range(ins.accesses[0].disp, ins.accesses[0].disp + ins.accesses[0].size))
             if doubt == PAST_CALL:
                 passed_at[cur] = passed
             end = cur + ins.size

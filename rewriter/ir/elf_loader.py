@@ -25,6 +25,7 @@ from elftools.elf.sections import SymbolTableSection
 from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
 from ..errors import AnvilError, is_parser_error, malformed
+from .counted import counted
 from .discovery import discover
 from .elf_check import check_elf
 from .exception_tables import unwinder_entries
@@ -359,12 +360,14 @@ def _address_taken(binary: Binary, elf: ELFFile, procs: list[Procedure],
         lo = (lo + 3) & ~3
         blob = binary.read(lo, max(0, hi - lo))
         n = len(blob) // 4
-        for value in struct.unpack_from(f"<{n}I", blob, 0):
+        values = struct.unpack_from(f"<{n}I", blob, 0)
+        for k, value in enumerate(values):
             # Thumb code addresses appear with bit 0 set (function pointers) or clear
             # (GCC's computed-goto tables, which `orr rX, #1` before `bx`); A32 ones are
-            # word aligned. A coincidental match only adds a block boundary.
+            # word aligned. A coincidental match only adds a block boundary, but a table
+            # of numbers counting through a function would leave no room for its jump.
             thumb = starts.get(value & ~1)
-            if thumb or (thumb is False and not value & 3):
+            if (thumb or (thumb is False and not value & 3)) and not counted(values, k):
                 taken.add(value & ~1)
                 if thumb == bool(value & 1):
                     pointers.add(value & ~1)

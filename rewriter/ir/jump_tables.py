@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from .model import Access, Binary, Instruction
 
 CS, HI = 2, 8  # the conditions of a bounds check's branch to the default case
-REGISTERS = {f"r{i}": i for i in range(13)} | {"sb": 9, "sl": 10, "fp": 11, "ip": 12}
+REGISTERS = {f"r{i}": i for i in range(13)} | {"sb": 9, "sl": 10, "fp": 11, "ip": 12, "lr": 14}
 
 
 def table_branch_targets(binary: Binary, insns: list) -> set[int]:
@@ -149,7 +149,8 @@ class GotoFinder:
     instructions given in order: a jump through a register loaded from a table of label
     addresses whose address the code computes::
 
-        ldr rA, [pc, #n]; add rA, pc          (or adr, movw/movt, an absolute literal)
+        ldr rA, [pc, #n]; add rA, pc          (or adr, movw/movt, an absolute literal;
+                                              perhaps spilled: str rA, [sp, #m] ... ldr rA, [sp, #m])
         add rB, rA, rI, lsl #2; ldr rT, [rB, #off]     (or ldr rT, [rA, rI, lsl #2])
         orr rT, rT, #1                        (Thumb: labels are stored without the bit)
         bx rT                                 (or mov pc, rT; or ldr pc, [...] itself)
@@ -165,18 +166,23 @@ class GotoFinder:
         self.values: dict[int, int] = {}  # register -> a constant (an address) it holds
         self.slots: dict[int, int] = {}   # register -> table address (it holds table + index * 4)
         self.loaded: dict[int, int] = {}  # register -> address of the table it was loaded from
+        # Stack slot (sp offset) -> the constant stored there: under register pressure the
+        # table's address is computed once and kept on the stack (glibc's vfprintf).
+        self.spilled: dict[int, int] = {}
 
     def see(self, ins: Instruction) -> int | None:
         """The next instruction of the run; the table's address if it jumps through one."""
         name = ins.name
         if ins.is_call:
-            self.values, self.slots, self.loaded = {}, {}, {}
+            self.values, self.slots, self.loaded, self.spilled = {}, {}, {}, {}
             return None
         operands = [o.strip() for o in ins.op_str.replace("[", "").replace("]", "").replace("!", "").split(",")]
         regs = [_REGS.get(o) for o in operands]
         access = ins.accesses[0] if len(ins.accesses) == 1 and not ins.accesses[0].is_store else None
         if name in ("bx", "mov") and ins.writes_pc and not ins.is_return and len(regs) in (1, 2):
             return self.loaded.get(regs[-1])
+        if ins.is_store and self._spill(ins, name, regs):
+            return None
         if name == "ldr" and access is not None and access.size == 4 and regs[0] is not None:
             table = self._table(access)
             if regs[0] == _PC:
@@ -184,6 +190,8 @@ class GotoFinder:
             self._forget(ins, regs)
             if access.base == _PC and access.index is None:
                 self.values[regs[0]] = int.from_bytes(self.read(access.disp, 4), "little")
+            elif access.base == _SP and access.index is None and access.disp in self.spilled:
+                self.values[regs[0]] = self.spilled[access.disp]
             elif table is not None:
                 self.loaded[regs[0]] = table
             return None
@@ -201,6 +209,22 @@ class GotoFinder:
         if table is not None and target is not None:
             self.slots[target] = table
         return None
+
+    def _spill(self, ins: Instruction, name: str, regs: list[int | None]) -> bool:
+        """Follow a store to the stack: ``str rA, [sp, #m]`` of a known constant fills the
+        slot, any other store there empties what it overwrites. True if ``ins`` is done with."""
+        stack = [a for a in ins.accesses if a.is_store and a.base == _SP]
+        if not stack:
+            return False
+        if any(a.index is not None for a in stack) or "!" in ins.op_str or "], " in ins.op_str:
+            self.spilled = {}  # where it writes is not known, or sp moves
+            return False
+        for a in stack:
+            for slot in [slot for slot in self.spilled if slot < a.disp + a.size and a.disp < slot + 4]:
+                del self.spilled[slot]
+        if name == "str" and len(stack) == 1 and stack[0].size == 4 and regs[0] in self.values:
+            self.spilled[stack[0].disp] = self.values[regs[0]]
+        return name == "str"
 
     def _table(self, access: Access) -> int | None:
         """The table a load reads a label from: [rA, rI, lsl #2] or [rB, #off], rA a
@@ -235,6 +259,8 @@ class GotoFinder:
             written.add(regs[1])
         if ins.accesses and ("!" in ins.op_str or "], " in ins.op_str):  # writeback
             written.add(ins.accesses[0].base)
+        if _SP in written or ins.name in ("push", "pop"):  # the slots move with sp
+            self.spilled = {}
         for reg in written:
             self.values.pop(reg, None)
             self.slots.pop(reg, None)
@@ -269,6 +295,7 @@ def goto_labels(binary: Binary, table: int, thumb: bool, ranges: list[tuple[int,
 
 _REGS = REGISTERS | {"lr": 14, "pc": 15, "sp": 13}
 _PC = 15
+_SP = 13
 
 
 _MOVES = frozenset(("mov", "movs", "movw"))  # a constant for the CMP of a bounds check

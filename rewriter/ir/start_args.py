@@ -1,0 +1,75 @@
+"""The code addresses a program's entry passes to the calls it makes (``main``).
+
+glibc's ``_start`` passes ``main`` to ``__libc_start_main`` in r0, loaded from the GOT
+at an offset in its literal pool (``ldr sl, =GOT - pc; adr r3; add sl, r3; ldr r0, =off;
+ldr r0, [sl, r0]``), or from the pool itself. An A32 ``main``'s address is even, so
+it does not read as a Thumb code address the way an odd word in data does, and nothing
+else names it: in a stripped static program it was never found. The entry's first
+instructions are straight-line code; following the constants they compute finds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .jump_tables import _REGS, REGISTERS
+from .model import Instruction
+
+ARGUMENTS = (0, 1, 2, 3)  # r0-r3
+_PC = 15
+
+
+def start_arguments(insns: list[Instruction], read: Callable[[int, int], bytes],
+                    is_code: Callable[[int], bool]) -> list[tuple[int, bool]]:
+    """(address, Thumb) of the code addresses in r0-r3 at each direct call of ``insns``
+    (the entry's straight-line code, in order, up to its first branch): odd ones are Thumb,
+    word-aligned even ones A32, as an interworking branch (``blx rN``) takes them."""
+    values: dict[int, int] = {}
+    out = []
+    for ins in insns:
+        if ins.is_call and ins.branch_target is not None:
+            for reg in ARGUMENTS:
+                value = values.get(reg)
+                if value is not None and (value & 1 or not value & 3) and is_code(value & ~1):
+                    out.append((value & ~1, bool(value & 1)))
+            values = {}  # the callee leaves r0-r3 (and r12, lr) as it likes
+        elif ins.is_branch or ins.writes_pc:
+            break
+        else:
+            _step(ins, values, read)
+    return out
+
+
+def _step(ins: Instruction, values: dict[int, int], read: Callable[[int, int], bytes]) -> None:
+    """Update ``values`` (register -> the constant it holds) for ``ins``."""
+    operands = [o.strip() for o in ins.op_str.replace("[", "").replace("]", "").replace("!", "").split(",")]
+    regs = [_REGS.get(o) for o in operands]
+    target = regs[0] if regs else None
+    value = None
+    pc = ins.address + (4 if ins.thumb else 8)
+    if ins.name == "ldr" and len(ins.accesses) == 1 and ins.accesses[0].size == 4 and ins.cond == 14:
+        access = ins.accesses[0]
+        if access.base == _PC and access.index is None:
+            value = int.from_bytes(read(access.disp, 4), "little")
+        elif access.base in values and (access.index is None or (access.index in values and not access.shift)):
+            offset = values[access.index] if access.index is not None else access.disp
+            where = values[access.base] + (-offset if access.subtract else offset)
+            value = int.from_bytes(read(where & 0xFFFFFFFF, 4), "little")
+    elif ins.name == "adr" and len(operands) == 2 and operands[1].startswith("#"):
+        value = (pc & ~3) + int(operands[1][1:], 0)
+    elif ins.name in ("mov", "movw") and len(operands) == 2 and operands[1].startswith("#") and ins.cond == 14:
+        value = int(operands[1][1:], 0)
+    elif ins.name == "movt" and len(operands) == 2 and operands[1].startswith("#") and target in values:
+        value = (values[target] & 0xFFFF) | (int(operands[1][1:], 0) & 0xFFFF) << 16
+    elif ins.name == "add" and ins.cond == 14 and len(regs) in (2, 3) and None not in regs:
+        addends = regs[1:] if len(regs) == 3 else regs  # add rd, rn, rm or add rd, rm
+        known = [pc if reg == _PC else values.get(reg) for reg in addends]
+        if None not in known:
+            value = sum(known)
+    written = {target} if target is not None else set()
+    if "{" in ins.op_str or ins.name in ("push", "pop"):
+        written = {r for r in regs if r is not None}
+    for reg in written:
+        values.pop(reg, None)
+    if value is not None and target is not None and target in REGISTERS.values():
+        values[target] = value & 0xFFFFFFFF
