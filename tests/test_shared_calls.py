@@ -237,27 +237,35 @@ def test_record_site_carries_its_site_id_and_the_filtered_address(site: int) -> 
 
 
 # Dead registers at a counter site (bit n: rn): none; LR only (the 6-byte site whose bump
-# keeps r0 and r1); LR, r0 and r1 (the 6-byte site whose bump may clobber them).
+# keeps r0 and r1); LR, r0 and r1 (the 6-byte site whose bump may clobber them); for a
+# counter added in place (in a loop): r3 and r9 (the value in a low register, the address
+# in a high one), r5 alone (the address in r0, pushed).
 DEAD_AT_COUNTER = [0, 1 << 14, 1 << 14 | 0b11]
+DEAD_IN_LOOPS = [0, 1 << 3 | 1 << 9, 1 << 5]
 
 
-@pytest.mark.parametrize("on_page", [False, True])
-@pytest.mark.parametrize("dead", DEAD_AT_COUNTER)
 @pytest.mark.parametrize("start", [0, 41, 0xFFFF_FFFF, 0x1_FFFF_FFFF])
-def test_counter_site_adds_one_to_its_own_slot(start: int, dead: int, on_page: bool) -> None:
+@pytest.mark.parametrize(("dead", "on_page", "in_loop"),
+                         [(d, p, False) for d in DEAD_AT_COUNTER for p in (False, True)]
+                         + [(d, False, True) for d in DEAD_IN_LOOPS])
+def test_counter_site_adds_one_to_its_own_slot(start: int, dead: int, on_page: bool, in_loop: bool) -> None:
     """A compact counter (SharedCalls.emit_increment): slot 5 of its array += 1, carrying
     into the high word; the slots beside it, every register but the ``dead`` ones, SP and
     the flags untouched; 12 bytes, 6 where LR is dead (decision 0035). ``on_page``: through
-    the page's copy of the bump (decision 0050), the image's copy never run."""
+    the page's copy of the bump (decision 0050), the image's copy never run. ``in_loop``: a
+    counter inside a loop adds in place, with no BL and no shared bump (decision 0053)."""
     from unicorn.arm_const import UC_ARM_REG_SP, UC_ARM_REG_XPSR
 
     array = DATA + 0x200
     code = Code(CODE, pic=False, ge=False)
     calls = SharedCalls(lambda name: ("fn", name), lambda text: ("str", text),
-                        lambda name, index: ("array", name, index))
+                        lambda name, index: ("array", name, index), {("blocks", 5)} if in_loop else frozenset())
     assert calls.emit_increment(code, "blocks", 5, dead)
     end = code.here()
-    assert end - CODE == (6 if dead else 12)
+    if in_loop:
+        assert not calls.routines and end - CODE <= 34
+    else:
+        assert end - CODE == (6 if dead else 12)
     code.emit(enc.t32_nop() * 2)
     if on_page:
         calls.place(code)

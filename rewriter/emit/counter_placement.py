@@ -30,7 +30,7 @@ from .. import progress
 from ..ir.flow import ProcedureFlow, entries_from_elsewhere, loop_depths, procedure_flow
 from ..ir.fork_split import split_map
 from ..ir.jump_tables import table_branch_targets
-from ..ir.model import Binary, Procedure
+from ..ir.model import Binary, Block, Procedure
 from .procedure_sums import accumulation, all_thumb, carrier_weights
 
 MAX_VALUES = 0x7FFF  # values, and blocks, of a procedure with a derivation program (bounds its scratch)
@@ -59,6 +59,13 @@ class Plan:
     carriers: list[int | tuple[int, int]]  # counter k (value k): a block position or a (from, to) edge
     steps: list[list[tuple[int, int]]]  # value len(carriers)+j = sum(sign * value) over (value, sign)
     block_value: list[int]  # the value that is each block's count
+    depth: list[int] = field(default_factory=list)  # how many loops contain each block
+
+    def in_loop(self, carrier: int | tuple[int, int]) -> bool:
+        """Whether a carrier runs inside a loop (an edge: both its ends are in one)."""
+        if isinstance(carrier, tuple):
+            return min(self.depth[carrier[0]], self.depth[carrier[1]]) > 0
+        return self.depth[carrier] > 0
 
     @property
     def edges(self) -> list[tuple[int, int]]:
@@ -108,6 +115,10 @@ class Derivations:
     # Folded array -> (procedure, its plan or None when every block keeps its counter, its
     # first edge counter), for the folds that read the counted values directly (fold_program).
     plans: dict[str, list[tuple[Procedure, Plan | None, int]]] = field(default_factory=dict)
+    # The (counter array, index) of the increments kept inside loops, by their final
+    # numbering (after compact_slots): the ones that run often (decision 0053).
+    in_loops: set[tuple[str, int]] = field(default_factory=set)
+    loop_blocks: list[Block] = field(default_factory=list)  # the blocks of those, while placing
 
     @property
     def runs_programs(self) -> bool:
@@ -171,6 +182,8 @@ def place_counters(binary: Binary, stops: set[int], sums: dict[str, str] | None 
     for array, into in (folds or {}).items():
         result.sizes[array] = compact_slots(binary, array)
         result.folds[array] = (into, fold_program(binary, array, result.plans.get(array, [])))
+    result.in_loops.update((name, index) for block in result.loop_blocks for name, index, _ in block.counter_increments)
+    result.loop_blocks.clear()
     return result
 
 
@@ -266,6 +279,8 @@ def _apply(result: Derivations, proc: Procedure, arrays: set[str], plan: Plan | 
     for a ``folded`` array, the plan the fold reads instead of a derivation program."""
     if plan is None or len(plan.carriers) >= len(proc.blocks):
         result.counters_kept += len(proc.blocks) * len(arrays)
+        if plan is not None:
+            result.loop_blocks += [block for block, depth in zip(proc.blocks, plan.depth) if depth]
         for array in arrays & folded:
             result.plans.setdefault(array, []).append((proc, None, 0))
         return
@@ -273,12 +288,15 @@ def _apply(result: Derivations, proc: Procedure, arrays: set[str], plan: Plan | 
     for position, block in enumerate(proc.blocks):
         if position not in keep:
             block.counter_increments = [c for c in block.counter_increments if c[0] not in arrays]
+    result.loop_blocks += [proc.blocks[position] for position in sorted(keep) if plan.in_loop(position)]
     base = proc.blocks[0].index
     for array in sorted(arrays):
         edge_base = result.edges.get(array, 0)
         for k, (source, dest) in enumerate(plan.edges):
             increments = proc.blocks[source].edge_increments.setdefault(proc.blocks[dest].address, [])
             increments.append((edge_array(array), edge_base + k, 1))
+            if plan.in_loop((source, dest)):
+                result.in_loops.add((edge_array(array), edge_base + k))
         result.edges[array] = edge_base + len(plan.edges)
         if array in folded:
             result.plans.setdefault(array, []).append((proc, plan, edge_base))
@@ -445,7 +463,7 @@ def _plan(flow: ProcedureFlow) -> Plan | None:
     steps = _derivation_steps(chains, tree, value, 2 * n + 1, outside)
     carriers = [chains[c].blocks[0] if chains[c].blocks else chains[c].branch for c in counted]
     block_value = [value[same.find(e)] for e in range(n)]  # edge e < n is block e's own edge
-    return Plan(carriers=carriers, steps=steps, block_value=block_value)
+    return Plan(carriers=carriers, steps=steps, block_value=block_value, depth=depth)
 
 
 def _derivation_steps(chains: dict[int, _Chain], tree: list[int], value: dict[int, int], nodes: int,

@@ -21,7 +21,7 @@ import os
 import struct
 import tempfile
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Set
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -320,7 +320,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     original_returns = _original_returns(binary, opts)
     report.return_addresses = "original" if original_returns else "relocated"
     relocation = _relocation(binary, units, placement is None, original_returns, vfp,
-                             base if placement else 0)
+                             base if placement else 0, derivations.in_loops)
     # Before the library's thread starts: a fork copies no other thread.
     later = _later_part(relocation, tool_name) if placement is None else None
     if later is not None:
@@ -566,8 +566,9 @@ class _Relocation:
 
 
 def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_returns: bool,
-                vfp: bool, base: int = 0) -> _Relocation:
-    """How to relocate every procedure with hooks (see _relocate_code), into code at ``base``.
+                vfp: bool, base: int = 0, in_loops: Set[tuple[str, int]] = frozenset()) -> _Relocation:
+    """How to relocate every procedure with hooks (see _relocate_code), into code at ``base``;
+    ``in_loops``: the counters inside loops (Derivations.in_loops).
     ``original_returns``: calls leave original return addresses in LR (decision 0013);
     ``vfp``: hooks park registers in d16-d31 (vfp_scratch).
     Strings the hooks pass are named by ``units`` (which already knows them all)."""
@@ -611,7 +612,8 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
             table_sizes=binary.table_sizes,
             inside_pages=not binary.is_firmware,
-            shared_calls=SharedCalls(function_label, string_label, counter_label) if binary.is_firmware else None,
+            shared_calls=SharedCalls(function_label, string_label, counter_label, in_loops) if binary.is_firmware
+            else None,
         )
 
     new_code = functools.partial(Code, base, pic=binary.is_pie, ge=binary.dsp)

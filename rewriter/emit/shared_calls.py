@@ -25,14 +25,14 @@ path with the unmasked test is copied as that test only, a miss going on in the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Set
 from dataclasses import dataclass
 
 from ..api import Arg, RepeatFilter
 from ..arch import arm_encode as enc
 from ..ir.model import Hook
 from .code import Code
-from .counters import T32_BUMP
+from .counters import T32_BUMP, free_register, t32_bump
 from .hooks import (
     FLAGS_REG,
     FRAME_REG,
@@ -150,9 +150,10 @@ class SharedCalls(PageCopies):
     decision 0050): a site's BL then stays in its page, and QEMU chains it."""
 
     def __init__(self, function_label: Label, string_label: Label,
-                 counter_label: Callable[[str, int], Hashable]) -> None:
+                 counter_label: Callable[[str, int], Hashable], in_loops: Set[tuple[str, int]] = frozenset()) -> None:
         super().__init__()
         self.function_label, self.string_label, self.counter_label = function_label, string_label, counter_label
+        self.in_loops = in_loops  # (array, index) of the counters inside loops: added in place
 
     def emit_increment(self, code: Code, array: str, index: int, dead: int = 0) -> bool:
         """``array[index]`` += 1 at a compact site (12 bytes instead of 30):
@@ -162,7 +163,13 @@ class SharedCalls(PageCopies):
         or, where LR is dead (bit 14 of ``dead``, as ir/liveness.py gives it: mostly
         between a procedure's prologue and its epilogue), 6 bytes: ``bl <bump>; .hword
         index``, the bump keeping r0 and r1 itself unless they are dead too (decision 0035).
-        False (nothing emitted) when the index does not fit a halfword."""
+        False (nothing emitted) when the index does not fit a halfword.
+
+        A counter inside a loop (``in_loops``) adds in place instead (decision 0053): no
+        BL and no return, which QEMU would look up each time round the loop."""
+        if (array, index) in self.in_loops:
+            _emit_bump_in_place(code, self.counter_label(array, index), dead)
+            return True
         if not 0 <= index <= 0xFFFF:
             return False
         lr_dead = bool(dead >> LR & 1)
@@ -224,6 +231,25 @@ def _emit_bump(code: Code, keeping: bool, array: Hashable, label: Hashable) -> N
     if keeping:
         T32.pop(code, [0, 1])
     code.emit(enc.t32_bx(LR))
+
+
+def _emit_bump_in_place(code: Code, counter: Hashable, dead: int) -> None:
+    """``counter`` += 1 where the site is (t32_bump's +1 with carry, no flags touched): the
+    value in a dead low register (bit n of ``dead`` for rn; CBNZ takes only those), the
+    address in another dead one, r0 and r1 where none is, pushed around it. 26-30 bytes
+    (with the address in a high register, 34) against the 6-12 of a site that BLs to its
+    bump, for no branch out of the block but the carry's CBNZ, which QEMU chains."""
+    value = free_register(dead & 0xFF)
+    value = 0 if value is None else value
+    base = free_register(dead & 0x1FFF & ~(1 << value))
+    base = (1 if value == 0 else 0) if base is None else base
+    saved = sorted(r for r in {value, base} if not dead >> r & 1)
+    if saved:
+        T32.push(code, saved)
+    T32.pc_address(code, base, counter)
+    code.emit(t32_bump(base, 0, 1, value=value))
+    if saved:
+        T32.pop(code, saved)
 
 
 def _halfword_after_call(reg: int) -> bytes:
