@@ -24,13 +24,16 @@ out of a procedure is in the flow model; see docs/decisions/0008-counter-placeme
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import progress
-from ..ir.flow import ProcedureFlow, entries_from_elsewhere, loop_depths, procedure_flow
+from ..ir.flow import ProcedureFlow, entries_from_elsewhere, interrupt_code, loop_depths, procedure_flow
 from ..ir.fork_split import split_map
 from ..ir.jump_tables import table_branch_targets
 from ..ir.model import Binary, Block, Procedure
+from .loop_sums import LoopShape, LoopSum, sum_loops, summable_loops
 from .procedure_sums import accumulation, all_thumb, carrier_weights
 
 MAX_VALUES = 0x7FFF  # values, and blocks, of a procedure with a derivation program (bounds its scratch)
@@ -60,6 +63,7 @@ class Plan:
     steps: list[list[tuple[int, int]]]  # value len(carriers)+j = sum(sign * value) over (value, sign)
     block_value: list[int]  # the value that is each block's count
     depth: list[int] = field(default_factory=list)  # how many loops contain each block
+    loops: list[LoopShape] = field(default_factory=list)  # innermost loops that may count in a register
 
     def in_loop(self, carrier: int | tuple[int, int]) -> bool:
         """Whether a carrier runs inside a loop (an edge: both its ends are in one)."""
@@ -119,6 +123,10 @@ class Derivations:
     # numbering (after compact_slots): the ones that run often (decision 0053).
     in_loops: set[tuple[str, int]] = field(default_factory=set)
     loop_blocks: list[Block] = field(default_factory=list)  # the blocks of those, while placing
+    # Firmware loops whose count is kept in a register (loop_sums.py), numbered as the
+    # pseudo increments that reset and store them say.
+    loop_sums: list[LoopSum] = field(default_factory=list)
+    summed_loops: list[tuple[Procedure, Plan]] = field(default_factory=list)  # candidates, while placing
 
     @property
     def runs_programs(self) -> bool:
@@ -184,6 +192,9 @@ def place_counters(binary: Binary, stops: set[int], sums: dict[str, str] | None 
         result.folds[array] = (into, fold_program(binary, array, result.plans.get(array, [])))
     result.in_loops.update((name, index) for block in result.loop_blocks for name, index, _ in block.counter_increments)
     result.loop_blocks.clear()
+    for proc, plan in result.summed_loops:  # after compact_slots: the counters' final numbers
+        sum_loops(proc, plan.loops, {source for source, _ in plan.edges}, result.loop_sums)
+    result.summed_loops.clear()
     return result
 
 
@@ -249,6 +260,7 @@ def _place(binary: Binary, stops: set[int], sums: dict[str, str] | None,
     counts in; ``folded``: the arrays read only as sums (folded, never derived)."""
     entered = entries_from_elsewhere(binary)
     taken = binary.address_taken
+    in_registers = _loop_sums_allowed(binary, stops)
 
     def plan_of(proc: Procedure) -> Plan | None:
         progress.advance()
@@ -256,11 +268,16 @@ def _place(binary: Binary, stops: set[int], sums: dict[str, str] | None,
                   if ins.name in ("tbb", "tbh") or ins.address in binary.switch_cases}
         addresses = {b.address for b in proc.blocks}
         flow = procedure_flow(proc, entered[proc.address] | (taken & addresses), tables, stops)
-        return _plan(flow) if flow is not None else None
+        plan = _plan(flow) if flow is not None else None
+        if plan is not None and in_registers(proc):
+            plan.loops = summable_loops(proc, flow)
+        return plan
 
     progress.phase("placing counters", len(counted))
     plans = split_map(plan_of, [proc for proc, _ in counted], lambda proc: len(proc.blocks), PARALLEL_BLOCKS)
     for (proc, arrays), plan in zip(counted, plans):
+        if plan is not None and plan.loops:
+            result.summed_loops.append((proc, plan))
         summed = sorted(a for a in arrays if a in (sums or {})) if all_thumb(proc) else []
         if summed:  # one running sum per procedure: the first such array
             array = summed[0]
@@ -271,6 +288,20 @@ def _place(binary: Binary, stops: set[int], sums: dict[str, str] | None,
             result.counters_summed += len(proc.accumulation.weights) + len(proc.accumulation.edge_weights)
         if arrays:
             _apply(result, proc, arrays, plan, folded)
+
+
+def _loop_sums_allowed(binary: Binary, stops: set[int]) -> Callable[[Procedure], bool]:
+    """Which procedures may keep loop counts in registers (loop_sums.py): firmware code that
+    no exception handler runs, in an image none of whose handlers may end the program;
+    never with ANVIL_POISON_DEAD (it overwrites dead registers)."""
+    if not binary.is_firmware or os.environ.get("ANVIL_POISON_DEAD"):
+        return lambda proc: False
+    handlers = interrupt_code(binary)
+    if any(proc.address in handlers and (proc.blocks[0].address in stops or any(i.address in stops for i in
+                                                                               proc.instructions()))
+           for proc in binary.procedures):
+        return lambda proc: False
+    return lambda proc: proc.address not in handlers
 
 
 def _apply(result: Derivations, proc: Procedure, arrays: set[str], plan: Plan | None, folded: set[str]) -> None:

@@ -21,7 +21,7 @@ import os
 import struct
 import tempfile
 import time
-from collections.abc import Callable, Hashable, Set
+from collections.abc import Callable, Hashable, Sequence, Set
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +46,7 @@ from .counter_placement import place_counters
 from .deferred import defer, dispatch_unit, ring_unit
 from .isa import Scratch
 from .later_part import MIN_INSTRUCTIONS, LaterPart, LocalPart
+from .loop_sums import LoopSum
 from .page_layout import emit_inside_a_page
 from .patches import (
     PAGE,
@@ -301,6 +302,8 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
                     block_counters={"inline": derivations.counters_kept, "derived": derivations.counters_removed,
                                     "on_branches": sum(derivations.edges.values()),
                                     "in_register_sums": derivations.counters_summed,
+                                    "in_loops": len(derivations.in_loops),
+                                    "loops_in_registers": len(derivations.loop_sums),
                                     "atomic": binary.threaded and not binary.is_firmware})
     for hook in _all_hooks(binary):  # every string a hook passes gets its symbol in the site unit
         for kind, value in zip(hook.prototype.kinds, hook.args):
@@ -320,7 +323,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     original_returns = _original_returns(binary, opts)
     report.return_addresses = "original" if original_returns else "relocated"
     relocation = _relocation(binary, units, placement is None, original_returns, vfp,
-                             base if placement else 0, derivations.in_loops)
+                             base if placement else 0, derivations.in_loops, derivations.loop_sums)
     # Before the library's thread starts: a fork copies no other thread.
     later = _later_part(relocation, tool_name) if placement is None else None
     if later is not None:
@@ -566,9 +569,11 @@ class _Relocation:
 
 
 def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_returns: bool,
-                vfp: bool, base: int = 0, in_loops: Set[tuple[str, int]] = frozenset()) -> _Relocation:
+                vfp: bool, base: int = 0, in_loops: Set[tuple[str, int]] = frozenset(),
+                loop_sums: Sequence[LoopSum] = ()) -> _Relocation:
     """How to relocate every procedure with hooks (see _relocate_code), into code at ``base``;
-    ``in_loops``: the counters inside loops (Derivations.in_loops).
+    ``in_loops``, ``loop_sums``: the counters inside loops, those counted in registers
+    (Derivations).
     ``original_returns``: calls leave original return addresses in LR (decision 0013);
     ``vfp``: hooks park registers in d16-d31 (vfp_scratch).
     Strings the hooks pass are named by ``units`` (which already knows them all)."""
@@ -612,8 +617,8 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
             table_sizes=binary.table_sizes,
             inside_pages=not binary.is_firmware,
-            shared_calls=SharedCalls(function_label, string_label, counter_label, in_loops) if binary.is_firmware
-            else None,
+            shared_calls=SharedCalls(function_label, string_label, counter_label, in_loops, loop_sums)
+            if binary.is_firmware else None,
         )
 
     new_code = functools.partial(Code, base, pic=binary.is_pie, ge=binary.dsp)

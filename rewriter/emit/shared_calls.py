@@ -25,12 +25,13 @@ path with the unmasked test is copied as that test only, a miss going on in the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Set
+from collections.abc import Callable, Hashable, Sequence, Set
 from dataclasses import dataclass
 
 from ..api import Arg, RepeatFilter
 from ..arch import arm_encode as enc
 from ..ir.model import Hook
+from . import loop_sums
 from .code import Code
 from .counters import T32_BUMP, free_register, t32_bump
 from .hooks import (
@@ -46,6 +47,7 @@ from .hooks import (
     static_value,
 )
 from .isa import IP, LR, PC, SP, T32
+from .loop_sums import LoopSum
 from .page_layout import PageCopies
 from .repeat_filter import filter_test_size, t32_most_recent_hit
 
@@ -150,10 +152,13 @@ class SharedCalls(PageCopies):
     decision 0050): a site's BL then stays in its page, and QEMU chains it."""
 
     def __init__(self, function_label: Label, string_label: Label,
-                 counter_label: Callable[[str, int], Hashable], in_loops: Set[tuple[str, int]] = frozenset()) -> None:
+                 counter_label: Callable[[str, int], Hashable], in_loops: Set[tuple[str, int]] = frozenset(),
+                 loop_sums: Sequence[LoopSum] = ()) -> None:
         super().__init__()
         self.function_label, self.string_label, self.counter_label = function_label, string_label, counter_label
         self.in_loops = in_loops  # (array, index) of the counters inside loops: added in place
+        self.loop_sums = loop_sums  # loops counting in a register (loop_sums.py), by number
+        self.summed = {(s.array, s.index): s.register for s in loop_sums}
 
     def emit_increment(self, code: Code, array: str, index: int, dead: int = 0) -> bool:
         """``array[index]`` += 1 at a compact site (12 bytes instead of 30):
@@ -166,7 +171,20 @@ class SharedCalls(PageCopies):
         False (nothing emitted) when the index does not fit a halfword.
 
         A counter inside a loop (``in_loops``) adds in place instead (decision 0053): no
-        BL and no return, which QEMU would look up each time round the loop."""
+        BL and no return, which QEMU would look up each time round the loop; a loop's
+        count kept in a register (``loop_sums``) adds there, and its pseudo counters
+        (loop_sums.RESET, STORE) clear the register and add it to the counter."""
+        register = self.summed.get((array, index))
+        if register is not None:
+            code.emit(enc.t32_add_imm(register, register, 1))
+            return True
+        if array == loop_sums.RESET:
+            code.emit(enc.t32_movw(self.loop_sums[index].register, 0))
+            return True
+        if array == loop_sums.STORE:
+            summed = self.loop_sums[index]
+            _emit_add_register(code, self.counter_label(summed.array, summed.index), summed.register, dead)
+            return True
         if (array, index) in self.in_loops:
             _emit_bump_in_place(code, self.counter_label(array, index), dead)
             return True
@@ -248,6 +266,24 @@ def _emit_bump_in_place(code: Code, counter: Hashable, dead: int) -> None:
         T32.push(code, saved)
     T32.pc_address(code, base, counter)
     code.emit(t32_bump(base, 0, 1, value=value))
+    if saved:
+        T32.pop(code, saved)
+
+
+def _emit_add_register(code: Code, counter: Hashable, register: int, dead: int) -> None:
+    """``counter`` (64 bits) += r``register`` without touching the flags: LDRD, UMLAL by a
+    register holding 1, STRD; the four registers it takes are dead ones (bit n of ``dead``
+    for rn) where there are, else r0-r5, pushed around it."""
+    free = dead & 0x1FFF & ~(1 << register)
+    taken = [r for r in range(13) if free >> r & 1][:4]
+    taken += [r for r in range(6) if r != register and r not in taken][:4 - len(taken)]
+    base, low, high, one = taken
+    saved = sorted(r for r in taken if not dead >> r & 1)
+    if saved:
+        T32.push(code, saved)
+    T32.pc_address(code, base, counter)
+    umlal = enc._hw(0xFBE0 | register, low << 12 | high << 8 | one)  # high:low += register * one
+    code.emit(enc.t32_ldrd(low, high, base) + enc.t32_movw(one, 1) + umlal + enc.t32_strd(low, high, base))
     if saved:
         T32.pop(code, saved)
 
