@@ -287,3 +287,49 @@ def test_counter_site_adds_one_to_its_own_slot(start: int, dead: int, on_page: b
     assert after == slots[:5] + [start + 1] + slots[6:]
     assert all(uc.reg_read(_REG_IDS[reg]) == value for reg, value in REGS.items() if not dead >> reg & 1)
     assert uc.reg_read(UC_ARM_REG_SP) == PROGRAM_SP and uc.reg_read(UC_ARM_REG_XPSR) >> 28 == 0xA
+
+
+@pytest.mark.parametrize("dead", [0, 0b1111, 1 << 7 | 1 << 11])
+@pytest.mark.parametrize("start", [0, 0xFFFF_FFFF, 0x1_FFFF_FFFE])
+@pytest.mark.parametrize("register", [0, 5])
+def test_a_loop_counts_in_its_register(register: int, start: int, dead: int) -> None:
+    """A loop's count in a register (decision 0053, emit/loop_sums.py), as the sites of its
+    preheader, its counted block and its exit emit it: the register cleared, 3 added (the
+    loop ran three times), then added to slot 5 with a 64-bit carry (from 0xFFFF_FFFF:
+    into the high word) while every other register but the ``dead`` ones, SP and the flags
+    stay; the slots beside it untouched. Then once more with the register preset to
+    0xFFFF_FFFF, the store alone: the add takes any 32-bit count."""
+    from unicorn.arm_const import UC_ARM_REG_SP, UC_ARM_REG_XPSR
+
+    from rewriter.emit.loop_sums import RESET, STORE, LoopSum
+
+    array = DATA + 0x200
+    dead &= ~(1 << register)
+    for preset, count in ((None, 3), (0xFFFF_FFFF, 0xFFFF_FFFF)):
+        code = Code(CODE, pic=False, ge=False)
+        calls = SharedCalls(lambda name: ("fn", name), lambda text: ("str", text),
+                            lambda name, index: ("array", name, index), loop_sums=[LoopSum(register, "blocks", 5)])
+        if preset is None:
+            assert calls.emit_increment(code, RESET, 0, dead | 1 << register)
+            for _ in range(count):
+                assert calls.emit_increment(code, "blocks", 5, dead | 1 << register)
+        assert calls.emit_increment(code, STORE, 0, dead | 1 << register)
+        assert not calls.routines
+        end = code.here()
+        data = code.finish(lambda key: array + 8 * key[2])
+        uc = _cortex_m3(data)
+        slots = [0x1111 * (i + 1) for i in range(8)]
+        slots[5] = start
+        uc.mem_write(array, b"".join(v.to_bytes(8, "little") for v in slots))
+        for reg, value in REGS.items():
+            uc.reg_write(_REG_IDS[reg], value)
+        if preset is not None:
+            uc.reg_write(_REG_IDS[register], preset)
+        uc.reg_write(UC_ARM_REG_SP, PROGRAM_SP)
+        uc.reg_write(UC_ARM_REG_XPSR, 0xA000_0000 | 1 << 24)
+        uc.emu_start(CODE | 1, end)
+        after = [int.from_bytes(uc.mem_read(array + 8 * i, 8), "little") for i in range(8)]
+        assert after == slots[:5] + [start + count] + slots[6:]
+        kept = {reg: value for reg, value in REGS.items() if not dead >> reg & 1 and reg != register}
+        assert all(uc.reg_read(_REG_IDS[reg]) == value for reg, value in kept.items())
+        assert uc.reg_read(UC_ARM_REG_SP) == PROGRAM_SP and uc.reg_read(UC_ARM_REG_XPSR) >> 28 == 0xA
