@@ -236,6 +236,24 @@ def test_record_site_carries_its_site_id_and_the_filtered_address(site: int) -> 
     assert hits == [0, 1]
 
 
+def _run_on_slots(data: bytes, end: int, array: int, start: int, preset: dict[int, int] | None = None):
+    """Run ``data`` (at CODE) up to ``end`` with the program's registers (REGS, then
+    ``preset``), SP and flags NZCV = 1010 set, and eight counter slots at ``array``, slot 5
+    holding ``start``; returns unicorn and the slots as they were."""
+    from unicorn.arm_const import UC_ARM_REG_SP, UC_ARM_REG_XPSR
+
+    uc = _cortex_m3(data)
+    slots = [0x1111 * (i + 1) for i in range(8)]
+    slots[5] = start
+    uc.mem_write(array, b"".join(v.to_bytes(8, "little") for v in slots))
+    for reg, value in (REGS | (preset or {})).items():
+        uc.reg_write(_REG_IDS[reg], value)
+    uc.reg_write(UC_ARM_REG_SP, PROGRAM_SP)
+    uc.reg_write(UC_ARM_REG_XPSR, 0xA000_0000 | 1 << 24)
+    uc.emu_start(CODE | 1, end)
+    return uc, slots
+
+
 # Dead registers at a counter site (bit n: rn): none; LR only (the 6-byte site whose bump
 # keeps r0 and r1); LR, r0 and r1 (the 6-byte site whose bump may clobber them); for a
 # counter added in place (in a loop): r3 and r9 (the value in a low register, the address
@@ -274,15 +292,7 @@ def test_counter_site_adds_one_to_its_own_slot(start: int, dead: int, on_page: b
     data = code.finish(lambda key: code.labels[key] if key in code.labels else array + 8 * key[2])
     if on_page:
         data = data[:image - CODE] + b"\xde\xde" * ((len(data) - (image - CODE)) // 2)
-    uc = _cortex_m3(data)
-    slots = [0x1111 * (i + 1) for i in range(8)]
-    slots[5] = start
-    uc.mem_write(array, b"".join(v.to_bytes(8, "little") for v in slots))
-    for reg, value in REGS.items():
-        uc.reg_write(_REG_IDS[reg], value)
-    uc.reg_write(UC_ARM_REG_SP, PROGRAM_SP)
-    uc.reg_write(UC_ARM_REG_XPSR, 0xA000_0000 | 1 << 24)
-    uc.emu_start(CODE | 1, end)
+    uc, slots = _run_on_slots(data, end, array, start)
     after = [int.from_bytes(uc.mem_read(array + 8 * i, 8), "little") for i in range(8)]
     assert after == slots[:5] + [start + 1] + slots[6:]
     assert all(uc.reg_read(_REG_IDS[reg]) == value for reg, value in REGS.items() if not dead >> reg & 1)
@@ -317,17 +327,7 @@ def test_a_loop_counts_in_its_register(register: int, start: int, dead: int) -> 
         assert not calls.routines
         end = code.here()
         data = code.finish(lambda key: array + 8 * key[2])
-        uc = _cortex_m3(data)
-        slots = [0x1111 * (i + 1) for i in range(8)]
-        slots[5] = start
-        uc.mem_write(array, b"".join(v.to_bytes(8, "little") for v in slots))
-        for reg, value in REGS.items():
-            uc.reg_write(_REG_IDS[reg], value)
-        if preset is not None:
-            uc.reg_write(_REG_IDS[register], preset)
-        uc.reg_write(UC_ARM_REG_SP, PROGRAM_SP)
-        uc.reg_write(UC_ARM_REG_XPSR, 0xA000_0000 | 1 << 24)
-        uc.emu_start(CODE | 1, end)
+        uc, slots = _run_on_slots(data, end, array, start, {} if preset is None else {register: preset})
         after = [int.from_bytes(uc.mem_read(array + 8 * i, 8), "little") for i in range(8)]
         assert after == slots[:5] + [start + count] + slots[6:]
         kept = {reg: value for reg, value in REGS.items() if not dead >> reg & 1 and reg != register}
