@@ -222,16 +222,19 @@ def test_a_hit_returns_from_the_page_copy(exclusives: bool) -> None:
     assert (in_image[0] > 10 if exclusives else in_image[0] == 0) and in_image[1:] == [0, 0]
 
 
+@pytest.mark.parametrize("exclusives", [False, True])
 @pytest.mark.parametrize("site", [70000, 1234])
-def test_record_site_carries_its_site_id_and_the_filtered_address(site: int) -> None:
+def test_record_site_carries_its_site_id_and_the_filtered_address(site: int, exclusives: bool) -> None:
     """A ReHost record of a filtered call (records.py): the site id (a MOVW/MOVT at the
     site, or below 65536 the halfword after its BL) and the address the filter tested,
-    computed once."""
+    computed once; ``exclusives``: with decision 0047's test of the most recent key
+    before the masking, which takes r1-r3 (the site id in r1 must not be lost)."""
     tool = _tool()
     original = Hook(Point.BEFORE, _filtered(tool), (Arg.EFFADDR, Arg.ACCESS_IS_STORE, Arg.FILTER_LEFT))
     record = RecordPrototype("anvil_rh_record2", (Arg.SITE_ID, Arg.EFFADDR, Arg.FILTER_LEFT), original=original)
     access = Access(True, 4, SP, 12)
-    words, hits = _run(Hook(Point.BEFORE, record, (site, Arg.EFFADDR, Arg.FILTER_LEFT)), _context(access), runs=2)
+    words, hits = _run(Hook(Point.BEFORE, record, (site, Arg.EFFADDR, Arg.FILTER_LEFT)),
+                       _context(access, exclusives=exclusives), runs=2)
     assert words[:3] == [site, _expected_address(access), 0] and words[5] == 1
     assert hits == [0, 1]
 

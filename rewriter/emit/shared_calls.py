@@ -136,9 +136,11 @@ def plan(hook: Hook, ctx: HookContext) -> tuple[SharedCall, list[tuple[Arg, obje
         halfword = site_id_of(value, ctx) <= 0xFFFF
     if len(site) > len(STASH):
         return None
+    # The test before the masking takes r1-r3 and keeps r0 only (the key): not where the
+    # site passes more in registers (a site id past a halfword, another site value).
+    unmasked = plan_of_filter is not None and ctx.mask_interrupts and ctx.exclusives and len(site) - halfword == 1
     shared = SharedCall(hook.prototype.name, tuple(sources), len(site), plan_of_filter, ctx.mask_interrupts,
-                        ctx.atomic_hits, halfword,
-                        plan_of_filter is not None and ctx.mask_interrupts and ctx.exclusives)
+                        ctx.atomic_hits, halfword, unmasked)
     return shared, site
 
 
