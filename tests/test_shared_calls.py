@@ -222,42 +222,71 @@ def test_a_hit_returns_from_the_page_copy(exclusives: bool) -> None:
     assert (in_image[0] > 10 if exclusives else in_image[0] == 0) and in_image[1:] == [0, 0]
 
 
+@pytest.mark.parametrize("exclusives", [False, True])
 @pytest.mark.parametrize("site", [70000, 1234])
-def test_record_site_carries_its_site_id_and_the_filtered_address(site: int) -> None:
+def test_record_site_carries_its_site_id_and_the_filtered_address(site: int, exclusives: bool) -> None:
     """A ReHost record of a filtered call (records.py): the site id (a MOVW/MOVT at the
     site, or below 65536 the halfword after its BL) and the address the filter tested,
-    computed once."""
+    computed once; ``exclusives``: with decision 0047's test of the most recent key
+    before the masking, which takes r1-r3 (the site id in r1 must not be lost)."""
     tool = _tool()
     original = Hook(Point.BEFORE, _filtered(tool), (Arg.EFFADDR, Arg.ACCESS_IS_STORE, Arg.FILTER_LEFT))
     record = RecordPrototype("anvil_rh_record2", (Arg.SITE_ID, Arg.EFFADDR, Arg.FILTER_LEFT), original=original)
     access = Access(True, 4, SP, 12)
-    words, hits = _run(Hook(Point.BEFORE, record, (site, Arg.EFFADDR, Arg.FILTER_LEFT)), _context(access), runs=2)
+    words, hits = _run(Hook(Point.BEFORE, record, (site, Arg.EFFADDR, Arg.FILTER_LEFT)),
+                       _context(access, exclusives=exclusives), runs=2)
     assert words[:3] == [site, _expected_address(access), 0] and words[5] == 1
     assert hits == [0, 1]
 
 
+def _run_on_slots(data: bytes, end: int, array: int, start: int, preset: dict[int, int] | None = None):
+    """Run ``data`` (at CODE) up to ``end`` with the program's registers (REGS, then
+    ``preset``), SP and flags NZCV = 1010 set, and eight counter slots at ``array``, slot 5
+    holding ``start``; returns unicorn and the slots as they were."""
+    from unicorn.arm_const import UC_ARM_REG_SP, UC_ARM_REG_XPSR
+
+    uc = _cortex_m3(data)
+    slots = [0x1111 * (i + 1) for i in range(8)]
+    slots[5] = start
+    uc.mem_write(array, b"".join(v.to_bytes(8, "little") for v in slots))
+    for reg, value in (REGS | (preset or {})).items():
+        uc.reg_write(_REG_IDS[reg], value)
+    uc.reg_write(UC_ARM_REG_SP, PROGRAM_SP)
+    uc.reg_write(UC_ARM_REG_XPSR, 0xA000_0000 | 1 << 24)
+    uc.emu_start(CODE | 1, end)
+    return uc, slots
+
+
 # Dead registers at a counter site (bit n: rn): none; LR only (the 6-byte site whose bump
-# keeps r0 and r1); LR, r0 and r1 (the 6-byte site whose bump may clobber them).
+# keeps r0 and r1); LR, r0 and r1 (the 6-byte site whose bump may clobber them); for a
+# counter added in place (in a loop): r3 and r9 (the value in a low register, the address
+# in a high one), r5 alone (the address in r0, pushed).
 DEAD_AT_COUNTER = [0, 1 << 14, 1 << 14 | 0b11]
+DEAD_IN_LOOPS = [0, 1 << 3 | 1 << 9, 1 << 5]
 
 
-@pytest.mark.parametrize("on_page", [False, True])
-@pytest.mark.parametrize("dead", DEAD_AT_COUNTER)
 @pytest.mark.parametrize("start", [0, 41, 0xFFFF_FFFF, 0x1_FFFF_FFFF])
-def test_counter_site_adds_one_to_its_own_slot(start: int, dead: int, on_page: bool) -> None:
+@pytest.mark.parametrize(("dead", "on_page", "in_loop"),
+                         [(d, p, False) for d in DEAD_AT_COUNTER for p in (False, True)]
+                         + [(d, False, True) for d in DEAD_IN_LOOPS])
+def test_counter_site_adds_one_to_its_own_slot(start: int, dead: int, on_page: bool, in_loop: bool) -> None:
     """A compact counter (SharedCalls.emit_increment): slot 5 of its array += 1, carrying
     into the high word; the slots beside it, every register but the ``dead`` ones, SP and
     the flags untouched; 12 bytes, 6 where LR is dead (decision 0035). ``on_page``: through
-    the page's copy of the bump (decision 0050), the image's copy never run."""
+    the page's copy of the bump (decision 0050), the image's copy never run. ``in_loop``: a
+    counter inside a loop adds in place, with no BL and no shared bump (decision 0053)."""
     from unicorn.arm_const import UC_ARM_REG_SP, UC_ARM_REG_XPSR
 
     array = DATA + 0x200
     code = Code(CODE, pic=False, ge=False)
     calls = SharedCalls(lambda name: ("fn", name), lambda text: ("str", text),
-                        lambda name, index: ("array", name, index))
+                        lambda name, index: ("array", name, index), {("blocks", 5)} if in_loop else frozenset())
     assert calls.emit_increment(code, "blocks", 5, dead)
     end = code.here()
-    assert end - CODE == (6 if dead else 12)
+    if in_loop:
+        assert not calls.routines and end - CODE <= 34
+    else:
+        assert end - CODE == (6 if dead else 12)
     code.emit(enc.t32_nop() * 2)
     if on_page:
         calls.place(code)
@@ -266,16 +295,44 @@ def test_counter_site_adds_one_to_its_own_slot(start: int, dead: int, on_page: b
     data = code.finish(lambda key: code.labels[key] if key in code.labels else array + 8 * key[2])
     if on_page:
         data = data[:image - CODE] + b"\xde\xde" * ((len(data) - (image - CODE)) // 2)
-    uc = _cortex_m3(data)
-    slots = [0x1111 * (i + 1) for i in range(8)]
-    slots[5] = start
-    uc.mem_write(array, b"".join(v.to_bytes(8, "little") for v in slots))
-    for reg, value in REGS.items():
-        uc.reg_write(_REG_IDS[reg], value)
-    uc.reg_write(UC_ARM_REG_SP, PROGRAM_SP)
-    uc.reg_write(UC_ARM_REG_XPSR, 0xA000_0000 | 1 << 24)
-    uc.emu_start(CODE | 1, end)
+    uc, slots = _run_on_slots(data, end, array, start)
     after = [int.from_bytes(uc.mem_read(array + 8 * i, 8), "little") for i in range(8)]
     assert after == slots[:5] + [start + 1] + slots[6:]
     assert all(uc.reg_read(_REG_IDS[reg]) == value for reg, value in REGS.items() if not dead >> reg & 1)
     assert uc.reg_read(UC_ARM_REG_SP) == PROGRAM_SP and uc.reg_read(UC_ARM_REG_XPSR) >> 28 == 0xA
+
+
+@pytest.mark.parametrize("dead", [0, 0b1111, 1 << 7 | 1 << 11])
+@pytest.mark.parametrize("start", [0, 0xFFFF_FFFF, 0x1_FFFF_FFFE])
+@pytest.mark.parametrize("register", [0, 5])
+def test_a_loop_counts_in_its_register(register: int, start: int, dead: int) -> None:
+    """A loop's count in a register (decision 0053, emit/loop_sums.py), as the sites of its
+    preheader, its counted block and its exit emit it: the register cleared, 3 added (the
+    loop ran three times), then added to slot 5 with a 64-bit carry (from 0xFFFF_FFFF:
+    into the high word) while every other register but the ``dead`` ones, SP and the flags
+    stay; the slots beside it untouched. Then once more with the register preset to
+    0xFFFF_FFFF, the store alone: the add takes any 32-bit count."""
+    from unicorn.arm_const import UC_ARM_REG_SP, UC_ARM_REG_XPSR
+
+    from rewriter.emit.loop_sums import RESET, STORE, LoopSum
+
+    array = DATA + 0x200
+    dead &= ~(1 << register)
+    for preset, count in ((None, 3), (0xFFFF_FFFF, 0xFFFF_FFFF)):
+        code = Code(CODE, pic=False, ge=False)
+        calls = SharedCalls(lambda name: ("fn", name), lambda text: ("str", text),
+                            lambda name, index: ("array", name, index), loop_sums=[LoopSum(register, "blocks", 5)])
+        if preset is None:
+            assert calls.emit_increment(code, RESET, 0, dead | 1 << register)
+            for _ in range(count):
+                assert calls.emit_increment(code, "blocks", 5, dead | 1 << register)
+        assert calls.emit_increment(code, STORE, 0, dead | 1 << register)
+        assert not calls.routines
+        end = code.here()
+        data = code.finish(lambda key: array + 8 * key[2])
+        uc, slots = _run_on_slots(data, end, array, start, {} if preset is None else {register: preset})
+        after = [int.from_bytes(uc.mem_read(array + 8 * i, 8), "little") for i in range(8)]
+        assert after == slots[:5] + [start + count] + slots[6:]
+        kept = {reg: value for reg, value in REGS.items() if not dead >> reg & 1 and reg != register}
+        assert all(uc.reg_read(_REG_IDS[reg]) == value for reg, value in kept.items())
+        assert uc.reg_read(UC_ARM_REG_SP) == PROGRAM_SP and uc.reg_read(UC_ARM_REG_XPSR) >> 28 == 0xA

@@ -145,10 +145,8 @@ class Code:
         return self._alignment
 
     def keep_aligned(self, n: int) -> None:
-        """The code's layout depends on its base modulo ``n`` (now a multiple of ``n``):
-        every later base must be one too."""
-        if self.base % n:
-            raise AssertionError(f"code at {self.base:#x} is not aligned to {n}")
+        """The code's layout depends on its base modulo ``n``: every later base must leave
+        that unchanged (``rebase`` moves by multiples of ``n``)."""
         self._alignment = math.lcm(self._alignment, n)
 
     def align(self, n: int, filler: bytes = b"\0") -> None:

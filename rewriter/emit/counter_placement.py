@@ -24,13 +24,16 @@ out of a procedure is in the flow model; see docs/decisions/0008-counter-placeme
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import progress
-from ..ir.flow import ProcedureFlow, entries_from_elsewhere, loop_depths, procedure_flow
+from ..ir.flow import ProcedureFlow, entries_from_elsewhere, interrupt_code, loop_depths, procedure_flow
 from ..ir.fork_split import split_map
 from ..ir.jump_tables import table_branch_targets
-from ..ir.model import Binary, Procedure
+from ..ir.model import Binary, Block, Procedure
+from .loop_sums import LoopShape, LoopSum, sum_loops, summable_loops
 from .procedure_sums import accumulation, all_thumb, carrier_weights
 
 MAX_VALUES = 0x7FFF  # values, and blocks, of a procedure with a derivation program (bounds its scratch)
@@ -59,6 +62,14 @@ class Plan:
     carriers: list[int | tuple[int, int]]  # counter k (value k): a block position or a (from, to) edge
     steps: list[list[tuple[int, int]]]  # value len(carriers)+j = sum(sign * value) over (value, sign)
     block_value: list[int]  # the value that is each block's count
+    depth: list[int] = field(default_factory=list)  # how many loops contain each block
+    loops: list[LoopShape] = field(default_factory=list)  # innermost loops that may count in a register
+
+    def in_loop(self, carrier: int | tuple[int, int]) -> bool:
+        """Whether a carrier runs inside a loop (an edge: both its ends are in one)."""
+        if isinstance(carrier, tuple):
+            return min(self.depth[carrier[0]], self.depth[carrier[1]]) > 0
+        return self.depth[carrier] > 0
 
     @property
     def edges(self) -> list[tuple[int, int]]:
@@ -108,6 +119,14 @@ class Derivations:
     # Folded array -> (procedure, its plan or None when every block keeps its counter, its
     # first edge counter), for the folds that read the counted values directly (fold_program).
     plans: dict[str, list[tuple[Procedure, Plan | None, int]]] = field(default_factory=dict)
+    # The (counter array, index) of the increments kept inside loops, by their final
+    # numbering (after compact_slots): the ones that run often (decision 0053).
+    in_loops: set[tuple[str, int]] = field(default_factory=set)
+    loop_blocks: list[Block] = field(default_factory=list)  # the blocks of those, while placing
+    # Firmware loops whose count is kept in a register (loop_sums.py), numbered as the
+    # pseudo increments that reset and store them say.
+    loop_sums: list[LoopSum] = field(default_factory=list)
+    summed_loops: list[tuple[Procedure, Plan]] = field(default_factory=list)  # candidates, while placing
 
     @property
     def runs_programs(self) -> bool:
@@ -171,6 +190,11 @@ def place_counters(binary: Binary, stops: set[int], sums: dict[str, str] | None 
     for array, into in (folds or {}).items():
         result.sizes[array] = compact_slots(binary, array)
         result.folds[array] = (into, fold_program(binary, array, result.plans.get(array, [])))
+    result.in_loops.update((name, index) for block in result.loop_blocks for name, index, _ in block.counter_increments)
+    result.loop_blocks.clear()
+    for proc, plan in result.summed_loops:  # after compact_slots: the counters' final numbers
+        sum_loops(proc, plan.loops, {source for source, _ in plan.edges}, result.loop_sums)
+    result.summed_loops.clear()
     return result
 
 
@@ -236,6 +260,7 @@ def _place(binary: Binary, stops: set[int], sums: dict[str, str] | None,
     counts in; ``folded``: the arrays read only as sums (folded, never derived)."""
     entered = entries_from_elsewhere(binary)
     taken = binary.address_taken
+    in_registers = _loop_sums_allowed(binary, stops)
 
     def plan_of(proc: Procedure) -> Plan | None:
         progress.advance()
@@ -243,11 +268,16 @@ def _place(binary: Binary, stops: set[int], sums: dict[str, str] | None,
                   if ins.name in ("tbb", "tbh") or ins.address in binary.switch_cases}
         addresses = {b.address for b in proc.blocks}
         flow = procedure_flow(proc, entered[proc.address] | (taken & addresses), tables, stops)
-        return _plan(flow) if flow is not None else None
+        plan = _plan(flow) if flow is not None else None
+        if plan is not None and in_registers(proc):
+            plan.loops = summable_loops(proc, flow)
+        return plan
 
     progress.phase("placing counters", len(counted))
     plans = split_map(plan_of, [proc for proc, _ in counted], lambda proc: len(proc.blocks), PARALLEL_BLOCKS)
     for (proc, arrays), plan in zip(counted, plans):
+        if plan is not None and plan.loops:
+            result.summed_loops.append((proc, plan))
         summed = sorted(a for a in arrays if a in (sums or {})) if all_thumb(proc) else []
         if summed:  # one running sum per procedure: the first such array
             array = summed[0]
@@ -260,12 +290,28 @@ def _place(binary: Binary, stops: set[int], sums: dict[str, str] | None,
             _apply(result, proc, arrays, plan, folded)
 
 
+def _loop_sums_allowed(binary: Binary, stops: set[int]) -> Callable[[Procedure], bool]:
+    """Which procedures may keep loop counts in registers (loop_sums.py): firmware code that
+    no exception handler runs, in an image none of whose handlers may end the program;
+    never with ANVIL_POISON_DEAD (it overwrites dead registers)."""
+    if not binary.is_firmware or os.environ.get("ANVIL_POISON_DEAD"):
+        return lambda proc: False
+    handlers = interrupt_code(binary)
+    if any(proc.address in handlers and (proc.blocks[0].address in stops or any(i.address in stops for i in
+                                                                               proc.instructions()))
+           for proc in binary.procedures):
+        return lambda proc: False
+    return lambda proc: proc.address not in handlers
+
+
 def _apply(result: Derivations, proc: Procedure, arrays: set[str], plan: Plan | None, folded: set[str]) -> None:
     """Keep the increments of ``proc``'s counted blocks only, add its edge counters, and
     append its derivation program to ``result`` (or keep every counter without a plan);
     for a ``folded`` array, the plan the fold reads instead of a derivation program."""
     if plan is None or len(plan.carriers) >= len(proc.blocks):
         result.counters_kept += len(proc.blocks) * len(arrays)
+        if plan is not None:
+            result.loop_blocks += [block for block, depth in zip(proc.blocks, plan.depth) if depth]
         for array in arrays & folded:
             result.plans.setdefault(array, []).append((proc, None, 0))
         return
@@ -273,12 +319,15 @@ def _apply(result: Derivations, proc: Procedure, arrays: set[str], plan: Plan | 
     for position, block in enumerate(proc.blocks):
         if position not in keep:
             block.counter_increments = [c for c in block.counter_increments if c[0] not in arrays]
+    result.loop_blocks += [proc.blocks[position] for position in sorted(keep) if plan.in_loop(position)]
     base = proc.blocks[0].index
     for array in sorted(arrays):
         edge_base = result.edges.get(array, 0)
         for k, (source, dest) in enumerate(plan.edges):
             increments = proc.blocks[source].edge_increments.setdefault(proc.blocks[dest].address, [])
             increments.append((edge_array(array), edge_base + k, 1))
+            if plan.in_loop((source, dest)):
+                result.in_loops.add((edge_array(array), edge_base + k))
         result.edges[array] = edge_base + len(plan.edges)
         if array in folded:
             result.plans.setdefault(array, []).append((proc, plan, edge_base))
@@ -445,7 +494,7 @@ def _plan(flow: ProcedureFlow) -> Plan | None:
     steps = _derivation_steps(chains, tree, value, 2 * n + 1, outside)
     carriers = [chains[c].blocks[0] if chains[c].blocks else chains[c].branch for c in counted]
     block_value = [value[same.find(e)] for e in range(n)]  # edge e < n is block e's own edge
-    return Plan(carriers=carriers, steps=steps, block_value=block_value)
+    return Plan(carriers=carriers, steps=steps, block_value=block_value, depth=depth)
 
 
 def _derivation_steps(chains: dict[int, _Chain], tree: list[int], value: dict[int, int], nodes: int,

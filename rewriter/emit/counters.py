@@ -200,7 +200,7 @@ def _with_base(code: Code, dead: int, emit: Callable[[int], None]) -> None:
 
 
 @cache
-def t32_bump(base: int, offset: int, amount: int, no_carry_to: int | None = None) -> bytes:
+def t32_bump(base: int, offset: int, amount: int, no_carry_to: int | None = None, value: int = 0) -> bytes:
     """T32 64-bit counter at [base, #offset] += ``amount`` (1..4095), no flags touched.
 
     +1 uses r0 only: the low word is bumped and only when it wraps to zero (CBNZ falls
@@ -211,21 +211,25 @@ def t32_bump(base: int, offset: int, amount: int, no_carry_to: int | None = None
     Without a carry the code goes past its own end, or to ``no_carry_to`` (an offset
     from the start of these bytes, forward and within CBZ's reach) when the caller's next
     step there is a branch: one translation block fewer on the path taken almost always.
+    ``value``: the register the +1 uses instead of r0 (a low one, for the CBNZ).
     """
-    low = t32_bump_low(base, offset, amount)
+    assert value == 0 or amount == 1, "only +1 takes another register"
+    low = t32_bump_low(base, offset, amount, value)
     carried = amount != 1
-    high = enc.t32_ldr_word(0, base, offset + 4) + enc.t32_add_imm(0, 0, 1) + enc.t32_str_word(0, base, offset + 4)
+    high = (enc.t32_ldr_word(value, base, offset + 4) + enc.t32_add_imm(value, value, 1)
+            + enc.t32_str_word(value, base, offset + 4))
     # No carry: past the high word's update (the branch reads PC as its own address + 4).
     to = len(low) + 2 + len(high) if no_carry_to is None else no_carry_to
-    skip = enc.t32_cbz(0, to - (len(low) + 4), nonzero=not carried)
+    skip = enc.t32_cbz(value, to - (len(low) + 4), nonzero=not carried)
     return low + skip + high
 
 
-def t32_bump_low(base: int, offset: int, amount: int) -> bytes:
-    """The low word's part of :func:`t32_bump`: r0 = 0 exactly when there is no carry
-    (+1: the new low word; more: the carry bit itself)."""
+def t32_bump_low(base: int, offset: int, amount: int, value: int = 0) -> bytes:
+    """The low word's part of :func:`t32_bump`: r0 (+1: r``value``) = 0 exactly when there
+    is no carry (+1: the new low word; more: the carry bit itself)."""
     if amount == 1:
-        return enc.t32_ldr_word(0, base, offset) + enc.t32_add_imm(0, 0, 1) + enc.t32_str_word(0, base, offset)
+        return (enc.t32_ldr_word(value, base, offset) + enc.t32_add_imm(value, value, 1)
+                + enc.t32_str_word(value, base, offset))
     return (enc.t32_ldr_word(0, base, offset) + enc.t32_add_imm(2, 0, amount) + enc.t32_str_word(2, base, offset)
             + enc.t32_bic_reg(0, 0, 2) + enc.t32_lsr_imm(0, 0, 31))
 

@@ -21,7 +21,7 @@ import os
 import struct
 import tempfile
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence, Set
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +46,7 @@ from .counter_placement import place_counters
 from .deferred import defer, dispatch_unit, ring_unit
 from .isa import Scratch
 from .later_part import MIN_INSTRUCTIONS, LaterPart, LocalPart
+from .loop_sums import LoopSum
 from .page_layout import emit_inside_a_page
 from .patches import (
     PAGE,
@@ -77,6 +78,10 @@ from .sites import SiteUnit
 
 REGION_OFFSET = 0x80000000
 HEADER_MAGIC = 0x4C564E41  # "ANVL"
+# Firmware: the library is linked once for its size at the free flash's start (aligned
+# alike) and goes after the code, at an address with the same alignment, so that its
+# sections lay out the same.
+LIBRARY_ALIGN = 16
 
 
 @dataclass
@@ -297,6 +302,8 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
                     block_counters={"inline": derivations.counters_kept, "derived": derivations.counters_removed,
                                     "on_branches": sum(derivations.edges.values()),
                                     "in_register_sums": derivations.counters_summed,
+                                    "in_loops": len(derivations.in_loops),
+                                    "loops_in_registers": len(derivations.loop_sums),
                                     "atomic": binary.threaded and not binary.is_firmware})
     for hook in _all_hooks(binary):  # every string a hook passes gets its symbol in the site unit
         for kind, value in zip(hook.prototype.kinds, hook.args):
@@ -307,12 +314,16 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     sources, site_source = library(toolchain)
     if not derivations.runs_programs:
         sources = [source for source in sources if source != tb.DERIVE_SOURCE]
-    base = placement.flash.start if placement else REGION_OFFSET
-    # The analysis library (runtime, tool, generated site tables) is compiled meanwhile;
-    # the code is relocated at address 0 and moved once the library's size is known.
+    base = placement.flash.start + (-placement.flash.start) % LIBRARY_ALIGN if placement else REGION_OFFSET
+    # The analysis library (runtime, tool, generated site tables) is compiled meanwhile.
+    # Linux: the code is relocated at address 0 and moved once the library, which comes
+    # first, has its size. Firmware: the code is relocated at the free flash's start, its
+    # link address from the first byte (so its 4 KiB pages are those it runs on, with no
+    # padding to a page, decision 0053), and the library goes after it.
     original_returns = _original_returns(binary, opts)
     report.return_addresses = "original" if original_returns else "relocated"
-    relocation = _relocation(binary, units, placement is None, original_returns, vfp)
+    relocation = _relocation(binary, units, placement is None, original_returns, vfp,
+                             base if placement else 0, derivations.in_loops, derivations.loop_sums)
     # Before the library's thread starts: a fork copies no other thread.
     later = _later_part(relocation, tool_name) if placement is None else None
     if later is not None:
@@ -337,17 +348,22 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     relocated_addrs = relocation.relocated_addrs
     if isinstance(later, LaterPart) and later.placed:
         report.relocation_processes = 2
-    align = math.lcm(16, code.alignment)  # page-local append routines keep the code page aligned
-    code.rebase((base + len(probe.text) + align - 1) // align * align)
+    if placement is None:
+        align = math.lcm(16, code.alignment)  # page-local append routines keep the code page aligned
+        code.rebase((base + len(probe.text) + align - 1) // align * align)
+        lib_base = base
+    else:
+        # Firmware: the library after the code, aligned as where it was linked for its size.
+        lib_base = code.here() + (-code.here()) % LIBRARY_ALIGN
 
     if placement is not None:
         # Firmware: 4-byte branches at the entries (the copies are in range), the runtime's
-        # initial data after the code in flash, its RAM at the top of the free RAM.
+        # initial data after the library in flash, its RAM at the top of the free RAM.
         patches, not_patched = entry_patches(binary, chosen, direct=True)
-        code.align(8)
-        data_image = code.here()
+        data_image = lib_base + len(probe.text)
+        data_image += (-data_image) % 8
         ram_at = placement.ram_for(probe.bss_end - probe.data_addr)
-        lib = tb.link(objects, base, ram_at, toolchain, data_image)
+        lib = tb.link(objects, lib_base, ram_at, toolchain, data_image)
         placement.check_flash(data_image + len(lib.data))
     else:
         assert linux is not None
@@ -372,9 +388,8 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
                 f.write(f"{at:x} {original:x}\n")
 
     if placement is not None:
-        code_bytes = code.finish(resolve)
-        flash = bytearray(lib.text)
-        flash += bytes(code.base - base - len(flash)) + code_bytes
+        flash = bytearray(code.finish(resolve))
+        flash += bytes(lib_base - base - len(flash)) + lib.text
         flash += bytes(data_image - base - len(flash)) + lib.data
         entry_bytes = {p.address: p.bytes_at_entry(resolve(ins_label(p.address))) for p in patches}
         data = firmware.write_elf(binary, entry_bytes, base, bytes(flash), ram_at, lib.bss_end - ram_at)
@@ -554,8 +569,11 @@ class _Relocation:
 
 
 def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_returns: bool,
-                vfp: bool) -> _Relocation:
-    """How to relocate every procedure with hooks (see _relocate_code).
+                vfp: bool, base: int = 0, in_loops: Set[tuple[str, int]] = frozenset(),
+                loop_sums: Sequence[LoopSum] = ()) -> _Relocation:
+    """How to relocate every procedure with hooks (see _relocate_code), into code at ``base``;
+    ``in_loops``, ``loop_sums``: the counters inside loops, those counted in registers
+    (Derivations).
     ``original_returns``: calls leave original return addresses in LR (decision 0013);
     ``vfp``: hooks park registers in d16-d31 (vfp_scratch).
     Strings the hooks pass are named by ``units`` (which already knows them all)."""
@@ -599,10 +617,11 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
             table_sizes=binary.table_sizes,
             inside_pages=not binary.is_firmware,
-            shared_calls=SharedCalls(function_label, string_label, counter_label) if binary.is_firmware else None,
+            shared_calls=SharedCalls(function_label, string_label, counter_label, in_loops, loop_sums)
+            if binary.is_firmware else None,
         )
 
-    new_code = functools.partial(Code, 0, pic=binary.is_pie, ge=binary.dsp)
+    new_code = functools.partial(Code, base, pic=binary.is_pie, ge=binary.dsp)
     return _Relocation(candidates, relocated_addrs, new_context, new_code, with_header, relocated_returns)
 
 

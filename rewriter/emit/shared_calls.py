@@ -25,14 +25,15 @@ path with the unmasked test is copied as that test only, a miss going on in the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence, Set
 from dataclasses import dataclass
 
 from ..api import Arg, RepeatFilter
 from ..arch import arm_encode as enc
 from ..ir.model import Hook
+from . import loop_sums
 from .code import Code
-from .counters import T32_BUMP
+from .counters import T32_BUMP, free_register, t32_bump
 from .hooks import (
     FLAGS_REG,
     FRAME_REG,
@@ -46,6 +47,7 @@ from .hooks import (
     static_value,
 )
 from .isa import IP, LR, PC, SP, T32
+from .loop_sums import LoopSum
 from .page_layout import PageCopies
 from .repeat_filter import filter_test_size, t32_most_recent_hit
 
@@ -134,9 +136,11 @@ def plan(hook: Hook, ctx: HookContext) -> tuple[SharedCall, list[tuple[Arg, obje
         halfword = site_id_of(value, ctx) <= 0xFFFF
     if len(site) > len(STASH):
         return None
+    # The test before the masking takes r1-r3 and keeps r0 only (the key): not where the
+    # site passes more in registers (a site id past a halfword, another site value).
+    unmasked = plan_of_filter is not None and ctx.mask_interrupts and ctx.exclusives and len(site) - halfword == 1
     shared = SharedCall(hook.prototype.name, tuple(sources), len(site), plan_of_filter, ctx.mask_interrupts,
-                        ctx.atomic_hits, halfword,
-                        plan_of_filter is not None and ctx.mask_interrupts and ctx.exclusives)
+                        ctx.atomic_hits, halfword, unmasked)
     return shared, site
 
 
@@ -150,9 +154,13 @@ class SharedCalls(PageCopies):
     decision 0050): a site's BL then stays in its page, and QEMU chains it."""
 
     def __init__(self, function_label: Label, string_label: Label,
-                 counter_label: Callable[[str, int], Hashable]) -> None:
+                 counter_label: Callable[[str, int], Hashable], in_loops: Set[tuple[str, int]] = frozenset(),
+                 loop_sums: Sequence[LoopSum] = ()) -> None:
         super().__init__()
         self.function_label, self.string_label, self.counter_label = function_label, string_label, counter_label
+        self.in_loops = in_loops  # (array, index) of the counters inside loops: added in place
+        self.loop_sums = loop_sums  # loops counting in a register (loop_sums.py), by number
+        self.summed = {(s.array, s.index): s.register for s in loop_sums}
 
     def emit_increment(self, code: Code, array: str, index: int, dead: int = 0) -> bool:
         """``array[index]`` += 1 at a compact site (12 bytes instead of 30):
@@ -162,7 +170,26 @@ class SharedCalls(PageCopies):
         or, where LR is dead (bit 14 of ``dead``, as ir/liveness.py gives it: mostly
         between a procedure's prologue and its epilogue), 6 bytes: ``bl <bump>; .hword
         index``, the bump keeping r0 and r1 itself unless they are dead too (decision 0035).
-        False (nothing emitted) when the index does not fit a halfword."""
+        False (nothing emitted) when the index does not fit a halfword.
+
+        A counter inside a loop (``in_loops``) adds in place instead (decision 0053): no
+        BL and no return, which QEMU would look up each time round the loop; a loop's
+        count kept in a register (``loop_sums``) adds there, and its pseudo counters
+        (loop_sums.RESET, STORE) clear the register and add it to the counter."""
+        register = self.summed.get((array, index))
+        if register is not None:
+            code.emit(enc.t32_add_imm(register, register, 1))
+            return True
+        if array == loop_sums.RESET:
+            code.emit(enc.t32_movw(self.loop_sums[index].register, 0))
+            return True
+        if array == loop_sums.STORE:
+            summed = self.loop_sums[index]
+            _emit_add_register(code, self.counter_label(summed.array, summed.index), summed.register, dead)
+            return True
+        if (array, index) in self.in_loops:
+            _emit_bump_in_place(code, self.counter_label(array, index), dead)
+            return True
         if not 0 <= index <= 0xFFFF:
             return False
         lr_dead = bool(dead >> LR & 1)
@@ -224,6 +251,43 @@ def _emit_bump(code: Code, keeping: bool, array: Hashable, label: Hashable) -> N
     if keeping:
         T32.pop(code, [0, 1])
     code.emit(enc.t32_bx(LR))
+
+
+def _emit_bump_in_place(code: Code, counter: Hashable, dead: int) -> None:
+    """``counter`` += 1 where the site is (t32_bump's +1 with carry, no flags touched): the
+    value in a dead low register (bit n of ``dead`` for rn; CBNZ takes only those), the
+    address in another dead one, r0 and r1 where none is, pushed around it. 26-30 bytes
+    (with the address in a high register, 34) against the 6-12 of a site that BLs to its
+    bump, for no branch out of the block but the carry's CBNZ, which QEMU chains."""
+    value = free_register(dead & 0xFF)
+    value = 0 if value is None else value
+    base = free_register(dead & 0x1FFF & ~(1 << value))
+    base = (1 if value == 0 else 0) if base is None else base
+    saved = sorted(r for r in {value, base} if not dead >> r & 1)
+    if saved:
+        T32.push(code, saved)
+    T32.pc_address(code, base, counter)
+    code.emit(t32_bump(base, 0, 1, value=value))
+    if saved:
+        T32.pop(code, saved)
+
+
+def _emit_add_register(code: Code, counter: Hashable, register: int, dead: int) -> None:
+    """``counter`` (64 bits) += r``register`` without touching the flags: LDRD, UMLAL by a
+    register holding 1, STRD; the four registers it takes are dead ones (bit n of ``dead``
+    for rn) where there are, else r0-r5, pushed around it."""
+    free = dead & 0x1FFF & ~(1 << register)
+    taken = [r for r in range(13) if free >> r & 1][:4]
+    taken += [r for r in range(6) if r != register and r not in taken][:4 - len(taken)]
+    base, low, high, one = taken
+    saved = sorted(r for r in taken if not dead >> r & 1)
+    if saved:
+        T32.push(code, saved)
+    T32.pc_address(code, base, counter)
+    umlal = enc._hw(0xFBE0 | register, low << 12 | high << 8 | one)  # high:low += register * one
+    code.emit(enc.t32_ldrd(low, high, base) + enc.t32_movw(one, 1) + umlal + enc.t32_strd(low, high, base))
+    if saved:
+        T32.pop(code, saved)
 
 
 def _halfword_after_call(reg: int) -> bytes:

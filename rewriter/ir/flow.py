@@ -108,8 +108,18 @@ def procedure_flow(proc: Procedure, entered: set[int], table_targets: dict[int, 
 
 
 def loop_depths(flow: ProcedureFlow) -> list[int]:
-    """How many loops contain each block: back edges found by depth-first search from the
-    blocks entered from outside, each header's body by walking back from its latches."""
+    """How many loops contain each block (natural_loops)."""
+    depth = [0] * len(flow.successors)
+    for body in natural_loops(flow).values():
+        for b in body:
+            depth[b] += 1
+    return depth
+
+
+def natural_loops(flow: ProcedureFlow) -> dict[int, set[int]]:
+    """Each loop's header -> the blocks of its body (the header's included): back edges
+    found by depth-first search from the blocks entered from outside, each header's body
+    by walking back from its latches."""
     n = len(flow.successors)
     state = [0] * n  # 0 new, 1 on the stack, 2 done
     latches: dict[int, list[int]] = {}
@@ -131,7 +141,7 @@ def loop_depths(flow: ProcedureFlow) -> list[int]:
                 state[node] = 2
                 stack.pop()
     predecessors = _predecessors(flow.successors)
-    depth = [0] * n
+    loops = {}
     for header, tails in latches.items():
         body = {header}
         work = [t for t in tails if t != header]
@@ -142,9 +152,8 @@ def loop_depths(flow: ProcedureFlow) -> list[int]:
                 if p not in body:
                     body.add(p)
                     work.append(p)
-        for b in body:
-            depth[b] += 1
-    return depth
+        loops[header] = body
+    return loops
 
 
 def _predecessors(successors: list[list[int]]) -> list[list[int]]:

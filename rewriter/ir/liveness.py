@@ -186,6 +186,13 @@ def _effects_of(ins: Instruction) -> tuple[int, int]:
     return found
 
 
+def registers_used(ins: Instruction) -> int:
+    """The registers ``ins`` may read or write (bit n for rn, of ``ALL``; every one when
+    the analysis does not know the instruction)."""
+    reads, writes = _effects(ins.mnemonic, ins.op_str)
+    return reads | writes
+
+
 def _effects(mnemonic: str, op_str: str) -> tuple[int, int]:
     """(registers read, registers written) of one instruction run unconditionally, as bit
     masks (``_effects_of`` drops the writes of a conditional one)."""

@@ -1,0 +1,145 @@
+"""A firmware loop's block count kept in a register the loop leaves alone (decision 0053).
+
+On a board, a counted block inside a loop adds to its 64-bit counter in memory where it is
+(decision 0053's first part): 7 guest instructions and 3 memory accesses each time round,
+where QEMU's inline count plugin adds one host instruction. Where a core register is dead
+throughout an innermost loop and named by none of its instructions, the loop's count
+can live there instead:
+
+- its *preheader* (the one block outside the loop that enters it, going nowhere else)
+  sets the register to 0 (MOVW, after the preheader's own counter sites, which may borrow
+  it);
+- the loop's one counted block adds 1 to it (ADDW: no flags, no memory);
+- each *exit* (a block outside the loop entered only from the loop) adds it to the
+  counter first thing (UMLAL, no flags).
+
+What keeps it exact: the loop is entered only through its header, from the preheader;
+it is left only to its exits; nothing in it or in the preheader calls, returns, jumps
+through a register or a table, traps (SVC, BKPT) or may stop the program, so the count
+is in memory before anything else can look; no site in it borrows registers (one
+counted block, no hooks, no edge counters from it); nothing in it writes the PC but
+direct branches, and what reads it is copied using no register but its own destination
+(literal loads, ADR: relocate._pc_relative). An exception handler finds the register as
+the loop left it and leaves it so (the core stacks r0-r3 and ip, a handler
+keeps r4-r11); images where a handler may end the program get none (it would end with a
+loop's count still in its register). Not with ``ANVIL_POISON_DEAD``, which overwrites
+every dead register before every instruction.
+
+The sites are pseudo counter increments (``RESET``, ``STORE``: index = the loop sum's
+number in ``Derivations.loop_sums``) added to the preheader's and the exits' blocks once
+counter placement is done, which the firmware's shared counter sites emit
+(shared_calls.SharedCalls.emit_increment).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.flow import ProcedureFlow, natural_loops
+from ..ir.liveness import DeadRegisters, registers_used
+from ..ir.model import Procedure
+
+RESET = "anvil-loop-sum-reset"  # pseudo counter arrays: index = the loop sum's number
+STORE = "anvil-loop-sum-store"
+CANDIDATES = 0x0FFF  # r0-r11: not ip (veneers may use it), SP, LR or PC
+TRAPS = ("svc", "bkpt", "udf", "wfi", "wfe")
+
+
+@dataclass(frozen=True)
+class LoopShape:
+    """An innermost loop that may keep its count in a register (block positions)."""
+
+    header: int
+    body: frozenset[int]
+    preheader: int
+    exits: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class LoopSum:
+    """A loop's count in ``register``, for the counter ``array[index]``."""
+
+    register: int
+    array: str
+    index: int
+
+
+def summable_loops(proc: Procedure, flow: ProcedureFlow) -> list[LoopShape]:
+    """The innermost loops of ``proc`` whose shape and instructions allow a register count
+    (the module's text), before counters are placed."""
+    loops = natural_loops(flow)
+    predecessors: list[set[int]] = [set() for _ in flow.successors]
+    for i, after in enumerate(flow.successors):
+        for s in after:
+            predecessors[s].add(i)
+    headers = set(loops)
+    out = []
+    for header, body in sorted(loops.items()):
+        if headers & body != {header} or body & (flow.from_outside | flow.to_outside):
+            continue
+        if any(not predecessors[b] <= body for b in body if b != header):
+            continue
+        entries = predecessors[header] - body
+        if len(entries) != 1:
+            continue
+        (preheader,) = entries
+        if set(flow.successors[preheader]) != {header} or preheader in flow.to_outside:
+            continue
+        exits = sorted({s for b in body for s in flow.successors[b]} - body)
+        if any(not predecessors[e] <= body or e in flow.from_outside or e == preheader for e in exits):
+            continue
+        if preheader == 0 and proc.hooks:
+            continue
+        if all(_quiet(proc, b) for b in (*body, preheader)):
+            out.append(LoopShape(header, frozenset(body), preheader, tuple(exits)))
+    return out
+
+
+def _quiet(proc: Procedure, position: int) -> bool:
+    """Whether a block of ``proc`` has no hooks, leaves nowhere and writes the PC only in
+    direct branches (a copy of what reads it, a literal load or an ADR, takes no register
+    but its own destination: relocate._pc_relative)."""
+    block = proc.blocks[position]
+    if block.hooks:
+        return False
+    for ins in block.instructions:
+        if ins.hooks or not ins.thumb or ins.is_call or ins.is_syscall or ins.is_return or ins.is_indirect:
+            return False
+        if ins.name in TRAPS:
+            return False
+        if ins.writes_pc and not (ins.is_branch and ins.branch_target is not None) or ins.name in ("tbb", "tbh"):
+            return False
+    return True
+
+
+def sum_loops(proc: Procedure, shapes: list[LoopShape], edge_sources: set[int], sums: list[LoopSum]) -> None:
+    """Give each of ``shapes`` whose loop has one counted block (after placement and
+    compact_slots), counted once by 1, no edge counter leaving it (``edge_sources``: the
+    blocks edge counters branch from) and a free register, its loop sum: appended to
+    ``sums``, its sites added to the preheader's and the exits' increments."""
+    dead = None
+    blocks = proc.blocks
+    for shape in shapes:
+        if shape.body & edge_sources:
+            continue
+        counted = [b for b in shape.body if blocks[b].counter_increments]
+        if len(counted) != 1 or len(blocks[counted[0]].counter_increments) != 1:
+            continue
+        array, index, amount = blocks[counted[0]].counter_increments[0]
+        if amount != 1:
+            continue
+        if dead is None:
+            dead = DeadRegisters(proc)
+        used = 0
+        for b in (*shape.body, shape.preheader):
+            for ins in blocks[b].instructions:
+                used |= registers_used(ins)
+        free = dead.get(blocks[shape.header].address) & dead.get(blocks[shape.preheader].address)
+        free &= CANDIDATES & ~used
+        if not free:
+            continue
+        number = len(sums)
+        sums.append(LoopSum((free & -free).bit_length() - 1, array, index))
+        blocks[shape.preheader].counter_increments.append((RESET, number, 1))
+        for e in shape.exits:
+            blocks[e].counter_increments.insert(0, (STORE, number, 1))
