@@ -14,7 +14,14 @@ a deterministic workload.  For each program, tool (inscount, bbcount, cachesim) 
 - prints one Markdown table row: program, executable size, instructions of the rewrite
   (its ``.anvil.json``), tool/mode, identical or how not, rewrite wall seconds, instructions
   per second (the report's instructions over the wall time of the whole command), peak
-  memory of the rewrite, and slowdown (median run time over the original's).
+  memory of the rewrite, and slowdown (median run time over the original's);
+- where a tool ran in both modes and the program repeats its own counts
+  (``Program.repeatable``), compares the two results files byte for byte: the analysis
+  must not depend on which side ran it.
+
+memtrace is a tool of Linux programs too, but not a default one: its trace of the big
+programs' workloads (hundreds of millions of accesses) is gigabytes of text and over a
+ReHost session's 2 GiB; ``--tools memtrace`` runs it on the programs named.
 
 Progress and each row as it is measured go to stderr; the table, with a header line naming
 the date, commit, qemu-arm and CPU, goes to stdout.  Exit status 1 if anything failed or
@@ -49,7 +56,9 @@ if str(REPO_ROOT) not in sys.path:
 from benchmarks import run as bench  # noqa: E402  (progress, first_line, escape, header_line)
 from tests.support import corpus  # noqa: E402
 
-TOOLS = ["inscount", "bbcount", "cachesim"]
+TOOLS = ["inscount", "bbcount", "cachesim", "memtrace"]
+#: The tools run when --tools is not given (memtrace: see the module's docstring).
+DEFAULT_TOOLS = ["inscount", "bbcount", "cachesim"]
 MODES = ["inhost", "rehost"]
 REWRITE_TIMEOUT = 1800.0
 RUN_TIMEOUT = 300.0
@@ -79,6 +88,7 @@ class Result:
     peak_kib: int = 0
     difference: str | None = None  # how the run differed from the original's
     times: list[float] = field(default_factory=list)
+    run_dir: Path | None = None  # where the copy ran (its results file is there)
 
 
 @dataclass
@@ -216,8 +226,11 @@ def measure(name: str, tools: Sequence[str], modes: Sequence[str], runs: int, wo
                        else run_inhost(program, run_dir / "prog", env))
             result.times.append(outcome.seconds)
             result.difference = difference(original, outcome)
+            result.run_dir = run_dir
             copies.append((result, run_dir, outcome))
         bench.progress(f"{name}: {tool} {mode}: " + " | ".join(cells(row, result)))
+    if program.repeatable:
+        compare_results(row)
     for _ in range(runs - 1):  # more timed runs, interleaved so drift hits all alike
         row.times.append(run_inhost(program, original_dir / "prog", env).seconds)
         for result, run_dir, _ in copies:
@@ -226,6 +239,39 @@ def measure(name: str, tools: Sequence[str], modes: Sequence[str], runs: int, wo
                 extra = (address,) if result.mode == "rehost" else ()
                 result.times.append(run(program, run_dir / "prog", env, *extra).seconds)
     return row
+
+
+def compare_results(row: Row) -> None:
+    """Mark each ReHost result whose results file differs from the same tool's InHost one.
+
+    Only runs that behaved like the original are compared (the others are already marked).
+    """
+    runs = {(r.tool, r.mode): r for r in row.results if r.failure is None and r.difference is None}
+    for (tool, mode), rehost in runs.items():
+        inhost = runs.get((tool, "inhost"))
+        if mode != "rehost" or inhost is None:
+            continue
+        files = [r.run_dir / f"prog.{tool}.out" for r in (inhost, rehost)]
+        if not all(f.is_file() for f in files):
+            rehost.difference = "results missing: " + ", ".join(f.parent.name for f in files if not f.is_file())
+        elif not _same_file(*files):
+            rehost.difference = f"results differ from InHost's ({files[1].stat().st_size} bytes, " \
+                                f"not {files[0].stat().st_size})"
+        if rehost.difference is not None:
+            bench.progress(f"{row.program}: {tool} rehost: {rehost.difference}")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two files hold the same bytes (read in pieces: a memtrace may be large)."""
+    if a.stat().st_size != b.stat().st_size:
+        return False
+    with a.open("rb") as fa, b.open("rb") as fb:
+        while True:
+            x, y = fa.read(1 << 20), fb.read(1 << 20)
+            if x != y:
+                return False
+            if not x:
+                return True
 
 
 def cells(row: Row, result: Result) -> list[str]:
@@ -272,7 +318,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--programs", default=",".join(corpus.CORPUS), metavar="P1,P2",
                         help="comma-separated corpus programs (default: all)")
-    parser.add_argument("--tools", default=",".join(TOOLS), metavar="T1,T2", help="default: " + ",".join(TOOLS))
+    parser.add_argument("--tools", default=",".join(DEFAULT_TOOLS), metavar="T1,T2",
+                        help=f"default: {','.join(DEFAULT_TOOLS)}; known: {','.join(TOOLS)}")
     parser.add_argument("--modes", default=",".join(MODES), metavar="M1,M2", help="default: " + ",".join(MODES))
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="programs measured at once (default 1)")
     parser.add_argument("--runs", type=int, default=1, metavar="N", help="timed runs of each copy (default 1)")
