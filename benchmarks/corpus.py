@@ -88,7 +88,7 @@ class Result:
     peak_kib: int = 0
     difference: str | None = None  # how the run differed from the original's
     times: list[float] = field(default_factory=list)
-    run_dir: Path | None = None  # where the copy ran (its results file is there)
+    run_dir: Path | None = None  # the copy's slot (the executable and its results file are there)
 
 
 @dataclass
@@ -122,7 +122,7 @@ def rewrite(binary: Path, out: Path, result: Result) -> None:
     started by fork and exec inherits.
     """
     cmd = [sys.executable, "-m", "rewriter.cli", "instrument", "--tool", result.tool, "--mode", result.mode,
-           str(binary), "-o", str(out)]
+           "--out", str(out.parent / f"prog.{result.tool}.out"), str(binary), "-o", str(out)]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "ANVIL_JOBS": "1"}
     out.parent.mkdir(parents=True, exist_ok=True)
     log = out.parent / "anvil.stderr"
@@ -149,12 +149,22 @@ def rewrite(binary: Path, out: Path, result: Result) -> None:
         result.failure = f"unreadable report: {exc}"
 
 
+def workdir(binary: Path) -> Path:
+    """The working directory of a run of ``binary``: ``w`` beside it, the workload's files alone.
+
+    Nothing of Anvil's is there (not the rewrite's report, ReHost's site table or the results
+    file, which ``--out`` puts beside the executable): make reads its directory's listing, and
+    its count followed the names in it (InHost's and ReHost's copies differed).
+    """
+    return binary.parent / "w"
+
+
 def run_inhost(program: corpus.Program, binary: Path, env: dict[str, str]) -> Outcome:
-    """Run ``binary`` (at its final path) with the workload under qemu-arm."""
+    """Run ``binary`` (at its final path) with the workload under qemu-arm, in ``workdir``."""
     start = time.perf_counter()
     try:
         proc = subprocess.run(corpus.qemu_command(binary, program, env), input=program.stdin, capture_output=True,
-                              cwd=binary.parent, timeout=RUN_TIMEOUT)
+                              cwd=workdir(binary), timeout=RUN_TIMEOUT)
     except subprocess.TimeoutExpired:
         return Outcome(b"", b"", None, RUN_TIMEOUT)
     return Outcome(proc.stdout, proc.stderr, proc.returncode, time.perf_counter() - start)
@@ -168,7 +178,7 @@ def run_rehost(program: corpus.Program, binary: Path, env: dict[str, str], addre
     with _BRIDGE:
         try:
             run, outcome = bridge_run(binary, address, list(program.args), program.stdin, env=env,
-                                      argv0=program.argv0)
+                                      argv0=program.argv0, cwd=workdir(binary))
         except Exception as exc:  # a bridge failure is this row's result, not the script's end
             return Outcome(b"", f"bridge: {exc}".encode(), -1, time.perf_counter() - start)
     seconds = time.perf_counter() - start
@@ -205,7 +215,7 @@ def measure(name: str, tools: Sequence[str], modes: Sequence[str], runs: int, wo
         env = corpus.environment(program, root)
         row.size = binary.stat().st_size
         original_dir = work / name / "orig"
-        corpus.prepare(program, original_dir, binary, env)
+        corpus.prepare(program, workdir(original_dir / "prog"), binary, env)
         shutil.copy2(binary, original_dir / "prog")
     except Exception as exc:  # a download or setup problem becomes the row's failure
         row.failure = bench.first_line(str(exc), type(exc).__name__)
@@ -221,7 +231,7 @@ def measure(name: str, tools: Sequence[str], modes: Sequence[str], runs: int, wo
         bench.progress(f"{name}: {tool} {mode}: rewriting")
         rewrite(binary, run_dir / "prog", result)
         if result.failure is None:
-            corpus.prepare(program, run_dir, binary, env)
+            corpus.prepare(program, workdir(run_dir / "prog"), binary, env)
             outcome = (run_rehost(program, run_dir / "prog", env, address) if mode == "rehost"
                        else run_inhost(program, run_dir / "prog", env))
             result.times.append(outcome.seconds)
