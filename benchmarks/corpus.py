@@ -8,9 +8,9 @@ a deterministic workload.  For each program, tool (inscount, bbcount, cachesim) 
   process on one core (``ANVIL_JOBS=1``), timing it and taking its peak resident memory
   (VmHWM);
 - runs the copy the way the original runs (InHost: ``env -i ... qemu-arm``; ReHost: through
-  the bridge to one ``anvil rehost-server`` with the C analysis), each in a directory of its
-  own with the workload's files, and compares stdout, stderr and exit status with the
-  original's;
+  the bridge to one ``anvil rehost-server`` with the C analysis), each in the program's one
+  working directory, made afresh with the workload's files (``workdir``), and compares
+  stdout, stderr and exit status with the original's;
 - prints one Markdown table row: program, executable size, instructions of the rewrite
   (its ``.anvil.json``), tool/mode, identical or how not, rewrite wall seconds, instructions
   per second (the report's instructions over the wall time of the whole command), peak
@@ -150,13 +150,23 @@ def rewrite(binary: Path, out: Path, result: Result) -> None:
 
 
 def workdir(binary: Path) -> Path:
-    """The working directory of a run of ``binary``: ``w`` beside it, the workload's files alone.
+    """The working directory of every run of a program: ``w`` beside the slots of its copies
+    (``<work>/<program>/w``), holding the workload's files alone, made afresh for each run
+    (``fresh_workdir``).
 
-    Nothing of Anvil's is there (not the rewrite's report, ReHost's site table or the results
-    file, which ``--out`` puts beside the executable): make reads its directory's listing, and
-    its count followed the names in it (InHost's and ReHost's copies differed).
+    The same path for every copy, and nothing of Anvil's there (not the rewrite's report,
+    ReHost's site table or the results file, which ``--out`` puts beside the executable):
+    make reads its directory's listing, and its count followed the names in it; it keeps its
+    working directory's path in a hash table, and the addresses its cachesim results follow
+    went with the path's letters (InHost's and ReHost's copies differed, decision 0052).
     """
-    return binary.parent / "w"
+    return binary.parent.parent / "w"
+
+
+def fresh_workdir(program: corpus.Program, binary: Path, original: Path, env: dict[str, str]) -> None:
+    """Empty ``workdir(binary)`` and fill it for ``program`` (setup run by ``original``)."""
+    shutil.rmtree(workdir(binary), ignore_errors=True)
+    corpus.prepare(program, workdir(binary), original, env)
 
 
 def run_inhost(program: corpus.Program, binary: Path, env: dict[str, str]) -> Outcome:
@@ -215,8 +225,9 @@ def measure(name: str, tools: Sequence[str], modes: Sequence[str], runs: int, wo
         env = corpus.environment(program, root)
         row.size = binary.stat().st_size
         original_dir = work / name / "orig"
-        corpus.prepare(program, workdir(original_dir / "prog"), binary, env)
+        original_dir.mkdir(parents=True)
         shutil.copy2(binary, original_dir / "prog")
+        fresh_workdir(program, original_dir / "prog", binary, env)
     except Exception as exc:  # a download or setup problem becomes the row's failure
         row.failure = bench.first_line(str(exc), type(exc).__name__)
         bench.progress(f"{name}: FAILED {row.failure}")
@@ -231,7 +242,7 @@ def measure(name: str, tools: Sequence[str], modes: Sequence[str], runs: int, wo
         bench.progress(f"{name}: {tool} {mode}: rewriting")
         rewrite(binary, run_dir / "prog", result)
         if result.failure is None:
-            corpus.prepare(program, workdir(run_dir / "prog"), binary, env)
+            fresh_workdir(program, run_dir / "prog", binary, env)
             outcome = (run_rehost(program, run_dir / "prog", env, address) if mode == "rehost"
                        else run_inhost(program, run_dir / "prog", env))
             result.times.append(outcome.seconds)
@@ -242,11 +253,13 @@ def measure(name: str, tools: Sequence[str], modes: Sequence[str], runs: int, wo
     if program.repeatable:
         compare_results(row)
     for _ in range(runs - 1):  # more timed runs, interleaved so drift hits all alike
+        fresh_workdir(program, original_dir / "prog", binary, env)
         row.times.append(run_inhost(program, original_dir / "prog", env).seconds)
         for result, run_dir, _ in copies:
             if result.difference is None:
                 run = run_rehost if result.mode == "rehost" else run_inhost
                 extra = (address,) if result.mode == "rehost" else ()
+                fresh_workdir(program, run_dir / "prog", binary, env)
                 result.times.append(run(program, run_dir / "prog", env, *extra).seconds)
     return row
 
