@@ -225,7 +225,9 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             "non-PIE interpreter: classes, exceptions, dicts, formatting, generators, big ints, file reading",
             env={"PYTHONHOME": "{root}/usr", "PYTHONHASHSEED": "0"}),
     Program("perl", ("perl-base:armhf", "libcrypt1:armhf"), "usr/bin/perl", ("-e", PERL_SCRIPT),
-            "interpreter (libperl linked in): hashes, sort, regexes, eval/die, sprintf, file reading"),
+            "interpreter (libperl linked in): hashes, sort, regexes, eval/die, sprintf, file reading; a fixed "
+            "hash seed (perl draws one per process: its count varied from run to run)",
+            env={"PERL_HASH_SEED": "0"}),
     Program("git", ("git:armhf", "libpcre2-8-0:armhf", "zlib1g:armhf"), "usr/bin/git",
             ("--git-dir=repo.git", "log", "-p", "--stat", "--format=%H %an %ad %s", "--date=iso"),
             "log -p --stat of a repository of two commits, made by the original (init, add, commit, "
