@@ -27,7 +27,7 @@ Progress and each row as it is measured go to stderr; the table, with a header l
 the date, commit, qemu-arm and CPU, goes to stdout.  Exit status 1 if anything failed or
 differed::
 
-    python3 benchmarks/corpus.py --jobs 1                           # everything (about an hour)
+    python3 benchmarks/corpus.py                                    # everything (two hours on two loaded cores)
     python3 benchmarks/corpus.py --tools inscount --modes inhost    # find crashes first
     python3 benchmarks/corpus.py --programs git,sed --runs 3
 """
