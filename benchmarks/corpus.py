@@ -8,19 +8,26 @@ a deterministic workload.  For each program, tool (inscount, bbcount, cachesim) 
   process on one core (``ANVIL_JOBS=1``), timing it and taking its peak resident memory
   (VmHWM);
 - runs the copy the way the original runs (InHost: ``env -i ... qemu-arm``; ReHost: through
-  the bridge to one ``anvil rehost-server`` with the C analysis), each in a directory of its
-  own with the workload's files, and compares stdout, stderr and exit status with the
-  original's;
+  the bridge to one ``anvil rehost-server`` with the C analysis), each in the program's one
+  working directory, made afresh with the workload's files (``workdir``), and compares
+  stdout, stderr and exit status with the original's;
 - prints one Markdown table row: program, executable size, instructions of the rewrite
   (its ``.anvil.json``), tool/mode, identical or how not, rewrite wall seconds, instructions
   per second (the report's instructions over the wall time of the whole command), peak
-  memory of the rewrite, and slowdown (median run time over the original's).
+  memory of the rewrite, and slowdown (median run time over the original's);
+- where a tool ran in both modes and the program repeats its own counts
+  (``Program.repeatable``), compares the two results files byte for byte: the analysis
+  must not depend on which side ran it.
+
+memtrace is a tool of Linux programs too, but not a default one: its trace of the big
+programs' workloads (hundreds of millions of accesses) is gigabytes of text and over a
+ReHost session's 2 GiB; ``--tools memtrace`` runs it on the programs named.
 
 Progress and each row as it is measured go to stderr; the table, with a header line naming
 the date, commit, qemu-arm and CPU, goes to stdout.  Exit status 1 if anything failed or
 differed::
 
-    python3 benchmarks/corpus.py --jobs 1                           # everything (about an hour)
+    python3 benchmarks/corpus.py                                    # everything (two hours on two loaded cores)
     python3 benchmarks/corpus.py --tools inscount --modes inhost    # find crashes first
     python3 benchmarks/corpus.py --programs git,sed --runs 3
 """
@@ -49,7 +56,9 @@ if str(REPO_ROOT) not in sys.path:
 from benchmarks import run as bench  # noqa: E402  (progress, first_line, escape, header_line)
 from tests.support import corpus  # noqa: E402
 
-TOOLS = ["inscount", "bbcount", "cachesim"]
+TOOLS = ["inscount", "bbcount", "cachesim", "memtrace"]
+#: The tools run when --tools is not given (memtrace: see the module's docstring).
+DEFAULT_TOOLS = ["inscount", "bbcount", "cachesim"]
 MODES = ["inhost", "rehost"]
 REWRITE_TIMEOUT = 1800.0
 RUN_TIMEOUT = 300.0
@@ -79,6 +88,7 @@ class Result:
     peak_kib: int = 0
     difference: str | None = None  # how the run differed from the original's
     times: list[float] = field(default_factory=list)
+    run_dir: Path | None = None  # the copy's slot (the executable and its results file are there)
 
 
 @dataclass
@@ -112,7 +122,7 @@ def rewrite(binary: Path, out: Path, result: Result) -> None:
     started by fork and exec inherits.
     """
     cmd = [sys.executable, "-m", "rewriter.cli", "instrument", "--tool", result.tool, "--mode", result.mode,
-           str(binary), "-o", str(out)]
+           "--out", str(out.parent / f"prog.{result.tool}.out"), str(binary), "-o", str(out)]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "ANVIL_JOBS": "1"}
     out.parent.mkdir(parents=True, exist_ok=True)
     log = out.parent / "anvil.stderr"
@@ -139,12 +149,32 @@ def rewrite(binary: Path, out: Path, result: Result) -> None:
         result.failure = f"unreadable report: {exc}"
 
 
+def workdir(binary: Path) -> Path:
+    """The working directory of every run of a program: ``w`` beside the slots of its copies
+    (``<work>/<program>/w``), holding the workload's files alone, made afresh for each run
+    (``fresh_workdir``).
+
+    The same path for every copy, and nothing of Anvil's there (not the rewrite's report,
+    ReHost's site table or the results file, which ``--out`` puts beside the executable):
+    make reads its directory's listing, and its count followed the names in it; it keeps its
+    working directory's path in a hash table, and the addresses its cachesim results follow
+    went with the path's letters (InHost's and ReHost's copies differed, decision 0052).
+    """
+    return binary.parent.parent / "w"
+
+
+def fresh_workdir(program: corpus.Program, binary: Path, original: Path, env: dict[str, str]) -> None:
+    """Empty ``workdir(binary)`` and fill it for ``program`` (setup run by ``original``)."""
+    shutil.rmtree(workdir(binary), ignore_errors=True)
+    corpus.prepare(program, workdir(binary), original, env)
+
+
 def run_inhost(program: corpus.Program, binary: Path, env: dict[str, str]) -> Outcome:
-    """Run ``binary`` (at its final path) with the workload under qemu-arm."""
+    """Run ``binary`` (at its final path) with the workload under qemu-arm, in ``workdir``."""
     start = time.perf_counter()
     try:
         proc = subprocess.run(corpus.qemu_command(binary, program, env), input=program.stdin, capture_output=True,
-                              cwd=binary.parent, timeout=RUN_TIMEOUT)
+                              cwd=workdir(binary), timeout=RUN_TIMEOUT)
     except subprocess.TimeoutExpired:
         return Outcome(b"", b"", None, RUN_TIMEOUT)
     return Outcome(proc.stdout, proc.stderr, proc.returncode, time.perf_counter() - start)
@@ -158,7 +188,7 @@ def run_rehost(program: corpus.Program, binary: Path, env: dict[str, str], addre
     with _BRIDGE:
         try:
             run, outcome = bridge_run(binary, address, list(program.args), program.stdin, env=env,
-                                      argv0=program.argv0)
+                                      argv0=program.argv0, cwd=workdir(binary))
         except Exception as exc:  # a bridge failure is this row's result, not the script's end
             return Outcome(b"", f"bridge: {exc}".encode(), -1, time.perf_counter() - start)
     seconds = time.perf_counter() - start
@@ -195,8 +225,9 @@ def measure(name: str, tools: Sequence[str], modes: Sequence[str], runs: int, wo
         env = corpus.environment(program, root)
         row.size = binary.stat().st_size
         original_dir = work / name / "orig"
-        corpus.prepare(program, original_dir, binary, env)
+        original_dir.mkdir(parents=True)
         shutil.copy2(binary, original_dir / "prog")
+        fresh_workdir(program, original_dir / "prog", binary, env)
     except Exception as exc:  # a download or setup problem becomes the row's failure
         row.failure = bench.first_line(str(exc), type(exc).__name__)
         bench.progress(f"{name}: FAILED {row.failure}")
@@ -211,21 +242,59 @@ def measure(name: str, tools: Sequence[str], modes: Sequence[str], runs: int, wo
         bench.progress(f"{name}: {tool} {mode}: rewriting")
         rewrite(binary, run_dir / "prog", result)
         if result.failure is None:
-            corpus.prepare(program, run_dir, binary, env)
+            fresh_workdir(program, run_dir / "prog", binary, env)
             outcome = (run_rehost(program, run_dir / "prog", env, address) if mode == "rehost"
                        else run_inhost(program, run_dir / "prog", env))
             result.times.append(outcome.seconds)
             result.difference = difference(original, outcome)
+            result.run_dir = run_dir
             copies.append((result, run_dir, outcome))
         bench.progress(f"{name}: {tool} {mode}: " + " | ".join(cells(row, result)))
+    if program.repeatable:
+        compare_results(row)
     for _ in range(runs - 1):  # more timed runs, interleaved so drift hits all alike
+        fresh_workdir(program, original_dir / "prog", binary, env)
         row.times.append(run_inhost(program, original_dir / "prog", env).seconds)
         for result, run_dir, _ in copies:
             if result.difference is None:
                 run = run_rehost if result.mode == "rehost" else run_inhost
                 extra = (address,) if result.mode == "rehost" else ()
+                fresh_workdir(program, run_dir / "prog", binary, env)
                 result.times.append(run(program, run_dir / "prog", env, *extra).seconds)
     return row
+
+
+def compare_results(row: Row) -> None:
+    """Mark each ReHost result whose results file differs from the same tool's InHost one.
+
+    Only runs that behaved like the original are compared (the others are already marked).
+    """
+    runs = {(r.tool, r.mode): r for r in row.results if r.failure is None and r.difference is None}
+    for (tool, mode), rehost in runs.items():
+        inhost = runs.get((tool, "inhost"))
+        if mode != "rehost" or inhost is None:
+            continue
+        files = [r.run_dir / f"prog.{tool}.out" for r in (inhost, rehost)]
+        if not all(f.is_file() for f in files):
+            rehost.difference = "results missing: " + ", ".join(f.parent.name for f in files if not f.is_file())
+        elif not _same_file(*files):
+            rehost.difference = f"results differ from InHost's ({files[1].stat().st_size} bytes, " \
+                                f"not {files[0].stat().st_size})"
+        if rehost.difference is not None:
+            bench.progress(f"{row.program}: {tool} rehost: {rehost.difference}")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two files hold the same bytes (read in pieces: a memtrace may be large)."""
+    if a.stat().st_size != b.stat().st_size:
+        return False
+    with a.open("rb") as fa, b.open("rb") as fb:
+        while True:
+            x, y = fa.read(1 << 20), fb.read(1 << 20)
+            if x != y:
+                return False
+            if not x:
+                return True
 
 
 def cells(row: Row, result: Result) -> list[str]:
@@ -272,7 +341,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--programs", default=",".join(corpus.CORPUS), metavar="P1,P2",
                         help="comma-separated corpus programs (default: all)")
-    parser.add_argument("--tools", default=",".join(TOOLS), metavar="T1,T2", help="default: " + ",".join(TOOLS))
+    parser.add_argument("--tools", default=",".join(DEFAULT_TOOLS), metavar="T1,T2",
+                        help=f"default: {','.join(DEFAULT_TOOLS)}; known: {','.join(TOOLS)}")
     parser.add_argument("--modes", default=",".join(MODES), metavar="M1,M2", help="default: " + ",".join(MODES))
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="programs measured at once (default 1)")
     parser.add_argument("--runs", type=int, default=1, metavar="N", help="timed runs of each copy (default 1)")

@@ -46,8 +46,16 @@ _SHIFT_TYPES = {csarm.ARM_SFT_LSL: 0, csarm.ARM_SFT_LSR: 1, csarm.ARM_SFT_ASR: 2
 
 
 def make_disassembler(thumb: bool) -> capstone.Cs:
-    """A capstone handle with details on, in Thumb or ARM mode."""
-    md = capstone.Cs(capstone.CS_ARCH_ARM, capstone.CS_MODE_THUMB if thumb else capstone.CS_MODE_ARM)
+    """A capstone handle with details on, in Thumb or ARM mode, with ARMv8's additions.
+
+    Without CS_MODE_V8 capstone knows ARMv7 alone, and an ARMv8 instruction (CRC32, the
+    crypto extension's AESE/SHA256H, VSEL, VRINT, LDA/STL, ...) decodes as nothing: the
+    descent stopped there and the code after it went unfound (decision 0052: Debian's
+    7zz, whose CRC-32 loop uses CRC32W where the CPU has it). The additions take
+    encodings that are undefined in ARMv7, so no ARMv7 instruction reads differently.
+    """
+    mode = capstone.CS_MODE_THUMB if thumb else capstone.CS_MODE_ARM
+    md = capstone.Cs(capstone.CS_ARCH_ARM, mode | capstone.CS_MODE_V8)
     md.detail = True
     return md
 

@@ -169,7 +169,6 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
     # fail each time round its loop: such a procedure's counters add plainly.
     ctx.windows = bool(exclusive_windows(proc))
     ctx.atomic = (ctx.threads or proc.address in ctx.interrupt_code) and not ctx.windows
-    insns = list(proc.instructions())
     needs_table = False
     trampolines = []
     sums = proc.accumulation
@@ -239,7 +238,8 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
                 emit_sum_add(code, weight)
             if bi in sums.flush_at_end:  # into a block that resets the sum: store it first
                 emit_sum_store(code, sums.sums, ctx.counter_label, after)
-    _fallthroughs(insns, code, ctx)
+        following = proc.blocks[bi + 1].address if bi + 1 < len(proc.blocks) else None
+        _fallthrough(last, following, code, ctx)
     for branch, increments, weight in trampolines:  # the way it jumps: count, then go on to the target
         isa = ISA.for_mode(branch.thumb)
         code.align(2 if branch.thumb else 4)
@@ -291,13 +291,14 @@ def _increment(isa: ISA, code: Code, counter: str, index: int, amount: int, ctx:
     emit_increment(isa, code, ctx.counter_label(counter, index), amount, ctx.scratch, ctx.atomic, dead)
 
 
-def _fallthroughs(insns: list[Instruction], code: Code, ctx: RelocationContext) -> None:
-    """After the last instruction (if it can fall through), continue at the original successor,
-    in the same instruction set: running on never changes state, whatever the bytes there
-    were taken for (decoding may stop short of an instruction that straddles another
-    procedure's supposed entry)."""
-    last = insns[-1]
-    if last.falls_through:
+def _fallthrough(last: Instruction, following: int | None, code: Code, ctx: RelocationContext) -> None:
+    """After a block's ``last`` instruction (if it can fall through), continue at its original
+    successor, in the same instruction set, unless the next block emitted (at ``following``)
+    is that successor: running on never changes state, whatever the bytes there were taken
+    for. A procedure's blocks need not be contiguous: decoding stops short of an instruction
+    that straddles another procedure's supposed entry, and of one it cannot read (decision
+    0052), and the code after such a gap may still be reached by a branch."""
+    if last.falls_through and following != last.end:
         _jump(ISA.for_mode(last.thumb), code, last.end, last.thumb, AL, ctx)
 
 

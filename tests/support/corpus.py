@@ -43,7 +43,6 @@ GIT_ENV = {
 }
 
 
-
 def _git_blob(content: bytes) -> str:
     """The object name git gives ``content`` as a blob (``git hash-object``)."""
     return hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
@@ -173,6 +172,8 @@ all:
 
 DASH_SCRIPT = ('for i in 1 2 3; do echo $((i*i)); done; x=abcd; echo ${x#a} ${#x}; read l < "$1"; echo "$l";'
                ' case $x in a*) exit 3;; esac')
+UNITS_INPUT = (b"meter\nfeet\n3 miles + 2 km\nyards\nsqrt(acre)\nft\ntempF(75)\ntempC\n2 lightyear / c\nyears\n"
+               b"kWh\nJ\nfurlongs/fortnight\nm/s\nfoo\n\nkg\nm\n1|3 cup\ntbsp\n")
 LUA_SCRIPT = ('local t = {} for i = 1, 200 do t[i] = (i * 7919) % 1000 end table.sort(t)'
               ' print(t[1], t[100], #t, string.format("%5.2f", math.pi), ("ab"):rep(3))')
 
@@ -224,7 +225,9 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             "non-PIE interpreter: classes, exceptions, dicts, formatting, generators, big ints, file reading",
             env={"PYTHONHOME": "{root}/usr", "PYTHONHASHSEED": "0"}),
     Program("perl", ("perl-base:armhf", "libcrypt1:armhf"), "usr/bin/perl", ("-e", PERL_SCRIPT),
-            "interpreter (libperl linked in): hashes, sort, regexes, eval/die, sprintf, file reading"),
+            "interpreter (libperl linked in): hashes, sort, regexes, eval/die, sprintf, file reading; a fixed "
+            "hash seed (perl draws one per process: its count varied from run to run)",
+            env={"PERL_HASH_SEED": "0"}),
     Program("git", ("git:armhf", "libpcre2-8-0:armhf", "zlib1g:armhf"), "usr/bin/git",
             ("--git-dir=repo.git", "log", "-p", "--stat", "--format=%H %an %ad %s", "--date=iso"),
             "log -p --stat of a repository of two commits, made by the original (init, add, commit, "
@@ -280,6 +283,24 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             "tables, sort, string.format; string hashes seeded by time and address", repeatable=False),
     Program("dash", ("dash:armhf",), "bin/dash", ("-c", DASH_SCRIPT, "sh", "input.txt"),
             "loops, arithmetic, parameter expansion, read, case, exit 3"),
+    # Kinds added after the first run (decision 0052): C++ with exceptions, threads, an
+    # OpenPGP tool, a yacc parser with its own data file.
+    Program("7zz", ("7zip:armhf",), "usr/bin/7zz",
+            ("a", "-tzip", "-mx=5", "-mmt=1", "-bd", "-so", "out.zip", "input.txt", "input2.txt"),
+            "C++ (exceptions, virtual calls), 1.5 MB, no library of its own: a zip of two files to stdout "
+            "(7-Zip's own deflate encoder)"),
+    Program("pigz", ("pigz:armhf", "zlib1g:armhf"), "usr/bin/pigz", ("-c", "-n", "-p", "2", "input.txt", "input2.txt"),
+            "threads: two compressing threads and a writer (pthreads), zlib's deflate; the count follows "
+            "how the threads meet", repeatable=False),
+    Program("gpg", ("gpg:armhf", "libassuan0:armhf", "libgcrypt20:armhf", "libgpg-error0:armhf", "libsqlite3-0:armhf",
+                    "libbz2-1.0:armhf", "zlib1g:armhf", *READLINE), "usr/bin/gpg",
+            ("--no-options", "--homedir", "/nonexistent", "--batch", "--no-keyring", "-o", "-", "--enarmor",
+             "input.txt"),
+            "OpenPGP tool: option parsing, iobuf filters, ASCII armor (base64, CRC-24) in gpg's own code"),
+    Program("units", ("units:armhf", *READLINE), "usr/bin/units", ("--verbose",),
+            "parses its 350 KB definitions file (yacc grammar, hash tables), then conversions with functions, "
+            "nonlinear units, an unknown unit and a conformability error", stdin=UNITS_INPUT,
+            env={"UNITSFILE": "{root}/usr/share/units/definitions.units"}),
     Program("ls", ("coreutils:armhf", *SELINUX), "bin/ls", ("-la", "--time-style=+", str(SAMPLES_DIR)),
             "long listing of the samples directory (no times)"),
 ]}

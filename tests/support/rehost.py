@@ -25,23 +25,25 @@ def cli_run(binary: Path, *extra: str, text: bool = False) -> subprocess.Complet
 
 def run_rehost(binary: Path, address: str, args: list[str] | tuple[str, ...] = (), stdin: bytes = b"",
                timeout: float = 300, env: dict[str, str] | None = None,
-               argv0: str = "prog") -> tuple[Run, bridge.Outcome]:
+               argv0: str = "prog", cwd: Path | None = None) -> tuple[Run, bridge.Outcome]:
     """Run the ReHost ``binary`` (at its final path) against the server at ``address``.
 
-    Like run_prog: only ``env`` (default none), argv[0] ``argv0``, cwd the binary's
-    directory; the results files the server sends back are written there.
+    Like run_prog: only ``env`` (default none), argv[0] ``argv0``, working directory
+    ``cwd`` (default the binary's); the results files the server sends back are written
+    there (relative names; an absolute ``--out`` is written where it says).
     """
+    cwd = cwd or binary.parent
     document = Path(str(binary) + SITE_TABLE_SUFFIX).read_bytes()
     table = parse(document)
     channel = bridge.connect(address)
     cmd = ["qemu-arm", "-L", LIB_ROOT, "-0", argv0, str(binary.resolve()), *args]
     try:
-        outcome = bridge.run(cmd, channel, table.tool, document, "prog", env=env or {}, cwd=str(binary.parent),
+        outcome = bridge.run(cmd, channel, table.tool, document, "prog", env=env or {}, cwd=str(cwd),
                              stdin=stdin)
     finally:
         channel.close()
-    bridge.write_outputs(outcome, table.output_paths, str(binary.parent))
-    return Run(outcome.stdout, outcome.stderr, outcome.returncode, binary.parent), outcome
+    bridge.write_outputs(outcome, table.output_paths, str(cwd))
+    return Run(outcome.stdout, outcome.stderr, outcome.returncode, cwd), outcome
 
 
 def line_while(stream, other: subprocess.Popen, seconds: float = 120) -> str:

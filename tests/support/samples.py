@@ -20,6 +20,7 @@ variant plus the Lua interpreter, runs each twice and reports the time taken.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -201,6 +202,7 @@ def debian_packages(name: str, packages: list[str], marker: str) -> Path:
             proc = subprocess.run(["dpkg", "-x", str(deb), str(unpacked)], capture_output=True, text=True)
             if proc.returncode != 0:
                 raise SampleBuildError(f"dpkg -x {deb.name} failed:\n{proc.stdout}{proc.stderr}")
+        _root_symlinks(unpacked)
         (unpacked / "SOURCE_DEB").write_text("".join(deb.name + "\n" for deb in debs))
         try:
             unpacked.rename(root)
@@ -210,6 +212,22 @@ def debian_packages(name: str, packages: list[str], marker: str) -> Path:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return root
+
+
+def _root_symlinks(root: Path) -> None:
+    """Make every absolute symbolic link under ``root`` point into ``root``.
+
+    A package's absolute link (units' ``usr/share/units/currency.units`` ->
+    ``/var/lib/units/currency.units``) means a file of the Debian system it is installed
+    on; unpacked elsewhere, it would name the host's file (absent, or another build's).
+    """
+    for directory, subdirs, files in os.walk(root):  # links to directories are not followed
+        for name in subdirs + files:
+            link = Path(directory, name)
+            target = os.readlink(link) if link.is_symlink() else ""
+            if target.startswith("/"):
+                link.unlink()
+                link.symlink_to(os.path.relpath(root / target.lstrip("/"), link.parent))
 
 
 def build_lua() -> Path:
