@@ -9,7 +9,9 @@ trace of it (every instruction of the executable it runs must be one the descent
 
 A doubtful entry inside an IT block (samples/it_word.c: a number in data) is dropped, but
 its IT-free reading of the instruction there must not replace the reading the IT gives
-(busybox: libgcc's division, SUBHS read as SUB, wrong quotients, a crash).
+(busybox: libgcc's division, SUBHS read as SUB, wrong quotients, a crash). In a PIE the
+word is a relocated address, no less wrong as an entry: branching into an IT block is not
+permitted.
 """
 
 from __future__ import annotations
@@ -69,8 +71,11 @@ def test_stripped_program_with_doubtful_entries(name: str, tmp_path: Path) -> No
     assert_same_behaviour(original, run_prog(instrument(program, "inscount", tmp_path), args, stdin, env=env))
 
 
-def test_word_inside_an_it_block_keeps_the_it_reading(tmp_path: Path) -> None:
-    built = build("it_word", "Os-thumb-static")
+# Static: the word is a number in data (a doubtful entry). PIE: a relocation says the word
+# is an address, a sure entry until it was seen to fall inside an IT block (decision 0054).
+@pytest.mark.parametrize("variant", ["Os-thumb-static", "O2-thumb-dyn"])
+def test_word_inside_an_it_block_keeps_the_it_reading(variant: str, tmp_path: Path) -> None:
+    built = build("it_word", variant)
     word, _ = symbol_span(built, "inside_it")
     program = stripped(built, tmp_path / "stripped")
     original, pcs, ir = traced_original(program, tmp_path)

@@ -299,7 +299,8 @@ def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], f
 
     A DOUBTFUL entry that cuts code reached by flow is dropped, and so is a CALLED one that
     cuts SURE code reached by flow (git: a pool read as a BL into the middle of a
-    function). Where the code cut lies past a call not known to return, the entry is kept
+    function). An entry inside an IT block that code at least as strong runs into is
+    dropped too. Where the code cut lies past a call not known to return, the entry is kept
     and that code ends there (``_start`` runs on past ``__libc_start_main`` into an A32
     function)."""
     returning = _returning(found, plt, noreturn)
@@ -310,6 +311,11 @@ def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], f
             continue
         mine = strength.get(entry, DOUBTFUL)
         if mine == DOUBTFUL or (mine == CALLED and strength.get(descent.entry) == SURE):
+            out.add(entry)
+        elif descent.cuts_it and not descent.straddles and strength.get(descent.entry, DOUBTFUL) >= mine:
+            # Branching into an IT block is not permitted (ARM ARM), so code as surely known
+            # as the entry that runs into it inside its IT block rules, whatever names the
+            # entry: a PIE's relocated pointer to a place in it is an address, not an entry.
             out.add(entry)
     return out
 
