@@ -11,11 +11,11 @@ status, an inscount total that is not qemu's count (unstripped) or exceeds it (s
 ReHost results that are not InHost's.
 
     PYTHONPATH=. nice -n 10 python3 scripts/variant_sweep.py [--jobs N] [--only WORD ...]
-        [--tools T,T] [--samples S,S] [--variants V,V] [--rehost V,V|all|none]
+        [--tools T,T] [--samples S,S] [--variants V,V] [--strip both|yes|no] [--rehost V,V|all|none]
 
 Prints one line per combination and a table of outcomes by variant; exit status 1 when
 anything failed. A full sweep is long (hours on a busy 2-core machine): narrow it with
---only (every word must appear in "sample variant stripped|unstripped").
+--only (every word must appear in "sample variant"), --samples, --variants and --strip.
 """
 
 from __future__ import annotations
@@ -96,6 +96,8 @@ def main(argv: list[str] | None = None, variants: dict | None = None) -> int:
     parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated tools (default: %(default)s)")
     parser.add_argument("--samples", default=",".join(SAMPLES), help="comma-separated samples (default: all)")
     parser.add_argument("--variants", default="", help="comma-separated variants (default: all of them)")
+    parser.add_argument("--strip", choices=("both", "yes", "no"), default="both",
+                        help="stripped builds, unstripped ones or both (default)")
     parser.add_argument("--rehost", default=",".join(REHOST_VARIANTS),
                         help="variants also run in ReHost, 'all' or 'none' (default: %(default)s)")
     opts = parser.parse_args(argv)
@@ -104,8 +106,9 @@ def main(argv: list[str] | None = None, variants: dict | None = None) -> int:
     if unknown:
         parser.error(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(variants)}")
     rehost = set(variants) if opts.rehost == "all" else set() if opts.rehost == "none" else set(opts.rehost.split(","))
-    combos = [(s, v, st) for v in chosen for s in opts.samples.split(",") for st in (False, True)
-              if all(word in f"{s} {v} {'stripped' if st else 'unstripped'}" for word in opts.only)]
+    strip = {"both": (False, True), "yes": (True,), "no": (False,)}[opts.strip]
+    combos = [(s, v, st) for v in chosen for s in opts.samples.split(",") for st in strip
+              if all(word in f"{s} {v}" for word in opts.only)]
     return 1 if sweep(combos, opts.tools.split(","), rehost, opts.jobs) else 0
 
 
