@@ -1,0 +1,57 @@
+"""Stripped fixed-address programs built with ``-mlong-calls`` (decision 0054).
+
+Every call is then ``movw rN, #lo; movt rN, #hi; blx rN`` (Thumb-2) or the same in A32,
+never a BL, and a function pointer passed as an argument is a movw/movt pair too. Before,
+the descent of a stripped program found none of the functions called that way: they ran
+in place, uninstrumented, and samples/it_word.c's number in data that points into an IT
+block became the only entry of its function: its jump, written over the SUBHS, ran as the
+IT's conditional instruction (SIGILL). Oracles: the original's behaviour and qemu's trace
+of it (every instruction it executes in the executable is one the descent found).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rewriter.ir.elf_loader import load_binary
+from tests.support.run import assert_same_behaviour, instrument, results, run_prog, traced_original
+from tests.support.samples import build, stripped, symbol_span
+
+VARIANTS = ["O2-nopic-longcalls", "O2-arm-nopic-longcalls"]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_long_called_function_with_an_it_block(variant: str, tmp_path: Path) -> None:
+    built = build("it_word", variant)
+    start, end = symbol_span(built, "sub_if_above")
+    program = stripped(built, tmp_path / "stripped")
+    original, pcs, ir = traced_original(program, tmp_path)
+    assert (original.returncode, original.stdout) == (0, b"3 93 1\n")
+    proc = next(p for p in ir.procedures if p.address <= start < p.end)
+    assert proc.address == start, "sub_if_above, called only through a register, not found"
+    inst = run_prog(instrument(program, "inscount", tmp_path))
+    assert_same_behaviour(original, inst)
+    executed = sum(n for pc, n in pcs.items() if start <= pc < end)
+    assert results(inst, "inscount")["procedures"][proc.name] == executed == 8
+
+
+def _functions(binary: Path) -> dict[str, int]:
+    """Name -> address of each function the symbol table sizes (the unstripped build's word)."""
+    from elftools.elf.elffile import ELFFile
+
+    with binary.open("rb") as fh:
+        table = ELFFile(fh).get_section_by_name(".symtab")
+        return {sym.name: sym["st_value"] & ~1 for sym in table.iter_symbols()
+                if sym["st_info"]["type"] == "STT_FUNC" and sym["st_size"] and sym["st_shndx"] != "SHN_UNDEF"}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_long_calls_and_pointers_in_registers_are_found(variant: str, tmp_path: Path) -> None:
+    """sort: its functions are reached by long calls, its comparator passed to qsort as a
+    movw/movt constant; each must start a procedure of the stripped copy."""
+    built = build("sort", variant)
+    starts = {proc.address for proc in load_binary(str(stripped(built, tmp_path / "stripped"))).procedures}
+    missed = {name: hex(address) for name, address in _functions(built).items() if address not in starts}
+    assert not missed, f"functions not found: {missed}"
