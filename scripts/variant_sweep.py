@@ -13,8 +13,8 @@ ReHost results that are not InHost's.
     PYTHONPATH=. nice -n 10 python3 scripts/variant_sweep.py [--jobs N] [--only WORD ...]
         [--tools T,T] [--samples S,S] [--variants V,V] [--strip both|yes|no] [--rehost V,V|all|none]
 
-Prints one line per combination and a table of outcomes by variant; exit status 1 when
-anything failed. A full sweep is long (hours on a busy 2-core machine): narrow it with
+Prints one line per combination and a table of outcomes by variant ("not built": the
+toolchain refused that sample in that variant); exit status 1 when anything failed. A full sweep is long (hours on a busy 2-core machine): narrow it with
 --only (every word must appear in "sample variant"), --samples, --variants and --strip.
 """
 
@@ -78,8 +78,10 @@ def sweep(combos: list[tuple[str, str, bool]], tools: list[str], rehost: set[str
     for variant, counts in table.items():
         print(f"| {variant} | {' | '.join(str(counts[k]) for k in kinds)} |")
     runs = sum(sum(c.values()) for c in table.values())
-    bad = runs - sum(c["ok"] for c in table.values())
-    print(f"\n{runs} runs: {runs - bad} identical, {bad} failed ({time.monotonic() - start:.0f}s)")
+    unbuilt = sum(c["not"] for c in table.values())  # "not built": the toolchain refused the variant
+    bad = runs - unbuilt - sum(c["ok"] for c in table.values())
+    print(f"\n{runs} runs: {runs - bad - unbuilt} identical, {bad} failed, {unbuilt} not built "
+          f"({time.monotonic() - start:.0f}s)")
     return bad
 
 
