@@ -14,8 +14,9 @@ ReHost results that are not InHost's.
         [--tools T,T] [--samples S,S] [--variants V,V] [--strip both|yes|no] [--rehost V,V|all|none]
 
 Prints one line per combination and a table of outcomes by variant ("not built": the
-toolchain refused that sample in that variant); exit status 1 when anything failed. A full sweep is long (hours on a busy 2-core machine): narrow it with
---only (every word must appear in "sample variant"), --samples, --variants and --strip.
+toolchain refused that sample in that variant); exit status 1 when anything failed. A full
+sweep is long (hours on a busy 2-core machine): narrow it with --only (every word must
+appear in "sample variant"), --samples, --variants and --strip.
 """
 
 from __future__ import annotations
