@@ -1,4 +1,4 @@
-"""Stripped fixed-address programs built with ``-mlong-calls`` (decision 0054).
+"""Fixed-address programs built with ``-mlong-calls`` (decision 0054).
 
 Every call is then ``movw rN, #lo; movt rN, #hi; blx rN`` (Thumb-2) or the same in A32,
 never a BL, and a function pointer passed as an argument is a movw/movt pair too. Before,
@@ -55,3 +55,15 @@ def test_long_calls_and_pointers_in_registers_are_found(variant: str, tmp_path: 
     starts = {proc.address for proc in load_binary(str(stripped(built, tmp_path / "stripped"))).procedures}
     missed = {name: hex(address) for name, address in _functions(built).items() if address not in starts}
     assert not missed, f"functions not found: {missed}"
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_plt_entries_called_through_registers_count(variant: str, tmp_path: Path) -> None:
+    """Unstripped, the PLT was one procedure from its first byte: a long call of printf goes
+    through a register to printf's PLT entry, which had no jump to its copy, so it ran in
+    place uncounted (three instructions a call). Each entry is a procedure now."""
+    program = build("it_word", variant)
+    original, pcs, _ = traced_original(program, tmp_path)
+    inst = run_prog(instrument(program, "inscount", tmp_path))
+    assert_same_behaviour(original, inst)
+    assert results(inst, "inscount")["total"] == sum(pcs.values())
