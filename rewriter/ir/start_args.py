@@ -1,4 +1,5 @@
-"""The code addresses a program's entry passes to the calls it makes (``main``).
+"""Code addresses that straight-line code puts in registers: what a program's entry passes
+to the calls it makes (``main``), and where a call through a register goes (long calls).
 
 glibc's ``_start`` passes ``main`` to ``__libc_start_main`` in r0, loaded from the GOT
 at an offset in its literal pool (``ldr sl, =GOT - pc; adr r3; add sl, r3; ldr r0, =off;
@@ -6,6 +7,10 @@ ldr r0, [sl, r0]``), or from the pool itself. An A32 ``main``'s address is even,
 it does not read as a Thumb code address the way an odd word in data does, and nothing
 else names it: in a stripped static program it was never found. The entry's first
 instructions are straight-line code; following the constants they compute finds it.
+
+With ``-mlong-calls`` every call is ``movw rN; movt rN; blx rN`` (A32: a literal and
+``blx rN``), and a function pointer passed as an argument is a movw/movt pair: the same
+constants, followed back from the call (decision 0054).
 """
 
 from __future__ import annotations
