@@ -45,19 +45,32 @@ _VMULTI = {
 _SHIFT_TYPES = {csarm.ARM_SFT_LSL: 0, csarm.ARM_SFT_LSR: 1, csarm.ARM_SFT_ASR: 2, csarm.ARM_SFT_ROR: 3}
 
 
-def make_disassembler(thumb: bool) -> capstone.Cs:
-    """A capstone handle with details on, in Thumb or ARM mode, with ARMv8's additions.
+def make_disassembler(thumb: bool, v8: bool = False) -> capstone.Cs:
+    """A capstone handle with details on, in Thumb or ARM mode (``v8``: ARMv8's).
 
-    Without CS_MODE_V8 capstone knows ARMv7 alone, and an ARMv8 instruction (CRC32, the
-    crypto extension's AESE/SHA256H, VSEL, VRINT, LDA/STL, ...) decodes as nothing: the
-    descent stopped there and the code after it went unfound (decision 0052: Debian's
-    7zz, whose CRC-32 loop uses CRC32W where the CPU has it). The additions take
-    encodings that are undefined in ARMv7, so no ARMv7 instruction reads differently.
+    decode_range reads ARMv7 first and ARMv8 where ARMv7 reads nothing. Without
+    CS_MODE_V8 capstone knows ARMv7 alone, and an ARMv8 instruction (CRC32, the crypto
+    extension's AESE/SHA256H, VSEL, VRINT, LDA/STL, ...) decodes as nothing: the descent
+    stopped there (decision 0052: Debian's 7zz, whose CRC-32 loop uses CRC32W). But with
+    it capstone knows ARMv8 alone, which dropped the coprocessor loads and stores of
+    p0-p13: glibc's ``__sigsetjmp`` and ``__longjmp`` save iWMMXt registers with STCL/LDCL
+    p1 (on a path the CPU's features choose), and their descent stopped there instead.
     """
     mode = capstone.CS_MODE_THUMB if thumb else capstone.CS_MODE_ARM
-    md = capstone.Cs(capstone.CS_ARCH_ARM, mode | capstone.CS_MODE_V8)
+    md = capstone.Cs(capstone.CS_ARCH_ARM, mode | (capstone.CS_MODE_V8 if v8 else 0))
     md.detail = True
     return md
+
+
+_ARMV8: dict[int, capstone.Cs] = {}  # an ARMv7 handle's mode -> the ARMv8 handle of that mode
+
+
+def _armv8_of(md: capstone.Cs) -> capstone.Cs:
+    """The ARMv8 handle beside the ARMv7 handle ``md``."""
+    other = _ARMV8.get(md.mode)
+    if other is None:
+        other = _ARMV8[md.mode] = make_disassembler(bool(md.mode & capstone.CS_MODE_THUMB), v8=True)
+    return other
 
 
 def _reg(md: capstone.Cs, reg_id: int) -> int:
@@ -207,6 +220,24 @@ assert _FIELDS[0] == "address" and _FIELDS[len(_DECODED) + 1:] == ["hooks", "_bl
 
 
 def decode_range(md: capstone.Cs, code: bytes, address: int, thumb: bool,
+                 cache: DecodeCache | None = None) -> tuple[list[Instruction], int]:
+    """Decode ``code`` at ``address`` with the ARMv7 handle ``md``, reading an instruction
+    that ARMv7 does not know as ARMv8 (make_disassembler); returns the instructions and the
+    address where decoding stopped (see _decode_with)."""
+    cache = DecodeCache() if cache is None else cache
+    out, end = _decode_with(md, code, address, thumb, cache)
+    stop = address + len(code)
+    while end < stop and not md.mode & capstone.CS_MODE_V8:
+        more, after = _decode_with(_armv8_of(md), code[end - address:end - address + 4], end, thumb, cache)
+        if not more:
+            break
+        out += more
+        rest, end = _decode_with(md, code[after - address:], after, thumb, cache)
+        out += rest
+    return out, end
+
+
+def _decode_with(md: capstone.Cs, code: bytes, address: int, thumb: bool,
                  cache: DecodeCache | None = None) -> tuple[list[Instruction], int]:
     """Decode ``code`` at ``address``; returns the instructions and the address where decoding stopped.
 
