@@ -25,7 +25,7 @@ from .gaps import call_targets_in_gaps
 from .jump_tables import REGISTERS, SwitchFinder, goto_labels, goto_table, is_computed_jump, table_branch_targets
 from .model import Binary, Instruction, Procedure
 from .plt import thumb_stubs
-from .start_args import register_call_target, start_arguments
+from .start_args import movw_movt_value, register_call_target, start_arguments
 
 CHUNK = 256
 ENTRY_CODE = 128  # bytes of the entry's code looked at for the addresses it passes (start_args)
@@ -626,6 +626,14 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                         via[known[0]] = passed
                     if not ins.is_call:
                         tails.add(known[0])
+            elif ins.name == "movt":
+                # A code address made by movw/movt (a fixed-address program's function
+                # pointer, a comparator passed to qsort): a guess, as a literal's would be.
+                # Odd, Thumb; in A32 code also a word-aligned even one, A32.
+                value = movw_movt_value(run)
+                if value is not None and (value & 1 or not (thumb or value & 3)) and \
+                        _inside(ranges, value & ~1) and not entry <= value & ~1 < limit:
+                    guesses.setdefault(value & ~1, bool(value & 1))
             table = goto_table(run, binary.read) if ins.is_indirect and not ins.is_return else None
             if table is not None:
                 # A computed goto's labels: nothing else may reach them. The table's end is

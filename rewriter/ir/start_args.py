@@ -9,7 +9,8 @@ else names it: in a stripped static program it was never found. The entry's firs
 instructions are straight-line code; following the constants they compute finds it.
 
 With ``-mlong-calls`` every call is ``movw rN; movt rN; blx rN`` (A32: a literal and
-``blx rN``): the same constants, followed back from the call (decision 0054).
+``blx rN``), and a function pointer passed as an argument is a movw/movt pair: the same
+constants, followed back from the call (decision 0054).
 """
 
 from __future__ import annotations
@@ -73,6 +74,24 @@ def register_call_target(run: list[Instruction], read: Callable[[int, int], byte
     if value is None or not (value & 1 or not value & 3) or not is_code(value & ~1):
         return None
     return value & ~1, bool(value & 1)
+
+
+def movw_movt_value(run: list[Instruction]) -> int | None:
+    """The constant the last instruction of ``run``, a ``movt``, completes with a ``movw`` of
+    the same register a few instructions before it (how fixed-address Thumb-2 and A32 code
+    loads an address: a function pointer passed as an argument, or a long call's target)."""
+    last = run[-1]
+    target, _, high = last.op_str.partition(",")
+    if not high.strip().startswith("#") or last.cond != 14:
+        return None
+    for ins in reversed(run[-8:-1]):
+        dest, _, low = ins.op_str.partition(",")
+        if dest != target:
+            continue
+        if ins.name != "movw" or ins.cond != 14 or not low.strip().startswith("#"):
+            return None  # another write of the register
+        return (int(low.strip()[1:], 0) & 0xFFFF) | (int(high.strip()[1:], 0) & 0xFFFF) << 16
+    return None
 
 
 def _step(ins: Instruction, values: dict[int, int], read: Callable[[int, int], bytes]) -> None:
