@@ -1,5 +1,4 @@
-"""Code addresses that straight-line code puts in registers: what a program's entry passes
-to the calls it makes (``main``), and where a call through a register goes (long calls).
+"""The code addresses a program's entry passes to the calls it makes (``main``).
 
 glibc's ``_start`` passes ``main`` to ``__libc_start_main`` in r0, loaded from the GOT
 at an offset in its literal pool (``ldr sl, =GOT - pc; adr r3; add sl, r3; ldr r0, =off;
@@ -7,10 +6,6 @@ ldr r0, [sl, r0]``), or from the pool itself. An A32 ``main``'s address is even,
 it does not read as a Thumb code address the way an odd word in data does, and nothing
 else names it: in a stripped static program it was never found. The entry's first
 instructions are straight-line code; following the constants they compute finds it.
-
-With ``-mlong-calls`` every call is ``movw rN; movt rN; blx rN`` (A32: a literal and
-``blx rN``), and a function pointer passed as an argument is a movw/movt pair: the same
-constants, followed back from the call (decision 0054).
 """
 
 from __future__ import annotations
@@ -43,55 +38,6 @@ def start_arguments(insns: list[Instruction], read: Callable[[int, int], bytes],
         else:
             _step(ins, values, read)
     return out
-
-
-#: How far back from an indirect call ``register_call_target`` looks for the constant.
-WINDOW = 24
-_CLOBBERED = (0, 1, 2, 3, 12, 14)  # what a callee may leave changed
-
-
-def register_call_target(run: list[Instruction], read: Callable[[int, int], bytes],
-                         is_code: Callable[[int], bool]) -> tuple[int, bool] | None:
-    """(address, Thumb) of the code address that the last instruction of ``run``, a call or
-    jump through a register (``blx rN``, ``bx rN``), goes to, where the instructions before
-    it in the same straight-line run make rN a constant (``movw``/``movt``, a literal, a
-    PC-relative sum): the long-call idiom (``-mlong-calls``, calls out of range of BL).
-    None where the register's value is not known."""
-    last = run[-1]
-    reg = _REGS.get(last.op_str.strip())
-    if reg is None or reg == _PC:
-        return None
-    values: dict[int, int] = {}
-    for ins in run[-WINDOW:-1]:
-        if ins.is_call:
-            for clobbered in _CLOBBERED:
-                values.pop(clobbered, None)
-        elif ins.is_branch or ins.writes_pc:
-            values = {}
-        else:
-            _step(ins, values, read)
-    value = values.get(reg)
-    if value is None or not (value & 1 or not value & 3) or not is_code(value & ~1):
-        return None
-    return value & ~1, bool(value & 1)
-
-
-def movw_movt_value(run: list[Instruction]) -> int | None:
-    """The constant the last instruction of ``run``, a ``movt``, completes with a ``movw`` of
-    the same register a few instructions before it (how fixed-address Thumb-2 and A32 code
-    loads an address: a function pointer passed as an argument, or a long call's target)."""
-    last = run[-1]
-    target, _, high = last.op_str.partition(",")
-    if not high.strip().startswith("#") or last.cond != 14:
-        return None
-    for ins in reversed(run[-8:-1]):
-        dest, _, low = ins.op_str.partition(",")
-        if dest != target:
-            continue
-        if ins.name != "movw" or ins.cond != 14 or not low.strip().startswith("#"):
-            return None  # another write of the register
-        return (int(low.strip()[1:], 0) & 0xFFFF) | (int(high.strip()[1:], 0) & 0xFFFF) << 16
-    return None
 
 
 def _step(ins: Instruction, values: dict[int, int], read: Callable[[int, int], bytes]) -> None:
