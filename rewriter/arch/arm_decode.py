@@ -238,21 +238,20 @@ def decode_range(md: capstone.Cs, code: bytes, address: int, thumb: bool,
 
 
 def _decode_with(md: capstone.Cs, code: bytes, address: int, thumb: bool,
-                 cache: DecodeCache | None = None) -> tuple[list[Instruction], int]:
+                 cache: DecodeCache) -> tuple[list[Instruction], int]:
     """Decode ``code`` at ``address``; returns the instructions and the address where decoding stopped.
 
     A fast pass without details finds instruction boundaries (and IT blocks); only
     instructions whose facts need operands are decoded again with details.
 
     Code repeats the same encodings (register saves, loads from the frame), so facts
-    are kept in ``cache`` (pass one to every call on one binary to share them). Only
+    are kept in ``cache`` (one per binary, shared by every call: see decode_range). Only
     facts read from capstone's text are kept, and only those that do not depend on the
     address (no branch target, no literal): they are then a function of the key alone
     (the text names no address, and the IT condition, which changes the text and the
     condition, is part of it). Direct branches, whose text names their target, take a
     short way of their own.
     """
-    cache = DecodeCache() if cache is None else cache
     known = cache.facts
     out: list[Instruction] = []
     end = address

@@ -297,8 +297,7 @@ def _loop_sums_allowed(binary: Binary, stops: set[int]) -> Callable[[Procedure],
     if not binary.is_firmware or os.environ.get("ANVIL_POISON_DEAD"):
         return lambda proc: False
     handlers = interrupt_code(binary)
-    if any(proc.address in handlers and (proc.blocks[0].address in stops or any(i.address in stops for i in
-                                                                               proc.instructions()))
+    if any(proc.address in handlers and any(i.address in stops for i in proc.instructions())
            for proc in binary.procedures):
         return lambda proc: False
     return lambda proc: proc.address not in handlers

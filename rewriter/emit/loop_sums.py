@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.flow import ProcedureFlow, natural_loops
+from ..ir.flow import ProcedureFlow, natural_loops, predecessors_of
 from ..ir.liveness import DeadRegisters, registers_used
 from ..ir.model import Procedure
 
@@ -68,10 +68,7 @@ def summable_loops(proc: Procedure, flow: ProcedureFlow) -> list[LoopShape]:
     """The innermost loops of ``proc`` whose shape and instructions allow a register count
     (the module's text), before counters are placed."""
     loops = natural_loops(flow)
-    predecessors: list[set[int]] = [set() for _ in flow.successors]
-    for i, after in enumerate(flow.successors):
-        for s in after:
-            predecessors[s].add(i)
+    predecessors = [set(p) for p in predecessors_of(flow.successors)]
     headers = set(loops)
     out = []
     for header, body in sorted(loops.items()):

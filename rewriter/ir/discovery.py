@@ -162,7 +162,8 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     """
     ranges = _exec_ranges(elf)
     md = {True: make_disassembler(True), False: make_disassembler(False)}
-    streams = _Streams(binary, md, DecodeCache())
+    cache = DecodeCache()
+    streams = _Streams(binary, md, cache)
     streams.code_size = sum(hi - lo for lo, hi in ranges)
     progress.phase("decoding", streams.code_size, "bytes")
     relocated = _relocated_words(elf, binary) if binary.is_pie else []
@@ -178,7 +179,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     stubs = thumb_stubs(binary.plt, binary.read)
     entry_thumb = bool(binary.entry & 1)
     at_entry = decode_range(md[entry_thumb], binary.read(binary.entry & ~1, ENTRY_CODE), binary.entry & ~1,
-                            entry_thumb)[0]
+                            entry_thumb, cache)[0]
     # What the entry passes to the calls it makes: main, which in A32 reads as no Thumb address.
     passed = start_arguments(at_entry, binary.read, lambda address: _inside(ranges, address))
     starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs) + passed,

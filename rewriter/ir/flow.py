@@ -140,7 +140,7 @@ def natural_loops(flow: ProcedureFlow) -> dict[int, set[int]]:
             else:
                 state[node] = 2
                 stack.pop()
-    predecessors = _predecessors(flow.successors)
+    predecessors = predecessors_of(flow.successors)
     loops = {}
     for header, tails in latches.items():
         body = {header}
@@ -156,7 +156,7 @@ def natural_loops(flow: ProcedureFlow) -> dict[int, set[int]]:
     return loops
 
 
-def _predecessors(successors: list[list[int]]) -> list[list[int]]:
+def predecessors_of(successors: list[list[int]]) -> list[list[int]]:
     """The blocks each block is reached from, by the successor lists' edges."""
     predecessors: list[list[int]] = [[] for _ in successors]
     for i, succ in enumerate(successors):
@@ -209,7 +209,7 @@ def exclusive_windows(proc: Procedure) -> set[int]:
         if last.is_branch and not last.is_call and last.branch_target is not None:
             targets.append(last.branch_target)
         successors.append([index[t] for t in targets if t in index])
-    predecessors = _predecessors(successors)
+    predecessors = predecessors_of(successors)
 
     open_at_entry = [False] * len(blocks)
     work = list(range(len(blocks)))

@@ -176,8 +176,7 @@ class GotoFinder:
         if ins.is_call:
             self.values, self.slots, self.loaded, self.spilled = {}, {}, {}, {}
             return None
-        operands = [o.strip() for o in ins.op_str.replace("[", "").replace("]", "").replace("!", "").split(",")]
-        regs = [_REGS.get(o) for o in operands]
+        operands, regs = operand_registers(ins)
         access = ins.accesses[0] if len(ins.accesses) == 1 and not ins.accesses[0].is_store else None
         if name in ("bx", "mov") and ins.writes_pc and not ins.is_return and len(regs) in (1, 2):
             return self.loaded.get(regs[-1])
@@ -293,9 +292,16 @@ def goto_labels(binary: Binary, table: int, thumb: bool, ranges: list[tuple[int,
     return labels
 
 
-_REGS = REGISTERS | {"lr": 14, "pc": 15, "sp": 13}
+_REGS = REGISTERS | {"pc": 15, "sp": 13}
 _PC = 15
 _SP = 13
+
+
+def operand_registers(ins: Instruction) -> tuple[list[str], list[int | None]]:
+    """``ins``'s operands as text (brackets and write-back marks dropped) and the register
+    each names (None for an immediate, a shift, a register list's text)."""
+    operands = [o.strip() for o in ins.op_str.replace("[", "").replace("]", "").replace("!", "").split(",")]
+    return operands, [_REGS.get(o) for o in operands]
 
 
 _MOVES = frozenset(("mov", "movs", "movw"))  # a constant for the CMP of a bounds check

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .jump_tables import _REGS, REGISTERS
+from .jump_tables import REGISTERS, operand_registers
 from .model import Instruction
 
 ARGUMENTS = (0, 1, 2, 3)  # r0-r3
@@ -42,8 +42,7 @@ def start_arguments(insns: list[Instruction], read: Callable[[int, int], bytes],
 
 def _step(ins: Instruction, values: dict[int, int], read: Callable[[int, int], bytes]) -> None:
     """Update ``values`` (register -> the constant it holds) for ``ins``."""
-    operands = [o.strip() for o in ins.op_str.replace("[", "").replace("]", "").replace("!", "").split(",")]
-    regs = [_REGS.get(o) for o in operands]
+    operands, regs = operand_registers(ins)
     target = regs[0] if regs else None
     value = None
     pc = ins.address + (4 if ins.thumb else 8)
