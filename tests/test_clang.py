@@ -53,3 +53,25 @@ def test_clang_builds(variant: str, stripped: bool, tmp_path) -> None:
     before, after = _loads(binary), _loads(out)
     assert [vaddr for _, vaddr, _, _ in after[:len(before)]] == [vaddr for _, vaddr, _, _ in before]
     assert all(offset % align == vaddr % align for offset, vaddr, _, align in after)
+
+
+def test_lld_plt_entries_are_read(tmp_path) -> None:
+    """ld.lld pads PLT0 and each entry with 0xd4d4d4d4 words: its PLT was read as empty, so
+    unstripped it stayed one procedure and the entry the C++ exception tables name as the
+    personality routine (``__gxx_personality_v0@plt``) ran in place, uncounted (decision 0054).
+    Oracles: the PLT's R_ARM_JUMP_SLOT relocations name every entry; qemu's count."""
+    from rewriter.ir.plt import plt_functions
+
+    binary = build("containers", "clang-O3-thumb-pie-lld")
+    with open(binary, "rb") as f:
+        elf = ELFFile(f)
+        rel = elf.get_section_by_name(".rel.plt")
+        symbols = elf.get_section(rel["sh_link"])
+        slots = sorted(symbols.get_symbol(r["r_info_sym"]).name for r in rel.iter_relocations())
+        assert sorted(plt_functions(elf).values()) == slots
+    placed = place(binary, tmp_path, "orig")
+    original = run_prog(placed)
+    qemu_total = sum(exe_pcs(trace_pcs(placed, [], b"", argv0="prog"), placed).values())
+    inst = run_prog(instrument(binary, "inscount", tmp_path))
+    assert_same_behaviour(original, inst)
+    assert results(inst, "inscount")["total"] == qemu_total

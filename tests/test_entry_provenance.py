@@ -9,7 +9,9 @@ trace of it (every instruction of the executable it runs must be one the descent
 
 A doubtful entry inside an IT block (samples/it_word.c: a number in data) is dropped, but
 its IT-free reading of the instruction there must not replace the reading the IT gives
-(busybox: libgcc's division, SUBHS read as SUB, wrong quotients, a crash).
+(busybox: libgcc's division, SUBHS read as SUB, wrong quotients, a crash). In a PIE the
+word is a relocated address, no less wrong as an entry: branching into an IT block is not
+permitted.
 """
 
 from __future__ import annotations
@@ -69,19 +71,27 @@ def test_stripped_program_with_doubtful_entries(name: str, tmp_path: Path) -> No
     assert_same_behaviour(original, run_prog(instrument(program, "inscount", tmp_path), args, stdin, env=env))
 
 
-def test_word_inside_an_it_block_keeps_the_it_reading(tmp_path: Path) -> None:
-    built = build("it_word", "Os-thumb-static")
+# Static: the word is a number in data (a doubtful entry). PIE: a relocation says the word
+# is an address, a sure entry until it was seen to fall inside an IT block. Long calls
+# (-mlong-calls, fixed address): sub_if_above is called only through a register, and the
+# word was its only entry (decision 0054).
+@pytest.mark.parametrize("variant", ["Os-thumb-static", "O2-thumb-dyn", "O2-nopic-longcalls",
+                                     "O2-arm-nopic-longcalls"])
+def test_word_inside_an_it_block_keeps_the_it_reading(variant: str, tmp_path: Path) -> None:
+    built = build("it_word", variant)
     word, _ = symbol_span(built, "inside_it")
+    start, end = symbol_span(built, "sub_if_above")
     program = stripped(built, tmp_path / "stripped")
     original, pcs, ir = traced_original(program, tmp_path)
     assert (original.returncode, original.stdout) == (0, b"3 93 1\n")
 
     inst = run_prog(instrument(program, "inscount", tmp_path))
     assert_same_behaviour(original, inst)
-    # The procedure holding the IT block (the word's entry was dropped) counts as qemu does:
-    # two calls, four instructions each (the IT and the SUBHS whose condition fails count).
+    # The procedure holding the IT block (the word's entry was dropped) is the function the
+    # symbol table names, and counts as qemu does: two calls, four instructions each (the IT
+    # and the SUBHS whose condition fails count).
     proc = next(p for p in ir.procedures if p.address <= word < p.end)
-    assert proc.address < word
-    executed = sum(n for pc, n in pcs.items() if proc.address <= pc < proc.end)
+    assert proc.address == start < word
+    executed = sum(n for pc, n in pcs.items() if start <= pc < end)
     assert executed == 8
     assert results(inst, "inscount")["procedures"][proc.name] == executed

@@ -243,15 +243,16 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     tool.instrument(binary, opts)
     # Records are appended inline only in T32 code with registers parked in d16-d31: elsewhere
     # a record is a call too, and deferring would add the ring's work to it. All of a
-    # routine's calls are deferred or none (their order), so mostly-A32 programs call.
+    # routine's calls are deferred or none (their order), so mostly-A32 programs call. Mostly
+    # by code size: a small program's many PLT entries (A32 procedures) are not its code.
     # ANVIL_NO_DEFER: every call made as it comes (a reference for the tests).
     deferred = None
     # Not in a program that starts threads: the ring's writers count tells a signal handler's
     # records from those it interrupted, and another thread's would look the same.
     if any(p.deferred for p in tool.prototypes.values()) and not os.environ.get("ANVIL_NO_DEFER") \
             and not binary.threaded:
-        thumb = sum(p.thumb for p in binary.procedures)
-        if 2 * thumb > len(binary.procedures) and vfp_scratch(binary):
+        thumb = sum(p.size for p in binary.procedures if p.thumb)
+        if 2 * thumb > sum(p.size for p in binary.procedures) and vfp_scratch(binary):
             deferred = defer(binary, tool)
     units = SiteUnit()
     arrays = {**tool.arrays, **tool.filter_arrays()}

@@ -25,7 +25,7 @@ from .gaps import call_targets_in_gaps
 from .jump_tables import REGISTERS, SwitchFinder, goto_labels, goto_table, is_computed_jump, table_branch_targets
 from .model import Binary, Instruction, Procedure
 from .plt import thumb_stubs
-from .start_args import start_arguments
+from .start_args import register_call_target, start_arguments
 
 CHUNK = 256
 ENTRY_CODE = 128  # bytes of the entry's code looked at for the addresses it passes (start_args)
@@ -300,7 +300,8 @@ def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], f
 
     A DOUBTFUL entry that cuts code reached by flow is dropped, and so is a CALLED one that
     cuts SURE code reached by flow (git: a pool read as a BL into the middle of a
-    function). Where the code cut lies past a call not known to return, the entry is kept
+    function). An entry inside an IT block that code at least as strong runs into is
+    dropped too. Where the code cut lies past a call not known to return, the entry is kept
     and that code ends there (``_start`` runs on past ``__libc_start_main`` into an A32
     function)."""
     returning = _returning(found, plt, noreturn)
@@ -311,6 +312,11 @@ def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], f
             continue
         mine = strength.get(entry, DOUBTFUL)
         if mine == DOUBTFUL or (mine == CALLED and strength.get(descent.entry) == SURE):
+            out.add(entry)
+        elif descent.cuts_it and not descent.straddles and strength.get(descent.entry, DOUBTFUL) >= mine:
+            # Branching into an IT block is not permitted (ARM ARM), so code as surely known
+            # as the entry that runs into it inside its IT block rules, whatever names the
+            # entry: a PIE's relocated pointer to a place in it is an address, not an entry.
             out.add(entry)
     return out
 
@@ -611,6 +617,16 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                         work.append((target, tthumb, doubt, passed))
                         reach = max(reach, target + 1)
             run.append(ins)
+            if ins.name in ("blx", "bx") and ins.branch_target is None and not ins.is_return:
+                # A long call (or jump) through a register loaded with a constant: a call as
+                # sure as a BL (a jump: a tail call).
+                known = register_call_target(run, binary.read, lambda a: _inside(ranges, a))
+                if known is not None and not entry <= known[0] < limit:
+                    (calls if doubt == FLOW else after_calls if ins.is_call else after).setdefault(*known)
+                    if doubt != FLOW and (known[0] not in via or passed < via[known[0]]):
+                        via[known[0]] = passed
+                    if not ins.is_call:
+                        tails.add(known[0])
             table = goto_table(run, binary.read) if ins.is_indirect and not ins.is_return else None
             if table is not None:
                 # A computed goto's labels: nothing else may reach them. The table's end is

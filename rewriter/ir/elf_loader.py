@@ -32,7 +32,7 @@ from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
 from .jump_tables import SwitchFinder, has_computed_jump, table_branch_targets
 from .model import Binary, Block, Procedure, Segment
-from .plt import plt_functions
+from .plt import plt_functions, thumb_stubs
 
 _MAPPING = re.compile(r"^\$([atd])(\..*)?$")
 
@@ -66,7 +66,12 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     if not _exec_sections(elf):  # both ways of finding procedures look for them in these
         raise AnvilError(f"{path}: no code to rewrite (no executable section in the section table)")
     if symbols and mapping:
-        procs = _procedures(binary, elf, symbols, mapping)
+        # Each PLT entry is a procedure, as the descent of a stripped program makes it: code
+        # may enter one through a register (a long call; in a fixed-address program the
+        # canonical address of an imported function, a function pointer, is its entry).
+        stubs = thumb_stubs(binary.plt, binary.read)
+        entries = [(address | (address in stubs), f"{name}@plt", 0) for address, name in binary.plt.items()]
+        procs = _procedures(binary, elf, symbols + entries, mapping)
         decoded = _decode(binary, procs, mapping)
     else:
         procs, decoded = discover(binary, elf)

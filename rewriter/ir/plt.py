@@ -12,6 +12,9 @@ Entries are not of one size. GNU ld writes, after the 20-byte PLT0, for each ent
   ``add ip, pc, #A; add ip, ip, #B; ldr pc, [ip, #C]!`` (12 bytes) or the long form
   ``ldr ip, [pc, #4]; add ip, pc, ip; ldr pc, [ip]; .word offset`` (16 bytes).
 
+ld.lld writes the short form only, PLT0 and each entry padded to 16 bytes with
+``0xd4d4d4d4`` words.
+
 The GOT slot an entry loads its target from is named by the entry's ``R_ARM_JUMP_SLOT``
 relocation, whose symbol is the function; so entries are decoded rather than counted.
 """
@@ -25,6 +28,8 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 PLT0_SIZE = 20
+#: ld.lld pads its 20-byte PLT0 to 32 bytes and each 12-byte entry to 16 with these words.
+TRAP_FILL = b"\xd4" * 4
 THUMB_STUB = 0x4778  # bx pc
 # The short form, with its immediates masked out.
 _ADD_IP_PC, _ADD_IP_IP, _LDR_PC_IP = 0xE28FC600, 0xE28CCA00, 0xE5BCF000
@@ -49,6 +54,9 @@ def plt_functions(elf: ELFFile) -> dict[int, str]:
     at = PLT0_SIZE
     stub: int | None = None
     while at + 4 <= len(data):
+        if data[at:at + 4] == TRAP_FILL:  # ld.lld's padding after PLT0 and after each entry
+            at += 4
+            continue
         if int.from_bytes(data[at:at + 2], "little") == THUMB_STUB:
             stub = base + at
             at += 4

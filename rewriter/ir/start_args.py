@@ -1,4 +1,5 @@
-"""The code addresses a program's entry passes to the calls it makes (``main``).
+"""Code addresses that straight-line code puts in registers: what a program's entry passes
+to the calls it makes (``main``), and where a call through a register goes (long calls).
 
 glibc's ``_start`` passes ``main`` to ``__libc_start_main`` in r0, loaded from the GOT
 at an offset in its literal pool (``ldr sl, =GOT - pc; adr r3; add sl, r3; ldr r0, =off;
@@ -6,6 +7,9 @@ ldr r0, [sl, r0]``), or from the pool itself. An A32 ``main``'s address is even,
 it does not read as a Thumb code address the way an odd word in data does, and nothing
 else names it: in a stripped static program it was never found. The entry's first
 instructions are straight-line code; following the constants they compute finds it.
+
+With ``-mlong-calls`` every call is ``movw rN; movt rN; blx rN`` (A32: a literal and
+``blx rN``): the same constants, followed back from the call (decision 0054).
 """
 
 from __future__ import annotations
@@ -38,6 +42,37 @@ def start_arguments(insns: list[Instruction], read: Callable[[int, int], bytes],
         else:
             _step(ins, values, read)
     return out
+
+
+#: How far back from an indirect call ``register_call_target`` looks for the constant.
+WINDOW = 24
+_CLOBBERED = (0, 1, 2, 3, 12, 14)  # what a callee may leave changed
+
+
+def register_call_target(run: list[Instruction], read: Callable[[int, int], bytes],
+                         is_code: Callable[[int], bool]) -> tuple[int, bool] | None:
+    """(address, Thumb) of the code address that the last instruction of ``run``, a call or
+    jump through a register (``blx rN``, ``bx rN``), goes to, where the instructions before
+    it in the same straight-line run make rN a constant (``movw``/``movt``, a literal, a
+    PC-relative sum): the long-call idiom (``-mlong-calls``, calls out of range of BL).
+    None where the register's value is not known."""
+    _, regs = operand_registers(run[-1])
+    reg = regs[0] if len(regs) == 1 else None
+    if reg is None or reg == _PC:
+        return None
+    values: dict[int, int] = {}
+    for ins in run[-WINDOW:-1]:
+        if ins.is_call:
+            for clobbered in _CLOBBERED:
+                values.pop(clobbered, None)
+        elif ins.is_branch or ins.writes_pc:
+            values = {}
+        else:
+            _step(ins, values, read)
+    value = values.get(reg)
+    if value is None or not (value & 1 or not value & 3) or not is_code(value & ~1):
+        return None
+    return value & ~1, bool(value & 1)
 
 
 def _step(ins: Instruction, values: dict[int, int], read: Callable[[int, int], bytes]) -> None:

@@ -76,11 +76,47 @@ CLANG_VARIANTS: dict[str, list[str]] = {
     for linker in ("lld", "bfd")
 }
 
+#: Build variants the test suite does not run but scripts/variant_sweep.py does: other
+#: optimisations, link-time optimisation, link and layout options, NEON, C++ runtimes.
+#: Name -> (compiler, flags); compiler "gcc" (the cross gcc/g++) or "clang" (with
+#: CLANG_BASE).  ``@rodata-first.ld`` stands for a GNU ld script (rodata_first_script):
+#: .rodata before .text, the text segment at an unusual address.  (No ``-static-pie``:
+#: Debian's armhf glibc has no rcrt1.o.)
+SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
+    "O3": ("gcc", ["-g", "-O3"]),
+    "O3-unroll": ("gcc", ["-g", "-O3", "-funroll-loops"]),
+    "O3-arm-unroll-static": ("gcc", ["-g", "-O3", "-marm", "-funroll-loops", "-static"]),
+    "O2-lto": ("gcc", ["-g", "-O2", "-flto"]),
+    "O2-arm-lto-static": ("gcc", ["-g", "-O2", "-marm", "-flto", "-static"]),
+    "O2-nopic-longcalls": ("gcc", ["-g", "-O2", "-fno-pic", "-no-pie", "-mlong-calls"]),
+    "O2-arm-nopic-longcalls": ("gcc", ["-g", "-O2", "-marm", "-fno-pic", "-no-pie", "-mlong-calls"]),
+    "O2-gc-sections": ("gcc", ["-g", "-O2", "-ffunction-sections", "-fdata-sections", "-Wl,--gc-sections"]),
+    "O2-gc-sections-static": ("gcc", ["-g", "-O2", "-ffunction-sections", "-fdata-sections",
+                                      "-Wl,--gc-sections", "-static"]),
+    "O2-noseparate-code": ("gcc", ["-g", "-O2", "-Wl,-z,noseparate-code"]),
+    "O2-separate-code": ("gcc", ["-g", "-O2", "-Wl,-z,separate-code"]),
+    "O2-separate-code-static": ("gcc", ["-g", "-O2", "-Wl,-z,separate-code", "-static"]),
+    "O2-sysv-hash": ("gcc", ["-g", "-O2", "-Wl,--hash-style=sysv"]),
+    "O2-norelro": ("gcc", ["-g", "-O2", "-Wl,-z,norelro"]),
+    "O2-text-segment": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,-Ttext-segment=0x400000"]),
+    "O2-rodata-first": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,-T,@rodata-first.ld"]),
+    "O2-rodata-first-static": ("gcc", ["-g", "-O2", "-static", "-Wl,-T,@rodata-first.ld"]),
+    "O3-neon": ("gcc", ["-g", "-O3", "-mfpu=neon", "-ftree-vectorize"]),
+    "O2-thumb-noalign": ("gcc", ["-g", "-O2", "-march=armv7-a+fp", "-mthumb", "-mno-unaligned-access"]),
+    "clang-O3-thumb-pie-lld": ("clang", ["-O3", "-mthumb", "-fuse-ld=lld"]),
+    "clang-O2-lto-lld": ("clang", ["-O2", "-mthumb", "-flto", "-fuse-ld=lld"]),
+    "clang-O2-arm-gc-sections-lld": ("clang", ["-O2", "-marm", "-ffunction-sections", "-fdata-sections",
+                                               "-Wl,--gc-sections", "-fuse-ld=lld"]),
+    "clang-O2-nopic-longcalls-bfd": ("clang", ["-O2", "-mthumb", "-fno-pic", "-no-pie", "-mlong-calls",
+                                               "-fuse-ld=bfd"]),
+    "clang-O3-neon-lld": ("clang", ["-O3", "-mthumb", "-mfpu=neon", "-fuse-ld=lld"]),
+}
+
 #: The C samples, each ``samples/<name>.c``.
 SAMPLES: list[str] = ["addresses", "sort", "hash", "matrix", "calls"]
 
 #: The C++ samples, each ``samples/<name>.cpp`` (built with the same variants).
-CXX_SAMPLES: list[str] = ["unwind"]
+CXX_SAMPLES: list[str] = ["unwind", "containers"]
 
 #: The exit status each sample returns when all its self-checks pass.
 EXPECTED_STATUS: dict[str, int] = {
@@ -123,32 +159,60 @@ def _compile(cmd_before_output: Sequence[str], cmd_after_output: Sequence[str], 
 
 def build(sample: str, variant: str) -> Path:
     """Build ``samples/<sample>.c`` (or ``.cpp``, with the C++ compiler) in the given
-    variant (cached) and return the binary's path.
+    variant (VARIANTS, CLANG_VARIANTS or SWEEP_VARIANTS; cached) and return the binary's path.
 
     Raises SampleBuildError when the sample or variant is unknown, the cross compiler is
     missing or compilation fails.
     """
-    if variant not in VARIANTS and variant not in CLANG_VARIANTS:
-        raise SampleBuildError(f"unknown variant {variant!r}; known: {', '.join([*VARIANTS, *CLANG_VARIANTS])}")
+    if variant in VARIANTS:
+        compiler, flags = "gcc", VARIANTS[variant]
+    elif variant in CLANG_VARIANTS:
+        compiler, flags = "clang", CLANG_VARIANTS[variant]
+    elif variant in SWEEP_VARIANTS:
+        compiler, flags = SWEEP_VARIANTS[variant]
+    else:
+        known = ", ".join([*VARIANTS, *CLANG_VARIANTS, *SWEEP_VARIANTS])
+        raise SampleBuildError(f"unknown variant {variant!r}; known: {known}")
     cxx = sample in CXX_SAMPLES
     source = SAMPLES_DIR / f"{sample}.{'cpp' if cxx else 'c'}"
     if not source.is_file():
         raise SampleBuildError(f"unknown sample {sample!r}: {source} does not exist")
-    if variant in CLANG_VARIANTS:
+    if "-Wl,-T,@rodata-first.ld" in flags:
+        # The script's path names a hash of its text, so the cache key follows its content.
+        flags = [f"-Wl,-T,{rodata_first_script()}" if f == "-Wl,-T,@rodata-first.ld" else f for f in flags]
+    if compiler == "clang":
         clang = _require_tool(CLANG + "++" if cxx else CLANG)
-        flags = [*CLANG_BASE, *CLANG_VARIANTS[variant]]
+        flags = [*CLANG_BASE, *flags]
         # The identity of clang and of the gcc toolchain whose crt files and libc it links.
         key = _cache_key(source.read_bytes(), "\0".join(flags), "c++" if cxx else "c",
                          build_cache.compiler_identity(clang))
         out = cache_dir() / f"{sample}-{variant}-{key}"
         return out if out.is_file() else _compile([clang, *flags], [str(source)], out)
     cc = _require_tool(CXX if cxx else CC)
-    flags = VARIANTS[variant]
     key = _cache_key(source.read_bytes(), "\0".join(flags), "c++" if cxx else "c")
     out = cache_dir() / f"{sample}-{variant}-{key}"
     if out.is_file():
         return out
     return _compile([cc, *flags], [str(source)], out)
+
+
+def rodata_first_script() -> Path:
+    """A GNU ld script for a fixed-address program unlike the default one: GNU ld's own
+    script (``ld --verbose``) with ``.rodata`` moved before ``.init``/``.text`` and the
+    text segment at 0x01000000 instead of 0x10000; written once into the cache."""
+    proc = subprocess.run([_require_tool("arm-linux-gnueabihf-ld"), "--verbose"], capture_output=True,
+                          text=True, check=True)
+    lines = proc.stdout.split("=" * 50 + "\n")[1].splitlines()
+    rodata = [line for line in lines if line.lstrip().startswith((".rodata ", ".rodata1 "))]
+    rest = [line for line in lines if line not in rodata]
+    init = next(i for i, line in enumerate(rest) if line.lstrip().startswith(".init "))
+    text = "\n".join([*rest[:init], *rodata, *rest[init:]]).replace("0x00010000", "0x01000000") + "\n"
+    path = cache_dir() / f"rodata-first-{build_cache.cache_key(text)}.ld"
+    if not path.is_file():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return path
 
 
 def stripped(binary: Path, dest: Path) -> Path:
