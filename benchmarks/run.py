@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.metadata
 import json
 import os
 import platform
@@ -504,7 +505,8 @@ def cpu_model() -> str:
 
 
 def anvil_revision() -> str:
-    """The repository's short commit hash, with ``+dirty`` when the work tree has changes."""
+    """The repository's short commit hash, with ``+dirty`` when the work tree has changes;
+    outside a git checkout (an unpacked release), the package's version."""
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=30
@@ -517,8 +519,19 @@ def anvil_revision() -> str:
             timeout=30,
         ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return (commit or "unknown") + ("+dirty" if dirty else "")
+        commit = dirty = ""
+    if not commit:
+        return _package_version()
+    return commit + ("+dirty" if dirty else "")
+
+
+def _package_version() -> str:
+    """The installed anvil package's version, else the one pyproject.toml names."""
+    try:
+        return "version " + importlib.metadata.version("anvil-rewriter")
+    except importlib.metadata.PackageNotFoundError:
+        found = re.search(r'^version\s*=\s*"([^"]+)"', (REPO_ROOT / "pyproject.toml").read_text(), re.M)
+        return "version " + found.group(1) if found else "unknown"
 
 
 def header_line(runs: int) -> str:
