@@ -9,9 +9,12 @@ zlib; for the counts, qemu's single-step trace of the original.
 
 from __future__ import annotations
 
+import json
 import struct
 import zlib
 from pathlib import Path
+
+from elftools.elf.elffile import ELFFile
 
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
@@ -39,9 +42,20 @@ def test_v8_instructions_and_unreadable_ones_run_as_in_the_original(tmp_path: Pa
     found = {ins.address for proc in load_binary(str(program)).procedures for ins in proc.instructions()}
     assert all(pc in found for pc in executed if crc_start <= pc < crc_end)
 
-    inst = run_prog(instrument(program, "inscount", tmp_path))
+    image = instrument(program, "inscount", tmp_path)
+    inst = run_prog(image)
     # SB does not decode: the block before it runs on into the original code at SB (left
     # in place), not into the copy of the block after it.
     assert_same_behaviour(original, inst)
+    # ... and the report names it as code that ran uncounted: SB's encoding (T32 F3BF 8F70)
+    # in step's bytes, where the unstripped build's symbol puts it, and nothing else.
+    step_start, step_end = symbol_span(built, "step")
+    with open(built, "rb") as elf:
+        section = next(s for s in ELFFile(elf).iter_sections()
+                       if s["sh_addr"] <= step_start < s["sh_addr"] + s["sh_size"])
+        step_bytes = section.data()[step_start - section["sh_addr"]:step_end - section["sh_addr"]]
+    sb = step_start + step_bytes.index(bytes.fromhex("bff3708f"))
+    report = json.loads(Path(str(image) + ".anvil.json").read_text())
+    assert [(u["address"], u["end"]) for u in report["undecodable"]] == [(sb, sb + 4)]
     counted = results(inst, "inscount")["procedures"]
     assert counted[f"sub_{crc_start:x}"] == sum(n for pc, n in executed.items() if crc_start <= pc < crc_end)

@@ -65,6 +65,13 @@ def make_disassembler(thumb: bool, v8: bool = False) -> capstone.Cs:
 _ARMV8: dict[int, capstone.Cs] = {}  # an ARMv7 handle's mode -> the ARMv8 handle of that mode
 
 
+def encoded_size(first: bytes, thumb: bool) -> int:
+    """Bytes of the instruction whose first halfword (little-endian) is ``first``, known from
+    the encoding alone, decodable or not: A32 4; T32 4 where the top five bits are 0b11101,
+    0b11110 or 0b11111, else 2."""
+    return 4 if not thumb or int.from_bytes(first[:2], "little") >> 11 >= 0b11101 else 2
+
+
 def _armv8_of(md: capstone.Cs) -> capstone.Cs:
     """The ARMv8 handle beside the ARMv7 handle ``md``."""
     other = _ARMV8.get(md.mode)

@@ -94,6 +94,8 @@ class Report:
     instructions: int = 0
     not_relocated: list[dict] = field(default_factory=list)
     entries_not_patched: list[str] = field(default_factory=list)
+    # Bytes no decoder reads that instrumented code runs into: they run in place, uncounted.
+    undecodable: list[dict] = field(default_factory=list)
     rewrite_seconds: float = 0.0
     original_size: int = 0
     output_size: int = 0
@@ -116,6 +118,8 @@ class Report:
             parts.append(f"{len(self.not_relocated)} left as they were")
         if self.entries_not_patched:
             parts.append(f"{len(self.entries_not_patched)} entries reachable only by direct calls")
+        if self.undecodable:
+            parts.append(f"{len(self.undecodable)} undecodable instructions run uncounted")
         return ", ".join(parts)
 
 
@@ -777,6 +781,8 @@ def _finish(report: Report, output: str, data: bytes, chosen: list[Procedure], s
     atomic_write(output, data)
     report.relocated = len(chosen)
     report.instructions = sum(len(list(p.instructions())) for p in chosen)
+    report.undecodable = [{"procedure": p.name, "address": start, "end": end}
+                          for p in chosen for start, end in p.undecodable]
     report.rewrite_seconds = time.monotonic() - started
     report.output_size = len(data)
     return report

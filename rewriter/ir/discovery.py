@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from elftools.elf.elffile import ELFFile
 
 from .. import progress
-from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
+from ..arch.arm_decode import DecodeCache, decode_range, encoded_size, make_disassembler
 from .counted import counted
 from .exception_tables import handlers
 from .gaps import call_targets_in_gaps
@@ -206,11 +206,29 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
             continue
         last = insns[-1]
         name = "_start" if start == binary.entry & ~1 else f"sub_{start:x}"
-        procs.append(Procedure(name=name, address=start, size=last.address + last.size - start,
-                               thumb=entries[start], jumped_into=start in continued))
+        proc = Procedure(name=name, address=start, size=last.address + last.size - start,
+                         thumb=entries[start], jumped_into=start in continued)
+        for at, thumb in _undecodable(insns, streams):
+            proc.notes.append(f"undecodable instruction at {at:#x}: runs in place, uncounted")
+            proc.undecodable.append((at, at + encoded_size(binary.read(at, 2), thumb)))
+        procs.append(proc)
         decoded[start] = insns
     binary.gap_targets = call_targets_in_gaps(binary.read, ranges, [i for got in decoded.values() for i in got])
     return procs, decoded
+
+
+def _undecodable(insns: list[Instruction], streams: _Streams) -> list[tuple[int, bool]]:
+    """Where ``insns`` (a procedure's, in order) run on into bytes that no decoder reads:
+    the next address of an instruction that falls through is not decoded, and reads as
+    nothing. Not past calls: code after a call that never returns is often no code."""
+    have = {ins.address for ins in insns}
+    out = []
+    for ins in insns:
+        after = ins.address + ins.size
+        if after not in have and not ins.is_call and ins.falls_through \
+                and streams.at(after, ins.thumb)[0] is None and any(streams.binary.read(after, 2)):
+            out.append((after, ins.thumb))
+    return out
 
 
 @dataclass(frozen=True)

@@ -300,6 +300,7 @@ def _decode(binary: Binary, procs: list[Procedure], mapping: dict[int, list[tupl
             insns.extend(got)
             if stop < end and any(code[stop - start:]):
                 proc.notes.append(f"undecodable bytes at {stop:#x}..{end:#x}")
+                proc.undecodable.append((stop, end))
         if insns:
             proc.thumb = insns[0].thumb
         decoded[proc.address] = insns

@@ -223,6 +223,9 @@ class Procedure:
     # A computed jump (add/mov pc) in the code before it runs on into it (stripped code where
     # an entry cut the jump's targets off, libgcc's division): any instruction may be entered.
     jumped_into: bool = False
+    # Places its code runs into that no decoder reads (an instruction newer than capstone's
+    # tables): (start, end) of the bytes. They run in place, in the original, uncounted.
+    undecodable: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def end(self) -> int:
