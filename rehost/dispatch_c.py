@@ -93,7 +93,7 @@ class CDispatcher:
             offsets.append(len(names))
             names += str(name).encode(errors="replace") + b"\0"
         for key, ctype in (("block_addr", ctypes.c_uint32), ("block_insns", ctypes.c_uint16),
-                           ("block_proc", ctypes.c_uint16), ("proc_addr", ctypes.c_uint32)):
+                           ("block_proc", ctypes.c_uint32), ("proc_addr", ctypes.c_uint32)):
             values = facts[key]
             self._set_pointer(f"anvil_{key}", (ctype * max(len(values), 1))(*values))
         self._set_pointer("anvil_proc_name", (ctypes.c_uint32 * max(len(offsets), 1))(*offsets))

@@ -8,7 +8,6 @@ that call the tools' routines registered at those points.
 from __future__ import annotations
 
 from ..api import Arg
-from ..errors import AnvilError
 from ..ir.model import Binary, Hook, Point
 from .target_build import FACTS_SECTION
 
@@ -54,8 +53,6 @@ def image_facts(binary: Binary) -> dict[str, list]:
     """The static facts analysis code may read: blocks (address | Thumb bit, instructions,
     procedure index) and procedures (address, name), in the IR's order."""
     blocks = list(binary.blocks())
-    if len(binary.procedures) > 0xFFFF:
-        raise AnvilError(f"{len(binary.procedures)} procedures: the site tables hold at most 65535 so far")
     return {
         "block_addr": [b.address | int(b.procedure.thumb) for b in blocks],
         "block_insns": [min(b.size, 0xFFFF) for b in blocks],
@@ -111,7 +108,7 @@ class SiteUnit:
             f"const uint32_t anvil_nprocs {_fact('anvil_nprocs')} = {len(facts['proc_addr'])};\n",
             _array("uint32_t", "anvil_block_addr", facts["block_addr"]),
             _array("uint16_t", "anvil_block_insns", facts["block_insns"]),
-            _array("uint16_t", "anvil_block_proc", facts["block_proc"]),
+            _array("uint32_t", "anvil_block_proc", facts["block_proc"]),
             _array("uint32_t", "anvil_proc_addr", facts["proc_addr"]),
             _array("uint32_t", "anvil_proc_name", name_offsets),
             f"const char anvil_names[{len(names) + 1}] {_fact('anvil_names')} = "

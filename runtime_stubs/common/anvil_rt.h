@@ -76,7 +76,7 @@ typedef uint32_t size_t;
 ANVIL_CONST(uint32_t, anvil_nblocks);
 ANVIL_TABLE(const uint32_t, anvil_block_addr);   /* link-time address of each block */
 ANVIL_TABLE(const uint16_t, anvil_block_insns);  /* instructions in each block */
-ANVIL_TABLE(const uint16_t, anvil_block_proc);   /* procedure index of each block */
+ANVIL_TABLE(const uint32_t, anvil_block_proc);   /* procedure index of each block */
 ANVIL_CONST(uint32_t, anvil_nprocs);
 ANVIL_TABLE(const uint32_t, anvil_proc_addr);
 ANVIL_TABLE(const uint32_t, anvil_proc_name);    /* offsets into anvil_names */

@@ -12,7 +12,7 @@
 uint32_t anvil_nblocks, anvil_nprocs, anvil_bias;
 const uint32_t *anvil_block_addr;
 const uint16_t *anvil_block_insns;
-const uint16_t *anvil_block_proc;
+const uint32_t *anvil_block_proc;
 const uint32_t *anvil_proc_addr;
 const uint32_t *anvil_proc_name;
 const char *anvil_names;
