@@ -231,11 +231,12 @@ class SharedCalls(PageCopies):
         to the label returned, past the site's call, which the code after this runs on a
         miss. Three registers, dead ones where there are, the others pushed (16-bit PUSH
         and POP: low ones). None (nothing emitted) where the address needs what the
-        registers would hide (an index beside SP, base and index both in the test's registers)."""
+        registers would hide (an index beside SP; base and index where the test's registers
+        leave no scratch for a large displacement)."""
         access, f = ctx.access, shared.filter
         if access is None or f is None or (access.base == SP and access.index is not None):
             return None
-        a, b, c = _hit_test_registers(ctx.dead)
+        a, b, c = _hit_test_registers(ctx.dead, {access.base, access.index})
         scratch = next((r for r in (c, b) if r not in (access.base, access.index)), None)
         if scratch is None:  # both hold the address's registers: a large displacement has no room
             return None
@@ -335,13 +336,14 @@ def _emit_add_register(code: Code, counter: Hashable, register: int, dead: int) 
         T32.pop(code, saved)
 
 
-def _hit_test_registers(dead: int) -> tuple[int, int, int]:
+def _hit_test_registers(dead: int, avoid: Set[int]) -> tuple[int, int, int]:
     """The three registers of a site's own hit test (repeat_filter.t32_site_hit_test): two
     low ones (CBNZ), then any but SP and PC; dead ones first (bit n of ``dead`` for rn),
-    then the lowest low ones, which the site pushes."""
+    then the lowest low ones, which the site pushes, those the address reads (``avoid``)
+    last."""
     low = [r for r in range(8) if dead >> r & 1]
     high = [r for r in (8, 9, 10, 11, 12, LR) if dead >> r & 1]
-    spare = [r for r in range(8) if not dead >> r & 1]
+    spare = sorted((r for r in range(8) if not dead >> r & 1), key=lambda r: (r in avoid, r))
     a, b = (low + spare)[:2]
     rest = [r for r in low + high + spare if r not in (a, b)]
     return a, b, rest[0]
