@@ -49,20 +49,23 @@ def _routine() -> bytes:
     ])
 
 
-def _context(access: Access | None, block_insns: int = 7, exclusives: bool = False) -> HookContext:
+def _context(access: Access | None, block_insns: int = 7, exclusives: bool = False, in_loop: bool = False,
+             dead: int = 0) -> HookContext:
     ins = Instruction(INS_ADDR, 4, b"\0" * 4, True, "ldr", "", accesses=[access] if access else [])
     return HookContext(ins, access, block_insns, lambda text: ("str", text), lambda name: ("fn", name),
                        Scratch(False), set(), lambda name, index: ("array", name, index), mask_interrupts=True,
-                       exclusives=exclusives)
+                       dead=dead, exclusives=exclusives, in_loop=in_loop)
 
 
 def _run(hook: Hook, ctx: HookContext, runs: int = 1, primask: int = 0,
-         flags: int = 0x6000_0000, in_image: list[int] | None = None) -> tuple[list[int], list[int]]:
+         flags: int = 0x6000_0000, in_image: list[int] | None = None,
+         away: list[int] | None = None) -> tuple[list[int], list[int]]:
     """Run ``hook``'s compact site ``runs`` times; return RESULTS' six words and the filter's
     two hit counters (load, store).
     Checks after every run that the site changed no register, SP, flags or PRIMASK.
     ``in_image``: the site's page gets its copy of the shared path (PageCopies.place), and
-    each run appends how many instructions it ran in the image's copy."""
+    each run appends how many instructions it ran in the image's copy. ``away``: each run
+    appends how many it ran outside the site (in any copy of the shared path)."""
     from unicorn import UC_HOOK_CODE
     from unicorn.arm_const import UC_ARM_REG_PRIMASK, UC_ARM_REG_SP, UC_ARM_REG_XPSR
 
@@ -97,18 +100,24 @@ def _run(hook: Hook, ctx: HookContext, runs: int = 1, primask: int = 0,
     if in_image is not None:
         uc.hook_add(UC_HOOK_CODE, lambda _uc, address, _size, _data: ran.append(address), begin=image,
                     end=CODE + 0xFFFF)
+    left: list[int] = []  # the addresses run past the site
+    if away is not None:
+        uc.hook_add(UC_HOOK_CODE, lambda _uc, address, _size, _data: left.append(address), begin=end,
+                    end=CODE + 0xFFFF)
     for _ in range(runs):
         for reg, value in REGS.items():
             uc.reg_write(_REG_IDS[reg], value)
         uc.reg_write(UC_ARM_REG_SP, PROGRAM_SP)
         uc.reg_write(UC_ARM_REG_XPSR, flags | 1 << 24)  # Thumb
         uc.reg_write(UC_ARM_REG_PRIMASK, primask)
-        before = len(ran)
+        before, before_away = len(ran), len(left)
         uc.emu_start(site | 1, end)
         if in_image is not None:
             in_image.append(len(ran) - before)
+        if away is not None:
+            away.append(len(left) - before_away)
         for reg, value in REGS.items():
-            assert uc.reg_read(_REG_IDS[reg]) == value, f"r{reg} changed"
+            assert ctx.dead >> reg & 1 or uc.reg_read(_REG_IDS[reg]) == value, f"r{reg} changed"
         assert uc.reg_read(UC_ARM_REG_SP) == PROGRAM_SP
         assert uc.reg_read(UC_ARM_REG_XPSR) >> 27 == flags >> 27
         assert uc.reg_read(UC_ARM_REG_PRIMASK) == primask
@@ -220,6 +229,23 @@ def test_a_hit_returns_from_the_page_copy(exclusives: bool) -> None:
     assert words[:3] == [_expected_address(access), 0, 0] and words[5] == 1
     assert hits == [2, 0]
     assert (in_image[0] > 10 if exclusives else in_image[0] == 0) and in_image[1:] == [0, 0]
+
+
+@pytest.mark.parametrize("access", ACCESSES, ids=lambda a: f"base{a.base}-index{a.index}-disp{a.disp:#x}")
+@pytest.mark.parametrize("dead", [0, 1 << 5 | 1 << 7, 1 << 4 | 1 << 6 | 1 << LR, 0b111])
+def test_a_site_in_a_loop_counts_its_hits_itself(access: Access, dead: int) -> None:
+    """Inside a loop (decision 0057) the site tests the most recent key itself: the first
+    access runs the image's masked path (the routine sees it), the two repeats run nothing
+    of the shared path and count in the hit counter; the address is the program's whether
+    the test's registers are dead ones or pushed ones, and nothing else changes."""
+    proto = _filtered(_tool())
+    ran: list[int] = []
+    dead &= ~(1 << access.base | (1 << access.index if access.index is not None else 0))
+    words, hits = _run(Hook(Point.BEFORE, proto, (Arg.EFFADDR, Arg.ACCESS_IS_STORE, Arg.FILTER_LEFT)),
+                       _context(access, exclusives=True, in_loop=True, dead=dead), runs=3, away=ran)
+    assert words[:3] == [_expected_address(access), int(access.is_store), 0] and words[5] == 1
+    assert hits == ([0, 2] if access.is_store else [2, 0])
+    assert ran[0] > 10 and ran[1:] == [0, 0]
 
 
 @pytest.mark.parametrize("exclusives", [False, True])

@@ -405,16 +405,23 @@ def _t32_word_neg(opcode: int, rt: int, rn: int, imm: int) -> bytes:
     return _hw(opcode | rn, (rt << 12) | 0xC00 | imm)
 
 
-def t32_ldrex(rt: int, rn: int) -> bytes:
-    """LDREX rt, [rn] (T1, offset 0)."""
-    return _hw(0xE850 | rn, (rt << 12) | 0xF00)
+def _exclusive_offset(offset: int) -> int:
+    if offset % 4 or not 0 <= offset <= 1020:
+        raise RangeError(f"exclusive offset {offset}")
+    return offset >> 2
 
 
-def t32_strex(rd: int, rt: int, rn: int) -> bytes:
-    """STREX rd, rt, [rn] (T1, offset 0): rd = 0 when stored; rd differs from rt and rn."""
+def t32_ldrex(rt: int, rn: int, offset: int = 0) -> bytes:
+    """LDREX rt, [rn, #offset] (T1, offset a multiple of 4 up to 1020)."""
+    return _hw(0xE850 | rn, (rt << 12) | 0xF00 | _exclusive_offset(offset))
+
+
+def t32_strex(rd: int, rt: int, rn: int, offset: int = 0) -> bytes:
+    """STREX rd, rt, [rn, #offset] (T1, offset a multiple of 4 up to 1020): rd = 0 when
+    stored; rd differs from rt and rn."""
     if rd in (rt, rn):
         raise RangeError(f"strex r{rd}, r{rt}, [r{rn}]: the status register must differ from the others")
-    return _hw(0xE840 | rn, (rt << 12) | (rd << 8))
+    return _hw(0xE840 | rn, (rt << 12) | (rd << 8) | _exclusive_offset(offset))
 
 
 def t32_sub_reg(rd: int, rn: int, rm: int) -> bytes:

@@ -237,26 +237,29 @@ def t32_bump_low(base: int, offset: int, amount: int, value: int = 0) -> bytes:
 T32_BUMP = t32_bump(1, 0, 1)  # counter at [r1] += 1
 
 
-def _t32_exclusive_add_one(at: int) -> bytes:
-    """[r1] += 1 with LDREX/STREX (r0 = the new word, r2 = the status), again from the LDREX
-    when the STREX failed (an interrupt came in between); ``at``: where it starts, from
-    the start of the enclosing sequence."""
-    out = enc.t32_ldrex(0, 1) + enc.t32_add_imm(0, 0, 1) + enc.t32_strex(2, 0, 1)
-    return out + enc.t32_cbz(2, 2) + enc.t32_b(at + len(out) + 2, at)  # stored: past the B back
+def _t32_exclusive_add_one(at: int, value: int = 0, base: int = 1, status: int = 2, offset: int = 0) -> bytes:
+    """[r``base``, #offset] += 1 with LDREX/STREX (r``value`` = the new word, r``status``
+    the STREX's), again from the LDREX when the STREX failed (an interrupt came in
+    between); ``at``: where it starts, from the start of the enclosing sequence."""
+    out = (enc.t32_ldrex(value, base, offset) + enc.t32_add_imm(value, value, 1)
+           + enc.t32_strex(status, value, base, offset))
+    return out + enc.t32_cbz(status, 0) + enc.t32_b_narrow(at + len(out) + 2, at)  # stored: past the B back
 
 
-def _t32_atomic_bump() -> bytes:
-    """T32 64-bit counter at [r1] += 1 that an interrupt handler counting too cannot spoil:
-    the low word with LDREX/STREX, and the high one the same way when the low one wrapped
-    (a handler's own carry between the two is just another add). Uses r0-r2."""
-    low = _t32_exclusive_add_one(0)
-    high_at = len(low) + 2 + 4  # past the CBNZ and the ADDW that moves r1 to the high word
-    high = _t32_exclusive_add_one(high_at)
-    skip = enc.t32_cbz(0, high_at + len(high) - (len(low) + 4), nonzero=True)  # no carry: done
-    return low + skip + enc.t32_add_imm(1, 1, 4) + high
+@cache
+def t32_atomic_bump(value: int = 0, base: int = 1, status: int = 2, offset: int = 0) -> bytes:
+    """T32 64-bit counter at [r``base``, #offset] += 1 that an interrupt handler counting
+    too cannot spoil: the low word with LDREX/STREX, and the high one the same way when the
+    low one wrapped (a handler's own carry between the two is just another add).
+    ``value`` and ``status``: low registers (CBZ/CBNZ); ``offset`` + 4 at most 1020."""
+    low = _t32_exclusive_add_one(0, value, base, status, offset)
+    high_at = len(low) + 2  # past the CBNZ
+    high = _t32_exclusive_add_one(high_at, value, base, status, offset + 4)
+    skip = enc.t32_cbz(value, high_at + len(high) - (len(low) + 4), nonzero=True)  # no carry: done
+    return low + skip + high
 
 
-T32_ATOMIC_BUMP = _t32_atomic_bump()  # counter at [r1] += 1, interrupt-safe
+T32_ATOMIC_BUMP = t32_atomic_bump()  # counter at [r1] += 1, interrupt-safe
 
 
 def _a32_atomic_bump() -> bytes:

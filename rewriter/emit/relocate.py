@@ -96,6 +96,7 @@ class RelocationContext:
     # A check of the liveness analysis (ANVIL_POISON_DEAD): every register it calls dead is
     # overwritten before every instruction, so that a program relying on one misbehaves.
     poison_dead: bool = False
+    loop_spans: list[tuple[int, int]] = field(default_factory=list)  # the current procedure's (_loop_spans)
     # TBB/TBH address -> entries of its table, where a bounds check before it says
     # (Binary.table_sizes): such a switch is relocated with a table of its own.
     table_sizes: dict[int, int] = field(default_factory=dict)
@@ -168,6 +169,7 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
     # Inside the program's own LDREX/STREX window an exclusive of ours would make its STREX
     # fail each time round its loop: such a procedure's counters add plainly.
     ctx.windows = bool(exclusive_windows(proc))
+    ctx.loop_spans = _loop_spans(proc) if ctx.shared_calls is not None else []
     ctx.atomic = (ctx.threads or proc.address in ctx.interrupt_code) and not ctx.windows
     needs_table = False
     trampolines = []
@@ -307,7 +309,27 @@ def _hook_context(ins: Instruction, access, block_insns: int, ctx: RelocationCon
                        ctx.call_stubs, ctx.counter_label, ctx.mask_interrupts, ctx.appends,
                        ctx.threads and ctx.atomic,  # not inside the program's own LDREX/STREX windows
                        ctx.hit_registers, ctx.dead.get(ins.address, 0), ctx.threads,
-                       exclusives=not ctx.windows)
+                       exclusives=not ctx.windows, in_loop=_in_loop(ins.address, ctx.loop_spans))
+
+
+def _loop_spans(proc: Procedure) -> list[tuple[int, int]]:
+    """(start, end) of the innermost loops of ``proc`` without calls, as the compiler laid
+    them out: the code from a backward direct branch's target to the branch, where no
+    other such span lies inside and no call is made (the loops that run most often per
+    access site)."""
+    spans = []
+    calls = [ins.address for ins in proc.instructions() if ins.is_call]
+    for ins in proc.instructions():
+        target = ins.branch_target
+        if target is not None and ins.is_branch and not ins.is_call and proc.address <= target <= ins.address:
+            spans.append((target, ins.end))
+    return [(start, end) for start, end in spans
+            if not any(start <= s and e <= end and (s, e) != (start, end) for s, e in spans)
+            and not any(start <= c < end for c in calls)]
+
+
+def _in_loop(address: int, spans: list[tuple[int, int]]) -> bool:
+    return any(start <= address < end for start, end in spans)
 
 
 def _calls(isa: ISA, code: Code, hooks: list[Hook], ins: Instruction, access, block_insns: int,

@@ -16,6 +16,7 @@ from .counters import (
     T32_BUMP,
     increment_tail,
     neon_add_one,
+    t32_atomic_bump,
     t32_bump,
     t32_bump_low,
 )
@@ -285,3 +286,33 @@ def _t32_compact_body(shift: int, slot_bits: int, depth: int, to_hit: int) -> by
         rest += enc.t32_cbz(0, len(swap), nonzero=True) + swap  # a new key: past the swap and its B.N
         rest += enc.t32_b_narrow(len(rest), len(rest) + 2 + to_hit)
     return head + enc.t32_cbz(0, len(rest) + to_hit - 2) + rest
+
+
+def t32_site_hit_test(pic: bool, shift: int, slot_bits: int, depth: int, near: int | None,
+                      regs: tuple[int, int, int], past: int, at: int, memo: int, counter: int) -> bytes:
+    """The test of the slot's most recent key at a firmware access site itself (decision
+    0057), with the address in r``a`` (``regs`` = a, b, c; a and b low, for CBNZ) and the
+    other two free: r``c`` = the table, r``b`` = the slot's most recent key - the
+    address's key (in r``a``); not equal: to ``past`` bytes after the end of these bytes
+    (the site's miss path); equal: the hit counter += 1 with LDREX/STREX (an interrupt
+    handler counting too cannot spoil it), at [r``c``, #near] when the counter lies that
+    close past the table, and on past these bytes. The test of t32_most_recent_hit, without
+    the BL there and the BX LR back, which QEMU must look up. No instruction sets the flags
+    or touches PRIMASK."""
+    a, b, c = regs
+    out = bytearray(enc.t32_pc_address(c, at, memo) if pic else enc.t32_mov32(c, memo))
+    if slot_bits:
+        out += enc.t32_ubfx(b, a, shift, slot_bits) + enc.t32_ldr_reg_lsl(b, c, b, 2 if depth == 1 else 3)
+    else:
+        out += enc.t32_ldr_imm(b, c, 0)
+    if shift <= 12:
+        out += b"".join(enc.t32_orr_imm(a, a, part) for part in _key_bits(shift))
+    else:
+        out += enc.t32_lsr_imm(a, a, shift) + enc.t32_orr_imm(a, a, 0x80000000)
+    out += enc.t32_sub_reg(b, b, a)
+    if near is not None:
+        hit = t32_atomic_bump(a, c, b, near)
+    else:
+        hit = enc.t32_pc_address(c, at + len(out) + 2, counter) if pic else enc.t32_mov32(c, counter)
+        hit += t32_atomic_bump(a, c, b)
+    return bytes(out + enc.t32_cbz(b, len(hit) + past - 2, nonzero=True) + hit)

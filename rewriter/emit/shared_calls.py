@@ -49,7 +49,7 @@ from .hooks import (
 from .isa import IP, LR, PC, SP, T32
 from .loop_sums import LoopSum
 from .page_layout import PageCopies
-from .repeat_filter import filter_test_size, t32_most_recent_hit
+from .repeat_filter import filter_test_size, t32_most_recent_hit, t32_site_hit_test
 
 SITE_SAVED = [0, 1, 2, 3, IP, LR]  # what a site pushes: what AAPCS lets the routine clobber
 SITE_SLOT = {reg: 4 * i for i, reg in enumerate(SITE_SAVED)}
@@ -208,16 +208,62 @@ class SharedCalls(PageCopies):
         if found is None:
             return False
         shared, values = found
+        done = self._emit_hit_test(code, shared, ctx) if shared.unmasked_hits and ctx.in_loop else None
         T32.push(code, SITE_SAVED)
         originals = _SiteOriginals(code, ctx)
         computed = values[:-1] if shared.halfword else values
         for k, (kind, value) in enumerate(computed):
             originals.compute(k, kind, value)
-        self.call(code, ("shared-call", shared))
+        if done is None:
+            self.call(code, ("shared-call", shared))
+        else:  # the test ran at the site: on to the image's path past its own test
+            self.routines.add(("shared-call", shared))
+            T32.call(code, ("shared-call-rest", shared))
         if shared.halfword:
             code.emit(site_id_of(values[-1][1], ctx).to_bytes(2, "little"))
         T32.pop(code, SITE_SAVED)
+        if done is not None:
+            code.label(done)
         return True
+
+    def _emit_hit_test(self, code: Code, shared: SharedCall, ctx: HookContext) -> Hashable | None:
+        """The most recent key's test at the site (decision 0057): a hit counts and goes
+        to the label returned, past the site's call, which the code after this runs on a
+        miss. Three registers, dead ones where there are, the others pushed (16-bit PUSH
+        and POP: low ones). None (nothing emitted) where the address needs what the
+        registers would hide (an index beside SP; base and index where the test's registers
+        leave no scratch for a large displacement)."""
+        access, f = ctx.access, shared.filter
+        if access is None or f is None or (access.base == SP and access.index is not None):
+            return None
+        a, b, c = _hit_test_registers(ctx.dead, {access.base, access.index})
+        scratch = next((r for r in (c, b) if r not in (access.base, access.index)), None)
+        if scratch is None:  # both hold the address's registers: a large displacement has no room
+            return None
+        saved = sorted(r for r in (a, b, c) if not ctx.dead >> r & 1)
+        if saved:
+            T32.push(code, saved)
+
+        def base_of(reg: int) -> int:
+            if reg == SP:
+                T32.add_imm(code, a, SP, 4 * len(saved))
+                return a
+            return reg
+
+        address_into(T32, code, a, access, base_of, lambda reg: reg, scratch)
+        memo, counter = self.counter_label(f.flt.memo, 0), self.counter_label(f.flt.counter, f.index)
+        near = None if f.flt.counter_offset is None else f.flt.counter_offset + 8 * f.index
+        pop = enc.t32_pop(saved) if saved else b""
+        past = len(pop) + 2  # the POP and the B.N to ``done``: the miss path follows
+        shape = (code.pic, f.flt.shift, f.flt.slot_bits, f.flt.depth, near if near is not None and near + 4 <= 1020
+                 else None, (a, b, c), past)
+        code.later(filter_test_size(t32_site_hit_test, shape, 2),
+                   lambda at, r: t32_site_hit_test(*shape, at, r(memo), r(counter)))
+        done = ("site-hit", id(code), code.size)
+        code.emit(pop)
+        code.later(2, lambda at, r: enc.t32_b_narrow(at, r(done)))
+        code.emit(pop)
+        return done
 
     def emit_copy(self, code: Code, routine: Hashable, label: Hashable) -> None:
         """A copy of the shared path ``routine`` (a call path or a bump) labelled ``label``."""
@@ -288,6 +334,19 @@ def _emit_add_register(code: Code, counter: Hashable, register: int, dead: int) 
     code.emit(enc.t32_ldrd(low, high, base) + enc.t32_movw(one, 1) + umlal + enc.t32_strd(low, high, base))
     if saved:
         T32.pop(code, saved)
+
+
+def _hit_test_registers(dead: int, avoid: Set[int]) -> tuple[int, int, int]:
+    """The three registers of a site's own hit test (repeat_filter.t32_site_hit_test): two
+    low ones (CBNZ), then any but SP and PC; dead ones first (bit n of ``dead`` for rn),
+    then the lowest low ones, which the site pushes, those the address reads (``avoid``)
+    last."""
+    low = [r for r in range(8) if dead >> r & 1]
+    high = [r for r in (8, 9, 10, 11, 12, LR) if dead >> r & 1]
+    spare = sorted((r for r in range(8) if not dead >> r & 1), key=lambda r: (r in avoid, r))
+    a, b = (low + spare)[:2]
+    rest = [r for r in low + high + spare if r not in (a, b)]
+    return a, b, rest[0]
 
 
 def _halfword_after_call(reg: int) -> bytes:
