@@ -169,11 +169,14 @@ def _add_runtime_hooks(binary: Binary) -> None:
     if binary.is_dynamic:
         end = Prototype("anvil_program_end", ())
         immediate_exits = {entry for entry, name in binary.plt.items() if name in ("_exit", "_Exit")}
+        jumps_out = exit_jumps(binary, immediate_exits)
+        ends = set(jumps_out.values())
         for proc in binary.procedures:
             if proc.address == binary.fini or (binary.fini is None and proc.name == "_fini"):
                 proc.hooks.append(Hook(Point.BEFORE, end, ()))
             for ins in proc.instructions() if immediate_exits else ():
-                if ins.branch_target in immediate_exits:
+                if ins.address in ends or \
+                        (ins.branch_target in immediate_exits and ins.branch_target not in jumps_out):
                     ins.hooks.append(Hook(Point.BEFORE, end, ()))
     else:
         # The system call's number: r7 (Linux svc) or r0 (semihosting bkpt); and whether
@@ -186,6 +189,38 @@ def _add_runtime_hooks(binary: Binary) -> None:
         for ins in calls:
             if may_end_program(binary, ins, number, jumped_to):
                 ins.hooks.append(Hook(Point.BEFORE, on_syscall, args))
+
+
+def exit_jumps(binary: Binary, entries: set[int]) -> dict[int, int]:
+    """PLT entry (or its Thumb stub) among ``entries`` -> the address of the instruction of
+    its A32 entry proper that jumps out of the executable (``ldr pc, [ip, ...]``), where that
+    entry is a procedure of its own.
+
+    The program's end is observed there rather than at the calls of ``_exit``: by then every
+    instruction of the executable that runs has run (the entry's, a Thumb stub's, and those
+    of a tail call or a call through a pointer), so counts are exact (decision 0058)."""
+    procs = {p.address: p for p in binary.procedures}
+    out = {}
+    for entry in entries:
+        jump = _jump_out(procs.get(entry))
+        if jump is None and _is_thumb_stub(procs.get(entry)):
+            jump = _jump_out(procs.get(entry + 4))  # a Thumb stub (bx pc, a pad) runs into the entry
+        if jump is not None:
+            out[entry] = jump.address
+    return out
+
+
+def _jump_out(proc: Procedure | None) -> Instruction | None:
+    """The A32 instruction of ``proc`` (a PLT entry) that loads the PC."""
+    return next((i for i in proc.instructions() if i.writes_pc and not i.thumb), None) if proc else None
+
+
+def _is_thumb_stub(proc: Procedure | None) -> bool:
+    """Whether ``proc`` starts with a PLT entry's Thumb stub (``bx pc``)."""
+    if proc is None:
+        return False
+    first = proc.blocks[0].instructions[0]
+    return first.thumb and first.name == "bx" and first.op_str == "pc"
 
 
 # The calls that may end a program (what anvil_on_syscall looks for): semihosting's
