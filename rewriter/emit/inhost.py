@@ -94,6 +94,9 @@ class Report:
     instructions: int = 0
     not_relocated: list[dict] = field(default_factory=list)
     entries_not_patched: list[str] = field(default_factory=list)
+    # Those of entries_not_patched whose address is stored in data (a code pointer, an
+    # .init_array entry): entered that way they run in place, uninstrumented and uncounted.
+    entries_run_in_place: list[str] = field(default_factory=list)
     rewrite_seconds: float = 0.0
     original_size: int = 0
     output_size: int = 0
@@ -115,7 +118,11 @@ class Report:
         if self.not_relocated:
             parts.append(f"{len(self.not_relocated)} left as they were")
         if self.entries_not_patched:
-            parts.append(f"{len(self.entries_not_patched)} entries reachable only by direct calls")
+            parts.append(f"{len(self.entries_not_patched)} entries not patched (instrumented when called directly)")
+        if self.entries_run_in_place:
+            parts.append(f"{len(self.entries_run_in_place)} of them also reached through pointers in data, where they "
+                         f"run uninstrumented: {', '.join(self.entries_run_in_place[:5])}"
+                         + (" ..." if len(self.entries_run_in_place) > 5 else ""))
         return ", ".join(parts)
 
 
@@ -412,6 +419,8 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         file_end = (lib.data_addr + len(lib.data) + PAGE - 1) & ~(PAGE - 1)
         file_end = max(file_end, code_end)
     report.entries_not_patched = not_patched
+    by_name = {p.name: p for p in chosen}
+    report.entries_run_in_place = [name for name in not_patched if by_name[name].address in binary.address_taken]
     if len(lib.text) != len(probe.text):
         raise AnvilError("analysis library changed size between links")
 
@@ -533,11 +542,11 @@ def _linux_patching(binary: Binary, chosen: list[Procedure], report: Report,
     return sites of ``relocated_returns``: their calls leave relocated return addresses)."""
     patches, not_patched = _linux_patches(binary, chosen, report, relocated_returns)
     tail = tail_location(binary, chosen, patches)
-    entries = {p.address for p in chosen}
+    entries = {p.address: p.name for p in chosen}
     unplaced = []
     for patch in place_trampolines(patches, tail):
         if patch.address in entries:
-            not_patched.append(f"{patch.address:#x}")
+            not_patched.append(entries[patch.address])
         else:
             unplaced.append(patch.address)
     return _Patching(patches, not_patched, tail, unplaced)

@@ -121,9 +121,10 @@ def _compile(cmd_before_output: Sequence[str], cmd_after_output: Sequence[str], 
     return build_cache.compile_to(cmd_before_output, cmd_after_output, out, SampleBuildError, 0o755)
 
 
-def build(sample: str, variant: str) -> Path:
+def build(sample: str, variant: str, extra: Sequence[str] = ()) -> Path:
     """Build ``samples/<sample>.c`` (or ``.cpp``, with the C++ compiler) in the given
-    variant (cached) and return the binary's path.
+    variant (cached) and return the binary's path; ``extra``: more gcc flags (a
+    distribution's link options, ``-Wl,-z,now``).
 
     Raises SampleBuildError when the sample or variant is unknown, the cross compiler is
     missing or compilation fails.
@@ -136,14 +137,14 @@ def build(sample: str, variant: str) -> Path:
         raise SampleBuildError(f"unknown sample {sample!r}: {source} does not exist")
     if variant in CLANG_VARIANTS:
         clang = _require_tool(CLANG + "++" if cxx else CLANG)
-        flags = [*CLANG_BASE, *CLANG_VARIANTS[variant]]
+        flags = [*CLANG_BASE, *CLANG_VARIANTS[variant], *extra]
         # The identity of clang and of the gcc toolchain whose crt files and libc it links.
         key = _cache_key(source.read_bytes(), "\0".join(flags), "c++" if cxx else "c",
                          build_cache.compiler_identity(clang))
         out = cache_dir() / f"{sample}-{variant}-{key}"
         return out if out.is_file() else _compile([clang, *flags], [str(source)], out)
     cc = _require_tool(CXX if cxx else CC)
-    flags = VARIANTS[variant]
+    flags = [*VARIANTS[variant], *extra]
     key = _cache_key(source.read_bytes(), "\0".join(flags), "c++" if cxx else "c")
     out = cache_dir() / f"{sample}-{variant}-{key}"
     if out.is_file():
