@@ -37,6 +37,7 @@ from ..ir.flow import interrupt_code, reset_handler
 from ..ir.fork_split import halfway
 from ..ir.gc_pause import gc_paused
 from ..ir.model import Binary, Hook, Instruction, Point, Procedure
+from ..ir.plt import thumb_stubs
 from . import file_gap, firmware
 from . import target_build as tb
 from .appends import emit_append_routine
@@ -178,13 +179,19 @@ def _add_runtime_hooks(binary: Binary) -> None:
         immediate_exits = {entry for entry, name in binary.plt.items() if name in ("_exit", "_Exit")}
         jumps_out = exit_jumps(binary, immediate_exits)
         ends = set(jumps_out.values())
+        binder = next((p for p in binary.procedures if p.address == binary.binder), None) if ends else None
+        binder_jump = _jump_out(binder)
         for proc in binary.procedures:
             if proc.address == binary.fini or (binary.fini is None and proc.name == "_fini"):
                 proc.hooks.append(Hook(Point.BEFORE, end, ()))
             for ins in proc.instructions() if immediate_exits else ():
-                if ins.address in ends or \
-                        (ins.branch_target in immediate_exits and ins.branch_target not in jumps_out):
+                if ins.address in ends:
+                    ins.hooks.append(Hook(Point.BEFORE, EXIT_JUMP, (Arg.EFFADDR, binary.binder))
+                                     if binder_jump is not None else Hook(Point.BEFORE, end, ()))
+                elif ins.branch_target in immediate_exits and ins.branch_target not in jumps_out:
                     ins.hooks.append(Hook(Point.BEFORE, end, ()))
+        if binder_jump is not None:
+            binder_jump.hooks.append(Hook(Point.BEFORE, Prototype("anvil_binder_jump", ()), ()))
     else:
         # The system call's number: r7 (Linux svc) or r0 (semihosting bkpt); and whether
         # Linux's exit (not exit_group) ends the program: not where it ends one thread of many.
@@ -198,36 +205,34 @@ def _add_runtime_hooks(binary: Binary) -> None:
                 ins.hooks.append(Hook(Point.BEFORE, on_syscall, args))
 
 
+# Before the jump out of _exit's PLT entry: the end, or where the lazy binder takes over.
+EXIT_JUMP = Prototype("anvil_exit_jump", (Arg.EFFADDR, Arg.CONST))
+
+
 def exit_jumps(binary: Binary, entries: set[int]) -> dict[int, int]:
     """PLT entry (or its Thumb stub) among ``entries`` -> the address of the instruction of
     its A32 entry proper that jumps out of the executable (``ldr pc, [ip, ...]``), where that
     entry is a procedure of its own.
 
     The program's end is observed there rather than at the calls of ``_exit``: by then every
-    instruction of the executable that runs has run (the entry's, a Thumb stub's, and those
-    of a tail call or a call through a pointer), so counts are exact (decision 0058)."""
+    instruction of the executable that runs on the way has run (the entry's, a Thumb
+    stub's, those of a tail call or a call through a pointer), so counts are exact. Unless
+    the entry's GOT slot is not bound yet: then the lazy binder (PLT0) runs next, and the
+    end waits for its jump (anvil_exit_jump; decision 0058)."""
     procs = {p.address: p for p in binary.procedures}
     out = {}
+    stubs = thumb_stubs(binary.plt, binary.read)
     for entry in entries:
-        jump = _jump_out(procs.get(entry))
-        if jump is None and _is_thumb_stub(procs.get(entry)):
-            jump = _jump_out(procs.get(entry + 4))  # a Thumb stub (bx pc, a pad) runs into the entry
+        # A Thumb stub (bx pc, a pad) runs into its entry proper, 4 bytes on.
+        jump = _jump_out(procs.get(entry + 4 if entry in stubs else entry))
         if jump is not None:
             out[entry] = jump.address
     return out
 
 
 def _jump_out(proc: Procedure | None) -> Instruction | None:
-    """The A32 instruction of ``proc`` (a PLT entry) that loads the PC."""
+    """The A32 instruction of ``proc`` (a PLT entry, PLT0) that loads the PC."""
     return next((i for i in proc.instructions() if i.writes_pc and not i.thumb), None) if proc else None
-
-
-def _is_thumb_stub(proc: Procedure | None) -> bool:
-    """Whether ``proc`` starts with a PLT entry's Thumb stub (``bx pc``)."""
-    if proc is None:
-        return False
-    first = proc.blocks[0].instructions[0]
-    return first.thumb and first.name == "bx" and first.op_str == "pc"
 
 
 # The calls that may end a program (what anvil_on_syscall looks for): semihosting's
