@@ -7,7 +7,8 @@ in data (crtstuff's frame_dummy from .init_array, callbacks that only return or 
 branch, called through a table), and an end through ``_exit``, called directly or by a
 tail call, whose PLT entry (and, bound lazily, PLT0) runs after the program's last call. inscount's total and
 bbcount's count of every block must be qemu's, the report must name no entry that runs in
-place, and the program must behave as the original.
+place, and the program must behave as the original; ReHost's inscount results must be
+InHost's.
 """
 
 from __future__ import annotations
@@ -17,14 +18,27 @@ from pathlib import Path
 
 import pytest
 
+from rehost.server import Library, start_server
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+from tests.support.rehost import run_rehost
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
 from tests.support.samples import build, stripped
 
 
+@pytest.fixture(scope="module")
+def server_address():
+    """One ReHost server (C analysis) for the module's runs."""
+    srv, port = start_server(Library(None), log=None)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        srv.stop(None)
+
+
 @pytest.mark.parametrize(("variant", "binding"), [("O2-thumb-pie", "now"), ("O2-thumb-dyn", "lazy")])
 @pytest.mark.parametrize("args", [[], ["tail"]], ids=["direct", "tail-call"])
-def test_edges_counted_exactly(variant: str, binding: str, args: list[str], tmp_path: Path) -> None:
+def test_edges_counted_exactly(variant: str, binding: str, args: list[str], tmp_path: Path,
+                               server_address: str) -> None:
     # Debian links with -z now; the cross toolchain's default binds lazily, and then the
     # first call of _exit runs PLT0 too, after _exit's PLT entry.
     binary = stripped(build("edges", variant, ["-Wl,-z,now"] if binding == "now" else []), tmp_path / "edges")
@@ -38,6 +52,11 @@ def test_edges_counted_exactly(variant: str, binding: str, args: list[str], tmp_
     report = json.loads((inst.cwd / "prog.anvil.json").read_text())
     assert report["entries_run_in_place"] == [], report["entries_not_patched"]
     assert results(inst, "inscount")["total"] == sum(pcs.values())
+    rehost, outcome = run_rehost(instrument(binary, "inscount", tmp_path, "--mode", "rehost", slot="rhst"),
+                                 server_address, args)
+    assert_same_behaviour(original, rehost)
+    assert outcome.summary.complete
+    assert (rehost.cwd / "prog.inscount.out").read_bytes() == (inst.cwd / "prog.inscount.out").read_bytes()
 
     inst = run_prog(instrument(binary, "bbcount", tmp_path), args)
     assert_same_behaviour(original, inst)
