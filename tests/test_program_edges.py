@@ -1,14 +1,15 @@
 """Exact counts at a program's edges (decision 0058), against ``qemu-arm -singlestep -d
 exec,nochain`` on the original.
 
-samples/edges.c, stripped as distributions ship programs, has what Debian's gzip, m4 and
-dash ran uncounted: procedures of one 2-byte Thumb instruction reached through pointers
-in data (crtstuff's frame_dummy from .init_array, callbacks that only return or only
-branch, called through a table), and an end through ``_exit``, called directly or by a
-tail call, whose PLT entry (and, bound lazily, PLT0) runs after the program's last call. inscount's total and
-bbcount's count of every block must be qemu's, the report must name no entry that runs in
-place, and the program must behave as the original; ReHost's inscount results must be
-InHost's.
+samples/program_edges.c, stripped as distributions ship programs, has what Debian's gzip,
+m4 and dash ran uncounted: procedures of one 2-byte Thumb instruction reached through
+pointers in data (crtstuff's frame_dummy from .init_array, callbacks that only return or
+only branch, called through a table), and an end through ``_exit``, called directly or by
+a tail call, whose PLT entry (and, bound lazily, PLT0) runs after the program's last call.
+inscount's total and bbcount's count of every block must be qemu's, the report must name
+no entry that runs in place, and the program must behave as the original; ReHost's
+inscount results must be InHost's. (The sample's name sorts after forks.c: the corpus's
+input.txt is the first 6 KiB of samples/*.c, and must not change.)
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def test_edges_counted_exactly(variant: str, binding: str, args: list[str], tmp_
                                server_address: str) -> None:
     # Debian links with -z now; the cross toolchain's default binds lazily, and then the
     # first call of _exit runs PLT0 too, after _exit's PLT entry.
-    binary = stripped(build("edges", variant, ["-Wl,-z,now"] if binding == "now" else []), tmp_path / "edges")
+    flags = ["-Wl,-z,now"] if binding == "now" else []
+    binary = stripped(build("program_edges", variant, flags), tmp_path / "program_edges")
     placed = place(binary, tmp_path, "orig")
     original = run_prog(placed, args)
     assert original.returncode == 5 and original.stdout.strip().isdigit(), original

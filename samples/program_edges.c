@@ -1,5 +1,5 @@
 /*
- * edges.c - code at the edges of a program, where counts went missing (decision 0058):
+ * program_edges.c - code at the edges of a program, where counts went missing (decision 0058):
  * - procedures of one 2-byte Thumb instruction reached through pointers in data: a
  *   constructor that only returns (.init_array), callbacks that only return or only
  *   branch (crtstuff's frame_dummy has the same shape), called through a table;
