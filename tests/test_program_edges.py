@@ -19,27 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from rehost.server import Library, start_server
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support.rehost import run_rehost
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
 from tests.support.samples import build, stripped
 
 
-@pytest.fixture(scope="module")
-def server_address():
-    """One ReHost server (C analysis) for the module's runs."""
-    srv, port = start_server(Library(None), log=None)
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        srv.stop(None)
-
-
 @pytest.mark.parametrize(("variant", "binding"), [("O2-thumb-pie", "now"), ("O2-thumb-dyn", "lazy")])
 @pytest.mark.parametrize("args", [[], ["tail"]], ids=["direct", "tail-call"])
 def test_edges_counted_exactly(variant: str, binding: str, args: list[str], tmp_path: Path,
-                               server_address: str) -> None:
+                               rehost_server: str) -> None:
     # Debian links with -z now; the cross toolchain's default binds lazily, and then the
     # first call of _exit runs PLT0 too, after _exit's PLT entry.
     flags = ["-Wl,-z,now"] if binding == "now" else []
@@ -55,7 +44,7 @@ def test_edges_counted_exactly(variant: str, binding: str, args: list[str], tmp_
     assert report["entries_run_in_place"] == [], report["entries_not_patched"]
     assert results(inst, "inscount")["total"] == sum(pcs.values())
     rehost, outcome = run_rehost(instrument(binary, "inscount", tmp_path, "--mode", "rehost", slot="rhst"),
-                                 server_address, args)
+                                 rehost_server, args)
     assert_same_behaviour(original, rehost)
     assert outcome.summary.complete
     assert (rehost.cwd / "prog.inscount.out").read_bytes() == (inst.cwd / "prog.inscount.out").read_bytes()
