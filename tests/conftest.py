@@ -4,6 +4,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -20,3 +22,16 @@ def pytest_collection_modifyitems(items: list) -> None:
     from tests.support.durations import order
 
     order(items)
+
+
+@pytest.fixture(scope="module")
+def rehost_server():
+    """One in-process ReHost server (the C analysis of each binary's tool) for a module's
+    runs; yields its address."""
+    from rehost.server import Library, start_server
+
+    srv, port = start_server(Library(None), log=None)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        srv.stop(None)

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from rehost.server import Library, start_server
 from tests.support import corpus
 from tests.support.rehost import run_rehost
 from tests.support.run import Run, assert_same_behaviour, instrument, place, run_prog
@@ -22,22 +21,12 @@ from tests.support.run import Run, assert_same_behaviour, instrument, place, run
 TOOLS = ("inscount", "cachesim")
 
 
-@pytest.fixture(scope="module")
-def server_address():
-    """One ReHost server (C analysis) for the module's runs."""
-    srv, port = start_server(Library(None), log=None)
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        srv.stop(None)
-
-
 def _run(program: corpus.Program, binary: Path, env: dict[str, str]) -> Run:
     return run_prog(binary, list(program.args), program.stdin, env=env)
 
 
 @pytest.mark.parametrize("name", corpus.CI_TIER)
-def test_corpus_program_behaves_identically(name: str, tmp_path: Path, server_address: str) -> None:
+def test_corpus_program_behaves_identically(name: str, tmp_path: Path, rehost_server: str) -> None:
     program = corpus.CORPUS[name]
     original_exe, root = corpus.fetch(program)
     env = corpus.environment(program, root)
@@ -55,7 +44,7 @@ def test_corpus_program_behaves_identically(name: str, tmp_path: Path, server_ad
 
         rehost = instrument(original_exe, tool, tmp_path, "--mode", "rehost", slot="rhst")
         corpus.prepare(program, rehost.parent, original_exe, env)
-        rehost_run, outcome = run_rehost(rehost, server_address, list(program.args), program.stdin, env=env,
+        rehost_run, outcome = run_rehost(rehost, rehost_server, list(program.args), program.stdin, env=env,
                                          argv0=program.argv0)
         assert_same_behaviour(original, rehost_run)
         assert outcome.summary.complete, outcome.error

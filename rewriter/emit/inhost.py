@@ -37,6 +37,7 @@ from ..ir.flow import interrupt_code, reset_handler
 from ..ir.fork_split import halfway
 from ..ir.gc_pause import gc_paused
 from ..ir.model import Binary, Hook, Instruction, Point, Procedure
+from ..ir.plt import thumb_stubs
 from . import file_gap, firmware
 from . import target_build as tb
 from .appends import emit_append_routine
@@ -96,6 +97,9 @@ class Report:
     entries_not_patched: list[str] = field(default_factory=list)
     # Bytes no decoder reads that instrumented code runs into: they run in place, uncounted.
     undecodable: list[dict] = field(default_factory=list)
+    # Those of entries_not_patched whose address is stored in data (a code pointer, an
+    # .init_array entry): entered that way they run in place, uninstrumented and uncounted.
+    entries_run_in_place: list[str] = field(default_factory=list)
     rewrite_seconds: float = 0.0
     original_size: int = 0
     output_size: int = 0
@@ -117,7 +121,11 @@ class Report:
         if self.not_relocated:
             parts.append(f"{len(self.not_relocated)} left as they were")
         if self.entries_not_patched:
-            parts.append(f"{len(self.entries_not_patched)} entries reachable only by direct calls")
+            parts.append(f"{len(self.entries_not_patched)} entries not patched (instrumented when called directly)")
+        if self.entries_run_in_place:
+            parts.append(f"{len(self.entries_run_in_place)} of them also reached through pointers in data, where they "
+                         f"run uninstrumented: {', '.join(self.entries_run_in_place[:5])}"
+                         + (" ..." if len(self.entries_run_in_place) > 5 else ""))
         if self.undecodable:
             parts.append(f"{len(self.undecodable)} undecodable instructions run uncounted")
         return ", ".join(parts)
@@ -173,12 +181,21 @@ def _add_runtime_hooks(binary: Binary) -> None:
     if binary.is_dynamic:
         end = Prototype("anvil_program_end", ())
         immediate_exits = {entry for entry, name in binary.plt.items() if name in ("_exit", "_Exit")}
+        jumps_out = exit_jumps(binary, immediate_exits)
+        ends = set(jumps_out.values())
+        binder = next((p for p in binary.procedures if p.address == binary.binder), None) if ends else None
+        binder_jump = _jump_out(binder)
         for proc in binary.procedures:
             if proc.address == binary.fini or (binary.fini is None and proc.name == "_fini"):
                 proc.hooks.append(Hook(Point.BEFORE, end, ()))
             for ins in proc.instructions() if immediate_exits else ():
-                if ins.branch_target in immediate_exits:
+                if ins.address in ends:
+                    ins.hooks.append(Hook(Point.BEFORE, EXIT_JUMP, (Arg.EFFADDR, binary.binder))
+                                     if binder_jump is not None else Hook(Point.BEFORE, end, ()))
+                elif ins.branch_target in immediate_exits and ins.branch_target not in jumps_out:
                     ins.hooks.append(Hook(Point.BEFORE, end, ()))
+        if binder_jump is not None:
+            binder_jump.hooks.append(Hook(Point.BEFORE, Prototype("anvil_binder_jump", ()), ()))
     else:
         # The system call's number: r7 (Linux svc) or r0 (semihosting bkpt); and whether
         # Linux's exit (not exit_group) ends the program: not where it ends one thread of many.
@@ -190,6 +207,36 @@ def _add_runtime_hooks(binary: Binary) -> None:
         for ins in calls:
             if may_end_program(binary, ins, number, jumped_to):
                 ins.hooks.append(Hook(Point.BEFORE, on_syscall, args))
+
+
+# Before the jump out of _exit's PLT entry: the end, or where the lazy binder takes over.
+EXIT_JUMP = Prototype("anvil_exit_jump", (Arg.EFFADDR, Arg.CONST))
+
+
+def exit_jumps(binary: Binary, entries: set[int]) -> dict[int, int]:
+    """PLT entry (or its Thumb stub) among ``entries`` -> the address of the instruction of
+    its A32 entry proper that jumps out of the executable (``ldr pc, [ip, ...]``), where that
+    entry is a procedure of its own.
+
+    The program's end is observed there rather than at the calls of ``_exit``: by then every
+    instruction of the executable that runs on the way has run (the entry's, a Thumb
+    stub's, those of a tail call or a call through a pointer), so counts are exact. Unless
+    the entry's GOT slot is not bound yet: then the lazy binder (PLT0) runs next, and the
+    end waits for its jump (anvil_exit_jump; decision 0058)."""
+    procs = {p.address: p for p in binary.procedures}
+    out = {}
+    stubs = thumb_stubs(binary.plt, binary.read)
+    for entry in entries:
+        # A Thumb stub (bx pc, a pad) runs into its entry proper, 4 bytes on.
+        jump = _jump_out(procs.get(entry + 4 if entry in stubs else entry))
+        if jump is not None:
+            out[entry] = jump.address
+    return out
+
+
+def _jump_out(proc: Procedure | None) -> Instruction | None:
+    """The A32 instruction of ``proc`` (a PLT entry, PLT0) that loads the PC."""
+    return next((i for i in proc.instructions() if i.writes_pc and not i.thumb), None) if proc else None
 
 
 # The calls that may end a program (what anvil_on_syscall looks for): semihosting's
@@ -382,6 +429,8 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         file_end = (lib.data_addr + len(lib.data) + PAGE - 1) & ~(PAGE - 1)
         file_end = max(file_end, code_end)
     report.entries_not_patched = not_patched
+    by_name = {p.name: p for p in chosen}
+    report.entries_run_in_place = [name for name in not_patched if by_name[name].address in binary.address_taken]
     if len(lib.text) != len(probe.text):
         raise AnvilError("analysis library changed size between links")
 
@@ -503,11 +552,11 @@ def _linux_patching(binary: Binary, chosen: list[Procedure], report: Report,
     return sites of ``relocated_returns``: their calls leave relocated return addresses)."""
     patches, not_patched = _linux_patches(binary, chosen, report, relocated_returns)
     tail = tail_location(binary, chosen, patches)
-    entries = {p.address for p in chosen}
+    entries = {p.address: p.name for p in chosen}
     unplaced = []
     for patch in place_trampolines(patches, tail):
         if patch.address in entries:
-            not_patched.append(f"{patch.address:#x}")
+            not_patched.append(entries[patch.address])
         else:
             unplaced.append(patch.address)
     return _Patching(patches, not_patched, tail, unplaced)

@@ -166,6 +166,11 @@ def entry_patches(binary: Binary, procs: list[Procedure], direct: bool = False, 
             patches.append(Patch(proc.address, first.thumb))
         elif covered >= SHORT:
             patches.append(Patch(proc.address, first.thumb, UNPLACED))
+        elif covered >= NARROW and first.thumb and not direct:
+            # A 2-byte T32 procedure (crtstuff's frame_dummy, a stub that only returns): code
+            # pointers reach it too (.init_array, callbacks), and unpatched it ran in place,
+            # uncounted. A B.N to a trampoline within 2 KiB, as at return sites.
+            patches.append(Patch(proc.address, True, UNPLACED, narrow=True))
         else:
             skipped.append(proc.name)
     return patches, skipped

@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from .counter_placement import Plan
 
 
-END_HOOKS = ("anvil_on_syscall", "anvil_program_end")  # where the program may be seen to end
+# Where the program may be seen to end.
+END_HOOKS = ("anvil_on_syscall", "anvil_program_end", "anvil_exit_jump", "anvil_binder_jump")
 
 
 def program_stops(binary: Binary) -> set[int]:

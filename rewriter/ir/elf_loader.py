@@ -32,7 +32,7 @@ from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
 from .jump_tables import SwitchFinder, has_computed_jump, table_branch_targets
 from .model import Binary, Block, Procedure, Segment
-from .plt import plt_functions, thumb_stubs
+from .plt import lazy_binder, plt_functions, thumb_stubs
 
 _MAPPING = re.compile(r"^\$([atd])(\..*)?$")
 
@@ -63,6 +63,7 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     binary.symbols = {name: addr for addr, name, _ in symbols}
     binary.fini = _dt_fini(elf)
     binary.plt = plt_functions(elf)
+    binary.binder = lazy_binder(elf) if binary.plt else None
     if not _exec_sections(elf):  # both ways of finding procedures look for them in these
         raise AnvilError(f"{path}: no code to rewrite (no executable section in the section table)")
     if symbols and mapping:

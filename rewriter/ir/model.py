@@ -325,6 +325,7 @@ class Binary:
     # BX address -> its cases, for GCC's PIC switches (jump_tables.SwitchFinder).
     switch_cases: dict[int, set[int]] = field(default_factory=dict)
     plt: dict[int, str] = field(default_factory=dict)  # PLT entry (and Thumb stub) -> the function it calls
+    binder: int | None = None  # PLT0: where an entry whose GOT slot is not bound yet jumps (lazy binding)
     # The program's stack may be unwound (decision 0013): it throws C++ exceptions or calls
     # backtrace (elf_loader._unwinds) or, with no symbol table to tell, has landing pads.
     unwinds: bool = False

@@ -72,6 +72,13 @@ def plt_functions(elf: ELFFile) -> dict[int, str]:
     return out
 
 
+def lazy_binder(elf: ELFFile) -> int | None:
+    """The address of PLT0, where the entries' GOT slots send a call until the dynamic
+    linker binds them (lazy binding): the start of ``.plt``."""
+    plt = elf.get_section_by_name(".plt")
+    return plt["sh_addr"] if plt is not None and plt["sh_size"] >= PLT0_SIZE else None
+
+
 def _slot(data: bytes, at: int, address: int) -> tuple[int | None, int]:
     """The GOT slot the A32 entry at ``address`` (``data[at:]``) jumps through, and its
     size; (None, 0) when the bytes are neither form."""

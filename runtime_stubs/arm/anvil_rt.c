@@ -210,6 +210,27 @@ void anvil_on_syscall(uint32_t nr, uint32_t exit_ends_program)
         anvil_program_end();
 }
 
+/* _exit's PLT entry, before its jump out of the executable through GOT slot ``slot``
+ * (run-time address): the program ends unless the slot still sends the call to the lazy
+ * binder (PLT0, at link-time address ``binder``), whose own instructions run first; then
+ * the end waits for the binder's jump (anvil_binder_jump). Decision 0058. */
+static uint32_t exit_through_binder;
+
+void anvil_exit_jump(uint32_t slot, uint32_t binder)
+{
+    if (*(const uint32_t *)slot == binder + anvil_bias)
+        exit_through_binder = 1;
+    else
+        anvil_program_end();
+}
+
+/* PLT0, before its jump to the dynamic linker: the end, when _exit is being bound. */
+void anvil_binder_jump(void)
+{
+    if (exit_through_binder)
+        anvil_program_end();
+}
+
 /* ---------------------------------------------------------------- files */
 
 /* A forked child writes its results beside its parent's, to ``path.<pid>`` (as

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,12 +32,26 @@ class Run:
 
 
 def run_prog(binary: Path, args: list[str] | tuple[str, ...] = (), stdin: bytes = b"", timeout: int = 300,
-             env: dict[str, str] | None = None) -> Run:
-    """Run ``binary`` (already at its final path) under qemu-arm with argv[0] 'prog' and only ``env``."""
+             env: dict[str, str] | None = None, like_trace: bool = False) -> Run:
+    """Run ``binary`` (already at its final path) under qemu-arm with argv[0] 'prog' and only ``env``.
+
+    stdin, stdout and stderr are pipes; with ``like_trace`` they are regular files, as
+    tests/oracles/qemu_trace.py gives them to the original whose count a run is compared
+    with: programs take other paths for a seekable stdin (gnulib's close_stdin) or a
+    regular stdout (grep's check that it is not also an input) (decision 0058)."""
     variables = [f"{k}={v}" for k, v in (env or {}).items()]
-    proc = subprocess.run(["env", "-i", *variables, "qemu-arm", "-L", LIB_ROOT, "-0", "prog", str(binary.resolve()),
-                           *args], input=stdin, capture_output=True, cwd=binary.parent, timeout=timeout)
-    return Run(proc.stdout, proc.stderr, proc.returncode, binary.parent)
+    cmd = ["env", "-i", *variables, "qemu-arm", "-L", LIB_ROOT, "-0", "prog", str(binary.resolve()), *args]
+    if not like_trace:
+        proc = subprocess.run(cmd, input=stdin, capture_output=True, cwd=binary.parent, timeout=timeout)
+        return Run(proc.stdout, proc.stderr, proc.returncode, binary.parent)
+    with tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
+        fin.write(stdin)
+        fin.seek(0)
+        returncode = subprocess.run(cmd, stdin=fin, stdout=fout, stderr=ferr, cwd=binary.parent,
+                                    timeout=timeout).returncode
+        fout.seek(0)
+        ferr.seek(0)
+        return Run(fout.read(), ferr.read(), returncode, binary.parent)
 
 
 def place(binary: Path, tmp: Path, slot: str) -> Path:

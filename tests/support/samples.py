@@ -157,9 +157,10 @@ def _compile(cmd_before_output: Sequence[str], cmd_after_output: Sequence[str], 
     return build_cache.compile_to(cmd_before_output, cmd_after_output, out, SampleBuildError, 0o755)
 
 
-def build(sample: str, variant: str) -> Path:
+def build(sample: str, variant: str, extra: Sequence[str] = ()) -> Path:
     """Build ``samples/<sample>.c`` (or ``.cpp``, with the C++ compiler) in the given
-    variant (VARIANTS, CLANG_VARIANTS or SWEEP_VARIANTS; cached) and return the binary's path.
+    variant (VARIANTS, CLANG_VARIANTS or SWEEP_VARIANTS; cached) and return the binary's path;
+    ``extra``: more compiler flags (a distribution's link options, ``-Wl,-z,now``).
 
     Raises SampleBuildError when the sample or variant is unknown, the cross compiler is
     missing or compilation fails.
@@ -182,13 +183,14 @@ def build(sample: str, variant: str) -> Path:
         flags = [f"-Wl,-T,{rodata_first_script()}" if f == "-Wl,-T,@rodata-first.ld" else f for f in flags]
     if compiler == "clang":
         clang = _require_tool(CLANG + "++" if cxx else CLANG)
-        flags = [*CLANG_BASE, *flags]
+        flags = [*CLANG_BASE, *flags, *extra]
         # The identity of clang and of the gcc toolchain whose crt files and libc it links.
         key = _cache_key(source.read_bytes(), "\0".join(flags), "c++" if cxx else "c",
                          build_cache.compiler_identity(clang))
         out = cache_dir() / f"{sample}-{variant}-{key}"
         return out if out.is_file() else _compile([clang, *flags], [str(source)], out)
     cc = _require_tool(CXX if cxx else CC)
+    flags = [*flags, *extra]
     key = _cache_key(source.read_bytes(), "\0".join(flags), "c++" if cxx else "c")
     out = cache_dir() / f"{sample}-{variant}-{key}"
     if out.is_file():
