@@ -31,6 +31,7 @@ from ..errors import AnvilError
 from ..ir.model import Binary, Instruction, Procedure, Segment
 from . import file_gap
 from . import target_build as tb
+from .relocate import translated_jump
 
 PAGE = 0x1000
 UNPLACED = 0  # a short patch's trampoline until place_trampolines gives it one
@@ -262,6 +263,9 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
     dropped for want of a trampoline, and then the original code runs), and only those
     that nothing enters in the middle but through a patch (code that keeps running in
     place may branch there, or the unwinder jump there, and run on in the original).
+    Nor those with a jump the copy translates at run time (``relocate.translated_jump``):
+    a target the descent did not decode has no copy, so the jump goes to the original
+    and runs on there (decision 0002).
     """
     entry_length = {p.address: p.length for p in patches if p.trampoline is None}
     covered: dict[int, int] = {}  # patched address -> end of its patch
@@ -274,7 +278,8 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
     pools = sorted(binary.literal_bytes())
     runs = []
     for proc in procs:
-        if proc.address not in entry_length or not entered.isdisjoint(map(_ADDRESS, proc.instructions())):
+        if proc.address not in entry_length or not entered.isdisjoint(map(_ADDRESS, proc.instructions())) \
+                or any(map(translated_jump, proc.instructions())):
             continue
         blocked_until = proc.address + entry_length[proc.address]
         run_start = run_end = None

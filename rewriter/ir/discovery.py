@@ -274,6 +274,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             roots.add(addr)
     finders: dict[int, set[int]] = {}  # entry -> the entries whose descents named it
     rejected: set[int] = set()
+    flipped: set[int] = set()  # entries whose instruction set _other_mode changed (once each)
     unwound = starts.unwound
     found: dict[int, Descent] = {}
     while True:
@@ -283,6 +284,17 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             rejected |= wrong
             _drop(wrong, entries, roots, finders, found)
             for entry in changed:  # what they call is looked at in the next round
+                found.pop(entry, None)
+            continue
+        clash = {a: t for a, t in _other_mode(changed, sure_roots, entries, found, binary.plt, noreturn,
+                                              unwound).items() if a not in flipped}
+        if clash:  # entries read in the instruction set weaker evidence gave them: read them again
+            flipped |= clash.keys()
+            _drop(set(clash), entries, roots, finders, found)
+            for entry, thumb in clash.items():
+                memo.pop(entry, None)  # (descents are kept by entry and limit, not instruction set)
+                entries[entry] = thumb
+            for entry in changed:
                 found.pop(entry, None)
             continue
         for entry in changed:
@@ -337,6 +349,32 @@ def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], f
             # entry: a PIE's relocated pointer to a place in it is an address, not an entry.
             out.add(entry)
     return out
+
+
+def _other_mode(changed: list[int], roots: set[int], entries: dict[int, bool], found: dict[int, Descent],
+                plt: dict[int, str], noreturn: set[int], unwound: dict[int, tuple[int, set[int]]]
+                ) -> dict[int, bool]:
+    """Entries that the ``changed`` descents call or branch to in the other instruction set
+    (-> that one) where that reading has the stronger evidence: an address holds code of
+    one instruction set. The evidence for a reading is the strongest code naming the entry
+    in it (``_strengths``: a call from code reached by flow as strong as its caller, one
+    past a call at most CALLED, a branch past a call DOUBTFUL), and for the entry's own
+    reading its being a root. (memset, A32, at 0x20000 was read as Thumb for a 0x20001 in a
+    table of numbers, while A32 callers and an interworking stub's ``b`` named it.)"""
+    named = {target for entry in changed for target, thumb in found[entry].calls.items()
+             if target in entries and entries[target] != thumb}
+    if not named:
+        return {}
+    strength = _strengths(roots, entries, found, _returning(found, plt, noreturn), unwound)
+    best: dict[tuple[int, bool], int] = {(t, entries[t]): SURE for t in named if t in roots}
+    for entry, descent in found.items():
+        level = strength.get(entry, DOUBTFUL)
+        for targets, cap in ((descent.calls, SURE), (descent.after_calls, CALLED), (descent.after, DOUBTFUL)):
+            for target in named.intersection(targets):
+                key = (target, targets[target])
+                best[key] = max(best.get(key, DOUBTFUL), min(level, cap))
+    return {t: not entries[t] for t in named
+            if best.get((t, not entries[t]), DOUBTFUL) > best.get((t, entries[t]), DOUBTFUL)}
 
 
 def _returning(found: dict[int, Descent], plt: dict[int, str], noreturn: set[int]) -> set[int]:
@@ -657,8 +695,11 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                         guesses.setdefault(label, thumb)
             if ins.is_indirect and is_computed_jump(ins):
                 # add/mov pc computed from a register: what it jumps into follows it, a table
-                # of branches (A32 switches) or unrolled code (libgcc's division).
+                # of branches (A32 switches) or unrolled code (libgcc's division), from the
+                # PC it reads: in A32 the jump's address + 8, past the instruction after it.
                 work.append((end, thumb, PAST_JUMP, passed))
+                if not thumb and _reads_pc(ins):
+                    work.append((ins.address + 8, thumb, PAST_JUMP, passed))
             if not ins.falls_through or (ins.is_call and _ends(ins, noreturn)):
                 break
             if (ins.is_call and ins.branch_target is not None and ins.cond == 14 and not ins.in_it
@@ -759,7 +800,8 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary
         # A table read up to its lowest case (no bounds check seen) may run on into the code
         # after it: its cases outside the procedure are guesses.
         sized = ins.address in binary.table_sizes or ins.address in binary.switch_cases
-        out += [(target, True, False, not sized) for target in table_branch_targets(binary, [ins])]
+        # (Cases are in the jump's instruction set: T32 tables, A32 ``addls/ldrls pc``.)
+        out += [(target, thumb, False, not sized) for target in table_branch_targets(binary, [ins])]
     if ins.branch_target is not None:
         target = ins.branch_target
         if ins.name == "blx":
@@ -783,6 +825,11 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary
             if value & 1 and _inside(ranges, value & ~1):
                 out.append((value & ~1, True, True, False))
     return out
+
+
+def _reads_pc(ins: Instruction) -> bool:
+    """Whether a data-processing ``ins`` that writes the PC reads it too (``add pc, pc, rN``)."""
+    return "pc" in [o.strip() for o in ins.op_str.split(",")[1:]]
 
 
 def _dest(ins: Instruction) -> int:

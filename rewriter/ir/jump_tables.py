@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from .model import Access, Binary, Instruction
 
 CS, HI = 2, 8  # the conditions of a bounds check's branch to the default case
+CC, LS = 3, 9  # ... and of an A32 table jump made only within the bound (``addls pc, ...``)
 REGISTERS = {f"r{i}": i for i in range(13)} | {"sb": 9, "sl": 10, "fp": 11, "ip": 12, "lr": 14}
 
 
@@ -52,7 +53,12 @@ class SwitchFinder:
       ``tbb``/``tbh [pc, rI]``: a table of N + 1 entries (``Binary.table_sizes``);
     - the same check, then ``adr rA, table; ldr rB, [rA, rI, lsl #2]; add rA, rB; bx rA``:
       N + 1 words, each the offset of its case (Thumb bit set) from the table
-      (``Binary.switch_cases``).
+      (``Binary.switch_cases``);
+    - A32, the PC as the table (it reads as the jump's address + 8): ``cmp rI, #N`` then
+      ``addls pc, pc, rI, lsl #2`` (GCC's switch: a row of N + 1 branches) or ``ldrls pc,
+      [pc, rI, lsl #2]`` (N + 1 A32 label addresses), the bound being the jump's own
+      condition (``lo``: N entries), or an unconditional one after ``bhi``/``bhs``
+      (``Binary.switch_cases``, the cases in A32).
 
     Only these exact sequences count: anything else between resets the search. Without
     them a stripped binary's tables cannot be told from the code around them.
@@ -105,6 +111,9 @@ class SwitchFinder:
                 reg, imm = self.compared
                 self.bound = (reg, imm + 1 if ins.cond == HI else imm)
                 return True
+            if ins.cond in (LS, CC):  # the jump checks the bound itself
+                reg, imm = self.compared
+                self._pc_table(ins, reg, imm + 1 if ins.cond == LS else imm)
             return False
         if self.bound is None:
             return False
@@ -112,6 +121,8 @@ class SwitchFinder:
         if ins.name in ("tbb", "tbh"):
             if len(operands) >= 2 and REGISTERS.get(operands[1]) == index:
                 self.binary.table_sizes[ins.address] = entries
+            return False
+        if ins.cond == 14 and self._pc_table(ins, index, entries):
             return False
         if self.table is None:
             if ins.name == "adr" and len(operands) == 2 and operands[0] in REGISTERS and ins.thumb:
@@ -142,6 +153,28 @@ class SwitchFinder:
             # Switches may share their last instructions (GCC's cross-jumping): all their cases.
             self.binary.switch_cases.setdefault(ins.address, set()).update(cases)
         return False
+
+    def _pc_table(self, ins: Instruction, index: int, entries: int) -> bool:
+        """Record the cases of an A32 jump through a table at the PC indexed by ``index``
+        (``add pc, pc, rI, lsl #2``: a row of instructions; ``ldr pc, [pc, rI, lsl #2]``:
+        label addresses), ``entries`` long; True if ``ins`` is one."""
+        if ins.thumb or not ins.writes_pc or entries <= 0 or entries > 0x10000:
+            return False
+        operands, regs = operand_registers(ins)
+        table = ins.address + 8  # what the PC reads as
+        if ins.name == "add" and regs[:3] == [_PC, _PC, index] and operands[3:] == ["lsl #2"]:
+            cases = {table + 4 * k for k in range(entries)}
+        elif ins.name == "ldr" and len(ins.accesses) == 1:
+            access = ins.accesses[0]
+            if (access.base, access.index, access.shift, access.subtract, access.disp) != (_PC, index, 2, False, 0):
+                return False
+            cases = {int.from_bytes(self.binary.read(table + 4 * k, 4), "little") for k in range(entries)}
+            if any(case & 3 for case in cases):  # not A32 labels: some other table
+                return False
+        else:
+            return False
+        self.binary.switch_cases.setdefault(ins.address, set()).update(cases)
+        return True
 
 
 class GotoFinder:

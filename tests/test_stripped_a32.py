@@ -1,0 +1,55 @@
+"""Stripped A32 static programs (``-marm -static``, glibc linked in): what the descent must
+find so that they run as the original (decision 0056).
+
+- GCC's A32 switch is ``cmp rI, #N; addls pc, pc, rI, lsl #2; b default; b case0; ...``:
+  the PC reads as the jump's address + 8, so the row of branches starts past the ``b``
+  after the jump. The descent decoded only that ``b``; the copy's translated jump then found
+  no copy of the case and ran ``main`` in place, into trampolines written over it (SIGILL).
+- glibc's A32 ``memset`` at an address that a number in ``.rodata`` names with the Thumb bit
+  set was read as Thumb, although A32 code (an interworking stub's ``b``) named it in A32;
+  the stub's copy jumped into garbage (SIGSEGV with ``-flto``).
+
+Oracles: the original's behaviour; qemu's count of the instructions it runs, of which
+inscount must count exactly those the descent decoded (the rest, A32 functions reached only
+through pointers, runs in place uncounted); the unstripped build's mapping symbols
+(``$a``/``$t``), which say in which instruction set each executed instruction is.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from tests.support.run import assert_same_behaviour, instrument, results, run_prog, traced_original
+from tests.support.samples import build, stripped, symbol_span
+
+
+def _instruction_sets(binary) -> tuple[list[int], list[str]]:
+    """The mapping symbols of ``binary``, sorted: their addresses and kinds (a, t or d)."""
+    with binary.open("rb") as fh:
+        marks = sorted((s["st_value"], s.name[1]) for s in ELFFile(fh).get_section_by_name(".symtab").iter_symbols()
+                       if s.name[:2] in ("$a", "$t", "$d") and s["st_shndx"] != "SHN_UNDEF")
+    return [a for a, _ in marks], [k for _, k in marks]
+
+
+@pytest.mark.parametrize("variant", ["O2-arm-static", "O2-lto-arm-static"])
+def test_stripped_a32_static(variant: str, tmp_path) -> None:
+    built = build("hash", variant)
+    plain = stripped(built, tmp_path / "stripped")
+    original, pcs, ir = traced_original(plain, tmp_path)
+    assert original.returncode == 0 and original.stdout.endswith(b"OK\n")
+    decoded = {ins.address: ins.thumb for proc in ir.procedures for ins in proc.instructions()}
+    # Each executed instruction the descent decoded is in the instruction set the mapping
+    # symbols give (memset read as Thumb was not).
+    starts, kinds = _instruction_sets(built)
+    wrong = [hex(pc) for pc in pcs if pc in decoded
+             and kinds[bisect.bisect_right(starts, pc) - 1] != ("t" if decoded[pc] else "a")]
+    assert not wrong
+    # main (A32, with its switch) is decoded wherever it runs.
+    lo, hi = symbol_span(built, "main")
+    assert [hex(pc) for pc in pcs if lo <= pc < hi and pc not in decoded] == []
+    inst = run_prog(instrument(plain, "inscount", tmp_path))
+    assert_same_behaviour(original, inst)
+    assert results(inst, "inscount")["total"] == sum(n for pc, n in pcs.items() if pc in decoded)
