@@ -255,6 +255,20 @@ def _stub_size(at: int) -> int:
 _ADDRESS = operator.attrgetter("address")
 
 
+def _partly_decoded(proc: Procedure, binary: Binary) -> bool:
+    """Bytes between ``proc``'s first and last instruction that are neither an instruction,
+    nor a literal its code reads, nor data it holds (a switch's table): a gap the descent
+    left, which a jump computed at run time may reach without a copy to go to."""
+    literals = binary.literal_bytes()
+    at = None
+    for ins in proc.instructions():
+        if at is not None and ins.address != at and not all(
+                a in literals or any(lo <= a < hi for lo, hi in proc.data_ranges) for a in range(at, ins.address)):
+            return True
+        at = ins.address + ins.size
+    return False
+
+
 def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list[list[int]]:
     """Runs of instruction bytes of relocated procedures that never run in place, outside
     every patch.
@@ -263,9 +277,11 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
     dropped for want of a trampoline, and then the original code runs), and only those
     that nothing enters in the middle but through a patch (code that keeps running in
     place may branch there, or the unwinder jump there, and run on in the original).
-    Nor those with a jump the copy translates at run time (``relocate.translated_jump``):
-    a target the descent did not decode has no copy, so the jump goes to the original
-    and runs on there (decision 0002).
+    Nor those with a jump the copy translates at run time (``relocate.translated_jump``)
+    and code bytes not decoded (``_partly_decoded``): a target the descent did not decode
+    has no copy, so the jump goes to the original and runs on there (decision 0002). Where
+    every byte was decoded, every target has a copy (a hash sample's switch in ``main`` was
+    the only cave big enough for the loader stub: without it the program was refused).
     """
     entry_length = {p.address: p.length for p in patches if p.trampoline is None}
     covered: dict[int, int] = {}  # patched address -> end of its patch
@@ -279,7 +295,7 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
     runs = []
     for proc in procs:
         if proc.address not in entry_length or not entered.isdisjoint(map(_ADDRESS, proc.instructions())) \
-                or any(map(translated_jump, proc.instructions())):
+                or (any(map(translated_jump, proc.instructions())) and _partly_decoded(proc, binary)):
             continue
         blocked_until = proc.address + entry_length[proc.address]
         run_start = run_end = None
