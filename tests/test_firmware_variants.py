@@ -42,3 +42,23 @@ def test_handlers_of_a_table_vtor_points_at(variant: str, tmp_path: Path) -> Non
     assert (run.stdout, run.returncode) == expected, run.stderr
     got = json.loads((out.parent / "fw.inscount.out").read_text())
     assert got["procedures"]["wave"] == (ROUNDS + TARGET) * len(wave.blocks[0].instructions)
+
+
+def test_code_run_from_ram(tmp_path: Path) -> None:
+    """The hot functions are linked to run from RAM (.ramfunc, copied there with .data at
+    start-up, reached through the linker's long-branch veneers): 0x20000000 is beyond a
+    4-byte branch's reach from their copies in flash, so their entries get the long jump
+    (the whole image was refused: "B.W from 0x200009b8 cannot reach ..."). Output and exit
+    status are the original's, inscount's total is QEMU's (ReHost's too), cachesim's figures
+    are the reference cache's fed unicorn's accesses."""
+    from tests.support.firmware_judge import Original, judge_firmware
+
+    program, board = "crc", "mps2-an385"
+    image = build_variant(program, board, "ramfunc")
+    ram_code = [p for p in load_binary(str(image)).procedures if p.address >= 0x20000000]
+    assert ram_code, "no function runs from RAM"
+    original = Original(program, board, image)
+    assert original.cache is not None and any(pc >= 0x20000000 for pc in original.pcs)
+    outcomes = judge_firmware(original, ["inscount"], ["inhost", "rehost"], tmp_path / "i")
+    outcomes += judge_firmware(original, ["cachesim"], ["inhost"], tmp_path / "c")
+    assert outcomes == [("inscount/inhost", "ok"), ("inscount/rehost", "ok"), ("cachesim/inhost", "ok")], outcomes

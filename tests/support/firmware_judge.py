@@ -107,7 +107,7 @@ def judge_firmware(original: Original, tools: list[str], modes: list[str], tmp: 
         for mode in modes:
             name = f"{tool}/{mode}"
             work = tmp / f"{tool}-{mode}"
-            work.mkdir()
+            work.mkdir(parents=True)
             opts = ["--opt", _GEOMETRY_OPT] if tool == "cachesim" else []
             made = _anvil("instrument", "--tool", tool, "--mode", mode, "--format", "json", *opts, *skip,
                           str(original.image), "-o", "fw", cwd=work, timeout=900)
