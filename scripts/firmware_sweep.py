@@ -30,6 +30,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from variant_sweep import print_table, report_outcome  # noqa: E402 - found through the path set just above
 
 MODES = ["inhost", "rehost"]
 
@@ -61,21 +64,8 @@ def sweep(combos: list[tuple[str, str, str]], tools: list[str], modes: list[str]
         futures = [(c, pool.submit(run_one, *c, tools, modes)) for c in combos]
         for (program, variant, board), future in futures:
             for name, outcome in future.result():
-                label = f"{program:7} {variant:15} {board:11} {name:17}"
-                print(("ok   " if outcome == "ok" else "FAIL ") + label + ("" if outcome == "ok" else outcome),
-                      flush=True)
-                kind = "ok" if outcome == "ok" else outcome.split(":")[0].split(" ")[0]
-                table.setdefault(variant, Counter())[kind] += 1
-    kinds = sorted({k for counts in table.values() for k in counts}, key=lambda k: (k != "ok", k))
-    print(f"\n| variant | {' | '.join(kinds)} |\n|---|{'---:|' * len(kinds)}")
-    for variant, counts in table.items():
-        print(f"| {variant} | {' | '.join(str(counts[k]) for k in kinds)} |")
-    runs = sum(sum(c.values()) for c in table.values())
-    unbuilt = sum(c["not"] for c in table.values())
-    bad = runs - unbuilt - sum(c["ok"] for c in table.values())
-    print(f"\n{runs} runs: {runs - bad - unbuilt} identical, {bad} failed, {unbuilt} not built "
-          f"({time.monotonic() - start:.0f}s)")
-    return bad
+                report_outcome(table, variant, f"{program:7} {variant:15} {board:11} {name:17}", outcome)
+    return print_table(table, start)
 
 
 def main(argv: list[str] | None = None) -> int:
