@@ -124,10 +124,11 @@ __attribute__((aligned(256))) static vector_fn ram_vectors[16 + 32];
 /*
  * newlib's __libc_fini_array (registered with atexit by a constructor in libc)
  * calls _fini, which normally comes from crti.o; -nostartfiles leaves that out.
- * No .init/.fini code is used by these programs, so both hooks are empty.
+ * No .init/.fini code is used by these programs, so both hooks are empty. "used":
+ * only newlib (an archive) calls them, which link-time optimisation does not see.
  */
-void _init(void) {}
-void _fini(void) {}
+__attribute__((used)) void _init(void) {}
+__attribute__((used)) void _fini(void) {}
 
 void Default_Handler(void)
 {
