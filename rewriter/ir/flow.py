@@ -257,13 +257,13 @@ VECTOR_ALIGN = 128
 _RESERVED_VECTORS = (7, 8, 9, 10, 13)
 
 
-def _table_words(binary: Binary, at: int) -> tuple[int, ...]:
-    """The words of the vector table at ``at``, up to VECTOR_WORDS and no further than
-    the file bytes of the segment holding it."""
+def _table_words(binary: Binary, at: int, limit: int = VECTOR_WORDS) -> tuple[int, ...]:
+    """The words of the vector table at ``at``, up to ``limit`` and no further than the
+    file bytes of the segment holding it."""
     seg = next((s for s in binary.segments if s.filesz and s.vaddr <= at < s.vaddr + s.filesz), None)
     if seg is None:
         return ()
-    count = min(VECTOR_WORDS, (seg.vaddr + seg.filesz - at) // 4)
+    count = min(limit, (seg.vaddr + seg.filesz - at) // 4)
     return struct.unpack(f"<{count}I", binary.read(at, 4 * count))
 
 
@@ -303,7 +303,7 @@ def vector_tables(binary: Binary, starts: set[int]) -> list[int]:
     for seg in loaded:
         at = -(-seg.vaddr // VECTOR_ALIGN) * VECTOR_ALIGN
         while at + 64 <= seg.vaddr + seg.filesz:
-            if at != lowest and _looks_like_vector_table(_table_words(binary, at)[:16], starts):
+            if at != lowest and _looks_like_vector_table(_table_words(binary, at, 16), starts):
                 found.append(at)
             at += VECTOR_ALIGN
     return found
