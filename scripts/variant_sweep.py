@@ -67,13 +67,24 @@ def sweep(combos: list[tuple[str, str, bool]], tools: list[str], rehost: set[str
             for (sample, variant, stripped), future in futures:
                 for name, outcome in future.result():
                     label = f"{sample:10} {variant:30} {'stripped  ' if stripped else 'unstripped'} {name:17}"
-                    print(("ok   " if outcome == "ok" else "FAIL ") + label + ("" if outcome == "ok" else outcome),
-                          flush=True)
-                    kind = "ok" if outcome == "ok" else outcome.split(":")[0].split(" ")[0]
-                    table.setdefault(variant, Counter())[kind] += 1
+                    report_outcome(table, variant, label, outcome)
     finally:
         if server is not None:
             server.stop()
+    return print_table(table, start)
+
+
+def report_outcome(table: dict[str, Counter[str]], variant: str, label: str, outcome: str) -> None:
+    """Print one combination's ``outcome`` ('ok' or what failed) after ``label`` and count its
+    kind (its first word) in ``table`` under ``variant``."""
+    print(("ok   " if outcome == "ok" else "FAIL ") + label + ("" if outcome == "ok" else outcome), flush=True)
+    kind = "ok" if outcome == "ok" else outcome.split(":")[0].split(" ")[0]
+    table.setdefault(variant, Counter())[kind] += 1
+
+
+def print_table(table: dict[str, Counter[str]], start: float) -> int:
+    """Print the outcomes by variant (``table``: variant -> kind of outcome -> count) and a
+    summary line (time since ``start``, a monotonic clock's); return the number failed."""
     kinds = sorted({k for counts in table.values() for k in counts}, key=lambda k: (k != "ok", k))
     print(f"\n| variant | {' | '.join(kinds)} |\n|---|{'---:|' * len(kinds)}")
     for variant, counts in table.items():

@@ -409,9 +409,10 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         lib_base = code.here() + (-code.here()) % LIBRARY_ALIGN
 
     if placement is not None:
-        # Firmware: 4-byte branches at the entries (the copies are in range), the runtime's
-        # initial data after the library in flash, its RAM at the top of the free RAM.
-        patches, not_patched = entry_patches(binary, chosen, direct=True)
+        # Firmware: 4-byte branches at the entries (long jumps from code too far from the
+        # copies: run from RAM), the runtime's initial data after the library in flash,
+        # its RAM at the top of the free RAM.
+        patches, not_patched = entry_patches(binary, chosen, direct=(base, code.here()))
         data_image = lib_base + len(probe.text)
         data_image += (-data_image) % 8
         ram_at = placement.ram_for(probe.bss_end - probe.data_addr)
@@ -445,7 +446,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         flash = bytearray(code.finish(resolve))
         flash += bytes(lib_base - base - len(flash)) + lib.text
         flash += bytes(data_image - base - len(flash)) + lib.data
-        entry_bytes = {p.address: p.bytes_at_entry(resolve(ins_label(p.address))) for p in patches}
+        entry_bytes = {p.address: p.bytes_at_entry(resolve(ins_label(p.address)) | int(p.thumb)) for p in patches}
         data = firmware.write_elf(binary, entry_bytes, base, bytes(flash), ram_at, lib.bss_end - ram_at)
         return _finish(report, output, data, chosen, started)
 

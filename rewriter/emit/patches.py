@@ -137,11 +137,21 @@ def entered_from_elsewhere(binary: Binary, procs: list[Procedure]) -> set[int]:
     return entered
 
 
-def entry_patches(binary: Binary, procs: list[Procedure], direct: bool = False, stops: set[int] | None = None,
+def _branch_reaches(src: int, thumb: bool, copies: tuple[int, int]) -> bool:
+    """Whether a 4-byte branch at ``src`` reaches every address of ``copies`` ([start, end))."""
+    reach = 1 << 24 if thumb else 1 << 25
+    pc = src + (4 if thumb else 8)
+    return -reach <= copies[0] - pc and copies[1] - pc < reach
+
+
+def entry_patches(binary: Binary, procs: list[Procedure], direct: tuple[int, int] | None = None,
+                  stops: set[int] | None = None,
                   patched: frozenset[int] = frozenset()) -> tuple[list[Patch], list[str]]:
     """Which relocated procedures get a jump at their original entry, and which cannot.
 
-    ``direct``: every patch is a 4-byte branch to the copy (which must be in reach).
+    ``direct`` (firmware, no trampolines): where the copies lie ([start, end)); a patch is
+    a 4-byte branch to the copy where that reaches, else (code far from the copies: a
+    function run from RAM) the long jump where the procedure has room for it.
     ``stops``: what the patches must leave intact (default: entered_from_elsewhere).
     ``patched``: entries that have a jump already (return sites, unwinder entries).
     Short patches get their trampolines from place_trampolines.
@@ -161,11 +171,11 @@ def entry_patches(binary: Binary, procs: list[Procedure], direct: bool = False, 
         # Branches inside the procedure go to the copy, so only addresses other code may
         # jump to must stay intact under the patch.
         covered = _room(proc.instructions(), proc.address, stops, data)
-        if direct and covered >= SHORT:
+        if direct is not None and covered >= SHORT and _branch_reaches(proc.address, first.thumb, direct):
             patches.append(Patch(proc.address, first.thumb, direct=True))
         elif covered >= patch_length(proc.address, first.thumb):
             patches.append(Patch(proc.address, first.thumb))
-        elif covered >= SHORT:
+        elif covered >= SHORT and direct is None:
             patches.append(Patch(proc.address, first.thumb, UNPLACED))
         elif covered >= NARROW and first.thumb and not direct:
             # A 2-byte T32 procedure (crtstuff's frame_dummy, a stub that only returns): code

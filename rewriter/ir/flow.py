@@ -251,22 +251,72 @@ def exclusive_windows(proc: Procedure) -> set[int]:
 
 # Words of a Cortex-M vector table looked at: the 16 system exceptions and up to 240 interrupts.
 VECTOR_WORDS = 256
+# VTOR holds a table address with its low 7 bits zero (more for more than 32 interrupts).
+VECTOR_ALIGN = 128
+# Words 7-10 and 13 of an ARMv7-M vector table are reserved (zero).
+_RESERVED_VECTORS = (7, 8, 9, 10, 13)
 
 
-def exception_handlers(binary: Binary, starts: set[int]) -> list[int]:
-    """Firmware: the handlers in the vector table, which an ARMv7-M core reads from the
-    image's lowest address (VTOR's reset value, where images place it): word 0 is the
-    initial SP, word 1 the reset handler, then the other exceptions and the interrupts,
-    up to the first word that is neither 0 (reserved) nor the address of code in Thumb
-    state. The reset handler is not among them."""
-    lowest = min(s.vaddr for s in binary.segments if s.filesz)
-    words = struct.unpack(f"<{VECTOR_WORDS}I", binary.read(lowest, 4 * VECTOR_WORDS))
+def _table_words(binary: Binary, at: int, limit: int = VECTOR_WORDS) -> tuple[int, ...]:
+    """The words of the vector table at ``at``, up to ``limit`` and no further than the
+    file bytes of the segment holding it."""
+    seg = next((s for s in binary.segments if s.filesz and s.vaddr <= at < s.vaddr + s.filesz), None)
+    if seg is None:
+        return ()
+    count = min(limit, (seg.vaddr + seg.filesz - at) // 4)
+    return struct.unpack(f"<{count}I", binary.read(at, 4 * count))
+
+
+def _table_handlers(words: tuple[int, ...], starts: set[int]) -> list[int]:
+    """The handlers of a vector table's ``words`` (the reset handler's word 1 left out):
+    up to the first word that is neither 0 (reserved) nor the address of code in Thumb state."""
     handlers = []
     for word in words[2:]:
         if word and not (word & 1 and word & ~1 in starts):
             break
         if word:
             handlers.append(word & ~1)
+    return handlers
+
+
+def _looks_like_vector_table(words: tuple[int, ...], starts: set[int]) -> bool:
+    """An ARMv7-M vector table: a word-aligned stack pointer, a reset handler in Thumb
+    state, the reserved words zero and every other system exception 0 or Thumb code."""
+    if len(words) < 16 or not words[0] or words[0] & 3 or not (words[1] & 1 and words[1] & ~1 in starts):
+        return False
+    if any(words[i] for i in _RESERVED_VECTORS):
+        return False
+    return all(not w or (w & 1 and w & ~1 in starts) for w in words[2:16])
+
+
+def vector_tables(binary: Binary, starts: set[int]) -> list[int]:
+    """Firmware: where the vector tables are. The core reads the one at the image's lowest
+    address at reset (VTOR's reset value, where images place it); start-up code may point
+    VTOR at another (an application behind a boot loader's table, or one of several
+    images), which is found by its shape at each VTOR-aligned address of the image's
+    loaded bytes. A table copied into RAM at run time is its flash original's copy."""
+    loaded = [s for s in binary.segments if s.filesz]
+    if not loaded:
+        return []
+    lowest = min(s.vaddr for s in loaded)
+    found = [lowest]
+    for seg in loaded:
+        at = -(-seg.vaddr // VECTOR_ALIGN) * VECTOR_ALIGN
+        while at + 64 <= seg.vaddr + seg.filesz:
+            if at != lowest and _looks_like_vector_table(_table_words(binary, at, 16), starts):
+                found.append(at)
+            at += VECTOR_ALIGN
+    return found
+
+
+def exception_handlers(binary: Binary, starts: set[int]) -> list[int]:
+    """Firmware: the handlers in the image's vector tables (``vector_tables``): word 0
+    is the initial SP, word 1 the reset handler, then the other exceptions and the
+    interrupts, up to the first word that is neither 0 (reserved) nor the address of
+    code in Thumb state. The reset handler is not among them."""
+    handlers: list[int] = []
+    for at in vector_tables(binary, starts):
+        handlers += [h for h in _table_handlers(_table_words(binary, at), starts) if h not in handlers]
     return handlers
 
 

@@ -17,6 +17,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* -DRAMFUNC='__attribute__((section(".ramfunc")))' runs the hot code from RAM
+ * (samples/boards/variants.ld copies it there with .data). */
+#ifndef RAMFUNC
+#define RAMFUNC
+#endif
+
 #define BUF_LEN 4096u
 #ifndef REPEAT
 #define REPEAT 1u
@@ -46,7 +52,7 @@ static void build_table(void)
     }
 }
 
-static uint32_t crc32_table(const uint8_t *buf, uint32_t len)
+RAMFUNC static uint32_t crc32_table(const uint8_t *buf, uint32_t len)
 {
     uint32_t crc = 0xFFFFFFFFu;
     for (uint32_t i = 0; i < len; i++) {
@@ -55,7 +61,7 @@ static uint32_t crc32_table(const uint8_t *buf, uint32_t len)
     return crc ^ 0xFFFFFFFFu;
 }
 
-static uint32_t crc32_bitwise(const uint8_t *buf, uint32_t len)
+RAMFUNC static uint32_t crc32_bitwise(const uint8_t *buf, uint32_t len)
 {
     uint32_t crc = 0xFFFFFFFFu;
     for (uint32_t i = 0; i < len; i++) {

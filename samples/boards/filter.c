@@ -19,6 +19,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* -DRAMFUNC='__attribute__((section(".ramfunc")))' runs the hot code from RAM
+ * (samples/boards/variants.ld copies it there with .data). */
+#ifndef RAMFUNC
+#define RAMFUNC
+#endif
+
 #define SAMPLES 512
 #define TAPS 15
 
@@ -51,7 +57,7 @@ static int16_t saturate16(int32_t v)
     return (int16_t)v;
 }
 
-static int16_t fir_step(struct fir *f, int16_t sample)
+RAMFUNC static int16_t fir_step(struct fir *f, int16_t sample)
 {
     f->head = (f->head + 1) % TAPS;
     f->delay[f->head] = sample;

@@ -15,6 +15,12 @@
  * Link with -nostartfiles: this file replaces newlib's rdimon-crt0 (and the empty
  * _init/_fini of crti.o).
  *
+ * Two build options move the vector table the core uses (samples/boards/variants.ld):
+ * -DVECTORS_IN_RAM copies the table into RAM before main and points VTOR at the
+ * copy; -DBOOT_TABLE adds a two-word table (initial SP, reset vector) in section
+ * .boot, which variants.ld puts at address 0 when the image itself starts higher in
+ * flash (APP_BASE), and the reset handler points VTOR at the image's own table.
+ *
  * Every exception handler other than Reset_Handler is a weak alias of
  * Default_Handler, which spins forever; a program overrides one by defining a
  * function of the same name (e.g. SysTick_Handler).
@@ -102,13 +108,27 @@ const vector_fn vector_table[16 + 32] = {
     IRQ28_Handler, IRQ29_Handler, IRQ30_Handler, IRQ31_Handler,
 };
 
+#define SCB_VTOR (*(volatile uint32_t *)0xE000ED08u)
+
+#if defined(BOOT_TABLE)
+/* What a boot loader at address 0 would hold: where the image's reset code is. */
+__attribute__((section(".boot"), used))
+const vector_fn boot_table[2] = {(vector_fn)&STACK_TOP, Reset_Handler};
+#endif
+
+#if defined(VECTORS_IN_RAM)
+/* VTOR's low 7 bits are zero; 48 entries need 256-byte alignment. In .bss. */
+__attribute__((aligned(256))) static vector_fn ram_vectors[16 + 32];
+#endif
+
 /*
  * newlib's __libc_fini_array (registered with atexit by a constructor in libc)
  * calls _fini, which normally comes from crti.o; -nostartfiles leaves that out.
- * No .init/.fini code is used by these programs, so both hooks are empty.
+ * No .init/.fini code is used by these programs, so both hooks are empty. "used":
+ * only newlib (an archive) calls them, which link-time optimisation does not see.
  */
-void _init(void) {}
-void _fini(void) {}
+__attribute__((used)) void _init(void) {}
+__attribute__((used)) void _fini(void) {}
 
 void Default_Handler(void)
 {
@@ -133,6 +153,14 @@ __attribute__((noinline, noreturn)) static void start_c_runtime(void)
         *dst = 0;
     }
 
+#if defined(VECTORS_IN_RAM)
+    for (unsigned i = 0; i < sizeof ram_vectors / sizeof ram_vectors[0]; i++) {
+        ram_vectors[i] = vector_table[i];
+    }
+    SCB_VTOR = (uint32_t)ram_vectors;
+    __asm__ volatile("dsb\n\tisb" ::: "memory");
+#endif
+
     initialise_monitor_handles();
 
     for (init_fn *fn = __preinit_array_start; fn < __preinit_array_end; fn++) {
@@ -147,6 +175,9 @@ __attribute__((noinline, noreturn)) static void start_c_runtime(void)
 
 void Reset_Handler(void)
 {
+#if defined(BOOT_TABLE)
+    SCB_VTOR = (uint32_t)vector_table;
+#endif
 #if defined(__ARM_FP)
     /* CPACR (0xE000ED88): full access to coprocessors 10 and 11, i.e. the FPU. */
     volatile uint32_t *const cpacr = (volatile uint32_t *)0xE000ED88u;

@@ -1,0 +1,139 @@
+"""One firmware image through the counting tools, judged against the original under qemu-system-arm.
+
+What scripts/firmware_sweep.py and tests/test_firmware_variants.py share: run the original
+(its console output and exit status), count what it executes (QEMU's ``-singlestep`` trace)
+and, where unicorn can run it (no SysTick), its data accesses through a reference cache;
+instrument it with each tool in each mode, run the copy with ``anvil run --board`` and say
+what differs: a refused rewrite, a hang, other output or exit status, an inscount total or a
+bbcount block count that is not QEMU's, cachesim figures that are not the reference cache's
+(or that do not add up), ReHost results that are not InHost's.
+
+Programs with a timer interrupt (firmware_variants.INTERRUPTS) run with ``--icount 0``,
+so ticks fall between any two instructions, hooks included; the procedure whose work
+depends on where they fall (firmware_variants.TIMING) is left uninstrumented and
+uncounted, and cachesim's hits and misses (which depend on where the handler's accesses
+fall among main's) are not compared between modes, its loads and stores are.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from rewriter.ir.elf_loader import load_binary
+from tests.oracles.cache_model import simulate
+from tests.oracles.qemu_trace import trace_firmware
+from tests.oracles.unicorn_firmware import run_firmware_unicorn
+from tests.support.boards import REPO_ROOT, run_firmware
+from tests.support.firmware_variants import INTERRUPTS, TIMING
+
+TOOLS = ["inscount", "bbcount", "cachesim"]
+GEOMETRY = (1024, 2, 32)
+_GEOMETRY_OPT = "size={},assoc={},line={}".format(*GEOMETRY)
+_CACHE_KEYS = ("loads", "stores", "load_misses", "store_misses")
+
+
+def _anvil(*args: str, cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+    env = {"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/local/bin:/usr/bin:/bin"}
+    return subprocess.run([sys.executable, "-m", "rewriter.cli", *args], capture_output=True, cwd=cwd, env=env,
+                          timeout=timeout)
+
+
+class Original:
+    """What the original image does: console output, exit status, executed PCs of its
+    code (QEMU's count, the timing-dependent procedure left out) and, when unicorn can
+    run it, the reference cache's figures."""
+
+    def __init__(self, program: str, board: str, image: Path) -> None:
+        self.program, self.board, self.image = program, board, image
+        self.expected = run_firmware(image, board)
+        trace = trace_firmware(image, board)
+        if (trace.stdout, trace.returncode) != self.expected:
+            raise RuntimeError(f"the traced original differs: {trace.stdout!r} {trace.returncode}")
+        binary = load_binary(str(image))
+        code = [(s.vaddr, s.vaddr + s.memsz) for s in binary.segments if s.executable]
+        skipped = [(p.address, p.end) for p in binary.procedures if p.name == TIMING.get(program)]
+        self.pcs = {pc: n for pc, n in trace.pcs.items() if any(lo <= pc < hi for lo, hi in code)
+                    and not any(lo <= pc < hi for lo, hi in skipped)}
+        self.cache: dict | None = None
+        if program not in INTERRUPTS:
+            oracle = run_firmware_unicorn(image, board)
+            if (oracle.output, oracle.status) == self.expected:
+                self.cache = simulate(oracle.accesses, *GEOMETRY)
+            else:
+                self.cache_note = f"unicorn differs: {oracle.output[-60:]!r} {oracle.status}"
+
+    def judge(self, tool: str, results: dict) -> str:
+        """'ok' or what is wrong with ``tool``'s ``results`` of an instrumented run."""
+        if tool == "inscount":
+            total = sum(self.pcs.values())
+            return "ok" if results["total"] == total else f"count {results['total']} vs qemu {total}"
+        if tool == "bbcount":
+            wrong = [(b["address"], b["count"], self.pcs.get(b["address"], 0)) for b in results["counts"]
+                     if b["count"] != self.pcs.get(b["address"], 0)]
+            if wrong:
+                return "blocks differ from qemu's (address, ours, qemu): " + ", ".join(
+                    f"{a:#x} {o} {q}" for a, o, q in wrong[:3]) + f" ({len(wrong)} in all)"
+            return "ok"
+        if not results["hits"] + results["misses"] == results["loads"] + results["stores"] > 0:
+            return f"cache figures do not add up: {results}"
+        if self.cache is not None:
+            wrong = [k for k in _CACHE_KEYS if results[k] != self.cache[k]]
+            if wrong:
+                return "cache differs from the reference: " + ", ".join(
+                    f"{k} {results[k]} vs {self.cache[k]}" for k in wrong)
+        return "ok"
+
+
+def _comparable(program: str, tool: str, results: dict) -> object:
+    """What ReHost must reproduce of InHost's results: all of them, but with ticks falling
+    anywhere only cachesim's loads and stores (its hits depend on the interleaving)."""
+    if tool == "cachesim" and program in TIMING:
+        return {k: results[k] for k in ("loads", "stores")}
+    return results
+
+
+def judge_firmware(original: Original, tools: list[str], modes: list[str], tmp: Path) -> list[tuple[str, str]]:
+    """Outcome ('ok' or a failure text) of each ``tool/mode`` on ``original``'s image;
+    ``tmp``: an empty scratch directory. ReHost runs after InHost and must match it."""
+    program, board = original.program, original.board
+    skip = ["--skip", TIMING[program]] if program in TIMING else []
+    icount = ["--icount", "0"] if program in TIMING else []
+    out: list[tuple[str, str]] = []
+    for tool in tools:
+        inhost = None
+        for mode in modes:
+            name = f"{tool}/{mode}"
+            work = tmp / f"{tool}-{mode}"
+            work.mkdir(parents=True)
+            opts = ["--opt", _GEOMETRY_OPT] if tool == "cachesim" else []
+            made = _anvil("instrument", "--tool", tool, "--mode", mode, "--format", "json", *opts, *skip,
+                          str(original.image), "-o", "fw", cwd=work, timeout=900)
+            if made.returncode:
+                lines = made.stderr.decode(errors="replace").strip().splitlines() or [f"exit {made.returncode}"]
+                out.append((name, "refused: " + lines[-1][:200]))
+                continue
+            try:
+                run = _anvil("run", "-q", "--board", board, *icount, "fw", cwd=work, timeout=300)
+            except subprocess.TimeoutExpired:
+                out.append((name, "timeout"))
+                continue
+            if (run.stdout, run.returncode) != original.expected:
+                out.append((name, f"differs: exit {run.returncode} (orig {original.expected[1]}) "
+                                  f"out {run.stdout[-80:]!r} err {run.stderr[-120:]!r}"))
+                continue
+            result_file = work / f"fw.{tool}.out"
+            if not result_file.is_file():
+                out.append((name, "no results"))
+                continue
+            results = json.loads(result_file.read_text())
+            if mode == "inhost":
+                inhost = _comparable(program, tool, results)
+                out.append((name, original.judge(tool, results)))
+            elif inhost is not None and _comparable(program, tool, results) != inhost:
+                out.append((name, "results differ from InHost's"))
+            else:
+                out.append((name, original.judge(tool, results)))
+    return out

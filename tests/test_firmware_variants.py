@@ -1,0 +1,64 @@
+"""Firmware built in variants the other board tests do not use (tests/support/firmware_variants.py),
+one test per class of fault scripts/firmware_sweep.py found (docs/decisions/0059-firmware-build-variants.md).
+
+fpu.c calls wave() from its main loop and from the SysTick handler, which fires every 100
+cycles and runs exactly TARGET times, so wave() runs ROUNDS + TARGET times however the
+ticks fall; run with ``--icount 0`` the ticks land between any two instructions, inside
+wave()'s counter updates too. The known answer is computed another way: wave()'s first
+block is all it runs (straight-line float code), so its count is its calls times that
+block's instructions.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rewriter.ir.elf_loader import load_binary
+from tests.support.boards import anvil_cli, instrument, run_firmware
+from tests.support.firmware_variants import build_variant
+
+ROUNDS, TARGET = 3000, 200  # fpu.c's
+
+
+@pytest.mark.parametrize("variant", ["app-at-64k", "vectors-in-ram"])
+def test_handlers_of_a_table_vtor_points_at(variant: str, tmp_path: Path) -> None:
+    """The image starts at 0x10000 behind a boot table at 0 (initial SP and reset vector
+    only) and its reset handler points VTOR at the image's own table; or the table is
+    copied into RAM and VTOR points there. The handler's code is found either way, so
+    the counters of wave(), which the handler shares with main, are updated atomically
+    (with only the table at the lowest address looked at, 11 of its 35200 instructions
+    were lost behind a boot table)."""
+    board = "mps2-an386"
+    image = build_variant("fpu", board, variant)
+    expected = run_firmware(image, board)
+    assert expected[1] == 0 and expected[0].startswith(b"ticks=%d " % TARGET), expected
+    wave = next(p for p in load_binary(str(image)).procedures if p.name == "wave")
+    assert wave.blocks[0].instructions[-1].is_return  # one block runs (a padding NOP may follow)
+    out = instrument(image, "inscount", tmp_path / "fw", "--skip", "wait_for_ticks")
+    run = anvil_cli("run", "-q", "--board", board, "--icount", "0", out.name, cwd=out.parent, timeout=120)
+    assert (run.stdout, run.returncode) == expected, run.stderr
+    got = json.loads((out.parent / "fw.inscount.out").read_text())
+    assert got["procedures"]["wave"] == (ROUNDS + TARGET) * len(wave.blocks[0].instructions)
+
+
+def test_code_run_from_ram(tmp_path: Path) -> None:
+    """The hot functions are linked to run from RAM (.ramfunc, copied there with .data at
+    start-up, reached through the linker's long-branch veneers): 0x20000000 is beyond a
+    4-byte branch's reach from their copies in flash, so their entries get the long jump
+    (the whole image was refused: "B.W from 0x200009b8 cannot reach ..."). Output and exit
+    status are the original's, inscount's total is QEMU's (ReHost's too), cachesim's figures
+    are the reference cache's fed unicorn's accesses."""
+    from tests.support.firmware_judge import Original, judge_firmware
+
+    program, board = "crc", "mps2-an385"
+    image = build_variant(program, board, "ramfunc")
+    ram_code = [p for p in load_binary(str(image)).procedures if p.address >= 0x20000000]
+    assert ram_code, "no function runs from RAM"
+    original = Original(program, board, image)
+    assert original.cache is not None and any(pc >= 0x20000000 for pc in original.pcs)
+    outcomes = judge_firmware(original, ["inscount"], ["inhost", "rehost"], tmp_path / "i")
+    outcomes += judge_firmware(original, ["cachesim"], ["inhost"], tmp_path / "c")
+    assert outcomes == [("inscount/inhost", "ok"), ("inscount/rehost", "ok"), ("cachesim/inhost", "ok")], outcomes
