@@ -186,8 +186,14 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
                      [w for w in data_words if w[0] not in inside], handlers(elf, binary.read), _a32_only(elf, stubs))
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
-    while True:  # until no more procedures are found never to return
+    while True:  # until no more procedures are found never to return (or pointed to in A32)
         entries, found = _entries_and_code(starts, ranges, binary, streams, noreturn, memo)
+        pointed = _a32_entries_in_data(labels - inside, entries, found, streams.goto_labels)
+        if pointed:
+            starts = dataclasses.replace(starts, seeds=starts.seeds + [(address, False) for address in pointed])
+            labels -= pointed
+            streams.labels = sorted(labels)
+            continue
         more = _never_return(found, entries, noreturn)
         if not more:
             break
@@ -215,6 +221,29 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
         decoded[start] = insns
     binary.gap_targets = call_targets_in_gaps(binary.read, ranges, [i for got in decoded.values() for i in got])
     return procs, decoded
+
+
+def _a32_entries_in_data(words: set[int], entries: dict[int, bool], found: dict[int, dict[int, Instruction]],
+                         goto: set[int]) -> set[int]:
+    """The ``words`` (a PIE's relocated words without the Thumb bit) that are A32 procedure
+    entries: code pointers in data (vtables, function tables), not computed-goto labels.
+
+    Without the Thumb bit a word names either a label (in Thumb or A32 code) or an A32
+    function; the descent tells which. One in a procedure decoded as A32, at one of its
+    instructions, that no computed goto of the program jumps through (``goto``, the labels
+    the descent read from their tables) is a function of its own: a compiler whose output
+    is A32 (rustc's armv7 target) calls most functions through such pointers, and taken as
+    places inside the procedure before them, their original entries got no jump and ran
+    uninstrumented, into that procedure's patched return sites."""
+    starts = sorted(entries)
+    out = set()
+    for word in words:
+        k = bisect.bisect_right(starts, word) - 1
+        if k < 0 or starts[k] == word or entries[starts[k]] or word in goto:
+            continue
+        if word in found.get(starts[k], {}):
+            out.add(word)
+    return out
 
 
 def _undecodable(insns: list[Instruction], streams: _Streams) -> list[tuple[int, bool]]:
@@ -650,6 +679,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 # A computed goto's labels: nothing else may reach them. The table's end is
                 # a guess, so are labels read past it (as the code after a computed jump).
                 for label in goto_labels(binary, table, thumb, ranges):
+                    streams.goto_labels.add(label)
                     if entry <= label < limit:
                         work.append((label, thumb, PAST_JUMP, passed))
                         reach = max(reach, label + 1)
@@ -703,6 +733,7 @@ class _Streams:
         # relocated words without the Thumb bit): places in the procedure that holds them
         # where a descent starts too, in that procedure's instruction set.
         self.labels: list[int] = []
+        self.goto_labels: set[int] = set()  # labels read from computed gotos' tables (_descend)
         self.code_size = 0  # for the progress bar: bytes decoded (counted up to this)
         self._shown = 0
 
