@@ -284,7 +284,8 @@ def compare_results(row: Row) -> None:
 
     Only runs that behaved like the original are compared (the others are already marked).
     """
-    runs = {(r.tool, r.mode): r for r in row.results if r.failure is None and r.difference is None}
+    runs = {(r.tool, r.mode): r for r in row.results
+            if r.failure is None and r.difference is None and r.refused is None}
     for (tool, mode), rehost in runs.items():
         inhost = runs.get((tool, "inhost"))
         if mode != "rehost" or inhost is None:

@@ -790,7 +790,7 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary
         # A table read up to its lowest case (no bounds check seen) may run on into the code
         # after it: its cases outside the procedure are guesses.
         sized = ins.address in binary.table_sizes or ins.address in binary.switch_cases
-        out += [(target, True, False, not sized) for target in table_branch_targets(binary, [ins])]
+        out += [(target, thumb, False, not sized) for target in table_branch_targets(binary, [ins])]
     if ins.branch_target is not None:
         target = ins.branch_target
         if ins.name == "blx":

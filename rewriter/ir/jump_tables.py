@@ -1,5 +1,6 @@
 """Where a procedure's switches go: Thumb-2 table branches (TBB, TBH), GCC's tables of
-offsets for position-independent Thumb code (``adr``; ``ldr``; ``add``; ``bx``) and
+offsets for position-independent Thumb code (``adr``; ``ldr``; ``add``; ``bx``), LLVM's
+for A32 code (``adr``; ``ldr``; ``add pc``) and
 computed gotos through tables of label addresses (``GotoFinder``)."""
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ class SwitchFinder:
 
     - ``cmp rI, #N; bhi default`` (``bhs``: N - 1; or ``movw rK, #N; cmp rI, rK``) then
       ``tbb``/``tbh [pc, rI]``: a table of N + 1 entries (``Binary.table_sizes``);
-    - the same check, then ``adr rA, table; ldr rB, [rA, rI, lsl #2]; add rA, rB; bx rA``:
-      N + 1 words, each the offset of its case (Thumb bit set) from the table
+    - the same check, then ``adr rA, table; ldr rB, [rA, rI, lsl #2]; add rA, rB; bx rA``
+      (GCC's Thumb code) or ``add pc, rA, rB`` (LLVM's A32 code, rustc's): N + 1 words,
+      each the offset of its case (Thumb bit set in Thumb code) from the table
       (``Binary.switch_cases``).
 
     Only these exact sequences count: anything else between resets the search. Without
@@ -114,8 +116,9 @@ class SwitchFinder:
                 self.binary.table_sizes[ins.address] = entries
             return False
         if self.table is None:
-            if ins.name == "adr" and len(operands) == 2 and operands[0] in REGISTERS and ins.thumb:
-                self.table = (REGISTERS[operands[0]], ((ins.address + 4) & ~3) + int(operands[1].lstrip("#"), 0))
+            address = _pc_relative_address(ins, operands)
+            if address is not None:
+                self.table = (REGISTERS[operands[0]], address)
                 return True
             return False
         if self.entry is None:
@@ -127,6 +130,10 @@ class SwitchFinder:
             return False
         if self.computed is None:
             regs = [REGISTERS.get(o) for o in operands]
+            if ins.name == "add" and len(regs) == 3 and operands[0] == "pc" and None not in regs[1:] \
+                    and sorted(regs[1:]) == sorted([self.table[0], self.entry]):
+                self._record(ins, entries)  # A32: add pc, rA, rB jumps itself
+                return False
             if ins.name == "add" and len(regs) in (2, 3) and None not in regs:
                 sources = regs if len(regs) == 2 else regs[1:]
                 if sorted(sources) == sorted([self.table[0], self.entry]):
@@ -134,14 +141,34 @@ class SwitchFinder:
                     return True
             return False
         if ins.name == "bx" and REGISTERS.get(operands[0]) == self.computed:
-            table = self.table[1]
-            cases = set()
-            for k in range(entries):
-                offset = int.from_bytes(self.binary.read(table + 4 * k, 4), "little", signed=True)
-                cases.add((table + offset) & ~1 & 0xFFFFFFFF)
-            # Switches may share their last instructions (GCC's cross-jumping): all their cases.
-            self.binary.switch_cases.setdefault(ins.address, set()).update(cases)
+            self._record(ins, entries)
         return False
+
+    def _record(self, jump: Instruction, entries: int) -> None:
+        """The cases of the switch whose computed ``jump`` adds each of the table's ``entries``
+        words to the table's address."""
+        table = self.table[1]
+        cases = set()
+        for k in range(entries):
+            offset = int.from_bytes(self.binary.read(table + 4 * k, 4), "little", signed=True)
+            cases.add((table + offset) & ~1 & 0xFFFFFFFF)
+        # Switches may share their last instructions (GCC's cross-jumping): all their cases.
+        self.binary.switch_cases.setdefault(jump.address, set()).update(cases)
+
+
+def _pc_relative_address(ins: Instruction, operands: list[str]) -> int | None:
+    """The address ``ins`` puts in a register if it is ``adr rA, #off`` (either instruction
+    set) or A32's ``add``/``sub rA, pc, #off`` (how capstone reads an A32 adr), else None."""
+    if not operands or operands[0] not in REGISTERS:
+        return None
+    pc = ((ins.address + 4) & ~3) if ins.thumb else ins.address + 8
+    if ins.name == "adr" and len(operands) == 2 and operands[1].startswith("#"):
+        return pc + int(operands[1][1:], 0)
+    if ins.name in ("add", "sub") and not ins.thumb and len(operands) == 3 and operands[1] == "pc" \
+            and operands[2].startswith("#"):
+        offset = int(operands[2][1:], 0)
+        return (pc + offset if ins.name == "add" else pc - offset) & 0xFFFFFFFF
+    return None
 
 
 class GotoFinder:
