@@ -22,7 +22,15 @@ from ..arch.arm_decode import DecodeCache, decode_range, encoded_size, make_disa
 from .counted import counted
 from .exception_tables import handlers
 from .gaps import call_targets_in_gaps
-from .jump_tables import REGISTERS, SwitchFinder, goto_labels, goto_table, is_computed_jump, table_branch_targets
+from .jump_tables import (
+    REGISTERS,
+    SwitchFinder,
+    a32_offset_switch,
+    goto_labels,
+    goto_table,
+    is_computed_jump,
+    table_branch_targets,
+)
 from .model import Binary, Instruction, Procedure
 from .plt import thumb_stubs
 from .start_args import register_call_target, start_arguments
@@ -644,6 +652,10 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 in_block -= 1
             returns = returns or ins.is_return or (ins.writes_pc and ins.branch_target is None and not ins.is_call)
             switches.see(ins)
+            if ins.writes_pc and not thumb and ins.name == "add" and ins.address not in binary.switch_cases:
+                cases = a32_offset_switch([*run, ins], binary.read, ranges)
+                if cases:
+                    binary.switch_cases[ins.address] = cases
             # Most instructions name no place (the test is _targets' own, cheaper than a call).
             if ins.branch_target is not None or ins.accesses or ins.name in ("tbb", "tbh", "add") \
                     or ins.address in binary.switch_cases:
@@ -813,7 +825,27 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary
             value = (literal_regs.pop(rd) + ins.address + 4) & 0xFFFFFFFF
             if value & 1 and _inside(ranges, value & ~1):
                 out.append((value & ~1, True, True, False))
+    elif not thumb and ins.name == "add":
+        # A32: add rD, pc, rM (LLVM's; rustc passes closures and formatters so). An even
+        # address is an A32 function, or perhaps data in the text: a guess (weak).
+        value = _a32_pc_relative(ins, literal_regs)
+        if value is not None and _inside(ranges, value & ~1):
+            out.append((value & ~1, bool(value & 1), True, not value & 1))
     return out
+
+
+def _a32_pc_relative(ins: Instruction, literal_regs: dict[int, int]) -> int | None:
+    """The address A32's ``add rD, pc, rM`` (or ``add rD, rM, pc``) computes from a literal
+    ``rM`` was loaded with (``literal_regs``), else None."""
+    word = int.from_bytes(ins.raw, "little")
+    # Data processing, register operand without shift: cond 000 0100 S Rn Rd 00000 000 Rm.
+    if word & 0x0FE00FF0 != 0x00800000 or (word >> 12) & 0xF == 15:
+        return None
+    rn, rm = (word >> 16) & 0xF, word & 0xF
+    other = rm if rn == 15 else rn if rm == 15 else None
+    if other is None or other not in literal_regs:
+        return None
+    return (literal_regs.pop(other) + ins.address + 8) & 0xFFFFFFFF
 
 
 def _dest(ins: Instruction) -> int:

@@ -293,6 +293,58 @@ class GotoFinder:
             self.loaded.pop(reg, None)
 
 
+def a32_offset_switch(run: list[Instruction], read: Callable[[int, int], bytes],
+                      ranges: list[tuple[int, int]], limit: int = 4096) -> set[int]:
+    """The cases of LLVM's A32 switch that the last instruction of ``run`` (straight-line
+    code, in order) ends, where no bounds check names its size (the index is a byte, an
+    enum; SwitchFinder reads the checked ones)::
+
+        add rT, pc, #n ; ... ; ldr rX, [rT, rI, lsl #2] ; ... ; add pc, rT, rX
+        .word case0 - table, case1 - table, ...
+
+    Other instructions may come between as long as they leave rT and rX alone. The cases
+    follow the table: words are read until the reading position reaches the lowest case
+    found, or one gives no A32 code address in ``ranges``."""
+    jump = run[-1]
+    operands, regs = operand_registers(jump)
+    if jump.thumb or jump.name != "add" or len(regs) != 3 or operands[0] != "pc" or None in regs[1:]:
+        return set()
+    loaded = None  # (the table's register, the offset's) once the load is seen
+    for ins in reversed(run[:-1]):
+        ops, written = operand_registers(ins)
+        written = set(written) if "{" in ins.op_str else {written[0]} if written and not ins.is_store else set()
+        if loaded is None:
+            access = ins.accesses[0] if ins.name == "ldr" and len(ins.accesses) == 1 else None
+            if access is not None and written & set(regs[1:]):
+                if access.index is None or access.shift != 2 or access.subtract or access.disp \
+                        or {access.base, written.pop()} != set(regs[1:]):
+                    return set()
+                loaded = access.base
+            elif written & set(regs[1:]):
+                return set()
+            continue
+        if loaded in written:
+            table = _pc_relative_address(ins, ops)
+            return _offset_cases(table, read, ranges, limit) if table is not None else set()
+    return set()
+
+
+def _offset_cases(table: int, read: Callable[[int, int], bytes], ranges: list[tuple[int, int]],
+                  limit: int) -> set[int]:
+    """The cases of an A32 table of offsets from ``table`` to cases that follow it."""
+    cases: set[int] = set()
+    lowest = table + 4 * limit
+    pos = table
+    while pos < lowest:
+        case = (table + int.from_bytes(read(pos, 4), "little", signed=True)) & 0xFFFFFFFF
+        if case & 3 or case <= pos or not any(lo <= case < hi for lo, hi in ranges):
+            break
+        cases.add(case)
+        lowest = min(lowest, case)
+        pos += 4
+    return cases
+
+
 def goto_table(run: list[Instruction], read: Callable[[int, int], bytes], window: int = 64) -> int | None:
     """The table of label addresses the last instruction of ``run`` (straight-line code, in
     order) jumps through, if it is a computed goto (GotoFinder): the run is looked at only
