@@ -362,9 +362,11 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("rg", ("ripgrep:armhf", "libpcre2-8-0:armhf"), "usr/bin/rg",
             ("-j1", "--no-config", "-n", "--sort", "path", "-C1", "-e", r"int [a-z]+\(", "-e", "struct [a-z_]+",
              "input.txt", "input2.txt"),
-            "Rust, 3.6 MB: ripgrep's regex engine, two files, context lines, one thread"),
+            "Rust, 3.6 MB: ripgrep's regex engine, two files, context lines, one thread; Rust's hash maps "
+            "take random keys (getrandom) per process", repeatable=False),
     Program("sd", ("sd:armhf",), "usr/bin/sd", ("-p", r"int ([a-z]+)\(", "long ${1}_(", "input.txt"),
-            "Rust: regex replacement with capture groups, previewed to stdout"),
+            "Rust: regex replacement with capture groups, previewed to stdout; its count varies from run to run "
+            "(the regex cache's hash map takes random keys)", repeatable=False),
     Program("tmalign", ("tm-align:armhf", "libgfortran5:armhf"), "usr/bin/TMalign", ("a.pdb", "b.pdb"),
             "Fortran (gfortran, libgfortran): structure alignment of two synthetic chains, floating point",
             files={"a.pdb": _pdb(60, 1.745, 0.0), "b.pdb": _pdb(52, 1.70, 1.5)}),
