@@ -19,6 +19,9 @@ a deterministic workload.  For each program, tool (inscount, bbcount, cachesim) 
   (``Program.repeatable``), compares the two results files byte for byte: the analysis
   must not depend on which side ran it.
 
+A program the corpus marks ``refused`` (Go's: decision 0060) must be refused by Anvil with
+that one-line error; its rows say so and do not count as failures.
+
 memtrace is a tool of Linux programs too, but not a default one: its trace of the big
 programs' workloads (hundreds of millions of accesses) is gigabytes of text and over a
 ReHost session's 2 GiB; ``--tools memtrace`` runs it on the programs named.
