@@ -19,6 +19,9 @@ a deterministic workload.  For each program, tool (inscount, bbcount, cachesim) 
   (``Program.repeatable``), compares the two results files byte for byte: the analysis
   must not depend on which side ran it.
 
+A program the corpus marks ``refused`` (Go's: decision 0060) must be refused by Anvil with
+that one-line error; its rows say so and do not count as failures.
+
 memtrace is a tool of Linux programs too, but not a default one: its trace of the big
 programs' workloads (hundreds of millions of accesses) is gigabytes of text and over a
 ReHost session's 2 GiB; ``--tools memtrace`` runs it on the programs named.
@@ -83,6 +86,7 @@ class Result:
     tool: str
     mode: str
     failure: str | None = None  # the rewrite failed: anvil's message
+    refused: str | None = None  # anvil refused the program as the corpus expects (Program.refused): its message
     rewrite_wall: float = 0.0
     instructions: int = 0
     peak_kib: int = 0
@@ -241,7 +245,8 @@ def measure(name: str, tools: Sequence[str], modes: Sequence[str], runs: int, wo
         run_dir = work / name / f"t{index:03d}"
         bench.progress(f"{name}: {tool} {mode}: rewriting")
         rewrite(binary, run_dir / "prog", result)
-        if result.failure is None:
+        expect_refusal(program, result)
+        if result.failure is None and result.refused is None:
             fresh_workdir(program, run_dir / "prog", binary, env)
             outcome = (run_rehost(program, run_dir / "prog", env, address) if mode == "rehost"
                        else run_inhost(program, run_dir / "prog", env))
@@ -264,12 +269,26 @@ def measure(name: str, tools: Sequence[str], modes: Sequence[str], runs: int, wo
     return row
 
 
+def expect_refusal(program: corpus.Program, result: Result) -> None:
+    """For a program Anvil must refuse (``Program.refused``): a rewrite that failed with that
+    one-line error is the expected outcome (``result.refused``); one that succeeded, or
+    failed otherwise, is a failure."""
+    if not program.refused:
+        return
+    expected = f"anvil: error: {corpus.fetch(program)[0]}: {program.refused}"
+    if result.failure is not None and result.failure.startswith(expected):
+        result.refused, result.failure = result.failure, None
+    elif result.failure is None:
+        result.failure = f"rewritten, but Anvil must refuse it ({program.refused})"
+
+
 def compare_results(row: Row) -> None:
     """Mark each ReHost result whose results file differs from the same tool's InHost one.
 
     Only runs that behaved like the original are compared (the others are already marked).
     """
-    runs = {(r.tool, r.mode): r for r in row.results if r.failure is None and r.difference is None}
+    runs = {(r.tool, r.mode): r for r in row.results
+            if r.failure is None and r.difference is None and r.refused is None}
     for (tool, mode), rehost in runs.items():
         inhost = runs.get((tool, "inhost"))
         if mode != "rehost" or inhost is None:
@@ -302,6 +321,8 @@ def cells(row: Row, result: Result) -> list[str]:
     rate = f"{result.instructions / result.rewrite_wall:,.0f}" if result.instructions else "–"
     if result.failure is not None:
         verdict = f"REWRITE FAILED: {result.failure}"
+    elif result.refused is not None:
+        verdict = f"refused, as it must be: {result.refused.removeprefix('anvil: error: ')}"
     else:
         verdict = "identical" if result.difference is None else f"DIFFERS: {result.difference}"
     slowdown = (f"{statistics.median(result.times) / statistics.median(row.times):.2f}×"
@@ -329,11 +350,13 @@ def table(rows: Sequence[Row]) -> list[str]:
 def summary(rows: Sequence[Row]) -> str:
     """How many program × tool × mode combinations behaved identically."""
     results = [r for row in rows for r in row.results]
-    good = sum(r.failure is None and r.difference is None for r in results)
+    good = sum(r.failure is None and r.difference is None and r.refused is None for r in results)
     failed = sum(r.failure is not None for r in results)
+    refused = sum(r.refused is not None for r in results)
     originals = ", ".join(f"{row.program} {statistics.median(row.times):.2f} s" for row in rows if row.times)
-    return (f"{good} of {len(results)} identical; {failed} rewrites failed, {len(results) - good - failed} runs "
-            f"differed. Original run times under qemu-arm: {originals}.")
+    return (f"{good} of {len(results) - refused} identical; {failed} rewrites failed, "
+            f"{len(results) - good - failed - refused} runs differed; {refused} refused as the corpus expects. "
+            f"Original run times under qemu-arm: {originals}.")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

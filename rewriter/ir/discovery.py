@@ -22,7 +22,15 @@ from ..arch.arm_decode import DecodeCache, decode_range, encoded_size, make_disa
 from .counted import counted
 from .exception_tables import handlers
 from .gaps import call_targets_in_gaps
-from .jump_tables import REGISTERS, SwitchFinder, goto_labels, goto_table, is_computed_jump, table_branch_targets
+from .jump_tables import (
+    REGISTERS,
+    SwitchFinder,
+    a32_offset_switch,
+    goto_labels,
+    goto_table,
+    is_computed_jump,
+    table_branch_targets,
+)
 from .model import Binary, Instruction, Procedure
 from .plt import thumb_stubs
 from .start_args import register_call_target, start_arguments
@@ -186,8 +194,14 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
                      [w for w in data_words if w[0] not in inside], handlers(elf, binary.read), _a32_only(elf, stubs))
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
-    while True:  # until no more procedures are found never to return
+    while True:  # until no more procedures are found never to return (or pointed to in A32)
         entries, found = _entries_and_code(starts, ranges, binary, streams, noreturn, memo)
+        pointed = _a32_entries_in_data(labels - inside, entries, found, streams.goto_labels)
+        if pointed:
+            starts = dataclasses.replace(starts, seeds=starts.seeds + [(address, False) for address in pointed])
+            labels -= pointed
+            streams.labels = sorted(labels)
+            continue
         more = _never_return(found, entries, noreturn)
         if not more:
             break
@@ -215,6 +229,29 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
         decoded[start] = insns
     binary.gap_targets = call_targets_in_gaps(binary.read, ranges, [i for got in decoded.values() for i in got])
     return procs, decoded
+
+
+def _a32_entries_in_data(words: set[int], entries: dict[int, bool], found: dict[int, dict[int, Instruction]],
+                         goto: set[int]) -> set[int]:
+    """The ``words`` (a PIE's relocated words without the Thumb bit) that are A32 procedure
+    entries: code pointers in data (vtables, function tables), not computed-goto labels.
+
+    Without the Thumb bit a word names either a label (in Thumb or A32 code) or an A32
+    function; the descent tells which. One in a procedure decoded as A32, at one of its
+    instructions, that no computed goto of the program jumps through (``goto``, the labels
+    the descent read from their tables) is a function of its own: a compiler whose output
+    is A32 (rustc's armv7 target) calls most functions through such pointers, and taken as
+    places inside the procedure before them, their original entries got no jump and ran
+    uninstrumented, into that procedure's patched return sites."""
+    starts = sorted(entries)
+    out = set()
+    for word in words:
+        k = bisect.bisect_right(starts, word) - 1
+        if k < 0 or starts[k] == word or entries[starts[k]] or word in goto:
+            continue
+        if word in found.get(starts[k], {}):
+            out.add(word)
+    return out
 
 
 def _undecodable(insns: list[Instruction], streams: _Streams) -> list[tuple[int, bool]]:
@@ -653,6 +690,10 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 in_block -= 1
             returns = returns or ins.is_return or (ins.writes_pc and ins.branch_target is None and not ins.is_call)
             switches.see(ins)
+            if ins.writes_pc and not thumb and ins.name == "add" and ins.address not in binary.switch_cases:
+                cases = a32_offset_switch([*run, ins], binary.read, ranges)
+                if cases:
+                    binary.switch_cases[ins.address] = cases
             # Most instructions name no place (the test is _targets' own, cheaper than a call).
             if ins.branch_target is not None or ins.accesses or ins.name in ("tbb", "tbh", "add") \
                     or ins.address in binary.switch_cases:
@@ -688,6 +729,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 # A computed goto's labels: nothing else may reach them. The table's end is
                 # a guess, so are labels read past it (as the code after a computed jump).
                 for label in goto_labels(binary, table, thumb, ranges):
+                    streams.goto_labels.add(label)
                     if entry <= label < limit:
                         work.append((label, thumb, PAST_JUMP, passed))
                         reach = max(reach, label + 1)
@@ -744,6 +786,7 @@ class _Streams:
         # relocated words without the Thumb bit): places in the procedure that holds them
         # where a descent starts too, in that procedure's instruction set.
         self.labels: list[int] = []
+        self.goto_labels: set[int] = set()  # labels read from computed gotos' tables (_descend)
         self.code_size = 0  # for the progress bar: bytes decoded (counted up to this)
         self._shown = 0
 
@@ -824,12 +867,32 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary
             value = (literal_regs.pop(rd) + ins.address + 4) & 0xFFFFFFFF
             if value & 1 and _inside(ranges, value & ~1):
                 out.append((value & ~1, True, True, False))
+    elif not thumb and ins.name == "add":
+        # A32: add rD, pc, rM (LLVM's; rustc passes closures and formatters so). An even
+        # address is an A32 function, or perhaps data in the text: a guess (weak).
+        value = _a32_pc_relative(ins, literal_regs)
+        if value is not None and _inside(ranges, value & ~1):
+            out.append((value & ~1, bool(value & 1), True, not value & 1))
     return out
 
 
 def _reads_pc(ins: Instruction) -> bool:
     """Whether a data-processing ``ins`` that writes the PC reads it too (``add pc, pc, rN``)."""
     return "pc" in [o.strip() for o in ins.op_str.split(",")[1:]]
+
+
+def _a32_pc_relative(ins: Instruction, literal_regs: dict[int, int]) -> int | None:
+    """The address A32's ``add rD, pc, rM`` (or ``add rD, rM, pc``) computes from a literal
+    ``rM`` was loaded with (``literal_regs``), else None."""
+    word = int.from_bytes(ins.raw, "little")
+    # Data processing, register operand without shift: cond 000 0100 S Rn Rd 00000 000 Rm.
+    if word & 0x0FE00FF0 != 0x00800000 or (word >> 12) & 0xF == 15:
+        return None
+    rn, rm = (word >> 16) & 0xF, word & 0xF
+    other = rm if rn == 15 else rn if rm == 15 else None
+    if other is None or other not in literal_regs:
+        return None
+    return (literal_regs.pop(other) + ins.address + 8) & 0xFFFFFFFF
 
 
 def _dest(ins: Instruction) -> int:

@@ -30,6 +30,7 @@ from .discovery import discover
 from .elf_check import check_elf
 from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
+from .go_runtime import go_version, refusal
 from .jump_tables import SwitchFinder, has_computed_jump, table_branch_targets
 from .model import Binary, Block, Procedure, Segment
 from .plt import lazy_binder, plt_functions, thumb_stubs
@@ -58,6 +59,9 @@ def load_binary(path: str) -> Binary:
 
 def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     """The IR of the checked ELF file ``data``."""
+    go = go_version(data, elf)
+    if go is not None:  # before the descent, which takes minutes on a Go program
+        raise AnvilError(refusal(path, go))
     binary = _make_binary(path, data, elf)
     symbols, mapping = _read_symbols(path, elf, data)
     binary.symbols = {name: addr for addr, name, _ in symbols}

@@ -1,5 +1,6 @@
 """Where a procedure's switches go: Thumb-2 table branches (TBB, TBH), GCC's tables of
-offsets for position-independent Thumb code (``adr``; ``ldr``; ``add``; ``bx``) and
+offsets for position-independent Thumb code (``adr``; ``ldr``; ``add``; ``bx``), LLVM's
+for A32 code (``adr``; ``ldr``; ``add pc``) and
 computed gotos through tables of label addresses (``GotoFinder``)."""
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ class SwitchFinder:
 
     - ``cmp rI, #N; bhi default`` (``bhs``: N - 1; or ``movw rK, #N; cmp rI, rK``) then
       ``tbb``/``tbh [pc, rI]``: a table of N + 1 entries (``Binary.table_sizes``);
-    - the same check, then ``adr rA, table; ldr rB, [rA, rI, lsl #2]; add rA, rB; bx rA``:
-      N + 1 words, each the offset of its case (Thumb bit set) from the table
+    - the same check, then ``adr rA, table; ldr rB, [rA, rI, lsl #2]; add rA, rB; bx rA``
+      (GCC's Thumb code) or ``add pc, rA, rB`` (LLVM's A32 code, rustc's): N + 1 words,
+      each the offset of its case (Thumb bit set in Thumb code) from the table
       (``Binary.switch_cases``);
     - A32, the PC as the table (it reads as the jump's address + 8): ``cmp rI, #N`` then
       ``addls pc, pc, rI, lsl #2`` (GCC's switch: a row of N + 1 branches) or ``ldrls pc,
@@ -125,8 +127,9 @@ class SwitchFinder:
         if ins.cond == 14 and self._pc_table(ins, index, entries):
             return False
         if self.table is None:
-            if ins.name == "adr" and len(operands) == 2 and operands[0] in REGISTERS and ins.thumb:
-                self.table = (REGISTERS[operands[0]], ((ins.address + 4) & ~3) + int(operands[1].lstrip("#"), 0))
+            address = _pc_relative_address(ins, operands)
+            if address is not None:
+                self.table = (REGISTERS[operands[0]], address)
                 return True
             return False
         if self.entry is None:
@@ -138,6 +141,10 @@ class SwitchFinder:
             return False
         if self.computed is None:
             regs = [REGISTERS.get(o) for o in operands]
+            if ins.name == "add" and len(regs) == 3 and operands[0] == "pc" and None not in regs[1:] \
+                    and sorted(regs[1:]) == sorted([self.table[0], self.entry]):
+                self._record(ins, entries)  # A32: add pc, rA, rB jumps itself
+                return False
             if ins.name == "add" and len(regs) in (2, 3) and None not in regs:
                 sources = regs if len(regs) == 2 else regs[1:]
                 if sorted(sources) == sorted([self.table[0], self.entry]):
@@ -145,13 +152,7 @@ class SwitchFinder:
                     return True
             return False
         if ins.name == "bx" and REGISTERS.get(operands[0]) == self.computed:
-            table = self.table[1]
-            cases = set()
-            for k in range(entries):
-                offset = int.from_bytes(self.binary.read(table + 4 * k, 4), "little", signed=True)
-                cases.add((table + offset) & ~1 & 0xFFFFFFFF)
-            # Switches may share their last instructions (GCC's cross-jumping): all their cases.
-            self.binary.switch_cases.setdefault(ins.address, set()).update(cases)
+            self._record(ins, entries)
         return False
 
     def _pc_table(self, ins: Instruction, index: int, entries: int) -> bool:
@@ -175,6 +176,32 @@ class SwitchFinder:
             return False
         self.binary.switch_cases.setdefault(ins.address, set()).update(cases)
         return True
+
+    def _record(self, jump: Instruction, entries: int) -> None:
+        """The cases of the switch whose computed ``jump`` adds each of the table's ``entries``
+        words to the table's address."""
+        table = self.table[1]
+        cases = set()
+        for k in range(entries):
+            offset = int.from_bytes(self.binary.read(table + 4 * k, 4), "little", signed=True)
+            cases.add((table + offset) & ~1 & 0xFFFFFFFF)
+        # Switches may share their last instructions (GCC's cross-jumping): all their cases.
+        self.binary.switch_cases.setdefault(jump.address, set()).update(cases)
+
+
+def _pc_relative_address(ins: Instruction, operands: list[str]) -> int | None:
+    """The address ``ins`` puts in a register if it is ``adr rA, #off`` (either instruction
+    set) or A32's ``add``/``sub rA, pc, #off`` (how capstone reads an A32 adr), else None."""
+    if not operands or operands[0] not in REGISTERS:
+        return None
+    pc = ((ins.address + 4) & ~3) if ins.thumb else ins.address + 8
+    if ins.name == "adr" and len(operands) == 2 and operands[1].startswith("#"):
+        return pc + int(operands[1][1:], 0)
+    if ins.name in ("add", "sub") and not ins.thumb and len(operands) == 3 and operands[1] == "pc" \
+            and operands[2].startswith("#"):
+        offset = int(operands[2][1:], 0)
+        return (pc + offset if ins.name == "add" else pc - offset) & 0xFFFFFFFF
+    return None
 
 
 class GotoFinder:
@@ -297,6 +324,58 @@ class GotoFinder:
             self.values.pop(reg, None)
             self.slots.pop(reg, None)
             self.loaded.pop(reg, None)
+
+
+def a32_offset_switch(run: list[Instruction], read: Callable[[int, int], bytes],
+                      ranges: list[tuple[int, int]], limit: int = 4096) -> set[int]:
+    """The cases of LLVM's A32 switch that the last instruction of ``run`` (straight-line
+    code, in order) ends, where no bounds check names its size (the index is a byte, an
+    enum; SwitchFinder reads the checked ones)::
+
+        add rT, pc, #n ; ... ; ldr rX, [rT, rI, lsl #2] ; ... ; add pc, rT, rX
+        .word case0 - table, case1 - table, ...
+
+    Other instructions may come between as long as they leave rT and rX alone. The cases
+    follow the table: words are read until the reading position reaches the lowest case
+    found, or one gives no A32 code address in ``ranges``."""
+    jump = run[-1]
+    operands, regs = operand_registers(jump)
+    if jump.thumb or jump.name != "add" or len(regs) != 3 or operands[0] != "pc" or None in regs[1:]:
+        return set()
+    loaded = None  # (the table's register, the offset's) once the load is seen
+    for ins in reversed(run[:-1]):
+        ops, written = operand_registers(ins)
+        written = set(written) if "{" in ins.op_str else {written[0]} if written and not ins.is_store else set()
+        if loaded is None:
+            access = ins.accesses[0] if ins.name == "ldr" and len(ins.accesses) == 1 else None
+            if access is not None and written & set(regs[1:]):
+                if access.index is None or access.shift != 2 or access.subtract or access.disp \
+                        or {access.base, written.pop()} != set(regs[1:]):
+                    return set()
+                loaded = access.base
+            elif written & set(regs[1:]):
+                return set()
+            continue
+        if loaded in written:
+            table = _pc_relative_address(ins, ops)
+            return _offset_cases(table, read, ranges, limit) if table is not None else set()
+    return set()
+
+
+def _offset_cases(table: int, read: Callable[[int, int], bytes], ranges: list[tuple[int, int]],
+                  limit: int) -> set[int]:
+    """The cases of an A32 table of offsets from ``table`` to cases that follow it."""
+    cases: set[int] = set()
+    lowest = table + 4 * limit
+    pos = table
+    while pos < lowest:
+        case = (table + int.from_bytes(read(pos, 4), "little", signed=True)) & 0xFFFFFFFF
+        if case & 3 or case <= pos or not any(lo <= case < hi for lo, hi in ranges):
+            break
+        cases.add(case)
+        lowest = min(lowest, case)
+        pos += 4
+    return cases
 
 
 def goto_table(run: list[Instruction], read: Callable[[int, int], bytes], window: int = 64) -> int | None:

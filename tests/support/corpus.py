@@ -178,6 +178,52 @@ LUA_SCRIPT = ('local t = {} for i = 1, 200 do t[i] = (i * 7919) % 1000 end table
               ' print(t[1], t[100], #t, string.format("%5.2f", math.pi), ("ab"):rep(3))')
 
 
+def _pdb(length: int, turn: float, wobble: float) -> bytes:
+    """A protein chain of ``length`` alanines as TM-align reads it: one CA atom per residue
+    (PDB ATOM records) on a helix of ``turn`` radians a residue, its rise wobbling by ``wobble`` Å."""
+    import math
+
+    lines = [f"ATOM  {i + 1:5d}  CA  ALA A{i + 1:4d}    {2.3 * math.cos(i * turn) + 0.1 * math.sin(3 * i):8.3f}"
+             f"{2.3 * math.sin(i * turn):8.3f}{1.5 * i + wobble * math.sin(i / 5):8.3f}  1.00  0.00           C"
+             for i in range(length)]
+    return ("\n".join(lines) + "\nEND\n").encode()
+
+
+PASCAL_PROGRAM = b"""program demo; uses sysutils; type tshape=record name:string; sides:integer end;
+const names: array[1..4] of string = ('tri','sq','line','hex');
+var i,j,k:integer; s:array[1..4] of tshape; total:longint; w:string;
+function fib(n:integer):longint; begin if n<2 then fib:=n else fib:=fib(n-1)+fib(n-2) end;
+procedure show(const x:tshape); begin writeln(x.name:6,' ',x.sides) end;
+begin total:=0; for i:=1 to 4 do begin s[i].name:=names[i]; s[i].sides:=i+2; show(s[i]) end;
+for i:=1 to 20 do for j:=1 to 20 do begin k:=(i*7919+j) mod 97; if k>50 then total:=total+k else total:=total-1 end;
+writeln('total ',total,' fib ',fib(15)); w:=''; repeat w:=w+'ab'; until length(w)>=10;
+case length(w) of 10: writeln('ten'); else writeln('other') end; writeln(uppercase(w));
+while total>100 do total:=total div 3; writeln(total) end.
+"""
+
+SHELL_SCRIPT = b"""#!/bin/sh
+if [ -n "$1" ];then
+echo  "x"|sort -r
+elif test -z "$2" ; then echo none;fi
+f(){ for i in 1 2 3;do echo $((i*i));done; }
+case "$x" in a*) echo a;; *) echo other ;; esac
+while read -r l; do n=$((n+1)); done < input.txt
+g() {
+local a=${1:-def} b="${2#pre}"
+echo "${a}" "$b" | tr a-z A-Z >/dev/null 2>&1 && echo ok || echo no
+}
+arr="1 2 3"; for x in $arr; do   f ; done
+cat <<EOT
+here $x
+EOT
+"""
+
+JSON_DOCUMENT = (b'{"name": "anvil", "version": [1, 2, 3], "tools": [{"id": "inscount", "args": []}, '
+                 b'{"id": "cachesim", "args": ["--lines", 64], "ok": true}], "nested": {"a": {"b": {"c": null}}, '
+                 b'"pi": 3.14159, "big": 12345678901234, "neg": -1.5e-3, "s": "tab\\there \\u00e9"}, '
+                 b'"empty": {}, "list": [[], [1], [1, [2, [3]]]]}\n')
+
+
 def input_text() -> bytes:
     """``input.txt``: the start of the C samples, 6 KiB of text."""
     return b"".join(p.read_bytes() for p in sorted(SAMPLES_DIR.glob("*.c")))[:6144]
@@ -217,6 +263,11 @@ class Program:
     #: The instruction count varies between runs of the same binary (seeds from time or
     #: address, time stamps of the inputs): its tools' results are not compared run to run.
     repeatable: bool = True
+    #: Files of the workload's own in the run directory (name -> content), beside FILES.
+    files: dict[str, bytes] = field(default_factory=dict)
+    #: Anvil refuses the program, by design: the start of its one-line error (after
+    #: ``anvil: error: ``), which the benchmark expects instead of a run.
+    refused: str = ""
 
 
 CORPUS: dict[str, Program] = {p.name: p for p in [
@@ -303,6 +354,34 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             env={"UNITSFILE": "{root}/usr/share/units/definitions.units"}),
     Program("ls", ("coreutils:armhf", *SELINUX), "bin/ls", ("-la", "--time-style=+", str(SAMPLES_DIR)),
             "long listing of the samples directory (no times)"),
+    # Other compilers and runtimes (decision 0060): rustc's A32 code with its own panic and
+    # unwinding runtime, gfortran's, Free Pascal's (no C library at all), Nim's (C made by
+    # Nim's compiler, with its own GC), and Go's, which Anvil refuses.
+    Program("hexyl", ("hexyl:armhf",), "usr/bin/hexyl", ("input.txt",),
+            "Rust (A32, functions called through vtables): a coloured hex dump of 6 KiB"),
+    Program("rg", ("ripgrep:armhf", "libpcre2-8-0:armhf"), "usr/bin/rg",
+            ("-j1", "--no-config", "-n", "--sort", "path", "-C1", "-e", r"int [a-z]+\(", "-e", "struct [a-z_]+",
+             "input.txt", "input2.txt"),
+            "Rust, 3.6 MB: ripgrep's regex engine, two files, context lines, one thread; Rust's hash maps "
+            "take random keys (getrandom) per process", repeatable=False),
+    Program("sd", ("sd:armhf",), "usr/bin/sd", ("-p", r"int ([a-z]+)\(", "long ${1}_(", "input.txt"),
+            "Rust: regex replacement with capture groups, previewed to stdout; its count varies from run to run "
+            "(the regex cache's hash map takes random keys)", repeatable=False),
+    Program("tmalign", ("tm-align:armhf", "libgfortran5:armhf"), "usr/bin/TMalign", ("a.pdb", "b.pdb"),
+            "Fortran (gfortran, libgfortran): structure alignment of two synthetic chains, floating point",
+            files={"a.pdb": _pdb(60, 1.745, 0.0), "b.pdb": _pdb(52, 1.70, 1.5)}),
+    Program("ptop", ("fp-utils-3.2.2:armhf",), "usr/bin/ptop-3.2.2", ("demo.pas", "/dev/stdout"),
+            "Free Pascal: static, A32, soft-float, its own run-time library and system calls (no libc): "
+            "pretty-prints a Pascal program", files={"demo.pas": PASCAL_PROGRAM}),
+    Program("nimgrep", ("nim:armhf", "libpcre3:armhf"), "usr/bin/nimgrep",
+            ("--nocolor", r"int [a-z]+\(", "input.txt", "input2.txt"),
+            "Nim (C generated by Nim, Nim's GC and exceptions), PCRE through dlopen"),
+    Program("shfmt", ("shfmt:armhf",), "usr/bin/shfmt", ("-i", "2", "script.sh"),
+            "Go, static (no cgo): formats a shell script", files={"script.sh": SHELL_SCRIPT},
+            refused="a Go program"),
+    Program("gron", ("gron:armhf",), "usr/bin/gron", ("input.json",),
+            "Go with cgo (dynamic, libc): flattens a JSON document", files={"input.json": JSON_DOCUMENT},
+            refused="a Go program"),
 ]}
 
 #: Files every run directory gets.
@@ -349,6 +428,7 @@ def prepare(program: Program, run_dir: Path, original: Path, env: dict[str, str]
     files = {name: content() for name, content in FILES.items()}
     if program.name in AWK:
         files["script.awk"] = AWK[program.name].encode()
+    files.update(program.files)
     for name, content in files.items():
         path = run_dir / name
         path.write_bytes(content)

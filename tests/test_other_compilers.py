@@ -1,0 +1,98 @@
+"""Programs of other compilers and runtimes, as Debian ships them for armhf (decision 0060).
+
+hexyl is Rust: rustc's armv7 target emits A32 code, and most of it is reached through
+vtables, whose entries a PIE keeps as relocated words without the Thumb bit. Every tool
+must leave its behaviour unchanged, and the descent must find every instruction qemu
+runs in the executable. A Go program is refused with one
+line (its runtime looks up the code addresses it meets in its own tables), never
+rewritten into a program that crashes. The whole set (ripgrep, sd, gfortran's TM-align,
+Free Pascal's ptop, nimgrep, two Go programs) is benchmarks/corpus.py's.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from rehost.server import Library, start_server
+from rewriter.ir.elf_loader import load_binary
+from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+from tests.support import corpus
+from tests.support.rehost import run_rehost
+from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+
+R_ARM_RELATIVE = 23
+
+
+def _relocated_words(path: Path) -> set[int]:
+    """The link-time values of the words a PIE's R_ARM_RELATIVE relocations adjust."""
+    with path.open("rb") as f:
+        elf = ELFFile(f)
+        words = set()
+        for section in elf.iter_sections():
+            if section["sh_type"] != "SHT_REL":
+                continue
+            for rel in section.iter_relocations():
+                if rel["r_info_type"] == R_ARM_RELATIVE:
+                    offset = next(elf.address_offsets(rel["r_offset"], 4))
+                    f.seek(offset)
+                    words.add(int.from_bytes(f.read(4), "little"))
+    return words
+
+
+def test_rust_program_identical_and_fully_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    program = corpus.CORPUS["hexyl"]
+    exe, root = corpus.fetch(program)
+    env = corpus.environment(program, root)
+    placed = place(exe, tmp_path, "orig")
+    corpus.prepare(program, placed.parent, exe, env)
+    original = run_prog(placed, program.args, env=env)
+    assert original.returncode == 0 and len(original.stdout) > 10_000, original.stderr
+    monkeypatch.chdir(placed.parent)  # the workload names its input relative to the run directory
+    trace = trace_pcs(placed, program.args, env=env)  # the oracle of what code runs
+    assert trace.stdout == original.stdout
+    executed = exe_pcs(trace, placed)
+
+    binary = load_binary(str(exe))
+    found = {ins.address for proc in binary.procedures for ins in proc.instructions()}
+    missed = sorted(pc for pc in executed if pc not in found)
+    assert not missed, f"executed but not found by the descent: {[hex(pc) for pc in missed[:10]]}"
+    # The functions its vtables name (relocated words, read here with pyelftools) are
+    # procedures of their own, so their original entries get a jump.
+    entries = {proc.address for proc in binary.procedures}
+    called = _relocated_words(exe) & set(executed)
+    assert len(called) > 10 and called <= entries, sorted(hex(pc) for pc in called - entries)[:10]
+
+    # (inscount's total is not compared with qemu's: the copy sees Anvil's SIGSEGV handler,
+    # so Rust's start-up skips installing its own and its alternate stack; decision 0060.)
+    inscount = instrument(exe, "inscount", tmp_path, slot="inst")
+    corpus.prepare(program, inscount.parent, exe, env)
+    counted = run_prog(inscount, program.args, env=env)
+    assert_same_behaviour(original, counted)
+    assert results(counted, "inscount")["total"] > 1_000_000
+
+    srv, port = start_server(Library(None), log=None)
+    try:
+        cachesim = instrument(exe, "cachesim", tmp_path, "--mode", "rehost", slot="rhst")
+        corpus.prepare(program, cachesim.parent, exe, env)
+        run, outcome = run_rehost(cachesim, f"127.0.0.1:{port}", list(program.args), env=env)
+    finally:
+        srv.stop(None)
+    assert_same_behaviour(original, run)
+    assert outcome.summary.complete, outcome.error
+
+
+def test_go_program_refused_in_one_line(tmp_path: Path) -> None:
+    """shfmt (Go 1.19, static): exit status 2, one line naming the program and why, no output file."""
+    exe, _ = corpus.fetch(corpus.CORPUS["shfmt"])
+    out = tmp_path / "shfmt.inst"
+    proc = subprocess.run([sys.executable, "-m", "rewriter.cli", "instrument", "--tool", "inscount", str(exe),
+                           "-o", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"anvil: error: {exe}: a Go program (go1.") and proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr
+    assert not out.exists() and not list(tmp_path.iterdir())
