@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 
 from rehost.server import Library, start_server
-from tests.support import build_cache
+from tests.support.big_program import build_generated
 from tests.support.rehost import run_rehost
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
-from tests.support.samples import CC, SampleBuildError, cache_dir
 
 FUNCTIONS = 70_000
 CALLED = [0, 1, 65_534, 65_535, 65_536, 65_537, FUNCTIONS - 1]
@@ -67,18 +66,7 @@ def _build() -> Path:
              + "fn table[] = {" + ", ".join(f"f{i}" for i in range(FUNCTIONS)) + "};\n")
     sources = {"main.c": _MAIN.replace("{CALLED}", "{" + ", ".join(map(str, CALLED)) + "}"),
                "table.c": table, "procedures.S": "\n".join(procedures) + "\n"}
-    flags = ["-O1", "-mthumb"]
-    cc = build_cache.require_tool(CC, SampleBuildError, "install gcc-arm-linux-gnueabihf")
-    key = build_cache.cache_key(build_cache.compiler_identity(cc), "\0".join(flags),
-                                *(name + text for name, text in sources.items()))
-    out = cache_dir() / f"many-{key}"
-    if out.is_file():
-        return out
-    folder = cache_dir() / f"many-{key}.src"
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, text in sources.items():
-        (folder / name).write_text(text)
-    return build_cache.compile_to([cc, *flags], [str(folder / name) for name in sources], out, SampleBuildError, 0o755)
+    return build_generated("many", sources, ["-O1", "-mthumb"])
 
 
 @pytest.mark.parametrize("mode", ["inhost", "rehost"])

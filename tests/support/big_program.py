@@ -77,18 +77,23 @@ def _table() -> str:
 def build(isa: str) -> Path:
     """The generated program for ``isa`` ("thumb" or "arm"), dynamic (PIE), built once (cached)."""
     sources = {"main.c": _MAIN, "table.c": _table(), "procedures.S": _procedures(isa)}
-    flags = ["-O1", f"-m{isa}", f"-DFUNCTIONS={FUNCTIONS}", f"-DDEPTH={DEPTH}"]
+    return build_generated(f"big-{isa}", sources, ["-O1", f"-m{isa}", f"-DFUNCTIONS={FUNCTIONS}", f"-DDEPTH={DEPTH}"])
+
+
+def build_generated(name: str, sources: dict[str, str], flags: list[str]) -> Path:
+    """A program of generated ``sources`` (file name -> text) built with gcc ``flags``, once:
+    cached as ``<name>-<key>``, its sources kept beside it."""
     cc = build_cache.require_tool(CC, SampleBuildError, "install gcc-arm-linux-gnueabihf")
     key = build_cache.cache_key(build_cache.compiler_identity(cc), "\0".join(flags),
-                                *(name + text for name, text in sources.items()))
-    out = cache_dir() / f"big-{isa}-{key}"
+                                *(file + text for file, text in sources.items()))
+    out = cache_dir() / f"{name}-{key}"
     if out.is_file():
         return out
-    folder = cache_dir() / f"big-{isa}-{key}.src"
+    folder = cache_dir() / f"{name}-{key}.src"
     folder.mkdir(parents=True, exist_ok=True)
-    for name, text in sources.items():
-        (folder / name).write_text(text)
-    return build_cache.compile_to([cc, *flags], [str(folder / name) for name in sources], out, SampleBuildError, 0o755)
+    for file, text in sources.items():
+        (folder / file).write_text(text)
+    return build_cache.compile_to([cc, *flags], [str(folder / file) for file in sources], out, SampleBuildError, 0o755)
 
 
 def accesses(calls: int = FUNCTIONS * DEPTH) -> tuple[int, int]:
