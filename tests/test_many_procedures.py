@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from rehost.server import Library, start_server
 from tests.support.big_program import build_generated
 from tests.support.rehost import run_rehost
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
@@ -70,18 +69,15 @@ def _build() -> Path:
 
 
 @pytest.mark.parametrize("mode", ["inhost", "rehost"])
-def test_procedure_indexes_past_16_bits(mode: str, tmp_path: Path) -> None:
+def test_procedure_indexes_past_16_bits(mode: str, tmp_path: Path, rehost_server: str) -> None:
     program = _build()
     original = run_prog(place(program, tmp_path, "orig"))
     assert (original.stdout, original.returncode) == _expected()
     extra = ("--only", "f[0-9]*") + (("--mode", "rehost") if mode == "rehost" else ())
     image = instrument(program, "bbcount", tmp_path, *extra)
     if mode == "rehost":
-        srv, port = start_server(Library(None), log=None)
-        try:
-            run, _ = run_rehost(image, f"127.0.0.1:{port}")
-        finally:
-            srv.stop(None)
+        run, outcome = run_rehost(image, rehost_server)
+        assert outcome.summary.complete
     else:
         run = run_prog(image)
     assert_same_behaviour(original, run)

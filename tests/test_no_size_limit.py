@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from rehost.server import Library, start_server
 from tests.support import big_program
 from tests.support.rehost import run_rehost
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
@@ -24,7 +23,7 @@ BEYOND_EVERY_BRANCH = 32 << 20
 
 
 @pytest.mark.parametrize(("isa", "mode"), [("thumb", "inhost"), ("arm", "rehost")])
-def test_copy_beyond_branch_reach_runs_identically(isa: str, mode: str, tmp_path: Path) -> None:
+def test_copy_beyond_branch_reach_runs_identically(isa: str, mode: str, tmp_path: Path, rehost_server: str) -> None:
     program = big_program.build(isa)
     original = run_prog(place(program, tmp_path, "orig"))
     assert original.stdout.count(b"0x") == 3, original  # the global's, the heap's and the stack's addresses
@@ -33,11 +32,7 @@ def test_copy_beyond_branch_reach_runs_identically(isa: str, mode: str, tmp_path
     image = instrument(program, "cachesim", tmp_path, *extra, slot="inst")
     assert image.stat().st_size - program.stat().st_size > BEYOND_EVERY_BRANCH  # the new region, in the file
     if mode == "rehost":
-        srv, port = start_server(Library(None), log=None)
-        try:
-            run, outcome = run_rehost(image, f"127.0.0.1:{port}")
-        finally:
-            srv.stop(None)
+        run, outcome = run_rehost(image, rehost_server)
         assert outcome.summary.complete
     else:
         run = run_prog(image)

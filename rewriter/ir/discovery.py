@@ -29,6 +29,7 @@ from .jump_tables import (
     goto_labels,
     goto_table,
     is_computed_jump,
+    operand_registers,
     table_branch_targets,
 )
 from .model import Binary, Instruction, Procedure
@@ -878,7 +879,7 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary
 
 def _reads_pc(ins: Instruction) -> bool:
     """Whether a data-processing ``ins`` that writes the PC reads it too (``add pc, pc, rN``)."""
-    return "pc" in [o.strip() for o in ins.op_str.split(",")[1:]]
+    return 15 in operand_registers(ins)[1][1:]  # r15, the PC, among the sources
 
 
 def _a32_pc_relative(ins: Instruction, literal_regs: dict[int, int]) -> int | None:
