@@ -19,7 +19,7 @@ from tests.support.boards import build_firmware
 from tests.support.samples import build
 
 SEED = 36
-COUNT = 160
+COUNT = 100
 
 
 def test_mutated_elf_files_give_output_or_one_line_error() -> None:

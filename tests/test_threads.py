@@ -46,7 +46,7 @@ static void *work(void *arg) {
     int id = (int)(long)arg;
     unsigned *buf = calloc(4096, sizeof *buf);
     unsigned h = id;
-    for (int r = 0; r < 60; r++)
+    for (int r = 0; r < 24; r++)
         for (int i = 0; i < 4096; i++) {
             buf[i] = buf[(i * 7) & 4095] + h;
             h = h * 31 + buf[i];
