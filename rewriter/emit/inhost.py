@@ -181,7 +181,7 @@ def _add_runtime_hooks(binary: Binary) -> None:
     if binary.is_dynamic:
         end = Prototype("anvil_program_end", ())
         immediate_exits = {entry for entry, name in binary.plt.items() if name in ("_exit", "_Exit")}
-        jumps_out = exit_jumps(binary, immediate_exits)
+        jumps_out = plt_jumps_out(binary, immediate_exits)
         ends = set(jumps_out.values())
         binder = next((p for p in binary.procedures if p.address == binary.binder), None) if ends else None
         binder_jump = _jump_out(binder)
@@ -196,6 +196,12 @@ def _add_runtime_hooks(binary: Binary) -> None:
                     ins.hooks.append(Hook(Point.BEFORE, end, ()))
         if binder_jump is not None:
             binder_jump.hooks.append(Hook(Point.BEFORE, Prototype("anvil_binder_jump", ()), ()))
+        signal_entries = {entry for entry, name in binary.plt.items() if name in SIGNAL_ACTION_FUNCTIONS}
+        signal_jumps = set(plt_jumps_out(binary, signal_entries).values())
+        for proc in binary.procedures if signal_jumps else ():
+            for ins in proc.instructions():
+                if ins.address in signal_jumps:
+                    ins.hooks.append(Hook(Point.BEFORE, SIGNAL_ACTION_CALL, (SYS_RT_SIGACTION, 0)))
     else:
         # The system call's number: r7 (Linux svc) or r0 (semihosting bkpt); and whether
         # Linux's exit (not exit_group) ends the program: not where it ends one thread of many.
@@ -207,19 +213,35 @@ def _add_runtime_hooks(binary: Binary) -> None:
         for ins in calls:
             if may_end_program(binary, ins, number, jumped_to):
                 ins.hooks.append(Hook(Point.BEFORE, on_syscall, args))
+            if (not binary.is_firmware and ins.op_str in ("#0", "#0x0")
+                    and may_be_call(ins, number, jumped_to, {SYS_RT_SIGACTION})):
+                ins.hooks.append(Hook(Point.BEFORE, SIGNAL_ACTION_SYSCALL, (number, 0)))
+
+
+# Anvil's runtime handles each fatal signal left at its default to write the results
+# (runtime_stubs/arm/anvil_rt.c): before the program reads or sets a signal's action, the
+# runtime puts the default back where its handler is, so the program sees what it would
+# have (Rust's start-up installs its own SIGSEGV handler only over SIG_DFL). Dynamic
+# programs: at the jump out of these functions' PLT entries (r0: the signal); static
+# ones: at rt_sigaction system calls (r7: the number, r0: the signal).
+SIGNAL_ACTION_FUNCTIONS = frozenset(("sigaction", "signal", "sysv_signal", "__sysv_signal", "bsd_signal",
+                                     "sigset"))
+SYS_RT_SIGACTION = 174
+SIGNAL_ACTION_CALL = Prototype("anvil_signal_action", (Arg.CONST, Arg.REG_VALUE))
+SIGNAL_ACTION_SYSCALL = Prototype("anvil_signal_action", (Arg.REG_VALUE, Arg.REG_VALUE))
 
 
 # Before the jump out of _exit's PLT entry: the end, or where the lazy binder takes over.
 EXIT_JUMP = Prototype("anvil_exit_jump", (Arg.EFFADDR, Arg.CONST))
 
 
-def exit_jumps(binary: Binary, entries: set[int]) -> dict[int, int]:
+def plt_jumps_out(binary: Binary, entries: set[int]) -> dict[int, int]:
     """PLT entry (or its Thumb stub) among ``entries`` -> the address of the instruction of
     its A32 entry proper that jumps out of the executable (``ldr pc, [ip, ...]``), where that
     entry is a procedure of its own.
 
-    The program's end is observed there rather than at the calls of ``_exit``: by then every
-    instruction of the executable that runs on the way has run (the entry's, a Thumb
+    For ``_exit``, the program's end is observed there rather than at its calls: by then
+    every instruction of the executable that runs on the way has run (the entry's, a Thumb
     stub's, those of a tail call or a call through a pointer), so counts are exact. Unless
     the entry's GOT slot is not bound yet: then the lazy binder (PLT0) runs next, and the
     end waits for its jump (anvil_exit_jump; decision 0058)."""
@@ -251,11 +273,17 @@ def may_end_program(binary: Binary, call: Instruction, number: int, jumped_to: s
     ``jump_targets(binary)``). A hook on every call would make firmware relocate each
     semihosting wrapper, however little is instrumented. Linux's old ABI (``svc #0x9000NN``)
     carries the number in the instruction: always kept."""
+    ending = ENDING_SEMIHOSTING_CALLS if binary.is_firmware else ENDING_LINUX_CALLS
     if not binary.is_firmware and call.op_str not in ("#0", "#0x0"):
         return True
+    return may_be_call(call, number, jumped_to, ending)
+
+
+def may_be_call(call: Instruction, number: int, jumped_to: set[int], calls: Set[int]) -> bool:
+    """Whether system call instruction ``call`` may make one of ``calls``: unless the code
+    that surely runs before it puts another number in register ``number``."""
     value = constant_before(call, number, jumped_to)
-    ending = ENDING_SEMIHOSTING_CALLS if binary.is_firmware else ENDING_LINUX_CALLS
-    return value is None or value in ending
+    return value is None or value in calls
 
 
 def _relocatable(proc: Procedure, ctx: RelocationContext) -> str | None:

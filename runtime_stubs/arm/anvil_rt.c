@@ -123,7 +123,7 @@ static void on_fatal_signal(int sig)
 /* Programs killed by a signal still write their results (as valgrind's tools and QEMU's
  * plugins do): a handler on each fatal signal whose action is the default. Signals the
  * program inherited as ignored stay so; a handler the program installs replaces ours.
- * What the program can see: sigaction's old action is this handler, not SIG_DFL. */
+ * The program does not see it: anvil_signal_action puts the default back first. */
 static void catch_fatal_signals(void)
 {
     /* Filled in here, not from an initializer: that would be a template in .data whose
@@ -137,6 +137,26 @@ static void catch_fatal_signals(void)
         if (anvil_syscall(SYS_rt_sigaction, fatal_signals[i], 0, (long)&old, 8, 0, 0) == 0 && old.handler == 0)
             anvil_syscall(SYS_rt_sigaction, fatal_signals[i], (long)&act, 0, 8, 0, 0);
     }
+}
+
+/* Before the program reads or sets a signal's action (``nr``: the system call about to be
+ * made, rt_sigaction's or another's): where the action is still Anvil's results handler,
+ * the default goes back first, so the program sees the action it would have seen (Rust's
+ * start-up installs its own SIGSEGV handler only over SIG_DFL) and any handler it sets
+ * replaces the default as it would. A signal the program only asked about no longer
+ * writes the results if it ends the program. emit/inhost.py places the calls. */
+void anvil_signal_action(uint32_t nr, uint32_t sig)
+{
+    if (nr != SYS_rt_sigaction || sig == 0 || sig > 64)
+        return;
+    struct kernel_sigaction now;
+    if (anvil_syscall(SYS_rt_sigaction, sig, 0, (long)&now, 8, 0, 0) != 0 || now.handler != on_fatal_signal)
+        return;
+    now.handler = 0; /* SIG_DFL, as the process started */
+    now.flags = 0;
+    now.restorer = 0;
+    now.mask[0] = now.mask[1] = 0;
+    anvil_syscall(SYS_rt_sigaction, sig, (long)&now, 0, 8, 0, 0);
 }
 
 /* Called by the loader stub once the region's file part is mapped (read/write/exec),
