@@ -9,9 +9,14 @@ find so that they run as the original (decision 0056).
   set was read as Thumb, although A32 code (an interworking stub's ``b``) named it in A32;
   the stub's copy jumped into garbage (SIGSEGV with ``-flto``).
 
-Oracles: the original's behaviour; qemu's count of the instructions it runs, of which
-inscount must count exactly those the descent decoded (the rest, A32 functions reached only
-through pointers, runs in place uncounted); the unstripped build's mapping symbols
+- glibc's IFUNC resolvers (Thumb) return A32 functions as even PC-relative addresses
+  (``ldr r0, [pc, #n]; add r0, pc``: ``__memcpy_neon``), named by nothing else: they ran in
+  place, uncounted (a third of a memcpy-heavy program's instructions). An even address that
+  Thumb code computes is now a guess of an A32 entry, unless it lies in the computing
+  procedure itself (vfprintf's computed-goto labels, jumped to by ``mov pc``).
+
+Oracles: the original's behaviour; qemu's count of the instructions it runs, all of which
+the descent must decode and inscount count; the unstripped build's mapping symbols
 (``$a``/``$t``), which say in which instruction set each executed instruction is.
 """
 
@@ -34,9 +39,10 @@ def _instruction_sets(binary) -> tuple[list[int], list[str]]:
     return [a for a, _ in marks], [k for _, k in marks]
 
 
-@pytest.mark.parametrize("variant", ["O2-arm-static", "O2-lto-arm-static"])
-def test_stripped_a32_static(variant: str, tmp_path) -> None:
-    built = build("hash", variant)
+@pytest.mark.parametrize(("sample", "variant"), [("hash", "O2-arm-static"), ("hash", "O2-lto-arm-static"),
+                                                 ("matrix", "Os-thumb-static")])
+def test_stripped_a32_static(sample: str, variant: str, tmp_path) -> None:
+    built = build(sample, variant)
     plain = stripped(built, tmp_path / "stripped")
     original, pcs, ir = traced_original(plain, tmp_path)
     assert original.returncode == 0 and original.stdout.endswith(b"OK\n")
@@ -47,9 +53,10 @@ def test_stripped_a32_static(variant: str, tmp_path) -> None:
     wrong = [hex(pc) for pc in pcs if pc in decoded
              and kinds[bisect.bisect_right(starts, pc) - 1] != ("t" if decoded[pc] else "a")]
     assert not wrong
-    # main (A32, with its switch) is decoded wherever it runs.
-    lo, hi = symbol_span(built, "main")
-    assert [hex(pc) for pc in pcs if lo <= pc < hi and pc not in decoded] == []
+    # Every instruction that runs was decoded (main's switch; memcpy chosen by its IFUNC).
+    lo, hi = symbol_span(built, "__memcpy_neon")
+    assert any(lo <= pc < hi for pc in pcs), "the workload does not run glibc's NEON memcpy"
+    assert [hex(pc) for pc in pcs if pc not in decoded] == []
     inst = run_prog(instrument(plain, "inscount", tmp_path))
     assert_same_behaviour(original, inst)
-    assert results(inst, "inscount")["total"] == sum(n for pc, n in pcs.items() if pc in decoded)
+    assert results(inst, "inscount")["total"] == sum(pcs.values())

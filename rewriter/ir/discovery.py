@@ -699,6 +699,11 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
             if ins.branch_target is not None or ins.accesses or ins.name in ("tbb", "tbh", "add") \
                     or ins.address in binary.switch_cases:
                 for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, binary, ranges):
+                    if weak and thumb and not tthumb and entry <= target < limit:
+                        # An even address in its own Thumb code: a label (goto *, mov pc). A
+                        # lower limit must look again (reach), where it may be another's.
+                        reach = max(reach, target + 1)
+                        continue
                     local = entry <= target < limit and not is_call
                     if (weak or doubt == PAST_JUMP) and not local:
                         guesses.setdefault(target, tthumb)
@@ -866,8 +871,10 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary
         rd = _dest(ins)
         if rd in literal_regs:
             value = (literal_regs.pop(rd) + ins.address + 4) & 0xFFFFFFFF
-            if value & 1 and _inside(ranges, value & ~1):
-                out.append((value & ~1, True, True, False))
+            # An even address is an A32 function (glibc's IFUNC resolvers return
+            # __memcpy_neon so), or data in the text: a guess (weak), as in A32 below.
+            if _inside(ranges, value & ~1):
+                out.append((value & ~1, bool(value & 1), True, not value & 1))
     elif not thumb and ins.name == "add":
         # A32: add rD, pc, rM (LLVM's; rustc passes closures and formatters so). An even
         # address is an A32 function, or perhaps data in the text: a guess (weak).
