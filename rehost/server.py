@@ -11,6 +11,7 @@ otherwise; ``token`` (a shared secret in the open message) and TLS guard remote 
 from __future__ import annotations
 
 import itertools
+import socket
 import sys
 import threading
 import time
@@ -23,6 +24,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from rewriter.errors import AnvilError
 
 from . import host_build
+from .bridge import split_address
 from .dispatch_c import CDispatcher, MissingRoutine
 from .dispatch_py import PyDispatcher, load_class
 from .protocol import SERVICE, messages, services
@@ -147,9 +149,29 @@ class RehostService:
             error="" if not lost else f"{lost} bytes of records were lost before reaching the server")
 
 
+def _check_bindable(address: str) -> None:
+    """AnvilError naming the problem if ``address`` (HOST:PORT) cannot be listened on: gRPC
+    would take a port beyond 65535 modulo 65536 and say why it cannot bind only in its log."""
+    host, port = split_address(address)
+    try:
+        family, kind, proto, _, where = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                           flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as e:
+        raise AnvilError(f"cannot listen on {address}: {e.strerror}") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(where)
+        except OSError as e:
+            raise AnvilError(f"cannot listen on {address}: {e.strerror}") from None
+
+
 def start_server(library: Library, address: str = "127.0.0.1:0", token: str = "", workers: int = 8,
                  tls: tuple[bytes, bytes] | None = None, log=sys.stderr) -> tuple[grpc.Server, int]:
     """Start serving on ``address``; returns the server and the port it bound."""
+    if workers < 1:
+        raise AnvilError(f"--workers {workers}: a server needs at least one worker")
+    _check_bindable(address)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers),
                          options=[("grpc.max_receive_message_length", 64 << 20)])
     services.add_RehostServicer_to_server(RehostService(library, token, log), server)

@@ -49,6 +49,7 @@ def cmd_instrument(args: argparse.Namespace) -> int:
     tool = load_tool(args.tool)
     values = tool.parse_options(_parse_opts(args.opt))
     output = args.output or args.binary + ".inst"
+    _check_writable(output)
     out_file = args.out or f"{os.path.basename(output)}.{tool.name}.out"
     if args.mode != "rehost" and (args.transport or args.uart_base is not None or args.ring_size is not None):
         raise AnvilError("--transport, --uart-base and --ring-size are for --mode rehost")
@@ -76,6 +77,18 @@ def cmd_instrument(args: argparse.Namespace) -> int:
     global _exit_at_once
     _exit_at_once = True
     return 0
+
+
+def _check_writable(path: str) -> None:
+    """AnvilError before any work if ``path`` cannot be written (its directory missing or
+    read-only; a directory in its place)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise AnvilError(f"cannot write {path}: no directory {directory}")
+    if os.path.isdir(path):
+        raise AnvilError(f"cannot write {path}: it is a directory")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise AnvilError(f"cannot write {path}: {directory} is not writable")
 
 
 def _report_json(args: argparse.Namespace, tool: str, output: str, out_file: str, report: Any) -> bytes:
@@ -139,6 +152,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     binary = args.binary
     if not os.path.exists(binary):
         raise AnvilError(f"{binary}: no such file")
+    try:
+        with open(binary, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise AnvilError(f"cannot read {binary}: {e.strerror}") from None
+    if magic != b"\x7fELF":
+        raise AnvilError(f"{binary}: not an ELF file")
     if args.icount is not None and not args.board:
         raise AnvilError("--icount is for firmware images run with --board")
     if args.sysroot is not None and args.board:
@@ -658,6 +678,12 @@ def main(argv: list[str] | None = None) -> int:
         # Point stdout at /dev/null so the interpreter's final flush does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell reports for a command killed by it
+    except OSError as e:
+        if e.filename is None or e.strerror is None:
+            return _unexpected(args, e)
+        # The machine's, not Anvil's: a file that cannot be read or written, a full disk.
+        print(f"anvil: error: {e.filename}: {e.strerror}", file=sys.stderr)
+        return 2
     except Exception as e:  # any other: a parser's complaint about the input, or a bug (decision 0036)
         return _unexpected(args, e)
 

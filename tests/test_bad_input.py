@@ -93,6 +93,35 @@ def test_missing_file(tmp_path: Path) -> None:
                           "cannot read")
 
 
+@pytest.mark.parametrize("where, needle", [("missing/out", "no directory"), ("", "it is a directory")])
+def test_output_that_cannot_be_written(tmp_path: Path, where: str, needle: str) -> None:
+    exe = build("sort", "O2-thumb-dyn")
+    out = tmp_path / where
+    proc = _anvil("instrument", "--tool", "inscount", str(exe), "-o", str(out))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"anvil: error: cannot write {out}") and needle in proc.stderr
+    assert not list(tmp_path.rglob("*")), "output left behind"
+
+
+def test_run_of_a_file_that_is_not_a_program(tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("not a program\n")
+    proc = _anvil("run", str(text))
+    assert (proc.returncode, proc.stderr) == (2, f"anvil: error: {text}: not an ELF file\n")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--listen", "127.0.0.1:99999999"], "is not HOST:PORT"),  # gRPC alone took port 57599 (modulo 65536)
+    (["--listen", "192.0.2.1:5000"], "cannot listen on 192.0.2.1:5000: Cannot assign requested address"),
+    (["--listen", "no-such-host.invalid:5000"], "cannot listen on no-such-host.invalid:5000"),
+    (["--workers", "0"], "at least one worker"),
+])
+def test_server_that_cannot_start(args: list[str], needle: str) -> None:
+    proc = subprocess.run([ANVIL, "rehost-server", *args], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("anvil: error:") and needle in proc.stderr
+
+
 def test_reader_that_stops_early() -> None:
     """``anvil inspect ... | head``: the reader closes the pipe; anvil stops quietly with the
     status a shell reports for SIGPIPE, not a traceback. (A static program: megabytes of
