@@ -7,8 +7,7 @@ SWEEP_VARIANTS (-O3, -funroll-loops, -flto, -fno-pic -mlong-calls, --gc-sections
 instruments it with each tool (inscount, bbcount, cachesim) in InHost and, for the variants
 named by --rehost, in ReHost too (through one rehost-server); runs the copy under qemu-arm
 next to the original and lists what differs: a refused rewrite, a crash, other output or exit
-status, an inscount total that is not qemu's count (unstripped) or exceeds it (stripped),
-ReHost results that are not InHost's.
+status, an inscount total that is not qemu's count, ReHost results that are not InHost's.
 
     PYTHONPATH=. nice -n 10 python3 scripts/variant_sweep.py [--jobs N] [--only WORD ...]
         [--tools T,T] [--samples S,S] [--variants V,V] [--strip both|yes|no] [--rehost V,V|all|none]

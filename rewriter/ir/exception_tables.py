@@ -37,21 +37,42 @@ def unwinder_entries(elf: ELFFile, read: Callable[[int, int], bytes]) -> set[int
     return entries
 
 
-def handlers(elf: ELFFile, read: Callable[[int, int], bytes]) -> dict[int, tuple[int, set[int]]]:
-    """Function start (bit 0 clear) -> its personality routine and landing pads, for the
-    functions with a generic ``.ARM.extab`` entry that this module can read."""
+def personality_routines(elf: ELFFile, read: Callable[[int, int], bytes]) -> set[int]:
+    """The personality routines generic ``.ARM.extab`` entries name, with their Thumb bit
+    (the unwinder calls them through these words: in a static program nothing else may)."""
+    out = set()
+    for entry in _extab_entries(elf, read).values():
+        try:
+            head = int.from_bytes(read(entry, 4), "little")
+        except (ValueError, IndexError):
+            continue  # outside the image: a corrupt table
+        if not head & 0x80000000:
+            out.add(_prel31(entry, head))
+    return out
+
+
+def _extab_entries(elf: ELFFile, read: Callable[[int, int], bytes]) -> dict[int, int]:
+    """Function start (bit 0 clear) -> the address of its ``.ARM.extab`` entry, for each
+    ``.ARM.exidx`` row that has one."""
     exidx = elf.get_section_by_name(".ARM.exidx")
     if exidx is None or not exidx["sh_size"]:
         return {}
     base, size = exidx["sh_addr"], exidx["sh_size"]
     table = read(base, size)
-    found: dict[int, tuple[int, set[int]]] = {}
+    out = {}
     for at in range(0, len(table) - 7, 8):
         first, second = (int.from_bytes(table[at + k:at + k + 4], "little") for k in (0, 4))
         if second == 1 or second & 0x80000000:
             continue  # cannot unwind, or an inline compact entry: no LSDA
-        function = _prel31(base + at, first) & ~1
-        entry = _prel31(base + at + 4, second)
+        out[_prel31(base + at, first) & ~1] = _prel31(base + at + 4, second)
+    return out
+
+
+def handlers(elf: ELFFile, read: Callable[[int, int], bytes]) -> dict[int, tuple[int, set[int]]]:
+    """Function start (bit 0 clear) -> its personality routine and landing pads, for the
+    functions with a generic ``.ARM.extab`` entry that this module can read."""
+    found: dict[int, tuple[int, set[int]]] = {}
+    for function, entry in _extab_entries(elf, read).items():
         try:
             handler = _handler_of(read, entry, function)
         except (ValueError, IndexError):
