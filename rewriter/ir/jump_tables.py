@@ -334,7 +334,7 @@ def a32_offset_switch(run: list[Instruction], read: Callable[[int, int], bytes],
         [cmp rI, #N ; bhi default ; ...] add rT, pc, #n ; ... ; ldr rX, [rT, rI, lsl #2] ; ... ; add pc, rT, rX
         .word case0 - table, case1 - table, ...
 
-    Other instructions may come between as long as they leave rT, rX and rI alone (LLVM's
+    Other instructions may come between as long as they leave rT and rX alone (LLVM's
     scheduler puts the constants the cases share there: ``mov r4, #0``). Offsets are
     signed: LLVM lays out cases before the table as well as after it. With the bounds check
     the table has N + 1 words; without one (the index is a byte, an enum) it ends where the
@@ -344,6 +344,7 @@ def a32_offset_switch(run: list[Instruction], read: Callable[[int, int], bytes],
     if jump.thumb or jump.name != "add" or len(regs) != 3 or operands[0] != "pc" or None in regs[1:]:
         return set()
     loaded = None  # (the table's register, the index's) once the load is seen
+    checked = True  # no instruction between the table's address and the load changes the index
     for k in range(len(run) - 2, -1, -1):
         ins = run[k]
         ops, _ = operand_registers(ins)
@@ -362,9 +363,8 @@ def a32_offset_switch(run: list[Instruction], read: Callable[[int, int], bytes],
             table = _pc_relative_address(ins, ops)
             if table is None:
                 return set()
-            return _offset_cases(table, read, ranges, _bound(run[:k], loaded[1]), limit)
-        if loaded[1] in written:
-            return set()
+            return _offset_cases(table, read, ranges, _bound(run[:k], loaded[1]) if checked else None, limit)
+        checked = checked and loaded[1] not in written  # (a byte's ``uxtb rI, rI``: no check applies)
     return set()
 
 
