@@ -246,7 +246,7 @@ class GotoFinder:
             table = self._table(access)
             if regs[0] == _PC:
                 return table
-            self._forget(ins, regs)
+            self._forget(ins)
             if access.base == _PC and access.index is None:
                 self.values[regs[0]] = int.from_bytes(self.read(access.disp, 4), "little")
             elif access.base == _SP and access.index is None and access.disp in self.spilled:
@@ -262,7 +262,7 @@ class GotoFinder:
         scaled = (name == "add" and len(regs) == 4 and regs[1] in self.values and regs[2] is not None
                   and operands[3] == "lsl #2")
         table = self.values[regs[1]] if scaled else None
-        self._forget(ins, regs)
+        self._forget(ins)
         if value is not None and target is not None:
             self.values[target] = value & 0xFFFFFFFF
         if table is not None and target is not None:
@@ -309,15 +309,9 @@ class GotoFinder:
             return (self.values[regs[0]] & 0xFFFF) | (int(operands[1][1:], 0) & 0xFFFF) << 16
         return None
 
-    def _forget(self, ins: Instruction, regs: list[int | None]) -> None:
+    def _forget(self, ins: Instruction) -> None:
         """Drop what is known of the registers ``ins`` may write."""
-        if ins.is_store and not ins.is_load or ins.name in ("cmp", "cmn", "tst", "teq", "it", "b", "nop"):
-            return
-        written = set(regs) if "{" in ins.op_str else {regs[0]} if regs else set()
-        if ins.name in ("ldrd", "umull", "smull", "umlal", "smlal") and len(regs) > 1:
-            written.add(regs[1])
-        if ins.accesses and ("!" in ins.op_str or "], " in ins.op_str):  # writeback
-            written.add(ins.accesses[0].base)
+        written = _written(ins)
         if _SP in written or ins.name in ("push", "pop"):  # the slots move with sp
             self.spilled = {}
         for reg in written:
