@@ -793,7 +793,9 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 # add/mov pc computed from a register: what it jumps into follows it, a table
                 # of branches (A32 switches) or unrolled code (libgcc's division), from the
                 # PC it reads: in A32 the jump's address + 8, past the instruction after it.
-                work.append((end, thumb, PAST_JUMP, passed))
+                # (After LLVM's A32 switch, read as such, is its table of offsets: not code.)
+                if thumb or _reads_pc(ins) or ins.address not in binary.switch_cases:
+                    work.append((end, thumb, PAST_JUMP, passed))
                 if not thumb and _reads_pc(ins):
                     work.append((ins.address + 8, thumb, PAST_JUMP, passed))
             if not ins.falls_through or (ins.is_call and _ends(ins, noreturn)):

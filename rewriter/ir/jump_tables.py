@@ -246,7 +246,7 @@ class GotoFinder:
             table = self._table(access)
             if regs[0] == _PC:
                 return table
-            self._forget(ins, regs)
+            self._forget(ins)
             if access.base == _PC and access.index is None:
                 self.values[regs[0]] = int.from_bytes(self.read(access.disp, 4), "little")
             elif access.base == _SP and access.index is None and access.disp in self.spilled:
@@ -262,7 +262,7 @@ class GotoFinder:
         scaled = (name == "add" and len(regs) == 4 and regs[1] in self.values and regs[2] is not None
                   and operands[3] == "lsl #2")
         table = self.values[regs[1]] if scaled else None
-        self._forget(ins, regs)
+        self._forget(ins)
         if value is not None and target is not None:
             self.values[target] = value & 0xFFFFFFFF
         if table is not None and target is not None:
@@ -309,15 +309,9 @@ class GotoFinder:
             return (self.values[regs[0]] & 0xFFFF) | (int(operands[1][1:], 0) & 0xFFFF) << 16
         return None
 
-    def _forget(self, ins: Instruction, regs: list[int | None]) -> None:
+    def _forget(self, ins: Instruction) -> None:
         """Drop what is known of the registers ``ins`` may write."""
-        if ins.is_store and not ins.is_load or ins.name in ("cmp", "cmn", "tst", "teq", "it", "b", "nop"):
-            return
-        written = set(regs) if "{" in ins.op_str else {regs[0]} if regs else set()
-        if ins.name in ("ldrd", "umull", "smull", "umlal", "smlal") and len(regs) > 1:
-            written.add(regs[1])
-        if ins.accesses and ("!" in ins.op_str or "], " in ins.op_str):  # writeback
-            written.add(ins.accesses[0].base)
+        written = _written(ins)
         if _SP in written or ins.name in ("push", "pop"):  # the slots move with sp
             self.spilled = {}
         for reg in written:
@@ -329,51 +323,105 @@ class GotoFinder:
 def a32_offset_switch(run: list[Instruction], read: Callable[[int, int], bytes],
                       ranges: list[tuple[int, int]], limit: int = 4096) -> set[int]:
     """The cases of LLVM's A32 switch that the last instruction of ``run`` (straight-line
-    code, in order) ends, where no bounds check names its size (the index is a byte, an
-    enum; SwitchFinder reads the checked ones)::
+    code, in order) ends, where SwitchFinder's exact sequence does not match::
 
-        add rT, pc, #n ; ... ; ldr rX, [rT, rI, lsl #2] ; ... ; add pc, rT, rX
+        [cmp rI, #N ; bhi default ; ...] add rT, pc, #n ; ... ; ldr rX, [rT, rI, lsl #2] ; ... ; add pc, rT, rX
         .word case0 - table, case1 - table, ...
 
-    Other instructions may come between as long as they leave rT and rX alone. The cases
-    follow the table: words are read until the reading position reaches the lowest case
-    found, or one gives no A32 code address in ``ranges``."""
+    Other instructions may come between as long as they leave rT and rX alone (LLVM's
+    scheduler puts the constants the cases share there: ``mov r4, #0``). Offsets are
+    signed: LLVM lays out cases before the table as well as after it. With the bounds check
+    the table has N + 1 words; without one (the index is a byte, an enum) it ends where the
+    first case after it begins (``_offset_cases``)."""
     jump = run[-1]
     operands, regs = operand_registers(jump)
     if jump.thumb or jump.name != "add" or len(regs) != 3 or operands[0] != "pc" or None in regs[1:]:
         return set()
-    loaded = None  # (the table's register, the offset's) once the load is seen
-    for ins in reversed(run[:-1]):
-        ops, written = operand_registers(ins)
-        written = set(written) if "{" in ins.op_str else {written[0]} if written and not ins.is_store else set()
+    loaded = None  # (the table's register, the index's) once the load is seen
+    checked = True  # no instruction between the table's address and the load changes the index
+    for k in range(len(run) - 2, -1, -1):
+        ins = run[k]
+        ops, _ = operand_registers(ins)
+        written = _written(ins)
         if loaded is None:
             access = ins.accesses[0] if ins.name == "ldr" and len(ins.accesses) == 1 else None
             if access is not None and written & set(regs[1:]):
                 if access.index is None or access.shift != 2 or access.subtract or access.disp \
                         or {access.base, written.pop()} != set(regs[1:]):
                     return set()
-                loaded = access.base
+                loaded = (access.base, access.index)
             elif written & set(regs[1:]):
                 return set()
             continue
-        if loaded in written:
+        if loaded[0] in written:
             table = _pc_relative_address(ins, ops)
-            return _offset_cases(table, read, ranges, limit) if table is not None else set()
+            if table is None:
+                return set()
+            return _offset_cases(table, read, ranges, _bound(run[:k], loaded[1]) if checked else None, limit)
+        checked = checked and loaded[1] not in written  # (a byte's ``uxtb rI, rI``: no check applies)
     return set()
 
 
+def _written(ins: Instruction) -> set[int]:
+    """The registers ``ins`` writes, as far as a switch's few instructions need: its first
+    operand, or all of a register list (a store writes none but a write-back base)."""
+    operands, regs = operand_registers(ins)
+    if "{" in ins.op_str:  # ldm, pop: the list's registers (push, stm write none)
+        listed = {_REGS.get(o.strip(" {}")) for o in operands[0 if operands[0].startswith("{") else 1:]}
+        written = listed - {None} if not ins.is_store else set()
+    else:
+        written = {regs[0]} if regs and regs[0] is not None and not ins.is_store \
+            and ins.name not in ("cmp", "cmn", "tst", "teq") else set()
+    if ins.accesses and ("!" in ins.op_str or "], " in ins.op_str):
+        written.add(ins.accesses[0].base)
+    if ins.name in ("ldrd", "umull", "smull", "umlal", "smlal") and len(regs) > 1 and regs[1] is not None:
+        written.add(regs[1])
+    return written
+
+
+def _bound(before: list[Instruction], index: int) -> int | None:
+    """The number of entries the bounds check ending ``before`` allows ``index``: ``cmp rI,
+    #N`` (or ``movw rK, #N; cmp rI, rK``) directly followed by ``bhi``/``bhs`` to the default,
+    then instructions that neither branch nor write rI. None where there is no such check."""
+    k = len(before) - 1
+    while k >= 0 and not before[k].is_branch and not before[k].writes_pc and index not in _written(before[k]):
+        k -= 1
+    if k < 1:
+        return None
+    branch, cmp = before[k], before[k - 1]
+    if not branch.is_branch or branch.is_call or branch.branch_target is None or branch.cond not in (HI, CS) \
+            or cmp.name != "cmp" or cmp.cond != 14:
+        return None
+    operands, regs = operand_registers(cmp)
+    if len(operands) != 2 or regs[0] != index:
+        return None
+    value = _immediate(operands[1])
+    if value is None and regs[1] is not None and k >= 2:
+        constant = _constant(before[k - 2]) if before[k - 2].name in _MOVES else None
+        value = constant[1] if constant is not None and constant[0] == regs[1] else None
+    if value is None:
+        return None
+    return value + 1 if branch.cond == HI else value
+
+
 def _offset_cases(table: int, read: Callable[[int, int], bytes], ranges: list[tuple[int, int]],
-                  limit: int) -> set[int]:
-    """The cases of an A32 table of offsets from ``table`` to cases that follow it."""
+                  entries: int | None, limit: int) -> set[int]:
+    """The cases of an A32 table of signed offsets from ``table``: ``entries`` words where a
+    bounds check gives their number (none if one is no A32 code address: not such a table),
+    else words up to the first case after the table or the first that is no code address."""
     cases: set[int] = set()
-    lowest = table + 4 * limit
+    after = table + 4 * (entries if entries is not None else limit)  # the lowest case after the table
     pos = table
-    while pos < lowest:
+    while pos < after:
         case = (table + int.from_bytes(read(pos, 4), "little", signed=True)) & 0xFFFFFFFF
-        if case & 3 or case <= pos or not any(lo <= case < hi for lo, hi in ranges):
+        inside = after if entries is not None else pos + 4  # no case is in the table itself
+        if case & 3 or table <= case < inside or not any(lo <= case < hi for lo, hi in ranges):
+            if entries is not None:
+                return set()
             break
         cases.add(case)
-        lowest = min(lowest, case)
+        if entries is None and case > pos:
+            after = min(after, case)
         pos += 4
     return cases
 
