@@ -8,8 +8,7 @@ only branch, called through a table), and an end through ``_exit``, called direc
 a tail call, whose PLT entry (and, bound lazily, PLT0) runs after the program's last call.
 inscount's total and bbcount's count of every block must be qemu's, the report must name
 no entry that runs in place, and the program must behave as the original; ReHost's
-inscount results must be InHost's. (The sample's name sorts after forks.c: the corpus's
-input.txt is the first 6 KiB of samples/*.c, and must not change.)
+inscount results must be InHost's.
 """
 
 from __future__ import annotations
