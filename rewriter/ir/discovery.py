@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
+import re
 import struct
 from collections import deque
 from dataclasses import dataclass
@@ -146,13 +148,21 @@ def _split_it(got: list[Instruction]) -> list[Instruction]:
     return got
 
 
-NORETURN = {"abort", "exit", "_exit", "__stack_chk_fail", "__assert_fail", "__libc_start_main", "longjmp",
-            "siglongjmp", "__longjmp_chk", "pthread_exit", "__cxa_throw", "__cxa_rethrow", "_Unwind_Resume"}
+NORETURN = {"abort", "exit", "_exit", "_Exit", "quick_exit", "__stack_chk_fail", "__assert_fail",
+            "__libc_start_main", "longjmp", "siglongjmp", "__longjmp_chk", "pthread_exit", "__chk_fail",
+            "__fortify_fail", "err", "errx", "verr", "verrx",
+            # The C++ runtime's (libstdc++, libsupc++): throwing, terminating, bad casts.
+            "__cxa_throw", "__cxa_rethrow", "_Unwind_Resume", "__cxa_bad_cast", "__cxa_bad_typeid",
+            "__cxa_throw_bad_array_new_length", "__cxa_pure_virtual", "__cxa_deleted_virtual",
+            "__cxa_call_terminate", "__cxa_call_unexpected", "_ZSt9terminatev", "_ZSt10unexpectedv"}
+#: libstdc++'s ``std::__throw_*`` helpers (``_ZSt20__throw_length_errorPKc``, ...) and
+#: ``std::rethrow_exception``, by their mangled names: all [[noreturn]].
+NORETURN_MANGLED = re.compile(r"_ZSt\d+(__throw_\w+|rethrow_exception\w*)$")
 
 
 def _noreturn_plt(binary: Binary) -> set[int]:
     """PLT entries (and their Thumb stubs) of functions that do not return."""
-    return {entry for entry, name in binary.plt.items() if name in NORETURN}
+    return {entry for entry, name in binary.plt.items() if name in NORETURN or NORETURN_MANGLED.match(name)}
 
 
 def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, list[Instruction]]]:
@@ -318,6 +328,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
     while True:
         changed, new, guesses, cut = _descend_all(binary, streams, ranges, entries, noreturn, memo, found)
         wrong = _wrong(cut, sure_roots, entries, found, binary.plt, noreturn, unwound) if cut else set()
+        wrong |= _in_tables(entries.keys() - sure_roots, binary.switch_tables)
         if wrong:  # drop those, with what only they found, and decode again
             rejected |= wrong
             _drop(wrong, entries, roots, finders, found)
@@ -348,6 +359,25 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
         if not added:
             return entries, {entry: descent.instructions for entry, descent in found.items()}
         entries.update(added)
+
+
+def _in_tables(candidates: set[int], tables: set[tuple[int, int]]) -> set[int]:
+    """The ``candidates`` (entries on no symbol's or export's word) inside a switch's table:
+    data, which no real code branches into. A literal pool decoded as code (after a call of
+    a function not known never to return: libstdc++'s ``__throw_length_error``) reads as
+    branches to anywhere; one into a table made a procedure there, and its entry's jump,
+    written over the table, sent the switch astray (ninja)."""
+    if not tables or not candidates:
+        return set()
+    spans = sorted(tables)
+    starts = [lo for lo, _ in spans]
+    reach = list(itertools.accumulate((hi for _, hi in spans), max))  # tables may overlap or nest
+    out = set()
+    for entry in candidates:
+        k = bisect.bisect_right(starts, entry) - 1
+        if k >= 0 and entry < reach[k]:
+            out.add(entry)
+    return out
 
 
 def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], found: dict[int, Descent],
