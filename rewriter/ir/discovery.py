@@ -152,7 +152,8 @@ NORETURN = {"abort", "exit", "_exit", "_Exit", "quick_exit", "__stack_chk_fail",
             "__libc_start_main", "longjmp", "siglongjmp", "__longjmp_chk", "pthread_exit", "__chk_fail",
             "__fortify_fail", "err", "errx", "verr", "verrx",
             # The C++ runtime's (libstdc++, libsupc++): throwing, terminating, bad casts.
-            "__cxa_throw", "__cxa_rethrow", "_Unwind_Resume", "__cxa_bad_cast", "__cxa_bad_typeid",
+            # __cxa_end_cleanup ends every cleanup landing pad of ARM EHABI code: it resumes unwinding.
+            "__cxa_throw", "__cxa_rethrow", "_Unwind_Resume", "__cxa_end_cleanup", "__cxa_bad_cast", "__cxa_bad_typeid",
             "__cxa_throw_bad_array_new_length", "__cxa_pure_virtual", "__cxa_deleted_virtual",
             "__cxa_call_terminate", "__cxa_call_unexpected", "_ZSt9terminatev", "_ZSt10unexpectedv"}
 #: libstdc++'s ``std::__throw_*`` helpers (``_ZSt20__throw_length_errorPKc``, ...) and
