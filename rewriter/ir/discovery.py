@@ -668,15 +668,21 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     # a table, perhaps).
     nothing: frozenset[int] = frozenset()
     work: deque[tuple[int, bool, int, frozenset[int]]] = deque([(entry, entry_thumb, FLOW, nothing)])
+    # The relocated words inside this procedure: computed-goto labels, perhaps, but also
+    # the bounds of code (OCaml's ``caml_system__code_end``, one past a function's last
+    # instruction, before a literal pool) and return addresses (OCaml's frame tables). What
+    # only they reach is decoded as after a computed jump: what it branches to out of the
+    # procedure is a guess, which gives way where it cuts code reached by flow.
+    # They are taken after all that flow reaches (which keeps its surer reading).
     first = bisect.bisect_left(streams.labels, entry)
-    work.extend((label, entry_thumb, FLOW, nothing)
-                for label in streams.labels[first:bisect.bisect_left(streams.labels, limit)])
+    labelled = deque((label, entry_thumb, PAST_JUMP, nothing)
+                     for label in streams.labels[first:bisect.bisect_left(streams.labels, limit)])
     literal_regs: dict[int, int] = {}
     plt = binary.plt
     # Whether all of entry..limit is executable (the usual case): then no address need be looked up.
     within = any(lo <= entry and limit <= hi for lo, hi in ranges)
-    while work:
-        cur, thumb, doubt, passed = work.popleft()
+    while work or labelled:
+        cur, thumb, doubt, passed = (work or labelled).popleft()
         switches = SwitchFinder(binary)
         run: list[Instruction] = []  # this run's instructions, for a computed goto's table
         stream = None
