@@ -41,6 +41,7 @@ from .start_args import register_call_target, start_arguments
 CHUNK = 256
 ENTRY_CODE = 128  # bytes of the entry's code looked at for the addresses it passes (start_args)
 R_ARM_RELATIVE = 23
+SHF_ALLOC = 0x2  # a section loaded with the program (the dynamic relocations)
 
 
 def _exec_ranges(elf: ELFFile) -> list[tuple[int, int]]:
@@ -96,6 +97,15 @@ def _relocated_words(elf: ELFFile, binary: Binary) -> list[int]:
         for rel in sec.iter_relocations():
             if rel["r_info_type"] == R_ARM_RELATIVE:
                 out.append(int.from_bytes(binary.read(rel["r_offset"], 4), "little"))
+    return out
+
+
+def _text_relocations(elf: ELFFile, ranges: list[tuple[int, int]]) -> set[int]:
+    """The places in executable segments that dynamic relocations (of any type) write to."""
+    out = set()
+    for sec in elf.iter_sections():
+        if sec["sh_type"] in ("SHT_REL", "SHT_RELA") and sec["sh_flags"] & SHF_ALLOC:
+            out.update(rel["r_offset"] for rel in sec.iter_relocations() if _inside(ranges, rel["r_offset"]))
     return out
 
 
@@ -187,6 +197,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     streams.code_size = sum(hi - lo for lo, hi in ranges)
     progress.phase("decoding", streams.code_size, "bytes")
     relocated = _relocated_words(elf, binary) if binary.is_pie else []
+    binary.text_relocations = _text_relocations(elf, ranges)
     # Even code addresses in relocated data: computed-goto labels (Lua's dispatch).
     labels = {v for v in relocated if not v & 1 and _inside(ranges, v)}
     data_words = [] if binary.is_pie else _data_words(elf, ranges)

@@ -176,7 +176,11 @@ def _read_symbols(path: str, elf: ELFFile,
 # Names a program that unwinds its stack defines or imports: GCC's C++ runtime (throw,
 # personality routine) and glibc's backtrace. Not _Unwind_Backtrace: every static glibc
 # program has it.
-_UNWINDING = {"__cxa_throw", "__cxa_rethrow", "__gxx_personality_v0", "backtrace", "__backtrace"}
+# OCaml's native code (caml_frametable, caml_start_program) finds each frame of the stack
+# by its return address, in a table of the original ones: its GC scans the stack so, and
+# exceptions unwind so.
+_UNWINDING = {"__cxa_throw", "__cxa_rethrow", "__gxx_personality_v0", "backtrace", "__backtrace",
+              "caml_frametable", "caml_start_program"}
 # Names a program that starts threads defines or imports (POSIX and C11 threads).
 _THREADING = {"pthread_create", "thrd_create"}
 
