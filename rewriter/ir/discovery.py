@@ -100,8 +100,10 @@ def _relocated_words(elf: ELFFile, binary: Binary) -> list[int]:
     return out
 
 
-def _text_relocations(elf: ELFFile, ranges: list[tuple[int, int]]) -> set[int]:
-    """The places in executable segments that dynamic relocations (of any type) write to."""
+def text_relocations(elf: ELFFile) -> set[int]:
+    """The places in executable segments that dynamic relocations (of any type) write to:
+    a program linked with text relocations (DT_TEXTREL) has them in its literal pools."""
+    ranges = _exec_ranges(elf)
     out = set()
     for sec in elf.iter_sections():
         if sec["sh_type"] in ("SHT_REL", "SHT_RELA") and sec["sh_flags"] & SHF_ALLOC:
@@ -197,7 +199,6 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     streams.code_size = sum(hi - lo for lo, hi in ranges)
     progress.phase("decoding", streams.code_size, "bytes")
     relocated = _relocated_words(elf, binary) if binary.is_pie else []
-    binary.text_relocations = _text_relocations(elf, ranges)
     # Even code addresses in relocated data: computed-goto labels (Lua's dispatch).
     labels = {v for v in relocated if not v & 1 and _inside(ranges, v)}
     data_words = [] if binary.is_pie else _data_words(elf, ranges)

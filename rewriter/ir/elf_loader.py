@@ -26,7 +26,7 @@ from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
 from ..errors import AnvilError, is_parser_error, malformed
 from .counted import counted
-from .discovery import discover
+from .discovery import discover, text_relocations
 from .elf_check import check_elf
 from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
@@ -67,6 +67,7 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     binary.symbols = {name: addr for addr, name, _ in symbols}
     binary.fini = _dt_fini(elf)
     binary.plt = plt_functions(elf)
+    binary.text_relocations = text_relocations(elf)
     binary.binder = lazy_binder(elf) if binary.plt else None
     if not _exec_sections(elf):  # both ways of finding procedures look for them in these
         raise AnvilError(f"{path}: no code to rewrite (no executable section in the section table)")
