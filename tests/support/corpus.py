@@ -558,8 +558,9 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("lzip", ("lzip:armhf",), "usr/bin/lzip.lzip", ("-c", "-6", "input.txt"), "C++: LZMA compression to stdout"),
     Program("xxd", ("xxd:armhf",), "usr/bin/xxd", ("-g2", "-c24", "input.txt"), "hex dump"),
     Program("patch", ("patch:armhf",), "usr/bin/patch", ("-o", "-", "input.txt", "edit.diff"),
-            "applies a unified diff (input.txt to input2.txt's text) and prints the result",
-            files={"edit.diff": edit_diff}),
+            "applies a unified diff (input.txt to input2.txt's text, one hunk with fuzz) and prints the "
+            "result; its count varies from run to run (its temporary files' names follow the time and pid)",
+            files={"edit.diff": edit_diff}, repeatable=False),
     Program("cpio", ("cpio:armhf",), "bin/cpio", ("-o", "-H", "newc", "--reproducible", "-R", "0:0"),
             "newc archive of the file names on stdin (inode and device numbers renumbered)",
             stdin=b"input.txt\ninput2.txt\n"),
