@@ -100,6 +100,9 @@ class RelocationContext:
     # TBB/TBH address -> entries of its table, where a bounds check before it says
     # (Binary.table_sizes): such a switch is relocated with a table of its own.
     table_sizes: dict[int, int] = field(default_factory=dict)
+    # Words of the original code the dynamic linker rewrites at load time (Binary.text_relocations):
+    # a literal there is loaded from where it is, not folded into a constant.
+    text_relocations: set[int] = field(default_factory=set)
     # The start of every copy is kept inside a page (Linux programs under qemu-arm; page_layout.py).
     inside_pages: bool = False
     # Firmware: call sites keep only what differs between them and call shared code for
@@ -644,6 +647,9 @@ def _pc_relative(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Relocat
     literal = (len(ins.accesses) >= 1 and ins.accesses[0].base == PC and ins.accesses[0].index is None)
     if name == "pld" or name == "pli":
         return  # a prefetch hint of original data: no architectural effect, drop it
+    if literal and _relocated_at_load(ins, ctx):
+        _load_in_place(ins, name, isa, code)
+        return
     if literal and name in ("ldr", "ldrb", "ldrh", "ldrsb", "ldrsh"):
         rt = REG_NUMBERS[ins.detail.reg_name(ops[0].reg)]
         _under(isa, code, ins, lambda: isa.mov32(code, rt, _literal_value(ins, name, ctx)))
@@ -659,6 +665,31 @@ def _pc_relative(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Relocat
         _t32_pc_relative(ins, name, code, ctx, literal)
     else:
         _a32_pc_relative(ins, code, ctx)
+
+
+def _relocated_at_load(ins: Instruction, ctx: RelocationContext) -> bool:
+    """Whether the literal ``ins`` loads overlaps a word the dynamic linker rewrites."""
+    access = ins.accesses[0]
+    return any(word in ctx.text_relocations for word in range(access.disp - 3, access.disp + access.size))
+
+
+def _load_in_place(ins: Instruction, name: str, isa: ISA, code: Code) -> None:
+    """A literal load (``ldr``/``ldrd rt, [pc, #x]``) from the original literal, where it is:
+    its address into the destination register, then the load through it. For a literal the
+    dynamic linker rewrites (text relocations), whose value the file does not hold."""
+    ops = ins.detail.operands
+    rt = REG_NUMBERS[ins.detail.reg_name(ops[0].reg)]
+    disp = ins.accesses[0].disp
+    if name not in ("ldr", "ldrd") or rt in (SP, PC):
+        raise Unsupported(f"{ins}: a literal the dynamic linker rewrites")
+    if name == "ldr":
+        _under(isa, code, ins, lambda: (isa.pc_address(code, rt, disp), isa.ldr(code, rt, rt, 0)))
+        return
+    rt2 = REG_NUMBERS[ins.detail.reg_name(ops[1].reg)]
+    load = enc.t32_ldrd(rt, rt2, rt) if isa.thumb else None
+    if load is None:
+        raise Unsupported(f"{ins}: a literal the dynamic linker rewrites")
+    _under(isa, code, ins, lambda: (isa.pc_address(code, rt, disp), code.emit(load)))
 
 
 def _under(isa: ISA, code: Code, ins: Instruction, body: Callable[[], object]) -> None:

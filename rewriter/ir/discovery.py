@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
+import re
 import struct
 from collections import deque
 from dataclasses import dataclass
@@ -39,6 +41,7 @@ from .start_args import register_call_target, start_arguments
 CHUNK = 256
 ENTRY_CODE = 128  # bytes of the entry's code looked at for the addresses it passes (start_args)
 R_ARM_RELATIVE = 23
+SHF_ALLOC = 0x2  # a section loaded with the program (the dynamic relocations)
 
 
 def _exec_ranges(elf: ELFFile) -> list[tuple[int, int]]:
@@ -94,6 +97,17 @@ def _relocated_words(elf: ELFFile, binary: Binary) -> list[int]:
         for rel in sec.iter_relocations():
             if rel["r_info_type"] == R_ARM_RELATIVE:
                 out.append(int.from_bytes(binary.read(rel["r_offset"], 4), "little"))
+    return out
+
+
+def text_relocations(elf: ELFFile) -> set[int]:
+    """The places in executable segments that dynamic relocations (of any type) write to:
+    a program linked with text relocations (DT_TEXTREL) has them in its literal pools."""
+    ranges = _exec_ranges(elf)
+    out = set()
+    for sec in elf.iter_sections():
+        if sec["sh_type"] in ("SHT_REL", "SHT_RELA") and sec["sh_flags"] & SHF_ALLOC:
+            out.update(rel["r_offset"] for rel in sec.iter_relocations() if _inside(ranges, rel["r_offset"]))
     return out
 
 
@@ -184,13 +198,22 @@ def _split_it(got: list[Instruction]) -> list[Instruction]:
     return got
 
 
-NORETURN = {"abort", "exit", "_exit", "__stack_chk_fail", "__assert_fail", "__libc_start_main", "longjmp",
-            "siglongjmp", "__longjmp_chk", "pthread_exit", "__cxa_throw", "__cxa_rethrow", "_Unwind_Resume"}
+NORETURN = {"abort", "exit", "_exit", "_Exit", "quick_exit", "__stack_chk_fail", "__assert_fail",
+            "__libc_start_main", "longjmp", "siglongjmp", "__longjmp_chk", "pthread_exit", "__chk_fail",
+            "__fortify_fail", "err", "errx", "verr", "verrx",
+            # The C++ runtime's (libstdc++, libsupc++): throwing, terminating, bad casts.
+            # __cxa_end_cleanup ends every cleanup landing pad of ARM EHABI code: it resumes unwinding.
+            "__cxa_throw", "__cxa_rethrow", "_Unwind_Resume", "__cxa_end_cleanup", "__cxa_bad_cast", "__cxa_bad_typeid",
+            "__cxa_throw_bad_array_new_length", "__cxa_pure_virtual", "__cxa_deleted_virtual",
+            "__cxa_call_terminate", "__cxa_call_unexpected", "_ZSt9terminatev", "_ZSt10unexpectedv"}
+#: libstdc++'s ``std::__throw_*`` helpers (``_ZSt20__throw_length_errorPKc``, ...) and
+#: ``std::rethrow_exception``, by their mangled names: all [[noreturn]].
+NORETURN_MANGLED = re.compile(r"_ZSt\d+(__throw_\w+|rethrow_exception\w*)$")
 
 
 def _noreturn_plt(binary: Binary) -> set[int]:
     """PLT entries (and their Thumb stubs) of functions that do not return."""
-    return {entry for entry, name in binary.plt.items() if name in NORETURN}
+    return {entry for entry, name in binary.plt.items() if name in NORETURN or NORETURN_MANGLED.match(name)}
 
 
 def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, list[Instruction]]]:
@@ -362,6 +385,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
     while True:
         changed, new, guesses, cut = _descend_all(binary, streams, ranges, entries, noreturn, memo, found)
         wrong = _wrong(cut, sure_roots, entries, found, binary.plt, noreturn, unwound) if cut else set()
+        wrong |= _in_tables(entries.keys() - sure_roots, binary.switch_tables)
         if wrong:  # drop those, with what only they found, and decode again
             rejected |= wrong
             _drop(wrong, entries, roots, finders, found)
@@ -396,6 +420,25 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
         if not added:
             return entries, {entry: descent.instructions for entry, descent in found.items()}
         entries.update(added)
+
+
+def _in_tables(candidates: set[int], tables: set[tuple[int, int]]) -> set[int]:
+    """The ``candidates`` (entries on no symbol's or export's word) inside a switch's table:
+    data, which no real code branches into. A literal pool decoded as code (after a call of
+    a function not known never to return: libstdc++'s ``__throw_length_error``) reads as
+    branches to anywhere; one into a table made a procedure there, and its entry's jump,
+    written over the table, sent the switch astray (ninja)."""
+    if not tables or not candidates:
+        return set()
+    spans = sorted(tables)
+    starts = [lo for lo, _ in spans]
+    reach = list(itertools.accumulate((hi for _, hi in spans), max))  # tables may overlap or nest
+    out = set()
+    for entry in candidates:
+        k = bisect.bisect_right(starts, entry) - 1
+        if k >= 0 and entry < reach[k]:
+            out.add(entry)
+    return out
 
 
 def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], found: dict[int, Descent],
@@ -685,15 +728,21 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     # a table, perhaps).
     nothing: frozenset[int] = frozenset()
     work: deque[tuple[int, bool, int, frozenset[int]]] = deque([(entry, entry_thumb, FLOW, nothing)])
+    # The relocated words inside this procedure: computed-goto labels, perhaps, but also
+    # the bounds of code (OCaml's ``caml_system__code_end``, one past a function's last
+    # instruction, before a literal pool) and return addresses (OCaml's frame tables). What
+    # only they reach is decoded as after a computed jump: what it branches to out of the
+    # procedure is a guess, which gives way where it cuts code reached by flow.
+    # They are taken after all that flow reaches (which keeps its surer reading).
     first = bisect.bisect_left(streams.labels, entry)
-    work.extend((label, entry_thumb, FLOW, nothing)
-                for label in streams.labels[first:bisect.bisect_left(streams.labels, limit)])
+    labelled = deque((label, entry_thumb, PAST_JUMP, nothing)
+                     for label in streams.labels[first:bisect.bisect_left(streams.labels, limit)])
     literal_regs: dict[int, int] = {}
     plt = binary.plt
     # Whether all of entry..limit is executable (the usual case): then no address need be looked up.
     within = any(lo <= entry and limit <= hi for lo, hi in ranges)
-    while work:
-        cur, thumb, doubt, passed = work.popleft()
+    while work or labelled:
+        cur, thumb, doubt, passed = (work or labelled).popleft()
         switches = SwitchFinder(binary)
         run: list[Instruction] = []  # this run's instructions, for a computed goto's table
         stream = None

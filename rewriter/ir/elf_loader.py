@@ -26,7 +26,7 @@ from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
 from ..errors import AnvilError, is_parser_error, malformed
 from .counted import counted
-from .discovery import discover
+from .discovery import discover, text_relocations
 from .elf_check import check_elf
 from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
@@ -67,6 +67,7 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     binary.symbols = {name: addr for addr, name, _ in symbols}
     binary.fini = _dt_fini(elf)
     binary.plt = plt_functions(elf)
+    binary.text_relocations = text_relocations(elf)
     binary.binder = lazy_binder(elf) if binary.plt else None
     if not _exec_sections(elf):  # both ways of finding procedures look for them in these
         raise AnvilError(f"{path}: no code to rewrite (no executable section in the section table)")
@@ -176,7 +177,11 @@ def _read_symbols(path: str, elf: ELFFile,
 # Names a program that unwinds its stack defines or imports: GCC's C++ runtime (throw,
 # personality routine) and glibc's backtrace. Not _Unwind_Backtrace: every static glibc
 # program has it.
-_UNWINDING = {"__cxa_throw", "__cxa_rethrow", "__gxx_personality_v0", "backtrace", "__backtrace"}
+# OCaml's native code (caml_frametable, caml_start_program) finds each frame of the stack
+# by its return address, in a table of the original ones: its GC scans the stack so, and
+# exceptions unwind so.
+_UNWINDING = {"__cxa_throw", "__cxa_rethrow", "__gxx_personality_v0", "backtrace", "__backtrace",
+              "caml_frametable", "caml_start_program"}
 # Names a program that starts threads defines or imports (POSIX and C11 threads).
 _THREADING = {"pthread_create", "thrd_create"}
 

@@ -123,6 +123,8 @@ class SwitchFinder:
         if ins.name in ("tbb", "tbh"):
             if len(operands) >= 2 and REGISTERS.get(operands[1]) == index:
                 self.binary.table_sizes[ins.address] = entries
+                size = 1 if ins.name == "tbb" else 2
+                self.binary.switch_tables.add((ins.address + 4, ins.address + 4 + size * entries))
             return False
         if ins.cond == 14 and self._pc_table(ins, index, entries):
             return False
@@ -172,6 +174,7 @@ class SwitchFinder:
             cases = {int.from_bytes(self.binary.read(table + 4 * k, 4), "little") for k in range(entries)}
             if any(case & 3 for case in cases):  # not A32 labels: some other table
                 return False
+            self.binary.switch_tables.add((table, table + 4 * entries))
         else:
             return False
         self.binary.switch_cases.setdefault(ins.address, set()).update(cases)
@@ -187,6 +190,7 @@ class SwitchFinder:
             cases.add((table + offset) & ~1 & 0xFFFFFFFF)
         # Switches may share their last instructions (GCC's cross-jumping): all their cases.
         self.binary.switch_cases.setdefault(jump.address, set()).update(cases)
+        self.binary.switch_tables.add((table, table + 4 * entries))
 
 
 def _pc_relative_address(ins: Instruction, operands: list[str]) -> int | None:

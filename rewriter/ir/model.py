@@ -324,6 +324,13 @@ class Binary:
     table_sizes: dict[int, int] = field(default_factory=dict)
     # BX address -> its cases, for GCC's PIC switches (jump_tables.SwitchFinder).
     switch_cases: dict[int, set[int]] = field(default_factory=dict)
+    # The [start, end) of each switch's table whose bounds check says how long it is: data in
+    # the middle of code, where no procedure begins (discovery).
+    switch_tables: set[tuple[int, int]] = field(default_factory=set)
+    # Words in executable segments that the dynamic linker rewrites at load time (a program
+    # with text relocations, DT_TEXTREL: OCaml's PIEs): their literal pools hold addresses
+    # known only then, so a copy must load them where they are, not take the file's value.
+    text_relocations: set[int] = field(default_factory=set)
     plt: dict[int, str] = field(default_factory=dict)  # PLT entry (and Thumb stub) -> the function it calls
     binder: int | None = None  # PLT0: where an entry whose GOT slot is not bound yet jumps (lazy binding)
     # The program's stack may be unwound (decision 0013): it throws C++ exceptions or calls

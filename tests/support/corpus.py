@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -223,6 +224,161 @@ JSON_DOCUMENT = (b'{"name": "anvil", "version": [1, 2, 3], "tools": [{"id": "ins
                  b'"pi": 3.14159, "big": 12345678901234, "neg": -1.5e-3, "s": "tab\\there \\u00e9"}, '
                  b'"empty": {}, "list": [[], [1], [1, [2, [3]]]]}\n')
 
+NINJA_FILE = b"""cflags = -O2 -Wall
+rule cc
+  command = gcc $cflags -c $in -o $out
+  description = CC $out
+rule link
+  command = gcc $in -o $out $libs
+  description = LINK $out
+rule gen
+  command = python3 gen.py $in > $out
+  generator = 1
+build gen.h: gen spec.txt
+build a.o: cc a.c | gen.h
+build b.o: cc b.c || gen.h
+  cflags = -O0 -g
+build c.o: cc c.c
+build prog: link a.o b.o c.o
+  libs = -lm -lz
+build lib.a: phony c.o
+build all: phony prog lib.a
+default all
+"""
+
+GPERF_KEYWORDS = b"""%{
+#include <string.h>
+%}
+struct keyword { const char *name; int token; };
+%%
+auto, 1
+break, 2
+case, 3
+char, 4
+const, 5
+continue, 6
+default, 7
+do, 8
+double, 9
+else, 10
+enum, 11
+extern, 12
+float, 13
+for, 14
+goto, 15
+if, 16
+inline, 17
+int, 18
+long, 19
+register, 20
+restrict, 21
+return, 22
+short, 23
+signed, 24
+sizeof, 25
+static, 26
+struct, 27
+switch, 28
+typedef, 29
+union, 30
+unsigned, 31
+void, 32
+volatile, 33
+while, 34
+"""
+
+RE2C_INPUT = b"""#include <stdio.h>
+/*!re2c re2c:define:YYCTYPE = char; re2c:yyfill:enable = 0; */
+static int lex(const char *YYCURSOR) {
+    const char *YYMARKER;
+    /*!re2c
+    [1-9][0-9]* { return 1; }
+    "0x" [0-9a-fA-F]+ { return 2; }
+    "0" [0-7]* { return 3; }
+    [a-zA-Z_][a-zA-Z_0-9]* { return 4; }
+    "\\"" ([^"\\\\\\n] | "\\\\" [^\\n])* "\\"" { return 5; }
+    [0-9]+ "." [0-9]* ([eE] [+-]? [0-9]+)? { return 6; }
+    "/*" ([^*] | "*"+ [^*/])* "*"+ "/" { return 7; }
+    * { return 0; }
+    */
+}
+int main(void) { return lex("0x1f"); }
+"""
+
+ASTYLE_INPUT = b"""#include <stdio.h>
+namespace demo { template<typename T> class Box { public: Box(T v):v_(v){} T get() const {return v_;}
+private: T v_; };
+int f(int x){if(x>2){for(int i=0;i<x;i++){x+=i;}}else{switch(x){case 0:return 1;case 1:{x++;break;}default:x--;}}
+return x;}
+struct P { int a; int b; }; static const P ps[] = {{1,2},{3,4}};
+}
+int main(int argc,char**argv){ demo::Box<int> b(3); try { if(argc>5) throw 1; } catch(int e){ return e; }
+  while(argc--) { printf("%d\\n", demo::f(argc)); } do { b = demo::Box<int>(b.get()-1); } while(b.get()>0);
+ return 0;}
+"""
+
+DC_INPUT = b"""20k 2v p 1 3/ p
+2 128^ p
+[d1-d1<F*]sF 25 lFx p
+16o 255 p 4095 p 10o
+[la1+dsa*pla10>y]sy 0sa1 lyx
+3 4 5 ++ p f
+_7 3 % p _7 3 ~ f c
+"""
+
+INDENT_INPUT = b"""int  main (int argc,char **argv) {
+int i;for(i=0;i<argc;i++){if(argv[i][0]=='-')  {printf("opt %s\\n",argv[i]);} else printf ("arg\\n");}
+  switch(argc){case 1:return 0;default: break;}
+  /* a comment that is long enough to be wrapped by indent when it formats the code for us */
+  return argc>2?1:2;}
+struct s{int a;char *b;};
+static int f(struct s*p){return p->a+(p->b?1:0);}
+"""
+
+OCAML_INPUT = b"""let rec fact n = if n <= 1 then 1 else
+n * fact (n - 1)
+type shape = Circle of float | Rect of float * float
+let area = function
+| Circle r -> 3.14 *. r *. r
+| Rect (w, h) ->
+w *. h
+module M = struct
+let x = 1
+let f y =
+match y with
+| Some z -> z + x
+| None -> x
+end
+let () = List.iter (fun s ->
+Printf.printf "%f\\n" (area s)) [Circle 1.0; Rect (2.0, 3.0)]
+"""
+
+NASM_INPUT = b"""bits 32
+org 0x1000
+%define N 16
+%macro sq 1
+  mov eax, %1
+  imul eax, eax
+%endmacro
+start:
+  xor ecx, ecx
+.loop:
+  sq ecx
+  add [table + ecx*4], eax
+  inc ecx
+  cmp ecx, N
+  jb .loop
+  ret
+%assign i 0
+%rep N
+  db i, i*i & 0xff
+%assign i i+1
+%endrep
+align 16
+table: times N dd 0
+msg: db "hello", 10, 0
+"""
+
 
 #: The samples whose text makes ``input.txt``: named, so that a new sample leaves every
 #: workload as it was.
@@ -238,6 +394,15 @@ def edited_text() -> bytes:
     """``input2.txt``: input.txt with 'int' made 'long' and lines 5-40 gone (for diff and git)."""
     lines = input_text().replace(b"int", b"long").split(b"\n")
     return b"\n".join(lines[:4] + lines[40:])
+
+
+
+def edit_diff() -> bytes:
+    """``edit.diff``: the unified diff from input.txt to input2.txt's text (for patch)."""
+    import difflib
+
+    old, new = (t.decode().splitlines(keepends=True) for t in (input_text(), edited_text()))
+    return "".join(difflib.unified_diff(old, new, "a/input.txt", "b/input.txt")).encode()
 
 
 _GIT = ("--git-dir=repo.git", "--work-tree=.")
@@ -269,7 +434,7 @@ class Program:
     #: address, time stamps of the inputs): its tools' results are not compared run to run.
     repeatable: bool = True
     #: Files of the workload's own in the run directory (name -> content), beside FILES.
-    files: dict[str, bytes] = field(default_factory=dict)
+    files: dict[str, bytes | Callable[[], bytes]] = field(default_factory=dict)
     #: Anvil refuses the program, by design: the start of its one-line error (after
     #: ``anvil: error: ``), which the benchmark expects instead of a run.
     refused: str = ""
@@ -381,6 +546,42 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("nimgrep", ("nim:armhf", "libpcre3:armhf"), "usr/bin/nimgrep",
             ("--nocolor", r"int [a-z]+\(", "input.txt", "input2.txt"),
             "Nim (C generated by Nim, Nim's GC and exceptions), PCRE through dlopen"),
+    # Kinds added by decision 0063: C++ tools of libstdc++ (ninja, gperf, re2c, astyle, lzip),
+    # small C tools of other authors and build options, OCaml's native code, a JIT compiler.
+    Program("ninja", ("ninja-build:armhf",), "usr/bin/ninja", ("-n", "-v", "-j1", "-f", "build.ninja"),
+            "C++ (libstdc++ strings, maps, vectors): a dry run of a build file with variables, implicit and "
+            "order-only inputs, phony and default targets",
+            files={"build.ninja": NINJA_FILE, "a.c": b"int a;\n", "b.c": b"int b;\n", "c.c": b"int c;\n",
+                   "spec.txt": b"x\n"}),
+    Program("gperf", ("gperf:armhf",), "usr/bin/gperf", ("-t", "-C", "-G", "keywords.gperf"),
+            "C++: a perfect hash function for C's keywords, as C", files={"keywords.gperf": GPERF_KEYWORDS}),
+    Program("re2c", ("re2c:armhf",), "usr/bin/re2c", ("--no-generation-date", "--no-version", "-s", "lex.re"),
+            "C++ (1.4 MB): a lexer's regular expressions to a DFA, as C with nested ifs",
+            files={"lex.re": RE2C_INPUT}),
+    Program("astyle", ("astyle:armhf",), "usr/bin/astyle", ("--style=allman", "--indent=spaces=3", "-p", "-H"),
+            "C++: reformats C++ from standard input", stdin=ASTYLE_INPUT),
+    Program("lzip", ("lzip:armhf",), "usr/bin/lzip.lzip", ("-c", "-6", "input.txt"), "C++: LZMA compression to stdout"),
+    Program("xxd", ("xxd:armhf",), "usr/bin/xxd", ("-g2", "-c24", "input.txt"), "hex dump"),
+    Program("patch", ("patch:armhf",), "usr/bin/patch", ("-o", "-", "input.txt", "edit.diff"),
+            "applies a unified diff (input.txt to input2.txt's text, one hunk with fuzz) and prints the "
+            "result; its count varies from run to run (its temporary files' names follow the time and pid)",
+            files={"edit.diff": edit_diff}, repeatable=False),
+    Program("cpio", ("cpio:armhf",), "bin/cpio", ("-o", "-H", "newc", "--reproducible", "-R", "0:0"),
+            "newc archive of the file names on stdin (inode and device numbers renumbered)",
+            stdin=b"input.txt\ninput2.txt\n"),
+    Program("dc", ("dc:armhf",), "usr/bin/dc", (), "arbitrary precision: square root, powers, a recursive macro, "
+            "output bases, stack printing", stdin=DC_INPUT),
+    Program("zip", ("zip:armhf", "libbz2-1.0:armhf"), "usr/bin/zip", ("-X", "-9", "-", "input.txt", "input2.txt"),
+            "zip of two files to stdout (deflate, data descriptors)"),
+    Program("mawk", ("mawk:armhf",), "usr/bin/mawk", ("-f", "script.awk", "input.txt"),
+            "another awk: its own regex engine and bytecode"),
+    Program("indent", ("indent:armhf",), "usr/bin/indent", ("-kr", "-st", "in.c"),
+            "GNU indent, K&R style, to stdout", files={"in.c": INDENT_INPUT}),
+    Program("ocp-indent", ("ocp-indent:armhf",), "usr/bin/ocp-indent", ("in.ml",),
+            "OCaml native code (ocamlopt, A32, its own runtime and GC): indents an OCaml file",
+            files={"in.ml": OCAML_INPUT}, env={"OCAMLFIND_CONF": "/dev/null"}),
+    Program("nasm", ("nasm:armhf",), "usr/bin/nasm", ("-f", "bin", "-o", "/dev/stdout", "in.asm"),
+            "assembler: macros, %rep, local labels, to a flat binary", files={"in.asm": NASM_INPUT}),
     Program("shfmt", ("shfmt:armhf",), "usr/bin/shfmt", ("-i", "2", "script.sh"),
             "Go, static (no cgo): formats a shell script", files={"script.sh": SHELL_SCRIPT},
             refused="a Go program"),
@@ -399,7 +600,7 @@ FILES = {
 #: The access and modification time of every file prepare() writes.
 FILE_TIME = 1_000_000_000
 #: Per program: the awk script its -f names.
-AWK = {"gawk": AWK_SCRIPT, "busybox": BUSYBOX_AWK_SCRIPT}
+AWK = {"gawk": AWK_SCRIPT, "busybox": BUSYBOX_AWK_SCRIPT, "mawk": BUSYBOX_AWK_SCRIPT}
 
 #: The CI tier (tests/test_corpus.py): programs that behave identically today and rewrite in
 #: seconds. None over 2 MB: their rewrites take minutes on a loaded two-core machine (decision
@@ -433,7 +634,7 @@ def prepare(program: Program, run_dir: Path, original: Path, env: dict[str, str]
     files = {name: content() for name, content in FILES.items()}
     if program.name in AWK:
         files["script.awk"] = AWK[program.name].encode()
-    files.update(program.files)
+    files.update({name: content() if callable(content) else content for name, content in program.files.items()})
     for name, content in files.items():
         path = run_dir / name
         path.write_bytes(content)
