@@ -15,9 +15,11 @@ import itertools
 import re
 import struct
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import Section
 
 from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, encoded_size, make_disassembler
@@ -111,18 +113,31 @@ def text_relocations(elf: ELFFile) -> set[int]:
     return out
 
 
+#: Sections of data whose words are offsets and opcodes, never addresses: the exception
+#: tables (an ``.ARM.extab`` entry starts with its personality routine's place-relative
+#: offset, which in a static program often falls in the text's range of addresses).
+OFFSET_TABLES = frozenset((".ARM.extab", ".eh_frame", ".eh_frame_hdr", ".gcc_except_table"))
+
+
+def _pointer_sections(elf: ELFFile) -> Iterator[Section]:
+    """The sections of loaded, non-executable data that may hold code addresses."""
+    for sec in elf.iter_sections():
+        if sec["sh_type"] == "SHT_PROGBITS" and sec["sh_flags"] & 0x2 and not sec["sh_flags"] & 0x4 \
+                and sec.name not in OFFSET_TABLES:
+            yield sec
+
+
 def _data_words(elf: ELFFile, ranges: list[tuple[int, int]]) -> list[tuple[int, bool]]:
     """Odd words in code found in a fixed-address binary's data (GOT, .data.rel.ro, vtables,
     but also any table of numbers, without those counting up or down): Thumb code
     addresses, perhaps. Weak entries: one found
     inside an instruction of code reached otherwise is dropped (``discover``)."""
     out = []
-    for sec in elf.iter_sections():
-        if sec["sh_type"] == "SHT_PROGBITS" and sec["sh_flags"] & 0x2 and not sec["sh_flags"] & 0x4:
-            data = sec.data()
-            values = [value for (value,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])]
-            out += [(value & ~1, True) for k, value in enumerate(values)
-                    if value & 1 and _inside(ranges, value & ~1) and not counted(values, k)]
+    for sec in _pointer_sections(elf):
+        data = sec.data()
+        values = [value for (value,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])]
+        out += [(value & ~1, True) for k, value in enumerate(values)
+                if value & 1 and _inside(ranges, value & ~1) and not counted(values, k)]
     return out
 
 
@@ -131,12 +146,11 @@ def _even_data_words(elf: ELFFile, ranges: list[tuple[int, int]]) -> set[int]:
     addresses (function tables, vtables), perhaps, or numbers. Looked at only where the
     descent found no code (``_a32_in_gaps``)."""
     out = set()
-    for sec in elf.iter_sections():
-        if sec["sh_type"] == "SHT_PROGBITS" and sec["sh_flags"] & 0x2 and not sec["sh_flags"] & 0x4:
-            data = sec.data()
-            values = [value for (value,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])]
-            out |= {value for k, value in enumerate(values)
-                    if not value & 3 and _inside(ranges, value) and not counted(values, k)}
+    for sec in _pointer_sections(elf):
+        data = sec.data()
+        values = [value for (value,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])]
+        out |= {value for k, value in enumerate(values)
+                if not value & 3 and _inside(ranges, value) and not counted(values, k)}
     return out
 
 
