@@ -15,12 +15,8 @@ find so that they run as the original (decision 0056).
   Thumb code computes is now a guess of an A32 entry, unless it lies in the computing
   procedure itself (vfprintf's computed-goto labels, jumped to by ``mov pc``).
 
-- A fixed-address A32 program calls functions through pointers without the Thumb bit
-  (calls's table of operations, a C++ vtable's destructor), which a number in data cannot
-  be told from: an even word in data that names code no descent found, reading as the
-  start of an A32 function, is now an entry. And the C++ personality routine, which only
-  ``.ARM.extab`` names (with its Thumb bit), is one: it and what it calls ran uncounted
-  (a quarter of the unwind sample's instructions).
+- The C++ personality routine, which only ``.ARM.extab`` names (with its Thumb bit), is
+  an entry: it and what it calls ran uncounted in a static program.
 
 - ``.ARM.extab`` entries start with the personality routine's place-relative offset; in a
   static program (clang and ld.lld's) those offsets fell in the text's addresses and, odd,
@@ -54,8 +50,7 @@ def _instruction_sets(binary) -> tuple[list[int], list[str]]:
 
 
 @pytest.mark.parametrize(("sample", "variant"), [("hash", "O2-arm-static"), ("hash", "O2-lto-arm-static"),
-                                                 ("matrix", "Os-thumb-static"), ("calls", "O2-arm-static"),
-                                                 ("unwind", "O3-arm-unroll-static"),
+                                                 ("matrix", "Os-thumb-static"),
                                                  ("containers", "clang-O2-arm-static-lld")])
 def test_stripped_a32_static(sample: str, variant: str, tmp_path) -> None:
     built = build(sample, variant)

@@ -141,43 +141,6 @@ def _data_words(elf: ELFFile, ranges: list[tuple[int, int]]) -> list[tuple[int, 
     return out
 
 
-def _even_data_words(elf: ELFFile, ranges: list[tuple[int, int]]) -> set[int]:
-    """Word-aligned even words in code found in a fixed-address binary's data: A32 code
-    addresses (function tables, vtables), perhaps, or numbers. Looked at only where the
-    descent found no code (``_a32_in_gaps``)."""
-    out = set()
-    for sec in _pointer_sections(elf):
-        data = sec.data()
-        values = [value for (value,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])]
-        out |= {value for k, value in enumerate(values)
-                if not value & 3 and _inside(ranges, value) and not counted(values, k)}
-    return out
-
-
-def _a32_in_gaps(words: set[int], found: dict[int, Descent], streams: _Streams) -> set[int]:
-    """The ``words`` (even words in data) that name code no descent reached and that reads as
-    the start of an A32 function: a function called only through a pointer in a
-    fixed-address program, where an A32 pointer has no Thumb bit to tell it from a number
-    (calls's table of operations, a C++ class's virtual destructor; compiled with -marm).
-    Its first two words decode, the first unconditional (condition AL), as nearly every A32
-    function's first instruction is (the second may be a conditional branch), while a
-    literal pool's addresses and Thumb code rarely are."""
-    if not words:
-        return set()
-    covered = set()
-    for descent in found.values():
-        for ins in descent.instructions.values():
-            covered.update(range(ins.address, ins.address + ins.size, 2))
-    out = set()
-    for word in words - covered:
-        if word + 4 in covered:
-            continue
-        first, _ = streams.at(word, False)
-        if first is not None and streams.binary.read(word, 4)[3] >> 4 == 0xE and streams.at(word + 4, False)[0]:
-            out.add(word)
-    return out
-
-
 def _labels_of_sized_functions(elf: ELFFile, words: list[tuple[int, bool]]) -> set[int]:
     """The ``words`` (address, Thumb) strictly inside a function that the dynamic symbol
     table gives a size, in that function's instruction set."""
@@ -270,8 +233,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     # The personality routines the unwinder calls (the Thumb bit kept: an A32 one is even).
     personalities = [(r & ~1, bool(r & 1)) for r in personality_routines(elf, binary.read) if _inside(ranges, r & ~1)]
     starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs) + passed + personalities,
-                     [w for w in data_words if w[0] not in inside], unwound, _a32_only(elf, stubs),
-                     frozenset() if binary.is_pie else frozenset(_even_data_words(elf, ranges)))
+                     [w for w in data_words if w[0] not in inside], unwound, _a32_only(elf, stubs))
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
     while True:  # until no more procedures are found never to return (or pointed to in A32)
@@ -359,8 +321,6 @@ class _Starts:
     # Ranges holding only A32 code (the PLT, but for its Thumb stubs), and those stubs: a
     # Thumb entry elsewhere in them is data read as an address or garbage's call.
     a32_only: tuple[list[tuple[int, int]], set[int]] = ([], set())
-    # Even words in a fixed-address binary's data: A32 entries where no code was found (_a32_in_gaps).
-    even_words: frozenset[int] = frozenset()
 
     def wrong_mode(self, address: int, thumb: bool) -> bool:
         """Whether an entry at ``address`` cannot be in this instruction set."""
@@ -427,10 +387,6 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             added = {pad: entries[start] for start, (_, pads) in unwound.items() if start in entries
                      for pad in pads if pad not in entries and _inside(ranges, pad)}
             roots |= added.keys()  # (as strong as their function: _strengths)
-        if not added:  # then A32 functions named only by even words in data, where no code was found
-            added = {word: False for word in _a32_in_gaps(starts.even_words - entries.keys() - rejected, found,
-                                                           streams)}
-            roots |= added.keys()  # (named by data, as the odd data words)
         if not added:
             return entries, {entry: descent.instructions for entry, descent in found.items()}
         entries.update(added)
