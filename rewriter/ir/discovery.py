@@ -637,15 +637,20 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     # a table, perhaps).
     nothing: frozenset[int] = frozenset()
     work: deque[tuple[int, bool, int, frozenset[int]]] = deque([(entry, entry_thumb, FLOW, nothing)])
+    # The labels (words in data, guessed to be computed-goto targets) are decoded only once
+    # nothing else is left to decode: where one lies inside an instruction that flow reaches
+    # (a table of numbers names such a place by chance), flow's reading stands and the label
+    # is dropped, as real code never jumps into the middle of an instruction. Decoded first,
+    # the label's reading made flow stop short of that instruction, which then ran in place.
     first = bisect.bisect_left(streams.labels, entry)
-    work.extend((label, entry_thumb, FLOW, nothing)
-                for label in streams.labels[first:bisect.bisect_left(streams.labels, limit)])
+    labels = deque((label, entry_thumb, FLOW, nothing)
+                   for label in streams.labels[first:bisect.bisect_left(streams.labels, limit)])
     literal_regs: dict[int, int] = {}
     plt = binary.plt
     # Whether all of entry..limit is executable (the usual case): then no address need be looked up.
     within = any(lo <= entry and limit <= hi for lo, hi in ranges)
-    while work:
-        cur, thumb, doubt, passed = work.popleft()
+    while work or labels:
+        cur, thumb, doubt, passed = (work or labels).popleft()
         switches = SwitchFinder(binary)
         run: list[Instruction] = []  # this run's instructions, for a computed goto's table
         stream = None
