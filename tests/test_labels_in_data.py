@@ -20,10 +20,9 @@ import pytest
 
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
-from tests.support.samples import CC, SAMPLES_DIR, _cache_key, _compile, _require_tool, cache_dir
+from tests.support.run import assert_descent_found, assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.samples import build_stripped
 
-SOURCES = [SAMPLES_DIR / "labels" / "main.c", SAMPLES_DIR / "labels" / "labels.S"]
 # Fixed addresses (numbers in data are looked at only there) and step in the dynamic
 # symbol table with its size.
 FLAGS = ["-O2", "-mthumb", "-no-pie", "-rdynamic"]
@@ -32,21 +31,14 @@ OUTPUT = b"a=23 b=210 c=8 n=33\n"
 
 @pytest.fixture(scope="module")
 def program() -> Path:
-    key = _cache_key(*(s.read_bytes() for s in SOURCES), "\0".join(FLAGS))
-    out = cache_dir() / f"labels-stripped-{key}"
-    if not out.is_file():
-        built = _compile([_require_tool(CC), *FLAGS, "-s"], [str(s) for s in SOURCES], cache_dir() / f"labels-{key}")
-        built.replace(out)
-    return out
+    return build_stripped("labels", FLAGS)
 
 
 def test_descent_keeps_the_instruction_the_number_names(program: Path, tmp_path: Path) -> None:
     placed = place(program, tmp_path, "orig")
     trace = trace_pcs(placed, [], b"", argv0="prog")
     assert trace.stdout == OUTPUT
-    found = {ins.address for proc in load_binary(str(program)).procedures for ins in proc.instructions()}
-    missed = sorted(pc for pc in exe_pcs(trace, placed) if pc not in found)
-    assert not missed, f"executed but not found by the descent: {[hex(pc) for pc in missed[:10]]}"
+    assert_descent_found(load_binary(str(program)), exe_pcs(trace, placed))
 
 
 @pytest.mark.parametrize("extra", [(), ("--return-addresses", "original")])
