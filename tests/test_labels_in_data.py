@@ -26,7 +26,7 @@ from tests.support.samples import build_stripped
 # Fixed addresses (numbers in data are looked at only there) and step in the dynamic
 # symbol table with its size.
 FLAGS = ["-O2", "-mthumb", "-no-pie", "-rdynamic"]
-OUTPUT = b"a=23 b=210 c=8 n=33\n"
+OUTPUT = b"a=23 b=210 c=8 d=18 n=33\n"
 
 
 @pytest.fixture(scope="module")

@@ -41,6 +41,31 @@ wide:
     pop {r4, pc}
     .size step, . - step
 
+@ nudge(x, y) = thrice(x) + 4 * y + 1: not exported, so the word naming the second halfword
+@ of its add.w is a weak entry (perhaps a function's address), not a label. nudge's descent
+@ reaches the add.w only past its call of thrice, which only nudge calls: not decoded yet
+@ when the entry was weighed (cc1: sub_211ad4, called before the mov.w that 0x00215d31 names).
+    .global nudge
+    .hidden nudge
+    .type nudge, %function
+    .thumb_func
+nudge:
+    push {r4, lr}
+    mov r4, r1
+    bl thrice
+nudge_wide:
+    add.w r0, r0, r4, lsl #2   @ its second halfword (0x0084) reads as lsls r4, r0, #2
+    adds r0, #1
+    pop {r4, pc}
+    .size nudge, . - nudge
+
+    .type thrice, %function
+    .thumb_func
+thrice:
+    add.w r0, r0, r0, lsl #1
+    bx lr
+    .size thrice, . - thrice
+
     .type twice, %function
     .thumb_func
 twice:
@@ -51,8 +76,10 @@ twice:
     .section .rodata
     .global numbers
     .align 2
-@ A table of halfword pairs, one of which is wide_half's address with the Thumb bit.
+@ A table of halfword pairs, two of which name second halfwords of add.w (Thumb bit set).
 numbers:
     .word 0x00030021, 0x00210321
     .word wide + 3
+    .word 0x00210321
+    .word nudge_wide + 3
     .word 0x03210321

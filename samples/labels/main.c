@@ -2,13 +2,15 @@
 #include <stdio.h>
 
 int step(int x, int y);
-extern const unsigned numbers[4];
+int nudge(int x, int y);
+extern const unsigned numbers[6];
 
 int main(int argc, char **argv) {
     (void)argv;
     int a = step(argc, 2);        /* twice(1 + 1 + 8) + 3 = 23 */
     int b = step(argc + 200, 1);  /* the block after the return site: 206 + 1 + 3 = 210 */
     int c = step(0, 0);           /* 5 + 3 = 8 */
-    printf("a=%d b=%d c=%d n=%u\n", a, b, c, numbers[0] & 0xff);
+    int d = nudge(argc + 2, 2);   /* 9 + 8 + 1 = 18 */
+    printf("a=%d b=%d c=%d d=%d n=%u\n", a, b, c, d, numbers[0] & 0xff);
     return 0;
 }
