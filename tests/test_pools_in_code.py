@@ -24,35 +24,24 @@ import pytest
 
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
-from tests.support.samples import CC, SAMPLES_DIR, _cache_key, _compile, _require_tool, cache_dir
+from tests.support.run import assert_descent_found, assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.samples import build_stripped
 
-SOURCES = [SAMPLES_DIR / "pools" / "main.c", SAMPLES_DIR / "pools" / "pools.S"]
 FLAGS = ["-O2", "-mthumb"]
-
-
-def _stripped() -> Path:
-    key = _cache_key(*(s.read_bytes() for s in SOURCES), "\0".join(FLAGS))
-    out = cache_dir() / f"pools-stripped-{key}"
-    if not out.is_file():
-        built = _compile([_require_tool(CC), *FLAGS, "-s"], [str(s) for s in SOURCES], cache_dir() / f"pools-{key}")
-        built.replace(out)
-    return out
 
 
 @pytest.fixture(scope="module")
 def program() -> Path:
-    return _stripped()
+    return build_stripped("pools", FLAGS)
 
 
 def test_descent_finds_what_runs_and_not_the_pool_call(program: Path, tmp_path: Path) -> None:
     placed = place(program, tmp_path, "orig")
     trace = trace_pcs(placed, [], b"", argv0="prog")
     assert trace.stdout == b"victim=16 named=7 hidden=0x12345678\n"
-    procs = load_binary(str(program)).procedures
-    found = {ins.address for proc in procs for ins in proc.instructions()}
-    missed = sorted(pc for pc in exe_pcs(trace, placed) if pc not in found)
-    assert not missed, f"executed but not found by the descent: {[hex(pc) for pc in missed[:10]]}"
+    binary = load_binary(str(program))
+    assert_descent_found(binary, exe_pcs(trace, placed))
+    procs = binary.procedures
     # No procedure starts inside an instruction another one decoded (the pool's "call").
     inside = {ins.address + 2 for proc in procs for ins in proc.instructions() if ins.size == 4}
     assert not [hex(p.address) for p in procs if p.address in inside]

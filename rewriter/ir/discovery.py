@@ -356,6 +356,10 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
     flipped: set[int] = set()  # entries whose instruction set _other_mode changed (once each)
     unwound = starts.unwound
     found: dict[int, Descent] = {}
+    # Cuts kept so far: ``_wrong`` keeps an entry that cuts code reached past calls not known
+    # to return, and a callee not decoded yet (named by the very descent that is cut) is not
+    # known to. Once nothing more is found they are weighed again, every callee decoded.
+    kept: dict[int, Descent] = {}
     while True:
         changed, new, guesses, cut = _descend_all(binary, streams, ranges, entries, noreturn, memo, found)
         wrong = _wrong(cut, sure_roots, entries, found, binary.plt, noreturn, unwound) if cut else set()
@@ -366,6 +370,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             for entry in changed:  # what they call is looked at in the next round
                 found.pop(entry, None)
             continue
+        kept.update(cut)
         clash = {a: t for a, t in _other_mode(changed, sure_roots, entries, found, binary.plt, noreturn,
                                               unwound).items() if a not in flipped}
         if clash:  # entries read in the instruction set weaker evidence gave them: read them again
@@ -388,6 +393,14 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
                      for pad in pads if pad not in entries and _inside(ranges, pad)}
             roots |= added.keys()  # (as strong as their function: _strengths)
         if not added:
+            kept = {e: d for e, d in kept.items() if e in entries and found.get(d.entry) is d}
+            wrong = _wrong(kept, sure_roots, entries, found, binary.plt, noreturn, unwound) if kept else set()
+            if wrong:
+                rejected |= wrong
+                _drop(wrong, entries, roots, finders, found)
+                for entry in wrong:  # the code they cut is decoded on
+                    found.pop(kept[entry].entry, None)
+                continue
             return entries, {entry: descent.instructions for entry, descent in found.items()}
         entries.update(added)
 

@@ -128,3 +128,11 @@ def traced_original(binary: Path, tmp: Path, args: list[str] | tuple[str, ...] =
     original = run_prog(placed, args, stdin)
     pcs = exe_pcs(trace_pcs(placed, args, stdin, argv0="prog"), placed)
     return original, pcs, load_binary(str(binary))
+
+
+def assert_descent_found(binary, executed) -> None:
+    """Every instruction of the executable that qemu ran (``executed``: link-time PCs,
+    tests/oracles/qemu_trace.py) is one of ``binary``'s (its IR) procedures."""
+    found = {ins.address for proc in binary.procedures for ins in proc.instructions()}
+    missed = sorted(pc for pc in executed if pc not in found)
+    assert not missed, f"executed but not found by the descent: {[hex(pc) for pc in missed[:10]]}"

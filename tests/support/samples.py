@@ -165,6 +165,17 @@ def _compile(cmd_before_output: Sequence[str], cmd_after_output: Sequence[str], 
     return build_cache.compile_to(cmd_before_output, cmd_after_output, out, SampleBuildError, 0o755)
 
 
+def build_stripped(folder: str, flags: Sequence[str]) -> Path:
+    """Build every ``.c`` and ``.S`` file of ``samples/<folder>/`` into one stripped program
+    with the cross compiler and ``flags`` (cached) and return its path."""
+    sources = sorted(p for p in (SAMPLES_DIR / folder).iterdir() if p.suffix in (".c", ".S"))
+    key = _cache_key(*(s.read_bytes() for s in sources), "\0".join(flags))
+    out = cache_dir() / f"{folder}-stripped-{key}"
+    if not out.is_file():
+        _compile([_require_tool(CC), *flags, "-s"], [str(s) for s in sources], out)
+    return out
+
+
 def build(sample: str, variant: str, extra: Sequence[str] = ()) -> Path:
     """Build ``samples/<sample>.c`` (or ``.cpp``, with the C++ compiler) in the given
     variant (VARIANTS, CLANG_VARIANTS or SWEEP_VARIANTS; cached) and return the binary's path;
