@@ -18,11 +18,6 @@ find so that they run as the original (decision 0056).
 - The C++ personality routine, which only ``.ARM.extab`` names (with its Thumb bit), is
   an entry: it and what it calls ran uncounted in a static program.
 
-- ``.ARM.extab`` entries start with the personality routine's place-relative offset; in a
-  static program (clang and ld.lld's) those offsets fell in the text's addresses and, odd,
-  were taken for Thumb code addresses: entries inside ``__gxx_personality_v0``, one in the
-  middle of an instruction, which then ran in place (SIGSEGV). The exception tables are no
-  longer read for code addresses.
 
 Oracles: the original's behaviour; qemu's count of the instructions it runs, all of which
 the descent must decode and inscount count; the unstripped build's mapping symbols
@@ -50,8 +45,7 @@ def _instruction_sets(binary) -> tuple[list[int], list[str]]:
 
 
 @pytest.mark.parametrize(("sample", "variant"), [("hash", "O2-arm-static"), ("hash", "O2-lto-arm-static"),
-                                                 ("matrix", "Os-thumb-static"),
-                                                 ("containers", "clang-O2-arm-static-lld")])
+                                                 ("matrix", "Os-thumb-static")])
 def test_stripped_a32_static(sample: str, variant: str, tmp_path) -> None:
     built = build(sample, variant)
     plain = stripped(built, tmp_path / "stripped")
@@ -72,3 +66,4 @@ def test_stripped_a32_static(sample: str, variant: str, tmp_path) -> None:
     inst = run_prog(instrument(plain, "inscount", tmp_path), args, stdin)
     assert_same_behaviour(original, inst)
     assert results(inst, "inscount")["total"] == sum(pcs.values())
+
