@@ -152,13 +152,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     binary = args.binary
     if not os.path.exists(binary):
         raise AnvilError(f"{binary}: no such file")
-    try:
-        with open(binary, "rb") as f:
-            magic = f.read(4)
-    except OSError as e:
-        raise AnvilError(f"cannot read {binary}: {e.strerror}") from None
-    if magic != b"\x7fELF":
-        raise AnvilError(f"{binary}: not an ELF file")
     if args.icount is not None and not args.board:
         raise AnvilError("--icount is for firmware images run with --board")
     if args.sysroot is not None and args.board:
@@ -190,6 +183,7 @@ def _run_on_linux(args: argparse.Namespace, before_start: Callable[[], None]) ->
     from .emit.rehost import SITE_TABLE_SUFFIX
 
     binary = args.binary
+    _check_elf(binary)
     qemu = shutil.which("qemu-arm")
     if qemu is None:
         raise AnvilError("qemu-arm not found: run scripts/bootstrap.sh")
@@ -210,6 +204,17 @@ def _run_on_linux(args: argparse.Namespace, before_start: Callable[[], None]) ->
         raise AnvilError(f"{binary} is not a ReHost binary: --server and --lib need --mode rehost")
     before_start()
     return subprocess.run(cmd).returncode, False
+
+
+def _check_elf(binary: str) -> None:
+    """AnvilError unless ``binary`` starts as an ELF file (qemu-arm says nothing of a text file)."""
+    try:
+        with open(binary, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise AnvilError(f"cannot read {binary}: {e.strerror}") from None
+    if magic != b"\x7fELF":
+        raise AnvilError(f"{binary}: not an ELF file")
 
 
 def _run_on_board(args: argparse.Namespace, before_start: Callable[[], None]) -> tuple[int, bool]:
