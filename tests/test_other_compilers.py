@@ -67,13 +67,16 @@ def test_rust_program_identical_and_fully_found(tmp_path: Path, monkeypatch: pyt
     called = _relocated_words(exe) & set(executed)
     assert len(called) > 10 and called <= entries, sorted(hex(pc) for pc in called - entries)[:10]
 
-    # Exact, Rust's start-up included: it asks for SIGSEGV's and SIGBUS's actions and
-    # installs its stack-overflow handler over the default that it is told of.
+    # Rust's start-up included: it asks for SIGSEGV's and SIGBUS's actions and installs its
+    # stack-overflow handler over the default that it is told of (told of Anvil's handler,
+    # it skipped that: 205 instructions short). Within a few instructions, not exact: Rust's
+    # hash maps take random keys (getrandom), and a probe may run a few more or fewer
+    # instructions from run to run (19 more in one run of three; qemu's own runs agreed).
     inscount = instrument(exe, "inscount", tmp_path, slot="inst")
     corpus.prepare(program, inscount.parent, exe, env)
     counted = run_prog(inscount, program.args, env=env)
     assert_same_behaviour(original, counted)
-    assert results(counted, "inscount")["total"] == sum(executed.values())
+    assert abs(results(counted, "inscount")["total"] - sum(executed.values())) <= 50
 
     srv, port = start_server(Library(None), log=None)
     try:
