@@ -182,7 +182,7 @@ def _add_runtime_hooks(binary: Binary) -> None:
         end = Prototype("anvil_program_end", ())
         immediate_exits = {entry for entry, name in binary.plt.items() if name in ("_exit", "_Exit")}
         jumps_out = plt_jumps_out(binary, immediate_exits)
-        ends = set(jumps_out.values())
+        ends = {jump.address for jump in jumps_out.values()}
         binder = next((p for p in binary.procedures if p.address == binary.binder), None) if ends else None
         binder_jump = _jump_out(binder)
         for proc in binary.procedures:
@@ -197,11 +197,8 @@ def _add_runtime_hooks(binary: Binary) -> None:
         if binder_jump is not None:
             binder_jump.hooks.append(Hook(Point.BEFORE, Prototype("anvil_binder_jump", ()), ()))
         signal_entries = {entry for entry, name in binary.plt.items() if name in SIGNAL_ACTION_FUNCTIONS}
-        signal_jumps = set(plt_jumps_out(binary, signal_entries).values())
-        for proc in binary.procedures if signal_jumps else ():
-            for ins in proc.instructions():
-                if ins.address in signal_jumps:
-                    ins.hooks.append(Hook(Point.BEFORE, SIGNAL_ACTION_CALL, (SYS_RT_SIGACTION, 0)))
+        for jump in plt_jumps_out(binary, signal_entries).values():
+            jump.hooks.append(Hook(Point.BEFORE, SIGNAL_ACTION_CALL, (SYS_RT_SIGACTION, 0)))
     else:
         # The system call's number: r7 (Linux svc) or r0 (semihosting bkpt); and whether
         # Linux's exit (not exit_group) ends the program: not where it ends one thread of many.
@@ -235,9 +232,9 @@ SIGNAL_ACTION_SYSCALL = Prototype("anvil_signal_action", (Arg.REG_VALUE, Arg.REG
 EXIT_JUMP = Prototype("anvil_exit_jump", (Arg.EFFADDR, Arg.CONST))
 
 
-def plt_jumps_out(binary: Binary, entries: set[int]) -> dict[int, int]:
-    """PLT entry (or its Thumb stub) among ``entries`` -> the address of the instruction of
-    its A32 entry proper that jumps out of the executable (``ldr pc, [ip, ...]``), where that
+def plt_jumps_out(binary: Binary, entries: set[int]) -> dict[int, Instruction]:
+    """PLT entry (or its Thumb stub) among ``entries`` -> the instruction of its A32 entry
+    proper that jumps out of the executable (``ldr pc, [ip, ...]``), where that
     entry is a procedure of its own.
 
     For ``_exit``, the program's end is observed there rather than at its calls: by then
@@ -252,7 +249,7 @@ def plt_jumps_out(binary: Binary, entries: set[int]) -> dict[int, int]:
         # A Thumb stub (bx pc, a pad) runs into its entry proper, 4 bytes on.
         jump = _jump_out(procs.get(entry + 4 if entry in stubs else entry))
         if jump is not None:
-            out[entry] = jump.address
+            out[entry] = jump
     return out
 
 
