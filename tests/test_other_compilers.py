@@ -5,7 +5,8 @@ vtables, whose entries a PIE keeps as relocated words without the Thumb bit. Eve
 must leave its behaviour unchanged, and the descent must find every instruction qemu
 runs in the executable. A Go program is refused with one
 line (its runtime looks up the code addresses it meets in its own tables), never
-rewritten into a program that crashes. The whole set (ripgrep, sd, gfortran's TM-align,
+rewritten into a program that crashes. Free Pascal's ptop, all A32, must be found and
+counted exactly. The whole set (ripgrep, sd, gfortran's TM-align,
 Free Pascal's ptop, nimgrep, two Go programs) is benchmarks/corpus.py's.
 """
 
@@ -87,6 +88,36 @@ def test_rust_program_identical_and_fully_found(tmp_path: Path, monkeypatch: pyt
         srv.stop(None)
     assert_same_behaviour(original, run)
     assert outcome.summary.complete, outcome.error
+
+
+def test_free_pascal_program_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ptop (Free Pascal, static, stripped, A32 only): its frames are APCS frames (``push
+    {fp, ip, lr, pc}``, ``ldmdb fp, {..., sp, pc}``), its case statements jump through
+    tables of addresses indexed from their lowest case, its handlers are stored from literal
+    pools, and its data is full of odd numbers that read as Thumb addresses. Every
+    instruction qemu runs in it must be found, in A32, and counted (decision 0069)."""
+    program = corpus.CORPUS["ptop"]
+    exe, root = corpus.fetch(program)
+    env = corpus.environment(program, root)
+    placed = place(exe, tmp_path, "orig")
+    corpus.prepare(program, placed.parent, exe, env)
+    original = run_prog(placed, program.args, env=env)
+    assert original.returncode == 0 and b"program demo" in original.stdout.lower(), original.stderr
+    monkeypatch.chdir(placed.parent)
+    trace = trace_pcs(placed, program.args, env=env)
+    assert trace.stdout == original.stdout
+    executed = exe_pcs(trace, placed)
+
+    binary = load_binary(str(exe))
+    found = {ins.address: proc.thumb for proc in binary.procedures for ins in proc.instructions()}
+    assert [hex(pc) for pc in executed if pc not in found][:10] == []
+    assert not any(found[pc] for pc in executed), "A32 code read as Thumb"
+
+    inscount = instrument(exe, "inscount", tmp_path, slot="inst")
+    corpus.prepare(program, inscount.parent, exe, env)
+    counted = run_prog(inscount, program.args, env=env)
+    assert_same_behaviour(original, counted)
+    assert results(counted, "inscount")["total"] == sum(executed.values())
 
 
 def test_go_program_refused_in_one_line(tmp_path: Path) -> None:

@@ -15,8 +15,20 @@ find so that they run as the original (decision 0056).
   Thumb code computes is now a guess of an A32 entry, unless it lies in the computing
   procedure itself (vfprintf's computed-goto labels, jumped to by ``mov pc``).
 
-- The C++ personality routine, which only ``.ARM.extab`` names (with its Thumb bit), is
-  an entry: it and what it calls ran uncounted in a static program.
+- A fixed-address A32 program calls functions through pointers without the Thumb bit
+  (calls's table of operations, a C++ vtable's destructor), which a number in data cannot
+  be told from: an even word in data or in a literal pool that names code no descent
+  found, reading as the start of an A32 function, is now an entry. And the C++
+  personality routine, which only ``.ARM.extab`` names (with its Thumb bit), is one: it
+  and what it calls ran uncounted (a quarter of the unwind sample's instructions).
+- APCS frames (``-mapcs-frame``; all of Free Pascal's code): ``push {fp, ip, lr, pc}``
+  stores the PC, and ``ldmdb fp, {..., sp, pc}`` returns. Procedures with them were left
+  uninstrumented (the first "PC-relative with SP", the second an unknown computed jump);
+  now the copy stores the original's PC value and the return is one.
+- Such A32 functions must not lose to garbage read from numbers: a Thumb reading that
+  only an odd word in data gives yields to A32 code branching there, and a program whose
+  surest code has no Thumb procedure at all takes no odd word for a Thumb entry (Free
+  Pascal's ptop, tests/test_corpus_kinds.py).
 
 
 Oracles: the original's behaviour; qemu's count of the instructions it runs, all of which
@@ -45,7 +57,10 @@ def _instruction_sets(binary) -> tuple[list[int], list[str]]:
 
 
 @pytest.mark.parametrize(("sample", "variant"), [("hash", "O2-arm-static"), ("hash", "O2-lto-arm-static"),
-                                                 ("matrix", "Os-thumb-static")])
+                                                 ("matrix", "Os-thumb-static"), ("calls", "O2-arm-static"),
+                                                 ("unwind", "O3-arm-unroll-static"),
+                                                 ("containers", "clang-O2-arm-static-lld"),
+                                                 ("calls", "O2-arm-apcs-static")])
 def test_stripped_a32_static(sample: str, variant: str, tmp_path) -> None:
     built = build(sample, variant)
     plain = stripped(built, tmp_path / "stripped")

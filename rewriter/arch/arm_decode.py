@@ -449,6 +449,11 @@ def _branch_facts(md: capstone.Cs, ins: Instruction, insn: capstone.CsInsn, name
     if name == "pop" or (name in ("ldm", "ldmia") and _reg(md, ops[0].reg) == SP):
         ins.is_return = True
         return
+    if name.startswith("ldm") and any(op.type == csarm.ARM_OP_REG and _reg(md, op.reg) == SP for op in ops[1:]):
+        # The APCS frame's return (gcc -mapcs-frame, Free Pascal): ``ldmdb fp, {..., fp, sp,
+        # pc}`` puts back the caller's SP and jumps to the LR saved beside it.
+        ins.is_return = True
+        return
     if name == "ldr" and ops[1].type == csarm.ARM_OP_MEM and _reg(md, ops[1].mem.base) == SP:
         ins.is_return = True
         return

@@ -761,6 +761,9 @@ def _a32_substitute(word: int, p: int) -> int:
 
 def _a32_pc_relative(ins: Instruction, code: Code, ctx: RelocationContext) -> None:
     word = struct.unpack("<I", ins.raw)[0]
+    if (word & 0x0FFF8000) == 0x092D8000 or (word & 0x0FFFFFFF) == 0x052DF004:
+        _a32_push_pc(ins, word, code, ctx)
+        return
     used = _registers(ins, written=True)
     if SP in used:
         raise Unsupported(f"{ins}: PC-relative with SP")
@@ -770,6 +773,28 @@ def _a32_pc_relative(ins: Instruction, code: Code, ctx: RelocationContext) -> No
         ctx.scratch.save(A32, code, [(p, x)])
         A32.pc_address(code, p, ins.address + 8)
         code.emit(struct.pack("<I", _a32_substitute(word, p)))
+        ctx.scratch.restore(A32, code, [(p, x)])
+    _under(A32, code, ins, body)
+
+
+def _a32_push_pc(ins: Instruction, word: int, code: Code, ctx: RelocationContext) -> None:
+    """``push {..., pc}`` (STMDB sp! with PC in the list, or STR pc, [sp, #-4]!): the APCS
+    frame's "save code pointer" (gcc -mapcs-frame, Free Pascal), which a backtrace reads
+    to find the function. The push as it is, then the original's PC value (its address +
+    8) over the copy's in the highest slot, through two borrowed registers the push does
+    not store."""
+    stored = [r for r in range(16) if word >> r & 1] if word & 0x08000000 else [PC]
+    free = [r for r in range(13) if r not in stored]
+    if len(free) < 2:
+        raise Unsupported(f"{ins}: no register free to correct the PC it stores")
+    p, x = free[:2]
+    slot = 4 * (len(stored) - 1) + (0 if ctx.scratch.vfp else 8)  # (a stack save pushes p and x)
+
+    def body() -> None:
+        code.emit(struct.pack("<I", (word & 0x0FFFFFFF) | (AL << 28)))
+        ctx.scratch.save(A32, code, [(p, x)])
+        A32.pc_address(code, p, ins.address + 8)
+        code.emit(enc.a32_str_imm(p, SP, slot))
         ctx.scratch.restore(A32, code, [(p, x)])
     _under(A32, code, ins, body)
 

@@ -141,6 +141,57 @@ def _data_words(elf: ELFFile, ranges: list[tuple[int, int]]) -> list[tuple[int, 
     return out
 
 
+def _even_data_words(elf: ELFFile, ranges: list[tuple[int, int]]) -> set[int]:
+    """Word-aligned even words in code found in a fixed-address binary's data: A32 code
+    addresses (function tables, vtables), perhaps, or numbers. Looked at only where the
+    descent found no code (``_a32_in_gaps``)."""
+    out = set()
+    for sec in _pointer_sections(elf):
+        data = sec.data()
+        values = [value for (value,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])]
+        out |= {value for k, value in enumerate(values)
+                if not value & 3 and _inside(ranges, value) and not counted(values, k)}
+    return out
+
+
+def _even_literals(found: dict[int, Descent], binary: Binary, ranges: list[tuple[int, int]]) -> set[int]:
+    """The word-aligned code addresses the code found loads from its literal pools, in a
+    fixed-address program: A32 functions whose address is taken (Free Pascal stores its
+    handlers' in variables so), or data in the text (``_a32_in_gaps`` tells)."""
+    out = set()
+    for descent in found.values():
+        for ins in descent.instructions.values():
+            if ins.accesses and ins.name == "ldr" and ins.accesses[0].base == 15 and ins.accesses[0].index is None:
+                value = int.from_bytes(binary.read(ins.accesses[0].disp, 4), "little")
+                if not value & 3 and _inside(ranges, value):
+                    out.add(value)
+    return out
+
+
+def _a32_in_gaps(words: set[int], found: dict[int, Descent], streams: _Streams) -> set[int]:
+    """The ``words`` (even words in data) that name code no descent reached and that reads as
+    the start of an A32 function: a function called only through a pointer in a
+    fixed-address program, where an A32 pointer has no Thumb bit to tell it from a number
+    (calls's table of operations, a C++ class's virtual destructor; compiled with -marm).
+    Its first two words decode, the first unconditional (condition AL), as nearly every A32
+    function's first instruction is (the second may be a conditional branch), while a
+    literal pool's addresses and Thumb code rarely are."""
+    if not words:
+        return set()
+    covered = set()
+    for descent in found.values():
+        for ins in descent.instructions.values():
+            covered.update(range(ins.address, ins.address + ins.size, 2))
+    out = set()
+    for word in words - covered:
+        if word + 4 in covered:
+            continue
+        first, _ = streams.at(word, False)
+        if first is not None and streams.binary.read(word, 4)[3] >> 4 == 0xE and streams.at(word + 4, False)[0]:
+            out.add(word)
+    return out
+
+
 def _labels_of_sized_functions(elf: ELFFile, words: list[tuple[int, bool]]) -> set[int]:
     """The ``words`` (address, Thumb) strictly inside a function that the dynamic symbol
     table gives a size, in that function's instruction set."""
@@ -233,7 +284,8 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     # The personality routines the unwinder calls (the Thumb bit kept: an A32 one is even).
     personalities = [(r & ~1, bool(r & 1)) for r in personality_routines(elf, binary.read) if _inside(ranges, r & ~1)]
     starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs) + passed + personalities,
-                     [w for w in data_words if w[0] not in inside], unwound, _a32_only(elf, stubs))
+                     [w for w in data_words if w[0] not in inside], unwound, _a32_only(elf, stubs),
+                     frozenset() if binary.is_pie else frozenset(_even_data_words(elf, ranges)))
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
     while True:  # until no more procedures are found never to return (or pointed to in A32)
@@ -321,6 +373,8 @@ class _Starts:
     # Ranges holding only A32 code (the PLT, but for its Thumb stubs), and those stubs: a
     # Thumb entry elsewhere in them is data read as an address or garbage's call.
     a32_only: tuple[list[tuple[int, int]], set[int]] = ([], set())
+    # Even words in a fixed-address binary's data: A32 entries where no code was found (_a32_in_gaps).
+    even_words: frozenset[int] = frozenset()
 
     def wrong_mode(self, address: int, thumb: bool) -> bool:
         """Whether an entry at ``address`` cannot be in this instruction set."""
@@ -347,10 +401,10 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             entries.setdefault(addr, thumb)
     sure_roots = set(entries)
     roots = set(entries)  # entries no descent needs to name: seeds, data words, landing pads
-    for addr, thumb in starts.data_words:
-        if addr not in entries and not starts.wrong_mode(addr, thumb):
-            entries[addr] = thumb
-            roots.add(addr)
+    # Odd numbers in data are looked at once flow has found what it can (_thumb_words).
+    words_pending = True
+    # Entries a word in data names (their reading's only evidence, where no code names them).
+    data_named = {addr for addr, _ in starts.data_words} | starts.even_words
     finders: dict[int, set[int]] = {}  # entry -> the entries whose descents named it
     rejected: set[int] = set()
     flipped: set[int] = set()  # entries whose instruction set _other_mode changed (once each)
@@ -372,7 +426,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             continue
         kept.update(cut)
         clash = {a: t for a, t in _other_mode(changed, sure_roots, entries, found, binary.plt, noreturn,
-                                              unwound).items() if a not in flipped}
+                                              unwound, data_named).items() if a not in flipped}
         if clash:  # entries read in the instruction set weaker evidence gave them: read them again
             flipped |= clash.keys()
             _drop(set(clash), entries, roots, finders, found)
@@ -392,6 +446,16 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             added = {pad: entries[start] for start, (_, pads) in unwound.items() if start in entries
                      for pad in pads if pad not in entries and _inside(ranges, pad)}
             roots |= added.keys()  # (as strong as their function: _strengths)
+        if not added and words_pending:  # then odd words in data: Thumb code addresses, perhaps
+            words_pending = False
+            added = _thumb_words(starts, entries, rejected, sure_roots, found, binary.plt, noreturn)
+            roots |= added.keys()
+        if not added and not binary.is_pie:
+            # then A32 functions named only by even words in data or literal pools, where no code was found
+            words = starts.even_words | _even_literals(found, binary, ranges)
+            added = {word: False for word in _a32_in_gaps(words - entries.keys() - rejected, found, streams)}
+            roots |= added.keys()  # (named by data, as the odd data words)
+            data_named |= added.keys()
         if not added:
             kept = {e: d for e, d in kept.items() if e in entries and found.get(d.entry) is d}
             wrong = _wrong(kept, sure_roots, entries, found, binary.plt, noreturn, unwound) if kept else set()
@@ -403,6 +467,21 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
                 continue
             return entries, {entry: descent.instructions for entry, descent in found.items()}
         entries.update(added)
+
+
+def _thumb_words(starts: _Starts, entries: dict[int, bool], rejected: set[int], sure_roots: set[int],
+                 found: dict[int, Descent], plt: dict[int, str], noreturn: set[int]) -> dict[int, bool]:
+    """The odd words in data (``starts.data_words``) to take as Thumb entries, now that flow
+    has found what it can: none where the code the surest evidence reaches (SURE or CALLED,
+    ``_strengths``) has no Thumb procedure at all. A program of A32 code alone (Free
+    Pascal's, whose run-time library is A32 and does not start through glibc) calls nothing
+    through an odd address, and an odd number in its data read as one made garbage Thumb
+    procedures over its A32 functions: an A32 call into one could not be emitted."""
+    strength = _strengths(sure_roots, entries, found, _returning(found, plt, noreturn), starts.unwound)
+    if not any(entries[entry] for entry, level in strength.items() if level >= CALLED and entry in entries):
+        return {}
+    return {addr: thumb for addr, thumb in starts.data_words
+            if addr not in entries and addr not in rejected and not starts.wrong_mode(addr, thumb)}
 
 
 def _in_tables(candidates: set[int], tables: set[tuple[int, int]]) -> set[int]:
@@ -464,15 +543,22 @@ def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], f
 
 
 def _other_mode(changed: list[int], roots: set[int], entries: dict[int, bool], found: dict[int, Descent],
-                plt: dict[int, str], noreturn: set[int], unwound: dict[int, tuple[int, set[int]]]
-                ) -> dict[int, bool]:
+                plt: dict[int, str], noreturn: set[int], unwound: dict[int, tuple[int, set[int]]],
+                data_named: set[int] = frozenset()) -> dict[int, bool]:
     """Entries that the ``changed`` descents call or branch to in the other instruction set
     (-> that one) where that reading has the stronger evidence: an address holds code of
     one instruction set. The evidence for a reading is the strongest code naming the entry
     in it (``_strengths``: a call from code reached by flow as strong as its caller, one
-    past a call at most CALLED, a branch past a call DOUBTFUL), and for the entry's own
-    reading its being a root. (memset, A32, at 0x20000 was read as Thumb for a 0x20001 in a
-    table of numbers, while A32 callers and an interworking stub's ``b`` named it.)"""
+    past a call at most CALLED, a branch past a call DOUBTFUL, a literal's guess DOUBTFUL),
+    and for the entry's own reading its being a root. (memset, A32, at 0x20000 was read as
+    Thumb for a 0x20001 in a table of numbers, while A32 callers and an interworking stub's
+    ``b`` named it.)
+
+    A word in data (``data_named``) that no code names in its reading is weaker than any
+    code: a number read as an address. Code that branches there in the other instruction
+    set, even code found from data itself, is the better reading (Free Pascal's ptop, all
+    A32: an A32 function's branch named a place an odd number had made a Thumb procedure;
+    kept both, the A32 branch to Thumb code could not be emitted)."""
     named = {target for entry in changed for target, thumb in found[entry].calls.items()
              if target in entries and entries[target] != thumb}
     if not named:
@@ -481,12 +567,14 @@ def _other_mode(changed: list[int], roots: set[int], entries: dict[int, bool], f
     best: dict[tuple[int, bool], int] = {(t, entries[t]): SURE for t in named if t in roots}
     for entry, descent in found.items():
         level = strength.get(entry, DOUBTFUL)
-        for targets, cap in ((descent.calls, SURE), (descent.after_calls, CALLED), (descent.after, DOUBTFUL)):
+        for targets, cap in ((descent.calls, SURE), (descent.after_calls, CALLED), (descent.after, DOUBTFUL),
+                             (descent.guesses, DOUBTFUL)):
             for target in named.intersection(targets):
                 key = (target, targets[target])
                 best[key] = max(best.get(key, DOUBTFUL), min(level, cap))
     return {t: not entries[t] for t in named
-            if best.get((t, not entries[t]), DOUBTFUL) > best.get((t, entries[t]), DOUBTFUL)}
+            if best.get((t, not entries[t]), DOUBTFUL)
+            > best.get((t, entries[t]), _DATA if t in data_named else DOUBTFUL)}
 
 
 def _returning(found: dict[int, Descent], plt: dict[int, str], noreturn: set[int]) -> set[int]:
@@ -512,6 +600,8 @@ def _returning(found: dict[int, Descent], plt: dict[int, str], noreturn: set[int
 
 #: How strongly an entry is known to be one (see _wrong).
 DOUBTFUL, CALLED, SURE = 0, 1, 2
+#: A reading only a word in data gives (_other_mode): weaker than any code's.
+_DATA = -1
 
 
 def _strengths(roots: set[int], entries: dict[int, bool], found: dict[int, Descent],

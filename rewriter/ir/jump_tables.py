@@ -77,6 +77,8 @@ class SwitchFinder:
         self.table: tuple[int, int] | None = None     # register holding the table, its address
         self.entry: int | None = None                 # register holding the loaded offset
         self.computed: int | None = None              # register holding table + offset
+        self.low: tuple[int, int] | None = None       # register, lowest value past a ``blo`` to the default
+        self.shift = 0                                # subtracted from the index after the check
 
     def see(self, ins: Instruction) -> None:
         """The next instruction of the run."""
@@ -107,11 +109,17 @@ class SwitchFinder:
                 return False
             self.compared = (REGISTERS[operands[0]], value)
             self.bound = self.table = self.entry = self.computed = None  # a check again: it counts
+            self.shift = 0
+            if self.low is not None and self.low[0] != self.compared[0]:
+                self.low = None
             return True
         if self.compared is not None and self.bound is None:
             if ins.is_branch and ins.branch_target is not None and ins.cond in (HI, CS):
                 reg, imm = self.compared
                 self.bound = (reg, imm + 1 if ins.cond == HI else imm)
+                return True
+            if ins.is_branch and ins.branch_target is not None and ins.cond == CC and not ins.thumb:
+                self.low = self.compared  # below it to the default: the check of the upper bound may follow
                 return True
             if ins.cond in (LS, CC):  # the jump checks the bound itself
                 reg, imm = self.compared
@@ -120,6 +128,8 @@ class SwitchFinder:
         if self.bound is None:
             return False
         index, entries = self.bound
+        if self.table is None and not ins.thumb and ins.cond == 14 and self._adjusts(ins, operands, index, entries):
+            return True
         if ins.name in ("tbb", "tbh"):
             if len(operands) >= 2 and REGISTERS.get(operands[1]) == index:
                 self.binary.table_sizes[ins.address] = entries
@@ -157,24 +167,45 @@ class SwitchFinder:
             self._record(ins, entries)
         return False
 
+    def _adjusts(self, ins: Instruction, operands: list[str], index: int, entries: int) -> bool:
+        """Whether ``ins``, between an A32 bounds check and its jump, only moves the index
+        down (``sub rI, rI, #k``: the table's first entry is the lowest value's, Free
+        Pascal's case statements) or keeps it as it is (``and rI, rI, #0xff`` of a value
+        the check bounds below 256)."""
+        if len(operands) != 3 or REGISTERS.get(operands[0]) != index or REGISTERS.get(operands[1]) != index:
+            return False
+        value = _immediate(operands[2])
+        if value is None:
+            return False
+        if ins.name == "sub" and 0 < value < 0x10000:
+            self.shift += value
+            return True
+        return ins.name == "and" and value in (0xFF, 0xFFFF) and entries <= value + 1
+
     def _pc_table(self, ins: Instruction, index: int, entries: int) -> bool:
         """Record the cases of an A32 jump through a table at the PC indexed by ``index``
         (``add pc, pc, rI, lsl #2``: a row of instructions; ``ldr pc, [pc, rI, lsl #2]``:
-        label addresses), ``entries`` long; True if ``ins`` is one."""
+        label addresses), ``entries`` long; True if ``ins`` is one. Where the index was
+        moved down by ``shift`` after the check, the table holds the entries from the lowest
+        value the checks let through (``low``), less the shift: some before the PC."""
         if ins.thumb or not ins.writes_pc or entries <= 0 or entries > 0x10000:
             return False
         operands, regs = operand_registers(ins)
         table = ins.address + 8  # what the PC reads as
+        low = self.low[1] if self.low is not None and self.low[0] == index else 0
+        if low >= entries:
+            return False
+        rows = range(low - self.shift, entries - self.shift)
         if ins.name == "add" and regs[:3] == [_PC, _PC, index] and operands[3:] == ["lsl #2"]:
-            cases = {table + 4 * k for k in range(entries)}
+            cases = {table + 4 * k for k in rows}
         elif ins.name == "ldr" and len(ins.accesses) == 1:
             access = ins.accesses[0]
             if (access.base, access.index, access.shift, access.subtract, access.disp) != (_PC, index, 2, False, 0):
                 return False
-            cases = {int.from_bytes(self.binary.read(table + 4 * k, 4), "little") for k in range(entries)}
+            cases = {int.from_bytes(self.binary.read(table + 4 * k, 4), "little") for k in rows}
             if any(case & 3 for case in cases):  # not A32 labels: some other table
                 return False
-            self.binary.switch_tables.add((table, table + 4 * entries))
+            self.binary.switch_tables.add((table + 4 * rows[0], table + 4 * (rows[-1] + 1)))
         else:
             return False
         self.binary.switch_cases.setdefault(ins.address, set()).update(cases)

@@ -66,6 +66,8 @@ VARIANTS: dict[str, list[str]] = {
 #: tests that run every variant in ``VARIANTS`` do not.
 A32_STATIC_VARIANTS: dict[str, list[str]] = {
     "O2-lto-arm-static": ["-g", "-O2", "-flto", "-marm", "-static"],
+    # APCS frames (push {fp, ip, lr, pc}; ldmdb fp, {fp, sp, pc}), as Free Pascal's code has.
+    "O2-arm-apcs-static": ["-g", "-O2", "-marm", "-mapcs-frame", "-static"],
 }
 
 #: Clang builds: variant name -> clang flags, named ``clang-<opt>-<isa>-<kind>-<linker>``
