@@ -900,7 +900,9 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                         via[known[0]] = passed
                     if not ins.is_call:
                         tails.add(known[0])
-            table = goto_table(run, binary.read) if ins.is_indirect and not ins.is_return else None
+            # (A call through a register is no goto: GotoFinder forgets all at a call.)
+            table = goto_table(run, binary.read) if ins.is_indirect and not ins.is_return \
+                and not ins.is_call else None
             if table is not None:
                 # A computed goto's labels: nothing else may reach them. The table's end is
                 # a guess, so are labels read past it (as the code after a computed jump).
