@@ -45,18 +45,25 @@ def _relocated_words(path: Path) -> set[int]:
     return words
 
 
-def test_rust_program_identical_and_fully_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    program = corpus.CORPUS["hexyl"]
+def _run_and_trace(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Corpus program ``name`` (its file, environment), its original run and what qemu's
+    trace of the same run executes in the executable (address -> times)."""
+    program = corpus.CORPUS[name]
     exe, root = corpus.fetch(program)
     env = corpus.environment(program, root)
     placed = place(exe, tmp_path, "orig")
     corpus.prepare(program, placed.parent, exe, env)
     original = run_prog(placed, program.args, env=env)
-    assert original.returncode == 0 and len(original.stdout) > 10_000, original.stderr
+    assert original.returncode == 0, original.stderr
     monkeypatch.chdir(placed.parent)  # the workload names its input relative to the run directory
     trace = trace_pcs(placed, program.args, env=env)  # the oracle of what code runs
     assert trace.stdout == original.stdout
-    executed = exe_pcs(trace, placed)
+    return program, exe, env, original, exe_pcs(trace, placed)
+
+
+def test_rust_program_identical_and_fully_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    program, exe, env, original, executed = _run_and_trace("hexyl", tmp_path, monkeypatch)
+    assert len(original.stdout) > 10_000
 
     binary = load_binary(str(exe))
     found = {ins.address for proc in binary.procedures for ins in proc.instructions()}
@@ -96,17 +103,8 @@ def test_free_pascal_program_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     tables of addresses indexed from their lowest case, its handlers are stored from literal
     pools, and its data is full of odd numbers that read as Thumb addresses. Every
     instruction qemu runs in it must be found, in A32, and counted (decision 0069)."""
-    program = corpus.CORPUS["ptop"]
-    exe, root = corpus.fetch(program)
-    env = corpus.environment(program, root)
-    placed = place(exe, tmp_path, "orig")
-    corpus.prepare(program, placed.parent, exe, env)
-    original = run_prog(placed, program.args, env=env)
-    assert original.returncode == 0 and b"program demo" in original.stdout.lower(), original.stderr
-    monkeypatch.chdir(placed.parent)
-    trace = trace_pcs(placed, program.args, env=env)
-    assert trace.stdout == original.stdout
-    executed = exe_pcs(trace, placed)
+    program, exe, env, original, executed = _run_and_trace("ptop", tmp_path, monkeypatch)
+    assert b"program demo" in original.stdout.lower()
 
     binary = load_binary(str(exe))
     found = {ins.address: proc.thumb for proc in binary.procedures for ins in proc.instructions()}
