@@ -85,8 +85,29 @@ def _seeds(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]], relocate
                 defined = sym["st_shndx"] != "SHN_UNDEF"
                 if sym["st_info"]["type"] == "STT_FUNC" and defined and _inside(ranges, value & ~1):
                     seeds.append((value & ~1, bool(value & 1)))
-    seeds += [(value & ~1, True) for value in relocated if value & 1 and _inside(ranges, value & ~1)]
+    seeds += [(value & ~1, True) for value in relocated
+              if value & 1 and _inside(ranges, value & ~1) and not _after_call(binary, value & ~1)]
     return [(addr, thumb) for addr, thumb in seeds if _inside(ranges, addr)]
+
+
+def _return_addresses(binary: Binary, ranges: list[tuple[int, int]], relocated: list[int]) -> list[tuple[int, bool]]:
+    """The Thumb code addresses in relocated data that follow a call (``_after_call``):
+    return addresses, such as OCaml's frame tables hold for every call (the GC and the
+    exception backtraces look frames up by them), not functions. Entries, but no surer than
+    the code that reaches them: the one after a call that never returns (OCaml's
+    ``bl caml_raise_exn``) is followed by a literal pool."""
+    return sorted({(value & ~1, True) for value in relocated
+                   if value & 1 and _inside(ranges, value & ~1) and _after_call(binary, value & ~1)})
+
+
+def _after_call(binary: Binary, address: int) -> bool:
+    """Whether the bytes before the Thumb ``address`` encode a call that returns there: a
+    32-bit BL or BLX (immediate), or a 16-bit BLX through a register."""
+    try:
+        first, second = struct.unpack("<HH", binary.read(address - 4, 4))
+    except struct.error:  # the first bytes of the file
+        return False
+    return (first & 0xF800 == 0xF000 and second & 0xC000 == 0xC000) or second & 0xFF87 == 0x4780
 
 
 def _relocated_words(elf: ELFFile, binary: Binary) -> list[int]:
@@ -233,7 +254,8 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     # The personality routines the unwinder calls (the Thumb bit kept: an A32 one is even).
     personalities = [(r & ~1, bool(r & 1)) for r in personality_routines(elf, binary.read) if _inside(ranges, r & ~1)]
     starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs) + passed + personalities,
-                     [w for w in data_words if w[0] not in inside], unwound, _a32_only(elf, stubs))
+                     [w for w in data_words if w[0] not in inside], unwound, _a32_only(elf, stubs),
+                     _return_addresses(binary, ranges, relocated))
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
     while True:  # until no more procedures are found never to return (or pointed to in A32)
@@ -321,6 +343,8 @@ class _Starts:
     # Ranges holding only A32 code (the PLT, but for its Thumb stubs), and those stubs: a
     # Thumb entry elsewhere in them is data read as an address or garbage's call.
     a32_only: tuple[list[tuple[int, int]], set[int]] = ([], set())
+    # Return addresses in data (_return_addresses): entries no surer than what names them.
+    returns: list[tuple[int, bool]] = dataclasses.field(default_factory=list)
 
     def wrong_mode(self, address: int, thumb: bool) -> bool:
         """Whether an entry at ``address`` cannot be in this instruction set."""
@@ -347,7 +371,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             entries.setdefault(addr, thumb)
     sure_roots = set(entries)
     roots = set(entries)  # entries no descent needs to name: seeds, data words, landing pads
-    for addr, thumb in starts.data_words:
+    for addr, thumb in (*starts.returns, *starts.data_words):
         if addr not in entries and not starts.wrong_mode(addr, thumb):
             entries[addr] = thumb
             roots.add(addr)
