@@ -48,7 +48,8 @@ def test_cxx_tool_transparent_and_counted(name: str, tmp_path: Path, monkeypatch
     assert results(run, "inscount")["total"] == sum(executed.values())
 
 
-TEXTREL_ASM = """\
+#: The start of a Thumb assembly program: its ``main``.
+THUMB_MAIN = """\
     .syntax unified
     .thumb
     .text
@@ -56,6 +57,9 @@ TEXTREL_ASM = """\
     .type main, %function
     .thumb_func
 main:
+"""
+
+TEXTREL_ASM = THUMB_MAIN + """\
     push {r4, lr}
     ldr r0, =message        @ literal pool words the dynamic linker relocates (R_ARM_RELATIVE)
     bl puts
@@ -98,14 +102,7 @@ def test_text_relocated_literals(strip: bool, tmp_path: Path) -> None:
 #: and backtraces look return addresses up in), relocated in a PIE with the Thumb bit. A
 #: word of the pool reads as a CBZ into the second halfword of the next function's first
 #: ``str.w``.
-RETURN_ADDRESS_ASM = """\
-    .syntax unified
-    .thumb
-    .text
-    .global main
-    .type main, %function
-    .thumb_func
-main:
+RETURN_ADDRESS_ASM = THUMB_MAIN + """\
     push {r4, lr}
     movs r0, #4
     bl g
