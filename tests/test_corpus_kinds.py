@@ -48,7 +48,8 @@ def test_cxx_tool_transparent_and_counted(name: str, tmp_path: Path, monkeypatch
     assert results(run, "inscount")["total"] == sum(executed.values())
 
 
-TEXTREL_ASM = """\
+#: The start of a Thumb assembly program: its ``main``.
+THUMB_MAIN = """\
     .syntax unified
     .thumb
     .text
@@ -56,6 +57,9 @@ TEXTREL_ASM = """\
     .type main, %function
     .thumb_func
 main:
+"""
+
+TEXTREL_ASM = THUMB_MAIN + """\
     push {r4, lr}
     ldr r0, =message        @ literal pool words the dynamic linker relocates (R_ARM_RELATIVE)
     bl puts
@@ -85,6 +89,89 @@ def test_text_relocated_literals(strip: bool, tmp_path: Path) -> None:
     placed = place(binary, tmp_path, "orig")
     original = run_prog(placed)
     assert (original.stdout, original.returncode) == (b"text relocations\n", 42)
+    executed = exe_pcs(trace_pcs(placed), placed)
+
+    run = run_prog(instrument(binary, "inscount", tmp_path), like_trace=True)
+    assert_same_behaviour(original, run)
+    assert results(run, "inscount")["total"] == sum(executed.values())
+
+
+#: OCaml's pattern (ocp-indent, decision 0065): a call of a function that returns elsewhere
+#: (``caml_raise_exn``: ``pop {pc}`` to the exception handler) followed by a literal pool,
+#: and the return address after it in a table in data (OCaml's frame tables, which the GC
+#: and backtraces look return addresses up in), relocated in a PIE with the Thumb bit. A
+#: word of the pool reads as a CBZ into the second halfword of the next function's first
+#: ``str.w``.
+RETURN_ADDRESS_ASM = THUMB_MAIN + """\
+    push {r4, lr}
+    movs r0, #4
+    bl g
+    mov r4, r0
+    bl try_body             @ LR: the handler, the next instruction (OCaml's trap set-up)
+handler:                    @ where raise_to "returns"
+    movs r0, #10
+    bl g
+    add r0, r0, r4
+    pop {r4, pc}
+
+    .type try_body, %function
+    .thumb_func
+try_body:
+    push {lr}               @ the trap: the handler's address
+    mov r0, sp
+    bl f
+    pop {pc}
+
+    .type f, %function
+    .thumb_func
+f:
+    ldr r1, pool
+    bl raise_to
+after_raise:                @ never reached, but in the frame table
+    nop
+    .p2align 2
+pool:
+    cbz r0, g + 4           @ a pool word: reads as a CBZ into g's str.w
+    .short 0
+
+    .type g, %function
+    .thumb_func
+g:
+    sub sp, #8
+    str.w lr, [sp, #4]
+    adds r0, r0, #3
+    lsls r0, r0, #1
+    ldr.w lr, [sp, #4]
+    add sp, #8
+    bx lr
+
+    .type raise_to, %function
+    .thumb_func
+raise_to:
+    mov sp, r0
+    pop {pc}
+
+    .data
+frametable:
+    .word after_raise + 1
+    .section .note.GNU-stack,"",%progbits
+"""
+
+
+def test_return_address_in_data_is_no_surer_than_its_code(tmp_path: Path) -> None:
+    """A Thumb code address in relocated data right after a call is a return address: an
+    entry, but its descent's reading of the pool behind it must not outrank the next
+    function's own (stripped: the descent decides). Before, the pool's CBZ made an entry at
+    g + 4, g's copy ended after its first instruction and ran on in the original, where the
+    entry's jump had been written: SIGILL, as ocp-indent's SIGSEGV."""
+    source = tmp_path / "raise.s"
+    source.write_text(RETURN_ADDRESS_ASM)
+    built = tmp_path / "raise"
+    subprocess.run([CC, "-pie", "-fPIE", str(source), "-o", str(built)], check=True, capture_output=True)
+    binary = stripped(built, tmp_path / "raise.stripped")
+    placed = place(binary, tmp_path, "orig")
+    original = run_prog(placed)
+    assert original.returncode == 2 * (4 + 3) + 2 * (10 + 3)
     executed = exe_pcs(trace_pcs(placed), placed)
 
     run = run_prog(instrument(binary, "inscount", tmp_path), like_trace=True)

@@ -58,11 +58,12 @@ def _inside(ranges: list[tuple[int, int]], addr: int) -> bool:
     return False
 
 
-def _seeds(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]], relocated: list[int], stubs: set[int]
-           ) -> list[tuple[int, bool]]:
+def _seeds(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]], relocated: list[int], stubs: set[int],
+           returns: set[int]) -> list[tuple[int, bool]]:
     """Entry points known without decoding: ELF entry, DT_INIT/DT_FINI, init/fini arrays,
     the PLT, exported functions and, in a PIE, the Thumb code addresses its dynamic
-    relocations put in data (``relocated``: a PIE's every code pointer in data has one)."""
+    relocations put in data (``relocated``: a PIE's every code pointer in data has one)
+    but for the return addresses among them (``returns``, _return_addresses)."""
     seeds = [(binary.entry & ~1, bool(binary.entry & 1))]
     # Every PLT entry, in its instruction set (one of the Thumb ``stubs``, bx pc, or A32):
     # seeded first, an entry keeps it whatever a descent into garbage later calls it.
@@ -85,8 +86,43 @@ def _seeds(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]], relocate
                 defined = sym["st_shndx"] != "SHN_UNDEF"
                 if sym["st_info"]["type"] == "STT_FUNC" and defined and _inside(ranges, value & ~1):
                     seeds.append((value & ~1, bool(value & 1)))
-    seeds += [(value & ~1, True) for value in relocated if value & 1 and _inside(ranges, value & ~1)]
+    seeds += [(value & ~1, True) for value in relocated
+              if value & 1 and _inside(ranges, value & ~1) and value & ~1 not in returns]
     return [(addr, thumb) for addr, thumb in seeds if _inside(ranges, addr)]
+
+
+def _return_addresses(binary: Binary, ranges: list[tuple[int, int]], relocated: list[int]) -> dict[int, int | None]:
+    """The Thumb code addresses in relocated data right after a call (``_call_before``), ->
+    what that call calls (None: through a register). Return addresses, such as OCaml's
+    frame tables hold for every call (the GC and the exception backtraces look frames up by
+    them), or functions after one that ends in a call that never returns: entries, but as
+    sure as the seeds only once that call is known never to return (_entries_and_code)."""
+    out = {}
+    for value in relocated:
+        if value & 1:
+            is_call, target = _call_before(binary, value & ~1, ranges)
+            if is_call:
+                out[value & ~1] = target
+    return out
+
+
+def _call_before(binary: Binary, address: int, ranges: list[tuple[int, int]]) -> tuple[bool, int | None]:
+    """Whether the bytes before the Thumb ``address`` encode a call that returns there, and
+    its target: a 16-bit BLX through a register (None), or a 32-bit BL or BLX to the
+    program's code (after the PLT's A32 code, bytes may read as a BLX out of range)."""
+    if not _inside(ranges, address) or not _inside(ranges, address - 4):
+        return False, None
+    first, second = struct.unpack("<HH", binary.read(address - 4, 4))
+    if second & 0xFF87 == 0x4780:
+        return True, None
+    if first & 0xF800 != 0xF000 or second & 0xC000 != 0xC000:
+        return False, None
+    sign = (first >> 10) & 1
+    i1 = ~((second >> 13) ^ sign) & 1
+    i2 = ~((second >> 11) ^ sign) & 1
+    offset = (sign << 24 | i1 << 23 | i2 << 22 | (first & 0x3FF) << 12 | (second & 0x7FF) << 1) - (sign << 25)
+    target = ((address & ~3) if not second & 0x1000 else address) + offset  # BLX: from Align(PC, 4)
+    return _inside(ranges, target), target
 
 
 def _relocated_words(elf: ELFFile, binary: Binary) -> list[int]:
@@ -283,9 +319,10 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     unwound = handlers(elf, binary.read)
     # The personality routines the unwinder calls (the Thumb bit kept: an A32 one is even).
     personalities = [(r & ~1, bool(r & 1)) for r in personality_routines(elf, binary.read) if _inside(ranges, r & ~1)]
-    starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs) + passed + personalities,
+    returns = _return_addresses(binary, ranges, relocated)
+    starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs, set(returns)) + passed + personalities,
                      [w for w in data_words if w[0] not in inside], unwound, _a32_only(elf, stubs),
-                     frozenset() if binary.is_pie else frozenset(_even_data_words(elf, ranges)))
+                     frozenset() if binary.is_pie else frozenset(_even_data_words(elf, ranges)), returns)
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
     while True:  # until no more procedures are found never to return (or pointed to in A32)
@@ -375,6 +412,8 @@ class _Starts:
     a32_only: tuple[list[tuple[int, int]], set[int]] = ([], set())
     # Even words in a fixed-address binary's data: A32 entries where no code was found (_a32_in_gaps).
     even_words: frozenset[int] = frozenset()
+    # Thumb addresses in data right after a call (_return_addresses) -> the call's target.
+    returns: dict[int, int | None] = dataclasses.field(default_factory=dict)
 
     def wrong_mode(self, address: int, thumb: bool) -> bool:
         """Whether an entry at ``address`` cannot be in this instruction set."""
@@ -399,8 +438,20 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
     for addr, thumb in starts.seeds:
         if not starts.wrong_mode(addr, thumb):
             entries.setdefault(addr, thumb)
+    # A code address in data after a call that never returns is a function's (one after
+    # ``bl abort`` in C); after any other call, a return address, an entry no surer than what
+    # names it: the one after OCaml's ``bl caml_raise_exn`` (which "returns" to the exception
+    # handler) is followed by a literal pool, which read as code reached by flow from a sure
+    # entry cut the next function's instruction in two (ocp-indent).
+    for addr, target in starts.returns.items():
+        if target in noreturn and not starts.wrong_mode(addr, True):
+            entries.setdefault(addr, True)
     sure_roots = set(entries)
     roots = set(entries)  # entries no descent needs to name: seeds, data words, landing pads
+    for addr in starts.returns:
+        if addr not in entries and not starts.wrong_mode(addr, True):
+            entries[addr] = True
+            roots.add(addr)
     # Odd numbers in data are looked at once flow has found what it can (_thumb_words).
     words_pending = True
     # Entries a word in data names (their reading's only evidence, where no code names them).

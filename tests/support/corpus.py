@@ -578,7 +578,7 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("indent", ("indent:armhf",), "usr/bin/indent", ("-kr", "-st", "in.c"),
             "GNU indent, K&R style, to stdout", files={"in.c": INDENT_INPUT}),
     Program("ocp-indent", ("ocp-indent:armhf",), "usr/bin/ocp-indent", ("in.ml",),
-            "OCaml native code (ocamlopt, A32, its own runtime and GC): indents an OCaml file",
+            "OCaml native code (ocamlopt, Thumb-2, its own runtime and GC): indents an OCaml file",
             files={"in.ml": OCAML_INPUT}, env={"OCAMLFIND_CONF": "/dev/null"}),
     Program("nasm", ("nasm:armhf",), "usr/bin/nasm", ("-f", "bin", "-o", "/dev/stdout", "in.asm"),
             "assembler: macros, %rep, local labels, to a flat binary", files={"in.asm": NASM_INPUT}),
