@@ -177,9 +177,10 @@ class _Semihosting:
 
 
 def run_firmware_unicorn(image: str | Path, board: str, max_instructions: int = 50_000_000,
-                         with_pc: bool = False) -> FirmwareRun:
+                         with_pc: bool = False, cwd: str | Path | None = None) -> FirmwareRun:
     """Run the Cortex-M ``image`` built for ``board`` to its semihosting exit (its command
-    line: ``image`` as given, as QEMU's).
+    line: ``image`` as given, as QEMU's; ``cwd``: the directory a relative ``image`` is in,
+    as QEMU run there would find it).
 
     ``with_pc``: each access also carries the address of its instruction, as
     ``(kind, address, size, pc)`` (slower: Python runs at every instruction).
@@ -189,7 +190,7 @@ def run_firmware_unicorn(image: str | Path, board: str, max_instructions: int = 
     for start, size in MEMORIES:
         uc.mem_map(start, size)
     loaded = []
-    with open(image, "rb") as f:
+    with open(Path(cwd or ".") / image, "rb") as f:
         for seg in ELFFile(f).iter_segments():
             if seg["p_type"] == "PT_LOAD" and seg["p_filesz"]:
                 uc.mem_write(seg["p_paddr"], seg.data())
