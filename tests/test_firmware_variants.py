@@ -62,3 +62,23 @@ def test_code_run_from_ram(tmp_path: Path) -> None:
     outcomes = judge_firmware(original, ["inscount"], ["inhost", "rehost"], tmp_path / "i")
     outcomes += judge_firmware(original, ["cachesim"], ["inhost"], tmp_path / "c")
     assert outcomes == [("inscount/inhost", "ok"), ("inscount/rehost", "ok"), ("cachesim/inhost", "ok")], outcomes
+
+
+def test_stripped_picolibc_image_has_no_a32_code(tmp_path: Path) -> None:
+    """A stripped image (no symbols, no mapping symbols) built with picolibc: its crt0
+    passes even constants to the calls it makes (1024 to sys_semihost_get_cmdline,
+    __bss_size to memset), which the descent of stripped programs took for A32 entries
+    (as main passed to __libc_start_main is, on Linux). A Cortex-M core has no A32 state,
+    so no procedure of a firmware image is A32; cachesim refused the image ("A32 branch
+    from 0x8424 cannot reach 0x84fa": a hook skipped in an A32 "procedure" inside
+    skip_to_arg). Now cachesim's figures are the reference cache's fed unicorn's
+    accesses, and output and exit status are the original's."""
+    from tests.support.firmware_judge import Original, judge_firmware
+
+    program, board = "crc", "mps2-an385"
+    image = build_variant(program, board, "pico-O2-stripped")
+    binary = load_binary(str(image))
+    assert not binary.symbols and binary.is_firmware and all(p.thumb for p in binary.procedures)
+    original = Original(program, board, image)
+    assert original.cache is not None, original.cache_note
+    assert judge_firmware(original, ["cachesim"], ["inhost"], tmp_path) == [("cachesim/inhost", "ok")]

@@ -233,7 +233,8 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     # The personality routines the unwinder calls (the Thumb bit kept: an A32 one is even).
     personalities = [(r & ~1, bool(r & 1)) for r in personality_routines(elf, binary.read) if _inside(ranges, r & ~1)]
     starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs) + passed + personalities,
-                     [w for w in data_words if w[0] not in inside], unwound, _a32_only(elf, stubs))
+                     [w for w in data_words if w[0] not in inside], unwound, _a32_only(elf, stubs),
+                     binary.is_firmware)
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
     while True:  # until no more procedures are found never to return (or pointed to in A32)
@@ -321,11 +322,16 @@ class _Starts:
     # Ranges holding only A32 code (the PLT, but for its Thumb stubs), and those stubs: a
     # Thumb entry elsewhere in them is data read as an address or garbage's call.
     a32_only: tuple[list[tuple[int, int]], set[int]] = ([], set())
+    # Cortex-M firmware: the core has no A32 state (a branch to an even address faults), so
+    # an even word that reads as an A32 entry (a constant in a literal pool) is no code.
+    thumb_only: bool = False
 
     def wrong_mode(self, address: int, thumb: bool) -> bool:
         """Whether an entry at ``address`` cannot be in this instruction set."""
+        if not thumb:
+            return self.thumb_only
         ranges, stubs = self.a32_only
-        return thumb and address not in stubs and _inside(ranges, address)
+        return address not in stubs and _inside(ranges, address)
 
 
 def _a32_only(elf: ELFFile, stubs: set[int]) -> tuple[list[tuple[int, int]], set[int]]:
@@ -372,7 +378,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             continue
         kept.update(cut)
         clash = {a: t for a, t in _other_mode(changed, sure_roots, entries, found, binary.plt, noreturn,
-                                              unwound).items() if a not in flipped}
+                                              unwound).items() if a not in flipped and not starts.wrong_mode(a, t)}
         if clash:  # entries read in the instruction set weaker evidence gave them: read them again
             flipped |= clash.keys()
             _drop(set(clash), entries, roots, finders, found)
