@@ -82,3 +82,31 @@ def test_stripped_picolibc_image_has_no_a32_code(tmp_path: Path) -> None:
     original = Original(program, board, image)
     assert original.cache is not None, original.cache_note
     assert judge_firmware(original, ["cachesim"], ["inhost"], tmp_path) == [("cachesim/inhost", "ok")]
+
+
+def test_heap_in_a_bank_of_its_own(tmp_path: Path) -> None:
+    """The heap is in the PSRAM, between _heap_start and _heap_end (as projects put it in
+    external RAM); .data, .bss, "end" and the stack are in SSRAM2/3. Only the heap after
+    "end" was known, so the PSRAM looked untouched and the counters went to its start,
+    where sort's malloc'd array then overwrote them (inscount: 13542032002199 instructions
+    for QEMU's 117911). Every heap the script names is the program's: the added RAM is
+    outside [_heap_start, _heap_end), output and exit status are the original's, and
+    inscount's total is QEMU's."""
+    from elftools.elf.elffile import ELFFile
+
+    from tests.support.firmware_judge import Original, judge_firmware
+
+    program, board = "sort", "mps2-an385"
+    image = build_variant(program, board, "psram-heap")
+    with open(image, "rb") as f:
+        elf = ELFFile(f)
+        symbols = {s.name: s["st_value"] for s in elf.get_section_by_name(".symtab").iter_symbols()}
+        before = sum(1 for s in elf.iter_segments() if s["p_type"] == "PT_LOAD")
+    heap = range(symbols["_heap_start"], symbols["_heap_end"])
+    original = Original(program, board, image)
+    assert b"heap=0x21" in original.expected[0]  # the program's heap is in the PSRAM
+    assert judge_firmware(original, ["inscount"], ["inhost"], tmp_path) == [("inscount/inhost", "ok")]
+    with open(tmp_path / "inscount-inhost" / "fw", "rb") as f:
+        added = [s for s in ELFFile(f).iter_segments() if s["p_type"] == "PT_LOAD"][before:]
+    data = [(s["p_vaddr"], s["p_memsz"]) for s in added if not s["p_flags"] & 1]
+    assert data and all(start >= heap.stop or start + size <= heap.start for start, size in data), data

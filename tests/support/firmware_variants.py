@@ -107,7 +107,9 @@ VARIANTS: dict[str, Variant] = {
                                 programs=("crc", "sort", "filter", "irq", "ctors", "big")),
     "opencm3": Variant(("-O2", "-DSTACK_TOP=_stack"), script="layouts/opencm3.ld"),
     "zephyr": Variant(("-O2", "-DBOOT_TABLE", "-DSTACK_TOP=z_main_stack_top"), script="layouts/zephyr.ld",
-                      sources=("layouts/zephyr_sbrk.c",)),
+                      sources=("layouts/sbrk.c",)),
+    "psram-heap": Variant(("-O2", "-DSTACK_TOP=_stack", "-DHEAP_START=_heap_start", "-DHEAP_END=_heap_end"),
+                          script="layouts/psram-heap.ld", sources=("layouts/sbrk.c",)),
 }
 
 
