@@ -57,6 +57,7 @@ class Variant:
     ``script`` (a file of samples/boards/, '' for the board's own), the programs it
     applies to ('': every one), the C library: ``newlib`` (with startup.c) or
     ``picolibc`` (its own start-up; its picolibc.ld unless ``script`` names another),
+    the start-up (a file of samples/boards/; '': startup.c with newlib, picolibc's crt0),
     more ``sources`` (files of samples/boards/) to build with the program, and whether the
     image is ``stripped`` (``arm-none-eabi-strip``: no symbols, no mapping symbols, as a
     vendor's release image comes)."""
@@ -68,6 +69,7 @@ class Variant:
     script: str = ""
     programs: tuple[str, ...] = ()
     libc: str = "newlib"
+    startup: str = ""
     sources: tuple[str, ...] = ()
     stripped: bool = False
 
@@ -108,6 +110,7 @@ VARIANTS: dict[str, Variant] = {
     "opencm3": Variant(("-O2", "-DSTACK_TOP=_stack"), script="layouts/opencm3.ld"),
     "zephyr": Variant(("-O2", "-DBOOT_TABLE", "-DSTACK_TOP=z_main_stack_top"), script="layouts/zephyr.ld",
                       sources=("layouts/sbrk.c",)),
+    "asm-startup": Variant(startup="layouts/startup.S"),
     "psram-heap": Variant(("-O2", "-DSTACK_TOP=_stack", "-DHEAP_START=_heap_start", "-DHEAP_END=_heap_end"),
                           script="layouts/psram-heap.ld", sources=("layouts/sbrk.c",)),
 }
@@ -191,7 +194,8 @@ def build_variant(program: str, board: str, variant: str) -> Path:
         script = _PICOLIBC / "lib" / "picolibc.ld" if pico else BOARDS_DIR / f"{board}.ld"
     if not script.is_file():
         raise FirmwareBuildError(f"{script} is missing: run scripts/bootstrap.sh")  # picolibc-arm-none-eabi
-    sources = [*([] if pico else [STARTUP]), *(BOARDS_DIR / s for s in spec.sources), source(program)]
+    startup = [BOARDS_DIR / spec.startup] if spec.startup else [] if pico else [STARTUP]
+    sources = [*startup, *(BOARDS_DIR / s for s in spec.sources), source(program)]
     compilers = {_GCC} | ({_CLANG} if spec.compiler == "clang" else set())
     key = build_cache.cache_key(
         "fwvariant-1", *(build_cache.compiler_identity(build_cache.require_tool(
