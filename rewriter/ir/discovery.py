@@ -25,7 +25,7 @@ from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, encoded_size, make_disassembler
 from .counted import counted
 from .exception_tables import handlers, personality_routines
-from .gaps import call_targets_in_gaps
+from .gaps import call_targets_in_gaps, thumb_pointers_in_gaps
 from .jump_tables import (
     REGISTERS,
     SwitchFinder,
@@ -245,6 +245,15 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
             labels -= pointed
             streams.labels = sorted(labels)
             continue
+        if binary.is_firmware:  # code pointers in .rodata that a firmware script put inside .text
+            known = {address for address, _ in starts.data_words}
+            extents = [(e, max(i.address + i.size for i in d.values())) for e, d in found.items() if d]
+            stored = thumb_pointers_in_gaps(binary.read, ranges, [i for d in found.values() for i in d.values()],
+                                            extents)
+            stored -= known | entries.keys()
+            if stored:
+                starts = dataclasses.replace(starts, data_words=starts.data_words + [(a, True) for a in sorted(stored)])
+                continue
         more = _never_return(found, entries, noreturn)
         if not more:
             break

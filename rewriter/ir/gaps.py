@@ -1,4 +1,4 @@
-"""Calls in executable bytes the descent did not decode (stripped programs).
+"""Calls and code pointers in executable bytes the descent did not decode (stripped programs).
 
 Recursive descent finds only the code it can reach; the rest runs in place as it is.
 That code may call into the middle of code that is relocated: libgcc's
@@ -22,6 +22,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
+from .counted import counted
 from .model import Instruction
 
 
@@ -35,6 +36,55 @@ def call_targets_in_gaps(read: Callable[[int, int], bytes], ranges: list[tuple[i
         data = read(lo, hi - lo)
         targets |= _a32_targets(data, lo) if _looks_a32(data, lo) else _t32_targets(data, lo)
     return targets
+
+
+def thumb_pointers_in_gaps(read: Callable[[int, int], bytes], ranges: list[tuple[int, int]],
+                           decoded: list[Instruction], extents: list[tuple[int, int]]) -> set[int]:
+    """Thumb code addresses (odd words, without the Thumb bit) stored word-aligned in the
+    parts of ``ranges`` that no instruction of ``decoded`` covers, where code plausibly
+    starts: where a firmware linker script puts .rodata inside the executable .text
+    (vtables, tables of handlers), the only record of code reached through pointers.
+
+    Firmware sits at low addresses, so any small odd number in a table reads as a place in
+    its code: a word counts only if it names undecoded bytes that follow decoded code with
+    nothing between but padding (zero halfwords, NOPs) and the literal pools that code
+    reads, as a function after the one before it does, and outside every procedure's
+    ``extents`` (entry, end of its last instruction: a part of a function the descent did
+    not reach is no function). (A function after code not decoded yet is found in a later
+    round, once that code is.) Tables of numbers that count up or down are left out
+    (``counted``)."""
+    spans = sorted((ins.address, ins.address + ins.size) for ins in decoded)
+    ends = {end for _, end in spans}
+    pools = {acc.disp + k for ins in decoded if ins.accesses for acc in ins.accesses
+             if acc.base == 15 and not acc.is_store for k in range(acc.size)}
+    gaps = _gaps(ranges, spans)
+    out: set[int] = set()
+    for lo, hi in gaps:
+        words = _words(read(lo, hi - lo), lo)[1]
+        out.update(word & ~1 for k, word in enumerate(words) if word & 1 and not counted(words, k))
+    return {target for target in out if not any(lo <= target < hi for lo, hi in extents)
+            and _starts_code(target, gaps, ends, pools, read)}
+
+
+def _starts_code(target: int, gaps: list[tuple[int, int]], ends: set[int], pools: set[int],
+                 read: Callable[[int, int], bytes]) -> bool:
+    """Whether ``target`` is in a gap and only padding and literal pools lie between it and
+    the end of the decoded instruction before it."""
+    gap = next(((lo, hi) for lo, hi in gaps if lo <= target < hi), None)
+    if gap is None or gap[0] not in ends or target in pools:
+        return False
+    at = gap[0]
+    while at < target:
+        if at in pools:
+            at += 1
+            continue
+        if read(at, 2) not in _PADDING or at + 2 > target:
+            return False
+        at += 2
+    return True
+
+
+_PADDING = (b"\x00\x00", b"\x00\xbf", b"\xc0\x46")  # zeros; nop; mov r8, r8 (Thumb-1 nop)
 
 
 def _looks_a32(data: bytes, base: int) -> bool:
