@@ -15,7 +15,7 @@ import itertools
 import re
 import struct
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from elftools.elf.elffile import ELFFile
@@ -234,7 +234,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     personalities = [(r & ~1, bool(r & 1)) for r in personality_routines(elf, binary.read) if _inside(ranges, r & ~1)]
     starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs) + passed + personalities,
                      [w for w in data_words if w[0] not in inside], unwound, _a32_only(elf, stubs),
-                     binary.is_firmware)
+                     binary.is_firmware, _string_at(binary.read) if binary.is_firmware else None)
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
     while True:  # until no more procedures are found never to return (or pointed to in A32)
@@ -334,6 +334,10 @@ class _Starts:
     # Cortex-M firmware: the core has no A32 state (a branch to an even address faults), so
     # an even word that reads as an A32 entry (a constant in a literal pool) is no code.
     thumb_only: bool = False
+    # Firmware keeps its strings inside .text too: a weak Thumb entry whose odd word (the
+    # entry + 1) is where a C string starts is that string's address (a literal passed to
+    # printf), and a jump written there would rewrite the text.
+    names_string: Callable[[int], bool] | None = None
 
     def wrong_mode(self, address: int, thumb: bool) -> bool:
         """Whether an entry at ``address`` cannot be in this instruction set."""
@@ -341,6 +345,23 @@ class _Starts:
             return self.thumb_only
         ranges, stubs = self.a32_only
         return address not in stubs and _inside(ranges, address)
+
+    def weak_wrong(self, address: int, thumb: bool) -> bool:
+        """Whether a weak entry (a word in data, a literal) at ``address`` is no code."""
+        return self.wrong_mode(address, thumb) or (thumb and self.names_string is not None
+                                                   and self.names_string(address))
+
+
+def _string_at(read: Callable[[int, int], bytes]) -> Callable[[int], bool]:
+    """Whether a C string of at least 3 printable characters starts at ``address + 1``."""
+    def names_string(address: int) -> bool:
+        try:
+            text = read(address + 1, 64)
+        except Exception:  # noqa: BLE001 - past the loaded bytes: no string
+            return False
+        end = text.find(0)
+        return end >= 3 and all(32 <= c < 127 or c in (9, 10, 13) for c in text[:end])
+    return names_string
 
 
 def _a32_only(elf: ELFFile, stubs: set[int]) -> tuple[list[tuple[int, int]], set[int]]:
@@ -363,7 +384,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
     sure_roots = set(entries)
     roots = set(entries)  # entries no descent needs to name: seeds, data words, landing pads
     for addr, thumb in starts.data_words:
-        if addr not in entries and not starts.wrong_mode(addr, thumb):
+        if addr not in entries and not starts.weak_wrong(addr, thumb):
             entries[addr] = thumb
             roots.add(addr)
     finders: dict[int, set[int]] = {}  # entry -> the entries whose descents named it
@@ -402,7 +423,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
                 finders.setdefault(target, set()).add(entry)
         added = {a: t for a, t in new.items() if a not in entries and a not in rejected and not starts.wrong_mode(a, t)}
         added |= {a: t for a, t in guesses.items()
-                  if a not in entries and a not in rejected and a not in added and not starts.wrong_mode(a, t)}
+                  if a not in entries and a not in rejected and a not in added and not starts.weak_wrong(a, t)}
         if not added:  # then the landing pads of the functions found, which only the unwinder enters
             added = {pad: entries[start] for start, (_, pads) in unwound.items() if start in entries
                      for pad in pads if pad not in entries and _inside(ranges, pad)}

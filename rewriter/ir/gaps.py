@@ -19,6 +19,7 @@ A32 (or the reverse) would give thousands of such calls, hence one instruction s
 
 from __future__ import annotations
 
+import bisect
 import struct
 from collections.abc import Callable
 
@@ -46,42 +47,62 @@ def thumb_pointers_in_gaps(read: Callable[[int, int], bytes], ranges: list[tuple
     (vtables, tables of handlers), the only record of code reached through pointers.
 
     Firmware sits at low addresses, so any small odd number in a table reads as a place in
-    its code: a word counts only if it names undecoded bytes that follow decoded code with
-    nothing between but padding (zero halfwords, NOPs) and the literal pools that code
-    reads, as a function after the one before it does, and outside every procedure's
+    its code. A word counts only if it names undecoded bytes outside every procedure's
     ``extents`` (entry, end of its last instruction: a part of a function the descent did
-    not reach is no function). (A function after code not decoded yet is found in a later
-    round, once that code is.) Tables of numbers that count up or down are left out
-    (``counted``)."""
+    not reach is no function) where a function plausibly starts: after decoded code, or
+    after an instruction that does not fall through (a return, an unconditional branch),
+    with nothing between but padding (zero halfwords, NOPs) and the literal pools that
+    decoded code reads. (A function after a literal pool of code not decoded yet is found
+    in a later round, once that code is.) Tables of numbers that count up or down are left
+    out (``counted``)."""
     spans = sorted((ins.address, ins.address + ins.size) for ins in decoded)
     ends = {end for _, end in spans}
     pools = {acc.disp + k for ins in decoded if ins.accesses for acc in ins.accesses
              if acc.base == 15 and not acc.is_store for k in range(acc.size)}
     gaps = _gaps(ranges, spans)
+    starts = [lo for lo, _ in gaps]
+    bounds = sorted(extents)
+    firsts = [lo for lo, _ in bounds]
     out: set[int] = set()
     for lo, hi in gaps:
         words = _words(read(lo, hi - lo), lo)[1]
         out.update(word & ~1 for k, word in enumerate(words) if word & 1 and not counted(words, k))
-    return {target for target in out if not any(lo <= target < hi for lo, hi in extents)
-            and _starts_code(target, gaps, ends, pools, read)}
-
-
-def _starts_code(target: int, gaps: list[tuple[int, int]], ends: set[int], pools: set[int],
-                 read: Callable[[int, int], bytes]) -> bool:
-    """Whether ``target`` is in a gap and only padding and literal pools lie between it and
-    the end of the decoded instruction before it."""
-    gap = next(((lo, hi) for lo, hi in gaps if lo <= target < hi), None)
-    if gap is None or gap[0] not in ends or target in pools:
-        return False
-    at = gap[0]
-    while at < target:
-        if at in pools:
-            at += 1
+    found = set()
+    for target in out:
+        k = bisect.bisect_right(starts, target) - 1
+        if k < 0 or target >= gaps[k][1] or target in pools:
             continue
-        if read(at, 2) not in _PADDING or at + 2 > target:
-            return False
-        at += 2
-    return True
+        j = bisect.bisect_right(firsts, target) - 1
+        if j >= 0 and target < bounds[j][1]:
+            continue
+        if _after_code(target, gaps[k][0], ends, pools, read):
+            found.add(target)
+    return found
+
+
+def _after_code(target: int, gap_start: int, ends: set[int], pools: set[int],
+                read: Callable[[int, int], bytes]) -> bool:
+    """Whether decoded code or an instruction that does not fall through ends right before
+    ``target`` (in a gap starting at ``gap_start``), but for padding and literal pools."""
+    at = target
+    while at > gap_start:
+        if at - 1 in pools:
+            at -= 1
+        elif read(at - 2, 2) in _PADDING:
+            at -= 2
+        else:
+            break
+    if at <= gap_start:
+        return at in ends
+    (last,) = struct.unpack("<H", read(at - 2, 2))
+    if last == 0x4770 or last & 0xFF00 == 0xBD00 or last & 0xF800 == 0xE000:  # bx lr; pop {..pc}; b.n
+        return True
+    if at - 4 < gap_start:
+        return False
+    hw1, hw2 = struct.unpack("<HH", read(at - 4, 4))
+    return (hw1 & 0xF800 == 0xF000 and hw2 & 0xD000 == 0x9000  # b.w
+            or hw1 == 0xE8BD and hw2 & 0x8000  # pop.w {.., pc}
+            or (hw1, hw2) == (0xF85D, 0xFB04))  # ldr pc, [sp], #4
 
 
 _PADDING = (b"\x00\x00", b"\x00\xbf", b"\xc0\x46")  # zeros; nop; mov r8, r8 (Thumb-1 nop)
