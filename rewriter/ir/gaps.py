@@ -15,6 +15,10 @@ and BLX at every word): code calls into the middle of other code, while branches
 within their function. A literal pool that happens to read as a call names an address
 in a range of megabytes, so it rarely names the start of a block; reading Thumb code as
 A32 (or the reverse) would give thousands of such calls, hence one instruction set per run.
+
+Firmware also keeps its constant data there (``.rodata`` inside ``.text``): the Thumb code
+addresses stored in those bytes (vtables, handler tables) name code nothing else reaches
+(``thumb_pointers_in_gaps``, for the descent of a stripped Cortex-M image).
 """
 
 from __future__ import annotations
