@@ -43,6 +43,7 @@ PACKAGES=(
     openssl
     gcc-arm-none-eabi
     libnewlib-arm-none-eabi
+    picolibc-arm-none-eabi  # tests/support/firmware_variants.py: firmware built with another C library
     qemu-system-arm
     libglib2.0-dev     # benchmarks/qemu_plugins.py: QEMU's own TCG plugins, the benchmarks' peers
     pkg-config

@@ -5,7 +5,8 @@ big, which only the variants build) for both MPS2 boards in each variant of
 tests/support/firmware_variants.py (-O0/-O1/-O3/-Os/-Og, -funroll-loops, LTO,
 --gc-sections, newlib-nano, clang linked by GNU ld or ld.lld, the vector table copied into
 RAM, the image at a flash offset behind a boot table, functions run from RAM, .data's
-initial values far from the code); instruments it with each tool (inscount, bbcount,
+initial values far from the code; picolibc with its own start-up and script; libopencm3-,
+Zephyr-style and heap-less hand-written scripts); instruments it with each tool (inscount, bbcount,
 cachesim) in InHost and ReHost; runs the copy with ``anvil run --board`` and lists what
 differs from the original (tests/support/firmware_judge.py): a refused rewrite, a hang,
 other console output or exit status, counts that are not QEMU's, cache figures that are not

@@ -27,10 +27,21 @@ ALIGN = 16  # of the code in flash
 DATA_ALIGN = 8  # of the data in RAM
 SYS_HEAPINFO = 0x16
 
-# Linker-script symbols, first present wins. Where the heap starts:
-HEAP_START_SYMBOLS = ("__HeapBase", "__heap_start", "__heap_start__", "end", "_end", "__end__")
-# Where it stops (a heap limit); where the stack stops (its lowest address):
-HEAP_LIMIT_SYMBOLS = ("__HeapLimit", "__heap_limit__", "__heap_end__")
+# Linker-script symbols. The heaps a script names, each style's (start, limit or None): every
+# one present is a heap the image may grow (a project's _sbrk may use any of them, and a heap
+# in a bank of its own is as much the program's as one after .bss); of those that start at
+# one address, the first listed says where that heap stops.
+HEAP_SYMBOLS = (
+    ("__HeapBase", "__HeapLimit"),  # CMSIS
+    ("__heap_start", "__heap_end"),  # picolibc
+    ("__heap_start__", "__heap_end__"),
+    ("__heap_start__", "__heap_limit__"),
+    ("_heap_start", "_heap_end"),  # libopencm3-style and hand-written scripts
+    ("_sheap", "_eheap"),
+    ("_pvHeapStart", "_pvHeapLimit"),  # NXP MCUXpresso
+    ("end", None), ("_end", None), ("__end__", None),  # newlib's _sbrk grows from "end" up to the stack
+)
+# Where the stack stops (its lowest address):
 STACK_LIMIT_SYMBOLS = ("__StackLimit", "_sstack", "__stack_start__")
 # The initial stack pointer, when the image's vector table is not where the board reads it:
 STACK_TOP_SYMBOLS = ("__StackTop", "_estack", "__stack", "__initial_sp")
@@ -113,9 +124,10 @@ class RamUse:
     """The RAM an image may touch on a board, and where new data can go that it never touches.
 
     Touched: every PT_LOAD's RAM (by address and by load address); the heap, from its
-    start up to its limit or, with none named, up to the stack; each stack (the one the
-    core starts on, and the one SYS_HEAPINFO hands out when the image asks for it), from
-    its top down to its limit or, with none named, down to the heap. A heap or a stack
+    start up to its limit or, with none named, up to the stack (every heap the linker
+    script names: HEAP_SYMBOLS); each stack (the one the core starts on, and the one
+    SYS_HEAPINFO hands out when the image asks for it), from its top down to its limit
+    or, with none named, down to the heap. A heap or a stack
     never leaves its RAM bank (past a bank's end lie its mirror or nothing: a program
     that grew that far would already fail). Limits are trusted: a linker script's
     (``__HeapLimit``, ``__StackLimit``, ST's ``_estack - _Min_Stack_Size``) and
@@ -127,13 +139,20 @@ class RamUse:
         self.loads = loads
         self.banks = board.ram_banks if board is not None else ()
         symbols = _symbol_values(binary)
-        in_ram = [load for load in loads if load.memsz and self._bank(load.vaddr)]
-        self.heap_start = next((symbols[n] for n in HEAP_START_SYMBOLS if n in symbols),
-                               max((load.vaddr + load.memsz for load in in_ram), default=None))
         st_limit = None  # ST-style scripts: the heap stops at the stack's reserve below _estack
         if "_estack" in symbols and "_Min_Stack_Size" in symbols:
             st_limit = symbols["_estack"] - symbols["_Min_Stack_Size"]
-        self.heap_limit = next((symbols[n] for n in HEAP_LIMIT_SYMBOLS if n in symbols), st_limit)
+        #: Each heap: where it starts -> where it stops (None: up to the stack above it, or its bank's end).
+        self.heaps: dict[int, int | None] = {}
+        for start, limit in HEAP_SYMBOLS:
+            if start in symbols and symbols[start] not in self.heaps:
+                self.heaps[symbols[start]] = symbols.get(limit) if limit else st_limit
+        if not self.heaps:  # no heap named: it would start after the highest RAM the image loads
+            in_ram = [load.vaddr + load.memsz for load in loads if load.memsz and self._bank(load.vaddr)]
+            if in_ram:
+                self.heaps[max(in_ram)] = None
+        # The first named (CMSIS's, picolibc's, ..., newlib's): what the rule of no known board uses.
+        self.heap_start, self.heap_limit = next(iter(self.heaps.items()), (None, None))
         self.stack_limit = next((symbols[n] for n in STACK_LIMIT_SYMBOLS if n in symbols), st_limit)
         self.stack_top = self._initial_sp(binary, symbols)
         self.asks_heapinfo = board is not None and any(
@@ -159,28 +178,28 @@ class RamUse:
         regions = [MemoryRegion(start, load.memsz) for load in self.loads if load.memsz
                    for start in {load.vaddr, load.paddr} if self._bank(start)]
         stacks = [(self.stack_top, self.stack_limit)]
-        heap_limit = self.heap_limit
+        heaps = dict(self.heaps)
         if self.asks_heapinfo:
             assert self.board is not None
             info = self.board.heapinfo(self._loaded(extra))
             if info.stack_base:
                 stacks.append((info.stack_base, info.stack_limit or None))
-            if heap_limit is None and info.heap_limit:
-                heap_limit = info.heap_limit
-        heap_bank = self._bank(self.heap_start) if self.heap_start is not None else None
-        if heap_bank is not None:
-            assert self.heap_start is not None
+            if info.heap_limit:
+                heaps = {start: info.heap_limit if limit is None else limit for start, limit in heaps.items()}
+        for start, heap_limit in heaps.items():
+            heap_bank = self._bank(start)
+            if heap_bank is None:
+                continue
             # Up to its limit, else up to the stack that starts above it in its bank.
-            tops = [top for top, _ in stacks if top is not None and self.heap_start < top <= heap_bank.end]
+            tops = [top for top, _ in stacks if top is not None and start < top <= heap_bank.end]
             end = heap_limit if heap_limit is not None else min(tops, default=heap_bank.end)
-            regions.append(MemoryRegion(self.heap_start, max(0, min(end, heap_bank.end) - self.heap_start)))
+            regions.append(MemoryRegion(start, max(0, min(end, heap_bank.end) - start)))
         for top, limit in stacks:
             bank = self._bank(top - 1) if top else None
             if bank is None:
                 continue
-            if limit is None:  # down to the heap below it in its bank, else to the bank's start
-                heap = self.heap_start
-                limit = heap if heap is not None and bank.start <= heap < top else bank.start
+            if limit is None:  # down to the highest heap below it in its bank, else to the bank's start
+                limit = max((heap for heap in heaps if bank.start <= heap < top), default=bank.start)
             limit = max(limit, bank.start)
             regions.append(MemoryRegion(limit, max(0, top - limit)))
         return [r for r in regions if r.size]

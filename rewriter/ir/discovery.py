@@ -15,7 +15,7 @@ import itertools
 import re
 import struct
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from elftools.elf.elffile import ELFFile
@@ -25,7 +25,7 @@ from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, encoded_size, make_disassembler
 from .counted import counted
 from .exception_tables import handlers, personality_routines
-from .gaps import call_targets_in_gaps
+from .gaps import call_targets_in_gaps, thumb_pointers_in_gaps
 from .jump_tables import (
     REGISTERS,
     SwitchFinder,
@@ -320,9 +320,12 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     # The personality routines the unwinder calls (the Thumb bit kept: an A32 one is even).
     personalities = [(r & ~1, bool(r & 1)) for r in personality_routines(elf, binary.read) if _inside(ranges, r & ~1)]
     returns = _return_addresses(binary, ranges, relocated)
+    fixed_a32 = not binary.is_pie and not binary.is_firmware  # where an even word may name an A32 function
     starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs, set(returns)) + passed + personalities,
                      [w for w in data_words if w[0] not in inside], unwound, _a32_only(elf, stubs),
-                     frozenset() if binary.is_pie else frozenset(_even_data_words(elf, ranges)), returns)
+                     even_words=frozenset(_even_data_words(elf, ranges)) if fixed_a32 else frozenset(),
+                     returns=returns, thumb_only=binary.is_firmware,
+                     names_string=_string_at(binary.read) if binary.is_firmware else None)
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
     while True:  # until no more procedures are found never to return (or pointed to in A32)
@@ -333,6 +336,15 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
             labels -= pointed
             streams.labels = sorted(labels)
             continue
+        if binary.is_firmware:  # code pointers in .rodata that a firmware script put inside .text
+            known = {address for address, _ in starts.data_words}
+            extents = [(e, max(i.address + i.size for i in d.values())) for e, d in found.items() if d]
+            stored = thumb_pointers_in_gaps(binary.read, ranges, [i for d in found.values() for i in d.values()],
+                                            extents)
+            stored -= known | entries.keys()
+            if stored:
+                starts = dataclasses.replace(starts, data_words=starts.data_words + [(a, True) for a in sorted(stored)])
+                continue
         more = _never_return(found, entries, noreturn)
         if not more:
             break
@@ -414,11 +426,37 @@ class _Starts:
     even_words: frozenset[int] = frozenset()
     # Thumb addresses in data right after a call (_return_addresses) -> the call's target.
     returns: dict[int, int | None] = dataclasses.field(default_factory=dict)
+    # Cortex-M firmware: the core has no A32 state (a branch to an even address faults), so
+    # an even word that reads as an A32 entry (a constant in a literal pool) is no code.
+    thumb_only: bool = False
+    # Firmware keeps its strings inside .text too: a weak Thumb entry whose odd word (the
+    # entry + 1) is where a C string starts is that string's address (a literal passed to
+    # printf), and a jump written there would rewrite the text.
+    names_string: Callable[[int], bool] | None = None
 
     def wrong_mode(self, address: int, thumb: bool) -> bool:
         """Whether an entry at ``address`` cannot be in this instruction set."""
+        if not thumb:
+            return self.thumb_only
         ranges, stubs = self.a32_only
-        return thumb and address not in stubs and _inside(ranges, address)
+        return address not in stubs and _inside(ranges, address)
+
+    def weak_wrong(self, address: int, thumb: bool) -> bool:
+        """Whether a weak entry (a word in data, a literal) at ``address`` is no code."""
+        return self.wrong_mode(address, thumb) or (thumb and self.names_string is not None
+                                                   and self.names_string(address))
+
+
+def _string_at(read: Callable[[int, int], bytes]) -> Callable[[int], bool]:
+    """Whether a C string of at least 3 printable characters starts at ``address + 1``."""
+    def names_string(address: int) -> bool:
+        try:
+            text = read(address + 1, 64)
+        except Exception:  # noqa: BLE001 - past the loaded bytes: no string
+            return False
+        end = text.find(0)
+        return end >= 3 and all(32 <= c < 127 or c in (9, 10, 13) for c in text[:end])
+    return names_string
 
 
 def _a32_only(elf: ELFFile, stubs: set[int]) -> tuple[list[tuple[int, int]], set[int]]:
@@ -477,7 +515,8 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             continue
         kept.update(cut)
         clash = {a: t for a, t in _other_mode(changed, sure_roots, entries, found, binary.plt, noreturn,
-                                              unwound, data_named).items() if a not in flipped}
+                                              unwound, data_named).items()
+                 if a not in flipped and not starts.wrong_mode(a, t)}
         if clash:  # entries read in the instruction set weaker evidence gave them: read them again
             flipped |= clash.keys()
             _drop(set(clash), entries, roots, finders, found)
@@ -492,7 +531,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
                 finders.setdefault(target, set()).add(entry)
         added = {a: t for a, t in new.items() if a not in entries and a not in rejected and not starts.wrong_mode(a, t)}
         added |= {a: t for a, t in guesses.items()
-                  if a not in entries and a not in rejected and a not in added and not starts.wrong_mode(a, t)}
+                  if a not in entries and a not in rejected and a not in added and not starts.weak_wrong(a, t)}
         if not added:  # then the landing pads of the functions found, which only the unwinder enters
             added = {pad: entries[start] for start, (_, pads) in unwound.items() if start in entries
                      for pad in pads if pad not in entries and _inside(ranges, pad)}
@@ -501,7 +540,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             words_pending = False
             added = _thumb_words(starts, entries, rejected, sure_roots, found, binary.plt, noreturn)
             roots |= added.keys()
-        if not added and not binary.is_pie:
+        if not added and not binary.is_pie and not starts.thumb_only:
             # then A32 functions named only by even words in data or literal pools, where no code was found
             words = starts.even_words | _even_literals(found, binary, ranges)
             added = {word: False for word in _a32_in_gaps(words - entries.keys() - rejected, found, streams)}
@@ -532,7 +571,7 @@ def _thumb_words(starts: _Starts, entries: dict[int, bool], rejected: set[int], 
     if not any(entries[entry] for entry, level in strength.items() if level >= CALLED and entry in entries):
         return {}
     return {addr: thumb for addr, thumb in starts.data_words
-            if addr not in entries and addr not in rejected and not starts.wrong_mode(addr, thumb)}
+            if addr not in entries and addr not in rejected and not starts.weak_wrong(addr, thumb)}
 
 
 def _in_tables(candidates: set[int], tables: set[tuple[int, int]]) -> set[int]:

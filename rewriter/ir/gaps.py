@@ -1,4 +1,4 @@
-"""Calls in executable bytes the descent did not decode (stripped programs).
+"""Calls and code pointers in executable bytes the descent did not decode (stripped programs).
 
 Recursive descent finds only the code it can reach; the rest runs in place as it is.
 That code may call into the middle of code that is relocated: libgcc's
@@ -15,13 +15,19 @@ and BLX at every word): code calls into the middle of other code, while branches
 within their function. A literal pool that happens to read as a call names an address
 in a range of megabytes, so it rarely names the start of a block; reading Thumb code as
 A32 (or the reverse) would give thousands of such calls, hence one instruction set per run.
+
+Firmware also keeps its constant data there (``.rodata`` inside ``.text``): the Thumb code
+addresses stored in those bytes (vtables, handler tables) name code nothing else reaches
+(``thumb_pointers_in_gaps``, for the descent of a stripped Cortex-M image).
 """
 
 from __future__ import annotations
 
+import bisect
 import struct
 from collections.abc import Callable
 
+from .counted import counted
 from .model import Instruction
 
 
@@ -35,6 +41,75 @@ def call_targets_in_gaps(read: Callable[[int, int], bytes], ranges: list[tuple[i
         data = read(lo, hi - lo)
         targets |= _a32_targets(data, lo) if _looks_a32(data, lo) else _t32_targets(data, lo)
     return targets
+
+
+def thumb_pointers_in_gaps(read: Callable[[int, int], bytes], ranges: list[tuple[int, int]],
+                           decoded: list[Instruction], extents: list[tuple[int, int]]) -> set[int]:
+    """Thumb code addresses (odd words, without the Thumb bit) stored word-aligned in the
+    parts of ``ranges`` that no instruction of ``decoded`` covers, where code plausibly
+    starts: where a firmware linker script puts .rodata inside the executable .text
+    (vtables, tables of handlers), the only record of code reached through pointers.
+
+    Firmware sits at low addresses, so any small odd number in a table reads as a place in
+    its code. A word counts only if it names undecoded bytes outside every procedure's
+    ``extents`` (entry, end of its last instruction: a part of a function the descent did
+    not reach is no function) where a function plausibly starts: after decoded code, or
+    after an instruction that does not fall through (a return, an unconditional branch),
+    with nothing between but padding (zero halfwords, NOPs) and the literal pools that
+    decoded code reads. (A function after a literal pool of code not decoded yet is found
+    in a later round, once that code is.) Tables of numbers that count up or down are left
+    out (``counted``)."""
+    spans = sorted((ins.address, ins.address + ins.size) for ins in decoded)
+    ends = {end for _, end in spans}
+    pools = {acc.disp + k for ins in decoded if ins.accesses for acc in ins.accesses
+             if acc.base == 15 and not acc.is_store for k in range(acc.size)}
+    gaps = _gaps(ranges, spans)
+    starts = [lo for lo, _ in gaps]
+    bounds = sorted(extents)
+    firsts = [lo for lo, _ in bounds]
+    out: set[int] = set()
+    for lo, hi in gaps:
+        words = _words(read(lo, hi - lo), lo)[1]
+        out.update(word & ~1 for k, word in enumerate(words) if word & 1 and not counted(words, k))
+    found = set()
+    for target in out:
+        k = bisect.bisect_right(starts, target) - 1
+        if k < 0 or target >= gaps[k][1] or target in pools:
+            continue
+        j = bisect.bisect_right(firsts, target) - 1
+        if j >= 0 and target < bounds[j][1]:
+            continue
+        if _after_code(target, gaps[k][0], ends, pools, read):
+            found.add(target)
+    return found
+
+
+def _after_code(target: int, gap_start: int, ends: set[int], pools: set[int],
+                read: Callable[[int, int], bytes]) -> bool:
+    """Whether decoded code or an instruction that does not fall through ends right before
+    ``target`` (in a gap starting at ``gap_start``), but for padding and literal pools."""
+    at = target
+    while at > gap_start:
+        if at - 1 in pools:
+            at -= 1
+        elif read(at - 2, 2) in _PADDING:
+            at -= 2
+        else:
+            break
+    if at <= gap_start:
+        return at in ends
+    (last,) = struct.unpack("<H", read(at - 2, 2))
+    if last == 0x4770 or last & 0xFF00 == 0xBD00 or last & 0xF800 == 0xE000:  # bx lr; pop {..pc}; b.n
+        return True
+    if at - 4 < gap_start:
+        return False
+    hw1, hw2 = struct.unpack("<HH", read(at - 4, 4))
+    return (hw1 & 0xF800 == 0xF000 and hw2 & 0xD000 == 0x9000  # b.w
+            or hw1 == 0xE8BD and hw2 & 0x8000  # pop.w {.., pc}
+            or (hw1, hw2) == (0xF85D, 0xFB04))  # ldr pc, [sp], #4
+
+
+_PADDING = (b"\x00\x00", b"\x00\xbf", b"\xc0\x46")  # zeros; nop; mov r8, r8 (Thumb-1 nop)
 
 
 def _looks_a32(data: bytes, base: int) -> bool:

@@ -396,12 +396,14 @@ def _traced_run(cmd: list[str], stdin: bytes, memory_ops: bool, keep_log: str | 
 
 
 def trace_firmware(image: str | os.PathLike[str], board: str, *, memory_ops: bool = False,
-                   timeout: float | None = 300.0) -> TraceResult:
+                   timeout: float | None = 300.0, cwd: str | os.PathLike[str] | None = None) -> TraceResult:
     """Run the Cortex-M ``image`` on ``qemu-system-arm -M board -singlestep -d exec,nochain``
     (semihosting console) and count executed PCs; the image runs at its link addresses
     (``load_bias`` 0). Exception entry and return are not instructions and are not logged;
     handlers' instructions are. ``-d int`` shows interrupts, so a Trace line whose block an
-    interrupt stopped before it ran is not counted (_LogParser)."""
+    interrupt stopped before it ran is not counted (_LogParser). ``cwd``: run there, ``image``
+    as given (a start-up that reads its command line, QEMU's ``-kernel`` path, then walks
+    the same path as a run of a copy given by the same relative name)."""
     qemu = shutil.which("qemu-system-arm")
     if qemu is None:
         raise QemuTraceError("qemu-system-arm not found on PATH")
@@ -412,7 +414,7 @@ def trace_firmware(image: str | os.PathLike[str], board: str, *, memory_ops: boo
     # In the image's directory: what it writes through semihosting (results, ReHost's
     # records) goes beside it, as with run_firmware, not into the caller's directory.
     parser, returncode, stdout, stderr = _traced_run(cmd, b"", memory_ops, None, timeout, interrupts=True,
-                                                     cwd=Path(image).resolve().parent)
+                                                     cwd=Path(cwd) if cwd is not None else Path(image).resolve().parent)
     return TraceResult(pcs=parser.pcs(), returncode=returncode, stdout=stdout, stderr=stderr, load_bias=0,
                        start_code=0, end_code=0, mem_ops=parser.ops if memory_ops else None)
 
