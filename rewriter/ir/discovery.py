@@ -721,6 +721,10 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     labelled = deque((label, entry_thumb, PAST_JUMP, nothing)
                      for label in streams.labels[first:bisect.bisect_left(streams.labels, limit)])
     literal_regs: dict[int, int] = {}
+    # Literals that look like Thumb code addresses, by the register they were loaded into:
+    # guesses once the register is loaded again or the descent ends, unless a PC-relative
+    # add takes the literal for an offset first (_targets).
+    looks: dict[int, int] = {}
     plt = binary.plt
     # Whether all of entry..limit is executable (the usual case): then no address need be looked up.
     within = any(lo <= entry and limit <= hi for lo, hi in ranges)
@@ -778,7 +782,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
             # Most instructions name no place (the test is _targets' own, cheaper than a call).
             if ins.branch_target is not None or ins.accesses or ins.name in ("tbb", "tbh", "add") \
                     or ins.address in binary.switch_cases:
-                for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, binary, ranges):
+                for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, looks, binary, ranges):
                     if weak and thumb and not tthumb and entry <= target < limit:
                         # An even address in its own Thumb code: a label (goto *, mov pc). A
                         # lower limit must look again (reach), where it may be another's.
@@ -842,6 +846,8 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 cuts_it |= in_block > 0
                 cut_doubt = max(cut_doubt, doubt)
                 cut_via |= passed
+    for target in looks.values():
+        guesses.setdefault(target, True)
     after = {t: th for t, th in after.items() if t not in calls}
     after_calls = {t: th for t, th in after_calls.items() if t not in calls}
     return Descent(entry, limit, mine, calls, guesses, straddles, reach, runs_on, cuts_it, after, after_calls,
@@ -921,11 +927,17 @@ class _Streams:
             size = CHUNK
 
 
-def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary: Binary,
+def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], looks: dict[int, int], binary: Binary,
              ranges: list[tuple[int, int]]) -> list[tuple[int, bool, bool, bool]]:
     """(address, thumb, is_entry, weak) of places control can go from ``ins``, and code
     addresses it computes; weak: a literal that only looks like a Thumb code address, or a
-    case of a table whose size is not known."""
+    case of a table whose size is not known.
+
+    ``literal_regs``: the literal each register was last loaded with. ``looks``: those that
+    look like Thumb code addresses and are not taken as guesses yet: a literal that a
+    PC-relative add then takes is an offset, whatever it looks like (GHC's runtime, A32 in a
+    fixed-address program, loads ``0x52d6d`` to add the PC to it and reach a flag in .bss;
+    taken for a Thumb entry, the A32 code at 0x52d6c got a Thumb jump written over it)."""
     out = []
     if ins.name in ("tbb", "tbh") or ins.address in binary.switch_cases:
         # A table read up to its lowest case (no bounds check seen) may run on into the code
@@ -944,13 +956,17 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary
     # PC-relative code addresses (function pointers in PIE code): ldr rX, [pc, #n]; add rX, pc.
     if ins.accesses and ins.accesses[0].base == 15 and ins.name == "ldr" and ins.accesses[0].index is None:
         value = int.from_bytes(binary.read(ins.accesses[0].disp, 4), "little")
-        literal_regs[_dest(ins)] = value
+        rd = _dest(ins)
+        literal_regs[rd] = value
+        if rd in looks:  # the literal loaded before was not an offset
+            out.append((looks.pop(rd), True, True, True))
         # In a fixed-address binary the literal may itself be a code address; in a PIE it is
         # an offset from the PC (taken below), never an address.
         if value & 1 and not binary.is_pie and _inside(ranges, value & ~1):
-            out.append((value & ~1, True, True, True))
+            looks[rd] = value & ~1
     elif thumb and ins.size == 2 and (int.from_bytes(ins.raw, "little") & 0xFF78) == 0x4478:
         rd = _dest(ins)
+        looks.pop(rd, None)
         if rd in literal_regs:
             value = (literal_regs.pop(rd) + ins.address + 4) & 0xFFFFFFFF
             # An even address is an A32 function (glibc's IFUNC resolvers return
@@ -960,7 +976,7 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary
     elif not thumb and ins.name == "add":
         # A32: add rD, pc, rM (LLVM's; rustc passes closures and formatters so). An even
         # address is an A32 function, or perhaps data in the text: a guess (weak).
-        value = _a32_pc_relative(ins, literal_regs)
+        value = _a32_pc_relative(ins, literal_regs, looks)
         if value is not None and _inside(ranges, value & ~1):
             out.append((value & ~1, bool(value & 1), True, not value & 1))
     return out
@@ -971,9 +987,9 @@ def _reads_pc(ins: Instruction) -> bool:
     return 15 in operand_registers(ins)[1][1:]  # r15, the PC, among the sources
 
 
-def _a32_pc_relative(ins: Instruction, literal_regs: dict[int, int]) -> int | None:
+def _a32_pc_relative(ins: Instruction, literal_regs: dict[int, int], looks: dict[int, int]) -> int | None:
     """The address A32's ``add rD, pc, rM`` (or ``add rD, rM, pc``) computes from a literal
-    ``rM`` was loaded with (``literal_regs``), else None."""
+    ``rM`` was loaded with (``literal_regs``), else None; that literal is no guess (``looks``)."""
     word = int.from_bytes(ins.raw, "little")
     # Data processing, register operand without shift: cond 000 0100 S Rn Rd 00000 000 Rm.
     if word & 0x0FE00FF0 != 0x00800000 or (word >> 12) & 0xF == 15:
@@ -982,6 +998,7 @@ def _a32_pc_relative(ins: Instruction, literal_regs: dict[int, int]) -> int | No
     other = rm if rn == 15 else rn if rm == 15 else None
     if other is None or other not in literal_regs:
         return None
+    looks.pop(other, None)
     return (literal_regs.pop(other) + ins.address + 8) & 0xFFFFFFFF
 
 
