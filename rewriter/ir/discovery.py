@@ -15,7 +15,7 @@ import itertools
 import re
 import struct
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from elftools.elf.elffile import ELFFile
@@ -23,7 +23,7 @@ from elftools.elf.sections import Section
 
 from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, encoded_size, make_disassembler
-from .counted import counted
+from .counted import counted, in_offset_column
 from .exception_tables import handlers, personality_routines
 from .gaps import call_targets_in_gaps
 from .jump_tables import (
@@ -137,7 +137,8 @@ def _data_words(elf: ELFFile, ranges: list[tuple[int, int]]) -> list[tuple[int, 
         data = sec.data()
         values = [value for (value,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])]
         out += [(value & ~1, True) for k, value in enumerate(values)
-                if value & 1 and _inside(ranges, value & ~1) and not counted(values, k)]
+                if value & 1 and _inside(ranges, value & ~1) and not counted(values, k)
+                and not in_offset_column(values, k, lambda v: _inside(ranges, v & ~1))]
     return out
 
 
@@ -328,6 +329,30 @@ class _Starts:
         return thumb and address not in stubs and _inside(ranges, address)
 
 
+def a32_looking(read: Callable[[int, int], bytes], address: int) -> bool:
+    """Whether the bytes around ``address`` read as A32 code: of the twelve words about it
+    that are not small numbers (literals, tables), at least ``A32_LOOKING`` and two in three
+    have the condition AL (0xE in their top four bits), as nearly every instruction of
+    compiled A32 code does. A word of Thumb code has that nibble where its second halfword
+    starts 0xE (an unconditional B, or some 32-bit encodings): one in five or so. A Thumb
+    ``bx pc`` stub (0x4778, then A32 code) is Thumb all the same.
+
+    Only for entries on weak evidence (numbers in data, literals that look like addresses):
+    GHC's code is A32, reached through even info pointers the descent does not follow, and
+    odd numbers in its data taken for Thumb functions put Thumb jumps over its instructions
+    (hspec-discover: 1,078 Thumb procedures, where the program has a few dozen)."""
+    if read(address, 2) == b"\x78\x47":
+        return False
+    base = (address & ~3) - 24
+    words = [word for word in struct.unpack("<12I", read(base, 48).ljust(48, b"\0")) if word >> 24]
+    always = sum(1 for word in words if word >> 28 == 0xE)
+    return always >= A32_LOOKING and 3 * always >= 2 * len(words)
+
+
+#: How many words about an address, at least, read as A32 instructions that always run (a32_looking).
+A32_LOOKING = 5
+
+
 def _a32_only(elf: ELFFile, stubs: set[int]) -> tuple[list[tuple[int, int]], set[int]]:
     """The PLT's range and its Thumb ``stubs`` (see _Starts.a32_only)."""
     plt = elf.get_section_by_name(".plt")
@@ -348,7 +373,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
     sure_roots = set(entries)
     roots = set(entries)  # entries no descent needs to name: seeds, data words, landing pads
     for addr, thumb in starts.data_words:
-        if addr not in entries and not starts.wrong_mode(addr, thumb):
+        if addr not in entries and not starts.wrong_mode(addr, thumb) and not (thumb and a32_looking(binary.read, addr)):
             entries[addr] = thumb
             roots.add(addr)
     finders: dict[int, set[int]] = {}  # entry -> the entries whose descents named it
@@ -387,7 +412,8 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
                 finders.setdefault(target, set()).add(entry)
         added = {a: t for a, t in new.items() if a not in entries and a not in rejected and not starts.wrong_mode(a, t)}
         added |= {a: t for a, t in guesses.items()
-                  if a not in entries and a not in rejected and a not in added and not starts.wrong_mode(a, t)}
+                  if a not in entries and a not in rejected and a not in added and not starts.wrong_mode(a, t)
+                  and not (t and a32_looking(binary.read, a))}
         if not added:  # then the landing pads of the functions found, which only the unwinder enters
             added = {pad: entries[start] for start, (_, pads) in unwound.items() if start in entries
                      for pad in pads if pad not in entries and _inside(ranges, pad)}
