@@ -31,7 +31,7 @@ def counted(values: Sequence[int], k: int) -> bool:
 COLUMN_STRIDES = (1, 2, 3, 4)
 #: Steps between neighbours of a column of offsets: closer than two functions in different
 #: instruction sets ever are.
-COLUMN_STEP = 256
+COLUMN_STEP = 64
 
 
 def in_offset_column(values: Sequence[int], k: int, in_code: Callable[[int], bool]) -> bool:
@@ -52,6 +52,6 @@ def in_offset_column(values: Sequence[int], k: int, in_code: Callable[[int], boo
             a, b, c = values[first], values[first + stride], values[first + 2 * stride]
             if a & b & c & 1 or not (in_code(a) and in_code(b) and in_code(c)):
                 continue
-            if 0 < b - a < COLUMN_STEP and 0 < c - b < COLUMN_STEP or 0 < a - b < COLUMN_STEP and 0 < b - c < COLUMN_STEP:
+            if all(0 < d < COLUMN_STEP for d in (b - a, c - b)) or all(0 < d < COLUMN_STEP for d in (a - b, b - c)):
                 return True
     return False
