@@ -690,13 +690,14 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     # its runtime's stack traces), Ada (GNAT), Tcl and Erlang's virtual machine.
     Program("hspec-discover", ("hspec-discover:armhf", "libffi8:armhf", "libgmp10:armhf"), "usr/bin/hspec-discover",
             ("test/Spec.hs", "test/Spec.hs", "/dev/stdout"),
-            "Haskell (GHC 9.0, its runtime linked in): walks a test tree and writes the driver module",
-            files=HSPEC_TREE),
+            "Haskell (GHC 9.0, its runtime linked in): walks a test tree and writes the driver module; "
+            "the count follows the runtime's timer ticks (SIGVTALRM), which move its scheduling",
+            files=HSPEC_TREE, repeatable=False),
     Program("happy", ("happy:armhf", "libffi8:armhf", "libgmp10:armhf"), "usr/bin/happy",
             ("-agc", "-i/dev/stderr", "-o", "/dev/stdout", "calc.y"),
             "Haskell (GHC): an LALR parser of an expression grammar with precedences, arrays, GHC "
-            "extensions and the info file", files={"calc.y": HAPPY_GRAMMAR},
-            env={"happy_datadir": "{root}/usr/share/happy"}),
+            "extensions and the info file; the count follows GHC's timer ticks", files={"calc.y": HAPPY_GRAMMAR},
+            env={"happy_datadir": "{root}/usr/share/happy"}, repeatable=False),
     Program("dustmite", ("dustmite:armhf", "libgphobos3:armhf", "zlib1g:armhf"), "usr/bin/dustmite",
             ("--dump", "--no-optimize", "src", "false"),
             "D (gdc, Phobos): parses D and C sources into its tree (dumped to stdout), runs the tester "
