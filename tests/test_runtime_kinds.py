@@ -31,7 +31,7 @@ from rewriter.ir.discovery import a32_looking
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support.corpus import CORPUS, environment, fetch, prepare
-from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.run import assert_same_behaviour, instrument, instrument_ir, place, results, run_prog
 from tests.support.samples import CC, SAMPLES_DIR, stripped
 
 
@@ -58,11 +58,12 @@ def test_haskell_program_transparent_and_counted(tmp_path: Path, monkeypatch: py
     assert trace.stdout == original.stdout
     executed = exe_pcs(trace, placed)
 
-    copy = instrument(binary, "inscount", tmp_path)
+    loaded = load_binary(str(binary))  # once: the descent of 200k instructions is most of the test's time
+    found = {ins.address for proc in loaded.procedures for ins in proc.instructions()}
+    copy = instrument_ir(loaded, "inscount", tmp_path)
     prepare(program, copy.parent, binary, env)
     run = run_prog(copy, program.args, program.stdin, env=env, like_trace=True)
     assert_same_behaviour(original, run)
-    found = {ins.address for proc in load_binary(str(binary)).procedures for ins in proc.instructions()}
     # Every instruction found is counted exactly as often as qemu ran it...
     assert results(run, "inscount")["total"] == sum(n for pc, n in executed.items() if pc in found)
     # ...and the descent finds nearly all the code the program runs (a quarter before the
