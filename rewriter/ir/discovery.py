@@ -127,24 +127,18 @@ def _pointer_sections(elf: ELFFile) -> Iterator[Section]:
             yield sec
 
 
-def _data_words(elf: ELFFile, ranges: list[tuple[int, int]], read: Callable[[int, int], bytes]
-                ) -> list[tuple[int, bool]]:
-    """Words in code found in a fixed-address binary's data (GOT, .data.rel.ro, vtables,
+def _data_words(elf: ELFFile, ranges: list[tuple[int, int]]) -> list[tuple[int, bool]]:
+    """Odd words in code found in a fixed-address binary's data (GOT, .data.rel.ro, vtables,
     but also any table of numbers, without those counting up or down or running through the
-    text in small steps): odd ones Thumb code addresses, perhaps; word-aligned ones where the
-    bytes read as A32 code (``a32_looking``) A32 code addresses, perhaps (GHC's info pointers,
-    by which its A32 code is entered: no call or branch names most of it). Weak entries: one
-    found inside an instruction of code reached otherwise is dropped (``discover``)."""
+    text in small steps): Thumb code addresses, perhaps. Weak entries: one found
+    inside an instruction of code reached otherwise is dropped (``discover``)."""
     out = []
     for sec in _pointer_sections(elf):
         data = sec.data()
         values = [value for (value,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])]
-        for k, value in enumerate(values):
-            if value & 3 == 2 or not _inside(ranges, value & ~1) or counted(values, k) \
-                    or in_offset_column(values, k, lambda v: _inside(ranges, v & ~1)):
-                continue
-            if value & 1 or a32_looking(read, value):
-                out.append((value & ~1, bool(value & 1)))
+        out += [(value & ~1, True) for k, value in enumerate(values)
+                if value & 1 and _inside(ranges, value & ~1) and not counted(values, k)
+                and not in_offset_column(values, k, lambda v: _inside(ranges, v & ~1))]
     return out
 
 
@@ -223,7 +217,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     relocated = _relocated_words(elf, binary) if binary.is_pie else []
     # Even code addresses in relocated data: computed-goto labels (Lua's dispatch).
     labels = {v for v in relocated if not v & 1 and _inside(ranges, v)}
-    data_words = [] if binary.is_pie else _data_words(elf, ranges, binary.read)
+    data_words = [] if binary.is_pie else _data_words(elf, ranges)
     # A fixed-address program's computed-goto labels (Python's opcode table) are words in
     # data too: inside an exported function of known size, in its instruction set, one is
     # a place in that function, not the start of another.
