@@ -10,7 +10,7 @@ taken as numbers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 STRIDES = (1, 2)  # in words: a table of words, or of pairs (from, to)
 
@@ -24,4 +24,34 @@ def counted(values: Sequence[int], k: int) -> bool:
             return True
         if k + stride < len(values) and abs(values[k + stride] - value) == 1:
             return True
+    return False
+
+
+#: Strides of the columns ``in_offset_column`` looks at, in words: records of up to four words.
+COLUMN_STRIDES = (1, 2, 3, 4)
+#: Steps between neighbours of a column of offsets: closer than two functions in different
+#: instruction sets ever are.
+COLUMN_STEP = 64
+
+
+def in_offset_column(values: Sequence[int], k: int, in_code: Callable[[int], bool]) -> bool:
+    """Whether the odd ``values[k]`` is one of a column of ascending (or descending) offsets
+    that happen to fall in the text's range, not a Thumb code address.
+
+    In some column (``COLUMN_STRIDES``: a table of records) three words in a row, this one
+    among them, all fall in the text (``in_code``), run one way in steps shorter than
+    ``COLUMN_STEP``, and one of them is even. Code addresses that close would name
+    functions in both instruction sets next to each other: GHC's static ``Text`` literals
+    are records of (info pointer, offset, length), whose offsets into one array run through
+    the text's range of numbers; one taken for a Thumb function got a Thumb jump written over
+    the A32 code at that address (hspec-discover)."""
+    for stride in COLUMN_STRIDES:
+        for first in (k - 2 * stride, k - stride, k):  # the three-word runs of the column through k
+            if first < 0 or first + 2 * stride >= len(values):
+                continue
+            a, b, c = values[first], values[first + stride], values[first + 2 * stride]
+            if a & b & c & 1 or not (in_code(a) and in_code(b) and in_code(c)):
+                continue
+            if all(0 < d < COLUMN_STEP for d in (b - a, c - b)) or all(0 < d < COLUMN_STEP for d in (a - b, b - c)):
+                return True
     return False

@@ -23,7 +23,7 @@ from elftools.elf.sections import Section
 
 from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, encoded_size, make_disassembler
-from .counted import counted
+from .counted import counted, in_offset_column
 from .exception_tables import handlers, personality_routines
 from .gaps import call_targets_in_gaps, thumb_pointers_in_gaps
 from .jump_tables import (
@@ -165,15 +165,16 @@ def _pointer_sections(elf: ELFFile) -> Iterator[Section]:
 
 def _data_words(elf: ELFFile, ranges: list[tuple[int, int]]) -> list[tuple[int, bool]]:
     """Odd words in code found in a fixed-address binary's data (GOT, .data.rel.ro, vtables,
-    but also any table of numbers, without those counting up or down): Thumb code
-    addresses, perhaps. Weak entries: one found
+    but also any table of numbers, without those counting up or down or running through the
+    text in small steps): Thumb code addresses, perhaps. Weak entries: one found
     inside an instruction of code reached otherwise is dropped (``discover``)."""
     out = []
     for sec in _pointer_sections(elf):
         data = sec.data()
         values = [value for (value,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])]
         out += [(value & ~1, True) for k, value in enumerate(values)
-                if value & 1 and _inside(ranges, value & ~1) and not counted(values, k)]
+                if value & 1 and _inside(ranges, value & ~1) and not counted(values, k)
+                and not in_offset_column(values, k, lambda v: _inside(ranges, v & ~1))]
     return out
 
 
@@ -459,6 +460,30 @@ def _string_at(read: Callable[[int, int], bytes]) -> Callable[[int], bool]:
     return names_string
 
 
+def a32_looking(read: Callable[[int, int], bytes], address: int) -> bool:
+    """Whether the bytes around ``address`` read as A32 code: of the twelve words about it
+    that are not small numbers (literals, tables), at least ``A32_LOOKING`` and two in three
+    have the condition AL (0xE in their top four bits), as nearly every instruction of
+    compiled A32 code does. A word of Thumb code has that nibble where its second halfword
+    starts 0xE (an unconditional B, or some 32-bit encodings): one in five or so. A Thumb
+    ``bx pc`` stub (0x4778, then A32 code) is Thumb all the same.
+
+    Only for entries on weak evidence (numbers in data, literals that look like addresses):
+    GHC's code is A32, reached through even info pointers the descent does not follow, and
+    odd numbers in its data taken for Thumb functions put Thumb jumps over its instructions
+    (hspec-discover: 1,078 Thumb procedures, where the program has a few dozen)."""
+    if read(address, 2) == b"\x78\x47":
+        return False
+    base = (address & ~3) - 24
+    words = [word for word in struct.unpack("<12I", read(base, 48).ljust(48, b"\0")) if word >> 24]
+    always = sum(1 for word in words if word >> 28 == 0xE)
+    return always >= A32_LOOKING and 3 * always >= 2 * len(words)
+
+
+#: How many words about an address, at least, read as A32 instructions that always run (a32_looking).
+A32_LOOKING = 5
+
+
 def _a32_only(elf: ELFFile, stubs: set[int]) -> tuple[list[tuple[int, int]], set[int]]:
     """The PLT's range and its Thumb ``stubs`` (see _Starts.a32_only)."""
     plt = elf.get_section_by_name(".plt")
@@ -531,14 +556,15 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
                 finders.setdefault(target, set()).add(entry)
         added = {a: t for a, t in new.items() if a not in entries and a not in rejected and not starts.wrong_mode(a, t)}
         added |= {a: t for a, t in guesses.items()
-                  if a not in entries and a not in rejected and a not in added and not starts.weak_wrong(a, t)}
+                  if a not in entries and a not in rejected and a not in added and not starts.weak_wrong(a, t)
+                  and not (t and a32_looking(binary.read, a))}
         if not added:  # then the landing pads of the functions found, which only the unwinder enters
             added = {pad: entries[start] for start, (_, pads) in unwound.items() if start in entries
                      for pad in pads if pad not in entries and _inside(ranges, pad)}
             roots |= added.keys()  # (as strong as their function: _strengths)
         if not added and words_pending:  # then odd words in data: Thumb code addresses, perhaps
             words_pending = False
-            added = _thumb_words(starts, entries, rejected, sure_roots, found, binary.plt, noreturn)
+            added = _thumb_words(starts, entries, rejected, sure_roots, found, binary, noreturn)
             roots |= added.keys()
         if not added and not binary.is_pie and not starts.thumb_only:
             # then A32 functions named only by even words in data or literal pools, where no code was found
@@ -560,18 +586,19 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
 
 
 def _thumb_words(starts: _Starts, entries: dict[int, bool], rejected: set[int], sure_roots: set[int],
-                 found: dict[int, Descent], plt: dict[int, str], noreturn: set[int]) -> dict[int, bool]:
+                 found: dict[int, Descent], binary: Binary, noreturn: set[int]) -> dict[int, bool]:
     """The odd words in data (``starts.data_words``) to take as Thumb entries, now that flow
     has found what it can: none where the code the surest evidence reaches (SURE or CALLED,
     ``_strengths``) has no Thumb procedure at all. A program of A32 code alone (Free
     Pascal's, whose run-time library is A32 and does not start through glibc) calls nothing
     through an odd address, and an odd number in its data read as one made garbage Thumb
     procedures over its A32 functions: an A32 call into one could not be emitted."""
-    strength = _strengths(sure_roots, entries, found, _returning(found, plt, noreturn), starts.unwound)
+    strength = _strengths(sure_roots, entries, found, _returning(found, binary.plt, noreturn), starts.unwound)
     if not any(entries[entry] for entry, level in strength.items() if level >= CALLED and entry in entries):
         return {}
     return {addr: thumb for addr, thumb in starts.data_words
-            if addr not in entries and addr not in rejected and not starts.weak_wrong(addr, thumb)}
+            if addr not in entries and addr not in rejected and not starts.weak_wrong(addr, thumb)
+            and not (thumb and a32_looking(binary.read, addr))}
 
 
 def _in_tables(candidates: set[int], tables: set[tuple[int, int]]) -> set[int]:
@@ -901,6 +928,10 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     labelled = deque((label, entry_thumb, PAST_JUMP, nothing)
                      for label in streams.labels[first:bisect.bisect_left(streams.labels, limit)])
     literal_regs: dict[int, int] = {}
+    # Literals that look like Thumb code addresses, by the register they were loaded into:
+    # guesses once the register is loaded again or the descent ends, unless a PC-relative
+    # add takes the literal for an offset first (_targets).
+    looks: dict[int, int] = {}
     plt = binary.plt
     # Whether all of entry..limit is executable (the usual case): then no address need be looked up.
     within = any(lo <= entry and limit <= hi for lo, hi in ranges)
@@ -958,7 +989,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
             # Most instructions name no place (the test is _targets' own, cheaper than a call).
             if ins.branch_target is not None or ins.accesses or ins.name in ("tbb", "tbh", "add") \
                     or ins.address in binary.switch_cases:
-                for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, binary, ranges):
+                for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, looks, binary, ranges):
                     if weak and thumb and not tthumb and entry <= target < limit:
                         # An even address in its own Thumb code: a label (goto *, mov pc). A
                         # lower limit must look again (reach), where it may be another's.
@@ -1024,6 +1055,8 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 cuts_it |= in_block > 0
                 cut_doubt = max(cut_doubt, doubt)
                 cut_via |= passed
+    for target in looks.values():
+        guesses.setdefault(target, True)
     after = {t: th for t, th in after.items() if t not in calls}
     after_calls = {t: th for t, th in after_calls.items() if t not in calls}
     return Descent(entry, limit, mine, calls, guesses, straddles, reach, runs_on, cuts_it, after, after_calls,
@@ -1103,11 +1136,17 @@ class _Streams:
             size = CHUNK
 
 
-def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary: Binary,
+def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], looks: dict[int, int], binary: Binary,
              ranges: list[tuple[int, int]]) -> list[tuple[int, bool, bool, bool]]:
     """(address, thumb, is_entry, weak) of places control can go from ``ins``, and code
     addresses it computes; weak: a literal that only looks like a Thumb code address, or a
-    case of a table whose size is not known."""
+    case of a table whose size is not known.
+
+    ``literal_regs``: the literal each register was last loaded with. ``looks``: those that
+    look like Thumb code addresses and are not taken as guesses yet: a literal that a
+    PC-relative add then takes is an offset, whatever it looks like (GHC's runtime, A32 in a
+    fixed-address program, loads ``0x52d6d`` to add the PC to it and reach a flag in .bss;
+    taken for a Thumb entry, the A32 code at 0x52d6c got a Thumb jump written over it)."""
     out = []
     if ins.name in ("tbb", "tbh") or ins.address in binary.switch_cases:
         # A table read up to its lowest case (no bounds check seen) may run on into the code
@@ -1126,13 +1165,17 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary
     # PC-relative code addresses (function pointers in PIE code): ldr rX, [pc, #n]; add rX, pc.
     if ins.accesses and ins.accesses[0].base == 15 and ins.name == "ldr" and ins.accesses[0].index is None:
         value = int.from_bytes(binary.read(ins.accesses[0].disp, 4), "little")
-        literal_regs[_dest(ins)] = value
+        rd = _dest(ins)
+        literal_regs[rd] = value
+        if rd in looks:  # the literal loaded before was not an offset
+            out.append((looks.pop(rd), True, True, True))
         # In a fixed-address binary the literal may itself be a code address; in a PIE it is
         # an offset from the PC (taken below), never an address.
         if value & 1 and not binary.is_pie and _inside(ranges, value & ~1):
-            out.append((value & ~1, True, True, True))
+            looks[rd] = value & ~1
     elif thumb and ins.size == 2 and (int.from_bytes(ins.raw, "little") & 0xFF78) == 0x4478:
         rd = _dest(ins)
+        looks.pop(rd, None)
         if rd in literal_regs:
             value = (literal_regs.pop(rd) + ins.address + 4) & 0xFFFFFFFF
             # An even address is an A32 function (glibc's IFUNC resolvers return
@@ -1142,7 +1185,7 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], binary
     elif not thumb and ins.name == "add":
         # A32: add rD, pc, rM (LLVM's; rustc passes closures and formatters so). An even
         # address is an A32 function, or perhaps data in the text: a guess (weak).
-        value = _a32_pc_relative(ins, literal_regs)
+        value = _a32_pc_relative(ins, literal_regs, looks)
         if value is not None and _inside(ranges, value & ~1):
             out.append((value & ~1, bool(value & 1), True, not value & 1))
     return out
@@ -1153,9 +1196,9 @@ def _reads_pc(ins: Instruction) -> bool:
     return 15 in operand_registers(ins)[1][1:]  # r15, the PC, among the sources
 
 
-def _a32_pc_relative(ins: Instruction, literal_regs: dict[int, int]) -> int | None:
+def _a32_pc_relative(ins: Instruction, literal_regs: dict[int, int], looks: dict[int, int]) -> int | None:
     """The address A32's ``add rD, pc, rM`` (or ``add rD, rM, pc``) computes from a literal
-    ``rM`` was loaded with (``literal_regs``), else None."""
+    ``rM`` was loaded with (``literal_regs``), else None; that literal is no guess (``looks``)."""
     word = int.from_bytes(ins.raw, "little")
     # Data processing, register operand without shift: cond 000 0100 S Rn Rd 00000 000 Rm.
     if word & 0x0FE00FF0 != 0x00800000 or (word >> 12) & 0xF == 15:
@@ -1164,6 +1207,7 @@ def _a32_pc_relative(ins: Instruction, literal_regs: dict[int, int]) -> int | No
     other = rm if rn == 15 else rn if rm == 15 else None
     if other is None or other not in literal_regs:
         return None
+    looks.pop(other, None)
     return (literal_regs.pop(other) + ins.address + 8) & 0xFFFFFFFF
 
 

@@ -380,6 +380,102 @@ msg: db "hello", 10, 0
 """
 
 
+HAPPY_GRAMMAR = b"""{
+module Calc where
+import Data.Char
+}
+%name calc
+%tokentype { Token }
+%error { parseError }
+%token
+      let             { TokenLet }
+      in              { TokenIn }
+      int             { TokenInt $$ }
+      var             { TokenVar $$ }
+      '='             { TokenEq }
+      '+'             { TokenPlus }
+      '-'             { TokenMinus }
+      '*'             { TokenTimes }
+      '/'             { TokenDiv }
+      '('             { TokenOB }
+      ')'             { TokenCB }
+%right in
+%left '+' '-'
+%left '*' '/'
+%left NEG
+%%
+Exp   : let var '=' Exp in Exp  { Let $2 $4 $6 }
+      | Exp '+' Exp             { Plus $1 $3 }
+      | Exp '-' Exp             { Minus $1 $3 }
+      | Exp '*' Exp             { Times $1 $3 }
+      | Exp '/' Exp             { Div $1 $3 }
+      | '(' Exp ')'             { $2 }
+      | '-' Exp %prec NEG       { Negate $2 }
+      | int                     { Int $1 }
+      | var                     { Var $1 }
+{
+parseError :: [Token] -> a
+parseError _ = error "Parse error"
+data Exp = Let String Exp Exp | Plus Exp Exp | Minus Exp Exp | Times Exp Exp | Div Exp Exp
+         | Negate Exp | Int Int | Var String deriving Show
+data Token = TokenLet | TokenIn | TokenInt Int | TokenVar String | TokenEq | TokenPlus | TokenMinus
+           | TokenTimes | TokenDiv | TokenOB | TokenCB deriving Show
+}
+"""
+
+#: hspec-discover's input: a test tree whose modules it finds and names in a driver.
+HSPEC_TREE = {f"test/{name}": b"module X where\n" for name in
+              ("FooSpec.hs", "BarSpec.hs", "Data/Map/StrictSpec.hs", "Util/TextSpec.hs", "Util/Helper.hs")}
+HSPEC_TREE["test/Spec.hs"] = b"{-# OPTIONS_GHC -F -pgmF hspec-discover #-}\n"
+
+D_SOURCE = b"""module app;
+import std.stdio, std.algorithm, std.range;
+/// A shape with sides.
+struct Shape { string name; int sides; double area(double s) const { return sides * s * s / 4.0; } }
+class Box(T) { T v; this(T v) { this.v = v; } T get() const { return v; } }
+int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+void main(string[] args) {
+    auto shapes = [Shape("tri", 3), Shape("sq", 4), Shape("hex", 6)];
+    foreach (s; shapes.filter!(s => s.sides > 3)) writefln("%s %.2f", s.name, s.area(2.5)); // comment
+    /* block
+       comment */
+    auto b = new Box!int(fib(10));
+    try { if (args.length > 5) throw new Exception("many"); } catch (Exception e) { writeln(e.msg); }
+    writeln(iota(10).map!(x => x * x).array, " ", b.get(), q{token string}, `raw`, "esc\\"aped");
+}
+"""
+
+#: music123's configuration (Debian's /etc/music123rc, whose repeated extensions it reports).
+MUSIC123_RC = b"""tool 	ogg123 		ogg,Ogg,OGG 		""
+tool 	mpg123 		mp3,MP3,Mp3 	""
+tool 	aplay 	wav,Wav,WAV 		""
+tool 	ogg123 		oga,ogg 		""
+"""
+
+TCL_SCRIPT = r"""proc fib {n} { if {$n < 2} { return $n }; expr {[fib [expr {$n-1}]] + [fib [expr {$n-2}]]} }
+array set a {}; for {set i 0} {$i < 2000} {incr i} { set k [expr {($i*7919) % 97}]; incr a($k) $i }
+puts "[array size a] $a(5) [fib 15]"
+set d [dict create b 2 a 1]; dict lappend d c x y; puts [lsort [dict keys $d]]
+puts [format "%5.2f|%-6s|%x" 3.14159 ab 255]; puts [string toupper [string range "hello world" 0 4]]
+set f [open input.txt]; set n 0; set names {}
+while {[gets $f line] >= 0} { if {[regexp {int ([a-z]+)\(} $line -> name]} { incr n; lappend names $name } }
+close $f; puts "$n [lsort -unique $names]"
+if {[catch {error "boom" "" {CODE 42}} msg opts]} { puts "caught $msg [dict get $opts -errorcode]" }
+puts [lmap x {1 2 3 4 5} { expr {$x * $x} }]; puts [regsub -all {o+} "foo boo" {<&>}]
+exit 4
+"""
+
+#: Erlang: maps, eight processes exchanging messages, formatting, binaries, a caught badarg.
+ERLANG_EVAL = ("M = maps:from_list([{K, K*K} || K <- lists:seq(1, 500)]), S = lists:sum(maps:values(M)), P = self(), "
+               "Pids = [spawn(fun() -> P ! {N, lists:foldl(fun(X, A) -> (A * 31 + X) rem 1000003 end, N, "
+               "lists:seq(1, 2000))} end) || N <- lists:seq(1, 8)], "
+               "R = lists:sort([receive {N, V} -> {N, V} end || _ <- Pids]), B = term_to_binary({S, R}), "
+               "io:format(\"~p ~p~n~s~n~p~n\", [S, R, string:uppercase(io_lib:format(\"~.3f|~-6s|~8.16B\", "
+               "[3.14159, \"ab\", 255])), catch binary_to_term(<<1,2,3>>)]), "
+               "io:format(\"~p ~p~n\", [byte_size(B), erlang:crc32(B)]), halt(3).")
+ERTS = "usr/lib/erlang/erts-13.1.5"
+
+
 #: The samples whose text makes ``input.txt``: named, so that a new sample leaves every
 #: workload as it was.
 INPUT_SOURCES = ("addresses.c", "calls.c", "forks.c")
@@ -438,6 +534,14 @@ class Program:
     #: Anvil refuses the program, by design: the start of its one-line error (after
     #: ``anvil: error: ``), which the benchmark expects instead of a run.
     refused: str = ""
+    #: Symbolic links in the run directory (name -> target; "{root}" stands for the unpacked
+    #: packages): data a program reads from its working directory, or a file it writes made
+    #: standard output.
+    links: dict[str, str] = field(default_factory=dict)
+    #: armhf programs of the packages (paths in them) that the program executes: qemu-arm
+    #: runs an Arm executable but not the ones it starts (no binfmt_misc here), so each gets
+    #: a shell wrapper of the same name in ``{root}/qemu-bin`` that runs it under qemu-arm.
+    helpers: tuple[str, ...] = ()
 
 
 CORPUS: dict[str, Program] = {p.name: p for p in [
@@ -582,6 +686,43 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             files={"in.ml": OCAML_INPUT}, env={"OCAMLFIND_CONF": "/dev/null"}),
     Program("nasm", ("nasm:armhf",), "usr/bin/nasm", ("-f", "bin", "-o", "/dev/stdout", "in.asm"),
             "assembler: macros, %rep, local labels, to a flat binary", files={"in.asm": NASM_INPUT}),
+    # Kinds added by decision 0066: Haskell (GHC's code, its own stacks and tail calls), D (gdc,
+    # its runtime's stack traces), Ada (GNAT), Tcl and Erlang's virtual machine.
+    Program("hspec-discover", ("hspec-discover:armhf", "libffi8:armhf", "libgmp10:armhf"), "usr/bin/hspec-discover",
+            ("test/Spec.hs", "test/Spec.hs", "/dev/stdout"),
+            "Haskell (GHC 9.0, its runtime linked in): walks a test tree and writes the driver module; "
+            "the count follows the runtime's timer ticks (SIGVTALRM), which move its scheduling",
+            files=HSPEC_TREE, repeatable=False),
+    Program("happy", ("happy:armhf", "libffi8:armhf", "libgmp10:armhf"), "usr/bin/happy",
+            ("-agc", "-i/dev/stderr", "-o", "/dev/stdout", "calc.y"),
+            "Haskell (GHC): an LALR parser of an expression grammar with precedences, arrays, GHC "
+            "extensions and the info file; the count follows GHC's timer ticks", files={"calc.y": HAPPY_GRAMMAR},
+            env={"happy_datadir": "{root}/usr/share/happy"}, repeatable=False),
+    Program("dustmite", ("dustmite:armhf", "libgphobos3:armhf", "zlib1g:armhf"), "usr/bin/dustmite",
+            ("--dump", "--no-optimize", "src", "false"),
+            "D (gdc, Phobos): parses D and C sources into its tree (dumped to stdout), runs the tester "
+            "(sh -c false), and dies of an uncaught exception whose stack trace prints return addresses",
+            files={"src/app.d": D_SOURCE, "src/b.c": INDENT_INPUT}, links={"src.dump": "/dev/stdout"}),
+    Program("music123", ("music123:armhf", "libgnat-12:armhf"), "usr/bin/music123", ("-r", "-i", "-L", "music"),
+            "Ada (GNAT): reads its configuration, walks a directory tree and lists the files it could play",
+            files={".music123rc": MUSIC123_RC, **{f"music/{n}": b"" for n in
+                                                  ("a/x.ogg", "a/Y.MP3", "b/z.wav", "b/notes.txt", "t.flac")}},
+            env={"HOME": "."}),
+    Program("tclsh", ("tcl8.6:armhf", "libtcl8.6:armhf", "zlib1g:armhf"), "usr/bin/tclsh8.6", ("script.tcl",),
+            "Tcl 8.6 (the executable is a 5 KB front end of libtcl, which is not instrumented): procs, arrays, "
+            "dicts, regexp over a file, catch, exit 4",
+            files={"script.tcl": TCL_SCRIPT.encode()}, env={"TCL_LIBRARY": "{root}/usr/share/tcltk/tcl8.6"}),
+    Program("erlang", ("erlang-base:armhf", "libsystemd0:armhf", "libcap2:armhf", "libgcrypt20:armhf",
+                       "libgpg-error0:armhf", "liblz4-1:armhf", "liblzma5:armhf", "libzstd1:armhf", *TINFO,
+                       "zlib1g:armhf"), f"{ERTS}/bin/beam.smp",
+            ("-S", "1:1", "-SDcpu", "1:1", "-SDio", "1", "-A", "0", "-sbwt", "none", "--",
+             "-root", "erlang", "-bindir", "bin", "-progname", "erl", "--",
+             "-home", "/nonexistent", "-noshell", "-noinput", "-boot", "erlang/bin/start_clean", "-eval", ERLANG_EVAL),
+            "Erlang/OTP 25's virtual machine (threaded-code interpreter, schedulers and other threads): boots "
+            "the kernel, spawns eight processes that send their results, exit 3; the count follows how the "
+            "threads meet", env={"BINDIR": "{root}/qemu-bin"},
+            links={"erlang": "{root}/usr/lib/erlang", "bin": "{root}/qemu-bin"},
+            helpers=(f"{ERTS}/bin/erl_child_setup", f"{ERTS}/bin/inet_gethost"), repeatable=False),
     Program("shfmt", ("shfmt:armhf",), "usr/bin/shfmt", ("-i", "2", "script.sh"),
             "Go, static (no cgo): formats a shell script", files={"script.sh": SHELL_SCRIPT},
             refused="a Go program"),
@@ -611,6 +752,14 @@ CI_TIER = ("sed", "diff", "sqlite3", "tar")
 def fetch(program: Program) -> tuple[Path, Path]:
     """Download and unpack ``program``'s packages once; return (the executable, the unpacked root)."""
     root = debian_packages(f"corpus-{program.name}", list(program.packages), program.path)
+    for helper in program.helpers:
+        wrapper = root / "qemu-bin" / Path(helper).name
+        if not wrapper.exists():
+            wrapper.parent.mkdir(exist_ok=True)
+            temporary = wrapper.with_suffix(f".{os.getpid()}")
+            temporary.write_text(f'#!/bin/sh\nexec qemu-arm -L {LIB_ROOT} {root / helper} "$@"\n')
+            temporary.chmod(0o755)
+            temporary.replace(wrapper)  # whole, even if another worker writes it too
     return root / program.path, root
 
 
@@ -635,8 +784,12 @@ def prepare(program: Program, run_dir: Path, original: Path, env: dict[str, str]
     if program.name in AWK:
         files["script.awk"] = AWK[program.name].encode()
     files.update({name: content() if callable(content) else content for name, content in program.files.items()})
+    root = original.parents[len(Path(program.path).parts) - 1]  # ``original`` is fetch()'s root / path
+    for name, target in program.links.items():
+        (run_dir / name).symlink_to(target.replace("{root}", str(root)))
     for name, content in files.items():
         path = run_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content)
         # One time stamp for every copy: tar divides the times it stats (libgcc's 64-bit
         # division takes as long as the values say), so fresh times would change its count
