@@ -22,7 +22,7 @@ import pytest
 
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.run import assert_descent_found, assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.run import assert_counts_as_qemu, assert_descent_found, place
 from tests.support.samples import build_stripped
 
 FLAGS = ["-O2", "-mthumb", "-no-pie"]  # fixed addresses: movw/movt build code addresses
@@ -41,9 +41,8 @@ def test_function_named_by_moves_is_an_entry(program: Path, tmp_path: Path) -> N
     executed = exe_pcs(trace, placed)
     binary = load_binary(str(program))
     assert_descent_found(binary, executed)
-    # The pointer's target, the first instruction run after the apply's blx: an entry of
-    # its own (qemu's trace names it: the one executed address that a movw/movt pair of
-    # the program builds with the Thumb bit set).
+    # What the program runs of the Thumb addresses its movw/movt pairs build (cb): each
+    # an entry of its own.
     built = {ins.address for p in binary.procedures for ins in p.instructions() if ins.name == "movw"}
     assert built, "the sample has no movw"
     entries = {p.address for p in binary.procedures}
@@ -72,10 +71,4 @@ def _moved_values(binary) -> set[int]:
 @pytest.mark.parametrize("extra", [(), ("--return-addresses", "original")])
 def test_instrumented_copy_runs_and_counts_every_instruction(program: Path, extra: tuple[str, ...],
                                                              tmp_path: Path) -> None:
-    placed = place(program, tmp_path, "orig")
-    original = run_prog(placed, [])
-    assert original.stdout == OUTPUT
-    run = run_prog(instrument(program, "inscount", tmp_path, *extra), [])
-    assert_same_behaviour(original, run)
-    qemu_total = sum(exe_pcs(trace_pcs(placed, [], b"", argv0="prog"), placed).values())
-    assert results(run, "inscount")["total"] == qemu_total
+    assert_counts_as_qemu(program, tmp_path, OUTPUT, *extra)
