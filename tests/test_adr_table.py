@@ -17,9 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rewriter.ir.elf_loader import load_binary
-from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.run import assert_counts_as_qemu, assert_descent_found, place
+from tests.support.run import assert_counts_as_qemu, assert_runs_found
 from tests.support.samples import build_stripped
 
 FLAGS = ["-O2", "-mthumb", "-no-pie"]
@@ -32,10 +30,7 @@ def program() -> Path:
 
 
 def test_every_case_is_decoded(program: Path, tmp_path: Path) -> None:
-    placed = place(program, tmp_path, "orig")
-    trace = trace_pcs(placed, [], b"", argv0="prog")
-    assert trace.stdout == OUTPUT
-    assert_descent_found(load_binary(str(program)), exe_pcs(trace, placed))
+    assert_runs_found(program, tmp_path, OUTPUT)
 
 
 @pytest.mark.parametrize("extra", [(), ("--return-addresses", "original")])

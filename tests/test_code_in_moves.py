@@ -20,9 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from rewriter.ir.elf_loader import load_binary
-from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.run import assert_counts_as_qemu, assert_descent_found, place
+from tests.support.run import assert_counts_as_qemu, assert_runs_found
 from tests.support.samples import build_stripped
 
 FLAGS = ["-O2", "-mthumb", "-no-pie"]  # fixed addresses: movw/movt build code addresses
@@ -35,12 +33,7 @@ def program() -> Path:
 
 
 def test_function_named_by_moves_is_an_entry(program: Path, tmp_path: Path) -> None:
-    placed = place(program, tmp_path, "orig")
-    trace = trace_pcs(placed, [], b"", argv0="prog")
-    assert trace.stdout == OUTPUT
-    executed = exe_pcs(trace, placed)
-    binary = load_binary(str(program))
-    assert_descent_found(binary, executed)
+    binary, executed = assert_runs_found(program, tmp_path, OUTPUT)
     # What the program runs of the Thumb addresses its movw/movt pairs build (cb): each
     # an entry of its own.
     built = {ins.address for p in binary.procedures for ins in p.instructions() if ins.name == "movw"}

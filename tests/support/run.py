@@ -151,3 +151,18 @@ def assert_counts_as_qemu(binary: Path, tmp: Path, output: bytes, *extra: str) -
     assert_same_behaviour(original, run)
     qemu_total = sum(exe_pcs(trace_pcs(placed, [], b"", argv0="prog"), placed).values())
     assert results(run, "inscount")["total"] == qemu_total
+
+
+def assert_runs_found(binary: Path, tmp: Path, output: bytes):
+    """``binary`` (no arguments, no input) prints ``output``, and every instruction of its
+    executable that qemu runs is one the descent found; returns the IR and qemu's counts."""
+    from rewriter.ir.elf_loader import load_binary
+    from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+
+    placed = place(binary, tmp, "orig")
+    trace = trace_pcs(placed, [], b"", argv0="prog")
+    assert trace.stdout == output
+    executed = exe_pcs(trace, placed)
+    ir = load_binary(str(binary))
+    assert_descent_found(ir, executed)
+    return ir, executed
