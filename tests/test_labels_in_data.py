@@ -18,9 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rewriter.ir.elf_loader import load_binary
-from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.run import assert_descent_found, assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.run import assert_counts_as_qemu, assert_runs_found
 from tests.support.samples import build_stripped
 
 # Fixed addresses (numbers in data are looked at only there) and step in the dynamic
@@ -35,19 +33,10 @@ def program() -> Path:
 
 
 def test_descent_keeps_the_instruction_the_number_names(program: Path, tmp_path: Path) -> None:
-    placed = place(program, tmp_path, "orig")
-    trace = trace_pcs(placed, [], b"", argv0="prog")
-    assert trace.stdout == OUTPUT
-    assert_descent_found(load_binary(str(program)), exe_pcs(trace, placed))
+    assert_runs_found(program, tmp_path, OUTPUT)
 
 
 @pytest.mark.parametrize("extra", [(), ("--return-addresses", "original")])
 def test_instrumented_copy_runs_and_counts_every_instruction(program: Path, extra: tuple[str, ...],
                                                              tmp_path: Path) -> None:
-    placed = place(program, tmp_path, "orig")
-    original = run_prog(placed, [])
-    assert original.stdout == OUTPUT
-    run = run_prog(instrument(program, "inscount", tmp_path, *extra), [])
-    assert_same_behaviour(original, run)
-    qemu_total = sum(exe_pcs(trace_pcs(placed, [], b"", argv0="prog"), placed).values())
-    assert results(run, "inscount")["total"] == qemu_total
+    assert_counts_as_qemu(program, tmp_path, OUTPUT, *extra)

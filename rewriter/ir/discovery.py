@@ -987,7 +987,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 if cases:
                     binary.switch_cases[ins.address] = cases
             # Most instructions name no place (the test is _targets' own, cheaper than a call).
-            if ins.branch_target is not None or ins.accesses or ins.name in ("tbb", "tbh", "add") \
+            if ins.branch_target is not None or ins.accesses or ins.name in _NAMING \
                     or ins.address in binary.switch_cases:
                 for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, looks, binary, ranges):
                     if weak and thumb and not tthumb and entry <= target < limit:
@@ -1173,6 +1173,23 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], looks:
         # an offset from the PC (taken below), never an address.
         if value & 1 and not binary.is_pie and _inside(ranges, value & ~1):
             looks[rd] = value & ~1
+    elif ins.name in ("movw", "movt"):
+        # A constant built in two halves: GCC's Thumb-2 code for a fixed-address program
+        # builds every address so, function pointers too (cc1 passes its static callbacks
+        # to walk_tree so, and nothing else names them); in a PIE, the offset the ``add rX,
+        # pc`` below takes. Like a literal, it is a guess unless a PC-relative add takes it.
+        moved = _wide_move(ins)
+        if moved is not None:
+            rd, half, top = moved
+            if not top:
+                literal_regs[rd] = half
+                if rd in looks:  # the value built before was not an offset
+                    out.append((looks.pop(rd), True, True, True))
+            elif rd in literal_regs:
+                value = literal_regs[rd] & 0xFFFF | half << 16
+                literal_regs[rd] = value
+                if value & 1 and not binary.is_pie and _inside(ranges, value & ~1):
+                    looks[rd] = value & ~1
     elif thumb and ins.size == 2 and (int.from_bytes(ins.raw, "little") & 0xFF78) == 0x4478:
         rd = _dest(ins)
         looks.pop(rd, None)
@@ -1189,6 +1206,30 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], looks:
         if value is not None and _inside(ranges, value & ~1):
             out.append((value & ~1, bool(value & 1), True, not value & 1))
     return out
+
+
+#: The instructions (besides branches, tables and PC-relative loads) that ``_targets``
+#: looks at: PC-relative sums and the halves of a constant.
+_NAMING = frozenset(("tbb", "tbh", "add", "movw", "movt"))
+
+
+def _wide_move(ins: Instruction) -> tuple[int, int, bool] | None:
+    """(destination, 16-bit immediate, whether the top half) of an unconditional ``movw``
+    or ``movt`` (T32 or A32 encoding), else None."""
+    if ins.cond != 14 or ins.in_it:
+        return None
+    if ins.thumb:
+        if ins.size != 4:
+            return None
+        first, second = int.from_bytes(ins.raw[:2], "little"), int.from_bytes(ins.raw[2:4], "little")
+        if first & 0xFB70 != 0xF240 or second & 0x8000:  # MOVW T3 (0xF240) and MOVT T1 (0xF2C0)
+            return None
+        half = (first & 0xF) << 12 | (first >> 10 & 1) << 11 | (second >> 12 & 7) << 8 | second & 0xFF
+        return second >> 8 & 0xF, half, bool(first & 0x80)
+    word = int.from_bytes(ins.raw, "little")
+    if word & 0x0FB00000 != 0x03000000:  # MOVW A2 (0x030), MOVT A1 (0x034)
+        return None
+    return word >> 12 & 0xF, (word >> 4 & 0xF000) | word & 0xFFF, bool(word & 0x00400000)
 
 
 def _reads_pc(ins: Instruction) -> bool:

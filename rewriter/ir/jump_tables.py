@@ -338,6 +338,12 @@ class GotoFinder:
         if name == "adr" and len(operands) == 2 and operands[1].startswith("#"):
             pc = ((ins.address + 4) & ~3) if ins.thumb else ins.address + 8
             return pc + int(operands[1][1:], 0)
+        if name in ("add", "sub") and ins.thumb and len(regs) == 3 and regs[1] == _PC and operands[2].startswith("#"):
+            # T32's adr.w as capstone reads it (addw rA, pc, #n): from the word-aligned PC.
+            # GCC's switch through a table of addresses when a case lies before the table.
+            offset = int(operands[2][1:], 0)
+            pc = (ins.address + 4) & ~3
+            return pc + offset if name == "add" else pc - offset
         if name == "movw" and len(operands) == 2 and operands[1].startswith("#"):
             return int(operands[1][1:], 0) & 0xFFFF
         if name == "movt" and len(operands) == 2 and operands[1].startswith("#") and regs[0] in self.values:

@@ -136,3 +136,33 @@ def assert_descent_found(binary, executed) -> None:
     found = {ins.address for proc in binary.procedures for ins in proc.instructions()}
     missed = sorted(pc for pc in executed if pc not in found)
     assert not missed, f"executed but not found by the descent: {[hex(pc) for pc in missed[:10]]}"
+
+
+def assert_counts_as_qemu(binary: Path, tmp: Path, output: bytes, *extra: str) -> None:
+    """``binary`` (no arguments, no input) prints ``output``, and instrumented with inscount
+    (``extra``: instrument's options) behaves the same and counts exactly the instructions
+    of the executable that qemu runs."""
+    from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+
+    placed = place(binary, tmp, "orig")
+    original = run_prog(placed, [])
+    assert original.stdout == output
+    run = run_prog(instrument(binary, "inscount", tmp, *extra), [])
+    assert_same_behaviour(original, run)
+    qemu_total = sum(exe_pcs(trace_pcs(placed, [], b"", argv0="prog"), placed).values())
+    assert results(run, "inscount")["total"] == qemu_total
+
+
+def assert_runs_found(binary: Path, tmp: Path, output: bytes):
+    """``binary`` (no arguments, no input) prints ``output``, and every instruction of its
+    executable that qemu runs is one the descent found; returns the IR and qemu's counts."""
+    from rewriter.ir.elf_loader import load_binary
+    from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+
+    placed = place(binary, tmp, "orig")
+    trace = trace_pcs(placed, [], b"", argv0="prog")
+    assert trace.stdout == output
+    executed = exe_pcs(trace, placed)
+    ir = load_binary(str(binary))
+    assert_descent_found(ir, executed)
+    return ir, executed
