@@ -163,29 +163,34 @@ def _pointer_sections(elf: ELFFile) -> Iterator[Section]:
             yield sec
 
 
-def _data_words(elf: ELFFile, ranges: list[tuple[int, int]]) -> list[tuple[int, bool]]:
+def _pointer_words(elf: ELFFile) -> list[list[int]]:
+    """The words of each of the ``_pointer_sections``, read once for the odd and the even ones."""
+    out = []
+    for sec in _pointer_sections(elf):
+        data = sec.data()
+        out.append([value for (value,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])])
+    return out
+
+
+def _data_words(sections: list[list[int]], ranges: list[tuple[int, int]]) -> list[tuple[int, bool]]:
     """Odd words in code found in a fixed-address binary's data (GOT, .data.rel.ro, vtables,
     but also any table of numbers, without those counting up or down or running through the
     text in small steps): Thumb code addresses, perhaps. Weak entries: one found
     inside an instruction of code reached otherwise is dropped (``discover``)."""
     out = []
-    for sec in _pointer_sections(elf):
-        data = sec.data()
-        values = [value for (value,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])]
+    for values in sections:
         out += [(value & ~1, True) for k, value in enumerate(values)
                 if value & 1 and _inside(ranges, value & ~1) and not counted(values, k)
                 and not in_offset_column(values, k, lambda v: _inside(ranges, v & ~1))]
     return out
 
 
-def _even_data_words(elf: ELFFile, ranges: list[tuple[int, int]]) -> set[int]:
+def _even_data_words(sections: list[list[int]], ranges: list[tuple[int, int]]) -> set[int]:
     """Word-aligned even words in code found in a fixed-address binary's data: A32 code
     addresses (function tables, vtables), perhaps, or numbers. Looked at only where the
     descent found no code (``_a32_in_gaps``)."""
     out = set()
-    for sec in _pointer_sections(elf):
-        data = sec.data()
-        values = [value for (value,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4])]
+    for values in sections:
         out |= {value for k, value in enumerate(values)
                 if not value & 3 and _inside(ranges, value) and not counted(values, k)}
     return out
@@ -198,11 +203,17 @@ def _even_literals(found: dict[int, Descent], binary: Binary, ranges: list[tuple
     out = set()
     for descent in found.values():
         for ins in descent.instructions.values():
-            if ins.accesses and ins.name == "ldr" and ins.accesses[0].base == 15 and ins.accesses[0].index is None:
-                value = int.from_bytes(binary.read(ins.accesses[0].disp, 4), "little")
-                if not value & 3 and _inside(ranges, value):
-                    out.add(value)
+            value = _literal(ins, binary)
+            if value is not None and not value & 3 and _inside(ranges, value):
+                out.add(value)
     return out
+
+
+def _literal(ins: Instruction, binary: Binary) -> int | None:
+    """The word a literal load (``ldr rX, [pc, #n]``) reads, else None."""
+    if ins.accesses and ins.name == "ldr" and ins.accesses[0].base == 15 and ins.accesses[0].index is None:
+        return int.from_bytes(binary.read(ins.accesses[0].disp, 4), "little")
+    return None
 
 
 def _a32_in_gaps(words: set[int], found: dict[int, Descent], streams: _Streams) -> set[int]:
@@ -304,7 +315,8 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     relocated = _relocated_words(elf, binary) if binary.is_pie else []
     # Even code addresses in relocated data: computed-goto labels (Lua's dispatch).
     labels = {v for v in relocated if not v & 1 and _inside(ranges, v)}
-    data_words = [] if binary.is_pie else _data_words(elf, ranges)
+    pointer_words = [] if binary.is_pie else _pointer_words(elf)  # (a PIE's code addresses are relocated)
+    data_words = _data_words(pointer_words, ranges)
     # A fixed-address program's computed-goto labels (Python's opcode table) are words in
     # data too: inside an exported function of known size, in its instruction set, one is
     # a place in that function, not the start of another.
@@ -324,9 +336,9 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     fixed_a32 = not binary.is_pie and not binary.is_firmware  # where an even word may name an A32 function
     starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs, set(returns)) + passed + personalities,
                      [w for w in data_words if w[0] not in inside], unwound, _a32_only(elf, stubs),
-                     even_words=frozenset(_even_data_words(elf, ranges)) if fixed_a32 else frozenset(),
+                     even_words=frozenset(_even_data_words(pointer_words, ranges)) if fixed_a32 else frozenset(),
                      returns=returns, thumb_only=binary.is_firmware,
-                     names_string=_string_at(binary.read) if binary.is_firmware else None)
+                     no_thumb_code=_no_thumb_code(binary.read, binary.is_firmware))
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
     while True:  # until no more procedures are found never to return (or pointed to in A32)
@@ -430,10 +442,8 @@ class _Starts:
     # Cortex-M firmware: the core has no A32 state (a branch to an even address faults), so
     # an even word that reads as an A32 entry (a constant in a literal pool) is no code.
     thumb_only: bool = False
-    # Firmware keeps its strings inside .text too: a weak Thumb entry whose odd word (the
-    # entry + 1) is where a C string starts is that string's address (a literal passed to
-    # printf), and a jump written there would rewrite the text.
-    names_string: Callable[[int], bool] | None = None
+    # Whether a weak Thumb entry's bytes are no Thumb code (_no_thumb_code).
+    no_thumb_code: Callable[[int], bool] | None = None
 
     def wrong_mode(self, address: int, thumb: bool) -> bool:
         """Whether an entry at ``address`` cannot be in this instruction set."""
@@ -444,8 +454,17 @@ class _Starts:
 
     def weak_wrong(self, address: int, thumb: bool) -> bool:
         """Whether a weak entry (a word in data, a literal) at ``address`` is no code."""
-        return self.wrong_mode(address, thumb) or (thumb and self.names_string is not None
-                                                   and self.names_string(address))
+        return self.wrong_mode(address, thumb) or (thumb and self.no_thumb_code is not None
+                                                   and self.no_thumb_code(address))
+
+
+def _no_thumb_code(read: Callable[[int, int], bytes], firmware: bool) -> Callable[[int], bool]:
+    """Whether the bytes at a weak Thumb entry are no Thumb code: they read as A32 code
+    (``a32_looking``), or, in firmware, which keeps its strings inside .text too, the odd
+    word (the entry + 1) is where a C string starts: that string's address (a literal passed
+    to printf), over which a jump would rewrite the text."""
+    names_string = _string_at(read) if firmware else None
+    return lambda address: (names_string is not None and names_string(address)) or a32_looking(read, address)
 
 
 def _string_at(read: Callable[[int, int], bytes]) -> Callable[[int], bool]:
@@ -556,8 +575,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
                 finders.setdefault(target, set()).add(entry)
         added = {a: t for a, t in new.items() if a not in entries and a not in rejected and not starts.wrong_mode(a, t)}
         added |= {a: t for a, t in guesses.items()
-                  if a not in entries and a not in rejected and a not in added and not starts.weak_wrong(a, t)
-                  and not (t and a32_looking(binary.read, a))}
+                  if a not in entries and a not in rejected and a not in added and not starts.weak_wrong(a, t)}
         if not added:  # then the landing pads of the functions found, which only the unwinder enters
             added = {pad: entries[start] for start, (_, pads) in unwound.items() if start in entries
                      for pad in pads if pad not in entries and _inside(ranges, pad)}
@@ -597,8 +615,7 @@ def _thumb_words(starts: _Starts, entries: dict[int, bool], rejected: set[int], 
     if not any(entries[entry] for entry, level in strength.items() if level >= CALLED and entry in entries):
         return {}
     return {addr: thumb for addr, thumb in starts.data_words
-            if addr not in entries and addr not in rejected and not starts.weak_wrong(addr, thumb)
-            and not (thumb and a32_looking(binary.read, addr))}
+            if addr not in entries and addr not in rejected and not starts.weak_wrong(addr, thumb)}
 
 
 def _in_tables(candidates: set[int], tables: set[tuple[int, int]]) -> set[int]:
@@ -1163,8 +1180,8 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], looks:
         else:
             out.append((target, thumb, ins.is_call, False))
     # PC-relative code addresses (function pointers in PIE code): ldr rX, [pc, #n]; add rX, pc.
-    if ins.accesses and ins.accesses[0].base == 15 and ins.name == "ldr" and ins.accesses[0].index is None:
-        value = int.from_bytes(binary.read(ins.accesses[0].disp, 4), "little")
+    value = _literal(ins, binary) if ins.accesses else None
+    if value is not None:
         rd = _dest(ins)
         literal_regs[rd] = value
         if rd in looks:  # the literal loaded before was not an offset
