@@ -8,9 +8,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from ..arch import arm_encode as enc
-from .appends import RECORD_FLUSH
 from .code import Code
-from .hooks import FLAGS_SP, HOOK_STACK, HOOK_STACK_SHIFT, HOOK_STACK_SYMBOL, IN_EXCLUSIVE, RECORD_PREFIX
+from .hooks import FLAGS_SP, HOOK_STACK, HOOK_STACK_SHIFT, HOOK_STACK_SYMBOL, IN_EXCLUSIVE
 from .isa import IP, LR, SP, T32
 
 
@@ -32,10 +31,7 @@ def emit_call_stub(code: Code, name: str, function: Hashable, threads: bool = Fa
     T32.to_d(code, FLAGS_SP + 1, IP, IP)  # the program's SP
     if threads:
         _lock(code, name)
-    if name == RECORD_FLUSH or name.startswith(RECORD_PREFIX):
-        _reentrant_stack(code)
-    else:
-        T32.pc_address(code, IP, HOOK_STACK)
+    _reentrant_stack(code)
     T32.mov_reg(code, SP, IP)
     T32.call(code, function)
     if threads:
@@ -117,14 +113,18 @@ def _unlock(code: Code, name: str) -> None:
 
 
 def _reentrant_stack(code: Code) -> None:
-    """ip = where a ReHost routine's stub puts SP: the hook stack's top or, when SP is already
-    inside the hook stack, SP rounded down to 8.
+    """ip = where a stub puts SP: the hook stack's top or, when SP is already inside the
+    hook stack, SP rounded down to 8.
 
-    A signal handler may interrupt the communicator while it runs on the hook stack (the
-    kernel then puts the signal frame there too) and make a record that flushes, or
-    (A32) calls a record routine: starting again at the top would overwrite the frames
-    of the routine it interrupted. Only ip and lr are free (r0-r3 may hold the routine's
-    arguments); the flags are, since the stub has saved them in d19.
+    A signal or interrupt handler may interrupt any analysis code while it runs on the hook
+    stack (the kernel then puts the signal frame there too): the communicator's flush, a
+    routine, Anvil's own runtime (the signal mask given back after a flush is where a
+    pending signal lands). The handler is the program's, instrumented: its calls come back
+    through a stub (a record that flushes, a routine, ``anvil_signal_action`` before its
+    ``sigaction``), and one starting again at the top would overwrite the frames of the
+    code it interrupted, which then returns through a clobbered link register. Only ip and
+    lr are free (r0-r3 may hold the routine's arguments); the flags are, since the stub has
+    saved them in d19.
     """
 
     outside = ("callstub-outside", id(code), code.size)
