@@ -44,14 +44,20 @@ def no_timer_ticks():
     signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def test_haskell_program_transparent_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 no_timer_ticks: None) -> None:
-    program = CORPUS["hspec-discover"]
+
+def _corpus_original(name: str, tmp_path: Path):
+    """The corpus program ``name``: its Program, executable, environment, the original placed
+    in ``tmp_path`` with its workload's files, and the original's run."""
+    program = CORPUS[name]
     binary, root = fetch(program)
     env = environment(program, root)
     placed = place(binary, tmp_path, "orig")
     prepare(program, placed.parent, binary, env)
-    original = run_prog(placed, program.args, program.stdin, env=env)
+    return program, binary, env, placed, run_prog(placed, program.args, program.stdin, env=env)
+
+def test_haskell_program_transparent_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 no_timer_ticks: None) -> None:
+    program, binary, env, placed, original = _corpus_original("hspec-discover", tmp_path)
     assert original.returncode == 0 and b"import qualified Data.Map.StrictSpec" in original.stdout
     monkeypatch.chdir(placed.parent)  # the trace runs where the workload's files are
     trace = trace_pcs(placed, program.args, program.stdin, env=env)
@@ -68,6 +74,22 @@ def test_haskell_program_transparent_and_counted(tmp_path: Path, monkeypatch: py
     # through info pointers is mostly not found: decision 0066, open).
     assert results(run, "inscount")["total"] == sum(n for pc, n in executed.items() if pc in found)
 
+
+
+def test_d_program_started_before_its_libraries_identical(tmp_path: Path) -> None:
+    """dustmite (gdc 12, Phobos a shared library; decision 0071): Phobos calls templates the
+    program exports while the libraries initialise (the loader runs from DT_PREINIT_ARRAY);
+    a descent ran past ``_d_assert_msg`` into a literal pool (flow stops at its own literals);
+    the uncaught exception's message prints the return addresses it unwinds through (a D
+    personality routine keeps the original ones). Stdout, stderr and exit status identical."""
+    program, binary, env, _, original = _corpus_original("dustmite", tmp_path)
+    assert original.returncode == 1 and b"Initial test fails" in original.stderr
+    assert b"??:? ???[0x" in original.stderr  # the return addresses
+    copy = instrument(binary, "inscount", tmp_path)
+    prepare(program, copy.parent, binary, env)
+    run = run_prog(copy, program.args, program.stdin, env=env)
+    assert_same_behaviour(original, run)
+    assert results(run, "inscount")["total"] > 1_000_000
 
 LITERAL_OFFSET_ASM = """\
     .syntax unified

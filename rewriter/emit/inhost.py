@@ -38,7 +38,7 @@ from ..ir.fork_split import halfway
 from ..ir.gc_pause import gc_paused
 from ..ir.model import Binary, Hook, Instruction, Point, Procedure
 from ..ir.plt import thumb_stubs
-from . import file_gap, firmware
+from . import file_gap, firmware, preinit
 from . import target_build as tb
 from .appends import emit_append_routine
 from .call_stubs import emit_call_stub
@@ -481,8 +481,10 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         entry_target = code.labels[ins_label(entry)] | int(entry_thumb)
     else:
         entry_target = binary.entry
-    header = struct.pack("<8I", HEADER_MAGIC, REGION_OFFSET, code_end, file_end, lib.bss_end,
-                         entry_target, len(patch_words), code.labels["patches"])
+    early = preinit.plan(binary)
+    header = struct.pack(f"<{HEADER_WORDS}I", HEADER_MAGIC, REGION_OFFSET, code_end, file_end, lib.bss_end,
+                         entry_target, len(patch_words), code.labels["patches"],
+                         *(early.header_words() if early else (0, 0, 0, 0)))
     code._chunks[HEADER_CHUNK] = header
     if later is not None and later.placed:
         later.finish(code, symbols)  # the child encodes its part meanwhile
@@ -496,7 +498,8 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     dstart = lib.data_addr - REGION_OFFSET
     region[dstart:dstart + len(lib.data)] = lib.data
 
-    data = _write_elf(binary, bytes(region), patches, targets, tail, code.labels["header"], symbols["anvil_init"])
+    data = _write_elf(binary, bytes(region), patches, targets, tail, code.labels["header"], symbols["anvil_init"],
+                      early)
     return _finish(report, output, data, chosen, started)
 
 
@@ -785,14 +788,15 @@ def _choose(candidates: list[Procedure], ctx: RelocationContext, relocated_addrs
 
 
 HEADER_CHUNK = 0  # the region header's place in the code (emitted first), filled last
+HEADER_WORDS = 12  # struct anvil_header (runtime_stubs/arm/anvil_rt.c)
 
 
 def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with_header: bool) -> None:
     """The relocated procedures with their hooks, then the veneers, call stubs and
-    translation tables they asked for; ``with_header``: after 32 bytes for the region header."""
+    translation tables they asked for; ``with_header``: after room for the region header."""
     if with_header:
         code.label("header")
-        code.later(32, lambda at, r: b"")  # placeholder, replaced at HEADER_CHUNK
+        code.later(4 * HEADER_WORDS, lambda at, r: b"")  # placeholder, replaced at HEADER_CHUNK
     for proc in chosen:
         progress.advance()
         if ctx.inside_pages:
@@ -895,8 +899,9 @@ def _move_unloaded(out: bytearray, elf: ELFFile, lo: int, hi: int) -> None:
 
 
 def _write_elf(binary: Binary, region: bytes, patches: list[Patch], targets: dict[int, int], tail: Tail,
-               header_addr: int, init_addr: int) -> bytes:
-    """Original bytes + entry patches + loader stub and trampolines in the tail + the region appended."""
+               header_addr: int, init_addr: int, early: preinit.PreinitStart | None) -> bytes:
+    """Original bytes + entry patches + loader stub and trampolines in the tail + the region
+    appended; with ``early``, the dynamic linker calls the stub first (preinit.py)."""
     elf = ELFFile(io.BytesIO(binary.data))
     text_index, text = text_segment(binary, elf)
     data = binary.data
@@ -908,12 +913,13 @@ def _write_elf(binary: Binary, region: bytes, patches: list[Patch], targets: dic
     movable = sum(sec["sh_size"] + 8 for sec in elf.iter_sections() if not sec["sh_flags"] & 0x2)
     movable += elf["e_shnum"] * elf["e_shentsize"] + 8
     region_offset = (len(out) + (movable if tail.grows_segment else 0) + PAGE - 1) & ~(PAGE - 1)
-    stub = tb.assemble_stub(tail.address, {
+    stub, preinit_function = tb.assemble_stub(tail.address, {
         "ANVIL_REGION": REGION_OFFSET,
         "ANVIL_LENGTH": len(region),
         "ANVIL_PGOFF": region_offset // PAGE,
         "ANVIL_HEADER": header_addr,
         "ANVIL_INIT": init_addr | 1,
+        "ANVIL_ENTRY_STAGE": 2 if early else 0,  # anvil_rt.c's start_stage
     })
     grown_end = max(tail.segment_end, tail.address + len(stub)) if tail.grows_segment else 0
 
@@ -936,11 +942,21 @@ def _write_elf(binary: Binary, region: bytes, patches: list[Patch], targets: dic
             out[offset(patch.trampoline):offset(patch.trampoline) + 8] = patch.trampoline_bytes(target)
     out[offset(tail.address):offset(tail.address) + len(stub)] = stub
     struct.pack_into("<I", out, 24, tail.address | 1)
+    if early is not None:  # after the gap opened: the tables' offsets from the new headers
+        preinit.apply(out, early, preinit_function, functools.partial(_offset_in, elf))
     if len(out) > region_offset:
         raise AssertionError("region offset chosen before the file grew")
     out += b"\0" * (region_offset - len(out))
     out += region
     return bytes(out)
+
+
+def _offset_in(elf: ELFFile, vaddr: int) -> int:
+    """File offset of loaded address ``vaddr`` in ``elf``."""
+    for seg in elf.iter_segments():
+        if seg["p_type"] == "PT_LOAD" and seg["p_vaddr"] <= vaddr < seg["p_vaddr"] + seg["p_filesz"]:
+            return seg["p_offset"] + vaddr - seg["p_vaddr"]
+    raise AssertionError(f"{vaddr:#x} is not in the file")
 
 
 def atomic_write(path: str, data: bytes, mode: int = 0o755) -> None:

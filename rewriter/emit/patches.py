@@ -258,8 +258,8 @@ def _stub_address(text: Segment) -> int:
 
 
 def _stub_size(at: int) -> int:
-    names = ("ANVIL_REGION", "ANVIL_LENGTH", "ANVIL_PGOFF", "ANVIL_HEADER", "ANVIL_INIT")
-    return len(tb.assemble_stub(at, dict.fromkeys(names, 0)))
+    names = ("ANVIL_REGION", "ANVIL_LENGTH", "ANVIL_PGOFF", "ANVIL_HEADER", "ANVIL_INIT", "ANVIL_ENTRY_STAGE")
+    return len(tb.assemble_stub(at, dict.fromkeys(names, 0))[0])
 
 
 _ADDRESS = operator.attrgetter("address")

@@ -232,8 +232,8 @@ SECTIONS
                                  data["sh_addr"] if data is not None else data_addr, bss_end, symbols)
 
 
-def assemble_stub(at: int, defs: dict[str, int]) -> bytes:
-    """The loader stub linked at ``at`` with its constants."""
+def assemble_stub(at: int, defs: dict[str, int]) -> tuple[bytes, int]:
+    """The loader stub linked at ``at`` with its constants, and its preinit function's address."""
     obj = compile_c(RUNTIME_DIR / "stub.S", [])
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "stub.elf"
@@ -242,4 +242,6 @@ def assemble_stub(at: int, defs: dict[str, int]) -> bytes:
             cmd += ["--defsym", f"{name}={value:#x}"]
         _run(cmd)
         with open(out, "rb") as f:
-            return ELFFile(f).get_section_by_name(".text").data()
+            elf = ELFFile(f)
+            preinit = elf.get_section_by_name(".symtab").get_symbol_by_name("_anvil_preinit")[0]["st_value"]
+            return elf.get_section_by_name(".text").data(), preinit & ~1

@@ -980,8 +980,12 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 break
             if cur in inside or (ins.size == 4 and cur + 2 in mine and cur not in mine):
                 break  # overlaps an instruction found before: one of the two is data
-            if doubt and pooled and not pooled.isdisjoint(range(cur, cur + ins.size)):
-                break  # a literal pool that code reached by flow reads: past a jump or call, data
+            if pooled and not pooled.isdisjoint(range(cur, cur + ins.size)):
+                # A literal pool that code reached by flow reads: data, also where flow runs
+                # on into it, past a library call that never returns (D's _d_assert_msg,
+                # which no list of names knows: the pool read as code named a false entry
+                # that cut the next function in two).
+                break
             mine[cur] = ins
             if doubt == FLOW and ins.accesses and ins.accesses[0].base == 15 and ins.accesses[0].index is None:
                 pooled.update(range(ins.accesses[0].disp, ins.accesses[0].disp + ins.accesses[0].size))

@@ -84,7 +84,8 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
         binary.notes.append("no symbols or mapping symbols: code found by recursive descent")
     _finish(binary, elf, procs, decoded)
     named = _named(elf, data, _UNWINDING | _THREADING)
-    binary.unwinds = bool(named & _UNWINDING) or (not symbols and bool(binary.unwinder_entries))
+    binary.unwinds = bool(named & _UNWINDING) or _raises(elf, data) \
+        or (not symbols and bool(binary.unwinder_entries))
     binary.threaded = bool(named & _THREADING)
     return binary
 
@@ -184,6 +185,33 @@ _UNWINDING = {"__cxa_throw", "__cxa_rethrow", "__gxx_personality_v0", "backtrace
               "caml_frametable", "caml_start_program"}
 # Names a program that starts threads defines or imports (POSIX and C11 threads).
 _THREADING = {"pthread_create", "thrd_create"}
+
+
+# Exceptions of any language: a personality routine, defined or imported (D's
+# __gdc_personality_v0, Ada's __gnat_personality_v0, Rust's rust_eh_personality, C++'s),
+# and in a dynamic program the unwinder's entries it imports to raise or pass one on (Rust's
+# panics, cleanups). D's uncaught exceptions unwind through the program's frames and print
+# their return addresses (dustmite). Not C's __gcc_personality_v0 nor ARM's generic
+# __aeabi_unwind_cpp_pr*, nor what a static program defines of the unwinder: every static
+# glibc program has them.
+_PERSONALITY = re.compile(r"[a-z]_personality(_v\d+|_sj\d+)?$")  # not glibc's personality(2)
+_NOT_A_LANGUAGE = {"__gcc_personality_v0"}
+_RAISING_IMPORTS = {"_Unwind_RaiseException", "_Unwind_Resume", "_Unwind_Resume_or_Rethrow", "_Unwind_ForcedUnwind",
+                    "__gcc_personality_v0"}
+
+
+def _raises(elf: ELFFile, data: bytes) -> bool:
+    """Whether the program raises exceptions that unwind its stack (see _PERSONALITY)."""
+    for section in (".symtab", ".dynsym"):
+        table = elf.get_section_by_name(section)
+        if table is None:
+            continue
+        for name, _, _, _, shndx in _symbol_entries(table, data):
+            if _PERSONALITY.search(name) and name not in _NOT_A_LANGUAGE:
+                return True
+            if section == ".dynsym" and shndx == 0 and name in _RAISING_IMPORTS:
+                return True
+    return False
 
 
 def _named(elf: ELFFile, data: bytes, wanted: set[str]) -> set[str]:

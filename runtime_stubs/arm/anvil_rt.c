@@ -16,6 +16,7 @@
 #define SYS_tgkill 268
 #define SIG_UNBLOCK 1
 #define SA_RESETHAND 0x80000000u
+#define PROT_R 1
 #define PROT_RW 3
 #define PROT_RX 5
 #define PROT_RWX 7
@@ -33,6 +34,13 @@ struct anvil_header {
     uint32_t entry;          /* relocated program entry (link address | Thumb bit) */
     uint32_t npatches;       /* entry-patch words that need the load bias (PIE) */
     uint32_t patches;        /* link address of their addresses */
+    /* Started from DT_PREINIT_ARRAY (decision 0070), which names the program's first
+     * .init_array word, made the stub's: where that word is (link address, 0: started at
+     * the entry), what it held, and whether its page is read-only by then (RELRO). */
+    uint32_t init_slot;
+    uint32_t init_original;
+    uint32_t init_read_only;
+    uint32_t reserved;
 };
 
 /* In .data, not .bss: it is written before the zero-filled pages are mapped. */
@@ -183,7 +191,28 @@ long anvil_forked_child(void)
 /* Registers at process entry and where to continue, loaded by the stub's final ldm. */
 static uint32_t entry_state[15] __attribute__((section(".data")));
 
-uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t *saved)
+/* How the loader stub (stub.S) calls anvil_init. */
+enum start_stage {
+    STARTED_AT_ENTRY = 0,    /* the ELF entry, region just mapped: everything, then the program */
+    STARTED_AT_PREINIT = 1,  /* ld.so's DT_PREINIT_ARRAY call, region just mapped: return to it */
+    ENTRY_AFTER_PREINIT = 2, /* the ELF entry after that: what must wait for the libraries */
+};
+
+/* The program's own first .init_array word again, which the stub's address stood in for
+ * while ld.so read it as the preinit array: libc calls the program's initialisers next. */
+static void give_init_slot_back(const struct anvil_header *h, uint32_t bias)
+{
+    uint32_t slot = h->init_slot + bias, page = slot & ~(PAGE - 1);
+    if (h->init_read_only)
+        anvil_syscall(SYS_mprotect, page, PAGE, PROT_RW, 0, 0, 0);
+    *(volatile uint32_t *)slot = h->init_original + bias;
+    if (h->init_read_only)
+        anvil_syscall(SYS_mprotect, page, PAGE, PROT_R, 0, 0, 0);
+}
+
+/* The region's zero-filled part, the load bias in the entry patches, the code sealed
+ * read-only, then the program-start hooks (``env``: the program's environment). */
+static void map_and_start(uint32_t bias, const struct anvil_header *h, const char *const *env)
 {
     uint32_t file_end = h->file_end + bias;
     uint32_t bss_end = page_up(h->bss_end) + bias;
@@ -212,9 +241,33 @@ uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t
         anvil_syscall(SYS_mprotect, first, end - first, PROT_RX, 0, 0, 0);
     }
     anvil_syscall(SYS_mprotect, h->region_start + bias, h->code_end - h->region_start, PROT_RX, 0, 0, 0);
-    const uint32_t *initial_sp = (const uint32_t *)((const char *)saved + STUB_SAVED_BYTES + STUB_FAR_BELOW);
-    environment = (const char *const *)(initial_sp + 1 + initial_sp[0] + 1);
+    environment = env;
     anvil_program_start();
+}
+
+/* Called by the loader stub with the registers it saved (r0-r12, lr) and the stage (above).
+ * Once the region's file part is mapped: maps the zero-filled part, fixes entry patches
+ * for the load bias, seals the code read-only and runs the program-start hooks. At the
+ * entry, returns those registers followed by the relocated entry address (0 when started
+ * from the preinit array: the stub returns to ld.so). Fatal signals are caught at the
+ * entry, after the libraries' initialisers: one that asks for its signal's action sees
+ * what it would have seen. */
+uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t *saved, uint32_t stage)
+{
+    if (stage != ENTRY_AFTER_PREINIT) {
+        const char *const *env;
+        if (stage == STARTED_AT_PREINIT) {
+            env = (const char *const *)saved[2];  /* ld.so passes argc, argv, envp */
+        } else {
+            const uint32_t *initial_sp = (const uint32_t *)((const char *)saved + STUB_SAVED_BYTES + STUB_FAR_BELOW);
+            env = (const char *const *)(initial_sp + 1 + initial_sp[0] + 1);
+        }
+        map_and_start(bias, h, env);
+        if (stage == STARTED_AT_PREINIT) {
+            give_init_slot_back(h, bias);
+            return 0;
+        }
+    }
     catch_fatal_signals();
     for (int i = 0; i < 14; i++)
         entry_state[i] = saved[i];

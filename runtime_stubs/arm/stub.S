@@ -2,13 +2,22 @@
 @ ELF entry point. It maps the instrumentation region from the file itself
 @ (/proc/self/exe) at its fixed offset from the image, calls anvil_init, restores
 @ every register the loader handed over (r0 = rtld_fini for dynamic programs) and
-@ continues at the relocated entry. Symbols defined at link time (--defsym):
-@ ANVIL_REGION, ANVIL_LENGTH, ANVIL_PGOFF, ANVIL_HEADER, ANVIL_INIT.
+@ continues at the relocated entry.
+@
+@ A dynamic program whose libraries may call into it while they initialise is started
+@ earlier (decision 0070): the dynamic linker calls _anvil_preinit through
+@ DT_PREINIT_ARRAY before any library's initialiser; it maps the region, has anvil_init
+@ do all but what must wait for the program's own start, and returns. The ELF entry
+@ then only finishes (ANVIL_ENTRY_STAGE 2, see anvil_rt.c's start_stage).
+@
+@ Symbols defined at link time (--defsym): ANVIL_REGION, ANVIL_LENGTH, ANVIL_PGOFF,
+@ ANVIL_HEADER, ANVIL_INIT, ANVIL_ENTRY_STAGE.
 @
 @ The stack just below the initial SP is the program's: it may read it before
 @ writing it (uninitialised locals), so the stub works FAR_BELOW bytes lower, zeroes
 @ what it used there afterwards (never-touched stack reads as zero) and keeps the
-@ registers in the region, not on the stack, for the final jump.
+@ registers in the region, not on the stack, for the final jump. Called as the preinit
+@ function, it does the same below the dynamic linker's frames.
     .syntax unified
     .thumb
     .text
@@ -20,9 +29,49 @@
 _anvil_stub:
     sub sp, sp, #FAR_BELOW
     push {r0-r12, lr}
+    ldr r10, =ANVIL_ENTRY_STAGE
+    bl start                    @ r0 = {r0-r12, lr, continuation} kept in the region
+    add r1, sp, #56             @ top of what the stub used
+    sub r2, r1, #SCRUB
+    movs r3, #0
+scrub:
+    str r3, [r2], #4
+    cmp r2, r1
+    blo scrub
+    add sp, sp, #FAR_BELOW
+    add sp, sp, #56
+    adr r1, resume
+    bx r1
+
+    .global _anvil_preinit
+    .type _anvil_preinit, %function
+    .thumb_func
+_anvil_preinit:                 @ called by the dynamic linker: argc, argv, envp
+    sub sp, sp, #FAR_BELOW
+    push {r0-r12, lr}
+    mov r10, #1                 @ STARTED_AT_PREINIT
+    bl start
+    pop {r0-r12, lr}
+    mov r1, sp                  @ top of what the stub used
+    sub r2, r1, #SCRUB          @ zeroed as at the entry
+    movs r3, #0
+preinit_scrub:
+    str r3, [r2], #4
+    cmp r2, r1
+    blo preinit_scrub
+    add sp, sp, #FAR_BELOW
+    bx lr
+
+@ r10 = the stage; the saved registers at SP. Maps the region unless the stage is 2,
+@ then returns what anvil_init returns. Uses r0-r9 and r11 (all saved by the caller).
+    .thumb_func
+start:
+    mov r11, lr
     adr r6, anchor
     ldr r5, =anchor
     subs r6, r6, r5             @ r6 = load bias
+    cmp r10, #2
+    beq mapped
     adr r0, path
     movs r1, #0
     movs r2, #0
@@ -46,24 +95,16 @@ _anvil_stub:
     mov r0, r8
     movs r7, #6                 @ close
     svc #0
+mapped:
     mov r0, r6
     ldr r1, =ANVIL_HEADER
     add r1, r1, r6
     mov r2, sp                  @ the saved registers
-    ldr r3, =ANVIL_INIT
-    add r3, r3, r6
-    blx r3                      @ r0 = {r0-r12, lr, continuation} kept in the region
-    add r1, sp, #56             @ top of what the stub used
-    sub r2, r1, #SCRUB
-    movs r3, #0
-scrub:
-    str r3, [r2], #4
-    cmp r2, r1
-    blo scrub
-    add sp, sp, #FAR_BELOW
-    add sp, sp, #56
-    adr r1, resume
-    bx r1
+    mov r3, r10
+    ldr r4, =ANVIL_INIT
+    add r4, r4, r6
+    blx r4
+    bx r11
     .arm
     .align 2
 resume:

@@ -178,6 +178,27 @@ def build_stripped(folder: str, flags: Sequence[str]) -> Path:
     return out
 
 
+def build_with_libraries(folder: str, variant: str) -> tuple[Path, Path]:
+    """Build ``samples/<folder>/``: each ``.c`` file other than ``main.c`` into a shared
+    library ``lib<stem>.so``, and ``main.c`` into a program linked with them, in ``variant``
+    (of VARIANTS; cached). Returns the program and the folder of its libraries (for
+    LD_LIBRARY_PATH)."""
+    sources = sorted(p for p in (SAMPLES_DIR / folder).iterdir() if p.suffix == ".c")
+    flags = [f for f in VARIANTS[variant] if f != "-static"]
+    key = _cache_key(*(s.read_bytes() for s in sources), "\0".join(flags))
+    out = cache_dir() / f"{folder}-{variant}-{key}"
+    program = out / "prog"
+    if not program.is_file():
+        out.mkdir(parents=True, exist_ok=True)
+        cc = _require_tool(CC)
+        libraries = [s for s in sources if s.name != "main.c"]
+        for lib in libraries:
+            _compile([cc, *flags, "-fPIC", "-shared"], [str(lib)], out / f"lib{lib.stem}.so")
+        _compile([cc, *flags], [str(SAMPLES_DIR / folder / "main.c"), f"-L{out}",
+                                *(f"-l{lib.stem}" for lib in libraries)], program)
+    return program, out
+
+
 def build(sample: str, variant: str, extra: Sequence[str] = ()) -> Path:
     """Build ``samples/<sample>.c`` (or ``.cpp``, with the C++ compiler) in the given
     variant (VARIANTS, CLANG_VARIANTS or SWEEP_VARIANTS; cached) and return the binary's path;
