@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -123,6 +124,78 @@ def test_cache_hits_leave_interrupts_alone(mode: str, tmp_path: Path) -> None:
     accesses = got["loads"] + got["stores"]
     assert accesses > 10_000
     assert 0 < cpsid < accesses // 4, (cpsid, accesses)
+
+
+def _unchained_entries(image: Path, board: str) -> Counter[int]:
+    """Translation blocks QEMU entered other than by a chained jump (its main loop or its
+    lookup of a jump's target), by address: ``-d exec`` with chaining on logs only those."""
+    log = image.parent / "exec.log"
+    subprocess.run(["qemu-system-arm", "-M", board, "-nographic", "-monitor", "none", "-serial", "none",
+                    "-no-reboot", "-semihosting-config", "enable=on,target=native", "-d", "exec", "-D", str(log),
+                    "-kernel", image.name], cwd=image.parent, capture_output=True, timeout=300, check=False)
+    return Counter(int(line.split()[3].split("/")[1], 16) for line in log.read_text().splitlines()
+                   if line.startswith("Trace"))
+
+
+def _call_free_loop_accesses(image: Path, pcs: Counter[int]) -> tuple[int, int]:
+    """(all, inside loops without calls) data accesses of ``image`` by QEMU's counts of its
+    instructions; a loop is the code from a backward branch's target to the branch."""
+    everything = inside = 0
+    for proc in load_binary(str(image)).procedures:
+        calls = [ins.address for ins in proc.instructions() if ins.is_call]
+        loops = [(ins.branch_target, ins.end) for ins in proc.instructions()
+                 if ins.is_branch and not ins.is_call and ins.branch_target is not None
+                 and proc.address <= ins.branch_target <= ins.address
+                 and not any(ins.branch_target <= c < ins.end for c in calls)]
+        for ins in proc.instructions():
+            ran = pcs.get(ins.address, 0) * len(ins.accesses)
+            everything += ran
+            inside += ran if any(start <= ins.address < end for start, end in loops) else 0
+    return everything, inside
+
+
+# sort's partition loop (both scans and the swap) is longer than relocate.LOOP_KEPT_IN_A_PAGE
+# and may straddle a page: only crc, whose hot loops are short, is held to few page crossings.
+@pytest.mark.parametrize("program, board, mode, short_loops", [("sort", "mps2-an386", "inhost", False),
+                                                               ("crc", "mps2-an385", "rehost", True)])
+def test_cache_hits_in_loops_stay_at_the_site(program: str, board: str, mode: str, short_loops: bool,
+                                              tmp_path: Path) -> None:
+    """Decision 0070: an access site in any loop without calls (not only an innermost one)
+    tests its cache hit itself, and loops are kept off QEMU's 1 KiB M-profile page
+    boundaries. By QEMU's traces: the shared access paths (entered by BL at their
+    ``mov ip, r0``) run at most for the accesses outside such loops, which for sort are
+    well under what the innermost loops alone left (its swap and insertion sort's outer
+    loop); and where the hot loops are short, few blocks are entered unchained at a page's start."""
+    image = build_firmware(program, board, "-O2")
+    original = trace_firmware(image, board)
+    accesses, in_loops = _call_free_loop_accesses(image, original.pcs)
+    out = instrument(image, "cachesim", tmp_path / "fw", "--mode", mode)
+    trace = trace_firmware(out, board)
+    assert (trace.stdout, trace.returncode) == (original.stdout, original.returncode)
+    raw = out.read_bytes()
+    code = [s for s in load_binary(str(out)).segments if s.executable]
+
+    def halfwords(pc: int) -> tuple[int, int]:
+        seg = next((s for s in code if s.vaddr <= pc < s.vaddr + s.filesz - 3), None)
+        at = -1 if seg is None else seg.offset + pc - seg.vaddr
+        return (-1, -1) if seg is None else (int.from_bytes(raw[at:at + 2], "little"),
+                                             int.from_bytes(raw[at + 2:at + 4], "little"))
+
+    def bl_target(pc: int) -> int | None:
+        first, second = halfwords(pc)
+        if first >> 11 != 0b11110 or second & 0xD000 != 0xD000:
+            return None
+        s, j1, j2 = first >> 10 & 1, second >> 13 & 1, second >> 11 & 1
+        offset = (s << 24 | (1 - (j1 ^ s)) << 23 | (1 - (j2 ^ s)) << 22 | (first & 0x3FF) << 12 | (second & 0x7FF) << 1)
+        return pc + 4 + offset - (s << 25)
+
+    shared = sum(n for pc, n in trace.pcs.items()
+                 if (target := bl_target(pc)) is not None and halfwords(target)[0] == 0x4684)  # mov ip, r0
+    assert accesses > 10_000 and in_loops > accesses // 2, (accesses, in_loops)
+    assert 0 < shared <= accesses - in_loops, (shared, accesses, in_loops)
+    page_starts = sum(n for pc, n in _unchained_entries(out, board).items()
+                      if pc % 1024 == 0 and any(s.vaddr <= pc < s.vaddr + s.filesz for s in code))
+    assert page_starts < accesses // 100 or not short_loops, (page_starts, accesses)
 
 
 def test_loop_counters_leave_no_calls(tmp_path: Path) -> None:

@@ -99,8 +99,9 @@ class HookContext:
     # The procedure has no LDREX/STREX window of its own, so code of ours may use exclusives
     # (ours would make the program's STREX fail each time round its loop).
     exclusives: bool = False
-    # The site's instruction lies inside a loop (between a backward branch and its target):
-    # a firmware access site there tests its filter's most recent key itself (decision 0057).
+    # The site's instruction lies inside a loop without calls (between a backward branch and
+    # its target): a firmware access site there tests its filter's most recent key itself
+    # (decisions 0057, 0070).
     in_loop: bool = False
 
 

@@ -22,6 +22,9 @@ from ..arch import arm_encode as enc
 from .code import Code
 
 PAGE = 4096  # qemu-arm's guest page (TARGET_PAGE_SIZE)
+# qemu-system-arm's page for M-profile cores (TARGET_PAGE_SIZE; they may have an MPU with
+# small regions): its translation blocks end at a 1 KiB boundary and chain within one.
+M_PAGE = 1024
 
 # Moving a copy wastes KEPT_TOGETHER / 2 bytes on average, with probability
 # KEPT_TOGETHER / PAGE: Lua's inscount image grows 1.3 % (with 1024, 2.6 %).

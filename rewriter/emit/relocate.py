@@ -36,11 +36,16 @@ from .code import Code, Resolver
 from .counters import emit_increment, emit_sum_add, emit_sum_reset, emit_sum_store, emit_sum_store_free
 from .hooks import HookContext, emit_call, shared_key
 from .isa import A32, AL, IP, ISA, LR, PC, SP, T32, Scratch
-from .page_layout import PageCopies
+from .page_layout import M_PAGE, PageCopies
 from .shared_calls import SharedCalls
 
 ASR = 2  # shift type of data-processing register operands
 CONDITIONAL_REACH = (1 << 20) - 8  # bytes of a copy within which any T32 B<cond>.W reaches
+MAX_BRANCH_COPY = 6  # bytes of a branch's copy at most (a far conditional: a skip over a B.W)
+# Firmware loops whose copy is at most this long start on a new M-profile page where they would
+# straddle one (decision 0070): the padding costs on average half such a loop times the
+# chance it straddles (256: 0.7 % of sort's cachesim image; 512 and 1024: 4 % and 7 %).
+LOOP_KEPT_IN_A_PAGE = 256
 LEAVING_TARGET = 18  # d18: a computed jump's original target, for the stub that leaves a summing procedure
 
 class Unsupported(AnvilError):
@@ -97,6 +102,8 @@ class RelocationContext:
     # overwritten before every instruction, so that a program relying on one misbehaves.
     poison_dead: bool = False
     loop_spans: list[tuple[int, int]] = field(default_factory=list)  # the current procedure's (_loop_spans)
+    # Starts of the current procedure's loops whose copy begins on a new page (decision 0070).
+    loops_on_new_page: set[int] = field(default_factory=set)
     # TBB/TBH address -> entries of its table, where a bounds check before it says
     # (Binary.table_sizes): such a switch is relocated with a table of its own.
     table_sizes: dict[int, int] = field(default_factory=dict)
@@ -155,16 +162,52 @@ def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> N
     B.W, which reaches +-16 MiB.
     """
     mark, restore, start = code.mark(), ctx.saved(), code.size
-    _relocate_procedure(proc, code, ctx)
+    ctx.loops_on_new_page = set()
+    _relocate_keeping_loops_in_pages(proc, code, ctx, mark, restore)
     if code.size - start < CONDITIONAL_REACH or ctx.far_conditionals:
         return
     code.rollback(mark)
     restore()
     ctx.far_conditionals = True
+    ctx.loops_on_new_page = set()
     try:
-        _relocate_procedure(proc, code, ctx)
+        _relocate_keeping_loops_in_pages(proc, code, ctx, mark, restore)
     finally:
         ctx.far_conditionals = False
+
+
+def _relocate_keeping_loops_in_pages(proc: Procedure, code: Code, ctx: RelocationContext, mark: tuple,
+                                     restore: Callable[[], None]) -> None:
+    """``_relocate_procedure``; on firmware, again while the copy of one of its loops without
+    calls (``ctx.loop_spans``), at most LOOP_KEPT_IN_A_PAGE long, straddles a boundary of QEMU's 1 KiB
+    M-profile pages, that loop now starting on the next page (decision 0070): QEMU
+    chains no jump to another page, so such a loop looked up a block or two each time
+    round. The first such loop first: an outer loop that fits keeps its inner ones in too."""
+    while True:
+        _relocate_procedure(proc, code, ctx)
+        if ctx.shared_calls is None:
+            return
+        straddling = _straddling_loop(proc, code, ctx)
+        if straddling is None:
+            return
+        code.rollback(mark)
+        restore()
+        ctx.loops_on_new_page.add(straddling)
+
+
+def _straddling_loop(proc: Procedure, code: Code, ctx: RelocationContext) -> int | None:
+    """The lowest start of a loop in ``ctx.loop_spans`` whose copy crosses an M-profile page
+    boundary though it is at most LOOP_KEPT_IN_A_PAGE long, and which is not yet moved to a new page."""
+    branch_at = {ins.end: ins.address for ins in proc.instructions()}
+    for start, end in sorted(ctx.loop_spans):
+        first = code.labels.get(ins_label(start))
+        last = code.labels.get(ins_label(branch_at[end]))
+        if first is None or last is None or start in ctx.loops_on_new_page:
+            continue
+        after = last + MAX_BRANCH_COPY
+        if after - first <= LOOP_KEPT_IN_A_PAGE and first // M_PAGE != (after - 1) // M_PAGE:
+            return start
+    return None
 
 
 def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> None:
@@ -192,6 +235,8 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
             else:
                 isa = A32
                 code.align(4, b"\x00\xbf")  # A32 code is word aligned (after Thumb code: T32 nops)
+            if ins.address in ctx.loops_on_new_page:
+                _to_new_page(code)
             code.label((INSTRUCTION_COPY, ins.address))  # ins_label
             if ctx.poison_dead:
                 _poison(isa, code, ctx.dead.get(ins.address, 0))
@@ -315,20 +360,33 @@ def _hook_context(ins: Instruction, access, block_insns: int, ctx: RelocationCon
                        exclusives=not ctx.windows, in_loop=_in_loop(ins.address, ctx.loop_spans))
 
 
+def _to_new_page(code: Code) -> None:
+    """Go on at the next M-profile page: a jump there over the padding (flash: no NOPs run
+    each time the loop is entered), NOPs where the padding is shorter than the jump."""
+    pad = (-code.here()) % M_PAGE
+    if pad > 4:
+        page = ("page", code.here() + pad)
+        T32.branch(code, page)
+        code.align(M_PAGE)
+        code.label(page)
+    else:
+        code.align(M_PAGE, b"\x00\xbf")
+
+
 def _loop_spans(proc: Procedure) -> list[tuple[int, int]]:
-    """(start, end) of the innermost loops of ``proc`` without calls, as the compiler laid
-    them out: the code from a backward direct branch's target to the branch, where no
-    other such span lies inside and no call is made (the loops that run most often per
-    access site)."""
-    spans = []
+    """(start, end) of the loops of ``proc`` without calls, as the compiler laid them out:
+    the code from a backward direct branch's target to the branch, where no call is made
+    (the loops whose access sites run most often; decision 0070: outer loops too, not only
+    the innermost, which left a quicksort's swap and an insertion sort's outer loop, half
+    of sort's accesses outside them, to the shared path)."""
     calls = [ins.address for ins in proc.instructions() if ins.is_call]
+    spans = []
     for ins in proc.instructions():
         target = ins.branch_target
-        if target is not None and ins.is_branch and not ins.is_call and proc.address <= target <= ins.address:
+        if (target is not None and ins.is_branch and not ins.is_call and proc.address <= target <= ins.address
+                and not any(target <= c < ins.end for c in calls)):
             spans.append((target, ins.end))
-    return [(start, end) for start, end in spans
-            if not any(start <= s and e <= end and (s, e) != (start, end) for s, e in spans)
-            and not any(start <= c < end for c in calls)]
+    return spans
 
 
 def _in_loop(address: int, spans: list[tuple[int, int]]) -> bool:
