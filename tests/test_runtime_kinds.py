@@ -5,8 +5,8 @@ that read as Thumb code addresses.
 - hspec-discover (Debian's, stripped): Thumb jumps were written over its A32 code where an
   odd literal (an offset the code adds the PC to) or an odd number in its data (the offsets
   of GHC's ``Text`` literals) was taken for a Thumb function: SIGILL, then GHC's "strange
-  closure type" and SIGSEGV. (Its A32 code, entered through even info pointers in data, is
-  mostly not found: open.)
+  closure type" and SIGSEGV. Its A32 code, entered through even info pointers in data, is
+  found by the rule for even words in data (decision 0069).
 - Small programs assembled here show each rule with the assembler as the oracle: a literal
   that a PC-relative add takes is no Thumb entry; the A32 test (``a32_looking``) never
   takes a Thumb function for A32 code.
@@ -70,9 +70,11 @@ def test_haskell_program_transparent_and_counted(tmp_path: Path, monkeypatch: py
     prepare(program, copy.parent, binary, env)
     run = run_prog(copy, program.args, program.stdin, env=env, like_trace=True)
     assert_same_behaviour(original, run)
-    # Every instruction found is counted exactly as often as qemu ran it (GHC's code entered
-    # through info pointers is mostly not found: decision 0066, open).
-    assert results(run, "inscount")["total"] == sum(n for pc, n in executed.items() if pc in found)
+    # Every instruction found is counted exactly as often as qemu ran it, and nearly all that
+    # ran is found (about 46 % was before the even info pointers in data were followed).
+    counted = sum(n for pc, n in executed.items() if pc in found)
+    assert results(run, "inscount")["total"] == counted
+    assert counted >= 0.99 * sum(executed.values())
 
 
 
