@@ -594,39 +594,28 @@ class _Logged(dict):
 
 class _Found(_Logged):
     """Each entry's descent (a ``_Logged`` dict), and which entries name each address, for
-    the strength of one entry (``_Evidence``): the descents that call it or branch to it
-    (``Descent.calls``, ``after_calls``, ``after``) and the functions it is a landing pad
-    of (``unwound``)."""
+    the strength of one entry (``_Evidence``): the functions it is a landing pad of
+    (``unwound``), and the entries whose descents call it or branch to it (``Descent.calls``,
+    ``after_calls``, ``after``), or once did: the descent an entry has now tells
+    (``named_by`` is never pruned, as the same descents come and go round after round)."""
 
     def __init__(self, unwound: dict[int, tuple[int, set[int]]]) -> None:
         super().__init__(ordered=False)
         self.named_by: dict[int, set[int]] = {}
+        # entry -> the calls of its descents in named_by (kept: a descent found again shares them)
+        self._indexed: dict[int, list[dict[int, bool]]] = {}
         self.pad_of: dict[int, list[int]] = {}
         for start, (_, pads) in unwound.items():
             for pad in pads:
                 self.pad_of.setdefault(pad, []).append(start)
 
     def __setitem__(self, key: int, value: Descent) -> None:
-        old = self.get(key)
-        if old is not value:
-            if old is not None:
-                self._unname(key, old)
+        indexed = self._indexed.setdefault(key, [])
+        if not any(calls is value.calls for calls in indexed):
+            indexed.append(value.calls)
             for target in (*value.calls, *value.after_calls, *value.after):
                 self.named_by.setdefault(target, set()).add(key)
         super().__setitem__(key, value)
-
-    def __delitem__(self, key: int) -> None:
-        self._unname(key, self[key])
-        super().__delitem__(key)
-
-    def pop(self, key: int, *default: object) -> object:
-        if key in self:
-            self._unname(key, self[key])
-        return super().pop(key, *default)
-
-    def _unname(self, key: int, descent: Descent) -> None:
-        for target in (*descent.calls, *descent.after_calls, *descent.after):
-            self.named_by[target].discard(key)
 
 
 class _Evidence:
@@ -695,7 +684,8 @@ class _Evidence:
             if known or at in self.roots:
                 self._at_least[entry, level] = True
                 return True
-            namers = [by for by in found.named_by.get(at, ()) if by not in seen and self._names(found[by], at, level)]
+            namers = [by for by in found.named_by.get(at, ()) if by not in seen and by in found
+                      and self._names(found[by], at, level)]
             namers += [by for by in found.pad_of.get(at, ()) if by not in seen and by in found]
             for by in namers:
                 if by in entries and by not in seen:
