@@ -22,8 +22,9 @@ Programs (``--programs``, comma separated, each optionally ``NAME:TOOL+TOOL`` fo
 tools than ``--tools``): ``python3.11`` (Debian 12's armhf
 interpreter, stripped, 4.7 MB, 674k instructions: the largest of the corpus), ``lua``
 (the Lua 5.4 interpreter built from Debian's source, with symbols) and the dynamic Debian
-programs ``grep``, ``dash``, ``bc`` and ``gzip``; downloads and builds are cached
-(``tests/support/samples.py``)::
+programs ``grep``, ``dash``, ``bc`` and ``gzip``, or any program of the corpus
+(``tests/support/corpus.py``: ``perl``, ``git``, ...) by its name; downloads and builds
+are cached (``tests/support/samples.py``)::
 
     python3 benchmarks/rewrite_speed.py                                   # this tree only
     python3 benchmarks/rewrite_speed.py --baseline-rev a9a6a06 --runs 3   # before and after
@@ -55,7 +56,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from tests.support import samples  # noqa: E402  (needs the repo root on sys.path)
+from tests.support import corpus, samples  # noqa: E402  (needs the repo root on sys.path)
 
 # name -> (Debian packages, the program's path in them)
 DEBIAN = {
@@ -75,8 +76,11 @@ def program_path(name: str) -> Path:
     """The program called ``name`` (downloaded or built once, then cached)."""
     if name == "lua":
         return samples.build_lua()
+    if name not in DEBIAN and name in corpus.CORPUS:  # (any program of benchmarks/corpus.py)
+        return corpus.fetch(corpus.CORPUS[name])[0]
     if name not in DEBIAN:
-        raise SystemExit(f"rewrite_speed: unknown program {name!r} (known: lua, {', '.join(DEBIAN)})")
+        raise SystemExit(f"rewrite_speed: unknown program {name!r} (known: lua, {', '.join(DEBIAN)}, "
+                         "the corpus's)")
     packages, path = DEBIAN[name]
     return samples.debian_packages(f"{name}-armhf", packages, path) / path
 

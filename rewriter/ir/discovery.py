@@ -196,16 +196,23 @@ def _even_data_words(sections: list[list[int]], ranges: list[tuple[int, int]]) -
     return out
 
 
-def _even_literals(found: dict[int, Descent], binary: Binary, ranges: list[tuple[int, int]]) -> set[int]:
+def _even_literals(found: dict[int, Descent], binary: Binary, ranges: list[tuple[int, int]],
+                   known: dict[int, tuple[dict[int, Instruction], list[int]]]) -> set[int]:
     """The word-aligned code addresses the code found loads from its literal pools, in a
     fixed-address program: A32 functions whose address is taken (Free Pascal stores its
-    handlers' in variables so), or data in the text (``_a32_in_gaps`` tells)."""
+    handlers' in variables so), or data in the text (``_a32_in_gaps`` tells).
+
+    ``known``: each descent's, by its instructions (which a descent found again shares),
+    from the calls before: most descents are the same from one call to the next."""
     out = set()
     for descent in found.values():
-        for ins in descent.instructions.values():
-            value = _literal(ins, binary)
-            if value is not None and not value & 3 and _inside(ranges, value):
-                out.add(value)
+        insns = descent.instructions
+        got = known.get(id(insns))
+        if got is None or got[0] is not insns:
+            values = [_literal(ins, binary) for ins in insns.values() if ins.accesses]
+            got = known[id(insns)] = (insns, [value for value in values
+                                              if value is not None and not value & 3 and _inside(ranges, value)])
+        out.update(got[1])
     return out
 
 
@@ -216,23 +223,32 @@ def _literal(ins: Instruction, binary: Binary) -> int | None:
     return None
 
 
-def _a32_in_gaps(words: set[int], found: dict[int, Descent], streams: _Streams) -> set[int]:
+def _a32_in_gaps(words: set[int], found: dict[int, Descent], starts: list[int], streams: _Streams) -> set[int]:
     """The ``words`` (even words in data) that name code no descent reached and that reads as
     the start of an A32 function: a function called only through a pointer in a
     fixed-address program, where an A32 pointer has no Thumb bit to tell it from a number
     (calls's table of operations, a C++ class's virtual destructor; compiled with -marm).
     Its first two words decode, the first unconditional (condition AL), as nearly every A32
     function's first instruction is (the second may be a conditional branch), while a
-    literal pool's addresses and Thumb code rarely are."""
+    literal pool's addresses and Thumb code rarely are.
+
+    ``starts``: the entries of ``found``, sorted. Each descent's instructions lie between
+    its entry and the next, so an address is covered by the instructions of the entry at or
+    before it."""
     if not words:
         return set()
-    covered = set()
-    for descent in found.values():
-        for ins in descent.instructions.values():
-            covered.update(range(ins.address, ins.address + ins.size, 2))
+
+    def covered(address: int) -> bool:
+        for at in (address, address - 2):  # an instruction is 2 or 4 bytes long
+            k = bisect.bisect_right(starts, at) - 1
+            ins = found[starts[k]].instructions.get(at) if k >= 0 else None
+            if ins is not None and at + ins.size > address:
+                return True
+        return False
+
     out = set()
-    for word in words - covered:
-        if word + 4 in covered:
+    for word in {word for word in words if not covered(word)}:  # (in the order of ``words - covered``)
+        if covered(word + 4):
             continue
         first, _ = streams.at(word, False)
         if first is not None and streams.binary.read(word, 4)[3] >> 4 == 0xE and streams.at(word + 4, False)[0]:
@@ -341,8 +357,10 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
                      no_thumb_code=_no_thumb_code(binary.read, binary.is_firmware))
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
+    literals: dict[int, tuple[dict[int, Instruction], list[int]]] = {}
     while True:  # until no more procedures are found never to return (or pointed to in A32)
-        entries, found = _entries_and_code(starts, ranges, binary, streams, noreturn, memo)
+        entries, descents = _entries_and_code(starts, ranges, binary, streams, noreturn, memo, literals)
+        found = {entry: descent.instructions for entry, descent in descents.items()}
         pointed = _a32_entries_in_data(labels - inside, entries, found, streams.goto_labels)
         if pointed:
             starts = dataclasses.replace(starts, seeds=starts.seeds + [(address, False) for address in pointed])
@@ -358,7 +376,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
             if stored:
                 starts = dataclasses.replace(starts, data_words=starts.data_words + [(a, True) for a in sorted(stored)])
                 continue
-        more = _never_return(found, entries, noreturn)
+        more = _never_return(descents, noreturn)
         if not more:
             break
         noreturn |= more
@@ -511,12 +529,189 @@ def _a32_only(elf: ELFFile, stubs: set[int]) -> tuple[list[tuple[int, int]], set
     return [(plt["sh_addr"], plt["sh_addr"] + plt["sh_size"])], stubs
 
 
+class _Logged(dict):
+    """A dict that notes the keys set and removed since ``changes`` was last asked: a round
+    of the descent looks at what changed alone, where a large program has a hundred
+    thousand entries and takes hundreds of rounds. It keeps its keys sorted too (``order``),
+    for the limits of the descents."""
+
+    def __init__(self, ordered: bool = True) -> None:
+        super().__init__()
+        self._set: set[int] = set()
+        self._removed: set[int] = set()
+        self._ordered = ordered
+        self._order: list[int] = []
+
+    def __setitem__(self, key: int, value: object) -> None:
+        super().__setitem__(key, value)
+        self._set.add(key)
+
+    def __delitem__(self, key: int) -> None:
+        super().__delitem__(key)
+        self._removed.add(key)
+
+    def setdefault(self, key: int, value: object = None) -> object:
+        if key not in self:
+            self[key] = value
+        return self[key]
+
+    def update(self, other: dict) -> None:  # (only dicts are passed)
+        for key, value in other.items():
+            self[key] = value
+
+    def pop(self, key: int, *default: object) -> object:
+        if key in self:
+            self._removed.add(key)
+        return super().pop(key, *default)
+
+    def changes(self) -> tuple[set[int], set[int]]:
+        """The keys set and those removed since the last call (a key may be in both), and
+        ``order`` brought up to date."""
+        got, gone = self._set, self._removed
+        self._set, self._removed = set(), set()
+        order = self._order
+        if not self._ordered:
+            return got, gone
+        if 8 * (len(got) + len(gone)) > len(order):  # many: sorting is cheaper than moving
+            self._order = sorted(self)
+            return got, gone
+        for key in gone:
+            if key not in self:
+                k = bisect.bisect_left(order, key)
+                if k < len(order) and order[k] == key:
+                    del order[k]
+        for key in got:
+            if key in self:
+                k = bisect.bisect_left(order, key)
+                if k == len(order) or order[k] != key:
+                    order.insert(k, key)
+        return got, gone
+
+    def order(self) -> list[int]:
+        """The keys, sorted, as of the last ``changes``."""
+        return self._order
+
+
+class _Found(_Logged):
+    """Each entry's descent (a ``_Logged`` dict), and which entries name each address, for
+    the strength of one entry (``_Evidence``): the functions it is a landing pad of
+    (``unwound``), and the entries whose descents call it or branch to it (``Descent.calls``,
+    ``after_calls``, ``after``), or once did: the descent an entry has now tells
+    (``named_by`` is never pruned, as the same descents come and go round after round)."""
+
+    def __init__(self, unwound: dict[int, tuple[int, set[int]]]) -> None:
+        super().__init__(ordered=False)
+        self.named_by: dict[int, set[int]] = {}
+        # entry -> the calls of its descents in named_by (kept: a descent found again shares them)
+        self._indexed: dict[int, list[dict[int, bool]]] = {}
+        self.pad_of: dict[int, list[int]] = {}
+        for start, (_, pads) in unwound.items():
+            for pad in pads:
+                self.pad_of.setdefault(pad, []).append(start)
+
+    def __setitem__(self, key: int, value: Descent) -> None:
+        indexed = self._indexed.setdefault(key, [])
+        if not any(calls is value.calls for calls in indexed):
+            indexed.append(value.calls)
+            for target in (*value.calls, *value.after_calls, *value.after):
+                self.named_by.setdefault(target, set()).add(key)
+        super().__setitem__(key, value)
+
+
+class _Evidence:
+    """The strength of single entries (as ``_strengths`` gives them all) and whether single
+    procedures return (as ``_returning``), each found by walking back from it alone: a
+    round that weighs a few cuts need not walk every descent (a hundred thousand, in
+    hundreds of rounds). The descents must not change while it is used."""
+
+    def __init__(self, roots: set[int], entries: dict[int, bool], found: _Found, plt: dict[int, str],
+                 noreturn: set[int]) -> None:
+        self.roots, self.entries, self.found, self.plt, self.noreturn = roots, entries, found, plt, noreturn
+        self._returns: dict[int, bool] = {}
+        self._at_least: dict[tuple[int, int], bool] = {}  # (entry, level) -> reached at that level
+
+    def returns(self, address: int) -> bool:
+        """Whether ``address`` is in ``_returning``: it returns (the PLT, or a descent that
+        returns), or branches to one that does, through procedures not in ``noreturn``."""
+        got = self._returns.get(address)
+        if got is not None:
+            return got
+        work, seen = [address], {address}
+        while work:
+            at = work.pop()
+            known = self._returns.get(at)
+            if known is False or at in self.noreturn:
+                continue
+            descent = self.found.get(at)
+            if known or at in self.plt or (descent is not None and descent.returns):
+                self._returns[address] = True
+                return True
+            if descent is not None:
+                for target in descent.tails:
+                    if target not in seen:
+                        seen.add(target)
+                        work.append(target)
+        for at in seen:  # none of them reaches a procedure that returns
+            self._returns[at] = False
+        return False
+
+    def all_return(self, calls: frozenset[int]) -> bool:
+        """Whether every one of ``calls`` returns (``calls <= _returning(...)``)."""
+        return all(self.returns(call) for call in calls)
+
+    def strength(self, entry: int) -> int:
+        """``_strengths(...).get(entry, DOUBTFUL)``."""
+        if entry not in self.entries:
+            return DOUBTFUL
+        for level in (SURE, CALLED):
+            if self._reached(entry, level):
+                return level
+        return DOUBTFUL
+
+    def _reached(self, entry: int, level: int) -> bool:
+        """Whether a root reaches ``entry`` by namings at least ``level`` strong (_strengths),
+        through entries: a walk back over what names it."""
+        got = self._at_least.get((entry, level))
+        if got is not None:
+            return got
+        found, entries = self.found, self.entries
+        work, seen = [entry], {entry}
+        while work:
+            at = work.pop()
+            known = self._at_least.get((at, level))
+            if known is False:
+                continue
+            if known or at in self.roots:
+                self._at_least[entry, level] = True
+                return True
+            namers = [by for by in found.named_by.get(at, ()) if by not in seen and by in found
+                      and self._names(found[by], at, level)]
+            namers += [by for by in found.pad_of.get(at, ()) if by not in seen and by in found]
+            for by in namers:
+                if by in entries and by not in seen:
+                    seen.add(by)
+                    work.append(by)
+        for at in seen:  # nothing that reaches them so is a root
+            self._at_least[at, level] = False
+        return False
+
+    def _names(self, descent: Descent, target: int, level: int) -> bool:
+        """Whether ``descent`` names ``target`` at least ``level`` strongly (_strengths)."""
+        if target in descent.calls:
+            return True
+        if target in descent.after_calls and (level == CALLED or self.all_return(descent.via[target])):
+            return True
+        return target in descent.after and self.all_return(descent.via[target])
+
+
 def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Binary, streams: _Streams,
-                      noreturn: set[int], memo: dict[int, dict[int, Descent]]
-                      ) -> tuple[dict[int, bool], dict[int, dict[int, Instruction]]]:
+                      noreturn: set[int], memo: dict[int, dict[int, Descent]],
+                      literals: dict[int, tuple[dict[int, Instruction], list[int]]]
+                      ) -> tuple[dict[int, bool], dict[int, Descent]]:
     """The procedure entries (-> Thumb) found from ``starts`` to a fixpoint, and each one's
-    instructions, with calls to ``noreturn`` taken as never returning."""
-    entries: dict[int, bool] = {}
+    descent, with calls to ``noreturn`` taken as never returning. ``memo``: the descents
+    (_descend_all), ``literals``: their even literals (_even_literals), from the calls before."""
+    entries = _Logged()
     for addr, thumb in starts.seeds:
         if not starts.wrong_mode(addr, thumb):
             entries.setdefault(addr, thumb)
@@ -542,15 +737,20 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
     rejected: set[int] = set()
     flipped: set[int] = set()  # entries whose instruction set _other_mode changed (once each)
     unwound = starts.unwound
-    found: dict[int, Descent] = {}
+    found = _Found(unwound)
     # Cuts kept so far: ``_wrong`` keeps an entry that cuts code reached past calls not known
     # to return, and a callee not decoded yet (named by the very descent that is cut) is not
     # known to. Once nothing more is found they are weighed again, every callee decoded.
     kept: dict[int, Descent] = {}
+    tables = -1  # how many switch tables the entries were all looked for in (_in_tables)
     while True:
-        changed, new, guesses, cut = _descend_all(binary, streams, ranges, entries, noreturn, memo, found)
-        wrong = _wrong(cut, sure_roots, entries, found, binary.plt, noreturn, unwound) if cut else set()
-        wrong |= _in_tables(entries.keys() - sure_roots, binary.switch_tables)
+        changed, new, guesses, cut, fresh = _descend_all(binary, streams, ranges, entries, noreturn, memo, found)
+        wrong = _wrong(cut, sure_roots, entries, found, binary.plt, noreturn) if cut else set()
+        # An entry found outside the tables known when it was new stays outside until more are known.
+        if len(binary.switch_tables) != tables:
+            tables = len(binary.switch_tables)
+            fresh = entries.keys()
+        wrong |= _in_tables(fresh - sure_roots, binary.switch_tables)
         if wrong:  # drop those, with what only they found, and decode again
             rejected |= wrong
             _drop(wrong, entries, roots, finders, found)
@@ -586,20 +786,21 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             roots |= added.keys()
         if not added and not binary.is_pie and not starts.thumb_only:
             # then A32 functions named only by even words in data or literal pools, where no code was found
-            words = starts.even_words | _even_literals(found, binary, ranges)
-            added = {word: False for word in _a32_in_gaps(words - entries.keys() - rejected, found, streams)}
+            words = starts.even_words | _even_literals(found, binary, ranges, literals)
+            added = {word: False for word in _a32_in_gaps(words - entries.keys() - rejected, found,
+                                                          entries.order(), streams)}
             roots |= added.keys()  # (named by data, as the odd data words)
             data_named |= added.keys()
         if not added:
             kept = {e: d for e, d in kept.items() if e in entries and found.get(d.entry) is d}
-            wrong = _wrong(kept, sure_roots, entries, found, binary.plt, noreturn, unwound) if kept else set()
+            wrong = _wrong(kept, sure_roots, entries, found, binary.plt, noreturn) if kept else set()
             if wrong:
                 rejected |= wrong
                 _drop(wrong, entries, roots, finders, found)
                 for entry in wrong:  # the code they cut is decoded on
                     found.pop(kept[entry].entry, None)
                 continue
-            return entries, {entry: descent.instructions for entry, descent in found.items()}
+            return dict(entries), dict(found)
         entries.update(added)
 
 
@@ -637,8 +838,8 @@ def _in_tables(candidates: set[int], tables: set[tuple[int, int]]) -> set[int]:
     return out
 
 
-def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], found: dict[int, Descent],
-           plt: dict[int, str], noreturn: set[int], unwound: dict[int, tuple[int, set[int]]]) -> set[int]:
+def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], found: _Found,
+           plt: dict[int, str], noreturn: set[int]) -> set[int]:
     """The entries of ``cut`` (entry -> the descent it cuts) to drop: real code never
     branches into the middle of an instruction, so one of the two readings is wrong, and
     the one on weaker evidence goes.
@@ -658,17 +859,16 @@ def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], f
     function). An entry inside an IT block that code at least as strong runs into is
     dropped too. Where the code cut lies past a call not known to return, the entry is kept
     and that code ends there (``_start`` runs on past ``__libc_start_main`` into an A32
-    function)."""
-    returning = _returning(found, plt, noreturn)
-    strength = _strengths(roots, entries, found, returning, unwound)
+    function). ``found``'s landing pads are ``_strengths``' ``unwound``."""
+    evidence = _Evidence(roots, entries, found, plt, noreturn)  # (found's landing pads: unwound's)
     out = set()
     for entry, descent in cut.items():
-        if descent.cut_doubt == PAST_CALL and not descent.cut_via <= returning:
+        if descent.cut_doubt == PAST_CALL and not evidence.all_return(descent.cut_via):
             continue
-        mine = strength.get(entry, DOUBTFUL)
-        if mine == DOUBTFUL or (mine == CALLED and strength.get(descent.entry) == SURE):
+        mine = evidence.strength(entry)
+        if mine == DOUBTFUL or (mine == CALLED and evidence.strength(descent.entry) == SURE):
             out.add(entry)
-        elif descent.cuts_it and not descent.straddles and strength.get(descent.entry, DOUBTFUL) >= mine:
+        elif descent.cuts_it and not descent.straddles and evidence.strength(descent.entry) >= mine:
             # Branching into an IT block is not permitted (ARM ARM), so code as surely known
             # as the entry that runs into it inside its IT block rules, whatever names the
             # entry: a PIE's relocated pointer to a place in it is an address, not an entry.
@@ -783,15 +983,17 @@ def _drop(dropped: set[int], entries: dict[int, bool], roots: set[int], finders:
                 work.append(target)
 
 
-def _never_return(found: dict[int, dict[int, Instruction]], entries: dict[int, bool], noreturn: set[int]) -> set[int]:
+def _never_return(found: dict[int, Descent], noreturn: set[int]) -> set[int]:
     """Entries, not yet in ``noreturn``, of procedures that cannot return: no instruction of
     theirs returns, jumps through a register, branches out of the procedure other than to
     ``noreturn`` or runs on past its last instruction (what a call to ``noreturn`` is
     followed by is not decoded). Error reporters that end in ``exit`` are the usual case;
     until they are known, the literal pools after calls to them are decoded as code."""
     out = set()
-    for entry, insns in found.items():
-        if entry in noreturn or not insns:
+    for entry, descent in found.items():
+        insns = descent.instructions
+        # (One that returns or jumps through a register, Descent.returns, stops the loop below.)
+        if entry in noreturn or not insns or descent.returns:
             continue
         own = set(insns)
         last = max(insns)
@@ -816,14 +1018,14 @@ def _ends(ins: Instruction, noreturn: set[int]) -> bool:
     return ins.is_call and ins.cond == 14 and not ins.in_it and ins.branch_target in noreturn
 
 
-def _descend_all(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], entries: dict[int, bool],
-                 noreturn: set[int], memo: dict[int, dict[int, Descent]], found: dict[int, Descent]
-                 ) -> tuple[list[int], dict[int, bool], dict[int, bool], dict[int, Descent]]:
+def _descend_all(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], entries: _Logged,
+                 noreturn: set[int], memo: dict[int, dict[int, Descent]], found: _Logged
+                 ) -> tuple[list[int], dict[int, bool], dict[int, bool], dict[int, Descent], set[int]]:
     """Decode every procedure from its entry into ``found`` (each entry's descent, kept from
     the round before); returns the entries whose descent changed and, from those alone, the
     call targets seen, the weak entries guessed from literals and the entries that cut an
     instruction of the procedure before them in two, or that it runs on into in the other
-    instruction set. (A descent that did not change was
+    instruction set, and the entries that had no descent. (A descent that did not change was
     looked at in an earlier round: what it calls is an entry already, or was rejected.)
 
     A procedure's descent depends only on its entry, its instruction set and its limit (the
@@ -831,15 +1033,19 @@ def _descend_all(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]
     round decodes only the new procedures and those a new entry now cuts short (and not
     again those a weak entry cut for a round before it was dropped).
     """
-    starts = sorted(entries)
+    set_, removed = entries.changes()
+    lost = found.changes()[1]
+    starts = entries.order()
     end = max(hi for _, hi in ranges)
     # Only the entries without a descent (new, or dropped from ``found``) and those whose
     # limit moved, the entry before each new or gone one, can have changed: a round looks at
     # those alone (a large program has thousands of entries and takes dozens of rounds).
-    gone = found.keys() - entries.keys()
+    # Every round leaves ``found`` with a descent of each entry, so those are among the
+    # entries set or removed, and the descents dropped, since the round before.
+    gone = {entry for entry in removed if entry not in entries and entry in found}
     for entry in gone:
         del found[entry]
-    fresh = entries.keys() - found.keys()
+    fresh = {entry for entry in set_ | lost if entry in entries and entry not in found}
     look = set(fresh)
     look.update(starts[k - 1] for k in (bisect.bisect_left(starts, e) for e in (*fresh, *gone)) if k)
     changed = []
@@ -874,7 +1080,7 @@ def _descend_all(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]
         if known.straddles or known.cuts_it or (known.runs_on and entries.get(limit, entries[entry]) != entries[entry]):
             cut[limit] = known
     return (changed, {a: t for a, t in calls.items() if _inside(ranges, a)},
-            {a: t for a, t in guesses.items() if _inside(ranges, a)}, cut)
+            {a: t for a, t in guesses.items() if _inside(ranges, a)}, cut, fresh)
 
 
 @dataclass(frozen=True)
