@@ -66,6 +66,7 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     symbols, mapping = _read_symbols(path, elf, data)
     binary.symbols = {name: addr for addr, name, _ in symbols}
     binary.fini = _dt_fini(elf)
+    binary.resolvers = _early_resolvers(elf, binary)
     binary.plt = plt_functions(elf)
     binary.text_relocations = text_relocations(elf)
     binary.binder = lazy_binder(elf) if binary.plt else None
@@ -88,6 +89,24 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
         or (not symbols and bool(binary.unwinder_entries))
     binary.threaded = bool(named & _THREADING)
     return binary
+
+
+R_ARM_IRELATIVE = 160
+
+
+def _early_resolvers(elf: ELFFile, binary: Binary) -> set[int]:
+    """The IFUNC resolvers the dynamic linker runs as it relocates a dynamic program (the
+    link-time addends of its R_ARM_IRELATIVE relocations; a static program runs them from
+    its own start-up code, after the entry)."""
+    if not binary.is_dynamic:
+        return set()
+    out = set()
+    for sec in elf.iter_sections():
+        if sec["sh_type"] == "SHT_REL":
+            for rel in sec.iter_relocations():
+                if rel["r_info_type"] == R_ARM_IRELATIVE:
+                    out.add(int.from_bytes(binary.read(rel["r_offset"], 4), "little") & ~1)
+    return out
 
 
 def _dt_fini(elf: ELFFile) -> int | None:

@@ -340,6 +340,10 @@ class Binary:
     # with LDREX/STREX, as in firmware interrupt code (decision 0003).
     threaded: bool = False
     fini: int | None = None  # DT_FINI: the last code of the executable to run at exit (dynamic)
+    # IFUNC resolvers of a dynamic program (R_ARM_IRELATIVE): the dynamic linker calls them
+    # while it relocates the executable, before even DT_PREINIT_ARRAY, so before the region
+    # of copies is mapped; their entries stay as they were (they run in place).
+    resolvers: set[int] = field(default_factory=set)
     profile: str = "A"  # ARM architecture profile: "A" (Linux programs) or "M" (Cortex-M firmware)
     dsp: bool = True    # the core has the DSP extension (APSR.GE bits): all but plain ARMv7-M
     _high_vfp: bool | None = field(default=None, repr=False, compare=False)  # uses_high_vfp, once known
