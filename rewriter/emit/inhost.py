@@ -481,7 +481,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         entry_target = code.labels[ins_label(entry)] | int(entry_thumb)
     else:
         entry_target = binary.entry
-    early = preinit.plan(binary)
+    early = preinit.plan(binary) if tail.preinit else None
     header = struct.pack(f"<{HEADER_WORDS}I", HEADER_MAGIC, REGION_OFFSET, code_end, file_end, lib.bss_end,
                          entry_target, len(patch_words), code.labels["patches"],
                          *(early.header_words() if early else (0, 0, 0, 0)))
@@ -580,7 +580,7 @@ def _linux_patching(binary: Binary, chosen: list[Procedure], report: Report,
     """The jumps written over the original code when ``chosen`` are relocated (none at the
     return sites of ``relocated_returns``: their calls leave relocated return addresses)."""
     patches, not_patched = _linux_patches(binary, chosen, report, relocated_returns)
-    tail = tail_location(binary, chosen, patches)
+    tail = tail_location(binary, chosen, patches, preinit=preinit.plan(binary) is not None)
     entries = {p.address: p.name for p in chosen}
     unplaced = []
     for patch in place_trampolines(patches, tail):
@@ -920,7 +920,7 @@ def _write_elf(binary: Binary, region: bytes, patches: list[Patch], targets: dic
         "ANVIL_HEADER": header_addr,
         "ANVIL_INIT": init_addr | 1,
         "ANVIL_ENTRY_STAGE": 2 if early else 0,  # anvil_rt.c's start_stage
-    })
+    }, preinit=early is not None)
     grown_end = max(tail.segment_end, tail.address + len(stub)) if tail.grows_segment else 0
 
     def offset(addr: int) -> int:
@@ -942,7 +942,7 @@ def _write_elf(binary: Binary, region: bytes, patches: list[Patch], targets: dic
             out[offset(patch.trampoline):offset(patch.trampoline) + 8] = patch.trampoline_bytes(target)
     out[offset(tail.address):offset(tail.address) + len(stub)] = stub
     struct.pack_into("<I", out, 24, tail.address | 1)
-    if early is not None:  # after the gap opened: the tables' offsets from the new headers
+    if early is not None and preinit_function is not None:  # the tables' offsets after the gap opened
         preinit.apply(out, early, preinit_function, functools.partial(_offset_in, elf))
     if len(out) > region_offset:
         raise AssertionError("region offset chosen before the file grew")

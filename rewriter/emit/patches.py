@@ -251,15 +251,16 @@ class Tail:
     pool: list[list[int]]  # free [start, end) runs, 4-aligned starts
     segment_end: int = 0   # with grows_segment: where the grown text segment ends
     file_gap: int = 0      # with grows_segment: zero bytes inserted after the text's file bytes
+    preinit: bool = False  # the stub has its preinit function (preinit.py)
 
 
 def _stub_address(text: Segment) -> int:
     return (text.vaddr + text.filesz + 3) & ~3
 
 
-def _stub_size(at: int) -> int:
+def _stub_size(at: int, preinit: bool) -> int:
     names = ("ANVIL_REGION", "ANVIL_LENGTH", "ANVIL_PGOFF", "ANVIL_HEADER", "ANVIL_INIT", "ANVIL_ENTRY_STAGE")
-    return len(tb.assemble_stub(at, dict.fromkeys(names, 0))[0])
+    return len(tb.assemble_stub(at, dict.fromkeys(names, 0), preinit)[0])
 
 
 _ADDRESS = operator.attrgetter("address")
@@ -332,26 +333,27 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
     return runs
 
 
-def tail_location(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> Tail:
-    """Where the loader stub goes, and the pool of free runs for trampolines."""
+def tail_location(binary: Binary, procs: list[Procedure], patches: list[Patch], preinit: bool = False) -> Tail:
+    """Where the loader stub goes, and the pool of free runs for trampolines; ``preinit``:
+    the stub with a preinit function (preinit.py) if it finds room, else the one without."""
     elf = ELFFile(io.BytesIO(binary.data))
     _, text = text_segment(binary, elf)
     at = _stub_address(text)
-    stub = (_stub_size(at) + 3) & ~3
     caves = _caves(binary, procs, patches)
     room = _slack_room(binary, elf, text, at)
-    if room >= stub:
-        return Tail(at, True, [[at + stub, at + room]] + caves, at + stub)
-    for run in sorted(caves, key=lambda r: r[1] - r[0]):
-        if run[1] - run[0] >= stub:
-            address = run[0]
-            run[0] += stub
-            return Tail(address, False, caves)
     gap = file_gap.gap_size(binary.data, text.offset + text.filesz)
-    if gap is not None:
-        room = _address_room(binary, text, at, gap)
+    gap_room = _address_room(binary, text, at, gap) if gap is not None else 0
+    for with_preinit in ((True, False) if preinit else (False,)):
+        stub = (_stub_size(at, with_preinit) + 3) & ~3
         if room >= stub:
-            return Tail(at, True, [[at + stub, at + room]] + caves, at + stub, gap)
+            return Tail(at, True, [[at + stub, at + room]] + caves, at + stub, preinit=with_preinit)
+        for run in sorted(caves, key=lambda r: r[1] - r[0]):
+            if run[1] - run[0] >= stub:
+                address = run[0]
+                run[0] += stub
+                return Tail(address, False, caves, preinit=with_preinit)
+        if gap_room >= stub:
+            return Tail(at, True, [[at + stub, at + gap_room]] + caves, at + stub, gap, preinit=with_preinit)
     raise AnvilError(f"no room for the {stub}-byte loader stub: the text segment ends too close to the next "
                      "segment and no relocated procedure is large enough")
 

@@ -133,7 +133,7 @@ def compile_c(source: Path | str, include: list[Path], text: str | None = None,
               toolchain: Toolchain = LINUX) -> Path:
     """Compile one C (or .S) file for the target; cached by content, toolchain, flags and includes."""
     data = text.encode() if text is not None else Path(source).read_bytes()
-    suffix = Path(source).suffix if text is None else ".c"
+    suffix = Path(source).suffix or ".c"  # a generated unit's name says its language too
     digest = hashlib.sha256(data + " ".join([toolchain.prefix, *toolchain.flags]).encode()
                             + (RUNTIME_DIR / "anvil_hidden.h").read_bytes())
     for inc in include:
@@ -232,9 +232,12 @@ SECTIONS
                                  data["sh_addr"] if data is not None else data_addr, bss_end, symbols)
 
 
-def assemble_stub(at: int, defs: dict[str, int]) -> tuple[bytes, int]:
-    """The loader stub linked at ``at`` with its constants, and its preinit function's address."""
-    obj = compile_c(RUNTIME_DIR / "stub.S", [])
+def assemble_stub(at: int, defs: dict[str, int], preinit: bool) -> tuple[bytes, int | None]:
+    """The loader stub linked at ``at`` with its constants, and the address of its preinit
+    function (``preinit``: the stub has one; rewriter/emit/preinit.py), else None."""
+    source = RUNTIME_DIR / "stub.S"
+    obj = compile_c(source, [], text="#define ANVIL_PREINIT 1\n" + source.read_text()) if preinit \
+        else compile_c(source, [])
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "stub.elf"
         cmd = [LINUX.tool("ld"), "-Ttext", f"{at:#x}", "-e", "_anvil_stub", "-o", str(out), str(obj)]
@@ -243,5 +246,5 @@ def assemble_stub(at: int, defs: dict[str, int]) -> tuple[bytes, int]:
         _run(cmd)
         with open(out, "rb") as f:
             elf = ELFFile(f)
-            preinit = elf.get_section_by_name(".symtab").get_symbol_by_name("_anvil_preinit")[0]["st_value"]
-            return elf.get_section_by_name(".text").data(), preinit & ~1
+            symbol = elf.get_section_by_name(".symtab").get_symbol_by_name("_anvil_preinit")
+            return elf.get_section_by_name(".text").data(), symbol[0]["st_value"] & ~1 if symbol else None

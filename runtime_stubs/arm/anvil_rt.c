@@ -248,8 +248,8 @@ static void map_and_start(uint32_t bias, const struct anvil_header *h, const cha
 /* Called by the loader stub with the registers it saved (r0-r12, lr) and the stage (above).
  * Once the region's file part is mapped: maps the zero-filled part, fixes entry patches
  * for the load bias, seals the code read-only and runs the program-start hooks. At the
- * entry, returns those registers followed by the relocated entry address (0 when started
- * from the preinit array: the stub returns to ld.so). Fatal signals are caught at the
+ * entry, returns those registers followed by the relocated entry address (started from
+ * the preinit array: by the caller's return address, back into ld.so). Fatal signals are caught at the
  * entry, after the libraries' initialisers: one that asks for its signal's action sees
  * what it would have seen. */
 uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t *saved, uint32_t stage)
@@ -263,14 +263,15 @@ uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t
             env = (const char *const *)(initial_sp + 1 + initial_sp[0] + 1);
         }
         map_and_start(bias, h, env);
-        if (stage == STARTED_AT_PREINIT) {
-            give_init_slot_back(h, bias);
-            return 0;
-        }
     }
-    catch_fatal_signals();
     for (int i = 0; i < 14; i++)
         entry_state[i] = saved[i];
+    if (stage == STARTED_AT_PREINIT) {
+        give_init_slot_back(h, bias);
+        entry_state[14] = saved[13];  /* back into the dynamic linker */
+        return entry_state;
+    }
+    catch_fatal_signals();
     entry_state[14] = h->entry + bias;
     return entry_state;
 }

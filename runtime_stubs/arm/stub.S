@@ -13,11 +13,15 @@
 @ Symbols defined at link time (--defsym): ANVIL_REGION, ANVIL_LENGTH, ANVIL_PGOFF,
 @ ANVIL_HEADER, ANVIL_INIT, ANVIL_ENTRY_STAGE.
 @
+@ Assembled with ANVIL_PREINIT defined when the program is started so (the stub is then
+@ larger: a program with little room gets the stub without it).
+@
 @ The stack just below the initial SP is the program's: it may read it before
 @ writing it (uninitialised locals), so the stub works FAR_BELOW bytes lower, zeroes
 @ what it used there afterwards (never-touched stack reads as zero) and keeps the
 @ registers in the region, not on the stack, for the final jump. Called as the preinit
-@ function, it does the same below the dynamic linker's frames.
+@ function, it does the same below the dynamic linker's frames, and its final jump
+@ returns there with every register as it was.
     .syntax unified
     .thumb
     .text
@@ -29,19 +33,9 @@
 _anvil_stub:
     sub sp, sp, #FAR_BELOW
     push {r0-r12, lr}
-    ldr r10, =ANVIL_ENTRY_STAGE
-    bl start                    @ r0 = {r0-r12, lr, continuation} kept in the region
-    add r1, sp, #56             @ top of what the stub used
-    sub r2, r1, #SCRUB
-    movs r3, #0
-scrub:
-    str r3, [r2], #4
-    cmp r2, r1
-    blo scrub
-    add sp, sp, #FAR_BELOW
-    add sp, sp, #56
-    adr r1, resume
-    bx r1
+#ifdef ANVIL_PREINIT
+    movw r10, #:lower16:ANVIL_ENTRY_STAGE  @ 2: the region was mapped from the preinit array
+    b start
 
     .global _anvil_preinit
     .type _anvil_preinit, %function
@@ -50,28 +44,15 @@ _anvil_preinit:                 @ called by the dynamic linker: argc, argv, envp
     sub sp, sp, #FAR_BELOW
     push {r0-r12, lr}
     mov r10, #1                 @ STARTED_AT_PREINIT
-    bl start
-    pop {r0-r12, lr}
-    mov r1, sp                  @ top of what the stub used
-    sub r2, r1, #SCRUB          @ zeroed as at the entry
-    movs r3, #0
-preinit_scrub:
-    str r3, [r2], #4
-    cmp r2, r1
-    blo preinit_scrub
-    add sp, sp, #FAR_BELOW
-    bx lr
-
-@ r10 = the stage; the saved registers at SP. Maps the region unless the stage is 2,
-@ then returns what anvil_init returns. Uses r0-r9 and r11 (all saved by the caller).
-    .thumb_func
 start:
-    mov r11, lr
+#endif
     adr r6, anchor
     ldr r5, =anchor
     subs r6, r6, r5             @ r6 = load bias
+#ifdef ANVIL_PREINIT
     cmp r10, #2
     beq mapped
+#endif
     adr r0, path
     movs r1, #0
     movs r2, #0
@@ -100,11 +81,25 @@ mapped:
     ldr r1, =ANVIL_HEADER
     add r1, r1, r6
     mov r2, sp                  @ the saved registers
-    mov r3, r10
+#ifdef ANVIL_PREINIT
+    mov r3, r10                 @ the stage (anvil_rt.c's start_stage)
+#else
+    movs r3, #0                 @ STARTED_AT_ENTRY
+#endif
     ldr r4, =ANVIL_INIT
     add r4, r4, r6
-    blx r4
-    bx r11
+    blx r4                      @ r0 = {r0-r12, lr, where to go on} kept in the region:
+    add r1, sp, #56             @ the program's entry, or back into the dynamic linker
+    sub r2, r1, #SCRUB          @ zero what the stub used below SP
+    movs r3, #0
+scrub:
+    str r3, [r2], #4
+    cmp r2, r1
+    blo scrub
+    add sp, sp, #FAR_BELOW
+    add sp, sp, #56
+    adr r1, resume
+    bx r1
     .arm
     .align 2
 resume:
@@ -125,7 +120,7 @@ path:
     .asciz "/proc/self/exe"
     .align 2
 msg:
-    .ascii "anvil: cannot map the instrumentation region\n"
+    .ascii "anvil: cannot map the instrumented code\n"
 msg_end:
     .align 2
     .ltorg
