@@ -79,12 +79,13 @@ def test_rust_program_identical_and_fully_found(tmp_path: Path, monkeypatch: pyt
     # stack-overflow handler over the default that it is told of (told of Anvil's handler,
     # it skipped that: 205 instructions short). Within a few instructions, not exact: Rust's
     # hash maps take random keys (getrandom), and a probe may run a few more or fewer
-    # instructions from run to run (19 more in one run of three; qemu's own runs agreed).
+    # instructions from run to run (19 more in one run of three, 74 fewer in another; qemu's
+    # own runs agreed); a block missed or counted twice is thousands.
     inscount = instrument(exe, "inscount", tmp_path, slot="inst")
     corpus.prepare(program, inscount.parent, exe, env)
     counted = run_prog(inscount, program.args, env=env)
     assert_same_behaviour(original, counted)
-    assert abs(results(counted, "inscount")["total"] - sum(executed.values())) <= 50
+    assert abs(results(counted, "inscount")["total"] - sum(executed.values())) <= 200
 
     srv, port = start_server(Library(None), log=None)
     try:
