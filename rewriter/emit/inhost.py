@@ -481,7 +481,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         entry_target = code.labels[ins_label(entry)] | int(entry_thumb)
     else:
         entry_target = binary.entry
-    early = preinit.plan(binary) if tail.preinit else None
+    early = tail.early
     header = struct.pack(f"<{HEADER_WORDS}I", HEADER_MAGIC, REGION_OFFSET, code_end, file_end, lib.bss_end,
                          entry_target, len(patch_words), code.labels["patches"],
                          *(early.header_words() if early else (0, 0, 0, 0)))
@@ -580,7 +580,7 @@ def _linux_patching(binary: Binary, chosen: list[Procedure], report: Report,
     """The jumps written over the original code when ``chosen`` are relocated (none at the
     return sites of ``relocated_returns``: their calls leave relocated return addresses)."""
     patches, not_patched = _linux_patches(binary, chosen, report, relocated_returns)
-    tail = tail_location(binary, chosen, patches, preinit=preinit.plan(binary) is not None)
+    tail = tail_location(binary, chosen, patches, preinit.plan(binary))
     entries = {p.address: p.name for p in chosen}
     unplaced = []
     for patch in place_trampolines(patches, tail):

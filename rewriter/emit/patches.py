@@ -31,6 +31,7 @@ from ..errors import AnvilError
 from ..ir.model import Binary, Instruction, Procedure, Segment
 from . import file_gap
 from . import target_build as tb
+from .preinit import PreinitStart
 from .relocate import translated_jump
 
 PAGE = 0x1000
@@ -251,7 +252,7 @@ class Tail:
     pool: list[list[int]]  # free [start, end) runs, 4-aligned starts
     segment_end: int = 0   # with grows_segment: where the grown text segment ends
     file_gap: int = 0      # with grows_segment: zero bytes inserted after the text's file bytes
-    preinit: bool = False  # the stub has its preinit function (preinit.py)
+    early: PreinitStart | None = None  # the stub has its preinit function, the program this plan (preinit.py)
 
 
 def _stub_address(text: Segment) -> int:
@@ -333,9 +334,11 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
     return runs
 
 
-def tail_location(binary: Binary, procs: list[Procedure], patches: list[Patch], preinit: bool = False) -> Tail:
-    """Where the loader stub goes, and the pool of free runs for trampolines; ``preinit``:
-    the stub with a preinit function (preinit.py) if it finds room, else the one without."""
+def tail_location(binary: Binary, procs: list[Procedure], patches: list[Patch],
+                  early: PreinitStart | None = None) -> Tail:
+    """Where the loader stub goes, and the pool of free runs for trampolines; ``early``: the
+    program can start from its preinit array (preinit.py), with the stub that has a preinit
+    function if that finds room, else with the one without."""
     elf = ELFFile(io.BytesIO(binary.data))
     _, text = text_segment(binary, elf)
     at = _stub_address(text)
@@ -343,17 +346,17 @@ def tail_location(binary: Binary, procs: list[Procedure], patches: list[Patch], 
     room = _slack_room(binary, elf, text, at)
     gap = file_gap.gap_size(binary.data, text.offset + text.filesz)
     gap_room = _address_room(binary, text, at, gap) if gap is not None else 0
-    for with_preinit in ((True, False) if preinit else (False,)):
-        stub = (_stub_size(at, with_preinit) + 3) & ~3
+    for plan in ((early, None) if early is not None else (None,)):
+        stub = (_stub_size(at, plan is not None) + 3) & ~3
         if room >= stub:
-            return Tail(at, True, [[at + stub, at + room]] + caves, at + stub, preinit=with_preinit)
+            return Tail(at, True, [[at + stub, at + room]] + caves, at + stub, early=plan)
         for run in sorted(caves, key=lambda r: r[1] - r[0]):
             if run[1] - run[0] >= stub:
                 address = run[0]
                 run[0] += stub
-                return Tail(address, False, caves, preinit=with_preinit)
+                return Tail(address, False, caves, early=plan)
         if gap_room >= stub:
-            return Tail(at, True, [[at + stub, at + gap_room]] + caves, at + stub, gap, preinit=with_preinit)
+            return Tail(at, True, [[at + stub, at + gap_room]] + caves, at + stub, gap, early=plan)
     raise AnvilError(f"no room for the {stub}-byte loader stub: the text segment ends too close to the next "
                      "segment and no relocated procedure is large enough")
 

@@ -8,7 +8,7 @@ region, which the loader stub maps at the entry (decision 0001): too late for th
 
 The dynamic linker calls the executable's DT_PREINIT_ARRAY functions before any library's
 initialiser (and after every relocation), with ``argc, argv, envp``. So, where the program
-allows it, the stub's ``_anvil_preinit`` is made that function (decision 0070):
+allows it, the stub's ``_anvil_preinit`` is made that function (decision 0071):
 
 - two of the spare DT_NULL slots GNU ld leaves at the end of ``.dynamic``
   (``--spare-dynamic-tags``, five by default) become DT_PREINIT_ARRAY and
@@ -28,15 +28,17 @@ its entry as before.
 
 from __future__ import annotations
 
+import io
 import struct
 from dataclasses import dataclass
 
+from elftools.elf.elffile import ELFFile
+
+from ..ir.discovery import R_ARM_RELATIVE
 from ..ir.model import Binary
 
 DT_NULL, DT_RELA, DT_REL, DT_RELSZ, DT_INIT_ARRAY, DT_INIT_ARRAYSZ = 0, 7, 17, 18, 25, 27
 DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ = 32, 33
-PT_DYNAMIC, PT_GNU_RELRO = 2, 0x6474E552
-R_ARM_RELATIVE = 23
 
 
 @dataclass(frozen=True)
@@ -53,33 +55,15 @@ class PreinitStart:
         return self.init_slot, self.init_original, int(self.read_only), 0
 
 
-def _program_headers(binary: Binary) -> list[tuple[int, ...]]:
-    """(p_type, p_offset, p_vaddr, p_filesz, p_memsz) of every program header."""
-    data = binary.data
-    phoff, phentsize, phnum = struct.unpack_from("<I", data, 28)[0], *struct.unpack_from("<HH", data, 42)
-    headers = []
-    for i in range(phnum):
-        p_type, p_offset, p_vaddr, _, p_filesz, p_memsz = struct.unpack_from("<6I", data, phoff + i * phentsize)
-        headers.append((p_type, p_offset, p_vaddr, p_filesz, p_memsz))
-    return headers
-
-
-def _word(binary: Binary, vaddr: int) -> int | None:
-    offset = binary.file_offset(vaddr)
-    if offset is None or offset + 4 > len(binary.data):
-        return None
-    return struct.unpack_from("<I", binary.data, offset)[0]
-
-
 def plan(binary: Binary) -> PreinitStart | None:
     """How ``binary`` can be started from DT_PREINIT_ARRAY, or None (start at the entry)."""
     if not binary.is_dynamic:
         return None
-    headers = _program_headers(binary)
-    dynamic = [h for h in headers if h[0] == PT_DYNAMIC]
+    segments = list(ELFFile(io.BytesIO(binary.data)).iter_segments())
+    dynamic = [seg for seg in segments if seg["p_type"] == "PT_DYNAMIC"]
     if len(dynamic) != 1:
         return None
-    _, offset, vaddr, filesz, _ = dynamic[0]
+    offset, vaddr, filesz = dynamic[0]["p_offset"], dynamic[0]["p_vaddr"], dynamic[0]["p_filesz"]
     if offset + filesz > len(binary.data):
         return None
     entries = list(struct.iter_unpack("<iI", binary.data[offset:offset + filesz - filesz % 8]))
@@ -94,10 +78,11 @@ def plan(binary: Binary) -> PreinitStart | None:
     if DT_PREINIT_ARRAY in values or values.get(DT_INIT_ARRAYSZ, 0) < 4 or DT_INIT_ARRAY not in values:
         return None
     init_slot = values[DT_INIT_ARRAY]
-    original = _word(binary, init_slot)
-    if original is None or original in (0, 0xFFFFFFFF) or not _relocated_as_expected(binary, values, init_slot):
+    original = int.from_bytes(binary.read(init_slot, 4), "little")  # 0 where not in the file
+    if original in (0, 0xFFFFFFFF) or not _relocated_as_expected(binary, values, init_slot):
         return None
-    read_only = any(h[0] == PT_GNU_RELRO and h[2] <= init_slot < h[2] + h[4] for h in headers)
+    read_only = any(seg["p_type"] == "PT_GNU_RELRO" and seg["p_vaddr"] <= init_slot < seg["p_vaddr"] + seg["p_memsz"]
+                    for seg in segments)
     return PreinitStart(vaddr + first_null * 8, init_slot, original, read_only)
 
 

@@ -42,7 +42,7 @@ from .start_args import register_call_target, start_arguments
 
 CHUNK = 256
 ENTRY_CODE = 128  # bytes of the entry's code looked at for the addresses it passes (start_args)
-R_ARM_RELATIVE = 23
+R_ARM_RELATIVE, R_ARM_IRELATIVE = 23, 160
 SHF_ALLOC = 0x2  # a section loaded with the program (the dynamic relocations)
 
 
@@ -125,15 +125,15 @@ def _call_before(binary: Binary, address: int, ranges: list[tuple[int, int]]) ->
     return _inside(ranges, target), target
 
 
-def _relocated_words(elf: ELFFile, binary: Binary) -> list[int]:
-    """The link-time values of the words R_ARM_RELATIVE relocations adjust (REL: the addend
-    is the word in place)."""
+def relocated_words(elf: ELFFile, binary: Binary, kind: int = R_ARM_RELATIVE) -> list[int]:
+    """The link-time values of the words relocations of type ``kind`` adjust (REL: the
+    addend is the word in place; R_ARM_IRELATIVE's is its IFUNC resolver)."""
     out = []
     for sec in elf.iter_sections():
         if sec["sh_type"] != "SHT_REL":
             continue
         for rel in sec.iter_relocations():
-            if rel["r_info_type"] == R_ARM_RELATIVE:
+            if rel["r_info_type"] == kind:
                 out.append(int.from_bytes(binary.read(rel["r_offset"], 4), "little"))
     return out
 
@@ -328,7 +328,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     streams = _Streams(binary, md, cache)
     streams.code_size = sum(hi - lo for lo, hi in ranges)
     progress.phase("decoding", streams.code_size, "bytes")
-    relocated = _relocated_words(elf, binary) if binary.is_pie else []
+    relocated = relocated_words(elf, binary) if binary.is_pie else []
     # Even code addresses in relocated data: computed-goto labels (Lua's dispatch).
     labels = {v for v in relocated if not v & 1 and _inside(ranges, v)}
     pointer_words = [] if binary.is_pie else _pointer_words(elf)  # (a PIE's code addresses are relocated)

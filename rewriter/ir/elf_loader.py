@@ -26,7 +26,7 @@ from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
 from ..errors import AnvilError, is_parser_error, malformed
 from .counted import counted
-from .discovery import discover, text_relocations
+from .discovery import R_ARM_IRELATIVE, discover, relocated_words, text_relocations
 from .elf_check import check_elf
 from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
@@ -91,22 +91,12 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     return binary
 
 
-R_ARM_IRELATIVE = 160
-
-
 def _early_resolvers(elf: ELFFile, binary: Binary) -> set[int]:
-    """The IFUNC resolvers the dynamic linker runs as it relocates a dynamic program (the
-    link-time addends of its R_ARM_IRELATIVE relocations; a static program runs them from
-    its own start-up code, after the entry)."""
+    """The IFUNC resolvers the dynamic linker runs as it relocates a dynamic program (a
+    static program runs them from its own start-up code, after the entry)."""
     if not binary.is_dynamic:
         return set()
-    out = set()
-    for sec in elf.iter_sections():
-        if sec["sh_type"] == "SHT_REL":
-            for rel in sec.iter_relocations():
-                if rel["r_info_type"] == R_ARM_IRELATIVE:
-                    out.add(int.from_bytes(binary.read(rel["r_offset"], 4), "little") & ~1)
-    return out
+    return {word & ~1 for word in relocated_words(elf, binary, R_ARM_IRELATIVE)}
 
 
 def _dt_fini(elf: ELFFile) -> int | None:

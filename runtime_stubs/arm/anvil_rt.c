@@ -34,7 +34,7 @@ struct anvil_header {
     uint32_t entry;          /* relocated program entry (link address | Thumb bit) */
     uint32_t npatches;       /* entry-patch words that need the load bias (PIE) */
     uint32_t patches;        /* link address of their addresses */
-    /* Started from DT_PREINIT_ARRAY (decision 0070), which names the program's first
+    /* Started from DT_PREINIT_ARRAY (decision 0071), which names the program's first
      * .init_array word, made the stub's: where that word is (link address, 0: started at
      * the entry), what it held, and whether its page is read-only by then (RELRO). */
     uint32_t init_slot;
@@ -247,11 +247,11 @@ static void map_and_start(uint32_t bias, const struct anvil_header *h, const cha
 
 /* Called by the loader stub with the registers it saved (r0-r12, lr) and the stage (above).
  * Once the region's file part is mapped: maps the zero-filled part, fixes entry patches
- * for the load bias, seals the code read-only and runs the program-start hooks. At the
- * entry, returns those registers followed by the relocated entry address (started from
- * the preinit array: by the caller's return address, back into ld.so). Fatal signals are caught at the
- * entry, after the libraries' initialisers: one that asks for its signal's action sees
- * what it would have seen. */
+ * for the load bias, seals the code read-only and runs the program-start hooks. Returns
+ * those registers followed by where the stub goes on: the relocated entry, or (started
+ * from the preinit array) the caller's return address, back into ld.so. Fatal signals
+ * are caught at the entry, after the libraries' initialisers: one that asks for its
+ * signal's action sees what it would have seen. */
 uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t *saved, uint32_t stage)
 {
     if (stage != ENTRY_AFTER_PREINIT) {

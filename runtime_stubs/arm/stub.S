@@ -5,7 +5,7 @@
 @ continues at the relocated entry.
 @
 @ A dynamic program whose libraries may call into it while they initialise is started
-@ earlier (decision 0070): the dynamic linker calls _anvil_preinit through
+@ earlier (decision 0071): the dynamic linker calls _anvil_preinit through
 @ DT_PREINIT_ARRAY before any library's initialiser; it maps the region, has anvil_init
 @ do all but what must wait for the program's own start, and returns. The ELF entry
 @ then only finishes (ANVIL_ENTRY_STAGE 2, see anvil_rt.c's start_stage).
