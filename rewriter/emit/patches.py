@@ -364,10 +364,15 @@ def place_trampolines(patches: list[Patch], tail: Tail) -> list[Patch]:
     slack = tail.pool[0] if tail.grows_segment and tail.pool else None
     pool = tail.pool
     # Narrow patches first: they can take only what is within 2 KiB.
+    first = 0  # for the others: the runs before this one have no room left (each takes from a run's start)
     for patch in sorted(patches, key=lambda p: not p.narrow):
         if patch.trampoline is None:
             continue
-        for k, run in enumerate(pool):
+        if not patch.narrow:
+            while first < len(pool) and pool[first][0] + TRAMPOLINE > pool[first][1]:
+                first += 1
+        for k in range(first, len(pool)):
+            run = pool[k]
             at = run[0] if not patch.narrow else max(run[0], (patch.address + 4 - 2048 + 3) & ~3)
             if at + TRAMPOLINE > run[1] or not patch.reaches(at):
                 continue

@@ -12,6 +12,7 @@ are reported as having no usable flow.
 
 from __future__ import annotations
 
+import operator
 import struct
 from dataclasses import dataclass, field
 
@@ -165,6 +166,7 @@ def predecessors_of(successors: list[list[int]]) -> list[list[int]]:
     return predecessors
 
 
+_NAME = operator.attrgetter("name")
 EXCLUSIVE_LOADS = ("ldrex", "ldaex")  # ldrex, ldrexb/h/d, ldaex...: open an exclusive access
 EXCLUSIVE_STORES = ("strex", "stlex")  # ... which a store-exclusive or CLREX ends
 
@@ -183,7 +185,8 @@ def exclusive_windows(proc: Procedure) -> set[int]:
     path leaves the monitor open but never stores). Windows that span procedures (an
     LDREX in one, its STREX in another) are not seen.
     """
-    if not any(ins.name.startswith(EXCLUSIVE_LOADS) for ins in proc.instructions()):
+    # The distinct names first (a set made in C): every relocated procedure is asked.
+    if not any(name.startswith(EXCLUSIVE_LOADS) for name in set(map(_NAME, proc.instructions()))):
         return set()
     blocks = proc.blocks
     index = {b.address: i for i, b in enumerate(blocks)}
