@@ -39,10 +39,11 @@ def entries_from_elsewhere(binary: Binary) -> dict[int, set[int]]:
     for proc in binary.procedures:
         for ins in proc.instructions():
             target = ins.branch_target
-            if target is None or target not in owner:
+            if target is None:
                 continue
-            if ins.is_call or owner[target] is not proc:
-                out[owner[target].address].add(target)
+            where = owner.get(target)
+            if where is not None and (ins.is_call or where is not proc):
+                out[where.address].add(target)
     return out
 
 
