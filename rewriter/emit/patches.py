@@ -302,6 +302,8 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
     # instruction is tested against the next literal byte alone (a set lookup per byte of
     # every instruction was a twentieth of a large program's rewrite).
     pools = sorted(binary.literal_bytes())
+    npools = len(pools)
+    taken = binary.address_taken
     runs = []
     for proc in procs:
         if proc.address not in entry_length or not entered.isdisjoint(map(_ADDRESS, proc.instructions())) \
@@ -310,23 +312,26 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
         blocked_until = proc.address + entry_length[proc.address]
         run_start = run_end = None
         k = bisect.bisect_left(pools, proc.address)
-        for ins in proc.instructions():
-            blocked_until = max(blocked_until, covered.get(ins.address, 0))
-            if k and pools[k - 1] >= ins.address:  # blocks out of address order: look again
-                k = bisect.bisect_left(pools, ins.address)
-            while k < len(pools) and pools[k] < ins.address:
+        for ins in proc.instructions():  # every instruction of a relocated procedure: locals, no calls
+            address = ins.address
+            patched_until = covered.get(address)
+            if patched_until is not None and patched_until > blocked_until:
+                blocked_until = patched_until
+            if k and pools[k - 1] >= address:  # blocks out of address order: look again
+                k = bisect.bisect_left(pools, address)
+            while k < npools and pools[k] < address:
                 k += 1
-            in_pool = k < len(pools) and pools[k] < ins.address + ins.size
-            if ins.address < blocked_until or ins.address in binary.address_taken or in_pool:
+            in_pool = k < npools and pools[k] < address + ins.size
+            if address < blocked_until or address in taken or in_pool:
                 if run_start is not None and run_end - run_start >= TRAMPOLINE:
                     runs.append([run_start, run_end])
                 run_start = None
                 continue
-            if run_start is None or ins.address != run_end:
+            if run_start is None or address != run_end:
                 if run_start is not None and run_end - run_start >= TRAMPOLINE:
                     runs.append([run_start, run_end])
-                run_start = (ins.address + 3) & ~3
-            run_end = ins.address + ins.size
+                run_start = (address + 3) & ~3
+            run_end = address + ins.size
         if run_start is not None and run_end - run_start >= TRAMPOLINE:
             runs.append([run_start, run_end])
     return runs
