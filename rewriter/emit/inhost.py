@@ -16,9 +16,7 @@ from __future__ import annotations
 import bisect
 import functools
 import io
-import itertools
 import math
-import operator
 import os
 import struct
 import tempfile
@@ -653,10 +651,6 @@ class _Relocation:
     split: int = 0  # with a later part: the first of its candidates
 
 
-_ADDRESS = operator.attrgetter("address")
-_THUMB = operator.attrgetter("thumb")
-
-
 def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_returns: bool,
                 vfp: bool, base: int = 0, in_loops: Set[tuple[str, int]] = frozenset(),
                 loop_sums: Sequence[LoopSum] = ()) -> _Relocation:
@@ -666,9 +660,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
     ``original_returns``: calls leave original return addresses in LR (decision 0013);
     ``vfp``: hooks park registers in d16-d31 (vfp_scratch).
     Strings the hooks pass are named by ``units`` (which already knows them all)."""
-    every = list(itertools.chain.from_iterable(map(Procedure.instructions, binary.procedures)))
-    mode = dict(zip(map(_ADDRESS, every), map(_THUMB, every)))  # C loops: every instruction
-    del every
+    mode = {ins.address: ins.thumb for proc in binary.procedures for ins in proc.instructions()}
     proc_starts = [p.address for p in binary.procedures]
 
     def mode_at(addr: int) -> bool:
@@ -679,7 +671,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
         return bool(proc and proc.address <= addr < proc.end and proc.thumb)
 
     candidates = [p for p in binary.procedures if _has_hooks(p)]
-    relocated_addrs = set(map(_ADDRESS, itertools.chain.from_iterable(map(Procedure.instructions, candidates))))
+    relocated_addrs = {i.address for p in candidates for i in p.instructions()}
     scratch = Scratch(vfp)
     handlers_run = interrupt_code(binary) if binary.is_firmware else set()
     # Return sites in literal pools (past calls that never return) get no jump.

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import bisect
 import io
-import itertools
-import operator
 import os
 import re
 import struct
@@ -366,16 +364,9 @@ def _decode(binary: Binary, procs: list[Procedure], mapping: dict[int, list[tupl
     return decoded
 
 
-_ADDRESS = operator.attrgetter("address")
-_THUMB = operator.attrgetter("thumb")
-_BRANCH_TARGET = operator.attrgetter("branch_target")
-
-
 def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[int, list]) -> None:
     """Blocks for every procedure; block boundaries also come from data and other procedures."""
-    # Whole-program tables, made with C loops (map, zip): every instruction comes here.
-    every = list(itertools.chain.from_iterable(decoded.values()))
-    starts = dict(zip(map(_ADDRESS, every), map(_THUMB, every)))
+    starts = {i.address: i.thumb for insns in decoded.values() for i in insns}
     taken, binary.code_pointers = _address_taken(binary, elf, procs, starts)
     # Landing pads and personality routines are code addresses kept in data too (the
     # exception tables), entered from outside the procedure's own flow: by the unwinder.
@@ -384,9 +375,7 @@ def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[
     binary.address_taken = taken
     # Every direct branch target starts a block, wherever the branch is: hand-written
     # assembly jumps into code that the symbol table files under a neighbour.
-    targets = set(map(_BRANCH_TARGET, every))
-    targets.discard(None)
-    del every
+    targets = {i.branch_target for insns in decoded.values() for i in insns if i.branch_target is not None}
     entries = taken | targets
     entries_sorted = sorted(entries)
     kept = []

@@ -290,18 +290,13 @@ class Segment:
 _HIGH_VFP = re.compile(r"\b(d(1[6-9]|2\d|3[01])|q([89]|1[0-5]))\b")
 
 
-def _names_high_vfp(mnemonic: str, op_str: str) -> bool:
-    """An instruction ``mnemonic op_str`` reads or writes one of d16-d31 (a whole-bank save
-    or restore aside)."""
+def _names_high_vfp(ins: Instruction) -> bool:
+    """``ins`` reads or writes one of d16-d31 (a whole-bank save or restore aside)."""
     # The test for a 'd' or 'q' first: most instructions name neither, and a regular
     # expression search costs ten times more.
-    if not ("d" in op_str or "q" in op_str) or not _HIGH_VFP.search(op_str):
+    if not ("d" in ins.op_str or "q" in ins.op_str) or not _HIGH_VFP.search(ins.op_str):
         return False
-    return not (mnemonic.startswith(("vldm", "vstm")) and "d16" in op_str and "d31" in op_str)
-
-
-_MNEMONIC = operator.attrgetter("mnemonic")
-_OP_STR = operator.attrgetter("op_str")
+    return not (ins.mnemonic.startswith(("vldm", "vstm")) and "d16" in ins.op_str and "d31" in ins.op_str)
 
 
 @dataclass
@@ -379,10 +374,7 @@ class Binary:
         depend on the values and does not count. A scan of every instruction, made once.
         """
         if self._high_vfp is None:
-            # Each distinct text once (a set made in C loops: far fewer texts than instructions).
-            every = list(itertools.chain.from_iterable(map(Procedure.instructions, self.procedures)))
-            texts = set(zip(map(_MNEMONIC, every), map(_OP_STR, every)))
-            self._high_vfp = any(_names_high_vfp(mnemonic, op_str) for mnemonic, op_str in texts)
+            self._high_vfp = any(_names_high_vfp(ins) for proc in self.procedures for ins in proc.instructions())
         return self._high_vfp
 
     def literal_bytes(self) -> set[int]:
