@@ -304,9 +304,11 @@ def _direct_branch(addr: int, raw: bytes, thumb: bool, mnemonic: str, op_str: st
     cond = _encoded_condition(raw, thumb, it_cond)
     if thumb and it_cond is None:
         cond = _thumb_branch_cond(raw, name, cond)
-    return Instruction(address=addr, size=len(raw), raw=raw, thumb=thumb, mnemonic=mnemonic, op_str=op_str,
-                       name=name, cond=cond, in_it=it_cond is not None, is_branch=True, is_call=name in ("bl", "blx"),
-                       branch_target=target, writes_pc=True)
+    # Positional, as in _decode_with (keywords cost more): address, size, raw, thumb, mnemonic,
+    # op_str, name, cond, is_it, in_it, accesses, is_branch, is_call, is_return, is_indirect,
+    # branch_target, reads_pc, writes_pc.
+    return Instruction(addr, len(raw), raw, thumb, mnemonic, op_str, name, cond, False, it_cond is not None, [],
+                       True, name in ("bl", "blx"), False, False, target, False, True)
 
 
 def _same_anywhere(ins: Instruction, cache: DecodeCache) -> bool:

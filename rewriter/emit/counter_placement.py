@@ -24,6 +24,7 @@ out of a procedure is in the flow model; see docs/decisions/0008-counter-placeme
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +37,9 @@ from ..ir.model import Binary, Block, Procedure
 from .loop_sums import LoopShape, LoopSum, sum_loops, summable_loops
 from .procedure_sums import accumulation, all_thumb, carrier_weights
 
+_ADDRESS = operator.attrgetter("address")
+_NAME = operator.attrgetter("name")
+_TABLE_JUMPS = frozenset(("tbb", "tbh"))
 MAX_VALUES = 0x7FFF  # values, and blocks, of a procedure with a derivation program (bounds its scratch)
 
 
@@ -261,11 +265,16 @@ def _place(binary: Binary, stops: set[int], sums: dict[str, str] | None,
     entered = entries_from_elsewhere(binary)
     taken = binary.address_taken
     in_registers = _loop_sums_allowed(binary, stops)
+    switch_cases = binary.switch_cases.keys()
 
     def plan_of(proc: Procedure) -> Plan | None:
         progress.advance()
-        tables = {ins.address: table_branch_targets(binary, [ins]) for ins in proc.instructions()
-                  if ins.name in ("tbb", "tbh") or ins.address in binary.switch_cases}
+        tables = {}
+        # Most procedures have no switch: found from their names and addresses, in C loops.
+        if (not switch_cases.isdisjoint(map(_ADDRESS, proc.instructions()))
+                or not _TABLE_JUMPS.isdisjoint(map(_NAME, proc.instructions()))):
+            tables = {ins.address: table_branch_targets(binary, [ins]) for ins in proc.instructions()
+                      if ins.name in _TABLE_JUMPS or ins.address in switch_cases}
         addresses = {b.address for b in proc.blocks}
         flow = procedure_flow(proc, entered[proc.address] | (taken & addresses), tables, stops)
         plan = _plan(flow) if flow is not None else None

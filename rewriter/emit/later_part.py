@@ -35,7 +35,7 @@ from typing import BinaryIO
 from ..errors import AnvilError
 from ..ir.fork_split import can_fork
 from .code import Code, Resolver
-from .relocate import ins_label, instruction_copies
+from .relocate import ins_label, instruction_copies, instruction_copy_labels
 
 # Instructions below which one process relocates everything: forking and the label
 # exchange cost about a tenth of a second.
@@ -76,11 +76,6 @@ class _Part:
         """The fixup standing for the part: its bytes."""
         raise NotImplementedError
 
-    def _request(self, code: Code, symbols: dict[str, int]) -> tuple[int, dict[int, int], dict[str, int]]:
-        """What encoding the part needs from this process's final ``code``: the part's address,
-        the addresses of every instruction copy and the library's symbols."""
-        return code.base + self._offset, instruction_copies(code.labels), symbols
-
 
 class LocalPart(_Part):
     """The later procedures emitted and encoded by this process, as LaterPart's child does."""
@@ -96,12 +91,15 @@ class LocalPart(_Part):
         return self._code.size, self._code.alignment, instruction_copies(self._code.labels)
 
     def finish(self, code: Code, symbols: dict[str, int]) -> None:
-        """Keep what encoding the part needs (``code`` is final: rebased)."""
-        self._encoding = self._request(code, symbols)
+        """Keep what encoding the part needs (``code`` is final: rebased). The other
+        instruction copies are those of ``code``'s labels, taken as they are when the part
+        is encoded (no addresses sent anywhere: no dictionary of them by address)."""
+        self._encoding = (code.base + self._offset, code.labels, symbols)
 
     def _bytes(self, at: int, resolve: Resolver) -> bytes:
         assert self._code is not None and self._encoding is not None, "place and finish come first"
-        return encode_part(self._code, *self._encoding, self._resolver_for)
+        base, labels, symbols = self._encoding
+        return _encode(self._code, base, instruction_copy_labels(labels), symbols, self._resolver_for)
 
     def close(self) -> None:
         """Nothing runs elsewhere (LaterPart's interface)."""
@@ -137,6 +135,11 @@ class LaterPart(_Part):
         os.close(up_write)
         os.close(down_read)
         return cls(pid, open(down_write, "wb"), open(up_read, "rb"))
+
+    def _request(self, code: Code, symbols: dict[str, int]) -> tuple[int, dict[int, int], dict[str, int]]:
+        """What encoding the part needs from this process's final ``code``: the part's address,
+        the addresses of every instruction copy and the library's symbols."""
+        return code.base + self._offset, instruction_copies(code.labels), symbols
 
     def _layout(self) -> tuple[int, int, dict[int, int]]:
         got = _receive(self._from_child)
@@ -197,10 +200,15 @@ def encode_part(code: Code, base: int, copies: dict[int, int], symbols: dict[str
                 resolver_for: ResolverFor) -> bytes:
     """The later part's bytes at ``base``: its own labels, then the other instruction copies'
     addresses (``copies``) and the library's ``symbols``, are all it refers to."""
+    return _encode(code, base, {ins_label(address): at for address, at in copies.items()}, symbols, resolver_for)
+
+
+def _encode(code: Code, base: int, copies: dict, symbols: dict[str, int], resolver_for: ResolverFor) -> bytes:
+    """The part's bytes at ``base``, given the other instruction copies' labels (``copies``,
+    added to)."""
     code.rebase(base)
-    labels = {ins_label(address): at for address, at in copies.items()}
-    labels.update(code.labels)  # its own labels first
-    return code.finish(resolver_for(labels, symbols))
+    copies.update(code.labels)  # its own labels first
+    return code.finish(resolver_for(copies, symbols))
 
 
 def _send(stream: BinaryIO, message: object) -> None:

@@ -304,6 +304,8 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
     # instruction is tested against the next literal byte alone (a set lookup per byte of
     # every instruction was a twentieth of a large program's rewrite).
     pools = sorted(binary.literal_bytes())
+    npools = len(pools)
+    taken = binary.address_taken
     runs = []
     for proc in procs:
         if proc.address not in entry_length or not entered.isdisjoint(map(_ADDRESS, proc.instructions())) \
@@ -312,23 +314,26 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
         blocked_until = proc.address + entry_length[proc.address]
         run_start = run_end = None
         k = bisect.bisect_left(pools, proc.address)
-        for ins in proc.instructions():
-            blocked_until = max(blocked_until, covered.get(ins.address, 0))
-            if k and pools[k - 1] >= ins.address:  # blocks out of address order: look again
-                k = bisect.bisect_left(pools, ins.address)
-            while k < len(pools) and pools[k] < ins.address:
+        for ins in proc.instructions():  # every instruction of a relocated procedure: locals, no calls
+            address = ins.address
+            patched_until = covered.get(address)
+            if patched_until is not None and patched_until > blocked_until:
+                blocked_until = patched_until
+            if k and pools[k - 1] >= address:  # blocks out of address order: look again
+                k = bisect.bisect_left(pools, address)
+            while k < npools and pools[k] < address:
                 k += 1
-            in_pool = k < len(pools) and pools[k] < ins.address + ins.size
-            if ins.address < blocked_until or ins.address in binary.address_taken or in_pool:
+            in_pool = k < npools and pools[k] < address + ins.size
+            if address < blocked_until or address in taken or in_pool:
                 if run_start is not None and run_end - run_start >= TRAMPOLINE:
                     runs.append([run_start, run_end])
                 run_start = None
                 continue
-            if run_start is None or ins.address != run_end:
+            if run_start is None or address != run_end:
                 if run_start is not None and run_end - run_start >= TRAMPOLINE:
                     runs.append([run_start, run_end])
-                run_start = (ins.address + 3) & ~3
-            run_end = ins.address + ins.size
+                run_start = (address + 3) & ~3
+            run_end = address + ins.size
         if run_start is not None and run_end - run_start >= TRAMPOLINE:
             runs.append([run_start, run_end])
     return runs
@@ -364,21 +369,31 @@ def tail_location(binary: Binary, procs: list[Procedure], patches: list[Patch],
 def place_trampolines(patches: list[Patch], tail: Tail) -> list[Patch]:
     """Give each short patch 8 bytes in reach of its branch; drop those that find none
     (returned). A narrow patch reaches 2 KiB, so its trampoline may come from the middle
-    of a run, which is then split."""
+    of a run, which is then split.
+
+    Each patch takes the first run of the pool (in its order) that has room in its reach,
+    narrow patches first: they can take only what is within 2 KiB."""
     dropped = []
     slack = tail.pool[0] if tail.grows_segment and tail.pool else None
     pool = tail.pool
-    # Narrow patches first: they can take only what is within 2 KiB.
-    for patch in sorted(patches, key=lambda p: not p.narrow):
-        if patch.trampoline is None:
+    placing = sorted(patches, key=lambda p: not p.narrow)
+    narrow = [p for p in placing if p.narrow and p.trampoline is not None]
+    if narrow:
+        for patch in _place_narrow(narrow, tail, slack):
+            patches.remove(patch)
+            dropped.append(patch)
+    first = 0  # the runs before this one have no room left (the others take from a run's start)
+    for patch in placing:
+        if patch.trampoline is None or patch.narrow:
             continue
-        for k, run in enumerate(pool):
-            at = run[0] if not patch.narrow else max(run[0], (patch.address + 4 - 2048 + 3) & ~3)
+        while first < len(pool) and pool[first][0] + TRAMPOLINE > pool[first][1]:
+            first += 1
+        for k in range(first, len(pool)):
+            run = pool[k]
+            at = run[0]
             if at + TRAMPOLINE > run[1] or not patch.reaches(at):
                 continue
             patch.trampoline = at
-            if at - run[0] >= TRAMPOLINE:
-                pool.insert(k + 1, [run[0], at])  # what is left before it
             run[0] = at + TRAMPOLINE
             if run is slack:
                 tail.segment_end = max(tail.segment_end, run[0])
@@ -387,6 +402,57 @@ def place_trampolines(patches: list[Patch], tail: Tail) -> list[Patch]:
             patches.remove(patch)
             dropped.append(patch)
     return dropped
+
+
+def _place_narrow(narrow: list[Patch], tail: Tail, slack: list[int] | None) -> list[Patch]:
+    """``place_trampolines``' work on the narrow patches: those that find no room are returned.
+
+    The runs are disjoint, so sorted by end they are sorted by start too, and the runs a
+    patch's 2 KiB reach meets are found by bisection; of those, the first in the pool's
+    order is taken. A split leaves what is before the trampoline right after the run in
+    that order: each run's key in the order is a tuple, a piece split off it gets the
+    run's key and then minus the number of pieces split off it so far (later pieces come
+    first), and the pool is put in that order at the end.
+    """
+    pool = tail.pool
+    order = {id(run): (k,) for k, run in enumerate(pool)}
+    splits: dict[int, int] = {}
+    by_end = sorted(pool, key=lambda run: run[1])
+    ends = [run[1] for run in by_end]
+    # Were they not disjoint (they are made so), every run would be looked at.
+    disjoint = all(a[1] <= b[0] for a, b in zip(by_end, by_end[1:]))
+    left = []
+    for patch in narrow:
+        low = (patch.address + 4 - 2048 + 3) & ~3
+        best = None
+        i = bisect.bisect_left(ends, low + TRAMPOLINE) if disjoint else 0
+        while i < len(by_end):
+            run = by_end[i]
+            i += 1
+            if disjoint and run[0] >= patch.address + 4 + 2048:
+                break  # it and all after it start beyond the reach
+            at = max(run[0], low)
+            if at + TRAMPOLINE > run[1] or not patch.reaches(at):
+                continue
+            if best is None or order[id(run)] < order[id(best)]:
+                best = run
+        if best is None:
+            left.append(patch)
+            continue
+        at = max(best[0], low)
+        patch.trampoline = at
+        if at - best[0] >= TRAMPOLINE:
+            piece = [best[0], at]
+            splits[id(best)] = splits.get(id(best), 0) + 1
+            order[id(piece)] = order[id(best)] + (-splits[id(best)],)
+            k = bisect.bisect_left(ends, at)
+            by_end.insert(k, piece)
+            ends.insert(k, at)
+        best[0] = at + TRAMPOLINE
+        if best is slack:
+            tail.segment_end = max(tail.segment_end, best[0])
+    pool[:] = sorted(by_end, key=lambda run: order[id(run)])
+    return left
 
 
 def _slack_room(binary: Binary, elf: ELFFile, text: Segment, at: int) -> int:

@@ -117,6 +117,9 @@ class RelocationContext:
     shared_calls: SharedCalls | None = None
     # For the procedure being emitted: its copy is too large for T32 conditional branches.
     far_conditionals: bool = False
+    # The last procedure's dead registers (_dead_registers): a procedure emitted again
+    # (on a new page, with far conditionals) asks for the same.
+    last_dead: tuple[Procedure, DeadRegisters] | None = None
 
     def saved(self) -> Callable[[], None]:
         """A function putting back what emitting a procedure changes here, for emitting it
@@ -152,6 +155,11 @@ def ins_label(addr: int) -> tuple[str, int]:
 def instruction_copies(labels: dict) -> dict[int, int]:
     """Original instruction address -> its copy's address, from a code's ``labels``."""
     return {key[1]: at for key, at in labels.items() if key.__class__ is tuple and key[0] == INSTRUCTION_COPY}
+
+
+def instruction_copy_labels(labels: dict) -> dict:
+    """The ``ins_label`` labels among a code's ``labels``, with their addresses."""
+    return {key: at for key, at in labels.items() if key.__class__ is tuple and key[0] == INSTRUCTION_COPY}
 
 
 def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> None:
@@ -224,22 +232,28 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
     ctx.hit_registers = {slot: register for register, slot in sums.sums.items()} if sums else {}
     # Dead registers: where hooks park registers in d16-d31 and where compact counter sites
     # may leave LR (decision 0035), or to poison them (a test).
-    ctx.dead = DeadRegisters(proc) if ctx.scratch.vfp or ctx.poison_dead or ctx.shared_calls is not None else {}
+    ctx.dead = _dead_registers(proc, ctx) if ctx.scratch.vfp or ctx.poison_dead or ctx.shared_calls is not None else {}
+    labels = code.labels  # the same dict all along (Code.rebase and rollback change it in place)
+    new_page = ctx.loops_on_new_page
     for bi, block in enumerate(proc.blocks):
-        last = block.instructions[-1]
-        for k, ins in enumerate(block.instructions):
+        insns = block.instructions
+        last = insns[-1]
+        for k, ins in enumerate(insns):
             # This loop runs for every instruction relocated: the common steps are inline
-            # (ins_label, ISA.for_mode, and _relocate's copy of what involves no PC).
+            # (Code.label, ins_label, ISA.for_mode, and _relocate's copy of what involves no PC).
+            address = ins.address
             if ins.thumb:
                 isa = T32
             else:
                 isa = A32
                 code.align(4, b"\x00\xbf")  # A32 code is word aligned (after Thumb code: T32 nops)
-            if ins.address in ctx.loops_on_new_page:
+            if new_page and address in new_page:
                 _to_new_page(code)
-            code.label((INSTRUCTION_COPY, ins.address))  # ins_label
+            key = (INSTRUCTION_COPY, address)
+            if key not in labels:
+                labels[key] = code.base + code.size
             if ctx.poison_dead:
-                _poison(isa, code, ctx.dead.get(ins.address, 0))
+                _poison(isa, code, ctx.dead.get(address, 0))
             if k == 0:
                 if sums and bi in sums.resets:
                     emit_sum_reset(code, sums.sums)
@@ -247,27 +261,31 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
                 entry_calls = proc.hooks if bi == 0 else []
                 _calls(isa, code, [h for h in entry_calls if h.setup], ins, None, block.size, ctx, AL)
                 for counter, index, amount in block.counter_increments:
-                    _increment(isa, code, counter, index, amount, ctx, ctx.dead.get(ins.address, 0))
+                    _increment(isa, code, counter, index, amount, ctx, ctx.dead.get(address, 0))
                 if sums:
-                    _sum_at_start(code, sums, bi, ctx, ctx.dead.get(ins.address, 0))
+                    _sum_at_start(code, sums, bi, ctx, ctx.dead.get(address, 0))
                 _calls(isa, code, [h for h in entry_calls if not h.setup], ins, None, block.size, ctx, AL)
                 _calls(isa, code, block.hooks, ins, None, block.size, ctx, AL)
             # Sums added by this instruction's filter sites are stored after them, before it may leave.
-            store_after = _last_access_hook(ins) if sums and ins.address in sums.flush_before else None
+            store_after = _last_access_hook(ins) if sums and address in sums.flush_before else None
             if store_after == -1:
-                emit_sum_store(code, sums.sums, ctx.counter_label, ctx.dead.get(ins.address, 0))
-            for h, hook in enumerate(ins.hooks):
-                if hook.prototype.per_access:
-                    _access_calls(isa, code, hook, ins, block.size, ctx)
-                else:
-                    _calls(isa, code, [hook], ins, None, block.size, ctx, ins.cond)
-                if h == store_after:
-                    emit_sum_store(code, sums.sums, ctx.counter_label, ctx.dead.get(ins.address, 0))
-            jumps_elsewhere = ins is last and ins.branch_target not in (None, ins.end)
-            taken = block.edge_increments.get(ins.branch_target, []) if jumps_elsewhere else []
-            taken_weight = sums.edge_weights.get((bi, ins.branch_target), 0) if sums and jumps_elsewhere else 0
+                emit_sum_store(code, sums.sums, ctx.counter_label, ctx.dead.get(address, 0))
+            if ins.hooks:
+                for h, hook in enumerate(ins.hooks):
+                    if hook.prototype.per_access:
+                        _access_calls(isa, code, hook, ins, block.size, ctx)
+                    else:
+                        _calls(isa, code, [hook], ins, None, block.size, ctx, ins.cond)
+                    if h == store_after:
+                        emit_sum_store(code, sums.sums, ctx.counter_label, ctx.dead.get(address, 0))
+            target = ins.branch_target if ins is last else None
+            if target is not None and target != ins.end:  # the block's way elsewhere: counted on it?
+                taken = block.edge_increments.get(target, [])
+                taken_weight = sums.edge_weights.get((bi, target), 0) if sums else 0
+            else:
+                taken, taken_weight = [], 0
             if taken or taken_weight:
-                ctx.redirect = {ins.branch_target: ("edge", block.address, ins.branch_target)}
+                ctx.redirect = {target: ("edge", block.address, target)}
                 trampolines.append((ins, taken, taken_weight))
                 needs_table |= _relocate(ins, isa, code, ctx, proc)
                 ctx.redirect = {}
@@ -277,7 +295,8 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
                 code.emit(ins.raw)
             else:
                 needs_table |= _relocate(ins, isa, code, ctx, proc)
-            if not ins.falls_through:
+            # falls_through is False only for these (asked inline: this is every instruction)
+            if (ins.is_branch or ins.writes_pc or ins.name == "udf") and not ins.falls_through:
                 ctx.place_page_copies(code)
         after = ctx.dead.get(last.end, 0)  # what is dead where it falls through to
         for counter, index, amount in block.edge_increments.get(last.end, []):  # the way it falls through
@@ -306,6 +325,14 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
     if needs_table:
         key = ("xlate", proc.address)
         ctx.xlate_tables.append((proc, key))
+
+
+def _dead_registers(proc: Procedure, ctx: RelocationContext) -> DeadRegisters:
+    """``DeadRegisters(proc)``, kept for the next emission of the same procedure (they
+    depend on its instructions alone)."""
+    if ctx.last_dead is None or ctx.last_dead[0] is not proc:
+        ctx.last_dead = (proc, DeadRegisters(proc))
+    return ctx.last_dead[1]
 
 
 def _poison(isa: ISA, code: Code, dead: int) -> None:

@@ -375,9 +375,7 @@ def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[
             continue
         lo = bisect.bisect_left(entries_sorted, proc.address)
         hi = bisect.bisect_left(entries_sorted, proc.end)
-        switches = SwitchFinder(binary)
-        for ins in insns:
-            switches.see(ins)
+        SwitchFinder(binary).see_all(insns)
         _make_blocks(proc, insns, set(entries_sorted[lo:hi]) | table_branch_targets(binary, insns))
         proc.index = len(kept)
         kept.append(proc)

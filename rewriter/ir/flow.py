@@ -12,6 +12,7 @@ are reported as having no usable flow.
 
 from __future__ import annotations
 
+import operator
 import struct
 from dataclasses import dataclass, field
 
@@ -38,10 +39,11 @@ def entries_from_elsewhere(binary: Binary) -> dict[int, set[int]]:
     for proc in binary.procedures:
         for ins in proc.instructions():
             target = ins.branch_target
-            if target is None or target not in owner:
+            if target is None:
                 continue
-            if ins.is_call or owner[target] is not proc:
-                out[owner[target].address].add(target)
+            where = owner.get(target)
+            if where is not None and (ins.is_call or where is not proc):
+                out[where.address].add(target)
     return out
 
 
@@ -165,6 +167,7 @@ def predecessors_of(successors: list[list[int]]) -> list[list[int]]:
     return predecessors
 
 
+_NAME = operator.attrgetter("name")
 EXCLUSIVE_LOADS = ("ldrex", "ldaex")  # ldrex, ldrexb/h/d, ldaex...: open an exclusive access
 EXCLUSIVE_STORES = ("strex", "stlex")  # ... which a store-exclusive or CLREX ends
 
@@ -183,7 +186,8 @@ def exclusive_windows(proc: Procedure) -> set[int]:
     path leaves the monitor open but never stores). Windows that span procedures (an
     LDREX in one, its STREX in another) are not seen.
     """
-    if not any(ins.name.startswith(EXCLUSIVE_LOADS) for ins in proc.instructions()):
+    # The distinct names first (a set made in C): every relocated procedure is asked.
+    if not any(name.startswith(EXCLUSIVE_LOADS) for name in set(map(_NAME, proc.instructions()))):
         return set()
     blocks = proc.blocks
     index = {b.address: i for i, b in enumerate(blocks)}

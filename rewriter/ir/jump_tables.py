@@ -97,9 +97,21 @@ class SwitchFinder:
             if name == "cmp":  # may start the next check
                 self._step(ins)
 
+    def see_all(self, insns: list[Instruction]) -> None:
+        """``see`` each of ``insns`` in turn, its usual case (no check under way, not a
+        MOV or CMP) inline: a loader's pass over every instruction of the program."""
+        see = self.see
+        for ins in insns:
+            name = ins.name
+            if self.compared is None and name != "cmp" and name not in _MOVES:
+                self.move = None
+            else:
+                see(ins)
+
     def _step(self, ins: Instruction) -> bool:
-        operands = [o.strip() for o in ins.op_str.replace("[", "").replace("]", "").split(",")]
-        if ins.name == "cmp" and len(operands) == 2 and operands[0] in REGISTERS:
+        # The operands only where they are read (most steps past a CMP are its branch).
+        operands = _operands(ins) if ins.name == "cmp" else None
+        if operands is not None and len(operands) == 2 and operands[0] in REGISTERS:
             value = _immediate(operands[1])
             constant = _constant(self.move) if value is None and self.move is not None else None
             if constant is not None and REGISTERS.get(operands[1]) == constant[0]:
@@ -127,6 +139,8 @@ class SwitchFinder:
             return False
         if self.bound is None:
             return False
+        if operands is None:
+            operands = _operands(ins)
         index, entries = self.bound
         if self.table is None and not ins.thumb and ins.cond == 14 and self._adjusts(ins, operands, index, entries):
             return True
@@ -503,6 +517,11 @@ def operand_registers(ins: Instruction) -> tuple[list[str], list[int | None]]:
     each names (None for an immediate, a shift, a register list's text)."""
     operands = [o.strip() for o in ins.op_str.replace("[", "").replace("]", "").replace("!", "").split(",")]
     return operands, [_REGS.get(o) for o in operands]
+
+
+def _operands(ins: Instruction) -> list[str]:
+    """The operands of ``ins`` as capstone writes them, brackets dropped."""
+    return [o.strip() for o in ins.op_str.replace("[", "").replace("]", "").split(",")]
 
 
 _MOVES = frozenset(("mov", "movs", "movw"))  # a constant for the CMP of a bounds check

@@ -24,6 +24,7 @@ context, which no hook can keep exact anyway.
 
 from __future__ import annotations
 
+import bisect
 import re
 from functools import cache
 
@@ -87,7 +88,7 @@ class DeadRegisters:
         # Per block: what it reads before writing (gen) and what it surely writes (kill), so
         # that live on entry = gen | (live on exit & ~kill); and where control goes from its
         # end (blocks end at every branch, call and gap: only the last instruction leaves).
-        self._effects = effects = [[_effects_of(ins) for ins in block.instructions] for block in blocks]
+        self._effects = effects = [_block_effects(block.instructions) for block in blocks]
         gen_kill = []
         for steps in effects:
             gen = kill = 0
@@ -123,6 +124,8 @@ class DeadRegisters:
                         pending[p] = True
                         work.append(p)
         self._inside: dict[int, int] = {}
+        self._by_address: list[tuple[int, int]] | None = None  # (block start, position), sorted
+        self._filled: set[int] = set()  # blocks whose instructions are in _inside
 
     def get(self, address: int, default: int = 0) -> int:
         """The registers dead before the instruction at ``address`` (``default`` if none is there)."""
@@ -131,22 +134,29 @@ class DeadRegisters:
             return ALL & ~self._live_in[k]
         dead = self._inside.get(address)
         if dead is None:
-            if not self._inside:
-                self._fill()
+            # Only the block that may hold it (blocks do not overlap): most questions are
+            # where a block's last instruction falls through to, often no instruction.
+            if self._by_address is None:
+                self._by_address = sorted((block.address, k) for k, block in enumerate(self._blocks))
+            at = bisect.bisect_right(self._by_address, (address, len(self._blocks))) - 1
+            if at >= 0:
+                self._fill(self._by_address[at][1])
             dead = self._inside.get(address, default)
         return dead
 
-    def _fill(self) -> None:
-        """Every instruction's dead registers, one backward walk per block."""
+    def _fill(self, k: int) -> None:
+        """The dead registers of block ``k``'s instructions, one backward walk."""
+        if k in self._filled:
+            return
+        self._filled.add(k)
         inside = self._inside
-        for k, block in enumerate(self._blocks):
-            live = self._live_out[k]
-            insns = block.instructions
-            steps = self._effects[k]
-            for i in range(len(insns) - 1, -1, -1):
-                reads, kills = steps[i]
-                live = reads | (live & ~kills)
-                inside[insns[i].address] = ALL & ~live
+        live = self._live_out[k]
+        insns = self._blocks[k].instructions
+        steps = self._effects[k]
+        for i in range(len(insns) - 1, -1, -1):
+            reads, kills = steps[i]
+            live = reads | (live & ~kills)
+            inside[insns[i].address] = ALL & ~live
 
 
 def _successors(last: Instruction, starts: dict[int, int]) -> tuple[int, ...] | None:
@@ -171,6 +181,24 @@ def _successors(last: Instruction, starts: dict[int, int]) -> tuple[int, ...] | 
 # mnemonic -> operands -> effects unconditionally: the rewriter asks for every instruction
 # of the program, and two string-keyed lookups cost less than a call with a tuple key.
 _KNOWN: dict[str, dict[str, tuple[int, int]]] = {}
+
+
+def _block_effects(insns: list[Instruction]) -> list[tuple[int, int]]:
+    """``_effects_of`` of each of ``insns``, the known ones looked up inline (every
+    instruction of every relocated procedure comes here)."""
+    known = _KNOWN
+    out = []
+    append = out.append
+    for ins in insns:
+        by_operands = known.get(ins.mnemonic)
+        found = by_operands.get(ins.op_str) if by_operands is not None else None
+        if found is None:
+            append(_effects_of(ins))
+        elif found[1] and (ins.cond != 14 or ins.in_it):
+            append((found[0], 0))  # a conditional write may not happen
+        else:
+            append(found)
+    return out
 
 
 def _effects_of(ins: Instruction) -> tuple[int, int]:
