@@ -262,6 +262,21 @@ def t32_atomic_bump(value: int = 0, base: int = 1, status: int = 2, offset: int 
 T32_ATOMIC_BUMP = t32_atomic_bump()  # counter at [r1] += 1, interrupt-safe
 
 
+@cache
+def t32_atomic_add(amount: int, old: int, new: int, base: int, status: int, offset: int = 0) -> bytes:
+    """T32 64-bit counter at [r``base``, #offset] += ``amount`` (1..4095), interrupt-safe as
+    t32_atomic_bump, flags untouched: the low word with LDREX/STREX (r``old`` and r``new``
+    its two values), its carry out the old top bit without the new one ((old & ~new) >> 31),
+    then the high word += 1 the same way. ``old`` and ``status``: low registers (CBZ)."""
+    load = (enc.t32_ldrex(old, base, offset) + enc.t32_add_imm(new, old, amount)
+            + enc.t32_strex(status, new, base, offset))
+    low = load + enc.t32_cbz(status, 0) + enc.t32_b_narrow(len(load) + 2, 0)  # stored: past the B back
+    low += enc.t32_bic_reg(old, old, new) + enc.t32_lsr_imm(old, old, 31)
+    high_at = len(low) + 2  # past the CBZ
+    high = _t32_exclusive_add_one(high_at, old, base, status, offset + 4)
+    return low + enc.t32_cbz(old, high_at + len(high) - (len(low) + 4)) + high
+
+
 def _a32_atomic_bump() -> bytes:
     """A32 64-bit counter at [r2] += 1 with LDREXD/STREXD (threads), flags untouched: UMLAL
     adds 1*1; A32 has no CBZ, so the STREXD status becomes 1 when stored (``clz; lsr #5``)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
-from ..api import Arg, Prototype, RepeatFilter
+from ..api import STATIC_INDEX_KINDS, Arg, Prototype, RepeatFilter
 from ..arch import arm_encode as enc
 from ..errors import AnvilError
 from ..ir.model import Access, Hook, Instruction
@@ -235,6 +235,45 @@ def shared_key(isa: ISA, code: Code, hook: Hook, contexts: list[HookContext]) ->
     counter = contexts[0].counter_label(flt.counter, indexes.pop())
     where = (id(code), code.size)  # where the sites start: unique in this code
     return SharedKey(last.disp - first.disp, len(accesses) - 1, counter, ("straddles", where), ("shared-after", where))
+
+
+def first_and_last(isa: ISA, hook: Hook, contexts: list[HookContext]) -> tuple[Hashable, int] | None:
+    """Where an instruction's accesses may be reduced to the sites of the first and the last
+    (decision 0074): the counter label their filter counts the others in, and how many
+    others; None when each access needs its own site.
+
+    An LDM/STM/PUSH/POP makes one access per register, at ascending addresses from one
+    base. When the first and the last lie less than one key apart (a cache line), every
+    access between has the first's key or the last's, and runs just after one with the same
+    key: a repeat its filter skips and counts, whatever the slot held before. Testing the
+    first and the last and counting the others gives the routine the same calls (the last
+    access stands for the first of its key, which a routine reading only the key
+    (``key_suffices``) cannot tell apart) and the counter the same sum. Every other
+    argument must then be the same at every access. T32 only (the count's add is an
+    LDREX/STREX loop, which CBZ makes short), outside the program's own exclusive
+    windows, and where the counter lives in memory (not a procedure's D register)."""
+    found = filter_of(hook)
+    accesses = [c.access for c in contexts]
+    if not isa.thumb or found is None or len(accesses) < 3 or any(a is None for a in accesses):
+        return None
+    flt, call = found
+    if not flt.key_suffices or not all(c.exclusives for c in contexts):
+        return None
+    first, last = accesses[0], accesses[-1]
+    if first.base == PC or any(a.base != first.base or a.index is not None for a in accesses):
+        return None
+    if any(b.disp <= a.disp for a, b in zip(accesses, accesses[1:])) or last.disp - first.disp >= 1 << flt.shift:
+        return None
+    for position, (kind, value) in enumerate(zip(call.prototype.kinds, call.args)):
+        if kind in STATIC_INDEX_KINDS:
+            if len({static_value(kind, value, c) for c in contexts}) != 1:
+                return None
+        elif position != flt.key_arg and kind not in (Arg.FILTER_LEFT, Arg.CONST, Arg.STRING):
+            return None
+    index = filter_counter_index(found, contexts[0])
+    if (flt.counter, index) in contexts[0].hit_registers:
+        return None
+    return contexts[0].counter_label(flt.counter, index), len(accesses) - 2
 
 
 def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: SharedKey | None = None) -> None:
