@@ -106,6 +106,7 @@ SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "O2-separate-code": ("gcc", ["-g", "-O2", "-Wl,-z,separate-code"]),
     "O2-separate-code-static": ("gcc", ["-g", "-O2", "-Wl,-z,separate-code", "-static"]),
     "O2-sysv-hash": ("gcc", ["-g", "-O2", "-Wl,--hash-style=sysv"]),
+    "O2-now-noplt": ("gcc", ["-g", "-O2", "-fno-plt", "-Wl,-z,now"]),
     "O2-norelro": ("gcc", ["-g", "-O2", "-Wl,-z,norelro"]),
     "O2-text-segment": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,-Ttext-segment=0x400000"]),
     "O2-rodata-first": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,-T,@rodata-first.ld"]),
