@@ -23,7 +23,7 @@ from ..errors import AnvilError
 from ..ir.model import Access, Hook, Instruction
 from .appends import FILTERED_APPEND, RECORD_FLUSH, AppendRoutines, FilteredAppend, append_routine
 from .code import Code
-from .counters import register_hit, t32_bump
+from .counters import register_hit, t32_atomic_add, t32_bump
 from .isa import IP, ISA, LR, PC, SP, T32, Scratch
 from .repeat_filter import (
     FilterEnd,
@@ -274,6 +274,24 @@ def first_and_last(isa: ISA, hook: Hook, contexts: list[HookContext]) -> tuple[H
     if (flt.counter, index) in contexts[0].hit_registers:
         return None
     return contexts[0].counter_label(flt.counter, index), len(accesses) - 2
+
+
+def emit_hits(code: Code, counter: Hashable, amount: int, dead: int) -> None:
+    """T32 ``counter`` += ``amount`` (first_and_last: the accesses between an instruction's
+    first and last), interrupt- and thread-safe, flags untouched: four registers, those of
+    ``dead`` first (bit n for rn), the others pushed."""
+    low = [r for r in range(8) if dead >> r & 1]
+    high = [r for r in (8, 9, 10, 11, 12, LR) if dead >> r & 1]
+    spare = [r for r in range(8) if not dead >> r & 1]
+    old, status = (low + spare)[:2]
+    new, base = [r for r in low + high + spare if r not in (old, status)][:2]
+    saved = sorted(r for r in (old, status, new, base) if not dead >> r & 1)
+    if saved:
+        T32.push(code, saved)
+    T32.pc_address(code, base, counter)
+    code.emit(t32_atomic_add(amount, old, new, base, status))
+    if saved:
+        T32.pop(code, saved)
 
 
 def emit_call(isa: ISA, code: Code, hook: Hook, ctx: HookContext, shared: SharedKey | None = None) -> None:

@@ -34,7 +34,7 @@ from ..ir.model import Accumulation, Hook, Instruction, Procedure
 from .appends import AppendRoutines
 from .code import Code, Resolver
 from .counters import emit_increment, emit_sum_add, emit_sum_reset, emit_sum_store, emit_sum_store_free
-from .hooks import HookContext, emit_call, first_and_last, shared_key
+from .hooks import HookContext, emit_call, emit_hits, first_and_last, shared_key
 from .isa import A32, AL, IP, ISA, LR, PC, SP, T32, Scratch
 from .page_layout import M_PAGE, PageCopies
 from .shared_calls import SharedCalls
@@ -448,12 +448,14 @@ def _access_calls(isa: ISA, code: Code, hook: Hook, ins: Instruction, block_insn
     shared = None
     if not (contexts and contexts[0].atomic_hits) and ctx.shared_calls is None:
         shared = shared_key(isa, code, hook, contexts)
-    ends = first_and_last(isa, hook, contexts) if shared is None and ctx.shared_calls is not None else None
-    if ends is not None:  # (decision 0074)
+    # Compact sites and atomic hit counts, where SharedKey's test is not: the first and the
+    # last access tested, the others counted (decision 0074).
+    ends = first_and_last(isa, hook, contexts) if shared is None and contexts else None
+    if ends is not None:
         skip = isa.skip_unless(code, ins.cond) if ins.cond != AL else None
         for hctx in (contexts[0], contexts[-1]):
             _guarded_call(isa, code, hook, hctx, AL, ctx.shared_calls)
-        ctx.shared_calls.emit_hits(code, *ends, contexts[0])
+        emit_hits(code, *ends, contexts[0].dead)
         if skip is not None:
             isa.end_skip(code, skip)
         return

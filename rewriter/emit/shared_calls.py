@@ -33,7 +33,7 @@ from ..arch import arm_encode as enc
 from ..ir.model import Hook
 from . import loop_sums
 from .code import Code
-from .counters import T32_BUMP, free_register, t32_atomic_add, t32_bump
+from .counters import T32_BUMP, free_register, t32_bump
 from .hooks import (
     FLAGS_REG,
     FRAME_REG,
@@ -225,23 +225,6 @@ class SharedCalls(PageCopies):
         if done is not None:
             code.label(done)
         return True
-
-    def emit_hits(self, code: Code, counter: Hashable, amount: int, ctx: HookContext) -> None:
-        """``counter`` += ``amount`` at the site ``ctx`` (hooks.first_and_last: the accesses of
-        an LDM/STM/PUSH/POP between its first and its last), interrupt-safe, flags untouched:
-        four registers, dead ones first, the others pushed."""
-        dead = [r for r in range(8) if ctx.dead >> r & 1]
-        high = [r for r in (8, 9, 10, 11, 12, LR) if ctx.dead >> r & 1]
-        spare = [r for r in range(8) if not ctx.dead >> r & 1]
-        old, status = (dead + spare)[:2]
-        new, base = [r for r in dead + high + spare if r not in (old, status)][:2]
-        saved = sorted(r for r in (old, status, new, base) if not ctx.dead >> r & 1)
-        if saved:
-            T32.push(code, saved)
-        T32.pc_address(code, base, counter)
-        code.emit(t32_atomic_add(amount, old, new, base, status))
-        if saved:
-            T32.pop(code, saved)
 
     def _emit_hit_test(self, code: Code, shared: SharedCall, ctx: HookContext) -> Hashable | None:
         """The most recent key's test at the site (decision 0057): a hit counts and goes
