@@ -223,10 +223,7 @@ def shared_key(isa: ISA, code: Code, hook: Hook, contexts: list[HookContext]) ->
     if not isa.thumb or found is None or len(accesses) < 2 or any(a is None for a in accesses):
         return None
     flt, call = found
-    first, last = accesses[0], accesses[-1]
-    if first.base == PC or any(a.base != first.base or a.index is not None for a in accesses):
-        return None
-    if any(b.disp <= a.disp for a, b in zip(accesses, accesses[1:])) or last.disp - first.disp >= 1 << flt.shift:
+    if not _within_one_key(accesses, flt):
         return None
     kind, value = call.prototype.kinds[flt.count_by], call.args[flt.count_by]
     indexes = {static_value(kind, value, c) for c in contexts}
@@ -234,7 +231,17 @@ def shared_key(isa: ISA, code: Code, hook: Hook, contexts: list[HookContext]) ->
         return None
     counter = contexts[0].counter_label(flt.counter, indexes.pop())
     where = (id(code), code.size)  # where the sites start: unique in this code
-    return SharedKey(last.disp - first.disp, len(accesses) - 1, counter, ("straddles", where), ("shared-after", where))
+    return SharedKey(accesses[-1].disp - accesses[0].disp, len(accesses) - 1, counter, ("straddles", where),
+                     ("shared-after", where))
+
+
+def _within_one_key(accesses: list[Access], flt: RepeatFilter) -> bool:
+    """One instruction's accesses lie at ascending displacements from one base register (not
+    PC, no index), the last less than one key of ``flt`` (a cache line) after the first."""
+    first, last = accesses[0], accesses[-1]
+    if first.base == PC or any(a.base != first.base or a.index is not None for a in accesses):
+        return False
+    return all(a.disp < b.disp for a, b in zip(accesses, accesses[1:])) and last.disp - first.disp < 1 << flt.shift
 
 
 def first_and_last(isa: ISA, hook: Hook, contexts: list[HookContext]) -> tuple[Hashable, int] | None:
@@ -259,10 +266,7 @@ def first_and_last(isa: ISA, hook: Hook, contexts: list[HookContext]) -> tuple[H
     flt, call = found
     if not flt.key_suffices or not all(c.exclusives for c in contexts):
         return None
-    first, last = accesses[0], accesses[-1]
-    if first.base == PC or any(a.base != first.base or a.index is not None for a in accesses):
-        return None
-    if any(b.disp <= a.disp for a, b in zip(accesses, accesses[1:])) or last.disp - first.disp >= 1 << flt.shift:
+    if not _within_one_key(accesses, flt):
         return None
     for position, (kind, value) in enumerate(zip(call.prototype.kinds, call.args)):
         if kind in STATIC_INDEX_KINDS:
