@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import functools
 import io
+import itertools
 import math
 import os
 import struct
@@ -660,15 +661,19 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
     ``original_returns``: calls leave original return addresses in LR (decision 0013);
     ``vfp``: hooks park registers in d16-d31 (vfp_scratch).
     Strings the hooks pass are named by ``units`` (which already knows them all)."""
-    mode = {ins.address: ins.thumb for proc in binary.procedures for ins in proc.instructions()}
     proc_starts = [p.address for p in binary.procedures]
 
-    def mode_at(addr: int) -> bool:
-        if addr in mode:
-            return mode[addr]
+    def mode_of_place(addr: int) -> bool:
         i = bisect.bisect_right(proc_starts, addr) - 1
         proc = binary.procedures[i] if i >= 0 else None
         return bool(proc and proc.address <= addr < proc.end and proc.thumb)
+
+    mode = _instructions_in_other_mode(binary.procedures, proc_starts, mode_of_place)
+
+    def mode_at(addr: int) -> bool:
+        """The instruction set of the instruction at ``addr``, else of the procedure around it."""
+        got = mode.get(addr)
+        return mode_of_place(addr) if got is None else got
 
     candidates = [p for p in binary.procedures if _has_hooks(p)]
     relocated_addrs = {i.address for p in candidates for i in p.instructions()}
@@ -707,6 +712,30 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
 
     new_code = functools.partial(Code, base, pic=binary.is_pie, ge=binary.dsp)
     return _Relocation(candidates, relocated_addrs, new_context, new_code, with_header, relocated_returns)
+
+
+def _instructions_in_other_mode(procedures: list[Procedure], starts: list[int],
+                                mode_of_place: Callable[[int], bool]) -> dict[int, bool]:
+    """Address -> instruction set (Thumb) of the instructions whose set is not
+    ``mode_of_place``'s (that of the procedure around the address): an A32 stub after a
+    Thumb ``bx pc``, say. The few exceptions, not a dict of every instruction (713k in
+    python3.11, 4.3M in cc1: 40 MB and 250 MB). Where an address is an instruction of
+    more than one procedure, the last one's says, as in a dict of every instruction."""
+    other: dict[int, bool] = {}
+    # With the starts strictly increasing, the procedure around an address below the next
+    # start is this one (what mode_of_place finds by bisection), so its set is this one's.
+    in_order = all(a < b for a, b in itertools.pairwise(starts))
+    for k, proc in enumerate(procedures):
+        thumb = bool(proc.thumb)
+        lo, hi = (proc.address, min(proc.end, starts[k + 1] if k + 1 < len(starts) else proc.end)) \
+            if in_order else (0, 0)
+        for ins in proc.instructions():
+            address = ins.address
+            if ins.thumb != (thumb if lo <= address < hi else mode_of_place(address)):
+                other[address] = ins.thumb
+            elif address in other:  # (an earlier procedure's instruction at the same address)
+                del other[address]
+    return other
 
 
 def _later_part(relocation: _Relocation, tool_name: str) -> LaterPart | LocalPart | None:
