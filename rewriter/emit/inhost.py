@@ -402,25 +402,37 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     report.return_addresses = "original" if original_returns else "relocated"
     relocation = _relocation(binary, units, placement is None, original_returns, vfp,
                              base if placement else 0, derivations.in_loops, derivations.loop_sums)
-    # Before the library's thread starts: a fork copies no other thread.
-    later = _later_part(relocation, tool_name) if placement is None else None
-    if later is not None:
-        children.append(later)
-    # The jumps over the original code depend only on what is relocated: worked out while a
-    # child relocates the later part, for the candidates (all of them, unless one fails).
+    # The jumps over the original code depend only on what is relocated: worked out first,
+    # for the candidates (all of them, unless one fails). Where some find no room for their
+    # trampolines, the code is emitted once, after the fall back (_relocate_falling_back),
+    # not once in vain and again (cc1: a second relocation of 4.3M instructions, with the
+    # first one's code still held).
     in_data = frozenset(relocation.relocated_returns)  # return sites in literal pools
     patching = _Meanwhile(functools.partial(_linux_patching, binary, relocation.candidates, report, in_data)) \
         if placement is None else None
+    if patching is not None:
+        patching.run()  # (an error is raised where the result is asked for, as before)
+    falls_back = patching is not None and patching.ran_to(lambda linux: bool(linux.unplaced))
+    # Before the library's thread starts: a fork copies no other thread.
+    later = _later_part(relocation, tool_name) if placement is None and not falls_back else None
+    if later is not None:
+        children.append(later)
     with _LibraryBuild(sources, site_source + derivations.source(), toolchain, base) as build:
-        code, chosen = build.alongside(lambda: _relocate_code(relocation, report, later, patching))
-        linux = None
-        if patching is not None:
+        if falls_back:
+            assert patching is not None
+            code, chosen, linux = build.alongside(
+                lambda: _relocate_falling_back(binary, relocation, report, patching.result(), in_data))
+        else:
+            code, chosen = build.alongside(lambda: _relocate_code(relocation, report, later, patching))
+            linux = None
+        if patching is not None and not falls_back:
             linux = patching.result() if len(chosen) == len(relocation.candidates) \
                 else _linux_patching(binary, chosen, report, in_data)
             if linux.unplaced:
                 if later is not None:
                     later.close()
                     later = None
+                code = None  # (garbage now: not held while the code is emitted again)
                 code, chosen, linux = _fall_back(binary, relocation, report, chosen, linux)
         objects, probe = build.result()
     relocated_addrs = relocation.relocated_addrs
@@ -557,6 +569,10 @@ class _Meanwhile(Generic[T]):
             except AnvilError as error:  # raised where the result is asked for, as it would be there
                 self._error = error
 
+    def ran_to(self, test: Callable[[T], bool]) -> bool:
+        """Whether ``work()`` ran, without error, to a result that passes ``test``."""
+        return self._ran and self._error is None and self._value is not None and test(self._value)
+
     def result(self) -> T:
         self.run()
         if self._error is not None:
@@ -613,6 +629,23 @@ def _fall_back(binary: Binary, relocation: _Relocation, report: Report, chosen: 
         chosen = kept
         linux = _linux_patching(binary, chosen, report, frozenset(relocation.relocated_returns))
     report.return_sites["relocated"] = len(relocation.relocated_returns)
+    code = relocation.new_code()
+    _emit_code(code, chosen, relocation.new_context(), relocation.with_header)
+    return code, chosen, linux
+
+
+def _relocate_falling_back(binary: Binary, relocation: _Relocation, report: Report, linux: _Patching,
+                           in_data: frozenset[int]) -> tuple[Code, list[Procedure], _Patching]:
+    """What _relocate_code and then _fall_back give where the jumps for every candidate
+    (``linux``) left some unplaced, with the code emitted once: the candidates that can be
+    relocated (_choose), their jumps, the fall back where some of those are unplaced too,
+    and the code, in one part (as _fall_back emits it)."""
+    chosen = _choose(relocation.candidates, relocation.new_context(), relocation.relocated_addrs, report)
+    if len(chosen) != len(relocation.candidates):
+        linux = _linux_patching(binary, chosen, report, in_data)
+    if linux.unplaced:
+        return _fall_back(binary, relocation, report, chosen, linux)
+    progress.phase("relocating", len(chosen))
     code = relocation.new_code()
     _emit_code(code, chosen, relocation.new_context(), relocation.with_header)
     return code, chosen, linux
