@@ -23,8 +23,8 @@ tools than ``--tools``): ``python3.11`` (Debian 12's armhf
 interpreter, stripped, 4.7 MB, 674k instructions: the largest of the corpus), ``lua``
 (the Lua 5.4 interpreter built from Debian's source, with symbols) and the dynamic Debian
 programs ``grep``, ``dash``, ``bc`` and ``gzip``, or any program of the corpus
-(``tests/support/corpus.py``: ``perl``, ``git``, ...) by its name; downloads and builds
-are cached (``tests/support/samples.py``)::
+(``tests/support/corpus.py``: ``perl``, ``git``, ...) by its name, or any program by its
+path (a name with a ``/``, shown by its file name); downloads and builds are cached (``tests/support/samples.py``)::
 
     python3 benchmarks/rewrite_speed.py                                   # this tree only
     python3 benchmarks/rewrite_speed.py --baseline-rev a9a6a06 --runs 3   # before and after
@@ -74,6 +74,8 @@ DECODED = re.compile(r"anvil: (\d+) procedures, (\d+) instructions")
 
 def program_path(name: str) -> Path:
     """The program called ``name`` (downloaded or built once, then cached)."""
+    if "/" in name:  # a program by its path (cc1, say: larger than the corpus's)
+        return Path(name)
     if name == "lua":
         return samples.build_lua()
     if name not in DEBIAN and name in corpus.CORPUS:  # (any program of benchmarks/corpus.py)
@@ -217,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     tools = [t for t in args.tools.split(",") if t]
     wanted = [(spec.split(":")[0], spec.split(":")[1].split("+") if ":" in spec else tools)
               for spec in args.programs.split(",") if spec]
-    programs = [(name, program_path(name)) for name, _ in wanted]
+    programs = [(Path(name).name, program_path(name)) for name, _ in wanted]
     work = Path(tempfile.mkdtemp(prefix="rewrite-speed."))
     trees = [("this", REPO_ROOT)]
     try:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import functools
 import io
+import itertools
 import math
 import os
 import struct
@@ -401,25 +402,37 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     report.return_addresses = "original" if original_returns else "relocated"
     relocation = _relocation(binary, units, placement is None, original_returns, vfp,
                              base if placement else 0, derivations.in_loops, derivations.loop_sums)
-    # Before the library's thread starts: a fork copies no other thread.
-    later = _later_part(relocation, tool_name) if placement is None else None
-    if later is not None:
-        children.append(later)
-    # The jumps over the original code depend only on what is relocated: worked out while a
-    # child relocates the later part, for the candidates (all of them, unless one fails).
+    # The jumps over the original code depend only on what is relocated: worked out first,
+    # for the candidates (all of them, unless one fails). Where some find no room for their
+    # trampolines, the code is emitted once, after the fall back (_relocate_falling_back),
+    # not once in vain and again (cc1: a second relocation of 4.3M instructions, with the
+    # first one's code still held).
     in_data = frozenset(relocation.relocated_returns)  # return sites in literal pools
     patching = _Meanwhile(functools.partial(_linux_patching, binary, relocation.candidates, report, in_data)) \
         if placement is None else None
+    if patching is not None:
+        patching.run()  # (an error is raised where the result is asked for, as before)
+    falls_back = patching is not None and patching.ran_to(lambda linux: bool(linux.unplaced))
+    # Before the library's thread starts: a fork copies no other thread.
+    later = _later_part(relocation, tool_name) if placement is None and not falls_back else None
+    if later is not None:
+        children.append(later)
     with _LibraryBuild(sources, site_source + derivations.source(), toolchain, base) as build:
-        code, chosen = build.alongside(lambda: _relocate_code(relocation, report, later, patching))
-        linux = None
-        if patching is not None:
+        if falls_back:
+            assert patching is not None
+            code, chosen, linux = build.alongside(
+                lambda: _relocate_falling_back(binary, relocation, report, patching.result(), in_data))
+        else:
+            code, chosen = build.alongside(lambda: _relocate_code(relocation, report, later, patching))
+            linux = None
+        if patching is not None and not falls_back:
             linux = patching.result() if len(chosen) == len(relocation.candidates) \
                 else _linux_patching(binary, chosen, report, in_data)
             if linux.unplaced:
                 if later is not None:
                     later.close()
                     later = None
+                code = None  # (garbage now: not held while the code is emitted again)
                 code, chosen, linux = _fall_back(binary, relocation, report, chosen, linux)
         objects, probe = build.result()
     relocated_addrs = relocation.relocated_addrs
@@ -556,6 +569,10 @@ class _Meanwhile(Generic[T]):
             except AnvilError as error:  # raised where the result is asked for, as it would be there
                 self._error = error
 
+    def ran_to(self, test: Callable[[T], bool]) -> bool:
+        """Whether ``work()`` ran, without error, to a result that passes ``test``."""
+        return self._ran and self._error is None and self._value is not None and test(self._value)
+
     def result(self) -> T:
         self.run()
         if self._error is not None:
@@ -617,6 +634,23 @@ def _fall_back(binary: Binary, relocation: _Relocation, report: Report, chosen: 
     return code, chosen, linux
 
 
+def _relocate_falling_back(binary: Binary, relocation: _Relocation, report: Report, linux: _Patching,
+                           in_data: frozenset[int]) -> tuple[Code, list[Procedure], _Patching]:
+    """What _relocate_code and then _fall_back give where the jumps for every candidate
+    (``linux``) left some unplaced, with the code emitted once: the candidates that can be
+    relocated (_choose), their jumps, the fall back where some of those are unplaced too,
+    and the code, in one part (as _fall_back emits it)."""
+    chosen = _choose(relocation.candidates, relocation.new_context(), relocation.relocated_addrs, report)
+    if len(chosen) != len(relocation.candidates):
+        linux = _linux_patching(binary, chosen, report, in_data)
+    if linux.unplaced:
+        return _fall_back(binary, relocation, report, chosen, linux)
+    progress.phase("relocating", len(chosen))
+    code = relocation.new_code()
+    _emit_code(code, chosen, relocation.new_context(), relocation.with_header)
+    return code, chosen, linux
+
+
 def _linux_patches(binary: Binary, chosen: list[Procedure], report: Report,
                    relocated_returns: frozenset[int]) -> tuple[list[Patch], list[str]]:
     """The jumps written over the original code: at the relocated procedures' entries and,
@@ -660,15 +694,19 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
     ``original_returns``: calls leave original return addresses in LR (decision 0013);
     ``vfp``: hooks park registers in d16-d31 (vfp_scratch).
     Strings the hooks pass are named by ``units`` (which already knows them all)."""
-    mode = {ins.address: ins.thumb for proc in binary.procedures for ins in proc.instructions()}
     proc_starts = [p.address for p in binary.procedures]
 
-    def mode_at(addr: int) -> bool:
-        if addr in mode:
-            return mode[addr]
+    def mode_of_place(addr: int) -> bool:
         i = bisect.bisect_right(proc_starts, addr) - 1
         proc = binary.procedures[i] if i >= 0 else None
         return bool(proc and proc.address <= addr < proc.end and proc.thumb)
+
+    mode = _instructions_in_other_mode(binary.procedures, proc_starts, mode_of_place)
+
+    def mode_at(addr: int) -> bool:
+        """The instruction set of the instruction at ``addr``, else of the procedure around it."""
+        got = mode.get(addr)
+        return mode_of_place(addr) if got is None else got
 
     candidates = [p for p in binary.procedures if _has_hooks(p)]
     relocated_addrs = {i.address for p in candidates for i in p.instructions()}
@@ -707,6 +745,30 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
 
     new_code = functools.partial(Code, base, pic=binary.is_pie, ge=binary.dsp)
     return _Relocation(candidates, relocated_addrs, new_context, new_code, with_header, relocated_returns)
+
+
+def _instructions_in_other_mode(procedures: list[Procedure], starts: list[int],
+                                mode_of_place: Callable[[int], bool]) -> dict[int, bool]:
+    """Address -> instruction set (Thumb) of the instructions whose set is not
+    ``mode_of_place``'s (that of the procedure around the address): an A32 stub after a
+    Thumb ``bx pc``, say. The few exceptions, not a dict of every instruction (713k in
+    python3.11, 4.3M in cc1: 40 MB and 250 MB). Where an address is an instruction of
+    more than one procedure, the last one's says, as in a dict of every instruction."""
+    other: dict[int, bool] = {}
+    # With the starts strictly increasing, the procedure around an address below the next
+    # start is this one (what mode_of_place finds by bisection), so its set is this one's.
+    in_order = all(a < b for a, b in itertools.pairwise(starts))
+    for k, proc in enumerate(procedures):
+        thumb = bool(proc.thumb)
+        lo, hi = (proc.address, min(proc.end, starts[k + 1] if k + 1 < len(starts) else proc.end)) \
+            if in_order else (0, 0)
+        for ins in proc.instructions():
+            address = ins.address
+            if ins.thumb != (thumb if lo <= address < hi else mode_of_place(address)):
+                other[address] = ins.thumb
+            elif address in other:  # (an earlier procedure's instruction at the same address)
+                del other[address]
+    return other
 
 
 def _later_part(relocation: _Relocation, tool_name: str) -> LaterPart | LocalPart | None:

@@ -1309,7 +1309,10 @@ class _Streams:
 
     def __init__(self, binary: Binary, md: dict, cache: DecodeCache) -> None:
         self.binary, self.md, self.cache = binary, md, cache
-        self.known: dict[tuple[int, bool], list[tuple[Instruction | None, int]]] = {}
+        # Instruction set -> address -> its reading (instruction or None, stream), or a list of
+        # readings where streams differ (an IT before it; rare): one tuple, not a list and a
+        # key of its own, per decoded address (a large program decodes millions).
+        self.known: dict[bool, dict[int, Reading | list[Reading]]] = {True: {}, False: {}}
         self.streams = 0
         self.starts: dict[bool, list[int]] = {True: [], False: []}  # where streams start, sorted
         # Code addresses the program keeps in data that are no procedure's entry (a PIE's
@@ -1323,23 +1326,31 @@ class _Streams:
     def at(self, address: int, thumb: bool, stream: int | None = None) -> tuple[Instruction | None, int]:
         """The instruction at ``address`` (None where nothing decodes) and its stream;
         ``stream``: the stream of the instruction that falls through to it, if any."""
-        key = (address, thumb)
-        readings = self.known.get(key, ())
-        # The stream falling through here first: its reading follows the IT before it, where
-        # another stream that starts here (a doubtful entry, a guess) read it IT-free.
-        for ins, number in readings:
-            if number == stream:
-                return ins, number
-        for ins, number in readings:
-            if ins is None or not ins.in_it:
-                return ins, number
+        known = self.known[thumb]
+        readings = known.get(address)
+        if readings is not None:
+            # The stream falling through here first: its reading follows the IT before it, where
+            # another stream that starts here (a doubtful entry, a guess) read it IT-free.
+            if type(readings) is tuple:
+                if readings[1] == stream or readings[0] is None or not readings[0].in_it:
+                    return readings
+            else:
+                for reading in readings:
+                    if reading[1] == stream:
+                        return reading
+                for reading in readings:
+                    if reading[0] is None or not reading[0].in_it:
+                        return reading
         self.streams += 1
         number = self.streams
         got = self._decode(address, thumb)
         for ins in got:
-            self.known.setdefault((ins.address, thumb), []).append((ins, number))
+            if ins.address in known:
+                _note(known, ins.address, (ins, number))
+            else:  # (most addresses: inline)
+                known[ins.address] = (ins, number)
         if not got or got[0].address != address:
-            self.known.setdefault(key, []).append((None, number))
+            _note(known, address, (None, number))
             return None, number
         return got[0], number
 
@@ -1361,6 +1372,20 @@ class _Streams:
                 self._shown = shown
                 return kept
             size = CHUNK
+
+
+Reading = tuple[Instruction | None, int]  # (instruction or None, stream): _Streams.known
+
+
+def _note(known: dict[int, Reading | list[Reading]], address: int, reading: Reading) -> None:
+    """Add ``reading`` to the readings of ``address`` (_Streams.known), after those before."""
+    before = known.get(address)
+    if before is None:
+        known[address] = reading
+    elif type(before) is tuple:
+        known[address] = [before, reading]
+    else:
+        before.append(reading)
 
 
 def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], looks: dict[int, int], binary: Binary,
