@@ -592,7 +592,8 @@ exp: NUM | IDENT { $$ = 0; }
    | exp '*' exp { $$ = $1 * $3; } | exp '/' exp { $$ = $1 / $3; } | exp '%' exp { $$ = $1 % $3; }
    | '-' exp %prec NEG { $$ = -$2; } | exp '^' exp { $$ = $1; } | '(' exp ')' { $$ = $2; } ;
 %%
-int yylex(void) { int c = getchar(); while (c == ' ') c = getchar(); if (isdigit(c)) { ungetc(c, stdin); int v; scanf("%d", &v); return NUM; } return c == EOF ? 0 : c; }
+int yylex(void) { int c = getchar(); while (c == ' ') c = getchar();
+  if (isdigit(c)) { ungetc(c, stdin); int v; scanf("%d", &v); return NUM; } return c == EOF ? 0 : c; }
 void yyerror(const char *s) { fprintf(stderr, "%s\n", s); }
 int main(void) { return yyparse(); }
 """
