@@ -767,7 +767,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
     # Odd numbers in data are looked at once flow has found what it can (_thumb_words).
     words_pending = True
     # Entries a word in data names (their reading's only evidence, where no code names them).
-    data_named = {addr for addr, _ in starts.data_words} | starts.even_words.keys()
+    data_named = {addr for addr, _ in starts.data_words} | {w for w in starts.even_words if not w & 3}  # (A32's)
     finders: dict[int, set[int]] = {}  # entry -> the entries whose descents named it
     rejected: set[int] = set()
     flipped: set[int] = set()  # entries whose instruction set _other_mode changed (once each)
