@@ -185,14 +185,25 @@ def _data_words(sections: list[list[int]], ranges: list[tuple[int, int]]) -> lis
     return out
 
 
-def _even_data_words(sections: list[list[int]], ranges: list[tuple[int, int]]) -> set[int]:
-    """Word-aligned even words in code found in a fixed-address binary's data: A32 code
-    addresses (function tables, vtables), perhaps, or numbers. Looked at only where the
-    descent found no code (``_a32_in_gaps``)."""
-    out = set()
+def _even_data_words(sections: list[list[int]], ranges: list[tuple[int, int]]) -> dict[int, tuple[int, ...]]:
+    """Even words in code found in a fixed-address binary's data: A32 code addresses (the
+    word-aligned ones: function tables, vtables), perhaps, or numbers, or the labels of a
+    computed goto in Thumb code. Looked at only where the descent found no code (``_a32_in_gaps``).
+
+    Each maps to its table: the even code addresses of the run of consecutive words of code
+    addresses it is in (the same tuple for every word of one run; several runs may name a word)."""
+    out: dict[int, tuple[int, ...]] = {}
     for values in sections:
-        out |= {value for k, value in enumerate(values)
-                if not value & 3 and _inside(ranges, value) and not counted(values, k)}
+        run: list[int] = []
+        for k, value in enumerate([*values, 0]):  # (the 0 ends the last run)
+            if _inside(ranges, value & ~1) and not counted(values, k):
+                if not value & 1:
+                    run.append(value)
+                continue
+            table = tuple(run)
+            for word in run:
+                out[word] = max(out.get(word, ()), table, key=len)
+            run = []
     return out
 
 
@@ -223,7 +234,8 @@ def _literal(ins: Instruction, binary: Binary) -> int | None:
     return None
 
 
-def _a32_in_gaps(words: set[int], found: dict[int, Descent], starts: list[int], streams: _Streams) -> set[int]:
+def _a32_in_gaps(words: set[int], found: dict[int, Descent], starts: list[int], streams: _Streams,
+                 tables: dict[int, tuple[int, ...]] | None = None) -> dict[int, bool]:
     """The ``words`` (even words in data) that name code no descent reached and that reads as
     the start of an A32 function: a function called only through a pointer in a
     fixed-address program, where an A32 pointer has no Thumb bit to tell it from a number
@@ -232,27 +244,49 @@ def _a32_in_gaps(words: set[int], found: dict[int, Descent], starts: list[int], 
     function's first instruction is (the second may be a conditional branch), while a
     literal pool's addresses and Thumb code rarely are.
 
+    A word of a table (``tables``: a word in data -> the even code addresses of its run of
+    words) whose other words are mostly places in Thumb code that the descent found is a
+    label of that code, not an A32 function: GCC's computed goto in Thumb code keeps its
+    labels even in data and sets the Thumb bit when it jumps (``orr rX, rX, #1; bx rX``,
+    glibc's printf in a static program, where the table's address is on the stack and no
+    table is seen). Those come back as Thumb entries, where they decode as Thumb.
+
+    Returns the entries: address -> Thumb.
+
     ``starts``: the entries of ``found``, sorted. Each descent's instructions lie between
     its entry and the next, so an address is covered by the instructions of the entry at or
     before it."""
     if not words:
-        return set()
+        return {}
 
-    def covered(address: int) -> bool:
-        for at in (address, address - 2):  # an instruction is 2 or 4 bytes long
-            k = bisect.bisect_right(starts, at) - 1
-            ins = found[starts[k]].instructions.get(at) if k >= 0 else None
-            if ins is not None and at + ins.size > address:
-                return True
-        return False
+    def at(address: int) -> Instruction | None:
+        """The instruction found at ``address`` or the one of the two before that spans it."""
+        for start in (address, address - 2):  # an instruction is 2 or 4 bytes long
+            k = bisect.bisect_right(starts, start) - 1
+            ins = found[starts[k]].instructions.get(start) if k >= 0 else None
+            if ins is not None and start + ins.size > address:
+                return ins
+        return None
 
-    out = set()
-    for word in {word for word in words if not covered(word)}:  # (in the order of ``words - covered``)
-        if covered(word + 4):
+    def in_thumb_table(word: int) -> bool:
+        table = tables.get(word, ()) if tables else ()
+        if len(table) < 3:
+            return False
+        places = [at(other) for other in table if other != word]
+        thumb = sum(1 for ins in places if ins is not None and ins.thumb)
+        return 2 * thumb > len(places)
+
+    uncovered = {word for word in words if at(word) is None}
+    labels = {word: True for word in uncovered if in_thumb_table(word) and streams.at(word, True)[0] is not None}
+    if labels:  # the A32 readings are weighed once the labels' code is decoded (it may cover them)
+        return labels
+    out: dict[int, bool] = {}
+    for word in uncovered:  # (in the order of ``words - covered``)
+        if word & 3 or in_thumb_table(word) or at(word + 4) is not None:
             continue
         first, _ = streams.at(word, False)
         if first is not None and streams.binary.read(word, 4)[3] >> 4 == 0xE and streams.at(word + 4, False)[0]:
-            out.add(word)
+            out[word] = False
     return out
 
 
@@ -352,7 +386,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     fixed_a32 = not binary.is_pie and not binary.is_firmware  # where an even word may name an A32 function
     starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs, set(returns)) + passed + personalities,
                      [w for w in data_words if w[0] not in inside], unwound, _a32_only(elf, stubs),
-                     even_words=frozenset(_even_data_words(pointer_words, ranges)) if fixed_a32 else frozenset(),
+                     even_words=_even_data_words(pointer_words, ranges) if fixed_a32 else {},
                      returns=returns, thumb_only=binary.is_firmware,
                      no_thumb_code=_no_thumb_code(binary.read, binary.is_firmware))
     noreturn = _noreturn_plt(binary)
@@ -453,8 +487,9 @@ class _Starts:
     # Ranges holding only A32 code (the PLT, but for its Thumb stubs), and those stubs: a
     # Thumb entry elsewhere in them is data read as an address or garbage's call.
     a32_only: tuple[list[tuple[int, int]], set[int]] = ([], set())
-    # Even words in a fixed-address binary's data: A32 entries where no code was found (_a32_in_gaps).
-    even_words: frozenset[int] = frozenset()
+    # Even words in a fixed-address binary's data, each with its table: A32 entries (or
+    # Thumb labels) where no code was found (_a32_in_gaps).
+    even_words: dict[int, tuple[int, ...]] = dataclasses.field(default_factory=dict)
     # Thumb addresses in data right after a call (_return_addresses) -> the call's target.
     returns: dict[int, int | None] = dataclasses.field(default_factory=dict)
     # Cortex-M firmware: the core has no A32 state (a branch to an even address faults), so
@@ -732,7 +767,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
     # Odd numbers in data are looked at once flow has found what it can (_thumb_words).
     words_pending = True
     # Entries a word in data names (their reading's only evidence, where no code names them).
-    data_named = {addr for addr, _ in starts.data_words} | starts.even_words
+    data_named = {addr for addr, _ in starts.data_words} | {w for w in starts.even_words if not w & 3}  # (A32's)
     finders: dict[int, set[int]] = {}  # entry -> the entries whose descents named it
     rejected: set[int] = set()
     flipped: set[int] = set()  # entries whose instruction set _other_mode changed (once each)
@@ -786,9 +821,9 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             roots |= added.keys()
         if not added and not binary.is_pie and not starts.thumb_only:
             # then A32 functions named only by even words in data or literal pools, where no code was found
-            words = starts.even_words | _even_literals(found, binary, ranges, literals)
-            added = {word: False for word in _a32_in_gaps(words - entries.keys() - rejected, found,
-                                                          entries.order(), streams)}
+            words = starts.even_words.keys() | _even_literals(found, binary, ranges, literals)
+            added = _a32_in_gaps(words - entries.keys() - rejected, found, entries.order(), streams,
+                                 starts.even_words)
             roots |= added.keys()  # (named by data, as the odd data words)
             data_named |= added.keys()
         if not added:

@@ -476,6 +476,160 @@ ERLANG_EVAL = ("M = maps:from_list([{K, K*K} || K <- lists:seq(1, 500)]), S = li
 ERTS = "usr/lib/erlang/erts-13.1.5"
 
 
+#: CMake's script mode: functions and recursion, lists, regexes, hashes, JSON, files read,
+#: written and globbed, version comparison, a fatal error (exit 1).
+CMAKE_SCRIPT = r"""cmake_minimum_required(VERSION 3.20)
+function(fib n out)
+  if(n LESS 2)
+    set(${out} ${n} PARENT_SCOPE)
+  else()
+    math(EXPR a "${n} - 1")
+    math(EXPR b "${n} - 2")
+    fib(${a} x)
+    fib(${b} y)
+    math(EXPR r "${x} + ${y}")
+    set(${out} ${r} PARENT_SCOPE)
+  endif()
+endfunction()
+fib(12 f)
+set(acc "")
+foreach(i RANGE 1 300)
+  math(EXPR k "(${i} * 7919) % 97")
+  list(APPEND acc ${k})
+endforeach()
+list(REMOVE_DUPLICATES acc)
+list(SORT acc COMPARE NATURAL)
+list(LENGTH acc n)
+list(SUBLIST acc 0 6 head)
+message(STATUS "fib ${f} n ${n} head ${head}")
+file(READ input.txt text)
+string(REGEX MATCHALL "[a-z_]+\\(" calls "${text}")
+list(REMOVE_DUPLICATES calls)
+list(SORT calls)
+list(LENGTH calls nc)
+string(SHA256 h "${text}")
+string(MD5 m "${text}")
+string(TOUPPER "hello world" up)
+string(REPLACE "int" "long" t2 "${text}")
+string(LENGTH "${t2}" l2)
+message(STATUS "${nc} calls ${h} ${m} ${up} ${l2}")
+set(j "{\"a\": [1, 2, {\"b\": \"c\"}], \"n\": 3.5}")
+string(JSON v GET "${j}" a 2 b)
+string(JSON len LENGTH "${j}" a)
+string(JSON j2 SET "${j}" d "[true, null]")
+message(STATUS "json ${v} ${len} ${j2}")
+string(REGEX REPLACE "([a-z]+)_([a-z]+)" "\\2-\\1" sw "foo_bar baz_qux")
+math(EXPR hx "0xff * 3 + (7 << 4)" OUTPUT_FORMAT HEXADECIMAL)
+string(FIND "${text}" "main" pos)
+string(SUBSTRING "${text}" 0 20 pre)
+message("${sw} ${hx} ${pos} [${pre}]")
+file(STRINGS input.txt lines REGEX "^#include")
+foreach(l IN LISTS lines)
+  string(REGEX REPLACE "#include <(.*)>" "\\1" hdr "${l}")
+  message(STATUS "header ${hdr}")
+endforeach()
+file(WRITE out.txt "${t2}")
+file(SIZE out.txt sz)
+file(GLOB_RECURSE all RELATIVE ${CMAKE_CURRENT_LIST_DIR} "*.txt")
+list(SORT all)
+message(STATUS "${sz} ${all}")
+if("1.2.10" VERSION_GREATER "1.2.9" AND NOT "abc" STREQUAL "abd")
+  message(STATUS "versions ok")
+endif()
+message(FATAL_ERROR "done")
+"""
+
+#: A C file with faults for cppcheck to find (bounds, uninitialised, division by zero).
+CPPCHECK_INPUT = b"""#include <string.h>
+#include <stdlib.h>
+struct node { int v; struct node *next; };
+static int sum(struct node *n) { int s = 0; while (n) { s += n->v; n = n->next; } return s; }
+int f(int *p, int n) {
+    int buf[10];
+    for (int i = 0; i <= 10; i++) buf[i] = p[i];
+    char *s = malloc(n);
+    strcpy(s, "hello");
+    if (n > 3) return buf[0];
+    free(s); free(s);
+    return sum(0) + buf[n];
+}
+int g(void) { int x; if (x) return 1; char c[4]; memset(c, 0, 5); return c[0] / 0; }
+"""
+
+ZSH_SCRIPT = r"""typeset -A m; for ((i=0;i<2000;i++)); do k=$(( (i*7919) % 97 )); (( m[$k] += i )); done
+print ${#m} $m[5] ${(k)#m}
+s="banana,apple,cherry"; a=(${(s:,:)s}); print -l ${(o)a} ${(U)a[2]} ${#a}
+print ${(j:-:)${(Oa)a}} ${a[(i)apple]} ${s//a/A} ${s:2:5}
+printf "%.5f %x %08.3f\n" $(( 2.0 ** 0.5 )) 255 $(( 22.0 / 7 ))
+f() { local -a r; for w in "$@"; do r+=(${(C)w}); done; print -r -- "${r[*]}" }
+f hello big world
+n=0; while IFS= read -r l; do [[ $l == \#include* ]] && (( n++ )); done < input.txt; print includes $n
+words=(${=$(<input.txt)}); print ${#words} ${#${(u)words}}
+print ${(l:10::.:)x} ${(r:6::*:)y}
+integer -i 16 h=4095; print $h; float -F 3 fl=1.0/3; print $fl
+case foo.tar.gz in (*.tar.gz) print tgz;; esac
+print -- ${${(M)words:#*int*}[1,3]}
+exit 5
+"""
+
+#: bison's input: an expression grammar with precedences, %empty, error recovery.
+BISON_GRAMMAR = rb"""%{
+#include <stdio.h>
+#include <ctype.h>
+int yylex(void); void yyerror(const char *s);
+%}
+%define parse.error verbose
+%token NUM IDENT
+%left '+' '-'
+%left '*' '/' '%'
+%right '^'
+%precedence NEG
+%%
+input: %empty | input line ;
+line: '\n' | exp '\n' { printf("%d\n", $1); } | IDENT '=' exp '\n' | error '\n' { yyerrok; } ;
+exp: NUM | IDENT { $$ = 0; }
+   | exp '+' exp { $$ = $1 + $3; } | exp '-' exp { $$ = $1 - $3; }
+   | exp '*' exp { $$ = $1 * $3; } | exp '/' exp { $$ = $1 / $3; } | exp '%' exp { $$ = $1 % $3; }
+   | '-' exp %prec NEG { $$ = -$2; } | exp '^' exp { $$ = $1; } | '(' exp ')' { $$ = $2; } ;
+%%
+int yylex(void) { int c = getchar(); while (c == ' ') c = getchar();
+  if (isdigit(c)) { ungetc(c, stdin); int v; scanf("%d", &v); return NUM; } return c == EOF ? 0 : c; }
+void yyerror(const char *s) { fprintf(stderr, "%s\n", s); }
+int main(void) { return yyparse(); }
+"""
+
+#: flex's input: start conditions, definitions, keywords before identifiers.
+FLEX_SCANNER = rb"""%option noyywrap nounput noinput
+%{
+int lines, words, nums;
+%}
+DIGIT [0-9]
+ID [a-zA-Z_][a-zA-Z_0-9]*
+%x COMMENT
+%%
+"/*"            BEGIN(COMMENT);
+<COMMENT>"*/"   BEGIN(INITIAL);
+<COMMENT>.|\n   ;
+{DIGIT}+("."{DIGIT}*)?([eE][+-]?{DIGIT}+)? nums++;
+"0x"[0-9a-fA-F]+ nums++;
+if|else|while|for|return|int|char|struct words += 2;
+{ID}            words++;
+\"([^"\\\n]|\\.)*\" ;
+\n              lines++;
+[ \t]+          ;
+.               ;
+%%
+int main(void) { yylex(); printf("%d %d %d\n", lines, words, nums); return 0; }
+"""
+
+#: libcurl and the libraries it needs (cmake links it too).
+CURL_LIBS = tuple(f"{name}:armhf" for name in (
+    "libcurl4", "libbrotli1", "libcom-err2", "libffi8", "libgmp10", "libgnutls30", "libgssapi-krb5-2", "libhogweed6",
+    "libidn2-0", "libk5crypto3", "libkeyutils1", "libkrb5-3", "libkrb5support0", "libldap-2.5-0", "libnettle8",
+    "libnghttp2-14", "libp11-kit0", "libpsl5", "librtmp1", "libsasl2-2", "libssh2-1", "libssl3", "libtasn1-6",
+    "libunistring2", "libzstd1", "zlib1g"))
+
+
 #: The samples whose text makes ``input.txt``: named, so that a new sample leaves every
 #: workload as it was.
 INPUT_SOURCES = ("addresses.c", "calls.c", "forks.c")
@@ -723,6 +877,43 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             "threads meet", env={"BINDIR": "{root}/qemu-bin"},
             links={"erlang": "{root}/usr/lib/erlang", "bin": "{root}/qemu-bin"},
             helpers=(f"{ERTS}/bin/erl_child_setup", f"{ERTS}/bin/inet_gethost"), repeatable=False),
+    # Kinds added by decision 0075: big C++ (CMake, cppcheck), a static shell with glibc's
+    # hand-written assembly linked in, compressors whose libraries are linked in (lz4, brotli),
+    # parser generators that run m4 (bison, flex), a URL tool over file:// (curl).
+    Program("cmake", ("cmake:armhf", *CURL_LIBS, "libarchive13:armhf", "libacl1:armhf", "libbz2-1.0:armhf",
+                      "libicu72:armhf", "libjsoncpp25:armhf", "liblz4-1:armhf", "liblzma5:armhf", "librhash0:armhf",
+                      "libuv1:armhf", "libxml2:armhf"), "usr/bin/cmake", ("-P", "script.cmake"),
+            "C++, 5.4 MB: a CMake script (functions, recursion, lists, regexes, SHA-256 and MD5, JSON, files "
+            "read, written and globbed) ending in a fatal error (exit 1); without its modules (cmake-data) it "
+            "says so first", files={"script.cmake": CMAKE_SCRIPT.encode()}),
+    Program("cppcheck", ("cppcheck:armhf", "libtinyxml2-9:armhf", "libpcre3:armhf"), "usr/bin/cppcheck",
+            ("--enable=all", "--inconclusive", "--std=c11", "-q", "--template={file}:{line}:{severity}:{id}:{message}",
+             "in.c"),
+            "C++, 3.1 MB: static analysis of a faulty C file (its std.cfg, an XML file, read from the working "
+            "directory)", files={"in.c": CPPCHECK_INPUT},
+            links={"std.cfg": "{root}/usr/lib/arm-linux-gnueabihf/cppcheck/cfg/std.cfg"}),
+    Program("zsh", ("zsh-static:armhf",), "bin/zsh-static", ("-f", "script.zsh"),
+            "static (glibc's hand-written string and memory functions linked in): associative arrays, "
+            "parameter flags, floating point, printf, a read loop, word splitting of a file, exit 5; its count "
+            "follows the descriptors open (it sizes its table of them by the highest: ReHost's channel, "
+            "descriptor 1000, adds 60 instructions) and moves by a few dozen from run to run",
+            files={"script.zsh": ZSH_SCRIPT.encode()}, repeatable=False),
+    Program("lz4", ("lz4:armhf",), "usr/bin/lz4", ("-c", "-9", "input.txt"),
+            "LZ4 high compression to stdout (liblz4's code and xxHash linked into the executable)"),
+    Program("brotli", ("brotli:armhf",), "usr/bin/brotli", ("-c", "-q", "9", "input.txt"),
+            "Brotli quality 9 to stdout (the encoder linked into the executable)"),
+    Program("bison", ("bison:armhf", "m4:armhf"), "usr/bin/bison",
+            ("-Wall", "--report=all", "--report-file=/dev/stderr", "-o", "/dev/stdout", "calc.y"),
+            "LALR tables of an expression grammar, the parser made through m4 (an armhf m4 under qemu-arm), "
+            "the full report", files={"calc.y": BISON_GRAMMAR},
+            env={"M4": "{root}/qemu-bin/m4", "BISON_PKGDATADIR": "{root}/usr/share/bison"}, helpers=("usr/bin/m4",)),
+    Program("flex", ("flex:armhf", "m4:armhf"), "usr/bin/flex", ("-t", "-Cf", "scan.l"),
+            "a scanner with start conditions, full tables (-Cf), through m4", files={"scan.l": FLEX_SCANNER},
+            env={"M4": "{root}/qemu-bin/m4"}, helpers=("usr/bin/m4",)),
+    Program("curl", ("curl:armhf", *CURL_LIBS), "usr/bin/curl",
+            ("-sS", "-q", "-r", "100-299", "-w", "%{url_effective} %{size_download} %{response_code}\n",
+             "file:///proc/self/cwd/input{,2}.txt", "--url", "file:///proc/self/cwd/nosuch"),
+            "URL globbing, byte ranges and --write-out over file:// (no network), a missing file (exit 37)"),
     Program("shfmt", ("shfmt:armhf",), "usr/bin/shfmt", ("-i", "2", "script.sh"),
             "Go, static (no cgo): formats a shell script", files={"script.sh": SHELL_SCRIPT},
             refused="a Go program"),
