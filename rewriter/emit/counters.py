@@ -237,12 +237,15 @@ def t32_bump_low(base: int, offset: int, amount: int, value: int = 0) -> bytes:
 T32_BUMP = t32_bump(1, 0, 1)  # counter at [r1] += 1
 
 
-def _t32_exclusive_add_one(at: int, value: int = 0, base: int = 1, status: int = 2, offset: int = 0) -> bytes:
-    """[r``base``, #offset] += 1 with LDREX/STREX (r``value`` = the new word, r``status``
-    the STREX's), again from the LDREX when the STREX failed (an interrupt came in
-    between); ``at``: where it starts, from the start of the enclosing sequence."""
-    out = (enc.t32_ldrex(value, base, offset) + enc.t32_add_imm(value, value, 1)
-           + enc.t32_strex(status, value, base, offset))
+def _t32_exclusive_add_one(at: int, value: int = 0, base: int = 1, status: int = 2, offset: int = 0,
+                           amount: int = 1, new: int | None = None) -> bytes:
+    """[r``base``, #offset] += ``amount`` with LDREX/STREX (r``value`` = the old word, r``new``
+    the new one, r``value`` again unless told; r``status`` the STREX's), again from the
+    LDREX when the STREX failed (an interrupt came in between); ``at``: where it starts,
+    from the start of the enclosing sequence."""
+    new = value if new is None else new
+    out = (enc.t32_ldrex(value, base, offset) + enc.t32_add_imm(new, value, amount)
+           + enc.t32_strex(status, new, base, offset))
     return out + enc.t32_cbz(status, 0) + enc.t32_b_narrow(at + len(out) + 2, at)  # stored: past the B back
 
 
@@ -268,10 +271,8 @@ def t32_atomic_add(amount: int, old: int, new: int, base: int, status: int, offs
     t32_atomic_bump, flags untouched: the low word with LDREX/STREX (r``old`` and r``new``
     its two values), its carry out the old top bit without the new one ((old & ~new) >> 31),
     then the high word += 1 the same way. ``old`` and ``status``: low registers (CBZ)."""
-    load = (enc.t32_ldrex(old, base, offset) + enc.t32_add_imm(new, old, amount)
-            + enc.t32_strex(status, new, base, offset))
-    low = load + enc.t32_cbz(status, 0) + enc.t32_b_narrow(len(load) + 2, 0)  # stored: past the B back
-    low += enc.t32_bic_reg(old, old, new) + enc.t32_lsr_imm(old, old, 31)
+    low = (_t32_exclusive_add_one(0, old, base, status, offset, amount, new)
+           + enc.t32_bic_reg(old, old, new) + enc.t32_lsr_imm(old, old, 31))
     high_at = len(low) + 2  # past the CBZ
     high = _t32_exclusive_add_one(high_at, old, base, status, offset + 4)
     return low + enc.t32_cbz(old, high_at + len(high) - (len(low) + 4)) + high

@@ -14,7 +14,7 @@ reuse this module's argument, address and filter code (decision 0029).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Set
 from dataclasses import dataclass, field
 
 from ..api import STATIC_INDEX_KINDS, Arg, Prototype, RepeatFilter
@@ -272,7 +272,7 @@ def first_and_last(isa: ISA, hook: Hook, contexts: list[HookContext]) -> tuple[H
         if kind in STATIC_INDEX_KINDS:
             if len({static_value(kind, value, c) for c in contexts}) != 1:
                 return None
-        elif position != flt.key_arg and kind not in (Arg.FILTER_LEFT, Arg.CONST, Arg.STRING):
+        elif position != flt.key_arg and kind not in (Arg.FILTER_LEFT, Arg.STRING):
             return None
     index = filter_counter_index(found, contexts[0])
     if (flt.counter, index) in contexts[0].hit_registers:
@@ -280,15 +280,22 @@ def first_and_last(isa: ISA, hook: Hook, contexts: list[HookContext]) -> tuple[H
     return contexts[0].counter_label(flt.counter, index), len(accesses) - 2
 
 
+def site_registers(dead: int, count: int, avoid: Set[int] = frozenset()) -> tuple[int, ...]:
+    """``count`` registers for a site's own code: two low ones first (CBZ/CBNZ), then any but
+    SP and PC; dead ones first (bit n of ``dead`` for rn), then the lowest low ones, which
+    the site pushes, those in ``avoid`` (the address's registers) last."""
+    low = [r for r in range(8) if dead >> r & 1]
+    high = [r for r in (8, 9, 10, 11, 12, LR) if dead >> r & 1]
+    spare = sorted((r for r in range(8) if not dead >> r & 1), key=lambda r: (r in avoid, r))
+    first = (low + spare)[:2]
+    return (*first, *[r for r in low + high + spare if r not in first][:count - 2])
+
+
 def emit_hits(code: Code, counter: Hashable, amount: int, dead: int) -> None:
     """T32 ``counter`` += ``amount`` (first_and_last: the accesses between an instruction's
     first and last), interrupt- and thread-safe, flags untouched: four registers, those of
     ``dead`` first (bit n for rn), the others pushed."""
-    low = [r for r in range(8) if dead >> r & 1]
-    high = [r for r in (8, 9, 10, 11, 12, LR) if dead >> r & 1]
-    spare = [r for r in range(8) if not dead >> r & 1]
-    old, status = (low + spare)[:2]
-    new, base = [r for r in low + high + spare if r not in (old, status)][:2]
+    old, status, new, base = site_registers(dead, 4)
     saved = sorted(r for r in (old, status, new, base) if not dead >> r & 1)
     if saved:
         T32.push(code, saved)

@@ -445,12 +445,11 @@ def _access_calls(isa: ISA, code: Code, hook: Hook, ins: Instruction, block_insn
     contexts = [_hook_context(ins, access, block_insns, ctx) for access in ins.accesses]
     # With threads, each access's filter counts its own hit atomically (the shared test's
     # one add of several would be a plain one). Compact sites are each a BL already.
-    shared = None
+    shared = ends = None
     if not (contexts and contexts[0].atomic_hits) and ctx.shared_calls is None:
         shared = shared_key(isa, code, hook, contexts)
-    # Compact sites and atomic hit counts, where SharedKey's test is not: the first and the
-    # last access tested, the others counted (decision 0074).
-    ends = first_and_last(isa, hook, contexts) if shared is None and contexts else None
+    elif contexts:  # compact sites and atomic hit counts: the first and the last access
+        ends = first_and_last(isa, hook, contexts)  # tested, the others counted (decision 0074)
     if ends is not None:
         skip = isa.skip_unless(code, ins.cond) if ins.cond != AL else None
         for hctx in (contexts[0], contexts[-1]):

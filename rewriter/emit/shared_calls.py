@@ -44,6 +44,7 @@ from .hooks import (
     filter_of,
     filter_test_after_key,
     site_id_of,
+    site_registers,
     static_value,
 )
 from .isa import IP, LR, PC, SP, T32
@@ -236,7 +237,7 @@ class SharedCalls(PageCopies):
         access, f = ctx.access, shared.filter
         if access is None or f is None or (access.base == SP and access.index is not None):
             return None
-        a, b, c = _hit_test_registers(ctx.dead, {access.base, access.index})
+        a, b, c = site_registers(ctx.dead, 3, {access.base, access.index})
         scratch = next((r for r in (c, b) if r not in (access.base, access.index)), None)
         if scratch is None:  # both hold the address's registers: a large displacement has no room
             return None
@@ -334,19 +335,6 @@ def _emit_add_register(code: Code, counter: Hashable, register: int, dead: int) 
     code.emit(enc.t32_ldrd(low, high, base) + enc.t32_movw(one, 1) + umlal + enc.t32_strd(low, high, base))
     if saved:
         T32.pop(code, saved)
-
-
-def _hit_test_registers(dead: int, avoid: Set[int]) -> tuple[int, int, int]:
-    """The three registers of a site's own hit test (repeat_filter.t32_site_hit_test): two
-    low ones (CBNZ), then any but SP and PC; dead ones first (bit n of ``dead`` for rn),
-    then the lowest low ones, which the site pushes, those the address reads (``avoid``)
-    last."""
-    low = [r for r in range(8) if dead >> r & 1]
-    high = [r for r in (8, 9, 10, 11, 12, LR) if dead >> r & 1]
-    spare = sorted((r for r in range(8) if not dead >> r & 1), key=lambda r: (r in avoid, r))
-    a, b = (low + spare)[:2]
-    rest = [r for r in low + high + spare if r not in (a, b)]
-    return a, b, rest[0]
 
 
 def _halfword_after_call(reg: int) -> bytes:
