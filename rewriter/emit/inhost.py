@@ -423,7 +423,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
             code, chosen, linux = build.alongside(
                 lambda: _relocate_falling_back(binary, relocation, report, patching.result(), in_data))
         else:
-            code, chosen = build.alongside(lambda: _relocate_code(relocation, report, later, patching))
+            code, chosen = build.alongside(lambda: _relocate_code(relocation, report, later))
             linux = None
         if patching is not None and not falls_back:
             linux = patching.result() if len(chosen) == len(relocation.candidates) \
@@ -552,8 +552,9 @@ T = TypeVar("T")
 
 
 class _Meanwhile(Generic[T]):
-    """``work()``, run where the emitter would otherwise wait (``run``), its result or error
-    kept for when it is needed (``result``; run then if it was not)."""
+    """``work()``, run ahead (``run``), its result or error kept for when it is needed
+    (``result``; run then if it was not): an error that would not arise for the procedures
+    finally chosen is never raised."""
 
     def __init__(self, work: Callable[[], T]) -> None:
         self._work = work
@@ -795,8 +796,8 @@ def _later_part(relocation: _Relocation, tool_name: str) -> LaterPart | LocalPar
     return LaterPart.fork(emit_later, resolver_for) or LocalPart(emit_later, resolver_for)
 
 
-def _relocate_code(relocation: _Relocation, report: Report, later: LaterPart | LocalPart | None,
-                   meanwhile: _Meanwhile | None = None) -> tuple[Code, list[Procedure]]:
+def _relocate_code(relocation: _Relocation, report: Report,
+                   later: LaterPart | LocalPart | None) -> tuple[Code, list[Procedure]]:
     """The code of the candidates that can be relocated (see _emit_code), and those.
 
     First a trial relocation of every instruction that involves the PC, but direct
@@ -806,8 +807,7 @@ def _relocate_code(relocation: _Relocation, report: Report, later: LaterPart | L
     Where there are some, or that fails anyhow, the code is emitted here, in one part,
     without the procedures the trial refuses, errors included. (Before decision 0040 the
     trial came only after a failed emission: in a large stripped program, one procedure
-    refused near the end threw most of an emission away.) ``meanwhile`` runs while the
-    later part is awaited.
+    refused near the end threw most of an emission away.)
     """
     candidates, new_context, with_header = relocation.candidates, relocation.new_context, relocation.with_header
     chosen = _choose(candidates, new_context(), relocation.relocated_addrs, report)
@@ -819,8 +819,6 @@ def _relocate_code(relocation: _Relocation, report: Report, later: LaterPart | L
                 _emit_code(code, candidates, new_context(), with_header)
             else:
                 _emit_code(code, candidates[:relocation.split], new_context(), with_header)
-                if meanwhile is not None:  # before waiting for the later part
-                    meanwhile.run()
                 later.place(code)
             return code, list(candidates)
         except AnvilError:  # an error that one part avoids, if any does
