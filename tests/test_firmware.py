@@ -201,33 +201,42 @@ def test_cache_hits_in_loops_stay_at_the_site(program: str, board: str, mode: st
     # access go to the shared path (the others are counted as the repeats they are).
     assert firsts_and_lasts < accesses - in_loops, (firsts_and_lasts, accesses, in_loops)
     assert 0 < shared <= firsts_and_lasts, (shared, firsts_and_lasts, accesses, in_loops)
+    # Decision 0079: no exception handler of these programs counts hits, so the hits count
+    # with plain adds: the instrumented image runs no more LDREX than the original.
+    ldrex = sum(n for pc, n in trace.pcs.items() if halfwords(pc)[0] & 0xFFF0 == 0xE850)
+    before = load_binary(str(image))
+    assert ldrex == sum(n for pc, n in original.pcs.items()
+                        if int.from_bytes(before.read(pc, 2), "little") & 0xFFF0 == 0xE850), ldrex
     page_starts = sum(n for pc, n in _unchained_entries(out, board).items()
                       if pc % 1024 == 0 and any(s.vaddr <= pc < s.vaddr + s.filesz for s in code))
     assert page_starts < accesses // 100 or not short_loops, (page_starts, accesses)
 
 
-def test_loop_counters_leave_no_calls(tmp_path: Path) -> None:
+@pytest.mark.parametrize("program, board, bound", [("crc", "mps2-an385", 1.6), ("sort", "mps2-an386", 1.75)])
+def test_loop_counters_leave_no_calls(program: str, board: str, bound: float, tmp_path: Path) -> None:
     """Decision 0053: a counted block inside a loop adds in place, and an innermost loop
     with a free register counts there, so crc's loops call no shared bump. By QEMU's
-    traces of crc with 2 and 3 rounds, a round of the instrumented image runs under 1.6
-    times the original's instructions (4.4 times when every counted block called one,
+    traces with 2 and 3 rounds, a round of the instrumented image runs under ``bound``
+    times the original's instructions (crc: 4.4 times when every counted block called one,
     decision 0047; the rest of a run, start-up and results, is not the loops'), and
-    inscount still counts the original's instructions exactly."""
+    inscount still counts the original's instructions exactly. sort: quicksort's scans are
+    self loops entered both before the partition loop and from its latch, which count in
+    a register too (decision 0079: 1.79 times before)."""
     ran = []
     for rounds in (2, 3):
-        image = build_firmware("crc", "mps2-an385", "-O2", [f"-DREPEAT={rounds}u"])
-        original = trace_firmware(image, "mps2-an385")
+        image = build_firmware(program, board, "-O2", [f"-DREPEAT={rounds}u"])
+        original = trace_firmware(image, board)
         out = instrument(image, "inscount", tmp_path / str(rounds) / "fw")
         counters = json.loads(Path(f"{out}.anvil.json").read_text())["block_counters"]
         assert counters["in_loops"] > 0 and counters["loops_in_registers"] > 0
-        trace = trace_firmware(out, "mps2-an385")
+        trace = trace_firmware(out, board)
         assert (trace.stdout, trace.returncode) == (original.stdout, original.returncode)
         ran.append((sum(trace.pcs.values()), sum(original.pcs.values())))
         ranges = code_ranges(image)
-        _, _, got = run_and_results(out, "mps2-an385", "inscount")
+        _, _, got = run_and_results(out, board, "inscount")
         assert got["total"] == sum(n for pc, n in original.pcs.items() if any(lo <= pc < hi for lo, hi in ranges))
     instrumented, before = ran[1][0] - ran[0][0], ran[1][1] - ran[0][1]
-    assert 0 < instrumented < 1.6 * before, (instrumented, before)
+    assert 0 < instrumented < bound * before, (instrumented, before)
 
 
 def test_anvil_run_board(tmp_path: Path) -> None:

@@ -50,11 +50,11 @@ def _routine() -> bytes:
 
 
 def _context(access: Access | None, block_insns: int = 7, exclusives: bool = False, in_loop: bool = False,
-             dead: int = 0) -> HookContext:
+             dead: int = 0, handlers_count: bool = True) -> HookContext:
     ins = Instruction(INS_ADDR, 4, b"\0" * 4, True, "ldr", "", accesses=[access] if access else [])
     return HookContext(ins, access, block_insns, lambda text: ("str", text), lambda name: ("fn", name),
                        Scratch(False), set(), lambda name, index: ("array", name, index), mask_interrupts=True,
-                       dead=dead, exclusives=exclusives, in_loop=in_loop)
+                       dead=dead, exclusives=exclusives, in_loop=in_loop, handlers_count=handlers_count)
 
 
 def _run(hook: Hook, ctx: HookContext, runs: int = 1, primask: int = 0,
@@ -214,35 +214,43 @@ def test_filter_calls_on_a_new_line_and_counts_the_repeats() -> None:
     assert hits == [2, 0]
 
 
-@pytest.mark.parametrize("exclusives", [False, True])
-def test_a_hit_returns_from_the_page_copy(exclusives: bool) -> None:
+@pytest.mark.parametrize("exclusives, handlers_count", [(False, True), (True, True), (False, False)])
+def test_a_hit_returns_from_the_page_copy(exclusives: bool, handlers_count: bool) -> None:
     """With a copy of the shared path on the site's page (decision 0050): the same results
-    as through the image's copy. Where hits are counted before masking (``exclusives``,
-    decision 0047), the page's copy is that test only: the new key runs on into the
-    image's copy, the two hits in the most recent key run nothing there; else the whole
-    path is on the page."""
+    as through the image's copy. Where hits are counted before masking (decision 0047:
+    with LDREX/STREX outside the program's exclusive windows (``exclusives``) where
+    exception handlers count too, with a plain add anywhere where none does, decision
+    0079), the page's copy is that test only: the new key runs on into the image's copy,
+    the two hits in the most recent key run nothing there; else the whole path is on the
+    page."""
     access = Access(False, 4, 3, 1)
     proto = _filtered(_tool())
     in_image: list[int] = []
     words, hits = _run(Hook(Point.BEFORE, proto, (Arg.EFFADDR, Arg.ACCESS_IS_STORE, Arg.FILTER_LEFT)),
-                       _context(access, exclusives=exclusives), runs=3, in_image=in_image)
+                       _context(access, exclusives=exclusives, handlers_count=handlers_count), runs=3,
+                       in_image=in_image)
     assert words[:3] == [_expected_address(access), 0, 0] and words[5] == 1
     assert hits == [2, 0]
-    assert (in_image[0] > 10 if exclusives else in_image[0] == 0) and in_image[1:] == [0, 0]
+    unmasked = exclusives or not handlers_count
+    assert (in_image[0] > 10 if unmasked else in_image[0] == 0) and in_image[1:] == [0, 0]
 
 
 @pytest.mark.parametrize("access", ACCESSES, ids=lambda a: f"base{a.base}-index{a.index}-disp{a.disp:#x}")
 @pytest.mark.parametrize("dead", [0, 1 << 5 | 1 << 7, 1 << 4 | 1 << 6 | 1 << LR, 0b111])
-def test_a_site_in_a_loop_counts_its_hits_itself(access: Access, dead: int) -> None:
+@pytest.mark.parametrize("handlers_count", [True, False])
+def test_a_site_in_a_loop_counts_its_hits_itself(access: Access, dead: int, handlers_count: bool) -> None:
     """Inside a loop (decision 0057) the site tests the most recent key itself: the first
     access runs the image's masked path (the routine sees it), the two repeats run nothing
-    of the shared path and count in the hit counter; the address is the program's whether
-    the test's registers are dead ones or pushed ones, and nothing else changes."""
+    of the shared path and count in the hit counter (with LDREX/STREX where exception
+    handlers count too, a plain add where none does, decision 0079); the address is the
+    program's whether the test's registers are dead ones or pushed ones, and nothing else
+    changes."""
     proto = _filtered(_tool())
     ran: list[int] = []
     dead &= ~(1 << access.base | (1 << access.index if access.index is not None else 0))
     words, hits = _run(Hook(Point.BEFORE, proto, (Arg.EFFADDR, Arg.ACCESS_IS_STORE, Arg.FILTER_LEFT)),
-                       _context(access, exclusives=True, in_loop=True, dead=dead), runs=3, away=ran)
+                       _context(access, exclusives=True, in_loop=True, dead=dead, handlers_count=handlers_count),
+                       runs=3, away=ran)
     assert words[:3] == [_expected_address(access), int(access.is_store), 0] and words[5] == 1
     assert hits == ([0, 2] if access.is_store else [2, 0])
     assert ran[0] > 10 and ran[1:] == [0, 0]

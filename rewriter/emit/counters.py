@@ -278,6 +278,17 @@ def t32_atomic_add(amount: int, old: int, new: int, base: int, status: int, offs
     return low + enc.t32_cbz(old, high_at + len(high) - (len(low) + 4)) + high
 
 
+@cache
+def t32_add(amount: int, old: int, new: int, base: int, status: int, offset: int = 0) -> bytes:
+    """t32_atomic_add's sum with plain loads and stores, where nothing else counts in the
+    same counter meanwhile (``status`` unused: the same signature)."""
+    low = (enc.t32_ldr_word(old, base, offset) + enc.t32_add_imm(new, old, amount)
+           + enc.t32_str_word(new, base, offset) + enc.t32_bic_reg(old, old, new) + enc.t32_lsr_imm(old, old, 31))
+    high = (enc.t32_ldr_word(old, base, offset + 4) + enc.t32_add_imm(old, old, 1)
+            + enc.t32_str_word(old, base, offset + 4))
+    return low + enc.t32_cbz(old, len(high) - 2) + high  # no carry: past the high word
+
+
 def _a32_atomic_bump() -> bytes:
     """A32 64-bit counter at [r2] += 1 with LDREXD/STREXD (threads), flags untouched: UMLAL
     adds 1*1; A32 has no CBZ, so the STREXD status becomes 1 when stored (``clz; lsr #5``)

@@ -23,7 +23,7 @@ from ..errors import AnvilError
 from ..ir.model import Access, Hook, Instruction
 from .appends import FILTERED_APPEND, RECORD_FLUSH, AppendRoutines, FilteredAppend, append_routine
 from .code import Code
-from .counters import register_hit, t32_atomic_add, t32_bump
+from .counters import register_hit, t32_add, t32_atomic_add, t32_bump
 from .isa import IP, ISA, LR, PC, SP, T32, Scratch
 from .repeat_filter import (
     FilterEnd,
@@ -99,6 +99,10 @@ class HookContext:
     # The procedure has no LDREX/STREX window of its own, so code of ours may use exclusives
     # (ours would make the program's STREX fail each time round its loop).
     exclusives: bool = False
+    # Firmware: an exception handler may run access sites too, so a hit counted before the
+    # masking adds with LDREX/STREX; where none does, a plain add is never interrupted by
+    # another count of the same counter (RelocationContext.handlers_count).
+    handlers_count: bool = True
     # The site's instruction lies inside a loop without calls (between a backward branch and
     # its target): a firmware access site there tests its filter's most recent key itself
     # (decisions 0057, 0070).
@@ -244,10 +248,11 @@ def _within_one_key(accesses: list[Access], flt: RepeatFilter) -> bool:
     return all(a.disp < b.disp for a, b in zip(accesses, accesses[1:])) and last.disp - first.disp < 1 << flt.shift
 
 
-def first_and_last(isa: ISA, hook: Hook, contexts: list[HookContext]) -> tuple[Hashable, int] | None:
+def first_and_last(isa: ISA, hook: Hook, contexts: list[HookContext]) -> tuple[Hashable, int, bool] | None:
     """Where an instruction's accesses may be reduced to the sites of the first and the last
-    (decision 0074): the counter label their filter counts the others in, and how many
-    others; None when each access needs its own site.
+    (decision 0074): the counter label their filter counts the others in, how many others,
+    and whether the count adds with LDREX/STREX (threads, or exception handlers that count
+    too); None when each access needs its own site.
 
     An LDM/STM/PUSH/POP makes one access per register, at ascending addresses from one
     base. When the first and the last lie less than one key apart (a cache line), every
@@ -256,15 +261,16 @@ def first_and_last(isa: ISA, hook: Hook, contexts: list[HookContext]) -> tuple[H
     first and the last and counting the others gives the routine the same calls (the last
     access stands for the first of its key, which a routine reading only the key
     (``key_suffices``) cannot tell apart) and the counter the same sum. Every other
-    argument must then be the same at every access. T32 only (the count's add is an
-    LDREX/STREX loop, which CBZ makes short), outside the program's own exclusive
-    windows, and where the counter lives in memory (not a procedure's D register)."""
+    argument must then be the same at every access. T32 only (the count's add uses CBZ),
+    outside the program's own exclusive windows where the add is an LDREX/STREX loop, and
+    where the counter lives in memory (not a procedure's D register)."""
     found = filter_of(hook)
     accesses = [c.access for c in contexts]
     if not isa.thumb or found is None or len(accesses) < 3 or any(a is None for a in accesses):
         return None
     flt, call = found
-    if not flt.key_suffices or not all(c.exclusives for c in contexts):
+    exclusive = contexts[0].atomic_hits or contexts[0].handlers_count
+    if not flt.key_suffices or exclusive and not all(c.exclusives for c in contexts):
         return None
     if not _within_one_key(accesses, flt):
         return None
@@ -277,7 +283,7 @@ def first_and_last(isa: ISA, hook: Hook, contexts: list[HookContext]) -> tuple[H
     index = filter_counter_index(found, contexts[0])
     if (flt.counter, index) in contexts[0].hit_registers:
         return None
-    return contexts[0].counter_label(flt.counter, index), len(accesses) - 2
+    return contexts[0].counter_label(flt.counter, index), len(accesses) - 2, exclusive
 
 
 def site_registers(dead: int, count: int, avoid: Set[int] = frozenset()) -> tuple[int, ...]:
@@ -291,16 +297,16 @@ def site_registers(dead: int, count: int, avoid: Set[int] = frozenset()) -> tupl
     return (*first, *[r for r in low + high + spare if r not in first][:count - 2])
 
 
-def emit_hits(code: Code, counter: Hashable, amount: int, dead: int) -> None:
+def emit_hits(code: Code, counter: Hashable, amount: int, exclusive: bool, dead: int) -> None:
     """T32 ``counter`` += ``amount`` (first_and_last: the accesses between an instruction's
-    first and last), interrupt- and thread-safe, flags untouched: four registers, those of
-    ``dead`` first (bit n for rn), the others pushed."""
+    first and last), flags untouched, interrupt- and thread-safe when ``exclusive``: four
+    registers, those of ``dead`` first (bit n for rn), the others pushed."""
     old, status, new, base = site_registers(dead, 4)
     saved = sorted(r for r in (old, status, new, base) if not dead >> r & 1)
     if saved:
         T32.push(code, saved)
     T32.pc_address(code, base, counter)
-    code.emit(t32_atomic_add(amount, old, new, base, status))
+    code.emit((t32_atomic_add if exclusive else t32_add)(amount, old, new, base, status))
     if saved:
         T32.pop(code, saved)
 

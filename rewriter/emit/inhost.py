@@ -732,6 +732,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             xlate_label=("sym", "anvil_xlate_entry"),
             scratch=scratch,
             interrupt_code=handlers_run,
+            handlers_count=any(p.address in handlers_run for p in candidates),
             mask_interrupts=binary.is_firmware,
             original_returns=original_returns,
             relocated_returns=relocated_returns,

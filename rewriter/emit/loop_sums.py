@@ -6,14 +6,17 @@ where QEMU's inline count plugin adds one host instruction. Where a core registe
 throughout an innermost loop and named by none of its instructions, the loop's count
 can live there instead:
 
-- its *preheader* (the one block outside the loop that enters it, going nowhere else)
-  sets the register to 0 (MOVW, after the preheader's own counter sites, which may borrow
-  it);
+- each of its *preheaders* (the blocks outside the loop that enter it, each going
+  nowhere else) sets the register to 0 (MOVW, after the preheader's own counter sites,
+  which may borrow it);
 - the loop's one counted block adds 1 to it (ADDW: no flags, no memory);
 - each *exit* (a block outside the loop entered only from the loop) adds it to the
   counter first thing (UMLAL, no flags).
 
-What keeps it exact: the loop is entered only through its header, from the preheader;
+The loop may be one back edge's (flow.back_edge_loops), so a self loop inside a larger
+loop qualifies, its other entry being the larger loop's latch (quicksort's scan loops).
+
+What keeps it exact: the loop is entered only through its header, from its preheaders;
 it is left only to its exits; nothing in it or in the preheader calls, returns, jumps
 through a register or a table, traps (SVC, BKPT) or may stop the program, so the count
 is in memory before anything else can look; no site in it borrows registers (one
@@ -35,7 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.flow import ProcedureFlow, natural_loops, predecessors_of
+from ..ir.flow import ProcedureFlow, back_edge_loops, natural_loops, predecessors_of
 from ..ir.liveness import DeadRegisters, registers_used
 from ..ir.model import Procedure
 
@@ -51,7 +54,7 @@ class LoopShape:
 
     header: int
     body: frozenset[int]
-    preheader: int
+    preheaders: tuple[int, ...]
     exits: tuple[int, ...]
 
 
@@ -66,30 +69,30 @@ class LoopSum:
 
 def summable_loops(proc: Procedure, flow: ProcedureFlow) -> list[LoopShape]:
     """The innermost loops of ``proc`` whose shape and instructions allow a register count
-    (the module's text), before counters are placed."""
-    loops = natural_loops(flow)
+    (the module's text), before counters are placed; at most one per header."""
+    # Each back edge's loop, and each header's whole loop (all its back edges): the
+    # smallest that qualifies.
+    loops = [(header, body) for header, _, body in back_edge_loops(flow)]
+    loops += natural_loops(flow).items()
     predecessors = [set(p) for p in predecessors_of(flow.successors)]
-    headers = set(loops)
-    out = []
-    for header, body in sorted(loops.items()):
-        if headers & body != {header} or body & (flow.from_outside | flow.to_outside):
+    headers = {header for header, _ in loops}
+    out: dict[int, LoopShape] = {}
+    for header, body in sorted(loops, key=lambda loop: (loop[0], len(loop[1]))):
+        if header in out or headers & body != {header} or body & (flow.from_outside | flow.to_outside):
             continue
         if any(not predecessors[b] <= body for b in body if b != header):
             continue
-        entries = predecessors[header] - body
-        if len(entries) != 1:
-            continue
-        (preheader,) = entries
-        if set(flow.successors[preheader]) != {header} or preheader in flow.to_outside:
+        entries = sorted(predecessors[header] - body)
+        if not entries or any(set(flow.successors[e]) != {header} or e in flow.to_outside for e in entries):
             continue
         exits = sorted({s for b in body for s in flow.successors[b]} - body)
-        if any(not predecessors[e] <= body or e in flow.from_outside or e == preheader for e in exits):
+        if any(not predecessors[e] <= body or e in flow.from_outside or e in entries for e in exits):
             continue
-        if preheader == 0 and proc.hooks:
+        if 0 in entries and proc.hooks:
             continue
-        if all(_quiet(proc, b) for b in (*body, preheader)):
-            out.append(LoopShape(header, frozenset(body), preheader, tuple(exits)))
-    return out
+        if all(_quiet(proc, b) for b in (*body, *entries)):
+            out[header] = LoopShape(header, frozenset(body), tuple(entries), tuple(exits))
+    return list(out.values())
 
 
 def _quiet(proc: Procedure, position: int) -> bool:
@@ -128,15 +131,18 @@ def sum_loops(proc: Procedure, shapes: list[LoopShape], edge_sources: set[int], 
         if dead is None:
             dead = DeadRegisters(proc)
         used = 0
-        for b in (*shape.body, shape.preheader):
+        free = dead.get(blocks[shape.header].address) & CANDIDATES
+        for b in (*shape.body, *shape.preheaders):
             for ins in blocks[b].instructions:
                 used |= registers_used(ins)
-        free = dead.get(blocks[shape.header].address) & dead.get(blocks[shape.preheader].address)
-        free &= CANDIDATES & ~used
+        for b in shape.preheaders:
+            free &= dead.get(blocks[b].address)
+        free &= ~used
         if not free:
             continue
         number = len(sums)
         sums.append(LoopSum((free & -free).bit_length() - 1, array, index))
-        blocks[shape.preheader].counter_increments.append((RESET, number, 1))
+        for b in shape.preheaders:
+            blocks[b].counter_increments.append((RESET, number, 1))
         for e in shape.exits:
             blocks[e].counter_increments.insert(0, (STORE, number, 1))

@@ -73,6 +73,9 @@ class RelocationContext:
     # Procedures an exception handler may run (firmware, ir.flow.interrupt_code): their
     # counters add with LDREX/STREX, so a handler running the same block mid-update counts too.
     interrupt_code: set[int] = field(default_factory=set)
+    # Firmware: some procedure of interrupt_code has hooks, so exception handlers count
+    # filter hits too (HookContext.handlers_count).
+    handlers_count: bool = True
     # Cortex-M: a call site runs with PRIMASK set, so a handler's own call cannot come in
     # the middle of it (analysis routines, their stack and the filter's counts are not reentrant).
     mask_interrupts: bool = False
@@ -384,7 +387,8 @@ def _hook_context(ins: Instruction, access, block_insns: int, ctx: RelocationCon
                        ctx.call_stubs, ctx.counter_label, ctx.mask_interrupts, ctx.appends,
                        ctx.threads and ctx.atomic,  # not inside the program's own LDREX/STREX windows
                        ctx.hit_registers, ctx.dead.get(ins.address, 0), ctx.threads,
-                       exclusives=not ctx.windows, in_loop=_in_loop(ins.address, ctx.loop_spans))
+                       exclusives=not ctx.windows, handlers_count=ctx.handlers_count,
+                       in_loop=_in_loop(ins.address, ctx.loop_spans))
 
 
 def _to_new_page(code: Code) -> None:

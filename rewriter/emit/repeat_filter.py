@@ -242,13 +242,13 @@ def filter_test(thumb: bool, pic: bool, shift: int, slot_bits: int, atomic: bool
     return bytes(out)
 
 
-def t32_most_recent_hit(pic: bool, shift: int, slot_bits: int, depth: int, skip_halfword: bool, at: int,
-                        memo: int, counter: int) -> bytes:
+def t32_most_recent_hit(pic: bool, shift: int, slot_bits: int, depth: int, skip_halfword: bool, exclusive: bool,
+                        at: int, memo: int, counter: int) -> bytes:
     """A firmware shared path's first test (decision 0047), before it keeps the flags or
     masks interrupts: r1 = the key of the address in r0, r3 = the table, r0 = the slot's
     most recent key - r1. Equal: a hit that changes nothing but its count, so the hit
-    counter += 1 with LDREX/STREX (an interrupt handler that counts too cannot spoil it)
-    and back to the site with BX LR (past the halfword after its BL when
+    counter += 1 (with LDREX/STREX when ``exclusive``: an interrupt handler that counts
+    too cannot spoil it) and back to the site with BX LR (past the halfword after its BL when
     ``skip_halfword``). Else on past these bytes, r0-r3 spoilt, where the whole filter runs
     again masked. No instruction here sets the flags or touches PRIMASK, so QEMU's block
     is not ended (M-profile CPSID/MSR end it and leave for QEMU's main loop)."""
@@ -257,7 +257,7 @@ def t32_most_recent_hit(pic: bool, shift: int, slot_bits: int, depth: int, skip_
     out += _t32_slot_compare(shift, slot_bits, depth)
     hit_at = len(out) + 2
     hit = enc.t32_pc_address(1, at + hit_at, counter) if pic else enc.t32_mov32(1, counter)
-    hit += T32_ATOMIC_BUMP
+    hit += T32_ATOMIC_BUMP if exclusive else T32_BUMP
     if skip_halfword:
         hit += enc.t32_add_imm(LR, LR, 2)
     hit += enc.t32_bx(LR)
@@ -289,16 +289,19 @@ def _t32_compact_body(shift: int, slot_bits: int, depth: int, to_hit: int) -> by
 
 
 def t32_site_hit_test(pic: bool, shift: int, slot_bits: int, depth: int, near: int | None,
-                      regs: tuple[int, int, int], past: int, at: int, memo: int, counter: int) -> bytes:
+                      regs: tuple[int, int, int], past: int, exclusive: bool, at: int, memo: int,
+                      counter: int, done: int) -> bytes:
     """The test of the slot's most recent key at a firmware access site itself (decision
     0057), with the address in r``a`` (``regs`` = a, b, c; a and b low, for CBNZ) and the
     other two free: r``c`` = the table, r``b`` = the slot's most recent key - the
     address's key (in r``a``); not equal: to ``past`` bytes after the end of these bytes
-    (the site's miss path); equal: the hit counter += 1 with LDREX/STREX (an interrupt
-    handler counting too cannot spoil it), at [r``c``, #near] when the counter lies that
-    close past the table, and on past these bytes. The test of t32_most_recent_hit, without
-    the BL there and the BX LR back, which QEMU must look up. No instruction sets the flags
-    or touches PRIMASK."""
+    (the site's miss path); equal: the hit counter += 1 (with LDREX/STREX when
+    ``exclusive``: an interrupt handler counting too cannot spoil it), at [r``c``,
+    #near] when the counter lies that close past the table, and on past these bytes (a
+    plain add without a carry: straight to ``done``, the end of the site's miss path, when
+    CBNZ reaches it and ``past`` is the B.N there alone). The test of t32_most_recent_hit,
+    without the BL there and the BX LR back, which QEMU must look up. No instruction sets
+    the flags or touches PRIMASK."""
     a, b, c = regs
     out = bytearray(enc.t32_pc_address(c, at, memo) if pic else enc.t32_mov32(c, memo))
     if slot_bits:
@@ -310,9 +313,15 @@ def t32_site_hit_test(pic: bool, shift: int, slot_bits: int, depth: int, near: i
     else:
         out += enc.t32_lsr_imm(a, a, shift) + enc.t32_orr_imm(a, a, 0x80000000)
     out += enc.t32_sub_reg(b, b, a)
-    if near is not None:
-        hit = t32_atomic_bump(a, c, b, near)
-    else:
+    hit = b""
+    if near is None:  # the counter's address in r``c``
         hit = enc.t32_pc_address(c, at + len(out) + 2, counter) if pic else enc.t32_mov32(c, counter)
-        hit += t32_atomic_bump(a, c, b)
+    if exclusive:
+        hit += t32_atomic_bump(a, c, b, near or 0)
+    else:
+        start = at + len(out) + 2 + len(hit)
+        to: int | None = done - start
+        if past != 2 or not 0 <= to - (len(t32_bump_low(c, near or 0, 1, a)) + 4) <= 126:
+            to = None
+        hit += t32_bump(c, near or 0, 1, to, a)
     return bytes(out + enc.t32_cbz(b, len(hit) + past - 2, nonzero=True) + hit)

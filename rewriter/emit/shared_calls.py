@@ -87,10 +87,12 @@ class SharedCall:
     mask_interrupts: bool
     atomic: bool
     halfword: bool = False  # the site's last value is the halfword after its BL (a record's id)
-    # Firmware (decision 0047): a hit in the slot's most recent key counts with LDREX/STREX
-    # and returns before the flags are kept and interrupts masked (not for procedures with
-    # an LDREX/STREX window of their own, which our exclusives would break).
+    # Firmware (decision 0047): a hit in the slot's most recent key counts and returns
+    # before the flags are kept and interrupts masked; with LDREX/STREX where exception
+    # handlers count hits too (``exclusive_hits``; then not for procedures with an
+    # LDREX/STREX window of their own, which our exclusives would break).
     unmasked_hits: bool = False
+    exclusive_hits: bool = True
 
 
 def plan(hook: Hook, ctx: HookContext) -> tuple[SharedCall, list[tuple[Arg, object]]] | None:
@@ -139,9 +141,11 @@ def plan(hook: Hook, ctx: HookContext) -> tuple[SharedCall, list[tuple[Arg, obje
         return None
     # The test before the masking takes r1-r3 and keeps r0 only (the key): not where the
     # site passes more in registers (a site id past a halfword, another site value).
-    unmasked = plan_of_filter is not None and ctx.mask_interrupts and ctx.exclusives and len(site) - halfword == 1
+    exclusive = ctx.handlers_count
+    unmasked = (plan_of_filter is not None and ctx.mask_interrupts and (ctx.exclusives or not exclusive)
+                and len(site) - halfword == 1)
     shared = SharedCall(hook.prototype.name, tuple(sources), len(site), plan_of_filter, ctx.mask_interrupts,
-                        ctx.atomic_hits, halfword, unmasked)
+                        ctx.atomic_hits, halfword, unmasked, exclusive)
     return shared, site
 
 
@@ -257,10 +261,10 @@ class SharedCalls(PageCopies):
         pop = enc.t32_pop(saved) if saved else b""
         past = len(pop) + 2  # the POP and the B.N to ``done``: the miss path follows
         shape = (code.pic, f.flt.shift, f.flt.slot_bits, f.flt.depth, near if near is not None and near + 4 <= 1020
-                 else None, (a, b, c), past)
-        code.later(filter_test_size(t32_site_hit_test, shape, 2),
-                   lambda at, r: t32_site_hit_test(*shape, at, r(memo), r(counter)))
+                 else None, (a, b, c), past, shared.exclusive_hits)
         done = ("site-hit", id(code), code.size)
+        code.later(filter_test_size(t32_site_hit_test, shape, 3),
+                   lambda at, r: t32_site_hit_test(*shape, at, r(memo), r(counter), r(done)))
         code.emit(pop)
         code.later(2, lambda at, r: enc.t32_b_narrow(at, r(done)))
         code.emit(pop)
@@ -408,7 +412,7 @@ def emit_shared_call(code: Code, shared: SharedCall, label: Hashable, function_l
         # CPSID and MSR); anything else runs the whole path, the filter again with it.
         f = shared.filter
         memo, counter = counter_label(f.flt.memo, 0), counter_label(f.flt.counter, f.index)
-        shape = (code.pic, f.flt.shift, f.flt.slot_bits, f.flt.depth, shared.halfword)
+        shape = (code.pic, f.flt.shift, f.flt.slot_bits, f.flt.depth, shared.halfword, shared.exclusive_hits)
         T32.mov_reg(code, IP, 0)
         code.later(filter_test_size(t32_most_recent_hit, shape, 2),
                    lambda at, r: t32_most_recent_hit(*shape, at, r(memo), r(counter)))

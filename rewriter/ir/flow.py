@@ -119,12 +119,22 @@ def loop_depths(flow: ProcedureFlow) -> list[int]:
 
 
 def natural_loops(flow: ProcedureFlow) -> dict[int, set[int]]:
-    """Each loop's header -> the blocks of its body (the header's included): back edges
-    found by depth-first search from the blocks entered from outside, each header's body
-    by walking back from its latches."""
+    """Each loop's header -> the blocks of its body (the header's included): the union of
+    its back edges' loops (back_edge_loops)."""
+    loops: dict[int, set[int]] = {}
+    for header, _, body in back_edge_loops(flow):
+        loops.setdefault(header, set()).update(body)
+    return loops
+
+
+def back_edge_loops(flow: ProcedureFlow) -> list[tuple[int, int, set[int]]]:
+    """Each back edge's loop as ``(header, latch, body)``: back edges found by depth-first
+    search from the blocks entered from outside, the body by walking back from the latch
+    to the header (both included). A header with several latches has a loop for each: a
+    self loop inside a larger one is a loop of its own here."""
     n = len(flow.successors)
     state = [0] * n  # 0 new, 1 on the stack, 2 done
-    latches: dict[int, list[int]] = {}
+    back_edges: list[tuple[int, int]] = []
     for root in sorted(flow.from_outside) + list(range(n)):
         if state[root]:
             continue
@@ -134,7 +144,7 @@ def natural_loops(flow: ProcedureFlow) -> dict[int, set[int]]:
             node, it = stack[-1]
             for nxt in it:
                 if state[nxt] == 1:
-                    latches.setdefault(nxt, []).append(node)
+                    back_edges.append((nxt, node))
                 elif state[nxt] == 0:
                     state[nxt] = 1
                     stack.append((nxt, iter(flow.successors[nxt])))
@@ -143,18 +153,17 @@ def natural_loops(flow: ProcedureFlow) -> dict[int, set[int]]:
                 state[node] = 2
                 stack.pop()
     predecessors = predecessors_of(flow.successors)
-    loops = {}
-    for header, tails in latches.items():
-        body = {header}
-        work = [t for t in tails if t != header]
-        body.update(work)
+    loops = []
+    for header, latch in back_edges:
+        body = {header, latch}
+        work = [latch] if latch != header else []
         while work:
             node = work.pop()
             for p in predecessors[node]:
                 if p not in body:
                     body.add(p)
                     work.append(p)
-        loops[header] = body
+        loops.append((header, latch, body))
     return loops
 
 
