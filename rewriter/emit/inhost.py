@@ -191,15 +191,15 @@ def _add_runtime_hooks(binary: Binary) -> None:
                 proc.hooks.append(Hook(Point.BEFORE, end, ()))
             for ins in proc.instructions() if immediate_exits else ():
                 if ins.address in ends:
-                    ins.hooks.append(Hook(Point.BEFORE, EXIT_JUMP, (Arg.EFFADDR, binary.binder))
+                    ins.add_hook(Hook(Point.BEFORE, EXIT_JUMP, (Arg.EFFADDR, binary.binder))
                                      if binder_jump is not None else Hook(Point.BEFORE, end, ()))
                 elif ins.branch_target in immediate_exits and ins.branch_target not in jumps_out:
-                    ins.hooks.append(Hook(Point.BEFORE, end, ()))
+                    ins.add_hook(Hook(Point.BEFORE, end, ()))
         if binder_jump is not None:
-            binder_jump.hooks.append(Hook(Point.BEFORE, Prototype("anvil_binder_jump", ()), ()))
+            binder_jump.add_hook(Hook(Point.BEFORE, Prototype("anvil_binder_jump", ()), ()))
         signal_entries = {entry for entry, name in binary.plt.items() if name in SIGNAL_ACTION_FUNCTIONS}
         for jump in plt_jumps_out(binary, signal_entries).values():
-            jump.hooks.append(Hook(Point.BEFORE, SIGNAL_ACTION_CALL, (SYS_RT_SIGACTION, 0)))
+            jump.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_CALL, (SYS_RT_SIGACTION, 0)))
     else:
         # The system call's number: r7 (Linux svc) or r0 (semihosting bkpt); and whether
         # Linux's exit (not exit_group) ends the program: not where it ends one thread of many.
@@ -210,10 +210,10 @@ def _add_runtime_hooks(binary: Binary) -> None:
         jumped_to = jump_targets(binary) if calls else set()
         for ins in calls:
             if may_end_program(binary, ins, number, jumped_to):
-                ins.hooks.append(Hook(Point.BEFORE, on_syscall, args))
+                ins.add_hook(Hook(Point.BEFORE, on_syscall, args))
             if (not binary.is_firmware and ins.op_str in ("#0", "#0x0")
                     and may_be_call(ins, number, jumped_to, {SYS_RT_SIGACTION})):
-                ins.hooks.append(Hook(Point.BEFORE, SIGNAL_ACTION_SYSCALL, (number, 0)))
+                ins.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_SYSCALL, (number, 0)))
 
 
 # Anvil's runtime handles each fatal signal left at its default to write the results
