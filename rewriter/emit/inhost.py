@@ -722,8 +722,14 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
     def string_label(text: str) -> Hashable:
         return ("sym", units.string_symbol(text))
 
+    counter_labels: dict[tuple[str, int], Hashable] = {}
+
     def counter_label(name: str, index: int) -> Hashable:
-        return ("sym+", f"anvil_array_{name}", 8 * index)
+        # One label per slot, not one per site (a filter's memo: one slot, a site per access).
+        label = counter_labels.get((name, index))
+        if label is None:
+            label = counter_labels[name, index] = ("sym+", f"anvil_array_{name}", 8 * index)
+        return label
 
     def new_context() -> RelocationContext:
         return RelocationContext(

@@ -30,18 +30,19 @@ import pickle
 import signal
 import struct
 from collections.abc import Callable
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ..errors import AnvilError
 from ..ir.fork_split import can_fork
 from .code import Code, Resolver
-from .relocate import ins_label, instruction_copies, instruction_copy_labels
+from .relocate import INSTRUCTION_COPY, ins_label, instruction_copies
 
 # Instructions below which one process relocates everything: forking and the label
 # exchange cost about a tenth of a second.
 MIN_INSTRUCTIONS = 40000
 
-ResolverFor = Callable[[dict, dict[str, int]], Resolver]  # (labels, symbols) -> resolve
+# (labels, symbols) -> resolve; the labels are a dict, or anything with its get (_PartLabels).
+ResolverFor = Callable[[Any, dict[str, int]], Resolver]
 
 
 class PartFailed(AnvilError):
@@ -99,7 +100,9 @@ class LocalPart(_Part):
     def _bytes(self, at: int, resolve: Resolver) -> bytes:
         assert self._code is not None and self._encoding is not None, "place and finish come first"
         base, labels, symbols = self._encoding
-        return _encode(self._code, base, instruction_copy_labels(labels), symbols, self._resolver_for)
+        code = self._code
+        code.rebase(base)
+        return code.finish(self._resolver_for(_PartLabels(code.labels, labels), symbols))
 
     def close(self) -> None:
         """Nothing runs elsewhere (LaterPart's interface)."""
@@ -178,6 +181,24 @@ class LaterPart(_Part):
             pass
         os.waitpid(self._pid, 0)
         self._pid = None
+
+
+class _PartLabels:
+    """The labels a local part is encoded with: its own, then the instruction copies among
+    ``others`` (the rest of the code's), as ``_encode``'s dict of both would give them, looked
+    up where they are rather than copied (a label per instruction of the program)."""
+
+    __slots__ = ("_own", "_others")
+
+    def __init__(self, own: dict, others: dict) -> None:
+        self._own = own
+        self._others = others
+
+    def get(self, key: object, default: int | None = None) -> int | None:
+        at = self._own.get(key)
+        if at is None and key.__class__ is tuple and key[0] == INSTRUCTION_COPY:
+            at = self._others.get(key)
+        return default if at is None else at
 
 
 def _child(emit: Callable[[], Code], resolver_for: ResolverFor, out: BinaryIO, inp: BinaryIO) -> None:
