@@ -14,6 +14,7 @@ reuse this module's argument, address and filter code (decision 0029).
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable, Set
 from dataclasses import dataclass, field
 
@@ -575,6 +576,11 @@ def _hit_bump(found: tuple[RepeatFilter, Hook], ctx: HookContext) -> bytes | Non
     return neon_hit(flt.counter_offset + 8 * index)
 
 
+def _compact_test(shape: tuple, memo: Hashable, at: int, resolve: Callable[[Hashable], int]) -> bytes:
+    """The fixup of a filtered record site's test (under functools.partial: not a closure a site)."""
+    return t32_compact_test(*shape, at, resolve(memo))
+
+
 def _emit_filtered_record(code: Code, hook: Hook, found: tuple[RepeatFilter, Hook], ctx: HookContext,
                           island: FilteredAppend, bump: bytes, dead: int) -> None:
     """A record site whose call path is shared code (``_filtered_append``), r0-r3 parked:
@@ -596,7 +602,7 @@ def _emit_filtered_record(code: Code, hook: Hook, found: tuple[RepeatFilter, Hoo
     park = ctx.scratch.save_bytes(T32, late_pairs, 16 + FILTER_TEMPS.parked, dead)
     memo = ctx.counter_label(flt.memo, 0)
     shape = (code.pic, flt.shift, flt.slot_bits, flt.depth, len(park) + 8)
-    code.later(filter_test_size(t32_compact_test, shape, 1), lambda at, r: t32_compact_test(*shape, at, r(memo)))
+    code.later(filter_test_size(t32_compact_test, shape, 1), functools.partial(_compact_test, shape, memo))
     code.emit(park)
     ctx.call_stubs.add(RECORD_FLUSH)  # the island's append calls it
     ctx.appends.call(code, island)
