@@ -65,6 +65,7 @@ from .patches import (
 from .procedure_sums import count_hits_in_registers, program_stops
 from .records import SiteTable
 from .relocate import (
+    INSTRUCTION_COPY,
     RelocationContext,
     Unsupported,
     emit_veneer,
@@ -474,7 +475,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         raise AnvilError("analysis library changed size between links")
 
     symbols = lib.symbols
-    resolve = functools.partial(_resolve, code.labels, symbols, tool_name)
+    resolve = functools.partial(_resolve, code.labels, symbols, tool_name, None)
     if os.environ.get("ANVIL_ADDRESS_MAP"):  # debugging aid: relocated -> original addresses
         with open(os.environ["ANVIL_ADDRESS_MAP"], "w") as f:
             for original, at in instruction_copies(code.labels).items():
@@ -516,9 +517,11 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     return _finish(report, output, data, chosen, started)
 
 
-def _resolve(labels: dict, symbols: dict[str, int], tool_name: str, key: Hashable) -> int:
+def _resolve(labels: dict, symbols: dict[str, int], tool_name: str, copies: dict | None, key: Hashable) -> int:
     """The address of ``key``: a label of the code, a symbol of the library (``("sym", name)``,
     ``("sym+", name, offset)``) or a label with the Thumb bit (``("with_bit", key, bit)``).
+    ``copies``: more labels, of which only the instruction copies count, looked up where
+    ``labels`` lacks one (the rest of the code's, for a later part encoded in this process).
 
     A module function, not a closure calling itself: that would be a reference cycle
     holding every label until the cycle collector ran.
@@ -526,12 +529,16 @@ def _resolve(labels: dict, symbols: dict[str, int], tool_name: str, key: Hashabl
     at = labels.get(key)
     if at is not None:
         return at
+    if copies is not None and key.__class__ is tuple and key[0] == INSTRUCTION_COPY:
+        at = copies.get(key)
+        if at is not None:
+            return at
     if isinstance(key, tuple) and key[0] == "sym":
         if key[1] not in symbols:
             raise AnvilError(f"analysis routine or symbol '{key[1]}' is not defined by tool {tool_name}")
         return symbols[key[1]]
     if isinstance(key, tuple) and key[0] == "with_bit":
-        return _resolve(labels, symbols, tool_name, key[1]) | key[2]
+        return _resolve(labels, symbols, tool_name, copies, key[1]) | key[2]
     if isinstance(key, tuple) and key[0] == "sym+":
         return symbols[key[1]] + key[2]
     raise AnvilError(f"internal error: unresolved label {key!r}")
@@ -795,8 +802,8 @@ def _later_part(relocation: _Relocation, tool_name: str) -> LaterPart | LocalPar
         _emit_code(code, later, relocation.new_context(), False)
         return code
 
-    def resolver_for(labels: dict, symbols: dict[str, int]) -> Resolver:
-        return functools.partial(_resolve, labels, symbols, tool_name)
+    def resolver_for(labels: dict, symbols: dict[str, int], copies: dict | None = None) -> Resolver:
+        return functools.partial(_resolve, labels, symbols, tool_name, copies)
 
     relocation.split = split
     return LaterPart.fork(emit_later, resolver_for) or LocalPart(emit_later, resolver_for)

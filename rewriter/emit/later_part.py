@@ -30,19 +30,19 @@ import pickle
 import signal
 import struct
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from ..errors import AnvilError
 from ..ir.fork_split import can_fork
 from .code import Code, Resolver
-from .relocate import INSTRUCTION_COPY, ins_label, instruction_copies
+from .relocate import ins_label, instruction_copies
 
 # Instructions below which one process relocates everything: forking and the label
 # exchange cost about a tenth of a second.
 MIN_INSTRUCTIONS = 40000
 
-# (labels, symbols) -> resolve; the labels are a dict, or anything with its get (_PartLabels).
-ResolverFor = Callable[[Any, dict[str, int]], Resolver]
+# (labels, symbols[, more labels whose instruction copies count where the first lack one]) -> resolve
+ResolverFor = Callable[..., Resolver]
 
 
 class PartFailed(AnvilError):
@@ -102,7 +102,9 @@ class LocalPart(_Part):
         base, labels, symbols = self._encoding
         code = self._code
         code.rebase(base)
-        return code.finish(self._resolver_for(_PartLabels(code.labels, labels), symbols))
+        # Its own labels first, then the instruction copies among the others, where they are
+        # (_encode's dict of both would copy a label per instruction of the program).
+        return code.finish(self._resolver_for(code.labels, symbols, labels))
 
     def close(self) -> None:
         """Nothing runs elsewhere (LaterPart's interface)."""
@@ -181,24 +183,6 @@ class LaterPart(_Part):
             pass
         os.waitpid(self._pid, 0)
         self._pid = None
-
-
-class _PartLabels:
-    """The labels a local part is encoded with: its own, then the instruction copies among
-    ``others`` (the rest of the code's), as ``_encode``'s dict of both would give them, looked
-    up where they are rather than copied (a label per instruction of the program)."""
-
-    __slots__ = ("_own", "_others")
-
-    def __init__(self, own: dict, others: dict) -> None:
-        self._own = own
-        self._others = others
-
-    def get(self, key: object, default: int | None = None) -> int | None:
-        at = self._own.get(key)
-        if at is None and key.__class__ is tuple and key[0] == INSTRUCTION_COPY:
-            at = self._others.get(key)
-        return default if at is None else at
 
 
 def _child(emit: Callable[[], Code], resolver_for: ResolverFor, out: BinaryIO, inp: BinaryIO) -> None:
