@@ -120,7 +120,7 @@ def _quick(addr: int, size: int, raw: bytes, thumb: bool, mnemonic: str, op_str:
     if accesses is None:
         return None
     return Instruction(address=addr, size=size, raw=raw, thumb=thumb, mnemonic=mnemonic, op_str=op_str, name=name,
-                       accesses=accesses)
+                       accesses=tuple(accesses))
 
 
 def _quick_pc(md: capstone.Cs, addr: int, raw: bytes, thumb: bool, mnemonic: str, op_str: str,
@@ -141,7 +141,7 @@ def _quick_pc(md: capstone.Cs, addr: int, raw: bytes, thumb: bool, mnemonic: str
         accesses = quick_facts("pop", op_str)
         if accesses is None:
             return None
-        return new(name="pop", accesses=accesses, is_branch=True, is_return=True, writes_pc=True)
+        return new(name="pop", accesses=tuple(accesses), is_branch=True, is_return=True, writes_pc=True)
     if with_condition(mnemonic, "add") and op_str.endswith(", pc") and op_str[:-4] in REG:
         return new(name="add", reads_pc=True, detail=cache.detail(md, raw, addr, thumb))
     name, _ = base_name(mnemonic)
@@ -154,7 +154,7 @@ def _quick_pc(md: capstone.Cs, addr: int, raw: bytes, thumb: bool, mnemonic: str
     size = _vreg_size(register) if name == "vldr" else _LOAD_SIZES[name]
     pc_value = addr + (4 if thumb else 8)
     access = Access(False, size, PC, ((pc_value & ~3) + offset) & 0xFFFFFFFF)
-    return new(name=name, accesses=[access], reads_pc=True, detail=cache.detail(md, raw, addr, thumb))
+    return new(name=name, accesses=(access,), reads_pc=True, detail=cache.detail(md, raw, addr, thumb))
 
 
 def _register_branch(md: capstone.Cs, addr: int, raw: bytes, thumb: bool, mnemonic: str, op_str: str,
@@ -279,7 +279,7 @@ def _decode_with(md: capstone.Cs, code: bytes, address: int, thumb: bool,
                 known[key] = _facts_of(ins)
         else:
             before, accesses, after, detail = facts
-            ins = Instruction(addr, *before, list(accesses), *after)  # positional: the fastest constructor call
+            ins = Instruction(addr, *before, accesses, *after)  # positional: the fastest constructor call
             if detail is not None:
                 ins.detail = detail
         if ins.is_it:
@@ -307,7 +307,7 @@ def _direct_branch(addr: int, raw: bytes, thumb: bool, mnemonic: str, op_str: st
     # Positional, as in _decode_with (keywords cost more): address, size, raw, thumb, mnemonic,
     # op_str, name, cond, is_it, in_it, accesses, is_branch, is_call, is_return, is_indirect,
     # branch_target, reads_pc, writes_pc.
-    return Instruction(addr, len(raw), raw, thumb, mnemonic, op_str, name, cond, False, it_cond is not None, [],
+    return Instruction(addr, len(raw), raw, thumb, mnemonic, op_str, name, cond, False, it_cond is not None, (),
                        True, name in ("bl", "blx"), False, False, target, False, True)
 
 
@@ -321,8 +321,8 @@ def _same_anywhere(ins: Instruction, cache: DecodeCache) -> bool:
 
 def _facts_of(ins: Instruction) -> tuple[tuple, tuple, tuple, capstone.CsInsn | None]:
     """The decoded fields of ``ins`` after its address, in constructor order: those before the
-    accesses, the accesses, those after (so a copy gets a list of accesses of its own); and
-    its details."""
+    accesses, the accesses (a tuple, which every instruction of the encoding shares), those
+    after; and its details."""
     values = [getattr(ins, name) for name in _DECODED]
     return tuple(values[:_SPLIT]), tuple(values[_SPLIT]), tuple(values[_SPLIT + 1:]), ins.detail
 
@@ -406,7 +406,7 @@ def _facts(md: capstone.Cs, insn: capstone.CsInsn, thumb: bool) -> Instruction:
         ins.reads_pc = ins.writes_pc = False
         return ins
     ins.is_syscall = _is_syscall(insn.mnemonic, insn.op_str)
-    ins.accesses = _accesses(md, insn, name, ops, pc_value)
+    ins.accesses = tuple(_accesses(md, insn, name, ops, pc_value))
     _branch_facts(md, ins, insn, name, ops, thumb)
     if ins.writes_pc and ins.branch_target is None and name not in ("b", "bl", "cbz", "cbnz"):
         ins.is_branch = True

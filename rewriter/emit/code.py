@@ -48,12 +48,13 @@ class Code:
         self.pic = pic
         self.ge = ge
         self.size = 0
-        # Bytes, or (offset from base, size, fixup) for bytes filled in at the end.
-        self._chunks: list[bytes | tuple[int, int, Fixup]] = []
+        # Bytes, or (offset from base, size, fixup) for bytes filled in at the end, or a
+        # branch (its row, encoded at the end too).
+        self._chunks: list[bytes | tuple[int, int, Fixup] | _Branch] = []
         self.labels: dict[Hashable, int] = {}
         self._alignment = 1  # every alignment asked for divides it (see rebase)
-        # Branches since the last island: (offset, target, target is Thumb, [veneer label]).
-        self._unsure: list[tuple[int, Hashable | int, bool, list]] = []
+        # Branches since the last island.
+        self._unsure: list[_Branch] = []
         self._islands = 0
         self._stretch_start = 0  # offset where the code since the last island starts
 
@@ -77,20 +78,9 @@ class Code:
         """A 4-byte branch or call to ``target`` (a label, or a link-time address), encoded
         by ``encode`` at the end; through a veneer of the next island where it cannot reach.
         ``prefer``: a label to go to instead when it is defined by then (a nearer copy)."""
-        veneer: list = [None]
-        self._unsure.append((self.size, target, target_thumb, veneer))
-        labels = self.labels
-
-        def fixup(at: int, resolve: Resolver) -> bytes:
-            if prefer is not None and prefer in labels:
-                return encode(at, labels[prefer])
-            try:
-                return encode(at, target if target.__class__ is int else resolve(target))
-            except RangeError:
-                if veneer[0] is None:
-                    raise
-                return encode(at, resolve(veneer[0]))
-        self._chunks.append((self.size, 4, fixup))
+        row = _Branch(self.size, target, encode, target_thumb, prefer)
+        self._unsure.append(row)
+        self._chunks.append(row)
         self.size += 4
 
     def island(self, write_veneer: VeneerWriter, last: bool = False) -> None:
@@ -103,22 +93,23 @@ class Code:
         if since < ISLAND_EVERY and not (last and (self._islands or self.size >= ISLAND_EVERY // 2)):
             return
         labels, base = self.labels, self.base
-        wanted: dict[tuple[Hashable | int, bool], list[list]] = {}
-        for offset, target, thumb, veneer in self._unsure:
+        wanted: dict[tuple[Hashable | int, bool], list[_Branch]] = {}
+        for row in self._unsure:
+            target = row.target
             at = labels.get(target) if target.__class__ is not int else None
-            if at is not None and abs(at - (base + offset)) < NEAR:
+            if at is not None and abs(at - (base + row.offset)) < NEAR:
                 continue
-            wanted.setdefault((target, thumb), []).append(veneer)
+            wanted.setdefault((target, row.target_thumb), []).append(row)
         self._unsure = []
         self._stretch_start = self.size
         self._islands += 1
-        for (target, thumb), veneers in wanted.items():
+        for (target, thumb), rows in wanted.items():
             label = ("reach", self._islands, target, thumb)
             self.align(4)
             self.label(label)
             write_veneer(self, target, thumb)
-            for veneer in veneers:
-                veneer[0] = label
+            for row in rows:
+                row.veneer = label
 
     def label(self, key: Hashable) -> None:
         if key not in self.labels:
@@ -175,8 +166,14 @@ class Code:
         """Encode the fixups and return the finished bytes."""
         parts: list[bytes] = []
         append = parts.append
-        base = self.base
+        base, labels = self.base, self.labels
         for chunk in self._chunks:
+            if chunk.__class__ is _Branch:
+                data = chunk.encoded(base + chunk.offset, labels, resolve)
+                if len(data) != 4:
+                    raise AssertionError(f"branch at {base + chunk.offset:#x} encoded as {len(data)} bytes")
+                append(data)
+                continue
             if chunk.__class__ is not tuple:
                 append(chunk)
                 continue
@@ -187,3 +184,33 @@ class Code:
                 raise AssertionError(f"fixup at {addr:#x} produced {len(data)} bytes, reserved {size}")
             append(data)
         return b"".join(parts)
+
+
+class _Branch:
+    """A branch or call emitted by ``Code.branch``, encoded at the end: a row of fields, not
+    a closure (a closure and its cells took about five times the memory, and a large
+    program's code holds one per branch until it is encoded)."""
+
+    __slots__ = ("offset", "target", "encode", "target_thumb", "prefer", "veneer")
+
+    def __init__(self, offset: int, target: Hashable | int, encode: BranchEncoder, target_thumb: bool,
+                 prefer: Hashable | None) -> None:
+        self.offset = offset  # from the code's base
+        self.target = target
+        self.encode = encode
+        self.target_thumb = target_thumb
+        self.prefer = prefer
+        self.veneer: Hashable | None = None  # the label of its veneer in an island, if it was given one
+
+    def encoded(self, at: int, labels: dict[Hashable, int], resolve: Resolver) -> bytes:
+        """Its bytes at ``at``: to ``prefer`` if ``labels`` has it, else to the target, else
+        (out of reach) to its veneer."""
+        prefer, encode, target = self.prefer, self.encode, self.target
+        if prefer is not None and prefer in labels:
+            return encode(at, labels[prefer])
+        try:
+            return encode(at, target if target.__class__ is int else resolve(target))
+        except RangeError:
+            if self.veneer is None:
+                raise
+            return encode(at, resolve(self.veneer))

@@ -14,6 +14,7 @@ reuse this module's argument, address and filter code (decision 0029).
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable, Set
 from dataclasses import dataclass, field
 
@@ -488,7 +489,7 @@ def filter_test_after_key(isa: ISA, code: Code, flt: RepeatFilter, left: bool,
         hit = ("filter-hit", id(code), code.size) if hit_bump is not None else None
         shape = (code.pic, flt.shift, flt.slot_bits, flt.depth, near, hit is not None)
         code.later(filter_test_size(t32_filter_test, shape, 2),
-                   lambda at, r: t32_filter_test(*shape, at, r(memo), r(hit or done)))
+                   functools.partial(_t32_filter_test, shape, memo, hit or done))
         code.emit(t32_filter_miss(flt.slot_bits, flt.depth, left))
         if hit_bump is None:
             return FilterEnd(done)
@@ -497,7 +498,7 @@ def filter_test_after_key(isa: ISA, code: Code, flt: RepeatFilter, left: bool,
         return FilterEnd(done, hit, bump)
     shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits, atomic, flt.depth)
     code.later(filter_test_size(filter_test, shape, 3),
-               lambda at, r: filter_test(*shape, at, r(memo), r(counter), r(done)))
+               functools.partial(_filter_test, shape, memo, counter, done))
     # r3 = the slot: a new key takes it (the older key moves down at depth 2), and the call follows.
     if flt.depth == 2:
         isa.ldr(code, 2, 3, 4)
@@ -581,6 +582,23 @@ def _hit_bump(found: tuple[RepeatFilter, Hook], ctx: HookContext) -> bytes | Non
     return neon_hit(flt.counter_offset + 8 * index)
 
 
+def _t32_filter_test(shape: tuple, memo: Hashable, to: Hashable, at: int,
+                     resolve: Callable[[Hashable], int]) -> bytes:
+    """The fixup of a filter's T32 test with the counter in reach (functools.partial, not a closure a site)."""
+    return t32_filter_test(*shape, at, resolve(memo), resolve(to))
+
+
+def _filter_test(shape: tuple, memo: Hashable, counter: Hashable, done: Hashable, at: int,
+                 resolve: Callable[[Hashable], int]) -> bytes:
+    """The fixup of a filter's test (functools.partial, not a closure a site)."""
+    return filter_test(*shape, at, resolve(memo), resolve(counter), resolve(done))
+
+
+def _compact_test(shape: tuple, memo: Hashable, at: int, resolve: Callable[[Hashable], int]) -> bytes:
+    """The fixup of a filtered record site's test (under functools.partial: not a closure a site)."""
+    return t32_compact_test(*shape, at, resolve(memo))
+
+
 def _emit_filtered_record(code: Code, hook: Hook, found: tuple[RepeatFilter, Hook], ctx: HookContext,
                           island: FilteredAppend, bump: bytes, dead: int) -> None:
     """A record site whose call path is shared code (``_filtered_append``), r0-r3 parked:
@@ -602,7 +620,7 @@ def _emit_filtered_record(code: Code, hook: Hook, found: tuple[RepeatFilter, Hoo
     park = ctx.scratch.save_bytes(T32, late_pairs, 16 + FILTER_TEMPS.parked, dead)
     memo = ctx.counter_label(flt.memo, 0)
     shape = (code.pic, flt.shift, flt.slot_bits, flt.depth, len(park) + 8)
-    code.later(filter_test_size(t32_compact_test, shape, 1), lambda at, r: t32_compact_test(*shape, at, r(memo)))
+    code.later(filter_test_size(t32_compact_test, shape, 1), functools.partial(_compact_test, shape, memo))
     code.emit(park)
     ctx.call_stubs.add(RECORD_FLUSH)  # the island's append calls it
     ctx.appends.call(code, island)

@@ -65,6 +65,7 @@ from .patches import (
 from .procedure_sums import count_hits_in_registers, program_stops
 from .records import SiteTable
 from .relocate import (
+    INSTRUCTION_COPY,
     RelocationContext,
     Unsupported,
     emit_veneer,
@@ -191,15 +192,15 @@ def _add_runtime_hooks(binary: Binary) -> None:
                 proc.hooks.append(Hook(Point.BEFORE, end, ()))
             for ins in proc.instructions() if immediate_exits else ():
                 if ins.address in ends:
-                    ins.hooks.append(Hook(Point.BEFORE, EXIT_JUMP, (Arg.EFFADDR, binary.binder))
+                    ins.add_hook(Hook(Point.BEFORE, EXIT_JUMP, (Arg.EFFADDR, binary.binder))
                                      if binder_jump is not None else Hook(Point.BEFORE, end, ()))
                 elif ins.branch_target in immediate_exits and ins.branch_target not in jumps_out:
-                    ins.hooks.append(Hook(Point.BEFORE, end, ()))
+                    ins.add_hook(Hook(Point.BEFORE, end, ()))
         if binder_jump is not None:
-            binder_jump.hooks.append(Hook(Point.BEFORE, Prototype("anvil_binder_jump", ()), ()))
+            binder_jump.add_hook(Hook(Point.BEFORE, Prototype("anvil_binder_jump", ()), ()))
         signal_entries = {entry for entry, name in binary.plt.items() if name in SIGNAL_ACTION_FUNCTIONS}
         for jump in plt_jumps_out(binary, signal_entries).values():
-            jump.hooks.append(Hook(Point.BEFORE, SIGNAL_ACTION_CALL, (SYS_RT_SIGACTION, 0)))
+            jump.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_CALL, (SYS_RT_SIGACTION, 0)))
     else:
         # The system call's number: r7 (Linux svc) or r0 (semihosting bkpt); and whether
         # Linux's exit (not exit_group) ends the program: not where it ends one thread of many.
@@ -210,10 +211,10 @@ def _add_runtime_hooks(binary: Binary) -> None:
         jumped_to = jump_targets(binary) if calls else set()
         for ins in calls:
             if may_end_program(binary, ins, number, jumped_to):
-                ins.hooks.append(Hook(Point.BEFORE, on_syscall, args))
+                ins.add_hook(Hook(Point.BEFORE, on_syscall, args))
             if (not binary.is_firmware and ins.op_str in ("#0", "#0x0")
                     and may_be_call(ins, number, jumped_to, {SYS_RT_SIGACTION})):
-                ins.hooks.append(Hook(Point.BEFORE, SIGNAL_ACTION_SYSCALL, (number, 0)))
+                ins.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_SYSCALL, (number, 0)))
 
 
 # Anvil's runtime handles each fatal signal left at its default to write the results
@@ -474,7 +475,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         raise AnvilError("analysis library changed size between links")
 
     symbols = lib.symbols
-    resolve = functools.partial(_resolve, code.labels, symbols, tool_name)
+    resolve = functools.partial(_resolve, code.labels, symbols, tool_name, None)
     if os.environ.get("ANVIL_ADDRESS_MAP"):  # debugging aid: relocated -> original addresses
         with open(os.environ["ANVIL_ADDRESS_MAP"], "w") as f:
             for original, at in instruction_copies(code.labels).items():
@@ -516,9 +517,11 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     return _finish(report, output, data, chosen, started)
 
 
-def _resolve(labels: dict, symbols: dict[str, int], tool_name: str, key: Hashable) -> int:
+def _resolve(labels: dict, symbols: dict[str, int], tool_name: str, copies: dict | None, key: Hashable) -> int:
     """The address of ``key``: a label of the code, a symbol of the library (``("sym", name)``,
     ``("sym+", name, offset)``) or a label with the Thumb bit (``("with_bit", key, bit)``).
+    ``copies``: more labels, of which only the instruction copies count, looked up where
+    ``labels`` lacks one (the rest of the code's, for a later part encoded in this process).
 
     A module function, not a closure calling itself: that would be a reference cycle
     holding every label until the cycle collector ran.
@@ -526,12 +529,16 @@ def _resolve(labels: dict, symbols: dict[str, int], tool_name: str, key: Hashabl
     at = labels.get(key)
     if at is not None:
         return at
+    if copies is not None and key.__class__ is tuple and key[0] == INSTRUCTION_COPY:
+        at = copies.get(key)
+        if at is not None:
+            return at
     if isinstance(key, tuple) and key[0] == "sym":
         if key[1] not in symbols:
             raise AnvilError(f"analysis routine or symbol '{key[1]}' is not defined by tool {tool_name}")
         return symbols[key[1]]
     if isinstance(key, tuple) and key[0] == "with_bit":
-        return _resolve(labels, symbols, tool_name, key[1]) | key[2]
+        return _resolve(labels, symbols, tool_name, copies, key[1]) | key[2]
     if isinstance(key, tuple) and key[0] == "sym+":
         return symbols[key[1]] + key[2]
     raise AnvilError(f"internal error: unresolved label {key!r}")
@@ -722,8 +729,14 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
     def string_label(text: str) -> Hashable:
         return ("sym", units.string_symbol(text))
 
+    counter_labels: dict[tuple[str, int], Hashable] = {}
+
     def counter_label(name: str, index: int) -> Hashable:
-        return ("sym+", f"anvil_array_{name}", 8 * index)
+        # One label per slot, not one per site (a filter's memo: one slot, a site per access).
+        label = counter_labels.get((name, index))
+        if label is None:
+            label = counter_labels[name, index] = ("sym+", f"anvil_array_{name}", 8 * index)
+        return label
 
     def new_context() -> RelocationContext:
         return RelocationContext(
@@ -790,8 +803,8 @@ def _later_part(relocation: _Relocation, tool_name: str) -> LaterPart | LocalPar
         _emit_code(code, later, relocation.new_context(), False)
         return code
 
-    def resolver_for(labels: dict, symbols: dict[str, int]) -> Resolver:
-        return functools.partial(_resolve, labels, symbols, tool_name)
+    def resolver_for(labels: dict, symbols: dict[str, int], copies: dict | None = None) -> Resolver:
+        return functools.partial(_resolve, labels, symbols, tool_name, copies)
 
     relocation.split = split
     return LaterPart.fork(emit_later, resolver_for) or LocalPart(emit_later, resolver_for)

@@ -6,8 +6,8 @@ Symbolic targets (labels) are resolved by fixups when the code is finished.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from functools import cache
+from collections.abc import Callable, Hashable
+from functools import cache, partial
 
 from ..arch import arm_encode as enc
 from .code import Code, Resolver
@@ -22,6 +22,34 @@ def _a32_bl(src: int, dst: int) -> bytes:
 
 def _addr(target: Hashable | int, resolve: Resolver) -> int:
     return target if isinstance(target, int) else resolve(target)
+
+
+# The fixups of the frequent forms: module functions under functools.partial, not a
+# closure each (a function and its cells, held by the code until it is encoded).
+def _t32_address(rd: int, target: Hashable | int, at: int, resolve: Resolver) -> bytes:
+    return enc.t32_mov32(rd, _addr(target, resolve))
+
+
+def _t32_pc_address(rd: int, target: Hashable | int, at: int, resolve: Resolver) -> bytes:
+    return enc.t32_pc_address(rd, at, _addr(target, resolve))
+
+
+def _t32_cbz(rn: int, target: Hashable | int, nonzero: bool, at: int, resolve: Resolver) -> bytes:
+    return enc.t32_cbz(rn, _addr(target, resolve) - (at + 4), nonzero)
+
+
+def _a32_address(rd: int, target: Hashable | int, at: int, resolve: Resolver) -> bytes:
+    return enc.a32_mov32(rd, _addr(target, resolve))
+
+
+def _a32_pc_address(rd: int, target: Hashable | int, at: int, resolve: Resolver) -> bytes:
+    return enc.a32_pc_address(rd, at, _addr(target, resolve))
+
+
+@cache
+def _t32_b_if(cond: int) -> Callable[[int, int], bytes]:
+    """The encoder of a T32 B.W under ``cond``: one per condition, shared by its branches."""
+    return lambda at, dest: enc.t32_b(at, dest, cond)
 
 
 class ISA:
@@ -120,15 +148,15 @@ class _T32(ISA):
             if isinstance(target, int):  # known now: no fixup needed
                 code.emit(enc.t32_mov32(rd, target))
                 return
-            code.later(8, lambda at, r: enc.t32_mov32(rd, _addr(target, r)))
+            code.later(8, partial(_t32_address, rd, target))
             return
-        code.later(10, lambda at, r: enc.t32_pc_address(rd, at, _addr(target, r)))
+        code.later(10, partial(_t32_pc_address, rd, target))
 
     def call(self, code: Code, target: Hashable | int, target_thumb: bool = True) -> None:
         code.branch(target, enc.t32_bl if target_thumb else enc.t32_blx, target_thumb)
 
     def branch(self, code: Code, target: Hashable | int, cond: int = AL) -> None:
-        code.branch(target, enc.t32_b if cond == AL else lambda at, dest: enc.t32_b(at, dest, cond), True)
+        code.branch(target, enc.t32_b if cond == AL else _t32_b_if(cond), True)
 
     def far_jump(self, code: Code, target: int, target_thumb: bool) -> None:
         """Jump to a link-time address anywhere (clobbers IP, as veneers may)."""
@@ -153,7 +181,7 @@ class _T32(ISA):
 
     def cbz(self, code: Code, rn: int, target: Hashable, nonzero: bool = False) -> None:
         """Branch forward (at most 126 bytes) to ``target`` if rn (r0-r7) is zero (nonzero), flags untouched."""
-        code.later(2, lambda at, r: enc.t32_cbz(rn, _addr(target, r) - (at + 4), nonzero))
+        code.later(2, partial(_t32_cbz, rn, target, nonzero))
 
 
 class _A32(ISA):
@@ -213,9 +241,9 @@ class _A32(ISA):
             if isinstance(target, int):  # known now: no fixup needed
                 code.emit(enc.a32_mov32(rd, target))
                 return
-            code.later(8, lambda at, r: enc.a32_mov32(rd, _addr(target, r)))
+            code.later(8, partial(_a32_address, rd, target))
             return
-        code.later(12, lambda at, r: enc.a32_pc_address(rd, at, _addr(target, r)))
+        code.later(12, partial(_a32_pc_address, rd, target))
 
     def call(self, code: Code, target: Hashable | int, target_thumb: bool = True) -> None:
         code.branch(target, enc.a32_blx_imm if target_thumb else _a32_bl, target_thumb)

@@ -35,13 +35,14 @@ from typing import BinaryIO
 from ..errors import AnvilError
 from ..ir.fork_split import can_fork
 from .code import Code, Resolver
-from .relocate import ins_label, instruction_copies, instruction_copy_labels
+from .relocate import ins_label, instruction_copies
 
 # Instructions below which one process relocates everything: forking and the label
 # exchange cost about a tenth of a second.
 MIN_INSTRUCTIONS = 40000
 
-ResolverFor = Callable[[dict, dict[str, int]], Resolver]  # (labels, symbols) -> resolve
+# (labels, symbols[, more labels whose instruction copies count where the first lack one]) -> resolve
+ResolverFor = Callable[..., Resolver]
 
 
 class PartFailed(AnvilError):
@@ -99,7 +100,11 @@ class LocalPart(_Part):
     def _bytes(self, at: int, resolve: Resolver) -> bytes:
         assert self._code is not None and self._encoding is not None, "place and finish come first"
         base, labels, symbols = self._encoding
-        return _encode(self._code, base, instruction_copy_labels(labels), symbols, self._resolver_for)
+        code = self._code
+        code.rebase(base)
+        # Its own labels first, then the instruction copies among the others, where they are
+        # (_encode's dict of both would copy a label per instruction of the program).
+        return code.finish(self._resolver_for(code.labels, symbols, labels))
 
     def close(self) -> None:
         """Nothing runs elsewhere (LaterPart's interface)."""

@@ -64,6 +64,10 @@ class PageCopies:
     def __init__(self) -> None:
         self.routines: set[Hashable] = set()  # the image's copies, emitted after the code
         self.wanted: dict[int, set[Hashable]] = {}  # page -> routines its sites call
+        # page -> routine -> the label of the page's copy: one label, not one per site
+        # (every branch holds it until the code is encoded).
+        self._copy_labels: dict[int, dict[Hashable, tuple]] = {}
+        self._one_of_each: dict[Hashable, Hashable] = {}  # routine -> the equal one branches keep
 
     def emit_copy(self, code: Code, routine: Hashable, label: Hashable) -> None:
         """Write a copy of ``routine`` labelled ``label`` (by the subclass)."""
@@ -72,10 +76,17 @@ class PageCopies:
     def call(self, code: Code, routine: Hashable) -> None:
         """BL to ``routine``: this page's copy if one is placed, else the image's."""
         code.keep_aligned(PAGE)
+        routine = self._one_of_each.setdefault(routine, routine)  # (sites make equal ones of their own)
         self.routines.add(routine)
         page = code.here() // PAGE
         self.wanted.setdefault(page, set()).add(routine)
-        code.branch(routine, enc.t32_bl, True, prefer=("island", page, routine))
+        labels = self._copy_labels.get(page)
+        if labels is None:
+            labels = self._copy_labels[page] = {}
+        label = labels.get(routine)
+        if label is None:
+            label = labels[routine] = ("island", page, routine)
+        code.branch(routine, enc.t32_bl, True, prefer=label)
 
     def place(self, code: Code) -> None:
         """Nothing falls through to here: copy the routines this page's sites want and lacks."""

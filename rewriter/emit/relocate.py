@@ -160,11 +160,6 @@ def instruction_copies(labels: dict) -> dict[int, int]:
     return {key[1]: at for key, at in labels.items() if key.__class__ is tuple and key[0] == INSTRUCTION_COPY}
 
 
-def instruction_copy_labels(labels: dict) -> dict:
-    """The ``ins_label`` labels among a code's ``labels``, with their addresses."""
-    return {key: at for key, at in labels.items() if key.__class__ is tuple and key[0] == INSTRUCTION_COPY}
-
-
 def relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> None:
     """Emit ``proc`` with its hooks into ``code``.
 

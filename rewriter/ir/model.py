@@ -79,7 +79,9 @@ class Instruction:
     cond: int = 14
     is_it: bool = False
     in_it: bool = False
-    accesses: list[Access] = field(default_factory=list)
+    # Tuples: the empty one is shared, and so are those of the instructions the decoder
+    # gives from its cache (the same encoding: Access is frozen).
+    accesses: tuple[Access, ...] = ()
     is_branch: bool = False
     is_call: bool = False
     is_return: bool = False
@@ -88,7 +90,9 @@ class Instruction:
     reads_pc: bool = False
     writes_pc: bool = False
     is_syscall: bool = False
-    hooks: list[Hook] = field(default_factory=list)
+    # The shared empty tuple until a hook is added (add_hook): most instructions get none,
+    # and an empty list each took 56 bytes.
+    hooks: list[Hook] | tuple[()] = ()
     # The block (a weak reference: ``block``, below); no constructor argument.
     _block_ref: object = field(default=None, init=False, repr=False, compare=False)
     # Capstone's instruction with operand details, where the facts or relocation need them.
@@ -146,7 +150,14 @@ class Instruction:
         if point is not Point.BEFORE:
             raise NotImplementedError("only Point.BEFORE is supported on instructions so far")
         prototype.check_args(args)
-        self.hooks.append(Hook(point, prototype, args))
+        self.add_hook(Hook(point, prototype, args))
+
+    def add_hook(self, hook: Hook) -> None:
+        """Add ``hook`` after those the instruction has."""
+        if self.hooks:
+            self.hooks.append(hook)
+        else:
+            self.hooks = [hook]
 
     def __str__(self) -> str:
         return f"{self.address:#x}: {self.mnemonic} {self.op_str}".rstrip()
@@ -405,7 +416,7 @@ class Binary:
                 block.edge_increments.clear()
                 for ins in block.instructions:
                     if ins.hooks:
-                        ins.hooks.clear()
+                        ins.hooks = ()
 
     def select(self, only: list[str] | None = None, skip: list[str] | None = None) -> list[Procedure]:
         """Procedures whose names match any ``only`` glob (all if none) and no ``skip`` glob."""
