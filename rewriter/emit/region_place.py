@@ -14,14 +14,14 @@ program crashes at the next instrumented instruction (decision 0077). So the off
 the first of a few candidates whose window keeps clear of every address the program asks
 ``mmap`` for with a constant: the calls to ``mmap``/``mmap64`` through the PLT and the
 ``mmap2`` system calls in the executable whose address argument (r0) is a known nonzero
-constant (``constants.constant_before``), for the length in r1 when that is known too.
+constant (moved there just before), for the length in r1 when that is known too.
 """
 
 from __future__ import annotations
 
 from ..errors import AnvilError
-from ..ir.constants import constant_before, jump_targets
-from ..ir.model import Binary
+from ..ir.constants import effect_on
+from ..ir.model import Binary, Instruction
 
 #: The offsets tried, in order: the usual one first (so that programs claiming nothing
 #: are laid out as before), then others in the upper half of the address space.
@@ -36,6 +36,8 @@ ADDRESS_LIMIT = 0xFFFF0000
 #: The library functions that map memory at an address the caller may ask for.
 MMAP_FUNCTIONS = frozenset(("mmap", "mmap64", "__mmap64"))
 MMAP2_SYSCALL = 192
+#: How far back from a call the arguments' moves are looked for.
+LOOK_BACK = 12
 
 
 def load_bias(binary: Binary) -> int:
@@ -48,22 +50,41 @@ def claimed_ranges(binary: Binary) -> list[tuple[int, int]]:
     (through the PLT) or ``mmap2`` system call whose address argument is a nonzero constant;
     a length not known is taken as WINDOW."""
     mmap_entries = {entry for entry, name in binary.plt.items() if name in MMAP_FUNCTIONS}
-    sites = [ins for proc in binary.procedures for ins in proc.instructions()
-             if (ins.branch_target in mmap_entries and (ins.is_call or ins.is_branch))
-             or (ins.is_syscall and ins.name == "svc")]
-    if not sites:
-        return []
-    jumped = jump_targets(binary)
     ranges = []
-    for ins in sites:
-        if ins.is_syscall and constant_before(ins, 7, jumped) != MMAP2_SYSCALL:
-            continue
-        start = constant_before(ins, 0, jumped)
-        if not start:
-            continue
-        length = constant_before(ins, 1, jumped) or WINDOW
-        ranges.append((start, min(start + length, 1 << 32)))
+    for proc in binary.procedures:
+        code = sorted(proc.instructions(), key=lambda ins: ins.address)
+        for at, ins in enumerate(code):
+            if ins.is_syscall and ins.name == "svc":
+                if _set_just_before(code, at, 7) != MMAP2_SYSCALL:
+                    continue
+            elif not (ins.branch_target in mmap_entries and (ins.is_call or ins.is_branch)):
+                continue
+            start = _set_just_before(code, at, 0)
+            if start:
+                length = _set_just_before(code, at, 1) or WINDOW
+                ranges.append((start, min(start + length, 1 << 32)))
     return sorted(set(ranges))
+
+
+def _set_just_before(code: list[Instruction], at: int, register: int) -> int | None:
+    """The constant the instructions just before ``code[at]`` (in address order, back to a
+    branch or call, at most LOOK_BACK of them) move into ``register``, if they do.
+
+    Bolder than ``constants.constant_before``, which does not cross a block of a procedure
+    with a table jump (CLISP's main, whose blocks are single instructions): here a wrong
+    answer costs only a region placed at another candidate, never a wrong program.
+    """
+    for before in reversed(code[max(0, at - LOOK_BACK):at]):
+        if before.is_branch or before.is_call or before.address + before.size != code[at].address:
+            return None
+        effect = effect_on(before, register)
+        if effect.keeps:
+            at -= 1
+            continue
+        if effect.source is None:
+            return effect.constant
+        register, at = effect.source, at - 1  # follow the copy
+    return None
 
 
 def _overlaps(start: int, end: int, ranges: list[tuple[int, int]]) -> bool:
