@@ -500,7 +500,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     early = tail.early
     header = struct.pack(f"<{HEADER_WORDS}I", HEADER_MAGIC, offset, code_end, file_end, lib.bss_end,
                          entry_target, len(patch_words), code.labels["patches"],
-                         *(early.header_words() if early else (0, 0, 0, 0)))
+                         *(early.header_words() if early else (0, 0, 0)), _library_exits_dynamic(binary))
     code._chunks[HEADER_CHUNK] = header
     if later is not None and later.placed:
         later.finish(code, symbols)  # the child encodes its part meanwhile
@@ -959,6 +959,17 @@ def _move_unloaded(out: bytearray, elf: ELFFile, lo: int, hi: int) -> None:
         new = (len(out) + 7) & ~7
         out += b"\0" * (new - len(out)) + data
         struct.pack_into("<I", out, 32, new)
+
+
+def _library_exits_dynamic(binary: Binary) -> int:
+    """The region header's ``dynamic`` word: the link address of the dynamic section of a
+    dynamic program whose end the tool observes, so that the runtime leads its libraries'
+    calls of ``_exit`` to the program's end (anvil_rt.c, hook_library_exits; decision
+    0077); 0 otherwise."""
+    if not binary.is_dynamic or not any(h.point is Point.AFTER for h in binary.hooks):
+        return 0
+    segments = ELFFile(io.BytesIO(binary.data)).iter_segments()
+    return next((seg["p_vaddr"] for seg in segments if seg["p_type"] == "PT_DYNAMIC"), 0)
 
 
 def _write_elf(binary: Binary, region: bytes, offset: int, patches: list[Patch], targets: dict[int, int],
