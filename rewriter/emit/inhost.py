@@ -742,6 +742,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
             table_sizes=binary.table_sizes,
             text_relocations=binary.text_relocations,
+            ip_clobbered_at=frozenset(binary.plt),
             inside_pages=not binary.is_firmware,
             shared_calls=SharedCalls(function_label, string_label, counter_label, in_loops, loop_sums)
             if binary.is_firmware else None,
