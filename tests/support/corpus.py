@@ -1085,8 +1085,9 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("chicken", ("chicken-bin:armhf", "libchicken11:armhf", "libchicken-dev:armhf"), "usr/bin/chicken",
             ("script.scm", "-output-file", "/dev/stdout", "-optimize-level", "2"),
             "CHICKEN's compiler (2 MB: Scheme compiled to C in continuation-passing style, its stack "
-            "emptied by longjmp) compiles a Scheme program to C; libchicken ends it with _exit",
-            files={"script.scm": SCHEME_SCRIPT},
+            "emptied by longjmp) compiles a Scheme program to C; libchicken ends it with _exit; its count "
+            "moves by a few thousand instructions from run to run of one copy",
+            files={"script.scm": SCHEME_SCRIPT}, repeatable=False,
             env={"LD_LIBRARY_PATH": "{root}/usr/lib", "CHICKEN_REPOSITORY_PATH": "{root}/var/lib/chicken/11"}),
     Program("hevea", ("hevea:armhf",), "usr/bin/hevea", ("-o", "-", "doc.tex"),
             "OCaml native (2.3 MB): LaTeX to HTML, macros, tables, lists, mathematics",
