@@ -1060,8 +1060,10 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             files={"script.lisp": LISP_SCRIPT}, repeatable=False, links={"sbcl.core": "{root}/usr/lib/sbcl/sbcl.core"}),
     Program("clisp", ("clisp:armhf", "libffcall1b:armhf", "libsigsegv2:armhf", "libunistring2:armhf", *READLINE),
             "usr/lib/clisp-2.49.93+/base/lisp.run", ("-M", "lispinit.mem", "-q", "-norc", "script.lisp"),
-            "CLISP's byte-code machine (2.1 MB of C, libsigsegv for its heap): the same Lisp as sbcl's",
-            files={"script.lisp": LISP_SCRIPT},
+            "CLISP's byte-code machine (2.1 MB of C, libsigsegv for its heap; it reserves 0xc0000000-"
+            "0xe0000000 and calls hand-written helpers with an operand in IP): the same Lisp as sbcl's; "
+            "its cachesim results move from run to run of one copy (by about 2,000 accesses)",
+            files={"script.lisp": LISP_SCRIPT}, repeatable=False,
             links={"lispinit.mem": "{root}/usr/lib/clisp-2.49.93+/base/lispinit.mem"}),
     Program("tcc", ("tcc:armhf",), "usr/bin/tcc", ("-nostdinc", "-Btcclib", "-run", "prog.c"),
             "the Tiny C Compiler compiles a C program into memory and runs it there (code written at run "
