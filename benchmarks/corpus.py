@@ -252,6 +252,9 @@ def measure(name: str, tools: Sequence[str], modes: Sequence[str], runs: int, wo
                        else run_inhost(program, run_dir / "prog", env))
             result.times.append(outcome.seconds)
             result.difference = difference(original, outcome)
+            if mode == "inhost" and result.difference is None and not (run_dir / f"prog.{tool}.out").is_file():
+                # (ReHost's copy says so itself: its results are incomplete.)
+                result.difference = "no results file: the program's end was not seen"
             result.run_dir = run_dir
             copies.append((result, run_dir, outcome))
         bench.progress(f"{name}: {tool} {mode}: " + " | ".join(cells(row, result)))

@@ -42,11 +42,22 @@ def test_copy_beyond_branch_reach_runs_identically(isa: str, mode: str, tmp_path
     assert (counts["loads"], counts["stores"]) == (loads, stores)
 
 
+def test_call_of_code_left_in_place_keeps_ip(tmp_path: Path) -> None:
+    """A call from a PIE's copy to original code other than a PLT entry goes through a
+    veneer that keeps IP: hand-written code may pass a value in it (samples/ip_jump.c's
+    load_then_call, as CLISP's bignum loops; decision 0077). cachesim copies the procedure
+    that loads, not the helper it calls, which adds IP."""
+    program = build("ip_jump", "O2-thumb-dyn")
+    original = run_prog(place(program, tmp_path, "orig"))
+    assert (original.returncode, original.stdout) == (0, b"1234 1234\n")
+    assert_same_behaviour(original, run_prog(instrument(program, "cachesim", tmp_path)))
+
+
 def test_jump_to_code_left_in_place_keeps_ip(tmp_path: Path) -> None:
     """A jump (not a call) from a copy to original code goes through a veneer that keeps IP:
     AAPCS frees IP only at calls (samples/ip_jump.c: cachesim copies the procedure that
     loads, not the one it jumps to, which adds IP)."""
     program = build("ip_jump", "Os-thumb-static")
     original = run_prog(place(program, tmp_path, "orig"))
-    assert (original.returncode, original.stdout) == (0, b"1234\n")
+    assert (original.returncode, original.stdout) == (0, b"1234 1234\n")
     assert_same_behaviour(original, run_prog(instrument(program, "cachesim", tmp_path)))

@@ -5,8 +5,8 @@ Layout of the result (see docs/decisions/0001-region-and-loader-stub.md):
 - the original file bytes stay where they are; only each relocated procedure's first
   8-10 bytes change (a jump to its copy) and the unused tail of the text segment's
   last page receives the loader stub, which becomes the entry point;
-- a region is appended to the file and mapped by the stub at REGION_OFFSET from the
-  image (load bias + REGION_OFFSET), so the heap (brk) and every original address
+- a region is appended to the file and mapped by the stub at an offset from the image
+  (load bias + offset; region_place.py chooses it), so the heap (brk) and every original address
   stay as they were: [analysis .text | header, relocated code, veneers, tables]
   [analysis .data] [.bss and counters, zero-filled].
 """
@@ -39,7 +39,7 @@ from ..ir.fork_split import halfway
 from ..ir.gc_pause import gc_paused
 from ..ir.model import Binary, Hook, Instruction, Point, Procedure
 from ..ir.plt import thumb_stubs
-from . import file_gap, firmware, preinit
+from . import file_gap, firmware, preinit, region_place
 from . import target_build as tb
 from .appends import emit_append_routine
 from .call_stubs import emit_call_stub
@@ -79,7 +79,6 @@ from .relocate import (
 from .shared_calls import SharedCalls
 from .sites import SiteUnit
 
-REGION_OFFSET = 0x80000000
 HEADER_MAGIC = 0x4C564E41  # "ANVL"
 # Firmware: the library is linked once for its size at the free flash's start (aligned
 # alike) and goes after the code, at an address with the same alignment, so that its
@@ -393,7 +392,10 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     sources, site_source = library(toolchain)
     if not derivations.runs_programs:
         sources = [source for source in sources if source != tb.DERIVE_SOURCE]
-    base = placement.flash.start + (-placement.flash.start) % LIBRARY_ALIGN if placement else REGION_OFFSET
+    # Linux: the region at an offset clear of the addresses the program maps itself (decision 0077).
+    claimed = region_place.claimed_ranges(binary) if placement is None else []
+    offset = region_place.region_offset(binary, claimed) if placement is None else 0
+    base = placement.flash.start + (-placement.flash.start) % LIBRARY_ALIGN if placement else offset
     # The analysis library (runtime, tool, generated site tables) is compiled meanwhile.
     # Linux: the code is relocated at address 0 and moved once the library, which comes
     # first, has its size. Firmware: the code is relocated at the free flash's start, its
@@ -465,9 +467,10 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         code.label("patches")
         code.emit(struct.pack(f"<{len(patch_words)}I", *patch_words) if patch_words else b"")
         code_end = (code.here() + PAGE - 1) & ~(PAGE - 1)
-        lib = tb.link(objects, REGION_OFFSET, code_end, toolchain)
+        lib = tb.link(objects, offset, code_end, toolchain)
         file_end = (lib.data_addr + len(lib.data) + PAGE - 1) & ~(PAGE - 1)
         file_end = max(file_end, code_end)
+        region_place.check_clear(binary, offset, max(file_end, lib.bss_end) - offset, claimed)
     report.entries_not_patched = not_patched
     by_name = {p.name: p for p in chosen}
     report.entries_run_in_place = [name for name in not_patched if by_name[name].address in binary.address_taken]
@@ -496,24 +499,24 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     else:
         entry_target = binary.entry
     early = tail.early
-    header = struct.pack(f"<{HEADER_WORDS}I", HEADER_MAGIC, REGION_OFFSET, code_end, file_end, lib.bss_end,
+    header = struct.pack(f"<{HEADER_WORDS}I", HEADER_MAGIC, offset, code_end, file_end, lib.bss_end,
                          entry_target, len(patch_words), code.labels["patches"],
-                         *(early.header_words() if early else (0, 0, 0, 0)))
+                         *(early.header_words() if early else (0, 0, 0)), _library_exits_dynamic(binary))
     code._chunks[HEADER_CHUNK] = header
     if later is not None and later.placed:
         later.finish(code, symbols)  # the child encodes its part meanwhile
     code_bytes = code.finish(resolve)
 
     targets = {p.address: resolve(ins_label(p.address)) | int(p.thumb) for p in patches}
-    region = bytearray(file_end - REGION_OFFSET)
+    region = bytearray(file_end - offset)
     region[0:len(lib.text)] = lib.text
-    start = code.base - REGION_OFFSET
+    start = code.base - offset
     region[start:start + len(code_bytes)] = code_bytes
-    dstart = lib.data_addr - REGION_OFFSET
+    dstart = lib.data_addr - offset
     region[dstart:dstart + len(lib.data)] = lib.data
 
-    data = _write_elf(binary, bytes(region), patches, targets, tail, code.labels["header"], symbols["anvil_init"],
-                      early)
+    data = _write_elf(binary, bytes(region), offset, patches, targets, tail, code.labels["header"],
+                      symbols["anvil_init"], early)
     return _finish(report, output, data, chosen, started)
 
 
@@ -753,6 +756,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
             table_sizes=binary.table_sizes,
             text_relocations=binary.text_relocations,
+            ip_clobbered_at=frozenset(binary.plt),
             inside_pages=not binary.is_firmware,
             shared_calls=SharedCalls(function_label, string_label, counter_label, in_loops, loop_sums)
             if binary.is_firmware else None,
@@ -972,10 +976,22 @@ def _move_unloaded(out: bytearray, elf: ELFFile, lo: int, hi: int) -> None:
         struct.pack_into("<I", out, 32, new)
 
 
-def _write_elf(binary: Binary, region: bytes, patches: list[Patch], targets: dict[int, int], tail: Tail,
-               header_addr: int, init_addr: int, early: preinit.PreinitStart | None) -> bytes:
+def _library_exits_dynamic(binary: Binary) -> int:
+    """The region header's ``dynamic`` word: the link address of the dynamic section of a
+    dynamic program whose end the tool observes, so that the runtime leads its libraries'
+    calls of ``_exit`` to the program's end (anvil_rt.c, hook_library_exits; decision
+    0077); 0 otherwise."""
+    if not binary.is_dynamic or not any(h.point is Point.AFTER for h in binary.hooks):
+        return 0
+    segments = ELFFile(io.BytesIO(binary.data)).iter_segments()
+    return next((seg["p_vaddr"] for seg in segments if seg["p_type"] == "PT_DYNAMIC"), 0)
+
+
+def _write_elf(binary: Binary, region: bytes, offset: int, patches: list[Patch], targets: dict[int, int],
+               tail: Tail, header_addr: int, init_addr: int, early: preinit.PreinitStart | None) -> bytes:
     """Original bytes + entry patches + loader stub and trampolines in the tail + the region
-    appended; with ``early``, the dynamic linker calls the stub first (preinit.py)."""
+    appended (mapped at the load bias + ``offset``); with ``early``, the dynamic linker calls
+    the stub first (preinit.py)."""
     elf = ELFFile(io.BytesIO(binary.data))
     text_index, text = text_segment(binary, elf)
     data = binary.data
@@ -988,7 +1004,7 @@ def _write_elf(binary: Binary, region: bytes, patches: list[Patch], targets: dic
     movable += elf["e_shnum"] * elf["e_shentsize"] + 8
     region_offset = (len(out) + (movable if tail.grows_segment else 0) + PAGE - 1) & ~(PAGE - 1)
     stub, preinit_function = tb.assemble_stub(tail.address, {
-        "ANVIL_REGION": REGION_OFFSET,
+        "ANVIL_REGION": offset,
         "ANVIL_LENGTH": len(region),
         "ANVIL_PGOFF": region_offset // PAGE,
         "ANVIL_HEADER": header_addr,

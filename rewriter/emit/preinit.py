@@ -50,9 +50,9 @@ class PreinitStart:
     init_original: int   # what that word holds
     read_only: bool      # the word's page is PT_GNU_RELRO: read-only once relocated
 
-    def header_words(self) -> tuple[int, int, int, int]:
-        """The region header's init_slot, init_original, init_read_only, reserved (anvil_rt.c)."""
-        return self.init_slot, self.init_original, int(self.read_only), 0
+    def header_words(self) -> tuple[int, int, int]:
+        """The region header's init_slot, init_original, init_read_only (anvil_rt.c)."""
+        return self.init_slot, self.init_original, int(self.read_only)
 
 
 def plan(binary: Binary) -> PreinitStart | None:

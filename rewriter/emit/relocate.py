@@ -67,6 +67,10 @@ class RelocationContext:
     call_stubs: set[str] = field(default_factory=set)
     # (original target, its instruction set, the branch's, for calls only) -> veneer label
     veneers: dict[tuple[int, bool, bool, bool], Hashable] = field(default_factory=dict)
+    # Original code whose calls may clobber IP on the way: PLT entries, which clobber it
+    # themselves. A call to other code left in place keeps IP: hand-written code may pass
+    # a value in it (CLISP's bignum loops call a multiply helper with an operand in IP).
+    ip_clobbered_at: frozenset[int] = frozenset()
     xlate_tables: list[tuple[Procedure, Hashable]] = field(default_factory=list)
     # Original address -> label a direct branch goes to instead (an edge counter's trampoline).
     redirect: dict[int, Hashable] = field(default_factory=dict)
@@ -557,7 +561,7 @@ def _call(isa: ISA, code: Code, target: int, target_thumb: bool, cond: int, ctx:
     if target in ctx.relocated:
         isa.call(code, ins_label(target), target_thumb)
     else:
-        isa.call(code, _veneer(ctx, target, target_thumb, isa.thumb), isa.thumb)
+        isa.call(code, _veneer(ctx, target, target_thumb, isa.thumb, target in ctx.ip_clobbered_at), isa.thumb)
     if skip is not None:
         isa.end_skip(code, skip)
 
@@ -565,7 +569,8 @@ def _call(isa: ISA, code: Code, target: int, target_thumb: bool, cond: int, ctx:
 def _veneer(ctx: RelocationContext, target: int, target_thumb: bool, from_thumb: bool,
             calls_only: bool = True) -> Hashable:
     """The label of the veneer (emit_veneer) from relocated code to original ``target``;
-    ``calls_only``: only calls go through it, so it may clobber IP."""
+    ``calls_only``: only calls of code that clobbers IP itself go through it (a PLT
+    entry), so it may clobber IP."""
     key = (target, target_thumb, from_thumb, calls_only)
     return ctx.veneers.setdefault(key, ("veneer",) + key)
 
@@ -659,8 +664,9 @@ def _call_returning_to_original(ins: Instruction, isa: ISA, code: Code, ctx: Rel
     see original code. ``target``: a direct call's original target; None for ``blx rN``.
 
     LR is set first, then a plain jump: B.W to a copy in the same instruction set, BX IP
-    to one in the other, a veneer to code that is not relocated. IP is free at a call
-    (AAPCS lets veneers clobber it).
+    to one in the other, a veneer to code that is not relocated (keeping IP unless that
+    is a PLT entry). IP is taken for a copy of the other instruction set (AAPCS lets a
+    call's veneer clobber it).
     """
     skip = isa.skip_unless(code, ins.cond) if ins.cond != AL else None
     register = REG_NUMBERS[ins.op_str] if target is None else None
@@ -676,7 +682,7 @@ def _call_returning_to_original(ins: Instruction, isa: ISA, code: Code, ctx: Rel
         isa.pc_address(code, IP, ("with_bit", ins_label(target), int(target_thumb)))
         code.emit(enc.t32_bx(IP) if isa.thumb else enc.a32_bx(IP))
     else:
-        isa.branch(code, _veneer(ctx, target, target_thumb, isa.thumb))
+        isa.branch(code, _veneer(ctx, target, target_thumb, isa.thumb, target in ctx.ip_clobbered_at))
     if skip is not None:
         isa.end_skip(code, skip)
 

@@ -40,7 +40,9 @@ struct anvil_header {
     uint32_t init_slot;
     uint32_t init_original;
     uint32_t init_read_only;
-    uint32_t reserved;
+    /* A dynamic program whose end the tool observes: link address of its dynamic section
+     * (0: none), whose DT_DEBUG leads to the libraries (hook_library_exits). */
+    uint32_t dynamic;
 };
 
 /* In .data, not .bss: it is written before the zero-filled pages are mapped. */
@@ -48,6 +50,7 @@ uint32_t anvil_bias __attribute__((section(".data"))) = 0;
 
 void anvil_program_start(void);
 void anvil_program_end(void);
+static void hook_library_exits(uint32_t bias, const struct anvil_header *h);
 
 long anvil_syscall(long nr, long a, long b, long c, long d, long e, long f)
 {
@@ -263,6 +266,8 @@ uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t
             env = (const char *const *)(initial_sp + 1 + initial_sp[0] + 1);
         }
         map_and_start(bias, h, env);
+        if (h->dynamic)
+            hook_library_exits(bias, h);
     }
     for (int i = 0; i < 14; i++)
         entry_state[i] = saved[i];
@@ -303,6 +308,94 @@ void anvil_binder_jump(void)
 {
     if (exit_through_binder)
         anvil_program_end();
+}
+
+/* ---------------------------------------------------------------- libraries' _exit */
+
+/* A shared library's call of _exit or _Exit, through the GOT slot hook_library_exits set:
+ * the program ends there, and the executable's end points (its _fini, its own calls of
+ * _exit) are passed by. CHICKEN's runtime ends its programs so (decision 0077). */
+static void library_exit(int status)
+{
+    anvil_program_end();
+    for (;;)
+        anvil_syscall(SYS_exit_group, status, 0, 0, 0, 0, 0);
+}
+
+#define DT_NULL 0
+#define DT_PLTRELSZ 2
+#define DT_STRTAB 5
+#define DT_SYMTAB 6
+#define DT_DEBUG 21
+#define DT_BIND_NOW 24
+#define DT_JMPREL 23
+#define DT_FLAGS 30
+#define DT_FLAGS_1 0x6ffffffb
+#define DF_BIND_NOW 8
+#define DF_1_NOW 1
+#define R_ARM_JUMP_SLOT 22
+
+struct link_map_head {  /* the public start of glibc's struct link_map (<link.h>) */
+    uint32_t l_addr;
+    const char *l_name;
+    const int32_t *l_ld;
+    const struct link_map_head *l_next;
+};
+
+static int names_exit(const char *name)
+{
+    return name[0] == '_' && (name[1] == 'e' || name[1] == 'E') && name[2] == 'x' && name[3] == 'i'
+           && name[4] == 't' && name[5] == 0;
+}
+
+/* The value of a dynamic entry that names an address, as a run-time address: glibc adds
+ * the load bias to those entries in place (ARM's dynamic section is writable), a bias
+ * not yet added is added here. */
+static uint32_t dynamic_address(uint32_t value, uint32_t l_addr)
+{
+    return value < l_addr ? value + l_addr : value;
+}
+
+/* Each loaded library's GOT slots of _exit and _Exit (its R_ARM_JUMP_SLOT relocations)
+ * are made to lead to library_exit. A slot of a library bound at load (BIND_NOW) is in
+ * its read-only RELRO part, made writable for the write and read-only again; a lazily
+ * bound one's is writable (and may still lead to the binder: it never will now). */
+static void hook_library_exits(uint32_t bias, const struct anvil_header *h)
+{
+    const int32_t *dyn = (const int32_t *)(h->dynamic + bias);
+    const struct { int32_t version; const struct link_map_head *map; } *debug = 0;
+    for (; dyn[0] != DT_NULL; dyn += 2)
+        if (dyn[0] == DT_DEBUG)
+            debug = (const void *)dyn[1];
+    if (!debug)
+        return;
+    for (const struct link_map_head *map = debug->map ? debug->map->l_next : 0; map; map = map->l_next) {
+        uint32_t jmprel = 0, size = 0, symtab = 0, strtab = 0, bind_now = 0;
+        for (const int32_t *d = map->l_ld; d && d[0] != DT_NULL; d += 2) {
+            uint32_t v = (uint32_t)d[1];
+            if (d[0] == DT_JMPREL) jmprel = dynamic_address(v, map->l_addr);
+            else if (d[0] == DT_PLTRELSZ) size = v;
+            else if (d[0] == DT_SYMTAB) symtab = dynamic_address(v, map->l_addr);
+            else if (d[0] == DT_STRTAB) strtab = dynamic_address(v, map->l_addr);
+            else if (d[0] == DT_BIND_NOW) bind_now = 1;
+            else if (d[0] == DT_FLAGS) bind_now |= v & DF_BIND_NOW;
+            else if (d[0] == DT_FLAGS_1) bind_now |= v & DF_1_NOW;
+        }
+        if (!jmprel || !symtab || !strtab)
+            continue;
+        const uint32_t *rel = (const uint32_t *)jmprel;
+        for (uint32_t i = 0; i < size / 8; i++) {
+            uint32_t info = rel[2 * i + 1];
+            const uint32_t *sym = (const uint32_t *)(symtab + 16 * (info >> 8));
+            if ((info & 0xff) != R_ARM_JUMP_SLOT || !names_exit((const char *)(strtab + sym[0])))
+                continue;
+            uint32_t slot = map->l_addr + rel[2 * i], page = slot & ~(PAGE - 1);
+            anvil_syscall(SYS_mprotect, page, PAGE, PROT_RW, 0, 0, 0);
+            *(volatile uint32_t *)slot = (uint32_t)library_exit;
+            if (bind_now)
+                anvil_syscall(SYS_mprotect, page, PAGE, PROT_R, 0, 0, 0);
+        }
+    }
 }
 
 /* ---------------------------------------------------------------- files */

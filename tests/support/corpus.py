@@ -623,6 +623,123 @@ int main(void) { yylex(); printf("%d %d %d\n", lines, words, nums); return 0; }
 """
 
 #: libcurl and the libraries it needs (cmake links it too).
+FORTH_SCRIPT = rb""": fib ( n -- f ) dup 2 < if exit then dup 1- recurse swap 2 - recurse + ;
+: sq dup * ;
+create arr 100 cells allot
+: fill-arr 100 0 do i sq 7 mod arr i cells + ! loop ;
+: sum-arr 0 100 0 do arr i cells + @ + loop ;
+fill-arr sum-arr . cr
+22 fib . cr
+s" hello forth" type cr
+: countdown 10 0 do i . loop cr ; countdown
+: err 1 throw ; ' err catch . cr
+variable acc 0 acc ! : accum 5000 0 do i 13 * 97 mod acc +! loop ; accum acc @ . cr
+: stars 0 ?do 42 emit loop cr ; 7 stars
+base @ hex 255 . decimal base ! 12345 0 <# # # # #s #> type cr
+"""
+#: gforth's floating point words on top of the common Forth script (pforth has none).
+GFORTH_SCRIPT = FORTH_SCRIPT + rb"""3.5e 2e f* f. cr 2e fsqrt f. cr
+s" the quick brown fox" 2dup bl scan nip - . cr bye
+"""
+
+LISP_SCRIPT = rb"""(defun fib (n) (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2)))))
+(format t "~a ~a~%" (fib 18) (expt 2 100))
+(let ((h (make-hash-table :test 'equal)))
+  (dotimes (i 2000) (incf (gethash (format nil "k~a" (mod (* i 7919) 97)) h 0) i))
+  (format t "~a ~a~%" (hash-table-count h) (gethash "k5" h)))
+(format t "~a~%" (handler-case (error "boom ~a" 42) (error (e) (format nil "caught: ~a" e))))
+(format t "~,4f ~a ~a~%" (sqrt 2d0) (sort (list 5 3 9 1) #'<) (/ 1 3))
+(defstruct point x y)
+(let ((ps (loop for i below 50 collect (make-point :x i :y (* i i)))))
+  (format t "~a ~a~%" (reduce #'+ ps :key #'point-y) (point-x (find 7 ps :key #'point-x))))
+(format t "~{~a~^,~}~%" (mapcar (lambda (s) (string-upcase s)) '("ab" "cd" "ef")))
+(with-open-file (f "input.txt") (format t "~a~%" (loop for l = (read-line f nil) while l count (search "int" l))))
+(let ((v (make-array 1000 :element-type 'fixnum)))
+  (dotimes (i 1000) (setf (aref v i) (mod (* i 7919) 1009)))
+  (format t "~a~%" (subseq (sort v #'<) 0 5)))
+"""
+
+SCHEME_SCRIPT = rb"""(define (fib n) (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2)))))
+(display (fib 18)) (newline)
+(display (expt 2 100)) (newline)
+(display (call-with-current-continuation
+          (lambda (k) (for-each (lambda (x) (if (> x 2) (k x))) '(1 2 3 4)) 'none))) (newline)
+(define v (make-vector 100 0))
+(let loop ((i 0)) (if (< i 100) (begin (vector-set! v i (* i i)) (loop (+ i 1)))))
+(display (apply + (vector->list v))) (newline)
+(display (list->string (map char-upcase (string->list "hello scheme")))) (newline)
+(display (assoc 'b '((a 1) (b 2)))) (newline)
+(define (count-up n) (let loop ((i 0) (acc '())) (if (= i n) (reverse acc) (loop (+ i 1) (cons (* i 3) acc)))))
+(display (length (count-up 5000))) (newline)
+(display (list (quotient 17 5) (remainder 17 5) (string-append "ab" "cd"))) (newline)
+"""
+
+TCC_PROGRAM = b"""int printf(const char *, ...);
+void qsort(void *, unsigned, unsigned, int (*)(const void *, const void *));
+struct P { int x, y; };
+static int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+static int by_y(const void *a, const void *b) { return ((const struct P *)a)->y - ((const struct P *)b)->y; }
+int main(int argc, char **argv) {
+    struct P p[40]; int i, s = 0; double d = 0;
+    for (i = 0; i < 40; i++) { p[i].x = i * i; p[i].y = (i * 7919) % 101; s += p[i].x ^ p[i].y; d += 1.0 / (i + 1); }
+    qsort(p, 40, sizeof p[0], by_y);
+    printf("%d %d %d %d %.6f %s\\n", s, fib(20), p[0].x, p[39].x, d, argv[0]);
+    return s & 7;
+}
+"""
+
+NICKLE_SCRIPT = rb"""int fib(int n) { return n < 2 ? n : fib(n-1) + fib(n-2); }
+printf("%d %d\n", fib(18), 2**100);
+rational r = 1/3 + 1/6; printf("%v\n", r);
+real x = sqrt(2); printf("%.20f\n", x);
+try { raise invalid_argument("bad", 0, 1); }
+catch invalid_argument(string m, int a, poly b) { printf("caught %s\n", m); }
+string s = ""; for (int i = 0; i < 20; i++) s += String::new(i % 26 + 'a'); printf("%s\n", s);
+int[100] a = { [i] = (i * 7919) % 101 }; int m = 0; for (int i = 0; i < 100; i++) m = max(m, a[i]);
+printf("%v %v %v\n", a[3], a[99], m);
+printf("%d\n", 100!);
+"""
+
+CSH_SCRIPT = rb"""set n = 0
+set list = ( a b c d e f g )
+foreach x ( $list )
+  @ n = $n + 1
+end
+echo "count $n $#list $list[2-4]"
+set i = 0
+set s = 0
+while ( $i < 300 )
+  @ s = $s + $i * $i % 17
+  @ i++
+end
+echo sum $s
+alias ll 'echo ll: \!*'
+ll one two
+set f = input.txt
+if ( -e $f ) echo exists $f:r $f:e
+switch ( foo.tar.gz )
+case *.gz:
+  echo gz
+  breaksw
+endsw
+printf "%05.1f|%x\n" 3.14159 255
+set str = "hello world"
+echo $str:u ${str:s/world/tcsh/}
+exit 3
+"""
+
+LATEX_DOCUMENT = rb"""\documentclass{article}
+\begin{document}
+\section{Intro}\label{s:intro}
+Hello \emph{world}, $x^2+y_1=\alpha$, see Section~\ref{s:intro}.
+\begin{itemize}\item one\item two \textbf{bold}\end{itemize}
+\begin{tabular}{|l|r|}\hline a&1\\ b&2\\\hline\end{tabular}
+\newcommand{\foo}[1]{[#1]}\foo{bar} \foo{baz}
+\begin{enumerate}\item first\item second\end{enumerate}
+$$\sum_{i=1}^{n} i = \frac{n(n+1)}{2}$$
+\end{document}
+"""
+
 CURL_LIBS = tuple(f"{name}:armhf" for name in (
     "libcurl4", "libbrotli1", "libcom-err2", "libffi8", "libgmp10", "libgnutls30", "libgssapi-krb5-2", "libhogweed6",
     "libidn2-0", "libk5crypto3", "libkeyutils1", "libkrb5-3", "libkrb5support0", "libldap-2.5-0", "libnettle8",
@@ -914,6 +1031,69 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             ("-sS", "-q", "-r", "100-299", "-w", "%{url_effective} %{size_download} %{response_code}\n",
              "file:///proc/self/cwd/input{,2}.txt", "--url", "file:///proc/self/cwd/nosuch"),
             "URL globbing, byte ranges and --write-out over file:// (no network), a missing file (exit 37)"),
+    # Kinds added by decision 0077: threaded-code Forths, Lisps and Schemes whose compiled code
+    # is loaded from a heap image at run time (Chez Scheme, SBCL) or is a byte-code machine
+    # (CLISP), a compiler that runs the code it generates (tcc -run), CHICKEN's compiler (Scheme
+    # compiled to C, Cheney on the M.T.A.), OCaml native (HeVeA), a static ldconfig, tcsh.
+    Program("gforth", ("gforth:armhf", "gforth-lib:armhf", "gforth-common", "libltdl7:armhf"),
+            "usr/bin/gforth-fast-0.7.3", ("script.fs",),
+            "threaded-code Forth engine (GCC's computed gotos, its image gforth.fi loaded at run time): "
+            "recursion, loops, catch/throw, pictured numbers, floating point, string scanning",
+            files={"script.fs": GFORTH_SCRIPT},
+            env={"GFORTHPATH": ".:{root}/usr/lib/arm-linux-gnueabihf/gforth/0.7.3:{root}/usr/share/gforth/0.7.3"}),
+    Program("pforth", ("pforth:armhf",), "usr/bin/pforth", ("-q", "script.fs"),
+            "a Forth written in C (its dictionary built in): recursion, loops, catch/throw, pictured numbers",
+            files={"script.fs": FORTH_SCRIPT}),
+    Program("chezscheme", ("chezscheme:armhf", "liblz4-1:armhf", "libuuid1:armhf", "zlib1g:armhf", *TINFO),
+            "usr/bin/chezscheme", ("-b", "./petite.boot", "-b", "./scheme.boot", "--script", "script.ss"),
+            "Chez Scheme: a C kernel that runs the machine code of its boot files (loaded at run time, not "
+            "instrumented), calling back into the kernel; continuations, bignums, vectors; its count moves by "
+            "a few hundred instructions from run to run of one copy in one directory",
+            files={"script.ss": SCHEME_SCRIPT}, repeatable=False,
+            links={name: f"{{root}}/usr/lib/csv9.5.8/arm32le/{name}" for name in ("petite.boot", "scheme.boot")}),
+    Program("sbcl", ("sbcl:armhf", "libzstd1:armhf"), "usr/bin/sbcl",
+            ("--core", "sbcl.core", "--script", "script.lisp"),
+            "SBCL: a fixed-address C runtime and a 31 MB core of native code loaded at run time; garbage "
+            "collection, conditions, structures, hash tables, bignums; its count follows the executable's "
+            "file (a byte-identical copy elsewhere, same path length, culls its weak hash tables in 16 "
+            "instructions more)",
+            files={"script.lisp": LISP_SCRIPT}, repeatable=False, links={"sbcl.core": "{root}/usr/lib/sbcl/sbcl.core"}),
+    Program("clisp", ("clisp:armhf", "libffcall1b:armhf", "libsigsegv2:armhf", "libunistring2:armhf", *READLINE),
+            "usr/lib/clisp-2.49.93+/base/lisp.run", ("-M", "lispinit.mem", "-q", "-norc", "script.lisp"),
+            "CLISP's byte-code machine (2.1 MB of C, libsigsegv for its heap; it reserves 0xc0000000-"
+            "0xe0000000 and calls hand-written helpers with an operand in IP): the same Lisp as sbcl's; "
+            "its cachesim results move from run to run of one copy (by about 2,000 accesses)",
+            files={"script.lisp": LISP_SCRIPT}, repeatable=False,
+            links={"lispinit.mem": "{root}/usr/lib/clisp-2.49.93+/base/lispinit.mem"}),
+    Program("tcc", ("tcc:armhf",), "usr/bin/tcc", ("-nostdinc", "-Btcclib", "-run", "prog.c"),
+            "the Tiny C Compiler compiles a C program into memory and runs it there (code written at run "
+            "time, called back by libc's qsort); exit 7",
+            files={"prog.c": TCC_PROGRAM}, links={"tcclib": "{root}/usr/lib/arm-linux-gnueabihf/tcc"}),
+    Program("nickle", ("nickle:armhf", *READLINE), "usr/bin/nickle", ("script.5c",),
+            "Nickle, a C-like interpreted language: exceptions, rationals, big integers, arrays, closures",
+            files={"script.5c": NICKLE_SCRIPT},
+            env={"NICKLESTART": "{root}/usr/share/nickle/builtin.5c", "NICKLEPATH": "{root}/usr/share/nickle"}),
+    Program("s9", ("scheme9:armhf", "libncurses6:armhf", *TINFO), "usr/bin/s9", ("-f", "script.scm"),
+            "Scheme 9 from Empty Space, an interpreter with its heap image: continuations, bignums, vectors",
+            files={"script.scm": SCHEME_SCRIPT},
+            env={"S9FES_IMAGE_DIR": "{root}/usr/share/scheme9", "S9FES_LIBRARY_PATH": "{root}/usr/share/scheme9"}),
+    Program("ldconfig", ("libc-bin:armhf", "zlib1g:armhf", "liblz4-1:armhf", "libzstd1:armhf", *READLINE),
+            "sbin/ldconfig", ("-v", "-X", "-n", "lib", "ulib"),
+            "static (ET_EXEC) glibc tool: reads the ELF headers of two directories of libraries",
+            links={"lib": "{root}/lib/arm-linux-gnueabihf", "ulib": "{root}/usr/lib/arm-linux-gnueabihf"}),
+    Program("tcsh", ("tcsh:armhf", "libcrypt1:armhf", *TINFO), "bin/tcsh", ("-f", "script.csh"),
+            "C shell: foreach, while with @ arithmetic, aliases, file tests, switch, modifiers, exit 3",
+            files={"script.csh": CSH_SCRIPT}),
+    Program("chicken", ("chicken-bin:armhf", "libchicken11:armhf", "libchicken-dev:armhf"), "usr/bin/chicken",
+            ("script.scm", "-output-file", "/dev/stdout", "-optimize-level", "2"),
+            "CHICKEN's compiler (2 MB: Scheme compiled to C in continuation-passing style, its stack "
+            "emptied by longjmp) compiles a Scheme program to C; libchicken ends it with _exit; its count "
+            "moves by a few thousand instructions from run to run of one copy",
+            files={"script.scm": SCHEME_SCRIPT}, repeatable=False,
+            env={"LD_LIBRARY_PATH": "{root}/usr/lib", "CHICKEN_REPOSITORY_PATH": "{root}/var/lib/chicken/11"}),
+    Program("hevea", ("hevea:armhf",), "usr/bin/hevea", ("-o", "-", "doc.tex"),
+            "OCaml native (2.3 MB): LaTeX to HTML, macros, tables, lists, mathematics",
+            files={"doc.tex": LATEX_DOCUMENT}, env={"HEVEADIR": "{root}/usr/share/hevea"}),
     Program("shfmt", ("shfmt:armhf",), "usr/bin/shfmt", ("-i", "2", "script.sh"),
             "Go, static (no cgo): formats a shell script", files={"script.sh": SHELL_SCRIPT},
             refused="a Go program"),
