@@ -14,7 +14,7 @@ of ``--runs`` runs over the original's median (the original's own column is in s
 
 Workloads of 0.5-3 s originals, so that QEMU's start-up does not hide the cost:
 
-- firmware: ``samples/boards/crc.c`` and ``sort.c`` built with ``-DREPEAT=2000`` (``-O2``),
+- firmware: ``samples/boards/crc.c`` and ``sort.c`` built with ``-DREPEAT=5000`` (``-O2``),
   crc for mps2-an385 (Cortex-M3) and sort for mps2-an386 (Cortex-M4F) by default (``--all``:
   both programs on both boards), run under ``qemu-system-arm``
   (``tests.support.boards.run_firmware``'s command line);
@@ -69,7 +69,7 @@ DEFAULT_PLUGINS: list[str] = list(PLUGIN_ARGS)
 DEFAULT_TOOLS: list[str] = ["inscount", "inscount:rehost", "bbcount", "bbcount:rehost", "cachesim",
                             "cachesim:rehost"]
 #: Rounds of the firmware kernels (and of the Linux crc): 0.5-0.6 s under QEMU on a loaded 2-core EPYC.
-REPEAT = 2000
+REPEAT = 5000
 #: The firmware rows run by default (``--all``: every program on every board).
 DEFAULT_FIRMWARE: tuple[str, ...] = ("crc/mps2-an385", "sort/mps2-an386")
 LINUX_KERNEL_FLAGS: list[str] = ["-O2", "-mthumb", "-static"]

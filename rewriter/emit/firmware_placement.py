@@ -25,6 +25,13 @@ from ..ir.model import Binary
 
 ALIGN = 16  # of the code in flash
 DATA_ALIGN = 8  # of the data in RAM
+# QEMU's softmmu TLB is direct-mapped by page number: 1 KiB pages on M-profile, 256 entries
+# (its default size, which a busy run keeps). Two pages whose numbers agree modulo 256 evict
+# each other: the instrumentation's data is moved (decision 0080) so that its pages fall on
+# other entries than the program's data, heap start and stack top.
+TLB_PAGE = 1 << 10
+TLB_ENTRIES = 256
+HOT_SPAN = 32 << 10  # how much of the heap's start and the stack's top counts as the program's
 SYS_HEAPINFO = 0x16
 
 # Linker-script symbols. The heaps a script names, each style's (start, limit or None): every
@@ -250,7 +257,41 @@ class RamUse:
             assert bank is not None
             shared = any(r.start < bank.end and bank.start < r.end for r in self.touched(region))
             return shared, -bank.size, region.start
-        return min(found, key=rank).start
+        return self._clear_of_program_pages(min(found, key=rank))
+
+    def _clear_of_program_pages(self, region: MemoryRegion) -> int:
+        """Where ``region`` (a place that fits) starts, moved up by whole pages where it
+        still fits so that its pages share as few TLB entries (TLB_ENTRIES) as may with
+        the program's pages: its data, the heap's start and the stack's top (weight 4),
+        and what it loads elsewhere, constants and literal pools in flash (weight 1).
+        The first shift with the least weight."""
+        hot = {page for load in self.loads if load.memsz and self._bank(load.vaddr)
+               for page in _pages(load.vaddr, load.memsz)}
+        hot |= {page for start in self.heaps for page in _pages(start, HOT_SPAN)}
+        if self.stack_top:
+            hot |= set(_pages(self.stack_top - HOT_SPAN, HOT_SPAN))
+        weights: dict[int, int] = {}
+        for load in self.loads:
+            for page in _pages(load.vaddr, load.memsz) if load.memsz else ():
+                weights[page % TLB_ENTRIES] = max(weights.get(page % TLB_ENTRIES, 0), 1)
+        for page in hot:
+            weights[page % TLB_ENTRIES] = 4
+
+        def shared(start: int) -> int:
+            return sum(weights.get(page % TLB_ENTRIES, 0) for page in _pages(start, region.size))
+
+        best, fewest = region.start, shared(region.start)
+        for shift in range(TLB_PAGE, TLB_ENTRIES * TLB_PAGE, TLB_PAGE):
+            if not fewest:
+                break
+            moved = MemoryRegion(region.start + shift, region.size)
+            bank = self._bank(moved.start)
+            if bank is None or moved.end > bank.end:
+                break
+            count = shared(moved.start)
+            if count < fewest and self.fits(moved):
+                best, fewest = moved.start, count
+        return best
 
     def _between_limits(self, size: int) -> int:
         """No board known: the top of the RAM between the heap's start and its limit (or
@@ -262,6 +303,11 @@ class RamUse:
                              "START:SIZE for the instrumentation data")
         return Placement(MemoryRegion(0, 0), MemoryRegion(self.heap_start, max(0, limit - self.heap_start))
                          ).ram_for(size)
+
+
+def _pages(start: int, size: int) -> range:
+    """The TLB pages (numbers) of [start, start + size)."""
+    return range(start // TLB_PAGE, (start + max(size, 1) - 1) // TLB_PAGE + 1)
 
 
 def _loads(binary: Binary) -> list[Load]:
