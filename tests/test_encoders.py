@@ -215,19 +215,20 @@ def test_counter_increment_adds_without_flags(start: int, flags: int, vfp: bool,
 
 @pytest.mark.parametrize("start, amount", [(0xFFFFFFFF, 3), (0xFFFFFFFC, 4), (0xFFFFFFFB, 4), (5, 7),
                                            (0x7FFFFFFF, 2), (0x1FFFFFFFE, 9), (0x2FFFFFFF0, 15)])
-@pytest.mark.parametrize("form", ["bump", "add", "atomic add"])
+@pytest.mark.parametrize("form", ["bump", "bump, other registers", "atomic add"])
 def test_counter_bump_by_amount(start: int, amount: int, form: str) -> None:
     """The T32 counter += k that a shared-key test uses (counters.t32_bump), and the sums of
-    a multi-register access's middle accesses (t32_add, t32_atomic_add: counter at [r1],
-    r0, r2 and r3 theirs) under unicorn: exact 64-bit sums with and without a carry into
+    a multi-register access's middle accesses (t32_bump with other registers, t32_atomic_add:
+    counter at [r1], r0, r2 and r3 theirs) under unicorn: exact 64-bit sums with and without a carry into
     the high word, flags untouched."""
     from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
     from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_R1
 
-    from rewriter.emit.counters import t32_add, t32_atomic_add, t32_bump
+    from rewriter.emit.counters import t32_atomic_add, t32_bump
 
     at, counter = 0x10000, 0x20000
-    data = {"bump": lambda: t32_bump(1, 0, amount), "add": lambda: t32_add(amount, 0, 2, 1, 3),
+    data = {"bump": lambda: t32_bump(1, 0, amount),
+            "bump, other registers": lambda: t32_bump(1, 0, amount, value=3, new=0),
             "atomic add": lambda: t32_atomic_add(amount, 0, 2, 1, 3)}[form]()
     uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
     uc.mem_map(at, 0x1000)

@@ -200,7 +200,8 @@ def _with_base(code: Code, dead: int, emit: Callable[[int], None]) -> None:
 
 
 @cache
-def t32_bump(base: int, offset: int, amount: int, no_carry_to: int | None = None, value: int = 0) -> bytes:
+def t32_bump(base: int, offset: int, amount: int, no_carry_to: int | None = None, value: int = 0,
+             new: int = 2) -> bytes:
     """T32 64-bit counter at [base, #offset] += ``amount`` (1..4095), no flags touched.
 
     +1 uses r0 only: the low word is bumped and only when it wraps to zero (CBNZ falls
@@ -211,10 +212,10 @@ def t32_bump(base: int, offset: int, amount: int, no_carry_to: int | None = None
     Without a carry the code goes past its own end, or to ``no_carry_to`` (an offset
     from the start of these bytes, forward and within CBZ's reach) when the caller's next
     step there is a branch: one translation block fewer on the path taken almost always.
-    ``value``: the register the +1 uses instead of r0 (a low one, for the CBNZ).
+    ``value``: the register used instead of r0 (a low one, for the CBNZ); ``new``: instead
+    of r2 (a larger amount only).
     """
-    assert value == 0 or amount == 1, "only +1 takes another register"
-    low = t32_bump_low(base, offset, amount, value)
+    low = t32_bump_low(base, offset, amount, value, new)
     carried = amount != 1
     high = (enc.t32_ldr_word(value, base, offset + 4) + enc.t32_add_imm(value, value, 1)
             + enc.t32_str_word(value, base, offset + 4))
@@ -224,14 +225,15 @@ def t32_bump(base: int, offset: int, amount: int, no_carry_to: int | None = None
     return low + skip + high
 
 
-def t32_bump_low(base: int, offset: int, amount: int, value: int = 0) -> bytes:
-    """The low word's part of :func:`t32_bump`: r0 (+1: r``value``) = 0 exactly when there
-    is no carry (+1: the new low word; more: the carry bit itself)."""
+def t32_bump_low(base: int, offset: int, amount: int, value: int = 0, new: int = 2) -> bytes:
+    """The low word's part of :func:`t32_bump`: r``value`` = 0 exactly when there is no
+    carry (+1: the new low word; more: the carry bit itself, the new word in r``new``)."""
     if amount == 1:
         return (enc.t32_ldr_word(value, base, offset) + enc.t32_add_imm(value, value, 1)
                 + enc.t32_str_word(value, base, offset))
-    return (enc.t32_ldr_word(0, base, offset) + enc.t32_add_imm(2, 0, amount) + enc.t32_str_word(2, base, offset)
-            + enc.t32_bic_reg(0, 0, 2) + enc.t32_lsr_imm(0, 0, 31))
+    return (enc.t32_ldr_word(value, base, offset) + enc.t32_add_imm(new, value, amount)
+            + enc.t32_str_word(new, base, offset) + enc.t32_bic_reg(value, value, new)
+            + enc.t32_lsr_imm(value, value, 31))
 
 
 T32_BUMP = t32_bump(1, 0, 1)  # counter at [r1] += 1
@@ -276,17 +278,6 @@ def t32_atomic_add(amount: int, old: int, new: int, base: int, status: int, offs
     high_at = len(low) + 2  # past the CBZ
     high = _t32_exclusive_add_one(high_at, old, base, status, offset + 4)
     return low + enc.t32_cbz(old, high_at + len(high) - (len(low) + 4)) + high
-
-
-@cache
-def t32_add(amount: int, old: int, new: int, base: int, status: int, offset: int = 0) -> bytes:
-    """t32_atomic_add's sum with plain loads and stores, where nothing else counts in the
-    same counter meanwhile (``status`` unused: the same signature)."""
-    low = (enc.t32_ldr_word(old, base, offset) + enc.t32_add_imm(new, old, amount)
-           + enc.t32_str_word(new, base, offset) + enc.t32_bic_reg(old, old, new) + enc.t32_lsr_imm(old, old, 31))
-    high = (enc.t32_ldr_word(old, base, offset + 4) + enc.t32_add_imm(old, old, 1)
-            + enc.t32_str_word(old, base, offset + 4))
-    return low + enc.t32_cbz(old, len(high) - 2) + high  # no carry: past the high word
 
 
 def _a32_atomic_bump() -> bytes:

@@ -24,7 +24,7 @@ from ..errors import AnvilError
 from ..ir.model import Access, Hook, Instruction
 from .appends import FILTERED_APPEND, RECORD_FLUSH, AppendRoutines, FilteredAppend, append_routine
 from .code import Code
-from .counters import register_hit, t32_add, t32_atomic_add, t32_bump
+from .counters import register_hit, t32_atomic_add, t32_bump
 from .isa import IP, ISA, LR, PC, SP, T32, Scratch
 from .repeat_filter import (
     FilterEnd,
@@ -307,7 +307,10 @@ def emit_hits(code: Code, counter: Hashable, amount: int, exclusive: bool, dead:
     if saved:
         T32.push(code, saved)
     T32.pc_address(code, base, counter)
-    code.emit((t32_atomic_add if exclusive else t32_add)(amount, old, new, base, status))
+    if exclusive:
+        code.emit(t32_atomic_add(amount, old, new, base, status))
+    else:  # nothing else counts there meanwhile: plain loads and stores
+        code.emit(t32_bump(base, 0, amount, value=old, new=new))
     if saved:
         T32.pop(code, saved)
 

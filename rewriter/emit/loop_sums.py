@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.flow import ProcedureFlow, back_edge_loops, natural_loops, predecessors_of
+from ..ir.flow import ProcedureFlow, back_edge_loops, predecessors_of
 from ..ir.liveness import DeadRegisters, registers_used
 from ..ir.model import Procedure
 
@@ -70,10 +70,13 @@ class LoopSum:
 def summable_loops(proc: Procedure, flow: ProcedureFlow) -> list[LoopShape]:
     """The innermost loops of ``proc`` whose shape and instructions allow a register count
     (the module's text), before counters are placed; at most one per header."""
-    # Each back edge's loop, and each header's whole loop (all its back edges): the
-    # smallest that qualifies.
+    # Each back edge's loop, and each header's whole loop (all its back edges, as
+    # flow.natural_loops merges them): the smallest that qualifies.
     loops = [(header, body) for header, _, body in back_edge_loops(flow)]
-    loops += natural_loops(flow).items()
+    whole: dict[int, set[int]] = {}
+    for header, body in loops:
+        whole.setdefault(header, set()).update(body)
+    loops += whole.items()
     predecessors = [set(p) for p in predecessors_of(flow.successors)]
     headers = {header for header, _ in loops}
     out: dict[int, LoopShape] = {}
