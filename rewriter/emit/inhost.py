@@ -165,9 +165,10 @@ def _has_hooks(proc: Procedure) -> bool:
 def _add_runtime_hooks(binary: Binary) -> None:
     """Make program start and end observable.
 
-    Linux: exit system calls (static) or, dynamic, _fini (which exit runs) and calls of
-    ``_exit``/``_Exit`` (which end the process without it: a shell's children, programs
-    that must not flush stdio twice) end the program; the loader stub starts it.
+    Linux: exit system calls (static, or a dynamic program with its C library inside) or,
+    C library shared, _fini (which exit runs) and calls of ``_exit``/``_Exit`` (which end
+    the process without it: a shell's children, programs that must not flush stdio
+    twice) end the program; the loader stub starts it.
     Firmware: the reset handler's first instruction sets up the runtime, and the
     semihosting exit calls end the program.
     """
@@ -179,13 +180,14 @@ def _add_runtime_hooks(binary: Binary) -> None:
         reset.hooks.insert(0, Hook(Point.BEFORE, Prototype("anvil_firmware_init", ()), (), setup=True))
     if not any(h.point is Point.AFTER for h in binary.hooks):
         return
-    if binary.is_dynamic:
+    if exits_through_a_library(binary):
         end = Prototype("anvil_program_end", ())
         immediate_exits = {entry for entry, name in binary.plt.items() if name in ("_exit", "_Exit")}
         jumps_out = plt_jumps_out(binary, immediate_exits)
         ends = {jump.address for jump in jumps_out.values()}
         binder = next((p for p in binary.procedures if p.address == binary.binder), None) if ends else None
         binder_jump = _jump_out(binder)
+        _end_after_the_fini_array(binary)
         for proc in binary.procedures:
             if proc.address == binary.fini or (binary.fini is None and proc.name == "_fini"):
                 proc.hooks.append(Hook(Point.BEFORE, end, ()))
@@ -214,6 +216,50 @@ def _add_runtime_hooks(binary: Binary) -> None:
             if (not binary.is_firmware and ins.op_str in ("#0", "#0x0")
                     and may_be_call(ins, number, jumped_to, {SYS_RT_SIGACTION})):
                 ins.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_SYSCALL, (number, 0)))
+
+
+# At DT_INIT's entry: the dynamic linker runs DT_INIT and DT_FINI (glibc; not musl on ARM,
+# which defines NO_LEGACY_INITFINI and runs only the arrays).
+SAW_INIT = Prototype("anvil_saw_init", ())
+# Before the first DT_FINI_ARRAY function returns: the end, unless DT_FINI runs after it.
+FINI_ARRAY_END = Prototype("anvil_fini_array_end", (Arg.CONST,))
+
+
+def _end_after_the_fini_array(binary: Binary) -> None:
+    """Observe the end of a program whose dynamic linker may skip DT_FINI where the
+    executable's own code last runs then: the return of the first DT_FINI_ARRAY function
+    (the array runs backwards, DT_FINI after it). Whether DT_FINI will run is known from
+    DT_INIT: the runtime notes its call (decision 0084)."""
+    procs = {p.address: p for p in binary.procedures}
+    last = procs.get(binary.fini_array_first) if binary.fini_array_first is not None else None
+    if last is None:
+        return
+    fini = binary.fini is not None and binary.fini in procs
+    init = procs.get(binary.init) if binary.init is not None else None
+    if fini and init is None:
+        return  # DT_FINI ends it, wherever the dynamic linker calls it (no way to tell)
+    if fini and init is not None:
+        init.hooks.insert(0, Hook(Point.BEFORE, SAW_INIT, ()))
+    returns = [ins for ins in last.instructions() if ins.is_return]
+    for ins in returns:
+        ins.add_hook(Hook(Point.BEFORE, FINI_ARRAY_END, (int(fini),)))
+    if not returns:  # it leaves by a tail call: end at its entry, a few instructions early
+        last.hooks.append(Hook(Point.BEFORE, FINI_ARRAY_END, (int(fini),)))
+
+
+# Imports that say the C library, and with it the way out of the process, is a shared
+# library: glibc's and musl's start-up goes through __libc_start_main, whose exit runs the
+# executable's _fini; the others end the process themselves.
+LIBRARY_EXITS = frozenset(("__libc_start_main", "exit", "_exit", "_Exit", "quick_exit"))
+
+
+def exits_through_a_library(binary: Binary) -> bool:
+    """Whether the program leaves through a shared C library (its end is then observed at
+    _fini and _exit's PLT entry), not through system calls of its own: a dynamic program
+    may carry its C library in itself (Debian's musl-gcc links libc.a into a PIE with an
+    interpreter), and then exit, its stdio flush and its exit_group run in the executable,
+    after _fini, as in a static program (decision 0084)."""
+    return binary.is_dynamic and not LIBRARY_EXITS.isdisjoint(binary.plt.values())
 
 
 # Anvil's runtime handles each fatal signal left at its default to write the results
@@ -1010,6 +1056,7 @@ def _write_elf(binary: Binary, region: bytes, offset: int, patches: list[Patch],
         "ANVIL_HEADER": header_addr,
         "ANVIL_INIT": init_addr | 1,
         "ANVIL_ENTRY_STAGE": 2 if early else 0,  # anvil_rt.c's start_stage
+        "ANVIL_INIT_SLOT": early.init_slot if early else 0,
     }, preinit=early is not None)
     grown_end = max(tail.segment_end, tail.address + len(stub)) if tail.grows_segment else 0
 

@@ -260,7 +260,8 @@ def _stub_address(text: Segment) -> int:
 
 
 def _stub_size(at: int, preinit: bool) -> int:
-    names = ("ANVIL_REGION", "ANVIL_LENGTH", "ANVIL_PGOFF", "ANVIL_HEADER", "ANVIL_INIT", "ANVIL_ENTRY_STAGE")
+    names = ("ANVIL_REGION", "ANVIL_LENGTH", "ANVIL_PGOFF", "ANVIL_HEADER", "ANVIL_INIT", "ANVIL_ENTRY_STAGE",
+             "ANVIL_INIT_SLOT")
     return len(tb.assemble_stub(at, dict.fromkeys(names, 0), preinit)[0])
 
 

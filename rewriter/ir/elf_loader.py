@@ -65,7 +65,10 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     binary = _make_binary(path, data, elf)
     symbols, mapping = _read_symbols(path, elf, data)
     binary.symbols = {name: addr for addr, name, _ in symbols}
-    binary.fini = _dt_fini(elf)
+    tags = _dynamic_tags(elf)
+    binary.fini = tags["DT_FINI"] & ~1 if tags.get("DT_FINI") else None
+    binary.init = tags["DT_INIT"] & ~1 if tags.get("DT_INIT") else None
+    binary.fini_array_first = _first_fini_function(binary, tags)
     binary.resolvers = _early_resolvers(elf, binary)
     binary.plt = plt_functions(elf)
     binary.text_relocations = text_relocations(elf)
@@ -99,13 +102,23 @@ def _early_resolvers(elf: ELFFile, binary: Binary) -> set[int]:
     return {word & ~1 for word in relocated_words(elf, binary, R_ARM_IRELATIVE)}
 
 
-def _dt_fini(elf: ELFFile) -> int | None:
+def _dynamic_tags(elf: ELFFile) -> dict[str, int]:
+    """The dynamic section's tags (the first of each), by name; none for a static program."""
+    tags: dict[str, int] = {}
     for sec in elf.iter_sections():
         if sec["sh_type"] == "SHT_DYNAMIC":
             for tag in sec.iter_tags():
-                if tag.entry.d_tag == "DT_FINI":
-                    return tag.entry.d_val & ~1
-    return None
+                tags.setdefault(tag.entry.d_tag, tag.entry.d_val)
+    return tags
+
+
+def _first_fini_function(binary: Binary, tags: dict[str, int]) -> int | None:
+    """The first word of DT_FINI_ARRAY as the file holds it (a PIE's R_ARM_RELATIVE adds
+    the bias to it in place), without the Thumb bit; None without one."""
+    if tags.get("DT_FINI_ARRAYSZ", 0) < 4 or "DT_FINI_ARRAY" not in tags:
+        return None
+    word = int.from_bytes(binary.read(tags["DT_FINI_ARRAY"], 4), "little")
+    return word & ~1 if word not in (0, 0xFFFFFFFF) else None
 
 
 def _open_elf(path: str, data: bytes) -> ELFFile:

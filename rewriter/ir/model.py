@@ -351,6 +351,10 @@ class Binary:
     # with LDREX/STREX, as in firmware interrupt code (decision 0003).
     threaded: bool = False
     fini: int | None = None  # DT_FINI: the last code of the executable to run at exit (dynamic)
+    init: int | None = None  # DT_INIT: run at start by glibc's dynamic programs, never by musl's on ARM
+    # The first DT_FINI_ARRAY function (link address, no Thumb bit): the last of the array
+    # to run at exit, and the executable's last code where the dynamic linker skips DT_FINI.
+    fini_array_first: int | None = None
     # IFUNC resolvers of a dynamic program (R_ARM_IRELATIVE): the dynamic linker calls them
     # while it relocates the executable, before even DT_PREINIT_ARRAY, so before the region
     # of copies is mapped; their entries stay as they were (they run in place).

@@ -268,6 +268,11 @@ uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t
         map_and_start(bias, h, env);
         if (h->dynamic)
             hook_library_exits(bias, h);
+        /* Started at the entry though the stub's address stands in the first .init_array
+           word: the dynamic linker ignored DT_PREINIT_ARRAY (musl's); libc calls the
+           program's initialisers after this, from the program's start. */
+        if (stage == STARTED_AT_ENTRY && h->init_slot)
+            give_init_slot_back(h, bias);
     }
     for (int i = 0; i < 14; i++)
         entry_state[i] = saved[i];
@@ -300,6 +305,23 @@ void anvil_exit_jump(uint32_t slot, uint32_t binder)
     if (*(const uint32_t *)slot == binder + anvil_bias)
         exit_through_binder = 1;
     else
+        anvil_program_end();
+}
+
+/* Whether the dynamic linker ran the executable's DT_INIT: then it runs DT_FINI at exit,
+ * after the DT_FINI_ARRAY functions (glibc); musl on ARM runs neither (decision 0084). */
+static uint32_t saw_init;
+
+void anvil_saw_init(void)
+{
+    saw_init = 1;
+}
+
+/* Before the first DT_FINI_ARRAY function returns, the last of the array to run: the end,
+ * unless DT_FINI is still to come (``has_fini``: the executable has one, and it ran DT_INIT). */
+void anvil_fini_array_end(uint32_t has_fini)
+{
+    if (!has_fini || !saw_init)
         anvil_program_end();
 }
 

@@ -8,10 +8,12 @@
 @ earlier (decision 0071): the dynamic linker calls _anvil_preinit through
 @ DT_PREINIT_ARRAY before any library's initialiser; it maps the region, has anvil_init
 @ do all but what must wait for the program's own start, and returns. The ELF entry
-@ then only finishes (ANVIL_ENTRY_STAGE 2, see anvil_rt.c's start_stage).
+@ then only finishes (ANVIL_ENTRY_STAGE 2, see anvil_rt.c's start_stage), unless the
+@ dynamic linker never made that call (below).
 @
 @ Symbols defined at link time (--defsym): ANVIL_REGION, ANVIL_LENGTH, ANVIL_PGOFF,
-@ ANVIL_HEADER, ANVIL_INIT, ANVIL_ENTRY_STAGE.
+@ ANVIL_HEADER, ANVIL_INIT, ANVIL_ENTRY_STAGE, ANVIL_INIT_SLOT (the first .init_array
+@ word's link address, which the preinit function's address stands in).
 @
 @ Assembled with ANVIL_PREINIT defined when the program is started so (the stub is then
 @ larger: a program with little room gets the stub without it).
@@ -51,7 +53,19 @@ start:
     subs r6, r6, r5             @ r6 = load bias
 #ifdef ANVIL_PREINIT
     cmp r10, #2
-    beq mapped
+    bne map
+    @ At the entry: did the dynamic linker call _anvil_preinit? That call gives the first
+    @ .init_array word back; a C library whose dynamic linker ignores DT_PREINIT_ARRAY
+    @ (musl, which runs every initialiser from the program's start) leaves the stub's
+    @ address there, and the region is mapped now, as without the preinit function.
+    ldr r0, =ANVIL_INIT_SLOT
+    ldr r0, [r0, r6]
+    ldr r1, =_anvil_preinit
+    add r1, r1, r6
+    cmp r0, r1
+    bne mapped
+    movs r10, #0                @ STARTED_AT_ENTRY (anvil_init gives the word back)
+map:
 #endif
     adr r0, path
     movs r1, #0

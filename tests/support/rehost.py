@@ -25,18 +25,19 @@ def cli_run(binary: Path, *extra: str, text: bool = False) -> subprocess.Complet
 
 def run_rehost(binary: Path, address: str, args: list[str] | tuple[str, ...] = (), stdin: bytes = b"",
                timeout: float = 300, env: dict[str, str] | None = None,
-               argv0: str = "prog", cwd: Path | None = None) -> tuple[Run, bridge.Outcome]:
+               argv0: str = "prog", cwd: Path | None = None,
+               lib_root: str = LIB_ROOT) -> tuple[Run, bridge.Outcome]:
     """Run the ReHost ``binary`` (at its final path) against the server at ``address``.
 
     Like run_prog: only ``env`` (default none), argv[0] ``argv0``, working directory
-    ``cwd`` (default the binary's); the results files the server sends back are written
+    ``cwd`` (default the binary's), libraries from ``lib_root``; the results files the server sends back are written
     there (relative names; an absolute ``--out`` is written where it says).
     """
     cwd = cwd or binary.parent
     document = Path(str(binary) + SITE_TABLE_SUFFIX).read_bytes()
     table = parse(document)
     channel = bridge.connect(address)
-    cmd = ["qemu-arm", "-L", LIB_ROOT, "-0", argv0, str(binary.resolve()), *args]
+    cmd = ["qemu-arm", "-L", lib_root, "-0", argv0, str(binary.resolve()), *args]
     try:
         outcome = bridge.run(cmd, channel, table.tool, document, "prog", env=env or {}, cwd=str(cwd),
                              stdin=stdin)

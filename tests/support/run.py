@@ -32,15 +32,16 @@ class Run:
 
 
 def run_prog(binary: Path, args: list[str] | tuple[str, ...] = (), stdin: bytes = b"", timeout: int = 300,
-             env: dict[str, str] | None = None, like_trace: bool = False) -> Run:
-    """Run ``binary`` (already at its final path) under qemu-arm with argv[0] 'prog' and only ``env``.
+             env: dict[str, str] | None = None, like_trace: bool = False, lib_root: str = LIB_ROOT) -> Run:
+    """Run ``binary`` (already at its final path) under qemu-arm with argv[0] 'prog' and only
+    ``env``; its dynamic linker and libraries come from ``lib_root`` (``-L``).
 
     stdin, stdout and stderr are pipes; with ``like_trace`` they are regular files, as
     tests/oracles/qemu_trace.py gives them to the original whose count a run is compared
     with: programs take other paths for a seekable stdin (gnulib's close_stdin) or a
     regular stdout (grep's check that it is not also an input) (decision 0058)."""
     variables = [f"{k}={v}" for k, v in (env or {}).items()]
-    cmd = ["env", "-i", *variables, "qemu-arm", "-L", LIB_ROOT, "-0", "prog", str(binary.resolve()), *args]
+    cmd = ["env", "-i", *variables, "qemu-arm", "-L", lib_root, "-0", "prog", str(binary.resolve()), *args]
     if not like_trace:
         proc = subprocess.run(cmd, input=stdin, capture_output=True, cwd=binary.parent, timeout=timeout)
         return Run(proc.stdout, proc.stderr, proc.returncode, binary.parent)

@@ -243,6 +243,44 @@ def build(sample: str, variant: str, extra: Sequence[str] = ()) -> Path:
     return _compile([cc, *flags], [str(source)], out)
 
 
+#: Debian's musl for armhf: the C library, its dynamic linker and its gcc specs file.
+MUSL_PACKAGES = ["musl:armhf", "musl-dev:armhf"]
+MUSL_TRIPLE = "arm-linux-musleabihf"
+
+
+def musl_root() -> Path:
+    """Debian's armhf musl unpacked once into the sample cache (its ``lib/ld-musl-armhf.so.1``
+    makes it the ``-L`` root of a musl program); returns the root."""
+    return debian_packages("musl-armhf", MUSL_PACKAGES, f"usr/lib/{MUSL_TRIPLE}/libc.a")
+
+
+def build_musl(sample: str, link: str) -> Path:
+    """``samples/<sample>.c`` built with the cross gcc against Debian's musl (``-O2``, Thumb-2;
+    cached) and returns its path. ``link``: ``static``; ``pie``, what Debian's musl-gcc
+    makes (a PIE with musl's dynamic linker as its interpreter but ``libc.a`` inside);
+    ``shared``, with ``libc.so`` (as Alpine's or OpenWrt's programs are).
+
+    musl-dev's specs file names its headers and libraries at their installed paths; a copy
+    naming them in the unpacked root is written beside them. ``raise`` is asked for up
+    front: libgcc's division-by-zero handler needs it, and the specs put libgcc after libc."""
+    root = musl_root()
+    specs = root / "anvil-musl.specs"
+    if not specs.is_file():
+        text = (root / "usr/lib" / MUSL_TRIPLE / "musl-gcc.specs").read_text()
+        for part in (f"/usr/include/{MUSL_TRIPLE}", f"/usr/lib/{MUSL_TRIPLE}"):
+            text = text.replace(part, str(root) + part)
+        temporary = specs.with_suffix(f".{os.getpid()}")
+        temporary.write_text(text)
+        temporary.replace(specs)
+    source = SAMPLES_DIR / f"{sample}.c"
+    links = {"static": ["-static"], "pie": ["-Wl,-u,raise"],
+             "shared": [f"-L{root}/lib/{MUSL_TRIPLE}", "-Wl,-u,raise"]}
+    flags = ["-O2", "-mthumb", f"-specs={specs}", *links[link]]
+    key = _cache_key(source.read_bytes(), "\0".join(flags), (root / "SOURCE_DEB").read_text())
+    out = cache_dir() / f"{sample}-musl-{link}-{key}"
+    return out if out.is_file() else _compile([_require_tool(CC), *flags], [str(source)], out)
+
+
 def rodata_first_script() -> Path:
     """A GNU ld script for a fixed-address program unlike the default one: GNU ld's own
     script (``ld --verbose``) with ``.rodata`` moved before ``.init``/``.text`` and the
