@@ -49,3 +49,32 @@ def test_falls_through(code: str, thumb: bool, falls: bool) -> None:
     decoded: an IT block is decoded with the instruction it makes conditional)."""
     instructions, _ = decode_range(make_disassembler(thumb), bytes.fromhex(code), 0x1000, thumb)
     assert instructions[-1].falls_through is falls
+
+
+M_PROFILE_REGISTERS = ["psp", "msp", "primask", "basepri", "basepri_max", "faultmask", "control"]
+
+
+def test_m_profile_system_registers(tmp_path) -> None:
+    """MRS and MSR of ARMv7-M's own registers (every RTOS's context switch and critical
+    section) decode in an M-profile image's code, with the sizes GNU as gives them
+    (arm-none-eabi-as -mcpu=cortex-m4, the oracle), and name the register as written;
+    A-profile code (a Linux program's) does not read them (decision 0085)."""
+    import subprocess
+
+    from elftools.elf.elffile import ELFFile
+
+    lines = [f"mrs r{k}, {reg}\nmsr {reg}, r{k}\n" for k, reg in enumerate(M_PROFILE_REGISTERS)]
+    source = tmp_path / "sys.s"
+    source.write_text(".syntax unified\n.thumb\n" + "".join(lines) + "bx lr\n")
+    obj = tmp_path / "sys.o"
+    subprocess.run(["arm-none-eabi-as", "-mcpu=cortex-m4", str(source), "-o", str(obj)], check=True)
+    with obj.open("rb") as f:
+        code = ELFFile(f).get_section_by_name(".text").data()
+    got, end = decode_range(make_disassembler(True), code, 0x1000, True, m_profile=True)
+    assert end == 0x1000 + len(code)
+    expected = [(f"r{k}, {reg}", f"{reg}, r{k}") for k, reg in enumerate(M_PROFILE_REGISTERS)]
+    assert [(i.mnemonic, i.op_str) for i in got[:-1]] == \
+        [pair for ops in expected for pair in (("mrs", ops[0]), ("msr", ops[1]))]
+    assert all(i.size == 4 for i in got[:-1]) and got[-1].mnemonic == "bx"
+    linux, stop = decode_range(make_disassembler(True), code, 0x1000, True)
+    assert stop == 0x1000 and not linux

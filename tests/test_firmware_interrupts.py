@@ -71,3 +71,25 @@ def test_calls_under_interrupts(board: str, tmp_path: Path) -> None:
         got = json.loads((out.parent / "fw.cachesim.out").read_text())
         figures.append((got["loads"], got["stores"]))
     assert figures[1] == figures[0] and figures[2] == figures[0], figures
+
+
+CALLS_A, CALLS_B = 3000, 2000  # tasks.c's
+
+
+@pytest.mark.parametrize("board", ["mps2-an385", "mps2-an386"])
+def test_counters_in_tasks_a_context_switch_preempts(board: str, tmp_path: Path) -> None:
+    """samples/boards/tasks.c: two tasks, switched by PendSV every 100 cycles (``--icount 0``:
+    between any two instructions), both call mix(), which runs exactly CALLS_A + CALLS_B
+    times. No interrupt handler calls mix(), but a task stopped inside mix()'s counter update
+    resumes after the other task's updates of the same counter: a plain load/add/store loses
+    them, as it would in an RTOS's tasks (decision 0085)."""
+    image = build_firmware("tasks", board, "-O2")
+    expected = run_firmware(image, board)
+    assert expected == (b"a=a8590d72 b=3c6bf220 switched\n", 0), expected
+    mix = next(p for p in load_binary(str(image)).procedures if p.name == "mix")
+    assert mix.blocks[0].instructions[-1].is_return
+    out = instrument(image, "inscount", tmp_path / "fw", "--skip", "idle,wait_for_b")
+    run = anvil_cli("run", "-q", "--board", board, "--icount", "0", out.name, cwd=out.parent, timeout=120)
+    assert (run.stdout, run.returncode) == expected, run.stderr
+    got = json.loads((out.parent / "fw.inscount.out").read_text())
+    assert got["procedures"]["mix"] == (CALLS_A + CALLS_B) * len(mix.blocks[0].instructions)

@@ -80,6 +80,26 @@ def _armv8_of(md: capstone.Cs) -> capstone.Cs:
     return other
 
 
+_MCLASS: list[capstone.Cs] = []  # the Thumb handle of ARMv7-M's system registers, made once
+
+
+def _other_readings(md: capstone.Cs, m_profile: bool) -> list[capstone.Cs]:
+    """The handles that read what the ARMv7 handle ``md`` does not, in the order tried:
+    ARMv8's, then (Thumb code of an M-profile image) ARMv7-M's, whose MRS and MSR name the
+    M profile's own registers
+    (PSP, MSP, PRIMASK, BASEPRI, FAULTMASK, CONTROL): capstone's A-profile Thumb reads
+    nothing there, and firmware reads and writes them in every RTOS's context switch and
+    critical section (an undecodable ``mrs r0, psp`` dropped a PendSV handler whole:
+    decision 0085)."""
+    if not (m_profile and md.mode & capstone.CS_MODE_THUMB):
+        return [_armv8_of(md)]
+    if not _MCLASS:
+        handle = capstone.Cs(capstone.CS_ARCH_ARM, capstone.CS_MODE_THUMB | capstone.CS_MODE_MCLASS)
+        handle.detail = True
+        _MCLASS.append(handle)
+    return [_armv8_of(md), _MCLASS[0]]
+
+
 def _reg(md: capstone.Cs, reg_id: int) -> int:
     return REG_NUMBERS.get(md.reg_name(reg_id), -1)
 
@@ -227,15 +247,20 @@ assert _FIELDS[0] == "address" and _FIELDS[len(_DECODED) + 1:] == ["hooks", "_bl
 
 
 def decode_range(md: capstone.Cs, code: bytes, address: int, thumb: bool,
-                 cache: DecodeCache | None = None) -> tuple[list[Instruction], int]:
+                 cache: DecodeCache | None = None, m_profile: bool = False) -> tuple[list[Instruction], int]:
     """Decode ``code`` at ``address`` with the ARMv7 handle ``md``, reading an instruction
-    that ARMv7 does not know as ARMv8 (make_disassembler); returns the instructions and the
-    address where decoding stopped (see _decode_with)."""
+    that ARMv7 does not know as ARMv8 (make_disassembler) or ARMv7-M (_other_readings);
+    returns the instructions and the address where decoding stopped (see _decode_with).
+    ``m_profile``: the code is a Cortex-M image's."""
     cache = DecodeCache() if cache is None else cache
     out, end = _decode_with(md, code, address, thumb, cache)
     stop = address + len(code)
-    while end < stop and not md.mode & capstone.CS_MODE_V8:
-        more, after = _decode_with(_armv8_of(md), code[end - address:end - address + 4], end, thumb, cache)
+    others = _other_readings(md, m_profile) if not md.mode & (capstone.CS_MODE_V8 | capstone.CS_MODE_MCLASS) else []
+    while end < stop and others:
+        for other in others:
+            more, after = _decode_with(other, code[end - address:end - address + 4], end, thumb, cache)
+            if more:
+                break
         if not more:
             break
         out += more

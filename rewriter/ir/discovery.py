@@ -1399,7 +1399,8 @@ class _Streams:
         size = CHUNK if at == len(starts) else max(4, min(CHUNK, starts[at] - address))
         starts.insert(at, address)
         while True:
-            got = decode_range(self.md[thumb], self.binary.read(address, size), address, thumb, self.cache)[0]
+            got = decode_range(self.md[thumb], self.binary.read(address, size), address, thumb, self.cache,
+                               self.binary.is_firmware)[0]
             kept = _split_it(got)
             if size == CHUNK or (len(kept) == len(got) and got):
                 shown = min(self.code_size, self._shown + size)

@@ -356,7 +356,7 @@ def _decode(binary: Binary, procs: list[Procedure], mapping: dict[int, list[tupl
         insns = []
         for start, end, thumb in _code_ranges(proc, all_marks):
             code = binary.read(start, end - start)
-            got, stop = decode_range(disasm[thumb], code, start, thumb, cache)
+            got, stop = decode_range(disasm[thumb], code, start, thumb, cache, binary.is_firmware)
             insns.extend(got)
             if stop < end and any(code[stop - start:]):
                 proc.notes.append(f"undecodable bytes at {stop:#x}..{end:#x}")

@@ -349,7 +349,10 @@ def interrupt_code(binary: Binary) -> set[int]:
     """Firmware: the addresses of the procedures an exception handler may run: the handlers
     in the vector table (``exception_handlers``) and whatever they call or branch to,
     directly. When such code calls or jumps through a register, it may reach anything:
-    every procedure is in.
+    every procedure is in. So is every procedure when such code sets a stack pointer
+    (``msr psp``/``msr msp``): a context switch, as an RTOS's PendSV or SVC handler makes,
+    after which another thread of control runs, stopped anywhere, and may run the same code
+    (decision 0085).
     """
     owner = block_owners(binary)
     todo = [owner[a] for a in exception_handlers(binary, set(owner)) if a != binary.entry & ~1]
@@ -360,9 +363,14 @@ def interrupt_code(binary: Binary) -> set[int]:
             continue
         seen.add(proc.address)
         for ins in proc.instructions():
-            if ins.is_indirect and not ins.is_return:
+            if (ins.is_indirect and not ins.is_return) or _sets_a_stack_pointer(ins):
                 return {p.address for p in binary.procedures}
             target = owner.get(ins.branch_target) if ins.branch_target is not None else None
             if target is not None and target is not proc:
                 todo.append(target)
     return seen
+
+
+def _sets_a_stack_pointer(ins: Instruction) -> bool:
+    """``msr psp, rN`` or ``msr msp, rN`` (a banked stack pointer written: ARMv7-M)."""
+    return ins.name == "msr" and ins.op_str.split(",", 1)[0].strip() in ("psp", "msp")
