@@ -29,6 +29,7 @@ from elftools.elf.elffile import ELFFile
 from ..arch import arm_encode as enc
 from ..errors import AnvilError
 from ..ir.model import Binary, Instruction, Procedure, Segment
+from ..ir.plt import thumb_stubs
 from . import file_gap
 from . import target_build as tb
 from .preinit import PreinitStart
@@ -163,6 +164,7 @@ def entry_patches(binary: Binary, procs: list[Procedure], direct: tuple[int, int
     if stops is None:
         stops = entered_from_elsewhere(binary, procs)
     data = binary.literal_bytes()
+    stubs = thumb_stubs(binary.plt, binary.read) if binary.plt else set()
     for proc in procs:
         if proc.address in patched:
             continue
@@ -173,6 +175,13 @@ def entry_patches(binary: Binary, procs: list[Procedure], direct: tuple[int, int
         # Branches inside the procedure go to the copy, so only addresses other code may
         # jump to must stay intact under the patch.
         covered = _room(proc.instructions(), proc.address, stops, data)
+        if proc.address in stubs and covered == NARROW and proc.address + NARROW not in stops \
+                and proc.address + NARROW not in data:
+            # A PLT entry's Thumb stub: ``bx pc`` and a pad that never runs (bx pc always
+            # jumps, to the A32 entry after the pad), which the descent does not decode. In
+            # a fixed-address program a pointer to an imported function is the stub's
+            # address, and the PLT's other entries leave no cave in a B.N's reach.
+            covered = SHORT
         if direct is not None and covered >= SHORT and _branch_reaches(proc.address, first.thumb, direct):
             patches.append(Patch(proc.address, first.thumb, direct=True))
         elif covered >= patch_length(proc.address, first.thumb):
