@@ -8,6 +8,10 @@
  *   address: a label, or a number that reads as one). Code may enter mix there and run
  *   on in place to its return, but nothing reaches mix's first half but its entry, whose
  *   jump goes to the copy: those bytes never run in place.
+ * - lone, alone between 2.5 KiB of data on either side and called through the table,
+ *   whose second instruction the first word of a column of offsets names (three numbers
+ *   in small ascending steps, one even): numbers, which must not cut lone's room to the
+ *   2 bytes a B.N needs (no trampoline room is in its reach).
  * Prints a checksum of 40 rounds; exit status 0.
  */
 #include <stdint.h>
@@ -15,6 +19,7 @@
 
 uint32_t nothing(uint32_t x);
 uint32_t mix(uint32_t x);
+uint32_t lone(uint32_t x);
 
 __asm__(".text\n\t"
         ".syntax unified\n\t"
@@ -59,11 +64,34 @@ __asm__(".text\n\t"
         ".balign 4\n\t"
         ".rept 640\n\t"
         ".word 0xa5a5a5a5\n\t"
+        ".endr\n\t"
+        ".global lone\n\t"
+        ".type lone, %function\n\t"
+        ".thumb_func\n"
+        "lone:\n\t"
+        "push {r4, lr}\n\t"  /* lone + 2: what the first of offsets names */
+        "movs r4, #9\n\t"
+        "muls r0, r4\n\t"
+        "adds r0, #1\n\t"
+        "movs r4, #19\n\t"
+        "rors r0, r4\n\t"
+        "pop {r4, pc}\n\t"
+        ".size lone, . - lone\n\t"
+        ".balign 4\n\t"
+        ".rept 640\n\t"
+        ".word 0x3c3c3c3c\n\t"
         ".endr\n\t");
 
 typedef uint32_t (*step_fn)(uint32_t);
 
-static step_fn const volatile steps[] = {nothing, mix};
+static step_fn const volatile steps[] = {nothing, mix, lone};
+
+/* A column of numbers running through lone's addresses in small steps, one of them even:
+ * offsets, not code addresses (two functions in different instruction sets are never
+ * that close), though the first reads as a Thumb pointer to lone + 2. */
+__attribute__((used)) static const uintptr_t volatile offsets[] = {
+    (uintptr_t)lone + 2u, (uintptr_t)lone + 7u, (uintptr_t)lone + 12u,
+};
 
 /* mix's second half, with the Thumb bit: only compared, never called. */
 __attribute__((used)) static const uintptr_t volatile mix_tail = (uintptr_t)mix + 30u;
@@ -72,10 +100,10 @@ int main(void)
 {
     uint32_t x = 0x9e3779b9u;
     for (uint32_t round = 0; round < 40; round++) {
-        for (uint32_t k = 0; k < 2; k++)
+        for (uint32_t k = 0; k < 3; k++)
             x = steps[k](x + round);
         x = mix(x);
     }
-    printf("%08x %d\n", (unsigned)x, mix_tail == (uintptr_t)mix + 30u);
+    printf("%08x %d\n", (unsigned)x, mix_tail == (uintptr_t)mix + 30u && offsets[2] - offsets[0] == 10u);
     return 0;
 }
