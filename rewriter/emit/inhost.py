@@ -55,6 +55,7 @@ from .patches import (
     Patch,
     Tail,
     entry_patches,
+    firmware_trampolines,
     place_trampolines,
     return_patches,
     return_sites,
@@ -500,6 +501,8 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         # copies: run from RAM), the runtime's initial data after the library in flash,
         # its RAM at the top of the free RAM.
         patches, not_patched = entry_patches(binary, chosen, direct=(base, code.here()))
+        by_address = {p.address: p.name for p in chosen}
+        not_patched += [by_address[p.address] for p in firmware_trampolines(binary, chosen, patches)]
         data_image = lib_base + len(probe.text)
         data_image += (-data_image) % 8
         ram_at = placement.ram_for(probe.bss_end - probe.data_addr)
@@ -535,6 +538,8 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         flash += bytes(lib_base - base - len(flash)) + lib.text
         flash += bytes(data_image - base - len(flash)) + lib.data
         entry_bytes = {p.address: p.bytes_at_entry(resolve(ins_label(p.address)) | int(p.thumb)) for p in patches}
+        entry_bytes.update({p.trampoline: p.trampoline_bytes(resolve(ins_label(p.address)) | int(p.thumb))
+                            for p in patches if p.trampoline is not None})
         data = firmware.write_elf(binary, entry_bytes, base, bytes(flash), ram_at, lib.bss_end - ram_at)
         return _finish(report, output, data, chosen, started)
 

@@ -29,6 +29,7 @@ from elftools.elf.elffile import ELFFile
 from ..arch import arm_encode as enc
 from ..errors import AnvilError
 from ..ir.model import Binary, Instruction, Procedure, Segment
+from ..ir.plt import thumb_stubs
 from . import file_gap
 from . import target_build as tb
 from .preinit import PreinitStart
@@ -150,9 +151,10 @@ def entry_patches(binary: Binary, procs: list[Procedure], direct: tuple[int, int
                   patched: frozenset[int] = frozenset()) -> tuple[list[Patch], list[str]]:
     """Which relocated procedures get a jump at their original entry, and which cannot.
 
-    ``direct`` (firmware, no trampolines): where the copies lie ([start, end)); a patch is
-    a 4-byte branch to the copy where that reaches, else (code far from the copies: a
-    function run from RAM) the long jump where the procedure has room for it.
+    ``direct`` (firmware): where the copies lie ([start, end)); a patch is a 4-byte branch
+    to the copy where that reaches, else (code far from the copies: a function run from
+    RAM) the long jump where the procedure has room for it; with less room, a branch to a
+    trampoline (firmware_trampolines places them).
     ``stops``: what the patches must leave intact (default: entered_from_elsewhere).
     ``patched``: entries that have a jump already (return sites, unwinder entries).
     Short patches get their trampolines from place_trampolines.
@@ -162,6 +164,7 @@ def entry_patches(binary: Binary, procs: list[Procedure], direct: tuple[int, int
     if stops is None:
         stops = entered_from_elsewhere(binary, procs)
     data = binary.literal_bytes()
+    stubs = thumb_stubs(binary.plt, binary.read) if binary.plt else set()
     for proc in procs:
         if proc.address in patched:
             continue
@@ -172,20 +175,42 @@ def entry_patches(binary: Binary, procs: list[Procedure], direct: tuple[int, int
         # Branches inside the procedure go to the copy, so only addresses other code may
         # jump to must stay intact under the patch.
         covered = _room(proc.instructions(), proc.address, stops, data)
+        if proc.address in stubs and covered == NARROW and proc.address + NARROW not in stops \
+                and proc.address + NARROW not in data:
+            # A PLT entry's Thumb stub: ``bx pc`` and a pad that never runs (bx pc always
+            # jumps, to the A32 entry after the pad), which the descent does not decode. In
+            # a fixed-address program a pointer to an imported function is the stub's
+            # address, and the PLT's other entries leave no cave in a B.N's reach.
+            covered = SHORT
         if direct is not None and covered >= SHORT and _branch_reaches(proc.address, first.thumb, direct):
             patches.append(Patch(proc.address, first.thumb, direct=True))
         elif covered >= patch_length(proc.address, first.thumb):
             patches.append(Patch(proc.address, first.thumb))
-        elif covered >= SHORT and direct is None:
+        elif covered >= SHORT:
             patches.append(Patch(proc.address, first.thumb, UNPLACED))
-        elif covered >= NARROW and first.thumb and not direct:
-            # A 2-byte T32 procedure (crtstuff's frame_dummy, a stub that only returns): code
-            # pointers reach it too (.init_array, callbacks), and unpatched it ran in place,
-            # uncounted. A B.N to a trampoline within 2 KiB, as at return sites.
+        elif covered >= NARROW and first.thumb:
+            # A 2-byte T32 procedure (crtstuff's frame_dummy, a stub that only returns, a
+            # firmware's default handler ``b .``) or an entry whose next instruction a code
+            # pointer names (perhaps only a number in data that reads as one): code pointers
+            # reach it too (.init_array, callbacks, vector and function tables), and
+            # unpatched it ran in place, uncounted. A B.N to a trampoline within 2 KiB, as
+            # at return sites; firmware too (firmware_trampolines).
             patches.append(Patch(proc.address, True, UNPLACED, narrow=True))
         else:
             skipped.append(proc.name)
     return patches, skipped
+
+
+def firmware_trampolines(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list[Patch]:
+    """Trampolines for a firmware image's short and narrow entry patches (entry_patches),
+    in caves of the relocated procedures (there is no last page to grow into: the image's
+    text is followed by its other sections, the copies are far from a B.N's reach); those
+    that find none are removed from ``patches`` and returned. A trampoline is a long
+    jump to the copy (``ldr pc, [pc]`` and the copy's address): the copy's address is
+    known where the image is written, as is the entry's."""
+    if all(p.trampoline is None for p in patches):
+        return []
+    return place_trampolines(patches, Tail(0, False, _caves(binary, procs, patches)))
 
 
 def return_sites(procs: list[Procedure]) -> set[int]:
@@ -301,6 +326,7 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
     for p in patches:
         covered[p.address] = p.address + p.length
     entered = entered_from_elsewhere(binary, procs) - covered.keys()
+    entered_list = sorted(entered)
     # A pool in the middle of a procedure is read where it is. Sorted, so that each
     # instruction is tested against the next literal byte alone (a set lookup per byte of
     # every instruction was a twentieth of a large program's rewrite).
@@ -309,8 +335,13 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
     taken = binary.address_taken
     runs = []
     for proc in procs:
-        if proc.address not in entry_length or not entered.isdisjoint(map(_ADDRESS, proc.instructions())) \
+        if proc.address not in entry_length \
                 or (any(map(translated_jump, proc.instructions())) and _partly_decoded(proc, binary)):
+            continue
+        lo = bisect.bisect_left(entered_list, proc.address)
+        inside = entered_list[lo:bisect.bisect_left(entered_list, proc.end, lo)]
+        in_place = _run_in_place(proc, inside, covered) if inside else frozenset()
+        if in_place is None:
             continue
         blocked_until = proc.address + entry_length[proc.address]
         run_start = run_end = None
@@ -325,7 +356,7 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
             while k < npools and pools[k] < address:
                 k += 1
             in_pool = k < npools and pools[k] < address + ins.size
-            if address < blocked_until or address in taken or in_pool:
+            if address < blocked_until or address in taken or in_pool or address in in_place:
                 if run_start is not None and run_end - run_start >= TRAMPOLINE:
                     runs.append([run_start, run_end])
                 run_start = None
@@ -338,6 +369,38 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
         if run_start is not None and run_end - run_start >= TRAMPOLINE:
             runs.append([run_start, run_end])
     return runs
+
+
+def _run_in_place(proc: Procedure, entered: list[int], patched: dict[int, int]) -> frozenset[int] | None:
+    """The instructions of ``proc`` that run in place when other code enters it at
+    ``entered`` (addresses in it that code pointers, the unwinder or code left in place
+    may jump to): those reached from there by falling through, by direct branches and by
+    returning from calls, up to a patched place (``patched``: its jump goes to the copy).
+    None when one of them jumps where the code does not say (a switch, a jump through a
+    register): then any instruction of ``proc`` may run in place.
+
+    The rest are caves even so: only the entry's patch leads to them, and it leads to the
+    copy. (A number in data that reads as a code address in the middle of a procedure,
+    as tables of offsets in a fixed-address program do, had cost the whole procedure's
+    room, and narrow patches nearby found no trampoline.)"""
+    at = {ins.address: ins for ins in proc.instructions()}
+    reached: set[int] = set()
+    work = [address for address in entered if address in at]
+    while work:
+        address = work.pop()
+        # A patched place (the entry, a return site) jumps to the copy; no instruction: out
+        # of the procedure (a tail call) or into bytes not decoded.
+        ins = at.get(address)
+        if address in reached or address in patched or ins is None:
+            continue
+        reached.add(address)
+        if ins.writes_pc and ins.branch_target is None and not ins.is_return and not ins.is_call:
+            return None
+        if ins.is_branch and ins.branch_target is not None and not ins.is_call:
+            work.append(ins.branch_target)
+        if ins.falls_through:  # calls too: the callee returns here
+            work.append(ins.end)
+    return frozenset(reached)
 
 
 def tail_location(binary: Binary, procs: list[Procedure], patches: list[Patch],

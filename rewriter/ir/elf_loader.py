@@ -25,7 +25,7 @@ from elftools.elf.sections import SymbolTableSection
 from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
 from ..errors import AnvilError, is_parser_error, malformed
-from .counted import counted
+from .counted import counted, in_offset_column
 from .discovery import R_ARM_IRELATIVE, discover, relocated_words, text_relocations
 from .elf_check import check_elf
 from .exception_tables import unwinder_entries
@@ -420,6 +420,14 @@ def _address_taken(binary: Binary, elf: ELFFile, procs: list[Procedure],
         ranges.extend(proc.data_ranges)
     taken: set[int] = set()
     pointers: set[int] = set()
+    code = sorted((lo, hi) for lo, hi, _, _ in _exec_sections(elf))
+
+    def in_code(value: int) -> bool:
+        for lo, hi in code:
+            if lo <= value & ~1 < hi:
+                return True
+        return False
+
     for lo, hi in ranges:
         lo = (lo + 3) & ~3
         blob = binary.read(lo, max(0, hi - lo))
@@ -431,7 +439,8 @@ def _address_taken(binary: Binary, elf: ELFFile, procs: list[Procedure],
             # word aligned. A coincidental match only adds a block boundary, but a table
             # of numbers counting through a function would leave no room for its jump.
             thumb = starts.get(value & ~1)
-            if (thumb or (thumb is False and not value & 3)) and not counted(values, k):
+            if (thumb or (thumb is False and not value & 3)) and not counted(values, k) \
+                    and not (value & 1 and in_offset_column(values, k, in_code)):
                 taken.add(value & ~1)
                 if thumb == bool(value & 1):
                     pointers.add(value & ~1)
