@@ -76,8 +76,9 @@ def test_calls_under_interrupts(board: str, tmp_path: Path) -> None:
 CALLS_A, CALLS_B = 3000, 2000  # tasks.c's
 
 
-@pytest.mark.parametrize("board", ["mps2-an385", "mps2-an386"])
-def test_counters_in_tasks_a_context_switch_preempts(board: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("board, mode", [("mps2-an385", "inhost"), ("mps2-an386", "inhost"),
+                                         ("mps2-an385", "rehost")])
+def test_counters_in_tasks_a_context_switch_preempts(board: str, mode: str, tmp_path: Path) -> None:
     """samples/boards/tasks.c: two tasks, switched by PendSV every 100 cycles (``--icount 0``:
     between any two instructions), both call mix(), which runs exactly CALLS_A + CALLS_B
     times. No interrupt handler calls mix(), but a task stopped inside mix()'s counter update
@@ -88,7 +89,7 @@ def test_counters_in_tasks_a_context_switch_preempts(board: str, tmp_path: Path)
     assert expected == (b"a=a8590d72 b=3c6bf220 switched\n", 0), expected
     mix = next(p for p in load_binary(str(image)).procedures if p.name == "mix")
     assert mix.blocks[0].instructions[-1].is_return
-    out = instrument(image, "inscount", tmp_path / "fw", "--skip", "idle,wait_for_b")
+    out = instrument(image, "inscount", tmp_path / "fw", "--skip", "idle,wait_for_b", "--mode", mode)
     run = anvil_cli("run", "-q", "--board", board, "--icount", "0", out.name, cwd=out.parent, timeout=120)
     assert (run.stdout, run.returncode) == expected, run.stderr
     got = json.loads((out.parent / "fw.inscount.out").read_text())
