@@ -56,6 +56,8 @@ class SwitchFinder:
       (GCC's Thumb code) or ``add pc, rA, rB`` (LLVM's A32 code, rustc's): N + 1 words,
       each the offset of its case (Thumb bit set in Thumb code) from the table
       (``Binary.switch_cases``);
+    - the same check, then ``adr rA, table; ldr pc, [rA, rI, lsl #2]``: N + 1 label
+      addresses (GCC's Thumb-2 switch in fixed-address code where TBB/TBH do not fit);
     - A32, the PC as the table (it reads as the jump's address + 8): ``cmp rI, #N`` then
       ``addls pc, pc, rI, lsl #2`` (GCC's switch: a row of N + 1 branches) or ``ldrls pc,
       [pc, rI, lsl #2]`` (N + 1 A32 label addresses), the bound being the jump's own
@@ -161,9 +163,12 @@ class SwitchFinder:
         if self.entry is None:
             access = ins.accesses[0] if ins.name == "ldr" and len(ins.accesses) == 1 else None
             if access is not None and access.base == self.table[0] and access.index == index and access.shift == 2 \
-                    and not access.subtract and access.disp == 0 and operands[0] in REGISTERS:
-                self.entry = REGISTERS[operands[0]]
-                return True
+                    and not access.subtract and access.disp == 0:
+                if operands[0] in REGISTERS:
+                    self.entry = REGISTERS[operands[0]]
+                    return True
+                if operands[0] == "pc" and ins.cond == 14:
+                    self._record_labels(ins, entries)
             return False
         if self.computed is None:
             regs = [REGISTERS.get(o) for o in operands]
@@ -235,6 +240,20 @@ class SwitchFinder:
             cases.add((table + offset) & ~1 & 0xFFFFFFFF)
         # Switches may share their last instructions (GCC's cross-jumping): all their cases.
         self.binary.switch_cases.setdefault(jump.address, set()).update(cases)
+        self.binary.switch_tables.add((table, table + 4 * entries))
+
+
+    def _record_labels(self, jump: Instruction, entries: int) -> None:
+        """The cases of ``jump``, ``ldr pc, [rA, rI, lsl #2]`` through the table at ``adr rA``:
+        ``entries`` label addresses (GCC's switch in fixed-address Thumb-2 code where no TBB
+        or TBH fits; Thumb bit set in Thumb code, word aligned in A32). Read as code, the
+        table's words had run on into the first case below it, whose count the flow then
+        derived from the table's (negative: decision 0086)."""
+        table = self.table[1]
+        words = [int.from_bytes(self.binary.read(table + 4 * k, 4), "little") for k in range(entries)]
+        if not words or any((w & 1) != jump.thumb or (not jump.thumb and w & 3) for w in words):
+            return  # not labels of this instruction set: some other table
+        self.binary.switch_cases.setdefault(jump.address, set()).update(w & ~1 for w in words)
         self.binary.switch_tables.add((table, table + 4 * entries))
 
 

@@ -1,0 +1,44 @@
+/*
+ * label_table.c - a switch that Thumb-2 code takes through a table of label addresses:
+ * ``adr rA, table; ldr pc, [rA, rI, lsl #2]``, GCC's form in fixed-address code when a
+ * case lies before the jump, where TBB and TBH cannot go (Debian's python3.11 has them).
+ * The table's words follow the jump and read as instructions that run on into the case
+ * after them; the cases before the jump are reached only through the table.
+ *
+ * Prints "sum=<decimal>". Exit status 0.
+ */
+#include <stdio.h>
+
+__attribute__((naked, noinline)) int pick(int i, int y)
+{
+    __asm__ volatile(
+        "b 1f\n\t"
+        "2: add r0, r1, #100\n\t"        /* case 0: before the jump */
+        "bx lr\n\t"
+        "3: eor r0, r1, #0x55\n\t"       /* case 1 */
+        "bx lr\n\t"
+        "1: cmp r0, #3\n\t"
+        "bhi 6f\n\t"
+        "adr r2, 7f\n\t"
+        "ldr pc, [r2, r0, lsl #2]\n\t"
+        ".align 2\n\t"
+        "7: .word 2b + 1\n\t"
+        ".word 3b + 1\n\t"
+        ".word 4f + 1\n\t"
+        ".word 5f + 1\n\t"
+        "4: lsl r0, r1, #2\n\t"          /* case 2: after the table */
+        "bx lr\n\t"
+        "5: sub r0, r1, #7\n\t"          /* case 3 */
+        "bx lr\n\t"
+        "6: movs r0, #0\n\t"             /* the default */
+        "bx lr\n\t");
+}
+
+int main(void)
+{
+    long sum = 0;
+    for (int k = 0; k < 3000; k++)
+        sum += pick(k % 5, k);
+    printf("sum=%ld\n", sum);
+    return 0;
+}
