@@ -3,7 +3,8 @@
  * ``adr rA, table; ldr pc, [rA, rI, lsl #2]``, GCC's form in fixed-address code when a
  * case lies before the jump, where TBB and TBH cannot go (Debian's python3.11 has them).
  * The table's words follow the jump and read as instructions that run on into the case
- * after them; the cases before the jump are reached only through the table.
+ * after them; the cases before the jump are reached only through the table. pick_lr is
+ * the position-independent form with LR as the table's register.
  *
  * Prints "sum=<decimal>". Exit status 0.
  */
@@ -34,11 +35,42 @@ __attribute__((naked, noinline)) int pick(int i, int y)
         "bx lr\n\t");
 }
 
+/* GCC's switch in position-independent Thumb-2 code with LR as the table's register (its
+ * choice when the low registers are taken; Debian's perl): ``adr.w lr, table`` (which
+ * capstone reads as ``addw lr, pc, #n``), a table of offsets, and ``bx lr`` to the case:
+ * a jump, not a return. */
+__attribute__((naked, noinline)) int pick_lr(int i, int y)
+{
+    __asm__ volatile(
+        "push {r4, lr}\n\t"
+        "cmp r0, #3\n\t"
+        "bhi 9f\n\t"
+        "adr.w lr, 8f\n\t"
+        "ldr.w r0, [lr, r0, lsl #2]\n\t"
+        "add lr, r0\n\t"
+        "bx lr\n\t"
+        ".align 2\n\t"
+        "8: .word 4f - 8b + 1\n\t"
+        ".word 5f - 8b + 1\n\t"
+        ".word 6f - 8b + 1\n\t"
+        ".word 7f - 8b + 1\n\t"
+        "4: add r0, r1, #3\n\t"
+        "pop {r4, pc}\n\t"
+        "5: eor r0, r1, #0x33\n\t"
+        "pop {r4, pc}\n\t"
+        "6: lsl r0, r1, #3\n\t"
+        "pop {r4, pc}\n\t"
+        "7: sub r0, r1, #9\n\t"
+        "pop {r4, pc}\n\t"
+        "9: movs r0, #1\n\t"
+        "pop {r4, pc}\n\t");
+}
+
 int main(void)
 {
     long sum = 0;
     for (int k = 0; k < 3000; k++)
-        sum += pick(k % 5, k);
+        sum += pick(k % 5, k) + pick_lr(k % 5, k);
     printf("sum=%ld\n", sum);
     return 0;
 }

@@ -202,6 +202,20 @@ def _detail(md: capstone.Cs, raw: bytes, addr: int) -> capstone.CsInsn:
     return next(md.disasm(raw, addr, 1))
 
 
+_DETAIL_HANDLES: dict[bool, capstone.Cs] = {}
+
+
+def details_of(ins: Instruction) -> capstone.CsInsn:
+    """``ins``'s capstone instruction with operand details, decoded now where the decoder
+    kept none (the facts of most instructions come from capstone's text alone), and kept."""
+    if ins.detail is None:
+        md = _DETAIL_HANDLES.get(ins.thumb)
+        if md is None:
+            md = _DETAIL_HANDLES[ins.thumb] = make_disassembler(ins.thumb)
+        ins.detail = _detail(md, ins.raw, ins.address)
+    return ins.detail
+
+
 def _thumb_branch_cond(raw: bytes, name: str, default: int) -> int:
     """Condition of a T32 conditional branch outside IT (B<c> T1/T3 encodings)."""
     if name != "b":

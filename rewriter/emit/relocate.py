@@ -26,7 +26,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from ..arch import arm_encode as enc
-from ..arch.arm_decode import REG_NUMBERS
+from ..arch.arm_decode import REG_NUMBERS, details_of
 from ..errors import AnvilError
 from ..ir.flow import exclusive_windows
 from ..ir.liveness import DeadRegisters
@@ -729,7 +729,7 @@ def _literal_target(ins: Instruction, name: str, ctx: RelocationContext) -> int 
 
 def _registers(ins: Instruction, written: bool = False) -> set[int]:
     """Core registers ``ins`` reads (and writes, with ``written``), from capstone's details."""
-    md_insn = ins.detail
+    md_insn = details_of(ins)
     regs_read, regs_written = md_insn.regs_access()
     names = {md_insn.reg_name(r) for r in list(regs_read) + (list(regs_written) if written else [])}
     return {REG_NUMBERS[n] for n in names if n in REG_NUMBERS}

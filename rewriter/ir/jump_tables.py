@@ -241,6 +241,11 @@ class SwitchFinder:
         # Switches may share their last instructions (GCC's cross-jumping): all their cases.
         self.binary.switch_cases.setdefault(jump.address, set()).update(cases)
         self.binary.switch_tables.add((table, table + 4 * entries))
+        if jump.is_return:
+            # ``bx lr`` with LR as the table's register (GCC's choice when the low ones are
+            # taken; Debian's perl): a jump to a case, not a return. As a return it was
+            # copied as it is and went on in the original code (decision 0086).
+            jump.is_return, jump.is_indirect = False, True
 
 
     def _record_labels(self, jump: Instruction, entries: int) -> None:
@@ -259,13 +264,16 @@ class SwitchFinder:
 
 def _pc_relative_address(ins: Instruction, operands: list[str]) -> int | None:
     """The address ``ins`` puts in a register if it is ``adr rA, #off`` (either instruction
-    set) or A32's ``add``/``sub rA, pc, #off`` (how capstone reads an A32 adr), else None."""
+    set) or ``add``/``sub rA, pc, #off``: how capstone reads an A32 adr, and T32's 32-bit
+    adr.w (``addw``/``subw rA, pc, #off``), which GCC uses for a high register (Debian's
+    perl: ``addw lr, pc, #8`` before its switch's ``ldr.w r1, [lr, r1, lsl #2]``; the
+    switch unknown, its jump ran into the original code: decision 0086), else None."""
     if not operands or operands[0] not in REGISTERS:
         return None
     pc = ((ins.address + 4) & ~3) if ins.thumb else ins.address + 8
     if ins.name == "adr" and len(operands) == 2 and operands[1].startswith("#"):
         return pc + int(operands[1][1:], 0)
-    if ins.name in ("add", "sub") and not ins.thumb and len(operands) == 3 and operands[1] == "pc" \
+    if ins.name in ("add", "sub") and len(operands) == 3 and operands[1] == "pc" \
             and operands[2].startswith("#"):
         offset = int(operands[2][1:], 0)
         return (pc + offset if ins.name == "add" else pc - offset) & 0xFFFFFFFF
