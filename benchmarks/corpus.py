@@ -19,6 +19,13 @@ a deterministic workload.  For each program, tool (inscount, bbcount, cachesim) 
   (``Program.repeatable``), compares the two results files byte for byte: the analysis
   must not depend on which side ran it.
 
+With ``--qemu-counts``, each repeatable program's original also runs once under qemu-arm
+with this project's per-block count plugin (``benchmarks/plugins/blockcount.c``, built by
+``benchmarks/qemu_plugins.py``): the instructions QEMU runs in the executable (the blocks
+between ``-d page``'s ``start_code`` and ``end_code``) must equal inscount's InHost total,
+else the row says by how much (decision 0086: how perl's and python3.11's miscounts were
+found).
+
 A program the corpus marks ``refused`` (Go's: decision 0060) must be refused by Anvil with
 that one-line error; its rows say so and do not count as failures.
 
@@ -33,6 +40,7 @@ differed::
     python3 benchmarks/corpus.py                                    # everything (two hours on two loaded cores)
     python3 benchmarks/corpus.py --tools inscount --modes inhost    # find crashes first
     python3 benchmarks/corpus.py --programs git,sed --runs 3
+    python3 benchmarks/corpus.py --tools inscount --modes inhost --qemu-counts   # counts against QEMU's
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -201,6 +210,38 @@ def run_rehost(program: corpus.Program, binary: Path, env: dict[str, str], addre
     return Outcome(run.stdout, stderr, run.returncode if complete else -1000, seconds)
 
 
+_CODE_RANGE = re.compile(rb"^(start_code|end_code)\s+0x([0-9a-fA-F]+)\s*$", re.M)
+
+
+def qemu_count(program: corpus.Program, binary: Path, env: dict[str, str], plugin: Path) -> int | None:
+    """The instructions QEMU runs in ``binary``'s own code with the workload (per-block
+    count plugin, ``-d page`` for where the code was loaded); None if the run timed out."""
+    counts, log = binary.parent / "blockcount.txt", binary.parent / "qemu.log"
+    cmd = corpus.qemu_command(binary, program, env)
+    at = cmd.index("qemu-arm") + 1
+    cmd[at:at] = ["-plugin", f"{plugin},out={counts}", "-d", "page", "-D", str(log)]
+    try:
+        subprocess.run(cmd, input=program.stdin, capture_output=True, cwd=workdir(binary), timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return None
+    code = {name: int(value, 16) for name, value in _CODE_RANGE.findall(log.read_bytes())}
+    low, high = code[b"start_code"], code[b"end_code"]
+    total = 0
+    for line in counts.read_text().splitlines():
+        address, instructions, executions = line.split()
+        if low <= int(address, 16) < high:
+            total += int(instructions) * int(executions)
+    return total
+
+
+def counted_total(results: Path) -> int:
+    """inscount's total from its results file (text or JSON)."""
+    text = results.read_text()
+    if text.lstrip().startswith("{"):
+        return int(json.loads(text)["total"])
+    return int(re.search(r"(\d+) instructions executed", text).group(1))
+
+
 def difference(original: Outcome, copy: Outcome) -> str | None:
     """How ``copy`` differs from ``original`` (None: identical)."""
     if copy.returncode is None:
@@ -220,8 +261,9 @@ def difference(original: Outcome, copy: Outcome) -> str | None:
 
 
 def measure(name: str, tools: Sequence[str], modes: Sequence[str], runs: int, work: Path,
-            address: str | None) -> Row:
-    """Everything for one program; failures are recorded in the row, never raised."""
+            address: str | None, plugin: Path | None = None) -> Row:
+    """Everything for one program; failures are recorded in the row, never raised.
+    ``plugin``: the per-block count plugin, to compare inscount with QEMU (``qemu_count``)."""
     program = corpus.CORPUS[name]
     row = Row(name)
     try:
@@ -238,6 +280,10 @@ def measure(name: str, tools: Sequence[str], modes: Sequence[str], runs: int, wo
         return row
     original = run_inhost(program, original_dir / "prog", env)
     row.times.append(original.seconds)
+    executed = None
+    if plugin is not None and program.repeatable:
+        fresh_workdir(program, original_dir / "prog", binary, env)
+        executed = qemu_count(program, original_dir / "prog", env, plugin)
     copies: list[tuple[Result, Path, Outcome]] = []
     for index, (tool, mode) in enumerate((t, m) for m in modes for t in tools):
         result = Result(tool, mode)
@@ -255,6 +301,10 @@ def measure(name: str, tools: Sequence[str], modes: Sequence[str], runs: int, wo
             if mode == "inhost" and result.difference is None and not (run_dir / f"prog.{tool}.out").is_file():
                 # (ReHost's copy says so itself: its results are incomplete.)
                 result.difference = "no results file: the program's end was not seen"
+            elif (executed is not None and tool == "inscount" and mode == "inhost" and result.difference is None
+                  and counted_total(run_dir / "prog.inscount.out") != executed):
+                got = counted_total(run_dir / "prog.inscount.out")
+                result.difference = f"counts {got - executed:+,} instructions against QEMU's {executed:,}"
             result.run_dir = run_dir
             copies.append((result, run_dir, outcome))
         bench.progress(f"{name}: {tool} {mode}: " + " | ".join(cells(row, result)))
@@ -373,6 +423,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="programs measured at once (default 1)")
     parser.add_argument("--runs", type=int, default=1, metavar="N", help="timed runs of each copy (default 1)")
     parser.add_argument("--keep", action="store_true", help="keep the working directory (path printed to stderr)")
+    parser.add_argument("--qemu-counts", action="store_true",
+                        help="compare inscount's InHost totals with QEMU's count of the executable's instructions")
     args = parser.parse_args(argv)
     for name, known in (("programs", corpus.CORPUS), ("tools", TOOLS), ("modes", MODES)):
         chosen = [x.strip() for x in getattr(args, name).split(",") if x.strip()]
@@ -391,6 +443,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     header = bench.header_line(args.runs)
     work = Path(tempfile.mkdtemp(prefix="anvil-corpus."))
     server = None
+    plugin = None
+    if args.qemu_counts:
+        from benchmarks.qemu_plugins import own_plugin
+
+        plugin = own_plugin("blockcount")
     if "rehost" in args.modes:
         from tests.support.rehost import ServerProcess
 
@@ -398,7 +455,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             rows = list(pool.map(lambda name: measure(name, args.tools, args.modes, args.runs, work,
-                                                      server.address if server else None), args.programs))
+                                                      server.address if server else None, plugin), args.programs))
     finally:
         if server is not None:
             server.stop()

@@ -47,6 +47,11 @@ PLUGINS: dict[str, str] = {
     "mem": "tests/plugin/mem.c",
     "cache": "contrib/plugins/cache.c",
 }
+#: Plugins of this project's own (``benchmarks/plugins/``), built against the same header:
+#: name -> source.
+OWN_PLUGINS: dict[str, Path] = {
+    "blockcount": REPO_ROOT / "benchmarks" / "plugins" / "blockcount.c",
+}
 HEADER = "include/qemu/qemu-plugin.h"
 #: The Debian package whose source version names the source to build from.
 PACKAGE = "qemu-user"
@@ -196,6 +201,24 @@ def build() -> dict[str, Path]:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return built
+
+
+def own_plugin(name: str) -> Path:
+    """One of OWN_PLUGINS, built (once per content of its source) against the header of the
+    installed qemu's source, which ``build`` fetches; returns the library's path."""
+    source = OWN_PLUGINS[name]
+    text = source.read_bytes()
+    headers = build()[next(iter(PLUGINS))].parent / "src" / "include" / "qemu"
+    out = headers.parents[2] / f"lib{name}-{hashlib.sha256(text).hexdigest()[:12]}.so"
+    if out.is_file():
+        return out
+    temporary = out.with_suffix(f".{os.getpid()}.so")
+    cmd = ["gcc", "-shared", "-fPIC", "-O2", "-I", str(headers), str(source), "-o", str(temporary), *_glib_flags()]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise PluginBuildError(f"compiling {source.name} failed:\n$ {' '.join(cmd)}\n{proc.stderr}")
+    temporary.replace(out)
+    return out
 
 
 def main() -> int:
