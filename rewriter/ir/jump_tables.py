@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from .liveness import registers_used
 from .model import Access, Binary, Instruction
 
 CS, HI = 2, 8  # the conditions of a bounds check's branch to the default case
@@ -73,7 +74,8 @@ class SwitchFinder:
         self._reset()
 
     def _reset(self) -> None:
-        self.move: Instruction | None = None  # a MOV just before (what it sets: _constant)
+        self.move: Instruction | None = None  # a MOV of a constant shortly before (_constant, _past_move)
+        self.since_move = 0
         self.compared: tuple[int, int] | None = None  # register, immediate of the last CMP
         self.bound: tuple[int, int] | None = None     # index register, entries
         self.table: tuple[int, int] | None = None     # register holding the table, its address
@@ -88,10 +90,12 @@ class SwitchFinder:
         if name in _MOVES:  # ends any check under way; what it sets is read if a CMP follows
             if self.compared is not None:
                 self._reset()
-            self.move = ins
+            self.move = ins if _constant(ins) is not None else None
+            self.since_move = 0
             return
         if self.compared is None and name != "cmp":
-            self.move = None
+            if self.move is not None:
+                self._past_move(ins)
             return  # the usual case: no check under way
         step = self._step(ins)
         if not step:
@@ -106,9 +110,23 @@ class SwitchFinder:
         for ins in insns:
             name = ins.name
             if self.compared is None and name != "cmp" and name not in _MOVES:
-                self.move = None
+                if self.move is not None:
+                    self._past_move(ins)
             else:
                 see(ins)
+
+    def _past_move(self, ins: Instruction) -> None:
+        """Keep the constant of the MOV before ``ins`` for the CMP of a bounds check while
+        ``ins``, one of the few instructions the compiler schedules between them, does not
+        touch its register and does not leave the run: GCC puts stores there (Debian's bison:
+        ``movw r3, #263; strd r0, r2, [sp, #52]; cmp sl, r3; bhi``), and the switch after
+        it went unknown, its cases' counts derived from a flow that missed its jump
+        (decision 0086)."""
+        self.since_move += 1
+        register = _constant(self.move)[0]
+        if self.since_move > _MOVE_DISTANCE or ins.is_branch or ins.is_call or ins.writes_pc \
+                or registers_used(ins) >> register & 1:
+            self.move = None
 
     def _step(self, ins: Instruction) -> bool:
         # The operands only where they are read (most steps past a CMP are its branch).
@@ -552,6 +570,7 @@ def _operands(ins: Instruction) -> list[str]:
 
 
 _MOVES = frozenset(("mov", "movs", "movw"))  # a constant for the CMP of a bounds check
+_MOVE_DISTANCE = 6  # instructions between that MOV and its CMP
 
 
 def _constant(move: Instruction) -> tuple[int, int] | None:
