@@ -1145,22 +1145,24 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
              "-semihosting-config", "enable=on,target=native", "-icount", "shift=3,sleep=off", "-kernel", "crc.elf"),
             "QEMU's system emulator (13 MB: QOM, the board model, TCG translating Thumb into host code that "
             "calls the executable's helpers through pointers) runs a Cortex-M3 firmware that prints a CRC "
-            "through semihosting", files={"crc.elf": _crc_firmware}),
+            "through semihosting; QEMU's own threads move its count by a few instructions from run to run",
+            files={"crc.elf": _crc_firmware}, repeatable=False),
     Program("mariadbd", ("mariadb-server-core:armhf", *MARIADB_LIBS), "usr/sbin/mariadbd",
             ("--no-defaults", "--log-warnings=0", "--skip-grant-tables", "--help", "--verbose"),
             "MariaDB's server (17 MB, C++): plugin and storage-engine registration, option parsing, every "
-            "variable's help and value"),
+            "variable's help and value; its threads move its count from run to run", repeatable=False),
     Program("gdb", ("gdb:armhf", *GDB_LIBS), "usr/bin/gdb",
             ("-batch", "-nx", "-ex", "print 1+2*3", "-ex", "print sizeof(long long)*7", "-ex", "file sort",
              "-ex", "info functions ^ma", "-ex", "disassemble main", "-ex", "info line main",
              "-ex", "ptype struct stat", "-ex", "python print(sum(range(100)))", "-ex", "print nosuch"),
             "GNU debugger (5.8 MB, C++ with exceptions, Python embedded): expressions, an ARM ELF's DWARF, "
-            "symbols and disassembly, a Python command, an error",
-            files={"sort": _sort_with_debug_info}, env={"PYTHONHOME": "{root}/usr"}),
+            "symbols and disassembly, a Python command, an error; its count moves by a few dozen "
+            "instructions from run to run", files={"sort": _sort_with_debug_info}, env={"PYTHONHOME": "{root}/usr"},
+            repeatable=False),
     Program("shellcheck", ("shellcheck:armhf", "libffi8:armhf", "libgmp10:armhf"), "usr/bin/shellcheck",
             ("-x", "script.sh"),
-            "Haskell (GHC, static Haskell libraries: 40 MB, 37 MB of code): parses and checks a shell script",
-            files={"script.sh": SHELL_SCRIPT}),
+            "Haskell (GHC, static Haskell libraries: 40 MB, 37 MB of code): parses and checks a shell script; "
+            "the count follows GHC's timer ticks", files={"script.sh": SHELL_SCRIPT}, repeatable=False),
     Program("hugo", ("hugo:armhf", "libsass1:armhf", "libwebp7:armhf"), "usr/bin/hugo", ("version",),
             "Go with cgo (49 MB): its version", refused="a Go program"),
 ]}
