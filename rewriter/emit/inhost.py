@@ -941,9 +941,13 @@ def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with
         emit_call_stub(code, name, ("sym", name), ctx.threads)
     if ctx.shared_calls is not None:
         ctx.shared_calls.emit_paths(code)
+    # The last island before the translation tables, which hold no branch: they take a word
+    # per halfword (T32) or word (A32) of every procedure with computed jumps, 30 MB in
+    # shellcheck's copy, and after them the island was beyond the reach of the stubs' BLs
+    # to the analysis library (decision 0082).
+    code.island(write_range_veneer, last=True)
     for proc, key in ctx.xlate_tables:
         emit_xlate_table(proc, key, code)
-    code.island(write_range_veneer, last=True)
 
 
 class _LibraryBuild:

@@ -54,9 +54,9 @@ class SwitchFinder:
     - ``cmp rI, #N; bhi default`` (``bhs``: N - 1; or ``movw rK, #N; cmp rI, rK``) then
       ``tbb``/``tbh [pc, rI]``: a table of N + 1 entries (``Binary.table_sizes``);
     - the same check, then ``adr rA, table; ldr rB, [rA, rI, lsl #2]; add rA, rB; bx rA``
-      (GCC's Thumb code) or ``add pc, rA, rB`` (LLVM's A32 code, rustc's): N + 1 words,
-      each the offset of its case (Thumb bit set in Thumb code) from the table
-      (``Binary.switch_cases``);
+      (GCC's Thumb code; the adr also in its 32-bit form, ``addw``/``subw rA, pc, #n``) or
+      ``add pc, rA, rB`` (LLVM's A32 code, rustc's): N + 1 words, each the offset of its
+      case (Thumb bit set in Thumb code) from the table (``Binary.switch_cases``);
     - the same check, then ``adr rA, table; ldr pc, [rA, rI, lsl #2]``: N + 1 label
       addresses (GCC's Thumb-2 switch in fixed-address code where TBB/TBH do not fit);
     - A32, the PC as the table (it reads as the jump's address + 8): ``cmp rI, #N`` then
@@ -65,8 +65,10 @@ class SwitchFinder:
       condition (``lo``: N entries), or an unconditional one after ``bhi``/``bhs``
       (``Binary.switch_cases``, the cases in A32).
 
-    Only these exact sequences count: anything else between resets the search. Without
-    them a stripped binary's tables cannot be told from the code around them.
+    Only these exact sequences count: anything else between resets the search (but for up
+    to six instructions between a bound's MOV and its CMP that leave its register alone:
+    ``_past_move``). Without them a stripped binary's tables cannot be told from the code
+    around them.
     """
 
     def __init__(self, binary: Binary) -> None:
@@ -280,21 +282,27 @@ class SwitchFinder:
         self.binary.switch_tables.add((table, table + 4 * entries))
 
 
+#: The ADRs capstone does not show as ``adr`` (by base name; +1 adds the offset, -1
+#: subtracts it): A32's ``add``/``sub rA, pc, #off``, and T32's 32-bit encodings (``adr.w``),
+#: shown as ``addw``/``subw rA, pc, #off`` (base name ``add``/``sub``): the form GCC's Thumb
+#: switches take when the table's register is r8-r14 (the 16-bit ``adr`` reaches only r0-r7)
+#: or the table lies behind the code (decision 0082).
+_ADR_ALIASES = {"add": 1, "sub": -1, "addw": 1, "subw": -1}
+
+
 def _pc_relative_address(ins: Instruction, operands: list[str]) -> int | None:
-    """The address ``ins`` puts in a register if it is ``adr rA, #off`` (either instruction
-    set) or ``add``/``sub rA, pc, #off``: how capstone reads an A32 adr, and T32's 32-bit
-    adr.w (``addw``/``subw rA, pc, #off``), which GCC uses for a high register (Debian's
-    perl: ``addw lr, pc, #8`` before its switch's ``ldr.w r1, [lr, r1, lsl #2]``; the
-    switch unknown, its jump ran into the original code: decision 0086), else None."""
+    """The address ``ins`` puts in a register if it is an ADR in either instruction set
+    (``adr rA, #off``, or ``_ADR_ALIASES``: ``add``/``sub``/``addw``/``subw rA, pc, #off``),
+    else None. In Thumb the PC reads as the instruction's address + 4 rounded down to a
+    word, in A32 as its address + 8."""
     if not operands or operands[0] not in REGISTERS:
         return None
     pc = ((ins.address + 4) & ~3) if ins.thumb else ins.address + 8
     if ins.name == "adr" and len(operands) == 2 and operands[1].startswith("#"):
         return pc + int(operands[1][1:], 0)
-    if ins.name in ("add", "sub") and len(operands) == 3 and operands[1] == "pc" \
-            and operands[2].startswith("#"):
-        offset = int(operands[2][1:], 0)
-        return (pc + offset if ins.name == "add" else pc - offset) & 0xFFFFFFFF
+    sign = _ADR_ALIASES.get(ins.name)
+    if sign is not None and len(operands) == 3 and operands[1] == "pc" and operands[2].startswith("#"):
+        return (pc + sign * int(operands[2][1:], 0)) & 0xFFFFFFFF
     return None
 
 
@@ -394,15 +402,10 @@ class GotoFinder:
             return self.values[regs[0]] + ins.address + 4  # add rA, pc
         if name == "add" and not ins.thumb and len(regs) == 3 and regs[1] == _PC and regs[2] in self.values:
             return self.values[regs[2]] + ins.address + 8
-        if name == "adr" and len(operands) == 2 and operands[1].startswith("#"):
-            pc = ((ins.address + 4) & ~3) if ins.thumb else ins.address + 8
-            return pc + int(operands[1][1:], 0)
-        if name in ("add", "sub") and ins.thumb and len(regs) == 3 and regs[1] == _PC and operands[2].startswith("#"):
-            # T32's adr.w as capstone reads it (addw rA, pc, #n): from the word-aligned PC.
-            # GCC's switch through a table of addresses when a case lies before the table.
-            offset = int(operands[2][1:], 0)
-            pc = (ins.address + 4) & ~3
-            return pc + offset if name == "add" else pc - offset
+        if name == "adr" or (ins.thumb and name in _ADR_ALIASES):
+            # Also T32's adr.w as capstone reads it (addw rA, pc, #n): GCC's switch through
+            # a table of addresses when a case lies before the table.
+            return _pc_relative_address(ins, operands)
         if name == "movw" and len(operands) == 2 and operands[1].startswith("#"):
             return int(operands[1][1:], 0) & 0xFFFF
         if name == "movt" and len(operands) == 2 and operands[1].startswith("#") and regs[0] in self.values:

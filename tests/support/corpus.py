@@ -36,6 +36,45 @@ READLINE = ("libreadline8:armhf", *TINFO)
 SELINUX = ("libselinux1:armhf", "libpcre2-8-0:armhf")
 ACL = ("libacl1:armhf", *SELINUX)
 
+
+def _armhf(*names: str) -> tuple[str, ...]:
+    return tuple(f"{name}:armhf" for name in names)
+
+
+#: The libraries of the largest programs (their packages' Depends, followed through libraries).
+QEMU_LIBS = _armhf("libaio1", "libblkid1", "libbpf1", "libcapstone4", "libdb5.3", "libelf1", "libfdt1", "libffi8",
+                   "libfuse3-3", "libglib2.0-0", "libgmp10", "libgnutls30", "libhogweed6", "libibverbs1", "libidn2-0",
+                   "libjpeg62-turbo", "libmount1", "libnettle8", "libnl-3-200", "libnl-route-3-200", "libp11-kit0",
+                   "libpcre2-8-0", "libpixman-1-0", "libpng16-16", "librdmacm1", "libsasl2-2", "libseccomp2",
+                   "libselinux1", "libslirp0", "libtasn1-6", "libudev1", "libunistring2", "liburing2",
+                   "libvdeplug2", "libzstd1", "zlib1g")
+MARIADB_LIBS = _armhf("libaio1", "libcap2", "libcrypt1", "libgcrypt20", "libgpg-error0", "liblz4-1", "liblzma5",
+                      "libnuma1", "libpcre2-8-0", "libssl3", "libsystemd0", "liburing2", "libzstd1", "zlib1g")
+GDB_LIBS = _armhf("libbabeltrace1", "libblkid1", "libboost-regex1.74.0", "libicu72", "libbrotli1",
+                  "libbz2-1.0", "libcom-err2", "libcrypt1", "libcurl3-gnutls", "libdb5.3", "libdebuginfod1", "libdw1",
+                  "libelf1", "libexpat1", "libffi8", "libglib2.0-0", "libgmp10", "libgnutls30", "libgssapi-krb5-2",
+                  "libhogweed6", "libidn2-0", "libk5crypto3", "libkeyutils1", "libkrb5-3", "libkrb5support0",
+                  "libldap-2.5-0", "liblzma5", "libmount1", "libmpfr6", "libncursesw6", "libnettle8",
+                  "libnghttp2-14", "libnsl2", "libp11-kit0", "libpcre2-8-0", "libpsl5", "libpython3.11",
+                  "libpython3.11-minimal", "libpython3.11-stdlib", "libreadline8", "librtmp1", "libsasl2-2",
+                  "libselinux1", "libsource-highlight4v5", "libsqlite3-0", "libssh2-1", "libssl3", "libtasn1-6",
+                  "libtinfo6", "libtirpc3", "libunistring2", "libuuid1", "libxxhash0", "libzstd1", "zlib1g")
+
+
+def _crc_firmware() -> bytes:
+    """samples/boards/crc.c built for the MPS2 AN385 (Cortex-M3), for qemu-system-arm's workload."""
+    from tests.support.boards import build_firmware  # the cross compiler only when this workload runs
+
+    return build_firmware("crc", "mps2-an385").read_bytes()
+
+
+def _sort_with_debug_info() -> bytes:
+    """samples/sort.c built with DWARF (dynamic Thumb-2), for gdb's workload to read."""
+    from tests.support.samples import build
+
+    return build("sort", "O2-thumb-dyn").read_bytes()
+
+
 #: git's identity and dates, fixed so that commit hashes repeat.
 GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent", "GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@example.org",
@@ -1100,6 +1139,29 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("gron", ("gron:armhf",), "usr/bin/gron", ("input.json",),
             "Go with cgo (dynamic, libc): flattens a JSON document", files={"input.json": JSON_DOCUMENT},
             refused="a Go program"),
+    # Programs 2-8 times python3.11's size (decision 0082; shellcheck's copy does not run yet, see
+    # there): benchmarks/corpus.py's alone.
+    Program("qemu-system-arm", ("qemu-system-arm:armhf", *QEMU_LIBS), "usr/bin/qemu-system-arm",
+            ("-M", "mps2-an385", "-nographic", "-monitor", "none", "-serial", "none", "-no-reboot",
+             "-semihosting-config", "enable=on,target=native", "-icount", "shift=3,sleep=off", "-kernel", "crc.elf"),
+            "QEMU's system emulator (13 MB: QOM, the board model, TCG translating Thumb into host code that "
+            "calls the executable's helpers through pointers) runs a Cortex-M3 firmware that prints a CRC "
+            "through semihosting; QEMU's own threads move its count by a few instructions from run to run",
+            files={"crc.elf": _crc_firmware}, repeatable=False),
+    Program("mariadbd", ("mariadb-server-core:armhf", *MARIADB_LIBS), "usr/sbin/mariadbd",
+            ("--no-defaults", "--log-warnings=0", "--skip-grant-tables", "--help", "--verbose"),
+            "MariaDB's server (17 MB, C++): plugin and storage-engine registration, option parsing, every "
+            "variable's help and value; its threads move its count from run to run", repeatable=False),
+    Program("gdb", ("gdb:armhf", *GDB_LIBS), "usr/bin/gdb",
+            ("-batch", "-nx", "-ex", "print 1+2*3", "-ex", "print sizeof(long long)*7", "-ex", "file sort",
+             "-ex", "info functions ^ma", "-ex", "disassemble main", "-ex", "info line main",
+             "-ex", "ptype struct stat", "-ex", "python print(sum(range(100)))", "-ex", "print nosuch"),
+            "GNU debugger (5.8 MB, C++ with exceptions, Python embedded): expressions, an ARM ELF's DWARF, "
+            "symbols and disassembly, a Python command, an error; its count moves by a few dozen "
+            "instructions from run to run", files={"sort": _sort_with_debug_info}, env={"PYTHONHOME": "{root}/usr"},
+            repeatable=False),
+    Program("hugo", ("hugo:armhf", "libsass1:armhf", "libwebp7:armhf"), "usr/bin/hugo", ("version",),
+            "Go with cgo (49 MB): its version", refused="a Go program"),
 ]}
 
 #: Files every run directory gets.
