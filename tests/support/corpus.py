@@ -698,6 +698,27 @@ LISP_SCRIPT = rb"""(defun fib (n) (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2))))
   (format t "~a~%" (subseq (sort v #'<) 0 5)))
 """
 
+LUAJIT_SCRIPT = rb"""local t = {}
+for i = 1, 200000 do t[i] = (i * 7919) % 1000 end
+table.sort(t)
+local s = 0
+for i = 1, #t, 3 do s = s + t[i] end
+local parts = {}
+for i = 1, 2000 do parts[#parts + 1] = string.format("%d:%x", i, i * i) end
+local str = table.concat(parts, ",")
+local n = 0
+for w in str:gmatch("%d+:") do n = n + 1 end
+local function fib(k) if k < 2 then return k end return fib(k - 1) + fib(k - 2) end
+print(s, #str, n, fib(24), string.rep("ab", 3), math.floor(1e6 / 7))
+local ok, err = pcall(function() error({code = 42}) end)
+print(ok, type(err), err.code)
+local co = coroutine.wrap(function() for i = 1, 3 do coroutine.yield(i) end end)
+print(co(), co(), co())
+local ffi = require("ffi")
+ffi.cdef("int strcmp(const char *a, const char *b);")
+print(ffi.C.strcmp("abc", "abd") < 0, bit.bxor(0x5a5a, 0xffff), jit.version)
+"""
+
 SCHEME_SCRIPT = rb"""(define (fib n) (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2)))))
 (display (fib 18)) (newline)
 (display (expt 2 100)) (newline)
@@ -1130,6 +1151,12 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             "moves by a few thousand instructions from run to run of one copy",
             files={"script.scm": SCHEME_SCRIPT}, repeatable=False,
             env={"LD_LIBRARY_PATH": "{root}/usr/lib", "CHICKEN_REPOSITORY_PATH": "{root}/var/lib/chicken/11"}),
+    Program("luajit", ("luajit:armhf", "libluajit-5.1-2:armhf"), "usr/bin/luajit", ("script.lua",),
+            "LuaJIT 2.1 (the interpreter in hand-written assembly, dispatched through a table in a "
+            "register; hot loops compiled to machine code at run time, which is not instrumented): "
+            "tables, sort, strings, closures, pcall, coroutines, FFI (not repeatable: where the machine "
+            "code goes, and so what the interpreter runs, changes from run to run)",
+            files={"script.lua": LUAJIT_SCRIPT}, repeatable=False),
     Program("hevea", ("hevea:armhf",), "usr/bin/hevea", ("-o", "-", "doc.tex"),
             "OCaml native (2.3 MB): LaTeX to HTML, macros, tables, lists, mathematics",
             files={"doc.tex": LATEX_DOCUMENT}, env={"HEVEADIR": "{root}/usr/share/hevea"}),
