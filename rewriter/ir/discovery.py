@@ -335,11 +335,20 @@ NORETURN = {"abort", "exit", "_exit", "_Exit", "quick_exit", "__stack_chk_fail",
 #: libstdc++'s ``std::__throw_*`` helpers (``_ZSt20__throw_length_errorPKc``, ...) and
 #: ``std::rethrow_exception``, by their mangled names: all [[noreturn]].
 NORETURN_MANGLED = re.compile(r"_ZSt\d+(__throw_\w+|rethrow_exception\w*)$")
+#: Other languages' run-time failures, which a compiler calls where a check fails and which
+#: end in an exception or the process: D's (druntime: array bounds, assert, unittest,
+#: throw), Ada's (GNAT's checks and raises) and Fortran's (libgfortran's stops and
+#: errors). Code after a call of one is a literal pool or the next function: read as code,
+#: dustmite's ``blx _d_arraybounds_indexp`` ran on into a pool whose word read as ``b.n``
+#: into the middle of a BL, and cut D's shortSort there (decision 0086).
+NORETURN_RUNTIMES = re.compile(r"(_d_(arraybounds|assert|unittest|throw)\w*|__gnat_(rcheck|raise_exception|reraise)\w*"
+                               r"|_gfortran_(runtime_error|stop|error_stop|os_error)\w*)$")
 
 
 def _noreturn_plt(binary: Binary) -> set[int]:
     """PLT entries (and their Thumb stubs) of functions that do not return."""
-    return {entry for entry, name in binary.plt.items() if name in NORETURN or NORETURN_MANGLED.match(name)}
+    return {entry for entry, name in binary.plt.items()
+            if name in NORETURN or NORETURN_MANGLED.match(name) or NORETURN_RUNTIMES.match(name)}
 
 
 def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, list[Instruction]]]:
