@@ -66,6 +66,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks import run as bench  # noqa: E402  (progress, first_line, escape, header_line)
+from tests.oracles.qemu_trace import CODE_RE  # noqa: E402  (-d page's start_code/end_code lines)
 from tests.support import corpus  # noqa: E402
 
 TOOLS = ["inscount", "bbcount", "cachesim", "memtrace"]
@@ -210,9 +211,6 @@ def run_rehost(program: corpus.Program, binary: Path, env: dict[str, str], addre
     return Outcome(run.stdout, stderr, run.returncode if complete else -1000, seconds)
 
 
-_CODE_RANGE = re.compile(rb"^(start_code|end_code)\s+0x([0-9a-fA-F]+)\s*$", re.M)
-
-
 def qemu_count(program: corpus.Program, binary: Path, env: dict[str, str], plugin: Path) -> int | None:
     """The instructions QEMU runs in ``binary``'s own code with the workload (per-block
     count plugin, ``-d page`` for where the code was loaded); None if the run timed out."""
@@ -224,7 +222,7 @@ def qemu_count(program: corpus.Program, binary: Path, env: dict[str, str], plugi
         subprocess.run(cmd, input=program.stdin, capture_output=True, cwd=workdir(binary), timeout=RUN_TIMEOUT)
     except subprocess.TimeoutExpired:
         return None
-    code = {name: int(value, 16) for name, value in _CODE_RANGE.findall(log.read_bytes())}
+    code = {name: int(value, 16) for name, value in CODE_RE.findall(log.read_bytes())}
     low, high = code[b"start_code"], code[b"end_code"]
     total = 0
     for line in counts.read_text().splitlines():

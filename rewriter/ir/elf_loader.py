@@ -26,7 +26,7 @@ from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
 from ..errors import AnvilError, is_parser_error, malformed
 from .counted import counted, in_offset_column
-from .discovery import R_ARM_IRELATIVE, discover, relocated_words, text_relocations
+from .discovery import R_ARM_IRELATIVE, _inside, discover, relocated_words, text_relocations
 from .elf_check import check_elf
 from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
@@ -423,10 +423,7 @@ def _address_taken(binary: Binary, elf: ELFFile, procs: list[Procedure],
     code = sorted((lo, hi) for lo, hi, _, _ in _exec_sections(elf))
 
     def in_code(value: int) -> bool:
-        for lo, hi in code:
-            if lo <= value & ~1 < hi:
-                return True
-        return False
+        return _inside(code, value & ~1)
 
     for lo, hi in ranges:
         lo = (lo + 3) & ~3

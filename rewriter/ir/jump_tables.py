@@ -76,7 +76,7 @@ class SwitchFinder:
         self._reset()
 
     def _reset(self) -> None:
-        self.move: Instruction | None = None  # a MOV of a constant shortly before (_constant, _past_move)
+        self.move: tuple[int, int] | None = None  # register, constant a MOV set shortly before (_past_move)
         self.since_move = 0
         self.compared: tuple[int, int] | None = None  # register, immediate of the last CMP
         self.bound: tuple[int, int] | None = None     # index register, entries
@@ -92,7 +92,7 @@ class SwitchFinder:
         if name in _MOVES:  # ends any check under way; what it sets is read if a CMP follows
             if self.compared is not None:
                 self._reset()
-            self.move = ins if _constant(ins) is not None else None
+            self.move = _constant(ins)
             self.since_move = 0
             return
         if self.compared is None and name != "cmp":
@@ -125,9 +125,8 @@ class SwitchFinder:
         it went unknown, its cases' counts derived from a flow that missed its jump
         (decision 0086)."""
         self.since_move += 1
-        register = _constant(self.move)[0]
         if self.since_move > _MOVE_DISTANCE or ins.is_branch or ins.is_call or ins.writes_pc \
-                or registers_used(ins) >> register & 1:
+                or registers_used(ins) >> self.move[0] & 1:
             self.move = None
 
     def _step(self, ins: Instruction) -> bool:
@@ -135,9 +134,8 @@ class SwitchFinder:
         operands = _operands(ins) if ins.name == "cmp" else None
         if operands is not None and len(operands) == 2 and operands[0] in REGISTERS:
             value = _immediate(operands[1])
-            constant = _constant(self.move) if value is None and self.move is not None else None
-            if constant is not None and REGISTERS.get(operands[1]) == constant[0]:
-                value = constant[1]
+            if value is None and self.move is not None and REGISTERS.get(operands[1]) == self.move[0]:
+                value = self.move[1]
             self.move = None
             if value is None:
                 return False
@@ -254,19 +252,13 @@ class SwitchFinder:
         """The cases of the switch whose computed ``jump`` adds each of the table's ``entries``
         words to the table's address."""
         table = self.table[1]
-        cases = set()
-        for k in range(entries):
-            offset = int.from_bytes(self.binary.read(table + 4 * k, 4), "little", signed=True)
-            cases.add((table + offset) & ~1 & 0xFFFFFFFF)
-        # Switches may share their last instructions (GCC's cross-jumping): all their cases.
-        self.binary.switch_cases.setdefault(jump.address, set()).update(cases)
-        self.binary.switch_tables.add((table, table + 4 * entries))
+        self._note(jump, {(table + offset) & ~1 & 0xFFFFFFFF for offset in self._words(entries, signed=True)},
+                   entries)
         if jump.is_return:
             # ``bx lr`` with LR as the table's register (GCC's choice when the low ones are
             # taken; Debian's perl): a jump to a case, not a return. As a return it was
             # copied as it is and went on in the original code (decision 0086).
             jump.is_return, jump.is_indirect = False, True
-
 
     def _record_labels(self, jump: Instruction, entries: int) -> None:
         """The cases of ``jump``, ``ldr pc, [rA, rI, lsl #2]`` through the table at ``adr rA``:
@@ -274,12 +266,21 @@ class SwitchFinder:
         or TBH fits; Thumb bit set in Thumb code, word aligned in A32). Read as code, the
         table's words had run on into the first case below it, whose count the flow then
         derived from the table's (negative: decision 0086)."""
-        table = self.table[1]
-        words = [int.from_bytes(self.binary.read(table + 4 * k, 4), "little") for k in range(entries)]
+        words = self._words(entries)
         if not words or any((w & 1) != jump.thumb or (not jump.thumb and w & 3) for w in words):
             return  # not labels of this instruction set: some other table
-        self.binary.switch_cases.setdefault(jump.address, set()).update(w & ~1 for w in words)
-        self.binary.switch_tables.add((table, table + 4 * entries))
+        self._note(jump, {w & ~1 for w in words}, entries)
+
+    def _words(self, entries: int, signed: bool = False) -> list[int]:
+        """The first ``entries`` words of the table at ``adr rA`` (``self.table``)."""
+        table = self.table[1]
+        return [int.from_bytes(self.binary.read(table + 4 * k, 4), "little", signed=signed) for k in range(entries)]
+
+    def _note(self, jump: Instruction, cases: set[int], entries: int) -> None:
+        """``jump``'s ``cases`` and its table of ``entries`` words at ``adr rA``, in ``binary``."""
+        # Switches may share their last instructions (GCC's cross-jumping): all their cases.
+        self.binary.switch_cases.setdefault(jump.address, set()).update(cases)
+        self.binary.switch_tables.add((self.table[1], self.table[1] + 4 * entries))
 
 
 #: The ADRs capstone does not show as ``adr`` (by base name; +1 adds the offset, -1
