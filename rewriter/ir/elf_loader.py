@@ -30,7 +30,7 @@ from .discovery import R_ARM_IRELATIVE, _inside, discover, relocated_words, text
 from .elf_check import check_elf
 from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
-from .go_runtime import go_version, refusal
+from .go_runtime import go_functions, go_version, refusal
 from .jump_tables import SwitchFinder, has_computed_jump, table_branch_targets
 from .model import Binary, Block, Procedure, Segment
 from .plt import lazy_binder, plt_functions, thumb_stubs
@@ -60,9 +60,11 @@ def load_binary(path: str) -> Binary:
 def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     """The IR of the checked ELF file ``data``."""
     go = go_version(data, elf)
-    if go is not None:  # before the descent, which takes minutes on a Go program
+    functions = go_functions(elf) if go is not None else []
+    if go is not None and not functions:
         raise AnvilError(refusal(path, go))
     binary = _make_binary(path, data, elf)
+    binary.go_functions = {f.entry: f.name for f in functions}
     symbols, mapping = _read_symbols(path, elf, data)
     binary.symbols = {name: addr for addr, name, _ in symbols}
     tags = _dynamic_tags(elf)
@@ -90,7 +92,9 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     named = _named(elf, data, _UNWINDING | _THREADING)
     binary.unwinds = bool(named & _UNWINDING) or _raises(elf, data) \
         or (not symbols and bool(binary.unwinder_entries))
-    binary.threaded = bool(named & _THREADING)
+    # Go's runtime starts its threads (sysmon, the garbage collector's) by the clone system
+    # call itself, whatever the program imports.
+    binary.threaded = bool(named & _THREADING) or bool(binary.go_functions)
     return binary
 
 
