@@ -438,7 +438,8 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
         if not insns:
             continue
         last = insns[-1]
-        name = "_start" if start == binary.entry & ~1 else f"sub_{start:x}"
+        # A Go program's PC table names its functions (``main.main``, ``runtime.mallocgc``).
+        name = binary.go_functions.get(start) or ("_start" if start == binary.entry & ~1 else f"sub_{start:x}")
         proc = Procedure(name=name, address=start, size=last.address + last.size - start,
                          thumb=entries[start], jumped_into=start in continued)
         for at, thumb in _undecodable(insns, streams):

@@ -90,8 +90,10 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
         binary.notes.append("no symbols or mapping symbols: code found by recursive descent")
     _finish(binary, elf, procs, decoded)
     named = _named(elf, data, _UNWINDING | _THREADING)
+    # Go's runtime walks its goroutines' stacks (garbage collection, stack growth, panics)
+    # and looks each return address up in its PC table (decision 0089).
     binary.unwinds = bool(named & _UNWINDING) or _raises(elf, data) \
-        or (not symbols and bool(binary.unwinder_entries))
+        or (not symbols and bool(binary.unwinder_entries)) or bool(binary.go_functions)
     # Go's runtime starts its threads (sysmon, the garbage collector's) by the clone system
     # call itself, whatever the program imports.
     binary.threaded = bool(named & _THREADING) or bool(binary.go_functions)
