@@ -421,7 +421,10 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
             if stored:
                 starts = dataclasses.replace(starts, data_words=starts.data_words + [(a, True) for a in sorted(stored)])
                 continue
-        more = _never_return(descents, noreturn)
+        # Go's scheduler resumes a goroutine at the return address its mcall saved (gopark's
+        # callers go on after the call when the goroutine runs again), though mcall's own
+        # code never returns: in a Go program every call is taken to return (decision 0089).
+        more = set() if binary.go_functions else _never_return(descents, noreturn)
         if not more:
             break
         noreturn |= more

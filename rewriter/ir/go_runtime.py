@@ -1,13 +1,14 @@
-"""Recognise a program built by Go's toolchain, which Anvil does not rewrite (decision 0060).
+"""Recognise a program built by Go's toolchain and read its functions from its PC table
+(decisions 0060, 0089).
 
 Go's runtime reads the code addresses it meets and looks each one up in the program's own
-PC tables (``.gopclntab``): the return addresses on every goroutine stack, to scan them
-for the garbage collector and to copy them when a stack grows; the PC of a fault, which
-its signal handler turns into a panic (nil dereferences are caught that way, and
-``fmt`` recovers from them); the PC a preemption signal interrupts. Relocated code gives
-addresses no table names, and the runtime stops with ``fatal error: unknown pc`` or
-crashes, so a rewritten Go program would not behave as the original: it is refused with
-one line instead.
+PC table (``.gopclntab``): the return addresses on every goroutine stack, to scan them
+for the garbage collector and to copy them when a stack grows, and the PC of a fault or
+of a preemption signal. A Go program is therefore rewritten with original return
+addresses (calls push the original's, whose return sites jump back to the copy), and
+the same table gives every function's entry, end and name, which the descent starts
+from: exact, and minutes faster than finding the code of a stripped A32 program from
+its data. A program whose table cannot be read is refused with one line (``refusal``).
 
 A Go executable is known by sections its linker names (``.gopclntab``, ``.go.buildinfo``,
 ``.note.go.buildid``) or, with the section table gone, by the build information's magic
@@ -43,9 +44,9 @@ def go_version(data: bytes, elf: ELFFile) -> str | None:
 
 def refusal(path: str, version: str) -> str:
     """The one-line error for the Go program at ``path``."""
-    return (f"{path}: a Go program ({version}): Go's runtime looks up every return address and "
-            f"fault PC it sees in its own PC tables (.gopclntab), which relocated code breaks; "
-            f"not supported")
+    return (f"{path}: a Go program ({version}) whose PC table (.gopclntab) cannot be read: its runtime "
+            f"looks up every return address in that table, and without it the functions cannot be "
+            f"found; not supported")
 
 
 @dataclass(frozen=True)
