@@ -380,6 +380,10 @@ def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[
     # Landing pads and personality routines are code addresses kept in data too (the
     # exception tables), entered from outside the procedure's own flow: by the unwinder.
     binary.unwinder_entries = {at for at in unwinder_entries(elf, binary.read) if at in starts}
+    # Every goroutine's first frame returns to runtime.goexit + 4 (Go's PC quantum on ARM),
+    # after an instruction that calls nothing: entered like a landing pad (decision 0089).
+    binary.unwinder_entries |= {entry + 4 for entry, name in binary.go_functions.items()
+                                if name == "runtime.goexit" and entry + 4 in starts}
     taken |= binary.unwinder_entries
     binary.address_taken = taken
     # Every direct branch target starts a block, wherever the branch is: hand-written
