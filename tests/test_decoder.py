@@ -51,6 +51,22 @@ def test_falls_through(code: str, thumb: bool, falls: bool) -> None:
     assert instructions[-1].falls_through is falls
 
 
+@pytest.mark.parametrize("code, returns", [
+    ("00f08ee2", True),    # add pc, lr, #0: Go's return from a frameless function
+    ("00f04ee2", True),    # sub pc, lr, #0
+    ("04f08ee2", False),   # add pc, lr, #4: no return address of a call
+    ("00f08be2", False),   # add pc, fp, #0: Go's jump to a computed address (gogo)
+    ("0ef0a0e1", True),    # mov pc, lr
+    ("10f09de4", True),    # ldr pc, [sp], #0x10: Go's return from a frame of 16 bytes
+])
+def test_a32_returns(code: str, returns: bool) -> None:
+    """Which A32 writes of the PC return to the link register's address, by the
+    architecture's meaning of each (a return is not a computed jump: a computed jump
+    makes every instruction of its procedure a block of its own)."""
+    (ins,), _ = decode_range(make_disassembler(False), bytes.fromhex(code), 0x1000, False)
+    assert (ins.is_return, ins.is_indirect) == (returns, not returns)
+
+
 M_PROFILE_REGISTERS = ["psp", "msp", "primask", "basepri", "basepri_max", "faultmask", "control"]
 
 

@@ -3,9 +3,9 @@
 hexyl is Rust: rustc's armv7 target emits A32 code, and most of it is reached through
 vtables, whose entries a PIE keeps as relocated words without the Thumb bit. Every tool
 must leave its behaviour unchanged, and the descent must find every instruction qemu
-runs in the executable. A Go program is refused with one
-line (its runtime looks up the code addresses it meets in its own tables), never
-rewritten into a program that crashes. Free Pascal's ptop, all A32, must be found and
+runs in the executable. Go programs (decision 0089) are found from their PC table and
+rewritten with original return addresses, which their runtime looks up; one whose table
+cannot be read is refused with one line. Free Pascal's ptop, all A32, must be found and
 counted exactly. The whole set (ripgrep, sd, gfortran's TM-align,
 Free Pascal's ptop, nimgrep, two Go programs) is benchmarks/corpus.py's.
 """
@@ -119,13 +119,95 @@ def test_free_pascal_program_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert results(counted, "inscount")["total"] == sum(executed.values())
 
 
-def test_go_program_refused_in_one_line(tmp_path: Path) -> None:
-    """shfmt (Go 1.19, static): exit status 2, one line naming the program and why, no output file."""
+# Packages whose counts follow from the input alone: the runtime's (its scheduler, garbage
+# collector and monitor thread) and the atomics it calls vary from run to run.
+_GO_RUNTIME = ("runtime", "sync", "internal/", "kernelcas", "memory_barrier", "indexbytebody", "time.")
+
+
+def _stack_check_length(proc) -> int:
+    """Instructions of a Go function's stack check: from its entry to its first conditional
+    branch (``ldr r1, [sl, #8]; cmp sp, r1; bls tail``, longer for large frames)."""
+    for n, ins in enumerate(proc.instructions(), 1):
+        if ins.branch_target is not None and ins.cond != 14:
+            return n
+    return 0
+
+
+def test_go_programs_identical_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """shfmt (Go 1.19, static, stripped) and gron (Go with cgo, dynamic): every function
+    the PC table names is found, in A32, under its name; every tool's copy behaves as the
+    original, the runtime's threads included; inscount counts the program's own functions
+    as qemu does; gron, which ends by Go's own exit_group though it links the C library,
+    writes its results (decision 0089)."""
+    program, exe, env, original, executed = _run_and_trace("shfmt", tmp_path, monkeypatch)
+    assert original.stdout.count(b"\n") > 10
+
+    binary = load_binary(str(exe))
+    found = {ins.address: proc for proc in binary.procedures for ins in proc.instructions()}
+    assert [hex(pc) for pc in executed if pc not in found][:10] == []
+    assert not any(found[pc].thumb for pc in executed), "A32 code read as Thumb"
+    names = {proc.name for proc in binary.procedures}
+    assert {"main.main", "runtime.mallocgc", "runtime.goexit"} <= names
+
+    # The copy's counts against qemu's, function by function, for the program's own
+    # functions. A goroutine's stack grows when a call finds it too small: the function's
+    # check (its first block) fails, its tail calls morestack and branches back to the
+    # entry (3 instructions), and the check runs again. When that happens depends on the
+    # garbage collector's shrinking of stacks, and varies from run to run (qemu's own runs
+    # differ so too): a function's counts may differ by whole detours, nothing else.
+    inscount = instrument(exe, "inscount", tmp_path, slot="inst")
+    corpus.prepare(program, inscount.parent, exe, env)
+    counted = run_prog(inscount, program.args, env=env)
+    assert_same_behaviour(original, counted)
+    per_function: dict[str, int] = {}
+    for pc, times in executed.items():
+        per_function[found[pc].name] = per_function.get(found[pc].name, 0) + times
+    detour = {proc.name: _stack_check_length(proc) + 3 for proc in binary.procedures}
+    own = {name: n for name, n in per_function.items() if "." in name and not name.startswith(_GO_RUNTIME)}
+    got = results(counted, "inscount")["procedures"]
+    differ = {name: (n, got.get(name, 0)) for name, n in own.items() if got.get(name, 0) != n}
+    assert len(own) > 300 and len(differ) <= len(own) // 4, sorted(differ.items())
+    unexplained = {name: (n, m) for name, (n, m) in differ.items()
+                   if (n - m) % detour[name] or abs(n - m) > 4 * detour[name]}
+    assert not unexplained, unexplained
+
+    cachesim = instrument(exe, "cachesim", tmp_path, slot="cach")  # calls into the analysis: the lock
+    corpus.prepare(program, cachesim.parent, exe, env)
+    for _ in range(3):  # threads meet differently in each run
+        assert_same_behaviour(original, run_prog(cachesim, program.args, env=env))
+
+    gron = corpus.CORPUS["gron"]
+    exe, root = corpus.fetch(gron)
+    env = corpus.environment(gron, root)
+    placed = place(exe, tmp_path, "gorg")
+    corpus.prepare(gron, placed.parent, exe, env)
+    original = run_prog(placed, gron.args, env=env)
+    assert original.returncode == 0 and original.stdout.startswith(b"json = {};")
+    srv, port = start_server(Library(None), log=None)
+    try:
+        rehost = instrument(exe, "inscount", tmp_path, "--mode", "rehost", slot="grhs")
+        corpus.prepare(gron, rehost.parent, exe, env)
+        run, outcome = run_rehost(rehost, f"127.0.0.1:{port}", list(gron.args), env=env)
+    finally:
+        srv.stop(None)
+    assert_same_behaviour(original, run)
+    assert outcome.summary.complete, outcome.error
+
+
+def test_go_program_without_a_pc_table_refused_in_one_line(tmp_path: Path) -> None:
+    """shfmt with its PC table's header spoilt: exit status 2, one line naming the program
+    and why, no output file."""
     exe, _ = corpus.fetch(corpus.CORPUS["shfmt"])
+    spoilt = tmp_path / "shfmt"
+    data = bytearray(exe.read_bytes())
+    with exe.open("rb") as f:
+        offset = ELFFile(f).get_section_by_name(".gopclntab")["sh_offset"]
+    data[offset: offset + 4] = b"\0\0\0\0"
+    spoilt.write_bytes(data)
     out = tmp_path / "shfmt.inst"
-    proc = subprocess.run([sys.executable, "-m", "rewriter.cli", "instrument", "--tool", "inscount", str(exe),
+    proc = subprocess.run([sys.executable, "-m", "rewriter.cli", "instrument", "--tool", "inscount", str(spoilt),
                            "-o", str(out)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
-    assert proc.stderr.startswith(f"anvil: error: {exe}: a Go program (go1.") and proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith(f"anvil: error: {spoilt}: a Go program (go1.") and proc.stderr.count("\n") == 1
     assert "Traceback" not in proc.stderr
-    assert not out.exists() and not list(tmp_path.iterdir())
+    assert not out.exists() and sorted(tmp_path.iterdir()) == [spoilt]

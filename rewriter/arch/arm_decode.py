@@ -501,6 +501,11 @@ def _branch_facts(md: capstone.Cs, ins: Instruction, insn: capstone.CsInsn, name
     if name == "mov" and len(ops) == 2 and ops[1].type == csarm.ARM_OP_REG and _reg(md, ops[1].reg) == LR:
         ins.is_return = True
         return
+    if (name in ("add", "sub") and len(ops) == 3 and ops[1].type == csarm.ARM_OP_REG and _reg(md, ops[1].reg) == LR
+            and ops[2].type == csarm.ARM_OP_IMM and ops[2].imm == 0):
+        # Go's return from a function without a frame: ``add pc, lr, #0`` (decision 0089).
+        ins.is_return = True
+        return
     ins.is_indirect = True
 
 

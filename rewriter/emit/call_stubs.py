@@ -78,8 +78,9 @@ def _lock(code: Code, name: str) -> None:
         mine:  depth += 1
     """
 
-    retry, wait, mine = (("callstub-lock", name, k) for k in range(3))
+    retry, wait, mine, known = (("callstub-lock", name, k) for k in range(4))
     code.emit(enc.t32_vmov_to_lane(LOCK_PARK, 0) + _MRC_THREAD_POINTER_IP)
+    _identify_thread(code, known)
     T32.pc_address(code, LR, CALL_LOCK)
     code.label(retry)
     code.emit(enc.t32_ldrex(0, LR) + _CMP_R0_IP)
@@ -97,6 +98,32 @@ def _lock(code: Code, name: str) -> None:
     code.label(mine)
     code.emit(enc.t32_ldr_word(0, LR, 4) + enc.t32_add_imm(0, 0, 1) + enc.t32_str_word(0, LR, 4)
               + enc.t32_vmov_from_lane(0, LOCK_PARK))
+
+
+SYSCALL_PARK = 23  # d23 keeps r7 while a thread without a thread pointer asks its id
+
+
+_SYS_GETTID = 224
+
+
+_SVC_0 = enc._hw(0xDF00)
+
+
+def _identify_thread(code: Code, known: Hashable) -> None:
+    """ip = what tells this thread from the others: its thread pointer, or where it has
+    none (0), its kernel thread id * 2 + 1 (odd, unlike a C library's thread pointer).
+
+    Threads a runtime starts with the clone system call itself (Go's, without cgo) have no
+    thread pointer, and nothing cheaper tells them apart: one set for them would pass to
+    every thread cloned after. Before this every such thread took the lock as its owner
+    at once and two shared the analysis stack (decision 0089). The system call is made
+    for each call of such a thread only (cachesim's misses, not its hits); r0 is parked,
+    ip and lr are free, the flags saved."""
+    code.emit(enc._hw(0xF1B0 | IP, 0x0F00))  # cmp.w ip, #0
+    T32.branch(code, known, enc.COND["ne"])
+    code.emit(enc.t32_vmov_to_lane(SYSCALL_PARK, 7) + enc.t32_movw(7, _SYS_GETTID) + _SVC_0
+              + enc.t32_vmov_from_lane(7, SYSCALL_PARK) + enc.t32_lsl_imm(IP, 0, 1) + enc.t32_orr_imm(IP, IP, 1))
+    code.label(known)
 
 
 def _unlock(code: Code, name: str) -> None:

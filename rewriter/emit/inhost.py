@@ -203,20 +203,22 @@ def _add_runtime_hooks(binary: Binary) -> None:
         signal_entries = {entry for entry, name in binary.plt.items() if name in SIGNAL_ACTION_FUNCTIONS}
         for jump in plt_jumps_out(binary, signal_entries).values():
             jump.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_CALL, (SYS_RT_SIGACTION, 0)))
-    else:
-        # The system call's number: r7 (Linux svc) or r0 (semihosting bkpt); and whether
-        # Linux's exit (not exit_group) ends the program: not where it ends one thread of many.
-        on_syscall = Prototype("anvil_on_syscall", (Arg.REG_VALUE, Arg.CONST))
-        number = 0 if binary.is_firmware else 7
-        args = (number, int(not binary.threaded))
-        calls = [ins for proc in binary.procedures for ins in proc.instructions() if ins.is_syscall]
-        jumped_to = jump_targets(binary) if calls else set()
-        for ins in calls:
-            if may_end_program(binary, ins, number, jumped_to):
-                ins.add_hook(Hook(Point.BEFORE, on_syscall, args))
-            if (not binary.is_firmware and ins.op_str in ("#0", "#0x0")
-                    and may_be_call(ins, number, jumped_to, {SYS_RT_SIGACTION})):
-                ins.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_SYSCALL, (number, 0)))
+    # The program's own system calls, wherever its C library is: a runtime that makes them
+    # itself (Go's, with cgo too, ends by its own exit_group and sets its signals' actions
+    # by rt_sigaction, never through the C library it links; decision 0089).
+    # The system call's number: r7 (Linux svc) or r0 (semihosting bkpt); and whether
+    # Linux's exit (not exit_group) ends the program: not where it ends one thread of many.
+    on_syscall = Prototype("anvil_on_syscall", (Arg.REG_VALUE, Arg.CONST))
+    number = 0 if binary.is_firmware else 7
+    args = (number, int(not binary.threaded))
+    calls = [ins for proc in binary.procedures for ins in proc.instructions() if ins.is_syscall]
+    jumped_to = jump_targets(binary) if calls else set()
+    for ins in calls:
+        if may_end_program(binary, ins, number, jumped_to):
+            ins.add_hook(Hook(Point.BEFORE, on_syscall, args))
+        if (not binary.is_firmware and ins.op_str in ("#0", "#0x0")
+                and may_be_call(ins, number, jumped_to, {SYS_RT_SIGACTION})):
+            ins.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_SYSCALL, (number, 0)))
 
 
 # At DT_INIT's entry: the dynamic linker runs DT_INIT and DT_FINI (glibc; not musl on ARM,
@@ -606,6 +608,9 @@ def _original_returns(binary: Binary, opts: Options) -> bool:
         if choice == "original":
             raise AnvilError("--return-addresses original is for Linux programs, not firmware images")
         return False
+    if binary.go_functions and choice == "relocated":
+        raise AnvilError("--return-addresses relocated: a Go program's runtime looks up every return address "
+                         "on its stacks in its PC table, which names only the original code")
     return choice == "original" or (choice == "auto" and binary.unwinds)
 
 

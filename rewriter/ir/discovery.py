@@ -374,7 +374,8 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     relocated = relocated_words(elf, binary) if binary.is_pie else []
     # Even code addresses in relocated data: computed-goto labels (Lua's dispatch).
     labels = {v for v in relocated if not v & 1 and _inside(ranges, v)}
-    pointer_words = [] if binary.is_pie else _pointer_words(elf)  # (a PIE's code addresses are relocated)
+    # (a PIE's code addresses are relocated; a Go program's entries are all in its PC table)
+    pointer_words = [] if binary.is_pie or binary.go_functions else _pointer_words(elf)
     data_words = _data_words(pointer_words, ranges)
     # A fixed-address program's computed-goto labels (Python's opcode table) are words in
     # data too: inside an exported function of known size, in its instruction set, one is
@@ -393,7 +394,8 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     personalities = [(r & ~1, bool(r & 1)) for r in personality_routines(elf, binary.read) if _inside(ranges, r & ~1)]
     returns = _return_addresses(binary, ranges, relocated)
     fixed_a32 = not binary.is_pie and not binary.is_firmware  # where an even word may name an A32 function
-    starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs, set(returns)) + passed + personalities,
+    go_entries = [(entry, False) for entry in binary.go_functions]
+    starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs, set(returns)) + go_entries + passed + personalities,
                      [w for w in data_words if w[0] not in inside], unwound, _a32_only(elf, stubs),
                      even_words=_even_data_words(pointer_words, ranges) if fixed_a32 else {},
                      returns=returns, thumb_only=binary.is_firmware,
@@ -419,7 +421,10 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
             if stored:
                 starts = dataclasses.replace(starts, data_words=starts.data_words + [(a, True) for a in sorted(stored)])
                 continue
-        more = _never_return(descents, noreturn)
+        # Go's scheduler resumes a goroutine at the return address its mcall saved (gopark's
+        # callers go on after the call when the goroutine runs again), though mcall's own
+        # code never returns: in a Go program every call is taken to return (decision 0089).
+        more = set() if binary.go_functions else _never_return(descents, noreturn)
         if not more:
             break
         noreturn |= more
@@ -436,7 +441,8 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
         if not insns:
             continue
         last = insns[-1]
-        name = "_start" if start == binary.entry & ~1 else f"sub_{start:x}"
+        # A Go program's PC table names its functions (``main.main``, ``runtime.mallocgc``).
+        name = binary.go_functions.get(start) or ("_start" if start == binary.entry & ~1 else f"sub_{start:x}")
         proc = Procedure(name=name, address=start, size=last.address + last.size - start,
                          thumb=entries[start], jumped_into=start in continued)
         for at, thumb in _undecodable(insns, streams):

@@ -30,7 +30,7 @@ from .discovery import R_ARM_IRELATIVE, _inside, discover, relocated_words, text
 from .elf_check import check_elf
 from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
-from .go_runtime import go_version, refusal
+from .go_runtime import go_functions, go_version, refusal
 from .jump_tables import SwitchFinder, has_computed_jump, table_branch_targets
 from .model import Binary, Block, Procedure, Segment
 from .plt import lazy_binder, plt_functions, thumb_stubs
@@ -60,9 +60,11 @@ def load_binary(path: str) -> Binary:
 def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     """The IR of the checked ELF file ``data``."""
     go = go_version(data, elf)
-    if go is not None:  # before the descent, which takes minutes on a Go program
+    functions = go_functions(elf) if go is not None else []
+    if go is not None and not functions:
         raise AnvilError(refusal(path, go))
     binary = _make_binary(path, data, elf)
+    binary.go_functions = {f.entry: f.name for f in functions}
     symbols, mapping = _read_symbols(path, elf, data)
     binary.symbols = {name: addr for addr, name, _ in symbols}
     tags = _dynamic_tags(elf)
@@ -88,9 +90,13 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
         binary.notes.append("no symbols or mapping symbols: code found by recursive descent")
     _finish(binary, elf, procs, decoded)
     named = _named(elf, data, _UNWINDING | _THREADING)
+    # Go's runtime walks its goroutines' stacks (garbage collection, stack growth, panics)
+    # and looks each return address up in its PC table (decision 0089).
     binary.unwinds = bool(named & _UNWINDING) or _raises(elf, data) \
-        or (not symbols and bool(binary.unwinder_entries))
-    binary.threaded = bool(named & _THREADING)
+        or (not symbols and bool(binary.unwinder_entries)) or bool(binary.go_functions)
+    # Go's runtime starts its threads (sysmon, the garbage collector's) by the clone system
+    # call itself, whatever the program imports.
+    binary.threaded = bool(named & _THREADING) or bool(binary.go_functions)
     return binary
 
 
@@ -374,6 +380,10 @@ def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[
     # Landing pads and personality routines are code addresses kept in data too (the
     # exception tables), entered from outside the procedure's own flow: by the unwinder.
     binary.unwinder_entries = {at for at in unwinder_entries(elf, binary.read) if at in starts}
+    # Every goroutine's first frame returns to runtime.goexit + 4 (Go's PC quantum on ARM),
+    # after an instruction that calls nothing: entered like a landing pad (decision 0089).
+    binary.unwinder_entries |= {entry + 4 for entry, name in binary.go_functions.items()
+                                if name == "runtime.goexit" and entry + 4 in starts}
     taken |= binary.unwinder_entries
     binary.address_taken = taken
     # Every direct branch target starts a block, wherever the branch is: hand-written

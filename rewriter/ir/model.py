@@ -361,6 +361,9 @@ class Binary:
     resolvers: set[int] = field(default_factory=set)
     profile: str = "A"  # ARM architecture profile: "A" (Linux programs) or "M" (Cortex-M firmware)
     dsp: bool = True    # the core has the DSP extension (APSR.GE bits): all but plain ARMv7-M
+    # A Go program's functions from its PC table, entry -> name (decision 0089): every entry
+    # is known, all A32; empty for any other program.
+    go_functions: dict[int, str] = field(default_factory=dict)
     _high_vfp: bool | None = field(default=None, repr=False, compare=False)  # uses_high_vfp, once known
     _literal_bytes: set[int] | None = field(default=None, repr=False, compare=False)  # literal_bytes, once known
     _lines: LineTable | None = field(default=None, repr=False, compare=False)  # source_line's, once read
