@@ -49,6 +49,7 @@ PACKAGES=(
     pkg-config
     clang              # tests/test_clang.py: programs of another compiler and linker
     lld
+    golang-go          # tests/test_other_compilers.py: Go programs (samples/go_faults.go)
 )
 
 # 1. Debian packages (and pip, where the python3 on PATH has none: Debian's own python3).

@@ -25,6 +25,7 @@ from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support import corpus
 from tests.support.rehost import run_rehost
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.samples import build_go
 
 R_ARM_RELATIVE = 23
 
@@ -188,6 +189,32 @@ def test_go_programs_identical_and_counted(tmp_path: Path, monkeypatch: pytest.M
         rehost = instrument(exe, "inscount", tmp_path, "--mode", "rehost", slot="grhs")
         corpus.prepare(gron, rehost.parent, exe, env)
         run, outcome = run_rehost(rehost, f"127.0.0.1:{port}", list(gron.args), env=env)
+    finally:
+        srv.stop(None)
+    assert_same_behaviour(original, run)
+    assert outcome.summary.complete, outcome.error
+
+
+def test_go_faults_recovered_and_threads_kept(tmp_path: Path) -> None:
+    """samples/go_faults.go (Debian's Go, static, stripped): nil dereferences in the copy,
+    which Go's handler turns into panics that fmt and a deferred recover catch, once the
+    handler is given the original instruction's PC (before: "unexpected return pc", exit
+    status 2); goroutines that end; the runtime's preemption signals arriving while a
+    thread is inside the analysis (before: its handler's calls ran over the interrupted
+    call's stack, and Go read its goroutine from an r10 the analysis had used: SIGSEGV in
+    most of bbcount's runs, as it wrote its results). Every copy prints and exits as the
+    original (decision 0089)."""
+    exe = build_go("go_faults")
+    original = run_prog(place(exe, tmp_path, "orig"), [])
+    assert original.returncode == 3 and original.stdout.count(b"recovered: runtime error") == 3
+    for tool, slot in (("inscount", "insc"), ("bbcount", "bbco"), ("cachesim", "cach")):
+        copy = instrument(exe, tool, tmp_path, slot=slot)
+        for _ in range(4):  # the runtime's threads and signals fall differently in each run
+            assert_same_behaviour(original, run_prog(copy, []))
+    srv, port = start_server(Library(None), log=None)
+    try:
+        rehost = instrument(exe, "cachesim", tmp_path, "--mode", "rehost", slot="rhst")
+        run, outcome = run_rehost(rehost, f"127.0.0.1:{port}", [])
     finally:
         srv.stop(None)
     assert_same_behaviour(original, run)

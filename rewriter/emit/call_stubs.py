@@ -31,7 +31,7 @@ def emit_call_stub(code: Code, name: str, function: Hashable, threads: bool = Fa
     T32.to_d(code, FLAGS_SP + 1, IP, IP)  # the program's SP
     if threads:
         _lock(code, name)
-    _reentrant_stack(code)
+    _reentrant_stack(code, threads)
     T32.mov_reg(code, SP, IP)
     T32.call(code, function)
     if threads:
@@ -100,6 +100,14 @@ def _lock(code: Code, name: str) -> None:
               + enc.t32_vmov_from_lane(0, LOCK_PARK))
 
 
+# A call made while its thread is inside another (a signal handler's hooks) runs in the
+# hook stack's lowest NESTED_TOP bytes, NESTED_SHIFT's 4 KiB lower for each further one
+# (down to the DEEPEST-th call): the thread's first call has the rest, from the top.
+NESTED_TOP = 16 * 1024
+NESTED_SHIFT = 12
+DEEPEST = 2 + NESTED_TOP // (1 << NESTED_SHIFT) - 1
+
+
 SYSCALL_PARK = 23  # d23 keeps r7 while a thread without a thread pointer asks its id
 
 
@@ -139,7 +147,7 @@ def _unlock(code: Code, name: str) -> None:
     code.label(held)
 
 
-def _reentrant_stack(code: Code) -> None:
+def _reentrant_stack(code: Code, threads: bool = False) -> None:
     """ip = where a stub puts SP: the hook stack's top or, when SP is already inside the
     hook stack, SP rounded down to 8.
 
@@ -152,15 +160,35 @@ def _reentrant_stack(code: Code) -> None:
     code it interrupted, which then returns through a clobbered link register. Only ip and
     lr are free (r0-r3 may hold the routine's arguments); the flags are, since the stub has
     saved them in d19.
+
+    ``threads``: the lock is held (its depth counts this call), and a handler may run on
+    a stack of its own (``sigaltstack``: Go's always do), where SP says nothing of the
+    call it interrupted: a thread's nested calls take the bottom of the hook stack, 4 KiB
+    each (NESTED_TOP), its first call the rest from the top (Go's preemption signal, sent
+    while a thread was writing the results, ran its handler's hooks over the writer's
+    frames; decision 0089).
     """
 
     outside = ("callstub-outside", id(code), code.size)
+    inside = ("callstub-inside", id(code), code.size)
     T32.pc_address(code, LR, ("sym", HOOK_STACK_SYMBOL))
     code.emit(enc.t32_sub_reg(LR, SP, LR) + enc.t32_lsr_imm(LR, LR, HOOK_STACK_SHIFT, setflags=True))
     T32.pc_address(code, IP, HOOK_STACK)  # no flags: Z says base <= SP < top
     T32.branch(code, outside, enc.COND["ne"])
     code.emit(enc.t32_mov_reg(IP, SP) + enc.t32_bic_imm(IP, IP, 7))
-    code.label(outside)
+    if threads:
+        T32.branch(code, inside)
+        code.label(outside)
+        T32.pc_address(code, LR, CALL_LOCK)
+        code.emit(enc.t32_ldr_word(LR, LR, 4) + enc._hw(0xF1B0 | LR, 0x0F01))  # the depth (this call counted); cmp 1
+        T32.branch(code, inside, enc.COND["eq"])  # the thread's only call: the top
+        code.emit(enc._hw(0xF1B0 | LR, 0x0F00 | DEEPEST)                     # cmp.w lr, #DEEPEST
+                  + enc.t32_it(enc.COND["hi"]) + enc._hw(0xF04F, (LR << 8) | DEEPEST))  # movhi.w lr, #DEEPEST
+        T32.pc_address(code, IP, ("sym+", HOOK_STACK_SYMBOL, NESTED_TOP + 2 * (1 << NESTED_SHIFT)))
+        T32.add_shifted(code, IP, IP, LR, 0, NESTED_SHIFT, sub=True)  # lsl: the n-th nested call's slice
+        code.label(inside)
+    else:
+        code.label(outside)
 
 
 # The stub's way back sets the program's flags again from ip (its saved APSR) with

@@ -42,7 +42,7 @@ FLAGS_SP = 19  # d19 holds the flags and the program's SP during a call
 SAVE_SLOT = {reg: 4 * i for i, reg in enumerate(SAVED)}
 SAVE_BYTES = 4 * len(SAVED)
 FLAGS_REG, FRAME_REG = 4, 5
-HOOK_STACK_SYMBOL, HOOK_STACK_SHIFT = "anvil_hook_stack", 14  # 16 KiB (runtime_stubs/arm/anvil_rt.c)
+HOOK_STACK_SYMBOL, HOOK_STACK_SHIFT = "anvil_hook_stack", 16  # 64 KiB (runtime_stubs/arm/anvil_rt.c)
 HOOK_STACK = ("sym+", HOOK_STACK_SYMBOL, 1 << HOOK_STACK_SHIFT)  # top of the analysis code's own stack
 
 

@@ -173,6 +173,7 @@ def _add_runtime_hooks(binary: Binary) -> None:
     Firmware: the reset handler's first instruction sets up the runtime, and the
     semihosting exit calls end the program.
     """
+    _go_fault_pcs(binary)
     if binary.is_firmware:
         start = reset_handler(binary)
         reset = next((p for p in binary.procedures if p.address == start), None)
@@ -219,6 +220,38 @@ def _add_runtime_hooks(binary: Binary) -> None:
         if (not binary.is_firmware and ins.op_str in ("#0", "#0x0")
                 and may_be_call(ins, number, jumped_to, {SYS_RT_SIGACTION})):
             ins.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_SYSCALL, (number, 0)))
+
+
+# Go's signal handler, which every signal the runtime handles enters (cgo's handler jumps to it).
+GO_SIGNAL_HANDLER = "runtime.sigtramp"
+GO_FAULT_PC = Prototype("anvil_go_fault_pc", (Arg.REG_VALUE, Arg.REG_VALUE, Arg.REG_VALUE))
+
+
+def _go_fault_pcs(binary: Binary) -> None:
+    """At the entry of a Go program's signal handler: the PC of a fault in the copy becomes
+    the original instruction's, which Go's PC table knows (anvil_go_fault_pc; the map is
+    written by _pc_map). Decision 0089."""
+    if not binary.go_functions:
+        return
+    for proc in binary.procedures:
+        if proc.name == GO_SIGNAL_HANDLER:
+            proc.hooks.insert(0, Hook(Point.BEFORE, GO_FAULT_PC, (0, 1, 2)))
+
+
+def _pc_map(code: Code, chosen: list[Procedure]) -> int:
+    """For a Go program (whose signal handler got anvil_go_fault_pc): the pairs (copy,
+    original) of every relocated instruction in the copies' order, laid out when the code
+    is (``code.later``), under the label "pcmap"; their count."""
+    originals = [ins.address for proc in chosen for ins in proc.instructions()]
+    code.align(4)
+    code.label("pcmap")
+
+    def pairs(_at: int, resolve: Resolver) -> bytes:
+        copies = sorted((resolve(ins_label(address)) & ~1, address) for address in originals)
+        return struct.pack(f"<{2 * len(copies)}I", *itertools.chain.from_iterable(copies))
+
+    code.later(8 * len(originals), pairs)
+    return len(originals)
 
 
 # At DT_INIT's entry: the dynamic linker runs DT_INIT and DT_FINI (glibc; not musl on ARM,
@@ -436,7 +469,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         for kind, value in zip(hook.prototype.kinds, hook.args):
             if kind is Arg.STRING:
                 units.string_symbol(str(value))
-    toolchain = tb.toolchain_for(binary.is_firmware, binary.dsp)
+    toolchain = tb.toolchain_for(binary.is_firmware, binary.dsp, keep_r10=bool(binary.go_functions))
     units.lengths.update(derivations.sizes)
     sources, site_source = library(toolchain)
     if not derivations.runs_programs:
@@ -514,6 +547,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         assert linux is not None
         patches, not_patched, tail = linux.patches, linux.not_patched, linux.tail
         patch_words = [p.word for p in patches] if binary.is_pie else []
+        map_count = _pc_map(code, chosen) if any(h.prototype is GO_FAULT_PC for p in chosen for h in p.hooks) else 0
         code.align(4)
         code.label("patches")
         code.emit(struct.pack(f"<{len(patch_words)}I", *patch_words) if patch_words else b"")
@@ -567,6 +601,9 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     region[start:start + len(code_bytes)] = code_bytes
     dstart = lib.data_addr - offset
     region[dstart:dstart + len(lib.data)] = lib.data
+    if map_count:
+        at = symbols["anvil_pc_map"] - offset
+        region[at:at + 8] = struct.pack("<II", resolve("pcmap"), map_count)
 
     data = _write_elf(binary, bytes(region), offset, patches, targets, tail, code.labels["header"],
                       symbols["anvil_init"], early)

@@ -65,14 +65,18 @@ class Toolchain:
 
 
 LINUX = Toolchain("arm-linux-gnueabihf-", ("-march=armv7-a+fp",), "arm")
+# A Go program's: Go's signal handler takes its goroutine from r10 whatever code the signal
+# interrupted, the analysis's included (libgcc's routines the library links leave it alone).
+LINUX_KEEPING_R10 = Toolchain("arm-linux-gnueabihf-", ("-march=armv7-a+fp", "-ffixed-r10"), "arm")
 CORTEX_M = Toolchain("arm-none-eabi-", ("-march=armv7-m", "-mfloat-abi=soft"), "cortexm")
 CORTEX_M_DSP = Toolchain("arm-none-eabi-", ("-march=armv7e-m", "-mfloat-abi=soft"), "cortexm")
 
 
-def toolchain_for(firmware: bool, dsp: bool) -> Toolchain:
-    """The toolchain for a Linux program or (``firmware``) a Cortex-M image."""
+def toolchain_for(firmware: bool, dsp: bool, keep_r10: bool = False) -> Toolchain:
+    """The toolchain for a Linux program (``keep_r10``: whose library must never write r10,
+    a Go program's) or (``firmware``) a Cortex-M image."""
     if not firmware:
-        return LINUX
+        return LINUX_KEEPING_R10 if keep_r10 else LINUX
     return CORTEX_M_DSP if dsp else CORTEX_M
 
 

@@ -170,13 +170,53 @@ void anvil_signal_action(uint32_t nr, uint32_t sig)
     anvil_syscall(SYS_rt_sigaction, sig, (long)&now, 0, 8, 0, 0);
 }
 
+/* A Go program's copy (decision 0089): the link addresses of its instructions' copies and
+ * of the originals, as pairs in the copies' order, and how many; the rewriter writes
+ * both words once the code is laid out (0: no map). */
+uint32_t anvil_pc_map[2] __attribute__((section(".data")));
+
+/* At the entry of Go's signal handler (runtime.sigtramp: r0 the signal, r1 its siginfo,
+ * r2 the ucontext): a fault the kernel raised (si_code > 0) at an instruction of the copy
+ * gets the original instruction's PC in the context, which the handler looks up in the
+ * program's PC table to turn the fault into a panic (a nil dereference, which fmt and
+ * others recover from). The handler then sets the PC to sigpanic's original entry, which
+ * jumps to its copy; or the program dies of the fault as the original would. Signals
+ * another thread or process sent (preemption, profiling) keep the copy's PC: a preempted
+ * goroutine resumes where it was. */
+void anvil_go_fault_pc(uint32_t sig, uint32_t info, uint32_t context)
+{
+    uint32_t count = anvil_pc_map[1];
+    if (count == 0 || !(sig == 4 || sig == 7 || sig == 8 || sig == 11))
+        return;
+    if (((const int32_t *)info)[2] <= 0) /* si_code: SI_USER, SI_TKILL, SI_QUEUE... */
+        return;
+    /* ucontext: uc_flags, uc_link, uc_stack (12 bytes), then the sigcontext's trap_no,
+     * error_code, oldmask, r0-r10, fp, ip, sp, lr and pc. */
+    uint32_t *pc = (uint32_t *)(context + 92);
+    const uint32_t *pairs = (const uint32_t *)(anvil_pc_map[0] + anvil_bias);
+    uint32_t at = *pc - anvil_bias;
+    if (at < pairs[0] || at >= pairs[2 * (count - 1)] + 64)
+        return;
+    uint32_t low = 0, high = count; /* the last copy at or before the PC (its hooks come first) */
+    while (high - low > 1) {
+        uint32_t middle = low + (high - low) / 2;
+        if (pairs[2 * middle] <= at)
+            low = middle;
+        else
+            high = middle;
+    }
+    *pc = pairs[2 * low + 1] + anvil_bias;
+}
+
 /* Called by the loader stub once the region's file part is mapped (read/write/exec),
  * with the registers it saved at entry (r0-r12, lr). Maps the zero-filled part, fixes
  * entry patches for the load bias, seals the code read-only, runs the program-start
  * hooks and returns those registers followed by the relocated entry address. */
 /* The analysis routines' own stack when hooks keep registers in d16-d31: calls then
- * write nothing below the program's SP. */
-uint8_t anvil_hook_stack[16384] __attribute__((aligned(8)));
+ * write nothing below the program's SP. In a program with threads, a call made while
+ * the same thread is inside another (a signal handler's, on the handler's own stack)
+ * takes the next 16 KiB down (emit/call_stubs.py _reentrant_stack). */
+uint8_t anvil_hook_stack[65536] __attribute__((aligned(8)));
 
 /* In a program that starts threads, calls into the analysis hold this lock (emit/hooks.py
  * _lock): the owner's thread pointer (0: free) and how many calls it has in progress. */

@@ -281,6 +281,20 @@ def build_musl(sample: str, link: str) -> Path:
     return out if out.is_file() else _compile([_require_tool(CC), *flags], [str(source)], out)
 
 
+def build_go(sample: str) -> Path:
+    """``samples/<sample>.go`` built by Debian's Go for 32-bit ARM (GOARM=7, no cgo: static),
+    stripped as Debian's Go programs are; cached by source and Go's version."""
+    go = _require_tool("go")
+    source = SAMPLES_DIR / f"{sample}.go"
+    version = subprocess.run([go, "version"], capture_output=True, text=True, check=True).stdout
+    key = _cache_key(source.read_bytes(), version)
+    out = cache_dir() / f"{sample}-go-{key}"
+    if out.is_file():
+        return out
+    settings = ["GOARCH=arm", "GOARM=7", "CGO_ENABLED=0", "GO111MODULE=off", f"GOCACHE={cache_dir() / 'go-build'}"]
+    return _compile(["env", *settings, go, "build", "-trimpath", "-ldflags=-s -w"], [str(source)], out)
+
+
 def rodata_first_script() -> Path:
     """A GNU ld script for a fixed-address program unlike the default one: GNU ld's own
     script (``ld --verbose``) with ``.rodata`` moved before ``.init``/``.text`` and the
