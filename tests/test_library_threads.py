@@ -19,7 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from rehost.server import Library, start_server
+from rewriter.api import Options
+from rewriter.emit import rehost as rehost_emit
 from rewriter.ir.elf_loader import load_binary
+from rewriter.passes import TOOLS
 from tests.oracles.qemu_trace import access_counts, exe_pcs, trace_pcs
 from tests.support.rehost import run_rehost
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
@@ -62,3 +65,35 @@ def test_threads_a_library_starts(tmp_path: Path) -> None:
     shipped = results(rehost, "cachesim")
     assert abs(oracle["L"] - shipped["loads"]) <= SLACK and abs(oracle["S"] - shipped["stores"]) <= SLACK, \
         (shipped, oracle)
+
+
+MISSED = (b"anvil: records were made on more than one thread, but the rewrite found no thread start in the "
+          b"program (its threads were started in a way it does not know); records lost, the results will be "
+          b"incomplete\n")
+
+
+def test_threads_the_rewrite_missed(tmp_path: Path) -> None:
+    """A copy made for one thread (``Binary.threaded`` forced off: what a program whose
+    threads start in a way the rewrite does not know gets) runs as the original, says
+    that records came from several threads and gives up the stream. Before: the threads'
+    appends ran the ring past its end, and two threads at once in the communicator's
+    routines (the flush; the record calls of A32 code, the PLT's) shared the hook stack:
+    SIGSEGV, or a hang on a clobbered lock."""
+    binary = build("library_threads", "O2-thumb-dyn", ["-no-pie"])
+    original = run_prog(place(binary, tmp_path, "orig"))
+    ir = load_binary(str(binary))
+    ir.threaded = False
+    dest = tmp_path / "miss" / "prog"
+    dest.parent.mkdir(parents=True)
+    tool = TOOLS["cachesim"]()
+    rehost_emit.instrument(ir, tool, Options(values=tool.parse_options({}), out="prog.cachesim.out", format="json"),
+                           str(dest))
+    srv, port = start_server(Library(None), log=None)
+    try:
+        for _ in range(3):  # threads interleave differently from run to run
+            run, outcome = run_rehost(dest, f"127.0.0.1:{port}")
+            assert (run.returncode, run.stdout) == (original.returncode, original.stdout)
+            assert run.stderr == MISSED + original.stderr
+            assert outcome.summary is None or not outcome.summary.complete
+    finally:
+        srv.stop(None)

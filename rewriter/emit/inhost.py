@@ -46,6 +46,7 @@ from .call_stubs import emit_call_stub
 from .code import Code, Resolver
 from .counter_placement import place_counters
 from .deferred import defer, dispatch_unit, ring_unit
+from .hooks import RECORD_PREFIX
 from .isa import Scratch
 from .later_part import MIN_INSTRUCTIONS, LaterPart, LocalPart
 from .loop_sums import LoopSum
@@ -939,7 +940,8 @@ def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with
     for routine in sorted(ctx.appends.routines):
         emit_append_routine(code, routine)
     for name in sorted(ctx.call_stubs):
-        emit_call_stub(code, name, ("sym", name), ctx.threads or (ctx.lock_flush and name == RECORD_FLUSH))
+        emit_call_stub(code, name, ("sym", name),
+                       ctx.threads or (ctx.lock_flush and (name == RECORD_FLUSH or name.startswith(RECORD_PREFIX))))
     if ctx.shared_calls is not None:
         ctx.shared_calls.emit_paths(code)
     # The last island before the translation tables, which hold no branch: they take a word
