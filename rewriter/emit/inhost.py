@@ -805,7 +805,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             original_returns=original_returns,
             relocated_returns=relocated_returns,
             threads=binary.threaded and not binary.is_firmware,
-            lock_flush=not binary.is_firmware,
+            lock_communicator=not binary.is_firmware,
             poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
             table_sizes=binary.table_sizes,
             text_relocations=binary.text_relocations,
@@ -940,8 +940,8 @@ def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with
     for routine in sorted(ctx.appends.routines):
         emit_append_routine(code, routine)
     for name in sorted(ctx.call_stubs):
-        emit_call_stub(code, name, ("sym", name),
-                       ctx.threads or (ctx.lock_flush and (name == RECORD_FLUSH or name.startswith(RECORD_PREFIX))))
+        communicator = name == RECORD_FLUSH or name.startswith(RECORD_PREFIX)
+        emit_call_stub(code, name, ("sym", name), ctx.threads or (ctx.lock_communicator and communicator))
     if ctx.shared_calls is not None:
         ctx.shared_calls.emit_paths(code)
     # The last island before the translation tables, which hold no branch: they take a word
