@@ -35,7 +35,8 @@
  * race on ``writers`` and on the ring's start: a flush made on a second thread says so
  * and gives up the stream (decision 0087), and a put-off flush leaves a margin of the
  * slack free, so that the appends other threads have under way meanwhile still land
- * inside the ring.
+ * inside the ring. The flush and the record routines are called under the lock in every
+ * Linux copy (rewriter/emit/inhost.py), so they never run on two threads at once.
  *
  * The inline T32 form of the Linux append is in rewriter/emit/hooks.py (_emit_record). */
 #include "anvil_rt.h"
