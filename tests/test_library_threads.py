@@ -11,7 +11,9 @@ of SIGSEGV after printing "a signal handler made more records than the ring hold
 
 Checked against qemu (``-singlestep -d exec,nochain`` with the memory operations): the
 executable's loads and stores seen by cachesim, InHost and ReHost, and inscount's
-count of the workers' procedure; the copies print what the original prints.
+count of the workers' procedure; the copies print what the original prints. And a copy
+made as if the program had one thread (what threads started in a way the rewrite does not
+know get) runs as the original, its records given up and reported.
 """
 
 from __future__ import annotations
