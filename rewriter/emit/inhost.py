@@ -41,11 +41,12 @@ from ..ir.model import Binary, Hook, Instruction, Point, Procedure
 from ..ir.plt import thumb_stubs
 from . import file_gap, firmware, preinit, region_place
 from . import target_build as tb
-from .appends import emit_append_routine
+from .appends import RECORD_FLUSH, emit_append_routine
 from .call_stubs import emit_call_stub
 from .code import Code, Resolver
 from .counter_placement import place_counters
 from .deferred import defer, dispatch_unit, ring_unit
+from .hooks import RECORD_PREFIX
 from .isa import Scratch
 from .later_part import MIN_INSTRUCTIONS, LaterPart, LocalPart
 from .loop_sums import LoopSum
@@ -846,6 +847,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             original_returns=original_returns,
             relocated_returns=relocated_returns,
             threads=binary.threaded and not binary.is_firmware,
+            lock_communicator=not binary.is_firmware,
             poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
             table_sizes=binary.table_sizes,
             text_relocations=binary.text_relocations,
@@ -980,7 +982,8 @@ def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with
     for routine in sorted(ctx.appends.routines):
         emit_append_routine(code, routine)
     for name in sorted(ctx.call_stubs):
-        emit_call_stub(code, name, ("sym", name), ctx.threads)
+        communicator = name == RECORD_FLUSH or name.startswith(RECORD_PREFIX)
+        emit_call_stub(code, name, ("sym", name), ctx.threads or (ctx.lock_communicator and communicator))
     if ctx.shared_calls is not None:
         ctx.shared_calls.emit_paths(code)
     # The last island before the translation tables, which hold no branch: they take a word

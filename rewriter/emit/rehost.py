@@ -119,13 +119,17 @@ def parse_ring_size(text: str) -> int:
     return size
 
 
-def communicator_source(ring_size: int | None) -> Path | tb.Generated:
+def communicator_source(ring_size: int | None, threads: bool = False) -> Path | tb.Generated:
     """The communicator (``anvil_comm.c``), its ring ``ring_size`` bytes when given (else the
-    platform's default: 16 KiB on Cortex-M, 256 KiB on Linux)."""
+    platform's default: 16 KiB on Cortex-M, 256 KiB on Linux). ``threads``: the program
+    starts threads, and its records are appended under the call stub's lock; otherwise the
+    communicator gives up the stream when a second thread flushes (decision 0087)."""
     path = tb.RUNTIME_DIR / "anvil_comm.c"
-    if ring_size is None:
+    defines = (f"#define ANVIL_RING_WORDS {ring_size // 4}u\n" if ring_size is not None else "") \
+        + ("#define ANVIL_THREADS 1\n" if threads else "")
+    if not defines:
         return path
-    return tb.Generated("anvil_comm.c", f"#define ANVIL_RING_WORDS {ring_size // 4}u\n" + path.read_text())
+    return tb.Generated("anvil_comm.c", defines + path.read_text())
 
 
 def channel_source(toolchain: tb.Toolchain, channel: site_format.Channel | None) -> Path:
@@ -151,7 +155,8 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     def library(toolchain: tb.Toolchain) -> tuple[list[Path], str]:
         generated = units.source(binary, {**arrays, **folded, **tool.filter_arrays()}, facts=False,
                                  placed={k: v for k, v in tool.filter_placement().items() if k in arrays})
-        sources = [*tb.runtime_sources(toolchain, results=False), communicator_source(opts.ring_size),
+        sources = [*tb.runtime_sources(toolchain, results=False),
+                   communicator_source(opts.ring_size, binary.threaded and not binary.is_firmware),
                    channel_source(toolchain, channel)]
         if channel and channel.transport == "uart":
             generated += f"const uint32_t anvil_rh_uart_base = {channel.uart_base:#x}u;\n"

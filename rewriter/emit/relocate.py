@@ -86,6 +86,11 @@ class RelocationContext:
     # Threads run the same code at once (Linux programs that start threads): every procedure's
     # counters add with LDREX/STREX, as interrupt code's do.
     threads: bool = False
+    # Linux: the communicator's routines (the flush, the record routines A32 sites call)
+    # hold the analysis lock even where no thread start was found: a program's threads may
+    # be started in a way the rewrite does not see, and two threads in them at once would
+    # share the hook stack. Their calls are rare in T32 code (decision 0087 counts the cost).
+    lock_communicator: bool = False
     atomic: bool = False  # for the procedure being emitted: interrupt code, no exclusive window of its own
     windows: bool = False  # for the procedure being emitted: it has an LDREX/STREX window of its own
     # The record append routines and their page-local copies (Linux T32 records; appends.AppendRoutines).

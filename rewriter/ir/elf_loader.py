@@ -96,7 +96,7 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
         or (not symbols and bool(binary.unwinder_entries)) or bool(binary.go_functions)
     # Go's runtime starts its threads (sysmon, the garbage collector's) by the clone system
     # call itself, whatever the program imports.
-    binary.threaded = bool(named & _THREADING) or bool(binary.go_functions)
+    binary.threaded = bool(named & _THREADING) or _imports_thread_start(elf, data) or bool(binary.go_functions)
     return binary
 
 
@@ -211,8 +211,23 @@ def _read_symbols(path: str, elf: ELFFile,
 # exceptions unwind so.
 _UNWINDING = {"__cxa_throw", "__cxa_rethrow", "__gxx_personality_v0", "backtrace", "__backtrace",
               "caml_frametable", "caml_start_program"}
-# Names a program that starts threads defines or imports (POSIX and C11 threads).
+# Names a program that starts threads defines or imports (POSIX and C11 threads). Every
+# thread start of a static program ends in one of them, so it defines it.
 _THREADING = {"pthread_create", "thrd_create"}
+# A dynamic program may leave the call of pthread_create to a library, which then runs the
+# program's code on the thread it starts: the entries of the libraries that do so, as a
+# program imports them (decision 0087). Debian's gdb starts its worker threads through
+# libstdc++'s std::thread and names no pthread_create. Not clone in a static program:
+# glibc's system() and posix_spawn bring it into every one that runs a command.
+_THREAD_STARTS = re.compile(
+    r"(pthread_create|thrd_create|clone3?"                # the C library's own
+    r"|_ZNSt6thread15_M_start_thread.*"                   # libstdc++: std::thread, jthread, async
+    r"|_ZN5boost6thread21start_thread_noexcept.*"         # Boost.Thread
+    r"|g_thread_(try_)?new|g_thread_create(_full)?|g_thread_pool_new(_full)?"
+    r"|g_task_run_in_thread(_sync)?"                      # GLib
+    r"|GOMP_(parallel|teams)\w*|__kmpc_fork_(call|teams)"  # OpenMP: GCC's libgomp, LLVM's libomp
+    r"|timer_create|mq_notify|aio_(read|write|fsync)(64)?|lio_listio(64)?"  # SIGEV_THREAD notifications
+    r")$")
 
 
 # Exceptions of any language: a personality routine, defined or imported (D's
@@ -240,6 +255,14 @@ def _raises(elf: ELFFile, data: bytes) -> bool:
             if section == ".dynsym" and shndx == 0 and name in _RAISING_IMPORTS:
                 return True
     return False
+
+
+def _imports_thread_start(elf: ELFFile, data: bytes) -> bool:
+    """Whether a dynamic program imports an entry that starts a thread (_THREAD_STARTS)."""
+    table = elf.get_section_by_name(".dynsym")
+    if table is None:
+        return False
+    return any(shndx == 0 and _THREAD_STARTS.match(name) for name, _, _, _, shndx in _symbol_entries(table, data))
 
 
 def _named(elf: ELFFile, data: bytes, wanted: set[str]) -> set[str]:

@@ -27,6 +27,17 @@
  *   exclusive of ours there would make the program's STREX fail each time round its
  *   loop; they are not safe against a signal handler's records.
  *
+ * Threads: ``writers`` tells an interrupted append from another thread's only when one
+ * thread makes records. In a program the rewrite found to start threads (ANVIL_THREADS)
+ * every record is appended under the call stub's lock (rewriter/emit/call_stubs.py);
+ * elsewhere records are appended inline on the assumption that there is one thread. When
+ * that is wrong (threads started in a way the rewrite did not see), the threads' appends
+ * race on ``writers`` and on the ring's start: a flush made on a second thread says so
+ * and gives up the stream (decision 0087), and a put-off flush leaves a margin of the
+ * slack free, so that the appends other threads have under way meanwhile still land
+ * inside the ring. The flush and the record routines are called under the lock in every
+ * Linux copy (rewriter/emit/inhost.py), so they never run on two threads at once.
+ *
  * The inline T32 form of the Linux append is in rewriter/emit/hooks.py (_emit_record). */
 #include "anvil_rt.h"
 
@@ -38,6 +49,7 @@
 #define CORTEX_M 1
 #define RING_WORDS 4096u     /* 16 KiB between flushes: microcontrollers have little RAM */
 #define RING_SLACK 8u        /* a record started below the limit may end past it */
+#define RING_MARGIN 0u       /* one core, and appends masked */
 #else
 #define CORTEX_M 0
 #define RING_WORDS 65536u    /* 256 KiB between flushes */
@@ -45,6 +57,9 @@
  * interrupted an append (the flush waits for it). A handler that fills this too loses
  * the stream (the results are reported incomplete). */
 #define RING_SLACK 16384u
+/* Of the slack, what a put-off flush leaves free: records other threads have reserved
+ * and not yet written while it gives up (a program whose threads the rewrite missed). */
+#define RING_MARGIN 1024u
 #define SYS_rt_sigprocmask 175
 #define SIG_BLOCK 0
 #define SIG_SETMASK 2
@@ -57,6 +72,10 @@
 
 #ifndef ANVIL_RING_LOCAL
 #define ANVIL_RING_LOCAL 0
+#endif
+
+#ifndef ANVIL_THREADS  /* records appended under the call stub's lock (a program that starts threads) */
+#define ANVIL_THREADS 0
 #endif
 
 #if ANVIL_RING_LOCAL
@@ -124,6 +143,34 @@ static void lose(void)
                "was being made; records lost, the results will be incomplete\n");
 }
 
+#if !CORTEX_M && !ANVIL_THREADS
+/* The thread pointer (TPIDRURO) of the first flush's thread; 0 before the C library set it. */
+static uint32_t first_thread;
+
+/* Called masked by a flush, in a program rewritten for one thread: a flush made on another
+ * thread than the first flush's means the program's threads make records, which the
+ * inline appends cannot keep apart (see the head of this file): the stream is given up,
+ * saying why. */
+static void one_thread(void)
+{
+    uint32_t self;
+    __asm__ volatile("mrc p15, 0, %0, c13, c0, 3" : "=r"(self));
+    if (!first_thread || !self) {
+        if (!first_thread)
+            first_thread = self;
+        return;
+    }
+    if (self == first_thread || lost)
+        return;
+    lost = 1;
+    anvil_warn("anvil: records were made on more than one thread, but the rewrite found no thread start "
+               "in the program (its threads were started in a way it does not know); records lost, the "
+               "results will be incomplete\n");
+}
+#else
+static inline void one_thread(void) {}
+#endif
+
 /* Sends the committed records and restarts the ring, masked: a handler's record made
  * while the bytes are being sent would land at the ring's start, over bytes not yet sent
  * (the UART sends byte by byte, a Linux send may be partial), and one made between
@@ -131,11 +178,12 @@ static void lose(void)
 void anvil_rh_flush(void)
 {
     masked_t old = mask();
+    one_thread();
     if (anvil_rh_writers && !lost) {
         /* Called by a handler that interrupted an append between its reservation and its
          * last word: those words cannot be sent yet. Go on past the limit (every record
-         * comes back here) while a record still fits. */
-        if (anvil_rh_cursor + MAX_RECORD <= ring + RING_WORDS + RING_SLACK) {
+         * comes back here) while a record still fits before the margin. */
+        if (anvil_rh_cursor + MAX_RECORD <= ring + RING_WORDS + RING_SLACK - RING_MARGIN) {
             unmask(&old);
             return;
         }

@@ -126,7 +126,7 @@ SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
 SAMPLES: list[str] = ["addresses", "sort", "hash", "matrix", "calls"]
 
 #: The C++ samples, each ``samples/<name>.cpp`` (built with the same variants).
-CXX_SAMPLES: list[str] = ["unwind", "containers"]
+CXX_SAMPLES: list[str] = ["unwind", "containers", "library_threads"]
 
 #: The exit status each sample returns when all its self-checks pass.
 EXPECTED_STATUS: dict[str, int] = {
