@@ -23,7 +23,7 @@ from elftools.elf.sections import Section
 
 from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, encoded_size, make_disassembler
-from .counted import counted, in_offset_column
+from .counted import counted, in_offset_column, in_text
 from .exception_tables import handlers, personality_routines
 from .gaps import call_targets_in_gaps, thumb_pointers_in_gaps
 from .jump_tables import (
@@ -175,12 +175,12 @@ def _pointer_words(elf: ELFFile) -> list[list[int]]:
 def _data_words(sections: list[list[int]], ranges: list[tuple[int, int]]) -> list[tuple[int, bool]]:
     """Odd words in code found in a fixed-address binary's data (GOT, .data.rel.ro, vtables,
     but also any table of numbers, without those counting up or down or running through the
-    text in small steps): Thumb code addresses, perhaps. Weak entries: one found
+    text in small steps, and characters of strings, ``in_text``): Thumb code addresses, perhaps. Weak entries: one found
     inside an instruction of code reached otherwise is dropped (``discover``)."""
     out = []
     for values in sections:
         out += [(value & ~1, True) for k, value in enumerate(values)
-                if value & 1 and _inside(ranges, value & ~1) and not counted(values, k)
+                if value & 1 and _inside(ranges, value & ~1) and not counted(values, k) and not in_text(values, k)
                 and not in_offset_column(values, k, lambda v: _inside(ranges, v & ~1))]
     return out
 
@@ -196,7 +196,7 @@ def _even_data_words(sections: list[list[int]], ranges: list[tuple[int, int]]) -
     for values in sections:
         run: list[int] = []
         for k, value in enumerate([*values, 0]):  # (the 0 ends the last run)
-            if _inside(ranges, value & ~1) and not counted(values, k):
+            if _inside(ranges, value & ~1) and not counted(values, k) and not in_text(values, k):
                 if not value & 1:
                     run.append(value)
                 continue
