@@ -7,12 +7,17 @@ of a string in ``.rodata`` and its NUL ("-16" of "UTF-16") read as an odd addres
 text: a weak Thumb entry. Where it fell on an info table (surrounded by small numbers,
 which the A32 test of weak Thumb entries does not count), the entry's jump was written over
 the table, and the runtime read the jump's bytes as the closure's type (Debian's HsColour:
-43 tables changed; shellcheck: ``internal error: stg_ap_p_ret``).
+43 tables changed).
+
+A number in data that falls on an info table is no string, but the Thumb code there meets
+a zero halfword (``movs r0, r0``, which no compiler emits) before any branch: no entry
+either (alex: a pair of its 16-bit table entries, 0x003b003b).
 
 samples/info_tables: three A32 functions with their tables before them, named by static
 closures in .data; main reads each table and calls the code; a string holds the characters
-of the second table's address plus one. The oracles: the original program's output (the
-tables' words and the results) and qemu's count of the instructions it runs.
+of the second table's address plus one, the third closure a number naming the third table.
+The oracles: the original program's output (the tables' words and the results) and qemu's
+count of the instructions it runs.
 """
 
 from __future__ import annotations
@@ -59,6 +64,20 @@ def test_string_naming_a_table_is_no_entry(program: Path) -> None:
     assert words, "the sample's string no longer reads as a code address (link address?)"
     entries = {p.address for p in load_binary(str(program)).procedures}
     assert not {w & ~1 for w in words} & entries
+
+
+def test_number_naming_zeros_is_no_entry(program: Path) -> None:
+    """The number in f2's closure names t2, whose Thumb reading meets a zero halfword."""
+    with program.open("rb") as f:
+        elf = ELFFile(f)
+        text = elf.get_section_by_name(".text")
+        lo, hi = text["sh_addr"], text["sh_addr"] + text["sh_size"]
+        data = elf.get_section_by_name(".data").data()
+    odd = [v & ~1 for (v,) in struct.iter_unpack("<I", data[: len(data) // 4 * 4]) if v & 1 and lo <= v < hi]
+    assert odd, "the sample's closure holds no odd number in the text"
+    binary = load_binary(str(program))
+    assert all(binary.read(a, 2) != b"\0\0" for a in odd)  # the zero is ahead, not at the entry
+    assert not set(odd) & {p.address for p in binary.procedures}
 
 
 def test_tables_intact_and_every_instruction_counted(program: Path, tmp_path: Path) -> None:

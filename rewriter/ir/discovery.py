@@ -17,6 +17,7 @@ import struct
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import Section
@@ -39,6 +40,9 @@ from .jump_tables import (
 from .model import Binary, Instruction, Procedure
 from .plt import thumb_stubs
 from .start_args import register_call_target, start_arguments
+
+if TYPE_CHECKING:
+    import capstone
 
 CHUNK = 256
 ENTRY_CODE = 128  # bytes of the entry's code looked at for the addresses it passes (start_args)
@@ -397,7 +401,8 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
                      [w for w in data_words if w[0] not in inside], unwound, _a32_only(elf, stubs),
                      even_words=_even_data_words(pointer_words, ranges) if fixed_a32 else {},
                      returns=returns, thumb_only=binary.is_firmware,
-                     no_thumb_code=_no_thumb_code(binary.read, binary.is_firmware))
+                     no_thumb_code=_no_thumb_code(binary.read, binary.is_firmware,
+                                                  _zero_ahead(binary.read, md[True], cache)))
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
     literals: dict[int, tuple[dict[int, Instruction], list[int]]] = {}
@@ -520,13 +525,44 @@ class _Starts:
                                                    and self.no_thumb_code(address))
 
 
-def _no_thumb_code(read: Callable[[int, int], bytes], firmware: bool) -> Callable[[int], bool]:
+def _no_thumb_code(read: Callable[[int, int], bytes], firmware: bool,
+                   zero_ahead: Callable[[int], bool] | None = None) -> Callable[[int], bool]:
     """Whether the bytes at a weak Thumb entry are no Thumb code: they read as A32 code
-    (``a32_looking``), or, in firmware, which keeps its strings inside .text too, the odd
+    (``a32_looking``), or their straight-line code meets a zero halfword (``zero_ahead``,
+    _zero_ahead), or, in firmware, which keeps its strings inside .text too, the odd
     word (the entry + 1) is where a C string starts: that string's address (a literal passed
     to printf), over which a jump would rewrite the text."""
     names_string = _string_at(read) if firmware else None
-    return lambda address: (names_string is not None and names_string(address)) or a32_looking(read, address)
+    return lambda address: (names_string is not None and names_string(address)) or a32_looking(read, address) \
+        or (zero_ahead is not None and zero_ahead(address))
+
+
+#: Bytes of straight-line code from a weak Thumb entry that _zero_ahead reads.
+ZERO_AHEAD = 16
+
+
+def _zero_ahead(read: Callable[[int, int], bytes], md: capstone.Cs, cache: DecodeCache) -> Callable[[int], bool]:
+    """Whether the Thumb code from an address, read in a straight line for ``ZERO_AHEAD``
+    bytes up to the first instruction that does not fall through or calls, holds the
+    halfword 0 (``movs r0, r0``, which no compiler emits): zeros of data, not code.
+
+    GHC lays each info table (small numbers, zero fields: 0x00020005, 0, 0x0001000e) in
+    .text before its A32 code, and those words are too small to count in ``a32_looking``:
+    a weak Thumb entry on one (a number in data that reads as an address in it: a pair of
+    alex's 16-bit table entries, 0x003b003b) got its jump written over the table the runtime
+    reads. (The second halfword of a 32-bit instruction may be 0: only 16-bit ones count.)"""
+    def zero(address: int) -> bool:
+        try:
+            code = read(address, ZERO_AHEAD)
+        except Exception:  # noqa: BLE001 - past the loaded bytes: nothing to read
+            return False
+        for ins in decode_range(md, code, address, True, cache)[0]:
+            if ins.raw == b"\0\0":
+                return True
+            if not ins.falls_through or ins.is_call:
+                return False
+        return False
+    return zero
 
 
 def _string_at(read: Callable[[int, int], bytes]) -> Callable[[int], bool]:

@@ -10,6 +10,9 @@
 @ then the address's second and third bytes, printable where the text lies, then NUL: the
 @ program is linked at 0x202000), which read as a Thumb code address: a weak entry. Taken
 @ as one, its jump was written over t1, and main read the jump's bytes as f1's closure type.
+@ f2's closure holds a number that reads as an address in t2, which no string test can
+@ tell from one: the straight-line Thumb code there meets a zero halfword (t2's 0x000f),
+@ which no compiler emits.
     .section .note.GNU-stack,"",%progbits
     .syntax unified
     .arm
@@ -32,13 +35,17 @@ f1:
     mov r0, #42
     bx lr
     .size f1, . - f1
-    .word 0x00000003               @ f2's table
+t2: .word 0x00000003               @ f2's table
     .word 0x0000000f
     .type f2, %function
 f2:
     mov r0, #5
     bx lr
     .size f2, . - f2
+    .word 0x00460fb8               @ numbers again: the code after (main) is further away
+    .word 0x003d0544
+    .word 0x00000000
+    .word 0x00000000
 
     .data
     .balign 4
@@ -46,7 +53,7 @@ f2:
 closures:                          @ static closures: an info pointer and a payload word
     .word f0, 0
     .word f1, 0
-    .word f2, 0
+    .word f2, t2 + 1               @ a payload (an Int, say) that reads as an address in t2
     .word 0, 0
 
     .section .rodata
