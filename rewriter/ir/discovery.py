@@ -543,7 +543,8 @@ ZERO_AHEAD = 16
 
 def _zero_ahead(read: Callable[[int, int], bytes], md: capstone.Cs, cache: DecodeCache) -> Callable[[int], bool]:
     """Whether the Thumb code from an address, read in a straight line for ``ZERO_AHEAD``
-    bytes up to the first instruction that does not fall through or calls, holds the
+    bytes up to the first instruction that does not fall through, calls or is a system
+    call, holds the
     halfword 0 (``movs r0, r0``, which no compiler emits): zeros of data, not code.
 
     GHC lays each info table (small numbers, zero fields: 0x00020005, 0, 0x0001000e) in
@@ -559,8 +560,8 @@ def _zero_ahead(read: Callable[[int, int], bytes], md: capstone.Cs, cache: Decod
         for ins in decode_range(md, code, address, True, cache)[0]:
             if ins.raw == b"\0\0":
                 return True
-            if not ins.falls_through or ins.is_call:
-                return False
+            if not ins.falls_through or ins.is_call or ins.is_syscall:
+                return False  # (a system call may not return: sigreturn's restorer, before padding)
         return False
     return zero
 
