@@ -544,8 +544,8 @@ ZERO_AHEAD = 16
 def _zero_ahead(read: Callable[[int, int], bytes], md: capstone.Cs, cache: DecodeCache) -> Callable[[int], bool]:
     """Whether the Thumb code from an address, read in a straight line for ``ZERO_AHEAD``
     bytes up to the first instruction that does not fall through, calls or is a system
-    call, holds the
-    halfword 0 (``movs r0, r0``, which no compiler emits): zeros of data, not code.
+    call, holds the halfword 0 (``movs r0, r0``, which no compiler emits): zeros of data,
+    not code.
 
     GHC lays each info table (small numbers, zero fields: 0x00020005, 0, 0x0001000e) in
     .text before its A32 code, and those words are too small to count in ``a32_looking``:
