@@ -55,3 +55,34 @@ def in_offset_column(values: Sequence[int], k: int, in_code: Callable[[int], boo
             if all(0 < d < COLUMN_STEP for d in (b - a, c - b)) or all(0 < d < COLUMN_STEP for d in (a - b, b - c)):
                 return True
     return False
+
+
+#: Bytes of text: printable ASCII, tab, line feed, carriage return.
+_TEXT = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
+#: Words either side of a word that ``in_text`` reads with it.
+TEXT_WINDOW = 2
+
+
+def in_text(values: Sequence[int], k: int) -> bool:
+    """Whether ``values[k]`` (of consecutive words of data) is four bytes of character
+    strings, not a code address: with up to ``TEXT_WINDOW`` words either side (at least
+    three words in all), every byte is text or NUL and at least half of them are text.
+
+    In a fixed-address program whose text runs past 0x202020, three characters and a NUL
+    ("-16" of "UTF-16", "dle" of "Handle") read as an address in it. A table of code
+    addresses cannot pass: each of its words would need every byte printable, the address's
+    top byte too; nor a word alone among zeros or numbers (too few bytes of text). GHC's
+    programs keep their string literals in .rodata beside A32 code whose info tables (small
+    numbers) the A32 test of weak Thumb entries does not count: jumps for such words were
+    written over the info tables the runtime reads (HsColour, shellcheck)."""
+    lo, hi = max(0, k - TEXT_WINDOW), min(len(values), k + TEXT_WINDOW + 1)
+    if hi - lo < 3:
+        return False
+    text = 0
+    for value in values[lo:hi]:
+        for byte in value.to_bytes(4, "little"):
+            if byte in _TEXT:
+                text += 1
+            elif byte:
+                return False
+    return 2 * text >= 4 * (hi - lo)

@@ -17,13 +17,14 @@ import struct
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import Section
 
 from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, encoded_size, make_disassembler
-from .counted import counted, in_offset_column
+from .counted import counted, in_offset_column, in_text
 from .exception_tables import handlers, personality_routines
 from .gaps import call_targets_in_gaps, thumb_pointers_in_gaps
 from .jump_tables import (
@@ -39,6 +40,9 @@ from .jump_tables import (
 from .model import Binary, Instruction, Procedure
 from .plt import thumb_stubs
 from .start_args import register_call_target, start_arguments
+
+if TYPE_CHECKING:
+    import capstone
 
 CHUNK = 256
 ENTRY_CODE = 128  # bytes of the entry's code looked at for the addresses it passes (start_args)
@@ -175,12 +179,12 @@ def _pointer_words(elf: ELFFile) -> list[list[int]]:
 def _data_words(sections: list[list[int]], ranges: list[tuple[int, int]]) -> list[tuple[int, bool]]:
     """Odd words in code found in a fixed-address binary's data (GOT, .data.rel.ro, vtables,
     but also any table of numbers, without those counting up or down or running through the
-    text in small steps): Thumb code addresses, perhaps. Weak entries: one found
+    text in small steps, and characters of strings, ``in_text``): Thumb code addresses, perhaps. Weak entries: one found
     inside an instruction of code reached otherwise is dropped (``discover``)."""
     out = []
     for values in sections:
         out += [(value & ~1, True) for k, value in enumerate(values)
-                if value & 1 and _inside(ranges, value & ~1) and not counted(values, k)
+                if value & 1 and _inside(ranges, value & ~1) and not counted(values, k) and not in_text(values, k)
                 and not in_offset_column(values, k, lambda v: _inside(ranges, v & ~1))]
     return out
 
@@ -196,7 +200,7 @@ def _even_data_words(sections: list[list[int]], ranges: list[tuple[int, int]]) -
     for values in sections:
         run: list[int] = []
         for k, value in enumerate([*values, 0]):  # (the 0 ends the last run)
-            if _inside(ranges, value & ~1) and not counted(values, k):
+            if _inside(ranges, value & ~1) and not counted(values, k) and not in_text(values, k):
                 if not value & 1:
                     run.append(value)
                 continue
@@ -399,7 +403,8 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
                      [w for w in data_words if w[0] not in inside], unwound, _a32_only(elf, stubs),
                      even_words=_even_data_words(pointer_words, ranges) if fixed_a32 else {},
                      returns=returns, thumb_only=binary.is_firmware,
-                     no_thumb_code=_no_thumb_code(binary.read, binary.is_firmware))
+                     no_thumb_code=_no_thumb_code(binary.read, binary.is_firmware,
+                                                  _zero_ahead(binary.read, md[True], cache)))
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
     literals: dict[int, tuple[dict[int, Instruction], list[int]]] = {}
@@ -526,13 +531,45 @@ class _Starts:
                                                    and self.no_thumb_code(address))
 
 
-def _no_thumb_code(read: Callable[[int, int], bytes], firmware: bool) -> Callable[[int], bool]:
+def _no_thumb_code(read: Callable[[int, int], bytes], firmware: bool,
+                   zero_ahead: Callable[[int], bool] | None = None) -> Callable[[int], bool]:
     """Whether the bytes at a weak Thumb entry are no Thumb code: they read as A32 code
-    (``a32_looking``), or, in firmware, which keeps its strings inside .text too, the odd
+    (``a32_looking``), or their straight-line code meets a zero halfword (``zero_ahead``,
+    _zero_ahead), or, in firmware, which keeps its strings inside .text too, the odd
     word (the entry + 1) is where a C string starts: that string's address (a literal passed
     to printf), over which a jump would rewrite the text."""
     names_string = _string_at(read) if firmware else None
-    return lambda address: (names_string is not None and names_string(address)) or a32_looking(read, address)
+    return lambda address: (names_string is not None and names_string(address)) or a32_looking(read, address) \
+        or (zero_ahead is not None and zero_ahead(address))
+
+
+#: Bytes of straight-line code from a weak Thumb entry that _zero_ahead reads.
+ZERO_AHEAD = 16
+
+
+def _zero_ahead(read: Callable[[int, int], bytes], md: capstone.Cs, cache: DecodeCache) -> Callable[[int], bool]:
+    """Whether the Thumb code from an address, read in a straight line for ``ZERO_AHEAD``
+    bytes up to the first instruction that does not fall through, calls or is a system
+    call, holds the halfword 0 (``movs r0, r0``, which no compiler emits): zeros of data,
+    not code.
+
+    GHC lays each info table (small numbers, zero fields: 0x00020005, 0, 0x0001000e) in
+    .text before its A32 code, and those words are too small to count in ``a32_looking``:
+    a weak Thumb entry on one (a number in data that reads as an address in it: a pair of
+    alex's 16-bit table entries, 0x003b003b) got its jump written over the table the runtime
+    reads. (The second halfword of a 32-bit instruction may be 0: only 16-bit ones count.)"""
+    def zero(address: int) -> bool:
+        try:
+            code = read(address, ZERO_AHEAD)
+        except Exception:  # noqa: BLE001 - past the loaded bytes: nothing to read
+            return False
+        for ins in decode_range(md, code, address, True, cache)[0]:
+            if ins.raw == b"\0\0":
+                return True
+            if not ins.falls_through or ins.is_call or ins.is_syscall:
+                return False  # (a system call may not return: sigreturn's restorer, before padding)
+        return False
+    return zero
 
 
 def _string_at(read: Callable[[int, int], bytes]) -> Callable[[int], bool]:

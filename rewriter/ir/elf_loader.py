@@ -25,7 +25,7 @@ from elftools.elf.sections import SymbolTableSection
 from .. import progress
 from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
 from ..errors import AnvilError, is_parser_error, malformed
-from .counted import counted, in_offset_column
+from .counted import counted, in_offset_column, in_text
 from .discovery import R_ARM_IRELATIVE, _inside, discover, relocated_words, text_relocations
 from .elf_check import check_elf
 from .exception_tables import unwinder_entries
@@ -469,7 +469,7 @@ def _address_taken(binary: Binary, elf: ELFFile, procs: list[Procedure],
             # word aligned. A coincidental match only adds a block boundary, but a table
             # of numbers counting through a function would leave no room for its jump.
             thumb = starts.get(value & ~1)
-            if (thumb or (thumb is False and not value & 3)) and not counted(values, k) \
+            if (thumb or (thumb is False and not value & 3)) and not counted(values, k) and not in_text(values, k) \
                     and not (value & 1 and in_offset_column(values, k, in_code)):
                 taken.add(value & ~1)
                 if thumb == bool(value & 1):

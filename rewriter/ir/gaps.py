@@ -27,7 +27,7 @@ import bisect
 import struct
 from collections.abc import Callable
 
-from .counted import counted
+from .counted import counted, in_text
 from .model import Instruction
 
 
@@ -58,7 +58,7 @@ def thumb_pointers_in_gaps(read: Callable[[int, int], bytes], ranges: list[tuple
     with nothing between but padding (zero halfwords, NOPs) and the literal pools that
     decoded code reads. (A function after a literal pool of code not decoded yet is found
     in a later round, once that code is.) Tables of numbers that count up or down are left
-    out (``counted``)."""
+    out (``counted``), and so are characters of strings (``in_text``)."""
     spans = sorted((ins.address, ins.address + ins.size) for ins in decoded)
     ends = {end for _, end in spans}
     pools = {acc.disp + k for ins in decoded if ins.accesses for acc in ins.accesses
@@ -70,7 +70,8 @@ def thumb_pointers_in_gaps(read: Callable[[int, int], bytes], ranges: list[tuple
     out: set[int] = set()
     for lo, hi in gaps:
         words = _words(read(lo, hi - lo), lo)[1]
-        out.update(word & ~1 for k, word in enumerate(words) if word & 1 and not counted(words, k))
+        out.update(word & ~1 for k, word in enumerate(words) if word & 1 and not counted(words, k)
+                   and not in_text(words, k))
     found = set()
     for target in out:
         k = bisect.bisect_right(starts, target) - 1
