@@ -211,3 +211,24 @@ def test_go_program_without_a_pc_table_refused_in_one_line(tmp_path: Path) -> No
     assert proc.stderr.startswith(f"anvil: error: {spoilt}: a Go program (go1.") and proc.stderr.count("\n") == 1
     assert "Traceback" not in proc.stderr
     assert not out.exists() and sorted(tmp_path.iterdir()) == [spoilt]
+
+
+def test_position_independent_go_program_found_and_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """age (Go 1.19 with cgo, -buildmode=pie, stripped): its PC table is no section of its
+    own but part of .data.rel.ro, found by its header; every instruction qemu runs in the
+    executable is found, in A32, and the copy decrypts as the original (decision 0090).
+    Before: refused as a Go program without a PC table."""
+    program, exe, env, original, executed = _run_and_trace("age", tmp_path, monkeypatch)
+    assert original.stdout == corpus.input_text()
+
+    binary = load_binary(str(exe))
+    assert binary.is_pie
+    found = {ins.address: proc for proc in binary.procedures for ins in proc.instructions()}
+    assert len(executed) > 1000
+    assert [hex(pc) for pc in executed if pc not in found][:10] == []
+    assert not any(found[pc].thumb for pc in executed), "A32 code read as Thumb"
+    assert {"main.main", "runtime.goexit", "filippo.io/age.Decrypt"} <= {proc.name for proc in binary.procedures}
+
+    inscount = instrument(exe, "inscount", tmp_path, slot="inst")
+    corpus.prepare(program, inscount.parent, exe, env)
+    assert_same_behaviour(original, run_prog(inscount, program.args, env=env))
