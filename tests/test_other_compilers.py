@@ -25,6 +25,7 @@ from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support import corpus
 from tests.support.rehost import run_rehost
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.samples import build
 
 R_ARM_RELATIVE = 23
 
@@ -232,3 +233,17 @@ def test_position_independent_go_program_found_and_identical(tmp_path: Path, mon
     inscount = instrument(exe, "inscount", tmp_path, slot="inst")
     corpus.prepare(program, inscount.parent, exe, env)
     assert_same_behaviour(original, run_prog(inscount, program.args, env=env))
+
+
+def test_pie_jump_through_a_literal_to_the_kernel_helpers(tmp_path: Path) -> None:
+    """samples/kuser_jump.c (a PIE): ``ldr pc`` from a literal holding __kuser_cmpxchg's
+    and __kuser_get_tls's fixed addresses, in A32 and Thumb. The copies jump to those
+    absolute addresses, as the original does (they jumped to them moved by the image's
+    load address: SIGSEGV, as age's copy did in runtime/internal/atomic.Cas; decision 0090).
+    The oracle: the original's output, whose sum and thread pointer the program checks."""
+    program = build("kuser_jump", "O2-thumb-dyn")
+    original = run_prog(place(program, tmp_path, "orig"))
+    assert (original.returncode, original.stdout) == (0, b"4250 1\n")
+    counted = run_prog(instrument(program, "inscount", tmp_path, slot="inst"))
+    assert_same_behaviour(original, counted)
+    assert_same_behaviour(original, run_prog(instrument(program, "cachesim", tmp_path, slot="cach")))
