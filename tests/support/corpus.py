@@ -896,6 +896,29 @@ AGE_RECIPIENT = "age1fz4992yfex06r54m70ll2fxccmjjr9rh0y6q4lw6uur58x2uqydsndeuj6"
 FZF_INPUT = b"".join(b"src/pkg%d/file_%d.go\n" % (i % 37, i * 7919 % 1000) for i in range(1, 3001))
 
 
+#: minify's page: HTML with a style sheet, a script, inline SVG, entities and a comment.
+MINIFY_PAGE = b"""<!DOCTYPE html>
+<html lang="en">
+<head>
+  <title>  Test   page </title>
+  <style>
+    body { margin: 0px 0px 0px 0px; color: #ff0000; background: url( "a.png" ) }
+    .x > .y , .z { font-weight: bold; padding: 0.50em }
+  </style>
+  <script>
+    function add ( a , b ) { /* sum */ return a + b ; }
+    var total = [1, 2, 3].map(function (x) { return add(x, 10); });
+  </script>
+</head>
+<body>
+  <p class="x"   id="main">Hello,   <b>world</b>! &amp; more</p>
+  <svg width="100" height="100"><circle cx="50.000" cy="50.000" r="40"
+    stroke="green" stroke-width="4" fill="yellow" /></svg>
+  <!-- a comment -->
+</body>
+</html>
+"""
+
 @dataclass(frozen=True)
 class Program:
     """One corpus program and its workload."""
@@ -1235,6 +1258,9 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("fzf", ("fzf:armhf",), "usr/bin/fzf", ("--filter", "'pkg1 !_5 .go$ | ^src", "--tiebreak=length,index"),
             "Go with cgo: fuzzy filter of 3,000 lines (extended syntax), matched by goroutines in partitions, "
             "results merged through channels", stdin=FZF_INPUT, repeatable=False),
+    Program("minify", ("minify:armhf",), "usr/bin/minify", ("page.html",),
+            "Go with cgo: minifies an HTML page and the CSS, JavaScript and SVG in it (parsers, "
+            "worker goroutines)", files={"page.html": MINIFY_PAGE}, repeatable=False),
     # Programs 2-8 times python3.11's size (decision 0082; shellcheck's copy does not run yet, see
     # there): benchmarks/corpus.py's alone.
     Program("qemu-system-arm", ("qemu-system-arm:armhf", *QEMU_LIBS), "usr/bin/qemu-system-arm",
