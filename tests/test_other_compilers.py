@@ -7,11 +7,12 @@ runs in the executable. Go programs (decision 0089) are found from their PC tabl
 rewritten with original return addresses, which their runtime looks up; one whose table
 cannot be read is refused with one line. Free Pascal's ptop, all A32, must be found and
 counted exactly. The whole set (ripgrep, sd, gfortran's TM-align,
-Free Pascal's ptop, nimgrep, two Go programs) is benchmarks/corpus.py's.
+Free Pascal's ptop, nimgrep, seven Go programs) is benchmarks/corpus.py's.
 """
 
 from __future__ import annotations
 
+import bisect
 import subprocess
 import sys
 from pathlib import Path
@@ -21,11 +22,12 @@ from elftools.elf.elffile import ELFFile
 
 from rehost.server import Library, start_server
 from rewriter.ir.elf_loader import load_binary
+from rewriter.ir.go_runtime import go_functions
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support import corpus
 from tests.support.rehost import run_rehost
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
-from tests.support.samples import build_go
+from tests.support.samples import build, build_go
 
 R_ARM_RELATIVE = 23
 
@@ -238,3 +240,43 @@ def test_go_program_without_a_pc_table_refused_in_one_line(tmp_path: Path) -> No
     assert proc.stderr.startswith(f"anvil: error: {spoilt}: a Go program (go1.") and proc.stderr.count("\n") == 1
     assert "Traceback" not in proc.stderr
     assert not out.exists() and sorted(tmp_path.iterdir()) == [spoilt]
+
+
+def test_position_independent_go_program_found_and_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """age (Go 1.19 with cgo, -buildmode=pie, stripped): its PC table is no section of its
+    own but part of .data.rel.ro, found by its header; every instruction qemu runs in the
+    executable is found, in A32, and the copy decrypts as the original (decision 0090).
+    Before: refused as a Go program without a PC table."""
+    program, exe, env, original, executed = _run_and_trace("age", tmp_path, monkeypatch)
+    assert original.stdout == corpus.input_text()
+
+    binary = load_binary(str(exe))
+    assert binary.is_pie
+    found = {ins.address: proc for proc in binary.procedures for ins in proc.instructions()}
+    assert len(executed) > 1000
+    assert [hex(pc) for pc in executed if pc not in found][:10] == []
+    # Go's code is A32; the C of cgo and of the C library's start, linked in, is Debian's Thumb-2.
+    with exe.open("rb") as f:
+        go = go_functions(ELFFile(f))
+    entries = [fn.entry for fn in go]
+    in_go = [pc for pc in executed if (i := bisect.bisect_right(entries, pc) - 1) >= 0 and pc < go[i].end]
+    assert len(in_go) > 1000 and not any(found[pc].thumb for pc in in_go), "A32 code read as Thumb"
+    assert {"main.main", "runtime.goexit", "filippo.io/age.Decrypt"} <= {proc.name for proc in binary.procedures}
+
+    inscount = instrument(exe, "inscount", tmp_path, slot="inst")
+    corpus.prepare(program, inscount.parent, exe, env)
+    assert_same_behaviour(original, run_prog(inscount, program.args, env=env))
+
+
+def test_pie_jump_through_a_literal_to_the_kernel_helpers(tmp_path: Path) -> None:
+    """samples/kuser_jump.c (a PIE): ``ldr pc`` from a literal holding __kuser_cmpxchg's
+    and __kuser_get_tls's fixed addresses, in A32 and Thumb. The copies jump to those
+    absolute addresses, as the original does (they jumped to them moved by the image's
+    load address: SIGSEGV, as age's copy did in runtime/internal/atomic.Cas; decision 0090).
+    The oracle: the original's output, whose sum and thread pointer the program checks."""
+    program = build("kuser_jump", "O2-thumb-dyn")
+    original = run_prog(place(program, tmp_path, "orig"))
+    assert (original.returncode, original.stdout) == (0, b"4250 1\n")
+    counted = run_prog(instrument(program, "inscount", tmp_path, slot="inst"))
+    assert_same_behaviour(original, counted)
+    assert_same_behaviour(original, run_prog(instrument(program, "cachesim", tmp_path, slot="cach")))

@@ -616,6 +616,12 @@ def _relocate(ins: Instruction, isa: ISA, code: Code, ctx: RelocationContext, pr
             _copy(ins, code)
             return False
         literal = _literal_target(ins, name, ctx)
+        if literal is not None and code.pic and not _relocated_at_load(ins, ctx):
+            # Position-independent code: a literal the dynamic linker leaves alone holds an
+            # absolute address, outside the image (Go's PIE jumps to the kernel's helpers,
+            # __kuser_cmpxchg at 0xffff0fc0, so), not a link-time one to move with it.
+            _under(isa, code, ins, lambda: _absolute_jump(isa, code, literal))
+            return False
         if literal is not None:
             _jump(isa, code, literal & ~1, bool(literal & 1), ins.cond, ctx)
             return False
@@ -690,6 +696,16 @@ def _call_returning_to_original(ins: Instruction, isa: ISA, code: Code, ctx: Rel
         isa.branch(code, _veneer(ctx, target, target_thumb, isa.thumb, target in ctx.ip_clobbered_at))
     if skip is not None:
         isa.end_skip(code, skip)
+
+
+def _absolute_jump(isa: ISA, code: Code, dest: int) -> None:
+    """Jump to the absolute address ``dest`` (bit 0: Thumb), keeping every register and the
+    flags: ``ldr pc`` from the word that follows it."""
+    if isa.thumb:
+        code.align(4, enc.t32_nop())
+        code.emit(enc.t32_ldr_pc_literal_pair(0)[0] + struct.pack("<I", dest))
+    else:
+        code.emit(enc.a32_ldr_pc_literal() + struct.pack("<I", dest))
 
 
 def _literal_value(ins: Instruction, name: str, ctx: RelocationContext) -> int:

@@ -69,15 +69,40 @@ _MAGIC_120 = 0xFFFFFFF1  # Go 1.20 on: as 1.18
 
 def go_functions(elf: ELFFile) -> list[GoFunction]:
     """Every function of the Go program ``elf`` in address order, from its PC table
-    (``.gopclntab``); [] where there is none or it cannot be read (a layout not known, a
+    (``.gopclntab``, or in a position-independent program the table found by its header in
+    the read-only data); [] where there is none or it cannot be read (a layout not known, a
     table that does not fit its section)."""
     section = elf.get_section_by_name(".gopclntab")
-    if section is None or section["sh_type"] == "SHT_NOBITS":
-        return []
+    if section is not None and section["sh_type"] != "SHT_NOBITS":
+        return _functions_or_none(section.data()) or []
+    # A position-independent Go program (``-buildmode=pie``) has no .gopclntab: its linker
+    # puts the table in .data.rel.ro (the header's textStart is relocated at load), and a
+    # stripped one names it nowhere. Find it by its header, as Go's own debug/buildinfo
+    # readers do: a known magic, two zero bytes, a PC quantum and a pointer size, and a
+    # table whose every function lies in the executable code.
+    code = [(seg["p_vaddr"], seg["p_vaddr"] + seg["p_memsz"]) for seg in elf.iter_segments()
+            if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1]
+    for candidate in elf.iter_sections():
+        if candidate["sh_type"] != "SHT_PROGBITS" or not candidate["sh_flags"] & 2 or candidate["sh_flags"] & 4:
+            continue  # allocated, not executable: where a linker puts read-only data
+        data = candidate.data()
+        for magic in (_MAGIC_12, _MAGIC_116, _MAGIC_118, _MAGIC_120):
+            start = data.find(struct.pack("<IH", magic, 0))
+            while start != -1:
+                if start % 4 == 0:
+                    functions = _functions_or_none(data[start:])
+                    if functions and all(any(lo <= f.entry and f.end <= hi for lo, hi in code) for f in functions):
+                        return functions
+                start = data.find(struct.pack("<IH", magic, 0), start + 1)
+    return []
+
+
+def _functions_or_none(table: bytes) -> list[GoFunction] | None:
+    """_read_functions, or None where ``table`` is not a PC table it can read."""
     try:
-        return _read_functions(section.data())
+        return _read_functions(table)
     except (struct.error, IndexError, UnicodeDecodeError, ValueError):
-        return []
+        return None
 
 
 def _read_functions(table: bytes) -> list[GoFunction]:

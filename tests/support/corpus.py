@@ -844,6 +844,81 @@ GIT_SETUP = (
 )
 
 
+#: gojq's filter: select, group_by, paths, regex capture and split, try/catch, limit/repeat,
+#: tojson/fromjson, path assignment, dates, string interpolation with @base64, then a division
+#: by zero, an error that ends the program with exit status 5.
+GOJQ_FILTER = (
+    '[.users[] | select(.age > 18) | {name, n: (.tags|length), dom: (.mail // "" | capture("@(?<d>.*)$").d? '
+    '// "none")}], (.users|group_by(.tags|length)|map(map(.name))), ([paths]|length), (.meta|to_entries), '
+    '([range(0;50)]|map(.*.*3)|add), ("x,y;z"|split("[,;]";null)), (.users|map(.name|ascii_upcase|test("^[AB]"))), '
+    '(try error("boom") catch .), ([limit(5;repeat(1))]), (.users[0]|tojson|fromjson|keys), ({} | .a.b.c = 1), '
+    '("2015-03-05T23:51:47Z"|fromdate), (@base64 "\\(.meta)"), ([.users[].age]|sort|reverse), (now|type), '
+    '(.users[1].age | . / 0)')
+GOJQ_INPUT = (b'{"users":[{"name":"ann","age":31,"tags":["a","b"],"mail":"ann@example.org"},{"name":"bob","age":17,'
+              b'"tags":[],"mail":"bob@x.net"},{"name":"cyd","age":45,"tags":["b","c","d"],"mail":null}],'
+              b'"meta":{"v":1.5,"ok":true}}\n')
+
+#: esbuild's input: TypeScript (an enum, generics, a private field, optional chaining) importing
+#: a TypeScript and a JavaScript module, bundled, lowered to ES2017 and minified.
+ESBUILD_FILES = {
+    "src/main.ts": b"""import { Stack, sum } from "./util";
+import * as fmt from "./fmt.js";
+enum Color { Red = 1, Green, Blue }
+interface Point { x: number; y: number }
+const pts: Point[] = [1, 2, 3, 4].map((i) => ({ x: i * 2, y: i ** 2 }));
+class Walker<T> extends Stack<T> {
+  #steps = 0;
+  walk(f: (t: T) => void): number { for (const t of this.items) { f(t); this.#steps++; } return this.#steps; }
+}
+const w = new Walker<Point>();
+pts.forEach((p) => w.push(p));
+async function main(): Promise<void> {
+  const n = w.walk(({ x, y }) => console.log(fmt.pad(`${x},${y}`, 8), Color[Color.Green]));
+  console.log(n, sum(pts.map((p) => p?.x ?? 0)), [..."h\xc3\xa9llo"].reverse().join(""));
+}
+main();
+""",
+    "src/util.ts": b"""export class Stack<T> { protected items: T[] = []; push(t: T) { this.items.push(t); } }
+export const sum = (a: number[]) => a.reduce((s, v) => s + v, 0);
+export const unused = () => "dropped by tree shaking";
+""",
+    "src/fmt.js": b"""export function pad(s, n) { while (s.length < n) s = " " + s; return s; }
+export default { version: 1 };
+""",
+}
+
+#: age's X25519 identity (made once by age-keygen) and its recipient.
+AGE_IDENTITY = (b"# public key: age1fz4992yfex06r54m70ll2fxccmjjr9rh0y6q4lw6uur58x2uqydsndeuj6\n"
+                b"AGE-SECRET-KEY-10LC2TEGFCR64JVXC2KQ0XQRD9RYR2PAMV7T7XM24W822NL2PLRQS8QRAM2\n")
+AGE_RECIPIENT = "age1fz4992yfex06r54m70ll2fxccmjjr9rh0y6q4lw6uur58x2uqydsndeuj6"
+
+#: fzf's standard input: 3,000 paths to filter.
+FZF_INPUT = b"".join(b"src/pkg%d/file_%d.go\n" % (i % 37, i * 7919 % 1000) for i in range(1, 3001))
+
+
+#: minify's page: HTML with a style sheet, a script, inline SVG, entities and a comment.
+MINIFY_PAGE = b"""<!DOCTYPE html>
+<html lang="en">
+<head>
+  <title>  Test   page </title>
+  <style>
+    body { margin: 0px 0px 0px 0px; color: #ff0000; background: url( "a.png" ) }
+    .x > .y , .z { font-weight: bold; padding: 0.50em }
+  </style>
+  <script>
+    function add ( a , b ) { /* sum */ return a + b ; }
+    var total = [1, 2, 3].map(function (x) { return add(x, 10); });
+  </script>
+</head>
+<body>
+  <p class="x"   id="main">Hello,   <b>world</b>! &amp; more</p>
+  <svg width="100" height="100"><circle cx="50.000" cy="50.000" r="40"
+    stroke="green" stroke-width="4" fill="yellow" /></svg>
+  <!-- a comment -->
+</body>
+</html>
+"""
+
 @dataclass(frozen=True)
 class Program:
     """One corpus program and its workload."""
@@ -1167,6 +1242,25 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("gron", ("gron:armhf",), "usr/bin/gron", ("input.json",),
             "Go with cgo (dynamic, libc): flattens a JSON document", files={"input.json": JSON_DOCUMENT},
             repeatable=False),
+    Program("gojq", ("gojq:armhf",), "usr/bin/gojq", ("-c", GOJQ_FILTER, "in.json"),
+            "Go, static: jq's language (maps, regexp, encoding/json, reflection); ends with an error, exit 5",
+            files={"in.json": GOJQ_INPUT}, repeatable=False),
+    Program("esbuild", ("esbuild:armhf",), "usr/bin/esbuild",
+            ("src/main.ts", "--bundle", "--minify", "--target=es2017", "--format=iife", "--log-level=warning"),
+            "Go with cgo (8.5 MB): bundles three TypeScript/JavaScript modules, parsed by goroutines that "
+            "end, joined by channels and wait groups; lowered and minified",
+            files=ESBUILD_FILES, repeatable=False),
+    Program("age", ("age:armhf",), "usr/bin/age", ("-d", "-i", "key.txt", "secret.age"),
+            "Go with cgo, position-independent (PIE): decrypts an armoured file the original encrypted "
+            "(X25519, HKDF, ChaCha20-Poly1305, bech32, base64)",
+            files={"key.txt": AGE_IDENTITY},
+            setup=(("-e", "-a", "-r", AGE_RECIPIENT, "-o", "secret.age", "input.txt"),), repeatable=False),
+    Program("fzf", ("fzf:armhf",), "usr/bin/fzf", ("--filter", "'pkg1 !_5 .go$ | ^src", "--tiebreak=length,index"),
+            "Go with cgo: fuzzy filter of 3,000 lines (extended syntax), matched by goroutines in partitions, "
+            "results merged through channels", stdin=FZF_INPUT, repeatable=False),
+    Program("minify", ("minify:armhf",), "usr/bin/minify", ("page.html",),
+            "Go with cgo: minifies an HTML page and the CSS, JavaScript and SVG in it (parsers, "
+            "worker goroutines)", files={"page.html": MINIFY_PAGE}, repeatable=False),
     # Programs 2-8 times python3.11's size (decision 0082; shellcheck's copy runs since decision
     # 0088 but needs 13 GB to rewrite, so it is not among them): benchmarks/corpus.py's alone.
     Program("qemu-system-arm", ("qemu-system-arm:armhf", *QEMU_LIBS), "usr/bin/qemu-system-arm",
