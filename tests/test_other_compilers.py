@@ -64,6 +64,19 @@ def _run_and_trace(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     return program, exe, env, original, exe_pcs(trace, placed)
 
 
+def _rehost(exe: Path, tool: str, tmp_path: Path, slot: str, args, env=None, program=None):
+    """Run ``exe`` instrumented with ``tool`` in ReHost mode against a server on loopback
+    (its run directory prepared for corpus ``program``): the run and the session's outcome."""
+    srv, port = start_server(Library(None), log=None)
+    try:
+        copy = instrument(exe, tool, tmp_path, "--mode", "rehost", slot=slot)
+        if program is not None:
+            corpus.prepare(program, copy.parent, exe, env)
+        return run_rehost(copy, f"127.0.0.1:{port}", list(args), env=env)
+    finally:
+        srv.stop(None)
+
+
 def test_rust_program_identical_and_fully_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     program, exe, env, original, executed = _run_and_trace("hexyl", tmp_path, monkeypatch)
     assert len(original.stdout) > 10_000
@@ -90,13 +103,7 @@ def test_rust_program_identical_and_fully_found(tmp_path: Path, monkeypatch: pyt
     assert_same_behaviour(original, counted)
     assert abs(results(counted, "inscount")["total"] - sum(executed.values())) <= 200
 
-    srv, port = start_server(Library(None), log=None)
-    try:
-        cachesim = instrument(exe, "cachesim", tmp_path, "--mode", "rehost", slot="rhst")
-        corpus.prepare(program, cachesim.parent, exe, env)
-        run, outcome = run_rehost(cachesim, f"127.0.0.1:{port}", list(program.args), env=env)
-    finally:
-        srv.stop(None)
+    run, outcome = _rehost(exe, "cachesim", tmp_path, "rhst", program.args, env, program)
     assert_same_behaviour(original, run)
     assert outcome.summary.complete, outcome.error
 
@@ -186,13 +193,7 @@ def test_go_programs_identical_and_counted(tmp_path: Path, monkeypatch: pytest.M
     corpus.prepare(gron, placed.parent, exe, env)
     original = run_prog(placed, gron.args, env=env)
     assert original.returncode == 0 and original.stdout.startswith(b"json = {};")
-    srv, port = start_server(Library(None), log=None)
-    try:
-        rehost = instrument(exe, "inscount", tmp_path, "--mode", "rehost", slot="grhs")
-        corpus.prepare(gron, rehost.parent, exe, env)
-        run, outcome = run_rehost(rehost, f"127.0.0.1:{port}", list(gron.args), env=env)
-    finally:
-        srv.stop(None)
+    run, outcome = _rehost(exe, "inscount", tmp_path, "grhs", gron.args, env, gron)
     assert_same_behaviour(original, run)
     assert outcome.summary.complete, outcome.error
 
@@ -213,12 +214,7 @@ def test_go_faults_recovered_and_threads_kept(tmp_path: Path) -> None:
         copy = instrument(exe, tool, tmp_path, slot=slot)
         for _ in range(4):  # the runtime's threads and signals fall differently in each run
             assert_same_behaviour(original, run_prog(copy, []))
-    srv, port = start_server(Library(None), log=None)
-    try:
-        rehost = instrument(exe, "cachesim", tmp_path, "--mode", "rehost", slot="rhst")
-        run, outcome = run_rehost(rehost, f"127.0.0.1:{port}", [])
-    finally:
-        srv.stop(None)
+    run, outcome = _rehost(exe, "cachesim", tmp_path, "rhst", [])
     assert_same_behaviour(original, run)
     assert outcome.summary.complete, outcome.error
 
