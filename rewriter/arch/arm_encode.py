@@ -339,6 +339,11 @@ def _t32_modimm_op(opcode: int, rd: int, rn: int, imm: int) -> bytes:
     return _hw(opcode | (i << 10) | rn, (imm3 << 12) | (rd << 8) | imm8)
 
 
+def t32_cmp_imm(rn: int, imm: int) -> bytes:
+    """CMP.W rn, #imm (a modified immediate; any rn but PC)."""
+    return _t32_modimm_op(0xF1B0, 0xF, rn, imm)
+
+
 def t32_add_reg_shift(rd: int, rn: int, rm: int, shift_type: int, amount: int, sub: bool = False) -> bytes:
     """ADD.W/SUB.W rd, rn, rm, <shift> #amount (S=0: flags untouched).
 

@@ -127,7 +127,7 @@ def _identify_thread(code: Code, known: Hashable) -> None:
     at once and two shared the analysis stack (decision 0089). The system call is made
     for each call of such a thread only (cachesim's misses, not its hits); r0 is parked,
     ip and lr are free, the flags saved."""
-    code.emit(enc._hw(0xF1B0 | IP, 0x0F00))  # cmp.w ip, #0
+    code.emit(enc.t32_cmp_imm(IP, 0))
     T32.branch(code, known, enc.COND["ne"])
     code.emit(enc.t32_vmov_to_lane(SYSCALL_PARK, 7) + enc.t32_movw(7, _SYS_GETTID) + _SVC_0
               + enc.t32_vmov_from_lane(7, SYSCALL_PARK) + enc.t32_lsl_imm(IP, 0, 1) + enc.t32_orr_imm(IP, IP, 1))
@@ -180,10 +180,9 @@ def _reentrant_stack(code: Code, threads: bool = False) -> None:
         T32.branch(code, inside)
         code.label(outside)
         T32.pc_address(code, LR, CALL_LOCK)
-        code.emit(enc.t32_ldr_word(LR, LR, 4) + enc._hw(0xF1B0 | LR, 0x0F01))  # the depth (this call counted); cmp 1
+        code.emit(enc.t32_ldr_word(LR, LR, 4) + enc.t32_cmp_imm(LR, 1))  # the depth (this call counted)
         T32.branch(code, inside, enc.COND["eq"])  # the thread's only call: the top
-        code.emit(enc._hw(0xF1B0 | LR, 0x0F00 | DEEPEST)                     # cmp.w lr, #DEEPEST
-                  + enc.t32_it(enc.COND["hi"]) + enc._hw(0xF04F, (LR << 8) | DEEPEST))  # movhi.w lr, #DEEPEST
+        code.emit(enc.t32_cmp_imm(LR, DEEPEST) + enc.t32_it(enc.COND["hi"]) + enc.t32_movw(LR, DEEPEST))
         T32.pc_address(code, IP, ("sym+", HOOK_STACK_SYMBOL, NESTED_TOP + 2 * (1 << NESTED_SHIFT)))
         T32.add_shifted(code, IP, IP, LR, 0, NESTED_SHIFT, sub=True)  # lsl: the n-th nested call's slice
         code.label(inside)
