@@ -117,37 +117,30 @@ def _read_functions(table: bytes) -> list[GoFunction]:
     def name_at(offset: int) -> str:
         return table[offset: table.index(0, offset)].decode()
 
-    entries: list[tuple[int, str]] = []
+    # Each layout says where the i-th function's entry is (the count-th: the text's end),
+    # where its record is, and where the name offset sits in a record and counts from.
     if magic == _MAGIC_12:
-        count = pointer(8)
-        functab = 8 + size
-        for i in range(count + 1):
-            entry = pointer(functab + 2 * size * i)
-            if i == count:
-                end = entry
-                break
-            func = pointer(functab + 2 * size * i + size)
-            entries.append((entry, name_at(struct.unpack_from("<i", table, func + size)[0])))
+        count, names, text, functab, pair, read = pointer(8), 0, 0, 8 + size, 2 * size, pointer
+        records, name_field = 0, size
     elif magic in (_MAGIC_116, _MAGIC_118, _MAGIC_120):
         fields = 8 if magic != _MAGIC_116 else 7
         header = [pointer(8 + size * k) for k in range(fields)]
         if magic == _MAGIC_116:
             count, _files, names, _cu, _files_tab, _pc_tab, functab = header
-            text = 0
-            pair, read = 2 * size, pointer
+            text, pair, read, name_field = 0, 2 * size, pointer, size
         else:
             count, _files, text, names, _cu, _files_tab, _pc_tab, functab = header
-            pair, read = 8, lambda offset: struct.unpack_from("<I", table, offset)[0]
-        for i in range(count + 1):
-            entry = text + read(functab + pair * i)
-            if i == count:
-                end = entry
-                break
-            func = functab + read(functab + pair * i + pair // 2)
-            name_offset = struct.unpack_from("<i", table, func + (size if magic == _MAGIC_116 else 4))[0]
-            entries.append((entry, name_at(names + name_offset)))
+            pair, name_field = 8, 4
+            read = lambda offset: struct.unpack_from("<I", table, offset)[0]  # noqa: E731
+        records = functab
     else:
         return []
+    entries: list[tuple[int, str]] = []
+    for i in range(count):
+        record = records + read(functab + pair * i + pair // 2)
+        name_offset = struct.unpack_from("<i", table, record + name_field)[0]
+        entries.append((text + read(functab + pair * i), name_at(names + name_offset)))
+    end = text + read(functab + pair * count)
     ends = [entry for entry, _ in entries[1:]] + [end]
     functions = [GoFunction(entry, stop, name) for (entry, name), stop in zip(entries, ends)]
     if any(f.end < f.entry for f in functions):
