@@ -131,6 +131,25 @@ def traced_original(binary: Path, tmp: Path, args: list[str] | tuple[str, ...] =
     return original, pcs, load_binary(str(binary))
 
 
+def traced_function(sample: str, variant: str, function: str, tmp: Path):
+    """Sample ``sample`` built as ``variant``, stripped, run and traced (traced_original),
+    with ``function``'s part of the trace: its run, its IR, the function's procedure, the
+    addresses decoded in it and qemu's count of each of its executed instructions, every
+    one of which the descent must have decoded."""
+    from tests.support.samples import build, stripped, symbol_span
+
+    built = build(sample, variant)
+    lo, hi = symbol_span(built, function)
+    program = stripped(built, tmp / "stripped")
+    original, pcs, ir = traced_original(program, tmp)
+    executed = {pc: n for pc, n in pcs.items() if lo <= pc < hi}
+    proc = next(p for p in ir.procedures if p.address == lo)
+    decoded = {i.address for i in proc.instructions()}
+    missed = sorted(pc for pc in executed if pc not in decoded)
+    assert not missed, f"{function} executed but not found: {[hex(pc) for pc in missed]}"
+    return program, original, ir, proc, decoded, executed
+
+
 def assert_descent_found(binary, executed) -> None:
     """Every instruction of the executable that qemu ran (``executed``: link-time PCs,
     tests/oracles/qemu_trace.py) is one of ``binary``'s (its IR) procedures."""
