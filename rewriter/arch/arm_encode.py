@@ -680,16 +680,30 @@ def _t32_word(word: int) -> bytes:
     return _hw(word >> 16, word & 0xFFFF)
 
 
-def t32_vmov_to_lane(d: int, rt: int) -> bytes:
-    """VMOV.32 Dd[0], rt (one core register into the low word of any of d0-d31)."""
+def _vmov_lane(to_lane: bool, d: int, rt: int, lane: int) -> int:
+    """VMOV.32 Dd[lane], rt (``to_lane``) or rt, Dd[lane]: the word both instruction sets share."""
     n, vn = _vmov_fields(d)
-    return _t32_word(0xEE000B10 | (vn << 16) | (rt << 12) | (n << 7))
+    return (0xEE000B10 if to_lane else 0xEE100B10) | (lane << 21) | (vn << 16) | (rt << 12) | (n << 7)
 
 
-def t32_vmov_from_lane(rt: int, d: int) -> bytes:
-    """VMOV.32 rt, Dd[0]."""
-    n, vn = _vmov_fields(d)
-    return _t32_word(0xEE100B10 | (vn << 16) | (rt << 12) | (n << 7))
+def t32_vmov_to_lane(d: int, rt: int, lane: int = 0) -> bytes:
+    """VMOV.32 Dd[lane], rt (one core register into one word of any of d0-d31)."""
+    return _t32_word(_vmov_lane(True, d, rt, lane))
+
+
+def t32_vmov_from_lane(rt: int, d: int, lane: int = 0) -> bytes:
+    """VMOV.32 rt, Dd[lane]."""
+    return _t32_word(_vmov_lane(False, d, rt, lane))
+
+
+def a32_vmov_to_lane(d: int, rt: int, lane: int = 0) -> bytes:
+    """VMOV.32 Dd[lane], rt (A32)."""
+    return _w(_vmov_lane(True, d, rt, lane))
+
+
+def a32_vmov_from_lane(rt: int, d: int, lane: int = 0) -> bytes:
+    """VMOV.32 rt, Dd[lane] (A32)."""
+    return _w(_vmov_lane(False, d, rt, lane))
 
 
 def t32_vldr_d(d: int, rn: int, offset: int = 0, store: bool = False) -> bytes:

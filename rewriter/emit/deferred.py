@@ -22,6 +22,7 @@ from pathlib import Path
 from ..api import Arg, Tool
 from ..ir.model import Binary, Hook, Point
 from . import target_build as tb
+from .exclusives import emulates_exclusives
 from .records import RING_END, RING_START, SiteTable, make_records
 
 
@@ -31,7 +32,7 @@ def defer(binary: Binary, tool: Tool) -> SiteTable | None:
     routines and its last records run before the program-end ones. Returns the sites, or
     None when there are none."""
     table = SiteTable(tool, binary)
-    make_records(binary.procedures, table, lambda hook: hook.prototype.deferred)
+    make_records(binary.procedures, table, lambda hook: hook.prototype.deferred, emulates_exclusives(binary))
     if not table.sites:
         return None
     start = [h for h in binary.hooks if h.point is Point.BEFORE]

@@ -46,8 +46,9 @@ from .call_stubs import emit_call_stub
 from .code import Code, Resolver
 from .counter_placement import place_counters
 from .deferred import defer, dispatch_unit, ring_unit
+from .exclusives import emulates_exclusives
 from .hooks import RECORD_PREFIX
-from .isa import Scratch
+from .isa import Scratch, vfp_scratch
 from .later_part import MIN_INSTRUCTIONS, LaterPart, LocalPart
 from .loop_sums import LoopSum
 from .page_layout import emit_inside_a_page
@@ -132,12 +133,6 @@ class Report:
         if self.undecodable:
             parts.append(f"{len(self.undecodable)} undecodable instructions run uncounted")
         return ", ".join(parts)
-
-
-def vfp_scratch(binary: Binary) -> bool:
-    """Whether hooks park registers in d16-d31 (else on the stack). Cortex-M cores have no
-    d16-d31 (FPv4-SP: d0-d15 at most)."""
-    return not binary.is_firmware and not binary.uses_high_vfp() and not os.environ.get("ANVIL_STACK_SCRATCH")
 
 
 def _register_sums(binary: Binary, sums: dict[str, str] | None, vfp: bool) -> dict[str, str]:
@@ -847,6 +842,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             original_returns=original_returns,
             relocated_returns=relocated_returns,
             threads=binary.threaded and not binary.is_firmware,
+            emulate_exclusives=emulates_exclusives(binary),
             lock_communicator=not binary.is_firmware,
             poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
             table_sizes=binary.table_sizes,

@@ -6,10 +6,12 @@ Symbolic targets (labels) are resolved by fixups when the code is finished.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Hashable
 from functools import cache, partial
 
 from ..arch import arm_encode as enc
+from ..ir.model import Binary
 from .code import Code, Resolver
 
 AL = enc.AL
@@ -270,6 +272,12 @@ class _A32(ISA):
 
 T32 = _T32()
 A32 = _A32()
+
+
+def vfp_scratch(binary: Binary) -> bool:
+    """Whether hooks park registers in d16-d31 (else on the stack). Cortex-M cores have no
+    d16-d31 (FPv4-SP: d0-d15 at most)."""
+    return not binary.is_firmware and not binary.uses_high_vfp() and not os.environ.get("ANVIL_STACK_SCRATCH")
 
 
 class Scratch:

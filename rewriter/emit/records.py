@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 from ..api import Arg, Prototype, Tool
 from ..errors import AnvilError
-from ..ir.flow import exclusive_windows
 from ..ir.model import Binary, Hook, Instruction, Procedure
 from . import site_format
+from .exclusives import open_windows
 from .hooks import IN_EXCLUSIVE, RECORD_PREFIX, RecordPrototype
 from .sites import image_facts
 
@@ -104,21 +104,25 @@ RING_START = Prototype("anvil_rh_start", ())  # the communicator's ring is ready
 RING_END = Prototype("anvil_rh_end", ())      # the last records go (a program end call)
 
 
-def make_records(procedures: list[Procedure], table: SiteTable, chosen: Callable[[Hook], bool]) -> None:
+def make_records(procedures: list[Procedure], table: SiteTable, chosen: Callable[[Hook], bool],
+                 emulate_exclusives: bool) -> None:
     """Replace the ``chosen`` hooks of ``procedures``, their blocks and instructions by record
-    calls, their sites numbered in ``table``."""
+    calls, their sites numbered in ``table``. ``emulate_exclusives``: the copy runs the
+    program's exclusive pairs as compare-and-swap where it can (emit/exclusives.py), so that
+    only the windows of the others need records without exclusives."""
     for proc in procedures:
-        _procedure_records(proc, table, chosen)
+        _procedure_records(proc, table, chosen, emulate_exclusives)
 
 
-def _procedure_records(proc: Procedure, table: SiteTable, chosen: Callable[[Hook], bool]) -> None:
+def _procedure_records(proc: Procedure, table: SiteTable, chosen: Callable[[Hook], bool],
+                       emulate_exclusives: bool) -> None:
     windows: list[set[int]] = []  # the procedure's exclusive windows, found when first needed
 
     def site(hook: Hook, ins: Instruction, access: int | None, size: int) -> Hook:
         if not chosen(hook):
             return hook
         if not windows:
-            windows.append(exclusive_windows(proc))
+            windows.append(open_windows(proc, emulate_exclusives))
         return _site(table, hook, ins, access, size, windows[0])
 
     if proc.hooks:
@@ -149,7 +153,7 @@ def _procedure_records(proc: Procedure, table: SiteTable, chosen: Callable[[Hook
 def _site(table: SiteTable, hook: Hook, ins: Instruction, access_index: int | None, block_insns: int,
           inside: set[int]) -> Hook:
     """The record call standing for ``hook`` at ``ins``; ``inside``: the addresses in the
-    program's own exclusive windows (ir.flow.exclusive_windows), where the record takes the
+    program's own exclusive windows (exclusives.open_windows), where the record takes the
     communicator's form without exclusives."""
     site = len(table.sites)
     table.add_site(hook, ins, access_index, block_insns)

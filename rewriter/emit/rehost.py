@@ -36,6 +36,7 @@ from ..ir.model import Binary, Hook, Point
 from ..passes.common import parse_size
 from . import site_format
 from . import target_build as tb
+from .exclusives import emulates_exclusives
 from .inhost import Report, atomic_write, emit, vfp_scratch
 from .records import RING_END, RING_START, SiteTable, make_records
 from .sites import SiteUnit, c_string
@@ -58,7 +59,7 @@ def plan(binary: Binary, tool: Tool) -> tuple[SiteTable, list[str]]:
                     table.filled_by_target(counter)
     for into in tool.procedure_sums.values():  # counter placement may add sums there (decision 0014)
         table.filled_by_target(into)
-    make_records(binary.procedures, table, lambda hook: True)
+    make_records(binary.procedures, table, lambda hook: True, emulates_exclusives(binary))
     return table, table.target_arrays
 
 

@@ -34,6 +34,7 @@ from ..ir.model import Accumulation, Hook, Instruction, Procedure
 from .appends import AppendRoutines
 from .code import Code, Resolver
 from .counters import emit_increment, emit_sum_add, emit_sum_reset, emit_sum_store, emit_sum_store_free
+from .exclusives import emit_exclusive, emulated_exclusives
 from .hooks import HookContext, emit_call, emit_hits, first_and_last, shared_key
 from .isa import A32, AL, IP, ISA, LR, PC, SP, T32, Scratch
 from .page_layout import M_PAGE, PageCopies
@@ -93,6 +94,9 @@ class RelocationContext:
     lock_communicator: bool = False
     atomic: bool = False  # for the procedure being emitted: interrupt code, no exclusive window of its own
     windows: bool = False  # for the procedure being emitted: it has an LDREX/STREX window of its own
+    # Threads and d16-d31 free: a procedure's exclusive pairs run as compare-and-swap where
+    # they can (emit/exclusives.py), and its windows are then no longer special.
+    emulate_exclusives: bool = False
     # The record append routines and their page-local copies (Linux T32 records; appends.AppendRoutines).
     appends: AppendRoutines = field(default_factory=AppendRoutines)
     # Calls leave the original return address in LR (its place, where it is relocated
@@ -228,8 +232,11 @@ def _straddling_loop(proc: Procedure, code: Code, ctx: RelocationContext) -> int
 def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> None:
     code.align(4)
     # Inside the program's own LDREX/STREX window an exclusive of ours would make its STREX
-    # fail each time round its loop: such a procedure's counters add plainly.
-    ctx.windows = bool(exclusive_windows(proc))
+    # fail each time round its loop: such a procedure's counters add plainly, unless its
+    # pairs run as compare-and-swap (threads: emit/exclusives.py).
+    windows = exclusive_windows(proc)
+    emulated = emulated_exclusives(proc, windows, ctx.emulate_exclusives)
+    ctx.windows = bool(windows) and not emulated
     ctx.loop_spans = _loop_spans(proc) if ctx.shared_calls is not None else []
     ctx.atomic = (ctx.threads or proc.address in ctx.interrupt_code) and not ctx.windows
     needs_table = False
@@ -296,6 +303,8 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
                 trampolines.append((ins, taken, taken_weight))
                 needs_table |= _relocate(ins, isa, code, ctx, proc)
                 ctx.redirect = {}
+            elif emulated and address in emulated:
+                emit_exclusive(code, ins, emulated[address])
             elif not (ins.reads_pc or ins.writes_pc or ins.is_it):  # nothing position dependent
                 if ins.in_it and ins.thumb:
                     code.emit(enc.t32_it(ins.cond))
