@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from elftools.elf.elffile import ELFFile
 
-from ..boards import BOARDS, Board, MemoryRegion
+from ..boards import BOARDS, CPU_ARCH, Board, MemoryRegion
+from ..boards import board as named_board
 from ..errors import AnvilError
 from ..ir.constants import constant_before
 from ..ir.model import Binary
@@ -92,13 +93,84 @@ class Placement:
                              "give --flash-region START:SIZE or instrument fewer procedures (--only)")
 
 
-def place(binary: Binary, flash: MemoryRegion | None, ram: MemoryRegion | None) -> Placement:
-    """Work out the free flash and RAM of ``binary`` (the user's regions, when given, win)."""
+def image_board(binary: Binary, name: str | None = None) -> Board | None:
+    """The board the image is for: the one called ``name`` (``--board``), or else the known
+    board that fits it best, or None.
+
+    A board fits when every byte the program headers load (by load address and by address)
+    lies in its flash or one of its RAMs, and the initial stack pointer (the word where its
+    core reads the vector table, when the image has one there) lies in one of its RAMs.
+    Of the boards that fit, the best is the one whose CPU the build attributes name
+    (Tag_CPU_name, e.g. ``cortex-m4``), then one whose CPU has the architecture they name
+    (Tag_CPU_arch), then one whose RAM ends where the stack starts (a linker script's
+    usual stack top), then the first in BOARDS. When none fits: the first
+    board whose flash holds the image's lowest load address, ranked the same way.
+    """
+    if name is not None:
+        return named_board(name)
+    loads = _loads(binary)
+    lowest = min((load.paddr for load in loads if load.filesz), default=None)
+    if lowest is None:
+        return None
+    cpu, arch = _cpu_attributes(binary)
+
+    def stack_top(target: Board) -> int | None:
+        at = target.vector_table
+        for load in loads:
+            if load.filesz >= 4 and load.paddr <= at <= load.paddr + load.filesz - 4:
+                return struct.unpack_from("<I", binary.read(load.vaddr + at - load.paddr, 4))[0] & ~3
+        return None
+
+    def fits(target: Board) -> bool:
+        memories = (target.flash, *target.ram_banks)
+        for load in loads:
+            for start in {load.paddr, load.vaddr} if load.memsz else ():
+                if not any(start in m and start + load.memsz <= m.end for m in memories):
+                    return False
+        top = stack_top(target)
+        return top is None or any(bank.start < top <= bank.end for bank in target.ram_banks)
+
+    def rank(target: Board) -> tuple[bool, bool, bool]:
+        top = stack_top(target)
+        return (target.cpu != cpu, CPU_ARCH.get(target.cpu) != arch,
+                not any(top == bank.end for bank in target.ram_banks))
+
+    fitting = [b for b in BOARDS.values() if fits(b)] or [b for b in BOARDS.values() if lowest in b.flash]
+    # min keeps the first of equal ranks: an image that fits AN386 and AN500 alike (same
+    # architecture, same stack top) is placed for AN386, one that fits AN521 and AN524 for AN521.
+    return min(fitting, key=rank, default=None)
+
+
+def _cpu_attributes(binary: Binary) -> tuple[str | None, int | None]:
+    """The CPU (Tag_CPU_name, lower case) and architecture (Tag_CPU_arch) the build
+    attributes name, each None when they do not."""
+    section = ELFFile(io.BytesIO(binary.data)).get_section_by_name(".ARM.attributes")
+    found: dict[str, object] = {}
+    try:
+        for sub in section.iter_subsections() if section is not None else ():
+            for subsub in sub.iter_subsubsections():
+                for attr in subsub.iter_attributes():
+                    found.setdefault(attr.tag, attr.value)
+    except Exception:  # pyelftools' parser fails in many ways on bad bytes; elf_loader has reported those
+        pass
+    name, arch = found.get("TAG_CPU_NAME"), found.get("TAG_CPU_ARCH")
+    return (str(name).lower() if name is not None else None), (arch if isinstance(arch, int) else None)
+
+
+def place(binary: Binary, flash: MemoryRegion | None, ram: MemoryRegion | None,
+          board_name: str | None = None) -> Placement:
+    """Work out the free flash and RAM of ``binary`` (the user's regions, when given, win)
+    on its board (``board_name``, else image_board's choice)."""
     loads = _loads(binary)
     lowest = min((load.paddr for load in loads if load.filesz), default=None)
     if lowest is None:
         raise AnvilError("the image loads nothing (no PT_LOAD with file bytes)")
-    board = next((b for b in BOARDS.values() if lowest in b.flash), None)
+    board = image_board(binary, board_name)
+    if board is not None and lowest not in board.flash:
+        if board_name is not None:
+            raise AnvilError(f"the image at {lowest:#x} is not in {board.name}'s flash {board.flash}: "
+                             "link it for that board, or give --flash-region START:SIZE")
+        board = None
     if flash is None:
         if board is None:
             raise AnvilError(f"the image at {lowest:#x} is not in a known board's flash: give --flash-region "
