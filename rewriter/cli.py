@@ -66,6 +66,8 @@ def cmd_instrument(args: argparse.Namespace) -> int:
     with _removed_on_error(output, output + rehost.SITE_TABLE_SUFFIX, report_path):
         with progress.shown(sys.stderr.isatty()):  # a bar on a terminal only, never in captured output
             binary = load_binary(args.binary)
+            if args.board and not binary.is_firmware:
+                raise AnvilError(f"--board is for Cortex-M images: {args.binary} is a Linux program")
             _progress(args, f"{len(binary.procedures)} procedures, {binary.instruction_count()} instructions; "
                             "instrumenting")
             emitter = rehost if args.mode == "rehost" else inhost

@@ -171,3 +171,22 @@ def test_named_boards() -> None:
         anvil_boards.board("no-such-board")
     proc = anvil_cli("run", "--board", "microbit", str(build_on_board("irq", "lm3s6965evb")), cwd=Path.cwd(), text=True)
     assert proc.returncode != 0 and "Cortex-M0" in proc.stderr
+
+
+@pytest.mark.parametrize("board, uart", [("mps2-an511", 0x4002C000), ("mps2-an500", None)])
+def test_rehost_over_uart(board: str, uart: int | None, tmp_path: Path) -> None:
+    """ReHost over a CMSDK UART on the MPS2 boards with other maps: AN511's third UART (QEMU's
+    serial port 2, at its own address) and AN500's UART0 (the default): the original's output,
+    and inscount's total = QEMU's count."""
+    image = build_on_board(program_for(board), board)
+    expected = run_firmware(image, board)
+    trace = trace_firmware(image, board)
+    ranges = code_ranges(image)
+    executed = sum(n for pc, n in trace.pcs.items() if any(lo <= pc < hi for lo, hi in ranges))
+    base = [] if uart is None else ["--uart-base", hex(uart)]
+    out = instrument(image, "inscount", tmp_path / "fw", "--mode", "rehost", "--transport", "uart", *base,
+                     "--ring-size", "4k", "--board", board)
+    assert json.loads(Path(f"{out}.sites.json").read_text())["channel"]["uart_base"] == \
+        (anvil_boards.board(board).uart if uart is None else uart)
+    assert anvil_run(out, board) == expected
+    assert results(out, "inscount")["total"] == executed
