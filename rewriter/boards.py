@@ -16,9 +16,9 @@ them, tests/test_more_boards.py checks every region against it):
   SRAM at 0x20000000, 4 MiB SSRAM2/3 at 0x20400000, PSRAM at 0x21000000. All have five
   CMSDK APB UARTs (QEMU's ``-serial`` options connect them in order).
 - The TrustZone boards (AN505, AN521, AN524, AN547) start Secure, reading the vector
-  table at 0x10000000 (the SSE's INITSVTOR): an image runs from the Secure aliases (bit
-  28 set) of the code memory and RAMs; the Non-secure aliases are behind protection
-  controllers that block Secure code's accesses there.
+  table at 0x10000000 (the SSE's INITSVTOR; AN547's is 0, the same ITCM): an image runs
+  from the Secure aliases (bit 28 set) of the code memory, RAMs and UARTs; the Non-secure
+  aliases are behind protection controllers that block Secure code's accesses there.
 - Stellaris LM3S6965/LM3S811: flash at 0, SRAM at 0x20000000, PL011 UARTs.
 - STM32F205 (netduino2), STM32F405 (netduinoplus2), STM32F100 (stm32vldiscovery):
   flash at 0x08000000 (aliased at 0, where the core reads the vector table), SRAM at
@@ -36,7 +36,6 @@ from .errors import AnvilError
 CMSDK_UART = "CMSDK APB UARTs"
 PL011 = "PL011 UARTs"
 STM32_USART = "STM32 USARTs"
-SECURE_CMSDK_UART = "CMSDK APB UARTs behind TrustZone peripheral protection controllers"
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,8 @@ class Board:
     heapinfo_ram: MemoryRegion | None = None
     vector_table: int = 0
     uart_kind: str = CMSDK_UART
-    uart_rehost: bool = True  # ReHost's --transport uart can use these UARTs (CMSDK APB UARTs Secure code reaches)
+    uart_rehost: bool = True  # ReHost's --transport uart can use these UARTs (CMSDK APB UARTs)
+    secure: bool = False  # TrustZone: the core starts Secure; addresses are the Secure aliases
 
     @property
     def transports(self) -> tuple[str, ...]:
@@ -100,7 +100,7 @@ class Board:
         """A one-line error unless ReHost's ``transport`` works on this board."""
         if transport not in self.transports:
             raise AnvilError(f"{self.name} supports --transport {', '.join(self.transports)} only: its UARTs are "
-                             f"{self.uart_kind}, and ReHost drives only CMSDK APB UARTs the image reaches directly")
+                             f"{self.uart_kind}, and ReHost drives only CMSDK APB UARTs")
 
     def heapinfo(self, loaded: Iterable[MemoryRegion]) -> HeapInfo:
         """What QEMU 7.2 answers to SYS_HEAPINFO for an image whose program headers load
@@ -209,10 +209,12 @@ def _stellaris(name: str, flash_size: int, ram: MemoryRegion, uarts: tuple[int, 
 
 
 def _secure(name: str, cpu: str, flash: MemoryRegion, ram: MemoryRegion, banks: tuple[MemoryRegion, ...],
-            heapinfo_ram: MemoryRegion | None, description: str) -> Board:
-    """A TrustZone board: the image runs Secure from ``flash`` (its vector table at its start, INITSVTOR)."""
-    return Board(name, cpu, flash, ram, (), description, ram_banks=banks, heapinfo_ram=heapinfo_ram,
-                 vector_table=flash.start, uart_kind=SECURE_CMSDK_UART, uart_rehost=False)
+            heapinfo_ram: MemoryRegion | None, uart0: int, uarts: int, description: str) -> Board:
+    """A TrustZone board: the image runs Secure from ``flash`` (its vector table at its start,
+    INITSVTOR). Its ``uarts`` CMSDK UARTs, 4 KiB apart from ``uart0``, at their Secure aliases
+    (behind peripheral protection controllers that leave them to Secure code after reset)."""
+    return Board(name, cpu, flash, ram, tuple(uart0 + 0x1000 * i for i in range(uarts)), description,
+                 ram_banks=banks, heapinfo_ram=heapinfo_ram, vector_table=flash.start, secure=True)
 
 
 # In the order placement prefers boards that fit an image equally well (firmware_placement.image_board):
@@ -230,19 +232,20 @@ BOARDS: dict[str, Board] = {b.name: b for b in (
           ram_banks=(MemoryRegion(0x00400000, _m(8)), _AN511_SRAM, MemoryRegion(0x20400000, _m(4)), _AN511_PSRAM),
           heapinfo_ram=_AN511_PSRAM),
     _secure("mps2-an505", "cortex-m33", _TZ_CODE, _TZ_SSRAM,
-            (MemoryRegion(0x30000000, _k(32)), _TZ_SSRAM, _TZ_PSRAM), _TZ_PSRAM,
+            (MemoryRegion(0x30000000, _k(32)), _TZ_SSRAM, _TZ_PSRAM), _TZ_PSRAM, 0x50200000, 5,
             "ARM MPS2 with AN505 (Cortex-M33, TrustZone; the image runs Secure)"),
     _secure("mps2-an521", "cortex-m33", _TZ_CODE, _TZ_SSRAM,
-            (MemoryRegion(0x30000000, _k(128)), _TZ_SSRAM, _TZ_PSRAM), _TZ_PSRAM,
+            (MemoryRegion(0x30000000, _k(128)), _TZ_SSRAM, _TZ_PSRAM), _TZ_PSRAM, 0x50200000, 5,
             "ARM MPS2 with AN521 (dual Cortex-M33, TrustZone; the image runs Secure on CPU 0)"),
     _secure("mps3-an524", "cortex-m33", MemoryRegion(0x10000000, _k(512)), MemoryRegion(0x30000000, _k(128)),
-            (MemoryRegion(0x30000000, _k(128)), _MPS3_DDR), None,
+            (MemoryRegion(0x30000000, _k(128)), _MPS3_DDR), None, 0x51303000, 6,
             "ARM MPS3 with AN524 (dual Cortex-M33, TrustZone; the image runs Secure on CPU 0)"),
     # SYS_HEAPINFO: QEMU takes the largest RAM of the Non-secure view, of two equal ones the
     # first: the ITCM's Non-secure alias at 0 (where the Secure image's code is, at 0x10000000).
     _secure("mps3-an547", "cortex-m55", MemoryRegion(0x10000000, _k(512)), MemoryRegion(0x30000000, _k(512)),
             (MemoryRegion(0x30000000, _k(512)), MemoryRegion(0x31000000, _m(4)), _MPS3_DDR),
-            MemoryRegion(0, _k(512)), "ARM MPS3 with AN547 (Cortex-M55, TrustZone; the image runs Secure)"),
+            MemoryRegion(0, _k(512)), 0x59303000, 6,
+            "ARM MPS3 with AN547 (Cortex-M55, TrustZone; the image runs Secure)"),
     _stellaris("lm3s811evb", _k(64), _LM3S811_SRAM, (0x4000C000, 0x4000D000),
                "Stellaris LM3S811EVB (Cortex-M3)"),
     _stellaris("lm3s6965evb", _k(256), _STELLARIS_SRAM, (0x4000C000, 0x4000D000, 0x4000E000),

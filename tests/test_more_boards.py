@@ -119,18 +119,20 @@ def test_memory_map_is_qemus(board: str) -> None:
     protection controllers: memory there is the controller's region); the UARTs are there."""
     target = anvil_boards.board(board)
     text = _mtree(board)
-    secure = target.uart_kind == anvil_boards.SECURE_CMSDK_UART
+    secure = target.secure
     regions = _regions(text, "cpu-secure-memory-0" if secure else "cpu-memory-0")
     assert regions, text[:2000]
     memory = {"ram", "rom", "i/o"} if secure else {"ram", "rom"}
-    if secure:  # a region behind a controller shows as its upstream side
-        regions = [r for r in regions if r[2] != "i/o" or r[3] == "tz-mpc-upstream"]
-    assert _covered(regions, target.flash, memory), target.flash
+    # A memory behind a controller shows as the controller's upstream side.
+    memories = [r for r in regions if r[2] != "i/o" or r[3] == "tz-mpc-upstream"]
+    assert _covered(memories, target.flash, memory), target.flash
     for bank in target.ram_banks:
-        assert _covered(regions, bank, memory - {"rom"}), bank
+        assert _covered(memories, bank, memory - {"rom"}), bank
+    # A UART behind a protection controller shows as the controller's port (test_rehost_over_uart runs one).
     uart = {anvil_boards.CMSDK_UART: "uart", anvil_boards.PL011: "pl011", anvil_boards.STM32_USART: "stm32f2xx-usart"}
     for base in target.uarts:
-        assert any(start == base and name == uart[target.uart_kind] for start, _, _, name in regions), hex(base)
+        assert any(start == base and (name.startswith("tz-ppc-port[") if secure else name == uart[target.uart_kind])
+                   for start, _, _, name in regions), hex(base)
     # SYS_HEAPINFO's RAM: the largest RAM of the CPU's (Non-secure) view, the first of equal ones; none: no answer.
     ram = [(start, end) for start, end, kind, _ in _regions(text, "cpu-memory-0") if kind == "ram"]
     largest = max(ram, key=lambda r: r[1] - r[0], default=None)
@@ -150,7 +152,7 @@ def test_image_board_is_the_one_built_for(board: str) -> None:
     assert chosen is not None and chosen.name == board
 
 
-@pytest.mark.parametrize("board", ["lm3s6965evb", "netduino2", "mps3-an524"])
+@pytest.mark.parametrize("board", ["lm3s6965evb", "netduino2", "stm32vldiscovery"])
 def test_uart_transport_is_refused_where_it_cannot_work(board: str, tmp_path: Path) -> None:
     """A board whose UARTs ReHost cannot drive refuses --transport uart in one line naming
     the transports it supports; semihosting works there."""
@@ -173,11 +175,13 @@ def test_named_boards() -> None:
     assert proc.returncode != 0 and "Cortex-M0" in proc.stderr
 
 
-@pytest.mark.parametrize("board, uart", [("mps2-an511", 0x4002C000), ("mps2-an500", None)])
+@pytest.mark.parametrize("board, uart", [("mps2-an511", 0x4002C000), ("mps2-an500", None),
+                                         ("mps2-an505", 0x50202000), ("mps3-an524", None)])
 def test_rehost_over_uart(board: str, uart: int | None, tmp_path: Path) -> None:
-    """ReHost over a CMSDK UART on the MPS2 boards with other maps: AN511's third UART (QEMU's
-    serial port 2, at its own address) and AN500's UART0 (the default): the original's output,
-    and inscount's total = QEMU's count."""
+    """ReHost over a CMSDK UART on the boards that have them, besides AN385/AN386: AN511's
+    third UART (QEMU's serial port 2, at its own address), AN505's third (a Secure alias
+    behind a protection controller), AN500's and AN524's UART0 (the default): the
+    original's output, and inscount's total = QEMU's count."""
     image = build_on_board(program_for(board), board)
     expected = run_firmware(image, board)
     trace = trace_firmware(image, board)
