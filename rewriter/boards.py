@@ -57,6 +57,25 @@ class MemoryRegion:
 
 
 @dataclass(frozen=True)
+class Core:
+    """What a CPU runs: its architecture (the build attributes' Tag_CPU_arch value), whether
+    it has the DSP extension, and its FPU ("": none, "sp": single precision, "dp": double too)."""
+
+    arch: int
+    dsp: bool
+    fpu: str
+
+    def runs(self, arch: int | None, dsp: bool, fpu: str) -> bool:
+        """Whether an image built for ``arch`` that uses the DSP extension (``dsp``) and an FPU
+        (``fpu``, as above) can run here: a later M-profile architecture runs an earlier one's."""
+        order = (10, 13, 17, 21)  # ARMv7-M, ARMv7E-M, ARMv8-M.mainline, ARMv8.1-M.mainline
+        if arch in order and self.arch in order and order.index(arch) > order.index(self.arch):
+            return False
+        levels = {"": 0, "sp": 1, "dp": 2}
+        return (self.dsp or not dsp) and levels[fpu] <= levels[self.fpu]
+
+
+@dataclass(frozen=True)
 class HeapInfo:
     """An answer to the semihosting SYS_HEAPINFO call: the heap's base and limit, the
     stack's base (its initial pointer) and limit; 0 where the host does not know."""
@@ -90,6 +109,12 @@ class Board:
     uart_kind: str = CMSDK_UART
     uart_rehost: bool = True  # ReHost's --transport uart can use these UARTs (CMSDK APB UARTs)
     secure: bool = False  # TrustZone: the core starts Secure; addresses are the Secure aliases
+    core: Core | None = None  # None: CORES[cpu]; else this one (a CPU QEMU builds without FPU or DSP)
+
+    @property
+    def features(self) -> Core:
+        """What the board's CPU runs."""
+        return self.core if self.core is not None else CORES[self.cpu]
 
     @property
     def transports(self) -> tuple[str, ...]:
@@ -169,9 +194,11 @@ def _m(size: int) -> int:
     return size << 20
 
 
-# Each board CPU's architecture, as the build attributes name it (Tag_CPU_arch): ARMv7-M,
-# ARMv7E-M, ARMv8-M.mainline, ARMv8.1-M.mainline.
-CPU_ARCH: dict[str, int] = {"cortex-m3": 10, "cortex-m4": 13, "cortex-m7": 13, "cortex-m33": 17, "cortex-m55": 21}
+# Each board CPU's core (QEMU 7.2's models): ARMv7-M, ARMv7E-M, ARMv8-M.mainline,
+# ARMv8.1-M.mainline as the build attributes name them (Tag_CPU_arch).
+CORES: dict[str, Core] = {"cortex-m3": Core(10, False, ""), "cortex-m4": Core(13, True, "sp"),
+                          "cortex-m7": Core(13, True, "dp"), "cortex-m33": Core(17, True, "sp"),
+                          "cortex-m55": Core(21, True, "dp")}
 
 
 _MPS2_FLASH = MemoryRegion(0x00000000, _m(4))
@@ -187,6 +214,7 @@ _AN511_PSRAM = MemoryRegion(0x21000000, _m(16))
 _TZ_CODE = MemoryRegion(0x10000000, _m(4))
 _TZ_SSRAM = MemoryRegion(0x38000000, _m(4))
 _TZ_PSRAM = MemoryRegion(0x80000000, _m(16))
+_SSE200_CPU0 = Core(17, False, "")  # CPU 0 of an SSE-200 (AN521, AN524): no FPU, no DSP in QEMU
 _MPS3_DDR = MemoryRegion(0x70000000, _m(256))  # the first Secure 256 MiB of the DDR (MPS3)
 _STELLARIS_SRAM = MemoryRegion(0x20000000, _k(64))
 _LM3S811_SRAM = MemoryRegion(0x20000000, _k(8))
@@ -209,12 +237,13 @@ def _stellaris(name: str, flash_size: int, ram: MemoryRegion, uarts: tuple[int, 
 
 
 def _secure(name: str, cpu: str, flash: MemoryRegion, ram: MemoryRegion, banks: tuple[MemoryRegion, ...],
-            heapinfo_ram: MemoryRegion | None, uart0: int, uarts: int, description: str) -> Board:
+            heapinfo_ram: MemoryRegion | None, uart0: int, uarts: int, description: str,
+            core: Core | None = None) -> Board:
     """A TrustZone board: the image runs Secure from ``flash`` (its vector table at its start,
     INITSVTOR). Its ``uarts`` CMSDK UARTs, 4 KiB apart from ``uart0``, at their Secure aliases
     (behind peripheral protection controllers that leave them to Secure code after reset)."""
     return Board(name, cpu, flash, ram, tuple(uart0 + 0x1000 * i for i in range(uarts)), description,
-                 ram_banks=banks, heapinfo_ram=heapinfo_ram, vector_table=flash.start, secure=True)
+                 ram_banks=banks, heapinfo_ram=heapinfo_ram, vector_table=flash.start, secure=True, core=core)
 
 
 # In the order placement prefers boards that fit an image equally well (firmware_placement.image_board):
@@ -236,10 +265,10 @@ BOARDS: dict[str, Board] = {b.name: b for b in (
             "ARM MPS2 with AN505 (Cortex-M33, TrustZone; the image runs Secure)"),
     _secure("mps2-an521", "cortex-m33", _TZ_CODE, _TZ_SSRAM,
             (MemoryRegion(0x30000000, _k(128)), _TZ_SSRAM, _TZ_PSRAM), _TZ_PSRAM, 0x50200000, 5,
-            "ARM MPS2 with AN521 (dual Cortex-M33, TrustZone; the image runs Secure on CPU 0)"),
+            "ARM MPS2 with AN521 (dual Cortex-M33, TrustZone; the image runs Secure on CPU 0)", _SSE200_CPU0),
     _secure("mps3-an524", "cortex-m33", MemoryRegion(0x10000000, _k(512)), MemoryRegion(0x30000000, _k(128)),
             (MemoryRegion(0x30000000, _k(128)), _MPS3_DDR), None, 0x51303000, 6,
-            "ARM MPS3 with AN524 (dual Cortex-M33, TrustZone; the image runs Secure on CPU 0)"),
+            "ARM MPS3 with AN524 (dual Cortex-M33, TrustZone; the image runs Secure on CPU 0)", _SSE200_CPU0),
     # SYS_HEAPINFO: QEMU takes the largest RAM of the Non-secure view, of two equal ones the
     # first: the ITCM's Non-secure alias at 0 (where the Secure image's code is, at 0x10000000).
     _secure("mps3-an547", "cortex-m55", MemoryRegion(0x10000000, _k(512)), MemoryRegion(0x30000000, _k(512)),

@@ -139,12 +139,12 @@ def test_memory_map_is_qemus(board: str) -> None:
     assert largest == (None if target.heapinfo_ram is None else (target.heapinfo_ram.start, target.heapinfo_ram.end))
 
 
-@pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547", "mps2-an511", "lm3s6965evb", "lm3s811evb",
+@pytest.mark.parametrize("board", ["mps2-an500", "mps2-an505", "mps3-an547", "mps2-an511", "lm3s6965evb", "lm3s811evb",
                                    "stm32vldiscovery", "netduinoplus2"])
 def test_image_board_is_the_one_built_for(board: str) -> None:
-    """Without --board, an image is placed for the board it was linked for: its map, its
-    CPU's architecture, and the RAM whose end is its initial stack pointer pick it among
-    those it fits."""
+    """Without --board, an image is placed for the board it was linked for: its map, what its
+    CPU must run (AN500's double-precision FPU, which AN386's lacks), its architecture, and
+    the RAM whose end is its initial stack pointer pick it among those it fits."""
     from rewriter.emit.firmware_placement import image_board
 
     image = build_on_board(program_for(board), board)

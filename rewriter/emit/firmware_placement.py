@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from elftools.elf.elffile import ELFFile
 
-from ..boards import BOARDS, CPU_ARCH, Board, MemoryRegion
+from ..boards import BOARDS, Board, MemoryRegion
 from ..boards import board as named_board
 from ..errors import AnvilError
 from ..ir.constants import constant_before
@@ -97,14 +97,16 @@ def image_board(binary: Binary, name: str | None = None) -> Board | None:
     """The board the image is for: the one called ``name`` (``--board``), or else the known
     board that fits it best, or None.
 
-    A board fits when every byte the program headers load (by load address and by address)
-    lies in its flash or one of its RAMs, and the initial stack pointer (the word where its
-    core reads the vector table, when the image has one there) lies in one of its RAMs.
-    Of the boards that fit, the best is the one whose CPU the build attributes name
-    (Tag_CPU_name, e.g. ``cortex-m4``), then one whose CPU has the architecture they name
-    (Tag_CPU_arch), then one whose RAM ends where the stack starts (a linker script's
-    usual stack top), then the first in BOARDS. When none fits: the first
-    board whose flash holds the image's lowest load address, ranked the same way.
+    A board fits when its CPU runs what the build attributes say the image uses (its
+    architecture, the DSP extension, a single- or double-precision FPU), every byte the
+    program headers load (by load address and by address) lies in its flash or one of its
+    RAMs, and the initial stack pointer (the word where its core reads the vector table,
+    when the image has one there) lies in one of its RAMs. Of the boards that fit, the best
+    is the one whose CPU the build attributes name (Tag_CPU_name, e.g. ``cortex-m4``), then
+    one whose CPU has the architecture they name (Tag_CPU_arch), then one whose RAM ends
+    where the stack starts (a linker script's usual stack top), then the first in BOARDS.
+    When none fits, the CPU is not asked; when none fits still, the first board whose flash
+    holds the image's lowest load address, ranked the same way.
     """
     if name is not None:
         return named_board(name)
@@ -112,7 +114,7 @@ def image_board(binary: Binary, name: str | None = None) -> Board | None:
     lowest = min((load.paddr for load in loads if load.filesz), default=None)
     if lowest is None:
         return None
-    cpu, arch = _cpu_attributes(binary)
+    cpu, arch, dsp, fpu = _cpu_attributes(binary)
 
     def stack_top(target: Board) -> int | None:
         at = target.vector_table
@@ -132,18 +134,23 @@ def image_board(binary: Binary, name: str | None = None) -> Board | None:
 
     def rank(target: Board) -> tuple[bool, bool, bool]:
         top = stack_top(target)
-        return (target.cpu != cpu, CPU_ARCH.get(target.cpu) != arch,
+        return (target.cpu != cpu, target.features.arch != arch,
                 not any(top == bank.end for bank in target.ram_banks))
 
-    fitting = [b for b in BOARDS.values() if fits(b)] or [b for b in BOARDS.values() if lowest in b.flash]
+    fitting = [b for b in BOARDS.values() if fits(b)]
+    fitting = ([b for b in fitting if b.features.runs(arch, dsp, fpu)] or fitting
+               or [b for b in BOARDS.values() if lowest in b.flash])
     # min keeps the first of equal ranks: an image that fits AN386 and AN500 alike (same
-    # architecture, same stack top) is placed for AN386, one that fits AN521 and AN524 for AN521.
+    # architecture, same stack top, no double precision) is placed for AN386, one that fits
+    # AN521 and AN524 for AN521.
     return min(fitting, key=rank, default=None)
 
 
-def _cpu_attributes(binary: Binary) -> tuple[str | None, int | None]:
-    """The CPU (Tag_CPU_name, lower case) and architecture (Tag_CPU_arch) the build
-    attributes name, each None when they do not."""
+def _cpu_attributes(binary: Binary) -> tuple[str | None, int | None, bool, str]:
+    """What the build attributes say of the image's CPU: its name (Tag_CPU_name, lower case)
+    and architecture (Tag_CPU_arch), each None when they do not; whether it uses the DSP
+    extension (ARMv7E-M, or Tag_DSP_extension); its FPU (as boards.Core: "" when there is no
+    Tag_FP_arch, "sp" when Tag_ABI_HardFP_use says single precision only, else "dp")."""
     section = ELFFile(io.BytesIO(binary.data)).get_section_by_name(".ARM.attributes")
     found: dict[str, object] = {}
     try:
@@ -154,7 +161,9 @@ def _cpu_attributes(binary: Binary) -> tuple[str | None, int | None]:
     except Exception:  # pyelftools' parser fails in many ways on bad bytes; elf_loader has reported those
         pass
     name, arch = found.get("TAG_CPU_NAME"), found.get("TAG_CPU_ARCH")
-    return (str(name).lower() if name is not None else None), (arch if isinstance(arch, int) else None)
+    dsp = arch == 13 or found.get("TAG_DSP_EXTENSION") == 1
+    fpu = "" if not found.get("TAG_FP_ARCH") else "sp" if found.get("TAG_ABI_HARDFP_USE") == 1 else "dp"
+    return (str(name).lower() if name is not None else None), (arch if isinstance(arch, int) else None), dsp, fpu
 
 
 def place(binary: Binary, flash: MemoryRegion | None, ram: MemoryRegion | None,
