@@ -117,11 +117,7 @@ def image_board(binary: Binary, name: str | None = None) -> Board | None:
     cpu, arch, dsp, fpu = _cpu_attributes(binary)
 
     def stack_top(target: Board) -> int | None:
-        at = target.vector_table
-        for load in loads:
-            if load.filesz >= 4 and load.paddr <= at <= load.paddr + load.filesz - 4:
-                return struct.unpack_from("<I", binary.read(load.vaddr + at - load.paddr, 4))[0] & ~3
-        return None
+        return vector_table_sp(binary, loads, target)
 
     def fits(target: Board) -> bool:
         memories = (target.flash, *target.ram_banks)
@@ -144,6 +140,16 @@ def image_board(binary: Binary, name: str | None = None) -> Board | None:
     # architecture, same stack top, no double precision) is placed for AN386, one that fits
     # AN521 and AN524 for AN521.
     return min(fitting, key=rank, default=None)
+
+
+def vector_table_sp(binary: Binary, loads: list[Load], target: Board) -> int | None:
+    """The initial stack pointer ``target``'s core would load from the image: the word its
+    file bytes hold at the board's vector table, or None when they hold none there."""
+    at = target.vector_table
+    for load in loads:
+        if load.filesz >= 4 and load.paddr <= at <= load.paddr + load.filesz - 4:
+            return struct.unpack_from("<I", binary.read(load.vaddr + at - load.paddr, 4))[0] & ~3
+    return None
 
 
 def _cpu_attributes(binary: Binary) -> tuple[str | None, int | None, bool, str]:
@@ -253,12 +259,8 @@ class RamUse:
     def _initial_sp(self, binary: Binary, symbols: dict[str, int]) -> int | None:
         """The stack pointer the core starts with: word 0 of the vector table where the board
         reads it, or else the linker script's stack top."""
-        if self.board is not None:
-            at = self.board.vector_table
-            for load in self.loads:
-                if load.filesz >= 4 and load.paddr <= at <= load.paddr + load.filesz - 4:
-                    return struct.unpack_from("<I", binary.read(load.vaddr + at - load.paddr, 4))[0] & ~3
-        return next((symbols[n] for n in STACK_TOP_SYMBOLS if n in symbols), None)
+        top = vector_table_sp(binary, self.loads, self.board) if self.board is not None else None
+        return top if top is not None else next((symbols[n] for n in STACK_TOP_SYMBOLS if n in symbols), None)
 
     def touched(self, extra: MemoryRegion | None = None) -> list[MemoryRegion]:
         """What the image may touch when ``extra`` is loaded with it (as a PT_LOAD: it
