@@ -93,8 +93,9 @@ class Board:
     ``flash``: where the code goes; ``ram``: the main RAM; ``ram_banks``: every RAM the
     board has (``ram`` among them), where instrumentation data may go;
     ``heapinfo_ram``: the RAM QEMU's SYS_HEAPINFO divides between heap and stack (its
-    largest RAM region); ``vector_table``: where the core reads the initial stack pointer
-    and the reset vector.
+    largest RAM region, in the CPU's Non-secure view); ``vector_table``: where in the
+    image the core reads the initial stack pointer and the reset vector (through an alias
+    on STM32: the flash at 0x08000000 shows at 0 too).
     """
 
     name: str
@@ -106,8 +107,7 @@ class Board:
     ram_banks: tuple[MemoryRegion, ...] = ()
     heapinfo_ram: MemoryRegion | None = None
     vector_table: int = 0
-    uart_kind: str = CMSDK_UART
-    uart_rehost: bool = True  # ReHost's --transport uart can use these UARTs (CMSDK APB UARTs)
+    uart_kind: str = CMSDK_UART  # ReHost's --transport uart drives CMSDK APB UARTs only
     secure: bool = False  # TrustZone: the core starts Secure; addresses are the Secure aliases
     core: Core | None = None  # None: CORES[cpu]; else this one (a CPU QEMU builds without FPU or DSP)
 
@@ -119,7 +119,7 @@ class Board:
     @property
     def transports(self) -> tuple[str, ...]:
         """The ReHost transports that work on this board (semihosting works everywhere)."""
-        return ("semihosting", "uart") if self.uart_rehost and self.uarts else ("semihosting",)
+        return ("semihosting", "uart") if self.uart_kind == CMSDK_UART and self.uarts else ("semihosting",)
 
     def check_transport(self, transport: str) -> None:
         """A one-line error unless ReHost's ``transport`` works on this board."""
@@ -218,6 +218,8 @@ _SSE200_CPU0 = Core(17, False, "")  # CPU 0 of an SSE-200 (AN521, AN524): no FPU
 _MPS3_DDR = MemoryRegion(0x70000000, _m(256))  # the first Secure 256 MiB of the DDR (MPS3)
 _STELLARIS_SRAM = MemoryRegion(0x20000000, _k(64))
 _LM3S811_SRAM = MemoryRegion(0x20000000, _k(8))
+# STM32F2/F4 USART1-3, UART4-5, USART6 (tests/test_more_boards.py finds each in QEMU's map;
+# their serial-port order is not needed: ReHost has no channel through them).
 _F2_F4_USARTS = (0x40011000, 0x40004400, 0x40004800, 0x40004C00, 0x40005000, 0x40011400)
 DEFAULT_UART_BASE = _MPS2_UARTS[0]  # ReHost over a UART, unless --uart-base or the image's board say otherwise
 UART_SPAN = 0x14  # the registers the ReHost UART channel uses: DATA, STATE, CTRL, INTSTATUS, BAUDDIV
@@ -228,12 +230,13 @@ def _stm32(name: str, cpu: str, flash_size: int, ram_size: int, uarts: tuple[int
     image's table is at 0x08000000), SRAM at 0x20000000 (QEMU's largest RAM: SYS_HEAPINFO's)."""
     ram = MemoryRegion(0x20000000, ram_size)
     return Board(name, cpu, MemoryRegion(0x08000000, flash_size), ram, uarts, description, ram_banks=(ram,),
-                 heapinfo_ram=ram, vector_table=0x08000000, uart_kind=STM32_USART, uart_rehost=False)
+                 heapinfo_ram=ram, vector_table=0x08000000, uart_kind=STM32_USART)
 
 
 def _stellaris(name: str, flash_size: int, ram: MemoryRegion, uarts: tuple[int, ...], description: str) -> Board:
+    """A Stellaris (Cortex-M3): flash at 0, one SRAM (SYS_HEAPINFO's), PL011 UARTs."""
     return Board(name, "cortex-m3", MemoryRegion(0, flash_size), ram, uarts, description, ram_banks=(ram,),
-                 heapinfo_ram=ram, uart_kind=PL011, uart_rehost=False)
+                 heapinfo_ram=ram, uart_kind=PL011)
 
 
 def _secure(name: str, cpu: str, flash: MemoryRegion, ram: MemoryRegion, banks: tuple[MemoryRegion, ...],
