@@ -22,7 +22,15 @@ from rewriter import boards as anvil_boards
 from rewriter.errors import AnvilError
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import trace_firmware
-from tests.support.boards import MORE_BOARDS, anvil_cli, build_on_board, instrument, run_firmware, small_ram
+from tests.support.boards import (
+    MORE_BOARDS,
+    anvil_cli,
+    build_firmware,
+    build_on_board,
+    instrument,
+    run_firmware,
+    small_ram,
+)
 
 #: ReHost over semihosting is run on these (one Stellaris, one TrustZone board).
 REHOST_BOARDS = ("lm3s6965evb", "mps3-an547")
@@ -155,7 +163,8 @@ def test_image_board_is_the_one_built_for(board: str) -> None:
 @pytest.mark.parametrize("board", ["lm3s6965evb", "netduino2", "stm32vldiscovery"])
 def test_uart_transport_is_refused_where_it_cannot_work(board: str, tmp_path: Path) -> None:
     """A board whose UARTs ReHost cannot drive refuses --transport uart in one line naming
-    the transports it supports; semihosting works there."""
+    the transports it supports, when instrumenting for it and when running a UART image on
+    it (semihosting works there: test_tools_on_board)."""
     image = build_on_board(program_for(board), board)
     out = tmp_path / "fw"
     proc = anvil_cli("instrument", "--tool", "inscount", "--mode", "rehost", "--transport", "uart", "--board", board,
@@ -163,6 +172,12 @@ def test_uart_transport_is_refused_where_it_cannot_work(board: str, tmp_path: Pa
     assert proc.returncode != 0
     assert re.fullmatch(rf"anvil: error: {board} supports --transport semihosting only: [^\n]*\n", proc.stderr)
     assert not out.exists()
+    # An MPS2 image sending through its UART, run on this board: the same line.
+    mps2 = instrument(build_firmware("crc", "mps2-an385"), "inscount", tmp_path / "uart" / "fw", "--mode", "rehost",
+                      "--transport", "uart")
+    proc = anvil_cli("run", "--board", board, mps2.name, cwd=mps2.parent, text=True)
+    assert proc.returncode != 0
+    assert re.fullmatch(rf"anvil: error: {board} supports --transport semihosting only: [^\n]*\n", proc.stderr)
 
 
 def test_named_boards() -> None:
