@@ -171,7 +171,8 @@ class Options:
     flash_region: Any = None  # boards.MemoryRegion: where firmware instrumentation code may go
     ram_region: Any = None    # boards.MemoryRegion: where firmware instrumentation data may go
     transport: str | None = None    # ReHost on boards: how records leave the target (None: semihosting)
-    uart_base: int | None = None    # ReHost over a UART: its MMIO base (None: boards.DEFAULT_UART_BASE)
+    uart_base: int | None = None    # ReHost over a UART: its MMIO base (None: the board's UART0)
+    board: str | None = None        # firmware: the board whose memory map places it (None: the best fit)
     ring_size: int | None = None    # ReHost: bytes of records kept between flushes (None: the platform's default)
     return_addresses: str = "auto"  # what calls leave in LR: "original", "relocated" or "auto" (decision 0013)
 

@@ -58,7 +58,7 @@ def cmd_instrument(args: argparse.Namespace) -> int:
                    ram_region=args.ram_region and parse_region(args.ram_region, "ram"), transport=args.transport,
                    uart_base=None if args.uart_base is None else parse_uart_base(args.uart_base),
                    ring_size=None if args.ring_size is None else rehost.parse_ring_size(args.ring_size),
-                   return_addresses=args.return_addresses)
+                   return_addresses=args.return_addresses, board=args.board and board(args.board).name)
     jobs = jobs_allowed() if args.jobs is None else parse_jobs(args.jobs, f"--jobs {args.jobs!r}")  # errors first
     _progress(args, f"loading {args.binary}")
     started = time.monotonic()
@@ -66,6 +66,8 @@ def cmd_instrument(args: argparse.Namespace) -> int:
     with _removed_on_error(output, output + rehost.SITE_TABLE_SUFFIX, report_path):
         with progress.shown(sys.stderr.isatty()):  # a bar on a terminal only, never in captured output
             binary = load_binary(args.binary)
+            if args.board and not binary.is_firmware:
+                raise AnvilError(f"--board is for Cortex-M images: {args.binary} is a Linux program")
             _progress(args, f"{len(binary.procedures)} procedures, {binary.instruction_count()} instructions; "
                             "instrumenting")
             emitter = rehost if args.mode == "rehost" else inhost
@@ -251,6 +253,7 @@ def _start_on_board(target: Board, image: str, icount: int | None, channel: Any,
 
     link = table.channel  # None in site tables older than the UART transport: semihosting
     if link is not None and link.transport == "uart":
+        target.check_transport(link.transport)
         # QEMU writes what the image sends through its UART to a named pipe, as semihosting does to
         # <image>.records; it lives in a private directory, not beside the image.
         with tempfile.TemporaryDirectory(prefix="anvil-") as tmp:
@@ -547,13 +550,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ram-region", metavar="START:SIZE",
                    help="firmware: where the instrumentation data may go (default: between the heap's start "
                         "and the stack, from the image's symbols)")
+    p.add_argument("--board", help="firmware: place the instrumentation from this board's memory map (default: "
+                                   "the known board the image fits best; 'anvil run --help' lists them)")
     p.add_argument("--transport", choices=["semihosting", "uart"],
                    help="firmware ReHost: how records leave the board: semihosting (default; a host file "
                         "the debugger or QEMU writes) or uart (the board's UART at --uart-base, which "
                         "'anvil run --board' connects to its bridge; docs/boards.md)")
     p.add_argument("--uart-base", metavar="ADDR",
                    help=f"firmware ReHost over --transport uart: MMIO base of the CMSDK APB UART to send "
-                        f"records through (default {DEFAULT_UART_BASE:#x}, UART0 of the MPS2 boards)")
+                        f"records through (default: the board's UART0, {DEFAULT_UART_BASE:#x} on MPS2)")
     p.add_argument("--ring-size", metavar="BYTES",
                    help="ReHost: records kept in the program's memory between sends (default 16k on boards, "
                         "256k on Linux; e.g. 1k for a board with little RAM: more, smaller sends)")

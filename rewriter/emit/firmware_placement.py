@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from elftools.elf.elffile import ELFFile
 
 from ..boards import BOARDS, Board, MemoryRegion
+from ..boards import board as named_board
 from ..errors import AnvilError
 from ..ir.constants import constant_before
 from ..ir.model import Binary
@@ -92,13 +93,99 @@ class Placement:
                              "give --flash-region START:SIZE or instrument fewer procedures (--only)")
 
 
-def place(binary: Binary, flash: MemoryRegion | None, ram: MemoryRegion | None) -> Placement:
-    """Work out the free flash and RAM of ``binary`` (the user's regions, when given, win)."""
+def image_board(binary: Binary, name: str | None = None) -> Board | None:
+    """The board the image is for: the one called ``name`` (``--board``), or else the known
+    board that fits it best, or None.
+
+    A board fits when its CPU runs what the build attributes say the image uses (its
+    architecture, the DSP extension, a single- or double-precision FPU), every byte the
+    program headers load (by load address and by address) lies in its flash or one of its
+    RAMs, and the initial stack pointer (the word where its core reads the vector table,
+    when the image has one there) lies in one of its RAMs. Of the boards that fit, the best
+    is the one whose CPU the build attributes name (Tag_CPU_name, e.g. ``cortex-m4``), then
+    one whose CPU has the architecture they name (Tag_CPU_arch), then one whose RAM ends
+    where the stack starts (a linker script's usual stack top), then the first in BOARDS.
+    When none fits, the CPU is not asked; when none fits still, the first board whose flash
+    holds the image's lowest load address, ranked the same way.
+    """
+    if name is not None:
+        return named_board(name)
+    loads = _loads(binary)
+    lowest = min((load.paddr for load in loads if load.filesz), default=None)
+    if lowest is None:
+        return None
+    cpu, arch, dsp, fpu = _cpu_attributes(binary)
+
+    def stack_top(target: Board) -> int | None:
+        return vector_table_sp(binary, loads, target)
+
+    def fits(target: Board) -> bool:
+        memories = (target.flash, *target.ram_banks)
+        for load in loads:
+            for start in {load.paddr, load.vaddr} if load.memsz else ():
+                if not any(start in m and start + load.memsz <= m.end for m in memories):
+                    return False
+        top = stack_top(target)
+        return top is None or any(bank.start < top <= bank.end for bank in target.ram_banks)
+
+    def rank(target: Board) -> tuple[bool, bool, bool]:
+        top = stack_top(target)
+        return (target.cpu != cpu, target.features.arch != arch,
+                not any(top == bank.end for bank in target.ram_banks))
+
+    fitting = [b for b in BOARDS.values() if fits(b)]
+    fitting = ([b for b in fitting if b.features.runs(arch, dsp, fpu)] or fitting
+               or [b for b in BOARDS.values() if lowest in b.flash])
+    # min keeps the first of equal ranks: an image that fits AN386 and AN500 alike (same
+    # architecture, same stack top, no double precision) is placed for AN386, one that fits
+    # AN521 and AN524 for AN521.
+    return min(fitting, key=rank, default=None)
+
+
+def vector_table_sp(binary: Binary, loads: list[Load], target: Board) -> int | None:
+    """The initial stack pointer ``target``'s core would load from the image: the word its
+    file bytes hold at the board's vector table, or None when they hold none there."""
+    at = target.vector_table
+    for load in loads:
+        if load.filesz >= 4 and load.paddr <= at <= load.paddr + load.filesz - 4:
+            return struct.unpack_from("<I", binary.read(load.vaddr + at - load.paddr, 4))[0] & ~3
+    return None
+
+
+def _cpu_attributes(binary: Binary) -> tuple[str | None, int | None, bool, str]:
+    """What the build attributes say of the image's CPU: its name (Tag_CPU_name, lower case)
+    and architecture (Tag_CPU_arch), each None when they do not; whether it uses the DSP
+    extension (ARMv7E-M, or Tag_DSP_extension); its FPU (as boards.Core: "" when there is no
+    Tag_FP_arch, "sp" when Tag_ABI_HardFP_use says single precision only, else "dp")."""
+    section = ELFFile(io.BytesIO(binary.data)).get_section_by_name(".ARM.attributes")
+    found: dict[str, object] = {}
+    try:
+        for sub in section.iter_subsections() if section is not None else ():
+            for subsub in sub.iter_subsubsections():
+                for attr in subsub.iter_attributes():
+                    found.setdefault(attr.tag, attr.value)
+    except Exception:  # pyelftools' parser fails in many ways on bad bytes; elf_loader has reported those
+        pass
+    name, arch = found.get("TAG_CPU_NAME"), found.get("TAG_CPU_ARCH")
+    dsp = arch == 13 or found.get("TAG_DSP_EXTENSION") == 1
+    fpu = "" if not found.get("TAG_FP_ARCH") else "sp" if found.get("TAG_ABI_HARDFP_USE") == 1 else "dp"
+    return (str(name).lower() if name is not None else None), (arch if isinstance(arch, int) else None), dsp, fpu
+
+
+def place(binary: Binary, flash: MemoryRegion | None, ram: MemoryRegion | None,
+          board_name: str | None = None) -> Placement:
+    """Work out the free flash and RAM of ``binary`` (the user's regions, when given, win)
+    on its board (``board_name``, else image_board's choice)."""
     loads = _loads(binary)
     lowest = min((load.paddr for load in loads if load.filesz), default=None)
     if lowest is None:
         raise AnvilError("the image loads nothing (no PT_LOAD with file bytes)")
-    board = next((b for b in BOARDS.values() if lowest in b.flash), None)
+    board = image_board(binary, board_name)
+    if board is not None and lowest not in board.flash:
+        if board_name is not None:
+            raise AnvilError(f"the image at {lowest:#x} is not in {board.name}'s flash {board.flash}: "
+                             "link it for that board, or give --flash-region START:SIZE")
+        board = None
     if flash is None:
         if board is None:
             raise AnvilError(f"the image at {lowest:#x} is not in a known board's flash: give --flash-region "
@@ -172,12 +259,8 @@ class RamUse:
     def _initial_sp(self, binary: Binary, symbols: dict[str, int]) -> int | None:
         """The stack pointer the core starts with: word 0 of the vector table where the board
         reads it, or else the linker script's stack top."""
-        if self.board is not None:
-            at = self.board.vector_table
-            for load in self.loads:
-                if load.filesz >= 4 and load.paddr <= at <= load.paddr + load.filesz - 4:
-                    return struct.unpack_from("<I", binary.read(load.vaddr + at - load.paddr, 4))[0] & ~3
-        return next((symbols[n] for n in STACK_TOP_SYMBOLS if n in symbols), None)
+        top = vector_table_sp(binary, self.loads, self.board) if self.board is not None else None
+        return top if top is not None else next((symbols[n] for n in STACK_TOP_SYMBOLS if n in symbols), None)
 
     def touched(self, extra: MemoryRegion | None = None) -> list[MemoryRegion]:
         """What the image may touch when ``extra`` is loaded with it (as a PT_LOAD: it

@@ -446,7 +446,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
           opts: Options, sums: dict[str, str] | None,
           children: list[LaterPart | LocalPart]) -> Report:
     """emit(); a child it forks goes into ``children``."""
-    placement = firmware.place(binary, opts.flash_region, opts.ram_region) if binary.is_firmware else None
+    placement = firmware.place(binary, opts.flash_region, opts.ram_region, opts.board) if binary.is_firmware else None
     _add_runtime_hooks(binary)
     vfp = vfp_scratch(binary)
     stops = program_stops(binary)

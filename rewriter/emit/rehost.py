@@ -37,6 +37,7 @@ from ..passes.common import parse_size
 from . import site_format
 from . import target_build as tb
 from .exclusives import emulates_exclusives
+from .firmware_placement import image_board
 from .inhost import Report, atomic_write, emit, vfp_scratch
 from .records import RING_END, RING_START, SiteTable, make_records
 from .sites import SiteUnit, c_string
@@ -93,7 +94,12 @@ def firmware_channel(binary: Binary, opts: Options) -> site_format.Channel | Non
         if opts.uart_base is not None:
             raise AnvilError("--uart-base needs --transport uart")
         return site_format.Channel(transport)
-    base = DEFAULT_UART_BASE if opts.uart_base is None else opts.uart_base
+    target = image_board(binary, opts.board)
+    if target is not None:
+        target.check_transport(transport)
+    base = opts.uart_base
+    if base is None:  # the board's UART0; an image on no known board: MPS2's
+        base = target.uart if target is not None else DEFAULT_UART_BASE
     for segment in binary.segments:
         if segment.memsz and base < segment.vaddr + segment.memsz and segment.vaddr < base + UART_SPAN:
             raise AnvilError(f"--uart-base {base:#x} is inside the image ({segment.vaddr:#x}.."

@@ -51,6 +51,7 @@ class Toolchain:
     prefix: str
     arch_flags: tuple[str, ...]
     runtime: str  # directory under runtime_stubs/ with the platform's start-up and output code
+    defines: tuple[str, ...] = ()  # -D flags the platform's runtime is built with
 
     def tool(self, name: str) -> str:
         path = shutil.which(self.prefix + name)
@@ -61,15 +62,18 @@ class Toolchain:
 
     @property
     def flags(self) -> list[str]:
-        return [*CFLAGS, *self.arch_flags]
+        return [*CFLAGS, *self.arch_flags, *self.defines]
 
 
 LINUX = Toolchain("arm-linux-gnueabihf-", ("-march=armv7-a+fp",), "arm")
 # A Go program's: Go's signal handler takes its goroutine from r10 whatever code the signal
 # interrupted, the analysis's included (libgcc's routines the library links leave it alone).
 LINUX_KEEPING_R10 = Toolchain("arm-linux-gnueabihf-", ("-march=armv7-a+fp", "-ffixed-r10"), "arm")
-CORTEX_M = Toolchain("arm-none-eabi-", ("-march=armv7-m", "-mfloat-abi=soft"), "cortexm")
-CORTEX_M_DSP = Toolchain("arm-none-eabi-", ("-march=armv7e-m", "-mfloat-abi=soft"), "cortexm")
+# On boards the results' output buffer is 1 KiB, not 4: 3 KiB less RAM, which boards with
+# 8 KiB of it need (decision 0091).
+_CORTEX_M_DEFINES = ("-DANVIL_OUT_BUF_SIZE=1024",)
+CORTEX_M = Toolchain("arm-none-eabi-", ("-march=armv7-m", "-mfloat-abi=soft"), "cortexm", _CORTEX_M_DEFINES)
+CORTEX_M_DSP = Toolchain("arm-none-eabi-", ("-march=armv7e-m", "-mfloat-abi=soft"), "cortexm", _CORTEX_M_DEFINES)
 
 
 def toolchain_for(firmware: bool, dsp: bool, keep_r10: bool = False) -> Toolchain:

@@ -157,6 +157,9 @@ def _make_binary(path: str, data: bytes, elf: ELFFile) -> Binary:
 # Tag_CPU_arch values of the M profile without the DSP extension that are accepted: ARMv7-M
 # (ARMv6-M and ARMv8-M.baseline lack it too, but are refused below).
 _M_WITHOUT_DSP = {10}
+# ARMv8-M.mainline and ARMv8.1-M.mainline: the DSP extension is optional, there only when
+# Tag_DSP_extension says so (QEMU's SSE-200 CPU 0, on mps2-an521 and mps3-an524, has none).
+_M_OPTIONAL_DSP = {17, 21}
 # ARMv6-M, ARMv6S-M and ARMv8-M.baseline (Cortex-M0/M0+/M1/M23) lack most T32 instructions
 # hooks use (MOVW, LDRD, UMLAL, IT): their images are refused rather than broken.
 _M_BASELINE = {11, 12, 16}
@@ -164,7 +167,7 @@ _M_BASELINE = {11, 12, 16}
 
 def _architecture(elf: ELFFile, path: str) -> tuple[str, bool]:
     """(profile, has DSP) from the build attributes the toolchain records in .ARM.attributes."""
-    profile, arch = "A", None
+    profile, arch, dsp_extension = "A", None, 0
     section = elf.get_section_by_name(".ARM.attributes")
     try:
         for sub in section.iter_subsections() if section is not None else ():
@@ -174,11 +177,15 @@ def _architecture(elf: ELFFile, path: str) -> tuple[str, bool]:
                         profile = "M"
                     elif attr.tag == "TAG_CPU_ARCH":
                         arch = attr.value
+                    elif attr.tag == "TAG_DSP_EXTENSION":
+                        dsp_extension = attr.value
     except Exception as e:  # pyelftools' attribute parser fails in many ways on bad bytes (UnicodeDecodeError...)
         raise malformed(path, e) from None
     if profile == "M" and arch in _M_BASELINE:
         raise AnvilError(f"{path}: ARMv6-M / ARMv8-M.baseline images (Cortex-M0, M0+, M1, M23) are not supported: "
                          "the instrumentation needs ARMv7-M (Cortex-M3 and up)")
+    if profile == "M" and arch in _M_OPTIONAL_DSP:
+        return profile, dsp_extension == 1
     return profile, not (profile == "M" and arch in _M_WITHOUT_DSP)
 
 

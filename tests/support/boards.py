@@ -54,6 +54,27 @@ BOARDS: dict[str, list[str]] = {
     "mps2-an386": ["-mthumb", "-mcpu=cortex-m4", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard"],
 }
 
+#: gcc's CPU flags for the other boards rewriter/boards.py knows (the same sources, linked by
+#: samples/boards/board.ld from the board's memory map: build_on_board), for the core QEMU
+#: models: the CPU 0 of AN521 and AN524 (an SSE-200's) has neither FPU nor DSP extension;
+#: the AN547's Cortex-M55 is built without MVE and low-overhead loops (decision 0091).
+M3 = ["-mthumb", "-mcpu=cortex-m3"]
+M4F = ["-mthumb", "-mcpu=cortex-m4", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard"]
+MORE_BOARDS: dict[str, list[str]] = {
+    "mps2-an500": ["-mthumb", "-mcpu=cortex-m7", "-mfpu=fpv5-d16", "-mfloat-abi=hard"],
+    "mps2-an511": M3,
+    "mps2-an505": ["-mthumb", "-mcpu=cortex-m33", "-mfpu=fpv5-sp-d16", "-mfloat-abi=hard"],
+    "mps2-an521": ["-mthumb", "-mcpu=cortex-m33+nodsp", "-mfloat-abi=soft"],
+    "mps3-an524": ["-mthumb", "-mcpu=cortex-m33+nodsp", "-mfloat-abi=soft"],
+    # -fno-branch-count-reg: no ARMv8.1-M low-overhead loops (DLS/LE), which capstone 5 does not decode.
+    "mps3-an547": ["-mthumb", "-mcpu=cortex-m55+nomve", "-mfloat-abi=hard", "-fno-branch-count-reg"],
+    "lm3s6965evb": M3,
+    "lm3s811evb": M3,
+    "stm32vldiscovery": M3,
+    "netduino2": M3,
+    "netduinoplus2": M4F,
+}
+
 #: The firmware programs, each ``samples/boards/<name>.c``. (tickmem.c, whose interrupts fall
 #: wherever host time puts them, has a test of its own: tests/test_rehost_interrupts.py.)
 PROGRAMS: list[str] = ["crc", "sort", "filter", "irq"]
@@ -131,6 +152,43 @@ def build_firmware(name: str, board: str, opt: str = "-O2", extra: Sequence[str]
                   [*firmware_flags(board, opt), *extra])
 
 
+#: Boards with less RAM than this (8 KiB: lm3s811evb, stm32vldiscovery) get newlib-nano (its
+#: printf and malloc need a few hundred bytes, newlib's several KiB), a 1 KiB stack and a
+#: 1.5 KiB heap: what is left is for the instrumentation's data.
+SMALL_RAM = 32 << 10
+
+
+def small_ram(board: str) -> bool:
+    """Whether ``board``'s main RAM is under SMALL_RAM."""
+    return anvil_boards.board(board).ram.size < SMALL_RAM
+
+
+def board_memory_flags(board: str) -> list[str]:
+    """The linker flags that give samples/boards/board.ld ``board``'s memory map (rewriter/boards.py):
+    its flash and its main RAM, with a stack and a heap of a quarter of that RAM each (at most
+    64 KiB; on SMALL_RAM boards 1 and 1.5 KiB), which leaves RAM the program never touches for
+    the instrumentation's data."""
+    target = anvil_boards.board(board)
+    stack = heap = min(target.ram.size // 4, 0x10000)
+    if small_ram(board):
+        stack, heap = 0x400, 0x600
+    symbols = {"FLASH_START": target.flash.start, "FLASH_SIZE": target.flash.size, "RAM_START": target.ram.start,
+               "RAM_SIZE": target.ram.size, "STACK_SIZE": stack, "HEAP_SIZE": heap}
+    return ["-Wl," + ",".join(f"--defsym={name}={value:#x}" for name, value in symbols.items())]
+
+
+def build_on_board(name: str, board: str, opt: str = "-O2") -> Path:
+    """Build ``samples/boards/<name>.c`` for one of MORE_BOARDS (cached), linked by board.ld
+    for that board's memory map; return the ELF's path."""
+    source = BOARDS_DIR / f"{name}.c"
+    if name == STARTUP.stem or not source.is_file() or board not in MORE_BOARDS or opt not in OPT_LEVELS:
+        raise FirmwareBuildError(f"unknown program {name!r}, board {board!r} or level {opt!r}")
+    nano = ["--specs=nano.specs"] if small_ram(board) else []
+    flags = [*MORE_BOARDS[board], opt, *nano, *COMMON_FLAGS, "-L", str(BOARDS_DIR), "-T",
+             str(BOARDS_DIR / "board.ld"), *board_memory_flags(board)]
+    return _build(f"{name}-{board}-{opt.lstrip('-')}", [STARTUP, source], sorted(BOARDS_DIR.glob("*.ld")), flags)
+
+
 def build_layout(layout: str, name: str, board: str, opt: str = "-O2") -> Path:
     """Build ``samples/boards/<name>.c`` for a board with the linker script and start-up of
     ``LAYOUTS[layout]`` (cached); return the ELF's path."""
@@ -165,8 +223,8 @@ def qemu_command(elf: Path | str, board: str) -> list[str]:
     off stdout; ``-no-reboot`` makes a guest-requested reset end QEMU instead of
     restarting the program.
     """
-    if board not in BOARDS:
-        raise FirmwareBuildError(f"unknown board {board!r}; known: {', '.join(BOARDS)}")
+    if board not in anvil_boards.BOARDS:
+        raise FirmwareBuildError(f"unknown board {board!r}; known: {', '.join(anvil_boards.BOARDS)}")
     _require_tool(QEMU)
     return anvil_boards.board(board).qemu_command(str(elf))
 
