@@ -919,6 +919,199 @@ MINIFY_PAGE = b"""<!DOCTYPE html>
 </html>
 """
 
+#: php's script (decision 0092): classes with interfaces, closures, generators, exceptions,
+#: arrays sorted by a callback, sprintf, preg (PCRE) and a file read.
+PHP_SCRIPT = r"""interface Shape { function area(float $s): float; }
+class Poly implements Shape { function __construct(public string $name, public int $sides) {}
+  function area(float $s): float {
+    if ($this->sides < 3) throw new InvalidArgumentException("$this->name: $this->sides sides");
+    return $this->sides * $s * $s / 4.0; } }
+$out = [];
+foreach ([["tri", 3], ["sq", 4], ["line", 2], ["hex", 6]] as [$n, $k]) {
+  try { $out[$n] = sprintf("%.3f", (new Poly($n, $k))->area(2.5)); }
+  catch (InvalidArgumentException $e) { $out[$n] = "error: " . $e->getMessage(); } }
+ksort($out); echo json_encode($out), "\n";
+$w = []; for ($i = 0; $i < 20000; $i++) { $k = "w" . (($i * 7919) % 613); $w[$k] = ($w[$k] ?? 0) + $i; }
+uasort($w, fn($a, $b) => $b <=> $a); echo count($w), " ", array_sum($w), " ", array_key_first($w), "\n";
+function gen($n) { for ($i = 1; $i < $n; $i++) if ($i % 7 == 3) yield $i => $i * $i; }
+foreach (gen(40) as $k => $v) echo "$k:$v ";
+echo "\n", str_pad(strtoupper("left"), 8, "*"), "|", number_format(1234567.891, 2), "|", intdiv(-7, 2), "|",
+  2 ** 40, "\n";
+$text = file_get_contents("input.txt"); preg_match_all('/\b([a-z_]+)\(/', $text, $m);
+$c = array_count_values($m[1]); arsort($c);
+echo implode(",", array_slice(array_keys($c), 0, 6)), " ", strlen($text), " ", md5($text), "\n";
+echo preg_replace_callback('/\d+/', fn($x) => $x[0] * 2, "a1 b22 c333"), " ", ucwords("hello php world"), "\n";
+exit(3);
+"""
+
+RUBY_SCRIPT = r"""class Shape
+  attr_reader :name, :sides
+  def initialize(name, sides) = (@name, @sides = name, sides)
+  def area(s) = sides < 3 ? raise(ArgumentError, "#{name}: #{sides} sides") : sides * s * s / 4.0
+end
+def measure(n, k)
+  format("%.3f", Shape.new(n, k).area(2.5))
+rescue ArgumentError => e
+  "error: #{e.message}"
+end
+out = [["tri", 3], ["sq", 4], ["line", 2], ["hex", 6]].to_h { |n, k| [n, measure(n, k)] }
+p out.sort
+w = Hash.new(0); 20000.times { |i| w["w#{(i * 7919) % 613}"] += i }
+puts "#{w.size} #{w.values.sum} #{w.max_by { |k, v| [v, k] }.first}"
+puts (1..40).lazy.select { |i| i % 7 == 3 }.map { |i| i * i }.first(5).inspect, 2**100, 10.divmod(-3).inspect
+words = File.read("input.txt").scan(/\b([a-z_]+)\(/).flatten.tally.sort_by { |k, v| [-v, k] }.first(6)
+puts words.map { |k, v| "#{k}=#{v}" }.join(" "), "%08.3f|%-6s|%x" % [3.14159, "ab", 255]
+f = Fiber.new { 3.times { |i| Fiber.yield i * 10 }; :done }; puts 4.times.map { f.resume }.inspect
+Struct.new("Pt", :x, :y); pts = (1..50).map { |i| Struct::Pt.new(i, i * i % 17) }
+puts pts.sort_by(&:y).first(3).map(&:to_a).inspect, "hello ruby world".split.map(&:capitalize).join(" ")
+exit 3
+"""
+
+#: Vala source for valac (GLib objects, signals, generics, async, errors), ending with a
+#: deprecated call and a type error.
+VALA_SOURCE = b"""public errordomain ShapeError { FEW_SIDES }
+public interface Named : Object { public abstract string name { get; } }
+public class Poly : Object, Named {
+    public string name { get { return _name; } }
+    private string _name; public int sides { get; construct; }
+    public signal void measured (double area);
+    public Poly (string name, int sides) { Object (sides: sides); _name = name; }
+    public double area (double s) throws ShapeError {
+        if (sides < 3) throw new ShapeError.FEW_SIDES ("%s: %d sides", name, sides);
+        var a = sides * s * s / 4.0; measured (a); return a;
+    }
+}
+public class Box<T> { public T item; public Box (T item) { this.item = item; } }
+async int twice (int x) { Idle.add (twice.callback); yield; return 2 * x; }
+int main (string[] args) {
+    var shapes = new GenericArray<Poly> ();
+    foreach (var k in new int[] { 3, 4, 2, 6 }) shapes.add (new Poly ("p%d".printf (k), k));
+    shapes.foreach ((p) => {
+        p.measured.connect ((a) => print ("%s %.3f\\n", p.name, a));
+        try { p.area (2.5); } catch (ShapeError e) { print ("error: %s\\n", e.message); }
+    });
+    var b = new Box<string> ("boxed"); var m = new HashTable<string, int> (str_hash, str_equal);
+    m["a"] = 1; print ("%s %u %s\\n", b.item, m.size (), string.joinv (",", args));
+    var loop = new MainLoop (); twice.begin (21, (o, r) => { print ("%d\\n", twice.end (r)); loop.quit (); });
+    loop.run (); return 0;
+}
+[Version (deprecated = true)] void old () {}
+int wrong () { old (); string s = 5 * 2; return s.length; }
+"""
+
+GNUPLOT_SCRIPT = b"""set terminal dumb size 79,24 ansi
+set samples 200
+set title "sin, fit and a sum"
+f(x) = a * sin(b * x) + c
+a = 1; b = 1; c = 0
+set fit quiet
+set fit logfile '/dev/null'
+fit f(x) 'data.txt' using 1:2 via a, b, c
+print sprintf("a=%.4f b=%.4f c=%.4f", a, b, c)
+s = 0; do for [i=1:500] { s = s + (i * 7919) % 101 }; print s, gprintf("%.3e", pi ** 10), strlen("hello")
+plot [0:6.3] sin(x) title "sin", f(x) title "fit", 'data.txt' using 1:2 with points pt '*' notitle
+set xrange [-2:2]; set yrange [-2:2]; set isosamples 20
+set view 60, 30
+splot x * exp(-x**2 - y**2) notitle
+stats 'data.txt' using 2 nooutput
+print STATS_mean, STATS_stddev, STATS_max
+"""
+
+
+def _gnuplot_data() -> bytes:
+    """gnuplot's data: 60 points of a sine wave with a deterministic wobble, to fit."""
+    import math
+
+    return "".join(f"{i / 10:.2f} {1.7 * math.sin(1.3 * i / 10) + 0.2 + 0.05 * math.sin(7.1 * i):.5f}\n"
+                   for i in range(60)).encode()
+
+
+def _wav(seconds: float = 0.5, rate: int = 16000) -> bytes:
+    """A mono 16-bit WAV file: a chirp with a harmonic, deterministic to the byte (flac, lame)."""
+    import math
+    import struct
+
+    samples = [int(12000 * math.sin(2 * math.pi * (300 + 900 * i / (rate * seconds)) * i / rate)
+                   + 3000 * math.sin(2 * math.pi * 1250 * i / rate)) for i in range(int(rate * seconds))]
+    data = struct.pack(f"<{len(samples)}h", *samples)
+    return (b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt "
+            + struct.pack("<IHHIIHH", 16, 1, 1, rate, rate * 2, 2, 16) + b"data" + struct.pack("<I", len(data)) + data)
+
+
+def _pdf() -> bytes:
+    """A small PDF of two pages (text content streams, a page tree, an info dictionary) with
+    a correct cross-reference table, for qpdf to rewrite."""
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
+               b"<< /Type /Pages /Kids [3 0 R 5 0 R] /Count 2 >>"]
+    for page, text in ((3, b"Hello PDF"), (5, b"Second page")):
+        stream = (b"BT /F1 24 Tf 72 720 Td (" + text + b") Tj ET\n") * 20
+        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
+                       b"/Resources << /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>"
+                       % (page + 1))
+        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"endstream")
+    objects.append(b"<< /Title (Anvil) /Producer (corpus) >>")
+    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R /Info %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1, len(objects), xref)
+    return bytes(out)
+
+
+#: Raster3D's scene: a header (96×96 pixels, shadows), spheres in materials from its library
+#: (@file), cylinders and a triangle.
+RENDER_SCENE = b"""Anvil scene
+12 12     tiles in x,y
+ 8  8     pixels (x,y) per tile
+4         3x3 virtual pixels -> 2x2 pixels
+0 0.1 0   background colour
+T         cast shadows
+25        Phong power
+0.15      secondary light contribution
+0.05      ambient light contribution
+0.25      specular reflection component
+4.0       eye position
+1 1 1     main light source position
+1 0 0 0   input coordinate, radius transformation
+0 1 0 0
+0 0 1 0
+0 0 0 2.0
+3         mixed objects
+*
+*
+*
+@red.r3d
+2
+ -0.6  0.5 0.0    0.3   1.0 1.0 1.0
+@gold.r3d
+2
+  0.5  0.4 0.2    0.35  1.0 1.0 1.0
+@matte.r3d
+2
+  0.0 -0.5 0.0    0.25  0.4 0.2 0.9
+3
+ -0.9 -0.9 -0.3  0.08  0.9 0.9 0.3 0.08  0.2 0.8 0.3
+5
+ -0.8  0.9 -0.2  0.05  0.8 -0.9 -0.2 0.05  0.9 0.5 0.1
+1
+ -1.0 -1.0 -0.5  1.0 -1.0 -0.5  0.0 1.0 -0.5  0.3 0.3 0.35
+"""
+
+
+
+#: libgd and the libraries it needs (gnuplot, render).
+GD_LIBS = _armhf("libgd3", "libfontconfig1", "libfreetype6", "libpng16-16", "zlib1g", "libbrotli1", "libexpat1",
+                 "libjpeg62-turbo", "libtiff6", "libwebp7", "libxpm4", "libx11-6", "libxcb1", "libxau6", "libxdmcp6",
+                 "libbsd0", "libmd0", "libheif1", "libavif15", "libdeflate0", "libjbig0", "liblerc4", "liblzma5",
+                 "libzstd1", "libde265-0", "libx265-199", "libaom3", "libdav1d6", "libgav1-1", "librav1e0",
+                 "libsvtav1enc1", "libyuv0", "libabsl20220623", "libnuma1")
+
+
 @dataclass(frozen=True)
 class Program:
     """One corpus program and its workload."""
@@ -1284,6 +1477,90 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             repeatable=False),
     Program("hugo", ("hugo:armhf", "libsass1:armhf", "libwebp7:armhf"), "usr/bin/hugo", ("version",),
             "Go with cgo (49 MB): its version", repeatable=False),
+    # Kinds added by decision 0092: a PHP and a Ruby interpreter, the Free Pascal compiler
+    # (static, FPC-built), Ada (GNAT) and Fortran (gfortran) programs, Vala's compiler (GLib),
+    # C++ front ends of libraries (qpdf, hunspell), a plotting program with many libraries,
+    # audio encoders, an archiver, file (libmagic, seccomp) and jq.
+    Program("php", ("php8.2-cli:armhf", "libxml2:armhf", "libicu72:armhf", "liblzma5:armhf", "libssl3:armhf",
+                    "libpcre2-8-0:armhf", "zlib1g:armhf", "libsodium23:armhf", "libargon2-1:armhf"),
+            "usr/bin/php8.2", ("-n", "-r", PHP_SCRIPT),
+            "PHP 8.2 (3.3 MB PIE, the whole language in the executable; PCRE's JIT in libpcre2): classes, "
+            "exceptions, closures, generators, sorts by callback, preg, md5, file reading; exit 3"),
+    Program("ruby", ("ruby3.1:armhf", "libruby3.1:armhf", "libgmp10:armhf", "zlib1g:armhf", "libcrypt1:armhf",
+                     "libffi8:armhf", "libyaml-0-2:armhf", "libssl3:armhf"),
+            "usr/bin/ruby3.1", ("--disable-gems", "-e", RUBY_SCRIPT),
+            "Ruby 3.1 (the executable a small main; libruby's VM does the work): classes, exceptions, "
+            "blocks, lazy enumerators, fibers, bignums, structs, regexes; exit 3"),
+    Program("ppcarm", ("fp-compiler-3.2.2:armhf", "fp-units-rtl-3.2.2:armhf"),
+            "usr/lib/arm-linux-gnueabihf/fpc/3.2.2/ppcarm",
+            ("-Aas", "-s", "-n", "-vewn", "-Furtl", "-Fuobjpas", "prog.pas"),
+            "the Free Pascal compiler (static ET_EXEC, 3.7 MB, written in Pascal and built by itself) "
+            "compiles a Pascal program to GNU assembler source (-Aas; -s: the assembler not run), written to "
+            "stdout; its count follows its process id (it names a file link<pid>.res: QEMU's count of the "
+            "original moved by about 3,000 instructions from one run to the next)", repeatable=False,
+            files={"prog.pas": PASCAL_PROGRAM},
+            links={"prog.s": "/dev/stdout", "rtl": "{root}/usr/lib/arm-linux-gnueabihf/fpc/3.2.2/units/arm-linux/rtl",
+                   "objpas": "{root}/usr/lib/arm-linux-gnueabihf/fpc/3.2.2/units/arm-linux/rtl-objpas"}),
+    Program("words", ("whitakers-words:armhf", "libgnat-12:armhf", "whitakers-words-data"), "usr/bin/whitakers-words",
+            ("amo", "puellae", "rosarum", "bellum", "gerunt", "quod"),
+            "Whitaker's Words, Ada (GNAT): parses Latin words against its dictionary files",
+            env={"WHITAKERS_WORDS_DATADIR": "{root}/usr/share/whitakers-words"}),
+    Program("render", ("raster3d:armhf", "libgfortran5:armhf", *GD_LIBS), "usr/lib/raster3d/render.real",
+            ("-avs",), "Raster3D's renderer (gfortran): spheres of library materials, cylinders and a triangle "
+            "with shadows, 96×96 pixels, the raw image to stdout", stdin=RENDER_SCENE,
+            env={"R3D_LIB": "{root}/usr/share/raster3d/materials"}),
+    Program("valac", ("valac-bin:armhf", "libvala-0.56-0:armhf", "libvalacodegen-0.56-0:armhf", "libglib2.0-0:armhf",
+                      "libffi8:armhf", "libpcre2-8-0:armhf", "libmount1:armhf", "libblkid1:armhf", "libselinux1:armhf",
+                      "valac-0.56-vapi"),
+            "usr/bin/valac-0.56", ("-C", "--vapidir=vapi", "--pkg", "gio-2.0", "prog.vala"),
+            "Vala's compiler (written in Vala, GLib objects; the work in libvala) translates a Vala program "
+            "(interfaces, signals, generics, async, errors), finds its type error and a warning (stderr, exit 1)",
+            files={"prog.vala": VALA_SOURCE},
+            env={"LD_LIBRARY_PATH": "{root}/lib/arm-linux-gnueabihf:{root}/usr/lib/arm-linux-gnueabihf:"
+                                    "{root}/usr/lib/arm-linux-gnueabihf/vala-0.56"},
+            links={"vapi": "{root}/usr/share/vala-0.56/vapi"}),
+    Program("qpdf", ("qpdf:armhf", "libqpdf29:armhf", "libjpeg62-turbo:armhf", "zlib1g:armhf", "libgnutls30:armhf",
+                     "libp11-kit0:armhf", "libidn2-0:armhf", "libunistring2:armhf", "libtasn1-6:armhf",
+                     "libnettle8:armhf", "libhogweed6:armhf", "libgmp10:armhf", "libffi8:armhf"),
+            "usr/bin/qpdf", ("--static-id", "--qdf", "--object-streams=generate", "in.pdf", "-"),
+            "C++ front end of libqpdf (exceptions): a two-page PDF rewritten in QDF form to stdout",
+            files={"in.pdf": _pdf}),
+    Program("hunspell", ("hunspell:armhf", "libhunspell-1.7-0:armhf", "hunspell-en-us", "libncursesw6:armhf",
+                         *READLINE),
+            "usr/bin/hunspell", ("-d", "en_US", "-l", "input.txt"),
+            "C++ spelling checker (libhunspell): the misspelt words of 6 KiB of C source",
+            links={name: f"{{root}}/usr/share/hunspell/{name}" for name in ("en_US.dic", "en_US.aff")}),
+    Program("jq", ("jq:armhf", "libjq1:armhf", "libonig5:armhf"), "usr/bin/jq", ("-c", GOJQ_FILTER, "in.json"),
+            "C (the language in libjq, regexes in libonig): gojq's filter; ends with an error, exit 5",
+            files={"in.json": GOJQ_INPUT}),
+    Program("bsdtar", ("libarchive-tools:armhf", "libarchive13:armhf", "libacl1:armhf", "libbz2-1.0:armhf",
+                       "liblz4-1:armhf", "liblzma5:armhf", "libnettle8:armhf", "libxml2:armhf", "libicu72:armhf",
+                       "libzstd1:armhf", "zlib1g:armhf"),
+            "usr/bin/bsdtar", ("-cf", "-", "--format=ustar", "--uid", "0", "--gid", "0", "--uname", "u", "--gname", "g",
+                               "--options", "xz:compression-level=2", "-J", "input.txt", "input2.txt", "Makefile"),
+            "libarchive's tar: a ustar archive of three files, xz-compressed, to stdout; its count follows "
+            "the inputs' change times", repeatable=False),
+    Program("flac", ("flac:armhf", "libflac12:armhf", "libogg0:armhf"), "usr/bin/flac",
+            ("-s", "-c", "-8", "--no-seektable", "in.wav"),
+            "FLAC's encoder front end (libFLAC does the work): half a second of a chirp, level 8, to stdout",
+            files={"in.wav": _wav}),
+    Program("lame", ("lame:armhf", "libmp3lame0:armhf", "libsndfile1:armhf", "libflac12:armhf", "libogg0:armhf",
+                     "libvorbis0a:armhf", "libvorbisenc2:armhf", "libopus0:armhf", "libmpg123-0:armhf", *TINFO),
+            "usr/bin/lame", ("--quiet", "-b", "96", "in.wav", "-"),
+            "MP3 encoder front end (libmp3lame): half a second of a chirp to stdout", files={"in.wav": _wav}),
+    Program("file", ("file:armhf", "libmagic1:armhf", "libmagic-mgc:armhf", "libbz2-1.0:armhf", "liblzma5:armhf",
+                     "zlib1g:armhf"),
+            "usr/bin/file", ("-m", "magic.mgc", "input.txt", "Makefile", "edit.vim", "in.wav", "in.pdf", "nosuch"),
+            "libmagic's front end; its sandbox (seccomp) is on: five files and a missing one",
+            files={"in.wav": _wav, "in.pdf": _pdf}, links={"magic.mgc": "{root}/usr/lib/file/magic.mgc"}),
+    Program("gnuplot", ("gnuplot-nox:armhf", *GD_LIBS, *_armhf(
+        "libedit2", "libtinfo6", "liblua5.4-0", "libpangocairo-1.0-0", "libpango-1.0-0",
+        "libpangoft2-1.0-0", "libcairo2", "libglib2.0-0", "libffi8", "libpcre2-8-0", "libmount1", "libblkid1",
+        "libselinux1", "libharfbuzz0b", "libgraphite2-3", "libfribidi0", "libthai0", "libdatrie1", "libpixman-1-0",
+        "libxext6", "libxrender1", "libxcb-render0", "libxcb-shm0")),
+            "usr/bin/gnuplot-nox", ("script.gp",),
+            "gnuplot (1.1 MB of C, 56 libraries): a non-linear fit, loops, a 2-D and a 3-D plot on the dumb "
+            "terminal, statistics", files={"script.gp": GNUPLOT_SCRIPT, "data.txt": _gnuplot_data}),
 ]}
 
 #: Files every run directory gets.
