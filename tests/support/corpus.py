@@ -1104,6 +1104,11 @@ T         cast shadows
 
 
 
+#: GNU Go's GTP session on a 9×9 board (level 0, a fixed seed).
+GNUGO_COMMANDS = (b"boardsize 9\nclear_board\nkomi 5.5\nplay black E5\ngenmove white\nplay black C3\ngenmove white\n"
+                  b"showboard\nestimate_score\nquit\n")
+
+
 #: libgd and the libraries it needs (gnuplot, render).
 GD_LIBS = _armhf("libgd3", "libfontconfig1", "libfreetype6", "libpng16-16", "zlib1g", "libbrotli1", "libexpat1",
                  "libjpeg62-turbo", "libtiff6", "libwebp7", "libxpm4", "libx11-6", "libxcb1", "libxau6", "libxdmcp6",
@@ -1561,6 +1566,9 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             "usr/bin/gnuplot-nox", ("script.gp",),
             "gnuplot (1.1 MB of C, 56 libraries): a non-linear fit, loops, a 2-D and a 3-D plot on the dumb "
             "terminal, statistics", files={"script.gp": GNUPLOT_SCRIPT, "data.txt": _gnuplot_data}),
+    Program("gnugo", ("gnugo:armhf", *READLINE), "usr/games/gnugo", ("--mode", "gtp", "--level", "0", "--seed", "7"),
+            "GNU Go (6.5 MB: C with large pattern databases compiled in): a GTP session on a 9×9 board, "
+            "two moves generated, the score estimated", stdin=GNUGO_COMMANDS),
 ]}
 
 #: Files every run directory gets.
