@@ -1109,6 +1109,46 @@ GNUGO_COMMANDS = (b"boardsize 9\nclear_board\nkomi 5.5\nplay black E5\ngenmove w
                   b"showboard\nestimate_score\nquit\n")
 
 
+#: XFOIL's session: graphics off, a NACA 2412 aerofoil analysed viscous at one angle.
+XFOIL_COMMANDS = b"PLOP\nG F\n\nNACA 2412\nPANE\nOPER\nVISC 1e6\nITER 40\nALFA 3\n\nQUIT\n"
+
+#: POV-Ray's scene (no include files): spheres, a CSG difference, a checkered plane, two
+#: lights, reflection.
+POVRAY_SCENE = b"""camera { location <0, 2, -6> look_at <0, 0.5, 0> angle 50 }
+light_source { <4, 6, -5> color rgb <1, 1, 1> }
+light_source { <-5, 3, -2> color rgb <0.3, 0.3, 0.5> }
+plane { y, -1 pigment { checker color rgb <0.9, 0.9, 0.9> color rgb <0.2, 0.3, 0.6> } finish { reflection 0.2 } }
+sphere { <-1.2, 0.3, 0>, 0.8 pigment { color rgb <0.9, 0.2, 0.1> } finish { specular 0.6 reflection 0.3 } }
+difference {
+  box { <-0.6, -0.6, -0.6>, <0.6, 0.6, 0.6> }
+  sphere { <0, 0, 0>, 0.75 }
+  rotate <20, 35, 0> translate <1.2, 0.2, 0.3>
+  pigment { color rgb <0.2, 0.8, 0.3> } finish { phong 0.8 }
+}
+#declare I = 0;
+#while (I < 6)
+  sphere { <-2.5 + I, -0.8, -1.5>, 0.2 pigment { color rgb <I / 6, 0.5, 1 - I / 6> } }
+  #declare I = I + 1;
+#end
+"""
+
+
+
+def _zip_archive() -> bytes:
+    """A zip archive (fixed dates) of three members, stored and deflated, for lsar to list."""
+    import io
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, data, method in (("docs/input.txt", input_text(), zipfile.ZIP_DEFLATED),
+                                   ("docs/edited.txt", edited_text(), zipfile.ZIP_DEFLATED),
+                                   ("Makefile", MAKEFILE, zipfile.ZIP_STORED)):
+            info = zipfile.ZipInfo(name, date_time=(2001, 9, 9, 1, 46, 40))
+            info.compress_type = method
+            archive.writestr(info, data)
+    return out.getvalue()
+
 #: libgd and the libraries it needs (gnuplot, render).
 GD_LIBS = _armhf("libgd3", "libfontconfig1", "libfreetype6", "libpng16-16", "zlib1g", "libbrotli1", "libexpat1",
                  "libjpeg62-turbo", "libtiff6", "libwebp7", "libxpm4", "libx11-6", "libxcb1", "libxau6", "libxdmcp6",
@@ -1569,6 +1609,39 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("gnugo", ("gnugo:armhf", *READLINE), "usr/games/gnugo", ("--mode", "gtp", "--level", "0", "--seed", "7"),
             "GNU Go (6.5 MB: C with large pattern databases compiled in): a GTP session on a 9×9 board, "
             "two moves generated, the score estimated", stdin=GNUGO_COMMANDS),
+    Program("xfoil", ("xfoil:armhf", "libgfortran5:armhf", *_armhf("libx11-6", "libxcb1", "libxau6", "libxdmcp6",
+                                                                    "libbsd0", "libmd0")),
+            "usr/bin/xfoil", (),
+            "XFOIL (gfortran): a NACA 2412 aerofoil's panels and its viscous analysis at one angle, graphics "
+            "off", stdin=XFOIL_COMMANDS),
+    Program("povray", ("povray:armhf", *_armhf(
+        "libasound2", "libasyncns0", "libboost-thread1.74.0", "libbsd0", "libcaca0", "libdbus-1-3", "libdecor-0-0",
+        "libdeflate0", "libdrm2", "libelogind0", "libexpat1", "libffi8", "libflac12", "libgbm1", "libgcrypt20",
+        "libgpg-error0", "libimath-3-1-29", "libjbig0", "libjpeg62-turbo", "liblerc4", "liblz4-1", "liblzma5",
+        "libmd0", "libmp3lame0", "libmpg123-0", "libncursesw6", "libogg0", "libopenexr-3-1-30", "libopus0",
+        "libpng16-16", "libpulse0", "libsamplerate0", "libsdl1.2debian", "libsdl2-2.0-0", "libslang2", "libsndfile1",
+        "libtiff6", "libtinfo6", "libvorbis0a", "libvorbisenc2", "libwayland-client0", "libwayland-cursor0",
+        "libwayland-egl1", "libwayland-server0", "libwebp7", "libx11-6", "libx11-xcb1", "libxau6", "libxcb1",
+        "libxcursor1", "libxdmcp6", "libxext6", "libxfixes3", "libxi6", "libxkbcommon0", "libxrandr2", "libxrender1",
+        "libxss1", "libzstd1", "zlib1g", "libsystemd0", "libcap2")),
+            "usr/bin/povray", ("-GA", "+Iscene.pov", "+Oimage.ppm", "+FP", "+W64", "+H48", "-D", "+A0.3"),
+            "POV-Ray 3.7 (C++, boost threads: a render thread per core): reflections, CSG, a loop of "
+            "the scene language, antialiasing; the image to a file (its header holds the date: only the "
+            "progress lines are compared); its threads make its count vary",
+            files={"scene.pov": POVRAY_SCENE}, repeatable=False,
+            env={"LD_LIBRARY_PATH": "{root}/lib/arm-linux-gnueabihf:{root}/usr/lib/arm-linux-gnueabihf:"
+                                    "{root}/usr/lib/arm-linux-gnueabihf/pulseaudio"}),
+    Program("lsar", ("unar:armhf", *_armhf(
+        "libgnustep-base1.28", "libobjc4", "libwavpack1", "libicu72", "libbz2-1.0", "zlib1g", "libffi8", "libgmp10",
+        "libgnutls30", "libp11-kit0", "libidn2-0", "libunistring2", "libtasn1-6", "libnettle8", "libhogweed6",
+        "libxml2", "liblzma5", "libxslt1.1", "libgcrypt20", "libgpg-error0", "libavahi-client3", "libavahi-common3",
+        "libdbus-1-3", "libsystemd0", "libcap2", "liblz4-1", "libzstd1", "libgc1")),
+            "usr/bin/lsar", ("-l", "test.zip"),
+            "lsar of The Unarchiver (Objective-C on GNUstep: messages sent through the runtime's lookup, "
+            "XADMaster's parsers in the executable): lists a zip archive",
+            files={"test.zip": _zip_archive},
+            env={"LD_LIBRARY_PATH": "{root}/lib/arm-linux-gnueabihf:{root}/usr/lib/arm-linux-gnueabihf:"
+                                    "{root}/usr/lib"}),
 ]}
 
 #: Files every run directory gets.
