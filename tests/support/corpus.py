@@ -1149,6 +1149,39 @@ def _zip_archive() -> bytes:
             archive.writestr(info, data)
     return out.getvalue()
 
+#: w3m's page: the minify page with a table and a list, laid out as text.
+W3M_PAGE = MINIFY_PAGE.replace(b"</body>", b"""<table border=1><tr><th>tool</th><th>mode</th><th>result</th></tr>
+<tr><td>inscount</td><td>inhost</td><td align=right>1,234</td></tr>
+<tr><td colspan=2>cachesim, rehost</td><td>5.6 %</td></tr></table>
+<ol><li>first <i>item</i><li>second<ul><li>nested <a href="x.html">link</a></ul></ol>
+<pre>  preformatted   text\n    kept</pre><h2>The end</h2>
+</body>""")
+
+#: Haskell 98 for runhugs: type classes, laziness, a Map-free word count, show/read.
+HUGS_SCRIPT = b"""module Main where
+import Data.List (sortBy, group, sort)
+import Data.Char (toUpper, isAlpha)
+data Shape = Circle Double | Rect Double Double deriving Show
+class HasArea a where area :: a -> Double
+instance HasArea Shape where
+  area (Circle r) = pi * r * r
+  area (Rect w h) = w * h
+fib :: Int -> Integer
+fib n = fibs !! n where fibs = 0 : 1 : zipWith (+) fibs (tail fibs)
+primes :: [Int]
+primes = sieve [2..] where sieve (p:xs) = p : sieve [x | x <- xs, x `mod` p /= 0]
+main :: IO ()
+main = do
+  text <- readFile "input.txt"
+  let ws = map (map toUpper) (filter (all isAlpha) (words text))
+      counts = sortBy (\\(a, x) (b, y) -> if x /= y then compare y x else compare a b)
+                      [(head g, length g) | g <- group (sort ws)]
+  print (take 5 counts, length ws)
+  print (map area [Circle 1.5, Rect 2 3], fib 90, take 15 primes)
+  print (read "[(1,\\"a\\"),(2,\\"b\\")]" :: [(Int, String)])
+  mapM_ (putStrLn . show) (zip [1 :: Int ..] "abc")
+"""
+
 #: libgd and the libraries it needs (gnuplot, render).
 GD_LIBS = _armhf("libgd3", "libfontconfig1", "libfreetype6", "libpng16-16", "zlib1g", "libbrotli1", "libexpat1",
                  "libjpeg62-turbo", "libtiff6", "libwebp7", "libxpm4", "libx11-6", "libxcb1", "libxau6", "libxdmcp6",
@@ -1642,6 +1675,16 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             files={"test.zip": _zip_archive},
             env={"LD_LIBRARY_PATH": "{root}/lib/arm-linux-gnueabihf:{root}/usr/lib/arm-linux-gnueabihf:"
                                     "{root}/usr/lib"}),
+    Program("w3m", ("w3m:armhf", "libgc1:armhf", "libgpm2:armhf", "libssl3:armhf", "zlib1g:armhf", *TINFO),
+            "usr/bin/w3m", ("-dump", "-T", "text/html", "-cols", "72", "-no-graph", "page.html"),
+            "w3m (C, memory from the Boehm collector, which scans the executable's data for pointers): "
+            "an HTML page with a table, lists and preformatted text laid out as text",
+            files={"page.html": W3M_PAGE}),
+    Program("hugs", ("hugs:armhf", "libhugs-base-bundled:armhf", "libhugs-haskell98-bundled:armhf", *READLINE),
+            "usr/bin/runhugs", ("script.hs",),
+            "Hugs, a Haskell interpreter in C: type classes, lazy lists, sorting and grouping a file's words, read",
+            files={"script.hs": HUGS_SCRIPT}, env={"HUGSFLAGS": "-P" + ":".join(f"{{root}}/usr/lib/hugs/packages/{name}"
+                                             for name in ("hugsbase", "base", "haskell98"))}),
 ]}
 
 #: Files every run directory gets.
