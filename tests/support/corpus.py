@@ -1063,47 +1063,6 @@ def _pdf() -> bytes:
     return bytes(out)
 
 
-#: Raster3D's scene: a header (96×96 pixels, shadows), spheres in materials from its library
-#: (@file), cylinders and a triangle.
-RENDER_SCENE = b"""Anvil scene
-12 12     tiles in x,y
- 8  8     pixels (x,y) per tile
-4         3x3 virtual pixels -> 2x2 pixels
-0 0.1 0   background colour
-T         cast shadows
-25        Phong power
-0.15      secondary light contribution
-0.05      ambient light contribution
-0.25      specular reflection component
-4.0       eye position
-1 1 1     main light source position
-1 0 0 0   input coordinate, radius transformation
-0 1 0 0
-0 0 1 0
-0 0 0 2.0
-3         mixed objects
-*
-*
-*
-@red.r3d
-2
- -0.6  0.5 0.0    0.3   1.0 1.0 1.0
-@gold.r3d
-2
-  0.5  0.4 0.2    0.35  1.0 1.0 1.0
-@matte.r3d
-2
-  0.0 -0.5 0.0    0.25  0.4 0.2 0.9
-3
- -0.9 -0.9 -0.3  0.08  0.9 0.9 0.3 0.08  0.2 0.8 0.3
-5
- -0.8  0.9 -0.2  0.05  0.8 -0.9 -0.2 0.05  0.9 0.5 0.1
-1
- -1.0 -1.0 -0.5  1.0 -1.0 -0.5  0.0 1.0 -0.5  0.3 0.3 0.35
-"""
-
-
-
 #: GNU Go's GTP session on a 9×9 board (level 0, a fixed seed).
 GNUGO_COMMANDS = (b"boardsize 9\nclear_board\nkomi 5.5\nplay black E5\ngenmove white\nplay black C3\ngenmove white\n"
                   b"showboard\nestimate_score\nquit\n")
@@ -1182,7 +1141,7 @@ main = do
   mapM_ (putStrLn . show) (zip [1 :: Int ..] "abc")
 """
 
-#: libgd and the libraries it needs (gnuplot, render).
+#: libgd and the libraries it needs (gnuplot).
 GD_LIBS = _armhf("libgd3", "libfontconfig1", "libfreetype6", "libpng16-16", "zlib1g", "libbrotli1", "libexpat1",
                  "libjpeg62-turbo", "libtiff6", "libwebp7", "libxpm4", "libx11-6", "libxcb1", "libxau6", "libxdmcp6",
                  "libbsd0", "libmd0", "libheif1", "libavif15", "libdeflate0", "libjbig0", "liblerc4", "liblzma5",
@@ -1583,10 +1542,6 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             ("amo", "puellae", "rosarum", "bellum", "gerunt", "quod"),
             "Whitaker's Words, Ada (GNAT): parses Latin words against its dictionary files",
             env={"WHITAKERS_WORDS_DATADIR": "{root}/usr/share/whitakers-words"}),
-    Program("render", ("raster3d:armhf", "libgfortran5:armhf", *GD_LIBS), "usr/lib/raster3d/render.real",
-            ("-avs",), "Raster3D's renderer (gfortran): spheres of library materials, cylinders and a triangle "
-            "with shadows, 96×96 pixels, the raw image to stdout", stdin=RENDER_SCENE,
-            env={"R3D_LIB": "{root}/usr/share/raster3d/materials"}),
     Program("valac", ("valac-bin:armhf", "libvala-0.56-0:armhf", "libvalacodegen-0.56-0:armhf", "libglib2.0-0:armhf",
                       "libffi8:armhf", "libpcre2-8-0:armhf", "libmount1:armhf", "libblkid1:armhf", "libselinux1:armhf",
                       "valac-0.56-vapi"),
