@@ -1515,9 +1515,10 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("hugo", ("hugo:armhf", "libsass1:armhf", "libwebp7:armhf"), "usr/bin/hugo", ("version",),
             "Go with cgo (49 MB): its version", repeatable=False),
     # Kinds added by decision 0092: a PHP and a Ruby interpreter, the Free Pascal compiler
-    # (static, FPC-built), Ada (GNAT) and Fortran (gfortran) programs, Vala's compiler (GLib),
-    # C++ front ends of libraries (qpdf, hunspell), a plotting program with many libraries,
-    # audio encoders, an archiver, file (libmagic, seccomp) and jq.
+    # (static, FPC-built), Ada (GNAT) and Fortran (gfortran: XFOIL) programs, Vala's compiler
+    # (GLib), Objective-C (lsar), C++ (qpdf, hunspell; POV-Ray's threads), a plotting program
+    # with many libraries, audio encoders, an archiver, file (libmagic, seccomp), jq, GNU Go,
+    # w3m (the Boehm collector) and Hugs.
     Program("php", ("php8.2-cli:armhf", "libxml2:armhf", "libicu72:armhf", "liblzma5:armhf", "libssl3:armhf",
                     "libpcre2-8-0:armhf", "zlib1g:armhf", "libsodium23:armhf", "libargon2-1:armhf"),
             "usr/bin/php8.2", ("-n", "-r", PHP_SCRIPT),
