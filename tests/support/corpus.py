@@ -1517,7 +1517,7 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     # Kinds added by decision 0092: a PHP and a Ruby interpreter, the Free Pascal compiler
     # (static, FPC-built), Ada (GNAT) and Fortran (gfortran: XFOIL) programs, Vala's compiler
     # (GLib), Objective-C (lsar), C++ (qpdf, hunspell; POV-Ray's threads), a plotting program
-    # with many libraries, audio encoders, an archiver, file (libmagic, seccomp), jq, GNU Go,
+    # with many libraries, audio encoders, an archiver, file (libmagic), jq, GNU Go,
     # w3m (the Boehm collector) and Hugs.
     Program("php", ("php8.2-cli:armhf", "libxml2:armhf", "libicu72:armhf", "liblzma5:armhf", "libssl3:armhf",
                     "libpcre2-8-0:armhf", "zlib1g:armhf", "libsodium23:armhf", "libargon2-1:armhf"),
@@ -1585,7 +1585,7 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("file", ("file:armhf", "libmagic1:armhf", "libmagic-mgc:armhf", "libbz2-1.0:armhf", "liblzma5:armhf",
                      "zlib1g:armhf"),
             "usr/bin/file", ("-m", "magic.mgc", "input.txt", "Makefile", "edit.vim", "in.wav", "in.pdf", "nosuch"),
-            "libmagic's front end; its sandbox (seccomp) is on: five files and a missing one",
+            "libmagic's front end: five files and a missing one",
             files={"in.wav": _wav, "in.pdf": _pdf}, links={"magic.mgc": "{root}/usr/lib/file/magic.mgc"}),
     Program("gnuplot", ("gnuplot-nox:armhf", *GD_LIBS, *_armhf(
         "libedit2", "libtinfo6", "liblua5.4-0", "libpangocairo-1.0-0", "libpango-1.0-0",
