@@ -1141,6 +1141,27 @@ main = do
   mapM_ (putStrLn . show) (zip [1 :: Int ..] "abc")
 """
 
+#: fish_indent's input: fish script with functions, loops, switch, string and math builtins.
+FISH_SCRIPT = b"""function fib --argument-names n
+if test $n -lt 2
+echo $n
+else
+math (fib (math $n - 1)) + (fib (math $n - 2))
+end
+end
+for i in (seq 1 5); set -l sq (math $i \\* $i); echo "$i:$sq"; end
+switch (uname)
+case Linux
+   echo linux
+case '*'
+echo other
+end
+set -l words (string split , "a,b,,c") ; string join - $words | string upper
+while read -l line;   set -a lines $line;   end < input.txt
+begin; echo grouped; end 2>/dev/null | cat
+if not set -q HOME;or test -z "$HOME"; echo none; else if test -d $HOME; echo dir; end
+"""
+
 #: libgd and the libraries it needs (gnuplot).
 GD_LIBS = _armhf("libgd3", "libfontconfig1", "libfreetype6", "libpng16-16", "zlib1g", "libbrotli1", "libexpat1",
                  "libjpeg62-turbo", "libtiff6", "libwebp7", "libxpm4", "libx11-6", "libxcb1", "libxau6", "libxdmcp6",
@@ -1641,6 +1662,9 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             "Hugs, a Haskell interpreter in C: type classes, lazy lists, sorting and grouping a file's words, read",
             files={"script.hs": HUGS_SCRIPT}, env={"HUGSFLAGS": "-P" + ":".join(f"{{root}}/usr/lib/hugs/packages/{name}"
                                              for name in ("hugsbase", "base", "haskell98"))}),
+    Program("fish_indent", ("fish:armhf", "libpcre2-32-0:armhf", *TINFO), "usr/bin/fish_indent", ("--ansi",),
+            "fish's formatter (C++, wide strings, libpcre2-32): indents and colours a fish script",
+            stdin=FISH_SCRIPT),
 ]}
 
 #: Files every run directory gets.
