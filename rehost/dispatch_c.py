@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from .sitetable import SiteTable
-from .stream import StreamError
+from .stream import StreamError, check_results_size
 
 _CTYPES = {1: ctypes.c_uint8, 2: ctypes.c_uint16, 4: ctypes.c_uint32, 8: ctypes.c_uint64}
 
@@ -154,6 +154,7 @@ class CDispatcher:
         self._call(self.table.end, self._bias)
         count = ctypes.c_uint32.in_dll(self.lib, "anvil_noutputs").value
         outputs = (_Output * 64).in_dll(self.lib, "anvil_outputs")
+        check_results_size({outputs[i].path.decode(errors="replace"): outputs[i].len for i in range(count)})
         results = {}
         for i in range(count):
             out = outputs[i]

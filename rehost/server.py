@@ -29,7 +29,7 @@ from .dispatch_c import CDispatcher, MissingRoutine
 from .dispatch_py import PyDispatcher, load_class
 from .protocol import SERVICE, messages, services
 from .sitetable import SiteTable, SiteTableError, parse
-from .stream import StreamError, StreamReader
+from .stream import ResultsTooLarge, StreamError, StreamReader, check_results_size
 
 
 class Library:
@@ -130,6 +130,11 @@ class RehostService:
                 else:
                     raise StreamError(f"unexpected {body} message inside a session")
             outputs = reader.finish()
+            check_results_size({path: len(content) for path, content in outputs.items()})  # Python tools' too
+        except ResultsTooLarge as e:
+            self._say(f"session {session} ({table.tool}, {program}) failed: {e}")
+            dispatcher.close()
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
         except StreamError as e:
             self._say(f"session {session} ({table.tool}, {program}) rejected: {e}")
             dispatcher.close()

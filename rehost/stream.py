@@ -29,6 +29,31 @@ class StreamError(Exception):
     """The record stream is malformed; the session cannot go on."""
 
 
+#: A session's results come back in one gRPC message, which protobuf caps at 2 GiB: the
+#: results files together must leave room for the rest of the summary (README: Limits).
+RESULTS_LIMIT = 2**31 - 2**20
+
+
+class ResultsTooLarge(Exception):
+    """The analysis wrote more than a session can send back (RESULTS_LIMIT)."""
+
+
+def check_results_size(sizes: dict[str, int]) -> None:
+    """Raise ResultsTooLarge, naming the files, if results of these sizes (path -> bytes)
+    cannot come back in one session's summary.
+
+    Checked before the results are read out of the analysis (decision 0092): ctypes reads
+    a C buffer of 2 GiB or more with an ``int`` size, so a memtrace of 2-4 GiB ended the
+    session with a SystemError and one of 4 GiB or more came back cut to its size modulo
+    4 GiB, as if complete.
+    """
+    total = sum(sizes.values())
+    if total > RESULTS_LIMIT:
+        files = ", ".join(f"{path} ({size:,} bytes)" for path, size in sizes.items())
+        raise ResultsTooLarge(f"the results are {total:,} bytes, over the {RESULTS_LIMIT:,} a session can send "
+                              f"back in its one message (protobuf's 2 GiB): {files}")
+
+
 class Dispatcher(Protocol):
     """What runs a session's analysis: the C library or a Python class."""
 

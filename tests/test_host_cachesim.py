@@ -160,3 +160,31 @@ def test_sessions_unload_their_library_and_free_its_tables() -> None:
     for _ in range(3):
         session()
     assert _heap_in_use() - before < nsites
+
+
+def test_results_over_a_sessions_limit_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Results that cannot come back in one session's summary (rehost.stream.RESULTS_LIMIT,
+    protobuf's 2 GiB) end the session with an error naming them, read or not (decision
+    0092): ctypes read the C buffer with an ``int`` size, and a memtrace of 4.3 GB (XFOIL's)
+    came back as its first 46 MB, the session complete. Here the limit is made smaller
+    than cachesim's JSON, and the library's own length of it is the oracle."""
+    from rehost import stream
+
+    table = site_table(16384, 8, 64, 2)
+    library = host_build.build(host_build.tool_sources("cachesim"), ())
+
+    def session() -> dict[str, bytes]:
+        dispatcher = CDispatcher(library, table)
+        try:
+            dispatcher.start(0)
+            dispatcher.dispatch(struct.pack("<3I", STORE_SITE, 0x1000, 0))
+            return dispatcher.finish()
+        finally:
+            dispatcher.close()
+
+    (path, content), = session().items()
+    monkeypatch.setattr(stream, "RESULTS_LIMIT", len(content) - 1)
+    with pytest.raises(stream.ResultsTooLarge, match=f"{path} \\({len(content):,} bytes\\)"):
+        session()
+    monkeypatch.setattr(stream, "RESULTS_LIMIT", len(content))
+    assert session() == {path: content}

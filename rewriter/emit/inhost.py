@@ -584,7 +584,8 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     early = tail.early
     header = struct.pack(f"<{HEADER_WORDS}I", HEADER_MAGIC, offset, code_end, file_end, lib.bss_end,
                          entry_target, len(patch_words), code.labels["patches"],
-                         *(early.header_words() if early else (0, 0, 0)), _library_exits_dynamic(binary))
+                         *(early.header_words() if early else (0, 0, 0)), _library_exits_dynamic(binary),
+                         binary.entry)
     code._chunks[HEADER_CHUNK] = header
     if later is not None and later.placed:
         later.finish(code, symbols)  # the child encodes its part meanwhile
@@ -957,7 +958,7 @@ def _choose(candidates: list[Procedure], ctx: RelocationContext, relocated_addrs
 
 
 HEADER_CHUNK = 0  # the region header's place in the code (emitted first), filled last
-HEADER_WORDS = 12  # struct anvil_header (runtime_stubs/arm/anvil_rt.c)
+HEADER_WORDS = 13  # struct anvil_header (runtime_stubs/arm/anvil_rt.c)
 
 
 def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with_header: bool) -> None:

@@ -23,6 +23,8 @@
 #define MAP_PRIVATE 2
 #define MAP_ANONYMOUS 0x20
 #define PAGE 4096u
+#define AT_NULL 0
+#define AT_ENTRY 9
 
 /* Layout of the region, written by the emitter at the start of the generated code. */
 struct anvil_header {
@@ -43,6 +45,9 @@ struct anvil_header {
     /* A dynamic program whose end the tool observes: link address of its dynamic section
      * (0: none), whose DT_DEBUG leads to the libraries (hook_library_exits). */
     uint32_t dynamic;
+    /* The original ELF entry (link address | Thumb bit), which the stub replaced as the
+     * file's: the auxiliary vector names it again (show_original_entry). */
+    uint32_t original_entry;
 };
 
 /* In .data, not .bss: it is written before the zero-filled pages are mapped. */
@@ -288,6 +293,20 @@ static void map_and_start(uint32_t bias, const struct anvil_header *h, const cha
     anvil_program_start();
 }
 
+/* The auxiliary vector (after ``env``'s terminating null) names the ELF entry the kernel
+ * started at, the stub: it names the program's own entry again, as the original's did
+ * (decision 0092). The dynamic linker run as a program compares AT_ENTRY with its own
+ * _start to know it is the program; getauxval(AT_ENTRY) reads it from here. (The
+ * dynamic linker of a dynamic program read it before: it jumps to the stub regardless.) */
+static void show_original_entry(const char *const *env, uint32_t entry)
+{
+    while (*env)
+        env++;
+    for (uint32_t *aux = (uint32_t *)(env + 1); aux[0] != AT_NULL; aux += 2)
+        if (aux[0] == AT_ENTRY)
+            aux[1] = entry;
+}
+
 /* Called by the loader stub with the registers it saved (r0-r12, lr) and the stage (above).
  * Once the region's file part is mapped: maps the zero-filled part, fixes entry patches
  * for the load bias, seals the code read-only and runs the program-start hooks. Returns
@@ -305,6 +324,7 @@ uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t
             const uint32_t *initial_sp = (const uint32_t *)((const char *)saved + STUB_SAVED_BYTES + STUB_FAR_BELOW);
             env = (const char *const *)(initial_sp + 1 + initial_sp[0] + 1);
         }
+        show_original_entry(env, h->original_entry + bias);
         map_and_start(bias, h, env);
         if (h->dynamic)
             hook_library_exits(bias, h);

@@ -919,6 +919,257 @@ MINIFY_PAGE = b"""<!DOCTYPE html>
 </html>
 """
 
+#: php's script (decision 0092): classes with interfaces, closures, generators, exceptions,
+#: arrays sorted by a callback, sprintf, preg (PCRE) and a file read.
+PHP_SCRIPT = r"""interface Shape { function area(float $s): float; }
+class Poly implements Shape { function __construct(public string $name, public int $sides) {}
+  function area(float $s): float {
+    if ($this->sides < 3) throw new InvalidArgumentException("$this->name: $this->sides sides");
+    return $this->sides * $s * $s / 4.0; } }
+$out = [];
+foreach ([["tri", 3], ["sq", 4], ["line", 2], ["hex", 6]] as [$n, $k]) {
+  try { $out[$n] = sprintf("%.3f", (new Poly($n, $k))->area(2.5)); }
+  catch (InvalidArgumentException $e) { $out[$n] = "error: " . $e->getMessage(); } }
+ksort($out); echo json_encode($out), "\n";
+$w = []; for ($i = 0; $i < 20000; $i++) { $k = "w" . (($i * 7919) % 613); $w[$k] = ($w[$k] ?? 0) + $i; }
+uasort($w, fn($a, $b) => $b <=> $a); echo count($w), " ", array_sum($w), " ", array_key_first($w), "\n";
+function gen($n) { for ($i = 1; $i < $n; $i++) if ($i % 7 == 3) yield $i => $i * $i; }
+foreach (gen(40) as $k => $v) echo "$k:$v ";
+echo "\n", str_pad(strtoupper("left"), 8, "*"), "|", number_format(1234567.891, 2), "|", intdiv(-7, 2), "|",
+  2 ** 40, "\n";
+$text = file_get_contents("input.txt"); preg_match_all('/\b([a-z_]+)\(/', $text, $m);
+$c = array_count_values($m[1]); arsort($c);
+echo implode(",", array_slice(array_keys($c), 0, 6)), " ", strlen($text), " ", md5($text), "\n";
+echo preg_replace_callback('/\d+/', fn($x) => $x[0] * 2, "a1 b22 c333"), " ", ucwords("hello php world"), "\n";
+exit(3);
+"""
+
+RUBY_SCRIPT = r"""class Shape
+  attr_reader :name, :sides
+  def initialize(name, sides) = (@name, @sides = name, sides)
+  def area(s) = sides < 3 ? raise(ArgumentError, "#{name}: #{sides} sides") : sides * s * s / 4.0
+end
+def measure(n, k)
+  format("%.3f", Shape.new(n, k).area(2.5))
+rescue ArgumentError => e
+  "error: #{e.message}"
+end
+out = [["tri", 3], ["sq", 4], ["line", 2], ["hex", 6]].to_h { |n, k| [n, measure(n, k)] }
+p out.sort
+w = Hash.new(0); 20000.times { |i| w["w#{(i * 7919) % 613}"] += i }
+puts "#{w.size} #{w.values.sum} #{w.max_by { |k, v| [v, k] }.first}"
+puts (1..40).lazy.select { |i| i % 7 == 3 }.map { |i| i * i }.first(5).inspect, 2**100, 10.divmod(-3).inspect
+words = File.read("input.txt").scan(/\b([a-z_]+)\(/).flatten.tally.sort_by { |k, v| [-v, k] }.first(6)
+puts words.map { |k, v| "#{k}=#{v}" }.join(" "), "%08.3f|%-6s|%x" % [3.14159, "ab", 255]
+f = Fiber.new { 3.times { |i| Fiber.yield i * 10 }; :done }; puts 4.times.map { f.resume }.inspect
+Struct.new("Pt", :x, :y); pts = (1..50).map { |i| Struct::Pt.new(i, i * i % 17) }
+puts pts.sort_by(&:y).first(3).map(&:to_a).inspect, "hello ruby world".split.map(&:capitalize).join(" ")
+exit 3
+"""
+
+#: Vala source for valac (GLib objects, signals, generics, async, errors), ending with a
+#: deprecated call and a type error.
+VALA_SOURCE = b"""public errordomain ShapeError { FEW_SIDES }
+public interface Named : Object { public abstract string name { get; } }
+public class Poly : Object, Named {
+    public string name { get { return _name; } }
+    private string _name; public int sides { get; construct; }
+    public signal void measured (double area);
+    public Poly (string name, int sides) { Object (sides: sides); _name = name; }
+    public double area (double s) throws ShapeError {
+        if (sides < 3) throw new ShapeError.FEW_SIDES ("%s: %d sides", name, sides);
+        var a = sides * s * s / 4.0; measured (a); return a;
+    }
+}
+public class Box<T> { public T item; public Box (T item) { this.item = item; } }
+async int twice (int x) { Idle.add (twice.callback); yield; return 2 * x; }
+int main (string[] args) {
+    var shapes = new GenericArray<Poly> ();
+    foreach (var k in new int[] { 3, 4, 2, 6 }) shapes.add (new Poly ("p%d".printf (k), k));
+    shapes.foreach ((p) => {
+        p.measured.connect ((a) => print ("%s %.3f\\n", p.name, a));
+        try { p.area (2.5); } catch (ShapeError e) { print ("error: %s\\n", e.message); }
+    });
+    var b = new Box<string> ("boxed"); var m = new HashTable<string, int> (str_hash, str_equal);
+    m["a"] = 1; print ("%s %u %s\\n", b.item, m.size (), string.joinv (",", args));
+    var loop = new MainLoop (); twice.begin (21, (o, r) => { print ("%d\\n", twice.end (r)); loop.quit (); });
+    loop.run (); return 0;
+}
+[Version (deprecated = true)] void old () {}
+int wrong () { old (); string s = 5 * 2; return s.length; }
+"""
+
+GNUPLOT_SCRIPT = b"""set terminal dumb size 79,24 ansi
+set samples 200
+set title "sin, fit and a sum"
+f(x) = a * sin(b * x) + c
+a = 1; b = 1; c = 0
+set fit quiet
+set fit logfile '/dev/null'
+fit f(x) 'data.txt' using 1:2 via a, b, c
+print sprintf("a=%.4f b=%.4f c=%.4f", a, b, c)
+s = 0; do for [i=1:500] { s = s + (i * 7919) % 101 }; print s, gprintf("%.3e", pi ** 10), strlen("hello")
+plot [0:6.3] sin(x) title "sin", f(x) title "fit", 'data.txt' using 1:2 with points pt '*' notitle
+set xrange [-2:2]; set yrange [-2:2]; set isosamples 20
+set view 60, 30
+splot x * exp(-x**2 - y**2) notitle
+stats 'data.txt' using 2 nooutput
+print STATS_mean, STATS_stddev, STATS_max
+"""
+
+
+def _gnuplot_data() -> bytes:
+    """gnuplot's data: 60 points of a sine wave with a deterministic wobble, to fit."""
+    import math
+
+    return "".join(f"{i / 10:.2f} {1.7 * math.sin(1.3 * i / 10) + 0.2 + 0.05 * math.sin(7.1 * i):.5f}\n"
+                   for i in range(60)).encode()
+
+
+def _wav(seconds: float = 0.5, rate: int = 16000) -> bytes:
+    """A mono 16-bit WAV file: a chirp with a harmonic, deterministic to the byte (flac, lame)."""
+    import math
+    import struct
+
+    samples = [int(12000 * math.sin(2 * math.pi * (300 + 900 * i / (rate * seconds)) * i / rate)
+                   + 3000 * math.sin(2 * math.pi * 1250 * i / rate)) for i in range(int(rate * seconds))]
+    data = struct.pack(f"<{len(samples)}h", *samples)
+    return (b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt "
+            + struct.pack("<IHHIIHH", 16, 1, 1, rate, rate * 2, 2, 16) + b"data" + struct.pack("<I", len(data)) + data)
+
+
+def _pdf() -> bytes:
+    """A small PDF of two pages (text content streams, a page tree, an info dictionary) with
+    a correct cross-reference table, for qpdf to rewrite."""
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
+               b"<< /Type /Pages /Kids [3 0 R 5 0 R] /Count 2 >>"]
+    for page, text in ((3, b"Hello PDF"), (5, b"Second page")):
+        stream = (b"BT /F1 24 Tf 72 720 Td (" + text + b") Tj ET\n") * 20
+        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
+                       b"/Resources << /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>"
+                       % (page + 1))
+        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"endstream")
+    objects.append(b"<< /Title (Anvil) /Producer (corpus) >>")
+    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R /Info %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1, len(objects), xref)
+    return bytes(out)
+
+
+#: GNU Go's GTP session on a 9×9 board (level 0, a fixed seed).
+GNUGO_COMMANDS = (b"boardsize 9\nclear_board\nkomi 5.5\nplay black E5\ngenmove white\nplay black C3\ngenmove white\n"
+                  b"showboard\nestimate_score\nquit\n")
+
+
+#: XFOIL's session: graphics off, a NACA 2412 aerofoil analysed viscous at one angle.
+XFOIL_COMMANDS = b"PLOP\nG F\n\nNACA 2412\nPANE\nOPER\nVISC 1e6\nITER 40\nALFA 3\n\nQUIT\n"
+
+#: POV-Ray's scene (no include files): spheres, a CSG difference, a checkered plane, two
+#: lights, reflection.
+POVRAY_SCENE = b"""camera { location <0, 2, -6> look_at <0, 0.5, 0> angle 50 }
+light_source { <4, 6, -5> color rgb <1, 1, 1> }
+light_source { <-5, 3, -2> color rgb <0.3, 0.3, 0.5> }
+plane { y, -1 pigment { checker color rgb <0.9, 0.9, 0.9> color rgb <0.2, 0.3, 0.6> } finish { reflection 0.2 } }
+sphere { <-1.2, 0.3, 0>, 0.8 pigment { color rgb <0.9, 0.2, 0.1> } finish { specular 0.6 reflection 0.3 } }
+difference {
+  box { <-0.6, -0.6, -0.6>, <0.6, 0.6, 0.6> }
+  sphere { <0, 0, 0>, 0.75 }
+  rotate <20, 35, 0> translate <1.2, 0.2, 0.3>
+  pigment { color rgb <0.2, 0.8, 0.3> } finish { phong 0.8 }
+}
+#declare I = 0;
+#while (I < 6)
+  sphere { <-2.5 + I, -0.8, -1.5>, 0.2 pigment { color rgb <I / 6, 0.5, 1 - I / 6> } }
+  #declare I = I + 1;
+#end
+"""
+
+
+
+def _zip_archive() -> bytes:
+    """A zip archive (fixed dates) of three members, stored and deflated, for lsar to list."""
+    import io
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, data, method in (("docs/input.txt", input_text(), zipfile.ZIP_DEFLATED),
+                                   ("docs/edited.txt", edited_text(), zipfile.ZIP_DEFLATED),
+                                   ("Makefile", MAKEFILE, zipfile.ZIP_STORED)):
+            info = zipfile.ZipInfo(name, date_time=(2001, 9, 9, 1, 46, 40))
+            info.compress_type = method
+            archive.writestr(info, data)
+    return out.getvalue()
+
+#: w3m's page: the minify page with a table and a list, laid out as text.
+W3M_PAGE = MINIFY_PAGE.replace(b"</body>", b"""<table border=1><tr><th>tool</th><th>mode</th><th>result</th></tr>
+<tr><td>inscount</td><td>inhost</td><td align=right>1,234</td></tr>
+<tr><td colspan=2>cachesim, rehost</td><td>5.6 %</td></tr></table>
+<ol><li>first <i>item</i><li>second<ul><li>nested <a href="x.html">link</a></ul></ol>
+<pre>  preformatted   text\n    kept</pre><h2>The end</h2>
+</body>""")
+
+#: Haskell 98 for runhugs: type classes, laziness, a Map-free word count, show/read.
+HUGS_SCRIPT = b"""module Main where
+import Data.List (sortBy, group, sort)
+import Data.Char (toUpper, isAlpha)
+data Shape = Circle Double | Rect Double Double deriving Show
+class HasArea a where area :: a -> Double
+instance HasArea Shape where
+  area (Circle r) = pi * r * r
+  area (Rect w h) = w * h
+fib :: Int -> Integer
+fib n = fibs !! n where fibs = 0 : 1 : zipWith (+) fibs (tail fibs)
+primes :: [Int]
+primes = sieve [2..] where sieve (p:xs) = p : sieve [x | x <- xs, x `mod` p /= 0]
+main :: IO ()
+main = do
+  text <- readFile "input.txt"
+  let ws = map (map toUpper) (filter (all isAlpha) (words text))
+      counts = sortBy (\\(a, x) (b, y) -> if x /= y then compare y x else compare a b)
+                      [(head g, length g) | g <- group (sort ws)]
+  print (take 5 counts, length ws)
+  print (map area [Circle 1.5, Rect 2 3], fib 90, take 15 primes)
+  print (read "[(1,\\"a\\"),(2,\\"b\\")]" :: [(Int, String)])
+  mapM_ (putStrLn . show) (zip [1 :: Int ..] "abc")
+"""
+
+#: fish_indent's input: fish script with functions, loops, switch, string and math builtins.
+FISH_SCRIPT = b"""function fib --argument-names n
+if test $n -lt 2
+echo $n
+else
+math (fib (math $n - 1)) + (fib (math $n - 2))
+end
+end
+for i in (seq 1 5); set -l sq (math $i \\* $i); echo "$i:$sq"; end
+switch (uname)
+case Linux
+   echo linux
+case '*'
+echo other
+end
+set -l words (string split , "a,b,,c") ; string join - $words | string upper
+while read -l line;   set -a lines $line;   end < input.txt
+begin; echo grouped; end 2>/dev/null | cat
+if not set -q HOME;or test -z "$HOME"; echo none; else if test -d $HOME; echo dir; end
+"""
+
+#: libgd and the libraries it needs (gnuplot).
+GD_LIBS = _armhf("libgd3", "libfontconfig1", "libfreetype6", "libpng16-16", "zlib1g", "libbrotli1", "libexpat1",
+                 "libjpeg62-turbo", "libtiff6", "libwebp7", "libxpm4", "libx11-6", "libxcb1", "libxau6", "libxdmcp6",
+                 "libbsd0", "libmd0", "libheif1", "libavif15", "libdeflate0", "libjbig0", "liblerc4", "liblzma5",
+                 "libzstd1", "libde265-0", "libx265-199", "libaom3", "libdav1d6", "libgav1-1", "librav1e0",
+                 "libsvtav1enc1", "libyuv0", "libabsl20220623", "libnuma1")
+
+
 @dataclass(frozen=True)
 class Program:
     """One corpus program and its workload."""
@@ -1284,6 +1535,136 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             repeatable=False),
     Program("hugo", ("hugo:armhf", "libsass1:armhf", "libwebp7:armhf"), "usr/bin/hugo", ("version",),
             "Go with cgo (49 MB): its version", repeatable=False),
+    # Kinds added by decision 0092: a PHP and a Ruby interpreter, the Free Pascal compiler
+    # (static, FPC-built), Ada (GNAT) and Fortran (gfortran: XFOIL) programs, Vala's compiler
+    # (GLib), Objective-C (lsar), C++ (qpdf, hunspell; POV-Ray's threads), a plotting program
+    # with many libraries, audio encoders, an archiver, file (libmagic), jq, GNU Go,
+    # w3m (the Boehm collector) and Hugs.
+    Program("php", ("php8.2-cli:armhf", "libxml2:armhf", "libicu72:armhf", "liblzma5:armhf", "libssl3:armhf",
+                    "libpcre2-8-0:armhf", "zlib1g:armhf", "libsodium23:armhf", "libargon2-1:armhf"),
+            "usr/bin/php8.2", ("-n", "-r", PHP_SCRIPT),
+            "PHP 8.2 (3.3 MB PIE, the whole language in the executable; PCRE's JIT in libpcre2): classes, "
+            "exceptions, closures, generators, sorts by callback, preg, md5, file reading; exit 3"),
+    Program("ruby", ("ruby3.1:armhf", "libruby3.1:armhf", "libgmp10:armhf", "zlib1g:armhf", "libcrypt1:armhf",
+                     "libffi8:armhf", "libyaml-0-2:armhf", "libssl3:armhf"),
+            "usr/bin/ruby3.1", ("--disable-gems", "-e", RUBY_SCRIPT),
+            "Ruby 3.1 (the executable a small main; libruby's VM does the work): classes, exceptions, "
+            "blocks, lazy enumerators, fibers, bignums, structs, regexes; exit 3"),
+    Program("ppcarm", ("fp-compiler-3.2.2:armhf", "fp-units-rtl-3.2.2:armhf"),
+            "usr/lib/arm-linux-gnueabihf/fpc/3.2.2/ppcarm",
+            ("-Aas", "-s", "-n", "-vewn", "-Furtl", "-Fuobjpas", "prog.pas"),
+            "the Free Pascal compiler (static ET_EXEC, 3.7 MB, written in Pascal and built by itself) "
+            "compiles a Pascal program to GNU assembler source (-Aas; -s: the assembler not run), written to "
+            "stdout; its count follows its process id (it names a file link<pid>.res: QEMU's count of the "
+            "original moved by about 3,000 instructions from one run to the next)", repeatable=False,
+            files={"prog.pas": PASCAL_PROGRAM},
+            links={"prog.s": "/dev/stdout", "rtl": "{root}/usr/lib/arm-linux-gnueabihf/fpc/3.2.2/units/arm-linux/rtl",
+                   "objpas": "{root}/usr/lib/arm-linux-gnueabihf/fpc/3.2.2/units/arm-linux/rtl-objpas"}),
+    Program("words", ("whitakers-words:armhf", "libgnat-12:armhf", "whitakers-words-data"), "usr/bin/whitakers-words",
+            ("amo", "puellae", "rosarum", "bellum", "gerunt", "quod"),
+            "Whitaker's Words, Ada (GNAT): parses Latin words against its dictionary files",
+            env={"WHITAKERS_WORDS_DATADIR": "{root}/usr/share/whitakers-words"}),
+    Program("valac", ("valac-bin:armhf", "libvala-0.56-0:armhf", "libvalacodegen-0.56-0:armhf", "libglib2.0-0:armhf",
+                      "libffi8:armhf", "libpcre2-8-0:armhf", "libmount1:armhf", "libblkid1:armhf", "libselinux1:armhf",
+                      "valac-0.56-vapi"),
+            "usr/bin/valac-0.56", ("-C", "--vapidir=vapi", "--pkg", "gio-2.0", "prog.vala"),
+            "Vala's compiler (written in Vala, GLib objects; the work in libvala) translates a Vala program "
+            "(interfaces, signals, generics, async, errors), finds its type error and a warning (stderr, exit 1)",
+            files={"prog.vala": VALA_SOURCE},
+            env={"LD_LIBRARY_PATH": "{root}/lib/arm-linux-gnueabihf:{root}/usr/lib/arm-linux-gnueabihf:"
+                                    "{root}/usr/lib/arm-linux-gnueabihf/vala-0.56"},
+            links={"vapi": "{root}/usr/share/vala-0.56/vapi"}),
+    Program("qpdf", ("qpdf:armhf", "libqpdf29:armhf", "libjpeg62-turbo:armhf", "zlib1g:armhf", "libgnutls30:armhf",
+                     "libp11-kit0:armhf", "libidn2-0:armhf", "libunistring2:armhf", "libtasn1-6:armhf",
+                     "libnettle8:armhf", "libhogweed6:armhf", "libgmp10:armhf", "libffi8:armhf"),
+            "usr/bin/qpdf", ("--static-id", "--qdf", "--object-streams=generate", "in.pdf", "-"),
+            "C++ front end of libqpdf (exceptions): a two-page PDF rewritten in QDF form to stdout",
+            files={"in.pdf": _pdf}),
+    Program("hunspell", ("hunspell:armhf", "libhunspell-1.7-0:armhf", "hunspell-en-us", "libncursesw6:armhf",
+                         *READLINE),
+            "usr/bin/hunspell", ("-d", "en_US", "-l", "input.txt"),
+            "C++ spelling checker (libhunspell): the misspelt words of 6 KiB of C source",
+            links={name: f"{{root}}/usr/share/hunspell/{name}" for name in ("en_US.dic", "en_US.aff")}),
+    Program("jq", ("jq:armhf", "libjq1:armhf", "libonig5:armhf"), "usr/bin/jq", ("-c", GOJQ_FILTER, "in.json"),
+            "C (the language in libjq, regexes in libonig): gojq's filter; ends with an error, exit 5",
+            files={"in.json": GOJQ_INPUT}),
+    Program("bsdtar", ("libarchive-tools:armhf", "libarchive13:armhf", "libacl1:armhf", "libbz2-1.0:armhf",
+                       "liblz4-1:armhf", "liblzma5:armhf", "libnettle8:armhf", "libxml2:armhf", "libicu72:armhf",
+                       "libzstd1:armhf", "zlib1g:armhf"),
+            "usr/bin/bsdtar", ("-cf", "-", "--format=ustar", "--uid", "0", "--gid", "0", "--uname", "u", "--gname", "g",
+                               "--options", "xz:compression-level=2", "-J", "input.txt", "input2.txt", "Makefile"),
+            "libarchive's tar: a ustar archive of three files, xz-compressed, to stdout; its count follows "
+            "the inputs' change times", repeatable=False),
+    Program("flac", ("flac:armhf", "libflac12:armhf", "libogg0:armhf"), "usr/bin/flac",
+            ("-s", "-c", "-8", "--no-seektable", "in.wav"),
+            "FLAC's encoder front end (libFLAC does the work): half a second of a chirp, level 8, to stdout",
+            files={"in.wav": _wav}),
+    Program("lame", ("lame:armhf", "libmp3lame0:armhf", "libsndfile1:armhf", "libflac12:armhf", "libogg0:armhf",
+                     "libvorbis0a:armhf", "libvorbisenc2:armhf", "libopus0:armhf", "libmpg123-0:armhf", *TINFO),
+            "usr/bin/lame", ("--quiet", "-b", "96", "in.wav", "-"),
+            "MP3 encoder front end (libmp3lame): half a second of a chirp to stdout", files={"in.wav": _wav}),
+    Program("file", ("file:armhf", "libmagic1:armhf", "libmagic-mgc:armhf", "libbz2-1.0:armhf", "liblzma5:armhf",
+                     "zlib1g:armhf"),
+            "usr/bin/file", ("-m", "magic.mgc", "input.txt", "Makefile", "edit.vim", "in.wav", "in.pdf", "nosuch"),
+            "libmagic's front end: five files and a missing one",
+            files={"in.wav": _wav, "in.pdf": _pdf}, links={"magic.mgc": "{root}/usr/lib/file/magic.mgc"}),
+    Program("gnuplot", ("gnuplot-nox:armhf", *GD_LIBS, *_armhf(
+        "libedit2", "libtinfo6", "liblua5.4-0", "libpangocairo-1.0-0", "libpango-1.0-0",
+        "libpangoft2-1.0-0", "libcairo2", "libglib2.0-0", "libffi8", "libpcre2-8-0", "libmount1", "libblkid1",
+        "libselinux1", "libharfbuzz0b", "libgraphite2-3", "libfribidi0", "libthai0", "libdatrie1", "libpixman-1-0",
+        "libxext6", "libxrender1", "libxcb-render0", "libxcb-shm0")),
+            "usr/bin/gnuplot-nox", ("script.gp",),
+            "gnuplot (1.1 MB of C, 56 libraries): a non-linear fit, loops, a 2-D and a 3-D plot on the dumb "
+            "terminal, statistics", files={"script.gp": GNUPLOT_SCRIPT, "data.txt": _gnuplot_data}),
+    Program("gnugo", ("gnugo:armhf", *READLINE), "usr/games/gnugo", ("--mode", "gtp", "--level", "0", "--seed", "7"),
+            "GNU Go (6.5 MB: C with large pattern databases compiled in): a GTP session on a 9×9 board, "
+            "two moves generated, the score estimated", stdin=GNUGO_COMMANDS),
+    Program("xfoil", ("xfoil:armhf", "libgfortran5:armhf", *_armhf("libx11-6", "libxcb1", "libxau6", "libxdmcp6",
+                                                                    "libbsd0", "libmd0")),
+            "usr/bin/xfoil", (),
+            "XFOIL (gfortran): a NACA 2412 aerofoil's panels and its viscous analysis at one angle, graphics "
+            "off", stdin=XFOIL_COMMANDS),
+    Program("povray", ("povray:armhf", *_armhf(
+        "libasound2", "libasyncns0", "libboost-thread1.74.0", "libbsd0", "libcaca0", "libdbus-1-3", "libdecor-0-0",
+        "libdeflate0", "libdrm2", "libelogind0", "libexpat1", "libffi8", "libflac12", "libgbm1", "libgcrypt20",
+        "libgpg-error0", "libimath-3-1-29", "libjbig0", "libjpeg62-turbo", "liblerc4", "liblz4-1", "liblzma5",
+        "libmd0", "libmp3lame0", "libmpg123-0", "libncursesw6", "libogg0", "libopenexr-3-1-30", "libopus0",
+        "libpng16-16", "libpulse0", "libsamplerate0", "libsdl1.2debian", "libsdl2-2.0-0", "libslang2", "libsndfile1",
+        "libtiff6", "libtinfo6", "libvorbis0a", "libvorbisenc2", "libwayland-client0", "libwayland-cursor0",
+        "libwayland-egl1", "libwayland-server0", "libwebp7", "libx11-6", "libx11-xcb1", "libxau6", "libxcb1",
+        "libxcursor1", "libxdmcp6", "libxext6", "libxfixes3", "libxi6", "libxkbcommon0", "libxrandr2", "libxrender1",
+        "libxss1", "libzstd1", "zlib1g", "libsystemd0", "libcap2")),
+            "usr/bin/povray", ("-GA", "+Iscene.pov", "+Oimage.ppm", "+FP", "+W64", "+H48", "-D", "+A0.3"),
+            "POV-Ray 3.7 (C++, boost threads: a render thread per core): reflections, CSG, a loop of "
+            "the scene language, antialiasing; the image to a file (its header holds the date: only the "
+            "progress lines are compared); its threads make its count vary",
+            files={"scene.pov": POVRAY_SCENE}, repeatable=False,
+            env={"LD_LIBRARY_PATH": "{root}/lib/arm-linux-gnueabihf:{root}/usr/lib/arm-linux-gnueabihf:"
+                                    "{root}/usr/lib/arm-linux-gnueabihf/pulseaudio"}),
+    Program("lsar", ("unar:armhf", *_armhf(
+        "libgnustep-base1.28", "libobjc4", "libwavpack1", "libicu72", "libbz2-1.0", "zlib1g", "libffi8", "libgmp10",
+        "libgnutls30", "libp11-kit0", "libidn2-0", "libunistring2", "libtasn1-6", "libnettle8", "libhogweed6",
+        "libxml2", "liblzma5", "libxslt1.1", "libgcrypt20", "libgpg-error0", "libavahi-client3", "libavahi-common3",
+        "libdbus-1-3", "libsystemd0", "libcap2", "liblz4-1", "libzstd1", "libgc1")),
+            "usr/bin/lsar", ("-l", "test.zip"),
+            "lsar of The Unarchiver (Objective-C on GNUstep: messages sent through the runtime's lookup, "
+            "XADMaster's parsers in the executable): lists a zip archive",
+            files={"test.zip": _zip_archive},
+            env={"LD_LIBRARY_PATH": "{root}/lib/arm-linux-gnueabihf:{root}/usr/lib/arm-linux-gnueabihf:"
+                                    "{root}/usr/lib"}),
+    Program("w3m", ("w3m:armhf", "libgc1:armhf", "libgpm2:armhf", "libssl3:armhf", "zlib1g:armhf", *TINFO),
+            "usr/bin/w3m", ("-dump", "-T", "text/html", "-cols", "72", "-no-graph", "page.html"),
+            "w3m (C, memory from the Boehm collector, which scans the executable's data for pointers): "
+            "an HTML page with a table, lists and preformatted text laid out as text",
+            files={"page.html": W3M_PAGE}),
+    Program("hugs", ("hugs:armhf", "libhugs-base-bundled:armhf", "libhugs-haskell98-bundled:armhf", *READLINE),
+            "usr/bin/runhugs", ("script.hs",),
+            "Hugs, a Haskell interpreter in C: type classes, lazy lists, sorting and grouping a file's words, read",
+            files={"script.hs": HUGS_SCRIPT}, env={"HUGSFLAGS": "-P" + ":".join(f"{{root}}/usr/lib/hugs/packages/{name}"
+                                             for name in ("hugsbase", "base", "haskell98"))}),
+    Program("fish_indent", ("fish:armhf", "libpcre2-32-0:armhf", *TINFO), "usr/bin/fish_indent", ("--ansi",),
+            "fish's formatter (C++, wide strings, libpcre2-32): indents and colours a fish script",
+            stdin=FISH_SCRIPT),
 ]}
 
 #: Files every run directory gets.
