@@ -194,6 +194,20 @@ def run_inhost(program: corpus.Program, binary: Path, env: dict[str, str]) -> Ou
     return Outcome(proc.stdout, proc.stderr, proc.returncode, time.perf_counter() - start)
 
 
+STD_LINKS = {"/dev/stdin": "/proc/self/fd/0", "/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/2"}
+
+
+def std_links_spoilt() -> str | None:
+    """What a run did to /dev/stdin, /dev/stdout or /dev/stderr, if anything: workloads name
+    them as files, and a program run as root that renames or unlinks its output file (as
+    some do on error) replaces the system's link, which every later run then misses."""
+    spoilt = [name for name, target in STD_LINKS.items() if not (os.path.islink(name) and os.readlink(name) == target)]
+    if not spoilt:
+        return None
+    return (f"replaced {', '.join(spoilt)} (restore: " +
+            "; ".join(f"ln -sf {STD_LINKS[name]} {name}" for name in spoilt) + ")")
+
+
 def run_rehost(program: corpus.Program, binary: Path, env: dict[str, str], address: str) -> Outcome:
     """Run the ReHost ``binary`` through the bridge to the server at ``address``."""
     from tests.support.rehost import run_rehost as bridge_run
@@ -278,6 +292,10 @@ def measure(name: str, tools: Sequence[str], modes: Sequence[str], runs: int, wo
         return row
     original = run_inhost(program, original_dir / "prog", env)
     row.times.append(original.seconds)
+    if spoilt := std_links_spoilt():
+        row.failure = f"the original {spoilt}"
+        bench.progress(f"{name}: FAILED {row.failure}")
+        return row
     executed = None
     if plugin is not None and program.repeatable:
         fresh_workdir(program, original_dir / "prog", binary, env)
@@ -295,7 +313,7 @@ def measure(name: str, tools: Sequence[str], modes: Sequence[str], runs: int, wo
             outcome = (run_rehost(program, run_dir / "prog", env, address) if mode == "rehost"
                        else run_inhost(program, run_dir / "prog", env))
             result.times.append(outcome.seconds)
-            result.difference = difference(original, outcome)
+            result.difference = std_links_spoilt() or difference(original, outcome)
             if mode == "inhost" and result.difference is None and not (run_dir / f"prog.{tool}.out").is_file():
                 # (ReHost's copy says so itself: its results are incomplete.)
                 result.difference = "no results file: the program's end was not seen"
