@@ -2,8 +2,9 @@
 
 samples/exclusive_windows.c: threads add to shared counters with word, halfword and byte
 exclusive pairs whose windows hold a load of a global (as Go's compare-and-swap reads
-runtime.goarm between its LDREX and STREX), with C11 atomics and a mutex (the
-compiler's and glibc's own pairs). A hook inside a window that takes the analysis lock
+runtime.goarm between its LDREX and STREX), with a compare-and-swap whose STREX is
+conditional (``it eq; strexeq``), with C11 atomics and a mutex (the compiler's and
+glibc's own pairs). A hook inside a window that takes the analysis lock
 (its LDREX/STREX) clears the monitor: the program's STREX fails, its loop runs the hook
 again, for ever. Before: memtrace's copies ran until killed (gigabytes of trace) in a
 static and a dynamic program alike, its ReHost copies died of SIGSEGV (records appended

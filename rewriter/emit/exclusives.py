@@ -15,9 +15,9 @@ else in the window may take locks and make records. The difference with the hard
 monitor: a value changed and changed back by another thread in between (ABA) lets the
 store succeed; a compare-and-swap loop, what exclusive pairs implement, cannot tell.
 
-Word, halfword, byte and doubleword pairs with a plain ``[rn]`` address, unconditional, are
-emulated; a procedure with any other exclusive (acquire/release, an offset, in an IT
-block, registers shared) keeps its pairs and its windows, where hooks use no exclusives
+Word, halfword, byte and doubleword pairs with a plain ``[rn]`` address are emulated,
+conditional ones too; a procedure with any other exclusive (acquire/release, an offset,
+registers shared) keeps its pairs and its windows, where hooks use no exclusives
 (ir.flow.exclusive_windows, docs/decisions/0093-exclusive-pairs-emulated.md).
 """
 
@@ -92,8 +92,6 @@ def open_windows(proc: Procedure, threads: bool) -> set[int]:
 
 def _exclusive(ins: Instruction) -> Exclusive | None:
     """``ins`` as an emulable exclusive, from its encoding; None if it is not one."""
-    if ins.in_it or ins.cond != AL:
-        return None
     found = _t32_exclusive(ins.raw) if ins.thumb else _a32_exclusive(ins.raw)
     if found is None:
         return None
@@ -141,7 +139,21 @@ def _a32_exclusive(raw: bytes) -> Exclusive | None:
 
 
 def emit_exclusive(code: Code, ins: Instruction, access: Exclusive) -> None:
-    """The copy of the emulated exclusive ``ins`` (emulated_exclusives), in its own instruction set."""
+    """The copy of the emulated exclusive ``ins`` (emulated_exclusives), in its own instruction
+    set. A conditional one (GCC's compare-and-swap: ``cmp; it eq; strexeq``) is the same
+    code behind a branch over it when its condition fails; the code keeps the flags, so the
+    rest of its IT block (given an IT each, as relocated) sees the same."""
+    body = _emulation(ins, access)
+    if ins.cond != AL:
+        skip = enc.invert_cond(ins.cond)
+        # B<cond>: T32's 16-bit T1 (PC = here + 4, so the body's length - 2) or A32's
+        code.emit(enc._hw(0xD000 | skip << 8 | (len(body) - 2) >> 1 & 0xFF) if ins.thumb
+                  else enc.a32_b(0, 4 + len(body), skip))
+    code.emit(body)
+
+
+def _emulation(ins: Instruction, access: Exclusive) -> bytes:
+    """The unconditional code of emit_exclusive."""
     thumb = ins.thumb
     to_d, from_d = (enc.t32_vmov_to_d, enc.t32_vmov_from_d) if thumb else (enc.a32_vmov_to_d, enc.a32_vmov_from_d)
     to_lane, from_lane = ((enc.t32_vmov_to_lane, enc.t32_vmov_from_lane) if thumb
@@ -149,9 +161,8 @@ def emit_exclusive(code: Code, ins: Instruction, access: Exclusive) -> None:
     rn, double = access.rn, access.size == DOUBLE
     if not access.store:
         # The load as it is, then what it read and where: rn differs from rt and rt2, so it is still there.
-        code.emit(ins.raw + to_d(SAVED_EXCLUSIVE, rn, access.rt)
-                  + (to_lane(SAVED_HIGH, access.rt2) if double else b""))
-        return
+        return (ins.raw + to_d(SAVED_EXCLUSIVE, rn, access.rt)
+                + (to_lane(SAVED_HIGH, access.rt2) if double else b""))
     x, x2, y = _temps(access, thumb)
     sub = enc.t32_sub_reg if thumb else enc.a32_sub_reg
     if thumb:
@@ -173,7 +184,7 @@ def emit_exclusive(code: Code, ins: Instruction, access: Exclusive) -> None:
               ("label", "fail, clear"), _T32_CLREX if thumb else _A32_CLREX,
               ("label", "fail"), status_one,  # mov rd, #1 without flags: the store did not happen
               ("label", "done"), restore]
-    code.emit(_assemble(parts, thumb))
+    return _assemble(parts, thumb)
 
 
 def _temps(access: Exclusive, thumb: bool) -> tuple[int, int, int]:
