@@ -145,10 +145,8 @@ def emit_exclusive(code: Code, ins: Instruction, access: Exclusive) -> None:
     rest of its IT block (given an IT each, as relocated) sees the same."""
     body = _emulation(ins, access)
     if ins.cond != AL:
-        skip = enc.invert_cond(ins.cond)
-        # B<cond>: T32's 16-bit T1 (PC = here + 4, so the body's length - 2) or A32's
-        code.emit(enc._hw(0xD000 | skip << 8 | (len(body) - 2) >> 1 & 0xFF) if ins.thumb
-                  else enc.a32_b(0, 4 + len(body), skip))
+        # B<not cond> past the body (4 bytes in either instruction set)
+        code.emit((enc.t32_b if ins.thumb else enc.a32_b)(0, 4 + len(body), enc.invert_cond(ins.cond)))
     code.emit(body)
 
 
@@ -179,10 +177,10 @@ def _emulation(ins: Instruction, access: Exclusive) -> bytes:
         parts = [to_d(PARK, x, y), from_d(x, y, SAVED_EXCLUSIVE), sub(x, x, rn), ("if nonzero", x, "fail"),
                  load, sub(x, x, y)]
         restore = from_d(x, y, PARK)
-    status_one = enc._hw(0xF04F, access.rd << 8 | 1) if thumb else enc._w(0xE3A00001 | access.rd << 12)
+    status_one = (enc.t32_movw if thumb else enc.a32_movw)(access.rd, 1)
     parts += [("if nonzero", x, "fail, clear"), ins.raw, ("branch", "done"),
               ("label", "fail, clear"), _T32_CLREX if thumb else _A32_CLREX,
-              ("label", "fail"), status_one,  # mov rd, #1 without flags: the store did not happen
+              ("label", "fail"), status_one,  # movw rd, #1 (flags kept): the store did not happen
               ("label", "done"), restore]
     return _assemble(parts, thumb)
 
