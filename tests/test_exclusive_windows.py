@@ -10,11 +10,16 @@ again, for ever. Before: memtrace's copies ran until killed (gigabytes of trace)
 static and a dynamic program alike, its ReHost copies died of SIGSEGV (records appended
 without the lock by several threads). The copy now runs the pairs as compare-and-swap.
 
+Built for ARMv8 the C11 atomics are LDAEX/STLEX pairs (byte to doubleword), which ran
+for ever under memtrace before decision 0096 emulated them too; and a STREX after CLREX
+must fail (the sample's store_after), which an emulated one did not (it found its address
+and value unchanged and stored).
+
 Checked: the copies print what the original prints and exit 0, which the sample does only
-when every total is exact (a pair that lost atomicity drops increments); memtrace's trace
-holds, for each window, as many loads at its LDREX as at the load inside and stores at its
-STREX (one of each per attempt); with one thread (no retries) those counts equal qemu's
-count of the instructions (``-singlestep -d exec,nochain``).
+when every total is exact (a pair that lost atomicity drops increments) and the STREX after
+CLREX failed; memtrace's trace holds, for each window, as many loads at its LDREX as at
+the load inside and stores at its STREX (one of each per attempt); with one thread (no
+retries) those counts equal qemu's count of the instructions (``-singlestep -d exec,nochain``).
 """
 
 from __future__ import annotations
@@ -79,11 +84,15 @@ def _check_windows(trace: Counter[tuple[int, str]], windows: dict[str, tuple[int
             (name, attempts, trace[load, "L"], trace[strex, "S"])
 
 
-# Static T32 and A32 (glibc's locks inside), dynamic T32 (the program's own pairs alone).
-VARIANTS = [("Os-thumb-static", []), ("O2-arm-static", []), ("O2-thumb-dyn", ["-no-pie"])]
+# Static T32 and A32 (glibc's locks inside), dynamic T32 (the program's own pairs alone);
+# built for ARMv8, whose C11 atomics are acquire/release pairs (LDAEX/STLEX, LDAEXB...).
+ARMV8 = ["-march=armv8-a+simd"]
+VARIANTS = [("Os-thumb-static", []), ("O2-arm-static", []), ("O2-thumb-dyn", ["-no-pie"]),
+            ("O2-thumb-dyn", ["-no-pie", *ARMV8]), ("O2-arm-static", ARMV8)]
+IDS = ["thumb-static", "arm-static", "thumb-dyn", "armv8-thumb-dyn", "armv8-arm-static"]
 
 
-@pytest.mark.parametrize(("variant", "extra"), VARIANTS)
+@pytest.mark.parametrize(("variant", "extra"), VARIANTS, ids=IDS)
 def test_memtrace_inside_exclusive_windows(variant: str, extra: list[str], tmp_path: Path) -> None:
     binary = build("exclusive_windows", variant, extra)
     assert load_binary(str(binary)).threaded
