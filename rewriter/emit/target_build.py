@@ -71,7 +71,7 @@ LINUX = Toolchain("arm-linux-gnueabihf-", ("-march=armv7-a+fp",), "arm")
 LINUX_KEEPING_R10 = Toolchain("arm-linux-gnueabihf-", ("-march=armv7-a+fp", "-ffixed-r10"), "arm")
 # On boards the results' output buffer is 1 KiB, not 4: 3 KiB less RAM, which boards with
 # 8 KiB of it need (decision 0091).
-_CORTEX_M_DEFINES = ("-DANVIL_OUT_BUF_SIZE=1024",)
+_CORTEX_M_DEFINES = ("-DANVIL_OUT_BUF_SIZE=1024", "-DANVIL_BARE_METAL")
 CORTEX_M = Toolchain("arm-none-eabi-", ("-march=armv7-m", "-mfloat-abi=soft"), "cortexm", _CORTEX_M_DEFINES)
 CORTEX_M_DSP = Toolchain("arm-none-eabi-", ("-march=armv7e-m", "-mfloat-abi=soft"), "cortexm", _CORTEX_M_DEFINES)
 

@@ -3,6 +3,7 @@
 #include "anvil_rt.h"
 
 #define SYS_exit 1
+#define SYS_pread64 180
 #define SYS_write 4
 #define SYS_open 5
 #define SYS_close 6
@@ -499,7 +500,43 @@ int anvil_open_write(const char *path)
         named[n] = 0;
         path = named;
     }
-    return (int)anvil_syscall(SYS_open, (long)path, 01 | 0100 | 01000 | 0400000, 0644, 0, 0, 0);
+    /* O_RDWR: a child forked later reads what was written before the fork (below) */
+    return (int)anvil_syscall(SYS_open, (long)path, 02 | 0100 | 01000 | 0400000, 0644, 0, 0, 0);
+}
+
+/* A child forked after its parent opened a results file (a tool that writes as the program
+ * runs: memtrace's trace) shares the file and the offset with it, and holds a copy of the
+ * parent's buffer: both would write into the one file, the records made before the fork
+ * twice. So on its first write the child opens a file of its own (path.<pid>, as the
+ * results of a child's other tools) and copies into it what the parent had written at the
+ * fork (``written``: the child's memory is the parent's as it was then, and the parent
+ * only appends), then writes its buffer (the rest of the parent's records up to the fork)
+ * and its own records: the parent's results up to the fork, then the child's, as a ReHost
+ * session of a forked child begins with its parent's stream. */
+int anvil_output_of_this_process(int fd, const char *path, long *owner, uint64_t written)
+{
+    static char copying[4096];
+    long me = anvil_forked_child();
+    if (me == *owner || fd < 0)
+        return fd;
+    int own = anvil_open_write(path);
+    for (uint64_t at = 0; own >= 0 && at < written;) {
+        uint32_t want = written - at < sizeof copying ? (uint32_t)(written - at) : sizeof copying;
+        /* ARM EABI: the 64-bit offset in an even register pair, after a pad */
+        long got = anvil_syscall(SYS_pread64, fd, (long)copying, want, 0, (long)(uint32_t)at, (long)(at >> 32));
+        if (got <= 0)
+            break;
+        for (long done = 0; done < got;) {
+            long n = anvil_write_fd(own, copying + done, (uint32_t)(got - done));
+            if (n <= 0)
+                break;
+            done += n;
+        }
+        at += (uint64_t)got;
+    }
+    anvil_close(fd);
+    *owner = me;
+    return own;
 }
 
 void anvil_close(int fd) { anvil_syscall(SYS_close, fd, 0, 0, 0, 0, 0); }

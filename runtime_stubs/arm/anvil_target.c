@@ -21,14 +21,24 @@ uint32_t anvil_xlate(uint32_t target, const uint32_t *table)
 
 static int out_fd = -1;
 
+static const char *out_path;  /* the tool's results path (a string of the image) */
+static long out_owner;        /* the process that opened out_fd (anvil_forked_child) */
+static uint64_t out_written;  /* what that process wrote to it */
+
 int anvil_sink_open(const char *path)
 {
+    out_path = path;
+    out_owner = anvil_forked_child();
+    out_written = 0;
     out_fd = anvil_open_write(path);
     return out_fd;
 }
 
 void anvil_sink_write(const char *buf, uint32_t len)
 {
+    /* A tool that writes as the program runs (memtrace) opened its file before the program
+     * forked: the child goes on in a file of its own (anvil_output_of_this_process). */
+    out_fd = anvil_output_of_this_process(out_fd, out_path, &out_owner, out_written);
     uint32_t done = 0;
     while (done < len) {
         long n = anvil_write_fd(out_fd, buf + done, len - done);
@@ -36,10 +46,12 @@ void anvil_sink_write(const char *buf, uint32_t len)
             break;
         done += (uint32_t)n;
     }
+    out_written += done;
 }
 
 void anvil_sink_close(void)
 {
+    out_fd = anvil_output_of_this_process(out_fd, out_path, &out_owner, out_written);
     anvil_close(out_fd);
     out_fd = -1;
 }
