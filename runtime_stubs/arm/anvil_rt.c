@@ -4,6 +4,7 @@
 
 #define SYS_exit 1
 #define SYS_pread64 180
+#define SYS_fcntl64 221
 #define SYS_write 4
 #define SYS_open 5
 #define SYS_close 6
@@ -483,9 +484,19 @@ static void hook_library_exits(uint32_t bias, const struct anvil_header *h)
 
 /* ---------------------------------------------------------------- files */
 
+/* The lowest descriptor a results file is given: above the program's own (and ReHost's
+ * channel, 1000), as Valgrind keeps its files at the top of the table. A file opened at the
+ * start (memtrace's trace) would otherwise take the program's first free descriptor: the
+ * program's own files would get other numbers than in the original, and a program that
+ * closes or reuses descriptors it did not open (tcsh moves its own to 16-19 and closes
+ * the rest) would cut the trace short or have it written into its own files. */
+#define RESULTS_FD_MIN 1001
+
+#define F_DUPFD_CLOEXEC 1030
+
 /* A forked child writes its results beside its parent's, to ``path.<pid>`` (as
  * valgrind's %p): the parent's file stays the parent's whichever exits last. */
-int anvil_open_write(const char *path)
+static int open_results(const char *path, long flags)
 {
     char named[512];
     long child = anvil_forked_child();
@@ -500,9 +511,22 @@ int anvil_open_write(const char *path)
         named[n] = 0;
         path = named;
     }
-    /* O_RDWR: a child forked later reads what was written before the fork (below) */
-    return (int)anvil_syscall(SYS_open, (long)path, 02 | 0100 | 01000 | 0400000, 0644, 0, 0, 0);
+    long fd = anvil_syscall(SYS_open, (long)path, flags, 0644, 0, 0, 0);
+    if (fd < 0)
+        return (int)fd;
+    long high = anvil_syscall(SYS_fcntl64, fd, F_DUPFD_CLOEXEC, RESULTS_FD_MIN, 0, 0, 0);
+    if (high < 0)  /* a table smaller than that (ulimit -n): where it was */
+        return (int)fd;
+    anvil_close((int)fd);
+    return (int)high;
 }
+
+/* O_RDWR: a child forked later reads what was written before the fork (below); O_CLOEXEC */
+int anvil_open_write(const char *path) { return open_results(path, 02 | 0100 | 01000 | 0400000); }
+
+/* The same file again, to write on at its end: a program that closes every descriptor
+ * (closefrom) closed the one it had. */
+int anvil_reopen_write(const char *path) { return open_results(path, 02 | 02000 | 0400000); }
 
 /* A child forked after its parent opened a results file (a tool that writes as the program
  * runs: memtrace's trace) shares the file and the offset with it, and holds a copy of the

@@ -40,8 +40,14 @@ void anvil_sink_write(const char *buf, uint32_t len)
      * forked: the child goes on in a file of its own (anvil_output_of_this_process). */
     out_fd = anvil_output_of_this_process(out_fd, out_path, &out_owner, out_written);
     uint32_t done = 0;
+    int reopened = 0;
     while (done < len) {
         long n = anvil_write_fd(out_fd, buf + done, len - done);
+        if (n == -9 && !reopened) {  /* EBADF: the program closed it (closefrom): open it again */
+            reopened = 1;
+            out_fd = anvil_reopen_write(out_path);
+            continue;
+        }
         if (n <= 0)
             break;
         done += (uint32_t)n;
