@@ -5,6 +5,7 @@
 #define SYS_exit 1
 #define SYS_pread64 180
 #define SYS_fcntl64 221
+#define SYS_getcwd 183
 #define SYS_write 4
 #define SYS_open 5
 #define SYS_close 6
@@ -231,6 +232,8 @@ uint32_t anvil_call_lock[2] __attribute__((aligned(8)));
 
 /* The process the program started as: a forked child's results are its own (below). */
 static long start_pid;
+/* The directory it started in: results files named relative to it (open_results). */
+static char start_dir[4096];
 
 long anvil_forked_child(void)
 {
@@ -274,6 +277,8 @@ static void map_and_start(uint32_t bias, const struct anvil_header *h, const cha
     }
     anvil_bias = bias;
     start_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
+    if (anvil_syscall(SYS_getcwd, (long)start_dir, sizeof start_dir, 0, 0, 0, 0) <= 0)
+        start_dir[0] = 0;
     if (bias && h->npatches) {
         /* The jumps' literals are all in the text segment: one write window over the
            pages from the lowest to the highest (with original return addresses a large
@@ -495,22 +500,27 @@ static void hook_library_exits(uint32_t bias, const struct anvil_header *h)
 #define F_DUPFD_CLOEXEC 1030
 
 /* A forked child writes its results beside its parent's, to ``path.<pid>`` (as
- * valgrind's %p): the parent's file stays the parent's whichever exits last. */
+ * valgrind's %p): the parent's file stays the parent's whichever exits last. A relative
+ * path names a file in the directory the program started in, wherever it has gone since
+ * (a program that changes directory wrote its counts there, and ``anvil run`` found none). */
 static int open_results(const char *path, long flags)
 {
-    char named[512];
+    static char named[sizeof start_dir + 512];
+    uint32_t n = 0;
+    if (path[0] != '/' && start_dir[0]) {
+        while (start_dir[n])
+            named[n] = start_dir[n], n++;
+        named[n++] = '/';
+    }
+    for (uint32_t k = 0; path[k] && n < sizeof named - 22; k++)
+        named[n++] = path[k];
     long child = anvil_forked_child();
     if (child) {
-        uint32_t n = 0;
-        while (path[n] && n < sizeof named - 22) {
-            named[n] = path[n];
-            n++;
-        }
         named[n++] = '.';
         n += (uint32_t)anvil_decimal(named + n, (uint64_t)child);
-        named[n] = 0;
-        path = named;
     }
+    named[n] = 0;
+    path = named;
     long fd = anvil_syscall(SYS_open, (long)path, flags, 0644, 0, 0, 0);
     if (fd < 0)
         return (int)fd;
