@@ -185,14 +185,18 @@ def _add_runtime_hooks(binary: Binary) -> None:
         immediate_exits = {entry for entry, name in binary.plt.items() if name in ("_exit", "_Exit")}
         jumps_out = plt_jumps_out(binary, immediate_exits)
         ends = {jump.address for jump in jumps_out.values()}
-        binder = next((p for p in binary.procedures if p.address == binary.binder), None) if ends else None
+        execs = {jump.address for jump in plt_jumps_out(
+            binary, {entry for entry, name in binary.plt.items() if name in EXEC_FUNCTIONS}).values()}
+        binder = next((p for p in binary.procedures if p.address == binary.binder), None) if ends | execs else None
         binder_jump = _jump_out(binder)
         _end_after_the_fini_array(binary)
         for proc in binary.procedures:
             if proc.address == binary.fini or (binary.fini is None and proc.name == "_fini"):
                 proc.hooks.append(Hook(Point.BEFORE, end, ()))
-            for ins in proc.instructions() if immediate_exits else ():
-                if ins.address in ends:
+            for ins in proc.instructions() if immediate_exits or execs else ():
+                if ins.address in execs:
+                    ins.add_hook(Hook(Point.BEFORE, EXEC_JUMP, (Arg.EFFADDR, binary.binder if binder_jump else 0)))
+                elif ins.address in ends:
                     ins.add_hook(Hook(Point.BEFORE, EXIT_JUMP, (Arg.EFFADDR, binary.binder))
                                      if binder_jump is not None else Hook(Point.BEFORE, end, ()))
                 elif ins.branch_target in immediate_exits and ins.branch_target not in jumps_out:
@@ -311,6 +315,11 @@ SIGNAL_ACTION_SYSCALL = Prototype("anvil_signal_action", (Arg.REG_VALUE, Arg.REG
 
 # Before the jump out of _exit's PLT entry: the end, or where the lazy binder takes over.
 EXIT_JUMP = Prototype("anvil_exit_jump", (Arg.EFFADDR, Arg.CONST))
+# The same before the jump out of an exec function's entry: the process becomes another
+# program, and no exit runs (decision 0101).
+EXEC_FUNCTIONS = frozenset(("execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle", "fexecve",
+                            "execveat"))
+EXEC_JUMP = Prototype("anvil_exec_jump", (Arg.EFFADDR, Arg.CONST))
 
 
 def plt_jumps_out(binary: Binary, entries: set[int]) -> dict[int, Instruction]:
@@ -340,9 +349,10 @@ def _jump_out(proc: Procedure | None) -> Instruction | None:
 
 
 # The calls that may end a program (what anvil_on_syscall looks for): semihosting's
-# SYS_EXIT and SYS_EXIT_EXTENDED; Linux's exit and exit_group.
+# SYS_EXIT and SYS_EXIT_EXTENDED; Linux's exit and exit_group, and execve and execveat,
+# which make the process another program.
 ENDING_SEMIHOSTING_CALLS = frozenset((0x18, 0x20))
-ENDING_LINUX_CALLS = frozenset((1, 248))
+ENDING_LINUX_CALLS = frozenset((1, 248, 11, 387))
 
 
 def may_end_program(binary: Binary, call: Instruction, number: int, jumped_to: set[int]) -> bool:

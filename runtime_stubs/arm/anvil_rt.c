@@ -6,6 +6,11 @@
 #define SYS_pread64 180
 #define SYS_fcntl64 221
 #define SYS_getcwd 183
+#define SYS_execve 11
+#define SYS_execveat 387
+#define SYS_clone 120
+#define SYS_wait4 114
+#define SIGCHLD_ 17
 #define SYS_write 4
 #define SYS_open 5
 #define SYS_close 6
@@ -355,10 +360,49 @@ uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t
 
 /* Hook before every system call instruction: exit_group ends the program, and so does
  * exit unless the program starts threads (then exit ends one: glibc's pthread_exit). */
+/* Before an exec (decision 0101): the process becomes another program and no exit runs,
+ * so the results are written now, as at the end. By a forked copy of the process, which
+ * writes them and exits while this one waits: the end changes what it reads (derived
+ * counts go into their slots, files are closed), and should the exec fail the program
+ * goes on counting in the memory it had, and its own end writes the results again. The
+ * copy takes this process's place for the results' names (start_pid). ReHost: the end
+ * itself (the stream is this process's; records after a failed exec are dropped). Only
+ * in the process the program started as: a forked child (a vfork child shares its
+ * parent's memory, the runtime's state with it) keeps the children's rule, results at its
+ * exit. */
+__attribute__((weak)) int anvil_records_to_host(void) { return 0; }
+void anvil_sink_copy_ended(void);
+
+static void before_exec(void)
+{
+    if (anvil_forked_child())
+        return;
+    if (anvil_records_to_host()) {
+        anvil_program_end();
+        return;
+    }
+    long pid = anvil_syscall(SYS_clone, SIGCHLD_, 0, 0, 0, 0, 0);  /* fork */
+    if (pid == 0) {
+        start_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
+        anvil_program_end();
+        anvil_syscall(SYS_exit_group, 0, 0, 0, 0, 0, 0);
+    }
+    if (pid > 0) {
+        int status;
+        while (anvil_syscall(SYS_wait4, pid, (long)&status, 0x40000000 /* __WALL */, 0, 0, 0) == -4 /* EINTR */)
+            ;
+        anvil_sink_copy_ended();
+    } else {
+        anvil_program_end();  /* no copy could be made: the end here (a failed exec loses the rest) */
+    }
+}
+
 void anvil_on_syscall(uint32_t nr, uint32_t exit_ends_program)
 {
     if (nr == SYS_exit_group || (nr == SYS_exit && exit_ends_program))
         anvil_program_end();
+    else if (nr == SYS_execve || nr == SYS_execveat)
+        before_exec();
 }
 
 /* _exit's PLT entry, before its jump out of the executable through GOT slot ``slot``
@@ -392,11 +436,27 @@ void anvil_fini_array_end(uint32_t has_fini)
         anvil_program_end();
 }
 
-/* PLT0, before its jump to the dynamic linker: the end, when _exit is being bound. */
+/* An exec function's PLT entry, before its jump out: the same, for before_exec. */
+static uint32_t exec_through_binder;
+
+void anvil_exec_jump(uint32_t slot, uint32_t binder)
+{
+    if (binder && *(const uint32_t *)slot == binder + anvil_bias)
+        exec_through_binder = 1;
+    else
+        before_exec();
+}
+
+/* PLT0, before its jump to the dynamic linker: the end, when _exit is being bound (an
+ * exec function: before_exec). */
 void anvil_binder_jump(void)
 {
     if (exit_through_binder)
         anvil_program_end();
+    else if (exec_through_binder) {
+        exec_through_binder = 0;
+        before_exec();
+    }
 }
 
 /* ---------------------------------------------------------------- libraries' _exit */
