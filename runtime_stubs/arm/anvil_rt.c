@@ -10,7 +10,6 @@
 #define SYS_execveat 387
 #define SYS_clone 120
 #define SYS_wait4 114
-#define SIGCHLD_ 17
 #define SYS_write 4
 #define SYS_open 5
 #define SYS_close 6
@@ -381,7 +380,9 @@ static void before_exec(void)
         anvil_program_end();
         return;
     }
-    long pid = anvil_syscall(SYS_clone, SIGCHLD_, 0, 0, 0, 0, 0);  /* fork */
+    /* fork (SIGCHLD at its exit: qemu-user's fork needs it; a SIGCHLD handler of the
+     * program finds the copy already reaped) */
+    long pid = anvil_syscall(SYS_clone, 17 /* SIGCHLD */, 0, 0, 0, 0, 0);
     if (pid == 0) {
         start_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
         anvil_program_end();
