@@ -26,8 +26,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from rehost.server import Library, start_server
-from tests.support.rehost import run_rehost
+from tests.support.rehost import run_rehost_alone
 from tests.support.run import assert_same_behaviour, instrument, place, run_prog
 from tests.support.samples import build, symbol_span
 
@@ -57,12 +56,8 @@ def test_trace_outside_the_programs_descriptors(args: list[str], tmp_path: Path)
     said = int(re.search(rb"stores into the table: (\d+)", original.stdout).group(1))
     assert _table_stores(binary, inhost.cwd / "prog.memtrace.out") == said
 
-    srv, port = start_server(Library(None), log=None)
-    try:
-        rehost, outcome = run_rehost(instrument(binary, "memtrace", tmp_path, "--mode", "rehost", fmt="text",
-                                                slot="rhst"), f"127.0.0.1:{port}", args)
-    finally:
-        srv.stop(None)
+    rehost, outcome = run_rehost_alone(instrument(binary, "memtrace", tmp_path, "--mode", "rehost", fmt="text",
+                                                  slot="rhst"), args)
     assert_same_behaviour(original, rehost)
     assert outcome.summary is not None and outcome.summary.complete == (not args), outcome.error
     if not args:

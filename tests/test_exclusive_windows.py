@@ -31,10 +31,9 @@ import capstone
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from rehost.server import Library, start_server
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.rehost import run_rehost
+from tests.support.rehost import run_rehost_alone
 from tests.support.run import assert_same_behaviour, instrument, place, run_prog
 from tests.support.samples import build
 
@@ -125,12 +124,8 @@ def test_rehost_and_counters_inside_exclusive_windows(tmp_path: Path) -> None:
     original = run_prog(placed)
     for tool in ("inscount", "cachesim"):
         assert_same_behaviour(original, run_prog(instrument(binary, tool, tmp_path, slot=tool[:4]), timeout=120))
-    srv, port = start_server(Library(None), log=None)
-    try:
-        rehost, outcome = run_rehost(instrument(binary, "memtrace", tmp_path, "--mode", "rehost", fmt="text",
-                                                slot="rhst"), f"127.0.0.1:{port}")
-    finally:
-        srv.stop(None)
+    rehost, outcome = run_rehost_alone(instrument(binary, "memtrace", tmp_path, "--mode", "rehost", fmt="text",
+                                                  slot="rhst"))
     assert_same_behaviour(original, rehost)
     assert outcome.summary is not None and outcome.summary.complete, outcome.error
     _check_windows(_trace(rehost.cwd / "prog.memtrace.out"), _windows(binary), 4 * ROUNDS)

@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from rehost.server import Library, start_server
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.rehost import run_rehost
+from tests.support.rehost import run_rehost_alone
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
 from tests.support.samples import build
 
@@ -45,12 +44,8 @@ def test_results_before_an_exec(variant: str, args: list[str], tmp_path: Path,
     trace = results(traced, "memtrace")  # one JSON document: the end written once
     assert trace["accesses"] == len(trace["records"]) > 0
     if not args:  # ReHost: the end before the exec too
-        srv, port = start_server(Library(None), log=None)
-        try:
-            rehost, outcome = run_rehost(instrument(binary, "inscount", tmp_path, "--mode", "rehost", slot="rhst"),
-                                         f"127.0.0.1:{port}", args)
-        finally:
-            srv.stop(None)
+        rehost, outcome = run_rehost_alone(instrument(binary, "inscount", tmp_path, "--mode", "rehost", slot="rhst"),
+                                           args)
         assert_same_behaviour(original, rehost)
         assert outcome.summary is not None and outcome.summary.complete, outcome.error
         assert results(rehost, "inscount") == results(copy, "inscount")

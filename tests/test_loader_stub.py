@@ -23,10 +23,9 @@ from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
 
-from rehost.server import Library, start_server
 from rewriter.emit.target_build import stub_size
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.rehost import run_rehost
+from tests.support.rehost import run_rehost_alone
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
 from tests.support.samples import build, stripped
 
@@ -75,11 +74,6 @@ def test_stub_in_pieces_where_no_place_holds_it_whole(tmp_path: Path) -> None:
     assert 0 < results(copy, "inscount")["total"] <= qemu_total
 
     assert_same_behaviour(original, run_prog(instrument(binary, "cachesim", tmp_path, slot="cach")))
-    srv, port = start_server(Library(None), log=None)
-    try:
-        rehost, outcome = run_rehost(instrument(binary, "inscount", tmp_path, "--mode", "rehost", slot="rhst"),
-                                     f"127.0.0.1:{port}")
-    finally:
-        srv.stop(None)
+    rehost, outcome = run_rehost_alone(instrument(binary, "inscount", tmp_path, "--mode", "rehost", slot="rhst"))
     assert_same_behaviour(original, rehost)
     assert outcome.summary is not None and outcome.summary.complete, outcome.error
