@@ -22,7 +22,7 @@ def pytest_configure(config: pytest.Config) -> None:
     ``--maxschedchunk 1``; decision 0095), unless the command line says otherwise. xdist's
     default first hands each worker an eighth of the tests in a row: the first worker's
     eighth was the longest modules (the order below), more than half of the run's time,
-    and the second worker idled for the last eight minutes of a 32-minute run."""
+    and the second worker idled for the last 6 to 8 minutes of a 32-minute run."""
     if getattr(config.option, "maxschedchunk", 0) is None:
         config.option.maxschedchunk = 1
 
