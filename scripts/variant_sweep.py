@@ -40,7 +40,7 @@ REHOST_VARIANTS = ["O3-unroll", "O2-lto", "O2-rodata-first-static", "clang-O2-lt
 def run_one(sample: str, variant: str, stripped: bool, tools: list[str], modes: list[str],
             server: str | None) -> list[tuple[str, str]]:
     """Build ``sample`` in ``variant`` and judge each tool/mode on it (tests/support/sweep.py)."""
-    from tests.support.samples import SampleBuildError, build
+    from tests.support.samples import SampleBuildError, build, lib_root, run_environment
     from tests.support.sweep import judge_build
 
     try:
@@ -49,7 +49,8 @@ def run_one(sample: str, variant: str, stripped: bool, tools: list[str], modes: 
         reason = "not built: " + str(exc).strip().splitlines()[-1][:100]
         return [(f"{tool}/{mode}", reason) for tool in tools for mode in modes]
     with tempfile.TemporaryDirectory(prefix="sweep.") as tmp:
-        return judge_build(sample, binary, stripped, tools, modes, Path(tmp), server)
+        return judge_build(sample, binary, stripped, tools, modes, Path(tmp), server, run_environment(variant),
+                           lib_root(variant))
 
 
 def sweep(combos: list[tuple[str, str, bool]], tools: list[str], rehost: set[str], jobs: int) -> int:

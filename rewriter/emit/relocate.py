@@ -613,7 +613,13 @@ def _relocate(ins: Instruction, isa: ISA, code: Code, ctx: RelocationContext, pr
         _direct(ins, name, isa, code, ctx)
         return False
     if ins.writes_pc:
-        if ins.is_return or ins.is_call:
+        # A call that the `mov lr, pc` before it links (is_link_move): LR is set already, the
+        # branch itself is a jump; reading PC (a literal), it is relocated as one, below.
+        linked = _linked(ins)
+        if linked and not ins.reads_pc:
+            _copy(ins, code)
+            return False
+        if (ins.is_return or ins.is_call) and not linked:
             if ins.reads_pc:
                 raise Unsupported(f"{ins}: return or call reading PC")
             if ins.is_call and ctx.original_returns and ins.end not in ctx.relocated_returns:
@@ -641,10 +647,40 @@ def _relocate(ins: Instruction, isa: ISA, code: Code, ctx: RelocationContext, pr
         _translated_jump(ins, name, isa, code, ctx)
         return True
     if ins.reads_pc:
+        call = _linked_call(ins, ctx)
+        if call is not None:
+            _under(isa, code, ins, lambda: isa.pc_address(code, LR, ins_label(call.end)))
+            return False
         _pc_relative(ins, name, isa, code, ctx)
         return False
     _copy(ins, code)
     return False
+
+
+def _linked(ins: Instruction) -> bool:
+    """A call that the ``mov lr, pc`` before it links (arm_decode.is_link_move), not a BL/BLX."""
+    return ins.is_call and ins.name not in ("bl", "blx")
+
+
+def _linked_call(move: Instruction, ctx: RelocationContext) -> Instruction | None:
+    """The call ``move`` links when it is its ``mov lr, pc`` (arm_decode.is_link_move) and the
+    call leaves a relocated return address: LR is then the copy's return site (its hooks
+    included), as a BL in the copy leaves. With original return addresses the original
+    PC is right (the return site gets a jump), and _pc_relative gives it."""
+    if move.thumb or move.name != "mov" or move.op_str != "lr, pc":
+        return None
+    block = move.block
+    insns = block.instructions
+    at = insns.index(move)
+    if at + 1 < len(insns):
+        call = insns[at + 1]
+    else:  # the call starts the next block (a procedure with a computed jump has one per instruction)
+        blocks = block.procedure.blocks
+        after = blocks.index(block) + 1
+        call = blocks[after].instructions[0] if after < len(blocks) else None
+    if call is None or not call.is_call or call.address != move.end or call.end not in ctx.relocated:
+        return None
+    return call if not ctx.original_returns or call.end in ctx.relocated_returns else None
 
 
 def _direct(ins: Instruction, name: str, isa: ISA, code: Code, ctx: RelocationContext) -> None:
@@ -741,7 +777,7 @@ def translated_jump(ins: Instruction) -> bool:
     """``ins`` jumps to a target computed at run time, which the relocated code looks up in
     its procedure's table (``_translated_jump``): not a return, a call, a jump through a
     pointer in memory or to a literal."""
-    if not ins.writes_pc or ins.branch_target is not None or ins.is_return or ins.is_call:
+    if not ins.writes_pc or ins.branch_target is not None or ins.is_return or (ins.is_call and not _linked(ins)):
         return False
     return not _literal_jump(ins) and not _through_pointer_slot(ins, ins.name)
 
