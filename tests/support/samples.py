@@ -89,9 +89,10 @@ CLANG_VARIANTS: dict[str, list[str]] = {
 #: optimisations, link-time optimisation, link and layout options, NEON, C++ runtimes.
 #: Name -> (compiler, flags); compiler "gcc" (the cross gcc/g++), "clang" (with
 #: CLANG_BASE) or "armel" (ARMEL_CC: Debian's soft-float port; run with lib_root()).
-#: run_environment() gives the variables some of them run with (ASan, gcov).  ``@rodata-first.ld`` stands for a GNU ld script (rodata_first_script):
-#: .rodata before .text, the text segment at an unusual address.  (No ``-static-pie``:
-#: Debian's armhf glibc has no rcrt1.o.)
+#: run_environment() gives the variables some of them run with (ASan, gcov).
+#: ``@rodata-first.ld`` stands for a GNU ld script (rodata_first_script): .rodata before
+#: .text, the text segment at an unusual address.  (No ``-static-pie``: Debian's armhf
+#: glibc has no rcrt1.o.)
 SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "O3": ("gcc", ["-g", "-O3"]),
     "O3-unroll": ("gcc", ["-g", "-O3", "-funroll-loops"]),
