@@ -1,0 +1,60 @@
+"""A32 code as compilers for ARMv4T/ARMv5 write it, and gprof's profiling (decision 0094).
+
+Debian's armel port (soft-float, ARMv5TE) showed three classes that its armhf build never
+meets, reproduced in samples/armv5_idioms.c, which the armhf compiler builds:
+
+- A call linked by ``mov lr, pc`` before a jump through a register (glibc's armel atomics
+  call the kernel's __kuser_cmpxchg so; ARMv4T code calls through pointers so). The copy's
+  ``mov lr, pc`` left the original return address in LR, and the callee returned into the
+  original code, which ran on uninstrumented (a static armel program's count was 3,300
+  short in its printf and locks).
+- The same call in a procedure with a computed jump, where every instruction is a block of
+  its own: the call starts the block after its ``mov lr, pc``.
+- A switch whose bound is a literal (no MOVW before ARMv6T2): in a stripped program its
+  cases were not found, and the jump ran them in place (Debian's armel grep: 3,169 short).
+
+And a program built with ``-pg``: gprof's ``__gnu_mcount_nc`` records each call's arc from
+the return addresses it sees, and writes only those in the original text; with relocated
+return addresses the copy's gmon.out had no arcs at all.
+
+Oracles: the original's behaviour, qemu's count of the instructions it runs, the gmon.out
+the original writes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog, traced_original
+from tests.support.samples import build, stripped
+from tests.support.sweep import gmon_profile
+
+
+@pytest.mark.parametrize(("strip", "returns"), [(False, "auto"), (True, "auto"), (False, "original")])
+def test_armv5_calls_and_switches_count_as_qemu_does(strip: bool, returns: str, tmp_path: Path) -> None:
+    """Every instruction the original runs is counted once: the linked calls return into
+    the copy (or, with original return addresses, through the return site's jump), the
+    300-case switch's cases are found stripped."""
+    program = build("armv5_idioms", "O2-thumb-dyn")
+    if strip:
+        program = stripped(program, tmp_path / "stripped")
+    original, pcs, _ = traced_original(program, tmp_path)
+    assert original.returncode == 0, original.stdout
+    inst = run_prog(instrument(program, "inscount", tmp_path, "--return-addresses", returns))
+    assert_same_behaviour(original, inst)
+    assert results(inst, "inscount")["total"] == sum(pcs.values())
+
+
+def test_gprof_arcs_are_the_originals(tmp_path: Path) -> None:
+    """sort built with -pg: the copy's gmon.out has the original's call arcs (and histogram
+    range; the histogram's samples depend on time)."""
+    program = build("sort", "O2-pg")
+    placed = place(program, tmp_path, "orig")
+    original = run_prog(placed)
+    inst = run_prog(instrument(program, "inscount", tmp_path))
+    assert_same_behaviour(original, inst)
+    arcs = gmon_profile((placed.parent / "gmon.out").read_bytes())
+    assert len(arcs) > 100, "the original records its calls"
+    assert gmon_profile((inst.cwd / "gmon.out").read_bytes()) == arcs
