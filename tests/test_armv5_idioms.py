@@ -23,13 +23,15 @@ the original writes.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.support.rehost import CLI_RUN
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog, traced_original
-from tests.support.samples import build, stripped
-from tests.support.sweep import gmon_profile
+from tests.support.samples import ARMEL_SYSROOT, REPO_ROOT, build, stripped
+from tests.support.sweep import ARGS, STDIN, gmon_profile
 
 
 @pytest.mark.parametrize(("strip", "returns"), [(False, "auto"), (True, "auto"), (False, "original")])
@@ -58,3 +60,29 @@ def test_gprof_arcs_are_the_originals(tmp_path: Path) -> None:
     arcs = gmon_profile((placed.parent / "gmon.out").read_bytes())
     assert len(arcs) > 100, "the original records its calls"
     assert gmon_profile((inst.cwd / "gmon.out").read_bytes()) == arcs
+
+
+def test_armel_glibc_counts_as_qemu_does(tmp_path: Path) -> None:
+    """calls built by Debian's armel gcc, static: glibc's A32 locks call the kernel's
+    helper by ``mov lr, pc`` (every printf, every exit handler); 5,600 instructions short
+    before. Static: the loader's root does not matter."""
+    program = build("calls", "armel-O2-static")
+    args, stdin = ARGS["calls"], STDIN["calls"]
+    original, pcs, _ = traced_original(program, tmp_path, args, stdin)
+    inst = run_prog(instrument(program, "inscount", tmp_path), args, stdin)
+    assert_same_behaviour(original, inst)
+    assert results(inst, "inscount")["total"] == sum(pcs.values())
+
+
+def test_anvil_run_finds_armels_loader(tmp_path: Path) -> None:
+    """``anvil run`` of a dynamic armel program without --sysroot: qemu-arm gets the root
+    that has /lib/ld-linux.so.3 (it looked in armhf's before: "Could not open")."""
+    program = build("sort", "armel-O2")
+    placed = place(program, tmp_path, "orig")
+    original = run_prog(placed, lib_root=ARMEL_SYSROOT)
+    inst = instrument(program, "inscount", tmp_path)
+    # This tree's rewriter, whatever the installed one is; nothing else from our environment.
+    run = subprocess.run([*CLI_RUN, str(inst)], capture_output=True, cwd=inst.parent, timeout=300,
+                         env={"PYTHONPATH": str(REPO_ROOT)})
+    assert (run.returncode, run.stdout) == (original.returncode, original.stdout)
+    assert (inst.parent / "prog.inscount.out").is_file(), run.stderr
