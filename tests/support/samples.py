@@ -127,6 +127,9 @@ SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "O0-asan": ("gcc", ["-g", "-O0", "-fsanitize=address"]),
     "O2-ubsan": ("gcc", ["-g", "-O2", "-fsanitize=undefined"]),
     "O2-asan-ubsan": ("gcc", ["-g", "-O2", "-fsanitize=address,undefined"]),
+    "O2-asan-nopie": ("gcc", ["-g", "-O2", "-fsanitize=address", "-no-pie"]),
+    # ASan's run-time library (interceptors, allocator: 1.5 MB of code) inside the program.
+    "O2-asan-static-libasan": ("gcc", ["-g", "-O2", "-fsanitize=address", "-static-libasan"]),
     "O2-pg": ("gcc", ["-g", "-O2", "-pg"]),
     "O2-arm-pg-static": ("gcc", ["-g", "-O2", "-marm", "-pg", "-static"]),
     "O2-coverage": ("gcc", ["-g", "-O2", "--coverage"]),

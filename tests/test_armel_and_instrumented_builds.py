@@ -86,3 +86,18 @@ def test_anvil_run_finds_armels_loader(tmp_path: Path) -> None:
                          env={"PYTHONPATH": str(REPO_ROOT)})
     assert (run.returncode, run.stdout) == (original.returncode, original.stdout)
     assert (inst.parent / "prog.inscount.out").is_file(), run.stderr
+
+
+@pytest.mark.parametrize("variant", ["O2-thumb-dyn", "O2-arm-dyn-nopie"])
+def test_programs_own_preinit_functions_run_instrumented(variant: str, tmp_path: Path) -> None:
+    """samples/preinit.c: the dynamic linker calls the program's own preinit functions
+    before its entry; the copy crashed there (SIGSEGV: their entry patches jumped into a
+    region not yet mapped), as ASan's programs built with -no-pie did. Now the first preinit
+    word starts the region, which then goes on to it: same behaviour, every instruction
+    counted."""
+    program = build("preinit", variant)
+    original, pcs, _ = traced_original(program, tmp_path)
+    assert original.returncode == 0, original.stdout
+    inst = run_prog(instrument(program, "inscount", tmp_path))
+    assert_same_behaviour(original, inst)
+    assert results(inst, "inscount")["total"] == sum(pcs.values())
