@@ -31,7 +31,7 @@ import pytest
 from tests.support.rehost import CLI_RUN
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog, traced_original
 from tests.support.samples import ARMEL_SYSROOT, REPO_ROOT, build, stripped
-from tests.support.sweep import ARGS, STDIN, gmon_profile
+from tests.support.sweep import ARGS, STDIN, gmon_profile, judge_build
 
 
 @pytest.mark.parametrize(("strip", "returns"), [(False, "auto"), (True, "auto"), (False, "original")])
@@ -101,3 +101,18 @@ def test_programs_own_preinit_functions_run_instrumented(variant: str, tmp_path:
     inst = run_prog(instrument(program, "inscount", tmp_path))
     assert_same_behaviour(original, inst)
     assert results(inst, "inscount")["total"] == sum(pcs.values())
+
+
+@pytest.mark.parametrize(("sample", "variant"), [("goto", "O2-arm-pg-static"), ("jumptable", "O2-arm-static")])
+def test_stripped_a32_static_runs_and_counts(sample: str, variant: str, tmp_path: Path) -> None:
+    """Stripped, as scripts/variant_sweep.py judges a build (tests/support/sweep.py: the
+    original's behaviour and files, qemu's count less what gprof's timer runs).
+
+    - goto with -pg: every function starts with a call of __gnu_mcount_nc, so the literal
+      pools its code loads were read past a call, and kept nothing from being read as code:
+      the guess that code follows a computed goto ran through the pool into the next
+      function (Thumb), read as A32, and a return site's jump written there ran (SIGILL).
+    - jumptable: ``ldrls pc, [pc, r0, lsl #2]`` is the switch's jump, not a literal
+      holding its bound (which ARMv5 code loads, as above)."""
+    outcomes = judge_build(sample, build(sample, variant), True, ["inscount"], ["inhost"], tmp_path)
+    assert outcomes == [("inscount/inhost", "ok")]
