@@ -1223,6 +1223,11 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     reach = entry
     inside: set[int] = set()  # the second halfwords of 32-bit instructions
     pooled: set[int] = set()  # the bytes instructions reached by flow load PC-relatively
+    # ... and instructions past a call: they stop only the guess that code follows a computed
+    # jump. (gprof's -pg starts every function with a call of __gnu_mcount_nc, so all its
+    # loads are past a call: the guess read on into the pool after a computed goto, then into
+    # the next function, a Thumb one read as A32, where a return site's jump was written: SIGILL.)
+    pooled_past_call: set[int] = set()
     # (address, Thumb, doubt, passed): doubt is FLOW, PAST_CALL (reached only past the direct
     # calls ``passed``, which may not return) or PAST_JUMP (the bytes after a computed jump:
     # a table, perhaps).
@@ -1279,9 +1284,12 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 # which no list of names knows: the pool read as code named a false entry
                 # that cut the next function in two).
                 break
+            if doubt == PAST_JUMP and pooled_past_call and not pooled_past_call.isdisjoint(range(cur, cur + ins.size)):
+                break
             mine[cur] = ins
-            if doubt == FLOW and ins.accesses and ins.accesses[0].base == 15 and ins.accesses[0].index is None:
-                pooled.update(range(ins.accesses[0].disp, ins.accesses[0].disp + ins.accesses[0].size))
+            if doubt <= PAST_CALL and ins.accesses and ins.accesses[0].base == 15 and ins.accesses[0].index is None:
+                (pooled if doubt == FLOW else pooled_past_call).update(
+                    range(ins.accesses[0].disp, ins.accesses[0].disp + ins.accesses[0].size))
             if doubt == PAST_CALL:
                 passed_at[cur] = passed
             end = cur + ins.size
