@@ -30,7 +30,7 @@ import pytest
 
 from tests.support.rehost import CLI_RUN
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog, traced_original
-from tests.support.samples import ARMEL_SYSROOT, REPO_ROOT, build, stripped
+from tests.support.samples import ARMEL_SYSROOT, REPO_ROOT, build, run_environment, stripped
 from tests.support.sweep import ARGS, STDIN, gmon_profile, judge_build
 
 
@@ -116,3 +116,17 @@ def test_stripped_a32_static_runs_and_counts(sample: str, variant: str, tmp_path
       holding its bound (which ARMv5 code loads, as above)."""
     outcomes = judge_build(sample, build(sample, variant), True, ["inscount"], ["inhost"], tmp_path)
     assert outcomes == [("inscount/inhost", "ok")]
+
+
+def test_asan_linked_in_keeps_its_layout(tmp_path: Path) -> None:
+    """sort with ASan's run time linked in (-static-libasan, a PIE), main instrumented: ASan
+    starts from the preinit array, after the region is mapped, and reads from what is
+    mapped where the top of the address space is. With the region above 3 GiB it took a
+    4 GiB user space and put its shadow over the libraries ("Shadow memory range
+    interleaves with an existing memory mapping", exit 1); such a program's region now
+    stays below 3 GiB."""
+    program = build("sort", "O2-asan-static-libasan")
+    env = run_environment("O2-asan-static-libasan")
+    original = run_prog(place(program, tmp_path, "orig"), env=env)
+    inst = run_prog(instrument(program, "inscount", tmp_path, "--only", "main"), env=env)
+    assert_same_behaviour(original, inst)
