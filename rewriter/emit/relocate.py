@@ -777,7 +777,9 @@ def translated_jump(ins: Instruction) -> bool:
     """``ins`` jumps to a target computed at run time, which the relocated code looks up in
     its procedure's table (``_translated_jump``): not a return, a call, a jump through a
     pointer in memory or to a literal."""
-    if not ins.writes_pc or ins.branch_target is not None or ins.is_return or (ins.is_call and not _linked(ins)):
+    if not ins.writes_pc or ins.branch_target is not None or ins.is_return:
+        return False
+    if ins.is_call and not (_linked(ins) and ins.reads_pc):  # a linked one reading PC is relocated as a jump
         return False
     return not _literal_jump(ins) and not _through_pointer_slot(ins, ins.name)
 
