@@ -23,6 +23,7 @@ the original writes.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -130,3 +131,16 @@ def test_asan_linked_in_keeps_its_layout(tmp_path: Path) -> None:
     original = run_prog(place(program, tmp_path, "orig"), env=env)
     inst = run_prog(instrument(program, "inscount", tmp_path, "--only", "main"), env=env)
     assert_same_behaviour(original, inst)
+
+
+def test_thumb1_switch_helpers_keep_their_tables(tmp_path: Path) -> None:
+    """hash by armel gcc with -mthumb (Thumb-1): its switches call libgcc's
+    __gnu_thumb1_case_* helpers, which read the table of cases at their return address.
+    From the copy that address held no table (SIGSEGV). A procedure calling one now runs
+    in place, named in the report."""
+    program = build("hash", "armel-O2-thumb")
+    original = run_prog(place(program, tmp_path, "orig"), lib_root=ARMEL_SYSROOT)
+    inst = instrument(program, "inscount", tmp_path)
+    assert_same_behaviour(original, run_prog(inst, lib_root=ARMEL_SYSROOT))
+    report = json.loads((inst.parent / "prog.anvil.json").read_text())
+    assert any("reads a table at its return address" in entry["reason"] for entry in report["not_instrumented"])

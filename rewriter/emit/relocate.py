@@ -73,6 +73,8 @@ class RelocationContext:
     # a value in it (CLISP's bignum loops call a multiply helper with an operand in IP).
     ip_clobbered_at: frozenset[int] = frozenset()
     xlate_tables: list[tuple[Procedure, Hashable]] = field(default_factory=list)
+    # (function, Thumb) -> whether it reads data at its return address (reads_return_address).
+    return_readers: dict[tuple[int, bool], bool] = field(default_factory=dict)
     # Original address -> label a direct branch goes to instead (an edge counter's trampoline).
     redirect: dict[int, Hashable] = field(default_factory=dict)
     # Procedures an exception handler may run (firmware, ir.flow.interrupt_code): their
@@ -655,6 +657,41 @@ def _relocate(ins: Instruction, isa: ISA, code: Code, ctx: RelocationContext, pr
         return False
     _copy(ins, code)
     return False
+
+
+#: How many instructions of a callee reads_return_address looks at.
+_READER_LOOK = 12
+
+
+def reads_return_address(ctx: RelocationContext, target: int, thumb: bool) -> bool:
+    """Whether the function at ``target`` reads data at its return address and returns past
+    it: ``mov rX, lr`` and then LR written (``add lr, ...``, ``mov lr, rY``) before it
+    returns. libgcc's Thumb-1 switch helpers (__gnu_thumb1_case_uqi, _uhi, _sqi, _shi, _si),
+    which GCC calls for every switch in Thumb code for ARMv5 and ARMv6-M (Debian's armel
+    ``-mthumb``): ``bl helper`` is followed by the table of case offsets, and the helper
+    returns to LR plus the entry r0 picks. From a copy LR is the copy's return site, where
+    no table is (SIGILL, decision 0094)."""
+    key = (target, thumb)
+    known = ctx.return_readers.get(key)
+    if known is not None:
+        return known
+    from ..arch.arm_decode import decode_range, make_disassembler
+
+    try:
+        code = decode_range(make_disassembler(thumb), ctx.read(target, 4 * _READER_LOOK), target, thumb)[0]
+    except Exception:  # noqa: BLE001 - unreadable bytes (outside the image): no such helper
+        code = []
+    copied = reads = False
+    for ins in code[:_READER_LOOK]:
+        operands = [o.strip() for o in ins.op_str.split(",")]
+        if ins.name == "mov" and operands[1:] == ["lr"]:
+            copied = True
+        elif copied and ins.name in ("add", "adds", "mov") and operands[0] == "lr":
+            reads = True
+        if ins.is_return or (ins.writes_pc and not ins.is_call) or ins.is_call:
+            break
+    ctx.return_readers[key] = reads
+    return reads
 
 
 def _linked(ins: Instruction) -> bool:
