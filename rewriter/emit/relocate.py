@@ -665,9 +665,10 @@ _READER_LOOK = 12
 
 def reads_return_address(ctx: RelocationContext, target: int, thumb: bool) -> bool:
     """Whether the function at ``target`` reads data at its return address and returns past
-    it: ``mov rX, lr`` and then LR written (``add lr, ...``, ``mov lr, rY``) before it
-    returns. libgcc's Thumb-1 switch helpers (__gnu_thumb1_case_uqi, _uhi, _sqi, _shi, _si),
-    which GCC calls for every switch in Thumb code for ARMv5 and ARMv6-M (Debian's armel
+    it: ``mov rX, lr``, a load based on rX (or a register computed from it), then LR written
+    (``add lr, ...``, ``mov lr, rY``) before it returns. libgcc's Thumb-1 switch helpers
+    (__gnu_thumb1_case_uqi, _uhi, _sqi, _shi, _si), which GCC calls for every switch in
+    Thumb code for ARMv5 and ARMv6-M (Debian's armel
     ``-mthumb``): ``bl helper`` is followed by the table of case offsets, and the helper
     returns to LR plus the entry r0 picks. From a copy LR is the copy's return site, where
     no table is (SIGILL, decision 0094)."""
@@ -681,14 +682,21 @@ def reads_return_address(ctx: RelocationContext, target: int, thumb: bool) -> bo
         code = decode_range(make_disassembler(thumb), ctx.read(target, 4 * _READER_LOOK), target, thumb)[0]
     except Exception:  # noqa: BLE001 - unreadable bytes (outside the image): no such helper
         code = []
-    copied = reads = False
+    from_lr: set[int] = set()  # registers holding LR or a value computed from it
+    loaded = reads = False
     for ins in code[:_READER_LOOK]:
-        operands = [o.strip() for o in ins.op_str.split(",")]
-        if ins.name == "mov" and operands[1:] == ["lr"]:
-            copied = True
-        elif copied and ins.name in ("add", "adds", "mov") and operands[0] == "lr":
+        operands = [o.strip(" []!") for o in ins.op_str.split(",")]
+        target_reg = REG_NUMBERS.get(operands[0])
+        sources = {REG_NUMBERS.get(o) for o in operands[1:]}
+        if ins.name == "mov" and operands[1:] == ["lr"] and target_reg is not None:
+            from_lr = {target_reg}
+        elif from_lr and ins.accesses and not ins.accesses[0].is_store and ins.accesses[0].base in from_lr:
+            loaded = True
+        elif loaded and ins.name in ("add", "adds", "mov") and operands[0] == "lr":
             reads = True
-        if ins.is_return or (ins.writes_pc and not ins.is_call) or ins.is_call:
+        elif from_lr and target_reg is not None and sources & from_lr:
+            from_lr.add(target_reg)  # lsrs r1, r1, #1 (aligning it), adds r1, #2 (skipping a word)
+        if ins.is_call or ins.writes_pc:
             break
     ctx.return_readers[key] = reads
     return reads
