@@ -113,7 +113,7 @@ def _report_json(args: argparse.Namespace, tool: str, output: str, out_file: str
         "block_counters": report.block_counters, "deferred_sites": report.deferred_sites,
         "filter_hits_in_registers": report.filter_hits_in_registers,
         "return_addresses": report.return_addresses, "return_sites": report.return_sites,
-        "relocation_processes": report.relocation_processes,
+        "relocation_processes": report.relocation_processes, "loader_stub": report.loader_stub,
     }, indent=1).encode()
 
 

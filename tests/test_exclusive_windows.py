@@ -10,11 +10,16 @@ again, for ever. Before: memtrace's copies ran until killed (gigabytes of trace)
 static and a dynamic program alike, its ReHost copies died of SIGSEGV (records appended
 without the lock by several threads). The copy now runs the pairs as compare-and-swap.
 
+Built for ARMv8 the C11 atomics are LDAEX/STLEX pairs (byte to doubleword), which ran
+for ever under memtrace before decision 0096 emulated them too; and a STREX after CLREX
+must fail (the sample's store_after), which an emulated one did not (it found its address
+and value unchanged and stored).
+
 Checked: the copies print what the original prints and exit 0, which the sample does only
-when every total is exact (a pair that lost atomicity drops increments); memtrace's trace
-holds, for each window, as many loads at its LDREX as at the load inside and stores at its
-STREX (one of each per attempt); with one thread (no retries) those counts equal qemu's
-count of the instructions (``-singlestep -d exec,nochain``).
+when every total is exact (a pair that lost atomicity drops increments) and the STREX after
+CLREX failed; memtrace's trace holds, for each window, as many loads at its LDREX as at
+the load inside and stores at its STREX (one of each per attempt); with one thread (no
+retries) those counts equal qemu's count of the instructions (``-singlestep -d exec,nochain``).
 """
 
 from __future__ import annotations
@@ -26,10 +31,9 @@ import capstone
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from rehost.server import Library, start_server
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.rehost import run_rehost
+from tests.support.rehost import run_rehost_alone
 from tests.support.run import assert_same_behaviour, instrument, place, run_prog
 from tests.support.samples import build
 
@@ -79,11 +83,15 @@ def _check_windows(trace: Counter[tuple[int, str]], windows: dict[str, tuple[int
             (name, attempts, trace[load, "L"], trace[strex, "S"])
 
 
-# Static T32 and A32 (glibc's locks inside), dynamic T32 (the program's own pairs alone).
-VARIANTS = [("Os-thumb-static", []), ("O2-arm-static", []), ("O2-thumb-dyn", ["-no-pie"])]
+# Static T32 and A32 (glibc's locks inside), dynamic T32 (the program's own pairs alone);
+# built for ARMv8, whose C11 atomics are acquire/release pairs (LDAEX/STLEX, LDAEXB...).
+ARMV8 = ["-march=armv8-a+simd"]
+VARIANTS = [("Os-thumb-static", []), ("O2-arm-static", []), ("O2-thumb-dyn", ["-no-pie"]),
+            ("O2-thumb-dyn", ["-no-pie", *ARMV8]), ("O2-arm-static", ARMV8)]
+IDS = ["thumb-static", "arm-static", "thumb-dyn", "armv8-thumb-dyn", "armv8-arm-static"]
 
 
-@pytest.mark.parametrize(("variant", "extra"), VARIANTS)
+@pytest.mark.parametrize(("variant", "extra"), VARIANTS, ids=IDS)
 def test_memtrace_inside_exclusive_windows(variant: str, extra: list[str], tmp_path: Path) -> None:
     binary = build("exclusive_windows", variant, extra)
     assert load_binary(str(binary)).threaded
@@ -116,12 +124,8 @@ def test_rehost_and_counters_inside_exclusive_windows(tmp_path: Path) -> None:
     original = run_prog(placed)
     for tool in ("inscount", "cachesim"):
         assert_same_behaviour(original, run_prog(instrument(binary, tool, tmp_path, slot=tool[:4]), timeout=120))
-    srv, port = start_server(Library(None), log=None)
-    try:
-        rehost, outcome = run_rehost(instrument(binary, "memtrace", tmp_path, "--mode", "rehost", fmt="text",
-                                                slot="rhst"), f"127.0.0.1:{port}")
-    finally:
-        srv.stop(None)
+    rehost, outcome = run_rehost_alone(instrument(binary, "memtrace", tmp_path, "--mode", "rehost", fmt="text",
+                                                  slot="rhst"))
     assert_same_behaviour(original, rehost)
     assert outcome.summary is not None and outcome.summary.complete, outcome.error
     _check_windows(_trace(rehost.cwd / "prog.memtrace.out"), _windows(binary), 4 * ROUNDS)

@@ -16,9 +16,13 @@ monitor: a value changed and changed back by another thread in between (ABA) let
 store succeed; a compare-and-swap loop, what exclusive pairs implement, cannot tell.
 
 Word, halfword, byte and doubleword pairs with a plain ``[rn]`` address are emulated,
-conditional ones too; a procedure with any other exclusive (acquire/release, an offset,
-registers shared) keeps its pairs and its windows, where hooks use no exclusives
-(ir.flow.exclusive_windows, docs/decisions/0093-exclusive-pairs-emulated.md).
+conditional ones too, and so are ARMv8's acquire/release pairs (LDAEX/STLEX: what C11
+atomics compile to for ``-march=armv8-a``; the store's own release is kept, its compare
+reloads with a plain LDREX). Every emulated store-exclusive, and CLREX, forgets the saved
+address, as both clear the hardware's monitor: a second STREX without a LDREX before it
+fails. A procedure with any other exclusive (an offset, registers shared) keeps its pairs
+and its windows, where hooks use no exclusives (ir.flow.exclusive_windows,
+docs/decisions/0093-exclusive-pairs-emulated.md, 0096).
 """
 
 from __future__ import annotations
@@ -43,6 +47,10 @@ _T32_LOAD = {WORD: (0xE850, 0x0F00), BYTE: (0xE8D0, 0x0F4F), HALF: (0xE8D0, 0x0F
 _A32_LOAD = {WORD: 0xE1900F9F, BYTE: 0xE1D00F9F, HALF: 0xE1F00F9F, DOUBLE: 0xE1B00F9F}
 _T32_CLREX = enc._hw(0xF3BF, 0x8F2F)
 _A32_CLREX = enc._w(0xF57FF01F)
+# VMOV.I32 d25, #0: no exclusive has address 0 (its access would fault first), so an
+# emulated store-exclusive after this one fails, as after a cleared monitor.
+_T32_FORGET = enc._hw(0xEFC0, 0x9010)
+_A32_FORGET = enc._w(0xF2C09010)
 _A32_NOP = enc._w(0xE1A00000)  # mov r0, r0: never run (the computed branch passes over it)
 
 
@@ -56,6 +64,9 @@ class Exclusive:
     rt: int
     rt2: int = -1
     rd: int = -1
+
+
+CLEAR = Exclusive(False, WORD, -1, -1)  # CLREX: clears the monitor, so the saved address too
 
 
 def emulates_exclusives(binary: Binary) -> bool:
@@ -80,6 +91,8 @@ def emulated_exclusives(proc: Procedure, windows: set[int], threads: bool) -> di
             if access is None or access.store and ins.address not in windows:
                 return {}
             found[ins.address] = access
+        elif ins.name == "clrex":
+            found[ins.address] = CLEAR
     return found
 
 
@@ -110,7 +123,9 @@ def _t32_exclusive(raw: bytes) -> Exclusive | None:
         return Exclusive(False, WORD, rn, rt)
     if hw1 & 0xFFF0 == 0xE840 and low == 0:
         return Exclusive(True, WORD, rn, rt, rd=rt2)
-    kind = {0x4: BYTE, 0x5: HALF, 0x7: DOUBLE}.get(low >> 4)
+    # Bits 7:4 of the second halfword: LDREXB/H/D and STREXB/H/D 0100/0101/0111, their
+    # acquire/release forms (LDAEXB/H, LDAEX, LDAEXD...) 1100/1101/1110/1111.
+    kind = {0x4: BYTE, 0x5: HALF, 0x7: DOUBLE, 0xC: BYTE, 0xD: HALF, 0xE: WORD, 0xF: DOUBLE}.get(low >> 4)
     if kind is None or kind != DOUBLE and rt2 != 15:
         return None
     if hw1 & 0xFFF0 == 0xE8D0 and low & 15 == 15:
@@ -131,9 +146,10 @@ def _a32_exclusive(raw: bytes) -> Exclusive | None:
         return None
     store, size = kind
     rn, r12, r0 = word >> 16 & 15, word >> 12 & 15, word & 15
-    if not store and word & 0xFFF == 0xF9F:
+    # Bits 11:8: 1111 LDREX/STREX..., 1110 their acquire/release forms (LDAEX/STLEX...).
+    if not store and word & 0xEFF == 0xE9F:
         return Exclusive(False, size, rn, r12, r12 + 1 if size == DOUBLE else -1)
-    if store and word & 0xFF0 == 0xF90:
+    if store and word & 0xEF0 == 0xE90:
         return Exclusive(True, size, rn, r0, r0 + 1 if size == DOUBLE else -1, r12)
     return None
 
@@ -153,6 +169,8 @@ def emit_exclusive(code: Code, ins: Instruction, access: Exclusive) -> None:
 def _emulation(ins: Instruction, access: Exclusive) -> bytes:
     """The unconditional code of emit_exclusive."""
     thumb = ins.thumb
+    if access is CLEAR:
+        return ins.raw + (_T32_FORGET if thumb else _A32_FORGET)
     to_d, from_d = (enc.t32_vmov_to_d, enc.t32_vmov_from_d) if thumb else (enc.a32_vmov_to_d, enc.a32_vmov_from_d)
     to_lane, from_lane = ((enc.t32_vmov_to_lane, enc.t32_vmov_from_lane) if thumb
                           else (enc.a32_vmov_to_lane, enc.a32_vmov_from_lane))
@@ -181,7 +199,7 @@ def _emulation(ins: Instruction, access: Exclusive) -> bytes:
     parts += [("if nonzero", x, "fail, clear"), ins.raw, ("branch", "done"),
               ("label", "fail, clear"), _T32_CLREX if thumb else _A32_CLREX,
               ("label", "fail"), status_one,  # movw rd, #1 (flags kept): the store did not happen
-              ("label", "done"), restore]
+              ("label", "done"), restore, _T32_FORGET if thumb else _A32_FORGET]
     return _assemble(parts, thumb)
 
 

@@ -120,6 +120,8 @@ class Report:
     return_sites: dict[str, int] = field(default_factory=dict)
     # Processes that relocated the code: 2 when a child did the later procedures (later_part.py).
     relocation_processes: int = 1
+    # Where the loader stub's pieces went (one after another, or spread over free runs).
+    loader_stub: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         parts = [f"{self.relocated}/{self.procedures} procedures instrumented ({self.instructions} instructions)"]
@@ -184,14 +186,18 @@ def _add_runtime_hooks(binary: Binary) -> None:
         immediate_exits = {entry for entry, name in binary.plt.items() if name in ("_exit", "_Exit")}
         jumps_out = plt_jumps_out(binary, immediate_exits)
         ends = {jump.address for jump in jumps_out.values()}
-        binder = next((p for p in binary.procedures if p.address == binary.binder), None) if ends else None
+        execs = {jump.address for jump in plt_jumps_out(
+            binary, {entry for entry, name in binary.plt.items() if name in EXEC_FUNCTIONS}).values()}
+        binder = next((p for p in binary.procedures if p.address == binary.binder), None) if ends | execs else None
         binder_jump = _jump_out(binder)
         _end_after_the_fini_array(binary)
         for proc in binary.procedures:
             if proc.address == binary.fini or (binary.fini is None and proc.name == "_fini"):
                 proc.hooks.append(Hook(Point.BEFORE, end, ()))
-            for ins in proc.instructions() if immediate_exits else ():
-                if ins.address in ends:
+            for ins in proc.instructions() if immediate_exits or execs else ():
+                if ins.address in execs:
+                    ins.add_hook(Hook(Point.BEFORE, EXEC_JUMP, (Arg.EFFADDR, binary.binder if binder_jump else 0)))
+                elif ins.address in ends:
                     ins.add_hook(Hook(Point.BEFORE, EXIT_JUMP, (Arg.EFFADDR, binary.binder))
                                      if binder_jump is not None else Hook(Point.BEFORE, end, ()))
                 elif ins.branch_target in immediate_exits and ins.branch_target not in jumps_out:
@@ -310,6 +316,11 @@ SIGNAL_ACTION_SYSCALL = Prototype("anvil_signal_action", (Arg.REG_VALUE, Arg.REG
 
 # Before the jump out of _exit's PLT entry: the end, or where the lazy binder takes over.
 EXIT_JUMP = Prototype("anvil_exit_jump", (Arg.EFFADDR, Arg.CONST))
+# The same before the jump out of an exec function's entry: the process becomes another
+# program, and no exit runs (decision 0101).
+EXEC_FUNCTIONS = frozenset(("execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle", "fexecve",
+                            "execveat"))
+EXEC_JUMP = Prototype("anvil_exec_jump", (Arg.EFFADDR, Arg.CONST))
 
 
 def plt_jumps_out(binary: Binary, entries: set[int]) -> dict[int, Instruction]:
@@ -339,9 +350,10 @@ def _jump_out(proc: Procedure | None) -> Instruction | None:
 
 
 # The calls that may end a program (what anvil_on_syscall looks for): semihosting's
-# SYS_EXIT and SYS_EXIT_EXTENDED; Linux's exit and exit_group.
+# SYS_EXIT and SYS_EXIT_EXTENDED; Linux's exit and exit_group, and execve and execveat,
+# which make the process another program.
 ENDING_SEMIHOSTING_CALLS = frozenset((0x18, 0x20))
-ENDING_LINUX_CALLS = frozenset((1, 248))
+ENDING_LINUX_CALLS = frozenset((1, 248, 11, 387))
 
 
 def may_end_program(binary: Binary, call: Instruction, number: int, jumped_to: set[int]) -> bool:
@@ -704,6 +716,7 @@ def _linux_patching(binary: Binary, chosen: list[Procedure], report: Report,
     return sites of ``relocated_returns``: their calls leave relocated return addresses)."""
     patches, not_patched = _linux_patches(binary, chosen, report, relocated_returns)
     tail = tail_location(binary, chosen, patches, preinit.plan(binary))
+    report.loader_stub = [f"{address:#x}" for address in tail.pieces]
     entries = {p.address: p.name for p in chosen}
     unplaced = []
     for patch in place_trampolines(patches, tail):
@@ -1105,7 +1118,7 @@ def _write_elf(binary: Binary, region: bytes, offset: int, patches: list[Patch],
     movable = sum(sec["sh_size"] + 8 for sec in elf.iter_sections() if not sec["sh_flags"] & 0x2)
     movable += elf["e_shnum"] * elf["e_shentsize"] + 8
     region_offset = (len(out) + (movable if tail.grows_segment else 0) + PAGE - 1) & ~(PAGE - 1)
-    stub, preinit_function = tb.assemble_stub(tail.address, {
+    stub = tb.assemble_stub(tail.pieces, {
         "ANVIL_REGION": offset,
         "ANVIL_LENGTH": len(region),
         "ANVIL_PGOFF": region_offset // PAGE,
@@ -1114,7 +1127,10 @@ def _write_elf(binary: Binary, region: bytes, offset: int, patches: list[Patch],
         "ANVIL_ENTRY_STAGE": 2 if early else 0,  # anvil_rt.c's start_stage
         "ANVIL_INIT_SLOT": early.init_slot if early else 0,
     }, preinit=early is not None)
-    grown_end = max(tail.segment_end, tail.address + len(stub)) if tail.grows_segment else 0
+    # The text segment grows over the slack: up to the trampolines' and the pieces' ends there.
+    slack_start = (text.vaddr + text.filesz + 3) & ~3  # (patches._stub_address)
+    grown_end = max([tail.segment_end] + [address + len(piece) for address, piece in stub.pieces
+                                           if address >= slack_start]) if tail.grows_segment else 0
 
     def offset(addr: int) -> int:
         if tail.grows_segment and text.vaddr + text.filesz <= addr < grown_end:
@@ -1124,7 +1140,7 @@ def _write_elf(binary: Binary, region: bytes, offset: int, patches: list[Patch],
         return off
 
     if tail.grows_segment:
-        _move_unloaded(out, elf, offset(tail.address), offset(tail.address) + grown_end - tail.address)
+        _move_unloaded(out, elf, offset(slack_start), offset(slack_start) + grown_end - slack_start)
         ph = elf["e_phoff"] + text_index * elf["e_phentsize"]
         struct.pack_into("<II", out, ph + 16, grown_end - text.vaddr, grown_end - text.vaddr)
     for patch in patches:
@@ -1133,10 +1149,11 @@ def _write_elf(binary: Binary, region: bytes, offset: int, patches: list[Patch],
         out[offset(patch.address):offset(patch.address) + len(data)] = data
         if patch.trampoline is not None:
             out[offset(patch.trampoline):offset(patch.trampoline) + 8] = patch.trampoline_bytes(target)
-    out[offset(tail.address):offset(tail.address) + len(stub)] = stub
-    struct.pack_into("<I", out, 24, tail.address | 1)
-    if early is not None and preinit_function is not None:  # the tables' offsets after the gap opened
-        preinit.apply(out, early, preinit_function, functools.partial(_offset_in, elf))
+    for address, piece in stub.pieces:
+        out[offset(address):offset(address) + len(piece)] = piece
+    struct.pack_into("<I", out, 24, stub.entry)
+    if early is not None and stub.preinit_function is not None:  # the tables' offsets after the gap opened
+        preinit.apply(out, early, stub.preinit_function, functools.partial(_offset_in, elf))
     if len(out) > region_offset:
         raise AssertionError("region offset chosen before the file grew")
     out += b"\0" * (region_offset - len(out))

@@ -22,7 +22,7 @@ import itertools
 import operator
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from elftools.elf.elffile import ELFFile
 
@@ -269,25 +269,37 @@ class Tail:
     patch, which never run in place once the procedure has a copy; failing both, the
     addresses after the text segment with a gap opened in the file for them (``file_gap``
     bytes, file_gap.py: a linker such as ld.lld packs the next segment's bytes right after
-    the text's). Trampolines take 8 bytes each from what is left of the slack and from the caves.
+    the text's); failing that too, the stub's pieces each where one fits, in the slack and
+    the caves (decision 0097). Trampolines take 8 bytes each from what is left of the slack
+    and from the caves.
     """
 
-    address: int
-    grows_segment: bool
+    address: int           # the stub's entry (its first piece)
+    grows_segment: bool    # if so, ``pool[0]`` is what is left of the slack
     pool: list[list[int]]  # free [start, end) runs, 4-aligned starts
     segment_end: int = 0   # with grows_segment: where the grown text segment ends
     file_gap: int = 0      # with grows_segment: zero bytes inserted after the text's file bytes
     early: PreinitStart | None = None  # the stub has its preinit function, the program this plan (preinit.py)
+    pieces: list[int] = field(default_factory=list)  # the stub's address, or each piece's (assemble_stub)
 
 
 def _stub_address(text: Segment) -> int:
     return (text.vaddr + text.filesz + 3) & ~3
 
 
-def _stub_size(at: int, preinit: bool) -> int:
-    names = ("ANVIL_REGION", "ANVIL_LENGTH", "ANVIL_PGOFF", "ANVIL_HEADER", "ANVIL_INIT", "ANVIL_ENTRY_STAGE",
-             "ANVIL_INIT_SLOT")
-    return len(tb.assemble_stub(at, dict.fromkeys(names, 0), preinit)[0])
+def _spread(sizes: tuple[int, ...], runs: list[list[int]]) -> list[int] | None:
+    """An address for each piece of the stub (``sizes``) in the free ``runs``, taken from
+    their starts (the runs are changed), the largest piece first, each in the smallest run
+    that holds it; None if one finds no room."""
+    places = [0] * len(sizes)
+    for k in sorted(range(len(sizes)), key=lambda k: -sizes[k]):
+        fits = [run for run in runs if run[1] - run[0] >= sizes[k]]
+        if not fits:
+            return None
+        run = min(fits, key=lambda r: r[1] - r[0])
+        places[k] = run[0]
+        run[0] += sizes[k]
+    return places
 
 
 _ADDRESS = operator.attrgetter("address")
@@ -415,19 +427,29 @@ def tail_location(binary: Binary, procs: list[Procedure], patches: list[Patch],
     room = _slack_room(binary, elf, text, at)
     gap = file_gap.gap_size(binary.data, text.offset + text.filesz)
     gap_room = _address_room(binary, text, at, gap) if gap is not None else 0
-    for plan in ((early, None) if early is not None else (None,)):
-        stub = (_stub_size(at, plan is not None) + 3) & ~3
-        if room >= stub:
-            return Tail(at, True, [[at + stub, at + room]] + caves, at + stub, early=plan)
+    plans = (early, None) if early is not None else (None,)
+    for plan in plans:  # the stub whole: in the slack, a cave, or a gap opened in the file
+        whole = tb.stub_size(plan is not None)
+        if room >= whole:
+            return Tail(at, True, [[at + whole, at + room]] + caves, at + whole, early=plan, pieces=[at])
         for run in sorted(caves, key=lambda r: r[1] - r[0]):
-            if run[1] - run[0] >= stub:
+            if run[1] - run[0] >= whole:
                 address = run[0]
-                run[0] += stub
-                return Tail(address, False, caves, early=plan)
-        if gap_room >= stub:
-            return Tail(at, True, [[at + stub, at + gap_room]] + caves, at + stub, gap, early=plan)
-    raise AnvilError(f"no room for the {stub}-byte loader stub: the text segment ends too close to the next "
-                     "segment and no relocated procedure is large enough")
+                run[0] += whole
+                return Tail(address, False, caves, early=plan, pieces=[address])
+        if gap_room >= whole:
+            return Tail(at, True, [[at + whole, at + gap_room]] + caves, at + whole, gap, early=plan, pieces=[at])
+    for plan in plans:  # in pieces: a text segment ending just before the next segment's page
+        slack = [at, at + room]
+        runs = [slack] + [list(run) for run in caves]
+        places = _spread(tb.stub_piece_sizes(plan is not None), runs)
+        if places is not None:
+            if slack[0] == at:  # the slack holds no piece: the segment stays as it is
+                return Tail(places[0], False, runs[1:], early=plan, pieces=places)
+            return Tail(places[0], True, runs, slack[0], early=plan, pieces=places)
+    raise AnvilError(f"no room for the {tb.stub_size(False)}-byte loader stub, whole or in pieces: the text "
+                     f"segment ends {room} bytes before the next segment and relocated procedures leave "
+                     f"{sum(b - a for a, b in caves)} bytes free")
 
 
 def place_trampolines(patches: list[Patch], tail: Tail) -> list[Patch]:

@@ -572,9 +572,17 @@ def write_range_veneer(code: Code, target: Hashable | int, thumb: bool) -> None:
     _jump_through_stack(ISA.for_mode(thumb), code, with_bit)
 
 
+def _copy_entered(ctx: RelocationContext, target: int, target_thumb: bool) -> bool:
+    """Whether a direct call enters ``target`` where it has a copy in the instruction set
+    the call enters it in. Else the call is bytes of data read as code (a stripped A32
+    program's ``bl`` into the middle of a Thumb function of the C library): the copy goes
+    to the original address in that instruction set, as the original would."""
+    return target in ctx.relocated and ctx.mode_at(target) == target_thumb
+
+
 def _call(isa: ISA, code: Code, target: int, target_thumb: bool, cond: int, ctx: RelocationContext) -> None:
     skip = isa.skip_unless(code, cond) if cond != AL else None
-    if target in ctx.relocated:
+    if _copy_entered(ctx, target, target_thumb):
         isa.call(code, ins_label(target), target_thumb)
     else:
         isa.call(code, _veneer(ctx, target, target_thumb, isa.thumb, target in ctx.ip_clobbered_at), isa.thumb)
@@ -777,9 +785,9 @@ def _call_returning_to_original(ins: Instruction, isa: ISA, code: Code, ctx: Rel
     isa.pc_address(code, LR, ins.end | int(ins.thumb))
     if register is not None:
         code.emit(enc.t32_bx(register) if isa.thumb else enc.a32_bx(register))
-    elif target in ctx.relocated and target_thumb == isa.thumb:
+    elif _copy_entered(ctx, target, target_thumb) and target_thumb == isa.thumb:
         isa.branch(code, ins_label(target))
-    elif target in ctx.relocated:
+    elif _copy_entered(ctx, target, target_thumb):
         isa.pc_address(code, IP, ("with_bit", ins_label(target), int(target_thumb)))
         code.emit(enc.t32_bx(IP) if isa.thumb else enc.a32_bx(IP))
     else:

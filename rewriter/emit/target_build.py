@@ -71,7 +71,7 @@ LINUX = Toolchain("arm-linux-gnueabihf-", ("-march=armv7-a+fp",), "arm")
 LINUX_KEEPING_R10 = Toolchain("arm-linux-gnueabihf-", ("-march=armv7-a+fp", "-ffixed-r10"), "arm")
 # On boards the results' output buffer is 1 KiB, not 4: 3 KiB less RAM, which boards with
 # 8 KiB of it need (decision 0091).
-_CORTEX_M_DEFINES = ("-DANVIL_OUT_BUF_SIZE=1024",)
+_CORTEX_M_DEFINES = ("-DANVIL_OUT_BUF_SIZE=1024", "-DANVIL_BARE_METAL")
 CORTEX_M = Toolchain("arm-none-eabi-", ("-march=armv7-m", "-mfloat-abi=soft"), "cortexm", _CORTEX_M_DEFINES)
 CORTEX_M_DSP = Toolchain("arm-none-eabi-", ("-march=armv7e-m", "-mfloat-abi=soft"), "cortexm", _CORTEX_M_DEFINES)
 
@@ -240,19 +240,69 @@ SECTIONS
                                  data["sh_addr"] if data is not None else data_addr, bss_end, symbols)
 
 
-def assemble_stub(at: int, defs: dict[str, int], preinit: bool) -> tuple[bytes, int | None]:
-    """The loader stub linked at ``at`` with its constants, and the address of its preinit
-    function (``preinit``: the stub has one; rewriter/emit/preinit.py), else None."""
+STUB_DEFINES = ("ANVIL_REGION", "ANVIL_LENGTH", "ANVIL_PGOFF", "ANVIL_HEADER", "ANVIL_INIT", "ANVIL_ENTRY_STAGE",
+                "ANVIL_INIT_SLOT")  # the stub's link-time constants (--defsym)
+
+
+@dataclass(frozen=True)
+class StubCode:
+    """The loader stub linked: its pieces (address, bytes), in order, the first holding its
+    entry (``entry``, a Thumb address), and its preinit function's address, if it has one."""
+
+    pieces: list[tuple[int, bytes]]
+    entry: int
+    preinit_function: int | None
+
+
+def _stub_object(preinit: bool, pieces: bool) -> Path:
+    """runtime_stubs/arm/stub.S assembled: with its preinit function, in pieces (or whole)."""
     source = RUNTIME_DIR / "stub.S"
-    obj = compile_c(source, [], text="#define ANVIL_PREINIT 1\n" + source.read_text()) if preinit \
-        else compile_c(source, [])
+    defines = ("#define ANVIL_PREINIT 1\n" if preinit else "") + ("#define ANVIL_PIECES 1\n" if pieces else "")
+    return compile_c(source, [], text=defines + source.read_text()) if defines else compile_c(source, [])
+
+
+@cache
+def _stub_sections(preinit: bool, pieces: bool) -> int:
+    """How many sections (.anvil_stub1, ...) the stub has: 1 whole."""
+    with open(_stub_object(preinit, pieces), "rb") as f:
+        return sum(1 for sec in ELFFile(f).iter_sections() if sec.name.startswith(".anvil_stub"))
+
+
+@cache
+def stub_size(preinit: bool) -> int:
+    """The bytes of the loader stub whole (a multiple of 4, wherever it is linked, 4-aligned)."""
+    return len(assemble_stub([0x100000], dict.fromkeys(STUB_DEFINES, 0), preinit).pieces[0][1])
+
+
+@cache
+def stub_piece_sizes(preinit: bool) -> tuple[int, ...]:
+    """The bytes of each piece of the loader stub in pieces (each a multiple of 4, wherever
+    it is linked, 4-aligned)."""
+    far_apart = [0x100000 * (k + 1) for k in range(_stub_sections(preinit, True))]
+    return tuple(len(data) for _, data in assemble_stub(far_apart, dict.fromkeys(STUB_DEFINES, 0), preinit).pieces)
+
+
+def assemble_stub(places: list[int], defs: dict[str, int], preinit: bool) -> StubCode:
+    """The loader stub with its constants ``defs``: whole at ``places[0]`` if that is the
+    only place, else in pieces, each linked at its place (one 4-aligned address per piece,
+    stub_piece_sizes), with a preinit function if ``preinit`` (rewriter/emit/preinit.py).
+    Raises AnvilError where a piece's jump to the next cannot reach it (16 MiB)."""
+    pieces = len(places) > 1
+    if len(places) != (_stub_sections(preinit, True) if pieces else 1):
+        raise AssertionError(f"{len(places)} places for the stub's {_stub_sections(preinit, True)} pieces")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "stub.elf"
-        cmd = [LINUX.tool("ld"), "-Ttext", f"{at:#x}", "-e", "_anvil_stub", "-o", str(out), str(obj)]
+        cmd = [LINUX.tool("ld"), "-e", "_anvil_stub", "-o", str(out), str(_stub_object(preinit, pieces))]
+        for k, place in enumerate(places):
+            cmd += [f"--section-start=.anvil_stub{k + 1}={place:#x}"]
         for name, value in defs.items():
             cmd += ["--defsym", f"{name}={value:#x}"]
         _run(cmd)
         with open(out, "rb") as f:
             elf = ELFFile(f)
-            symbol = elf.get_section_by_name(".symtab").get_symbol_by_name("_anvil_preinit")
-            return elf.get_section_by_name(".text").data(), symbol[0]["st_value"] & ~1 if symbol else None
+            code = [(sec["sh_addr"], sec.data()) for k in range(len(places))
+                    if (sec := elf.get_section_by_name(f".anvil_stub{k + 1}")) is not None]
+            symbols = elf.get_section_by_name(".symtab")
+            preinit_symbol = symbols.get_symbol_by_name("_anvil_preinit")
+            entry = symbols.get_symbol_by_name("_anvil_stub")[0]["st_value"] | 1
+    return StubCode(code, entry, preinit_symbol[0]["st_value"] & ~1 if preinit_symbol else None)

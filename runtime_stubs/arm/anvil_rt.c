@@ -3,6 +3,13 @@
 #include "anvil_rt.h"
 
 #define SYS_exit 1
+#define SYS_pread64 180
+#define SYS_fcntl64 221
+#define SYS_getcwd 183
+#define SYS_execve 11
+#define SYS_execveat 387
+#define SYS_clone 120
+#define SYS_wait4 114
 #define SYS_write 4
 #define SYS_open 5
 #define SYS_close 6
@@ -230,6 +237,8 @@ uint32_t anvil_call_lock[2] __attribute__((aligned(8)));
 
 /* The process the program started as: a forked child's results are its own (below). */
 static long start_pid;
+/* The directory it started in: results files named relative to it (open_results). */
+static char start_dir[4096];
 
 long anvil_forked_child(void)
 {
@@ -278,6 +287,8 @@ static void map_and_start(uint32_t bias, const struct anvil_header *h, const cha
     }
     anvil_bias = bias;
     start_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
+    if (anvil_syscall(SYS_getcwd, (long)start_dir, sizeof start_dir, 0, 0, 0, 0) <= 0)
+        start_dir[0] = 0;
     if (bias && h->npatches) {
         /* The jumps' literals are all in the text segment: one write window over the
            pages from the lowest to the highest (with original return addresses a large
@@ -356,10 +367,51 @@ uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t
 
 /* Hook before every system call instruction: exit_group ends the program, and so does
  * exit unless the program starts threads (then exit ends one: glibc's pthread_exit). */
+/* Before an exec (decision 0101): the process becomes another program and no exit runs,
+ * so the results are written now, as at the end. By a forked copy of the process, which
+ * writes them and exits while this one waits: the end changes what it reads (derived
+ * counts go into their slots, files are closed), and should the exec fail the program
+ * goes on counting in the memory it had, and its own end writes the results again. The
+ * copy takes this process's place for the results' names (start_pid). ReHost: the end
+ * itself (the stream is this process's; records after a failed exec are dropped). Only
+ * in the process the program started as: a forked child (a vfork child shares its
+ * parent's memory, the runtime's state with it) keeps the children's rule, results at its
+ * exit. */
+__attribute__((weak)) int anvil_records_to_host(void) { return 0; }
+void anvil_sink_copy_ended(void);
+
+static void before_exec(void)
+{
+    if (anvil_forked_child())
+        return;
+    if (anvil_records_to_host()) {
+        anvil_program_end();
+        return;
+    }
+    /* fork (SIGCHLD at its exit: qemu-user's fork needs it; a SIGCHLD handler of the
+     * program finds the copy already reaped) */
+    long pid = anvil_syscall(SYS_clone, 17 /* SIGCHLD */, 0, 0, 0, 0, 0);
+    if (pid == 0) {
+        start_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
+        anvil_program_end();
+        anvil_syscall(SYS_exit_group, 0, 0, 0, 0, 0, 0);
+    }
+    if (pid > 0) {
+        int status;
+        while (anvil_syscall(SYS_wait4, pid, (long)&status, 0x40000000 /* __WALL */, 0, 0, 0) == -4 /* EINTR */)
+            ;
+        anvil_sink_copy_ended();
+    } else {
+        anvil_program_end();  /* no copy could be made: the end here (a failed exec loses the rest) */
+    }
+}
+
 void anvil_on_syscall(uint32_t nr, uint32_t exit_ends_program)
 {
     if (nr == SYS_exit_group || (nr == SYS_exit && exit_ends_program))
         anvil_program_end();
+    else if (nr == SYS_execve || nr == SYS_execveat)
+        before_exec();
 }
 
 /* _exit's PLT entry, before its jump out of the executable through GOT slot ``slot``
@@ -393,11 +445,27 @@ void anvil_fini_array_end(uint32_t has_fini)
         anvil_program_end();
 }
 
-/* PLT0, before its jump to the dynamic linker: the end, when _exit is being bound. */
+/* An exec function's PLT entry, before its jump out: the same, for before_exec. */
+static uint32_t exec_through_binder;
+
+void anvil_exec_jump(uint32_t slot, uint32_t binder)
+{
+    if (binder && *(const uint32_t *)slot == binder + anvil_bias)
+        exec_through_binder = 1;
+    else
+        before_exec();
+}
+
+/* PLT0, before its jump to the dynamic linker: the end, when _exit is being bound (an
+ * exec function: before_exec). */
 void anvil_binder_jump(void)
 {
     if (exit_through_binder)
         anvil_program_end();
+    else if (exec_through_binder) {
+        exec_through_binder = 0;
+        before_exec();
+    }
 }
 
 /* ---------------------------------------------------------------- libraries' _exit */
@@ -490,24 +558,88 @@ static void hook_library_exits(uint32_t bias, const struct anvil_header *h)
 
 /* ---------------------------------------------------------------- files */
 
+/* The lowest descriptor a results file is given: above the program's own (and ReHost's
+ * channel, 1000), as Valgrind keeps its files at the top of the table. A file opened at the
+ * start (memtrace's trace) would otherwise take the program's first free descriptor: the
+ * program's own files would get other numbers than in the original, and a program that
+ * closes or reuses descriptors it did not open (tcsh moves its own to 16-19 and closes
+ * the rest) would cut the trace short or have it written into its own files. */
+#define RESULTS_FD_MIN 1001
+
+#define F_DUPFD_CLOEXEC 1030
+
 /* A forked child writes its results beside its parent's, to ``path.<pid>`` (as
- * valgrind's %p): the parent's file stays the parent's whichever exits last. */
-int anvil_open_write(const char *path)
+ * valgrind's %p): the parent's file stays the parent's whichever exits last. A relative
+ * path names a file in the directory the program started in, wherever it has gone since
+ * (a program that changes directory wrote its counts there, and ``anvil run`` found none). */
+static int open_results(const char *path, long flags)
 {
-    char named[512];
+    static char named[sizeof start_dir + 512];
+    uint32_t n = 0;
+    if (path[0] != '/' && start_dir[0]) {
+        while (start_dir[n])
+            named[n] = start_dir[n], n++;
+        named[n++] = '/';
+    }
+    for (uint32_t k = 0; path[k] && n < sizeof named - 22; k++)
+        named[n++] = path[k];
     long child = anvil_forked_child();
     if (child) {
-        uint32_t n = 0;
-        while (path[n] && n < sizeof named - 22) {
-            named[n] = path[n];
-            n++;
-        }
         named[n++] = '.';
         n += (uint32_t)anvil_decimal(named + n, (uint64_t)child);
-        named[n] = 0;
-        path = named;
     }
-    return (int)anvil_syscall(SYS_open, (long)path, 01 | 0100 | 01000 | 0400000, 0644, 0, 0, 0);
+    named[n] = 0;
+    path = named;
+    long fd = anvil_syscall(SYS_open, (long)path, flags, 0644, 0, 0, 0);
+    if (fd < 0)
+        return (int)fd;
+    long high = anvil_syscall(SYS_fcntl64, fd, F_DUPFD_CLOEXEC, RESULTS_FD_MIN, 0, 0, 0);
+    if (high < 0)  /* a table smaller than that (ulimit -n): where it was */
+        return (int)fd;
+    anvil_close((int)fd);
+    return (int)high;
+}
+
+/* O_RDWR: a child forked later reads what was written before the fork (below); O_CLOEXEC */
+int anvil_open_write(const char *path) { return open_results(path, 02 | 0100 | 01000 | 0400000); }
+
+/* The same file again, to write on at its end: a program that closes every descriptor
+ * (closefrom) closed the one it had. */
+int anvil_reopen_write(const char *path) { return open_results(path, 02 | 02000 | 0400000); }
+
+/* A child forked after its parent opened a results file (a tool that writes as the program
+ * runs: memtrace's trace) shares the file and the offset with it, and holds a copy of the
+ * parent's buffer: both would write into the one file, the records made before the fork
+ * twice. So on its first write the child opens a file of its own (path.<pid>, as the
+ * results of a child's other tools) and copies into it what the parent had written at the
+ * fork (``written``: the child's memory is the parent's as it was then, and the parent
+ * only appends), then writes its buffer (the rest of the parent's records up to the fork)
+ * and its own records: the parent's results up to the fork, then the child's, as a ReHost
+ * session of a forked child begins with its parent's stream. */
+int anvil_output_of_this_process(int fd, const char *path, long *owner, uint64_t written)
+{
+    static char copying[4096];
+    long me = anvil_forked_child();
+    if (me == *owner || fd < 0)
+        return fd;
+    int own = anvil_open_write(path);
+    for (uint64_t at = 0; own >= 0 && at < written;) {
+        uint32_t want = written - at < sizeof copying ? (uint32_t)(written - at) : sizeof copying;
+        /* ARM EABI: the 64-bit offset in an even register pair, after a pad */
+        long got = anvil_syscall(SYS_pread64, fd, (long)copying, want, 0, (long)(uint32_t)at, (long)(at >> 32));
+        if (got <= 0)
+            break;
+        for (long done = 0; done < got;) {
+            long n = anvil_write_fd(own, copying + done, (uint32_t)(got - done));
+            if (n <= 0)
+                break;
+            done += n;
+        }
+        at += (uint64_t)got;
+    }
+    anvil_close(fd);
+    *owner = me;
+    return own;
 }
 
 void anvil_close(int fd) { anvil_syscall(SYS_close, fd, 0, 0, 0, 0, 0); }

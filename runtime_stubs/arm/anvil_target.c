@@ -21,25 +21,66 @@ uint32_t anvil_xlate(uint32_t target, const uint32_t *table)
 
 static int out_fd = -1;
 
+static const char *out_path;  /* the tool's results path (a string of the image) */
+static long out_owner;        /* the process that opened out_fd (anvil_forked_child) */
+static uint64_t out_written;  /* what that process wrote to it */
+
 int anvil_sink_open(const char *path)
 {
+    out_path = path;
+    out_owner = anvil_forked_child();
+    out_written = 0;
     out_fd = anvil_open_write(path);
     return out_fd;
 }
 
+#ifndef ANVIL_BARE_METAL
+static int out_ended_by_copy;  /* a copy of the process wrote the end to out_fd (before_exec) */
+
+/* Before an exec a copy of the process wrote the results' end into the file this one still
+ * writes (anvil_rt.c's before_exec): if this one writes again, the exec failed, and what
+ * the copy added goes (it is written again, later and whole). */
+void anvil_sink_copy_ended(void)
+{
+    out_ended_by_copy = out_fd >= 0;
+}
+#endif
+
 void anvil_sink_write(const char *buf, uint32_t len)
 {
+    if (out_fd < 0)
+        return;
+#ifndef ANVIL_BARE_METAL
+    if (out_ended_by_copy) {
+        out_ended_by_copy = 0;
+        uint32_t result[2];
+        /* ftruncate64(fd, pad, low, high) and _llseek(fd, high, low, &result, SEEK_SET) */
+        anvil_syscall(194, out_fd, 0, (long)(uint32_t)out_written, (long)(out_written >> 32), 0, 0);
+        anvil_syscall(140, out_fd, (long)(out_written >> 32), (long)(uint32_t)out_written, (long)result, 0, 0);
+    }
+#endif
+    /* A tool that writes as the program runs (memtrace) opened its file before the program
+     * forked: the child goes on in a file of its own (anvil_output_of_this_process). */
+    out_fd = anvil_output_of_this_process(out_fd, out_path, &out_owner, out_written);
     uint32_t done = 0;
+    int reopened = 0;
     while (done < len) {
         long n = anvil_write_fd(out_fd, buf + done, len - done);
+        if (n == -9 && !reopened) {  /* EBADF: the program closed it (closefrom): open it again */
+            reopened = 1;
+            out_fd = anvil_reopen_write(out_path);
+            continue;
+        }
         if (n <= 0)
             break;
         done += (uint32_t)n;
     }
+    out_written += done;
 }
 
 void anvil_sink_close(void)
 {
+    out_fd = anvil_output_of_this_process(out_fd, out_path, &out_owner, out_written);
     anvil_close(out_fd);
     out_fd = -1;
 }

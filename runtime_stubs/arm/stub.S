@@ -24,14 +24,40 @@
 @ registers in the region, not on the stack, for the final jump. Called as the preinit
 @ function, it does the same below the dynamic linker's frames, and its final jump
 @ returns there with every register as it was.
+@ Assembled with ANVIL_PIECES defined, the stub is in pieces, each a section of its own
+@ (.anvil_stub1, ...) ending in a jump to the next (decision 0097): where no free run of
+@ the text holds it whole, each piece goes where one holds it (the rewriter links every
+@ piece at its own address). So nothing names another piece's code PC-relatively but B.W,
+@ and other pieces' data are link-time words plus the load bias (r6). Without it, PIECE
+@ is nothing and the stub is one section.
     .syntax unified
     .thumb
-    .text
+    .equ FAR_BELOW, 16384        @ = STUB_FAR_BELOW in anvil_rt.c (it finds the initial SP from it)
+    .equ SCRUB, 4096
+
+#ifdef ANVIL_PIECES
+@ The end of a piece that runs on into the next, and the start of that one (section N).
+#define PIECE(N) b.w piece##N; .align 2; .ltorg; .section .anvil_stub##N, "ax", %progbits; .align 2; \
+    .thumb_func; piece##N:
+@ The start of a piece of data (nothing runs on into it).
+#define DATA(N) .align 2; .ltorg; .section .anvil_stub##N, "a", %progbits; .align 2
+@ Branch to TARGET, perhaps in another piece, if condition C holds (NOT_C: its inverse).
+#define BRANCH_IF(C, NOT_C, TARGET) b##NOT_C 1f; b.w TARGET; 1:
+@ R = LABEL's address, perhaps in another piece.
+#define ADDRESS(R, LABEL) ldr R, =LABEL; add R, R, r6
+#else
+#define PIECE(N)
+#define DATA(N) .align 2
+#define BRANCH_IF(C, NOT_C, TARGET) b##C TARGET
+#define ADDRESS(R, LABEL) adr R, LABEL
+#endif
+
+    .section .anvil_stub1, "ax", %progbits
+    .align 2
+anchor:                         @ (_anvil_stub's address: a plain label for ADR and LDR alike)
     .global _anvil_stub
     .type _anvil_stub, %function
     .thumb_func
-    .equ FAR_BELOW, 16384        @ = STUB_FAR_BELOW in anvil_rt.c (it finds the initial SP from it)
-    .equ SCRUB, 4096
 _anvil_stub:
     sub sp, sp, #FAR_BELOW
     push {r0-r12, lr}
@@ -51,6 +77,7 @@ start:
     adr r6, anchor
     ldr r5, =anchor
     subs r6, r6, r5             @ r6 = load bias
+    PIECE(2)
 #ifdef ANVIL_PREINIT
     cmp r10, #2
     bne map
@@ -63,18 +90,20 @@ start:
     ldr r1, =_anvil_preinit
     add r1, r1, r6
     cmp r0, r1
-    bne mapped
+    BRANCH_IF(ne, eq, mapped)
     movs r10, #0                @ STARTED_AT_ENTRY (anvil_init gives the word back)
 map:
 #endif
-    adr r0, path
+    PIECE(3)
+    ADDRESS(r0, path)
     movs r1, #0
     movs r2, #0
     movs r7, #5                 @ open
     svc #0
     cmp r0, #0
-    blt fail
+    BRANCH_IF(lt, ge, fail)
     mov r8, r0
+    PIECE(4)
     ldr r0, =ANVIL_REGION
     add r0, r0, r6
     mov r9, r0
@@ -85,11 +114,14 @@ map:
     ldr r5, =ANVIL_PGOFF
     movs r7, #192               @ mmap2
     svc #0
+    PIECE(5)
     cmp r0, r9
-    bne fail
+    BRANCH_IF(ne, eq, fail)
     mov r0, r8
     movs r7, #6                 @ close
     svc #0
+    PIECE(6)
+    .thumb_func
 mapped:
     mov r0, r6
     ldr r1, =ANVIL_HEADER
@@ -103,6 +135,7 @@ mapped:
     ldr r4, =ANVIL_INIT
     add r4, r4, r6
     blx r4                      @ r0 = {r0-r12, lr, where to go on} kept in the region:
+    PIECE(7)
     add r1, sp, #56             @ the program's entry, or back into the dynamic linker
     sub r2, r1, #SCRUB          @ zero what the stub used below SP
     movs r3, #0
@@ -119,20 +152,26 @@ scrub:
 resume:
     ldm r0, {r0-r12, lr, pc}    @ every register as handed over, then the program
     .thumb
+    .align 2
+    .ltorg
+#ifdef ANVIL_PIECES
+    .section .anvil_stub8, "ax", %progbits
+    .align 2
+#endif
+    .thumb_func
 fail:
     movs r0, #2
-    adr r1, msg
+    ADDRESS(r1, msg)
     movs r2, #(msg_end - msg)
     movs r7, #4                 @ write
     svc #0
     movs r0, #127
     movs r7, #248               @ exit_group
     svc #0
-    .align 2
-anchor:
+    DATA(9)
 path:
     .asciz "/proc/self/exe"
-    .align 2
+    DATA(10)
 msg:
     .ascii "anvil: cannot map the instrumented code\n"
 msg_end:

@@ -92,8 +92,25 @@ const char *anvil_getenv(const char *name);
 void anvil_warn(const char *text);
 int anvil_open_write(const char *path);
 void anvil_close(int fd);
+#ifdef ANVIL_BARE_METAL
+/* No process forks or closes descriptors on bare metal (Cortex-M): these compile to nothing there. */
+static inline long anvil_forked_child(void) { return 0; }
+static inline int anvil_reopen_write(const char *path) { (void)path; return -1; }
+static inline int anvil_output_of_this_process(int fd, const char *path, long *owner, uint64_t written)
+{
+    (void)path, (void)owner, (void)written;
+    return fd;
+}
+#else
 /* This process's id when it is a child the program forked, else 0 (Linux). */
 long anvil_forked_child(void);
+/* anvil_open_write's file opened again to write at its end (the program closed it). */
+int anvil_reopen_write(const char *path);
+/* The descriptor this process writes a results file to: ``fd``, which process ``*owner``
+ * (anvil_forked_child's value) opened for ``path`` and had written ``written`` bytes to, or
+ * in a child forked since, a file of its own (updating ``*owner``). */
+int anvil_output_of_this_process(int fd, const char *path, long *owner, uint64_t written);
+#endif
 /* Write up to ``len`` bytes to ``fd``; the number written, or <= 0 on failure. */
 long anvil_write_fd(int fd, const char *buf, uint32_t len);
 #endif

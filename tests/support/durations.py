@@ -1,7 +1,8 @@
 """Run the longest tests first, so that `pytest -n 2` does not end on one long test.
 
-pytest-xdist hands the tests to its workers in collection order; when the last ones
-are long, one worker runs them while the other waits. ``order`` sorts the modules by
+pytest-xdist hands the tests to its workers in collection order, one at a time as a worker
+starts its next (tests/conftest.py; decision 0095); when the last ones are long, one
+worker runs them while the other waits. ``order`` sorts the modules by
 their tests' total time and each module's tests by their own, longest first, from
 ``tests/data/durations.json`` (recorded on one run, tests of half a second or more; a
 test it does not list counts as ``UNKNOWN`` seconds). A module's tests stay together, so its module-scoped fixtures are

@@ -47,6 +47,17 @@ def run_rehost(binary: Path, address: str, args: list[str] | tuple[str, ...] = (
     return Run(outcome.stdout, outcome.stderr, outcome.returncode, cwd), outcome
 
 
+def run_rehost_alone(binary: Path, args: list[str] | tuple[str, ...] = ()) -> tuple[Run, bridge.Outcome]:
+    """run_rehost against a C-analysis server of its own on loopback, stopped afterwards."""
+    from rehost.server import Library, start_server
+
+    srv, port = start_server(Library(None), log=None)
+    try:
+        return run_rehost(binary, f"127.0.0.1:{port}", args)
+    finally:
+        srv.stop(None)
+
+
 def line_while(stream, other: subprocess.Popen, seconds: float = 120) -> str:
     """The next line a child writes to the pipe ``stream``, or "" if ``other`` (the process
     it waits for) ends first or none comes within ``seconds``: a test waiting for a server

@@ -122,6 +122,12 @@ SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "clang-O2-nopic-longcalls-bfd": ("clang", ["-O2", "-mthumb", "-fno-pic", "-no-pie", "-mlong-calls",
                                                "-fuse-ld=bfd"]),
     "clang-O3-neon-lld": ("clang", ["-O3", "-mthumb", "-mfpu=neon", "-fuse-ld=lld"]),
+    # ARMv8's AArch32 (a Cortex-A53/A72 build): acquire/release atomics (LDAEX/STLEX), VSEL,
+    # VRINT, VCVTA..., CRC32 with +crc.
+    "O2-armv8": ("gcc", ["-g", "-O2", "-march=armv8-a+crc+simd", "-mtune=cortex-a72"]),
+    "O3-arm-armv8-static": ("gcc", ["-g", "-O3", "-marm", "-march=armv8-a+crc+simd", "-static"]),
+    "clang-O2-armv8-lld": ("clang", ["-O2", "-mthumb", "-march=armv8-a+crc", "-mfpu=neon-fp-armv8",
+                                     "-fuse-ld=lld"]),
     # Decision 0094: the compilers' own instrumentation, hardening, other levels, armel.
     "O2-asan": ("gcc", ["-g", "-O2", "-fsanitize=address"]),
     "O0-asan": ("gcc", ["-g", "-O0", "-fsanitize=address"]),
