@@ -104,7 +104,8 @@ def test_programs_own_preinit_functions_run_instrumented(variant: str, tmp_path:
     assert results(inst, "inscount")["total"] == sum(pcs.values())
 
 
-@pytest.mark.parametrize(("sample", "variant"), [("goto", "O2-arm-pg-static"), ("jumptable", "O2-arm-static")])
+@pytest.mark.parametrize(("sample", "variant"), [("goto", "O2-arm-pg-static"), ("jumptable", "O2-arm-static"),
+                                                 ("goto", "armel-O2-static")])
 def test_stripped_a32_static_runs_and_counts(sample: str, variant: str, tmp_path: Path) -> None:
     """Stripped, as scripts/variant_sweep.py judges a build (tests/support/sweep.py: the
     original's behaviour and files, qemu's count less what gprof's timer runs).
@@ -114,7 +115,9 @@ def test_stripped_a32_static_runs_and_counts(sample: str, variant: str, tmp_path
       the guess that code follows a computed goto ran through the pool into the next
       function (Thumb), read as A32, and a return site's jump written there ran (SIGILL).
     - jumptable: ``ldrls pc, [pc, r0, lsl #2]`` is the switch's jump, not a literal
-      holding its bound (which ARMv5 code loads, as above)."""
+      holding its bound (which ARMv5 code loads, as above).
+    - goto by armel gcc: a ``mov lr, pc`` call of the kernel's helper whose branch began a
+      chunk of the descent's decoding was no call (its return site ran in place)."""
     outcomes = judge_build(sample, build(sample, variant), True, ["inscount"], ["inhost"], tmp_path)
     assert outcomes == [("inscount/inhost", "ok")]
 

@@ -23,7 +23,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import Section
 
 from .. import progress
-from ..arch.arm_decode import DecodeCache, decode_range, encoded_size, make_disassembler
+from ..arch.arm_decode import DecodeCache, decode_range, encoded_size, is_link_move, make_disassembler
 from .counted import counted, in_offset_column, in_text
 from .exception_tables import handlers, personality_routines
 from .gaps import call_targets_in_gaps, thumb_pointers_in_gaps
@@ -1271,6 +1271,9 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
             ins, stream = streams.at(cur, thumb, stream)
             if ins is None:
                 break
+            if ins.writes_pc and not ins.is_call and not thumb and cur - 4 in mine \
+                    and is_link_move(mine[cur - 4], ins):
+                ins.is_call = True  # as decode_range marks it, where a chunk of the stream began here
             if ins.address + ins.size > limit:
                 straddles = True
                 cut_doubt = max(cut_doubt, doubt)
