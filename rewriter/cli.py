@@ -26,6 +26,9 @@ from .ir.fork_split import JOBS_VARIABLE, jobs_allowed, jobs_limit, parse_jobs
 from .run_results import ResultsFiles, why_missing
 
 QEMU_LIB_ROOT = "/usr/arm-linux-gnueabihf"
+#: Dynamic loader -> the Debian cross root that has it: armhf's, and armel's (soft-float
+#: ARMv5TE, loader /lib/ld-linux.so.3; package libc6-armel-cross).
+CROSS_ROOTS = {"ld-linux-armhf.so.3": QEMU_LIB_ROOT, "ld-linux.so.3": "/usr/arm-linux-gnueabi"}
 
 
 def _parse_opts(items: list[str]) -> dict[str, str]:
@@ -175,7 +178,21 @@ def _sysroot(args: argparse.Namespace) -> str:
         if not os.path.isdir(args.sysroot):
             raise AnvilError(f"--sysroot {args.sysroot}: not a directory")
         return args.sysroot
-    return os.environ.get("QEMU_LD_PREFIX") or QEMU_LIB_ROOT
+    return os.environ.get("QEMU_LD_PREFIX") or _cross_root(args.binary)
+
+
+def _cross_root(binary: str) -> str:
+    """The cross root whose loader ``binary`` names (CROSS_ROOTS), where it is installed;
+    else armhf's."""
+    try:
+        with open(binary, "rb") as handle:
+            head = handle.read(0x10000)
+    except OSError:
+        return QEMU_LIB_ROOT
+    for loader, root in CROSS_ROOTS.items():
+        if f"/{loader}\0".encode() in head and os.path.isdir(root):
+            return root
+    return QEMU_LIB_ROOT
 
 
 def _run_on_linux(args: argparse.Namespace, before_start: Callable[[], None]) -> tuple[int, bool]:
@@ -583,7 +600,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--argv0", help="argv[0] seen by the program")
     p.add_argument("--sysroot", metavar="DIR",
                    help="where qemu-arm finds the program's dynamic loader and libraries (its -L): an unpacked "
-                        f"root file system (default $QEMU_LD_PREFIX, else {QEMU_LIB_ROOT})")
+                        f"root file system (default $QEMU_LD_PREFIX, else the cross root of the loader the "
+                        f"program names: {QEMU_LIB_ROOT}, or {CROSS_ROOTS['ld-linux.so.3']} for armel's)")
     p.add_argument("--board", help=f"run a firmware image on qemu-system-arm's model of this board "
                                    f"({', '.join(sorted(BOARDS))}); console and exit through semihosting")
     p.add_argument("--icount", metavar="SHIFT",

@@ -3,11 +3,14 @@
 Builds each sample (samples/*.c, samples/*.cpp) in each variant of tests/support/samples.py
 SWEEP_VARIANTS (-O3, -funroll-loops, -flto, -fno-pic -mlong-calls, --gc-sections,
 -z [no]separate-code, --hash-style=sysv, -z norelro, -Ttext-segment, a linker script with
-.rodata first, NEON, -mno-unaligned-access; gcc and clang), unstripped and stripped;
-instruments it with each tool (inscount, bbcount, cachesim) in InHost and, for the variants
-named by --rehost, in ReHost too (through one rehost-server); runs the copy under qemu-arm
-next to the original and lists what differs: a refused rewrite, a crash, other output or exit
-status, an inscount total that is not qemu's count, ReHost results that are not InHost's.
+.rodata first, NEON, -mno-unaligned-access; the sanitizers, -pg, --coverage, hardening,
+-O0/-Og/-Os, frame pointers; gcc, clang and Debian's armel gcc), unstripped and stripped;
+instruments it with each tool (inscount, bbcount, cachesim, memtrace) in InHost and, for the
+variants named by --rehost, in ReHost too (through one rehost-server); runs the copy under
+qemu-arm next to the original (with the variant's environment and loader root:
+samples.run_environment, samples.lib_root) and lists what differs: a refused rewrite, a
+crash, other output or exit status, other files written (gcov's .gcda, gprof's call arcs),
+an inscount total that is not qemu's count, ReHost results that are not InHost's.
 
     PYTHONPATH=. nice -n 10 python3 scripts/variant_sweep.py [--jobs N] [--only WORD ...]
         [--tools T,T] [--samples S,S] [--variants V,V] [--strip both|yes|no] [--rehost V,V|all|none]
@@ -32,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 SAMPLES = ["addresses", "sort", "hash", "matrix", "calls", "goto", "jumptable", "it_word", "forks", "unwind",
            "containers"]
-TOOLS = ["inscount", "bbcount", "cachesim"]
+TOOLS = ["inscount", "bbcount", "cachesim", "memtrace"]
 #: Variants also run in ReHost by default (one of each kind: PIE, LTO, static with a linker script, clang).
 REHOST_VARIANTS = ["O3-unroll", "O2-lto", "O2-rodata-first-static", "clang-O2-lto-lld"]
 
@@ -40,7 +43,7 @@ REHOST_VARIANTS = ["O3-unroll", "O2-lto", "O2-rodata-first-static", "clang-O2-lt
 def run_one(sample: str, variant: str, stripped: bool, tools: list[str], modes: list[str],
             server: str | None) -> list[tuple[str, str]]:
     """Build ``sample`` in ``variant`` and judge each tool/mode on it (tests/support/sweep.py)."""
-    from tests.support.samples import SampleBuildError, build
+    from tests.support.samples import SampleBuildError, build, lib_root, run_environment
     from tests.support.sweep import judge_build
 
     try:
@@ -49,7 +52,8 @@ def run_one(sample: str, variant: str, stripped: bool, tools: list[str], modes: 
         reason = "not built: " + str(exc).strip().splitlines()[-1][:100]
         return [(f"{tool}/{mode}", reason) for tool in tools for mode in modes]
     with tempfile.TemporaryDirectory(prefix="sweep.") as tmp:
-        return judge_build(sample, binary, stripped, tools, modes, Path(tmp), server)
+        return judge_build(sample, binary, stripped, tools, modes, Path(tmp), server, run_environment(variant),
+                           lib_root(variant))
 
 
 def sweep(combos: list[tuple[str, str, bool]], tools: list[str], rehost: set[str], jobs: int) -> int:

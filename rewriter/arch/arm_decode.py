@@ -323,9 +323,22 @@ def _decode_with(md: capstone.Cs, code: bytes, address: int, thumb: bool,
                 ins.detail = detail
         if ins.is_it:
             it_conds = _it_conditions(int.from_bytes(raw, "little"))
+        elif out and ins.writes_pc and is_link_move(out[-1], ins):
+            ins.is_call = True  # the facts cached above are the instruction's alone
         out.append(ins)
         end = addr + size
     return out, end
+
+
+def is_link_move(move: Instruction, branch: Instruction) -> bool:
+    """``mov lr, pc`` right before the A32 instruction ``branch`` that writes PC, under the
+    same condition: the call of ARM code before BLX (ARMv4T's ``mov lr, pc; bx rN``; glibc's
+    atomics on armel, ``mov lr, pc; sub pc, r3, #63``, calling the kernel's helper at
+    0xffff0fc0). The PC it reads is ``branch``'s end, so it returns there: a call, whose
+    return site starts a block. A return (``bx lr``) is not one."""
+    return (not move.thumb and not branch.thumb and move.name == "mov" and move.op_str == "lr, pc"
+            and move.address + 8 == branch.end and move.cond == branch.cond and not branch.is_return
+            and not branch.is_call and branch.name != "b")
 
 
 # Mnemonics of direct branches and calls, with their base names (as base_name gives them).

@@ -75,6 +75,7 @@ from .relocate import (
     emit_xlate_table,
     ins_label,
     instruction_copies,
+    reads_return_address,
     relocate_instruction,
     relocate_procedure,
     write_range_veneer,
@@ -385,6 +386,10 @@ def _relocatable(proc: Procedure, ctx: RelocationContext) -> str | None:
         for ins in proc.instructions():
             if (ins.reads_pc or ins.writes_pc) and ins.branch_target is None:
                 relocate_instruction(ins, scratch, ctx)
+            elif ins.is_call and ins.branch_target is not None \
+                    and reads_return_address(ctx, ins.branch_target & ~1, ins.thumb != (ins.name == "blx")):
+                # Its table follows the call in the original: the procedure runs there.
+                return f"{ins}: calls {ins.branch_target & ~1:#x}, which reads a table at its return address"
     except Unsupported as e:
         return str(e)
     finally:

@@ -21,9 +21,18 @@ allows it, the stub's ``_anvil_preinit`` is made that function (decision 0071):
   the word lies in PT_GNU_RELRO), so libc's call of the program's initialisers is the
   original's.
 
-A program without spare slots (ld.lld leaves none), without ``.init_array``, with a preinit
-array of its own, or whose first ``.init_array`` word is relocated otherwise, is started at
-its entry as before.
+A program with a preinit array of its own (ASan's ``__asan_init``, a function the program
+puts in ``.preinit_array``) has its first preinit word made the stub's instead, no tag
+added: the dynamic linker has read that word when it calls the stub, so the stub, once it
+has written the word back, goes on to the program's function with the dynamic linker's
+registers and return address (decision 0094). Before, such a program was started at its
+entry, after its preinit functions had run: one in the program jumped to its copy in a
+region not yet mapped (SIGSEGV), and so did ASan's in a fixed-address program, whose
+``__asan_init`` is its PLT entry.
+
+A program without spare slots (ld.lld leaves none), without ``.init_array``, or whose first
+``.init_array`` (or preinit) word is relocated otherwise (a preinit function of a library,
+by its symbol), is started at its entry as before.
 """
 
 from __future__ import annotations
@@ -45,14 +54,16 @@ DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ = 32, 33
 class PreinitStart:
     """Where the program's tables change so that the dynamic linker calls the stub first."""
 
-    free_slot: int       # link address of the first spare DT_NULL entry of .dynamic
-    init_slot: int       # link address of the first .init_array word
+    free_slot: int | None  # link address of the first spare DT_NULL entry of .dynamic (None: the
+    #                        program's own preinit array, whose first word is the slot)
+    init_slot: int       # link address of the first .init_array (or .preinit_array) word
     init_original: int   # what that word holds
     read_only: bool      # the word's page is PT_GNU_RELRO: read-only once relocated
 
     def header_words(self) -> tuple[int, int, int]:
-        """The region header's init_slot, init_original, init_read_only (anvil_rt.c)."""
-        return self.init_slot, self.init_original, int(self.read_only)
+        """The region header's init_slot, init_original, init_flags (anvil_rt.c: bit 0 the
+        page is read-only, bit 1 the word is a preinit function to go on to)."""
+        return self.init_slot, self.init_original, int(self.read_only) | (2 if self.free_slot is None else 0)
 
 
 def plan(binary: Binary) -> PreinitStart | None:
@@ -71,19 +82,24 @@ def plan(binary: Binary) -> PreinitStart | None:
     if DT_NULL not in tags:
         return None
     first_null = tags.index(DT_NULL)
-    # Two slots for the new tags and a DT_NULL after them, all spare (nothing past the end).
-    if len(entries) < first_null + 3 or any(entries[first_null + k] != (DT_NULL, 0) for k in range(3)):
-        return None
     values = dict(entries[:first_null])
-    if DT_PREINIT_ARRAY in values or values.get(DT_INIT_ARRAYSZ, 0) < 4 or DT_INIT_ARRAY not in values:
-        return None
-    init_slot = values[DT_INIT_ARRAY]
+    if DT_PREINIT_ARRAY in values:  # the program's own: its first word is the slot, no tag added
+        if values.get(DT_PREINIT_ARRAYSZ, 0) < 4:
+            return None
+        free_slot, init_slot = None, values[DT_PREINIT_ARRAY]
+    else:
+        # Two slots for the new tags and a DT_NULL after them, all spare (nothing past the end).
+        if len(entries) < first_null + 3 or any(entries[first_null + k] != (DT_NULL, 0) for k in range(3)):
+            return None
+        if values.get(DT_INIT_ARRAYSZ, 0) < 4 or DT_INIT_ARRAY not in values:
+            return None
+        free_slot, init_slot = vaddr + first_null * 8, values[DT_INIT_ARRAY]
     original = int.from_bytes(binary.read(init_slot, 4), "little")  # 0 where not in the file
     if original in (0, 0xFFFFFFFF) or not _relocated_as_expected(binary, values, init_slot):
         return None
     read_only = any(seg["p_type"] == "PT_GNU_RELRO" and seg["p_vaddr"] <= init_slot < seg["p_vaddr"] + seg["p_memsz"]
                     for seg in segments)
-    return PreinitStart(vaddr + first_null * 8, init_slot, original, read_only)
+    return PreinitStart(free_slot, init_slot, original, read_only)
 
 
 def _relocated_as_expected(binary: Binary, values: dict[int, int], slot: int) -> bool:
@@ -103,8 +119,10 @@ def _relocated_as_expected(binary: Binary, values: dict[int, int], slot: int) ->
 
 
 def apply(out: bytearray, start: PreinitStart, preinit_function: int, offset_of) -> None:
-    """Write the two dynamic tags and the stub's address (``preinit_function``, Thumb bit
-    set) over the first ``.init_array`` word; ``offset_of(vaddr)``: its offset in ``out``."""
-    struct.pack_into("<iIiI", out, offset_of(start.free_slot), DT_PREINIT_ARRAY, start.init_slot,
-                     DT_PREINIT_ARRAYSZ, 4)
+    """Write the two dynamic tags (unless the program has its preinit array) and the stub's
+    address (``preinit_function``, Thumb bit set) over the slot's word; ``offset_of(vaddr)``:
+    its offset in ``out``."""
+    if start.free_slot is not None:
+        struct.pack_into("<iIiI", out, offset_of(start.free_slot), DT_PREINIT_ARRAY, start.init_slot,
+                         DT_PREINIT_ARRAYSZ, 4)
     struct.pack_into("<I", out, offset_of(start.init_slot), preinit_function | 1)

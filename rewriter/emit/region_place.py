@@ -38,6 +38,16 @@ MMAP_FUNCTIONS = frozenset(("mmap", "mmap64", "__mmap64"))
 MMAP2_SYSCALL = 192
 #: How far back from a call the arguments' moves are looked for.
 LOOK_BACK = 12
+#: Above 3 GiB: a 3G/1G Arm Linux kernel's own space, where a program has nothing mapped.
+#: AddressSanitizer's run time finds the top of the address space from what is mapped
+#: when it starts (sanitizer_common's GetKernelAreaSize: a writable mapping up there means
+#: a 4 GiB user space), and with the region there laid its shadow over the libraries
+#: qemu-arm maps below 0x40000000 ("Shadow memory range interleaves with an existing
+#: memory mapping", decision 0094). Its programs keep the region below.
+KERNEL_SPACE = (0xC0000000, 1 << 32)
+#: What names AddressSanitizer's run time in a program: the function its constructors call
+#: (imported from libasan.so, or defined with -static-libasan) and the variable it reads.
+ASAN_MARKS = (b"\0__asan_init\0", b"\0ASAN_OPTIONS\0")
 
 
 def load_bias(binary: Binary) -> int:
@@ -48,9 +58,10 @@ def load_bias(binary: Binary) -> int:
 def claimed_ranges(binary: Binary) -> list[tuple[int, int]]:
     """The [start, end) address ranges the program's own code asks ``mmap`` for: each call
     (through the PLT) or ``mmap2`` system call whose address argument is a nonzero constant;
-    a length not known is taken as WINDOW."""
+    a length not known is taken as WINDOW. And KERNEL_SPACE for a program with
+    AddressSanitizer's run time (ASAN_MARKS)."""
     mmap_entries = {entry for entry, name in binary.plt.items() if name in MMAP_FUNCTIONS}
-    ranges = []
+    ranges = [KERNEL_SPACE] if any(mark in binary.data for mark in ASAN_MARKS) else []
     for proc in binary.procedures:
         code = sorted(proc.instructions(), key=lambda ins: ins.address)
         for at, ins in enumerate(code):

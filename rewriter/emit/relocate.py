@@ -73,6 +73,8 @@ class RelocationContext:
     # a value in it (CLISP's bignum loops call a multiply helper with an operand in IP).
     ip_clobbered_at: frozenset[int] = frozenset()
     xlate_tables: list[tuple[Procedure, Hashable]] = field(default_factory=list)
+    # (function, Thumb) -> whether it reads data at its return address (reads_return_address).
+    return_readers: dict[tuple[int, bool], bool] = field(default_factory=dict)
     # Original address -> label a direct branch goes to instead (an edge counter's trampoline).
     redirect: dict[int, Hashable] = field(default_factory=dict)
     # Procedures an exception handler may run (firmware, ir.flow.interrupt_code): their
@@ -621,7 +623,13 @@ def _relocate(ins: Instruction, isa: ISA, code: Code, ctx: RelocationContext, pr
         _direct(ins, name, isa, code, ctx)
         return False
     if ins.writes_pc:
-        if ins.is_return or ins.is_call:
+        # A call that the `mov lr, pc` before it links (is_link_move): LR is set already, the
+        # branch itself is a jump; reading PC (a literal), it is relocated as one, below.
+        linked = _linked(ins)
+        if linked and not ins.reads_pc:
+            _copy(ins, code)
+            return False
+        if (ins.is_return or ins.is_call) and not linked:
             if ins.reads_pc:
                 raise Unsupported(f"{ins}: return or call reading PC")
             if ins.is_call and ctx.original_returns and ins.end not in ctx.relocated_returns:
@@ -649,10 +657,83 @@ def _relocate(ins: Instruction, isa: ISA, code: Code, ctx: RelocationContext, pr
         _translated_jump(ins, name, isa, code, ctx)
         return True
     if ins.reads_pc:
+        call = _linked_call(ins, ctx)
+        if call is not None:
+            _under(isa, code, ins, lambda: isa.pc_address(code, LR, ins_label(call.end)))
+            return False
         _pc_relative(ins, name, isa, code, ctx)
         return False
     _copy(ins, code)
     return False
+
+
+#: How many instructions of a callee reads_return_address looks at.
+_READER_LOOK = 12
+
+
+def reads_return_address(ctx: RelocationContext, target: int, thumb: bool) -> bool:
+    """Whether the function at ``target`` reads data at its return address and returns past
+    it: ``mov rX, lr``, a load based on rX (or a register computed from it), then LR written
+    (``add lr, ...``, ``mov lr, rY``) before it returns. libgcc's Thumb-1 switch helpers
+    (__gnu_thumb1_case_uqi, _uhi, _sqi, _shi, _si), which GCC calls for every switch in
+    Thumb code for ARMv5 and ARMv6-M (Debian's armel
+    ``-mthumb``): ``bl helper`` is followed by the table of case offsets, and the helper
+    returns to LR plus the entry r0 picks. From a copy LR is the copy's return site, where
+    no table is (SIGILL, decision 0094)."""
+    key = (target, thumb)
+    known = ctx.return_readers.get(key)
+    if known is not None:
+        return known
+    from ..arch.arm_decode import decode_range, make_disassembler
+
+    try:
+        code = decode_range(make_disassembler(thumb), ctx.read(target, 4 * _READER_LOOK), target, thumb)[0]
+    except Exception:  # noqa: BLE001 - unreadable bytes (outside the image): no such helper
+        code = []
+    from_lr: set[int] = set()  # registers holding LR or a value computed from it
+    loaded = reads = False
+    for ins in code[:_READER_LOOK]:
+        operands = [o.strip(" []!") for o in ins.op_str.split(",")]
+        target_reg = REG_NUMBERS.get(operands[0])
+        sources = {REG_NUMBERS.get(o) for o in operands[1:]}
+        if ins.name == "mov" and operands[1:] == ["lr"] and target_reg is not None:
+            from_lr = {target_reg}
+        elif from_lr and ins.accesses and not ins.accesses[0].is_store and ins.accesses[0].base in from_lr:
+            loaded = True
+        elif loaded and ins.name in ("add", "adds", "mov") and operands[0] == "lr":
+            reads = True
+        elif from_lr and target_reg is not None and sources & from_lr:
+            from_lr.add(target_reg)  # lsrs r1, r1, #1 (aligning it), adds r1, #2 (skipping a word)
+        if ins.is_call or ins.writes_pc:
+            break
+    ctx.return_readers[key] = reads
+    return reads
+
+
+def _linked(ins: Instruction) -> bool:
+    """A call that the ``mov lr, pc`` before it links (arm_decode.is_link_move), not a BL/BLX."""
+    return ins.is_call and ins.name not in ("bl", "blx")
+
+
+def _linked_call(move: Instruction, ctx: RelocationContext) -> Instruction | None:
+    """The call ``move`` links when it is its ``mov lr, pc`` (arm_decode.is_link_move) and the
+    call leaves a relocated return address: LR is then the copy's return site (its hooks
+    included), as a BL in the copy leaves. With original return addresses the original
+    PC is right (the return site gets a jump), and _pc_relative gives it."""
+    if move.thumb or move.name != "mov" or move.op_str != "lr, pc":
+        return None
+    block = move.block
+    insns = block.instructions
+    at = insns.index(move)
+    if at + 1 < len(insns):
+        call = insns[at + 1]
+    else:  # the call starts the next block (a procedure with a computed jump has one per instruction)
+        blocks = block.procedure.blocks
+        after = blocks.index(block) + 1
+        call = blocks[after].instructions[0] if after < len(blocks) else None
+    if call is None or not call.is_call or call.address != move.end or call.end not in ctx.relocated:
+        return None
+    return call if not ctx.original_returns or call.end in ctx.relocated_returns else None
 
 
 def _direct(ins: Instruction, name: str, isa: ISA, code: Code, ctx: RelocationContext) -> None:
@@ -749,7 +830,9 @@ def translated_jump(ins: Instruction) -> bool:
     """``ins`` jumps to a target computed at run time, which the relocated code looks up in
     its procedure's table (``_translated_jump``): not a return, a call, a jump through a
     pointer in memory or to a literal."""
-    if not ins.writes_pc or ins.branch_target is not None or ins.is_return or ins.is_call:
+    if not ins.writes_pc or ins.branch_target is not None or ins.is_return:
+        return False
+    if ins.is_call and not (_linked(ins) and ins.reads_pc):  # a linked one reading PC is relocated as a jump
         return False
     return not _literal_jump(ins) and not _through_pointer_slot(ins, ins.name)
 

@@ -23,7 +23,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import Section
 
 from .. import progress
-from ..arch.arm_decode import DecodeCache, decode_range, encoded_size, make_disassembler
+from ..arch.arm_decode import DecodeCache, decode_range, encoded_size, is_link_move, make_disassembler
 from .counted import counted, in_offset_column, in_text
 from .exception_tables import handlers, personality_routines
 from .gaps import call_targets_in_gaps, thumb_pointers_in_gaps
@@ -1223,6 +1223,11 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     reach = entry
     inside: set[int] = set()  # the second halfwords of 32-bit instructions
     pooled: set[int] = set()  # the bytes instructions reached by flow load PC-relatively
+    # ... and instructions past a call: they stop only the guess that code follows a computed
+    # jump. (gprof's -pg starts every function with a call of __gnu_mcount_nc, so all its
+    # loads are past a call: the guess read on into the pool after a computed goto, then into
+    # the next function, a Thumb one read as A32, where a return site's jump was written: SIGILL.)
+    pooled_past_call: set[int] = set()
     # (address, Thumb, doubt, passed): doubt is FLOW, PAST_CALL (reached only past the direct
     # calls ``passed``, which may not return) or PAST_JUMP (the bytes after a computed jump:
     # a table, perhaps).
@@ -1266,6 +1271,9 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
             ins, stream = streams.at(cur, thumb, stream)
             if ins is None:
                 break
+            if ins.writes_pc and not ins.is_call and not thumb and cur - 4 in mine \
+                    and is_link_move(mine[cur - 4], ins):
+                ins.is_call = True  # as decode_range marks it, where a chunk of the stream began here
             if ins.address + ins.size > limit:
                 straddles = True
                 cut_doubt = max(cut_doubt, doubt)
@@ -1279,9 +1287,12 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 # which no list of names knows: the pool read as code named a false entry
                 # that cut the next function in two).
                 break
+            if doubt == PAST_JUMP and pooled_past_call and not pooled_past_call.isdisjoint(range(cur, cur + ins.size)):
+                break
             mine[cur] = ins
-            if doubt == FLOW and ins.accesses and ins.accesses[0].base == 15 and ins.accesses[0].index is None:
-                pooled.update(range(ins.accesses[0].disp, ins.accesses[0].disp + ins.accesses[0].size))
+            if doubt <= PAST_CALL and ins.accesses and ins.accesses[0].base == 15 and ins.accesses[0].index is None:
+                (pooled if doubt == FLOW else pooled_past_call).update(
+                    range(ins.accesses[0].disp, ins.accesses[0].disp + ins.accesses[0].size))
             if doubt == PAST_CALL:
                 passed_at[cur] = passed
             end = cur + ins.size

@@ -216,8 +216,13 @@ def _read_symbols(path: str, elf: ELFFile,
 # OCaml's native code (caml_frametable, caml_start_program) finds each frame of the stack
 # by its return address, in a table of the original ones: its GC scans the stack so, and
 # exceptions unwind so.
+# gprof's profiling (-pg) calls __gnu_mcount_nc (mcount on older ABIs) at every function's
+# start, which records the arc from its caller's return address to its own, and writes only
+# the arcs inside the original text to gmon.out; -finstrument-functions passes the return
+# address to the program's own __cyg_profile_func_enter/exit (decision 0094).
 _UNWINDING = {"__cxa_throw", "__cxa_rethrow", "__gxx_personality_v0", "backtrace", "__backtrace",
-              "caml_frametable", "caml_start_program"}
+              "caml_frametable", "caml_start_program",
+              "__gnu_mcount_nc", "mcount", "_mcount", "__cyg_profile_func_enter", "__cyg_profile_func_exit"}
 # Names a program that starts threads defines or imports (POSIX and C11 threads). Every
 # thread start of a static program ends in one of them, so it defines it.
 _THREADING = {"pthread_create", "thrd_create"}

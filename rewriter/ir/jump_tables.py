@@ -89,10 +89,12 @@ class SwitchFinder:
     def see(self, ins: Instruction) -> None:
         """The next instruction of the run."""
         name = ins.name
-        if name in _MOVES:  # ends any check under way; what it sets is read if a CMP follows
+        if name in _MOVES or (name == "ldr" and _literal_load(ins)):
+            # Ends any check under way; what it sets is read if a CMP follows. A bound over
+            # 255 is a literal where there is no MOVW (ARMv5 code: Debian's armel port).
             if self.compared is not None:
                 self._reset()
-            self.move = _constant(ins)
+            self.move = _constant(ins) if name in _MOVES else self._literal_bound(ins)
             self.since_move = 0
             return
         if self.compared is None and name != "cmp":
@@ -111,11 +113,21 @@ class SwitchFinder:
         see = self.see
         for ins in insns:
             name = ins.name
-            if self.compared is None and name != "cmp" and name not in _MOVES:
+            if self.compared is None and name != "cmp" and name not in _MOVES \
+                    and not (name == "ldr" and _literal_load(ins)):
                 if self.move is not None:
                     self._past_move(ins)
             else:
                 see(ins)
+
+    def _literal_bound(self, ins: Instruction) -> tuple[int, int] | None:
+        """(register, value) ``ldr rK, [pc, #n]`` (a _literal_load) loads, when the word may
+        be a switch's bound (under 0x10000); None otherwise."""
+        operands = _operands(ins)
+        if ins.accesses[0].size != 4 or operands[0] not in REGISTERS:
+            return None
+        value = int.from_bytes(self.binary.read(ins.accesses[0].disp, 4), "little")
+        return (REGISTERS[operands[0]], value) if value < 0x10000 else None
 
     def _past_move(self, ins: Instruction) -> None:
         """Keep the constant of the MOV before ``ins`` for the CMP of a bounds check while
@@ -574,6 +586,13 @@ def _operands(ins: Instruction) -> list[str]:
 
 
 _MOVES = frozenset(("mov", "movs", "movw"))  # a constant for the CMP of a bounds check
+
+
+def _literal_load(ins: Instruction) -> bool:
+    """``ins`` (an LDR) loads a literal into a register, unconditionally: ``ldr rK, [pc, #n]``
+    (not ``ldrls pc, [pc, rI, lsl #2]``, an A32 switch's jump)."""
+    return not ins.writes_pc and ins.cond == 14 and len(ins.accesses) == 1 and ins.accesses[0].base == _PC \
+        and ins.accesses[0].index is None
 _MOVE_DISTANCE = 6  # instructions between that MOV and its CMP
 
 

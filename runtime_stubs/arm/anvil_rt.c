@@ -44,11 +44,12 @@ struct anvil_header {
     uint32_t npatches;       /* entry-patch words that need the load bias (PIE) */
     uint32_t patches;        /* link address of their addresses */
     /* Started from DT_PREINIT_ARRAY (decision 0071), which names the program's first
-     * .init_array word, made the stub's: where that word is (link address, 0: started at
-     * the entry), what it held, and whether its page is read-only by then (RELRO). */
+     * .init_array word, made the stub's (or, decision 0094, the program's own preinit
+     * array, its first word made the stub's): where that word is (link address, 0: started
+     * at the entry), what it held, and INIT_* flags. */
     uint32_t init_slot;
     uint32_t init_original;
-    uint32_t init_read_only;
+    uint32_t init_flags;
     /* A dynamic program whose end the tool observes: link address of its dynamic section
      * (0: none), whose DT_DEBUG leads to the libraries (hook_library_exits). */
     uint32_t dynamic;
@@ -248,6 +249,11 @@ long anvil_forked_child(void)
 /* Registers at process entry and where to continue, loaded by the stub's final ldm. */
 static uint32_t entry_state[15] __attribute__((section(".data")));
 
+/* init_flags: the slot's page is read-only by then (RELRO); the slot is the program's
+ * first preinit function, which the dynamic linker has read already: the stub goes on to it. */
+#define INIT_READ_ONLY 1
+#define INIT_CALLS_ORIGINAL 2
+
 /* How the loader stub (stub.S) calls anvil_init. */
 enum start_stage {
     STARTED_AT_ENTRY = 0,    /* the ELF entry, region just mapped: everything, then the program */
@@ -260,10 +266,10 @@ enum start_stage {
 static void give_init_slot_back(const struct anvil_header *h, uint32_t bias)
 {
     uint32_t slot = h->init_slot + bias, page = slot & ~(PAGE - 1);
-    if (h->init_read_only)
+    if (h->init_flags & INIT_READ_ONLY)
         anvil_syscall(SYS_mprotect, page, PAGE, PROT_RW, 0, 0, 0);
     *(volatile uint32_t *)slot = h->init_original + bias;
-    if (h->init_read_only)
+    if (h->init_flags & INIT_READ_ONLY)
         anvil_syscall(SYS_mprotect, page, PAGE, PROT_R, 0, 0, 0);
 }
 
@@ -349,7 +355,9 @@ uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t
         entry_state[i] = saved[i];
     if (stage == STARTED_AT_PREINIT) {
         give_init_slot_back(h, bias);
-        entry_state[14] = saved[13];  /* back into the dynamic linker */
+        /* Back into the dynamic linker; or on to the program's first preinit function with
+           the registers it passed (argc, argv, envp) and its return address in LR. */
+        entry_state[14] = h->init_flags & INIT_CALLS_ORIGINAL ? h->init_original + bias : saved[13];
         return entry_state;
     }
     catch_fatal_signals();

@@ -291,6 +291,7 @@ def trace_pcs(
     memory_ops: bool = False,
     keep_log: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
 ) -> TraceResult:
     """Run ``binary`` under ``qemu-arm -singlestep -d exec,nochain,page`` and count executed PCs.
 
@@ -298,6 +299,7 @@ def trace_pcs(
     shared libraries and ld.so come from ``lib_root`` (``-L``).  ``stdin`` is
     fed to the program.  ``memory_ops`` adds ``-d op`` and fills
     :attr:`TraceResult.mem_ops`.  ``keep_log`` saves a copy of the raw log.
+    ``cwd``: the working directory (default ours), where the program writes its files.
     A run longer than ``timeout`` seconds is killed and raises
     :class:`QemuTraceError`; so does a log without ``start_code``/``end_code``.
     """
@@ -311,7 +313,7 @@ def trace_pcs(
     variables = [f"{k}={v}" for k, v in (env or {}).items()]
     cmd = ["env", "-i", *variables, qemu, "-L", lib_root, "-0", argv0, "-singlestep", "-d", flags, "-D", "{log}",
            str(binary), *args]
-    parser, returncode, stdout, stderr = _traced_run(cmd, stdin, memory_ops, keep_log, timeout)
+    parser, returncode, stdout, stderr = _traced_run(cmd, stdin, memory_ops, keep_log, timeout, cwd=cwd)
     if b"start_code" not in parser.code or b"end_code" not in parser.code:
         raise QemuTraceError(
             f"{binary}: no start_code/end_code in the QEMU log (exit {returncode}): "

@@ -87,10 +87,12 @@ CLANG_VARIANTS: dict[str, list[str]] = {
 
 #: Build variants the test suite does not run but scripts/variant_sweep.py does: other
 #: optimisations, link-time optimisation, link and layout options, NEON, C++ runtimes.
-#: Name -> (compiler, flags); compiler "gcc" (the cross gcc/g++) or "clang" (with
-#: CLANG_BASE).  ``@rodata-first.ld`` stands for a GNU ld script (rodata_first_script):
-#: .rodata before .text, the text segment at an unusual address.  (No ``-static-pie``:
-#: Debian's armhf glibc has no rcrt1.o.)
+#: Name -> (compiler, flags); compiler "gcc" (the cross gcc/g++), "clang" (with
+#: CLANG_BASE) or "armel" (ARMEL_CC: Debian's soft-float port; run with lib_root()).
+#: run_environment() gives the variables some of them run with (ASan, gcov).
+#: ``@rodata-first.ld`` stands for a GNU ld script (rodata_first_script): .rodata before
+#: .text, the text segment at an unusual address.  (No ``-static-pie``: Debian's armhf
+#: glibc has no rcrt1.o.)
 SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "O3": ("gcc", ["-g", "-O3"]),
     "O3-unroll": ("gcc", ["-g", "-O3", "-funroll-loops"]),
@@ -126,7 +128,65 @@ SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "O3-arm-armv8-static": ("gcc", ["-g", "-O3", "-marm", "-march=armv8-a+crc+simd", "-static"]),
     "clang-O2-armv8-lld": ("clang", ["-O2", "-mthumb", "-march=armv8-a+crc", "-mfpu=neon-fp-armv8",
                                      "-fuse-ld=lld"]),
+    # Decision 0094: the compilers' own instrumentation, hardening, other levels, armel.
+    "O2-asan": ("gcc", ["-g", "-O2", "-fsanitize=address"]),
+    "O0-asan": ("gcc", ["-g", "-O0", "-fsanitize=address"]),
+    "O2-ubsan": ("gcc", ["-g", "-O2", "-fsanitize=undefined"]),
+    "O2-asan-ubsan": ("gcc", ["-g", "-O2", "-fsanitize=address,undefined"]),
+    "O2-asan-nopie": ("gcc", ["-g", "-O2", "-fsanitize=address", "-no-pie"]),
+    # ASan's run-time library (interceptors, allocator: 1.5 MB of code) inside the program.
+    "O2-asan-static-libasan": ("gcc", ["-g", "-O2", "-fsanitize=address", "-static-libasan"]),
+    "O2-pg": ("gcc", ["-g", "-O2", "-pg"]),
+    "O2-arm-pg-static": ("gcc", ["-g", "-O2", "-marm", "-pg", "-static"]),
+    "O2-coverage": ("gcc", ["-g", "-O2", "--coverage"]),
+    "O0-arm-coverage-static": ("gcc", ["-g", "-O0", "-marm", "-fprofile-arcs", "-ftest-coverage", "-static"]),
+    "O2-stack-protector-all": ("gcc", ["-g", "-O2", "-fstack-protector-all"]),
+    "O2-fortify3": ("gcc", ["-g", "-O2", "-D_FORTIFY_SOURCE=3"]),
+    "O2-stack-clash": ("gcc", ["-g", "-O2", "-fstack-clash-protection"]),
+    "O0": ("gcc", ["-g", "-O0"]),
+    "Og": ("gcc", ["-g", "-Og"]),
+    "Os": ("gcc", ["-g", "-Os"]),
+    "O0-arm": ("gcc", ["-g", "-O0", "-marm"]),
+    "O2-arm-apcs-frame": ("gcc", ["-g", "-O2", "-marm", "-fno-omit-frame-pointer", "-mapcs-frame"]),
+    "O2-frame-pointer": ("gcc", ["-g", "-O2", "-fno-omit-frame-pointer"]),
+    "clang-Og-lld": ("clang", ["-Og", "-mthumb", "-fuse-ld=lld"]),
+    "clang-Oz-arm-bfd": ("clang", ["-Oz", "-marm", "-fuse-ld=bfd"]),
+    # Debian 12's clang has no compiler-rt for armhf: UBSan's checks trap instead of calling it.
+    "clang-O2-ubsan-trap-lld": ("clang", ["-O2", "-mthumb", "-fsanitize=undefined",
+                                          "-fsanitize-trap=undefined", "-fuse-ld=lld"]),
+    "clang-O2-stack-protector-all-lld": ("clang", ["-O2", "-mthumb", "-fstack-protector-all", "-fuse-ld=lld"]),
+    # armel: soft-float, ARMv5TE A32 with Thumb interworking, loader /lib/ld-linux.so.3.
+    "armel-O2": ("armel", ["-g", "-O2"]),
+    "armel-O0": ("armel", ["-g", "-O0"]),
+    "armel-O2-thumb": ("armel", ["-g", "-O2", "-mthumb"]),
+    "armel-O2-static": ("armel", ["-g", "-O2", "-static"]),
+    "armel-Os-nopie": ("armel", ["-g", "-Os", "-no-pie"]),
 }
+
+#: Debian's armel cross compiler (gcc-arm-linux-gnueabi, g++-arm-linux-gnueabi) and the root
+#: of its libraries and loader (``qemu-arm -L``), for SWEEP_VARIANTS' compiler "armel".
+ARMEL_CC = "arm-linux-gnueabi-gcc"
+ARMEL_CXX = "arm-linux-gnueabi-g++"
+ARMEL_SYSROOT = "/usr/arm-linux-gnueabi"
+
+
+def lib_root(variant: str) -> str:
+    """The ``qemu-arm -L`` root a build of ``variant`` runs with: armel's or armhf's."""
+    return ARMEL_SYSROOT if SWEEP_VARIANTS.get(variant, ("",))[0] == "armel" else SYSROOT
+
+
+def run_environment(variant: str) -> dict[str, str]:
+    """Environment a build of ``variant`` runs with (the same for the original, its trace and
+    its copies): ASan's leak check off (LeakSanitizer cannot run under qemu-arm, it stops
+    the program with a message naming its pid); gcov's ``.gcda`` files written into the
+    working directory, not beside the build."""
+    flags = SWEEP_VARIANTS.get(variant, ("", []))[1]
+    env: dict[str, str] = {}
+    if any(f.startswith("-fsanitize=") and "address" in f for f in flags):
+        env["ASAN_OPTIONS"] = "detect_leaks=0"
+    if "--coverage" in flags or "-fprofile-arcs" in flags:
+        env.update(GCOV_PREFIX=".", GCOV_PREFIX_STRIP="99")
+    return env
 
 #: The C samples, each ``samples/<name>.c``.
 SAMPLES: list[str] = ["addresses", "sort", "hash", "matrix", "calls"]
@@ -240,9 +300,13 @@ def build(sample: str, variant: str, extra: Sequence[str] = ()) -> Path:
                          build_cache.compiler_identity(clang))
         out = cache_dir() / f"{sample}-{variant}-{key}"
         return out if out.is_file() else _compile([clang, *flags], [str(source)], out)
-    cc = _require_tool(CXX if cxx else CC)
+    if compiler == "armel":
+        cc = _require_tool(ARMEL_CXX if cxx else ARMEL_CC)
+    else:
+        cc = _require_tool(CXX if cxx else CC)
     flags = [*flags, *extra]
-    key = _cache_key(source.read_bytes(), "\0".join(flags), "c++" if cxx else "c")
+    key = _cache_key(source.read_bytes(), "\0".join(flags), "c++" if cxx else "c",
+                     *([build_cache.compiler_identity(cc)] if compiler == "armel" else []))
     out = cache_dir() / f"{sample}-{variant}-{key}"
     if out.is_file():
         return out
