@@ -1301,7 +1301,7 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("tmalign", ("tm-align:armhf", "libgfortran5:armhf"), "usr/bin/TMalign", ("a.pdb", "b.pdb"),
             "Fortran (gfortran, libgfortran): structure alignment of two synthetic chains, floating point",
             files={"a.pdb": _pdb(60, 1.745, 0.0), "b.pdb": _pdb(52, 1.70, 1.5)}),
-    Program("ptop", ("fp-utils-3.2.2:armhf",), "usr/bin/ptop-3.2.2", ("demo.pas", "/dev/stdout"),
+    Program("ptop", ("fp-utils-3.2.2:armhf",), "usr/bin/ptop-3.2.2", ("demo.pas", "/proc/self/fd/1"),
             "Free Pascal: static, A32, soft-float, its own run-time library and system calls (no libc): "
             "pretty-prints a Pascal program", files={"demo.pas": PASCAL_PROGRAM}),
     Program("nimgrep", ("nim:armhf", "libpcre3:armhf"), "usr/bin/nimgrep",
@@ -1341,17 +1341,17 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("ocp-indent", ("ocp-indent:armhf",), "usr/bin/ocp-indent", ("in.ml",),
             "OCaml native code (ocamlopt, Thumb-2, its own runtime and GC): indents an OCaml file",
             files={"in.ml": OCAML_INPUT}, env={"OCAMLFIND_CONF": "/dev/null"}),
-    Program("nasm", ("nasm:armhf",), "usr/bin/nasm", ("-f", "bin", "-o", "/dev/stdout", "in.asm"),
+    Program("nasm", ("nasm:armhf",), "usr/bin/nasm", ("-f", "bin", "-o", "/proc/self/fd/1", "in.asm"),
             "assembler: macros, %rep, local labels, to a flat binary", files={"in.asm": NASM_INPUT}),
     # Kinds added by decision 0066: Haskell (GHC's code, its own stacks and tail calls), D (gdc,
     # its runtime's stack traces), Ada (GNAT), Tcl and Erlang's virtual machine.
     Program("hspec-discover", ("hspec-discover:armhf", "libffi8:armhf", "libgmp10:armhf"), "usr/bin/hspec-discover",
-            ("test/Spec.hs", "test/Spec.hs", "/dev/stdout"),
+            ("test/Spec.hs", "test/Spec.hs", "/proc/self/fd/1"),
             "Haskell (GHC 9.0, its runtime linked in): walks a test tree and writes the driver module; "
             "the count follows the runtime's timer ticks (SIGVTALRM), which move its scheduling",
             files=HSPEC_TREE, repeatable=False),
     Program("happy", ("happy:armhf", "libffi8:armhf", "libgmp10:armhf"), "usr/bin/happy",
-            ("-agc", "-i/dev/stderr", "-o", "/dev/stdout", "calc.y"),
+            ("-agc", "-i/proc/self/fd/2", "-o", "/proc/self/fd/1", "calc.y"),
             "Haskell (GHC): an LALR parser of an expression grammar with precedences, arrays, GHC "
             "extensions and the info file; the count follows GHC's timer ticks", files={"calc.y": HAPPY_GRAMMAR},
             env={"happy_datadir": "{root}/usr/share/happy"}, repeatable=False),
@@ -1359,7 +1359,7 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             ("--dump", "--no-optimize", "src", "false"),
             "D (gdc, Phobos): parses D and C sources into its tree (dumped to stdout), runs the tester "
             "(sh -c false), and dies of an uncaught exception whose stack trace prints return addresses",
-            files={"src/app.d": D_SOURCE, "src/b.c": INDENT_INPUT}, links={"src.dump": "/dev/stdout"}),
+            files={"src/app.d": D_SOURCE, "src/b.c": INDENT_INPUT}, links={"src.dump": "/proc/self/fd/1"}),
     Program("music123", ("music123:armhf", "libgnat-12:armhf"), "usr/bin/music123", ("-r", "-i", "-L", "music"),
             "Ada (GNAT): reads its configuration, walks a directory tree and lists the files it could play",
             files={".music123rc": MUSIC123_RC, **{f"music/{n}": b"" for n in
@@ -1406,7 +1406,7 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("brotli", ("brotli:armhf",), "usr/bin/brotli", ("-c", "-q", "9", "input.txt"),
             "Brotli quality 9 to stdout (the encoder linked into the executable)"),
     Program("bison", ("bison:armhf", "m4:armhf"), "usr/bin/bison",
-            ("-Wall", "--report=all", "--report-file=/dev/stderr", "-o", "/dev/stdout", "calc.y"),
+            ("-Wall", "--report=all", "--report-file=/proc/self/fd/2", "-o", "/proc/self/fd/1", "calc.y"),
             "LALR tables of an expression grammar, the parser made through m4 (an armhf m4 under qemu-arm), "
             "the full report", files={"calc.y": BISON_GRAMMAR},
             env={"M4": "{root}/qemu-bin/m4", "BISON_PKGDATADIR": "{root}/usr/share/bison"}, helpers=("usr/bin/m4",)),
@@ -1471,7 +1471,7 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             "C shell: foreach, while with @ arithmetic, aliases, file tests, switch, modifiers, exit 3",
             files={"script.csh": CSH_SCRIPT}),
     Program("chicken", ("chicken-bin:armhf", "libchicken11:armhf", "libchicken-dev:armhf"), "usr/bin/chicken",
-            ("script.scm", "-output-file", "/dev/stdout", "-optimize-level", "2"),
+            ("script.scm", "-output-file", "/proc/self/fd/1", "-optimize-level", "2"),
             "CHICKEN's compiler (2 MB: Scheme compiled to C in continuation-passing style, its stack "
             "emptied by longjmp) compiles a Scheme program to C; libchicken ends it with _exit; its count "
             "moves by a few thousand instructions from run to run of one copy",
@@ -1558,7 +1558,7 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             "stdout; its count follows its process id (it names a file link<pid>.res: QEMU's count of the "
             "original moved by about 3,000 instructions from one run to the next)", repeatable=False,
             files={"prog.pas": PASCAL_PROGRAM},
-            links={"prog.s": "/dev/stdout", "rtl": "{root}/usr/lib/arm-linux-gnueabihf/fpc/3.2.2/units/arm-linux/rtl",
+            links={"prog.s": "/proc/self/fd/1", "rtl": "{root}/usr/lib/arm-linux-gnueabihf/fpc/3.2.2/units/arm-linux/rtl",
                    "objpas": "{root}/usr/lib/arm-linux-gnueabihf/fpc/3.2.2/units/arm-linux/rtl-objpas"}),
     Program("words", ("whitakers-words:armhf", "libgnat-12:armhf", "whitakers-words-data"), "usr/bin/whitakers-words",
             ("amo", "puellae", "rosarum", "bellum", "gerunt", "quod"),
