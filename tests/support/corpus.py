@@ -1558,7 +1558,8 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             "stdout; its count follows its process id (it names a file link<pid>.res: QEMU's count of the "
             "original moved by about 3,000 instructions from one run to the next)", repeatable=False,
             files={"prog.pas": PASCAL_PROGRAM},
-            links={"prog.s": "/proc/self/fd/1", "rtl": "{root}/usr/lib/arm-linux-gnueabihf/fpc/3.2.2/units/arm-linux/rtl",
+            links={"prog.s": "/proc/self/fd/1",
+                   "rtl": "{root}/usr/lib/arm-linux-gnueabihf/fpc/3.2.2/units/arm-linux/rtl",
                    "objpas": "{root}/usr/lib/arm-linux-gnueabihf/fpc/3.2.2/units/arm-linux/rtl-objpas"}),
     Program("words", ("whitakers-words:armhf", "libgnat-12:armhf", "whitakers-words-data"), "usr/bin/whitakers-words",
             ("amo", "puellae", "rosarum", "bellum", "gerunt", "quod"),
