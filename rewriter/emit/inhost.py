@@ -1109,7 +1109,12 @@ def _write_elf(binary: Binary, region: bytes, offset: int, patches: list[Patch],
     the stub first (preinit.py)."""
     elf = ELFFile(io.BytesIO(binary.data))
     text_index, text = text_segment(binary, elf)
-    data = binary.data
+    # Bytes after all the headers describe: a payload appended to the program (PyInstaller's
+    # archive), which it finds from the end of its own file: it stays at the end.
+    described = described_end(elf)
+    data, overlay = binary.data[:described], binary.data[described:]
+    if overlay:
+        elf = ELFFile(io.BytesIO(data))
     if tail.file_gap:  # addresses before the gap keep their file offsets, the rest move
         data = file_gap.open_gap(data, text.offset + text.filesz, tail.file_gap)
         elf = ELFFile(io.BytesIO(data))
@@ -1158,7 +1163,17 @@ def _write_elf(binary: Binary, region: bytes, offset: int, patches: list[Patch],
         raise AssertionError("region offset chosen before the file grew")
     out += b"\0" * (region_offset - len(out))
     out += region
+    out += overlay
     return bytes(out)
+
+
+def described_end(elf: ELFFile) -> int:
+    """Where the last bytes the ELF headers describe end (segments, sections, both header
+    tables); a file longer than that has something appended (decision 0102)."""
+    ends = [elf["e_phoff"] + elf["e_phnum"] * elf["e_phentsize"], elf["e_shoff"] + elf["e_shnum"] * elf["e_shentsize"]]
+    ends += [seg["p_offset"] + seg["p_filesz"] for seg in elf.iter_segments()]
+    ends += [sec["sh_offset"] + sec["sh_size"] for sec in elf.iter_sections() if sec["sh_type"] != "SHT_NOBITS"]
+    return max(ends)
 
 
 def _offset_in(elf: ELFFile, vaddr: int) -> int:
