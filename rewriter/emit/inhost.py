@@ -62,6 +62,7 @@ from .patches import (
     return_patches,
     return_sites,
     return_sites_in_data,
+    slack_address,
     tail_location,
     text_segment,
 )
@@ -1113,8 +1114,6 @@ def _write_elf(binary: Binary, region: bytes, offset: int, patches: list[Patch],
     # archive), which it finds from the end of its own file: it stays at the end.
     described = described_end(elf)
     data, overlay = binary.data[:described], binary.data[described:]
-    if overlay:
-        elf = ELFFile(io.BytesIO(data))
     if tail.file_gap:  # addresses before the gap keep their file offsets, the rest move
         data = file_gap.open_gap(data, text.offset + text.filesz, tail.file_gap)
         elf = ELFFile(io.BytesIO(data))
@@ -1133,7 +1132,7 @@ def _write_elf(binary: Binary, region: bytes, offset: int, patches: list[Patch],
         "ANVIL_INIT_SLOT": early.init_slot if early else 0,
     }, preinit=early is not None)
     # The text segment grows over the slack: up to the trampolines' and the pieces' ends there.
-    slack_start = (text.vaddr + text.filesz + 3) & ~3  # (patches._stub_address)
+    slack_start = slack_address(text)
     grown_end = max([tail.segment_end] + [address + len(piece) for address, piece in stub.pieces
                                            if address >= slack_start]) if tail.grows_segment else 0
 

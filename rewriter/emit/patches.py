@@ -283,7 +283,8 @@ class Tail:
     pieces: list[int] = field(default_factory=list)  # the stub's address, or each piece's (assemble_stub)
 
 
-def _stub_address(text: Segment) -> int:
+def slack_address(text: Segment) -> int:
+    """Where the free end of the text segment starts (the loader stub's first choice)."""
     return (text.vaddr + text.filesz + 3) & ~3
 
 
@@ -422,7 +423,7 @@ def tail_location(binary: Binary, procs: list[Procedure], patches: list[Patch],
     function if that finds room, else with the one without."""
     elf = ELFFile(io.BytesIO(binary.data))
     _, text = text_segment(binary, elf)
-    at = _stub_address(text)
+    at = slack_address(text)
     caves = _caves(binary, procs, patches)
     room = _slack_room(binary, elf, text, at)
     gap = file_gap.gap_size(binary.data, text.offset + text.filesz)

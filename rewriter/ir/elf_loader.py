@@ -96,7 +96,7 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
         or (not symbols and bool(binary.unwinder_entries)) or bool(binary.go_functions)
     # Go's runtime starts its threads (sysmon, the garbage collector's) by the clone system
     # call itself, whatever the program imports.
-    binary.threaded = names_thread_start(elf, data) or bool(binary.go_functions)
+    binary.threaded = names_thread_start(elf, data, named) or bool(binary.go_functions)
     return binary
 
 
@@ -269,10 +269,13 @@ def _raises(elf: ELFFile, data: bytes) -> bool:
     return False
 
 
-def names_thread_start(elf: ELFFile, data: bytes) -> bool:
+def names_thread_start(elf: ELFFile, data: bytes, named: set[str] | None = None) -> bool:
     """Whether the program names a function that starts a thread, or imports one from a
-    library that does (what makes ``Binary.threaded``, Go's runtime aside)."""
-    return bool(_named(elf, data, _THREADING)) or _imports_thread_start(elf, data)
+    library that does (what makes ``Binary.threaded``, Go's runtime aside); ``named``: what
+    _named found of a set holding _THREADING, if the caller has it already."""
+    if named is None:
+        named = _named(elf, data, _THREADING)
+    return bool(named & _THREADING) or _imports_thread_start(elf, data)
 
 
 def _imports_thread_start(elf: ELFFile, data: bytes) -> bool:

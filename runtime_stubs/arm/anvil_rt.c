@@ -10,6 +10,8 @@
 #define SYS_execveat 387
 #define SYS_clone 120
 #define SYS_wait4 114
+#define SYS_llseek 140
+#define SYS_ftruncate64 194
 #define SYS_write 4
 #define SYS_open 5
 #define SYS_close 6
@@ -365,8 +367,6 @@ uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t
     return entry_state;
 }
 
-/* Hook before every system call instruction: exit_group ends the program, and so does
- * exit unless the program starts threads (then exit ends one: glibc's pthread_exit). */
 /* Before an exec (decision 0101): the process becomes another program and no exit runs,
  * so the results are written now, as at the end. By a forked copy of the process, which
  * writes them and exits while this one waits: the end changes what it reads (derived
@@ -406,6 +406,9 @@ static void before_exec(void)
     }
 }
 
+/* Hook before every system call instruction: exit_group ends the program, and so does
+ * exit unless the program starts threads (then exit ends one: glibc's pthread_exit); an
+ * exec makes it another program (before_exec). */
 void anvil_on_syscall(uint32_t nr, uint32_t exit_ends_program)
 {
     if (nr == SYS_exit_group || (nr == SYS_exit && exit_ends_program))
@@ -643,6 +646,14 @@ int anvil_output_of_this_process(int fd, const char *path, long *owner, uint64_t
 }
 
 void anvil_close(int fd) { anvil_syscall(SYS_close, fd, 0, 0, 0, 0, 0); }
+
+void anvil_cut_at(int fd, uint64_t length)
+{
+    uint32_t result[2];
+    /* ARM EABI: ftruncate64(fd, pad, low, high); _llseek(fd, high, low, &result, SEEK_SET) */
+    anvil_syscall(SYS_ftruncate64, fd, 0, (long)(uint32_t)length, (long)(length >> 32), 0, 0);
+    anvil_syscall(SYS_llseek, fd, (long)(length >> 32), (long)(uint32_t)length, (long)result, 0, 0);
+}
 
 long anvil_write_fd(int fd, const char *buf, uint32_t len)
 {

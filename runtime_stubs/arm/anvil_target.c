@@ -34,7 +34,6 @@ int anvil_sink_open(const char *path)
     return out_fd;
 }
 
-#ifndef ANVIL_BARE_METAL
 static int out_ended_by_copy;  /* a copy of the process wrote the end to out_fd (before_exec) */
 
 /* Before an exec a copy of the process wrote the results' end into the file this one still
@@ -44,21 +43,15 @@ void anvil_sink_copy_ended(void)
 {
     out_ended_by_copy = out_fd >= 0;
 }
-#endif
 
 void anvil_sink_write(const char *buf, uint32_t len)
 {
     if (out_fd < 0)
         return;
-#ifndef ANVIL_BARE_METAL
     if (out_ended_by_copy) {
         out_ended_by_copy = 0;
-        uint32_t result[2];
-        /* ftruncate64(fd, pad, low, high) and _llseek(fd, high, low, &result, SEEK_SET) */
-        anvil_syscall(194, out_fd, 0, (long)(uint32_t)out_written, (long)(out_written >> 32), 0, 0);
-        anvil_syscall(140, out_fd, (long)(out_written >> 32), (long)(uint32_t)out_written, (long)result, 0, 0);
+        anvil_cut_at(out_fd, out_written);
     }
-#endif
     /* A tool that writes as the program runs (memtrace) opened its file before the program
      * forked: the child goes on in a file of its own (anvil_output_of_this_process). */
     out_fd = anvil_output_of_this_process(out_fd, out_path, &out_owner, out_written);
