@@ -1,4 +1,4 @@
-"""Page-local copies of the record append routine (rewriter/emit/appends.py, AppendRoutines).
+"""Page-local copies of the record append routine (rewriter/arch/arm/appends.py, AppendRoutines).
 
 A record site's BL must go to a copy on its own 4 KiB page when the code placed one there
 (QEMU chains only same-page direct branches), and to the image's routine otherwise; the
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import capstone
 
-from rewriter.arch import arm_encode as enc
-from rewriter.emit.appends import AppendRoutines, append_routine, emit_append_routine
-from rewriter.emit.code import Code
+from rewriter.arch.arm import encode as enc
+from rewriter.arch.arm.appends import AppendRoutines, append_routine, emit_append_routine
+from rewriter.arch.code import Code
 from rewriter.emit.page_layout import PAGE
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewriter.arch.arm_decode import _facts, decode_range, make_disassembler
+from rewriter.arch.arm.decode import _facts, decode_range, make_disassembler
 from rewriter.ir.elf_loader import load_binary
 from tests.support.samples import build, build_lua
 

@@ -7,7 +7,7 @@ import struct
 import capstone
 import pytest
 
-from rewriter.arch import arm_encode as enc
+from rewriter.arch.arm import encode as enc
 
 T32 = capstone.Cs(capstone.CS_ARCH_ARM, capstone.CS_MODE_THUMB)
 A32 = capstone.Cs(capstone.CS_ARCH_ARM, capstone.CS_MODE_ARM)
@@ -186,9 +186,9 @@ def test_counter_increment_adds_without_flags(start: int, flags: int, vfp: bool,
         UC_ARM_REG_SP,
     )
 
-    from rewriter.emit.code import Code
-    from rewriter.emit.counters import emit_increment
-    from rewriter.emit.isa import T32, Scratch
+    from rewriter.arch.arm.counters import emit_increment
+    from rewriter.arch.arm.isa import T32, Scratch
+    from rewriter.arch.code import Code
 
     at, counter = 0x10000, 0x20000
     code = Code(at)
@@ -224,7 +224,7 @@ def test_counter_bump_by_amount(start: int, amount: int, form: str) -> None:
     from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
     from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_R1
 
-    from rewriter.emit.counters import t32_atomic_add, t32_bump
+    from rewriter.arch.arm.counters import t32_atomic_add, t32_bump
 
     at, counter = 0x10000, 0x20000
     data = {"bump": lambda: t32_bump(1, 0, amount),
@@ -291,7 +291,7 @@ def test_filter_test_with_the_counter_after_the_slots(slot_bits: int, start: int
         UC_ARM_REG_R2,
     )
 
-    from rewriter.emit.repeat_filter import neon_hit, t32_filter_miss, t32_filter_test
+    from rewriter.arch.arm.repeat_filter import neon_hit, t32_filter_miss, t32_filter_test
 
     shift, at, table = 6, 0x10000, 0x20000
     near = 4 * depth * (1 << slot_bits) + 8  # the counter's second slot
@@ -338,7 +338,7 @@ def test_filter_test_of_a_shared_call_path(slot_bits: int, pic: bool, depth: int
     flags stay as they were either way."""
     from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_PC, UC_ARM_REG_R1, UC_ARM_REG_R2
 
-    from rewriter.emit.repeat_filter import neon_hit, t32_compact_test, t32_filter_miss
+    from rewriter.arch.arm.repeat_filter import neon_hit, t32_compact_test, t32_filter_miss
 
     shift, at, table, island = 6, 0x10000, 0x20000, 0x30000
     near = 4 * depth * (1 << slot_bits) + 8
@@ -384,9 +384,9 @@ def test_computed_jump_translation(target: int | str, thumb: bool, leaving: str 
     from unicorn import UC_ARCH_ARM, UC_MODE_ARM, UC_MODE_THUMB, Uc
     from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_R0, UC_ARM_REG_R3
 
-    from rewriter.emit.code import Code
-    from rewriter.emit.isa import ISA
-    from rewriter.emit.relocate import XLATE_SLOT_TO_ENTRIES, emit_xlate, leaving_stub
+    from rewriter.arch.arm.isa import ISA
+    from rewriter.arch.arm.relocate import XLATE_SLOT_TO_ENTRIES, emit_xlate, leaving_stub
+    from rewriter.arch.code import Code
 
     if target == "between":
         target = 0x42 if thumb else 0x38
@@ -437,8 +437,8 @@ def test_call_stub_gives_the_flags_back(routine_sets: int) -> None:
     (only NZCV: the arithmetic way back; Q or GE too: the MSR way)."""
     from unicorn.arm_const import UC_ARM_REG_CPSR, UC_ARM_REG_LR, UC_ARM_REG_SP
 
-    from rewriter.emit.call_stubs import emit_call_stub
-    from rewriter.emit.code import Code
+    from rewriter.arch.arm.call_stubs import emit_call_stub
+    from rewriter.arch.code import Code
 
     at, stack, done = 0x10000, 0x30000, 0x10F00
     code = Code(at)

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from rewriter.arch.arm.appends import append_routine
+from rewriter.arch.arm.relocate import emit_veneer, emit_xlate_table, relocate_procedure
+from rewriter.arch.code import Code
 from rewriter.emit import inhost
-from rewriter.emit.appends import append_routine
-from rewriter.emit.code import Code
 from rewriter.emit.page_layout import KEPT_TOGETHER, PAGE, emit_inside_a_page
-from rewriter.emit.relocate import emit_veneer, emit_xlate_table, relocate_procedure
 from rewriter.ir.elf_loader import load_binary
 from tests.support.run import instrument
 from tests.support.samples import build

@@ -128,11 +128,11 @@ def _inline_record(at: int, site: int, state: int, flush: int) -> tuple[bytes, i
     followed by a NOP and the shared append routine it calls; returns the bytes and the
     NOP's address (where a run ends)."""
     from rewriter.api import Arg
-    from rewriter.arch import arm_encode as enc
-    from rewriter.emit.appends import RECORD_FLUSH, RECORD_STATE, emit_append_routine
-    from rewriter.emit.code import Code
-    from rewriter.emit.hooks import HookContext, RecordPrototype, _emit_record
-    from rewriter.emit.isa import T32, Scratch
+    from rewriter.arch.arm import encode as enc
+    from rewriter.arch.arm.appends import RECORD_FLUSH, RECORD_STATE, emit_append_routine
+    from rewriter.arch.arm.hooks import HookContext, RecordPrototype, _emit_record
+    from rewriter.arch.arm.isa import T32, Scratch
+    from rewriter.arch.code import Code
     from rewriter.ir.model import Hook, Point
 
     code = Code(at)
@@ -224,11 +224,11 @@ def test_record_stub_stays_on_the_hook_stack(sp_in_hook_stack: bool) -> None:
     from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
     from unicorn import arm_const as regs
 
-    from rewriter.arch import arm_encode as enc
-    from rewriter.emit.appends import RECORD_FLUSH
-    from rewriter.emit.call_stubs import emit_call_stub
-    from rewriter.emit.code import Code
-    from rewriter.emit.hooks import HOOK_STACK_SHIFT, HOOK_STACK_SYMBOL
+    from rewriter.arch.arm import encode as enc
+    from rewriter.arch.arm.appends import RECORD_FLUSH
+    from rewriter.arch.arm.call_stubs import emit_call_stub
+    from rewriter.arch.arm.hooks import HOOK_STACK_SHIFT, HOOK_STACK_SYMBOL
+    from rewriter.arch.code import Code
 
     at, hook_stack, program_stack, done = 0x10000, 0x40000, 0x60000, 0x10F00
     top = hook_stack + (1 << HOOK_STACK_SHIFT)

@@ -1,4 +1,4 @@
-"""Compact call sites (decision 0029, rewriter/emit/shared_calls.py) run under unicorn's
+"""Compact call sites (decision 0029, rewriter/arch/arm/shared_calls.py) run under unicorn's
 Cortex-M3: the routine gets the arguments the program's registers say (computed here
 independently from the register values set before the site), and the site gives back
 every register, SP, the flags and PRIMASK as it found them.
@@ -12,11 +12,11 @@ from __future__ import annotations
 import pytest
 
 from rewriter.api import Arg, Point, RepeatFilter, Tool
-from rewriter.arch import arm_encode as enc
-from rewriter.emit.code import Code
-from rewriter.emit.hooks import HookContext, RecordPrototype, filter_of
-from rewriter.emit.isa import IP, LR, PC, SP, Scratch
-from rewriter.emit.shared_calls import SharedCalls
+from rewriter.arch.arm import encode as enc
+from rewriter.arch.arm.hooks import HookContext, RecordPrototype, filter_of
+from rewriter.arch.arm.isa import IP, LR, PC, SP, Scratch
+from rewriter.arch.arm.shared_calls import SharedCalls
+from rewriter.arch.code import Code
 from rewriter.ir.model import Access, Hook, Instruction
 
 CODE, DATA, STACK_TOP = 0x10000, 0x20000000, 0x20008000

@@ -21,7 +21,7 @@ from types import SimpleNamespace
 
 import capstone
 
-from rewriter.emit.code import Code
+from rewriter.arch.code import Code
 from rewriter.emit.inhost import _emit_code
 
 BASE = 0x80000000

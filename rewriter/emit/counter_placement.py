@@ -30,9 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import progress
+from ..arch.arm.jump_tables import table_branch_targets
 from ..ir.flow import ProcedureFlow, entries_from_elsewhere, interrupt_code, loop_depths, procedure_flow
 from ..ir.fork_split import split_map
-from ..ir.jump_tables import table_branch_targets
 from ..ir.model import Binary, Block, Procedure
 from .loop_sums import LoopShape, LoopSum, sum_loops, summable_loops
 from .procedure_sums import accumulation, all_thumb, carrier_weights

@@ -20,9 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..api import Arg, Tool
+from ..arch.arm.exclusives import emulates_exclusives
 from ..ir.model import Binary, Hook, Point
 from . import target_build as tb
-from .exclusives import emulates_exclusives
 from .records import RING_END, RING_START, SiteTable, make_records
 
 

@@ -32,6 +32,26 @@ from elftools.elf.elffile import ELFFile
 
 from .. import progress
 from ..api import Arg, Options, Prototype, Tool
+from ..arch.arm.appends import RECORD_FLUSH, emit_append_routine
+from ..arch.arm.call_stubs import emit_call_stub
+from ..arch.arm.exclusives import emulates_exclusives
+from ..arch.arm.hooks import RECORD_PREFIX
+from ..arch.arm.isa import Scratch, vfp_scratch
+from ..arch.arm.relocate import (
+    INSTRUCTION_COPY,
+    RelocationContext,
+    Unsupported,
+    emit_veneer,
+    emit_xlate_table,
+    ins_label,
+    instruction_copies,
+    reads_return_address,
+    relocate_instruction,
+    relocate_procedure,
+    write_range_veneer,
+)
+from ..arch.arm.shared_calls import SharedCalls
+from ..arch.code import Code, Resolver
 from ..errors import AnvilError
 from ..ir.constants import constant_before, jump_targets
 from ..ir.flow import interrupt_code, reset_handler
@@ -41,14 +61,8 @@ from ..ir.model import Binary, Hook, Instruction, Point, Procedure
 from ..ir.plt import thumb_stubs
 from . import file_gap, firmware, preinit, region_place
 from . import target_build as tb
-from .appends import RECORD_FLUSH, emit_append_routine
-from .call_stubs import emit_call_stub
-from .code import Code, Resolver
 from .counter_placement import place_counters
 from .deferred import defer, dispatch_unit, ring_unit
-from .exclusives import emulates_exclusives
-from .hooks import RECORD_PREFIX
-from .isa import Scratch, vfp_scratch
 from .later_part import MIN_INSTRUCTIONS, LaterPart, LocalPart
 from .loop_sums import LoopSum
 from .page_layout import emit_inside_a_page
@@ -68,20 +82,6 @@ from .patches import (
 )
 from .procedure_sums import count_hits_in_registers, program_stops
 from .records import SiteTable
-from .relocate import (
-    INSTRUCTION_COPY,
-    RelocationContext,
-    Unsupported,
-    emit_veneer,
-    emit_xlate_table,
-    ins_label,
-    instruction_copies,
-    reads_return_address,
-    relocate_instruction,
-    relocate_procedure,
-    write_range_veneer,
-)
-from .shared_calls import SharedCalls
 from .sites import SiteUnit
 
 HEADER_MAGIC = 0x4C564E41  # "ANVL"

@@ -32,10 +32,10 @@ import struct
 from collections.abc import Callable
 from typing import BinaryIO
 
+from ..arch.arm.relocate import ins_label, instruction_copies
+from ..arch.code import Code, Resolver
 from ..errors import AnvilError
 from ..ir.fork_split import can_fork
-from .code import Code, Resolver
-from .relocate import ins_label, instruction_copies
 
 # Instructions below which one process relocates everything: forking and the label
 # exchange cost about a tenth of a second.

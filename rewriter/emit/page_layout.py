@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 
-from ..arch import arm_encode as enc
-from .code import Code
+from ..arch.arm import encode as enc
+from ..arch.code import Code
 
 PAGE = 4096  # qemu-arm's guest page (TARGET_PAGE_SIZE)
 # qemu-system-arm's page for M-profile cores (TARGET_PAGE_SIZE; they may have an MPU with

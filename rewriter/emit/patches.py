@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 
 from elftools.elf.elffile import ELFFile
 
-from ..arch import arm_encode as enc
+from ..arch.arm import encode as enc
+from ..arch.arm.relocate import translated_jump
 from ..errors import AnvilError
 from ..ir.model import Binary, Instruction, Procedure, Segment
 from ..ir.plt import thumb_stubs
 from . import file_gap
 from . import target_build as tb
 from .preinit import PreinitStart
-from .relocate import translated_jump
 
 PAGE = 0x1000
 UNPLACED = 0  # a short patch's trampoline until place_trampolines gives it one

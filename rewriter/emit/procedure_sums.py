@@ -29,11 +29,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..ir.jump_tables import table_branch_targets
+from ..arch.arm.counters import HIT_REGISTERS, SUM_REGISTER
+from ..arch.arm.hooks import filter_hit_slots
+from ..arch.arm.jump_tables import table_branch_targets
+from ..arch.arm.relocate import translated_jump
 from ..ir.model import Accumulation, Binary, Block, Procedure
-from .counters import HIT_REGISTERS, SUM_REGISTER
-from .hooks import filter_hit_slots
-from .relocate import translated_jump
 
 if TYPE_CHECKING:
     from .counter_placement import Plan

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..api import Arg, Prototype, Tool
+from ..arch.arm.exclusives import open_windows
+from ..arch.arm.hooks import IN_EXCLUSIVE, RECORD_PREFIX, RecordPrototype
 from ..errors import AnvilError
 from ..ir.model import Binary, Hook, Instruction, Procedure
 from . import site_format
-from .exclusives import open_windows
-from .hooks import IN_EXCLUSIVE, RECORD_PREFIX, RecordPrototype
 from .sites import image_facts
 
 MAX_SITES = 0xFFFFFF00  # ids above are stream markers (rehost/stream.py)
@@ -108,7 +108,7 @@ def make_records(procedures: list[Procedure], table: SiteTable, chosen: Callable
                  emulate_exclusives: bool) -> None:
     """Replace the ``chosen`` hooks of ``procedures``, their blocks and instructions by record
     calls, their sites numbered in ``table``. ``emulate_exclusives``: the copy runs the
-    program's exclusive pairs as compare-and-swap where it can (emit/exclusives.py), so that
+    program's exclusive pairs as compare-and-swap where it can (arch/arm/exclusives.py), so that
     only the windows of the others need records without exclusives."""
     for proc in procedures:
         _procedure_records(proc, table, chosen, emulate_exclusives)

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from ..api import Options, Tool
+from ..arch.arm.exclusives import emulates_exclusives
 from ..boards import DEFAULT_UART_BASE, UART_SPAN
 from ..errors import AnvilError
 from ..ir.gc_pause import gc_paused
@@ -36,7 +37,6 @@ from ..ir.model import Binary, Hook, Point
 from ..passes.common import parse_size
 from . import site_format
 from . import target_build as tb
-from .exclusives import emulates_exclusives
 from .firmware_placement import image_board
 from .inhost import Report, atomic_write, emit, vfp_scratch
 from .records import RING_END, RING_START, SiteTable, make_records

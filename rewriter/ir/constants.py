@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..arch.arm_decode import REG_NUMBERS as _NAMES
+from ..arch.arm.decode import REG_NUMBERS as _NAMES
 from .model import Binary, Block, Instruction
 
 _REGISTER = re.compile(r"\b(r1[0-5]|r[0-9]|sb|sl|fp|ip|sp|lr|pc)\b")

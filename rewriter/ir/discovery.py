@@ -23,11 +23,8 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import Section
 
 from .. import progress
-from ..arch.arm_decode import DecodeCache, decode_range, encoded_size, is_link_move, make_disassembler
-from .counted import counted, in_offset_column, in_text
-from .exception_tables import handlers, personality_routines
-from .gaps import call_targets_in_gaps, thumb_pointers_in_gaps
-from .jump_tables import (
+from ..arch.arm.decode import DecodeCache, decode_range, encoded_size, is_link_move, make_disassembler
+from ..arch.arm.jump_tables import (
     REGISTERS,
     SwitchFinder,
     a32_offset_switch,
@@ -37,6 +34,9 @@ from .jump_tables import (
     operand_registers,
     table_branch_targets,
 )
+from .counted import counted, in_offset_column, in_text
+from .exception_tables import handlers, personality_routines
+from .gaps import call_targets_in_gaps, thumb_pointers_in_gaps
 from .model import Binary, Instruction, Procedure
 from .plt import thumb_stubs
 from .start_args import register_call_target, start_arguments

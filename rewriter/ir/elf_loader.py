@@ -23,7 +23,8 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from .. import progress
-from ..arch.arm_decode import DecodeCache, decode_range, make_disassembler
+from ..arch.arm.decode import DecodeCache, decode_range, make_disassembler
+from ..arch.arm.jump_tables import SwitchFinder, has_computed_jump, table_branch_targets
 from ..errors import AnvilError, is_parser_error, malformed
 from .counted import counted, in_offset_column, in_text
 from .discovery import R_ARM_IRELATIVE, _inside, discover, relocated_words, text_relocations
@@ -31,7 +32,6 @@ from .elf_check import check_elf
 from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
 from .go_runtime import go_functions, go_version, refusal
-from .jump_tables import SwitchFinder, has_computed_jump, table_branch_targets
 from .model import Binary, Block, Procedure, Segment
 from .plt import lazy_binder, plt_functions, thumb_stubs
 

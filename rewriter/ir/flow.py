@@ -16,7 +16,7 @@ import operator
 import struct
 from dataclasses import dataclass, field
 
-from .jump_tables import has_computed_jump
+from ..arch.arm.jump_tables import has_computed_jump
 from .model import Binary, Instruction, Procedure
 
 

@@ -28,7 +28,7 @@ import bisect
 import re
 from functools import cache
 
-from ..arch.arm_decode import REG_NUMBERS as _NAMES
+from ..arch.arm.decode import REG_NUMBERS as _NAMES
 from .model import Instruction, Procedure
 
 LR = 14

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .jump_tables import REGISTERS, operand_registers
+from ..arch.arm.jump_tables import REGISTERS, operand_registers
 from .model import Instruction
 
 ARGUMENTS = (0, 1, 2, 3)  # r0-r3

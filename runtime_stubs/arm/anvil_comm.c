@@ -29,7 +29,7 @@
  *
  * Threads: ``writers`` tells an interrupted append from another thread's only when one
  * thread makes records. In a program the rewrite found to start threads (ANVIL_THREADS)
- * every record is appended under the call stub's lock (rewriter/emit/call_stubs.py);
+ * every record is appended under the call stub's lock (rewriter/arch/arm/call_stubs.py);
  * elsewhere records are appended inline on the assumption that there is one thread. When
  * that is wrong (threads started in a way the rewrite did not see), the threads' appends
  * race on ``writers`` and on the ring's start: a flush made on a second thread says so
@@ -38,7 +38,7 @@
  * inside the ring. The flush and the record routines are called under the lock in every
  * Linux copy (rewriter/emit/inhost.py), so they never run on two threads at once.
  *
- * The inline T32 form of the Linux append is in rewriter/emit/hooks.py (_emit_record). */
+ * The inline T32 form of the Linux append is in rewriter/arch/arm/hooks.py (_emit_record). */
 #include "anvil_rt.h"
 
 #define STREAM_MAGIC 0x48524E41u /* "ANRH" */
@@ -91,7 +91,7 @@ void anvil_channel_send(const void *data, uint32_t len);
 #endif
 
 static uint32_t ring[RING_WORDS + RING_SLACK];
-/* Read and written by inline record code (rewriter/emit/hooks.py, _emit_record, at these
+/* Read and written by inline record code (rewriter/arch/arm/hooks.py, _emit_record, at these
  * offsets: 0, 4, 8). */
 struct {
     uint32_t *cursor;           /* the next free word */

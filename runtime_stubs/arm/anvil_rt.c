@@ -230,10 +230,10 @@ void anvil_go_fault_pc(uint32_t sig, uint32_t info, uint32_t context)
 /* The analysis routines' own stack when hooks keep registers in d16-d31: calls then
  * write nothing below the program's SP. In a program with threads, a call made while
  * the same thread is inside another (a signal handler's, on the handler's own stack)
- * takes the next 16 KiB down (emit/call_stubs.py _reentrant_stack). */
+ * takes the next 16 KiB down (arch/arm/call_stubs.py _reentrant_stack). */
 uint8_t anvil_hook_stack[65536] __attribute__((aligned(8)));
 
-/* In a program that starts threads, calls into the analysis hold this lock (emit/hooks.py
+/* In a program that starts threads, calls into the analysis hold this lock (arch/arm/hooks.py
  * _lock): the owner's thread pointer (0: free) and how many calls it has in progress. */
 uint32_t anvil_call_lock[2] __attribute__((aligned(8)));
 

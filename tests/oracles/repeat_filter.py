@@ -1,4 +1,4 @@
-"""The instrumented program's repeat filter (api.RepeatFilter, emitted by rewriter/emit/hooks.py and repeat_filter.py)
+"""The instrumented program's repeat filter (api.RepeatFilter, emitted by arch/arm/hooks.py and repeat_filter.py)
 in plain Python: which accesses become cachesim records, with which ``left``, and how many
 hits the program only counts. The ReHost dispatch benchmark generates its record streams
 with it; the host-library test feeds its records to the C dispatcher.
@@ -16,7 +16,7 @@ class RepeatFilterModel:
 
     One slot per cache set holds the set's ``depth`` (1 or 2: cachesim's kept) most recently
     used lines, most recent first, as keys: the line's last byte address, 0 for none (api.
-    RepeatFilter, rewriter/emit/hooks.py). An access to a line in its set's slot is a hit
+    RepeatFilter, rewriter/arch/arm/hooks.py). An access to a line in its set's slot is a hit
     the program counts (``hits``: loads, stores; the ``mru_hits`` array) and the line
     becomes the most recent. Any other access is a record (site id, address, left): its
     line becomes the most recent, the others move down, and ``left`` is the key that fell

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..ir.model import Access
+from ...ir.model import Access
 
 REG = {f"r{i}": i for i in range(13)}
 REG.update({"sb": 9, "sl": 10, "fp": 11, "ip": 12, "sp": 13, "lr": 14})
@@ -107,7 +107,7 @@ def _expand(regs: list[str]) -> list[str] | None:
 
 def quick_facts(name: str, op_str: str) -> list[Access] | None:
     """The accesses of a supported memory form, else None. (Direct branches, the
-    other forms the text tells all of, are read by arm_decode._direct_branch.)"""
+    other forms the text tells all of, are read by decode._direct_branch.)"""
     if name in SINGLE or name in VSINGLE:
         first, _, rest = op_str.partition(", ")
         if name in ("strex",):

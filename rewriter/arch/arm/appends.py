@@ -9,10 +9,10 @@ from collections.abc import Hashable
 from functools import cache
 from typing import NamedTuple
 
-from ..arch import arm_encode as enc
-from .code import Code
+from ...emit.page_layout import PageCopies
+from ..code import Code
+from . import encode as enc
 from .isa import IP, LR, T32
-from .page_layout import PageCopies
 from .repeat_filter import t32_filter_miss
 
 APPEND_PAIR = 21  # d21 holds the site id and the way back during a shared record append

@@ -9,7 +9,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from functools import cache
 
-from ..arch import arm_encode as enc
+from . import encode as enc
 from .counters import (
     A32_ATOMIC_BUMP,
     T32_ATOMIC_BUMP,

@@ -10,9 +10,9 @@ import os
 from collections.abc import Callable, Hashable
 from functools import cache, partial
 
-from ..arch import arm_encode as enc
-from ..ir.model import Binary
-from .code import Code, Resolver
+from ...ir.model import Binary
+from ..code import Code, Resolver
+from . import encode as enc
 
 AL = enc.AL
 PC, LR, SP, IP = 15, 14, 13, 12

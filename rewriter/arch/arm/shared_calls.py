@@ -28,11 +28,13 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence, Set
 from dataclasses import dataclass
 
-from ..api import Arg, RepeatFilter
-from ..arch import arm_encode as enc
-from ..ir.model import Hook
-from . import loop_sums
-from .code import Code
+from ...api import Arg, RepeatFilter
+from ...emit import loop_sums
+from ...emit.loop_sums import LoopSum
+from ...emit.page_layout import PageCopies
+from ...ir.model import Hook
+from ..code import Code
+from . import encode as enc
 from .counters import T32_BUMP, free_register, t32_bump
 from .hooks import (
     FLAGS_REG,
@@ -48,8 +50,6 @@ from .hooks import (
     static_value,
 )
 from .isa import IP, LR, PC, SP, T32
-from .loop_sums import LoopSum
-from .page_layout import PageCopies
 from .repeat_filter import filter_test_size, t32_most_recent_hit, t32_site_hit_test
 
 SITE_SAVED = [0, 1, 2, 3, IP, LR]  # what a site pushes: what AAPCS lets the routine clobber

@@ -29,16 +29,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arch import arm_encode as enc
-from ..ir.flow import EXCLUSIVE_LOADS, EXCLUSIVE_STORES, exclusive_windows
-from ..ir.model import Binary, Instruction, Procedure
-from .code import Code
+from ...ir.flow import EXCLUSIVE_LOADS, EXCLUSIVE_STORES, exclusive_windows
+from ...ir.model import Binary, Instruction, Procedure
+from ..code import Code
+from . import encode as enc
 from .isa import AL, PC, SP, vfp_scratch
 
 SAVED_EXCLUSIVE = 25  # d25 = (address, value or its low word) of the last emulated load-exclusive
 SAVED_HIGH = 26       # d26[0] = a doubleword's high word; d26[1] parks a register of the store
 PARK = 27             # d27 parks the two registers the emulated store-exclusive compares in
-# (No hook keeps anything in d25-d27: emit/hooks.py, counters.py, call_stubs.py, appends.py.)
+# (No hook keeps anything in d25-d27: arch/arm/hooks.py, counters.py, call_stubs.py, appends.py.)
 
 WORD, BYTE, HALF, DOUBLE = 0, 1, 2, 3
 # The load-exclusive of the emulated store's compare, by size: T32 (first halfword, second

@@ -25,19 +25,19 @@ import struct
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
-from ..arch import arm_encode as enc
-from ..arch.arm_decode import REG_NUMBERS, details_of
-from ..errors import AnvilError
-from ..ir.flow import exclusive_windows
-from ..ir.liveness import DeadRegisters
-from ..ir.model import Accumulation, Hook, Instruction, Procedure
+from ...emit.page_layout import M_PAGE, PageCopies
+from ...errors import AnvilError
+from ...ir.flow import exclusive_windows
+from ...ir.liveness import DeadRegisters
+from ...ir.model import Accumulation, Hook, Instruction, Procedure
+from ..code import Code, Resolver
+from . import encode as enc
 from .appends import AppendRoutines
-from .code import Code, Resolver
 from .counters import emit_increment, emit_sum_add, emit_sum_reset, emit_sum_store, emit_sum_store_free
+from .decode import REG_NUMBERS, details_of
 from .exclusives import emit_exclusive, emulated_exclusives
 from .hooks import HookContext, emit_call, emit_hits, first_and_last, shared_key
 from .isa import A32, AL, IP, ISA, LR, PC, SP, T32, Scratch
-from .page_layout import M_PAGE, PageCopies
 from .shared_calls import SharedCalls
 
 ASR = 2  # shift type of data-processing register operands
@@ -97,7 +97,7 @@ class RelocationContext:
     atomic: bool = False  # for the procedure being emitted: interrupt code, no exclusive window of its own
     windows: bool = False  # for the procedure being emitted: it has an LDREX/STREX window of its own
     # Threads and d16-d31 free: a procedure's exclusive pairs run as compare-and-swap where
-    # they can (emit/exclusives.py), and its windows are then no longer special.
+    # they can (arch/arm/exclusives.py), and its windows are then no longer special.
     emulate_exclusives: bool = False
     # The record append routines and their page-local copies (Linux T32 records; appends.AppendRoutines).
     appends: AppendRoutines = field(default_factory=AppendRoutines)
@@ -235,7 +235,7 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
     code.align(4)
     # Inside the program's own LDREX/STREX window an exclusive of ours would make its STREX
     # fail each time round its loop: such a procedure's counters add plainly, unless its
-    # pairs run as compare-and-swap (threads: emit/exclusives.py).
+    # pairs run as compare-and-swap (threads: arch/arm/exclusives.py).
     windows = exclusive_windows(proc)
     emulated = emulated_exclusives(proc, windows, ctx.emulate_exclusives)
     ctx.windows = bool(windows) and not emulated
@@ -684,7 +684,7 @@ def reads_return_address(ctx: RelocationContext, target: int, thumb: bool) -> bo
     known = ctx.return_readers.get(key)
     if known is not None:
         return known
-    from ..arch.arm_decode import decode_range, make_disassembler
+    from .decode import decode_range, make_disassembler
 
     try:
         code = decode_range(make_disassembler(thumb), ctx.read(target, 4 * _READER_LOOK), target, thumb)[0]
@@ -711,12 +711,12 @@ def reads_return_address(ctx: RelocationContext, target: int, thumb: bool) -> bo
 
 
 def _linked(ins: Instruction) -> bool:
-    """A call that the ``mov lr, pc`` before it links (arm_decode.is_link_move), not a BL/BLX."""
+    """A call that the ``mov lr, pc`` before it links (decode.is_link_move), not a BL/BLX."""
     return ins.is_call and ins.name not in ("bl", "blx")
 
 
 def _linked_call(move: Instruction, ctx: RelocationContext) -> Instruction | None:
-    """The call ``move`` links when it is its ``mov lr, pc`` (arm_decode.is_link_move) and the
+    """The call ``move`` links when it is its ``mov lr, pc`` (decode.is_link_move) and the
     call leaves a relocated return address: LR is then the copy's return site (its hooks
     included), as a BL in the copy leaves. With original return addresses the original
     PC is right (the return site gets a jump), and _pc_relative gives it."""

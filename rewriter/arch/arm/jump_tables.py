@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .liveness import registers_used
-from .model import Access, Binary, Instruction
+from ...ir.liveness import registers_used
+from ...ir.model import Access, Binary, Instruction
 
 CS, HI = 2, 8  # the conditions of a bounds check's branch to the default case
 CC, LS = 3, 9  # ... and of an A32 table jump made only within the bound (``addls pc, ...``)

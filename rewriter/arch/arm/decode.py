@@ -15,8 +15,8 @@ import functools
 import capstone
 from capstone import arm as csarm
 
-from ..ir.model import Access, Instruction
-from .arm_operands import BRANCH, REG, base_name, literal_operands, multi_accesses, quick_facts, with_condition
+from ...ir.model import Access, Instruction
+from .operands import BRANCH, REG, base_name, literal_operands, multi_accesses, quick_facts, with_condition
 
 REG_NUMBERS = {f"r{i}": i for i in range(13)}
 REG_NUMBERS.update({"sb": 9, "sl": 10, "fp": 11, "ip": 12, "sp": 13, "lr": 14, "pc": 15})
@@ -132,7 +132,7 @@ def _needs_detail(mnemonic: str, op_str: str) -> bool:
 
 
 def _quick(addr: int, size: int, raw: bytes, thumb: bool, mnemonic: str, op_str: str) -> Instruction | None:
-    """Facts from the instruction's text for the common forms (see arm_operands)."""
+    """Facts from the instruction's text for the common forms (see operands.py)."""
     if "pc" in op_str:
         return None
     name, _ = base_name(mnemonic)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable
 from functools import cache
 
-from ..arch import arm_encode as enc
-from .code import Code
+from ..code import Code
+from . import encode as enc
 from .isa import IP, ISA, LR, PC, SP, T32, Scratch
 
 

@@ -18,12 +18,12 @@ import functools
 from collections.abc import Callable, Hashable, Set
 from dataclasses import dataclass, field
 
-from ..api import STATIC_INDEX_KINDS, Arg, Prototype, RepeatFilter
-from ..arch import arm_encode as enc
-from ..errors import AnvilError
-from ..ir.model import Access, Hook, Instruction
+from ...api import STATIC_INDEX_KINDS, Arg, Prototype, RepeatFilter
+from ...errors import AnvilError
+from ...ir.model import Access, Hook, Instruction
+from ..code import Code
+from . import encode as enc
 from .appends import FILTERED_APPEND, RECORD_FLUSH, AppendRoutines, FilteredAppend, append_routine
-from .code import Code
 from .counters import register_hit, t32_atomic_add, t32_bump
 from .isa import IP, ISA, LR, PC, SP, T32, Scratch
 from .repeat_filter import (

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from ..arch import arm_encode as enc
-from .code import Code
+from ..code import Code
+from . import encode as enc
 from .hooks import FLAGS_SP, HOOK_STACK, HOOK_STACK_SHIFT, HOOK_STACK_SYMBOL, IN_EXCLUSIVE
 from .isa import IP, LR, SP, T32
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import RangeError  # raised by every encoder here; emit/code.py reroutes far branches
+from ...errors import RangeError  # raised by every encoder here; arch/code.py reroutes far branches
 
 COND = {"eq": 0, "ne": 1, "hs": 2, "cs": 2, "lo": 3, "cc": 3, "mi": 4, "pl": 5, "vs": 6, "vc": 7,
         "hi": 8, "ls": 9, "ge": 10, "lt": 11, "gt": 12, "le": 13, "al": 14}
