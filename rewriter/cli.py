@@ -22,6 +22,7 @@ from . import progress
 from .api import Options
 from .boards import BOARDS, DEFAULT_UART_BASE, Board, board, parse_icount, parse_region, parse_uart_base
 from .errors import INTERNAL_ERROR_STATUS, AnvilError, is_parser_error, malformed, one_line
+from .ir.elf_check import EM_X86_64
 from .ir.fork_split import JOBS_VARIABLE, jobs_allowed, jobs_limit, parse_jobs
 from .run_results import ResultsFiles, why_missing
 
@@ -226,14 +227,17 @@ def _run_on_linux(args: argparse.Namespace, before_start: Callable[[], None]) ->
 
 
 def _check_elf(binary: str) -> None:
-    """AnvilError unless ``binary`` starts as an ELF file (qemu-arm says nothing of a text file)."""
+    """AnvilError unless ``binary`` starts as an ARM ELF file (qemu-arm says nothing of a text
+    file, and only that its image is invalid for another machine's)."""
     try:
         with open(binary, "rb") as f:
-            magic = f.read(4)
+            head = f.read(20)
     except OSError as e:
         raise AnvilError(f"cannot read {binary}: {e.strerror}") from None
-    if magic != b"\x7fELF":
+    if head[:4] != b"\x7fELF":
         raise AnvilError(f"{binary}: not an ELF file")
+    if len(head) == 20 and head[5] == 1 and int.from_bytes(head[18:20], "little") == EM_X86_64:
+        raise AnvilError(f"{binary}: an x86-64 program: run it as it is (anvil instruments 32-bit ARM only so far)")
 
 
 def _run_on_board(args: argparse.Namespace, before_start: Callable[[], None]) -> tuple[int, bool]:
@@ -477,10 +481,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if binary.is_firmware:
         kind, link = "Cortex-M firmware", "DSP" if binary.dsp else "no DSP"
     unwinds = ", unwinds its stack" if binary.unwinds and not binary.is_firmware else ""
-    print(f"{binary.path}: ARM ELF, {kind}, {link}, entry {binary.entry:#x}, "
+    machine = "x86-64" if binary.machine == "x86-64" else "ARM"
+    print(f"{binary.path}: {machine} ELF, {kind}, {link}, entry {binary.entry:#x}, "
           f"{len(binary.procedures)} procedures, {binary.instruction_count()} instructions{unwinds}")
     for proc in procs:
-        mode = "T32" if proc.thumb else "A32"
+        mode = "x86-64" if binary.machine == "x86-64" else "T32" if proc.thumb else "A32"
         print(f"\nprocedure {proc.name} @ {proc.address:#x} size {proc.size} {mode}, {len(proc.blocks)} blocks")
         for note in proc.notes:
             print(f"  note: {note}")

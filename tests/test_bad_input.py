@@ -52,6 +52,11 @@ def test_x86_elf(tmp_path: Path) -> None:
     subprocess.run(["gcc", str(src), "-o", str(exe)], check=True)
     out = tmp_path / "out"
     _assert_clean_failure(_anvil("instrument", "--tool", "inscount", str(exe), "-o", str(out)), out, "x86-64")
+    _assert_clean_failure(_anvil("run", str(exe)), out, "x86-64")
+    # A 64-bit file is checked as one: cut short, it is said to be truncated.
+    cut = tmp_path / "cut"
+    cut.write_bytes(exe.read_bytes()[:3000])
+    _assert_clean_failure(_anvil("instrument", "--tool", "inscount", str(cut), "-o", str(out)), out, "truncated")
 
 
 def test_unknown_tool(tmp_path: Path) -> None:

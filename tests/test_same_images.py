@@ -1,6 +1,6 @@
 """The images of a fixed set of inputs are byte for byte those the recorded revision made.
 
-Moving code between modules (the ISA split, decision 0103) must not change a byte of what
+Moving code between modules (the ISA split, decision 0105) must not change a byte of what
 the rewriter writes; the suite's other tests show behaviour, this one shows identity, over
 both instruction sets, both modes, every tool, Linux programs and firmware. The recording
 (``tests/data/image_digests.json``, ``tests.support.image_digests``) holds the inputs'

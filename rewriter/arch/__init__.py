@@ -5,6 +5,6 @@ of veneers for branches that cannot reach); it knows no instruction set. Each IS
 (``arm/`` for A32 and T32) holds its decoding facts, encoders, the lowering of what a site
 needs (calls of analysis routines with their saves and arguments, counters and sums,
 repeat filters, records), the relocation of its instructions into the copies, and its
-jump-table patterns. Decision 0103 says what moved here and what is still to come out of
+jump-table patterns. Decision 0105 says what moved here and what is still to come out of
 the ISA's modules into ``emit/``.
 """

@@ -409,8 +409,17 @@ def _library_sources(tool: Tool, toolchain: tb.Toolchain, deferred: SiteTable | 
 
 
 @gc_paused
+def require_rewritable(binary: Binary) -> None:
+    """Refuse a program of an ISA whose hooks cannot be lowered yet (x86-64 is read, for
+    ``anvil inspect``, but its instructions are not relocated yet: decision 0105)."""
+    if binary.machine != "arm":
+        raise AnvilError(f"{binary.path}: {binary.machine} programs can be read (anvil inspect) but not yet "
+                         "instrumented: this build instruments 32-bit ARM only")
+
+
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
     """Run ``tool`` over ``binary`` and write the InHost-instrumented executable to ``output``."""
+    require_rewritable(binary)
     started = time.monotonic()
     binary.clear_hooks()
     tool.instrument(binary, opts)

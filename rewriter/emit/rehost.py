@@ -38,7 +38,7 @@ from ..passes.common import parse_size
 from . import site_format
 from . import target_build as tb
 from .firmware_placement import image_board
-from .inhost import Report, atomic_write, emit, vfp_scratch
+from .inhost import Report, atomic_write, emit, require_rewritable, vfp_scratch
 from .records import RING_END, RING_START, SiteTable, make_records
 from .sites import SiteUnit, c_string
 
@@ -148,6 +148,7 @@ def channel_source(toolchain: tb.Toolchain, channel: site_format.Channel | None)
 @gc_paused
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
     """Write the ReHost-instrumented ``output`` and its site table ``output + SITE_TABLE_SUFFIX``."""
+    require_rewritable(binary)
     started = time.monotonic()
     channel = firmware_channel(binary, opts)
     binary.clear_hooks()

@@ -6,9 +6,10 @@ size of 0, a count too large or a link to the wrong kind of section gives a
 the field happens to be read, often deep in the rewriter. One pass here, over raw bytes,
 checks what the rest relies on and names the first problem found:
 
-- the identification: ELF magic, ARM, 32-bit little-endian, an executable;
+- the identification: ELF magic, 32-bit little-endian ARM or 64-bit little-endian x86-64,
+  an executable;
 - the program headers: entry size, table inside the file, each loaded segment's bytes
-  inside the file and its memory inside the 32-bit address space;
+  inside the file and its memory inside the address space;
 - the section headers: entry size, table inside the file, the section-name table, each
   section's bytes inside the file and, for a loaded one, inside a loaded segment at the
   address the segment gives them, its name inside the name table, the type its name
@@ -26,11 +27,33 @@ import struct
 
 from ..errors import AnvilError
 
-EM_ARM = 40
+EM_ARM, EM_X86_64 = 40, 62
 _MACHINES = {62: "x86-64", 3: "x86", 183: "AArch64", 243: "RISC-V", 8: "MIPS", 21: "PowerPC64", 20: "PowerPC",
              2: "SPARC", 43: "SPARC64", 22: "S/390"}
 _TYPES = {0: "ET_NONE", 1: "ET_REL", 2: "ET_EXEC", 3: "ET_DYN", 4: "ET_CORE"}
-EHDR_SIZE, PHDR_SIZE, SHDR_SIZE = 52, 32, 40
+
+
+class _Layout:
+    """Where an ELF class keeps the fields read here, and how large its tables' entries are."""
+
+    def __init__(self, bits: int, header: str, program_header: str, section_header: str,
+                 entry_sizes: tuple[int, int, int, int]) -> None:
+        self.bits = bits
+        self.header, self.program_header, self.section_header = header, program_header, section_header
+        self.ehdr_size = 16 + struct.calcsize(header)
+        self.phdr_size = struct.calcsize(program_header)
+        self.shdr_size = struct.calcsize(section_header)
+        symbol, rel, rela, dynamic = entry_sizes
+        self.entry_sizes = {**{t: symbol for t in _SYMBOL_TABLES}, SHT_REL: rel, SHT_RELA: rela,
+                            SHT_DYNAMIC: dynamic}
+
+    def segment(self, fields: tuple[int, ...]) -> tuple[int, int, int, int, int]:
+        """(p_type, p_offset, p_vaddr, p_filesz, p_memsz) of an unpacked program header."""
+        if self.bits == 32:
+            p_type, offset, vaddr, _, filesz, memsz, _, _ = fields
+        else:
+            p_type, _, offset, vaddr, _, filesz, memsz, _ = fields
+        return p_type, offset, vaddr, filesz, memsz
 PT_LOAD = 1
 SHT_NULL, SHT_SYMTAB, SHT_STRTAB, SHT_RELA, SHT_HASH, SHT_DYNAMIC, SHT_NOBITS, SHT_REL, SHT_DYNSYM = (
     0, 2, 3, 4, 5, 6, 8, 9, 11)
@@ -57,8 +80,10 @@ _NAMED: dict[str, int] = {
     ".rel.plt": SHT_REL, ".rel.dyn": SHT_REL, ".dynamic": SHT_DYNAMIC, ".plt": SHT_PROGBITS, ".text": SHT_PROGBITS,
     ".ARM.exidx": SHT_ARM_EXIDX, ".ARM.attributes": SHT_ARM_ATTRIBUTES,
 }
-# Tables read entry by entry, and the size of an ELF32 entry.
-_ENTRY_SIZES = {**{t: 16 for t in _SYMBOL_TABLES}, SHT_REL: 8, SHT_RELA: 12, SHT_DYNAMIC: 8}
+# The two classes: the header after e_ident, a program header, a section header, and the
+# entries of the tables read entry by entry (symbols, REL, RELA, dynamic tags).
+_ELF32 = _Layout(32, "<HHIIIIIHHHHHH", "<8I", "<10I", (16, 8, 12, 8))
+_ELF64 = _Layout(64, "<HHIQQQIHHHHHH", "<IIQQQQQQ", "<IIQQQQIIQQ", (24, 16, 24, 16))
 
 
 def check_elf(path: str, data: bytes, executable: bool = True) -> None:
@@ -73,19 +98,22 @@ def check_elf(path: str, data: bytes, executable: bool = True) -> None:
     if len(data) < 20:
         raise AnvilError(f"{path}: truncated ELF file (the ELF header runs past the end of the file)")
     machine = int.from_bytes(data[18:20], "little" if ei_data == 1 else "big")
-    if machine != EM_ARM:
+    if machine not in (EM_ARM, EM_X86_64):
         name = _MACHINES.get(machine, f"machine {machine}")
-        raise AnvilError(f"{path}: unsupported ISA {name}; this build rewrites 32-bit ARM ELF only")
-    if ei_class != 1 or ei_data != 1:
+        raise AnvilError(f"{path}: unsupported ISA {name}; this build reads 32-bit ARM and x86-64 ELF only")
+    if machine == EM_ARM and (ei_class != 1 or ei_data != 1):
         raise AnvilError(f"{path}: only 32-bit little-endian ARM ELF is supported")
-    if len(data) < EHDR_SIZE:
+    if machine == EM_X86_64 and (ei_class != 2 or ei_data != 1):
+        raise AnvilError(f"{path}: an x86-64 ELF file must be 64-bit little-endian (ELFCLASS64, ELFDATA2LSB)")
+    layout = _ELF32 if machine == EM_ARM else _ELF64
+    if len(data) < layout.ehdr_size:
         raise AnvilError(f"{path}: truncated ELF file (the ELF header runs past the end of the file)")
     (e_type, _, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum,
-     shstrndx) = struct.unpack_from("<HHIIIIIHHHHHH", data, 16)
+     shstrndx) = struct.unpack_from(layout.header, data, 16)
     if executable and e_type not in (2, 3):
         raise AnvilError(f"{path}: not an executable ({_TYPES.get(e_type, f'type {e_type:#x}')})")
-    loads = _check_segments(path, data, phoff, phnum, phentsize)
-    _check_sections(path, data, shoff, shnum, shentsize, shstrndx, loads)
+    loads = _check_segments(path, data, phoff, phnum, phentsize, layout)
+    _check_sections(path, data, shoff, shnum, shentsize, shstrndx, loads, layout)
 
 
 def _malformed(path: str, why: str) -> AnvilError:
@@ -97,17 +125,18 @@ def _truncated(path: str, what: str) -> AnvilError:
 
 
 def _check_segments(path: str, data: bytes, phoff: int, phnum: int,
-                    phentsize: int) -> list[tuple[int, int, int]]:
+                    phentsize: int, layout: _Layout) -> list[tuple[int, int, int]]:
     """Check the program headers; (address, file offset, file size) of each loaded segment."""
     loads: list[tuple[int, int, int]] = []
     if not phnum:
         return loads
-    if phentsize != PHDR_SIZE:
-        raise _malformed(path, f"program header entries of {phentsize} bytes, not {PHDR_SIZE}")
-    if phoff + phnum * PHDR_SIZE > len(data):
+    if phentsize != layout.phdr_size:
+        raise _malformed(path, f"program header entries of {phentsize} bytes, not {layout.phdr_size}")
+    if phoff + phnum * layout.phdr_size > len(data):
         raise _truncated(path, "the program header table")
     for i in range(phnum):
-        p_type, offset, vaddr, _, filesz, memsz, _, _ = struct.unpack_from("<8I", data, phoff + i * PHDR_SIZE)
+        p_type, offset, vaddr, filesz, memsz = layout.segment(
+            struct.unpack_from(layout.program_header, data, phoff + i * layout.phdr_size))
         if p_type != PT_LOAD:
             continue
         if offset + filesz > len(data):
@@ -115,23 +144,24 @@ def _check_segments(path: str, data: bytes, phoff: int, phnum: int,
         if filesz > memsz:
             raise _malformed(path, f"segment {i} has more bytes in the file ({filesz:#x}) than in memory "
                                    f"({memsz:#x})")
-        if vaddr + memsz > 1 << 32:
-            raise _malformed(path, f"segment {i} at {vaddr:#x} runs past the end of the 32-bit address space")
+        if vaddr + memsz > 1 << layout.bits:
+            raise _malformed(path, f"segment {i} at {vaddr:#x} runs past the end of the {layout.bits}-bit "
+                                   "address space")
         loads.append((vaddr, offset, filesz))
     return loads
 
 
 def _check_sections(path: str, data: bytes, shoff: int, shnum: int, shentsize: int, shstrndx: int,
-                    loads: list[tuple[int, int, int]]) -> None:
+                    loads: list[tuple[int, int, int]], layout: _Layout) -> None:
     if not shoff and not shnum:
         return  # no section table: nothing for anyone to read
     if not shnum or shstrndx == SHN_XINDEX:
         raise _malformed(path, "extended section numbering (e_shnum 0 or e_shstrndx 0xffff) is not supported")
-    if shentsize != SHDR_SIZE:
-        raise _malformed(path, f"section header entries of {shentsize} bytes, not {SHDR_SIZE}")
-    if shoff + shnum * SHDR_SIZE > len(data):
+    if shentsize != layout.shdr_size:
+        raise _malformed(path, f"section header entries of {shentsize} bytes, not {layout.shdr_size}")
+    if shoff + shnum * layout.shdr_size > len(data):
         raise _truncated(path, "the section header table")
-    headers = [struct.unpack_from("<10I", data, shoff + i * SHDR_SIZE) for i in range(shnum)]
+    headers = [struct.unpack_from(layout.section_header, data, shoff + i * layout.shdr_size) for i in range(shnum)]
     if shstrndx >= shnum or headers[shstrndx][1] != SHT_STRTAB:
         raise _malformed(path, f"e_shstrndx {shstrndx} is not a string table")
     names_at, names_size = headers[shstrndx][4], headers[shstrndx][5]
@@ -156,7 +186,7 @@ def _check_sections(path: str, data: bytes, shoff: int, shnum: int, shentsize: i
         wanted = _LINKS.get(kind)
         if wanted is not None and not ((link == 0 and 0 in wanted) or (link < shnum and headers[link][1] in wanted)):
             raise _malformed(path, f"section {i} links to section {link}, not a {_kind_names(wanted)}")
-        need = _ENTRY_SIZES.get(kind)
+        need = layout.entry_sizes.get(kind)
         if need is not None and entsize != need:
             raise _malformed(path, f"section {i} has entries of {entsize} bytes, not {need}")
 

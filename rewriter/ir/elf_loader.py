@@ -59,6 +59,9 @@ def load_binary(path: str) -> Binary:
 
 def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     """The IR of the checked ELF file ``data``."""
+    if elf["e_machine"] == "EM_X86_64":
+        from ..arch.x86_64.lift import lift
+        return lift(path, data, elf)
     go = go_version(data, elf)
     functions = go_functions(elf) if go is not None else []
     if go is not None and not functions:

@@ -101,7 +101,14 @@ def _handler_of(read: Callable[[int, int], bytes], entry: int, function: int) ->
     return personality, _pads_of_lsda(_Reader(read, lsda), function)
 
 
-def _pads_of_lsda(r: _Reader, function: int) -> set[int]:
+def landing_pads(read: Callable[[int, int], bytes], lsda: int, function: int) -> set[int]:
+    """The landing pads of a 64-bit program's function whose LSDA (``.eh_frame``'s
+    augmentation names it) is at ``lsda``; the same call-site records as ARM's."""
+    return _pads_of_lsda(_Reader(read, lsda, bits=64), function, keep=(1 << 64) - 1)
+
+
+def _pads_of_lsda(r: _Reader, function: int, keep: int = 0xFFFFFFFE) -> set[int]:
+    """``keep``: the bits of an address that are the address (not ARM's Thumb bit 0)."""
     lp_encoding = r.byte()
     lp_start = function if lp_encoding == OMIT else r.encoded(lp_encoding)
     ttype_encoding = r.byte()
@@ -117,16 +124,17 @@ def _pads_of_lsda(r: _Reader, function: int) -> set[int]:
         pad = r.encoded(cs_encoding)
         r.uleb128()  # action
         if pad:
-            pads.add((lp_start + pad) & 0xFFFFFFFE)
+            pads.add((lp_start + pad) & keep)
     return pads
 
 
 class _Reader:
     """DWARF exception-header values read one after another from the image."""
 
-    def __init__(self, read: Callable[[int, int], bytes], at: int) -> None:
+    def __init__(self, read: Callable[[int, int], bytes], at: int, bits: int = 32) -> None:
         self.read = read
         self.at = at
+        self.bits = bits  # a pointer's width: an absptr's size, and what values wrap at
 
     def byte(self) -> int:
         value = self.read(self.at, 1)[0]
@@ -166,16 +174,16 @@ class _Reader:
         elif form == 0x09:
             value = self.sleb128()
         else:
-            size, signed = _FORMS.get(form, (0, False))
+            size, signed = (self.bits // 8, False) if form == 0x00 else _FORMS.get(form, (0, False))
             if not size:
                 raise ValueError(f"unsupported pointer format {form:#x}")
             value = int.from_bytes(self.read(self.at, size), "little", signed=signed)
             self.at += size
         if application == 0x10:
             value += place
-        return value & 0xFFFFFFFF
+        return value & (1 << self.bits) - 1
 
 
-# DW_EH_PE format -> (size, signed): absptr (4 bytes here), udata2/4/8, sdata2/4/8.
-_FORMS = {0x00: (4, False), 0x02: (2, False), 0x03: (4, False), 0x04: (8, False), 0x0A: (2, True),
+# DW_EH_PE format -> (size, signed): udata2/4/8, sdata2/4/8 (absptr: a pointer's size).
+_FORMS = {0x02: (2, False), 0x03: (4, False), 0x04: (8, False), 0x0A: (2, True),
           0x0B: (4, True), 0x0C: (8, True)}

@@ -35,8 +35,10 @@ class Access:
     """One memory access of an instruction: the address is base + disp (+/- index << shift).
 
     For multi-register transfers there is one Access per register, each with its own
-    ``disp``. ``base`` 15 (PC) means a literal: ``disp`` is then the absolute link-time
-    address and ``index`` is None.
+    ``disp``. ``base`` the PC (15 on ARM, RIP 16 on x86-64) means a literal: ``disp`` is
+    then the absolute link-time address and ``index`` is None; -1: no base register.
+    ``segment``: x86-64's ``fs`` or ``gs`` (thread-local data) when the address is relative
+    to that segment's base.
     """
 
     is_store: bool
@@ -47,6 +49,7 @@ class Access:
     shift: int = 0
     shift_type: int = 0  # 0 LSL, 1 LSR, 2 ASR, 3 ROR
     subtract: bool = False
+    segment: str | None = None
 
 
 @dataclass(slots=True)
@@ -120,7 +123,7 @@ class Instruction:
         """Execution may go on at the next address: anything but an unconditional branch
         or PC write (CBZ/CBNZ test a register, so they may not branch) and UDF. A call
         falls through (its callee returns there)."""
-        if self.name == "udf":
+        if self.name in _STOPS:
             return False
         if self.is_call or self.is_syscall:
             return True
@@ -255,6 +258,8 @@ class Procedure:
 
 
 _INSTRUCTIONS = operator.attrgetter("instructions")
+# Instructions that stop the program where they are: ARM's UDF, x86-64's HLT and UD2.
+_STOPS = frozenset({"udf", "hlt", "ud2", "ud1", "ud0"})
 
 
 def _owner_reference(name: str, owner: str) -> property:

@@ -96,6 +96,19 @@ __all__ = [
 
 #: The emulator binary.
 QEMU = "qemu-arm"
+#: The user-mode emulator of each ELF machine the oracle traces.
+_EMULATORS = {"EM_ARM": QEMU, "EM_X86_64": "qemu-x86_64"}
+
+
+def _machine(binary: str | os.PathLike[str]) -> str:
+    with open(binary, "rb") as fh:
+        return ELFFile(fh)["e_machine"]
+
+
+def _address_mask(binary: str | os.PathLike[str]) -> int:
+    """All ones over the program's address width (32 bits on ARM, 64 on x86-64)."""
+    with open(binary, "rb") as fh:
+        return (1 << ELFFile(fh).elfclass) - 1
 
 #: One ``-d exec`` line: capture the guest PC (second bracketed field).
 _TRACE_RE = re.compile(rb"^Trace \d+: 0x[0-9a-fA-F]+ \[[0-9a-fA-F]+/([0-9a-fA-F]+)/", re.M)
@@ -303,12 +316,15 @@ def trace_pcs(
     A run longer than ``timeout`` seconds is killed and raises
     :class:`QemuTraceError`; so does a log without ``start_code``/``end_code``.
     """
-    qemu = shutil.which(QEMU)
-    if qemu is None:
-        raise QemuTraceError(f"{QEMU} not found on PATH")
     binary = Path(binary)
     if not binary.is_file():
         raise QemuTraceError(f"{binary}: no such file")
+    emulator = _EMULATORS[_machine(binary)]
+    qemu = shutil.which(emulator)
+    if qemu is None:
+        raise QemuTraceError(f"{emulator} not found on PATH")
+    if emulator != QEMU and lib_root == "/usr/arm-linux-gnueabihf":
+        lib_root = "/"  # an x86-64 program's libraries are this machine's
     flags = "exec,nochain,page" + (",op" if memory_ops else "")
     variables = [f"{k}={v}" for k, v in (env or {}).items()]
     cmd = ["env", "-i", *variables, qemu, "-L", lib_root, "-0", argv0, "-singlestep", "-d", flags, "-D", "{log}",
@@ -322,8 +338,9 @@ def trace_pcs(
     start_code = parser.code[b"start_code"]
     end_code = parser.code[b"end_code"]
     low, high = _file_end_of_code(binary)
-    bias = (start_code - low) & 0xFFFFFFFF
-    if (end_code - high) & 0xFFFFFFFF != bias or bias % 0x1000:
+    mask = _address_mask(binary)
+    bias = (start_code - low) & mask
+    if (end_code - high) & mask != bias or bias % 0x1000:
         raise QemuTraceError(
             f"{binary}: inconsistent load bias: start_code={start_code:#x} end_code={end_code:#x} "
             f"for code {low:#x}..{high:#x}"
@@ -463,9 +480,10 @@ def exe_pcs(result: TraceResult, binary: str | os.PathLike[str]) -> Counter[int]
     """
     _, ranges = executable_segments(binary)
     bias = result.load_bias
+    mask = _address_mask(binary)
     out: Counter[int] = Counter()
     for pc, n in result.pcs.items():
-        link = (pc - bias) & 0xFFFFFFFF
+        link = (pc - bias) & mask
         for start, end in ranges:
             if start <= link < end:
                 out[link] += n

@@ -1,5 +1,5 @@
 """Digests of the images the rewriter makes from a fixed set of inputs, to show that a change
-meant to move code (the ISA split of decision 0103) leaves every image byte for byte the same.
+meant to move code (the ISA split of decision 0105) leaves every image byte for byte the same.
 
 The cases cover both instruction sets, both modes, every tool, Linux programs (dynamic,
 static, stripped, clang, C++ with original return addresses) and firmware for two boards.

@@ -324,6 +324,36 @@ def musl_root() -> Path:
     return debian_packages("musl-armhf", MUSL_PACKAGES, f"usr/lib/{MUSL_TRIPLE}/libc.a")
 
 
+#: x86-64 builds of the samples with this machine's own compilers (decision 0105): gcc and
+#: clang, -O0 to -O3, PIE (the default), fixed-address and static, CET's end-branch marks.
+X86_64_VARIANTS: dict[str, tuple[str, list[str]]] = {
+    "x64-gcc-O0": ("gcc", ["-g", "-O0"]),
+    "x64-gcc-O2": ("gcc", ["-g", "-O2"]),
+    "x64-gcc-O3-nopie": ("gcc", ["-g", "-O3", "-fno-pic", "-no-pie"]),
+    "x64-gcc-O2-static": ("gcc", ["-g", "-O2", "-static"]),
+    "x64-gcc-Os-cet": ("gcc", ["-g", "-Os", "-fcf-protection=full"]),
+    "x64-clang-O2": ("clang", ["-g", "-O2"]),
+    "x64-clang-O3-static": ("clang", ["-g", "-O3", "-static"]),
+}
+
+
+def build_x86_64(sample: str, variant: str) -> Path:
+    """Build ``samples/<sample>.c`` (or ``.cpp``) for x86-64 with this machine's gcc or clang
+    in a variant of X86_64_VARIANTS (cached); return the binary's path."""
+    if variant not in X86_64_VARIANTS:
+        raise SampleBuildError(f"unknown x86-64 variant {variant!r}; known: {', '.join(X86_64_VARIANTS)}")
+    compiler, flags = X86_64_VARIANTS[variant]
+    cxx = sample in CXX_SAMPLES
+    source = SAMPLES_DIR / f"{sample}.{'cpp' if cxx else 'c'}"
+    if not source.is_file():
+        raise SampleBuildError(f"unknown sample {sample!r}: {source} does not exist")
+    cc = _require_tool({"gcc": "g++", "clang": "clang++"}[compiler] if cxx else compiler)
+    key = build_cache.cache_key(_BUILD_SCHEMA, build_cache.compiler_identity(cc), source.read_bytes(),
+                                "\0".join(flags))
+    out = cache_dir() / f"{sample}-{variant}-{key}"
+    return out if out.is_file() else _compile([cc, *flags, f"-ffile-prefix-map={REPO_ROOT}=anvil"], [str(source)], out)
+
+
 def build_musl(sample: str, link: str) -> Path:
     """``samples/<sample>.c`` built with the cross gcc against Debian's musl (``-O2``, Thumb-2;
     cached) and returns its path. ``link``: ``static``; ``pie``, what Debian's musl-gcc

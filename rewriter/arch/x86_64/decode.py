@@ -1,0 +1,148 @@
+"""Decode x86-64 code with capstone into IR Instructions with their facts.
+
+The facts are those the ARM decoder gives, in the same fields: size and bytes, whether the
+instruction branches, calls, returns or makes a system call, its direct target, whether it
+is indirect, and its memory accesses. Registers are numbered as the encoding does
+(``rax`` 0 ... ``r15`` 15) and RIP is ``RIP`` (16): an access based on RIP holds the
+absolute link-time address in ``disp``, as a literal does on ARM.
+
+Accesses are the ones the instruction makes, explicit or not: an operand in memory (read,
+written or both: ``add [rbx], eax`` is a load and a store), and the stack slots of
+``push``/``pop``/``call``/``ret``/``leave``. ``lea`` and the multi-byte ``nop`` name a memory
+operand and touch no memory. A string instruction (``movs``, ``stos``, ``rep ...``)
+gets one access per operand, for the first element: how often a ``rep`` prefix repeats it
+is only known at run time. An access through FS or GS (thread-local data) is marked by its
+segment: its address is the segment's base plus the operand's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cache
+
+import capstone
+from capstone import x86 as csx86
+
+from ...ir.model import Access, Instruction
+
+RIP = 16
+#: Register number -> name of the 64-bit register (the numbers of the encoding).
+REGISTERS = ("rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+             "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip")
+RSP, RBP = 4, 5
+
+# Capstone's groups.
+_JUMP, _CALL, _RET, _INT, _IRET = 1, 2, 3, 4, 5
+_NO_ACCESS = frozenset({"lea", "nop", "prefetch", "prefetchw", "prefetcht0", "prefetcht1", "prefetcht2",
+                        "prefetchnta", "endbr64", "endbr32", "clflush", "clflushopt", "clwb"})
+#: Instructions after which execution never goes on at the next address without a branch.
+STOPS = frozenset({"hlt", "ud2", "ud1", "ud0"})
+_CONDITIONAL_JUMPS = frozenset({"jrcxz", "jecxz", "loop", "loope", "loopne"})
+# x86 has no condition field: a conditional jump's ``cond`` is this (anything but 14, ARM's
+# "always", makes ``Instruction.is_conditional`` true).
+CONDITIONAL = 0
+
+
+def make_disassembler() -> capstone.Cs:
+    """Capstone for x86-64, with operand details (accesses and targets come from them)."""
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    md.detail = True
+    return md
+
+
+# The names of each general register's parts, by register number.
+_PARTS = (("rax", "eax", "ax", "al", "ah"), ("rcx", "ecx", "cx", "cl", "ch"), ("rdx", "edx", "dx", "dl", "dh"),
+          ("rbx", "ebx", "bx", "bl", "bh"), ("rsp", "esp", "sp", "spl"), ("rbp", "ebp", "bp", "bpl"),
+          ("rsi", "esi", "si", "sil"), ("rdi", "edi", "di", "dil"),
+          *((f"r{n}", f"r{n}d", f"r{n}w", f"r{n}b") for n in range(8, 16)), ("rip", "eip", "ip"))
+
+
+@cache
+def _register_numbers() -> dict[int, int]:
+    """Capstone's register id -> the number of the general register it is part of."""
+    md = make_disassembler()
+    by_name = {name: number for number, names in enumerate(_PARTS) for name in names}
+    return {reg: by_name[md.reg_name(reg)] for reg in range(1, csx86.X86_REG_ENDING)
+            if md.reg_name(reg) in by_name}
+
+
+def _segment(reg: int) -> str | None:
+    return {csx86.X86_REG_FS: "fs", csx86.X86_REG_GS: "gs"}.get(reg)
+
+
+def instruction_of(ins: capstone.CsInsn) -> Instruction:
+    """The IR instruction of one capstone instruction (with details)."""
+    numbers = _register_numbers()
+    groups = set(ins.groups)
+    name = ins.mnemonic.split()[-1]  # "rep movsb" -> "movsb", "notrack jmp" -> "jmp", "lock add" -> "add"
+    is_call = _CALL in groups
+    is_return = _RET in groups or _IRET in groups
+    is_jump = _JUMP in groups
+    is_syscall = name in ("syscall", "sysenter") or (name == "int" and ins.op_str == "0x80")
+    target = None
+    indirect = False
+    accesses: list[Access] = []
+    reads_rip = False
+    for op in ins.operands:
+        if op.type == csx86.X86_OP_IMM and (is_call or is_jump):
+            target = op.imm & (1 << 64) - 1
+        elif op.type in (csx86.X86_OP_REG, csx86.X86_OP_MEM) and (is_call or is_jump):
+            indirect = True
+        if op.type != csx86.X86_OP_MEM:
+            continue
+        base = numbers.get(op.mem.base) if op.mem.base else None
+        index = numbers.get(op.mem.index) if op.mem.index else None
+        disp = op.mem.disp
+        if base == RIP:
+            reads_rip = True
+            disp = (ins.address + ins.size + disp) & (1 << 64) - 1
+        if name in _NO_ACCESS or _segment(op.mem.segment) is None and base is None and index is None \
+                and name.startswith("nop"):
+            continue
+        shift = {1: 0, 2: 1, 4: 2, 8: 3}.get(op.mem.scale, 0)
+        if op.access & capstone.CS_AC_READ or not op.access:
+            accesses.append(Access(False, op.size, base if base is not None else -1, disp, index, shift,
+                                   segment=_segment(op.mem.segment)))
+        if op.access & capstone.CS_AC_WRITE:
+            accesses.append(Access(True, op.size, base if base is not None else -1, disp, index, shift,
+                                   segment=_segment(op.mem.segment)))
+    accesses.extend(_stack_accesses(name, ins, is_call, is_return))
+    cond = CONDITIONAL if is_jump and (name.startswith("j") and name != "jmp" or name in _CONDITIONAL_JUMPS) else 14
+    return Instruction(
+        address=ins.address, size=ins.size, raw=bytes(ins.bytes), thumb=False, mnemonic=ins.mnemonic,
+        op_str=ins.op_str, name=name, cond=cond, accesses=tuple(accesses),
+        is_branch=is_jump or is_call or is_return, is_call=is_call, is_return=is_return,
+        is_indirect=indirect or is_return, branch_target=target, reads_pc=reads_rip,
+        writes_pc=is_jump or is_call or is_return, is_syscall=is_syscall,
+    )
+
+
+def _stack_accesses(name: str, ins: capstone.CsInsn, is_call: bool, is_return: bool) -> list[Access]:
+    """The stack slots an instruction reads or writes without naming them."""
+    if is_call:
+        return [Access(True, 8, RSP, -8)]
+    if is_return and name.startswith("ret"):
+        return [Access(False, 8, RSP, 0)]
+    if name == "push" or name == "pushfq":
+        size = ins.operands[0].size if ins.operands else 8
+        return [Access(True, size, RSP, -size)]
+    if name == "pop" or name == "popfq":
+        size = ins.operands[0].size if ins.operands else 8
+        return [Access(False, size, RSP, 0)]
+    if name == "leave":
+        return [Access(False, 8, RBP, 0)]
+    return []
+
+
+def decode_range(md: capstone.Cs, code: bytes, address: int) -> Iterator[Instruction]:
+    """The instructions of ``code`` (at link address ``address``) in order, up to the first
+    bytes capstone cannot decode."""
+    for ins in md.disasm(code, address):
+        yield instruction_of(ins)
+
+
+def decode_one(md: capstone.Cs, code: bytes, address: int) -> Instruction | None:
+    """The instruction at the start of ``code``, or None where the bytes are no instruction."""
+    for ins in md.disasm(code[:15], address, 1):
+        return instruction_of(ins)
+    return None

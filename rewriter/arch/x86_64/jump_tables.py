@@ -1,0 +1,97 @@
+"""Where an x86-64 procedure's switches go: the tables of gcc's and clang's two patterns.
+
+- fixed-address code: ``jmp qword ptr [table + idx*8]``, a table of absolute addresses;
+- position-independent code: ``lea rT, [rip + table]``; ``movsxd rX, dword ptr [rT + idx*4]``;
+  ``add rX, rT``; ``jmp rX`` (``notrack jmp`` under CET), a table of 32-bit offsets from
+  the table's own address.
+
+How many entries a table has comes from the bounds check before it (``cmp idx, N`` then
+``ja``/``jae`` to the default); without one, entries are read while they name code inside
+the procedure, at most ``MAX_ENTRIES``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+
+from ...ir.model import Instruction
+
+MAX_ENTRIES = 1024
+# How far back from the jump the bounds check is looked for, and the table's address (which
+# the compiler may load once, far before, when the switch is in a loop).
+LOOK_BACK = 12
+LOOK_BACK_TABLE = 64
+
+
+def switch_targets(before: Sequence[Instruction], jump: Instruction, read: Callable[[int, int], bytes],
+                   is_code: Callable[[int], bool]) -> list[int] | None:
+    """The cases of the indirect ``jump``, whose preceding instructions (in address order,
+    the nearest last) are ``before``; None where it is no switch of a known pattern.
+    ``read(address, size)`` gives the program's bytes, ``is_code(address)`` says whether an
+    address is in the program's code (a case may be in another part of the function: its
+    ``.cold`` part holds the default)."""
+    window = list(before[-LOOK_BACK:])
+    count = _bound(window)
+    inside = is_code
+    if jump.accesses and any(not a.is_store for a in jump.accesses if a.base != 4):
+        access = next(a for a in jump.accesses if not a.is_store and a.base != 4)
+        if access.base != -1 or access.index is None or access.shift != 3:
+            return None
+        return _entries(lambda i: struct.unpack("<Q", read(access.disp + 8 * i, 8))[0], count, inside)
+    table = _pic_table(before[-LOOK_BACK_TABLE:], jump)
+    if table is None:
+        return None
+    return _entries(lambda i: (table + struct.unpack("<i", read(table + 4 * i, 4))[0]) & (1 << 64) - 1,
+                    count, inside)
+
+
+def _entries(entry: Callable[[int], int], count: int | None, inside: Callable[[int], bool]) -> list[int] | None:
+    targets = []
+    for i in range(count if count is not None else MAX_ENTRIES):
+        target = entry(i)
+        if not inside(target):
+            if count is not None:
+                return None  # a bounded table naming code elsewhere is not this pattern
+            break
+        targets.append(target)
+    return targets or None
+
+
+def _pic_table(before: Sequence[Instruction], jump: Instruction) -> int | None:
+    """The table's address of the position-independent pattern ending at ``jump``."""
+    if not jump.op_str or jump.op_str.startswith(("qword", "[")):
+        return None
+    reg = jump.op_str.split()[-1]
+    base_reg = None
+    for ins in reversed(before):
+        if base_reg is None and ins.name == "add" and ins.op_str.startswith(reg + ","):
+            base_reg = ins.op_str.split(",")[1].strip()
+        elif base_reg is not None and ins.name == "lea" and ins.op_str.startswith(base_reg + ",") \
+                and "rip" in ins.op_str:
+            return _rip_target(ins)
+    return None
+
+
+def _rip_target(lea: Instruction) -> int | None:
+    text = lea.op_str.split("[", 1)[1].rstrip("]").replace(" ", "")
+    if not text.startswith("rip"):
+        return None
+    offset = int(text[3:], 16) if len(text) > 3 else 0
+    return lea.address + lea.size + offset
+
+
+def _bound(window: list[Instruction]) -> int | None:
+    """Entries the bounds check allows: ``cmp r, N`` followed by ``ja`` (N + 1) or ``jae``
+    (N), the nearest such pair before the jump."""
+    for first, second in zip(reversed(window[:-1]), reversed(window[1:])):
+        if first.name != "cmp" or second.name not in ("ja", "jae", "jbe", "jb"):
+            continue
+        operand = first.op_str.split(",")[-1].strip()
+        try:
+            limit = int(operand, 0)
+        except ValueError:
+            return None
+        return limit + 1 if second.name in ("ja", "jbe") else limit
+    return None
+

@@ -1,0 +1,412 @@
+"""Lift an x86-64 ELF executable into the IR: procedures, blocks and instructions.
+
+Where procedures start: function symbols (``.symtab``, else ``.dynsym``), the FDEs of
+``.eh_frame`` (gcc and clang emit one for every function by default on x86-64, stripped
+or not, since the unwinder needs them), the ELF entry, the functions of
+``.init_array``/``.fini_array``, and every direct call's target. Each PLT section
+(``.plt``, ``.plt.sec``, ``.plt.got``) is a procedure of its own.
+
+Inside a procedure, a recursive descent from its entry follows fall-through, direct jumps
+and switch tables (``jump_tables.py``), and stops at returns, unconditional jumps, HLT and
+UD2; a call falls through unless its callee is one of the C library's functions that never
+return. The descent never leaves the procedure: it ends at the next start (or at the end
+its symbol gives). Bytes no path reaches (alignment padding, data) are not instructions.
+Blocks start at the entry, at targets of branches and at switch cases, and after branches,
+calls and system calls.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+
+from elftools.dwarf.callframe import FDE
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
+
+from ...errors import AnvilError
+from ...ir.exception_tables import landing_pads
+from ...ir.model import Binary, Block, Instruction, Procedure, Segment
+from .decode import RIP, decode_one, make_disassembler
+from .jump_tables import switch_targets
+
+SHF_EXECINSTR = 0x4
+R_X86_64_RELATIVE = 8
+_PLT_SECTIONS = (".plt", ".plt.sec", ".plt.got")
+#: The C library's functions that never return: the instruction after a call of one is
+#: not reached through it.
+NO_RETURN = frozenset({"exit", "_exit", "_Exit", "abort", "__assert_fail", "__stack_chk_fail", "err", "errx",
+                       "verr", "verrx", "__libc_start_main", "pthread_exit", "longjmp", "siglongjmp",
+                       "__longjmp_chk", "__cxa_throw", "__cxa_rethrow", "_Unwind_Resume", "quick_exit",
+                       "__fortify_fail", "__chk_fail", "error_exit"})
+
+
+def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
+    """The IR of the checked x86-64 ELF file ``data``."""
+    binary = _make_binary(path, data, elf)
+    code = _code_sections(elf)
+    if not code:
+        raise AnvilError(f"{path}: no code to read (no executable section in the section table)")
+    sizes = _function_symbols(elf, code)
+    binary.symbols = {name: address for address, (name, _) in sizes.items()}
+    plt = _plt_ranges(elf)
+    binary.plt = _plt_names(elf, plt)
+    fde_starts, pads = _unwinding(elf, binary)
+    binary.unwinder_entries = pads
+    # The start of each section of code is one too: .init and .fini have no FDE, and a
+    # stripped program names them only through DT_INIT and DT_FINI.
+    starts = set(sizes) | fde_starts | {binary.entry} | _array_functions(elf, binary) | {lo for lo, _ in code}
+    # A start inside a function its symbol sizes (a second FDE of one function) is no procedure.
+    sized = sorted((a, a + size) for a, (_, size) in sizes.items() if size)
+    starts = {s for s in starts if _in(code, s) and not _in(plt, s) and not _strictly_inside(sized, s)}
+    names = {**{address: name for address, (name, _) in sizes.items()}, **binary.plt}
+    taken = sorted(_code_addresses_in_data(elf, code) | pads)
+    binary.address_taken = set(taken)
+    md = make_disassembler()
+    reader = _Reader(binary, code)
+    procedures = _Descents(md, reader, names, sizes, code, plt, taken, starts).run()
+    for start, end in plt:
+        proc = Procedure(_section_name(elf, start), start, end - start, thumb=False)
+        _make_blocks(proc, _linear(md, reader, start, end))
+        procedures[start] = proc
+    binary.procedures = [procedures[a] for a in sorted(procedures) if procedures[a].blocks]
+    for index, proc in enumerate(binary.procedures):
+        proc.index = index
+        proc.binary = binary
+    return binary
+
+
+class _Descents:
+    """Every procedure's descent, again where another procedure's code enters it.
+
+    A descent that leaves its procedure (a call, a jump to a cold part, a switch case or a
+    pad elsewhere) names an entry of other code: where no procedure starts there and none
+    holds it, a new procedure starts; where one holds it between its instructions (a jump
+    into the middle: GCC's hot part continuing in its ``.cold`` part), that procedure is
+    descended again from there too. Entries only add, so this ends.
+    """
+
+    def __init__(self, md, reader: _Reader, names: dict[int, str], sizes: dict[int, tuple[str, int]],
+                 code: list[tuple[int, int]], plt: list[tuple[int, int]], taken: list[int], starts: set[int]) -> None:
+        self.md, self.reader, self.names, self.sizes = md, reader, names, sizes
+        self.code, self.plt, self.taken = code, plt, taken
+        self.known = sorted(starts | {start for start, _ in plt})
+        self.roots: dict[int, set[int]] = {start: set() for start in starts}
+        self.found: dict[int, tuple[Procedure, list[Instruction], set[int]]] = {}
+        self.work = sorted(starts)
+
+    def run(self) -> dict[int, Procedure]:
+        while self.work:
+            start = self.work.pop()
+            end = _end_of(start, self.known, self.sizes, self.code)
+            name = self.sizes[start][0] if start in self.sizes else f"sub_{start:x}"
+            proc = Procedure(name, start, end - start, thumb=False)
+            inner = self.taken[bisect.bisect_right(self.taken, start):bisect.bisect_left(self.taken, end)]
+            instructions, leaving, cases = _descend(proc, self.md, self.reader, self.names,
+                                                    sorted({*inner, *self.roots[start]}))
+            if instructions and start not in self.sizes:
+                proc.size = instructions[-1].end - start  # to its last instruction: what follows may be others'
+            self.found[start] = (proc, instructions, cases | self.roots[start])
+            for target in leaving:
+                self._enter(target)
+        procedures = {}
+        for start, (proc, instructions, leaders) in self.found.items():
+            _make_blocks(proc, instructions, leaders)
+            procedures[start] = proc
+        return procedures
+
+    def _enter(self, target: int) -> None:
+        """Control arrives at ``target`` from another procedure."""
+        if not _in(self.code, target) or _in(self.plt, target) or target in self.roots:
+            return
+        i = bisect.bisect_right(self.known, target) - 1
+        owner = self.known[i] if i >= 0 else None
+        if owner is not None and owner in self.found:
+            proc, instructions, _ = self.found[owner]
+            if target < proc.end:
+                if target not in {ins.address for ins in instructions}:
+                    self.roots[owner].add(target)  # into the middle of its code: descend it again
+                    self.work.append(owner)
+                return
+        elif owner in self.sizes and owner in self.roots and target < owner + self.sizes[owner][1]:
+            self.roots[owner].add(target)  # inside a sized function not descended yet
+            return
+        bisect.insort(self.known, target)
+        self.roots[target] = set()
+        self.work.append(target)
+
+
+def _make_binary(path: str, data: bytes, elf: ELFFile) -> Binary:
+    segments = [Segment(s["p_vaddr"], s["p_memsz"], s["p_offset"], s["p_filesz"], s["p_flags"], s["p_align"])
+                for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+    if not any(s.executable for s in segments):
+        raise AnvilError(f"{path}: no executable segment")
+    interp = any(s["p_type"] == "PT_INTERP" for s in elf.iter_segments())
+    return Binary(path=os.path.abspath(path), data=data, machine="x86-64", is_pie=elf["e_type"] == "ET_DYN",
+                  is_dynamic=interp, entry=elf["e_entry"], segments=segments)
+
+
+def _code_sections(elf: ELFFile) -> list[tuple[int, int]]:
+    return sorted((s["sh_addr"], s["sh_addr"] + s["sh_size"]) for s in elf.iter_sections()
+                  if s["sh_flags"] & SHF_EXECINSTR and s["sh_type"] == "SHT_PROGBITS" and s["sh_size"])
+
+
+def _in(ranges: list[tuple[int, int]], address: int) -> bool:
+    return any(lo <= address < hi for lo, hi in ranges)
+
+
+def _strictly_inside(spans: list[tuple[int, int]], address: int) -> bool:
+    """``address`` lies inside one of the sorted ``spans`` and is not its start."""
+    i = bisect.bisect_right(spans, (address, 1 << 64)) - 1
+    return any(lo < address < hi for lo, hi in spans[max(0, i - 8):i + 1])
+
+
+def _function_symbols(elf: ELFFile, code: list[tuple[int, int]]) -> dict[int, tuple[str, int]]:
+    """Address -> (name, size) of the function symbols in code (``.symtab``, else ``.dynsym``)."""
+    table = elf.get_section_by_name(".symtab") or elf.get_section_by_name(".dynsym")
+    found: dict[int, tuple[str, int]] = {}
+    if not isinstance(table, SymbolTableSection):
+        return found
+    for symbol in table.iter_symbols():
+        if symbol["st_info"]["type"] not in ("STT_FUNC", "STT_GNU_IFUNC") or symbol["st_shndx"] == "SHN_UNDEF":
+            continue
+        address = symbol["st_value"]
+        if _in(code, address) and (address not in found or not found[address][1]):
+            found[address] = (symbol.name, symbol["st_size"])
+    return found
+
+
+def _unwinding(elf: ELFFile, binary: Binary) -> tuple[set[int], set[int]]:
+    """The first addresses of the functions ``.eh_frame`` describes, and the landing pads
+    their LSDAs name (where the unwinder enters code: C++ catch blocks and cleanups)."""
+    if elf.get_section_by_name(".eh_frame") is None:
+        return set(), set()
+    try:
+        entries = [e for e in elf.get_dwarf_info(follow_links=False).EH_CFI_entries() if isinstance(e, FDE)]
+    except Exception:  # a malformed .eh_frame names no functions; the symbols still do
+        return set(), set()
+    pads: set[int] = set()
+    for fde in entries:
+        lsda = getattr(fde, "lsda_pointer", None)
+        if lsda:
+            try:
+                pads |= landing_pads(binary.read, lsda, fde.header["initial_location"])
+            except (ValueError, IndexError):  # an LSDA this cannot read: its pads stay unknown
+                continue
+    return {fde.header["initial_location"] for fde in entries}, pads
+
+
+def _array_functions(elf: ELFFile, binary: Binary) -> set[int]:
+    """The functions ``.init_array`` and ``.fini_array`` name (their words, where the file
+    holds them; a PIE's are relocations' addends, read from ``.rela.dyn``)."""
+    found: set[int] = set()
+    for name in (".init_array", ".fini_array", ".preinit_array"):
+        section = elf.get_section_by_name(name)
+        if section is None or section["sh_type"] == "SHT_NOBITS":
+            continue
+        words = section.data()
+        found |= {struct.unpack_from("<Q", words, i)[0] for i in range(0, len(words) - 7, 8)}
+        relocations = elf.get_section_by_name(".rela.dyn")
+        if relocations is not None:
+            lo, hi = section["sh_addr"], section["sh_addr"] + section["sh_size"]
+            found |= {r["r_addend"] for r in relocations.iter_relocations() if lo <= r["r_offset"] < hi}
+    return found
+
+
+def _code_addresses_in_data(elf: ELFFile, code: list[tuple[int, int]]) -> set[int]:
+    """Code addresses the program keeps in data: the 8-byte words of its other loaded
+    sections that fall in code, and a PIE's R_X86_64_RELATIVE addends that do (the words of
+    a PIE's tables are filled in by the dynamic linker). Function pointers, and the labels
+    of computed gotos (GCC's labels as values)."""
+    found: set[int] = set()
+    for section in elf.iter_sections():
+        if not section["sh_flags"] & 0x2 or section["sh_flags"] & SHF_EXECINSTR or section["sh_type"] == "SHT_NOBITS":
+            continue
+        words = section.data()
+        skew = -section["sh_addr"] % 8
+        found |= {w for (w,) in struct.iter_unpack("<Q", words[skew:len(words) - (len(words) - skew) % 8])
+                  if _in(code, w)}
+    relocations = elf.get_section_by_name(".rela.dyn")
+    if relocations is not None and hasattr(relocations, "iter_relocations"):
+        found |= {r["r_addend"] for r in relocations.iter_relocations()
+                  if r["r_info_type"] == R_X86_64_RELATIVE and _in(code, r["r_addend"])}
+    return found
+
+
+def _plt_ranges(elf: ELFFile) -> list[tuple[int, int]]:
+    return sorted((s["sh_addr"], s["sh_addr"] + s["sh_size"]) for name in _PLT_SECTIONS
+                  if (s := elf.get_section_by_name(name)) is not None and s["sh_size"])
+
+
+def _section_name(elf: ELFFile, address: int) -> str:
+    for name in _PLT_SECTIONS:
+        section = elf.get_section_by_name(name)
+        if section is not None and section["sh_addr"] == address:
+            return name
+    return f"sub_{address:x}"
+
+
+def _plt_names(elf: ELFFile, plt: list[tuple[int, int]]) -> dict[int, str]:
+    """PLT entry -> the function it calls: each entry jumps through its GOT slot, and the
+    slot's JUMP_SLOT (or GLOB_DAT, for ``.plt.got``) relocation names the symbol."""
+    slots: dict[int, str] = {}
+    for name in (".rela.plt", ".rela.dyn"):
+        section = elf.get_section_by_name(name)
+        if section is None or not hasattr(section, "iter_relocations"):
+            continue
+        symbols = elf.get_section(section["sh_link"]) if section["sh_link"] else None
+        if not isinstance(symbols, SymbolTableSection):
+            continue
+        for relocation in section.iter_relocations():
+            index = relocation["r_info_sym"]
+            if index:
+                slots[relocation["r_offset"]] = symbols.get_symbol(index).name
+    names: dict[int, str] = {}
+    md = make_disassembler()
+    for lo, _ in plt:
+        section = next(s for s in elf.iter_sections() if s["sh_addr"] == lo and s["sh_size"])
+        entry_size = section["sh_entsize"] or 16
+        code = section.data()
+        at = 0
+        while at < len(code):
+            ins = decode_one(md, code[at:], lo + at)
+            if ins is None:
+                at += 1
+                continue
+            slot = next((a.disp for a in ins.accesses if a.base == RIP and not a.is_store), None)
+            if ins.name == "jmp" and slot in slots:
+                names[lo + at // entry_size * entry_size] = slots[slot]
+            at += ins.size
+    return names
+
+
+class _Reader:
+    """The program's bytes by link address, from the executable sections."""
+
+    def __init__(self, binary: Binary, code: list[tuple[int, int]]) -> None:
+        self.binary = binary
+        self.code = code
+
+    def bytes_at(self, address: int, size: int) -> bytes:
+        return self.binary.read(address, size)
+
+    def is_code(self, address: int) -> bool:
+        return _in(self.code, address)
+
+
+def _end_of(start: int, known: list[int], sizes: dict[int, tuple[str, int]], code: list[tuple[int, int]]) -> int:
+    """Where the procedure at ``start`` ends: where its symbol's size says, else at the next
+    start or the end of its section."""
+    section_end = next(hi for lo, hi in code if lo <= start < hi)
+    if start in sizes and sizes[start][1]:
+        return min(section_end, start + sizes[start][1])
+    following = bisect.bisect_right(known, start)
+    return min(section_end, known[following]) if following < len(known) else section_end
+
+
+def _inside_known(address: int, procedures: dict[int, Procedure]) -> bool:
+    return any(p.address <= address < p.end for p in procedures.values())
+
+
+def _descend(proc: Procedure, md, reader: _Reader, names: dict[int, str],
+             taken: list[int]) -> tuple[list[Instruction], set[int], set[int]]:
+    """The instructions reached from the procedure's entry, in address order, where control
+    goes out of the procedure (direct calls, jumps and switch cases elsewhere) and where it
+    arrives other than by falling through or a direct branch (switch cases, code addresses
+    from data). ``names``: function names by
+    address (the PLT's too), for the calls that never return; ``taken``: the code
+    addresses inside the procedure that data holds (computed gotos' labels), descended
+    from after everything else, and only where they start no instruction already found
+    in the middle: a number that only looks like an address must not add overlapping code."""
+    found: dict[int, Instruction] = {}
+    covered: set[int] = set()  # every byte of the instructions found
+    calls: set[int] = set()
+    cases: set[int] = set()
+    work = [proc.address]
+    later = sorted(taken, reverse=True)
+    lo, hi = proc.address, proc.end
+    while work or later:
+        if not work:
+            label = later.pop()
+            if label in covered and label not in found:
+                continue
+            cases.add(label)
+            work.append(label)
+        address = work.pop()
+        while lo <= address < hi and address not in found and address not in covered:
+            ins = decode_one(md, reader.bytes_at(address, min(15, hi - address)), address)
+            if ins is None:
+                break
+            if any(address + k in covered for k in range(1, ins.size)):
+                break  # it would overlap an instruction already found
+            found[address] = ins
+            covered.update(range(address, address + ins.size))
+            target = ins.branch_target
+            if ins.is_call:
+                if target is not None:
+                    calls.add(target)
+                    if names.get(target) in NO_RETURN:
+                        break
+            elif ins.is_branch and not ins.is_return:
+                if target is not None:
+                    if lo <= target < hi:
+                        work.append(target)
+                    else:
+                        calls.add(target)
+                elif ins.is_indirect:
+                    before = [found[a] for a in sorted(found) if a < address]
+                    for case in switch_targets(before, ins, reader.bytes_at, reader.is_code) or ():
+                        if lo <= case < hi:
+                            cases.add(case)
+                            work.append(case)
+                        else:
+                            calls.add(case)
+            if not ins.falls_through:
+                break
+            address += ins.size
+    if cases:
+        proc.notes.append(f"entered at {len(cases)} places from switches, addresses in data or the unwinder")
+    return [found[a] for a in sorted(found)], calls, cases
+
+
+def _linear(md, reader: _Reader, start: int, end: int) -> list[Instruction]:
+    """Every instruction from ``start`` to ``end``, one after the other (PLT entries)."""
+    out = []
+    address = start
+    while address < end:
+        ins = decode_one(md, reader.bytes_at(address, min(15, end - address)), address)
+        if ins is None:
+            address += 1
+            continue
+        out.append(ins)
+        address += ins.size
+    return out
+
+
+def _make_blocks(proc: Procedure, instructions: list[Instruction], cases: set[int] = frozenset()) -> None:
+    """Cut the procedure's instructions into blocks (``cases``: where its switches go)."""
+    if not instructions:
+        return
+    leaders = {instructions[0].address, *cases}
+    previous = None
+    for ins in instructions:
+        if previous is not None and (ins.address != previous.end or previous.is_branch or previous.is_syscall
+                                     or not previous.falls_through):
+            leaders.add(ins.address)
+        if ins.branch_target is not None and proc.address <= ins.branch_target < proc.end:
+            leaders.add(ins.branch_target)
+        previous = ins
+    blocks: list[Block] = []
+    current: list[Instruction] = []
+    for ins in instructions:
+        if ins.address in leaders and current:
+            blocks.append(Block(current[0].address, current, proc))
+            current = []
+        current.append(ins)
+    blocks.append(Block(current[0].address, current, proc))
+    for index, block in enumerate(blocks):
+        block.index = index
+        for ins in block.instructions:
+            ins.block = block
+    proc.blocks = blocks
