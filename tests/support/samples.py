@@ -438,14 +438,20 @@ def debian_packages(name: str, packages: list[str], marker: str) -> Path:
                 raise SampleBuildError(f"dpkg -x {deb.name} failed:\n{proc.stdout}{proc.stderr}")
         _root_symlinks(unpacked)
         (unpacked / "SOURCE_DEB").write_text("".join(deb.name + "\n" for deb in debs))
-        try:
-            unpacked.rename(root)
-        except OSError:
-            if not root.is_dir():  # not a lost race with another worker
-                raise
+        _publish(unpacked, root)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return root
+
+
+def _publish(unpacked: Path, root: Path) -> None:
+    """Move the complete ``unpacked`` tree to ``root`` in one rename; another worker that
+    got there first (the same packages, unpacked alike) wins."""
+    try:
+        unpacked.rename(root)
+    except OSError:
+        if not root.is_dir():  # not a lost race with another worker
+            raise
 
 
 def pypi_wheels(name: str, wheels: list[str], platform: str, marker: str) -> Path:
@@ -480,11 +486,7 @@ def pypi_wheels(name: str, wheels: list[str], platform: str, marker: str) -> Pat
                     if mode & 0o111:
                         path.chmod(mode & 0o777)
         (unpacked / "SOURCE_WHEELS").write_text("".join(wheel.name + "\n" for wheel in files))
-        try:
-            unpacked.rename(root)
-        except OSError:
-            if not root.is_dir():  # not a lost race with another worker
-                raise
+        _publish(unpacked, root)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return root
