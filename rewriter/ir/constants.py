@@ -90,8 +90,8 @@ def ends_process(ins: Instruction, run: list[Instruction]) -> bool:
     by the straight-line code ``run`` that led to it: no flow goes on after it. What follows
     is something else, often of the other instruction set (dietlibc's A32 ``_exit``,
     ``mov r7, #1; svc 0``, is followed by a literal and Thumb functions, decision 0103)."""
-    if not ins.is_syscall or ins.cond != 14 or ins.in_it:
-        return False
+    if not ins.is_syscall or ins.cond != 14 or ins.in_it or ins.op_str not in ("#0", "#0x0"):
+        return False  # (the old ABI's calls name their number in the SVC, and r7 is anything)
     register = 7
     for before in reversed(run):
         effect = effect_on(before, register)
