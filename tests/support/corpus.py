@@ -1772,11 +1772,6 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             "renames) to Python wrappers, its library of .i files read",
             env={"LD_LIBRARY_PATH": "{root}/swig.libs", "SWIG_LIB": "{root}/swig/data/share/swig/4.5.1"},
             files={"ex.i": SWIG_INTERFACE}, wheels=("swig==4.5.1",), platform=ALPINE, sysroot="alpine"),
-    Program("cmake-alpine", (), "cmake/data/bin/cmake", ("-P", "script.cmake"),
-            "Alpine: CMake's C++ (17 MB PIE) with Alpine's libstdc++ and libatomic: Debian's cmake's script; "
-            "its modules are not found from the run directory, and it says so as Debian's does",
-            env={"LD_LIBRARY_PATH": "{root}/cmake.libs"}, files={"script.cmake": lambda: CMAKE_SCRIPT.encode()},
-            wheels=("cmake==4.4.5",), platform=ALPINE, sysroot="alpine"),
     # Debian's mksh is built statically against three C libraries other than glibc (decision
     # 0103): musl, dietlibc and klibc (mksh-static; and lksh, the legacy shell, on klibc too),
     # each with its own start-up, system call stubs and string functions; the same script in each.
