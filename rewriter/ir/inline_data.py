@@ -42,8 +42,12 @@ def inline_data_size(read: Callable[[int, int], bytes], cache: dict[tuple[int, b
         return known
     from ..arch.arm_decode import decode_range, make_disassembler
 
+    disassembler = make_disassembler(thumb)
     try:
-        code = decode_range(make_disassembler(thumb), read(target, 4 * LOOK), target, thumb)[0]
+        # The first instruction alone first: almost no callee starts with ``mov rX, lr``.
+        first = decode_range(disassembler, read(target, 4), target, thumb)[0][:1]
+        starts = bool(first) and first[0].name == "mov" and first[0].op_str.endswith(", lr")
+        code = decode_range(disassembler, read(target, 4 * LOOK), target, thumb)[0] if starts else []
     except Exception:  # noqa: BLE001 - unreadable bytes (outside the image): no such function
         code = []
     cache[key] = answer = _reader_size(code[:LOOK], target + 2 * LOOK)
