@@ -221,7 +221,7 @@ def run_rehost(program: corpus.Program, binary: Path, env: dict[str, str], addre
     with _BRIDGE:
         try:
             run, outcome = bridge_run(binary, address, list(program.args), program.stdin, env=env,
-                                      argv0=program.argv0, cwd=workdir(binary))
+                                      argv0=program.argv0, cwd=workdir(binary), lib_root=corpus.lib_root(program))
         except Exception as exc:  # a bridge failure is this row's result, not the script's end
             return Outcome(b"", f"bridge: {exc}".encode(), -1, time.perf_counter() - start)
     seconds = time.perf_counter() - start

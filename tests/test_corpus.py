@@ -22,7 +22,7 @@ TOOLS = ("inscount", "cachesim")
 
 
 def _run(program: corpus.Program, binary: Path, env: dict[str, str]) -> Run:
-    return run_prog(binary, list(program.args), program.stdin, env=env)
+    return run_prog(binary, list(program.args), program.stdin, env=env, lib_root=corpus.lib_root(program))
 
 
 @pytest.mark.parametrize("name", corpus.CI_TIER)
@@ -45,7 +45,7 @@ def test_corpus_program_behaves_identically(name: str, tmp_path: Path, rehost_se
         rehost = instrument(original_exe, tool, tmp_path, "--mode", "rehost", slot="rhst")
         corpus.prepare(program, rehost.parent, original_exe, env)
         rehost_run, outcome = run_rehost(rehost, rehost_server, list(program.args), program.stdin, env=env,
-                                         argv0=program.argv0)
+                                         argv0=program.argv0, lib_root=corpus.lib_root(program))
         assert_same_behaviour(original, rehost_run)
         assert outcome.summary.complete, outcome.error
         results = f"prog.{tool}.out"

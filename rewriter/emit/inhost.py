@@ -57,6 +57,7 @@ from ..ir.constants import constant_before, jump_targets
 from ..ir.flow import interrupt_code, reset_handler
 from ..ir.fork_split import halfway
 from ..ir.gc_pause import gc_paused
+from ..ir.inline_data import inline_data_size
 from ..ir.model import Binary, Hook, Instruction, Point, Procedure
 from ..ir.plt import thumb_stubs
 from . import file_gap, firmware, preinit, region_place
@@ -841,8 +842,10 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
     relocated_addrs = {i.address for p in candidates for i in p.instructions()}
     scratch = Scratch(vfp)
     handlers_run = interrupt_code(binary) if binary.is_firmware else set()
-    # Return sites in literal pools (past calls that never return) get no jump.
-    relocated_returns = return_sites_in_data(binary, candidates) if original_returns else set()
+    # Return sites in literal pools (past calls that never return) get no jump; nor do the
+    # data after calls to functions that read it there (ir.inline_data: no return comes).
+    relocated_returns = (return_sites_in_data(binary, candidates) | _inline_data_sites(binary, candidates)
+                         if original_returns else set())
 
     def function_label(name: str) -> Hashable:
         return ("sym", name)
@@ -884,6 +887,15 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
 
     new_code = functools.partial(Code, base, pic=binary.is_pie, ge=binary.dsp)
     return _Relocation(candidates, relocated_addrs, new_context, new_code, with_header, relocated_returns)
+
+
+def _inline_data_sites(binary: Binary, procs: list[Procedure]) -> set[int]:
+    """The return sites of calls in ``procs`` to functions that read data there and never
+    return to it (ir.inline_data)."""
+    cache: dict[tuple[int, bool], int] = {}
+    return {ins.end for proc in procs for ins in proc.instructions()
+            if ins.is_call and ins.branch_target is not None
+            and inline_data_size(binary.read, cache, ins.branch_target & ~1, ins.thumb != (ins.name == "blx"))}
 
 
 def _instructions_in_other_mode(procedures: list[Procedure], starts: list[int],

