@@ -72,10 +72,30 @@ SYM_FIELDS: dict[str, tuple[int, int]] = {
     "st_name": (0, 4), "st_value": (4, 4), "st_size": (8, 4), "st_info": (12, 1), "st_other": (13, 1),
     "st_shndx": (14, 2),
 }
+# The same fields in an ELF64 file (x86-64 programs).
+EHDR64_FIELDS: dict[str, tuple[int, int]] = {
+    "EI_CLASS": (4, 1), "EI_DATA": (5, 1), "EI_VERSION": (6, 1), "e_type": (16, 2), "e_machine": (18, 2),
+    "e_version": (20, 4), "e_entry": (24, 8), "e_phoff": (32, 8), "e_shoff": (40, 8), "e_flags": (48, 4),
+    "e_ehsize": (52, 2), "e_phentsize": (54, 2), "e_phnum": (56, 2), "e_shentsize": (58, 2), "e_shnum": (60, 2),
+    "e_shstrndx": (62, 2),
+}
+PHDR64_FIELDS: dict[str, tuple[int, int]] = {
+    "p_type": (0, 4), "p_flags": (4, 4), "p_offset": (8, 8), "p_vaddr": (16, 8), "p_paddr": (24, 8),
+    "p_filesz": (32, 8), "p_memsz": (40, 8), "p_align": (48, 8),
+}
+SHDR64_FIELDS: dict[str, tuple[int, int]] = {
+    "sh_name": (0, 4), "sh_type": (4, 4), "sh_flags": (8, 8), "sh_addr": (16, 8), "sh_offset": (24, 8),
+    "sh_size": (32, 8), "sh_link": (40, 4), "sh_info": (44, 4), "sh_addralign": (48, 8), "sh_entsize": (56, 8),
+}
+SYM64_FIELDS: dict[str, tuple[int, int]] = {
+    "st_name": (0, 4), "st_info": (4, 1), "st_other": (5, 1), "st_shndx": (6, 2), "st_value": (8, 8),
+    "st_size": (16, 8),
+}
 SHT_SYMTAB, SHT_STRTAB, SHT_DYNSYM = 2, 3, 11
 # Sections whose contents the loader reads beyond the headers and symbols.
 CONTENT_SECTIONS = (".ARM.exidx", ".ARM.extab", ".eh_frame", ".dynamic", ".rel.plt", ".rel.dyn", ".plt", ".got",
-                    ".ARM.attributes", ".init_array", ".data", ".rodata")
+                    ".ARM.attributes", ".init_array", ".data", ".rodata", ".rela.plt", ".rela.dyn", ".plt.sec",
+                    ".gcc_except_table", ".eh_frame_hdr", ".data.rel.ro")
 
 
 @dataclass
@@ -93,7 +113,8 @@ class Section:
 
 @dataclass
 class Layout:
-    """Where the headers and tables of a valid ELF32 LE file are."""
+    """Where the headers and tables of a valid little-endian ELF file (32- or 64-bit) are,
+    and where its class keeps each header's fields."""
 
     phoff: int
     phnum: int
@@ -102,16 +123,29 @@ class Layout:
     shnum: int
     shentsize: int
     sections: list[Section] = field(default_factory=list)
+    ehdr_fields: dict[str, tuple[int, int]] = field(default_factory=lambda: EHDR_FIELDS)
+    phdr_fields: dict[str, tuple[int, int]] = field(default_factory=lambda: PHDR_FIELDS)
+    shdr_fields: dict[str, tuple[int, int]] = field(default_factory=lambda: SHDR_FIELDS)
+    sym_fields: dict[str, tuple[int, int]] = field(default_factory=lambda: SYM_FIELDS)
+    sym_size: int = 16
 
     @classmethod
     def of(cls, data: bytes) -> Layout:
-        """Read the layout of ``data`` (a valid 32-bit little-endian ELF file)."""
-        if data[:4] != b"\x7fELF" or data[4] != 1 or data[5] != 1:
-            raise ValueError("not a 32-bit little-endian ELF file")
-        phoff, shoff = struct.unpack_from("<II", data, 28)
-        phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", data, 42)
-        layout = cls(phoff, phnum, phentsize, shoff, shnum, shentsize)
-        headers = [struct.unpack_from("<10I", data, shoff + i * shentsize) for i in range(shnum)]
+        """Read the layout of ``data`` (a valid little-endian ELF file of either class)."""
+        if data[:4] != b"\x7fELF" or data[4] not in (1, 2) or data[5] != 1:
+            raise ValueError("not a little-endian ELF file")
+        if data[4] == 1:
+            phoff, shoff = struct.unpack_from("<II", data, 28)
+            phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", data, 42)
+            layout = cls(phoff, phnum, phentsize, shoff, shnum, shentsize)
+            header = "<10I"
+        else:
+            phoff, shoff = struct.unpack_from("<QQ", data, 32)
+            phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", data, 54)
+            layout = cls(phoff, phnum, phentsize, shoff, shnum, shentsize, [], EHDR64_FIELDS, PHDR64_FIELDS,
+                         SHDR64_FIELDS, SYM64_FIELDS, 24)
+            header = "<IIQQQQIIQQ"
+        headers = [struct.unpack_from(header, data, shoff + i * shentsize) for i in range(shnum)]
         names_at = headers[shstrndx][4] if shstrndx < shnum else 0
         for i, h in enumerate(headers):
             end = data.find(b"\0", names_at + h[0])
@@ -165,13 +199,13 @@ def bit_flips(data: bytearray, layout: Layout, rng: random.Random) -> str:
 
 def elf_header(data: bytearray, layout: Layout, rng: random.Random) -> str:
     """Set one ELF-header field to an interesting value."""
-    return _set_field(data, rng, 0, EHDR_FIELDS, "ehdr")
+    return _set_field(data, rng, 0, layout.ehdr_fields, "ehdr")
 
 
 def program_header(data: bytearray, layout: Layout, rng: random.Random) -> str:
     """Set one field of one program header."""
     i = rng.randrange(max(layout.phnum, 1))
-    return _set_field(data, rng, layout.phoff + i * layout.phentsize, PHDR_FIELDS, f"phdr[{i}]")
+    return _set_field(data, rng, layout.phoff + i * layout.phentsize, layout.phdr_fields, f"phdr[{i}]")
 
 
 def section_header(data: bytearray, layout: Layout, rng: random.Random) -> str:
@@ -179,7 +213,7 @@ def section_header(data: bytearray, layout: Layout, rng: random.Random) -> str:
     favoured = [s for s in layout.sections if s.type in (SHT_SYMTAB, SHT_STRTAB, SHT_DYNSYM) or s.name in
                 (".text", ".plt", ".rel.plt", ".ARM.exidx", ".dynamic")]
     sec = rng.choice(favoured if favoured and rng.random() < 0.6 else layout.sections)
-    return _set_field(data, rng, sec.header, SHDR_FIELDS, f"shdr[{sec.index}]{sec.name}")
+    return _set_field(data, rng, sec.header, layout.shdr_fields, f"shdr[{sec.index}]{sec.name}")
 
 
 def string_table(data: bytearray, layout: Layout, rng: random.Random) -> str:
@@ -201,12 +235,12 @@ def string_table(data: bytearray, layout: Layout, rng: random.Random) -> str:
 
 def symbol_entry(data: bytearray, layout: Layout, rng: random.Random) -> str:
     """Set one field of one .symtab or .dynsym entry."""
-    tables = [s for s in layout.sections if s.type in (SHT_SYMTAB, SHT_DYNSYM) and s.size >= 16]
+    tables = [s for s in layout.sections if s.type in (SHT_SYMTAB, SHT_DYNSYM) and s.size >= layout.sym_size]
     if not tables:
         return bit_flips(data, layout, rng)
     sec = rng.choice(tables)
-    i = rng.randrange(sec.size // 16)
-    return _set_field(data, rng, sec.offset + 16 * i, SYM_FIELDS, f"{sec.name}[{i}]")
+    i = rng.randrange(sec.size // layout.sym_size)
+    return _set_field(data, rng, sec.offset + layout.sym_size * i, layout.sym_fields, f"{sec.name}[{i}]")
 
 
 def section_bytes(data: bytearray, layout: Layout, rng: random.Random) -> str:
@@ -521,7 +555,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command: make the mutants, run them, print the table; status 1 if any failed."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("inputs", nargs="*", help="ARM ELF files to mutate (default: the samples)")
+    parser.add_argument("inputs", nargs="*", help="ELF files to mutate, ARM or x86-64 (default: the samples)")
     parser.add_argument("--seed", type=int, default=1, help="the run's seed (default 1)")
     parser.add_argument("--count", type=int, default=300, help="mutants to make (default 300)")
     parser.add_argument("--first", type=int, default=0, help="number of the first mutant (default 0)")
