@@ -1939,7 +1939,8 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             links={"out.msf": "/proc/self/fd/1"}),
     Program("freesasa", _armhf("freesasa", "libjson-c5", "libxml2", "libicu72", "liblzma5", "zlib1g"),
             "usr/bin/freesasa", ("chain.pdb",),
-            "C: solvent-accessible surface of a chain of 120 residues (Lee-Richards)",
+            "C: solvent-accessible surface of a chain of 120 residues (Lee-Richards) in two threads, whose "
+            "interleaving moves cachesim's figures from run to run (InHost against InHost too)", repeatable=False,
             files={"chain.pdb": lambda: _pdb(120, 1.7, 0.4)}),
     Program("msa_view", _armhf("phast", "liblapack3", "libblas3", "libgfortran5", "libpcre2-8-0"),
             "usr/bin/msa_view", ("--summary", "aln.fa"), "PHAST: an alignment of six sequences summarised",
