@@ -288,10 +288,17 @@ def _a32_in_gaps(words: set[int], found: dict[int, Descent], starts: list[int], 
     for word in uncovered:  # (in the order of ``words - covered``)
         if word & 3 or in_thumb_table(word) or at(word + 4) is not None:
             continue
-        first, _ = streams.at(word, False)
-        if first is not None and streams.binary.read(word, 4)[3] >> 4 == 0xE and streams.at(word + 4, False)[0]:
+        if _reads_as_a32_start(word, streams):
             out[word] = False
     return out
+
+
+def _reads_as_a32_start(word: int, streams: _Streams) -> bool:
+    """Whether the bytes at ``word`` read as an A32 function's start: its first two words
+    decode, the first unconditional (condition AL), as nearly every A32 function's first
+    instruction is, while a literal pool's addresses and Thumb code rarely are."""
+    return streams.at(word, False)[0] is not None and streams.binary.read(word, 4)[3] >> 4 == 0xE \
+        and streams.at(word + 4, False)[0] is not None
 
 
 def _labels_of_sized_functions(elf: ELFFile, words: list[tuple[int, bool]]) -> set[int]:
@@ -482,8 +489,7 @@ def _a32_entries_in_data(words: set[int], entries: dict[int, bool], found: dict[
         if k < 0 or starts[k] == word or word in goto:
             continue
         if entries[starts[k]]:
-            if word not in found.get(starts[k], {}) and not word & 3 and streams.at(word, False)[0] is not None \
-                    and streams.binary.read(word, 4)[3] >> 4 == 0xE and streams.at(word + 4, False)[0] is not None:
+            if word not in found.get(starts[k], {}) and not word & 3 and _reads_as_a32_start(word, streams):
                 out.add(word)
         elif word in found.get(starts[k], {}):
             out.add(word)
