@@ -21,7 +21,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from rewriter.errors import AnvilError
+from rewriter.errors import AnvilError, one_line
 
 from . import host_build
 from .bridge import split_address
@@ -30,6 +30,18 @@ from .dispatch_py import PyDispatcher, load_class
 from .protocol import SERVICE, messages, services
 from .sitetable import SiteTable, SiteTableError, parse
 from .stream import ResultsTooLarge, StreamError, StreamReader, check_results_size
+
+
+def _loadable(path: Path, spec: str) -> Path:
+    """``path`` if the host can load it as a shared library; else the AnvilError a bad
+    --lib gets at start-up, not the first session's failure after the server said it serves."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(str(path))
+    except OSError as e:
+        raise AnvilError(f"{spec}: not a shared library this host can load ({one_line(str(e))})") from None
+    return path
 
 
 class Library:
@@ -59,7 +71,7 @@ class Library:
             if spec.endswith(".c"):
                 self._built[spec] = host_build.build([path.resolve()])
             else:
-                self._built[spec] = path.resolve()
+                self._built[spec] = _loadable(path.resolve(), spec)
         else:
             self._built[spec] = host_build.build(host_build.tool_sources(spec))
 

@@ -212,6 +212,9 @@ class Tool:
         """
         if len(kinds) > 4:
             raise AnvilError(f"{name}: analysis routines take at most 4 arguments")
+        wrong = [kind for kind in kinds if not isinstance(kind, Arg)]
+        if wrong:  # a tool file's mistake, found where it is made, not when a call is planned
+            raise AnvilError(f"{name}: argument kind {wrong[0]!r} is not an Arg (Arg.EFFADDR, Arg.CONST, ...)")
         if deferred and Arg.STRING in kinds:
             raise AnvilError(f"{name}: a deferred routine takes no STRING argument")
         if Arg.FILTER_LEFT in kinds and filter is None:

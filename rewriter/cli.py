@@ -22,7 +22,7 @@ from . import progress
 from .api import Options
 from .boards import BOARDS, DEFAULT_UART_BASE, Board, board, parse_icount, parse_region, parse_uart_base
 from .errors import INTERNAL_ERROR_STATUS, AnvilError, is_parser_error, malformed, one_line
-from .ir.elf_check import EM_X86_64
+from .ir.elf_check import EM_X86_64, check_elf
 from .ir.fork_split import JOBS_VARIABLE, jobs_allowed, jobs_limit, parse_jobs
 from .run_results import ResultsFiles, why_missing
 
@@ -227,16 +227,18 @@ def _run_on_linux(args: argparse.Namespace, before_start: Callable[[], None]) ->
 
 
 def _check_elf(binary: str) -> None:
-    """AnvilError unless ``binary`` starts as an ARM ELF file (qemu-arm says nothing of a text
-    file, and only that its image is invalid for another machine's)."""
+    """AnvilError unless ``binary`` is an ARM ELF executable whose program headers and loaded
+    segments are all in the file: what a loader needs to run it. qemu-arm says nothing of a
+    text file or of a file cut inside its ELF header (exit status 1), and dies of SIGBUS
+    itself on a segment cut short (the mapping past the end of the file), which ``anvil run``
+    would pass on as the program's death."""
     try:
         with open(binary, "rb") as f:
-            head = f.read(20)
+            data = f.read()
     except OSError as e:
         raise AnvilError(f"cannot read {binary}: {e.strerror}") from None
-    if head[:4] != b"\x7fELF":
-        raise AnvilError(f"{binary}: not an ELF file")
-    if len(head) == 20 and head[5] == 1 and int.from_bytes(head[18:20], "little") == EM_X86_64:
+    check_elf(binary, data, sections=False)
+    if int.from_bytes(data[18:20], "little") == EM_X86_64:
         raise AnvilError(f"{binary}: an x86-64 program: run it as it is (anvil instruments 32-bit ARM only so far)")
 
 
@@ -251,6 +253,7 @@ def _run_on_board(args: argparse.Namespace, before_start: Callable[[], None]) ->
 
     target = board(args.board)
     icount = None if args.icount is None else parse_icount(args.icount)
+    _check_elf(args.binary)
     if args.args:
         raise AnvilError("a firmware image takes no program arguments")
     rehost = os.path.exists(args.binary + SITE_TABLE_SUFFIX)
@@ -290,6 +293,8 @@ def cmd_image(args: argparse.Namespace) -> int:
     from .emit.inhost import atomic_write
     from .image import load_chunks, to_bin, to_ihex
 
+    if not 0 <= args.fill <= 0xFF:  # whatever the format, as every other option is checked
+        raise AnvilError(f"--fill {args.fill:#x} is not a byte value")
     entry, chunks = load_chunks(args.binary)
     if args.format == "bin":
         start, data = to_bin(chunks, args.fill)
@@ -370,8 +375,7 @@ def _rehost_session(args: argparse.Namespace, sites: str):
         credentials = None
         if args.tls_ca:
             import grpc
-            with open(args.tls_ca, "rb") as f:
-                credentials = grpc.ssl_channel_credentials(f.read())
+            credentials = grpc.ssl_channel_credentials(_tls_pem("--tls-ca", args.tls_ca))
         channel = bridge.connect(args.server, credentials)
     else:
         library = Library.of_sources(table.analysis_sources) if table.analysis_sources and not args.lib \
@@ -428,8 +432,8 @@ def cmd_rehost_server(args: argparse.Namespace) -> int:
     if args.tls_cert or args.tls_key:
         if not (args.tls_cert and args.tls_key):
             raise AnvilError("--tls-cert and --tls-key go together")
-        with open(args.tls_key, "rb") as k, open(args.tls_cert, "rb") as c:
-            tls = (k.read(), c.read())
+        certificate = _tls_pem("--tls-cert", args.tls_cert)
+        tls = (_tls_pem("--tls-key", args.tls_key, certificate=args.tls_cert), certificate)
     token = _token(args)
     server, port = start_server(library, args.listen, token, args.workers, tls)
     host = args.listen.rsplit(":", 1)[0]
@@ -443,6 +447,30 @@ def cmd_rehost_server(args: argparse.Namespace) -> int:
         pass
     server.stop(1)
     return 0
+
+
+def _tls_pem(option: str, path: str, certificate: str | None = None) -> bytes:
+    """The PEM file ``path`` that ``option`` names, checked the way OpenSSL will use it: a
+    certificate (``--tls-ca``, ``--tls-cert``) or, with ``certificate``, the private key
+    that goes with that certificate. gRPC's C core takes bad PEM without complaint, then
+    writes its own lines on stderr and fails without a reason (the server: an exception
+    from add_secure_port; a client: every connection), so it is checked here first."""
+    import ssl
+
+    try:
+        with open(path, "rb") as f:
+            pem = f.read()
+        if certificate is None:
+            ssl.create_default_context(cadata=pem.decode("ascii"))
+        else:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(certificate, path)
+    except (ssl.SSLError, UnicodeDecodeError, ValueError) as e:  # SSLError first: it is an OSError
+        what = "the PEM private key of --tls-cert's certificate" if certificate else "a PEM certificate"
+        raise AnvilError(f"{option} {path}: not {what} ({getattr(e, 'reason', None) or one_line(str(e))})") \
+            from None
+    except OSError as e:
+        raise AnvilError(f"{option} {path}: {e.strerror}") from None
+    return pem
 
 
 def _metadata(binary: str) -> dict | None:

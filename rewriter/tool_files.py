@@ -51,7 +51,34 @@ def load_tool(spec: str) -> Tool:
     if missing:
         raise AnvilError(f"{spec}: the tool's analysis C file {missing[0]} is missing")
     tool.analysis_sources = sources
+    tool.source_file = path.resolve()
     return tool
+
+
+def run_instrument(tool: Tool, binary: object, opts: object) -> None:
+    """``tool.instrument(binary, opts)``, where an error of a tool file's own code is the
+    user's, said in one line (AnvilError naming the file), not a bug of Anvil's: an
+    exception raised in the tool file itself (the innermost frame of its traceback there),
+    or an exit. An exception raised inside Anvil stays what it is (an internal error, or
+    an AnvilError about the call)."""
+    source = getattr(tool, "source_file", None)
+    if source is None:  # a tool that ships: its faults are Anvil's
+        tool.instrument(binary, opts)
+        return
+    try:
+        tool.instrument(binary, opts)
+    except AnvilError:
+        raise
+    except (Exception, SystemExit) as e:
+        frame = e.__traceback__
+        while frame is not None and frame.tb_next is not None:
+            frame = frame.tb_next
+        if not isinstance(e, SystemExit) and (frame is None or Path(frame.tb_frame.f_code.co_filename) != source):
+            raise
+        what = f"exit({e.code})" if isinstance(e, SystemExit) else f"{type(e).__name__}: {e}"
+        line = f" (line {frame.tb_lineno})" if frame is not None and Path(frame.tb_frame.f_code.co_filename) == source \
+            else ""
+        raise AnvilError(f"{source.name}: {type(tool).__name__}.instrument(){line}: {what}") from None
 
 
 def import_file(path: Path, prefix: str) -> ModuleType:
@@ -63,7 +90,10 @@ def import_file(path: Path, prefix: str) -> ModuleType:
         raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SystemExit as e:  # the file's own sys.exit() would end Anvil without a word
+        raise ImportError(f"exit({e.code}) while it was imported") from None
     return module
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.rehost import run_rehost
-from tests.support.run import assert_same_behaviour, instrument, results, run_prog, traced_original
+from tests.support.rehost import assert_counted_exactly
+from tests.support.run import traced_original
 from tests.support.samples import build, stripped
 
 
@@ -25,10 +25,4 @@ def test_program_sees_its_own_entry(variant: str, tmp_path, rehost_server: str) 
     original, pcs, _ = traced_original(binary, tmp_path)
     assert (original.returncode, original.stdout[:20]) == (3, b"the program itself, "), original
 
-    inst = run_prog(instrument(binary, "inscount", tmp_path))
-    assert_same_behaviour(original, inst)
-    assert results(inst, "inscount")["total"] == sum(pcs.values())
-    rehost, outcome = run_rehost(instrument(binary, "inscount", tmp_path, "--mode", "rehost", slot="rhst"),
-                                 rehost_server, [])
-    assert_same_behaviour(original, rehost)
-    assert outcome.summary.complete
+    assert_counted_exactly(binary, original, pcs, tmp_path, rehost_server)

@@ -171,3 +171,93 @@ def test_failure_after_writing_leaves_nothing(tmp_path: Path, monkeypatch: pytes
     lines = capsys.readouterr().err.splitlines()
     assert "Traceback (most recent call last):" in lines and lines[-1].startswith("anvil: error: internal error:")
     assert not list(tmp_path.iterdir())
+
+
+# Decision 0104: the CLI's other entry points, given bad input, must answer as instrument does.
+
+def _one_line_error(proc: subprocess.CompletedProcess, needle: str) -> None:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("anvil: error:"), proc.stderr
+    assert needle in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("cut, needle", [(40, "the ELF header runs past the end"), (3000, "segment 3 runs past")])
+def test_run_of_a_truncated_program(tmp_path: Path, cut: int, needle: str) -> None:
+    """qemu-arm says nothing of a file cut in its ELF header (status 1) and dies of SIGBUS
+    itself on a segment cut short: ``anvil run`` checks what a loader reads first."""
+    exe = tmp_path / "cut"
+    exe.write_bytes(build("sort", "O2-thumb-dyn").read_bytes()[:cut])
+    exe.chmod(0o755)
+    _one_line_error(_anvil("run", str(exe)), f"{exe}: truncated ELF file ({needle}")
+
+
+def _pem_pair(where: Path, name: str) -> tuple[Path, Path]:
+    """A self-signed certificate and its key, made by the openssl command."""
+    if shutil.which("openssl") is None:
+        pytest.fail("the openssl command is needed to make a certificate (bootstrap installs it)")
+    cert, key = where / f"{name}.crt", where / f"{name}.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "2", "-subj", "/CN=localhost"], check=True, capture_output=True)
+    return cert, key
+
+
+@pytest.mark.parametrize("case, needle", [
+    ("text", "--tls-cert TEXT: not a PEM certificate"),
+    ("key as certificate", "--tls-cert KEY: not a PEM certificate"),
+    ("another's key", "--tls-key OTHER: not the PEM private key of --tls-cert's certificate"),
+])
+def test_server_with_bad_tls_files(tmp_path: Path, case: str, needle: str) -> None:
+    """gRPC's C core took these, wrote lines of its own on stderr and failed without a
+    reason: an internal error (status 70) in four lines."""
+    cert, key = _pem_pair(tmp_path, "a")
+    _, other = _pem_pair(tmp_path, "b")
+    text = tmp_path / "notes.txt"
+    text.write_text("not a certificate\n")
+    given = {"text": (text, text), "key as certificate": (key, key), "another's key": (cert, other)}[case]
+    proc = subprocess.run([ANVIL, "rehost-server", "--listen", "127.0.0.1:0", "--tls-cert", str(given[0]),
+                           "--tls-key", str(given[1])], capture_output=True, text=True, timeout=60)
+    _one_line_error(proc, needle.replace("TEXT", str(text)).replace("KEY", str(key)).replace("OTHER", str(other)))
+
+
+def test_server_with_a_library_that_does_not_load(tmp_path: Path) -> None:
+    """A --lib .so that the host cannot load is refused at start, not served."""
+    lib = tmp_path / "analysis.so"
+    lib.write_bytes(b"not a shared library")
+    proc = subprocess.run([ANVIL, "rehost-server", "--listen", "127.0.0.1:0", "--lib", str(lib)],
+                          capture_output=True, text=True, timeout=60)
+    _one_line_error(proc, f"{lib}: not a shared library this host can load")
+
+
+TOOL_HEAD = "from rewriter.api import Arg, Point, Tool\n"
+
+
+@pytest.mark.parametrize("body, needle", [
+    ("import sys\nsys.exit(3)\n", "ImportError: exit(3) while it was imported"),
+    ("class Broken(Tool):\n    name = 'broken'\n    def instrument(self, binary, opts):\n"
+     "        raise KeyError('oops')\n", "broken.py: Broken.instrument() (line 5): KeyError: 'oops'"),
+    ("class Broken(Tool):\n    name = 'broken'\n    def instrument(self, binary, opts):\n"
+     "        raise SystemExit(4)\n", "broken.py: Broken.instrument() (line 5): exit(4)"),
+    ("class Broken(Tool):\n    name = 'broken'\n    def instrument(self, binary, opts):\n"
+     "        binary.call(Point.BEFORE, self.prototype('f', 'EFFADDR'))\n",
+     "f: argument kind 'EFFADDR' is not an Arg"),
+])
+@pytest.mark.parametrize("mode", ["inhost", "rehost"])
+def test_tool_file_whose_code_fails(tmp_path: Path, body: str, needle: str, mode: str) -> None:
+    """A tool file's own mistakes are the user's (one line, status 2, naming the file), not
+    a bug in Anvil (status 70) nor a silent exit with the file's own status."""
+    tool = tmp_path / "broken.py"
+    tool.write_text(TOOL_HEAD + body)
+    (tmp_path / "broken.c").write_text("void f(unsigned a) { (void)a; }\n")
+    out = tmp_path / "out"
+    proc = _anvil("instrument", "--tool", str(tool), "--mode", mode, str(build("sort", "O2-thumb-dyn")), "-o", str(out))
+    _assert_clean_failure(proc, out, needle)
+
+
+def test_image_with_a_fill_that_is_not_a_byte(tmp_path: Path) -> None:
+    """--fill is checked whatever the format (Intel HEX has no gaps to fill, and took any value)."""
+    from tests.support.boards import build_firmware
+
+    out = tmp_path / "out.hex"
+    proc = _anvil("image", str(build_firmware("crc", "mps2-an385")), "--format", "hex", "--fill", "999",
+                  "-o", str(out))
+    _assert_clean_failure(proc, out, "--fill 0x3e7 is not a byte value")

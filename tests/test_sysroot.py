@@ -19,7 +19,7 @@ import pytest
 
 from tests.support.rehost import CLI
 from tests.support.run import instrument, place
-from tests.support.samples import debian_packages
+from tests.support.samples import build, debian_packages
 
 INPUT = b"".join(b"line %d of a text bzip2 compresses\n" % i for i in range(2000))
 WORDS = ["-c", "-9"]
@@ -73,7 +73,8 @@ def test_program_with_libraries_in_a_sysroot(sysroot: Path, tmp_path: Path) -> N
 ])
 def test_bad_sysroot_is_one_line(words: list[str], needle: str, tmp_path: Path) -> None:
     binary = tmp_path / "prog"
-    binary.write_bytes(b"\x7fELF")
+    # A whole program: ``anvil run`` checks the file as a loader reads it (decision 0104).
+    binary.write_bytes(build("sort", "O2-thumb-dyn").read_bytes())
     names = {"file": str(binary), "missing": str(tmp_path / "missing"), "dir": str(tmp_path), "binary": str(binary)}
     run = subprocess.run([*CLI, "run", *(w.format(**names) for w in words)], capture_output=True, text=True,
                          env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")}, timeout=60)

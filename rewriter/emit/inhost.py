@@ -60,6 +60,7 @@ from ..ir.gc_pause import gc_paused
 from ..ir.inline_data import inline_data_size
 from ..ir.model import Binary, Hook, Instruction, Point, Procedure
 from ..ir.plt import thumb_stubs
+from ..tool_files import run_instrument
 from . import file_gap, firmware, preinit, region_place
 from . import target_build as tb
 from .counter_placement import place_counters
@@ -423,7 +424,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     require_rewritable(binary)
     started = time.monotonic()
     binary.clear_hooks()
-    tool.instrument(binary, opts)
+    run_instrument(tool, binary, opts)
     # Records are appended inline only in T32 code with registers parked in d16-d31: elsewhere
     # a record is a call too, and deferring would add the ring's work to it. All of a
     # routine's calls are deferred or none (their order), so mostly-A32 programs call. Mostly

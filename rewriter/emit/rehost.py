@@ -35,6 +35,7 @@ from ..errors import AnvilError
 from ..ir.gc_pause import gc_paused
 from ..ir.model import Binary, Hook, Point
 from ..passes.common import parse_size
+from ..tool_files import run_instrument
 from . import site_format
 from . import target_build as tb
 from .firmware_placement import image_board
@@ -152,7 +153,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     started = time.monotonic()
     channel = firmware_channel(binary, opts)
     binary.clear_hooks()
-    tool.instrument(binary, opts)
+    run_instrument(tool, binary, opts)
     table, target_arrays = plan(binary, tool)
     # Target arrays in the order of the tool's declaration: the END record refers to them by position.
     arrays = {name: tool.arrays[name] for name in tool.arrays if name in target_arrays}

@@ -289,10 +289,17 @@ def _a32_in_gaps(words: set[int], found: dict[int, Descent], starts: list[int], 
     for word in uncovered:  # (in the order of ``words - covered``)
         if word & 3 or in_thumb_table(word) or at(word + 4) is not None:
             continue
-        first, _ = streams.at(word, False)
-        if first is not None and streams.binary.read(word, 4)[3] >> 4 == 0xE and streams.at(word + 4, False)[0]:
+        if _reads_as_a32_start(word, streams):
             out[word] = False
     return out
+
+
+def _reads_as_a32_start(word: int, streams: _Streams) -> bool:
+    """Whether the bytes at ``word`` read as an A32 function's start: its first two words
+    decode, the first unconditional (condition AL), as nearly every A32 function's first
+    instruction is, while a literal pool's addresses and Thumb code rarely are."""
+    return streams.at(word, False)[0] is not None and streams.binary.read(word, 4)[3] >> 4 == 0xE \
+        and streams.at(word + 4, False)[0] is not None
 
 
 def _labels_of_sized_functions(elf: ELFFile, words: list[tuple[int, bool]]) -> set[int]:
@@ -412,7 +419,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     while True:  # until no more procedures are found never to return (or pointed to in A32)
         entries, descents = _entries_and_code(starts, ranges, binary, streams, noreturn, memo, literals)
         found = {entry: descent.instructions for entry, descent in descents.items()}
-        pointed = _a32_entries_in_data(labels - inside, entries, found, streams.goto_labels)
+        pointed = _a32_entries_in_data(labels - inside, entries, found, streams.goto_labels, streams)
         if pointed:
             starts = dataclasses.replace(starts, seeds=starts.seeds + [(address, False) for address in pointed])
             labels -= pointed
@@ -461,7 +468,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
 
 
 def _a32_entries_in_data(words: set[int], entries: dict[int, bool], found: dict[int, dict[int, Instruction]],
-                         goto: set[int]) -> set[int]:
+                         goto: set[int], streams: _Streams) -> set[int]:
     """The ``words`` (a PIE's relocated words without the Thumb bit) that are A32 procedure
     entries: code pointers in data (vtables, function tables), not computed-goto labels.
 
@@ -471,14 +478,21 @@ def _a32_entries_in_data(words: set[int], entries: dict[int, bool], found: dict[
     the descent read from their tables) is a function of its own: a compiler whose output
     is A32 (rustc's armv7 target) calls most functions through such pointers, and taken as
     places inside the procedure before them, their original entries got no jump and ran
-    uninstrumented, into that procedure's patched return sites."""
+    uninstrumented, into that procedure's patched return sites.
+
+    One after a Thumb procedure's entry that the procedure did not decode (it has no
+    computed jump to take labels: _descend) is an A32 function where its bytes read as the
+    start of one (as _a32_in_gaps weighs a fixed-address program's even words)."""
     starts = sorted(entries)
     out = set()
     for word in words:
         k = bisect.bisect_right(starts, word) - 1
-        if k < 0 or starts[k] == word or entries[starts[k]] or word in goto:
+        if k < 0 or starts[k] == word or word in goto:
             continue
-        if word in found.get(starts[k], {}):
+        if entries[starts[k]]:
+            if word not in found.get(starts[k], {}) and not word & 3 and _reads_as_a32_start(word, streams):
+                out.add(word)
+        elif word in found.get(starts[k], {}):
             out.add(word)
     return out
 
@@ -1252,6 +1266,15 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     # Whether all of entry..limit is executable (the usual case): then no address need be looked up.
     within = any(lo <= entry and limit <= hi for lo, hi in ranges)
     while work or labelled:
+        if not work and entry_thumb and not any(ins.is_indirect and not ins.is_return and not ins.is_call
+                                                for ins in mine.values()):
+            # A relocated word without the Thumb bit is a Thumb label only for a computed
+            # jump that sets the bit itself (``orr rX, #1; bx rX``, ``mov pc, rX``): a Thumb
+            # procedure without one has no labels, and the word names an A32 function after
+            # it (_a32_entries_in_data). Read as this procedure's labels, the A32 functions
+            # of a PIE whose start-up code is Thumb (rustc's, after crt's frame_dummy) became
+            # Thumb garbage and ran in place, uncounted (decision 0104).
+            break
         cur, thumb, doubt, passed = (work or labelled).popleft()
         switches = SwitchFinder(binary)
         run: list[Instruction] = []  # this run's instructions, for a computed goto's table

@@ -1241,6 +1241,209 @@ UBUNTU = "manylinux_2_31_armv7l"
 OLD_ALPINE = "musllinux_1_1_armv7l"
 
 
+# --- The sample drawn by scripts/debian_sample.py --seed 104 (decision 0104): programs nobody chose.
+
+def _dvi() -> bytes:
+    """A DVI file of two pages drawn with rules only (no fonts needed): bars of a chart and a grid."""
+    import struct
+
+    def page(number: int, previous: int, rules: list[tuple[int, int, int, int]]) -> bytes:
+        body = bytearray(b"\x8b" + struct.pack(">10i", number, *[0] * 9) + struct.pack(">i", previous))
+        for x, y, height, width in rules:  # push; right x; down y; set_rule; pop
+            body += b"\x8d" + b"\x92" + struct.pack(">i", x) + b"\xa0" + struct.pack(">i", y)
+            body += b"\x89" + struct.pack(">ii", height, width) + b"\x8e"
+        return bytes(body + b"\x8c")
+
+    sp = 65536  # one TeX point in scaled points
+    pre = b"\xf7\x02" + struct.pack(">iii", 25400000, 473628672, 1000) + b"\x05anvil"
+    pages = [[(20 * sp * i, 200 * sp, (i * 37 % 90 + 10) * sp, 12 * sp) for i in range(1, 12)],
+             [(x * 15 * sp, y * 15 * sp, sp, 14 * sp) for x in range(1, 14) for y in range(1, 14) if (x * y) % 3]]
+    out = bytearray(pre)
+    previous = -1
+    for number, rules in enumerate(pages, 1):
+        at = len(out)
+        out += page(number, previous, rules)
+        previous = at
+    post = len(out)
+    out += b"\xf8" + struct.pack(">iiiiiiHH", previous, 25400000, 473628672, 1000, 300 * sp, 300 * sp, 2, 2)
+    out += b"\xf9" + struct.pack(">i", post) + b"\x02" + b"\xdf" * (4 + (-(len(out) + 6) % 4))
+    return bytes(out)
+
+
+def _jpeg() -> bytes:
+    """A 96x64 colour JPEG made by Debian's own cjpeg (libjpeg-turbo) under qemu-arm from a
+    gradient in PPM."""
+    from tests.support.samples import debian_packages
+
+    root = debian_packages("corpus-cjpeg", ["libjpeg-turbo-progs:armhf", "libjpeg62-turbo:armhf"], "usr/bin/cjpeg")
+    width, height = 96, 64
+    pixels = bytes(v for y in range(height) for x in range(width)
+                   for v in ((x * 255) // width, (y * 255) // height, ((x ^ y) * 4) & 255))
+    ppm = b"P6 %d %d 255\n" % (width, height) + pixels
+    env = {"LD_LIBRARY_PATH": f"{root}/usr/lib/arm-linux-gnueabihf"}
+    return subprocess.run(["qemu-arm", "-L", LIB_ROOT, str(root / "usr/bin/cjpeg"), "-quality", "85", "-optimize"],
+                          input=ppm, capture_output=True, check=True, env=env).stdout
+
+
+def _codegen_request() -> bytes:
+    """A protoc plugin's input (CodeGeneratorRequest) for a .proto file of two messages, an
+    enum, a nested message, repeated and map fields, made with the protobuf package."""
+    from google.protobuf import descriptor_pb2
+    from google.protobuf.compiler import plugin_pb2
+
+    f = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(name="shapes.proto", package="demo", syntax="proto3")
+    kind = proto.enum_type.add(name="Kind")
+    for number, name in enumerate(("UNKNOWN", "TRIANGLE", "SQUARE", "HEXAGON")):
+        kind.value.add(name=name, number=number)
+    shape = proto.message_type.add(name="Shape")
+    shape.field.add(name="name", number=1, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
+    shape.field.add(name="sides", number=2, type=f.TYPE_INT32, label=f.LABEL_OPTIONAL)
+    shape.field.add(name="kind", number=3, type=f.TYPE_ENUM, type_name=".demo.Kind", label=f.LABEL_OPTIONAL)
+    shape.field.add(name="lengths", number=4, type=f.TYPE_DOUBLE, label=f.LABEL_REPEATED)
+    point = shape.nested_type.add(name="Point")
+    point.field.add(name="x", number=1, type=f.TYPE_SINT64, label=f.LABEL_OPTIONAL)
+    point.field.add(name="y", number=2, type=f.TYPE_SINT64, label=f.LABEL_OPTIONAL)
+    shape.field.add(name="corners", number=5, type=f.TYPE_MESSAGE, type_name=".demo.Shape.Point",
+                    label=f.LABEL_REPEATED)
+    entry = shape.nested_type.add(name="TagsEntry", options=descriptor_pb2.MessageOptions(map_entry=True))
+    entry.field.add(name="key", number=1, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
+    entry.field.add(name="value", number=2, type=f.TYPE_BYTES, label=f.LABEL_OPTIONAL)
+    shape.field.add(name="tags", number=6, type=f.TYPE_MESSAGE, type_name=".demo.Shape.TagsEntry",
+                    label=f.LABEL_REPEATED)
+    drawing = proto.message_type.add(name="Drawing")
+    drawing.field.add(name="shapes", number=1, type=f.TYPE_MESSAGE, type_name=".demo.Shape", label=f.LABEL_REPEATED)
+    drawing.field.add(name="title", number=2, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
+    request = plugin_pb2.CodeGeneratorRequest(file_to_generate=["shapes.proto"], proto_file=[proto])
+    return request.SerializeToString()
+
+
+def _alignment() -> bytes:
+    """A FASTA alignment of six sequences of 600 bases, each a mutated copy of one random
+    sequence (a fixed generator: the same bytes every time)."""
+    state = 12345
+
+    def rand() -> int:
+        nonlocal state
+        state = (state * 1103515245 + 12345) % 2**31
+        return state >> 8
+
+    base = [("ACGT")[rand() % 4] for _ in range(600)]
+    out = []
+    for name in ("human", "chimp", "gorilla", "orang", "macaque", "marmoset"):
+        seq = [c if rand() % 9 else ("ACGT-")[rand() % 5] for c in base]
+        out.append(f">{name}\n" + "\n".join("".join(seq[i:i + 60]) for i in range(0, 600, 60)))
+    return ("\n".join(out) + "\n").encode()
+
+
+def _intel_hex() -> bytes:
+    """A 2 KiB firmware image in Intel HEX (data records of 16 bytes, an end record)."""
+    lines = []
+    for address in range(0x0800, 0x1000, 16):
+        data = bytes((address * 7 + i * 13) & 0xFF for i in range(16))
+        record = bytes((16, address >> 8, address & 0xFF, 0)) + data
+        lines.append(":" + record.hex().upper() + f"{-sum(record) & 0xFF:02X}")
+    return ("\n".join(lines + [":00000001FF"]) + "\n").encode()
+
+
+#: tinycdb's input (cdbmake's format): 400 records.
+CDB_RECORDS = b"".join(b"+%d,%d:k%d->v%d\n" % (len(b"k%d" % i), len(b"v%d" % (i * 7919 % 1000)), i, i * 7919 % 1000)
+                       for i in range(400)) + b"\n"
+
+PIKE_SCRIPT = r"""int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+class Shape { string name; int sides; void create(string n, int s) { name = n; sides = s; }
+  float area(float side) { if (sides < 3) error("%s: %d sides\n", name, sides); return sides * side * side / 4.0; } }
+int main() {
+  mapping(string:int) m = ([]);
+  for (int i = 0; i < 3000; i++) { string k = "k" + (i * 7919 % 97); m[k] += i; }
+  array(string) ks = sort(indices(m));
+  write("%d %s %d fib %d\n", sizeof(m), ks[0], m[ks[0]], fib(18));
+  foreach (({ Shape("tri", 3), Shape("line", 2), Shape("hex", 6) }), Shape s) {
+    mixed err = catch { write("%s %.3f\n", s->name, s->area(2.5)); };
+    if (err) write("error: %s", describe_error(err));
+  }
+  string text = Stdio.read_file("input.txt");
+  array(string) words = (replace(text, "\n", " ") / " ") - ({ "" });
+  write("%d words, %d lines, %O\n", sizeof(words), sizeof(text / "\n"), sort(Array.uniq(words))[..4]);
+  write("%s %x %O %s\n", upper_case("hello"), 255, pow(2, 100), String.trim_all_whites("  x  "));
+  write("%s\n", String.string2hex(Crypto.SHA256.hash(text)));
+  return 3;
+}
+"""
+
+REXX_SCRIPT = r"""/* REXX: stems, parse, string built-ins, a file read, arithmetic with 30 digits */
+numeric digits 30
+total = 0
+m. = 0
+do i = 1 to 2000
+  k = (i * 7919) // 97
+  m.k = m.k + i
+  total = total + i * i
+end
+say 'total' total 'm.5' m.5 'fact' fact(25)
+parse value 'alpha beta gamma delta' with first second rest
+say reverse(first) translate(second) words(rest) word(rest, 2) copies('ab', 3) right(42, 6, '0')
+count = 0; names = ''
+do while lines('input.txt') > 0
+  line = linein('input.txt')
+  count = count + 1
+  if pos('int ', line) > 0 then do
+    parse var line 'int ' name '(' .
+    if name \= '' & datatype(name, 'S') then names = names name
+  end
+end
+say count words(names) subword(names, 1, 4)
+say format(3.14159, 3, 2) d2x(255) x2d('ff') c2x('AB') 2**64 newton(2)
+exit 5
+fact: procedure
+  arg n
+  if n <= 1 then return 1
+  return n * fact(n - 1)
+newton: procedure
+  arg x
+  g = x / 2
+  do 20
+    g = (g + x / g) / 2
+  end
+  return format(g, , 10)
+"""
+
+HSAIL_SOURCE = b"""module &m:1:0:$full:$large:$default;
+prog kernel &vadd(kernarg_u64 %a, kernarg_u64 %b, kernarg_u64 %c, kernarg_u32 %n)
+{
+    workitemabsid_u32 $s0, 0;
+    ld_kernarg_align(4)_width(all)_u32 $s1, [%n];
+    cmp_ge_b1_u32 $c0, $s0, $s1;
+    cbr_b1 $c0, @done;
+    cvt_u64_u32 $d0, $s0;
+    shl_u64 $d0, $d0, 2;
+    ld_kernarg_align(8)_width(all)_u64 $d1, [%a];
+    add_u64 $d1, $d1, $d0;
+    ld_global_f32 $s2, [$d1];
+    ld_kernarg_align(8)_width(all)_u64 $d2, [%b];
+    add_u64 $d2, $d2, $d0;
+    ld_global_f32 $s3, [$d2];
+    add_ftz_f32 $s4, $s2, $s3;
+    mul_ftz_f32 $s4, $s4, 0F3f000000;
+    ld_kernarg_align(8)_width(all)_u64 $d3, [%c];
+    add_u64 $d3, $d3, $d0;
+    st_global_f32 $s4, [$d3];
+@done:
+    ret;
+};
+"""
+
+FASTA_PROTEINS = b""">sp|P1|ONE first protein
+MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEKAVQVKVKALPDAQFEVVHSLAKWKRQTL
+GQHDFSAGEGLYTHMKALRPDEDRLSPLHSVYVDQWDWERVMGDGERQFSTLKSTVEAIWAGIKATEAAVSEEFGLAPFL
+>sp|P2|TWO second protein
+MSDNGPQNQRNAPRITFGGPSDSTGSNQNGERSGARSKQRRPQGLPNNTASWFTALTQHGKEDLKFPRGQGVPINTNSSP
+DDQIGYYRRATRRIRGGDGKMKDLSPRWYFYYLGTGPEAGLPYGANKDGIIWVATEGALNTPKDHIGTRNPANNAAIVLQ
+>sp|P3|THREE
+MAHHHHHHVDDDDKMLYRLLLALVLALAFVAPAAASEAAEKKEEKSGAGVTLEEVAARAEQIKSLNLSEEERKELLEKLK
+"""
+
+
 @dataclass(frozen=True)
 class Program:
     """One corpus program and its workload."""
@@ -1795,7 +1998,128 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("toybox", ("toybox:armhf", "libcrypt1:armhf"), "bin/toybox",
             ("sed", "-E", "s/(int|char) ([a-z]+)/\\2:\\1/g;s/[0-9]+/N/2", "input.txt"),
             "toybox's sed (a multi-call program of its own, not busybox): extended regexes, back references"),
+    # The sample of decision 0104 (scripts/debian_sample.py --seed 104): drawn, not chosen.
+    Program("etags", ("emacs-bin-common:armhf",), "usr/bin/etags.emacs", ("-o", "-", "input.txt", "Makefile"),
+            "Emacs's etags: a TAGS table of C source and a makefile, to stdout"),
+    Program("proftmb", _armhf("proftmb", "libgsl27", "libgslcblas0"), "usr/bin/proftmb",
+            ("@options", "-d", "data", "-q", "example.Q", "-o", "result"),
+            "C++ (GSL): a profile HMM predicts a beta barrel's strands from the package's example profile; "
+            "its three result files are stdout",
+            links={"options": "{root}/usr/share/proftmb/options", "data": "{root}/usr/share/proftmb",
+                   "example.Q": "{root}/usr/share/doc/proftmb/examples/example.Q",
+                   **{f"result_{kind}.txt": "/proc/self/fd/1" for kind in ("dat", "proftmb_pretty",
+                                                                           "proftmb_tabular")}}),
+    Program("dvipng", _armhf("dvipng", "libgd3", "libfreetype6", "libkpathsea6", "libpng16-16", "zlib1g",
+                             "libfontconfig1", "libexpat1", "libbrotli1", "libjpeg62-turbo", "libtiff6", "libwebp7",
+                             "libxpm4", "libx11-6", "libxcb1", "libxau6", "libxdmcp6", "libbsd0", "libmd0",
+                             "libheif1", "libavif15", "libdeflate0", "libjbig0", "liblerc4", "liblzma5", "libzstd1",
+                             "libde265-0", "libx265-199", "libaom3", "libdav1d6", "libgav1-1", "librav1e0",
+                             "libsvtav1enc1", "libyuv0", "libabsl20220623", "libnuma1"),
+            "usr/bin/dvipng", ("-q", "-T", "tight", "-D", "100", "-o", "page%d.png", "chart.dvi"),
+            "DVI to PNG (libgd, libpng, kpathsea): two pages of rules", files={"chart.dvi": _dvi},
+            argv0="dvipng", env={"PATH": "{root}/usr/bin:/usr/bin:/bin"},
+            links={"page1.png": "/proc/self/fd/1", "page2.png": "/proc/self/fd/1"}),
+    Program("icmpush", ("icmpush:armhf",), "usr/bin/icmpush",
+            ("-vv", "-n", "-du", "-c", "port-unreach", "-orig", "127.0.0.1", "-prot", "udp", "-psrc", "53",
+             "-pdst", "53",
+             "127.0.0.1"),
+            "ICMP packet builder (a raw socket: root): a Destination Unreachable built and sent to the loopback"),
+    Program("balloon", ("balloon:armhf",), "usr/bin/balloon",
+            ("-passwd", "correct horse battery staple", "-salt", "0011223344556677", "-s", "64", "-t", "1"),
+            "Go: Balloon password hashing (SHA-512), 64 blocks, one round; the Go runtime's threads make its "
+            "count vary (by about 0.05 %)", repeatable=False),
+    Program("stm32flash", ("stm32flash:armhf",), "usr/bin/stm32flash", ("-w", "fw.hex", "-v", "/dev/null"),
+            "STM32 flasher: an Intel HEX image parsed, then a serial port that is not one",
+            files={"fw.hex": _intel_hex}),
+    Program("weechat", _armhf("weechat-curses", "weechat-core", "libcurl3-gnutls", "libgcrypt20", "libgnutls30",
+                              "libncursesw6", "libtinfo6", "libzstd1", "zlib1g", "libbrotli1", "libcom-err2",
+                              "libffi8", "libgmp10", "libgpg-error0", "libgssapi-krb5-2", "libhogweed6", "libidn2-0",
+                              "libk5crypto3", "libkeyutils1", "libkrb5-3", "libkrb5support0", "libldap-2.5-0",
+                              "libnettle8", "libnghttp2-14", "libp11-kit0", "libpsl5", "librtmp1", "libsasl2-2",
+                              "libsasl2-modules-db", "libssh2-1", "libssl3", "libtasn1-6", "libunistring2",
+                              "libdb5.3"),
+            "usr/bin/weechat", ("--version",), "chat client (curses): its version", env={"TERM": "dumb"}),
+    Program("bgzip", _armhf("tabix", "libbz2-1.0", "libdeflate0", "libhtscodecs2", "liblzma5", "zlib1g"),
+            "usr/bin/bgzip", ("-c", "-l", "9", "input.txt"),
+            "htslib's block gzip: 6 KiB of C source compressed at level 9 to stdout"),
+    Program("exiftran", _armhf("exiftran", "libexif12", "libjpeg62-turbo"), "usr/bin/exiftran",
+            ("-9", "-o", "out.jpg", "in.jpg"),
+            "a JPEG rotated losslessly (libjpeg's transforms), written to stdout",
+            files={"in.jpg": _jpeg}, links={"out.jpg": "/proc/self/fd/1"}),
+    Program("heartbleeder", ("heartbleeder:armhf",), "usr/bin/heartbleeder", ("-timeout", "1s", "127.0.0.1:1"),
+            "Go: a Heartbleed check of a port nothing listens on; the Go runtime's threads make its count vary",
+            repeatable=False),
+    Program("wrapsrv", ("wrapsrv:armhf",), "usr/bin/wrapsrv", ("--help",), "DNS SRV wrapper: its usage"),
+    Program("cdb", _armhf("tinycdb", "libcdb1"), "usr/bin/cdb", ("-d", "-m", "db.cdb"),
+            "tinycdb: a constant database of 400 records, made by the original, dumped",
+            files={"records.txt": CDB_RECORDS}, setup=(("-c", "db.cdb", "records.txt"),)),
+    Program("dieharder", _armhf("dieharder", "libdieharder3", "libgsl27", "libgslcblas0"), "usr/bin/dieharder",
+            ("-g", "13", "-s", "1", "-S", "7", "-d", "1", "-t", "200", "-p", "3", "-D", "test_name", "-D", "tsamples",
+             "-D", "psamples", "-D", "pvalues", "-D", "assessment", "-D", "show_rng"),
+            "random-number tests (libdieharder, GSL): a seeded generator through one test",
+            env={"LD_LIBRARY_PATH": "{root}/usr/lib/arm-linux-gnueabihf:{root}/usr/lib"}),
+    Program("HSAILasm", _armhf("hsail-tools", "libdwarf1", "libelf1", "zlib1g"), "usr/bin/HSAILasm",
+            ("-assemble", "-o", "out.brig", "vadd.hsail"),
+            "C++ HSAIL assembler: a kernel to BRIG, written to stdout",
+            files={"vadd.hsail": HSAIL_SOURCE}, links={"out.brig": "/proc/self/fd/1"}),
+    Program("convert_seq", _armhf("profphd-utils", "libgfortran5"), "usr/bin/convert_seq",
+            (), "Fortran, a conversation on stdin: FASTA proteins converted to MSF, written to stdout",
+            files={"proteins.fasta": FASTA_PROTEINS}, stdin=b"proteins.fasta\nmsf\nout.msf\n\n\n\n",
+            links={"out.msf": "/proc/self/fd/1"}),
+    Program("freesasa", _armhf("freesasa", "libjson-c5", "libxml2", "libicu72", "liblzma5", "zlib1g"),
+            "usr/bin/freesasa", ("chain.pdb",),
+            "C: solvent-accessible surface of a chain of 120 residues (Lee-Richards) in two threads, whose "
+            "interleaving moves cachesim's figures from run to run (InHost against InHost too)", repeatable=False,
+            files={"chain.pdb": lambda: _pdb(120, 1.7, 0.4)}),
+    Program("msa_view", _armhf("phast", "liblapack3", "libblas3", "libgfortran5", "libpcre2-8-0"),
+            "usr/bin/msa_view", ("--summary", "aln.fa"), "PHAST: an alignment of six sequences summarised",
+            files={"aln.fa": _alignment},
+            env={"LD_LIBRARY_PATH": "{root}/usr/lib/arm-linux-gnueabihf:{root}/usr/lib/arm-linux-gnueabihf/lapack:"
+                                    "{root}/usr/lib/arm-linux-gnueabihf/blas"}),
+    Program("pike", _armhf("pike8.0-core", "libcrypt1", "libgmp10", "libhogweed6", "libnettle8", "libnsl2",
+                           "libtirpc3", "libgssapi-krb5-2", "libkrb5-3", "libk5crypto3", "libcom-err2",
+                           "libkrb5support0", "libkeyutils1", "libssl3"),
+            "usr/bin/pike8.0", ("-mmaster.pike", "script.pike"),
+            "Pike interpreter: classes, mappings, errors, bignums, a hash; its count varies by a few "
+            "thousand instructions from run to run (QEMU's count of the original: 1,001,968,198, "
+            "1,001,973,033, 1,001,968,333)", repeatable=False,
+            files={"script.pike": PIKE_SCRIPT.encode()}, links={"master.pike": "{root}/usr/lib/pike8.0/master.pike"},
+            env={"PIKE_MODULE_PATH": "{root}/usr/lib/pike8.0/modules",
+                 "PIKE_INCLUDE_PATH": "{root}/usr/lib/pike8.0/include"}),
+    Program("flip", ("flip:armhf",), "usr/bin/flip", ("-m", "-"), "line ends to MS-DOS's, stdin to stdout",
+            stdin=(b"line one\nline two\r\nthird\n" * 50)),
+    Program("protoc-gen-rust", ("protobuf-codegen:armhf",), "usr/bin/protoc-gen-rust", (),
+            "Rust: protoc's plugin generates Rust for a .proto of messages, an enum, maps (request on stdin); "
+            "std's hash tables are keyed at random (getrandom), so the addresses memtrace sees differ from "
+            "run to run (two runs of one InHost copy), though its count has not", repeatable=False,
+            stdin=_codegen_request()),
+    Program("regina", _armhf("regina-rexx", "libregina3", "libtinfo6"), "usr/bin/regina", ("./script.rexx",),
+            "REXX interpreter: stems, parse, string built-ins, a file read, 30-digit arithmetic; exit 5",
+            files={"script.rexx": REXX_SCRIPT.encode()}),
+    Program("w_scan_cpp", _armhf("w-scan-cpp", "libbrotli1", "libcom-err2", "libcurl4", "libdb5.3", "libexpat1",
+                                 "libffi8", "libfontconfig1", "libfreetype6", "libgmp10", "libgnutls30",
+                                 "libgssapi-krb5-2", "libhogweed6", "libidn2-0", "libjpeg62-turbo", "libk5crypto3",
+                                 "libkeyutils1", "libkrb5-3", "libkrb5support0", "libldap-2.5-0", "libnettle8",
+                                 "libnghttp2-14", "libp11-kit0", "libpng16-16", "libpsl5", "libpugixml1v5",
+                                 "librepfunc1", "librtmp1", "libsasl2-2", "libsasl2-modules-db", "libssh2-1",
+                                 "libssl3", "libtasn1-6", "libunistring2", "libzstd1", "zlib1g"),
+            "usr/bin/w_scan_cpp", ("-c", "?"),
+            "DVB scanner (C++): its table of countries (scanning needs a tuner)"),
+    Program("bar", ("bar:armhf",), "usr/bin/bar", ("-dn", "-bs", "512", "-if", "input.txt", "-of", "out.txt"),
+            "a data transfer with its display off: a file copied to stdout in blocks of 512 bytes",
+            links={"out.txt": "/proc/self/fd/1"}),
+    Program("ipcalc-ng", ("ipcalc-ng:armhf",), "usr/bin/ipcalc-ng",
+            ("--all-info", "2001:db8:85a3::8a2e:370:7334/56"),
+            "an IPv6 network's addresses: mask, range, type, reverse name"),
+    Program("cycfx2prog", _armhf("cycfx2prog", "libusb-0.1-4"), "usr/bin/cycfx2prog", ("--help",),
+            "Cypress FX2 programmer: its usage"),
 ]}
+
+#: The entries drawn by ``scripts/debian_sample.py --seed 104`` (decision 0104), which that draw
+#: does not count as the corpus's.
+DRAWN = ("etags", "proftmb", "dvipng", "icmpush", "balloon", "stm32flash", "weechat", "bgzip", "exiftran",
+         "heartbleeder", "wrapsrv", "cdb", "dieharder", "HSAILasm", "convert_seq", "freesasa", "msa_view", "pike",
+         "flip", "protoc-gen-rust", "regina", "w_scan_cpp", "cycfx2prog", "bar", "ipcalc-ng")
 
 #: Files every run directory gets.
 FILES = {

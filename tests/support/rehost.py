@@ -11,7 +11,7 @@ from pathlib import Path
 from rehost import bridge
 from rehost.sitetable import parse
 from rewriter.emit.rehost import SITE_TABLE_SUFFIX
-from tests.support.run import LIB_ROOT, Run
+from tests.support.run import LIB_ROOT, Run, assert_same_behaviour, instrument, results, run_prog
 
 CLI = [sys.executable, "-m", "rewriter.cli"]
 CLI_RUN = CLI + ["run", "-q", "--argv0", "prog"]  # as run_prog runs programs: argv[0] 'prog'
@@ -99,3 +99,15 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def assert_counted_exactly(binary: Path, original: Run, pcs: dict, tmp: Path, address: str) -> None:
+    """inscount's InHost copy of ``binary`` counts what qemu counted of the original
+    (``pcs``, from traced_original) and behaves as ``original``; its ReHost copy, run
+    against the server at ``address``, behaves as the original and completes its session."""
+    inst = run_prog(instrument(binary, "inscount", tmp))
+    assert_same_behaviour(original, inst)
+    assert results(inst, "inscount")["total"] == sum(pcs.values())
+    rehost, outcome = run_rehost(instrument(binary, "inscount", tmp, "--mode", "rehost", slot="rhst"), address, [])
+    assert_same_behaviour(original, rehost)
+    assert outcome.summary.complete
