@@ -12,26 +12,28 @@ the procedure, at most ``MAX_ENTRIES``.
 
 from __future__ import annotations
 
+import itertools
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 
 from ...ir.model import Instruction
 
 MAX_ENTRIES = 1024
-# How far back from the jump the bounds check is looked for, and the table's address (which
-# the compiler may load once, far before, when the switch is in a loop).
+# How far back from the jump the bounds check is looked for. The table's address is looked
+# for as far back as the procedure goes: the compiler may load it once, at the start, when
+# the switch is in a loop (ls's option loop keeps it in r12).
 LOOK_BACK = 12
-LOOK_BACK_TABLE = 64
 
 
-def switch_targets(before: Sequence[Instruction], jump: Instruction, read: Callable[[int, int], bytes],
+def switch_targets(before: Iterable[Instruction], jump: Instruction, read: Callable[[int, int], bytes],
                    is_code: Callable[[int], bool]) -> list[int] | None:
-    """The cases of the indirect ``jump``, whose preceding instructions (in address order,
-    the nearest last) are ``before``; None where it is no switch of a known pattern.
+    """The cases of the indirect ``jump``, whose preceding instructions (the nearest first)
+    ``before`` gives; None where it is no switch of a known pattern.
     ``read(address, size)`` gives the program's bytes, ``is_code(address)`` says whether an
     address is in the program's code (a case may be in another part of the function: its
     ``.cold`` part holds the default)."""
-    window = list(before[-LOOK_BACK:])
+    before = iter(before)
+    window = list(itertools.islice(before, LOOK_BACK))[::-1]  # in address order, the nearest last
     count = _bound(window)
     inside = is_code
     if jump.accesses and any(not a.is_store for a in jump.accesses if a.base != 4):
@@ -39,7 +41,7 @@ def switch_targets(before: Sequence[Instruction], jump: Instruction, read: Calla
         if access.base != -1 or access.index is None or access.shift != 3:
             return None
         return _entries(lambda i: struct.unpack("<Q", read(access.disp + 8 * i, 8))[0], count, inside)
-    table = _pic_table(before[-LOOK_BACK_TABLE:], jump)
+    table = _pic_table(itertools.chain(reversed(window), before), jump)
     if table is None:
         return None
     return _entries(lambda i: (table + struct.unpack("<i", read(table + 4 * i, 4))[0]) & (1 << 64) - 1,
@@ -58,18 +60,22 @@ def _entries(entry: Callable[[int], int], count: int | None, inside: Callable[[i
     return targets or None
 
 
-def _pic_table(before: Sequence[Instruction], jump: Instruction) -> int | None:
-    """The table's address of the position-independent pattern ending at ``jump``."""
+def _pic_table(before: Iterable[Instruction], jump: Instruction) -> int | None:
+    """The table's address of the position-independent pattern ending at ``jump``: the
+    ``add`` into the jump's register names the register holding the table's address, and
+    the nearest instruction before that writes it must be its ``lea`` (any other write of
+    it, and the pattern is not this one)."""
     if not jump.op_str or jump.op_str.startswith(("qword", "[")):
         return None
     reg = jump.op_str.split()[-1]
     base_reg = None
-    for ins in reversed(before):
-        if base_reg is None and ins.name == "add" and ins.op_str.startswith(reg + ","):
-            base_reg = ins.op_str.split(",")[1].strip()
-        elif base_reg is not None and ins.name == "lea" and ins.op_str.startswith(base_reg + ",") \
-                and "rip" in ins.op_str:
-            return _rip_target(ins)
+    for ins in before:  # the nearest first
+        if base_reg is None:
+            if ins.name == "add" and ins.op_str.startswith(reg + ","):
+                base_reg = ins.op_str.split(",")[1].strip()
+            continue
+        if ins.op_str == base_reg or ins.op_str.startswith(base_reg + ","):  # writes it (Intel order)
+            return _rip_target(ins) if ins.name == "lea" and "rip" in ins.op_str else None
     return None
 
 

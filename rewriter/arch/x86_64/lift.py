@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import os
 import struct
+from collections.abc import Iterable, Iterator
 
 from elftools.dwarf.callframe import FDE
 from elftools.elf.elffile import ELFFile
@@ -93,26 +94,35 @@ class _Descents:
         self.code, self.plt, self.taken = code, plt, taken
         self.known = sorted(starts | {start for start, _ in plt})
         self.roots: dict[int, set[int]] = {start: set() for start in starts}
-        self.found: dict[int, tuple[Procedure, list[Instruction], set[int]]] = {}
+        self.descents: dict[int, _Descent] = {}
+        self.pending: dict[int, set[int]] = {}  # entries of descended procedures not followed yet
         self.work = sorted(starts)
 
     def run(self) -> dict[int, Procedure]:
         while self.work:
             start = self.work.pop()
-            end = _end_of(start, self.known, self.sizes, self.code)
-            name = self.sizes[start][0] if start in self.sizes else f"sub_{start:x}"
-            proc = Procedure(name, start, end - start, thumb=False)
-            inner = self.taken[bisect.bisect_right(self.taken, start):bisect.bisect_left(self.taken, end)]
-            instructions, leaving, cases = _descend(proc, self.md, self.reader, self.names,
-                                                    sorted({*inner, *self.roots[start]}))
-            if instructions and start not in self.sizes:
-                proc.size = instructions[-1].end - start  # to its last instruction: what follows may be others'
-            self.found[start] = (proc, instructions, cases | self.roots[start])
+            descent = self.descents.get(start)
+            if descent is None:
+                end = _end_of(start, self.known, self.sizes, self.code)
+                name = self.sizes[start][0] if start in self.sizes else f"sub_{start:x}"
+                descent = _Descent(Procedure(name, start, end - start, thumb=False), self.md, self.reader, self.names)
+                self.descents[start] = descent
+                inner = self.taken[bisect.bisect_right(self.taken, start):bisect.bisect_left(self.taken, end)]
+                leaving = descent.extend([start, *sorted(self.roots[start])], inner)
+            else:  # entered again from elsewhere: on from there only
+                leaving = descent.extend(sorted(self.pending.pop(start, ())), ())
+            if descent.keys and start not in self.sizes:
+                last = descent.found[descent.keys[-1]]
+                descent.proc.size = last.end - start  # to its last instruction: what follows may be others'
             for target in leaving:
                 self._enter(target)
         procedures = {}
-        for start, (proc, instructions, leaders) in self.found.items():
-            _make_blocks(proc, instructions, leaders)
+        for start, descent in self.descents.items():
+            proc = descent.proc
+            _make_blocks(proc, descent.instructions(), descent.cases | self.roots[start])
+            if descent.cases:
+                proc.notes.append(f"entered at {len(descent.cases)} places from switches, addresses in data "
+                                  "or the unwinder")
             procedures[start] = proc
         return procedures
 
@@ -122,15 +132,20 @@ class _Descents:
             return
         i = bisect.bisect_right(self.known, target) - 1
         owner = self.known[i] if i >= 0 else None
-        if owner is not None and owner in self.found:
-            proc, instructions, _ = self.found[owner]
-            if target < proc.end:
-                if target not in {ins.address for ins in instructions}:
-                    self.roots[owner].add(target)  # into the middle of its code: descend it again
+        if owner is not None and owner in self.descents:
+            descent = self.descents[owner]
+            if target < descent.proc.end:
+                if target not in descent.found:
+                    self.roots[owner].add(target)  # into the middle of its code: descend on from there
+                    self.pending.setdefault(owner, set()).add(target)
                     self.work.append(owner)
                 return
-        elif owner in self.sizes and owner in self.roots and target < owner + self.sizes[owner][1]:
-            self.roots[owner].add(target)  # inside a sized function not descended yet
+        elif owner in self.roots and not (owner in self.sizes and self.sizes[owner][1]
+                                          and target >= owner + self.sizes[owner][1]):
+            # Inside the range of a procedure not descended yet: its descent starts there too.
+            # (A new procedure here would cut the one below it short: the order of descents
+            # must not decide where functions end.)
+            self.roots[owner].add(target)
             return
         bisect.insort(self.known, target)
         self.roots[target] = set()
@@ -309,65 +324,100 @@ def _inside_known(address: int, procedures: dict[int, Procedure]) -> bool:
     return any(p.address <= address < p.end for p in procedures.values())
 
 
-def _descend(proc: Procedure, md, reader: _Reader, names: dict[int, str],
-             taken: list[int]) -> tuple[list[Instruction], set[int], set[int]]:
-    """The instructions reached from the procedure's entry, in address order, where control
-    goes out of the procedure (direct calls, jumps and switch cases elsewhere) and where it
-    arrives other than by falling through or a direct branch (switch cases, code addresses
-    from data). ``names``: function names by
-    address (the PLT's too), for the calls that never return; ``taken``: the code
-    addresses inside the procedure that data holds (computed gotos' labels), descended
-    from after everything else, and only where they start no instruction already found
-    in the middle: a number that only looks like an address must not add overlapping code."""
-    found: dict[int, Instruction] = {}
-    covered: set[int] = set()  # every byte of the instructions found
-    calls: set[int] = set()
-    cases: set[int] = set()
-    work = [proc.address]
-    later = sorted(taken, reverse=True)
-    lo, hi = proc.address, proc.end
-    while work or later:
-        if not work:
-            label = later.pop()
-            if label in covered and label not in found:
+class _Descent:
+    """One procedure's recursive descent, which more entries may extend later.
+
+    It stays inside the procedure's range, follows fall-through, direct jumps and switch
+    cases, and collects where control leaves (direct calls, jumps and cases elsewhere) and
+    where it arrives other than by falling through or a direct branch (``cases``).
+    """
+
+    def __init__(self, proc: Procedure, md, reader: _Reader, names: dict[int, str]) -> None:
+        self.proc, self.md, self.reader, self.names = proc, md, reader, names
+        self.lo, self.hi = proc.address, proc.end  # the range as first given (the procedure may be cut back)
+        self.found: dict[int, Instruction] = {}
+        self.keys: list[int] = []  # the addresses of found, in order
+        self.covered: set[int] = set()  # every byte of the instructions found
+        self.cases: set[int] = set()
+        self.unresolved: list[Instruction] = []  # indirect jumps whose cases are not known (yet)
+        self.given_up: list[Instruction] = []
+
+    def instructions(self) -> list[Instruction]:
+        return [self.found[a] for a in self.keys]
+
+    def extend(self, roots: Iterable[int], taken: Iterable[int]) -> set[int]:
+        """Descend from ``roots``, then from ``taken``: the code addresses inside the
+        procedure that data holds (computed gotos' labels), only where they start no
+        instruction already found in the middle (a number that only looks like an address
+        must not add overlapping code). Returns where control leaves the procedure.
+        ``names``: function names by address (the PLT's too), for the calls that never return."""
+        leaving: set[int] = set()
+        work = list(roots)[::-1]  # the first root first
+        later = sorted(taken, reverse=True)
+        while work or later or self.unresolved:
+            if not work and self.unresolved:
+                # Jumps reached before what sets their table up: again, now more is found.
+                retry, self.unresolved = self.unresolved, []
+                for jump in retry:
+                    self._switch(jump, work, leaving)
+                if work:
+                    continue
+                self.given_up.extend(self.unresolved)
+                self.unresolved = []
                 continue
-            cases.add(label)
-            work.append(label)
-        address = work.pop()
+            if not work:
+                label = later.pop()
+                if label in self.covered and label not in self.found:
+                    continue
+                self.cases.add(label)
+                work.append(label)
+            self._follow(work.pop(), work, leaving)
+        self.unresolved, self.given_up = self.given_up, []  # a later entry may find their set-up
+        return leaving
+
+    def _switch(self, jump: Instruction, work: list[int], leaving: set[int]) -> None:
+        """Follow the cases of the indirect ``jump``; keep it for later where none are found."""
+        cases = switch_targets(self._before(jump.address), jump, self.reader.bytes_at, self.reader.is_code)
+        if not cases:
+            self.unresolved.append(jump)
+            return
+        for case in cases:
+            if self.lo <= case < self.hi:
+                self.cases.add(case)  # a block starts there, found already or not
+                if case not in self.found:
+                    work.append(case)
+            else:
+                leaving.add(case)
+
+    def _follow(self, address: int, work: list[int], leaving: set[int]) -> None:
+        """Decode on from ``address`` until control cannot fall through."""
+        found, covered, lo, hi = self.found, self.covered, self.lo, self.hi
         while lo <= address < hi and address not in found and address not in covered:
-            ins = decode_one(md, reader.bytes_at(address, min(15, hi - address)), address)
-            if ins is None:
-                break
-            if any(address + k in covered for k in range(1, ins.size)):
-                break  # it would overlap an instruction already found
+            ins = decode_one(self.md, self.reader.bytes_at(address, min(15, hi - address)), address)
+            if ins is None or any(address + k in covered for k in range(1, ins.size)):
+                return  # no instruction, or one that would overlap an instruction already found
             found[address] = ins
+            bisect.insort(self.keys, address)
             covered.update(range(address, address + ins.size))
             target = ins.branch_target
             if ins.is_call:
                 if target is not None:
-                    calls.add(target)
-                    if names.get(target) in NO_RETURN:
-                        break
+                    leaving.add(target)
+                    if self.names.get(target) in NO_RETURN:
+                        return
             elif ins.is_branch and not ins.is_return:
                 if target is not None:
-                    if lo <= target < hi:
-                        work.append(target)
-                    else:
-                        calls.add(target)
+                    (work.append if lo <= target < hi else leaving.add)(target)
                 elif ins.is_indirect:
-                    before = [found[a] for a in sorted(found) if a < address]
-                    for case in switch_targets(before, ins, reader.bytes_at, reader.is_code) or ():
-                        if lo <= case < hi:
-                            cases.add(case)
-                            work.append(case)
-                        else:
-                            calls.add(case)
+                    self._switch(ins, work, leaving)
             if not ins.falls_through:
-                break
+                return
             address += ins.size
-    if cases:
-        proc.notes.append(f"entered at {len(cases)} places from switches, addresses in data or the unwinder")
-    return [found[a] for a in sorted(found)], calls, cases
+
+    def _before(self, address: int) -> Iterator[Instruction]:
+        """The instructions found below ``address``, the nearest first."""
+        for i in range(bisect.bisect_left(self.keys, address) - 1, -1, -1):
+            yield self.found[self.keys[i]]
 
 
 def _linear(md, reader: _Reader, start: int, end: int) -> list[Instruction]:
