@@ -92,5 +92,9 @@ def _prune(images: Path) -> None:
     """Remove the images of other fingerprints that nothing has added to for a while."""
     now = time.time()
     for other in images.iterdir():
-        if other.name != sources_fingerprint() and now - other.stat().st_mtime > STALE_SECONDS:
+        try:
+            stale = other.name != sources_fingerprint() and now - other.stat().st_mtime > STALE_SECONDS
+        except FileNotFoundError:  # the other worker pruned it between the listing and here
+            continue
+        if stale:
             shutil.rmtree(other, ignore_errors=True)
