@@ -17,7 +17,6 @@ segment: its address is the segment's base plus the operand's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from functools import cache
 
 import capstone
@@ -26,17 +25,13 @@ from capstone import x86 as csx86
 from ...ir.model import Access, Instruction
 
 RIP = 16
-#: Register number -> name of the 64-bit register (the numbers of the encoding).
-REGISTERS = ("rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
-             "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip")
 RSP, RBP = 4, 5
 
 # Capstone's groups.
-_JUMP, _CALL, _RET, _INT, _IRET = 1, 2, 3, 4, 5
+_JUMP, _CALL, _RET, _IRET = 1, 2, 3, 5
+# Instructions that name a memory operand and touch no memory (the multi-byte NOP is "nop").
 _NO_ACCESS = frozenset({"lea", "nop", "prefetch", "prefetchw", "prefetcht0", "prefetcht1", "prefetcht2",
                         "prefetchnta", "endbr64", "endbr32", "clflush", "clflushopt", "clwb"})
-#: Instructions after which execution never goes on at the next address without a branch.
-STOPS = frozenset({"hlt", "ud2", "ud1", "ud0"})
 _CONDITIONAL_JUMPS = frozenset({"jrcxz", "jecxz", "loop", "loope", "loopne"})
 # x86 has no condition field: a conditional jump's ``cond`` is this (anything but 14, ARM's
 # "always", makes ``Instruction.is_conditional`` true).
@@ -96,15 +91,13 @@ def instruction_of(ins: capstone.CsInsn) -> Instruction:
         if base == RIP:
             reads_rip = True
             disp = (ins.address + ins.size + disp) & (1 << 64) - 1
-        if name in _NO_ACCESS or _segment(op.mem.segment) is None and base is None and index is None \
-                and name.startswith("nop"):
+        if name in _NO_ACCESS:
             continue
         shift = {1: 0, 2: 1, 4: 2, 8: 3}.get(op.mem.scale, 0)
-        if op.access & capstone.CS_AC_READ or not op.access:
-            accesses.append(Access(False, op.size, base if base is not None else -1, disp, index, shift,
-                                   segment=_segment(op.mem.segment)))
-        if op.access & capstone.CS_AC_WRITE:
-            accesses.append(Access(True, op.size, base if base is not None else -1, disp, index, shift,
+        loads = bool(op.access & capstone.CS_AC_READ or not op.access)
+        stores = bool(op.access & capstone.CS_AC_WRITE)
+        for is_store in (False,) * loads + (True,) * stores:
+            accesses.append(Access(is_store, op.size, base if base is not None else -1, disp, index, shift,
                                    segment=_segment(op.mem.segment)))
     accesses.extend(_stack_accesses(name, ins, is_call, is_return))
     cond = CONDITIONAL if is_jump and (name.startswith("j") and name != "jmp" or name in _CONDITIONAL_JUMPS) else 14
@@ -132,13 +125,6 @@ def _stack_accesses(name: str, ins: capstone.CsInsn, is_call: bool, is_return: b
     if name == "leave":
         return [Access(False, 8, RBP, 0)]
     return []
-
-
-def decode_range(md: capstone.Cs, code: bytes, address: int) -> Iterator[Instruction]:
-    """The instructions of ``code`` (at link address ``address``) in order, up to the first
-    bytes capstone cannot decode."""
-    for ins in md.disasm(code, address):
-        yield instruction_of(ins)
 
 
 def decode_one(md: capstone.Cs, code: bytes, address: int) -> Instruction | None:

@@ -17,6 +17,7 @@ import struct
 from collections.abc import Callable, Iterable
 
 from ...ir.model import Instruction
+from .decode import RSP
 
 MAX_ENTRIES = 1024
 # How far back from the jump the bounds check is looked for. The table's address is looked
@@ -35,17 +36,16 @@ def switch_targets(before: Iterable[Instruction], jump: Instruction, read: Calla
     before = iter(before)
     window = list(itertools.islice(before, LOOK_BACK))[::-1]  # in address order, the nearest last
     count = _bound(window)
-    inside = is_code
-    if jump.accesses and any(not a.is_store for a in jump.accesses if a.base != 4):
-        access = next(a for a in jump.accesses if not a.is_store and a.base != 4)
+    access = next((a for a in jump.accesses if not a.is_store and a.base != RSP), None)
+    if access is not None:  # jmp [table + idx*8]
         if access.base != -1 or access.index is None or access.shift != 3:
             return None
-        return _entries(lambda i: struct.unpack("<Q", read(access.disp + 8 * i, 8))[0], count, inside)
+        return _entries(lambda i: struct.unpack("<Q", read(access.disp + 8 * i, 8))[0], count, is_code)
     table = _pic_table(itertools.chain(reversed(window), before), jump)
     if table is None:
         return None
     return _entries(lambda i: (table + struct.unpack("<i", read(table + 4 * i, 4))[0]) & (1 << 64) - 1,
-                    count, inside)
+                    count, is_code)
 
 
 def _entries(entry: Callable[[int], int], count: int | None, inside: Callable[[int], bool]) -> list[int] | None:

@@ -51,8 +51,13 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
         raise AnvilError(f"{path}: no code to read (no executable section in the section table)")
     sizes = _function_symbols(elf, code)
     binary.symbols = {name: address for address, (name, _) in sizes.items()}
-    plt = _plt_ranges(elf)
-    binary.plt = _plt_names(elf, plt)
+    md = make_disassembler()
+    reader = _Reader(binary, code)
+    # Each PLT section, decoded once: its entries' names come from its jumps.
+    plt_code = [(name, lo, hi, entry_size, _linear(md, reader, lo, hi))
+                for name, lo, hi, entry_size in _plt_sections(elf)]
+    plt = [(lo, hi) for _, lo, hi, _, _ in plt_code]
+    binary.plt = _plt_names(elf, plt_code)
     fde_starts, pads = _unwinding(elf, binary)
     binary.unwinder_entries = pads
     # The start of each section of code is one too: .init and .fini have no FDE, and a
@@ -64,13 +69,11 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     names = {**{address: name for address, (name, _) in sizes.items()}, **binary.plt}
     taken = sorted(_code_addresses_in_data(elf, code) | pads)
     binary.address_taken = set(taken)
-    md = make_disassembler()
-    reader = _Reader(binary, code)
     procedures = _Descents(md, reader, names, sizes, code, plt, taken, starts).run()
-    for start, end in plt:
-        proc = Procedure(_section_name(elf, start), start, end - start, thumb=False)
-        _make_blocks(proc, _linear(md, reader, start, end))
-        procedures[start] = proc
+    for name, lo, hi, _, instructions in plt_code:
+        proc = Procedure(name, lo, hi - lo, thumb=False)
+        _make_blocks(proc, instructions)
+        procedures[lo] = proc
     binary.procedures = [procedures[a] for a in sorted(procedures) if procedures[a].blocks]
     for index, proc in enumerate(binary.procedures):
         proc.index = index
@@ -84,8 +87,8 @@ class _Descents:
     A descent that leaves its procedure (a call, a jump to a cold part, a switch case or a
     pad elsewhere) names an entry of other code: where no procedure starts there and none
     holds it, a new procedure starts; where one holds it between its instructions (a jump
-    into the middle: GCC's hot part continuing in its ``.cold`` part), that procedure is
-    descended again from there too. Entries only add, so this ends.
+    into the middle: GCC's hot part continuing in its ``.cold`` part), that procedure's
+    descent goes on from there too. Entries only add, so this ends.
     """
 
     def __init__(self, md, reader: _Reader, names: dict[int, str], sizes: dict[int, tuple[str, int]],
@@ -216,16 +219,17 @@ def _array_functions(elf: ELFFile, binary: Binary) -> set[int]:
     """The functions ``.init_array`` and ``.fini_array`` name (their words, where the file
     holds them; a PIE's are relocations' addends, read from ``.rela.dyn``)."""
     found: set[int] = set()
+    arrays = []
     for name in (".init_array", ".fini_array", ".preinit_array"):
         section = elf.get_section_by_name(name)
         if section is None or section["sh_type"] == "SHT_NOBITS":
             continue
         words = section.data()
         found |= {struct.unpack_from("<Q", words, i)[0] for i in range(0, len(words) - 7, 8)}
-        relocations = elf.get_section_by_name(".rela.dyn")
-        if relocations is not None:
-            lo, hi = section["sh_addr"], section["sh_addr"] + section["sh_size"]
-            found |= {r["r_addend"] for r in relocations.iter_relocations() if lo <= r["r_offset"] < hi}
+        arrays.append((section["sh_addr"], section["sh_addr"] + section["sh_size"]))
+    relocations = elf.get_section_by_name(".rela.dyn")
+    if arrays and relocations is not None:
+        found |= {r["r_addend"] for r in relocations.iter_relocations() if _in(arrays, r["r_offset"])}
     return found
 
 
@@ -249,20 +253,13 @@ def _code_addresses_in_data(elf: ELFFile, code: list[tuple[int, int]]) -> set[in
     return found
 
 
-def _plt_ranges(elf: ELFFile) -> list[tuple[int, int]]:
-    return sorted((s["sh_addr"], s["sh_addr"] + s["sh_size"]) for name in _PLT_SECTIONS
-                  if (s := elf.get_section_by_name(name)) is not None and s["sh_size"])
+def _plt_sections(elf: ELFFile) -> list[tuple[str, int, int, int]]:
+    """(name, start, end, entry size) of each PLT section the program has."""
+    return sorted(((name, s["sh_addr"], s["sh_addr"] + s["sh_size"], s["sh_entsize"] or 16) for name in _PLT_SECTIONS
+                   if (s := elf.get_section_by_name(name)) is not None and s["sh_size"]), key=lambda p: p[1])
 
 
-def _section_name(elf: ELFFile, address: int) -> str:
-    for name in _PLT_SECTIONS:
-        section = elf.get_section_by_name(name)
-        if section is not None and section["sh_addr"] == address:
-            return name
-    return f"sub_{address:x}"
-
-
-def _plt_names(elf: ELFFile, plt: list[tuple[int, int]]) -> dict[int, str]:
+def _plt_names(elf: ELFFile, plt_code: list[tuple[str, int, int, int, list[Instruction]]]) -> dict[int, str]:
     """PLT entry -> the function it calls: each entry jumps through its GOT slot, and the
     slot's JUMP_SLOT (or GLOB_DAT, for ``.plt.got``) relocation names the symbol."""
     slots: dict[int, str] = {}
@@ -278,21 +275,11 @@ def _plt_names(elf: ELFFile, plt: list[tuple[int, int]]) -> dict[int, str]:
             if index:
                 slots[relocation["r_offset"]] = symbols.get_symbol(index).name
     names: dict[int, str] = {}
-    md = make_disassembler()
-    for lo, _ in plt:
-        section = next(s for s in elf.iter_sections() if s["sh_addr"] == lo and s["sh_size"])
-        entry_size = section["sh_entsize"] or 16
-        code = section.data()
-        at = 0
-        while at < len(code):
-            ins = decode_one(md, code[at:], lo + at)
-            if ins is None:
-                at += 1
-                continue
+    for _, lo, _, entry_size, instructions in plt_code:
+        for ins in instructions:
             slot = next((a.disp for a in ins.accesses if a.base == RIP and not a.is_store), None)
             if ins.name == "jmp" and slot in slots:
-                names[lo + at // entry_size * entry_size] = slots[slot]
-            at += ins.size
+                names[lo + (ins.address - lo) // entry_size * entry_size] = slots[slot]
     return names
 
 
@@ -318,10 +305,6 @@ def _end_of(start: int, known: list[int], sizes: dict[int, tuple[str, int]], cod
         return min(section_end, start + sizes[start][1])
     following = bisect.bisect_right(known, start)
     return min(section_end, known[following]) if following < len(known) else section_end
-
-
-def _inside_known(address: int, procedures: dict[int, Procedure]) -> bool:
-    return any(p.address <= address < p.end for p in procedures.values())
 
 
 class _Descent:
