@@ -120,8 +120,11 @@ def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | 
     """
     assert into != spare, "a pair read back would overwrite one half with the other"
     if scratch.vfp:
-        if reg == SP:  # the site has not moved SP
-            return SP
+        if reg == SP:  # the site has not moved SP, unless it stepped over stack the program reads
+            if not scratch.sp_bias:
+                return SP
+            _sp_plus_into(isa, code, into, scratch.sp_bias)
+            return into
         for k, (low, high) in enumerate(VFP_PAIRS[:parked]):
             if reg == low:
                 isa.from_d(code, into, spare, 16 + k)
@@ -135,13 +138,23 @@ def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | 
         isa.ldr(code, into, FRAME_REG, SAVE_SLOT[reg])
         return into
     if reg == SP:
-        isa.add_imm(code, into, FRAME_REG, SAVE_BYTES)
+        isa.add_imm(code, into, FRAME_REG, SAVE_BYTES + scratch.sp_bias)
         return into
     if reg == PC:
         assert ins is not None
         isa.pc_address(code, into, ins.address + isa.pc_offset)
         return into
     return reg
+
+
+def _sp_plus_into(isa: ISA, code: Code, into: int, amount: int) -> None:
+    """``into`` = SP + ``amount`` (an immediate either instruction set encodes), no other register."""
+    if isa.thumb:
+        code.emit(enc.t32_add_imm(into, SP, amount))
+        return
+    imm = enc.a32_modimm(amount)
+    assert imm is not None, amount
+    code.emit(enc._w(0xE28D0000 | (into << 12) | imm))  # add into, sp, #imm
 
 
 @dataclass(frozen=True)

@@ -291,6 +291,9 @@ class Scratch:
 
     def __init__(self, vfp: bool) -> None:
         self.vfp = vfp
+        # Bytes the site has moved SP down by before its own code (relocate._step_down):
+        # the program's SP is SP + this, before the site pushes anything.
+        self.sp_bias = 0
 
     def save(self, isa: ISA, code: Code, pairs: list[tuple[int, int]], first: int = 16, dead: int = 0) -> None:
         """Park ``pairs`` (the k-th in d``first+k``); with d16-d31, those whose two registers

@@ -254,6 +254,7 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
     ctx.dead = _dead_registers(proc, ctx) if ctx.scratch.vfp or ctx.poison_dead or ctx.shared_calls is not None else {}
     labels = code.labels  # the same dict all along (Code.rebase and rollback change it in place)
     new_page = ctx.loops_on_new_page
+    below = reads_below_sp(proc)
     for bi, block in enumerate(proc.blocks):
         insns = block.instructions
         last = insns[-1]
@@ -273,10 +274,13 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
                 labels[key] = code.base + code.size
             if ctx.poison_dead:
                 _poison(isa, code, ctx.dead.get(address, 0))
+            if k == 0 and sums and bi in sums.resets:
+                emit_sum_reset(code, sums.sums)
+                code.label(ctx.inside[block.address])
+            # The program reads stack below SP here or further on in the block (what it
+            # left there when it released it): what the site pushes goes below that.
+            stepped = _step_down(isa, code, below.get(address, 0), ctx.scratch)
             if k == 0:
-                if sums and bi in sums.resets:
-                    emit_sum_reset(code, sums.sums)
-                    code.label(ctx.inside[block.address])
                 entry_calls = proc.hooks if bi == 0 else []
                 _calls(isa, code, [h for h in entry_calls if h.setup], ins, None, block.size, ctx, AL)
                 for counter, index, amount in block.counter_increments:
@@ -297,6 +301,8 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
                         _calls(isa, code, [hook], ins, None, block.size, ctx, ins.cond)
                     if h == store_after:
                         emit_sum_store(code, sums.sums, ctx.counter_label, ctx.dead.get(address, 0))
+            if stepped is not None:
+                _step_up(isa, code, stepped, ctx.scratch)
             target = ins.branch_target if ins is last else None
             if target is not None and target != ins.end:  # the block's way elsewhere: counted on it?
                 taken = block.edge_increments.get(target, [])
@@ -346,6 +352,66 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
     if needs_table:
         key = ("xlate", proc.address)
         ctx.xlate_tables.append((proc, key))
+
+
+def reads_below_sp(proc: Procedure) -> dict[int, int]:
+    """Instruction address -> bytes below SP that ``proc`` reads at or after it in its block.
+
+    No ARM ABI lets code read the stack below SP, but code generators do where nothing
+    interrupts them: OCaml's ARM back end releases a frame and then reloads the return
+    address from under it for a tail call (``add sp, #24; ldr lr, [sp, #-4]; b f``).
+    Whatever a site pushes between the two (its scratch registers, a counter's, a filter
+    hit's) would be read back instead. A read counts from the block's start to itself,
+    whatever SP does on the way: stepping over stack that is not read is harmless.
+    """
+    out: dict[int, int] = {}
+    for block in proc.blocks:
+        need = 0
+        for ins in reversed(block.instructions):
+            for acc in ins.accesses:
+                if acc.base == SP and acc.index is None and acc.disp < 0 and not acc.is_store:
+                    need = max(need, _stack_step(-acc.disp))
+            if need:
+                out[ins.address] = need
+    return out
+
+
+def _stack_step(below: int) -> int:
+    """A step over ``below`` bytes that keeps SP 8-aligned and encodes as an immediate in
+    either instruction set (a multiple of 256 past 1 KiB: a load reaches 4 KiB down)."""
+    step = (below + 7) & ~7
+    return step if step < 1024 else (step + 255) & ~255
+
+
+def _step_down(isa: ISA, code: Code, amount: int, scratch: Scratch) -> tuple[tuple, int] | None:
+    """SP -= ``amount`` (flags and every other register kept), for the hooks that follow,
+    which then find the program's SP at SP + ``amount`` (``Scratch.sp_bias``). None (nothing
+    emitted) for 0; else what ``_step_up`` needs to undo it."""
+    if not amount:
+        return None
+    mark = code.mark()
+    code.emit(_sp_plus(isa, -amount))
+    scratch.sp_bias = amount
+    return mark, code.size
+
+
+def _step_up(isa: ISA, code: Code, stepped: tuple[tuple, int], scratch: Scratch) -> None:
+    """Undo ``_step_down``: SP back, or the step forgotten where no site came after it."""
+    mark, size = stepped
+    amount, scratch.sp_bias = scratch.sp_bias, 0
+    if code.size == size:
+        code.rollback(mark)
+    else:
+        code.emit(_sp_plus(isa, amount))
+
+
+def _sp_plus(isa: ISA, amount: int) -> bytes:
+    """SP += ``amount`` (negative: down) without a scratch register or the flags."""
+    if isa.thumb:
+        return enc.t32_add_imm(SP, SP, amount)
+    imm = enc.a32_modimm(abs(amount))
+    assert imm is not None, amount  # _stack_step makes every step encodable
+    return enc._w((0xE28DD000 if amount > 0 else 0xE24DD000) | imm)
 
 
 def _dead_registers(proc: Procedure, ctx: RelocationContext) -> DeadRegisters:

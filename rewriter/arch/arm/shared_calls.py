@@ -251,7 +251,7 @@ class SharedCalls(PageCopies):
 
         def base_of(reg: int) -> int:
             if reg == SP:
-                T32.add_imm(code, a, SP, 4 * len(saved))
+                T32.add_imm(code, a, SP, 4 * len(saved) + ctx.scratch.sp_bias)
                 return a
             return reg
 
@@ -361,7 +361,7 @@ class _SiteOriginals:
     def original(self, reg: int, into: int) -> int:
         """The register holding ``reg``'s original value (``into`` if it had to be loaded)."""
         if reg == SP:
-            T32.add_imm(self.code, into, SP, 4 * len(SITE_SAVED))
+            T32.add_imm(self.code, into, SP, 4 * len(SITE_SAVED) + self.ctx.scratch.sp_bias)
         elif reg == PC:
             assert self.ctx.ins is not None
             T32.pc_address(self.code, into, self.ctx.ins.address + T32.pc_offset)
