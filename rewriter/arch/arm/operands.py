@@ -37,6 +37,11 @@ _LITERAL = re.compile(rf"^(\w+), \[pc(?:, ({_IMM}))?\]$")
 def base_name(mnemonic: str) -> tuple[str, str]:
     """('ldr', 'eq') for 'ldreq.w'; the condition is '' when there is none."""
     m = mnemonic.split(".", 1)[0]
+    if m == "trap":
+        # Capstone's name for the UDF encodings LLVM's llvm.trap emits (A32 0xe7ffdefe,
+        # T32 0xdefe): after a panic in every Rust program, __builtin_trap in clang's. It
+        # does not fall through: what follows is often a literal pool.
+        return "udf", ""
     if m in KNOWN:
         return m, ""
     if m[-2:] in CONDS and m[:-2] in KNOWN:
