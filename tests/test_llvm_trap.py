@@ -1,4 +1,4 @@
-"""LLVM's trap ends a block (decision 0108).
+"""LLVM's trap ends a block, and A32 entries are word-aligned (decision 0108).
 
 ``samples/llvm_trap.c`` built by clang as a PIE: ``die`` ends with ``__builtin_trap()``,
 whose UDF encoding capstone names ``trap``, and its literal pool follows. Stripped, the
@@ -53,3 +53,14 @@ def test_nothing_after_a_trap_is_decoded(variant: str, tmp_path: Path) -> None:
     assert results(inst, "inscount")["total"] == sum(pcs.values())
     trapped = run_prog(instrument(program, "cachesim", tmp_path, slot="trap"), ["70"])
     assert trapped.returncode == -signal.SIGILL and b"gamma out of range" in trapped.stderr
+
+
+def test_no_a32_entry_at_a_halfword() -> None:
+    """A32 code is word-aligned: an entry guessed at a halfword (a literal's value, a garbage
+    procedure's computed target) is no A32 entry; Debian's bat had two, whose entry jumps
+    could not be encoded (``A32 branch from 0x214dea cannot reach``) and stopped every rewrite."""
+    from rewriter.ir.discovery import _Starts
+
+    starts = _Starts([], [], {})
+    assert starts.wrong_mode(0x214DEA, False) and starts.weak_wrong(0x214DEA, False)
+    assert not starts.wrong_mode(0x214DE8, False) and not starts.wrong_mode(0x214DEA, True)

@@ -534,9 +534,10 @@ class _Starts:
     no_thumb_code: Callable[[int], bool] | None = None
 
     def wrong_mode(self, address: int, thumb: bool) -> bool:
-        """Whether an entry at ``address`` cannot be in this instruction set."""
+        """Whether an entry at ``address`` cannot be in this instruction set (A32 code is
+        word-aligned: a guess from a literal or a computed target at a halfword is no A32 entry)."""
         if not thumb:
-            return self.thumb_only
+            return self.thumb_only or bool(address & 3)
         ranges, stubs = self.a32_only
         return address not in stubs and _inside(ranges, address)
 

@@ -1444,6 +1444,95 @@ MAHHHHHHVDDDDKMLYRLLLALVLALAFVAPAAASEAAEKKEEKSGAGVTLEEVAARAEQIKSLNLSEEERKELLEKLK
 """
 
 
+#: Menhir's input (decision 0108): an ML-like expression language with parameterised rules
+#: (lists, options), precedences and seven resolved conflicts; --canonical makes LR(1) states.
+MENHIR_GRAMMAR = b"""%token <int> INT
+%token <string> IDENT
+%token PLUS MINUS TIMES DIV LPAREN RPAREN LBRACKET RBRACKET SEMI COMMA EQ LT
+%token LET IN IF THEN ELSE FUN ARROW MATCH WITH BAR CONS EOF
+%nonassoc IN ELSE ARROW
+%left BAR
+%nonassoc EQ LT
+%right CONS
+%left PLUS MINUS
+%left TIMES DIV
+%nonassoc UMINUS
+%start <int> main
+%type <int> expr app atom pattern cases
+%type <string list> list(IDENT) nonempty_list(IDENT)
+%type <unit option> option(BAR)
+%type <int list> loption(separated_nonempty_list(COMMA,pattern)) loption(separated_nonempty_list(SEMI,expr))
+%type <int list> separated_list(COMMA,pattern) separated_nonempty_list(COMMA,pattern)
+%type <int list> separated_list(SEMI,expr) separated_nonempty_list(SEMI,expr) separated_nontrivial_list(COMMA,expr)
+%%
+main: e = expr EOF { e }
+expr:
+| e = app { e }
+| LET x = IDENT ps = list(IDENT) EQ e1 = expr IN e2 = expr { ignore (x, ps); e1 + e2 }
+| IF c = expr THEN a = expr ELSE b = expr { if c <> 0 then a else b }
+| FUN ps = nonempty_list(IDENT) ARROW e = expr { ignore ps; e }
+| MATCH e = expr WITH cs = cases { e + cs }
+| e1 = expr PLUS e2 = expr { e1 + e2 }
+| e1 = expr MINUS e2 = expr { e1 - e2 }
+| e1 = expr TIMES e2 = expr { e1 * e2 }
+| e1 = expr DIV e2 = expr { e1 / e2 }
+| e1 = expr EQ e2 = expr { if e1 = e2 then 1 else 0 }
+| e1 = expr LT e2 = expr { if e1 < e2 then 1 else 0 }
+| e1 = expr CONS e2 = expr { e1 + e2 }
+| MINUS e = expr %prec UMINUS { - e }
+cases:
+| option(BAR) p = pattern ARROW e = expr { p + e }
+| cs = cases BAR p = pattern ARROW e = expr { cs + p + e }
+pattern:
+| i = INT { i }
+| x = IDENT { ignore x; 0 }
+| LBRACKET RBRACKET { 0 }
+| p = pattern CONS q = pattern { p + q }
+| LPAREN ps = separated_list(COMMA, pattern) RPAREN { List.length ps }
+app:
+| a = atom { a }
+| f = app a = atom { f + a }
+atom:
+| i = INT { i }
+| x = IDENT { ignore x; 0 }
+| LPAREN e = expr RPAREN { e }
+| LPAREN es = separated_nontrivial_list(COMMA, expr) RPAREN { List.length es }
+| LBRACKET es = separated_list(SEMI, expr) RBRACKET { List.length es }
+separated_nontrivial_list(sep, X):
+| x = X sep y = X { [x; y] }
+| x = X sep xs = separated_nontrivial_list(sep, X) { x :: xs }
+"""
+
+#: gprbuild's input (decision 0108): a project, a configuration project whose Ada "compiler"
+#: is the host's /bin/true (qemu-arm runs a host program as itself), and one source.
+GPR_FILES = {
+    "p.gpr": b'project P is\n   for Source_Dirs use ("src");\n   for Object_Dir use "obj";\n'
+             b'   for Main use ("main.adb");\nend P;\n',
+    "cfg.cgpr": b"""configuration project Cfg is
+   for Default_Language use "Ada";
+   package Naming is
+      for Spec_Suffix ("Ada") use ".ads";
+      for Body_Suffix ("Ada") use ".adb";
+      for Casing use "lowercase";
+      for Dot_Replacement use "-";
+   end Naming;
+   package Compiler is
+      for Driver ("Ada") use "/bin/true";
+      for Object_File_Suffix ("Ada") use ".o";
+      for Dependency_Kind ("Ada") use "ALI_File";
+   end Compiler;
+end Cfg;
+""",
+    "src/main.adb": b'with Ada.Text_IO;\nprocedure Main is\nbegin\n   Ada.Text_IO.Put_Line ("hi");\nend Main;\n',
+}
+
+#: A small source tree for fd and exa (decision 0108).
+SOURCE_TREE = {
+    "tree/src/main.rs": b"fn main() {}\n", "tree/src/a/lib.rs": b"pub fn f() {}\n",
+    "tree/src/a/b/deep.rs": b"// deep\n", "tree/doc/readme.md": b"# doc\n", "tree/notes.txt": b"notes\n",
+    "tree/.hidden.rs": b"// hidden\n", "tree/data/x.bin": b"\0\1\2",
+}
+
 @dataclass(frozen=True)
 class Program:
     """One corpus program and its workload."""
@@ -1664,6 +1753,46 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     # Kinds added by decision 0075: big C++ (CMake, cppcheck), a static shell with glibc's
     # hand-written assembly linked in, compressors whose libraries are linked in (lz4, brotli),
     # parser generators that run m4 (bison, flex), a URL tool over file:// (curl).
+    # Kinds added by decision 0108: OCaml's own compiler (native code, 6 MB) and Menhir with
+    # small minor heaps (a collection every few thousand words: the GC walks the stack by its
+    # return addresses), bigger Rust programs (fd, bat with libgit2, exa) and GNAT's gprbuild.
+    Program("ocamlc", ("ocaml:armhf",), "usr/bin/ocamlc.opt", ("-dlambda", "-c", "-o", "/dev/null", "in.ml"),
+            "OCaml native code (the OCaml compiler, 6.3 MB, stripped, its runtime linked in): type-checks and "
+            "compiles an OCaml file, its lambda code on stderr; a 4 K-word minor heap (many collections)",
+            files={"in.ml": OCAML_INPUT}, env={"OCAMLLIB": "{root}/usr/lib/ocaml", "OCAMLRUNPARAM": "s=4k"}),
+    Program("menhir", ("menhir:armhf",), "usr/bin/menhir",
+            ("--canonical", "--explain", "-v", "lang.mly"),
+            "OCaml native (Menhir, 3.4 MB): a canonical LR(1) parser generator on a 60-rule grammar with "
+            "parameterised rules and conflicts; the parser (1 MB of OCaml) to stdout, the interface to stderr",
+            files={"lang.mly": MENHIR_GRAMMAR}, links={"lang.ml": "/proc/self/fd/1", "lang.mli": "/proc/self/fd/2"},
+            env={"OCAMLRUNPARAM": "s=4k"}),
+    Program("fd", ("fd-find:armhf",), "usr/bin/fdfind", ("-j1", "--max-buffer-time", "600000", "--no-ignore",
+                                                          "--hidden", "-e", "rs", "-e", "md", ".", "tree"),
+            "Rust (fd, 2.4 MB): one thread walks a tree and matches a regex and extensions; its results are "
+            "sorted only if the walk ends within the buffer time (100 ms unless told: slower, even the "
+            "original prints them as found)", files=SOURCE_TREE),
+    Program("bat", ("bat:armhf", *_armhf("libgit2-1.5", "libhttp-parser2.9", "libssh2-1", "libmbedtls14",
+                                         "libmbedx509-1", "libmbedcrypto7", "libpcre2-8-0", "zlib1g",
+                                         "libgssapi-krb5-2", "libkrb5-3", "libk5crypto3", "libkrb5support0",
+                                         "libcom-err2", "libkeyutils1", "libssl3")),
+            "usr/bin/batcat",
+            ("--color=always", "--style=full", "--paging=never", "--decorations=always", "-l", "c", "input.txt"),
+            "Rust (bat, 4 MB, libgit2): C highlighted by its syntax set (compressed in the executable, "
+            "regexes of fancy-regex and onig) with a grid, line numbers and a header",
+            env={"HOME": "/nonexistent"}),
+    Program("exa", ("exa:armhf", *_armhf("libgit2-1.5", "libhttp-parser2.9", "libssh2-1", "libmbedtls14",
+                                         "libmbedx509-1", "libmbedcrypto7", "libpcre2-8-0", "zlib1g",
+                                         "libgssapi-krb5-2", "libkrb5-3", "libk5crypto3", "libkrb5support0",
+                                         "libcom-err2", "libkeyutils1", "libssl3")),
+            "usr/bin/exa", ("--tree", "--level=3", "-F", "-a", "--colour=always", "tree"),
+            "Rust (exa, 0.8 MB): a coloured tree of a directory, sorted by name", files=SOURCE_TREE),
+    Program("gprbuild", ("gprbuild:armhf", *_armhf("libgnat-12", "libgnatprj10", "libxmlada-dom8",
+                                                   "libxmlada-input7", "libxmlada-sax7", "libxmlada-schema7",
+                                                   "libxmlada-unicode7")),
+            "usr/bin/gprbuild", ("-P", "p.gpr", "--config=cfg.cgpr", "-j1"),
+            "Ada (GNAT's gprbuild, 5 MB, libgnat and libgnatprj): reads a project and its configuration, "
+            "compiles its one source (the host's /bin/true), then stops without an archive builder, exit 1",
+            files=GPR_FILES),
     Program("cmake", ("cmake:armhf", *CURL_LIBS, "libarchive13:armhf", "libacl1:armhf", "libbz2-1.0:armhf",
                       "libicu72:armhf", "libjsoncpp25:armhf", "liblz4-1:armhf", "liblzma5:armhf", "librhash0:armhf",
                       "libuv1:armhf", "libxml2:armhf"), "usr/bin/cmake", ("-P", "script.cmake"),
