@@ -31,14 +31,8 @@ def test_inline_system_call_numbers_are_read_where_they_are(variant: str, return
 
 def test_inline_system_call_numbers_rehost(tmp_path: Path, rehost_server: str) -> None:
     """The same through ReHost's communicator: cachesim's results equal InHost's."""
-    from tests.support.rehost import run_rehost
+    from tests.support.rehost import assert_rehost_results_equal
 
     program = build("inline_syscall_numbers", "O2-thumb-dyn")
     original, _, _ = traced_original(program, tmp_path)
-    inhost = run_prog(instrument(program, "cachesim", tmp_path, slot="inst"))
-    assert_same_behaviour(original, inhost)
-    rehost = instrument(program, "cachesim", tmp_path, "--mode", "rehost", slot="rhst")
-    run, outcome = run_rehost(rehost, rehost_server)
-    assert_same_behaviour(original, run)
-    assert outcome.summary.complete, outcome.error
-    assert (rehost.parent / "prog.cachesim.out").read_bytes() == (inhost.cwd / "prog.cachesim.out").read_bytes()
+    assert_rehost_results_equal(program, original, tmp_path, rehost_server)

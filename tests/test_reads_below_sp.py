@@ -61,17 +61,11 @@ def test_addresses_read_below_sp_are_the_originals(variant: str, tmp_path: Path)
 
 def test_stack_read_below_sp_rehost(tmp_path: Path, rehost_server: str) -> None:
     """ReHost's records are pushed by the same sites: cachesim's results equal InHost's."""
-    from tests.support.rehost import run_rehost
+    from tests.support.rehost import assert_rehost_results_equal
 
     program = build("reads_below_sp", "O2-thumb-dyn")
     original, _, _ = traced_original(program, tmp_path)
-    inhost = run_prog(instrument(program, "cachesim", tmp_path, slot="inst"))
-    assert_same_behaviour(original, inhost)
-    rehost = instrument(program, "cachesim", tmp_path, "--mode", "rehost", slot="rhst")
-    run, outcome = run_rehost(rehost, rehost_server)
-    assert_same_behaviour(original, run)
-    assert outcome.summary.complete, outcome.error
-    assert (rehost.parent / "prog.cachesim.out").read_bytes() == (inhost.cwd / "prog.cachesim.out").read_bytes()
+    assert_rehost_results_equal(program, original, tmp_path, rehost_server)
 
 
 def test_the_reads_are_found_from_the_block_start() -> None:

@@ -111,3 +111,17 @@ def assert_counted_exactly(binary: Path, original: Run, pcs: dict, tmp: Path, ad
     rehost, outcome = run_rehost(instrument(binary, "inscount", tmp, "--mode", "rehost", slot="rhst"), address, [])
     assert_same_behaviour(original, rehost)
     assert outcome.summary.complete
+
+
+def assert_rehost_results_equal(binary: Path, original: Run, tmp: Path, address: str, tool: str = "cachesim") -> None:
+    """``tool``'s InHost and ReHost copies of ``binary`` (the ReHost one against the server at
+    ``address``) behave as ``original``, the session completes, and the two results files
+    are the same bytes."""
+    inhost = run_prog(instrument(binary, tool, tmp, slot="inst"))
+    assert_same_behaviour(original, inhost)
+    rehost = instrument(binary, tool, tmp, "--mode", "rehost", slot="rhst")
+    run, outcome = run_rehost(rehost, address)
+    assert_same_behaviour(original, run)
+    assert outcome.summary.complete, outcome.error
+    name = f"prog.{tool}.out"
+    assert (rehost.parent / name).read_bytes() == (inhost.cwd / name).read_bytes()
