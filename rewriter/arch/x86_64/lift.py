@@ -69,7 +69,10 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     names = {**{address: name for address, (name, _) in sizes.items()}, **binary.plt}
     taken = sorted(_code_addresses_in_data(elf, code) | pads)
     binary.address_taken = set(taken)
-    procedures = _Descents(md, reader, names, sizes, code, plt, taken, starts).run()
+    descents = _Descents(md, reader, names, sizes, code, plt, taken, starts)
+    procedures = descents.run()
+    binary.switch_cases = {jump: cases for d in descents.descents.values() for jump, cases in d.switches.items()}
+    binary.code_pointers = set(taken)
     for name, lo, hi, _, instructions in plt_code:
         proc = Procedure(name, lo, hi - lo, thumb=False)
         _make_blocks(proc, instructions)
@@ -322,6 +325,7 @@ class _Descent:
         self.keys: list[int] = []  # the addresses of found, in order
         self.covered: set[int] = set()  # every byte of the instructions found
         self.cases: set[int] = set()
+        self.switches: dict[int, set[int]] = {}  # each switch's jump -> its cases
         self.unresolved: list[Instruction] = []  # indirect jumps whose cases are not known (yet)
         self.given_up: list[Instruction] = []
 
@@ -364,6 +368,7 @@ class _Descent:
         if not cases:
             self.unresolved.append(jump)
             return
+        self.switches[jump.address] = set(cases)
         for case in cases:
             if self.lo <= case < self.hi:
                 self.cases.add(case)  # a block starts there, found already or not

@@ -1,0 +1,183 @@
+"""A 64-bit ELF program with its procedures copied into a region of its own (x86-64 today).
+
+The image keeps every original byte where it was but the jumps written over the entries
+(arch/<isa>/patches.py) and the loader stub, which goes into the slack at the end of the
+text segment (the segment grows over it) and becomes the ELF entry. The region (the
+copies) is appended to the file at a page boundary; the stub maps it from the file at its
+fixed offset from the image when the program starts (runtime_stubs/x86_64/stub.S).
+
+Where the region goes: below the image, so that the heap, which the kernel starts after
+the image's last segment, stays where it was, and within a 32-bit displacement of all of
+it, so that every copy reaches the original data and code directly. A fixed-address
+program whose first segment is too low for that (the usual 0x400000 leaves 4 MiB) gets its
+region above the image, past where the kernel may start the heap (up to 1 GiB after the
+image with address-space randomisation) and under 2 GiB from its start.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass, field
+
+from elftools.elf.elffile import ELFFile
+
+from ..arch.code import Code
+from ..arch.x86_64 import loader
+from ..arch.x86_64.patches import entry_patches
+from ..arch.x86_64.relocate import JMP_SIZE, Copier, ins_label
+from ..errors import AnvilError
+from ..ir.model import Binary, Procedure
+from .inhost import atomic_write, described_end
+
+PAGE = 0x1000
+# The lowest address a program may map (Linux's default vm.mmap_min_addr).
+LOWEST = 0x10000
+# Room left between the region and the image below it, and the heap's room above one.
+GAP = 0x200000
+HEAP_ROOM = 0x48000000
+REACH = 1 << 31
+
+
+@dataclass
+class CopyReport:
+    """What was copied and what runs in place."""
+
+    copied: int = 0
+    instructions: int = 0
+    region: int = 0
+    region_size: int = 0
+    in_place: list[str] = field(default_factory=list)  # procedures left in the original, with why
+    short_entries: list[int] = field(default_factory=list)  # entries without room for a jump
+
+
+def copyable(binary: Binary) -> tuple[list[Procedure], list[str]]:
+    """The procedures to copy, and why each other one runs in place."""
+    chosen, left = [], []
+    for proc in binary.procedures:
+        if proc.name.startswith(".plt"):
+            continue  # calls from the copies go to the original PLT, which runs as it always did
+        if proc.undecodable or proc.jumped_into:
+            left.append(f"{proc.name}: code the descent cannot follow")
+            continue
+        chosen.append(proc)
+    return chosen, left
+
+
+def _image_span(binary: Binary) -> tuple[int, int]:
+    return (min(s.vaddr for s in binary.segments) & ~(PAGE - 1),
+            max(s.vaddr + s.memsz for s in binary.segments))
+
+
+def region_address(binary: Binary, size: int) -> int:
+    """The region's link address (see the module's docstring)."""
+    low, high = _image_span(binary)
+    span = (size + PAGE - 1) & ~(PAGE - 1)
+    below = (low - span - GAP) & ~(GAP - 1)
+    if binary.is_pie or below >= LOWEST:
+        address = below
+    else:
+        address = (high + HEAP_ROOM + PAGE - 1) & ~(PAGE - 1)
+    if max(high, address + span) - min(low, address) >= REACH:
+        raise AnvilError(f"{binary.path}: the program and its copies ({span:#x} bytes) do not fit in 2 GiB")
+    return address
+
+
+def _text_segment(elf: ELFFile, entry: int) -> tuple[int, dict]:
+    for index, seg in enumerate(elf.iter_segments()):
+        if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1 \
+                and seg["p_vaddr"] <= entry < seg["p_vaddr"] + seg["p_memsz"]:
+            return index, seg.header
+    raise AnvilError("no executable segment holds the program's entry")
+
+
+def _slack(elf: ELFFile, text: dict) -> int | None:
+    """Where the stub goes if there is room after the text segment's last byte: in memory up
+    to the next segment, and in the file before anything else the file holds there (a
+    linker that pads segments to pages leaves room; lld, which packs them, leaves none)."""
+    end = text["p_vaddr"] + text["p_memsz"]
+    at = (end + 15) & ~15
+    file_at = text["p_offset"] + (at - text["p_vaddr"])
+    limit = (end + PAGE - 1) & ~(PAGE - 1)  # the segment's last page; the next one starts after it at the earliest
+    for seg in elf.iter_segments():
+        if seg["p_type"] == "PT_LOAD" and seg["p_vaddr"] >= end:
+            limit = min(limit, seg["p_vaddr"])
+    taken = [(s["p_offset"], s["p_offset"] + s["p_filesz"]) for s in elf.iter_segments()
+             if s["p_type"] == "PT_LOAD" and s["p_offset"] != text["p_offset"]]
+    taken += [(s["sh_offset"], s["sh_offset"] + s["sh_size"]) for s in elf.iter_sections()
+              if s["sh_type"] != "SHT_NOBITS" and s["sh_size"]]
+    taken.append((elf["e_shoff"], elf["e_shoff"] + elf["e_shnum"] * elf["e_shentsize"]))
+    clear = file_at + loader.size() <= described_end(elf) and \
+        all(hi <= file_at or lo >= file_at + loader.size() for lo, hi in taken)
+    return at if at + loader.size() <= limit and clear else None
+
+
+def _cave(procs: list[Procedure], patched: set[int], short: set[int]) -> int | None:
+    """A place for the stub in original bytes that nothing runs any more: in a copied
+    procedure whose every entry has a jump (none runs in place, on into the cave), on a
+    run of its own instructions after one of those jumps and before the next entry."""
+    size = loader.size()
+    for proc in procs:
+        instructions = list(proc.instructions())
+        if proc.address not in patched or any(ins.address in short for ins in instructions):
+            continue
+        start = end = None
+        for ins in instructions:
+            if ins.address in patched:
+                start = end = ins.address + JMP_SIZE
+            elif end is None or ins.address > end:
+                start = end = None  # a gap: what lies in it is not known to be dead
+            if start is not None and ins.end > end:
+                end = ins.end
+                if end - start >= size:
+                    return start
+    return None
+
+
+def write_copied(binary: Binary, output: str) -> CopyReport:
+    """Copy every procedure of ``binary`` that can be into a region and write the program,
+    which runs the copies, to ``output``."""
+    procs, left = copyable(binary)
+    report = CopyReport(in_place=left)
+    code = Code(0)
+    copier = Copier(code)
+    for proc in procs:
+        copier.copy_procedure(proc)
+        report.instructions += sum(len(b.instructions) for b in proc.blocks)
+    report.copied = len(procs)
+    region = region_address(binary, code.size)
+    code.rebase(region)
+    data = code.finish(lambda key: code.labels[key])
+    report.region, report.region_size = region, len(data)
+
+    patches, report.short_entries = entry_patches(binary, procs)
+    elf = ELFFile(io.BytesIO(binary.data))
+    text_index, text = _text_segment(elf, binary.entry)
+    stub_at = _slack(elf, text)
+    grows = stub_at is not None
+    if stub_at is None:
+        stub_at = _cave(procs, {p.address for p in patches}, set(report.short_entries))
+    if stub_at is None:
+        raise AnvilError(f"{binary.path}: no room for the loader stub (after the text segment, or in a copied "
+                         "procedure)")
+    described = described_end(elf)
+    out, overlay = bytearray(binary.data[:described]), binary.data[described:]
+    region_offset = (len(out) + PAGE - 1) & ~(PAGE - 1)
+    stub = loader.assemble(stub_at, {"ANVIL_REGION": region, "ANVIL_LENGTH": len(data),
+                                     "ANVIL_OFFSET": region_offset, "ANVIL_ENTRY": binary.entry})
+    for patch in patches:
+        jump = patch.bytes_to(code.labels[ins_label(patch.address)])
+        at = binary.file_offset(patch.address)
+        out[at:at + len(jump)] = jump
+    stub_offset = text["p_offset"] + (stub_at - text["p_vaddr"]) if grows else binary.file_offset(stub_at)
+    out[stub_offset:stub_offset + len(stub.code)] = stub.code
+    if grows:
+        grown = stub_at + len(stub.code) - text["p_vaddr"]
+        header = elf["e_phoff"] + text_index * elf["e_phentsize"]
+        struct.pack_into("<QQ", out, header + 32, grown, max(grown, text["p_memsz"]))
+    struct.pack_into("<Q", out, 24, stub_at)
+    out += b"\0" * (region_offset - len(out))
+    out += data
+    out += overlay
+    atomic_write(output, bytes(out))
+    return report

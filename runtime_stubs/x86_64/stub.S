@@ -1,0 +1,96 @@
+# Loader stub of an x86-64 program, placed in the unused tail of its text segment and made
+# the ELF entry point. It maps the instrumentation region from the file itself
+# (/proc/self/exe) at its fixed offset from the image (below it: the heap the kernel
+# starts after the image stays where it was), restores every register and the flags as
+# the kernel or the dynamic linker handed them over (rdx: the dynamic linker's fini
+# function) and goes on at the program's entry, whose patch jumps to its copy.
+#
+# Symbols defined at link time (--defsym): ANVIL_REGION (the region's link address),
+# ANVIL_LENGTH (its size), ANVIL_OFFSET (its page-aligned offset in the file), ANVIL_ENTRY
+# (the program's entry).
+#
+# The stack just below the initial RSP is the program's: it may read it before writing it
+# (never-touched stack reads as zero), so the stub works FAR_BELOW bytes lower and zeroes
+# the slots it used there before it leaves.
+    .equ FAR_BELOW, 16384
+    .equ O_RDONLY, 0
+    .equ PROT_READ_EXEC, 5
+    .equ MAP_PRIVATE_FIXED_NOREPLACE, 0x100002
+    .equ SYS_WRITE, 1
+    .equ SYS_OPEN, 2
+    .equ SYS_CLOSE, 3
+    .equ SYS_MMAP, 9
+    .equ SYS_EXIT_GROUP, 231
+
+    .section .anvil_stub, "ax", @progbits
+    .globl _anvil_stub
+    .type _anvil_stub, @function
+_anvil_stub:
+    lea -FAR_BELOW(%rsp), %rsp
+    push %rax
+    push %rcx
+    push %rdx
+    push %rsi
+    push %rdi
+    push %r8
+    push %r9
+    push %r10
+    push %r11
+    push %r12
+    pushfq
+    lea _anvil_stub(%rip), %r12
+    movabs $_anvil_stub, %rax
+    sub %rax, %r12                      # the load bias
+    lea path(%rip), %rdi
+    mov $O_RDONLY, %esi
+    xor %edx, %edx
+    mov $SYS_OPEN, %eax
+    syscall
+    test %rax, %rax
+    js fail
+    mov %rax, %r8                       # the file
+    movabs $ANVIL_REGION, %rdi
+    add %r12, %rdi                      # where the region goes (kept: syscall leaves rdi)
+    movabs $ANVIL_LENGTH, %rsi
+    mov $PROT_READ_EXEC, %edx
+    mov $MAP_PRIVATE_FIXED_NOREPLACE, %r10d
+    movabs $ANVIL_OFFSET, %r9
+    mov $SYS_MMAP, %eax
+    syscall
+    cmp %rax, %rdi                      # another mapping there, or a kernel without NOREPLACE
+    jne fail
+    mov %r8, %rdi
+    mov $SYS_CLOSE, %eax
+    syscall
+    popfq
+    pop %r12
+    pop %r11
+    pop %r10
+    pop %r9
+    pop %r8
+    pop %rdi
+    pop %rsi
+    pop %rdx
+    pop %rcx
+    pop %rax
+    .irp slot, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
+    movq $0, -8*\slot(%rsp)
+    .endr
+    lea FAR_BELOW(%rsp), %rsp
+    jmp ANVIL_ENTRY
+
+fail:
+    mov $2, %edi
+    lea message(%rip), %rsi
+    mov $(message_end - message), %edx
+    mov $SYS_WRITE, %eax
+    syscall
+    mov $127, %edi
+    mov $SYS_EXIT_GROUP, %eax
+    syscall
+
+path:
+    .asciz "/proc/self/exe"
+message:
+    .ascii "anvil: cannot map the instrumentation region\n"
+message_end:
