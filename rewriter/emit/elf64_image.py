@@ -24,8 +24,8 @@ from elftools.elf.elffile import ELFFile
 
 from ..arch.code import Code
 from ..arch.x86_64 import loader
-from ..arch.x86_64.patches import entry_patches
-from ..arch.x86_64.relocate import JMP_SIZE, Copier, ins_label
+from ..arch.x86_64.patches import EntryPatch, dead_runs, entry_patches, return_sites
+from ..arch.x86_64.relocate import Copier, ins_label
 from ..errors import AnvilError
 from ..ir.model import Binary, Procedure
 from .inhost import atomic_write, described_end
@@ -48,7 +48,7 @@ class CopyReport:
     region: int = 0
     region_size: int = 0
     in_place: list[str] = field(default_factory=list)  # procedures left in the original, with why
-    short_entries: list[int] = field(default_factory=list)  # entries without room for a jump
+    short_entries: list[int] = field(default_factory=list)  # entries and return sites without room for a jump
 
 
 def copyable(binary: Binary) -> tuple[list[Procedure], list[str]]:
@@ -112,35 +112,35 @@ def _slack(elf: ELFFile, text: dict) -> int | None:
     return at if at + loader.size() <= limit and clear else None
 
 
-def _cave(procs: list[Procedure], patched: set[int], short: set[int]) -> int | None:
+def _cave(procs: list[Procedure], patches: list[EntryPatch], short: set[int]) -> int | None:
     """A place for the stub in original bytes that nothing runs any more: in a copied
-    procedure whose every entry has a jump (none runs in place, on into the cave), on a
-    run of its own instructions after one of those jumps and before the next entry."""
+    procedure none of whose entries runs in place (on into the cave), on a run of its own
+    instructions that no entry starts and no patch or trampoline covers."""
     size = loader.size()
+    patched = {patch.address for patch in patches}
+    used = [span for patch in patches for span in patch.spans()]
     for proc in procs:
         instructions = list(proc.instructions())
         if proc.address not in patched or any(ins.address in short for ins in instructions):
             continue
-        start = end = None
-        for ins in instructions:
-            if ins.address in patched:
-                start = end = ins.address + JMP_SIZE
-            elif end is None or ins.address > end:
-                start = end = None  # a gap: what lies in it is not known to be dead
-            if start is not None and ins.end > end:
-                end = ins.end
-                if end - start >= size:
-                    return start
+        runs = dead_runs(instructions, patched, used, size)
+        if runs:
+            return runs[0][0]
     return None
 
 
-def write_copied(binary: Binary, output: str) -> CopyReport:
+def write_copied(binary: Binary, output: str, original_returns: bool | None = None) -> CopyReport:
     """Copy every procedure of ``binary`` that can be into a region and write the program,
-    which runs the copies, to ``output``."""
+    which runs the copies, to ``output``. ``original_returns``: calls push the original
+    return addresses (default: where the program's stack may be unwound)."""
     procs, left = copyable(binary)
     report = CopyReport(in_place=left)
+    if original_returns is None:
+        original_returns = binary.unwinds
+    returns = return_sites(procs) if original_returns else set()
+    patches, report.short_entries = entry_patches(binary, procs, returns)
     code = Code(0)
-    copier = Copier(code)
+    copier = Copier(code, returns - set(report.short_entries))
     for proc in procs:
         copier.copy_procedure(proc)
         report.instructions += sum(len(b.instructions) for b in proc.blocks)
@@ -150,13 +150,12 @@ def write_copied(binary: Binary, output: str) -> CopyReport:
     data = code.finish(lambda key: code.labels[key])
     report.region, report.region_size = region, len(data)
 
-    patches, report.short_entries = entry_patches(binary, procs)
     elf = ELFFile(io.BytesIO(binary.data))
     text_index, text = _text_segment(elf, binary.entry)
     stub_at = _slack(elf, text)
     grows = stub_at is not None
     if stub_at is None:
-        stub_at = _cave(procs, {p.address for p in patches}, set(report.short_entries))
+        stub_at = _cave(procs, patches, set(report.short_entries))
     if stub_at is None:
         raise AnvilError(f"{binary.path}: no room for the loader stub (after the text segment, or in a copied "
                          "procedure)")
@@ -166,9 +165,9 @@ def write_copied(binary: Binary, output: str) -> CopyReport:
     stub = loader.assemble(stub_at, {"ANVIL_REGION": region, "ANVIL_LENGTH": len(data),
                                      "ANVIL_OFFSET": region_offset, "ANVIL_ENTRY": binary.entry})
     for patch in patches:
-        jump = patch.bytes_to(code.labels[ins_label(patch.address)])
-        at = binary.file_offset(patch.address)
-        out[at:at + len(jump)] = jump
+        for address, jump in patch.writes(code.labels[ins_label(patch.address)]):
+            at = binary.file_offset(address)
+            out[at:at + len(jump)] = jump
     stub_offset = text["p_offset"] + (stub_at - text["p_vaddr"]) if grows else binary.file_offset(stub_at)
     out[stub_offset:stub_offset + len(stub.code)] = stub.code
     if grows:

@@ -27,6 +27,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from ...errors import AnvilError
+from ...ir.elf_loader import read_runtime_facts
 from ...ir.exception_tables import landing_pads
 from ...ir.model import Binary, Block, Instruction, Procedure, Segment
 from .decode import RIP, decode_one, make_disassembler
@@ -81,6 +82,7 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     for index, proc in enumerate(binary.procedures):
         proc.index = index
         proc.binary = binary
+    read_runtime_facts(binary, elf, stripped=not sizes)
     return binary
 
 

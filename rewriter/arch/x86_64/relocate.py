@@ -13,7 +13,11 @@ An instruction is copied byte for byte unless its meaning depends on where it is
 - a legacy branch-hint or BND prefix before a direct branch is dropped (it means nothing
   to today's processors, and the branch is written anew).
 
-Calls in the copies push the copy's return address; ``ret`` goes back into the copy.
+Calls in the copies push the copy's return address, and ``ret`` goes back into the copy,
+unless the program's stack may be unwound (C++ exceptions, ``backtrace``): the unwinder
+looks every return address up in the original's ``.eh_frame``, so there a call pushes the
+original return address and jumps (``emulated_call``), and the original return site gets
+a jump to its copy (patches.py) where it has room for one.
 Where the copy of an instruction falls through to code that is not the next copied
 instruction (a gap, the end of a procedure), a ``jmp`` goes on at the right place.
 Indirect jumps and calls keep their original targets: procedure entries, switch cases and
@@ -85,10 +89,12 @@ def _disp_offset(ins: Instruction) -> int:
 
 
 class Copier:
-    """Copies procedures into ``code``, each instruction labelled ``ins_label(address)``."""
+    """Copies procedures into ``code``, each instruction labelled ``ins_label(address)``;
+    calls whose return site is one of ``original_returns`` push the original return address."""
 
-    def __init__(self, code: Code) -> None:
+    def __init__(self, code: Code, original_returns: set[int] = frozenset()) -> None:
         self.code = code
+        self.original_returns = original_returns
 
     def target(self, address: int) -> Resolver:
         """What a branch to ``address`` goes to once every copy is placed: the copy, or the original."""
@@ -114,7 +120,9 @@ class Copier:
 
     def copy(self, ins: Instruction) -> None:
         """The copy of one instruction at the code's end."""
-        if ins.branch_target is not None and not ins.is_indirect:
+        if ins.is_call and ins.end in self.original_returns:
+            self._emulated_call(ins)
+        elif ins.branch_target is not None and not ins.is_indirect:
             self._direct(ins)
         elif ins.reads_pc:
             self._rip_relative(ins)
@@ -158,3 +166,45 @@ class Copier:
         def fixup(at: int, _resolve: Resolver) -> bytes:
             return raw[:offset] + rel32(at, size, absolute) + raw[offset + 4:]
         self.code.later(size, fixup)
+
+    def _emulated_call(self, ins: Instruction) -> None:
+        """A call that pushes the original return address, then jumps to the callee's copy
+        (direct) or to where the call's operand says (indirect). Neither the flags nor any
+        register change; what is written below RSP is the return address's slot and, for an
+        indirect call, the target's, which the call itself would have overwritten and which
+        lies in the red zone the kernel's signal frames step over."""
+        code, site = self.code, ins.end
+        if ins.is_indirect:
+            # push <operand>: the call's own encoding (FF /2) with the ModRM's reg field 6;
+            # RSP-based operands are read before the push moves RSP, as the call reads them.
+            push = _as_push(ins)
+            self.copy(push)
+            code.emit(bytes.fromhex("50"            # push rax
+                                    "488b442408"    # mov rax, [rsp+8]: the target
+                                    "488944 24f8")) # mov [rsp-8], rax
+        else:
+            code.emit(bytes.fromhex("488d6424f8"    # lea rsp, [rsp-8]: the return address's slot
+                                    "50"))          # push rax
+        code.later(7, lambda at, _r: bytes.fromhex("488d05") + rel32(at, 7, site))  # lea rax, [rip+site]
+        code.emit(bytes.fromhex("4889442408"        # mov [rsp+8], rax
+                                "58"))              # pop rax
+        if ins.is_indirect:
+            code.emit(bytes.fromhex("ff6424f0"))    # jmp [rsp-16]: the target
+        else:
+            resolve = self.target(ins.branch_target)
+            code.later(JMP_SIZE, lambda at, _r: jump_bytes(at, resolve(None)))
+
+
+def _as_push(call: Instruction) -> Instruction:
+    """``push`` of an indirect call's operand (same length, same operand bytes)."""
+    raw = bytearray(call.raw)
+    start = 0
+    while raw[start] in _PREFIXES:
+        start += 1
+    raw = raw[start:]
+    rex = 1 if 0x40 <= raw[0] <= 0x4F else 0
+    if raw[rex] != 0xFF or (raw[rex + 1] >> 3) & 7 != 2:
+        raise AnvilError(f"{call}: an indirect call of an unknown form")
+    raw[rex + 1] = (raw[rex + 1] & 0xC7) | 6 << 3
+    return Instruction(address=call.address + start, size=len(raw), raw=bytes(raw), thumb=False,
+                       mnemonic="push", op_str=call.op_str, name="push", reads_pc=call.reads_pc)
