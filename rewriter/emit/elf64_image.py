@@ -28,6 +28,7 @@ from ..arch.x86_64.patches import EntryPatch, dead_runs, entry_patches, return_s
 from ..arch.x86_64.relocate import Copier, ins_label
 from ..errors import AnvilError
 from ..ir.model import Binary, Procedure
+from . import file_gap
 from .inhost import atomic_write, described_end
 
 PAGE = 0x1000
@@ -91,6 +92,13 @@ def _text_segment(elf: ELFFile, entry: int) -> tuple[int, dict]:
     raise AnvilError("no executable segment holds the program's entry")
 
 
+def _file_offset(elf: ELFFile, address: int) -> int:
+    for seg in elf.iter_segments():
+        if seg["p_type"] == "PT_LOAD" and seg["p_vaddr"] <= address < seg["p_vaddr"] + seg["p_filesz"]:
+            return seg["p_offset"] + address - seg["p_vaddr"]
+    raise AssertionError(f"{address:#x} has no bytes in the file")
+
+
 def _slack(elf: ELFFile, text: dict) -> int | None:
     """Where the stub goes if there is room after the text segment's last byte: in memory up
     to the next segment, and in the file before anything else the file holds there (a
@@ -150,25 +158,37 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     data = code.finish(lambda key: code.labels[key])
     report.region, report.region_size = region, len(data)
 
-    elf = ELFFile(io.BytesIO(binary.data))
+    original = binary.data
+    elf = ELFFile(io.BytesIO(original))
     text_index, text = _text_segment(elf, binary.entry)
     stub_at = _slack(elf, text)
     grows = stub_at is not None
     if stub_at is None:
         stub_at = _cave(procs, patches, set(report.short_entries))
     if stub_at is None:
+        # A linker that packs the file (ld.lld) leaves no slack there and a small program may
+        # have no dead run long enough: a gap opened in the file after the text (file_gap.py).
+        end = text["p_offset"] + text["p_filesz"]
+        gap = file_gap.gap_size(original, end)
+        if gap is not None:
+            original = file_gap.open_gap(original, end, gap)
+            elf = ELFFile(io.BytesIO(original))
+            text_index, text = _text_segment(elf, binary.entry)
+            stub_at = _slack(elf, text)
+            grows = stub_at is not None
+    if stub_at is None:
         raise AnvilError(f"{binary.path}: no room for the loader stub (after the text segment, or in a copied "
                          "procedure)")
     described = described_end(elf)
-    out, overlay = bytearray(binary.data[:described]), binary.data[described:]
+    out, overlay = bytearray(original[:described]), original[described:]
     region_offset = (len(out) + PAGE - 1) & ~(PAGE - 1)
     stub = loader.assemble(stub_at, {"ANVIL_REGION": region, "ANVIL_LENGTH": len(data),
                                      "ANVIL_OFFSET": region_offset, "ANVIL_ENTRY": binary.entry})
     for patch in patches:
         for address, jump in patch.writes(code.labels[ins_label(patch.address)]):
-            at = binary.file_offset(address)
+            at = _file_offset(elf, address)
             out[at:at + len(jump)] = jump
-    stub_offset = text["p_offset"] + (stub_at - text["p_vaddr"]) if grows else binary.file_offset(stub_at)
+    stub_offset = text["p_offset"] + (stub_at - text["p_vaddr"])
     out[stub_offset:stub_offset + len(stub.code)] = stub.code
     if grows:
         grown = stub_at + len(stub.code) - text["p_vaddr"]
