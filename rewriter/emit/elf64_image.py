@@ -50,6 +50,7 @@ class CopyReport:
     region_size: int = 0
     in_place: list[str] = field(default_factory=list)  # procedures left in the original, with why
     short_entries: list[int] = field(default_factory=list)  # entries and return sites without room for a jump
+    jumps: set[int] = field(default_factory=set)  # where a jump was written over the original (and trampolines)
 
 
 def copyable(binary: Binary) -> tuple[list[Procedure], list[str]]:
@@ -147,6 +148,7 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
         original_returns = binary.unwinds
     returns = return_sites(procs) if original_returns else set()
     patches, report.short_entries = entry_patches(binary, procs, returns)
+    report.jumps = {patch.address for patch in patches} | {p.trampoline for p in patches if p.trampoline is not None}
     code = Code(0)
     copier = Copier(code, returns - set(report.short_entries))
     for proc in procs:
