@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from elftools.elf.elffile import ELFFile
@@ -25,7 +26,7 @@ from elftools.elf.elffile import ELFFile
 from ..arch.code import Code
 from ..arch.x86_64 import loader
 from ..arch.x86_64.patches import EntryPatch, dead_runs, entry_patches, return_sites
-from ..arch.x86_64.relocate import Copier, ins_label
+from ..arch.x86_64.relocate import Copier, Hooks, ins_label
 from ..errors import AnvilError
 from ..ir.model import Binary, Procedure
 from . import file_gap
@@ -51,14 +52,13 @@ class CopyReport:
     in_place: list[str] = field(default_factory=list)  # procedures left in the original, with why
     short_entries: list[int] = field(default_factory=list)  # entries and return sites without room for a jump
     jumps: set[int] = field(default_factory=set)  # where a jump was written over the original (and trampolines)
+    hooks: object = None  # what lowered the hooks (their counts)
 
 
 def copyable(binary: Binary) -> tuple[list[Procedure], list[str]]:
     """The procedures to copy, and why each other one runs in place."""
     chosen, left = [], []
     for proc in binary.procedures:
-        if proc.name.startswith(".plt"):
-            continue  # calls from the copies go to the original PLT, which runs as it always did
         if proc.undecodable or proc.jumped_into:
             left.append(f"{proc.name}: code the descent cannot follow")
             continue
@@ -138,10 +138,23 @@ def _cave(procs: list[Procedure], patches: list[EntryPatch], short: set[int]) ->
     return None
 
 
-def write_copied(binary: Binary, output: str, original_returns: bool | None = None) -> CopyReport:
+@dataclass
+class Library:
+    """Code and data the region holds after the copies (the analysis library, the runtime),
+    linked where ``link(text_address)`` says; ``symbol(name)`` then gives their addresses."""
+
+    size: int  # bytes from the library's start to the end of its zero-filled data, however linked
+    link: Callable[[int], tuple[bytes, dict[str, int]]]
+
+
+def write_copied(binary: Binary, output: str, original_returns: bool | None = None,
+                 hooks: Callable[[Callable[[str], int]], Hooks] | None = None,
+                 library: Library | None = None) -> CopyReport:
     """Copy every procedure of ``binary`` that can be into a region and write the program,
     which runs the copies, to ``output``. ``original_returns``: calls push the original
-    return addresses (default: where the program's stack may be unwound)."""
+    return addresses (default: where the program's stack may be unwound). ``hooks(symbol)``:
+    what goes between the copied instructions, given the library's symbols; ``library``:
+    what the region holds after the copies (the stub then calls its ``anvil_start``)."""
     procs, left = copyable(binary)
     report = CopyReport(in_place=left)
     if original_returns is None:
@@ -149,15 +162,24 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     returns = return_sites(procs) if original_returns else set()
     patches, report.short_entries = entry_patches(binary, procs, returns)
     report.jumps = {patch.address for patch in patches} | {p.trampoline for p in patches if p.trampoline is not None}
+    symbols: dict[str, int] = {}
+    lowering = hooks(symbols.__getitem__) if hooks is not None else None
     code = Code(0)
-    copier = Copier(code, returns - set(report.short_entries))
+    copier = Copier(code, returns - set(report.short_entries), lowering)
     for proc in procs:
         copier.copy_procedure(proc)
         report.instructions += sum(len(b.instructions) for b in proc.blocks)
     report.copied = len(procs)
-    region = region_address(binary, code.size)
+    report.hooks = lowering
+    library_offset = (code.size + 63) & ~63
+    region = region_address(binary, library_offset + (library.size if library is not None else 0))
     code.rebase(region)
+    tail = b""
+    if library is not None:
+        tail, linked = library.link(region + library_offset)
+        symbols.update(linked)
     data = code.finish(lambda key: code.labels[key])
+    data += b"\0" * (library_offset - len(data)) + tail
     report.region, report.region_size = region, len(data)
 
     original = binary.data
@@ -185,7 +207,8 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     out, overlay = bytearray(original[:described]), original[described:]
     region_offset = (len(out) + PAGE - 1) & ~(PAGE - 1)
     stub = loader.assemble(stub_at, {"ANVIL_REGION": region, "ANVIL_LENGTH": len(data),
-                                     "ANVIL_OFFSET": region_offset, "ANVIL_ENTRY": binary.entry})
+                                     "ANVIL_OFFSET": region_offset, "ANVIL_ENTRY": binary.entry,
+                                     "ANVIL_INIT": symbols.get("anvil_start", 0)})
     for patch in patches:
         for address, jump in patch.writes(code.labels[ins_label(patch.address)]):
             at = _file_offset(elf, address)

@@ -411,17 +411,20 @@ def _library_sources(tool: Tool, toolchain: tb.Toolchain, deferred: SiteTable | 
 
 
 @gc_paused
-def require_rewritable(binary: Binary) -> None:
-    """Refuse a program of an ISA whose hooks cannot be lowered yet (x86-64 is read, for
-    ``anvil inspect``, but its instructions are not relocated yet: decision 0105)."""
-    if binary.machine != "arm":
+def require_rewritable(binary: Binary, mode: str = "rehost") -> None:
+    """Refuse a program of an ISA whose hooks cannot be lowered yet in ``mode`` (x86-64:
+    InHost counting tools only, decision 0110)."""
+    if binary.machine != "arm" and (binary.machine != "x86-64" or mode != "inhost"):
         raise AnvilError(f"{binary.path}: {binary.machine} programs can be read (anvil inspect) but not yet "
-                         "instrumented: this build instruments 32-bit ARM only")
+                         f"instrumented in {mode} mode")
 
 
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
     """Run ``tool`` over ``binary`` and write the InHost-instrumented executable to ``output``."""
-    require_rewritable(binary)
+    require_rewritable(binary, "inhost")
+    if binary.machine == "x86-64":
+        from .elf64_inhost import instrument as instrument_x86_64
+        return instrument_x86_64(binary, tool, opts, output)
     started = time.monotonic()
     binary.clear_hooks()
     run_instrument(tool, binary, opts)

@@ -27,7 +27,8 @@ def c_string(text: str) -> str:
     return "".join(out)
 
 
-_DIRECTIVES = {"uint8_t": (".byte", 1), "uint16_t": (".short", 2), "uint32_t": (".word", 4)}
+# Sizes the GNU assembler reads alike for every target (".word" is 4 bytes on ARM, 2 on x86).
+_DIRECTIVES = {"uint8_t": (".byte", 1), "uint16_t": (".2byte", 2), "uint32_t": (".4byte", 4)}
 
 
 def _array(ctype: str, name: str, values: list[int], per_line: int = 32) -> str:

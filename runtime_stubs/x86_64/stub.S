@@ -5,16 +5,20 @@
 # the kernel or the dynamic linker handed them over (rdx: the dynamic linker's fini
 # function) and goes on at the program's entry, whose patch jumps to its copy.
 #
+# Once the region is mapped it calls anvil_start(bias, initial RSP, &saved rdx) there
+# (runtime_stubs/x86_64/anvil_rt.c), which may change the rdx the program starts with.
+#
 # Symbols defined at link time (--defsym): ANVIL_REGION (the region's link address),
 # ANVIL_LENGTH (its size), ANVIL_OFFSET (its page-aligned offset in the file), ANVIL_ENTRY
-# (the program's entry).
+# (the program's entry), ANVIL_INIT (anvil_start's link address).
 #
 # The stack just below the initial RSP is the program's: it may read it before writing it
 # (never-touched stack reads as zero), so the stub works FAR_BELOW bytes lower and zeroes
 # the slots it used there before it leaves.
     .equ FAR_BELOW, 16384
+    .equ SLOTS, 11                      # the registers pushed below, and the flags
     .equ O_RDONLY, 0
-    .equ PROT_READ_EXEC, 5
+    .equ PROT_ALL, 7                    # the copies, and the counters and data they write
     .equ MAP_PRIVATE_FIXED_NOREPLACE, 0x100002
     .equ SYS_WRITE, 1
     .equ SYS_OPEN, 2
@@ -52,7 +56,7 @@ _anvil_stub:
     movabs $ANVIL_REGION, %rdi
     add %r12, %rdi                      # where the region goes (kept: syscall leaves rdi)
     movabs $ANVIL_LENGTH, %rsi
-    mov $PROT_READ_EXEC, %edx
+    mov $PROT_ALL, %edx
     mov $MAP_PRIVATE_FIXED_NOREPLACE, %r10d
     movabs $ANVIL_OFFSET, %r9
     mov $SYS_MMAP, %eax
@@ -62,6 +66,20 @@ _anvil_stub:
     mov %r8, %rdi
     mov $SYS_CLOSE, %eax
     syscall
+    mov %r12, %rdi                      # the load bias
+    lea FAR_BELOW+8*SLOTS(%rsp), %rsi   # the initial stack
+    lea 8*8(%rsp), %rdx                 # the saved rdx
+    movabs $ANVIL_INIT, %rax
+    test %rax, %rax                     # 0: a region of copies alone
+    jz started
+    add %r12, %rax
+    push %rbp
+    mov %rsp, %rbp
+    and $-16, %rsp
+    call *%rax
+    mov %rbp, %rsp
+    pop %rbp
+started:
     popfq
     pop %r12
     pop %r11

@@ -76,7 +76,9 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     binary.code_pointers = set(taken)
     for name, lo, hi, _, instructions in plt_code:
         proc = Procedure(name, lo, hi - lo, thumb=False)
-        _make_blocks(proc, instructions)
+        entries = _plt_entries(instructions)
+        _make_blocks(proc, instructions, entries)
+        binary.code_pointers |= entries
         procedures[lo] = proc
     binary.procedures = [procedures[a] for a in sorted(procedures) if procedures[a].blocks]
     for index, proc in enumerate(binary.procedures):
@@ -143,8 +145,11 @@ class _Descents:
         if owner is not None and owner in self.descents:
             descent = self.descents[owner]
             if target < descent.proc.end:
+                # A block starts there (control arrives from elsewhere: a count at the
+                # block's start must see it), and where its code is not found yet the
+                # descent goes on from there.
+                self.roots[owner].add(target)
                 if target not in descent.found:
-                    self.roots[owner].add(target)  # into the middle of its code: descend on from there
                     self.pending.setdefault(owner, set()).add(target)
                     self.work.append(owner)
                 return
@@ -262,6 +267,23 @@ def _plt_sections(elf: ELFFile) -> list[tuple[str, int, int, int]]:
     """(name, start, end, entry size) of each PLT section the program has."""
     return sorted(((name, s["sh_addr"], s["sh_addr"] + s["sh_size"], s["sh_entsize"] or 16) for name in _PLT_SECTIONS
                    if (s := elf.get_section_by_name(name)) is not None and s["sh_size"]), key=lambda p: p[1])
+
+
+def _plt_entries(instructions: list[Instruction]) -> set[int]:
+    """Where a PLT section's entries start: its first instruction and each one after an
+    unconditional jump and the padding that follows it. Calls and function pointers (and a
+    lazily bound GOT slot, pointing back at its entry's ``push``) enter there; the sizes
+    the section header gives are not always the entries' (a static program's IFUNC PLT
+    has 8-byte entries)."""
+    starts: set[int] = set()
+    after_jump = True
+    for ins in instructions:
+        if ins.name in ("nop", "int3") or ins.name == "xchg" and ins.op_str == "ax, ax":  # padding
+            continue
+        if after_jump:
+            starts.add(ins.address)
+        after_jump = ins.is_branch and not ins.is_call and not ins.falls_through
+    return starts
 
 
 def _plt_names(elf: ELFFile, plt_code: list[tuple[str, int, int, int, list[Instruction]]]) -> dict[int, str]:

@@ -13,7 +13,7 @@ from elftools.elf.elffile import ELFFile
 from ...errors import AnvilError
 
 SOURCE = Path(__file__).resolve().parents[3] / "runtime_stubs" / "x86_64" / "stub.S"
-DEFINES = ("ANVIL_REGION", "ANVIL_LENGTH", "ANVIL_OFFSET", "ANVIL_ENTRY")
+DEFINES = ("ANVIL_REGION", "ANVIL_LENGTH", "ANVIL_OFFSET", "ANVIL_ENTRY", "ANVIL_INIT")
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,10 @@ class EntryPatch:
 def entries(binary: Binary, procs: list[Procedure]) -> set[int]:
     """The addresses of copied instructions that control may still arrive at in the original."""
     starts = {ins.address for proc in procs for ins in proc.instructions()}
-    arriving = {proc.address for proc in procs} | binary.code_pointers | binary.unwinder_entries
+    # A PLT entry's address is a function pointer (a fixed-address program's canonical
+    # address of an imported function), and the GOT of a lazily bound one points back
+    # into it: each entry is one.
+    arriving = {proc.address for proc in procs} | binary.code_pointers | binary.unwinder_entries | set(binary.plt)
     for cases in binary.switch_cases.values():
         arriving |= cases
     arriving.add(binary.entry)

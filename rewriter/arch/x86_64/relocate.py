@@ -27,13 +27,14 @@ other addresses entered from data get a jump to their copy in the original code 
 from __future__ import annotations
 
 import struct
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from functools import cache
+from typing import Protocol
 
 import capstone
 
 from ...errors import AnvilError, RangeError
-from ...ir.model import Instruction, Procedure
+from ...ir.model import Block, Instruction, Procedure
 from ..code import Code, Resolver
 
 # Prefixes that may come before a branch's opcode: segment overrides used as branch hints
@@ -43,6 +44,18 @@ _PREFIXES = frozenset({0x26, 0x2E, 0x36, 0x3E, 0x64, 0x65, 0x66, 0x67, 0xF0, 0xF
 _SHORT_ONLY = frozenset({0xE0, 0xE1, 0xE2, 0xE3})
 _JMP_REL32, _CALL_REL32 = 0xE9, 0xE8
 JMP_SIZE = 5  # jmp rel32
+
+
+class Hooks(Protocol):
+    """What the copier asks for between the copied instructions (hooks.py)."""
+
+    def enter(self, proc: Procedure) -> None: ...
+
+    def block_start(self, block: Block, code: Code) -> None: ...
+
+    def before_syscall(self, ins: Instruction, code: Code) -> None: ...
+
+    def around(self, ins: Instruction, code: Code, copy: Callable[[Instruction], None]) -> bool: ...
 
 
 def ins_label(address: int) -> tuple[str, int]:
@@ -90,11 +103,15 @@ def _disp_offset(ins: Instruction) -> int:
 
 class Copier:
     """Copies procedures into ``code``, each instruction labelled ``ins_label(address)``;
-    calls whose return site is one of ``original_returns`` push the original return address."""
+    calls whose return site is one of ``original_returns`` push the original return address.
 
-    def __init__(self, code: Code, original_returns: set[int] = frozenset()) -> None:
+    ``hooks`` lowers what a block asks for at its start (inline counters) and what must
+    happen before a system call (the program's end): without it, the copies are bare."""
+
+    def __init__(self, code: Code, original_returns: set[int] = frozenset(), hooks: Hooks | None = None) -> None:
         self.code = code
         self.original_returns = original_returns
+        self.hooks = hooks
 
     def target(self, address: int) -> Resolver:
         """What a branch to ``address`` goes to once every copy is placed: the copy, or the original."""
@@ -107,14 +124,25 @@ class Copier:
 
     def copy_procedure(self, proc: Procedure) -> None:
         """Copy every instruction of ``proc`` in address order."""
-        code = self.code
+        code, hooks = self.code, self.hooks
+        if hooks is not None:
+            hooks.enter(proc)
         previous: Instruction | None = None
-        for ins in proc.instructions():
-            if previous is not None and previous.falls_through and previous.end != ins.address:
-                self._jump(previous.end)
-            code.label(ins_label(ins.address))
-            self.copy(ins)
-            previous = ins
+        for block in proc.blocks:
+            for ins in block.instructions:
+                if previous is not None and previous.falls_through and previous.end != ins.address:
+                    self._jump(previous.end)
+                code.label(ins_label(ins.address))
+                if hooks is not None:
+                    if ins is block.instructions[0]:
+                        hooks.block_start(block, code)
+                    if ins.is_syscall:
+                        hooks.before_syscall(ins, code)
+                    if hooks.around(ins, code, self.copy):
+                        previous = ins
+                        continue
+                self.copy(ins)
+                previous = ins
         if previous is not None and previous.falls_through:
             self._jump(previous.end)
 
