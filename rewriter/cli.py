@@ -7,6 +7,7 @@ import contextlib
 import functools
 import json
 import os
+import platform
 import resource
 import shutil
 import signal
@@ -203,7 +204,8 @@ def _run_on_linux(args: argparse.Namespace, before_start: Callable[[], None]) ->
     from .emit.rehost import SITE_TABLE_SUFFIX
 
     binary = args.binary
-    _check_elf(binary)
+    if _check_elf(binary) == EM_X86_64:
+        return _run_natively(args, before_start)
     qemu = shutil.which("qemu-arm")
     if qemu is None:
         raise AnvilError("qemu-arm not found: run scripts/bootstrap.sh")
@@ -226,20 +228,33 @@ def _run_on_linux(args: argparse.Namespace, before_start: Callable[[], None]) ->
     return subprocess.run(cmd).returncode, False
 
 
-def _check_elf(binary: str) -> None:
-    """AnvilError unless ``binary`` is an ARM ELF executable whose program headers and loaded
-    segments are all in the file: what a loader needs to run it. qemu-arm says nothing of a
-    text file or of a file cut inside its ELF header (exit status 1), and dies of SIGBUS
-    itself on a segment cut short (the mapping past the end of the file), which ``anvil run``
-    would pass on as the program's death."""
+def _run_natively(args: argparse.Namespace, before_start: Callable[[], None]) -> tuple[int, bool]:
+    """Run an x86-64 program on this machine, as it is (InHost: its results are its own)."""
+    binary = args.binary
+    if platform.machine() not in ("x86_64", "AMD64"):
+        raise AnvilError(f"{binary}: an x86-64 program, and this machine is {platform.machine()}")
+    if args.sysroot is not None:
+        raise AnvilError("--sysroot is for 32-bit ARM programs run under qemu-arm; an x86-64 program runs natively")
+    if args.server or args.lib or (_metadata(binary) or {}).get("mode") == "rehost":
+        raise AnvilError(f"{binary}: ReHost is not available for x86-64 programs yet")
+    path = os.path.abspath(binary)
+    before_start()
+    return subprocess.run([args.argv0 or binary, *args.args], executable=path).returncode, False
+
+
+def _check_elf(binary: str) -> int:
+    """The machine (e_machine) of ``binary``; AnvilError unless it is an ELF executable whose
+    program headers and loaded segments are all in the file: what a loader needs to run it.
+    qemu-arm says nothing of a text file or of a file cut inside its ELF header (exit status
+    1), and dies of SIGBUS itself on a segment cut short (the mapping past the end of the
+    file), which ``anvil run`` would pass on as the program's death."""
     try:
         with open(binary, "rb") as f:
             data = f.read()
     except OSError as e:
         raise AnvilError(f"cannot read {binary}: {e.strerror}") from None
     check_elf(binary, data, sections=False)
-    if int.from_bytes(data[18:20], "little") == EM_X86_64:
-        raise AnvilError(f"{binary}: an x86-64 program: run it as it is (anvil instruments 32-bit ARM only so far)")
+    return int.from_bytes(data[18:20], "little")
 
 
 def _run_on_board(args: argparse.Namespace, before_start: Callable[[], None]) -> tuple[int, bool]:
@@ -253,7 +268,8 @@ def _run_on_board(args: argparse.Namespace, before_start: Callable[[], None]) ->
 
     target = board(args.board)
     icount = None if args.icount is None else parse_icount(args.icount)
-    _check_elf(args.binary)
+    if _check_elf(args.binary) == EM_X86_64:
+        raise AnvilError(f"{args.binary}: an x86-64 program, not a firmware image for --board")
     if args.args:
         raise AnvilError("a firmware image takes no program arguments")
     rehost = os.path.exists(args.binary + SITE_TABLE_SUFFIX)

@@ -83,6 +83,14 @@ typedef uint64_t anvil_word;
 typedef uint32_t anvil_word;
 #endif
 
+/* A block's or procedure's address from the facts below: on ARM the lowest bit says Thumb
+ * code; x86-64 instructions start at any byte. */
+#if defined(__x86_64__) && !defined(ANVIL_HOST)
+#define ANVIL_CODE_ADDRESS(a) (a)
+#else
+#define ANVIL_CODE_ADDRESS(a) ((a) & ~1u)
+#endif
+
 /* The static facts of the instrumented image (generated C on the target; the site
  * table sent when a ReHost session opens on the host). */
 ANVIL_CONST(uint32_t, anvil_nblocks);

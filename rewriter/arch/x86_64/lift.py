@@ -81,9 +81,13 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
         binary.code_pointers |= entries
         procedures[lo] = proc
     binary.procedures = [procedures[a] for a in sorted(procedures) if procedures[a].blocks]
+    blocks = 0
     for index, proc in enumerate(binary.procedures):
         proc.index = index
         proc.binary = binary
+        for block in proc.blocks:  # numbered through the program: a tool's slot of each block
+            block.index = blocks
+            blocks += 1
     read_runtime_facts(binary, elf, stripped=not sizes)
     return binary
 
