@@ -7,12 +7,12 @@ status flags, so where they are live at the block's start (flags.py) it goes bet
 that leaf code keeps data in without moving RSP; ``pushfq`` would write there).
 
 An instruction with a ``rep`` prefix runs once per element (``rep movsb`` copying N bytes is
-N executions in QEMU's instruction log and in Valgrind's guest count): where a counter
-counts instructions (``weighted``: a block counter read only as per-procedure sums of
-count x instructions), the block's count covers one execution, and the copy adds the
-others: RCX is kept below the red zone across the instruction, and afterwards its
-decrease less one (none if RCX was 0: one execution, no element) is added to the same
-slot. The string instructions do not use RSP.
+N executions in QEMU's instruction log and in Valgrind's guest count): where a block
+counter is read as per-procedure sums of count x instructions (``sums``: block array ->
+sums array), the block's count covers one execution, and the copy adds the others to the
+procedure's sum: RCX is kept below the red zone across the instruction, and afterwards
+its decrease less one (none if RCX was 0: one execution, no element) is added. The string
+instructions do not use RSP.
 
 Before a system call whose number (eax, set in the same block) is ``exit`` or ``exit_group``
 the copy calls ``anvil_exit_entry`` (runtime_stubs/x86_64/anvil_entry.S), which keeps every
@@ -91,10 +91,10 @@ class CountingHooks:
     """
 
     def __init__(self, symbol: Callable[[str], int], switch_cases: dict[int, set[int]],
-                 weighted: set[str] = frozenset()) -> None:
+                 sums: dict[str, str] | None = None) -> None:
         self.symbol = symbol
         self.switch_cases = switch_cases
-        self.weighted = weighted
+        self.sums = sums or {}
         self.repeated = 0
         self.live: dict[int, int] = {}
         self.flag_saves = 0
@@ -126,8 +126,8 @@ class CountingHooks:
     def around(self, ins: Instruction, code: Code, copy: Callable[[Instruction], None]) -> bool:
         """Copy ``ins`` with what counts its repetitions, if it repeats; whether it did."""
         block = ins.block
-        slots = [(counter, index) for counter, index, _ in (block.counter_increments if block is not None else ())
-                 if counter in self.weighted]
+        slots = [(self.sums[counter], block.procedure.index)
+                 for counter, _, _ in (block.counter_increments if block is not None else ()) if counter in self.sums]
         if not slots or not ins.raw or not _repeats(ins):
             return False
         self.repeated += 1
