@@ -164,7 +164,7 @@ class Copier:
     def _direct(self, ins: Instruction) -> None:
         raw = ins.raw
         start = 0
-        while raw[start] in _PREFIXES:
+        while raw[start] in _PREFIXES or 0x40 <= raw[start] <= 0x4F:  # legacy prefixes, REX (meaningless here)
             start += 1
         opcode = raw[start]
         resolve = self.target(ins.branch_target)
