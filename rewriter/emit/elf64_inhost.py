@@ -96,7 +96,8 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
                tb.Generated("anvil_sites.c", unit)]
     library = _library(sources, [TOOLCHAIN.isa_dir, tb.COMMON_DIR])
     copied = write_copied(binary, output,
-                          hooks=lambda symbol: CountingHooks(symbol, binary.switch_cases, tool.procedure_sums),
+                          hooks=lambda symbol: CountingHooks(symbol, binary.switch_cases, tool.procedure_sums,
+                                                             binary.threaded),
                           library=library)
     report = Report(output=output, procedures=len(binary.procedures), relocated=copied.copied,
                     instructions=copied.instructions, original_size=len(binary.data))

@@ -1,7 +1,8 @@
 """What x86-64 copies do besides the program's own work: inline counters at block starts
 and a call of the runtime before the system calls that may end the program.
 
-A counter is ``add qword ptr [rip + slot], n``: one instruction, no register. It changes the
+A counter is ``add qword ptr [rip + slot], n``: one instruction, no register (``lock add``
+in a program that starts threads: two threads counting one block at once lose no count). It changes the
 status flags, so where they are live at the block's start (flags.py) it goes between
 ``pushfq`` and ``popfq``, with RSP first moved below the red zone (the 128 bytes under RSP
 that leaf code keeps data in without moving RSP; ``pushfq`` would write there).
@@ -49,11 +50,12 @@ def _disassembler() -> capstone.Cs:
     return md
 
 
-def add_to_slot(at: int, slot: int, amount: int) -> bytes:
-    """``add qword ptr [rip + (slot)], amount`` written at ``at``."""
+def add_to_slot(at: int, slot: int, amount: int, locked: bool = False) -> bytes:
+    """``add qword ptr [rip + (slot)], amount`` written at ``at`` (``lock``-prefixed if ``locked``)."""
+    lock = b"\xf0" if locked else b""
     if -128 <= amount < 128:
-        return b"\x48\x83\x05" + rel32(at, 8, slot) + struct.pack("<b", amount)
-    return b"\x48\x81\x05" + rel32(at, 11, slot) + struct.pack("<i", amount)
+        return lock + b"\x48\x83\x05" + rel32(at + len(lock), 8, slot) + struct.pack("<b", amount)
+    return lock + b"\x48\x81\x05" + rel32(at + len(lock), 11, slot) + struct.pack("<i", amount)
 
 
 def _repeats(ins: Instruction) -> bool:
@@ -91,8 +93,9 @@ class CountingHooks:
     """
 
     def __init__(self, symbol: Callable[[str], int], switch_cases: dict[int, set[int]],
-                 sums: dict[str, str] | None = None) -> None:
+                 sums: dict[str, str] | None = None, threaded: bool = False) -> None:
         self.symbol = symbol
+        self.threaded = threaded  # counters other threads add to as well: a locked add
         self.switch_cases = switch_cases
         self.sums = sums or {}
         self.repeated = 0
@@ -119,9 +122,9 @@ class CountingHooks:
             code.emit(_POPF + _ABOVE_RED_ZONE)
 
     def _add(self, code: Code, array: str, offset: int, amount: int) -> None:
-        symbol = self.symbol
-        code.later(8 if -128 <= amount < 128 else 11,
-                   lambda at, _r: add_to_slot(at, symbol(array) + offset, amount))
+        symbol, locked = self.symbol, self.threaded
+        code.later((8 if -128 <= amount < 128 else 11) + locked,
+                   lambda at, _r: add_to_slot(at, symbol(array) + offset, amount, locked))
 
     def around(self, ins: Instruction, code: Code, copy: Callable[[Instruction], None]) -> bool:
         """Copy ``ins`` with what counts its repetitions, if it repeats; whether it did."""
@@ -137,14 +140,15 @@ class CountingHooks:
                                 "50"                 # push rax
                                 "488b442410"         # mov rax, [rsp+16]: rcx before
                                 "4885c0"             # test rax, rax
-                                "74" + f"{6 + 7 * len(slots):02x}" +  # jz over the adds
+                                "74" + f"{6 + (7 + self.threaded) * len(slots):02x}" +  # jz over the adds
                                 "4829c8"             # sub rax, rcx
                                 "48ffc8"))           # dec rax
         symbol = self.symbol
         for counter, index in slots:
             array, offset = f"anvil_array_{counter}", 8 * index
-            code.later(7, lambda at, _r, array=array, offset=offset:
-                       b"\x48\x01\x05" + rel32(at, 7, symbol(array) + offset))  # add [rip+slot], rax
+            lock = b"\xf0" if self.threaded else b""
+            code.later(7 + len(lock), lambda at, _r, array=array, offset=offset, lock=lock:
+                       lock + b"\x48\x01\x05" + rel32(at + len(lock), 7, symbol(array) + offset))  # add [rip+slot], rax
         code.emit(bytes.fromhex("58"                 # pop rax
                                 "9d"                 # popfq
                                 "488da42488000000"))  # lea rsp, [rsp+136]
