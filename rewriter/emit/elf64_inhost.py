@@ -97,7 +97,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     library = _library(sources, [TOOLCHAIN.isa_dir, tb.COMMON_DIR])
     copied = write_copied(binary, output,
                           hooks=lambda symbol: CountingHooks(symbol, binary.switch_cases, tool.procedure_sums,
-                                                             binary.threaded),
+                                                             binary.threaded, binary.plt),
                           library=library)
     report = Report(output=output, procedures=len(binary.procedures), relocated=copied.copied,
                     instructions=copied.instructions, original_size=len(binary.data))

@@ -40,6 +40,7 @@ _BELOW_RED_ZONE = bytes.fromhex("488d642480")        # lea rsp, [rsp-128]
 _ABOVE_RED_ZONE = bytes.fromhex("488da42480000000")  # lea rsp, [rsp+128]
 _PUSHF, _POPF = b"\x9c", b"\x9d"
 _EXIT_CALLS = frozenset({60, 231})  # exit, exit_group
+_ENDING = frozenset({"_exit", "_Exit", "quick_exit"})
 _RAX = 0  # capstone's register numbers are turned into the encoding's by decode.py; rax is 0 in both
 
 
@@ -93,8 +94,13 @@ class CountingHooks:
     """
 
     def __init__(self, symbol: Callable[[str], int], switch_cases: dict[int, set[int]],
-                 sums: dict[str, str] | None = None, threaded: bool = False) -> None:
+                 sums: dict[str, str] | None = None, threaded: bool = False,
+                 plt: dict[int, str] | None = None) -> None:
         self.symbol = symbol
+        # The PLT entries of the C library's functions that end the process at once: the
+        # results are written as they are entered (a dynamic program's end is otherwise
+        # seen only where the dynamic linker's fini runs, which they skip).
+        self.ending = {address for address, name in (plt or {}).items() if name in _ENDING}
         self.threaded = threaded  # counters other threads add to as well: a locked add
         self.switch_cases = switch_cases
         self.sums = sums or {}
@@ -120,6 +126,8 @@ class CountingHooks:
             self._add(code, f"anvil_array_{counter}", 8 * index, amount)
         if live:
             code.emit(_POPF + _ABOVE_RED_ZONE)
+        if block.address in self.ending:
+            self._call(code, "anvil_exit_entry")
 
     def _add(self, code: Code, array: str, offset: int, amount: int) -> None:
         symbol, locked = self.symbol, self.threaded
@@ -163,6 +171,10 @@ class CountingHooks:
             self.unknown_syscalls += 1
         else:
             self.exit_calls += 1
+        self._call(code, entry)
+
+    def _call(self, code: Code, entry: str) -> None:
+        """A call of the runtime's ``entry``, which keeps every register and the flags."""
         symbol = self.symbol
         code.emit(_BELOW_RED_ZONE)
         code.later(5, lambda at, _r: b"\xe8" + rel32(at, 5, symbol(entry)))
