@@ -53,6 +53,7 @@ class CopyReport:
     short_entries: list[int] = field(default_factory=list)  # entries and return sites without room for a jump
     jumps: set[int] = field(default_factory=set)  # where a jump was written over the original (and trampolines)
     hooks: object = None  # what lowered the hooks (their counts)
+    branches_in_place: list[int] = field(default_factory=list)  # direct branches out of the program, run in place
 
 
 def copyable(binary: Binary) -> tuple[list[Procedure], list[str]]:
@@ -165,11 +166,12 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     symbols: dict[str, int] = {}
     lowering = hooks(symbols.__getitem__) if hooks is not None else None
     code = Code(0)
-    copier = Copier(code, returns - set(report.short_entries), lowering)
+    copier = Copier(code, returns - set(report.short_entries), lowering, _image_span(binary))
     for proc in procs:
         copier.copy_procedure(proc)
         report.instructions += sum(len(b.instructions) for b in proc.blocks)
     report.copied = len(procs)
+    report.branches_in_place = copier.in_place
     report.hooks = lowering
     library_offset = (code.size + 63) & ~63
     region = region_address(binary, library_offset + (library.size if library is not None else 0))

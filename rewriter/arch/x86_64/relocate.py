@@ -108,10 +108,16 @@ class Copier:
     ``hooks`` lowers what a block asks for at its start (inline counters) and what must
     happen before a system call (the program's end): without it, the copies are bare."""
 
-    def __init__(self, code: Code, original_returns: set[int] = frozenset(), hooks: Hooks | None = None) -> None:
+    def __init__(self, code: Code, original_returns: set[int] = frozenset(), hooks: Hooks | None = None,
+                 image: tuple[int, int] | None = None) -> None:
         self.code = code
         self.original_returns = original_returns
         self.hooks = hooks
+        # The program's [lowest, highest) link addresses: a direct branch elsewhere is data
+        # a descent read as code, or code that means to leave the program; its copy cannot
+        # reach there, so it jumps to the original instruction, which can (``in_place``).
+        self.image = image
+        self.in_place: list[int] = []
 
     def target(self, address: int) -> Resolver:
         """What a branch to ``address`` goes to once every copy is placed: the copy, or the original."""
@@ -148,7 +154,11 @@ class Copier:
 
     def copy(self, ins: Instruction) -> None:
         """The copy of one instruction at the code's end."""
-        if ins.is_call and ins.end in self.original_returns:
+        if ins.branch_target is not None and not ins.is_indirect and self.image is not None \
+                and not self.image[0] <= ins.branch_target < self.image[1]:
+            self.in_place.append(ins.address)
+            self._jump(ins.address)
+        elif ins.is_call and ins.end in self.original_returns:
             self._emulated_call(ins)
         elif ins.branch_target is not None and not ins.is_indirect:
             self._direct(ins)
