@@ -419,6 +419,7 @@ def require_rewritable(binary: Binary, mode: str = "rehost") -> None:
                          f"instrumented in {mode} mode")
 
 
+@gc_paused  # the tool's own pass too: its increments and hooks are as many objects as blocks
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
     """Run ``tool`` over ``binary`` and write the InHost-instrumented executable to ``output``."""
     require_rewritable(binary, "inhost")
@@ -882,6 +883,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             lock_communicator=not binary.is_firmware,
             poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
             table_sizes=binary.table_sizes,
+            inline_data_readers=binary.inline_data_sizes,
             text_relocations=binary.text_relocations,
             ip_clobbered_at=frozenset(binary.plt),
             inside_pages=not binary.is_firmware,
@@ -896,7 +898,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
 def _inline_data_sites(binary: Binary, procs: list[Procedure]) -> set[int]:
     """The return sites of calls in ``procs`` to functions that read data there and never
     return to it (ir.inline_data)."""
-    cache: dict[tuple[int, bool], int] = {}
+    cache = binary.inline_data_sizes
     return {ins.end for proc in procs for ins in proc.instructions()
             if ins.is_call and ins.branch_target is not None
             and inline_data_size(binary.read, cache, ins.branch_target & ~1, ins.thumb != (ins.name == "blx"))}

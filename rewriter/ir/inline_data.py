@@ -40,9 +40,9 @@ def inline_data_size(read: Callable[[int, int], bytes], cache: dict[tuple[int, b
     known = cache.get(key)
     if known is not None:
         return known
-    from ..arch.arm.decode import decode_range, make_disassembler
+    from ..arch.arm.decode import decode_range, shared_disassembler
 
-    disassembler = make_disassembler(thumb)
+    disassembler = shared_disassembler(thumb)
     try:
         # The first instruction alone first: almost no callee starts with ``mov rX, lr``.
         first = decode_range(disassembler, read(target, 4), target, thumb)[0][:1]
@@ -85,10 +85,10 @@ def _reader_size(code: list[Instruction], reach: int) -> int:
     return 0
 
 
-def inline_data_bytes(procedures: list, read: Callable[[int, int], bytes]) -> set[int]:
+def inline_data_bytes(procedures: list, read: Callable[[int, int], bytes],
+                      cache: dict[tuple[int, bool], int]) -> set[int]:
     """The bytes after the calls in ``procedures`` that their callees read there
-    (inline_data_size): data, as literal pools are."""
-    cache: dict[tuple[int, bool], int] = {}
+    (inline_data_size, with its ``cache``): data, as literal pools are."""
     found: set[int] = set()
     for proc in procedures:
         for ins in proc.instructions():

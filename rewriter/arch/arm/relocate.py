@@ -687,10 +687,10 @@ def reads_return_address(ctx: RelocationContext, target: int, thumb: bool) -> bo
     known = ctx.return_readers.get(key)
     if known is not None:
         return known
-    from .decode import decode_range, make_disassembler
+    from .decode import decode_range, shared_disassembler
 
     try:
-        code = decode_range(make_disassembler(thumb), ctx.read(target, 4 * _READER_LOOK), target, thumb)[0]
+        code = decode_range(shared_disassembler(thumb), ctx.read(target, 4 * _READER_LOOK), target, thumb)[0]
     except Exception:  # noqa: BLE001 - unreadable bytes (outside the image): no such helper
         code = []
     from_lr: set[int] = set()  # registers holding LR or a value computed from it
