@@ -1081,7 +1081,7 @@ def _build_library(sources: list[Path | tb.Generated], site_source: str, toolcha
 def _finish(report: Report, output: str, data: bytes, chosen: list[Procedure], started: float) -> Report:
     atomic_write(output, data)
     report.relocated = len(chosen)
-    report.instructions = sum(len(list(p.instructions())) for p in chosen)
+    report.instructions = sum(len(b.instructions) for p in chosen for b in p.blocks)
     report.undecodable = [{"procedure": p.name, "address": start, "end": end}
                           for p in chosen for start, end in p.undecodable]
     report.rewrite_seconds = time.monotonic() - started
