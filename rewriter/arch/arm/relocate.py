@@ -21,6 +21,7 @@ the original return address and the original return site gets a jump to its copy
 
 from __future__ import annotations
 
+import itertools
 import struct
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -693,8 +694,16 @@ def reads_return_address(ctx: RelocationContext, target: int, thumb: bool) -> bo
     from .decode import decode_range, shared_disassembler
 
     try:
-        code = decode_range(shared_disassembler(thumb), ctx.read(target, 4 * _READER_LOOK), target, thumb,
-                            ctx.return_reader_decoding)[0]
+        data = ctx.read(target, 4 * _READER_LOOK)
+        md = shared_disassembler(thumb)
+        # Most callees name LR in none of the instructions looked at, and then none reads
+        # through it: capstone's text tells, where it reads all of them (decode_range's
+        # first ones are those), without the decoder's facts.
+        texts = list(itertools.islice(md.disasm_lite(data, target), _READER_LOOK))
+        if len(texts) == _READER_LOOK and not any("lr" in op_str for _, _, _, op_str in texts):
+            code = []
+        else:
+            code = decode_range(md, data, target, thumb, ctx.return_reader_decoding)[0]
     except Exception:  # noqa: BLE001 - unreadable bytes (outside the image): no such helper
         code = []
     from_lr: set[int] = set()  # registers holding LR or a value computed from it
