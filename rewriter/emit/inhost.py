@@ -18,6 +18,7 @@ import functools
 import io
 import itertools
 import math
+import operator
 import os
 import struct
 import tempfile
@@ -87,6 +88,7 @@ from .records import SiteTable
 from .sites import SiteUnit
 
 HEADER_MAGIC = 0x4C564E41  # "ANVL"
+_IS_SYSCALL = operator.attrgetter("is_syscall")  # (system calls picked out of every instruction in C)
 # Firmware: the library is linked once for its size at the free flash's start (aligned
 # alike) and goes after the code, at an address with the same alignment, so that its
 # sections lay out the same.
@@ -218,7 +220,7 @@ def _add_runtime_hooks(binary: Binary) -> None:
     on_syscall = Prototype("anvil_on_syscall", (Arg.REG_VALUE, Arg.CONST))
     number = 0 if binary.is_firmware else 7
     args = (number, int(not binary.threaded))
-    calls = [ins for proc in binary.procedures for ins in proc.instructions() if ins.is_syscall]
+    calls = [ins for proc in binary.procedures for ins in filter(_IS_SYSCALL, proc.instructions())]
     jumped_to = jump_targets(binary) if calls else set()
     for ins in calls:
         if may_end_program(binary, ins, number, jumped_to):

@@ -724,8 +724,13 @@ class _Found(_Logged):
         indexed = self._indexed.setdefault(key, [])
         if not any(calls is value.calls for calls in indexed):
             indexed.append(value.calls)
+            named_by = self.named_by
             for target in (*value.calls, *value.after_calls, *value.after):
-                self.named_by.setdefault(target, set()).add(key)
+                namers = named_by.get(target)
+                if namers is None:  # (no empty set made for every target named before)
+                    named_by[target] = {key}
+                else:
+                    namers.add(key)
         super().__setitem__(key, value)
 
 
