@@ -287,6 +287,15 @@ Procedure._binary_ref = None  # type: ignore[attr-defined]  # until the loader s
 Procedure.binary = _owner_reference("binary", "binary")  # type: ignore[attr-defined]
 
 
+def own_instructions(block: Block) -> None:
+    """Make ``block`` the block of each of its instructions (``Instruction.block``): one
+    weak reference for all of them, set without the property (a loader does this for
+    every instruction of the program)."""
+    ref = weakref.ref(block)
+    for ins in block.instructions:
+        ins._block_ref = ref
+
+
 @dataclass
 class Segment:
     """A PT_LOAD program header."""
