@@ -696,11 +696,12 @@ def reads_return_address(ctx: RelocationContext, target: int, thumb: bool) -> bo
     try:
         data = ctx.read(target, 4 * _READER_LOOK)
         md = shared_disassembler(thumb)
-        # Most callees name LR in none of the instructions looked at, and then none reads
-        # through it: capstone's text tells, where it reads all of them (decode_range's
-        # first ones are those), without the decoder's facts.
+        # Most callees copy LR (``mov rX, lr``, whose text ends ", lr") in none of the
+        # instructions looked at, and then none reads through it: capstone's text tells,
+        # where it reads all of them (decode_range's first ones are those), without the
+        # decoder's facts.
         texts = list(itertools.islice(md.disasm_lite(data, target), _READER_LOOK))
-        if len(texts) == _READER_LOOK and not any("lr" in op_str for _, _, _, op_str in texts):
+        if len(texts) == _READER_LOOK and not any(op_str.endswith(", lr") for _, _, _, op_str in texts):
             code = []
         else:
             code = decode_range(md, data, target, thumb, ctx.return_reader_decoding)[0]
