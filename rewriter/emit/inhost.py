@@ -832,11 +832,13 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
     ``vfp``: hooks park registers in d16-d31 (vfp_scratch).
     Strings the hooks pass are named by ``units`` (which already knows them all)."""
     proc_starts = [p.address for p in binary.procedures]
+    # (Asked for a branch's target: in lists, not the procedures' attributes and properties.)
+    proc_ends = [p.end for p in binary.procedures]
+    proc_thumb = [bool(p.thumb) for p in binary.procedures]
 
     def mode_of_place(addr: int) -> bool:
         i = bisect.bisect_right(proc_starts, addr) - 1
-        proc = binary.procedures[i] if i >= 0 else None
-        return bool(proc and proc.address <= addr < proc.end and proc.thumb)
+        return i >= 0 and addr < proc_ends[i] and proc_thumb[i]
 
     mode = _instructions_in_other_mode(binary.procedures, proc_starts, mode_of_place)
 
