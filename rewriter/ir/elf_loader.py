@@ -32,7 +32,7 @@ from .elf_check import check_elf
 from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
 from .go_runtime import go_functions, go_version, refusal
-from .model import Binary, Block, Procedure, Segment
+from .model import Binary, Block, Procedure, Segment, own_instructions
 from .plt import lazy_binder, plt_functions, thumb_stubs
 
 _MAPPING = re.compile(r"^\$([atd])(\..*)?$")
@@ -536,6 +536,5 @@ def _make_blocks(proc: Procedure, insns: list, taken: set[int]) -> None:
     if current:
         blocks.append(Block(current[0].address, current, proc))
     for block in blocks:
-        for ins in block.instructions:
-            ins.block = block
+        own_instructions(block)
     proc.blocks = blocks

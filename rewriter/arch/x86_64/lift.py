@@ -29,7 +29,7 @@ from elftools.elf.sections import SymbolTableSection
 from ...errors import AnvilError
 from ...ir.elf_loader import read_runtime_facts
 from ...ir.exception_tables import landing_pads
-from ...ir.model import Binary, Block, Instruction, Procedure, Segment
+from ...ir.model import Binary, Block, Instruction, Procedure, Segment, own_instructions
 from .decode import RIP, decode_one, make_disassembler
 from .jump_tables import switch_targets
 
@@ -473,6 +473,5 @@ def _make_blocks(proc: Procedure, instructions: list[Instruction], cases: set[in
     blocks.append(Block(current[0].address, current, proc))
     for index, block in enumerate(blocks):
         block.index = index
-        for ins in block.instructions:
-            ins.block = block
+        own_instructions(block)
     proc.blocks = blocks
