@@ -54,6 +54,7 @@ class CopyReport:
     jumps: set[int] = field(default_factory=set)  # where a jump was written over the original (and trampolines)
     hooks: object = None  # what lowered the hooks (their counts)
     branches_in_place: list[int] = field(default_factory=list)  # direct branches out of the program, run in place
+    loader_stub: list[str] = field(default_factory=list)  # where the stub's pieces went
 
 
 def copyable(binary: Binary) -> tuple[list[Procedure], list[str]]:
@@ -102,12 +103,14 @@ def _file_offset(elf: ELFFile, address: int) -> int:
 
 
 def _slack(elf: ELFFile, text: dict) -> int | None:
-    """Where the stub goes if there is room after the text segment's last byte: in memory up
-    to the next segment, and in the file before anything else the file holds there (a
-    linker that pads segments to pages leaves room; lld, which packs them, leaves none)."""
+    """Where the stub's pieces go, one after the other, if there is room after the text
+    segment's last byte: in memory up to the next segment, and in the file before anything
+    else the file holds there (a linker that pads segments to pages leaves room; lld,
+    which packs them, leaves none)."""
     end = text["p_vaddr"] + text["p_memsz"]
-    at = (end + 15) & ~15
-    file_at = text["p_offset"] + (at - text["p_vaddr"])
+    places, last = loader.consecutive(end)
+    file_at = text["p_offset"] + (places[0] - text["p_vaddr"])
+    file_end = text["p_offset"] + (last - text["p_vaddr"])
     limit = (end + PAGE - 1) & ~(PAGE - 1)  # the segment's last page; the next one starts after it at the earliest
     for seg in elf.iter_segments():
         if seg["p_type"] == "PT_LOAD" and seg["p_vaddr"] >= end:
@@ -117,26 +120,23 @@ def _slack(elf: ELFFile, text: dict) -> int | None:
     taken += [(s["sh_offset"], s["sh_offset"] + s["sh_size"]) for s in elf.iter_sections()
               if s["sh_type"] != "SHT_NOBITS" and s["sh_size"]]
     taken.append((elf["e_shoff"], elf["e_shoff"] + elf["e_shnum"] * elf["e_shentsize"]))
-    clear = file_at + loader.size() <= described_end(elf) and \
-        all(hi <= file_at or lo >= file_at + loader.size() for lo, hi in taken)
-    return at if at + loader.size() <= limit and clear else None
+    clear = file_end <= described_end(elf) and all(hi <= file_at or lo >= file_end for lo, hi in taken)
+    return places[0] if last <= limit and clear else None
 
 
-def _cave(procs: list[Procedure], patches: list[EntryPatch], short: set[int]) -> int | None:
-    """A place for the stub in original bytes that nothing runs any more: in a copied
-    procedure none of whose entries runs in place (on into the cave), on a run of its own
+def _caves(procs: list[Procedure], patches: list[EntryPatch], short: set[int]) -> list[int] | None:
+    """Places for the stub's pieces in original bytes that nothing runs any more: in copied
+    procedures none of whose entries runs in place (on into a piece), on runs of their own
     instructions that no entry starts and no patch or trampoline covers."""
-    size = loader.size()
     patched = {patch.address for patch in patches}
     used = [span for patch in patches for span in patch.spans()]
+    runs = []
     for proc in procs:
         instructions = list(proc.instructions())
         if proc.address not in patched or any(ins.address in short for ins in instructions):
             continue
-        runs = dead_runs(instructions, patched, used, size)
-        if runs:
-            return runs[0][0]
-    return None
+        runs += dead_runs(instructions, patched, used, min(loader.piece_sizes()))
+    return loader.spread(sorted(runs, key=lambda run: run[0] - run[1]))
 
 
 @dataclass
@@ -188,40 +188,44 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     elf = ELFFile(io.BytesIO(original))
     text_index, text = _text_segment(elf, binary.entry)
     stub_at = _slack(elf, text)
+    places = loader.consecutive(stub_at)[0] if stub_at is not None else _caves(procs, patches,
+                                                                              set(report.short_entries))
     grows = stub_at is not None
-    if stub_at is None:
-        stub_at = _cave(procs, patches, set(report.short_entries))
-    if stub_at is None:
+    if places is None:
         # A linker that packs the file (ld.lld) leaves no slack there and a small program may
-        # have no dead run long enough: a gap opened in the file after the text (file_gap.py).
+        # have too few dead runs: a gap opened in the file after the text (file_gap.py).
         end = text["p_offset"] + text["p_filesz"]
         gap = file_gap.gap_size(original, end)
         if gap is not None:
-            original = file_gap.open_gap(original, end, gap)
-            elf = ELFFile(io.BytesIO(original))
-            text_index, text = _text_segment(elf, binary.entry)
-            stub_at = _slack(elf, text)
-            grows = stub_at is not None
-    if stub_at is None:
-        raise AnvilError(f"{binary.path}: no room for the loader stub (after the text segment, or in a copied "
-                         "procedure)")
+            opened = file_gap.open_gap(original, end, gap)
+            elf_opened = ELFFile(io.BytesIO(opened))
+            index_opened, text_opened = _text_segment(elf_opened, binary.entry)
+            stub_at = _slack(elf_opened, text_opened)
+            if stub_at is not None:
+                original, elf, text_index, text, grows = opened, elf_opened, index_opened, text_opened, True
+                places = loader.consecutive(stub_at)[0]
+    if places is None:
+        raise AnvilError(f"{binary.path}: no room for the loader stub (after the text segment, or in the copied "
+                         "procedures' dead code)")
     described = described_end(elf)
     out, overlay = bytearray(original[:described]), original[described:]
     region_offset = (len(out) + PAGE - 1) & ~(PAGE - 1)
-    stub = loader.assemble(stub_at, {"ANVIL_REGION": region, "ANVIL_LENGTH": len(data),
-                                     "ANVIL_OFFSET": region_offset, "ANVIL_ENTRY": binary.entry,
-                                     "ANVIL_INIT": symbols.get("anvil_start", 0)})
+    stub = loader.assemble(places, {"ANVIL_REGION": region, "ANVIL_LENGTH": len(data),
+                                    "ANVIL_OFFSET": region_offset, "ANVIL_ENTRY": binary.entry,
+                                    "ANVIL_INIT": symbols.get("anvil_start", 0)})
     for patch in patches:
         for address, jump in patch.writes(code.labels[ins_label(patch.address)]):
             at = _file_offset(elf, address)
             out[at:at + len(jump)] = jump
-    stub_offset = text["p_offset"] + (stub_at - text["p_vaddr"])
-    out[stub_offset:stub_offset + len(stub.code)] = stub.code
+    for address, piece in stub.pieces:
+        at = text["p_offset"] + (address - text["p_vaddr"]) if grows else _file_offset(elf, address)
+        out[at:at + len(piece)] = piece
     if grows:
-        grown = stub_at + len(stub.code) - text["p_vaddr"]
+        grown = max(address + len(piece) for address, piece in stub.pieces) - text["p_vaddr"]
         header = elf["e_phoff"] + text_index * elf["e_phentsize"]
         struct.pack_into("<QQ", out, header + 32, grown, max(grown, text["p_memsz"]))
-    struct.pack_into("<Q", out, 24, stub_at)
+    report.loader_stub = [f"{address:#x}" for address, _ in stub.pieces]
+    struct.pack_into("<Q", out, 24, stub.entry)
     out += b"\0" * (region_offset - len(out))
     out += data
     out += overlay

@@ -1,16 +1,20 @@
-# Loader stub of an x86-64 program, placed in the unused tail of its text segment and made
-# the ELF entry point. It maps the instrumentation region from the file itself
-# (/proc/self/exe) at its fixed offset from the image (below it: the heap the kernel
-# starts after the image stays where it was), restores every register and the flags as
+# Loader stub of an x86-64 program, made the ELF entry point. It maps the instrumentation
+# region from the file itself (/proc/self/exe) at its fixed offset from the image (below
+# it: the heap the kernel starts after the image stays where it was), calls
+# anvil_start(bias, initial RSP, &saved rdx) there (runtime_stubs/x86_64/anvil_rt.c, which
+# may change the rdx the program starts with), restores every register and the flags as
 # the kernel or the dynamic linker handed them over (rdx: the dynamic linker's fini
 # function) and goes on at the program's entry, whose patch jumps to its copy.
 #
-# Once the region is mapped it calls anvil_start(bias, initial RSP, &saved rdx) there
-# (runtime_stubs/x86_64/anvil_rt.c), which may change the rdx the program starts with.
+# It is in pieces, each a section of its own (.anvil_stub1 ...) ending in a jump to the
+# next (every reference between pieces is RIP-relative, so each piece may be linked
+# anywhere within 2 GiB of the others): the rewriter puts them after the text segment
+# where there is room for all, else in dead runs of the copied procedures (decision 0109).
 #
 # Symbols defined at link time (--defsym): ANVIL_REGION (the region's link address),
 # ANVIL_LENGTH (its size), ANVIL_OFFSET (its page-aligned offset in the file), ANVIL_ENTRY
-# (the program's entry), ANVIL_INIT (anvil_start's link address).
+# (the program's entry), ANVIL_INIT (anvil_start's link address, 0: a region of copies
+# alone).
 #
 # The stack just below the initial RSP is the program's: it may read it before writing it
 # (never-touched stack reads as zero), so the stub works FAR_BELOW bytes lower and zeroes
@@ -26,7 +30,14 @@
     .equ SYS_MMAP, 9
     .equ SYS_EXIT_GROUP, 231
 
-    .section .anvil_stub, "ax", @progbits
+# The end of piece n-1: a jump to piece n, which starts a section of its own.
+.macro piece n
+    jmp .Lpiece\n
+    .section .anvil_stub\n, "ax", @progbits
+.Lpiece\n:
+.endm
+
+    .section .anvil_stub1, "ax", @progbits
     .globl _anvil_stub
     .type _anvil_stub, @function
 _anvil_stub:
@@ -42,12 +53,14 @@ _anvil_stub:
     push %r11
     push %r12
     pushfq
+    piece 2
     lea _anvil_stub(%rip), %r12
     movabs $_anvil_stub, %rax
     sub %rax, %r12                      # the load bias
     lea path(%rip), %rdi
     mov $O_RDONLY, %esi
     xor %edx, %edx
+    piece 3
     mov $SYS_OPEN, %eax
     syscall
     test %rax, %rax
@@ -55,10 +68,12 @@ _anvil_stub:
     mov %rax, %r8                       # the file
     movabs $ANVIL_REGION, %rdi
     add %r12, %rdi                      # where the region goes (kept: syscall leaves rdi)
+    piece 4
     movabs $ANVIL_LENGTH, %rsi
     mov $PROT_ALL, %edx
     mov $MAP_PRIVATE_FIXED_NOREPLACE, %r10d
     movabs $ANVIL_OFFSET, %r9
+    piece 5
     mov $SYS_MMAP, %eax
     syscall
     cmp %rax, %rdi                      # another mapping there, or a kernel without NOREPLACE
@@ -66,12 +81,14 @@ _anvil_stub:
     mov %r8, %rdi
     mov $SYS_CLOSE, %eax
     syscall
+    piece 6
     mov %r12, %rdi                      # the load bias
     lea FAR_BELOW+8*SLOTS(%rsp), %rsi   # the initial stack
     lea 8*8(%rsp), %rdx                 # the saved rdx
     movabs $ANVIL_INIT, %rax
-    test %rax, %rax                     # 0: a region of copies alone
+    test %rax, %rax
     jz started
+    piece 7
     add %r12, %rax
     push %rbp
     mov %rsp, %rbp
@@ -79,6 +96,7 @@ _anvil_stub:
     call *%rax
     mov %rbp, %rsp
     pop %rbp
+    piece 8
 started:
     popfq
     pop %r12
@@ -91,12 +109,22 @@ started:
     pop %rdx
     pop %rcx
     pop %rax
-    .irp slot, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
+    piece 9
+    .irp slot, 1, 2, 3, 4
+    movq $0, -8*\slot(%rsp)
+    .endr
+    piece 10
+    .irp slot, 5, 6, 7, 8
+    movq $0, -8*\slot(%rsp)
+    .endr
+    piece 11
+    .irp slot, 9, 10, 11
     movq $0, -8*\slot(%rsp)
     .endr
     lea FAR_BELOW(%rsp), %rsp
     jmp ANVIL_ENTRY
 
+    .section .anvil_stub12, "ax", @progbits
 fail:
     mov $2, %edi
     lea message(%rip), %rsi
@@ -107,8 +135,11 @@ fail:
     mov $SYS_EXIT_GROUP, %eax
     syscall
 
+    .section .anvil_stub13, "a", @progbits
 path:
     .asciz "/proc/self/exe"
+
+    .section .anvil_stub14, "a", @progbits
 message:
     .ascii "anvil: cannot map the instrumentation region\n"
 message_end:
