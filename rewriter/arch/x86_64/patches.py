@@ -132,8 +132,11 @@ def dead_runs(instructions: list, stops: set[int], used: list[tuple[int, int]], 
     ``stops`` starts one, no written span of ``used`` covers a byte of one."""
     runs: list[tuple[int, int]] = []
     start = end = None
+    if instructions:  # the written bytes near these instructions, as a set (one look a byte)
+        lo_all, hi_all = instructions[0].address, instructions[-1].end
+        covered = {a for lo, hi in used if lo < hi_all and hi > lo_all for a in range(lo, hi)}
     for ins in instructions:
-        dead = ins.address not in stops and not any(lo < ins.end and ins.address < hi for lo, hi in used)
+        dead = ins.address not in stops and covered.isdisjoint(range(ins.address, ins.end))
         if dead and end == ins.address:
             end = ins.end
             continue
