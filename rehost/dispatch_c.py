@@ -100,7 +100,7 @@ class CDispatcher:
         self._set_pointer("anvil_names", ctypes.create_string_buffer(bytes(names)))
         ctypes.c_uint32.in_dll(self.lib, "anvil_nblocks").value = len(facts["block_addr"])
         ctypes.c_uint32.in_dll(self.lib, "anvil_nprocs").value = len(facts["proc_addr"])
-        ctypes.c_uint32.in_dll(self.lib, "anvil_bias").value = bias
+        ctypes.c_uint64.in_dll(self.lib, "anvil_bias").value = bias
 
     def _call(self, calls: list[tuple[int, list]], bias: int) -> None:
         for routine, args in calls:

@@ -2,7 +2,7 @@
 stderr, exit status 2 and no output file (benchmarks/fuzz_elf.py; decision 0036).
 
 A fixed seed and a size that runs in about a minute on one core: the dynamic glibc
-sample and a firmware image, mutated in every way the fuzzer knows (bit flips, header
+sample, a firmware image and the sample built for x86-64, mutated in every way the fuzzer knows (bit flips, header
 fields, string and symbol tables, section contents, truncation), through ``anvil
 instrument`` (inscount, cachesim, InHost and ReHost), ``anvil inspect`` and ``anvil
 image``, each in a process of its own whose stderr, exit status and files are checked
@@ -16,7 +16,7 @@ import collections
 
 from benchmarks import fuzz_elf
 from tests.support.boards import build_firmware
-from tests.support.samples import build
+from tests.support.samples import build, build_x86_64
 
 SEED = 36
 COUNT = 100
@@ -24,7 +24,8 @@ COUNT = 100
 
 def test_mutated_elf_files_give_output_or_one_line_error() -> None:
     inputs = [("sort O2-thumb-dyn", build("sort", "O2-thumb-dyn").read_bytes(), 2.0),
-              ("crc mps2-an385 firmware", build_firmware("crc", "mps2-an385").read_bytes(), 1.0)]
+              ("crc mps2-an385 firmware", build_firmware("crc", "mps2-an385").read_bytes(), 1.0),
+              ("sort x64-gcc-O2", build_x86_64("sort", "x64-gcc-O2").read_bytes(), 1.0)]
     cases = [fuzz_elf.make_case(n, SEED, inputs) for n in range(COUNT)]
     outcomes = fuzz_elf.run_cases(cases, jobs=1, timeout=120)
     assert not [o for o in outcomes if o.failed], fuzz_elf.table(outcomes)

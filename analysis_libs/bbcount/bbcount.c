@@ -7,7 +7,7 @@ ANVIL_ARRAY(uint32_t, order);
 static void put_block(uint32_t b, int json)
 {
     const char *proc = anvil_names + anvil_proc_name[anvil_block_proc[b]];
-    uint32_t addr = anvil_block_addr[b] & ~1u;
+    uint32_t addr = ANVIL_CODE_ADDRESS(anvil_block_addr[b]);
     if (json) {
         anvil_puts("{\"address\": ");
         anvil_putu(addr);

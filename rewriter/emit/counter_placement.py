@@ -211,10 +211,12 @@ def compact_slots(binary: Binary, array: str) -> int:
     for proc in binary.procedures:
         for block in proc.blocks:
             increments = block.counter_increments
-            if any(name == array for name, _, _ in increments):
-                block.counter_increments = [(name, slot if name == array else index, amount)
-                                            for name, index, amount in increments]
-                slot += 1
+            for name, _, _ in increments:  # (a loop, not any() over a generator: every block comes here)
+                if name == array:
+                    block.counter_increments = [(name, slot if name == array else index, amount)
+                                                for name, index, amount in increments]
+                    slot += 1
+                    break
     return max(1, slot)
 
 

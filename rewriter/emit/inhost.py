@@ -18,6 +18,7 @@ import functools
 import io
 import itertools
 import math
+import operator
 import os
 import struct
 import tempfile
@@ -87,6 +88,7 @@ from .records import SiteTable
 from .sites import SiteUnit
 
 HEADER_MAGIC = 0x4C564E41  # "ANVL"
+_IS_SYSCALL = operator.attrgetter("is_syscall")  # (system calls picked out of every instruction in C)
 # Firmware: the library is linked once for its size at the free flash's start (aligned
 # alike) and goes after the code, at an address with the same alignment, so that its
 # sections lay out the same.
@@ -218,7 +220,7 @@ def _add_runtime_hooks(binary: Binary) -> None:
     on_syscall = Prototype("anvil_on_syscall", (Arg.REG_VALUE, Arg.CONST))
     number = 0 if binary.is_firmware else 7
     args = (number, int(not binary.threaded))
-    calls = [ins for proc in binary.procedures for ins in proc.instructions() if ins.is_syscall]
+    calls = [ins for proc in binary.procedures for ins in filter(_IS_SYSCALL, proc.instructions())]
     jumped_to = jump_targets(binary) if calls else set()
     for ins in calls:
         if may_end_program(binary, ins, number, jumped_to):
@@ -411,17 +413,21 @@ def _library_sources(tool: Tool, toolchain: tb.Toolchain, deferred: SiteTable | 
 
 
 @gc_paused
-def require_rewritable(binary: Binary) -> None:
-    """Refuse a program of an ISA whose hooks cannot be lowered yet (x86-64 is read, for
-    ``anvil inspect``, but its instructions are not relocated yet: decision 0105)."""
-    if binary.machine != "arm":
+def require_rewritable(binary: Binary, mode: str = "rehost") -> None:
+    """Refuse a program of an ISA whose hooks cannot be lowered yet in ``mode`` (x86-64:
+    InHost counting tools only, decision 0110)."""
+    if binary.machine != "arm" and (binary.machine != "x86-64" or mode != "inhost"):
         raise AnvilError(f"{binary.path}: {binary.machine} programs can be read (anvil inspect) but not yet "
-                         "instrumented: this build instruments 32-bit ARM only")
+                         f"instrumented in {mode} mode")
 
 
+@gc_paused  # the tool's own pass too: its increments and hooks are as many objects as blocks
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
     """Run ``tool`` over ``binary`` and write the InHost-instrumented executable to ``output``."""
-    require_rewritable(binary)
+    require_rewritable(binary, "inhost")
+    if binary.machine == "x86-64":
+        from .elf64_inhost import instrument as instrument_x86_64
+        return instrument_x86_64(binary, tool, opts, output)
     started = time.monotonic()
     binary.clear_hooks()
     run_instrument(tool, binary, opts)
@@ -826,11 +832,13 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
     ``vfp``: hooks park registers in d16-d31 (vfp_scratch).
     Strings the hooks pass are named by ``units`` (which already knows them all)."""
     proc_starts = [p.address for p in binary.procedures]
+    # (Asked for a branch's target: in lists, not the procedures' attributes and properties.)
+    proc_ends = [p.end for p in binary.procedures]
+    proc_thumb = [bool(p.thumb) for p in binary.procedures]
 
     def mode_of_place(addr: int) -> bool:
         i = bisect.bisect_right(proc_starts, addr) - 1
-        proc = binary.procedures[i] if i >= 0 else None
-        return bool(proc and proc.address <= addr < proc.end and proc.thumb)
+        return i >= 0 and addr < proc_ends[i] and proc_thumb[i]
 
     mode = _instructions_in_other_mode(binary.procedures, proc_starts, mode_of_place)
 
@@ -879,6 +887,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             lock_communicator=not binary.is_firmware,
             poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
             table_sizes=binary.table_sizes,
+            inline_data_readers=binary.inline_data_sizes,
             text_relocations=binary.text_relocations,
             ip_clobbered_at=frozenset(binary.plt),
             inside_pages=not binary.is_firmware,
@@ -893,7 +902,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
 def _inline_data_sites(binary: Binary, procs: list[Procedure]) -> set[int]:
     """The return sites of calls in ``procs`` to functions that read data there and never
     return to it (ir.inline_data)."""
-    cache: dict[tuple[int, bool], int] = {}
+    cache = binary.inline_data_sizes
     return {ins.end for proc in procs for ins in proc.instructions()
             if ins.is_call and ins.branch_target is not None
             and inline_data_size(binary.read, cache, ins.branch_target & ~1, ins.thumb != (ins.name == "blx"))}
@@ -1076,7 +1085,7 @@ def _build_library(sources: list[Path | tb.Generated], site_source: str, toolcha
 def _finish(report: Report, output: str, data: bytes, chosen: list[Procedure], started: float) -> Report:
     atomic_write(output, data)
     report.relocated = len(chosen)
-    report.instructions = sum(len(list(p.instructions())) for p in chosen)
+    report.instructions = sum(len(b.instructions) for p in chosen for b in p.blocks)
     report.undecodable = [{"procedure": p.name, "address": start, "end": end}
                           for p in chosen for start, end in p.undecodable]
     report.rewrite_seconds = time.monotonic() - started

@@ -19,6 +19,8 @@ constant (moved there just before), for the length in r1 when that is known too.
 
 from __future__ import annotations
 
+import operator
+
 from ..errors import AnvilError
 from ..ir.constants import effect_on
 from ..ir.model import Binary, Instruction
@@ -55,6 +57,10 @@ def load_bias(binary: Binary) -> int:
     return QEMU_PIE_BIAS if binary.is_pie else 0
 
 
+_IS_SYSCALL = operator.attrgetter("is_syscall")
+_BRANCH_TARGET = operator.attrgetter("branch_target")
+
+
 def claimed_ranges(binary: Binary) -> list[tuple[int, int]]:
     """The [start, end) address ranges the program's own code asks ``mmap`` for: each call
     (through the PLT) or ``mmap2`` system call whose address argument is a nonzero constant;
@@ -63,6 +69,11 @@ def claimed_ranges(binary: Binary) -> list[tuple[int, int]]:
     mmap_entries = {entry for entry, name in binary.plt.items() if name in MMAP_FUNCTIONS}
     ranges = [KERNEL_SPACE] if any(mark in binary.data for mark in ASAN_MARKS) else []
     for proc in binary.procedures:
+        # Most procedures make no system call and call no mmap: told in C loops, before
+        # their instructions are sorted and walked.
+        if not any(map(_IS_SYSCALL, proc.instructions())) \
+                and mmap_entries.isdisjoint(map(_BRANCH_TARGET, proc.instructions())):
+            continue
         code = sorted(proc.instructions(), key=lambda ins: ins.address)
         for at, ins in enumerate(code):
             if ins.is_syscall and ins.name == "svc":

@@ -27,7 +27,8 @@ def c_string(text: str) -> str:
     return "".join(out)
 
 
-_DIRECTIVES = {"uint8_t": (".byte", 1), "uint16_t": (".short", 2), "uint32_t": (".word", 4)}
+# Sizes the GNU assembler reads alike for every target (".word" is 4 bytes on ARM, 2 on x86).
+_DIRECTIVES = {"uint8_t": (".byte", 1), "uint16_t": (".2byte", 2), "uint32_t": (".4byte", 4)}
 
 
 def _array(ctype: str, name: str, values: list[int], per_line: int = 32) -> str:
@@ -126,7 +127,7 @@ class SiteUnit:
             proto = hook.prototype
             if proto.name not in declared:
                 declared.add(proto.name)
-                params = ", ".join("uint32_t" for _ in proto.kinds) or "void"
+                params = ", ".join("anvil_word" for _ in proto.kinds) or "void"
                 parts.append(f"void {proto.name}({params});\n")
         calls_start = "".join(self._call(h) for h in start)
         calls_end = "".join(self._call(h) for h in end)
@@ -149,7 +150,7 @@ class SiteUnit:
         args = []
         for kind, value in zip(hook.prototype.kinds, hook.args):
             if kind is Arg.STRING:
-                args.append(f"(uint32_t){self.string_symbol(str(value))}")
+                args.append(f"(anvil_word){self.string_symbol(str(value))}")
             else:
                 args.append(f"{int(value) & 0xFFFFFFFF}u")
         return f"  {hook.prototype.name}({', '.join(args)});\n"

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME_DIR = ROOT / "runtime_stubs" / "arm"
 COMMON_DIR = ROOT / "runtime_stubs" / "common"  # shared by the target and host runtimes
+HIDDEN = COMMON_DIR / "anvil_hidden.h"  # force-included in every unit of the analysis library
 ANALYSIS_DIR = ROOT / "analysis_libs"
 # The generated unit puts each image fact (block and procedure tables) in a section of
 # this prefix; the link keeps only the ones the tool's code reads (--gc-sections, all
@@ -52,20 +53,29 @@ class Toolchain:
     arch_flags: tuple[str, ...]
     runtime: str  # directory under runtime_stubs/ with the platform's start-up and output code
     defines: tuple[str, ...] = ()  # -D flags the platform's runtime is built with
+    isa: str = "arm"  # directory under runtime_stubs/ with the instruction set's shared runtime
+    base_flags: tuple[str, ...] = tuple(CFLAGS)
 
     def tool(self, name: str) -> str:
         path = shutil.which(self.prefix + name)
         if path is None:
-            raise AnvilError(f"{self.prefix}{name} not found: run scripts/bootstrap.sh to install the ARM cross "
-                             "toolchains")
+            raise AnvilError(f"{self.prefix}{name} not found: run scripts/bootstrap.sh to install the toolchains")
         return path
 
     @property
     def flags(self) -> list[str]:
-        return [*CFLAGS, *self.arch_flags, *self.defines]
+        return [*self.base_flags, *self.arch_flags, *self.defines]
+
+    @property
+    def isa_dir(self) -> Path:
+        return ROOT / "runtime_stubs" / self.isa
 
 
 LINUX = Toolchain("arm-linux-gnueabihf-", ("-march=armv7-a+fp",), "arm")
+# x86-64 Linux programs: the machine's own compiler; no CET marks (the copies' jumps land
+# on no end-branch), no red zone needed (the hooks step over the program's).
+X86_64 = Toolchain("", ("-fcf-protection=none",), "x86_64", isa="x86_64",
+                   base_flags=tuple(flag for flag in CFLAGS if flag != "-mthumb"))
 # A Go program's: Go's signal handler takes its goroutine from r10 whatever code the signal
 # interrupted, the analysis's included (libgcc's routines the library links leave it alone).
 LINUX_KEEPING_R10 = Toolchain("arm-linux-gnueabihf-", ("-march=armv7-a+fp", "-ffixed-r10"), "arm")
@@ -113,7 +123,7 @@ def runtime_sources(toolchain: Toolchain, results: bool = True) -> list[Path]:
     platform = platform_dir(toolchain)
     output = [COMMON_DIR / "anvil_format.c"] if results else []
     return [platform / "anvil_rt.c", RUNTIME_DIR / "anvil_target.c", COMMON_DIR / "anvil_string.c", *output,
-            DERIVE_SOURCE, RUNTIME_DIR / "anvil_entry.S"]
+            DERIVE_SOURCE, toolchain.isa_dir / "anvil_entry.S"]
 
 
 def compiler_environment() -> dict[str, str]:
@@ -143,7 +153,7 @@ def compile_c(source: Path | str, include: list[Path], text: str | None = None,
     data = text.encode() if text is not None else Path(source).read_bytes()
     suffix = Path(source).suffix or ".c"  # a generated unit's name says its language too
     digest = hashlib.sha256(data + " ".join([toolchain.prefix, *toolchain.flags]).encode()
-                            + (RUNTIME_DIR / "anvil_hidden.h").read_bytes())
+                            + HIDDEN.read_bytes())
     for inc in include:
         for header in sorted(inc.glob("*.h")):
             digest.update(header.read_bytes())
@@ -154,7 +164,7 @@ def compile_c(source: Path | str, include: list[Path], text: str | None = None,
         src = Path(tmp) / f"unit{suffix}"
         src.write_bytes(data)
         out = Path(tmp) / "unit.o"
-        force = ["-include", str(RUNTIME_DIR / "anvil_hidden.h")] if suffix == ".c" else []
+        force = ["-include", str(HIDDEN)] if suffix == ".c" else []
         _run([toolchain.tool("gcc"), *toolchain.flags, *force, *[f"-I{p}" for p in include],
               "-c", str(src), "-o", str(out)])
         shutil.move(str(out), obj)
@@ -190,7 +200,8 @@ class LinkedLibrary:
 
 @cache  # one question to the compiler per toolchain, not one per link
 def libgcc(toolchain: Toolchain = LINUX) -> str:
-    out = subprocess.run([toolchain.tool("gcc"), *toolchain.arch_flags, "-mthumb", "-print-libgcc-file-name"],
+    thumb = ["-mthumb"] if toolchain.isa == "arm" else []
+    out = subprocess.run([toolchain.tool("gcc"), *toolchain.arch_flags, *thumb, "-print-libgcc-file-name"],
                          capture_output=True, text=True, env=compiler_environment())
     return out.stdout.strip()
 

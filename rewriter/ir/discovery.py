@@ -555,8 +555,17 @@ def _no_thumb_code(read: Callable[[int, int], bytes], firmware: bool,
     word (the entry + 1) is where a C string starts: that string's address (a literal passed
     to printf), over which a jump would rewrite the text."""
     names_string = _string_at(read) if firmware else None
-    return lambda address: (names_string is not None and names_string(address)) or a32_looking(read, address) \
-        or (zero_ahead is not None and zero_ahead(address))
+    # The answer depends on the image's bytes alone, and the same data words are weighed
+    # again in every pass of the outer loop (_thumb_words): each decoded once.
+    answers: dict[int, bool] = {}
+
+    def no_thumb_code(address: int) -> bool:
+        answer = answers.get(address)
+        if answer is None:
+            answer = answers[address] = (names_string is not None and names_string(address)) \
+                or a32_looking(read, address) or (zero_ahead is not None and zero_ahead(address))
+        return answer
+    return no_thumb_code
 
 
 #: Bytes of straight-line code from a weak Thumb entry that _zero_ahead reads.
@@ -716,8 +725,13 @@ class _Found(_Logged):
         indexed = self._indexed.setdefault(key, [])
         if not any(calls is value.calls for calls in indexed):
             indexed.append(value.calls)
+            named_by = self.named_by
             for target in (*value.calls, *value.after_calls, *value.after):
-                self.named_by.setdefault(target, set()).add(key)
+                namers = named_by.get(target)
+                if namers is None:  # (no empty set made for every target named before)
+                    named_by[target] = {key}
+                else:
+                    namers.add(key)
         super().__setitem__(key, value)
 
 

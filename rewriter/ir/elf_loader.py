@@ -32,7 +32,7 @@ from .elf_check import check_elf
 from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
 from .go_runtime import go_functions, go_version, refusal
-from .model import Binary, Block, Procedure, Segment
+from .model import Binary, Block, Procedure, Segment, own_instructions
 from .plt import lazy_binder, plt_functions, thumb_stubs
 
 _MAPPING = re.compile(r"^\$([atd])(\..*)?$")
@@ -92,15 +92,22 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
         procs, decoded = discover(binary, elf)
         binary.notes.append("no symbols or mapping symbols: code found by recursive descent")
     _finish(binary, elf, procs, decoded)
-    named = _named(elf, data, _UNWINDING | _THREADING)
+    read_runtime_facts(binary, elf, stripped=not symbols)
+    return binary
+
+
+def read_runtime_facts(binary: Binary, elf: ELFFile, stripped: bool) -> None:
+    """Whether the program's stack may be unwound (``Binary.unwinds``) and whether it starts
+    threads (``Binary.threaded``), from the names it defines or imports: the same on every ISA.
+    ``stripped``: no symbol names the program's functions (its landing pads then tell)."""
+    named = _named(elf, binary.data, _UNWINDING | _THREADING)
     # Go's runtime walks its goroutines' stacks (garbage collection, stack growth, panics)
     # and looks each return address up in its PC table (decision 0089).
-    binary.unwinds = bool(named & _UNWINDING) or _raises(elf, data) \
-        or (not symbols and bool(binary.unwinder_entries)) or bool(binary.go_functions)
+    binary.unwinds = bool(named & _UNWINDING) or _raises(elf, binary.data) \
+        or (stripped and bool(binary.unwinder_entries)) or bool(binary.go_functions)
     # Go's runtime starts its threads (sysmon, the garbage collector's) by the clone system
     # call itself, whatever the program imports.
-    binary.threaded = names_thread_start(elf, data, named) or bool(binary.go_functions)
-    return binary
+    binary.threaded = names_thread_start(elf, binary.data, named) or bool(binary.go_functions)
 
 
 def _early_resolvers(elf: ELFFile, binary: Binary) -> set[int]:
@@ -529,6 +536,5 @@ def _make_blocks(proc: Procedure, insns: list, taken: set[int]) -> None:
     if current:
         blocks.append(Block(current[0].address, current, proc))
     for block in blocks:
-        for ins in block.instructions:
-            ins.block = block
+        own_instructions(block)
     proc.blocks = blocks

@@ -21,6 +21,7 @@ read a table there and return past it (``add lr, ...``), are not (relocate.reads
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 
 from .model import Instruction
@@ -40,13 +41,20 @@ def inline_data_size(read: Callable[[int, int], bytes], cache: dict[tuple[int, b
     known = cache.get(key)
     if known is not None:
         return known
-    from ..arch.arm.decode import decode_range, make_disassembler
+    from ..arch.arm.decode import decode_range, shared_disassembler
 
-    disassembler = make_disassembler(thumb)
+    disassembler = shared_disassembler(thumb)
     try:
         # The first instruction alone first: almost no callee starts with ``mov rX, lr``.
-        first = decode_range(disassembler, read(target, 4), target, thumb)[0][:1]
-        starts = bool(first) and first[0].name == "mov" and first[0].op_str.endswith(", lr")
+        # Capstone's text of it says so where it reads one (decode_range's first is that
+        # one): the decoder's facts only for those that may.
+        head = read(target, 4)
+        text = next(disassembler.disasm_lite(head, target), None)
+        if text is not None and not text[3].endswith(", lr"):
+            starts = False
+        else:
+            first = decode_range(disassembler, head, target, thumb)[0][:1]
+            starts = bool(first) and first[0].name == "mov" and first[0].op_str.endswith(", lr")
         code = decode_range(disassembler, read(target, 4 * LOOK), target, thumb)[0] if starts else []
     except Exception:  # noqa: BLE001 - unreadable bytes (outside the image): no such function
         code = []
@@ -85,14 +93,18 @@ def _reader_size(code: list[Instruction], reach: int) -> int:
     return 0
 
 
-def inline_data_bytes(procedures: list, read: Callable[[int, int], bytes]) -> set[int]:
+def inline_data_bytes(procedures: list, read: Callable[[int, int], bytes],
+                      cache: dict[tuple[int, bool], int]) -> set[int]:
     """The bytes after the calls in ``procedures`` that their callees read there
-    (inline_data_size): data, as literal pools are."""
-    cache: dict[tuple[int, bool], int] = {}
+    (inline_data_size, with its ``cache``): data, as literal pools are."""
     found: set[int] = set()
     for proc in procedures:
-        for ins in proc.instructions():
-            if ins.is_call and ins.branch_target is not None:
+        for ins in filter(_IS_CALL, proc.instructions()):  # (the calls picked out in C)
+            if ins.branch_target is not None:
                 size = inline_data_size(read, cache, ins.branch_target & ~1, ins.thumb != (ins.name == "blx"))
-                found.update(range(ins.end, ins.end + size))
+                if size:
+                    found.update(range(ins.end, ins.end + size))
     return found
+
+
+_IS_CALL = operator.attrgetter("is_call")

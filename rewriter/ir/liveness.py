@@ -203,21 +203,28 @@ def _block_effects(insns: list[Instruction]) -> list[tuple[int, int]]:
 
 def _effects_of(ins: Instruction) -> tuple[int, int]:
     """``_effects`` of ``ins``."""
+    found = _known_effects(ins)
+    if found[1] and (ins.cond != 14 or ins.in_it):
+        return found[0], 0  # a conditional write may not happen
+    return found
+
+
+def _known_effects(ins: Instruction) -> tuple[int, int]:
+    """``_effects`` of ``ins``'s text, kept in ``_KNOWN``."""
     by_operands = _KNOWN.get(ins.mnemonic)
     if by_operands is None:
         by_operands = _KNOWN[ins.mnemonic] = {}
     found = by_operands.get(ins.op_str)
     if found is None:
         found = by_operands[ins.op_str] = _effects(ins.mnemonic, ins.op_str)
-    if found[1] and (ins.cond != 14 or ins.in_it):
-        return found[0], 0  # a conditional write may not happen
     return found
 
 
 def registers_used(ins: Instruction) -> int:
     """The registers ``ins`` may read or write (bit n for rn, of ``ALL``; every one when
-    the analysis does not know the instruction)."""
-    reads, writes = _effects(ins.mnemonic, ins.op_str)
+    the analysis does not know the instruction). The descent's switch finder asks of most
+    instructions after a MOV: the text is parsed once (``_KNOWN``)."""
+    reads, writes = _known_effects(ins)
     return reads | writes
 
 

@@ -287,6 +287,15 @@ Procedure._binary_ref = None  # type: ignore[attr-defined]  # until the loader s
 Procedure.binary = _owner_reference("binary", "binary")  # type: ignore[attr-defined]
 
 
+def own_instructions(block: Block) -> None:
+    """Make ``block`` the block of each of its instructions (``Instruction.block``): one
+    weak reference for all of them, set without the property (a loader does this for
+    every instruction of the program)."""
+    ref = weakref.ref(block)
+    for ins in block.instructions:
+        ins._block_ref = ref
+
+
 @dataclass
 class Segment:
     """A PT_LOAD program header."""
@@ -371,6 +380,9 @@ class Binary:
     go_functions: dict[int, str] = field(default_factory=dict)
     _high_vfp: bool | None = field(default=None, repr=False, compare=False)  # uses_high_vfp, once known
     _literal_bytes: set[int] | None = field(default=None, repr=False, compare=False)  # literal_bytes, once known
+    # ir.inline_data's answers, (callee, Thumb) -> bytes read after its calls: each callee
+    # decoded once for the literal bytes, the return sites and the relocation alike.
+    inline_data_sizes: dict[tuple[int, bool], int] = field(default_factory=dict, repr=False, compare=False)
     _lines: LineTable | None = field(default=None, repr=False, compare=False)  # source_line's, once read
 
     def source_line(self, address: int) -> str | None:
@@ -412,7 +424,7 @@ class Binary:
                                    if ins.accesses for acc in ins.accesses
                                    if acc.base == 15 and not acc.is_store for k in range(acc.size)}
             # And the data after calls whose callees read it there (klibc's system call numbers).
-            self._literal_bytes |= inline_data_bytes(self.procedures, self.read)
+            self._literal_bytes |= inline_data_bytes(self.procedures, self.read, self.inline_data_sizes)
         return self._literal_bytes
 
     def call(self, point: Point, prototype: Prototype, *args: object) -> None:

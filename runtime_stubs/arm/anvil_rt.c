@@ -61,7 +61,7 @@ struct anvil_header {
 };
 
 /* In .data, not .bss: it is written before the zero-filled pages are mapped. */
-uint32_t anvil_bias __attribute__((section(".data"))) = 0;
+anvil_word anvil_bias __attribute__((section(".data"))) = 0;
 
 void anvil_program_start(void);
 void anvil_program_end(void);

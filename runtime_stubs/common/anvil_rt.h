@@ -63,13 +63,33 @@ typedef int int32_t;
 typedef unsigned short uint16_t;
 typedef unsigned char uint8_t;
 typedef unsigned long long uint64_t;
+#ifdef __x86_64__
+typedef unsigned long size_t;
+#else
 typedef uint32_t size_t;
+#endif
 #define ANVIL_ARRAY(type, name) extern type anvil_array_##name[]
 #define ANVIL_TABLE(type, name) extern type name[]
 #define ANVIL_CONST(type, name) extern const type name
 #endif
 
 #define ANVIL_HIDDEN __attribute__((visibility("hidden")))
+
+/* A value as wide as the target's registers: what start and end routines are passed (a
+ * string's address, a constant), the load bias. */
+#if defined(ANVIL_HOST) || defined(__x86_64__)
+typedef uint64_t anvil_word;
+#else
+typedef uint32_t anvil_word;
+#endif
+
+/* A block's or procedure's address from the facts below: on ARM the lowest bit says Thumb
+ * code; x86-64 instructions start at any byte. */
+#if defined(__x86_64__) && !defined(ANVIL_HOST)
+#define ANVIL_CODE_ADDRESS(a) (a)
+#else
+#define ANVIL_CODE_ADDRESS(a) ((a) & ~1u)
+#endif
 
 /* The static facts of the instrumented image (generated C on the target; the site
  * table sent when a ReHost session opens on the host). */
@@ -81,7 +101,7 @@ ANVIL_CONST(uint32_t, anvil_nprocs);
 ANVIL_TABLE(const uint32_t, anvil_proc_addr);
 ANVIL_TABLE(const uint32_t, anvil_proc_name);    /* offsets into anvil_names */
 ANVIL_TABLE(const char, anvil_names);
-extern uint32_t anvil_bias;                      /* runtime minus link-time address */
+extern anvil_word anvil_bias;                    /* runtime minus link-time address */
 
 #ifndef ANVIL_HOST
 /* System calls (ARM EABI). */

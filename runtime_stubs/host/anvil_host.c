@@ -9,7 +9,8 @@
 
 #include "anvil_rt.h"
 
-uint32_t anvil_nblocks, anvil_nprocs, anvil_bias;
+uint32_t anvil_nblocks, anvil_nprocs;
+anvil_word anvil_bias;
 const uint32_t *anvil_block_addr;
 const uint16_t *anvil_block_insns;
 const uint32_t *anvil_block_proc;

@@ -205,14 +205,21 @@ def _detail(md: capstone.Cs, raw: bytes, addr: int) -> capstone.CsInsn:
 _DETAIL_HANDLES: dict[bool, capstone.Cs] = {}
 
 
+def shared_disassembler(thumb: bool) -> capstone.Cs:
+    """The process's ARMv7 handle (make_disassembler) for Thumb or A32, made once: for the
+    short reads done apart from a binary's descent (a callee's first instructions, one
+    instruction's details), where making a handle cost more than decoding."""
+    md = _DETAIL_HANDLES.get(thumb)
+    if md is None:
+        md = _DETAIL_HANDLES[thumb] = make_disassembler(thumb)
+    return md
+
+
 def details_of(ins: Instruction) -> capstone.CsInsn:
     """``ins``'s capstone instruction with operand details, decoded now where the decoder
     kept none (the facts of most instructions come from capstone's text alone), and kept."""
     if ins.detail is None:
-        md = _DETAIL_HANDLES.get(ins.thumb)
-        if md is None:
-            md = _DETAIL_HANDLES[ins.thumb] = make_disassembler(ins.thumb)
-        ins.detail = _detail(md, ins.raw, ins.address)
+        ins.detail = _detail(shared_disassembler(ins.thumb), ins.raw, ins.address)
     return ins.detail
 
 

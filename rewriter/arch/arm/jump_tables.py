@@ -598,8 +598,24 @@ _MOVE_DISTANCE = 6  # instructions between that MOV and its CMP
 
 def _constant(move: Instruction) -> tuple[int, int] | None:
     """(register, value) an unconditional ``mov rN, #imm`` sets, None for other moves."""
-    operands = [o.strip() for o in move.op_str.split(",")]
-    if len(operands) != 2 or operands[0] not in REGISTERS or move.cond != 14:
+    if move.cond != 14:
+        return None
+    found = _CONSTANTS.get(move.op_str, _UNKNOWN)
+    if found is _UNKNOWN:
+        found = _CONSTANTS[move.op_str] = _constant_of(move.op_str)
+    return found
+
+
+_UNKNOWN = object()
+# A MOV's operand text -> _constant_of's answer: the descent's switch finder reads every
+# MOV of the program, and a few thousand texts repeat.
+_CONSTANTS: dict[str, tuple[int, int] | None] = {}
+
+
+def _constant_of(op_str: str) -> tuple[int, int] | None:
+    """_constant's answer for an unconditional MOV with operands ``op_str``."""
+    operands = [o.strip() for o in op_str.split(",")]
+    if len(operands) != 2 or operands[0] not in REGISTERS:
         return None
     value = _immediate(operands[1])
     return None if value is None else (REGISTERS[operands[0]], value)

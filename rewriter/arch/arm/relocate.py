@@ -21,6 +21,7 @@ the original return address and the original return site gets a jump to its copy
 
 from __future__ import annotations
 
+import itertools
 import struct
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from ..code import Code, Resolver
 from . import encode as enc
 from .appends import AppendRoutines
 from .counters import emit_increment, emit_sum_add, emit_sum_reset, emit_sum_store, emit_sum_store_free
-from .decode import REG_NUMBERS, details_of
+from .decode import REG_NUMBERS, DecodeCache, details_of
 from .exclusives import emit_exclusive, emulated_exclusives
 from .hooks import HookContext, emit_call, emit_hits, first_and_last, shared_key
 from .isa import A32, AL, IP, ISA, LR, PC, SP, T32, Scratch
@@ -76,6 +77,9 @@ class RelocationContext:
     xlate_tables: list[tuple[Procedure, Hashable]] = field(default_factory=list)
     # (function, Thumb) -> whether it reads data at its return address (reads_return_address).
     return_readers: dict[tuple[int, bool], bool] = field(default_factory=dict)
+    # The encodings reads_return_address has decoded (decode.DecodeCache): callees start
+    # alike (push, mov, sub sp), and decoding one anew is several times a cached one.
+    return_reader_decoding: DecodeCache = field(default_factory=DecodeCache)
     # (function, Thumb) -> the size of the data it reads after its call (ir.inline_data).
     inline_data_readers: dict[tuple[int, bool], int] = field(default_factory=dict)
     # Original address -> label a direct branch goes to instead (an edge counter's trampoline).
@@ -753,10 +757,20 @@ def reads_return_address(ctx: RelocationContext, target: int, thumb: bool) -> bo
     known = ctx.return_readers.get(key)
     if known is not None:
         return known
-    from .decode import decode_range, make_disassembler
+    from .decode import decode_range, shared_disassembler
 
     try:
-        code = decode_range(make_disassembler(thumb), ctx.read(target, 4 * _READER_LOOK), target, thumb)[0]
+        data = ctx.read(target, 4 * _READER_LOOK)
+        md = shared_disassembler(thumb)
+        # Most callees copy LR (``mov rX, lr``, whose text ends ", lr") in none of the
+        # instructions looked at, and then none reads through it: capstone's text tells,
+        # where it reads all of them (decode_range's first ones are those), without the
+        # decoder's facts.
+        texts = list(itertools.islice(md.disasm_lite(data, target), _READER_LOOK))
+        if len(texts) == _READER_LOOK and not any(op_str.endswith(", lr") for _, _, _, op_str in texts):
+            code = []
+        else:
+            code = decode_range(md, data, target, thumb, ctx.return_reader_decoding)[0]
     except Exception:  # noqa: BLE001 - unreadable bytes (outside the image): no such helper
         code = []
     from_lr: set[int] = set()  # registers holding LR or a value computed from it

@@ -27,8 +27,9 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from ...errors import AnvilError
+from ...ir.elf_loader import read_runtime_facts
 from ...ir.exception_tables import landing_pads
-from ...ir.model import Binary, Block, Instruction, Procedure, Segment
+from ...ir.model import Binary, Block, Instruction, Procedure, Segment, own_instructions
 from .decode import RIP, decode_one, make_disassembler
 from .jump_tables import switch_targets
 
@@ -69,15 +70,25 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     names = {**{address: name for address, (name, _) in sizes.items()}, **binary.plt}
     taken = sorted(_code_addresses_in_data(elf, code) | pads)
     binary.address_taken = set(taken)
-    procedures = _Descents(md, reader, names, sizes, code, plt, taken, starts).run()
+    descents = _Descents(md, reader, names, sizes, code, plt, taken, starts)
+    procedures = descents.run()
+    binary.switch_cases = {jump: cases for d in descents.descents.values() for jump, cases in d.switches.items()}
+    binary.code_pointers = set(taken)
     for name, lo, hi, _, instructions in plt_code:
         proc = Procedure(name, lo, hi - lo, thumb=False)
-        _make_blocks(proc, instructions)
+        entries = _plt_entries(instructions)
+        _make_blocks(proc, instructions, entries)
+        binary.code_pointers |= entries
         procedures[lo] = proc
     binary.procedures = [procedures[a] for a in sorted(procedures) if procedures[a].blocks]
+    blocks = 0
     for index, proc in enumerate(binary.procedures):
         proc.index = index
         proc.binary = binary
+        for block in proc.blocks:  # numbered through the program: a tool's slot of each block
+            block.index = blocks
+            blocks += 1
+    read_runtime_facts(binary, elf, stripped=not sizes)
     return binary
 
 
@@ -138,8 +149,11 @@ class _Descents:
         if owner is not None and owner in self.descents:
             descent = self.descents[owner]
             if target < descent.proc.end:
+                # A block starts there (control arrives from elsewhere: a count at the
+                # block's start must see it), and where its code is not found yet the
+                # descent goes on from there.
+                self.roots[owner].add(target)
                 if target not in descent.found:
-                    self.roots[owner].add(target)  # into the middle of its code: descend on from there
                     self.pending.setdefault(owner, set()).add(target)
                     self.work.append(owner)
                 return
@@ -259,6 +273,23 @@ def _plt_sections(elf: ELFFile) -> list[tuple[str, int, int, int]]:
                    if (s := elf.get_section_by_name(name)) is not None and s["sh_size"]), key=lambda p: p[1])
 
 
+def _plt_entries(instructions: list[Instruction]) -> set[int]:
+    """Where a PLT section's entries start: its first instruction and each one after an
+    unconditional jump and the padding that follows it. Calls and function pointers (and a
+    lazily bound GOT slot, pointing back at its entry's ``push``) enter there; the sizes
+    the section header gives are not always the entries' (a static program's IFUNC PLT
+    has 8-byte entries)."""
+    starts: set[int] = set()
+    after_jump = True
+    for ins in instructions:
+        if ins.name in ("nop", "int3") or ins.name == "xchg" and ins.op_str == "ax, ax":  # padding
+            continue
+        if after_jump:
+            starts.add(ins.address)
+        after_jump = ins.is_branch and not ins.is_call and not ins.falls_through
+    return starts
+
+
 def _plt_names(elf: ELFFile, plt_code: list[tuple[str, int, int, int, list[Instruction]]]) -> dict[int, str]:
     """PLT entry -> the function it calls: each entry jumps through its GOT slot, and the
     slot's JUMP_SLOT (or GLOB_DAT, for ``.plt.got``) relocation names the symbol."""
@@ -322,6 +353,7 @@ class _Descent:
         self.keys: list[int] = []  # the addresses of found, in order
         self.covered: set[int] = set()  # every byte of the instructions found
         self.cases: set[int] = set()
+        self.switches: dict[int, set[int]] = {}  # each switch's jump -> its cases
         self.unresolved: list[Instruction] = []  # indirect jumps whose cases are not known (yet)
         self.given_up: list[Instruction] = []
 
@@ -364,6 +396,7 @@ class _Descent:
         if not cases:
             self.unresolved.append(jump)
             return
+        self.switches[jump.address] = set(cases)
         for case in cases:
             if self.lo <= case < self.hi:
                 self.cases.add(case)  # a block starts there, found already or not
@@ -440,6 +473,5 @@ def _make_blocks(proc: Procedure, instructions: list[Instruction], cases: set[in
     blocks.append(Block(current[0].address, current, proc))
     for index, block in enumerate(blocks):
         block.index = index
-        for ins in block.instructions:
-            ins.block = block
+        own_instructions(block)
     proc.blocks = blocks

@@ -1,0 +1,110 @@
+"""Which x86-64 status flags are live where: an inline counter's ``add`` changes them, so
+it saves them (``pushfq``/``popfq``, slow) only where a later instruction may read what
+they held.
+
+A flag is live at a point if some path from there reads it before anything writes it.
+What an instruction reads and writes comes from capstone's ``eflags`` (the six status
+flags: CF, PF, AF, ZF, SF, OF). The flags are dead after a call and at a procedure's
+entry, exit or tail call (the calling convention keeps none of them across a call), and a
+system call leaves them as they were. Where the flow goes is not known (an indirect jump
+that is no switch), they are taken as live.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import capstone
+from capstone import x86_const as x86
+
+from ...ir.model import Block, Instruction, Procedure
+
+_FLAGS = ("CF", "PF", "AF", "ZF", "SF", "OF")
+ALL = (1 << len(_FLAGS)) - 1
+_READ = [getattr(x86, f"X86_EFLAGS_TEST_{flag}") for flag in _FLAGS]
+_WRITE = [sum(getattr(x86, f"X86_EFLAGS_{kind}_{flag}", 0) for kind in ("MODIFY", "RESET", "SET", "UNDEFINED"))
+          for flag in _FLAGS]
+# Readers capstone may describe without flags: taken as reading all of them.
+_READERS = ("j", "set", "cmov", "adc", "sbb", "pushf", "lahf", "rcl", "rcr", "fcmov", "loop", "salc")
+
+
+@cache
+def _disassembler() -> capstone.Cs:
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    md.detail = True
+    return md
+
+
+@cache
+def _effect_of(raw: bytes) -> tuple[int, int]:
+    """(flags read, flags written) of the instruction encoded as ``raw``."""
+    for ins in _disassembler().disasm(raw, 0x1000, 1):
+        eflags = ins.eflags
+        reads = sum(1 << k for k, bit in enumerate(_READ) if eflags & bit)
+        writes = sum(1 << k for k, bits in enumerate(_WRITE) if eflags & bits)
+        if not eflags and ins.mnemonic.split()[-1].startswith(_READERS) and ins.mnemonic != "jmp":
+            reads = ALL
+        if ins.mnemonic in ("popfq", "popf", "sahf"):
+            writes = ALL
+        return reads, writes
+    return ALL, 0
+
+
+def effect(ins: Instruction) -> tuple[int, int]:
+    """(flags read, flags written) by ``ins``: a call writes all of them (none survives
+    it), a system call neither."""
+    if ins.is_call:
+        return 0, ALL
+    if ins.is_syscall:
+        return 0, 0
+    return _effect_of(ins.raw)
+
+
+def live_at_blocks(proc: Procedure, switch_cases: dict[int, set[int]]) -> dict[int, int]:
+    """The flags live on entry to each block of ``proc`` (by its address)."""
+    blocks = proc.blocks
+    by_address = {block.address: block for block in blocks}
+    successors: dict[int, list[Block] | None] = {}
+    for index, block in enumerate(blocks):
+        successors[block.address] = _successors(block, blocks[index + 1] if index + 1 < len(blocks) else None,
+                                                by_address, switch_cases)
+    effects = {block.address: [effect(ins) for ins in block.instructions] for block in blocks}
+    live = dict.fromkeys(by_address, 0)
+    changed = True
+    while changed:
+        changed = False
+        for block in reversed(blocks):
+            following = successors[block.address]
+            out = ALL if following is None else 0
+            for successor in following or ():
+                out |= live[successor.address]
+            for reads, writes in reversed(effects[block.address]):
+                out = (out & ~writes) | reads
+            if out != live[block.address]:
+                live[block.address] = out
+                changed = True
+    return live
+
+
+def _successors(block: Block, next_block: Block | None, by_address: dict[int, Block],
+                switch_cases: dict[int, set[int]]) -> list[Block] | None:
+    """The blocks control may go to from ``block`` inside its procedure; None where that is
+    not known (flags then count as live)."""
+    last = block.instructions[-1]
+    out: list[Block] = []
+    if last.falls_through and next_block is not None and next_block.address == last.end:
+        out.append(next_block)
+    elif last.falls_through and not last.is_call:
+        return None  # runs on into code the procedure does not hold
+    if last.is_return or last.is_call:
+        return out
+    if last.is_branch and last.branch_target is not None:
+        target = by_address.get(last.branch_target)
+        if target is not None:
+            out.append(target)  # else a tail call or a jump to other code: the flags are dead there
+    elif last.is_branch and last.is_indirect:
+        cases = switch_cases.get(last.address)
+        if cases is None:
+            return None
+        out += [by_address[case] for case in cases if case in by_address]
+    return out

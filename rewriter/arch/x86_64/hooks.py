@@ -1,0 +1,185 @@
+"""What x86-64 copies do besides the program's own work: inline counters at block starts
+and a call of the runtime before the system calls that may end the program.
+
+A counter is ``add qword ptr [rip + slot], n``: one instruction, no register (``lock add``
+in a program that starts threads: two threads counting one block at once lose no count). It changes the
+status flags, so where they are live at the block's start (flags.py) it goes between
+``pushfq`` and ``popfq``, with RSP first moved below the red zone (the 128 bytes under RSP
+that leaf code keeps data in without moving RSP; ``pushfq`` would write there).
+
+An instruction with a ``rep`` prefix runs once per element (``rep movsb`` copying N bytes is
+N executions in QEMU's instruction log and in Valgrind's guest count): where a block
+counter is read as per-procedure sums of count x instructions (``sums``: block array ->
+sums array), the block's count covers one execution, and the copy adds the others to the
+procedure's sum: RCX is kept below the red zone across the instruction, and afterwards
+its decrease less one (none if RCX was 0: one execution, no element) is added. The string
+instructions do not use RSP.
+
+Before a system call whose number (eax, set in the same block) is ``exit`` or ``exit_group``
+the copy calls ``anvil_exit_entry`` (runtime_stubs/x86_64/anvil_entry.S), which keeps every
+register and the flags and writes the results; where the number is not known there it calls
+``anvil_syscall_entry``, which asks the runtime whether the call ends the program. Both
+calls step over the red zone too.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Hashable
+from functools import cache
+
+import capstone
+
+from ...ir.model import Block, Instruction, Procedure
+from ..code import Code
+from .flags import live_at_blocks
+from .relocate import rel32
+
+RED_ZONE = 128
+_BELOW_RED_ZONE = bytes.fromhex("488d642480")        # lea rsp, [rsp-128]
+_ABOVE_RED_ZONE = bytes.fromhex("488da42480000000")  # lea rsp, [rsp+128]
+_PUSHF, _POPF = b"\x9c", b"\x9d"
+_EXIT_CALLS = frozenset({60, 231})  # exit, exit_group
+_ENDING = frozenset({"_exit", "_Exit", "quick_exit"})
+_RAX = 0  # capstone's register numbers are turned into the encoding's by decode.py; rax is 0 in both
+
+
+@cache
+def _disassembler() -> capstone.Cs:
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    md.detail = True
+    return md
+
+
+def add_to_slot(at: int, slot: int, amount: int, locked: bool = False) -> bytes:
+    """``add qword ptr [rip + (slot)], amount`` written at ``at`` (``lock``-prefixed if ``locked``)."""
+    lock = b"\xf0" if locked else b""
+    if -128 <= amount < 128:
+        return lock + b"\x48\x83\x05" + rel32(at + len(lock), 8, slot) + struct.pack("<b", amount)
+    return lock + b"\x48\x81\x05" + rel32(at + len(lock), 11, slot) + struct.pack("<i", amount)
+
+
+def _repeats(ins: Instruction) -> bool:
+    """Whether ``ins`` is a string instruction with a ``rep``/``repe``/``repne`` prefix."""
+    return ins.mnemonic.startswith(("rep ", "repe ", "repne ", "repz ", "repnz "))
+
+
+def syscall_number(ins: Instruction) -> int | None:
+    """The number eax holds at the system call ``ins``, from the last instruction of its
+    block before it that writes rax: a ``mov`` of a constant; None if another writes it or
+    nothing in the block does."""
+    block = ins.block
+    before = block.instructions[:block.instructions.index(ins)] if block is not None else []
+    rax = {capstone.x86.X86_REG_RAX, capstone.x86.X86_REG_EAX, capstone.x86.X86_REG_AX, capstone.x86.X86_REG_AL}
+    for previous in reversed(before):
+        decoded = next(_disassembler().disasm(previous.raw, previous.address, 1), None)
+        if decoded is None:
+            return None
+        _, written = decoded.regs_access()
+        if not rax.intersection(written):
+            continue
+        operands = decoded.operands
+        if decoded.mnemonic == "mov" and len(operands) == 2 and operands[1].type == capstone.x86.X86_OP_IMM:
+            return operands[1].imm & 0xFFFFFFFF
+        return None
+    return None
+
+
+class CountingHooks:
+    """Counters and the program's end, as ``Copier`` asks for them.
+
+    ``symbol(name)`` gives the link-time address of one of the analysis library's symbols
+    (the arrays ``anvil_array_<name>``, the runtime's entries) once it is linked: the
+    fixups ask for it at the end.
+    """
+
+    def __init__(self, symbol: Callable[[str], int], switch_cases: dict[int, set[int]],
+                 sums: dict[str, str] | None = None, threaded: bool = False,
+                 plt: dict[int, str] | None = None) -> None:
+        self.symbol = symbol
+        # The PLT entries of the C library's functions that end the process at once: the
+        # results are written as they are entered (a dynamic program's end is otherwise
+        # seen only where the dynamic linker's fini runs, which they skip).
+        self.ending = {address for address, name in (plt or {}).items() if name in _ENDING}
+        self.threaded = threaded  # counters other threads add to as well: a locked add
+        self.switch_cases = switch_cases
+        self.sums = sums or {}
+        self.repeated = 0
+        self.live: dict[int, int] = {}
+        self.flag_saves = 0
+        self.exit_calls = 0
+        self.unknown_syscalls = 0
+
+    def enter(self, proc: Procedure) -> None:
+        counted = any(block.counter_increments for block in proc.blocks)
+        self.live = live_at_blocks(proc, self.switch_cases) if counted else {}
+
+    def block_start(self, block: Block, code: Code) -> None:
+        increments = block.counter_increments
+        if not increments:
+            return
+        live = self.live.get(block.address, 1)
+        if live:
+            self.flag_saves += 1
+            code.emit(_BELOW_RED_ZONE + _PUSHF)
+        for counter, index, amount in increments:
+            self._add(code, f"anvil_array_{counter}", 8 * index, amount)
+        if live:
+            code.emit(_POPF + _ABOVE_RED_ZONE)
+        if block.address in self.ending:
+            self._call(code, "anvil_exit_entry")
+
+    def _add(self, code: Code, array: str, offset: int, amount: int) -> None:
+        symbol, locked = self.symbol, self.threaded
+        code.later((8 if -128 <= amount < 128 else 11) + locked,
+                   lambda at, _r: add_to_slot(at, symbol(array) + offset, amount, locked))
+
+    def around(self, ins: Instruction, code: Code, copy: Callable[[Instruction], None]) -> bool:
+        """Copy ``ins`` with what counts its repetitions, if it repeats; whether it did."""
+        block = ins.block
+        slots = [(self.sums[counter], block.procedure.index)
+                 for counter, _, _ in (block.counter_increments if block is not None else ()) if counter in self.sums]
+        if not slots or not ins.raw or not _repeats(ins):
+            return False
+        self.repeated += 1
+        code.emit(_BELOW_RED_ZONE + b"\x51")          # push rcx
+        copy(ins)
+        code.emit(bytes.fromhex("9c"                 # pushfq
+                                "50"                 # push rax
+                                "488b442410"         # mov rax, [rsp+16]: rcx before
+                                "4885c0"             # test rax, rax
+                                "74" + f"{6 + (7 + self.threaded) * len(slots):02x}" +  # jz over the adds
+                                "4829c8"             # sub rax, rcx
+                                "48ffc8"))           # dec rax
+        symbol = self.symbol
+        for counter, index in slots:
+            array, offset = f"anvil_array_{counter}", 8 * index
+            lock = b"\xf0" if self.threaded else b""
+            code.later(7 + len(lock), lambda at, _r, array=array, offset=offset, lock=lock:
+                       lock + b"\x48\x01\x05" + rel32(at + len(lock), 7, symbol(array) + offset))  # add [rip+slot], rax
+        code.emit(bytes.fromhex("58"                 # pop rax
+                                "9d"                 # popfq
+                                "488da42488000000"))  # lea rsp, [rsp+136]
+        return True
+
+    def before_syscall(self, ins: Instruction, code: Code) -> None:
+        number = syscall_number(ins)
+        if number is not None and number not in _EXIT_CALLS:
+            return
+        entry = "anvil_exit_entry" if number is not None else "anvil_syscall_entry"
+        if number is None:
+            self.unknown_syscalls += 1
+        else:
+            self.exit_calls += 1
+        self._call(code, entry)
+
+    def _call(self, code: Code, entry: str) -> None:
+        """A call of the runtime's ``entry``, which keeps every register and the flags."""
+        symbol = self.symbol
+        code.emit(_BELOW_RED_ZONE)
+        code.later(5, lambda at, _r: b"\xe8" + rel32(at, 5, symbol(entry)))
+        code.emit(_ABOVE_RED_ZONE)
+
+
+def label_of_symbol(name: str) -> Hashable:
+    return ("symbol", name)

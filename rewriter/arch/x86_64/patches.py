@@ -1,0 +1,168 @@
+"""Jumps written over the original x86-64 code: where control may still arrive there.
+
+Control reaches the original code only where something other than a copied instruction
+sends it: a call or jump through a pointer (a procedure's entry, a switch's case, a code
+address held in data), the unwinder's landing pads, the loader (the ELF entry). Each such
+*entry* gets a ``jmp rel32`` (5 bytes) to its copy, written over the instructions that
+start there. A patch must not cover another entry (control arriving there would run into
+the middle of the jump), and must lie on the entry's own procedure's instructions (what
+follows may be another's code or data) or on the padding after them (the ``nop`` and
+``int3`` a compiler or linker aligns the next function with); an entry with less room gets
+no patch and runs in place, uninstrumented, which the report says.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from functools import cache
+
+from ...ir.model import Binary, Procedure
+from .decode import decode_one, make_disassembler
+from .relocate import JMP_SIZE, jump_bytes
+
+_PADDING = frozenset({"nop", "int3"})
+SHORT_JMP, SHORT_SIZE = 0xEB, 2  # jmp rel8
+
+
+@dataclass(frozen=True)
+class EntryPatch:
+    """A jump at ``address`` to the copy of the instruction there: ``jmp rel32``, or where
+    there is room for 2 bytes only, ``jmp rel8`` to a ``trampoline`` (a ``jmp rel32`` in
+    dead bytes of the same procedure nearby)."""
+
+    address: int
+    trampoline: int | None = None
+
+    def spans(self) -> list[tuple[int, int]]:
+        """The [start, end) of the original bytes it writes over."""
+        if self.trampoline is None:
+            return [(self.address, self.address + JMP_SIZE)]
+        return [(self.address, self.address + SHORT_SIZE), (self.trampoline, self.trampoline + JMP_SIZE)]
+
+    def writes(self, copy: int) -> list[tuple[int, bytes]]:
+        """(address, bytes) of what goes over the original code."""
+        if self.trampoline is None:
+            return [(self.address, jump_bytes(self.address, copy))]
+        return [(self.address, bytes((SHORT_JMP, (self.trampoline - self.address - 2) & 0xFF))),
+                (self.trampoline, jump_bytes(self.trampoline, copy))]
+
+
+def entries(binary: Binary, procs: list[Procedure]) -> set[int]:
+    """The addresses of copied instructions that control may still arrive at in the original."""
+    starts = {ins.address for proc in procs for ins in proc.instructions()}
+    # A PLT entry's address is a function pointer (a fixed-address program's canonical
+    # address of an imported function), and the GOT of a lazily bound one points back
+    # into it: each entry is one.
+    arriving = {proc.address for proc in procs} | binary.code_pointers | binary.unwinder_entries | set(binary.plt)
+    for cases in binary.switch_cases.values():
+        arriving |= cases
+    arriving.add(binary.entry)
+    return arriving & starts
+
+
+def return_sites(procs: list[Procedure]) -> set[int]:
+    """The return sites of the calls in ``procs``: where a call that pushes the original
+    return address comes back to."""
+    return {ins.end for proc in procs for ins in proc.instructions() if ins.is_call}
+
+
+def padding(binary: Binary, at: int, wanted: int, limit: int | None, starts: set[int]) -> int:
+    """How many bytes from ``at`` on (up to ``wanted`` and more by the last one) are the
+    padding between functions: ``nop`` and ``int3`` that no lifted instruction holds."""
+    md = _disassembler()
+    covered = 0
+    while covered < wanted and (limit is None or at + covered < limit) and at + covered not in starts:
+        ins = decode_one(md, binary.read(at + covered, 15), at + covered)
+        if ins is None or ins.name not in _PADDING:
+            break
+        covered += ins.size
+    return covered
+
+
+_disassembler = cache(make_disassembler)
+
+
+def entry_patches(binary: Binary, procs: list[Procedure],
+                  returns: set[int] = frozenset()) -> tuple[list[EntryPatch], list[int]]:
+    """The patches of every entry of ``procs`` (and return site of ``returns``) that has
+    room, and the entries and return sites that have none."""
+    starts = {ins.address for proc in procs for ins in proc.instructions()}
+    lifted = {ins.address for proc in binary.procedures for ins in proc.instructions()}
+    wanted = entries(binary, procs) | (returns & starts)
+    ordered = sorted(wanted)
+    patches, short = [], []
+    for proc in procs:
+        instructions = list(proc.instructions())
+        addresses = [ins.address for ins in instructions]
+        narrow = []
+        for index, ins in enumerate(instructions):
+            if ins.address not in wanted:
+                continue
+            # Room: contiguous instructions of this procedure from the entry on, up to the
+            # next entry, and the padding after its last one.
+            following = bisect.bisect_right(ordered, ins.address)
+            limit = ordered[following] if following < len(ordered) else None
+            covered, k = 0, index
+            while covered < JMP_SIZE and k < len(instructions) and addresses[k] == ins.address + covered \
+                    and (limit is None or addresses[k] < limit):
+                covered += instructions[k].size
+                k += 1
+            if covered < JMP_SIZE and (k == len(instructions) or addresses[k] != ins.address + covered):
+                covered += padding(binary, ins.address + covered, JMP_SIZE - covered, limit, lifted)
+            room = min(covered, limit - ins.address) if limit is not None else covered
+            if room >= JMP_SIZE:
+                patches.append(EntryPatch(ins.address))
+            elif room >= SHORT_SIZE:
+                narrow.append(ins.address)
+            else:
+                short.append(ins.address)
+        if narrow:
+            placed = _trampolines(instructions, narrow, patches, wanted)
+            if placed is None:  # the procedure keeps running in place from a short entry
+                short.extend(narrow)
+            else:
+                patches.extend(placed)
+    return patches, short
+
+
+def dead_runs(instructions: list, stops: set[int], used: list[tuple[int, int]], least: int) -> list[tuple[int, int]]:
+    """The [start, end) runs of at least ``least`` bytes of contiguous ``instructions`` (a
+    procedure's, none of which runs in place) that nothing runs any more: no entry of
+    ``stops`` starts one, no written span of ``used`` covers a byte of one."""
+    runs: list[tuple[int, int]] = []
+    start = end = None
+    if instructions:  # the written bytes near these instructions, as a set (one look a byte)
+        lo_all, hi_all = instructions[0].address, instructions[-1].end
+        covered = {a for lo, hi in used if lo < hi_all and hi > lo_all for a in range(lo, hi)}
+    for ins in instructions:
+        dead = ins.address not in stops and covered.isdisjoint(range(ins.address, ins.end))
+        if dead and end == ins.address:
+            end = ins.end
+            continue
+        if start is not None and end - start >= least:
+            runs.append((start, end))
+        start, end = (ins.address, ins.end) if dead else (None, None)
+    if start is not None and end - start >= least:
+        runs.append((start, end))
+    return runs
+
+
+def _trampolines(instructions: list, narrow: list[int], patches: list[EntryPatch],
+                 wanted: set[int]) -> list[EntryPatch] | None:
+    """Trampolines for the 2-byte patches at ``narrow``, in the procedure's dead bytes (its
+    instructions, but no entry and nothing another patch covers) within a ``jmp rel8``'s
+    reach; None where one finds none. Only in a procedure none of whose code runs in place:
+    code that does would run into a trampoline where its instruction was."""
+    used = [span for patch in patches for span in patch.spans()] + [(a, a + SHORT_SIZE) for a in narrow]
+    runs = dead_runs(instructions, wanted, used, JMP_SIZE)
+    placed = []
+    for site in narrow:
+        for index, (lo, hi) in enumerate(runs):
+            if hi - lo >= JMP_SIZE and -128 <= lo - (site + SHORT_SIZE) <= 127:
+                placed.append(EntryPatch(site, lo))
+                runs[index] = (lo + JMP_SIZE, hi)
+                break
+        else:
+            return None
+    return placed

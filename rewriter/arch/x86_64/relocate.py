@@ -1,0 +1,248 @@
+"""Copy x86-64 procedures into the new region: what moves and how its bytes change.
+
+An instruction is copied byte for byte unless its meaning depends on where it is:
+
+- a direct ``call``, ``jmp`` or ``jcc`` is written again with a 32-bit displacement (a
+  2-byte short jump may not reach from the copy), to the copy of its target where the
+  target was copied, else to the original address;
+- ``jrcxz``/``jecxz``/``loop``/``loope``/``loopne`` have only an 8-bit form: the copy is
+  the instruction over a short jump, followed by a 32-bit jump to the target
+  (``op taken; jmp over; taken: jmp target; over:``);
+- an operand addressed from RIP gets a new displacement, so that it names the same
+  original address from the copy (data is read and written where it always was);
+- a legacy branch-hint or BND prefix before a direct branch is dropped (it means nothing
+  to today's processors, and the branch is written anew).
+
+Calls in the copies push the copy's return address, and ``ret`` goes back into the copy,
+unless the program's stack may be unwound (C++ exceptions, ``backtrace``): the unwinder
+looks every return address up in the original's ``.eh_frame``, so there a call pushes the
+original return address and jumps (``emulated_call``), and the original return site gets
+a jump to its copy (patches.py) where it has room for one.
+Where the copy of an instruction falls through to code that is not the next copied
+instruction (a gap, the end of a procedure), a ``jmp`` goes on at the right place.
+Indirect jumps and calls keep their original targets: procedure entries, switch cases and
+other addresses entered from data get a jump to their copy in the original code (patches.py).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Hashable
+from functools import cache
+from typing import Protocol
+
+import capstone
+
+from ...errors import AnvilError, RangeError
+from ...ir.model import Block, Instruction, Procedure
+from ..code import Code, Resolver
+
+# Prefixes that may come before a branch's opcode: segment overrides used as branch hints
+# (0x2e, 0x3e), BND (0xf2), and the rest of the legacy ones.
+_PREFIXES = frozenset({0x26, 0x2E, 0x36, 0x3E, 0x64, 0x65, 0x66, 0x67, 0xF0, 0xF2, 0xF3})
+# The 8-bit-only branches: loopne, loope, loop, jrcxz/jecxz.
+_SHORT_ONLY = frozenset({0xE0, 0xE1, 0xE2, 0xE3})
+_JMP_REL32, _CALL_REL32 = 0xE9, 0xE8
+JMP_SIZE = 5  # jmp rel32
+
+
+class Hooks(Protocol):
+    """What the copier asks for between the copied instructions (hooks.py)."""
+
+    def enter(self, proc: Procedure) -> None: ...
+
+    def block_start(self, block: Block, code: Code) -> None: ...
+
+    def before_syscall(self, ins: Instruction, code: Code) -> None: ...
+
+    def around(self, ins: Instruction, code: Code, copy: Callable[[Instruction], None]) -> bool: ...
+
+
+def ins_label(address: int) -> tuple[str, int]:
+    """The label of the copy of the instruction at ``address``."""
+    return ("x86", address)
+
+
+def rel32(at: int, size: int, target: int) -> bytes:
+    """The 32-bit displacement of an instruction of ``size`` bytes at ``at`` reaching ``target``."""
+    delta = target - (at + size)
+    if not -(1 << 31) <= delta < 1 << 31:
+        raise RangeError(f"{at:#x} cannot reach {target:#x} with a 32-bit displacement")
+    return struct.pack("<i", delta)
+
+
+def jump_bytes(at: int, target: int) -> bytes:
+    """``jmp target`` (5 bytes) written at ``at``."""
+    return bytes((_JMP_REL32,)) + rel32(at, JMP_SIZE, target)
+
+
+@cache
+def _disassembler() -> capstone.Cs:
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    md.detail = True
+    return md
+
+
+def _displacement(ins: Instruction) -> int:
+    """Where the 32-bit branch displacement of ``ins`` (its last immediate) is in its bytes."""
+    for decoded in _disassembler().disasm(ins.raw, ins.address, 1):
+        if decoded.imm_size == 4 and decoded.imm_offset + 4 == ins.size:
+            return decoded.imm_offset
+    raise AnvilError(f"{ins}: a direct branch of an unknown form")
+
+
+def _disp_offset(ins: Instruction) -> int:
+    """Where the 32-bit displacement of ``ins``'s RIP-relative operand is in its bytes: right
+    after the ModRM byte (an operand addressed from RIP has no SIB byte and always a 32-bit
+    displacement; capstone's ``disp_size`` is wrong for some forms with a 0x66 prefix)."""
+    for decoded in _disassembler().disasm(ins.raw, ins.address, 1):
+        if decoded.modrm_offset:
+            return decoded.modrm_offset + 1
+    raise AnvilError(f"{ins}: no 32-bit displacement to relocate")
+
+
+class Copier:
+    """Copies procedures into ``code``, each instruction labelled ``ins_label(address)``;
+    calls whose return site is one of ``original_returns`` push the original return address.
+
+    ``hooks`` lowers what a block asks for at its start (inline counters) and what must
+    happen before a system call (the program's end): without it, the copies are bare."""
+
+    def __init__(self, code: Code, original_returns: set[int] = frozenset(), hooks: Hooks | None = None,
+                 image: tuple[int, int] | None = None) -> None:
+        self.code = code
+        self.original_returns = original_returns
+        self.hooks = hooks
+        # The program's [lowest, highest) link addresses: a direct branch elsewhere is data
+        # a descent read as code, or code that means to leave the program; its copy cannot
+        # reach there, so it jumps to the original instruction, which can (``in_place``).
+        self.image = image
+        self.in_place: list[int] = []
+
+    def target(self, address: int) -> Resolver:
+        """What a branch to ``address`` goes to once every copy is placed: the copy, or the original."""
+        labels = self.code.labels
+        key = ins_label(address)
+
+        def resolve(_key: Hashable) -> int:
+            return labels.get(key, address)
+        return resolve
+
+    def copy_procedure(self, proc: Procedure) -> None:
+        """Copy every instruction of ``proc`` in address order."""
+        code, hooks = self.code, self.hooks
+        if hooks is not None:
+            hooks.enter(proc)
+        previous: Instruction | None = None
+        for block in proc.blocks:
+            for ins in block.instructions:
+                if previous is not None and previous.falls_through and previous.end != ins.address:
+                    self._jump(previous.end)
+                code.label(ins_label(ins.address))
+                if hooks is not None:
+                    if ins is block.instructions[0]:
+                        hooks.block_start(block, code)
+                    if ins.is_syscall:
+                        hooks.before_syscall(ins, code)
+                    if hooks.around(ins, code, self.copy):
+                        previous = ins
+                        continue
+                self.copy(ins)
+                previous = ins
+        if previous is not None and previous.falls_through:
+            self._jump(previous.end)
+
+    def copy(self, ins: Instruction) -> None:
+        """The copy of one instruction at the code's end."""
+        if ins.branch_target is not None and not ins.is_indirect and self.image is not None \
+                and not self.image[0] <= ins.branch_target < self.image[1]:
+            self.in_place.append(ins.address)
+            self._jump(ins.address)
+        elif ins.is_call and ins.end in self.original_returns:
+            self._emulated_call(ins)
+        elif ins.branch_target is not None and not ins.is_indirect:
+            self._direct(ins)
+        elif ins.reads_pc:
+            self._rip_relative(ins)
+        else:
+            self.code.emit(ins.raw)
+
+    def _jump(self, address: int) -> None:
+        resolve = self.target(address)
+        self.code.later(JMP_SIZE, lambda at, _r: jump_bytes(at, resolve(None)))
+
+    def _direct(self, ins: Instruction) -> None:
+        raw = ins.raw
+        start = 0
+        while raw[start] in _PREFIXES or 0x40 <= raw[start] <= 0x4F:  # legacy prefixes, REX (meaningless here)
+            start += 1
+        opcode = raw[start]
+        resolve = self.target(ins.branch_target)
+        code = self.code
+        if opcode == _CALL_REL32:
+            code.later(5, lambda at, _r: bytes((_CALL_REL32,)) + rel32(at, 5, resolve(None)))
+        elif opcode in (_JMP_REL32, 0xEB):
+            code.later(5, lambda at, _r: jump_bytes(at, resolve(None)))
+        elif 0x70 <= opcode <= 0x7F or (opcode == 0x0F and 0x80 <= raw[start + 1] <= 0x8F):
+            condition = (opcode if opcode != 0x0F else raw[start + 1]) & 0xF
+            code.later(6, lambda at, _r: bytes((0x0F, 0x80 | condition)) + rel32(at, 6, resolve(None)))
+        elif opcode in _SHORT_ONLY:
+            # op +2 (taken: to the long jump); jmp +5 (not taken: over it); jmp target
+            head = raw[:start] + bytes((opcode, 2, 0xEB, JMP_SIZE))
+            code.emit(head)
+            code.later(JMP_SIZE, lambda at, _r: jump_bytes(at, resolve(None)))
+        else:  # another branch with a 32-bit displacement (xbegin's abort address): changed in place
+            offset = _displacement(ins)
+            size = ins.size
+            code.later(size, lambda at, _r: raw[:offset] + rel32(at, size, resolve(None)) + raw[offset + 4:])
+
+    def _rip_relative(self, ins: Instruction) -> None:
+        raw, size = ins.raw, ins.size
+        offset = _disp_offset(ins)
+        absolute = ins.address + size + struct.unpack_from("<i", raw, offset)[0]
+
+        def fixup(at: int, _resolve: Resolver) -> bytes:
+            return raw[:offset] + rel32(at, size, absolute) + raw[offset + 4:]
+        self.code.later(size, fixup)
+
+    def _emulated_call(self, ins: Instruction) -> None:
+        """A call that pushes the original return address, then jumps to the callee's copy
+        (direct) or to where the call's operand says (indirect). Neither the flags nor any
+        register change; what is written below RSP is the return address's slot and, for an
+        indirect call, the target's, which the call itself would have overwritten and which
+        lies in the red zone the kernel's signal frames step over."""
+        code, site = self.code, ins.end
+        if ins.is_indirect:
+            # push <operand>: the call's own encoding (FF /2) with the ModRM's reg field 6;
+            # RSP-based operands are read before the push moves RSP, as the call reads them.
+            push = _as_push(ins)
+            self.copy(push)
+            code.emit(bytes.fromhex("50"            # push rax
+                                    "488b442408"    # mov rax, [rsp+8]: the target
+                                    "488944 24f8")) # mov [rsp-8], rax
+        else:
+            code.emit(bytes.fromhex("488d6424f8"    # lea rsp, [rsp-8]: the return address's slot
+                                    "50"))          # push rax
+        code.later(7, lambda at, _r: bytes.fromhex("488d05") + rel32(at, 7, site))  # lea rax, [rip+site]
+        code.emit(bytes.fromhex("4889442408"        # mov [rsp+8], rax
+                                "58"))              # pop rax
+        if ins.is_indirect:
+            code.emit(bytes.fromhex("ff6424f0"))    # jmp [rsp-16]: the target
+        else:
+            resolve = self.target(ins.branch_target)
+            code.later(JMP_SIZE, lambda at, _r: jump_bytes(at, resolve(None)))
+
+
+def _as_push(call: Instruction) -> Instruction:
+    """``push`` of an indirect call's operand (same length, same operand bytes)."""
+    raw = bytearray(call.raw)
+    start = 0
+    while raw[start] in _PREFIXES:
+        start += 1
+    raw = raw[start:]
+    rex = 1 if 0x40 <= raw[0] <= 0x4F else 0
+    if raw[rex] != 0xFF or (raw[rex + 1] >> 3) & 7 != 2:
+        raise AnvilError(f"{call}: an indirect call of an unknown form")
+    raw[rex + 1] = (raw[rex + 1] & 0xC7) | 6 << 3
+    return Instruction(address=call.address + start, size=len(raw), raw=bytes(raw), thumb=False,
+                       mnemonic="push", op_str=call.op_str, name="push", reads_pc=call.reads_pc)

@@ -1,0 +1,233 @@
+"""A 64-bit ELF program with its procedures copied into a region of its own (x86-64 today).
+
+The image keeps every original byte where it was but the jumps written over the entries
+(arch/<isa>/patches.py) and the loader stub, which goes into the slack at the end of the
+text segment (the segment grows over it) and becomes the ELF entry. The region (the
+copies) is appended to the file at a page boundary; the stub maps it from the file at its
+fixed offset from the image when the program starts (runtime_stubs/x86_64/stub.S).
+
+Where the region goes: below the image, so that the heap, which the kernel starts after
+the image's last segment, stays where it was, and within a 32-bit displacement of all of
+it, so that every copy reaches the original data and code directly. A fixed-address
+program whose first segment is too low for that (the usual 0x400000 leaves 4 MiB) gets its
+region above the image, past where the kernel may start the heap (up to 1 GiB after the
+image with address-space randomisation) and under 2 GiB from its start.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from elftools.elf.elffile import ELFFile
+
+from ..arch.code import Code
+from ..arch.x86_64 import loader
+from ..arch.x86_64.patches import EntryPatch, dead_runs, entry_patches, return_sites
+from ..arch.x86_64.relocate import Copier, Hooks, ins_label
+from ..errors import AnvilError
+from ..ir.model import Binary, Procedure
+from . import file_gap
+from .inhost import atomic_write, described_end
+
+PAGE = 0x1000
+# The lowest address a program may map (Linux's default vm.mmap_min_addr).
+LOWEST = 0x10000
+# Room left between the region and the image below it, and the heap's room above one.
+GAP = 0x200000
+HEAP_ROOM = 0x48000000
+REACH = 1 << 31
+
+
+@dataclass
+class CopyReport:
+    """What was copied and what runs in place."""
+
+    copied: int = 0
+    instructions: int = 0
+    region: int = 0
+    region_size: int = 0
+    in_place: list[str] = field(default_factory=list)  # procedures left in the original, with why
+    short_entries: list[int] = field(default_factory=list)  # entries and return sites without room for a jump
+    jumps: set[int] = field(default_factory=set)  # where a jump was written over the original (and trampolines)
+    hooks: object = None  # what lowered the hooks (their counts)
+    branches_in_place: list[int] = field(default_factory=list)  # direct branches out of the program, run in place
+    loader_stub: list[str] = field(default_factory=list)  # where the stub's pieces went
+
+
+def copyable(binary: Binary) -> tuple[list[Procedure], list[str]]:
+    """The procedures to copy, and why each other one runs in place."""
+    chosen, left = [], []
+    for proc in binary.procedures:
+        if proc.undecodable or proc.jumped_into:
+            left.append(f"{proc.name}: code the descent cannot follow")
+            continue
+        chosen.append(proc)
+    return chosen, left
+
+
+def _image_span(binary: Binary) -> tuple[int, int]:
+    return (min(s.vaddr for s in binary.segments) & ~(PAGE - 1),
+            max(s.vaddr + s.memsz for s in binary.segments))
+
+
+def region_address(binary: Binary, size: int) -> int:
+    """The region's link address (see the module's docstring)."""
+    low, high = _image_span(binary)
+    span = (size + PAGE - 1) & ~(PAGE - 1)
+    below = (low - span - GAP) & ~(GAP - 1)
+    if binary.is_pie or below >= LOWEST:
+        address = below
+    else:
+        address = (high + HEAP_ROOM + PAGE - 1) & ~(PAGE - 1)
+    if max(high, address + span) - min(low, address) >= REACH:
+        raise AnvilError(f"{binary.path}: the program and its copies ({span:#x} bytes) do not fit in 2 GiB")
+    return address
+
+
+def _text_segment(elf: ELFFile, entry: int) -> tuple[int, dict]:
+    for index, seg in enumerate(elf.iter_segments()):
+        if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1 \
+                and seg["p_vaddr"] <= entry < seg["p_vaddr"] + seg["p_memsz"]:
+            return index, seg.header
+    raise AnvilError("no executable segment holds the program's entry")
+
+
+def _file_offset(elf: ELFFile, address: int) -> int:
+    for seg in elf.iter_segments():
+        if seg["p_type"] == "PT_LOAD" and seg["p_vaddr"] <= address < seg["p_vaddr"] + seg["p_filesz"]:
+            return seg["p_offset"] + address - seg["p_vaddr"]
+    raise AssertionError(f"{address:#x} has no bytes in the file")
+
+
+def _slack(elf: ELFFile, text: dict) -> int | None:
+    """Where the stub's pieces go, one after the other, if there is room after the text
+    segment's last byte: in memory up to the next segment, and in the file before anything
+    else the file holds there (a linker that pads segments to pages leaves room; lld,
+    which packs them, leaves none)."""
+    end = text["p_vaddr"] + text["p_memsz"]
+    places, last = loader.consecutive(end)
+    file_at = text["p_offset"] + (places[0] - text["p_vaddr"])
+    file_end = text["p_offset"] + (last - text["p_vaddr"])
+    limit = (end + PAGE - 1) & ~(PAGE - 1)  # the segment's last page; the next one starts after it at the earliest
+    for seg in elf.iter_segments():
+        if seg["p_type"] == "PT_LOAD" and seg["p_vaddr"] >= end:
+            limit = min(limit, seg["p_vaddr"])
+    taken = [(s["p_offset"], s["p_offset"] + s["p_filesz"]) for s in elf.iter_segments()
+             if s["p_type"] == "PT_LOAD" and s["p_offset"] != text["p_offset"]]
+    taken += [(s["sh_offset"], s["sh_offset"] + s["sh_size"]) for s in elf.iter_sections()
+              if s["sh_type"] != "SHT_NOBITS" and s["sh_size"]]
+    taken.append((elf["e_shoff"], elf["e_shoff"] + elf["e_shnum"] * elf["e_shentsize"]))
+    clear = file_end <= described_end(elf) and all(hi <= file_at or lo >= file_end for lo, hi in taken)
+    return places[0] if last <= limit and clear else None
+
+
+def _caves(procs: list[Procedure], patches: list[EntryPatch], short: set[int]) -> list[int] | None:
+    """Places for the stub's pieces in original bytes that nothing runs any more: in copied
+    procedures none of whose entries runs in place (on into a piece), on runs of their own
+    instructions that no entry starts and no patch or trampoline covers."""
+    patched = {patch.address for patch in patches}
+    used = [span for patch in patches for span in patch.spans()]
+    runs = []
+    for proc in procs:
+        instructions = list(proc.instructions())
+        if proc.address not in patched or any(ins.address in short for ins in instructions):
+            continue
+        runs += dead_runs(instructions, patched, used, min(loader.piece_sizes()))
+    return loader.spread(sorted(runs, key=lambda run: run[0] - run[1]))
+
+
+@dataclass
+class Library:
+    """Code and data the region holds after the copies (the analysis library, the runtime),
+    linked where ``link(text_address)`` says; ``symbol(name)`` then gives their addresses."""
+
+    size: int  # bytes from the library's start to the end of its zero-filled data, however linked
+    link: Callable[[int], tuple[bytes, dict[str, int]]]
+
+
+def write_copied(binary: Binary, output: str, original_returns: bool | None = None,
+                 hooks: Callable[[Callable[[str], int]], Hooks] | None = None,
+                 library: Library | None = None) -> CopyReport:
+    """Copy every procedure of ``binary`` that can be into a region and write the program,
+    which runs the copies, to ``output``. ``original_returns``: calls push the original
+    return addresses (default: where the program's stack may be unwound). ``hooks(symbol)``:
+    what goes between the copied instructions, given the library's symbols; ``library``:
+    what the region holds after the copies (the stub then calls its ``anvil_start``)."""
+    procs, left = copyable(binary)
+    report = CopyReport(in_place=left)
+    if original_returns is None:
+        original_returns = binary.unwinds
+    returns = return_sites(procs) if original_returns else set()
+    patches, report.short_entries = entry_patches(binary, procs, returns)
+    report.jumps = {patch.address for patch in patches} | {p.trampoline for p in patches if p.trampoline is not None}
+    symbols: dict[str, int] = {}
+    lowering = hooks(symbols.__getitem__) if hooks is not None else None
+    code = Code(0)
+    copier = Copier(code, returns - set(report.short_entries), lowering, _image_span(binary))
+    for proc in procs:
+        copier.copy_procedure(proc)
+        report.instructions += sum(len(b.instructions) for b in proc.blocks)
+    report.copied = len(procs)
+    report.branches_in_place = copier.in_place
+    report.hooks = lowering
+    library_offset = (code.size + 63) & ~63
+    region = region_address(binary, library_offset + (library.size if library is not None else 0))
+    code.rebase(region)
+    tail = b""
+    if library is not None:
+        tail, linked = library.link(region + library_offset)
+        symbols.update(linked)
+    data = code.finish(lambda key: code.labels[key])
+    data += b"\0" * (library_offset - len(data)) + tail
+    report.region, report.region_size = region, len(data)
+
+    original = binary.data
+    elf = ELFFile(io.BytesIO(original))
+    text_index, text = _text_segment(elf, binary.entry)
+    stub_at = _slack(elf, text)
+    places = loader.consecutive(stub_at)[0] if stub_at is not None else _caves(procs, patches,
+                                                                              set(report.short_entries))
+    grows = stub_at is not None
+    if places is None:
+        # A linker that packs the file (ld.lld) leaves no slack there and a small program may
+        # have too few dead runs: a gap opened in the file after the text (file_gap.py).
+        end = text["p_offset"] + text["p_filesz"]
+        gap = file_gap.gap_size(original, end)
+        if gap is not None:
+            opened = file_gap.open_gap(original, end, gap)
+            elf_opened = ELFFile(io.BytesIO(opened))
+            index_opened, text_opened = _text_segment(elf_opened, binary.entry)
+            stub_at = _slack(elf_opened, text_opened)
+            if stub_at is not None:
+                original, elf, text_index, text, grows = opened, elf_opened, index_opened, text_opened, True
+                places = loader.consecutive(stub_at)[0]
+    if places is None:
+        raise AnvilError(f"{binary.path}: no room for the loader stub (after the text segment, or in the copied "
+                         "procedures' dead code)")
+    described = described_end(elf)
+    out, overlay = bytearray(original[:described]), original[described:]
+    region_offset = (len(out) + PAGE - 1) & ~(PAGE - 1)
+    stub = loader.assemble(places, {"ANVIL_REGION": region, "ANVIL_LENGTH": len(data),
+                                    "ANVIL_OFFSET": region_offset, "ANVIL_ENTRY": binary.entry,
+                                    "ANVIL_INIT": symbols.get("anvil_start", 0)})
+    for patch in patches:
+        for address, jump in patch.writes(code.labels[ins_label(patch.address)]):
+            at = _file_offset(elf, address)
+            out[at:at + len(jump)] = jump
+    for address, piece in stub.pieces:
+        at = text["p_offset"] + (address - text["p_vaddr"]) if grows else _file_offset(elf, address)
+        out[at:at + len(piece)] = piece
+    if grows:
+        grown = max(address + len(piece) for address, piece in stub.pieces) - text["p_vaddr"]
+        header = elf["e_phoff"] + text_index * elf["e_phentsize"]
+        struct.pack_into("<QQ", out, header + 32, grown, max(grown, text["p_memsz"]))
+    report.loader_stub = [f"{address:#x}" for address, _ in stub.pieces]
+    struct.pack_into("<Q", out, 24, stub.entry)
+    out += b"\0" * (region_offset - len(out))
+    out += data
+    out += overlay
+    atomic_write(output, bytes(out))
+    return report

@@ -1,0 +1,54 @@
+# Entry points the copied code calls with every register and the flags to keep: it steps
+# over the red zone first (lea rsp, [rsp-128]), then calls one of these.
+    .text
+
+# Save what a C call may change, align the stack, call \routine (with rax, the system
+# call's number, as its argument if \pass_rax), restore.
+.macro preserving routine, pass_rax=0
+    pushfq
+    push %rax
+    push %rcx
+    push %rdx
+    push %rsi
+    push %rdi
+    push %r8
+    push %r9
+    push %r10
+    push %r11
+    push %rbp
+    mov %rsp, %rbp
+    and $-16, %rsp
+    cld
+.if \pass_rax
+    mov %rax, %rdi
+.endif
+    call \routine
+    mov %rbp, %rsp
+    pop %rbp
+    pop %r11
+    pop %r10
+    pop %r9
+    pop %r8
+    pop %rdi
+    pop %rsi
+    pop %rdx
+    pop %rcx
+    pop %rax
+    popfq
+    ret
+.endm
+
+# Before an exit or exit_group system call of the copied code: the program ends there.
+    .globl anvil_exit_entry
+    .type anvil_exit_entry, @function
+anvil_exit_entry:
+    preserving anvil_program_end
+    .size anvil_exit_entry, . - anvil_exit_entry
+
+# Before a system call whose number (rax) was not known when the code was rewritten.
+    .globl anvil_syscall_entry
+    .type anvil_syscall_entry, @function
+anvil_syscall_entry:
+    preserving anvil_on_syscall, 1
+    .size anvil_syscall_entry, . - anvil_syscall_entry
+    .section .note.GNU-stack,"",@progbits

@@ -1,0 +1,181 @@
+/* The runtime of an instrumented x86-64 Linux program (InHost): system calls, the results
+ * file, the program's start (anvil_start, called by the loader stub once the region is
+ * mapped) and its end (anvil_program_end, generated with the site unit: from the exit
+ * system calls of the copied code through anvil_exit_entry, and from the C library's
+ * exit through the function the program was given to run last, anvil_fini). */
+#include "anvil_rt.h"
+
+#define SYS_write 1
+#define SYS_open 2
+#define SYS_close 3
+#define SYS_lseek 8
+#define SYS_pread64 17
+#define SYS_getpid 39
+#define SYS_exit 60
+#define SYS_fcntl 72
+#define SYS_ftruncate 77
+#define SYS_getcwd 79
+#define SYS_exit_group 231
+#define F_DUPFD_CLOEXEC 1030
+#define RESULTS_FD_MIN 1001
+
+anvil_word anvil_bias __attribute__((section(".data"))) = 0;
+
+void anvil_program_end(void);
+
+long anvil_syscall(long nr, long a, long b, long c, long d, long e, long f)
+{
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    register long r9 __asm__("r9") = f;
+    long result;
+    __asm__ volatile("syscall" : "=a"(result) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                     : "rcx", "r11", "memory");
+    return result;
+}
+
+void anvil_warn(const char *text)
+{
+    uint32_t n = 0;
+    while (text[n])
+        n++;
+    anvil_syscall(SYS_write, 2, (long)text, n, 0, 0, 0);
+}
+
+static const char *const *environment __attribute__((section(".data")));
+static long start_pid __attribute__((section(".data")));
+static char start_dir[4096];
+/* The function the program's start code registers to run at exit (the dynamic linker's
+ * fini, in rdx at the entry; 0 in a static program): anvil_fini runs in its place. */
+static void (*program_fini)(void) __attribute__((section(".data")));
+
+const char *anvil_getenv(const char *name)
+{
+    for (const char *const *e = environment; e && *e; e++) {
+        const char *v = *e;
+        uint32_t k = 0;
+        while (name[k] && v[k] == name[k])
+            k++;
+        if (!name[k] && v[k] == '=')
+            return v + k + 1;
+    }
+    return 0;
+}
+
+long anvil_forked_child(void)
+{
+    long pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
+    return pid == start_pid ? 0 : pid;
+}
+
+/* At exit, after what the program registered (and, dynamic, after the dynamic linker's
+ * fini, which runs the program's own destructors): the results, complete. */
+void anvil_fini(void)
+{
+    if (program_fini)
+        program_fini();
+    anvil_program_end();
+}
+
+/* Called by the loader stub: ``initial_sp`` is the stack the kernel started the program
+ * with (argc, argv, envp); ``fini`` the slot holding rdx as the program's start code will
+ * see it. */
+void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini)
+{
+    anvil_bias = bias;
+    environment = (const char *const *)(initial_sp + 1 + initial_sp[0] + 1);
+    start_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
+    if (anvil_syscall(SYS_getcwd, (long)start_dir, sizeof start_dir, 0, 0, 0, 0) <= 0)
+        start_dir[0] = 0;
+    /* A dynamic program's exit ends in its C library, whose code is not copied: the end is
+     * where the dynamic linker's fini would run. A static program's start code gets 0 and
+     * registers nothing (registering anvil_fini would change what it does): its end is
+     * the exit system call in its own, copied code. */
+    if (*fini) {
+        program_fini = (void (*)(void))*fini;
+        *fini = (anvil_word)anvil_fini;
+    }
+    void anvil_program_start(void);
+    anvil_program_start();
+}
+
+/* Before a system call the copied code makes with a number not known where it was
+ * rewritten (anvil_syscall_entry): the results, if it ends the program. */
+void anvil_on_syscall(long nr)
+{
+    if (nr == SYS_exit_group || (nr == SYS_exit && !anvil_forked_child()))
+        anvil_program_end();
+}
+
+/* A forked child writes its results beside its parent's, to ``path.<pid>``; a relative
+ * path names a file in the directory the program started in. */
+static int open_results(const char *path, long flags)
+{
+    static char named[sizeof start_dir + 512];
+    uint32_t n = 0;
+    if (path[0] != '/' && start_dir[0]) {
+        while (start_dir[n])
+            named[n] = start_dir[n], n++;
+        named[n++] = '/';
+    }
+    for (uint32_t k = 0; path[k] && n < sizeof named - 22; k++)
+        named[n++] = path[k];
+    long child = anvil_forked_child();
+    if (child) {
+        named[n++] = '.';
+        n += (uint32_t)anvil_decimal(named + n, (uint64_t)child);
+    }
+    named[n] = 0;
+    long fd = anvil_syscall(SYS_open, (long)named, flags, 0644, 0, 0, 0);
+    if (fd < 0)
+        return (int)fd;
+    long high = anvil_syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, RESULTS_FD_MIN, 0, 0, 0);
+    if (high < 0)
+        return (int)fd;
+    anvil_close((int)fd);
+    return (int)high;
+}
+
+int anvil_open_write(const char *path) { return open_results(path, 02 | 0100 | 01000 | 02000000); }
+
+int anvil_reopen_write(const char *path) { return open_results(path, 02 | 02000 | 02000000); }
+
+/* A child forked after its parent opened the results file writes a file of its own,
+ * beginning with what the parent had written at the fork. */
+int anvil_output_of_this_process(int fd, const char *path, long *owner, uint64_t written)
+{
+    static char copying[4096];
+    long me = anvil_forked_child();
+    if (me == *owner || fd < 0)
+        return fd;
+    int own = anvil_open_write(path);
+    for (uint64_t at = 0; own >= 0 && at < written;) {
+        uint32_t want = written - at < sizeof copying ? (uint32_t)(written - at) : sizeof copying;
+        long got = anvil_syscall(SYS_pread64, fd, (long)copying, want, (long)at, 0, 0);
+        if (got <= 0)
+            break;
+        for (long done = 0; done < got;) {
+            long n = anvil_write_fd(own, copying + done, (uint32_t)(got - done));
+            if (n <= 0)
+                break;
+            done += n;
+        }
+        at += (uint64_t)got;
+    }
+    anvil_close(fd);
+    *owner = me;
+    return own;
+}
+
+void anvil_close(int fd) { anvil_syscall(SYS_close, fd, 0, 0, 0, 0, 0); }
+
+void anvil_cut_at(int fd, uint64_t length)
+{
+    anvil_syscall(SYS_ftruncate, fd, (long)length, 0, 0, 0, 0);
+    anvil_syscall(SYS_lseek, fd, (long)length, 0 /* SEEK_SET */, 0, 0, 0);
+}
+
+long anvil_write_fd(int fd, const char *buf, uint32_t len)
+{
+    return anvil_syscall(SYS_write, fd, (long)buf, len, 0, 0, 0);
+}
