@@ -2118,8 +2118,10 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("dar_static", ("dar-static:armhf",), "usr/bin/dar_static", ("-l", "arch", "-Q", "-as"),
             "static C++ (ET_EXEC, glibc, libdar linked in): an archive of two files made by the original, listed; "
             "at start gpgme runs the host's gpgconf (a double fork, its output read through a pipe), so the "
-            "count varies from run to run (QEMU's count of the original: 1,376,718 to 1,376,741 in four runs)",
-            repeatable=False, setup=(("-c", "arch", "-R", ".", "-g", "input.txt", "-g", "Makefile", "-Q", "-z", "-an"),)),
+            "count varies from run to run (QEMU's count of the original: 1,376,718 to 1,376,741 in four runs); "
+            "dar lists its working directory (an archive's slices), whose names its count follows",
+            repeatable=False,
+            setup=(("-c", "arch", "-R", ".", "-g", "input.txt", "-g", "Makefile", "-Q", "-z", "-an"),)),
     Program("docker-credential-ecr-login", ("amazon-ecr-credential-helper:armhf",),
             "usr/bin/docker-credential-ecr-login", ("list",), "Go: Amazon ECR credential helper, its cached "
             "credentials listed (none)", env={"HOME": "home"}, repeatable=False),
@@ -2170,7 +2172,10 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
 #: 0106), which the draw of that seed does not count as the corpus's.
 DRAWN = {104: ("etags", "proftmb", "dvipng", "icmpush", "balloon", "stm32flash", "weechat", "bgzip", "exiftran",
          "heartbleeder", "wrapsrv", "cdb", "dieharder", "HSAILasm", "convert_seq", "freesasa", "msa_view", "pike",
-         "flip", "protoc-gen-rust", "regina", "w_scan_cpp", "cycfx2prog", "bar", "ipcalc-ng")}
+         "flip", "protoc-gen-rust", "regina", "w_scan_cpp", "cycfx2prog", "bar", "ipcalc-ng"),
+         106: ("dar_static", "docker-credential-ecr-login", "strelaysrv", "yubikey-agent", "grab", "emacs-nox",
+               "lego", "truststore", "serf", "mender", "ovn-northd", "prometheus-frr-exporter", "go-mmproxy",
+               "gfortran", "prometheus-exporter-exporter")}
 
 #: Files every run directory gets.
 FILES = {
