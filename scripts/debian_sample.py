@@ -18,7 +18,13 @@ script prints its executables and the libraries of its ``Depends``, followed thr
 libraries (``Multi-Arch: same`` packages other than those the cross sysroot has), which is
 what a corpus entry's package list needs.
 
+With ``--min-size N`` (decision 0106) a package qualifies only if one of its executables is
+at least N bytes as Debian ships it (stripped); packages whose ``Installed-Size`` is under N
+cannot hold one and are passed over without a download. Without it the draw is decision
+0104's, unchanged.
+
     python3 scripts/debian_sample.py --seed 104 --count 25
+    python3 scripts/debian_sample.py --seed 106 --count 15 --min-size 1000000
 """
 
 from __future__ import annotations
@@ -101,16 +107,21 @@ def library_closure(name: str, index: dict[str, dict[str, str]]) -> list[str]:
     return sorted(found)
 
 
-def corpus_packages() -> set[str]:
-    """Every package a corpus entry's program comes from, less the entries this draw made
-    (``DRAWN``), so that the draw repeats once they are in the corpus."""
+def corpus_packages(seed: int) -> set[str]:
+    """Every Debian package a corpus entry's program comes from, less the entries the draw of
+    ``seed`` made (``DRAWN[seed]``), so that each draw repeats once its picks are in the corpus
+    while a new seed passes over every earlier draw's."""
     from tests.support.corpus import CORPUS, DRAWN
 
-    return {program.packages[0].split(":")[0] for program in CORPUS.values() if program.name not in DRAWN}
+    drawn = DRAWN.get(seed, ())
+    # Entries made of PyPI wheels (decision 0103) name no Debian package.
+    return {program.packages[0].split(":")[0] for program in CORPUS.values()
+            if program.packages and program.name not in drawn}
 
 
-def executables(name: str, cache: Path) -> list[str]:
-    """The ELF files the package ships in /usr/bin or /bin (downloaded once into ``cache``)."""
+def executables(name: str, cache: Path, min_size: int = 0) -> list[str]:
+    """The ELF files of at least ``min_size`` bytes the package ships in /usr/bin or /bin
+    (downloaded once into ``cache``)."""
     unpacked = cache / name
     if not unpacked.is_dir():
         work = Path(tempfile.mkdtemp(dir=cache))
@@ -125,17 +136,18 @@ def executables(name: str, cache: Path) -> list[str]:
     found = []
     for folder in ("usr/bin", "bin"):
         for path in sorted((unpacked / folder).glob("*")) if (unpacked / folder).is_dir() else []:
-            if path.is_file() and not path.is_symlink():
+            if path.is_file() and not path.is_symlink() and path.stat().st_size >= min_size:
                 with path.open("rb") as f:
                     if f.read(4) == b"\x7fELF":
                         found.append(f"/{folder}/{path.name}")
     return found
 
 
-def draw(seed: int, count: int, cache: Path) -> None:
-    """Print the candidates in the seed's order, each with its verdict, until ``count`` qualify."""
+def draw(seed: int, count: int, cache: Path, min_size: int = 0) -> None:
+    """Print the candidates in the seed's order, each with its verdict, until ``count`` qualify
+    (with an executable of at least ``min_size`` bytes)."""
     index = packages_index()
-    in_corpus = corpus_packages()
+    in_corpus = corpus_packages(seed)
     names = sorted(n for n, f in index.items() if f.get("Architecture") == "armhf")
     random.Random(seed).shuffle(names)
     picked = 0
@@ -145,14 +157,19 @@ def draw(seed: int, count: int, cache: Path) -> None:
         section = fields.get("Section", "").split("/")[-1]
         if section in NOT_PROGRAMS or name.endswith(("-dbgsym", "-dev", "-doc")):
             continue
+        # Installed-Size is in KiB and counts every file: a package under the bound cannot hold
+        # an executable over it (and is not downloaded).
+        if min_size and int(fields.get("Installed-Size", "0")) * 1024 < min_size:
+            continue
         if name in in_corpus:
             verdict = "in the corpus"
         elif name in SKIPPED:
             verdict = "skipped: " + SKIPPED[name]
         elif gui := [d for d in depends(fields) if GUI.match(d)]:
             verdict = f"GUI ({gui[0]})"
-        elif not (found := executables(name, cache)):
-            verdict = "no ELF in /usr/bin or /bin"
+        elif not (found := executables(name, cache, min_size)):
+            verdict = f"no ELF of {min_size:,} bytes or more in /usr/bin or /bin" if min_size else \
+                "no ELF in /usr/bin or /bin"
         else:
             picked += 1
             verdict = f"PICK {picked}: {' '.join(found)}; libraries: {' '.join(library_closure(name, index))}"
@@ -167,12 +184,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=104, help="the draw's seed (default 104)")
     parser.add_argument("--count", type=int, default=25, help="programs to draw (default 25)")
+    parser.add_argument("--min-size", type=int, default=0, help="take a package only if an executable of "
+                        "it has at least this many bytes (default 0: any)")
     parser.add_argument("--cache", type=Path, help="where the candidates are downloaded and unpacked "
                         "(default: debian-sample in the samples' cache)")
     args = parser.parse_args()
     from tests.support.samples import cache_dir
 
-    draw(args.seed, args.count, args.cache or cache_dir() / "debian-sample")
+    draw(args.seed, args.count, args.cache or cache_dir() / "debian-sample", args.min_size)
     return 0
 
 

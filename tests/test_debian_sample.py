@@ -40,3 +40,13 @@ def test_library_closure_follows_libraries_and_leaves_the_sysroots() -> None:
     # liba1 (not its alternative libb1), through it libdeep2 and zlib1g (not named "lib", but
     # Multi-Arch: same); not the data package, an Architecture: all one, libc6 or libgcc-s1.
     assert debian_sample.library_closure("tool", INDEX) == ["liba1", "libdeep2", "zlib1g"]
+
+
+def test_each_seed_passes_over_the_corpus_but_its_own_picks() -> None:
+    # Decision 0106: seed 104's picks are in the corpus for seed 106's draw and not for its own
+    # (so each draw repeats), and the entries made of PyPI wheels, which name no Debian
+    # package, are passed over.
+    for seed, own, other in ((104, "emacs-bin-common", "dar-static"), (106, "dar-static", "emacs-bin-common")):
+        in_corpus = debian_sample.corpus_packages(seed)
+        assert own not in in_corpus and other in in_corpus
+        assert "sed" in in_corpus

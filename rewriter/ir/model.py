@@ -420,9 +420,19 @@ class Binary:
         if self._literal_bytes is None:
             from .inline_data import inline_data_bytes
 
-            self._literal_bytes = {acc.disp + k for proc in self.procedures for ins in proc.instructions()
-                                   if ins.accesses for acc in ins.accesses
-                                   if acc.base == 15 and not acc.is_store for k in range(acc.size)}
+            # The unwinder's table says the instructions where it enters are code: a load that
+            # reads one is itself data decoded as code (a literal pool past a call that never
+            # returns, decision 0106), and its "pool" must not keep a landing pad from its jump.
+            code = {byte for proc in self.procedures for ins in proc.instructions()
+                    if ins.address in self.unwinder_entries for byte in range(ins.address, ins.end)}
+            self._literal_bytes = set()
+            for proc in self.procedures:
+                for ins in proc.instructions():
+                    for acc in ins.accesses or ():
+                        if acc.base == 15 and not acc.is_store:
+                            read = range(acc.disp, acc.disp + acc.size)
+                            if code.isdisjoint(read):
+                                self._literal_bytes.update(read)
             # And the data after calls whose callees read it there (klibc's system call numbers).
             self._literal_bytes |= inline_data_bytes(self.procedures, self.read, self.inline_data_sizes)
         return self._literal_bytes

@@ -193,7 +193,7 @@ def run_environment(variant: str) -> dict[str, str]:
 SAMPLES: list[str] = ["addresses", "sort", "hash", "matrix", "calls"]
 
 #: The C++ samples, each ``samples/<name>.cpp`` (built with the same variants).
-CXX_SAMPLES: list[str] = ["unwind", "containers", "library_threads"]
+CXX_SAMPLES: list[str] = ["unwind", "containers", "library_threads", "pad_after_pool"]
 
 #: The exit status each sample returns when all its self-checks pass.
 EXPECTED_STATUS: dict[str, int] = {
