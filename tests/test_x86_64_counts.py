@@ -126,3 +126,36 @@ def test_go_programs_are_refused_in_one_line(tmp_path: Path) -> None:
                           capture_output=True, text=True)
     assert done.returncode == 2 and "Go program" in done.stderr and len(done.stderr.splitlines()) == 1
     assert not out.exists()
+
+
+LIBRARY = """extern int program_hook(int);
+static int seen;
+__attribute__((constructor)) static void early(void) { seen = program_hook(20); }
+int library_seen(void) { return seen; }
+"""
+PROGRAM = """#include <stdio.h>
+int library_seen(void);
+int program_hook(int n) { int s = 0; for (int i = 0; i < n; i++) s += i * i; return s; }
+int main(void) { printf("%d %d\\n", library_seen(), program_hook(5)); return 0; }
+"""
+
+
+def test_a_library_calls_into_the_program_before_its_entry(tmp_path: Path) -> None:
+    """A library's constructor runs before the program's entry, where the loader stub maps
+    the region, and calls a function the program exports (Debian's gdb: its source
+    highlighting library): it runs the original code there, and the jumps to the copies are
+    written once the region is mapped (decision 0110). The copy prints what the original
+    prints, and counts the program after its entry."""
+    (tmp_path / "lib.c").write_text(LIBRARY)
+    (tmp_path / "prog.c").write_text(PROGRAM)
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "lib.c", "-o", "libearly.so"], cwd=tmp_path, check=True)
+    subprocess.run(["gcc", "-O2", "-rdynamic", "prog.c", "-L.", "-learly", "-Wl,-rpath,$ORIGIN", "-o", "built"],
+                   cwd=tmp_path, check=True)
+    plain, copied = _instrumented(tmp_path / "built", "inscount", tmp_path)
+    for directory in (plain.parent, copied.parent):
+        shutil.copy(tmp_path / "libearly.so", directory)
+    runs = [subprocess.run([str(p)], cwd=tmp_path, capture_output=True, timeout=60) for p in (plain, copied)]
+    assert runs[0].stdout == b"2470 30\n"
+    assert (runs[1].returncode, runs[1].stdout, runs[1].stderr) == (runs[0].returncode, runs[0].stdout, runs[0].stderr)
+    counts = json.loads((tmp_path / "prog.inscount.out").read_text())["procedures"]
+    assert counts["main"] > 0

@@ -55,6 +55,7 @@ class CopyReport:
     hooks: object = None  # what lowered the hooks (their counts)
     branches_in_place: list[int] = field(default_factory=list)  # direct branches out of the program, run in place
     loader_stub: list[str] = field(default_factory=list)  # where the stub's pieces went
+    jumps_at_start: bool = False  # the runtime writes the jumps over the original code at the start
 
 
 def copyable(binary: Binary) -> tuple[list[Procedure], list[str]]:
@@ -210,13 +211,25 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     described = described_end(elf)
     out, overlay = bytearray(original[:described]), original[described:]
     region_offset = (len(out) + PAGE - 1) & ~(PAGE - 1)
+    writes = sorted(write for patch in patches for write in patch.writes(code.labels[ins_label(patch.address)]))
+    # With a runtime to write them, the jumps go over the original code once the region is
+    # mapped (the stub's anvil_start): a library's initialiser that calls into the program
+    # before its entry runs the original code, not a jump into a region not mapped yet
+    # (Debian's gdb). Not where the stub's pieces lie in dead runs of that code, which the
+    # original would run into.
+    table = 0
+    if "anvil_start" in symbols and grows:
+        table = region + ((len(data) + 7) & ~7)
+        data += b"\0" * (table - region - len(data)) + struct.pack("<Q", len(writes))
+        data += b"".join(struct.pack("<QB7s", address, len(jump), jump) for address, jump in writes)
+        writes = []
+    report.jumps_at_start = table != 0
     stub = loader.assemble(places, {"ANVIL_REGION": region, "ANVIL_LENGTH": len(data),
                                     "ANVIL_OFFSET": region_offset, "ANVIL_ENTRY": binary.entry,
-                                    "ANVIL_INIT": symbols.get("anvil_start", 0)})
-    for patch in patches:
-        for address, jump in patch.writes(code.labels[ins_label(patch.address)]):
-            at = _file_offset(elf, address)
-            out[at:at + len(jump)] = jump
+                                    "ANVIL_INIT": symbols.get("anvil_start", 0), "ANVIL_PATCHES": table})
+    for address, jump in writes:
+        at = _file_offset(elf, address)
+        out[at:at + len(jump)] = jump
     for address, piece in stub.pieces:
         at = text["p_offset"] + (address - text["p_vaddr"]) if grows else _file_offset(elf, address)
         out[at:at + len(piece)] = piece

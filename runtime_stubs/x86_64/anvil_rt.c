@@ -77,12 +77,48 @@ void anvil_fini(void)
     anvil_program_end();
 }
 
+/* One jump written over the original code (link address, its bytes). */
+struct anvil_patch {
+    uint64_t address;
+    uint8_t length;
+    uint8_t bytes[7];
+};
+
+#define SYS_mprotect 10
+#define PAGE 4096ul
+
+/* The jumps over the original code's entries, written now that the region they lead to is
+ * mapped: until now the original code ran as it is (a library's initialiser may call into
+ * the program before its entry). ``table``: a count, then the patches in address order. */
+static void write_patches(const uint64_t *table, anvil_word bias)
+{
+    uint64_t count = table[0];
+    const struct anvil_patch *patches = (const struct anvil_patch *)(table + 1);
+    if (!count)
+        return;
+    anvil_word low = (patches[0].address + bias) & ~(PAGE - 1);
+    anvil_word high = (patches[count - 1].address + bias + 16 + PAGE - 1) & ~(PAGE - 1);
+    if (anvil_syscall(SYS_mprotect, (long)low, (long)(high - low), 7, 0, 0, 0) < 0) {
+        anvil_warn("anvil: cannot write the jumps into the instrumented code: it runs uninstrumented\n");
+        return;
+    }
+    for (uint64_t k = 0; k < count; k++) {
+        uint8_t *at = (uint8_t *)(patches[k].address + bias);
+        for (uint32_t b = 0; b < patches[k].length; b++)
+            at[b] = patches[k].bytes[b];
+    }
+    anvil_syscall(SYS_mprotect, (long)low, (long)(high - low), 5, 0, 0, 0);
+}
+
 /* Called by the loader stub: ``initial_sp`` is the stack the kernel started the program
  * with (argc, argv, envp); ``fini`` the slot holding rdx as the program's start code will
- * see it. */
-void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini)
+ * see it; ``patches`` the link address of the jumps to write over the original code (0:
+ * the file has them). */
+void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvil_word patches)
 {
     anvil_bias = bias;
+    if (patches)
+        write_patches((const uint64_t *)(patches + bias), bias);
     environment = (const char *const *)(initial_sp + 1 + initial_sp[0] + 1);
     start_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
     if (anvil_syscall(SYS_getcwd, (long)start_dir, sizeof start_dir, 0, 0, 0, 0) <= 0)

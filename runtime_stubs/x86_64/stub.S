@@ -14,7 +14,8 @@
 # Symbols defined at link time (--defsym): ANVIL_REGION (the region's link address),
 # ANVIL_LENGTH (its size), ANVIL_OFFSET (its page-aligned offset in the file), ANVIL_ENTRY
 # (the program's entry), ANVIL_INIT (anvil_start's link address, 0: a region of copies
-# alone).
+# alone), ANVIL_PATCHES (the link address of the table of jumps anvil_start writes over
+# the original code, 0: they are in the file already).
 #
 # The stack just below the initial RSP is the program's: it may read it before writing it
 # (never-touched stack reads as zero), so the stub works FAR_BELOW bytes lower and zeroes
@@ -90,6 +91,7 @@ _anvil_stub:
     jz started
     piece 7
     add %r12, %rax
+    movabs $ANVIL_PATCHES, %rcx         # the jumps to write over the original code, or 0
     push %rbp
     mov %rsp, %rbp
     and $-16, %rsp

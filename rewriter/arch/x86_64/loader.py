@@ -16,7 +16,7 @@ from ...emit.target_build import cache_dir
 from ...errors import AnvilError
 
 SOURCE = Path(__file__).resolve().parents[3] / "runtime_stubs" / "x86_64" / "stub.S"
-DEFINES = ("ANVIL_REGION", "ANVIL_LENGTH", "ANVIL_OFFSET", "ANVIL_ENTRY", "ANVIL_INIT")
+DEFINES = ("ANVIL_REGION", "ANVIL_LENGTH", "ANVIL_OFFSET", "ANVIL_ENTRY", "ANVIL_INIT", "ANVIL_PATCHES")
 ALIGN = 16  # each piece's place
 
 
