@@ -16,8 +16,6 @@
 #define SYS_ftruncate 77
 #define SYS_getcwd 79
 #define SYS_exit_group 231
-#define F_DUPFD_CLOEXEC 1030
-#define RESULTS_FD_MIN 1001
 
 anvil_word anvil_bias __attribute__((section(".data"))) = 0;
 
@@ -143,65 +141,10 @@ void anvil_on_syscall(long nr)
         anvil_program_end();
 }
 
-/* A forked child writes its results beside its parent's, to ``path.<pid>``; a relative
- * path names a file in the directory the program started in. */
-static int open_results(const char *path, long flags)
-{
-    static char named[sizeof start_dir + 512];
-    uint32_t n = 0;
-    if (path[0] != '/' && start_dir[0]) {
-        while (start_dir[n])
-            named[n] = start_dir[n], n++;
-        named[n++] = '/';
-    }
-    for (uint32_t k = 0; path[k] && n < sizeof named - 22; k++)
-        named[n++] = path[k];
-    long child = anvil_forked_child();
-    if (child) {
-        named[n++] = '.';
-        n += (uint32_t)anvil_decimal(named + n, (uint64_t)child);
-    }
-    named[n] = 0;
-    long fd = anvil_syscall(SYS_open, (long)named, flags, 0644, 0, 0, 0);
-    if (fd < 0)
-        return (int)fd;
-    long high = anvil_syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, RESULTS_FD_MIN, 0, 0, 0);
-    if (high < 0)
-        return (int)fd;
-    anvil_close((int)fd);
-    return (int)high;
-}
-
-int anvil_open_write(const char *path) { return open_results(path, 02 | 0100 | 01000 | 02000000); }
-
-int anvil_reopen_write(const char *path) { return open_results(path, 02 | 02000 | 02000000); }
-
-/* A child forked after its parent opened the results file writes a file of its own,
- * beginning with what the parent had written at the fork. */
-int anvil_output_of_this_process(int fd, const char *path, long *owner, uint64_t written)
-{
-    static char copying[4096];
-    long me = anvil_forked_child();
-    if (me == *owner || fd < 0)
-        return fd;
-    int own = anvil_open_write(path);
-    for (uint64_t at = 0; own >= 0 && at < written;) {
-        uint32_t want = written - at < sizeof copying ? (uint32_t)(written - at) : sizeof copying;
-        long got = anvil_syscall(SYS_pread64, fd, (long)copying, want, (long)at, 0, 0);
-        if (got <= 0)
-            break;
-        for (long done = 0; done < got;) {
-            long n = anvil_write_fd(own, copying + done, (uint32_t)(got - done));
-            if (n <= 0)
-                break;
-            done += n;
-        }
-        at += (uint64_t)got;
-    }
-    anvil_close(fd);
-    *owner = me;
-    return own;
-}
+#define ANVIL_SYS_FCNTL SYS_fcntl
+#define ANVIL_O_EXTRA 02000000  /* O_CLOEXEC */
+#define ANVIL_PREAD(fd, buffer, length, offset) anvil_syscall(SYS_pread64, fd, (long)buffer, length, (long)(offset), 0, 0)
+#include "anvil_results.h"  /* (a .h: the compile cache hashes the headers) */
 
 void anvil_close(int fd) { anvil_syscall(SYS_close, fd, 0, 0, 0, 0, 0); }
 
