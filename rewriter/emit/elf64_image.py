@@ -1,10 +1,12 @@
 """A 64-bit ELF program with its procedures copied into a region of its own (x86-64 today).
 
 The image keeps every original byte where it was but the jumps written over the entries
-(arch/<isa>/patches.py) and the loader stub, which goes into the slack at the end of the
-text segment (the segment grows over it) and becomes the ELF entry. The region (the
-copies) is appended to the file at a page boundary; the stub maps it from the file at its
-fixed offset from the image when the program starts (runtime_stubs/x86_64/stub.S).
+(arch/<isa>/patches.py) and the loader stub, in pieces: after the text segment where they
+fit (the segment grows over them), else in dead runs of the copied procedures, else after
+a gap opened in the file; the stub is the ELF entry. The region (the copies, the library,
+and where a runtime writes them at the start, the table of jumps) is appended to the file
+at a page boundary; the stub maps it from the file at its fixed offset from the image when
+the program starts (runtime_stubs/x86_64/stub.S).
 
 Where the region goes: below the image, so that the heap, which the kernel starts after
 the image's last segment, stays where it was, and within a 32-bit displacement of all of
@@ -30,7 +32,7 @@ from ..arch.x86_64.relocate import Copier, Hooks, ins_label
 from ..errors import AnvilError
 from ..ir.model import Binary, Procedure
 from . import file_gap
-from .inhost import atomic_write, described_end
+from .inhost import atomic_write, described_end, offset_in
 
 PAGE = 0x1000
 # The lowest address a program may map (Linux's default vm.mmap_min_addr).
@@ -55,7 +57,6 @@ class CopyReport:
     hooks: object = None  # what lowered the hooks (their counts)
     branches_in_place: list[int] = field(default_factory=list)  # direct branches out of the program, run in place
     loader_stub: list[str] = field(default_factory=list)  # where the stub's pieces went
-    jumps_at_start: bool = False  # the runtime writes the jumps over the original code at the start
 
 
 def copyable(binary: Binary) -> tuple[list[Procedure], list[str]]:
@@ -94,13 +95,6 @@ def _text_segment(elf: ELFFile, entry: int) -> tuple[int, dict]:
                 and seg["p_vaddr"] <= entry < seg["p_vaddr"] + seg["p_memsz"]:
             return index, seg.header
     raise AnvilError("no executable segment holds the program's entry")
-
-
-def _file_offset(elf: ELFFile, address: int) -> int:
-    for seg in elf.iter_segments():
-        if seg["p_type"] == "PT_LOAD" and seg["p_vaddr"] <= address < seg["p_vaddr"] + seg["p_filesz"]:
-            return seg["p_offset"] + address - seg["p_vaddr"]
-    raise AssertionError(f"{address:#x} has no bytes in the file")
 
 
 def _slack(elf: ELFFile, text: dict) -> int | None:
@@ -223,15 +217,14 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
         data += b"\0" * (table - region - len(data)) + struct.pack("<Q", len(writes))
         data += b"".join(struct.pack("<QB7s", address, len(jump), jump) for address, jump in writes)
         writes = []
-    report.jumps_at_start = table != 0
     stub = loader.assemble(places, {"ANVIL_REGION": region, "ANVIL_LENGTH": len(data),
                                     "ANVIL_OFFSET": region_offset, "ANVIL_ENTRY": binary.entry,
                                     "ANVIL_INIT": symbols.get("anvil_start", 0), "ANVIL_PATCHES": table})
     for address, jump in writes:
-        at = _file_offset(elf, address)
+        at = offset_in(elf, address)
         out[at:at + len(jump)] = jump
     for address, piece in stub.pieces:
-        at = text["p_offset"] + (address - text["p_vaddr"]) if grows else _file_offset(elf, address)
+        at = text["p_offset"] + (address - text["p_vaddr"]) if grows else offset_in(elf, address)
         out[at:at + len(piece)] = piece
     if grows:
         grown = max(address + len(piece) for address, piece in stub.pieces) - text["p_vaddr"]

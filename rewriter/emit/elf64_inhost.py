@@ -36,7 +36,7 @@ def _signed(value: int) -> int:
     return value - _WORD if value >= _WORD >> 1 else value
 
 
-def _unsupported(binary: Binary, tool: Tool) -> str | None:
+def _unsupported(binary: Binary) -> str | None:
     for proc in binary.procedures:
         if proc.hooks:
             return "calls at procedure entries"
@@ -93,7 +93,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
         raise AnvilError(f"{binary.path}: a Go program ({go}): Go programs on x86-64 are not instrumented yet")
     binary.clear_hooks()
     run_instrument(tool, binary, opts)
-    missing = _unsupported(binary, tool)
+    missing = _unsupported(binary)
     if missing is not None:
         raise AnvilError(f"{binary.path}: tool {tool.name} needs {missing}, which x86-64 programs do not have yet "
                          "(inscount and bbcount run on x86-64 so far)")

@@ -1188,7 +1188,7 @@ def _write_elf(binary: Binary, region: bytes, offset: int, patches: list[Patch],
         out[offset(address):offset(address) + len(piece)] = piece
     struct.pack_into("<I", out, 24, stub.entry)
     if early is not None and stub.preinit_function is not None:  # the tables' offsets after the gap opened
-        preinit.apply(out, early, stub.preinit_function, functools.partial(_offset_in, elf))
+        preinit.apply(out, early, stub.preinit_function, functools.partial(offset_in, elf))
     if len(out) > region_offset:
         raise AssertionError("region offset chosen before the file grew")
     out += b"\0" * (region_offset - len(out))
@@ -1206,7 +1206,7 @@ def described_end(elf: ELFFile) -> int:
     return max(ends)
 
 
-def _offset_in(elf: ELFFile, vaddr: int) -> int:
+def offset_in(elf: ELFFile, vaddr: int) -> int:
     """File offset of loaded address ``vaddr`` in ``elf``."""
     for seg in elf.iter_segments():
         if seg["p_type"] == "PT_LOAD" and seg["p_vaddr"] <= vaddr < seg["p_vaddr"] + seg["p_filesz"]:

@@ -45,6 +45,11 @@ def make_disassembler() -> capstone.Cs:
     return md
 
 
+#: One disassembler for the rewriter's later looks at single instructions (fix-ups,
+#: flags, system call numbers, padding): made once, not once per look.
+shared_disassembler = cache(make_disassembler)
+
+
 # The names of each general register's parts, by register number.
 _PARTS = (("rax", "eax", "ax", "al", "ah"), ("rcx", "ecx", "cx", "cl", "ch"), ("rdx", "edx", "dx", "dl", "dh"),
           ("rbx", "ebx", "bx", "bl", "bh"), ("rsp", "esp", "sp", "spl"), ("rbp", "ebp", "bp", "bpl"),

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from functools import cache
 
-import capstone
 from capstone import x86_const as x86
 
 from ...ir.model import Block, Instruction, Procedure
+from .decode import shared_disassembler
 
 _FLAGS = ("CF", "PF", "AF", "ZF", "SF", "OF")
 ALL = (1 << len(_FLAGS)) - 1
@@ -29,16 +29,9 @@ _READERS = ("j", "set", "cmov", "adc", "sbb", "pushf", "lahf", "rcl", "rcr", "fc
 
 
 @cache
-def _disassembler() -> capstone.Cs:
-    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
-    md.detail = True
-    return md
-
-
-@cache
 def _effect_of(raw: bytes) -> tuple[int, int]:
     """(flags read, flags written) of the instruction encoded as ``raw``."""
-    for ins in _disassembler().disasm(raw, 0x1000, 1):
+    for ins in shared_disassembler().disasm(raw, 0x1000, 1):
         eflags = ins.eflags
         reads = sum(1 << k for k, bit in enumerate(_READ) if eflags & bit)
         writes = sum(1 << k for k, bits in enumerate(_WRITE) if eflags & bits)

@@ -25,30 +25,21 @@ calls step over the red zone too.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Hashable
-from functools import cache
+from collections.abc import Callable
 
 import capstone
 
 from ...ir.model import Block, Instruction, Procedure
 from ..code import Code
+from .decode import shared_disassembler
 from .flags import live_at_blocks
 from .relocate import rel32
 
-RED_ZONE = 128
 _BELOW_RED_ZONE = bytes.fromhex("488d642480")        # lea rsp, [rsp-128]
 _ABOVE_RED_ZONE = bytes.fromhex("488da42480000000")  # lea rsp, [rsp+128]
 _PUSHF, _POPF = b"\x9c", b"\x9d"
 _EXIT_CALLS = frozenset({60, 231})  # exit, exit_group
 _ENDING = frozenset({"_exit", "_Exit", "quick_exit"})
-_RAX = 0  # capstone's register numbers are turned into the encoding's by decode.py; rax is 0 in both
-
-
-@cache
-def _disassembler() -> capstone.Cs:
-    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
-    md.detail = True
-    return md
 
 
 def add_to_slot(at: int, slot: int, amount: int, locked: bool = False) -> bytes:
@@ -72,7 +63,7 @@ def syscall_number(ins: Instruction) -> int | None:
     before = block.instructions[:block.instructions.index(ins)] if block is not None else []
     rax = {capstone.x86.X86_REG_RAX, capstone.x86.X86_REG_EAX, capstone.x86.X86_REG_AX, capstone.x86.X86_REG_AL}
     for previous in reversed(before):
-        decoded = next(_disassembler().disasm(previous.raw, previous.address, 1), None)
+        decoded = next(shared_disassembler().disasm(previous.raw, previous.address, 1), None)
         if decoded is None:
             return None
         _, written = decoded.regs_access()
@@ -179,7 +170,3 @@ class CountingHooks:
         code.emit(_BELOW_RED_ZONE)
         code.later(5, lambda at, _r: b"\xe8" + rel32(at, 5, symbol(entry)))
         code.emit(_ABOVE_RED_ZONE)
-
-
-def label_of_symbol(name: str) -> Hashable:
-    return ("symbol", name)

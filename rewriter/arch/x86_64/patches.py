@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from functools import cache
 
 from ...ir.model import Binary, Procedure
-from .decode import decode_one, make_disassembler
+from .decode import decode_one, shared_disassembler
 from .relocate import JMP_SIZE, jump_bytes
 
 _PADDING = frozenset({"nop", "int3"})
@@ -70,7 +69,7 @@ def return_sites(procs: list[Procedure]) -> set[int]:
 def padding(binary: Binary, at: int, wanted: int, limit: int | None, starts: set[int]) -> int:
     """How many bytes from ``at`` on (up to ``wanted`` and more by the last one) are the
     padding between functions: ``nop`` and ``int3`` that no lifted instruction holds."""
-    md = _disassembler()
+    md = shared_disassembler()
     covered = 0
     while covered < wanted and (limit is None or at + covered < limit) and at + covered not in starts:
         ins = decode_one(md, binary.read(at + covered, 15), at + covered)
@@ -78,9 +77,6 @@ def padding(binary: Binary, at: int, wanted: int, limit: int | None, starts: set
             break
         covered += ins.size
     return covered
-
-
-_disassembler = cache(make_disassembler)
 
 
 def entry_patches(binary: Binary, procs: list[Procedure],

@@ -28,14 +28,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Hashable
-from functools import cache
 from typing import Protocol
-
-import capstone
 
 from ...errors import AnvilError, RangeError
 from ...ir.model import Block, Instruction, Procedure
 from ..code import Code, Resolver
+from .decode import shared_disassembler
 
 # Prefixes that may come before a branch's opcode: segment overrides used as branch hints
 # (0x2e, 0x3e), BND (0xf2), and the rest of the legacy ones.
@@ -76,16 +74,9 @@ def jump_bytes(at: int, target: int) -> bytes:
     return bytes((_JMP_REL32,)) + rel32(at, JMP_SIZE, target)
 
 
-@cache
-def _disassembler() -> capstone.Cs:
-    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
-    md.detail = True
-    return md
-
-
 def _displacement(ins: Instruction) -> int:
     """Where the 32-bit branch displacement of ``ins`` (its last immediate) is in its bytes."""
-    for decoded in _disassembler().disasm(ins.raw, ins.address, 1):
+    for decoded in shared_disassembler().disasm(ins.raw, ins.address, 1):
         if decoded.imm_size == 4 and decoded.imm_offset + 4 == ins.size:
             return decoded.imm_offset
     raise AnvilError(f"{ins}: a direct branch of an unknown form")
@@ -95,7 +86,7 @@ def _disp_offset(ins: Instruction) -> int:
     """Where the 32-bit displacement of ``ins``'s RIP-relative operand is in its bytes: right
     after the ModRM byte (an operand addressed from RIP has no SIB byte and always a 32-bit
     displacement; capstone's ``disp_size`` is wrong for some forms with a 0x66 prefix)."""
-    for decoded in _disassembler().disasm(ins.raw, ins.address, 1):
+    for decoded in shared_disassembler().disasm(ins.raw, ins.address, 1):
         if decoded.modrm_offset:
             return decoded.modrm_offset + 1
     raise AnvilError(f"{ins}: no 32-bit displacement to relocate")
