@@ -111,6 +111,9 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     report = Report(output=output, procedures=len(binary.procedures), relocated=copied.copied,
                     instructions=copied.instructions, original_size=len(binary.data))
     report.not_relocated = [{"procedure": why} for why in copied.in_place]
+    report.not_relocated += [{"branch": f"{address:#x}", "why": "a direct branch out of the program: runs in place"}
+                             for address in copied.branches_in_place]
+    report.loader_stub = copied.loader_stub
     report.entries_not_patched = [f"{address:#x}" for address in copied.short_entries]
     report.return_addresses = "original" if binary.unwinds else "relocated"
     hooks = copied.hooks

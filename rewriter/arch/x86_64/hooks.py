@@ -107,9 +107,7 @@ class CountingHooks:
 
     def block_start(self, block: Block, code: Code) -> None:
         increments = block.counter_increments
-        if not increments:
-            return
-        live = self.live.get(block.address, 1)
+        live = increments and self.live.get(block.address, 1)
         if live:
             self.flag_saves += 1
             code.emit(_BELOW_RED_ZONE + _PUSHF)
@@ -117,6 +115,7 @@ class CountingHooks:
             self._add(code, f"anvil_array_{counter}", 8 * index, amount)
         if live:
             code.emit(_POPF + _ABOVE_RED_ZONE)
+        # Whether or not the block counts (a tool's --only may leave the PLT out).
         if block.address in self.ending:
             self._call(code, "anvil_exit_entry")
 
