@@ -1533,6 +1533,238 @@ SOURCE_TREE = {
     "tree/.hidden.rs": b"// hidden\n", "tree/data/x.bin": b"\0\1\2",
 }
 
+def _numbers_like() -> bytes:
+    """A zip of an ``index.xml`` that is not Numbers' (numbers2ods's workload: detection, refusal)."""
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in (("index.xml", b'<?xml version="1.0"?><ls:document xmlns:ls="urn:x"><t>1</t></ls:document>'),
+                           ("Metadata/Properties.plist", b"<plist/>")):
+            archive.writestr(zipfile.ZipInfo(name, (2000, 1, 1, 0, 0, 0)), text)
+    return buffer.getvalue()
+
+
+def _fasta_genome() -> bytes:
+    """Three chromosomes of 2,000 pseudo-random bases, 60 a line (a linear congruential sequence)."""
+    out, state = [], 12345
+    for number in (1, 2, 3):
+        bases = []
+        for _ in range(2000):
+            state = (state * 1103515245 + 12345) % 2**31
+            bases.append("ACGT"[state >> 29])
+        sequence = "".join(bases)
+        out.append(f">chr{number} synthetic\n" + "".join(sequence[i:i + 60] + "\n" for i in range(0, 2000, 60)))
+    return "".join(out).encode()
+
+
+def _wave() -> bytes:
+    """One second of 16 kHz 16-bit mono PCM: three tones and a little fixed noise, as a WAV file."""
+    import math
+    import struct
+
+    state, samples = 1, []
+    for n in range(16000):
+        state = (state * 1103515245 + 12345) % 2**31
+        value = (3000 * math.sin(2 * math.pi * 440 * n / 16000) + 2000 * math.sin(2 * math.pi * 1250 * n / 16000)
+                 + 1000 * math.sin(2 * math.pi * (300 + n // 40) * n / 16000) + (state >> 20) - 1024)
+        samples.append(int(value))
+    data = struct.pack(f"<{len(samples)}h", *samples)
+    return (b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + struct.pack("<IHHIIHH", 16, 1, 1, 16000, 32000, 2, 16)
+            + b"data" + struct.pack("<I", len(data)) + data)
+
+
+PROTO_SOURCE = b"""syntax = "proto3";
+package shop;
+// An order and what it holds.
+enum Status { UNKNOWN = 0; OPEN = 1; PAID = 2; SHIPPED = 3; }
+message Item { string sku = 1; uint32 quantity = 2; double price = 3; repeated string tags = 4; }
+message Address { string street = 1; string city = 2; string zip = 3; }
+message Order {
+  uint64 id = 1;
+  Status status = 2;
+  repeated Item items = 3;
+  map<string, int64> counters = 4;
+  oneof delivery { Address address = 5; string pickup_point = 6; }
+  message Note { int32 line = 1; bytes blob = 2; }
+  repeated Note notes = 7;
+}
+service Orders { rpc Place(Order) returns (Order); }
+"""
+
+
+def _pcf_font() -> bytes:
+    """Debian's 6x13 PCF font (xfonts-base), uncompressed: pcf2bdf's input."""
+    import gzip
+
+    font = "usr/share/fonts/X11/misc/6x13.pcf.gz"
+    return gzip.decompress((debian_packages("xfonts-base", ["xfonts-base"], font) / font).read_bytes())
+
+
+LWATCH_RULES = rb"""cfg_ver=1
+show_unparsed=yes
+/root/		highlight=brown
+/failed/	color=red
+/^fw-reject:/	{
+	color=red
+	serv_color=brown
+	continue
+}
+/border/ {
+	match_host
+	host_color=red
+}
+/kernel/	{
+	match_service
+	serv_color=brown
+}
+/reject\w*/	highlight=red
+/accept\w*/	highlight=green
+/([0-9A-F]{2}:){5}[0-9A-F]{2}/ highlight=cyan
+/ignored/	ignore
+"""
+
+SYSLOG_LINES = b"".join(
+    b"Jan %2d 10:%02d:%02d %s %s[%d]: %s\n" % (1 + i % 28, i % 60, (i * 7) % 60, host, service, 100 + i, text)
+    for i, (host, service, text) in enumerate(
+        [(b"border", b"kernel", b"fw-reject: IN=eth0 SRC=10.0.0.%d accepted" % n) for n in range(20)]
+        + [(b"alpha", b"sshd", b"Failed password for root from 192.0.2.%d" % n) for n in range(20)]
+        + [(b"alpha", b"dhcpd", b"DHCPACK to 10.1.1.%d (00:1A:2B:3C:4D:%02X) via eth1" % (n, n)) for n in range(20)]
+        + [(b"beta", b"cron", b"(root) CMD (run-parts /etc/cron.hourly) ignored %d" % n) for n in range(20)]))
+SYSLOG_LINES += b"a line that is not syslog's\n"
+
+EPS_FIGURE = b"""%!PS-Adobe-3.0 EPSF-3.0
+%%Creator: hand
+%%Title: fig.eps
+%%CreationDate: 2000-01-01
+%%BoundingBox: 10 20 210 120
+%%HiResBoundingBox: 10.5 20.25 209.75 119.5
+%%DocumentNeededResources: font Helvetica
+%%Pages: 1
+%%LanguageLevel: 2
+%%EndComments
+%%BeginProlog
+/box { newpath moveto dup 0 rlineto exch 0 exch rlineto neg 0 rlineto closepath } def
+%%EndProlog
+%%BeginSetup
+%%IncludeResource: font Helvetica
+%%EndSetup
+%%Page: 1 1
+%%BeginPageSetup
+%%EndPageSetup
+0.5 setgray 100 50 20 30 box fill
+/Helvetica findfont 12 scalefont setfont 30 100 moveto (figure) show
+showpage
+%%PageTrailer
+%%Trailer
+%%EOF
+"""
+
+MARKDOWN = b"""# A title
+
+Some *emphasis*, **strong** text, `code` and a [link](http://example.org "title").
+
+## A list
+
+1. first
+2. second, with a nested list:
+   - alpha
+   - beta
+3. third[^note]
+
+> A quote
+> over two lines.
+
+| name | value |
+|:-----|------:|
+| a    |     1 |
+| b    |    22 |
+
+```c
+int main(void) { return 0; }
+```
+
+Term & <tags> are escaped; a line  
+break, and ~~struck~~ text.
+
+[^note]: The footnote.
+"""
+
+# 8080 code (octal, the simulator's radix): A = 10 + 9 + ... + 1; stored at 0400; halt.
+ALTAIR_SCRIPT = b"""d 0 076
+d 1 0
+d 2 006
+d 3 012
+d 4 0200
+d 5 005
+d 6 0302
+d 7 004
+d 10 0
+d 11 062
+d 12 0
+d 13 001
+d 14 0166
+run 0
+ex A
+ex 400
+ex 0-14
+show cpu
+quit
+"""
+
+DVDAUTHOR_XML = b"""<dvdauthor>
+  <vmgm />
+  <titleset>
+    <titles>
+      <pgc>
+        <vob file="input.txt" chapters="0,0:10,0:20" />
+      </pgc>
+    </titles>
+  </titleset>
+</dvdauthor>
+"""
+
+
+def _index_dat() -> bytes:
+    """An Internet Explorer cache index (``index.dat``, version 5.2): a header, a hash table and
+    four URL records, laid out as libmsiecf's documentation describes; pasco's input."""
+    import struct
+
+    block = 128
+    records = []
+    for n in range(4):
+        url = b"Visited: user@http://example.org/page%d.html\0" % n
+        name = b"page%d[1].htm\0" % n
+        headers = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n\0"
+        body = bytearray(0x68)
+        body[0:4] = b"URL "
+        struct.pack_into("<QQ", body, 8, 125911584000000000 + n * 10**7, 125911584000000000 + n * 2 * 10**7)
+        strings = url + name + headers
+        struct.pack_into("<I", body, 0x34, 0x68)
+        body[0x38] = 0
+        struct.pack_into("<I", body, 0x3C, 0x68 + len(url))
+        struct.pack_into("<II", body, 0x44, 0x68 + len(url) + len(name), len(headers))
+        record = bytes(body) + strings
+        record += b"\0" * (-len(record) % block)
+        record = record[:4] + struct.pack("<I", len(record) // block) + record[8:]
+        records.append(record)
+    header_size, hash_size = 0x5000, 2 * block
+    offsets, offset = [], header_size + hash_size
+    for record in records:
+        offsets.append(offset)
+        offset += len(record)
+    hash_table = bytearray(hash_size)
+    struct.pack_into("<4sIII", hash_table, 0, b"HASH", hash_size // block, 0, 1)
+    for n, record_offset in enumerate(offsets):
+        struct.pack_into("<II", hash_table, 16 + 8 * n, 0x1000 * (n + 1), record_offset)
+    header = bytearray(header_size)
+    header[0:28] = b"Client UrlCache MMF Ver 5.2\0"
+    struct.pack_into("<III", header, 28, offset, header_size, (offset - header_size) // block)
+    header[0x50:0x50 + 12] = b"CACHEDIR\0\0\0\0"
+    return bytes(header) + bytes(hash_table) + b"".join(records)
+
+
 @dataclass(frozen=True)
 class Program:
     """One corpus program and its workload."""
@@ -2299,6 +2531,106 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("prometheus-exporter-exporter", ("prometheus-exporter-exporter:armhf",),
             "usr/bin/prometheus-exporter-exporter", ("--help",), "Go: reverse proxy for exporters, its flags",
             repeatable=False),
+    # The sample of decision 0111 (scripts/debian_sample.py --seed 111 --count 20): drawn, not chosen.
+    Program("numbers2ods", _armhf("numbers2ods", "libetonyek-0.1-1", "libicu72", "liblangtag1", "liblzma5",
+                                  "libodfgen-0.1-1", "librevenge-0.0-0", "libxml2", "zlib1g"),
+            "usr/bin/numbers2ods", ("sheet.numbers",),
+            "Apple Numbers to ODS (libetonyek): a file that is not one, detected and refused",
+            files={"sheet.numbers": _numbers_like}),
+    Program("ncal", _armhf("ncal", "libtinfo6"), "usr/bin/ncal", ("-w", "-y", "2000"),
+            "BSD calendar: the year 2000 with week numbers"),
+    Program("fastahack", _armhf("fastahack", "libdisorder0", "libfastahack0"), "usr/bin/fastahack",
+            ("-r", "chr2:101-460", "seqs.fa"),
+            "FASTA indexer: an index made by the original, then a region extracted",
+            files={"seqs.fa": _fasta_genome}, setup=(("-i", "seqs.fa"),)),
+    Program("cephfs-mirror", _armhf("cephfs-mirror", "libblkid1", "libboost-iostreams1.74.0",
+                                    "libboost-thread1.74.0", "libbz2-1.0", "libcephfs2", "libfmt9",
+                                    "libgoogle-perftools4", "libibverbs1", "liblzma5", "libnl-3-200",
+                                    "libnl-route-3-200", "librados2", "librdmacm1", "libssl3",
+                                    "libtcmalloc-minimal4", "libudev1", "libzstd1", "zlib1g"),
+            "usr/bin/cephfs-mirror", ("--help",), "Ceph's CephFS mirror daemon (C++): its options (it needs a "
+            "cluster)", env={"LD_LIBRARY_PATH": "{root}/usr/lib/arm-linux-gnueabihf:{root}/lib/arm-linux-gnueabihf:"
+                                                "{root}/usr/lib/arm-linux-gnueabihf/ceph"}),
+    Program("sphinx_fe", _armhf("sphinxbase-utils", "gcc-12-base", "libasyncns0", "libblas3", "libbsd0", "libcap2",
+                                "libdbus-1-3", "libflac12", "libgcrypt20", "libgfortran5", "libgpg-error0",
+                                "liblapack3", "liblz4-1", "liblzma5", "libmd0", "libmp3lame0", "libmpg123-0",
+                                "libogg0", "libopus0", "libpulse0", "libsndfile1", "libsphinxbase3", "libsystemd0",
+                                "libvorbis0a", "libvorbisenc2", "libx11-6", "libx11-xcb1", "libxau6", "libxcb1",
+                                "libxdmcp6", "libzstd1"),
+            "usr/bin/sphinx_fe", ("-i", "in.wav", "-mswav", "yes", "-ofmt", "text", "-o", "out.mfc"),
+            "CMU Sphinx's front end: MFCC features of a second of synthetic speech-band audio, to stdout",
+            files={"in.wav": _wave}, links={"out.mfc": "/proc/self/fd/1"},
+            env={"LD_LIBRARY_PATH": "{root}/usr/lib/arm-linux-gnueabihf:{root}/lib/arm-linux-gnueabihf:"
+                                    "{root}/usr/lib/arm-linux-gnueabihf/lapack:{root}/usr/lib/arm-linux-gnueabihf/blas:"
+                                    "{root}/usr/lib/arm-linux-gnueabihf/pulseaudio"}),
+    Program("protoc", _armhf("protobuf-compiler", "libprotobuf32", "libprotoc32", "zlib1g"), "usr/bin/protoc",
+            ("--cpp_out=.", "--include_source_info", "--descriptor_set_out=desc.pb", "shop.proto"),
+            "protobuf's compiler (C++): C++ and a descriptor set of a .proto of messages, an enum, maps, oneofs, "
+            "written to stdout", files={"shop.proto": PROTO_SOURCE},
+            links={"desc.pb": "/proc/self/fd/1", "shop.pb.h": "/proc/self/fd/1", "shop.pb.cc": "/proc/self/fd/1"}),
+    Program("pcf2bdf", ("pcf2bdf:armhf",), "usr/bin/pcf2bdf", ("font.pcf",),
+            "X11 font converter: a PCF font (made from Debian's xfonts-base) to BDF, to stdout",
+            files={"font.pcf": _pcf_font}),
+    Program("statserial", _armhf("statserial", "libncurses6", "libtinfo6"), "usr/bin/statserial", ("-n", "/dev/null"),
+            "serial port status: a device that is not a serial port"),
+    Program("distcc", _armhf("distcc", "libavahi-client3", "libavahi-common-data", "libavahi-common3", "libcap2",
+                             "libcom-err2", "libdbus-1-3", "libgcrypt20", "libgpg-error0", "libgssapi-krb5-2",
+                             "libk5crypto3", "libkeyutils1", "libkrb5-3", "libkrb5support0", "liblz4-1", "liblzma5",
+                             "libpopt0", "libssl3", "libsystemd0", "libzstd1"),
+            "usr/bin/distcc", ("--show-hosts",), "distcc's client: a host list of every syntax parsed and shown",
+            env={"DISTCC_HOSTS": "localhost/2 10.0.0.1:3632/4,lzo @build.example.org/8,lzo,cpp 10.1.2.3/3,auth",
+                 "DISTCC_DIR": "state", "HOME": "/nonexistent"}, argv0="distcc", files={"state/lock/.keep": b""}),
+    Program("lwatch", _armhf("lwatch", "libpcre3"), "usr/bin/lwatch", ("-C", "lwatch.conf", "-i", "-", "-o", "-"),
+            "log colouriser (PCRE): syslog lines on stdin coloured by a rule file",
+            files={"lwatch.conf": LWATCH_RULES}, stdin=SYSLOG_LINES),
+    Program("opj_server", _armhf("libopenjpip-server", "libbrotli1", "libcom-err2", "libcurl3-gnutls", "libdb5.3",
+                                 "libfcgi0ldbl", "libffi8", "libgmp10", "libgnutls30", "libgssapi-krb5-2",
+                                 "libhogweed6", "libidn2-0", "libk5crypto3", "libkeyutils1", "libkrb5-3",
+                                 "libkrb5support0", "libldap-2.5-0", "libnettle8", "libnghttp2-14", "libp11-kit0",
+                                 "libpsl5", "librtmp1", "libsasl2-2", "libsasl2-modules-db", "libssh2-1", "libssl3",
+                                 "libtasn1-6", "libunistring2", "libzstd1", "zlib1g"),
+            "usr/bin/opj_server", (), "OpenJPEG's JPIP server (FastCGI) run as a CGI: a request for a file it "
+            "does not have", env={"QUERY_STRING": "target=none.jp2&fsiz=64,64&type=jpp-stream",
+                                  "REQUEST_METHOD": "GET"}),
+    Program("epstool", ("epstool:armhf",), "usr/bin/epstool", ("--dump", "fig.eps"),
+            "EPS tool: a figure's DSC comments and sections dumped", files={"fig.eps": EPS_FIGURE}),
+    Program("devtodo", _armhf("devtodo", "libbsd0", "libedit2", "libmd0", "libtinfo6"), "usr/bin/devtodo",
+            ("--database", "todo.db", "--all", "--summary"),
+            "todo list manager (C++): a list of items of several priorities added by the original, shown",
+            env={"HOME": "/nonexistent", "TERM": "dumb"},
+            setup=tuple(("--database", "todo.db", "-p", prio, "-a", text) for prio, text in (
+                ("high", "write the report"), ("low", "water the plants"), ("medium", "fix the build"),
+                ("veryhigh", "pay the rent")))),
+    Program("crac-index", _armhf("crac", "libbrotli1", "libbz2-1.0", "libcom-err2", "libcurl3-gnutls", "libdb5.3",
+                                 "libdeflate0", "libffi8", "libgkarrays1", "libgmp10", "libgnutls30",
+                                 "libgssapi-krb5-2", "libgzstream0", "libhogweed6", "libhts3", "libhtscodecs2",
+                                 "libidn2-0", "libjellyfish-2.0-2", "libk5crypto3", "libkeyutils1", "libkrb5-3",
+                                 "libkrb5support0", "libldap-2.5-0", "liblzma5", "libnettle8", "libnghttp2-14",
+                                 "libp11-kit0", "libpsl5", "librtmp1", "libsasl2-2", "libsasl2-modules-db",
+                                 "libssh2-1", "libssl3", "libtasn1-6", "libunistring2", "libzstd1", "zlib1g"),
+            "usr/bin/crac-index", ("index", "genome", "seqs.fa"),
+            "CRAC's indexer (C++): a compressed suffix array of a small genome, its two files to stdout",
+            files={"seqs.fa": _fasta_genome}, links={"genome.ssa": "/proc/self/fd/1", "genome.conf": "/proc/self/fd/1"}),
+    Program("lowdown", _armhf("lowdown", "libbsd0", "libmd0"), "usr/bin/lowdown", ("-s", "-Thtml"),
+            "Markdown to HTML: headings, lists, tables, code, links, emphasis, footnotes, a standalone page",
+            stdin=MARKDOWN),
+    Program("altair", _armhf("simh", "libcap2", "libdbus-1-3", "libgcrypt20", "libgpg-error0", "liblz4-1", "liblzma5",
+                             "libpcap0.8", "libsystemd0", "libzstd1"), "usr/bin/altair", ("run.sim",),
+            "SIMH's Altair 8800 simulator: an 8080 program deposited, run to its halt, registers and memory shown",
+            files={"run.sim": ALTAIR_SCRIPT}),
+    Program("vivid", ("vivid:armhf",), "usr/bin/vivid", ("themes",),
+            "Rust: LS_COLORS generator, its themes listed (``generate`` prints its hash map in an order that "
+            "changes from run to run: Rust's random hash keys)", repeatable=False),
+    Program("dvdauthor", _armhf("dvdauthor", "libbrotli1", "libdvdread8", "libexpat1", "libfontconfig1",
+                                "libfreetype6", "libfribidi0", "libicu72", "liblzma5", "libpng16-16", "libxml2",
+                                "zlib1g"), "usr/bin/dvdauthor", ("-o", "dvd", "-x", "dvd.xml"),
+            "DVD authoring: an XML project parsed, its one title's MPEG file not an MPEG stream",
+            files={"dvd.xml": DVDAUTHOR_XML}),
+    Program("icedax", ("icedax:armhf",), "usr/bin/icedax", ("-D", "/dev/null", "-J", "-g"),
+            "CD audio extractor: a device that is not a CD drive"),
+    Program("pasco", ("pasco:armhf",), "usr/bin/pasco", ("-d", "index.dat"),
+            "Internet Explorer cache parser: an index.dat of URL records written by _index_dat",
+            files={"index.dat": _index_dat}),
 ]}
 
 #: The entries drawn by ``scripts/debian_sample.py --seed S`` (S -> names: decisions 0104 and
@@ -2308,7 +2640,10 @@ DRAWN = {104: ("etags", "proftmb", "dvipng", "icmpush", "balloon", "stm32flash",
          "flip", "protoc-gen-rust", "regina", "w_scan_cpp", "cycfx2prog", "bar", "ipcalc-ng"),
          106: ("dar_static", "docker-credential-ecr-login", "strelaysrv", "yubikey-agent", "grab", "emacs-nox",
                "lego", "truststore", "serf", "mender", "ovn-northd", "prometheus-frr-exporter", "go-mmproxy",
-               "gfortran", "prometheus-exporter-exporter")}
+               "gfortran", "prometheus-exporter-exporter"),
+         111: ("numbers2ods", "ncal", "fastahack", "cephfs-mirror", "sphinx_fe", "protoc", "pcf2bdf", "statserial",
+               "distcc", "lwatch", "opj_server", "epstool", "devtodo", "crac-index", "lowdown", "altair", "vivid",
+               "dvdauthor", "icedax", "pasco")}
 
 #: Files every run directory gets.
 FILES = {
