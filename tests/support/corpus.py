@@ -1571,7 +1571,8 @@ def _wave() -> bytes:
                  + 1000 * math.sin(2 * math.pi * (300 + n // 40) * n / 16000) + (state >> 20) - 1024)
         samples.append(int(value))
     data = struct.pack(f"<{len(samples)}h", *samples)
-    return (b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + struct.pack("<IHHIIHH", 16, 1, 1, 16000, 32000, 2, 16)
+    form = struct.pack("<IHHIIHH", 16, 1, 1, 16000, 32000, 2, 16)
+    return (b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + form
             + b"data" + struct.pack("<I", len(data)) + data)
 
 
@@ -1685,7 +1686,7 @@ Some *emphasis*, **strong** text, `code` and a [link](http://example.org "title"
 int main(void) { return 0; }
 ```
 
-Term & <tags> are escaped; a line  
+Term & <tags> are escaped; a line\\
 break, and ~~struck~~ text.
 
 [^note]: The footnote.
@@ -2610,7 +2611,8 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
                                  "libssh2-1", "libssl3", "libtasn1-6", "libunistring2", "libzstd1", "zlib1g"),
             "usr/bin/crac-index", ("index", "genome", "seqs.fa"),
             "CRAC's indexer (C++): a compressed suffix array of a small genome, its two files to stdout",
-            files={"seqs.fa": _fasta_genome}, links={"genome.ssa": "/proc/self/fd/1", "genome.conf": "/proc/self/fd/1"}),
+            files={"seqs.fa": _fasta_genome},
+            links={"genome.ssa": "/proc/self/fd/1", "genome.conf": "/proc/self/fd/1"}),
     Program("lowdown", _armhf("lowdown", "libbsd0", "libmd0"), "usr/bin/lowdown", ("-s", "-Thtml"),
             "Markdown to HTML: headings, lists, tables, code, links, emphasis, footnotes, a standalone page",
             stdin=MARKDOWN),
