@@ -171,9 +171,11 @@ def _add_runtime_hooks(binary: Binary) -> None:
     """Make program start and end observable.
 
     Linux: exit system calls (static, or a dynamic program with its C library inside) or,
-    C library shared, _fini (which exit runs) and calls of ``_exit``/``_Exit`` (which end
-    the process without it: a shell's children, programs that must not flush stdio
-    twice) end the program; the loader stub starts it.
+    C library shared, _fini (which exit runs; where the runtime makes the C library's
+    ``_Exit`` lead to the end, that is the end instead: the libraries' finalisers run after
+    the executable's and may call into it, decision 0111) and calls of ``_exit``/``_Exit``
+    (which end the process without it: a shell's children, programs that must not flush
+    stdio twice) end the program; the loader stub starts it.
     Firmware: the reset handler's first instruction sets up the runtime, and the
     semihosting exit calls end the program.
     """
@@ -198,7 +200,7 @@ def _add_runtime_hooks(binary: Binary) -> None:
         _end_after_the_fini_array(binary)
         for proc in binary.procedures:
             if proc.address == binary.fini or (binary.fini is None and proc.name == "_fini"):
-                proc.hooks.append(Hook(Point.BEFORE, end, ()))
+                proc.hooks.append(Hook(Point.BEFORE, FINI_END, ()))
             for ins in proc.instructions() if immediate_exits or execs else ():
                 if ins.address in execs:
                     ins.add_hook(Hook(Point.BEFORE, EXEC_JUMP, (Arg.EFFADDR, binary.binder if binder_jump else 0)))
@@ -267,6 +269,9 @@ def _pc_map(code: Code, chosen: list[Procedure]) -> int:
 SAW_INIT = Prototype("anvil_saw_init", ())
 # Before the first DT_FINI_ARRAY function returns: the end, unless DT_FINI runs after it.
 FINI_ARRAY_END = Prototype("anvil_fini_array_end", (Arg.CONST,))
+# At DT_FINI's entry: the end, unless the runtime made the C library's _Exit the end (the
+# libraries' finalisers, which run after the executable's, may call back into it: decision 0111).
+FINI_END = Prototype("anvil_fini_end", ())
 
 
 def _end_after_the_fini_array(binary: Binary) -> None:

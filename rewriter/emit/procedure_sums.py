@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 # Where the program may be seen to end.
 END_HOOKS = ("anvil_on_syscall", "anvil_program_end", "anvil_exit_jump", "anvil_binder_jump", "anvil_fini_array_end",
-             "anvil_exec_jump")
+             "anvil_fini_end", "anvil_exec_jump")
 
 
 def program_stops(binary: Binary) -> set[int]:

@@ -442,10 +442,12 @@ void anvil_saw_init(void)
 
 /* Before the first DT_FINI_ARRAY function returns, the last of the array to run: the end,
  * unless DT_FINI is still to come (``has_fini``: the executable has one, and it ran DT_INIT). */
+void anvil_fini_end(void);
+
 void anvil_fini_array_end(uint32_t has_fini)
 {
     if (!has_fini || !saw_init)
-        anvil_program_end();
+        anvil_fini_end();
 }
 
 /* An exec function's PLT entry, before its jump out: the same, for before_exec. */
@@ -483,6 +485,38 @@ static void library_exit(int status)
         anvil_syscall(SYS_exit_group, status, 0, 0, 0, 0, 0);
 }
 
+/* The process that passed the executable's own finalisers (its DT_FINI, or the return of
+ * the last of its DT_FINI_ARRAY functions to run) while the C library's _Exit led to
+ * c_library_exit: that end waits for _Exit (0: none did). */
+static long finalised_pid;
+
+/* The C library's _Exit (glibc's _exit, the same function; musl's exit calls _Exit), whose
+ * entry hook_library_exits made a jump here: the last code of every exit, after the
+ * libraries' finalisers, which may call back into the executable (decision 0111). The end
+ * of the process the program started as, or of a child that passed its finalisers; not of
+ * a child that did not: a vfork child (posix_spawn's, when its exec fails) shares the
+ * parent's memory and would end the parent's results. */
+static void c_library_exit(int status)
+{
+    if (!anvil_forked_child() || finalised_pid == anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0))
+        anvil_program_end();
+    for (;;)
+        anvil_syscall(SYS_exit_group, status, 0, 0, 0, 0, 0);
+}
+
+/* Whether the C library's _Exit leads to c_library_exit (then the executable's own
+ * finalisers do not end the program: anvil_fini_end, anvil_fini_array_end). */
+static uint32_t exit_patched;
+
+/* Before the executable's DT_FINI runs: the end, unless the C library's _Exit will be. */
+void anvil_fini_end(void)
+{
+    if (exit_patched)
+        finalised_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
+    else
+        anvil_program_end();
+}
+
 #define DT_NULL 0
 #define DT_PLTRELSZ 2
 #define DT_STRTAB 5
@@ -492,9 +526,13 @@ static void library_exit(int status)
 #define DT_JMPREL 23
 #define DT_FLAGS 30
 #define DT_FLAGS_1 0x6ffffffb
+#define DT_HASH 4
+#define DT_GNU_HASH 0x6ffffef5
 #define DF_BIND_NOW 8
 #define DF_1_NOW 1
 #define R_ARM_JUMP_SLOT 22
+#define STT_FUNC 2
+#define ARM_cacheflush 0x0f0002
 
 struct link_map_head {  /* the public start of glibc's struct link_map (<link.h>) */
     uint32_t l_addr;
@@ -521,6 +559,96 @@ static uint32_t dynamic_address(uint32_t value, uint32_t l_addr)
  * are made to lead to library_exit. A slot of a library bound at load (BIND_NOW) is in
  * its read-only RELRO part, made writable for the write and read-only again; a lazily
  * bound one's is writable (and may still lead to the binder: it never will now). */
+/* The ELF symbol ``name`` a library defines as a function, found through its GNU or SysV
+ * hash table (the dynamic linker's own way: the table does not say how many symbols there
+ * are), or 0. */
+static const uint32_t *defined_function(const int32_t *ld, uint32_t l_addr, uint32_t symtab, uint32_t strtab,
+                                        const char *name)
+{
+    const uint32_t *gnu = 0, *sysv = 0;
+    for (const int32_t *d = ld; d[0] != DT_NULL; d += 2) {
+        if (d[0] == DT_GNU_HASH)
+            gnu = (const uint32_t *)dynamic_address((uint32_t)d[1], l_addr);
+        else if (d[0] == DT_HASH)
+            sysv = (const uint32_t *)dynamic_address((uint32_t)d[1], l_addr);
+    }
+    const uint32_t *found = 0;
+    if (gnu) {
+        uint32_t hash = 5381;
+        for (const char *c = name; *c; c++)
+            hash = hash * 33 + (uint8_t)*c;
+        uint32_t nbuckets = gnu[0], first = gnu[1], bloom_words = gnu[2];
+        const uint32_t *buckets = gnu + 4 + bloom_words, *chain = buckets + nbuckets;
+        for (uint32_t i = nbuckets ? buckets[hash % nbuckets] : 0; i >= first && i; i++) {
+            const uint32_t *sym = (const uint32_t *)(symtab + 16 * i);
+            if ((chain[i - first] | 1) == (hash | 1) && anvil_streq((const char *)(strtab + sym[0]), name)) {
+                found = sym;
+                break;
+            }
+            if (chain[i - first] & 1)
+                break;
+        }
+    } else if (sysv) {
+        uint32_t hash = 0;
+        for (const char *c = name; *c; c++) {
+            hash = (hash << 4) + (uint8_t)*c;
+            hash = (hash ^ ((hash & 0xf0000000u) >> 24)) & 0x0fffffffu;
+        }
+        uint32_t nbucket = sysv[0];
+        const uint32_t *bucket = sysv + 2, *chain = bucket + nbucket;
+        for (uint32_t i = nbucket ? bucket[hash % nbucket] : 0; i; i = chain[i]) {
+            const uint32_t *sym = (const uint32_t *)(symtab + 16 * i);
+            if (anvil_streq((const char *)(strtab + sym[0]), name)) {
+                found = sym;
+                break;
+            }
+        }
+    }
+    /* st_info's type in the low nibble of word 3's low byte; st_shndx, its high half: defined */
+    if (!found || (found[3] & 0xf) != STT_FUNC || (found[3] >> 16) == 0 || !found[1])
+        return 0;
+    return found;
+}
+
+/* Make the function ``sym`` (an ELF symbol of a loaded library) jump to ``target`` at its
+ * entry: ``ldr pc, [pc, #-4]`` and the address (A32), or ``ldr.w pc, [pc]`` and the address
+ * (T32; after a ``nop`` where the entry is not word-aligned), when the function is that
+ * long. Its page is made writable for the write and read-only again; the instruction cache
+ * is flushed (real hardware). Returns whether it was done. */
+static uint32_t patch_entry(const uint32_t *sym, uint32_t l_addr, uint32_t target)
+{
+    if (!sym)
+        return 0;
+    uint32_t entry = l_addr + sym[1], at = entry & ~1u, size = sym[2];
+    uint32_t words[3], length;
+    if (!(entry & 1)) {
+        if (at & 3)
+            return 0;
+        words[0] = 0xe51ff004u;  /* ldr pc, [pc, #-4] */
+        words[1] = target;
+        length = 8;
+    } else if (!(at & 2)) {
+        words[0] = 0xf000f8dfu;  /* ldr.w pc, [pc] (halfwords f8df f000) */
+        words[1] = target;
+        length = 8;
+    } else {
+        words[0] = 0xf8dfbf00u;  /* nop; then ldr.w pc, [pc] from the next word */
+        words[1] = 0x0000f000u | (target << 16);
+        words[2] = target >> 16;
+        length = 10;
+    }
+    if (size < length)
+        return 0;
+    uint32_t first = at & ~(PAGE - 1), span = ((at + length + PAGE - 1) & ~(PAGE - 1)) - first;
+    if (anvil_syscall(SYS_mprotect, first, span, PROT_RWX, 0, 0, 0) != 0)
+        return 0;
+    for (uint32_t i = 0; i < length; i += 2)
+        *(volatile uint16_t *)(at + i) = (uint16_t)(words[i / 4] >> (8 * (i % 4)));
+    anvil_syscall(SYS_mprotect, first, span, PROT_RX, 0, 0, 0);
+    anvil_syscall(ARM_cacheflush, at, at + length, 0, 0, 0, 0);
+    return 1;
+}
+
 static void hook_library_exits(uint32_t bias, const struct anvil_header *h)
 {
     const int32_t *dyn = (const int32_t *)(h->dynamic + bias);
@@ -542,6 +670,9 @@ static void hook_library_exits(uint32_t bias, const struct anvil_header *h)
             else if (d[0] == DT_FLAGS) bind_now |= v & DF_BIND_NOW;
             else if (d[0] == DT_FLAGS_1) bind_now |= v & DF_1_NOW;
         }
+        if (!exit_patched && symtab && strtab)
+            exit_patched = patch_entry(defined_function(map->l_ld, map->l_addr, symtab, strtab, "_Exit"),
+                                       map->l_addr, (uint32_t)c_library_exit);
         if (!jmprel || !symtab || !strtab)
             continue;
         const uint32_t *rel = (const uint32_t *)jmprel;
