@@ -1766,6 +1766,68 @@ def _index_dat() -> bytes:
     return bytes(header) + bytes(hash_table) + b"".join(records)
 
 
+MINIZINC_MODEL = b"""int: n = 8;
+include "alldifferent.mzn";
+array[1..n] of var 1..n: q;
+constraint alldifferent(q);
+constraint alldifferent(i in 1..n)(q[i] + i);
+constraint alldifferent(i in 1..n)(q[i] - i);
+constraint q[1] < q[n];
+solve :: int_search(q, first_fail, indomain_min) satisfy;
+output [show(q)];
+"""
+MINIZINC_SOLVER = (b'{"id": "org.example.fzn", "name": "fzn", "version": "1.0", "executable": "/bin/true", '
+                   b'"mznlib": ""}\n')
+
+
+def _btsnoop() -> bytes:
+    """A btsnoop trace (HCI UART, datalink 1002) of a controller's start: Reset, Read Local
+    Version Information, Read BD_ADDR and LE Set Scan Parameters, each with its Command
+    Complete event, and an LE Advertising Report."""
+    import struct
+
+    def command(opcode: int, params: bytes = b"") -> bytes:
+        return b"\x01" + struct.pack("<HB", opcode, len(params)) + params
+
+    def complete(opcode: int, result: bytes) -> bytes:
+        body = struct.pack("<BH", 1, opcode) + result
+        return b"\x04\x0e" + bytes([len(body)]) + body
+
+    report = (bytes([0x02, 1, 0x00, 0x00]) + bytes.fromhex("665544332211") + bytes([8]) + b"\x02\x01\x06\x04\x09abc"
+              + b"\xc5")
+    packets = [command(0x0C03), complete(0x0C03, b"\x00"),
+               command(0x1001), complete(0x1001, bytes.fromhex("000b1e070b0f00a121")),
+               command(0x1009), complete(0x1009, bytes.fromhex("00665544332211")),
+               command(0x200B, bytes.fromhex("01100010000000")), complete(0x200B, b"\x00"),
+               b"\x04\x3e" + bytes([len(report)]) + report]
+    records = []
+    for n, packet in enumerate(packets):
+        flags = (0 if packet[0] == 1 else 1) | (2 if packet[0] in (1, 4) else 0)
+        stamp = 0x00E03AB44A676000 + 1000 * n  # 2000-01-01 in microseconds since year 0
+        records.append(struct.pack(">IIIIQ", len(packet), len(packet), flags, 0, stamp) + packet)
+    return b"btsnoop\0" + struct.pack(">II", 1, 1002) + b"".join(records)
+
+
+CSV_TABLE = b"".join(b'%d,"name %d",%d.%02d,"quoted ""%d"", with comma"\r\n' % (n, n * 7 % 13, n * 3, n % 100, n)
+                     for n in range(300))
+
+ZABBIX_SCRIPT = rb"""
+var n = parseInt(value, 10);
+function Shape(name, sides) { this.name = name; this.sides = sides; }
+Shape.prototype.area = function (side) { return this.sides * side * side / 4; };
+var shapes = [];
+for (var i = 3; i < 3 + n; i++) shapes.push(new Shape("s" + i, i));
+var counter = (function () { var c = 0; return function () { return ++c; }; })();
+var words = {};
+for (var j = 0; j < 2000; j++) { var k = "w" + ((j * 7919) % 97); words[k] = (words[k] || 0) + j; counter(); }
+var keys = Object.keys(words).sort(function (a, b) { return words[b] - words[a] || (a < b ? -1 : 1); });
+var out = { areas: shapes.map(function (s) { return s.area(2.5).toFixed(3); }), top: keys.slice(0, 5),
+            calls: counter(), text: "a-b-c".split("-").reverse().join("+"), re: /(\d+)x/.exec("12x34")[1] };
+try { null.f(); } catch (e) { out.error = e.name; }
+return JSON.stringify(out);
+"""
+
+
 @dataclass(frozen=True)
 class Program:
     """One corpus program and its workload."""
@@ -2633,6 +2695,109 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("pasco", ("pasco:armhf",), "usr/bin/pasco", ("-d", "index.dat"),
             "Internet Explorer cache parser: an index.dat of URL records written by _index_dat",
             files={"index.dat": _index_dat}),
+    # The sample of decision 0111's second draw (scripts/debian_sample.py --seed 112 --count 10
+    # --min-size 400000): drawn, not chosen, among executables of 400 KB or more.
+    Program("wsclean", _armhf("wsclean", "gcc-12-base", "libaec0", "libblas3", "libboost-filesystem1.74.0",
+                              "libbrotli1", "libbz2-1.0", "libcasa-casa7", "libcasa-fits7", "libcasa-measures7",
+                              "libcasa-ms7", "libcasa-scimath-f7", "libcasa-scimath7", "libcasa-tables7",
+                              "libcfitsio10", "libcom-err2", "libcrypt1", "libcurl3-gnutls", "libcurl4", "libdb5.3",
+                              "libexpat1", "libffi8", "libfftw3-double3", "libfftw3-single3", "libgfortran5",
+                              "libgmp10", "libgnutls30", "libgomp1", "libgsl27", "libgslcblas0", "libgssapi-krb5-2",
+                              "libhdf5-103-1", "libhdf5-cpp-103-1", "libhogweed6", "libidn2-0", "libk5crypto3",
+                              "libkeyutils1", "libkrb5-3", "libkrb5support0", "liblapack3", "libldap-2.5-0",
+                              "liblzma5", "libncursesw6", "libnettle8", "libnghttp2-14", "libnsl2", "libp11-kit0",
+                              "libpsl5", "libpython3.11", "libpython3.11-minimal", "libpython3.11-stdlib",
+                              "libreadline8", "librtmp1", "libsasl2-2", "libsasl2-modules-db", "libsqlite3-0",
+                              "libssh2-1", "libssl3", "libsz2", "libtasn1-6", "libtinfo6", "libtirpc3",
+                              "libunistring2", "libuuid1", "libzstd1", "zlib1g"),
+            "usr/bin/wsclean", ("-version",),
+            "radio interferometric imager (C++, casacore, FFTW, HDF5): its version (imaging needs a measurement set)",
+            env={"LD_LIBRARY_PATH": "{root}/usr/lib/arm-linux-gnueabihf:{root}/lib/arm-linux-gnueabihf:"
+                                    "{root}/usr/lib/arm-linux-gnueabihf/lapack:{root}/usr/lib/arm-linux-gnueabihf/blas"}),
+    Program("vdb_tool", _armhf("libopenvdb-tools", "libblosc1", "libboost-iostreams1.74.0", "libbsd0", "libbz2-1.0",
+                               "libdrm-amdgpu1", "libdrm-nouveau2", "libdrm-radeon1", "libdrm2", "libedit2",
+                               "libelf1", "libexpat1", "libffi8", "libgl1", "libgl1-mesa-dri", "libglapi-mesa",
+                               "libglfw3", "libglu1-mesa", "libglvnd0", "libglx-mesa0", "libglx0", "libhwloc15",
+                               "libicu72", "libimath-3-1-29", "libjpeg62-turbo", "libllvm15", "liblog4cplus-2.0.5",
+                               "liblz4-1", "liblzma5", "libmd0", "libopenexr-3-1-30", "libopengl0", "libopenvdb10.0",
+                               "libpng16-16", "libsensors5", "libsnappy1v5", "libtbb12", "libtbbbind-2-5",
+                               "libtbbmalloc2", "libtinfo6", "libudev1", "libx11-6", "libx11-xcb1", "libxau6",
+                               "libxcb-dri2-0", "libxcb-dri3-0", "libxcb-glx0", "libxcb-present0", "libxcb-randr0",
+                               "libxcb-shm0", "libxcb-sync1", "libxcb-xfixes0", "libxcb1", "libxdmcp6", "libxext6",
+                               "libxfixes3", "libxml2", "libxshmfence1", "libxxf86vm1", "libz3-4", "libzstd1",
+                               "zlib1g"),
+            "usr/bin/vdb_tool",
+            ("-quiet", "-sphere", "dim=32", "radius=1.5", "voxel=0.1", "-l2m", "-write", "sphere.obj"),
+            "OpenVDB's tool (C++, TBB): a level-set sphere made, meshed and written as OBJ to stdout",
+            links={"sphere.obj": "/proc/self/fd/1"}),
+    Program("btmon", _armhf("bluez", "libasound2", "libblkid1", "libbz2-1.0", "libcap2", "libdbus-1-3", "libdw1",
+                            "libelf1", "libffi8", "libgcrypt20", "libglib2.0-0", "libgpg-error0", "liblz4-1",
+                            "liblzma5", "libmount1", "libpcre2-8-0", "libreadline8", "libselinux1", "libsystemd0",
+                            "libtinfo6", "libudev1", "libzstd1", "zlib1g"),
+            "usr/bin/btmon", ("-r", "trace.btsnoop", "-T"),
+            "BlueZ's HCI monitor: a btsnoop trace of HCI commands and events decoded",
+            files={"trace.btsnoop": _btsnoop}),
+    Program("i686-w64-mingw32-cpp-posix", _armhf("gcc-mingw-w64-i686-posix", "libgmp10", "libisl23", "libmpc3",
+                                                 "libmpfr6", "zlib1g"),
+            "usr/bin/i686-w64-mingw32-cpp-posix", ("-###", "-O2", "-DX=1", "input.txt", "-o", "out.i"),
+            "GCC's preprocessor driver for MinGW-w64: its specs evaluated for a preprocessing (-###: nothing run)"),
+    Program("minizinc", _armhf("minizinc", "libavahi-client3", "libavahi-common-data", "libavahi-common3",
+                               "libblkid1", "libbrotli1", "libbsd0", "libcap2", "libcom-err2", "libcups2",
+                               "libdbus-1-3", "libdouble-conversion3", "libdrm2", "libegl-mesa0", "libegl1",
+                               "libevdev2", "libexpat1", "libffi8", "libfontconfig1", "libfreetype6", "libgbm1",
+                               "libgcrypt20", "libgecode49", "libgecodegist49", "libglapi-mesa", "libgles2",
+                               "libglib2.0-0", "libglvnd0", "libgmp10", "libgnutls30", "libgpg-error0",
+                               "libgraphite2-3", "libgssapi-krb5-2", "libgudev-1.0-0", "libharfbuzz0b",
+                               "libhogweed6", "libice6", "libicu72", "libidn2-0", "libinput-bin", "libinput10",
+                               "libjpeg62-turbo", "libk5crypto3", "libkeyutils1", "libkrb5-3", "libkrb5support0",
+                               "liblz4-1", "liblzma5", "libmd0", "libmd4c0", "libmount1", "libmpfr6", "libmtdev1",
+                               "libnettle8", "libp11-kit0", "libpcre2-16-0", "libpcre2-8-0", "libpng16-16",
+                               "libqt5core5a", "libqt5dbus5", "libqt5gui5", "libqt5network5", "libqt5printsupport5",
+                               "libqt5widgets5", "libselinux1", "libsm6", "libssl3", "libsystemd0", "libtasn1-6",
+                               "libudev1", "libunistring2", "libuuid1", "libwacom9", "libwayland-client0",
+                               "libwayland-server0", "libx11-6", "libx11-xcb1", "libxau6", "libxcb-dri2-0",
+                               "libxcb-dri3-0", "libxcb-icccm4", "libxcb-image0", "libxcb-keysyms1",
+                               "libxcb-present0", "libxcb-randr0", "libxcb-render-util0", "libxcb-render0",
+                               "libxcb-shape0", "libxcb-shm0", "libxcb-sync1", "libxcb-util1", "libxcb-xfixes0",
+                               "libxcb-xinerama0", "libxcb-xinput0", "libxcb-xkb1", "libxcb1", "libxdmcp6",
+                               "libxkbcommon-x11-0", "libxkbcommon0", "libxrender1", "libxshmfence1", "libzstd1",
+                               "zlib1g"),
+            "usr/bin/minizinc", ("--solver", "fzn.msc", "-c", "queens.mzn", "--fzn", "/dev/stdout", "--no-output-ozn"),
+            "MiniZinc's compiler (C++): an n-queens model with global constraints flattened to FlatZinc, for a "
+            "solver described by a configuration file of the workload's",
+            files={"queens.mzn": MINIZINC_MODEL, "fzn.msc": MINIZINC_SOLVER},
+            env={"MZN_STDLIB_DIR": "{root}/usr/share/minizinc", "HOME": "/nonexistent"}),
+    Program("csvSelect", _armhf("haskell-lazy-csv-utils", "libffi8", "libgmp10"),
+            "usr/bin/csvSelect", ("-i", "table.csv", "3", "1", "2"),
+            "Haskell (lazy-csv): columns of a CSV table selected and reordered", files={"table.csv": CSV_TABLE}),
+    Program("ssr-aap.nox", _armhf("soundscaperenderer-nox", "gcc-12-base", "libdb5.3", "libecasoundc1v5",
+                                  "libfftw3-single3", "libflac12", "libgomp1", "libicu72", "libjack-jackd2-0",
+                                  "liblzma5", "libmp3lame0", "libmpg123-0", "libogg0", "libopus0", "libsamplerate0",
+                                  "libsndfile1", "libvorbis0a", "libvorbisenc2", "libxml2", "zlib1g"),
+            "usr/bin/ssr-aap.nox", ("--help",),
+            "SoundScape Renderer (C++): its options (rendering needs JACK)",
+            env={"HOME": "/nonexistent"}),
+    Program("zabbix_js", _armhf("zabbix-proxy-mysql", "libbrotli1", "libbz2-1.0", "libcom-err2", "libcrypt1",
+                                "libcurl3-gnutls", "libdb5.3", "libevent-2.1-7", "libffi8", "libgdbm-compat4",
+                                "libgdbm6", "libgmp10", "libgnutls30", "libgssapi-krb5-2", "libhogweed6", "libicu72",
+                                "libidn2-0", "libk5crypto3", "libkeyutils1", "libkrb5-3", "libkrb5support0",
+                                "libldap-2.5-0", "libltdl7", "liblzma5", "libmariadb3", "libncurses6", "libnettle8",
+                                "libnghttp2-14", "libnsl2", "libodbc2", "libopenipmi0", "libp11-kit0", "libpci3",
+                                "libpcre2-8-0", "libperl5.36", "libpsl5", "librtmp1", "libsasl2-2",
+                                "libsasl2-modules-db", "libsensors5", "libsnmp40", "libssh2-1", "libssl3",
+                                "libtasn1-6", "libtinfo6", "libtirpc3", "libudev1", "libunistring2", "libwrap0",
+                                "libxml2", "libzstd1", "zlib1g"),
+            "usr/bin/zabbix_js", ("-s", "script.js", "-p", "7"),
+            "Zabbix's JavaScript runner (Duktape): a script of objects, closures, JSON and a sort, given a parameter",
+            files={"script.js": ZABBIX_SCRIPT}),
+    Program("stxxl_tool", _armhf("libstxxl1-bin", "gcc-12-base", "libgomp1", "libstxxl1v5"),
+            "usr/bin/stxxl_tool", ("info",),
+            "STXXL's tool (C++): its configuration and a disk of 16 MiB in the run directory (a configuration "
+            "file of the workload's)", files={".stxxl": b"disk=./stxxl.disk,16M,syscall delete_on_exit\n"},
+            env={"LD_LIBRARY_PATH": "{root}/usr/lib/arm-linux-gnueabihf:{root}/usr/lib"}),
+    Program("ffjson", _armhf("ffjson"),
+            "usr/bin/ffjson", ("-h",),
+            "Go: JSON code generator, its usage (generating runs the Go toolchain)", repeatable=False),
 ]}
 
 #: The entries drawn by ``scripts/debian_sample.py --seed S`` (S -> names: decisions 0104 and
@@ -2645,7 +2810,9 @@ DRAWN = {104: ("etags", "proftmb", "dvipng", "icmpush", "balloon", "stm32flash",
                "gfortran", "prometheus-exporter-exporter"),
          111: ("numbers2ods", "ncal", "fastahack", "cephfs-mirror", "sphinx_fe", "protoc", "pcf2bdf", "statserial",
                "distcc", "lwatch", "opj_server", "epstool", "devtodo", "crac-index", "lowdown", "altair", "vivid",
-               "dvdauthor", "icedax", "pasco")}
+               "dvdauthor", "icedax", "pasco"),
+         112: ("wsclean", "vdb_tool", "btmon", "i686-w64-mingw32-cpp-posix", "minizinc", "csvSelect", "ssr-aap.nox",
+               "zabbix_js", "stxxl_tool", "ffjson")}
 
 #: Files every run directory gets.
 FILES = {
