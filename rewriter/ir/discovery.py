@@ -225,11 +225,45 @@ def _even_literals(found: dict[int, Descent], binary: Binary, ranges: list[tuple
         insns = descent.instructions
         got = known.get(id(insns))
         if got is None or got[0] is not insns:
-            values = [_literal(ins, binary) for ins in insns.values() if ins.accesses]
-            got = known[id(insns)] = (insns, [value for value in values
-                                              if value is not None and not value & 3 and _inside(ranges, value)])
+            got = known[id(insns)] = (insns, _addresses_loaded(insns, binary, ranges))
         out.update(got[1])
     return out
+
+
+def _addresses_loaded(insns: dict[int, Instruction], binary: Binary, ranges: list[tuple[int, int]]) -> list[int]:
+    """The word-aligned text addresses ``insns`` (a descent's) load from literal pools, less
+    those a PC-relative add then takes (``ldr rX, =n; add rX, pc, rX``): an offset, whatever it
+    looks like (decision 0111: GHC's code addresses its strings so, and offsets that equal a
+    place in the middle of a function became A32 entries there, cutting it in two)."""
+    pending: dict[int, int] = {}  # register -> the literal it was loaded with, not yet taken
+    out = []
+    for address in sorted(insns):
+        ins = insns[address]
+        value = _literal(ins, binary) if ins.accesses else None
+        if value is not None:
+            rd = _dest(ins)
+            if rd in pending:
+                out.append(pending.pop(rd))
+            if not value & 3 and _inside(ranges, value):
+                pending[rd] = value
+        elif pending and ins.name == "add":
+            pending.pop(_pc_add_operand(ins), None)
+    return out + list(pending.values())
+
+
+def _pc_add_operand(ins: Instruction) -> int | None:
+    """The register a PC-relative ``add`` adds to the PC (A32 ``add rD, pc, rM`` or ``add rD,
+    rM, pc``; T32 ``add rD, pc``), else None."""
+    if ins.thumb:
+        if ins.size == 2 and (int.from_bytes(ins.raw, "little") & 0xFF78) == 0x4478:
+            return _dest(ins)
+        return None
+    word = int.from_bytes(ins.raw, "little")
+    # Data processing, register operand without shift: cond 000 0100 S Rn Rd 00000 000 Rm.
+    if word & 0x0FE00FF0 != 0x00800000:
+        return None
+    rn, rm = (word >> 16) & 0xF, word & 0xF
+    return rm if rn == 15 else rn if rm == 15 else None
 
 
 def _literal(ins: Instruction, binary: Binary) -> int | None:
@@ -1630,12 +1664,9 @@ def _reads_pc(ins: Instruction) -> bool:
 def _a32_pc_relative(ins: Instruction, literal_regs: dict[int, int], looks: dict[int, int]) -> int | None:
     """The address A32's ``add rD, pc, rM`` (or ``add rD, rM, pc``) computes from a literal
     ``rM`` was loaded with (``literal_regs``), else None; that literal is no guess (``looks``)."""
-    word = int.from_bytes(ins.raw, "little")
-    # Data processing, register operand without shift: cond 000 0100 S Rn Rd 00000 000 Rm.
-    if word & 0x0FE00FF0 != 0x00800000 or (word >> 12) & 0xF == 15:
+    if (int.from_bytes(ins.raw, "little") >> 12) & 0xF == 15:  # add pc, pc, rM: a jump
         return None
-    rn, rm = (word >> 16) & 0xF, word & 0xF
-    other = rm if rn == 15 else rn if rm == 15 else None
+    other = _pc_add_operand(ins)
     if other is None or other not in literal_regs:
         return None
     looks.pop(other, None)
