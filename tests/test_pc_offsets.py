@@ -12,8 +12,9 @@ place, uncounted (11,544 instructions short of QEMU's count).
 samples/pc_offsets: f names its continuation so, after an info table; offset_user adds to
 the PC an offset whose value is the address of f's ``add``; g, named only by a literal,
 names f PC-relatively (so f is found a round after the offset was taken). Before the
-change both builds counted fewer instructions than QEMU. The oracles: the sum the program's definition gives, the original's output and
-exit status under qemu-arm, and qemu's count of the executable's instructions.
+change both builds counted fewer instructions than QEMU. The oracles: the sum the
+program's definition gives, the original's output and exit status under qemu-arm, and
+qemu's count of the executable's instructions.
 """
 
 from __future__ import annotations
