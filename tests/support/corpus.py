@@ -2768,7 +2768,7 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             "MiniZinc's compiler (C++): an n-queens model with global constraints flattened to FlatZinc, for a "
             "solver described by a configuration file of the workload's; its count varies (QEMU's count of the "
             "original at one path: 231,797,681 to 231,800,380 in four runs; the blocks that differ are a few "
-            "hash-table-like procedures', run more or fewer times)", repeatable=False,
+            "hash-table-like procedures, run more or fewer times)", repeatable=False,
             files={"queens.mzn": MINIZINC_MODEL, "fzn.msc": MINIZINC_SOLVER},
             env={"MZN_STDLIB_DIR": "{root}/usr/share/minizinc", "HOME": "/nonexistent"}),
     Program("csvSelect", _armhf("haskell-lazy-csv-utils", "libffi8", "libgmp10"),
