@@ -18,8 +18,8 @@ from __future__ import annotations
 import pytest
 
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.rehost import ServerProcess, run_rehost
-from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.rehost import assert_inscount_in_both_modes
+from tests.support.run import place, run_prog
 from tests.support.samples import build_with_libraries
 
 
@@ -32,14 +32,4 @@ def test_code_run_after_the_executables_finalisers_is_counted(variant: str, tmp_
     lines = original.stdout.splitlines()
     assert original.returncode == 0 and [line.split()[0] for line in lines] == [b"main", b"own", b"late"]
     executed = sum(exe_pcs(trace_pcs(placed, env=env), placed).values())
-
-    inst = run_prog(instrument(binary, "inscount", tmp_path), env=env)
-    assert_same_behaviour(original, inst)
-    assert results(inst, "inscount")["total"] == executed
-    if variant == "O2-thumb-dyn":
-        rehost = instrument(binary, "inscount", tmp_path, "--mode", "rehost", slot="rhst")
-        with ServerProcess() as server:
-            run, outcome = run_rehost(rehost, server.address, env=env)
-        assert outcome.summary is not None and outcome.summary.complete, outcome.error
-        assert (run.returncode, run.stdout) == (original.returncode, original.stdout)
-        assert results(run, "inscount") == results(inst, "inscount")
+    assert_inscount_in_both_modes(binary, original, tmp_path, executed, env)

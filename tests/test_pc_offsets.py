@@ -22,8 +22,8 @@ from __future__ import annotations
 import pytest
 
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.rehost import ServerProcess, run_rehost
-from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.rehost import assert_inscount_in_both_modes
+from tests.support.run import place, run_prog
 from tests.support.samples import build_stripped
 
 #: f(i) = 2 (i + 1) + (100 + 99 + ... + 1), summed for i < 50.
@@ -38,13 +38,4 @@ def test_offset_equal_to_a_place_in_a_function(flags: list[str], tmp_path) -> No
     original = run_prog(placed, [])
     assert original.returncode == 0 and int(original.stdout.split()[0]) == SUM
     executed = sum(exe_pcs(trace_pcs(placed, [], b"", argv0="prog"), placed).values())
-
-    inst = run_prog(instrument(binary, "inscount", tmp_path), [])
-    assert_same_behaviour(original, inst)
-    assert results(inst, "inscount")["total"] == executed
-    rehost = instrument(binary, "inscount", tmp_path, "--mode", "rehost", slot="rhst")
-    with ServerProcess() as server:
-        run, outcome = run_rehost(rehost, server.address)
-    assert outcome.summary is not None and outcome.summary.complete, outcome.error
-    assert (run.returncode, run.stdout) == (original.returncode, original.stdout)
-    assert results(run, "inscount") == results(inst, "inscount")
+    assert_inscount_in_both_modes(binary, original, tmp_path, executed)

@@ -125,3 +125,23 @@ def assert_rehost_results_equal(binary: Path, original: Run, tmp: Path, address:
     assert outcome.summary.complete, outcome.error
     name = f"prog.{tool}.out"
     assert (rehost.parent / name).read_bytes() == (inhost.cwd / name).read_bytes()
+
+
+def assert_inscount_in_both_modes(binary: Path, original: Run, tmp: Path, executed: int,
+                                  env: dict[str, str] | None = None, slack: int = 0) -> None:
+    """``binary`` instrumented with inscount, InHost and ReHost (against a server of its own),
+    behaves as ``original`` (its run under qemu-arm, with ``env``) and counts ``executed`` (QEMU's
+    count of the executable's instructions), within ``slack`` for a program whose count
+    varies from run to run; without slack, ReHost's results are InHost's byte for byte."""
+    inst = run_prog(instrument(binary, "inscount", tmp), env=env)
+    assert_same_behaviour(original, inst)
+    assert abs(results(inst, "inscount")["total"] - executed) <= slack
+    rehost = instrument(binary, "inscount", tmp, "--mode", "rehost", slot="rhst")
+    with ServerProcess() as server:
+        run, outcome = run_rehost(rehost, server.address, env=env)
+    assert outcome.summary is not None and outcome.summary.complete, outcome.error
+    assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)
+    if slack:
+        assert abs(results(run, "inscount")["total"] - executed) <= slack
+    else:
+        assert results(run, "inscount") == results(inst, "inscount")
