@@ -610,6 +610,29 @@ static const uint32_t *defined_function(const int32_t *ld, uint32_t l_addr, uint
     return found;
 }
 
+/* The page-aligned start and length of the loaded segment of the library at ``l_addr``
+ * that holds [from, to). Its ELF header is mapped at ``l_addr``, its first PT_LOAD being at
+ * address 0 as every library's is now; one loaded at its link address (l_addr 0: prelink's,
+ * long gone from Debian) is left alone. */
+static int loaded_segment(uint32_t l_addr, uint32_t from, uint32_t to, uint32_t *first, uint32_t *span)
+{
+    const uint8_t *ehdr = (const uint8_t *)l_addr;
+    if (!l_addr || ehdr[0] != 0x7f || ehdr[1] != 'E' || ehdr[2] != 'L' || ehdr[3] != 'F')
+        return 0;
+    uint32_t phoff = *(const uint32_t *)(ehdr + 28);
+    uint16_t phentsize = *(const uint16_t *)(ehdr + 42), phnum = *(const uint16_t *)(ehdr + 44);
+    for (uint32_t i = 0; i < phnum; i++) {
+        const uint32_t *ph = (const uint32_t *)(ehdr + phoff + i * phentsize);
+        uint32_t start = l_addr + ph[2], end = start + ph[5];  /* p_vaddr, p_memsz */
+        if (ph[0] == 1 /* PT_LOAD */ && start <= from && to <= end) {
+            *first = start & ~(PAGE - 1);
+            *span = ((end + PAGE - 1) & ~(PAGE - 1)) - *first;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Make the function ``sym`` (an ELF symbol of a loaded library) jump to ``target`` at its
  * entry: ``ldr pc, [pc, #-4]`` and the address (A32), or ``ldr.w pc, [pc]`` and the address
  * (T32; after a ``nop`` where the entry is not word-aligned), when the function is that
@@ -639,7 +662,12 @@ static uint32_t patch_entry(const uint32_t *sym, uint32_t l_addr, uint32_t targe
     }
     if (size < length)
         return 0;
-    uint32_t first = at & ~(PAGE - 1), span = ((at + length + PAGE - 1) & ~(PAGE - 1)) - first;
+    /* The whole segment's protection changes, not the page's: a part of a mapping given
+     * other rights becomes a mapping of its own, and /proc/self/maps, which programs read
+     * (grep's stack-overflow handler counts its lines), would show libc's text in three. */
+    uint32_t first, span;
+    if (!loaded_segment(l_addr, at, at + length, &first, &span))
+        return 0;
     if (anvil_syscall(SYS_mprotect, first, span, PROT_RWX, 0, 0, 0) != 0)
         return 0;
     for (uint32_t i = 0; i < length; i += 2)
