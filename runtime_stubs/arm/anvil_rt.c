@@ -440,10 +440,11 @@ void anvil_saw_init(void)
     saw_init = 1;
 }
 
-/* Before the first DT_FINI_ARRAY function returns, the last of the array to run: the end,
- * unless DT_FINI is still to come (``has_fini``: the executable has one, and it ran DT_INIT). */
 void anvil_fini_end(void);
 
+/* Before the first DT_FINI_ARRAY function returns, the last of the array to run: the end,
+ * unless DT_FINI is still to come (``has_fini``: the executable has one, and it ran DT_INIT),
+ * or the C library's _Exit is (anvil_fini_end). */
 void anvil_fini_array_end(uint32_t has_fini)
 {
     if (!has_fini || !saw_init)
@@ -555,10 +556,6 @@ static uint32_t dynamic_address(uint32_t value, uint32_t l_addr)
     return value < l_addr ? value + l_addr : value;
 }
 
-/* Each loaded library's GOT slots of _exit and _Exit (its R_ARM_JUMP_SLOT relocations)
- * are made to lead to library_exit. A slot of a library bound at load (BIND_NOW) is in
- * its read-only RELRO part, made writable for the write and read-only again; a lazily
- * bound one's is writable (and may still lead to the binder: it never will now). */
 /* The ELF symbol ``name`` a library defines as a function, found through its GNU or SysV
  * hash table (the dynamic linker's own way: the table does not say how many symbols there
  * are), or 0. */
@@ -636,8 +633,8 @@ static int loaded_segment(uint32_t l_addr, uint32_t from, uint32_t to, uint32_t 
 /* Make the function ``sym`` (an ELF symbol of a loaded library) jump to ``target`` at its
  * entry: ``ldr pc, [pc, #-4]`` and the address (A32), or ``ldr.w pc, [pc]`` and the address
  * (T32; after a ``nop`` where the entry is not word-aligned), when the function is that
- * long. Its page is made writable for the write and read-only again; the instruction cache
- * is flushed (real hardware). Returns whether it was done. */
+ * long. Its segment is made writable for the write and read-only again; the instruction
+ * cache is flushed (real hardware). Returns whether it was done. */
 static uint32_t patch_entry(const uint32_t *sym, uint32_t l_addr, uint32_t target)
 {
     if (!sym)
@@ -677,6 +674,12 @@ static uint32_t patch_entry(const uint32_t *sym, uint32_t l_addr, uint32_t targe
     return 1;
 }
 
+/* Each loaded library's GOT slots of _exit and _Exit (its R_ARM_JUMP_SLOT relocations)
+ * are made to lead to library_exit. A slot of a library bound at load (BIND_NOW) is in
+ * its read-only RELRO part, made writable for the write and read-only again; a lazily
+ * bound one's is writable (and may still lead to the binder: it never will now).
+ * And the C library's own _Exit, which every exit ends in, is made to jump to
+ * c_library_exit (patch_entry; decision 0111). */
 static void hook_library_exits(uint32_t bias, const struct anvil_header *h)
 {
     const int32_t *dyn = (const int32_t *)(h->dynamic + bias);
