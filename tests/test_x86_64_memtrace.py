@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import capstone
@@ -177,3 +178,21 @@ def test_traced_programs_behave_as_the_original(variant: str, tmp_path: Path) ->
                            env={"PATH": "/usr/bin:/bin"}) for p in (program, copied)]
     assert (runs[1].returncode, runs[1].stdout, runs[1].stderr) == (runs[0].returncode, runs[0].stdout, runs[0].stderr)
     assert len(_trace(tmp_path / "prog.memtrace.out")) > 10
+
+
+def test_threads_trace_every_access(tmp_path: Path) -> None:
+    """Four threads at once (samples/x64_threads.c): the trace has each element of the
+    array every load and store the program's source makes (ROUNDS of each in the threads,
+    one more load as main sums them up), none lost or garbled by threads tracing at once."""
+    program = tmp_path / "prog"
+    shutil.copy(samples.build_x86_64("x64_threads", "x64-gcc-O2"), program)
+    copied = _memtrace(program, tmp_path)
+    runs = [subprocess.run(["setarch", "-R", str(p)], cwd=tmp_path, capture_output=True, timeout=60, text=True,
+                           env={"PATH": "/usr/bin:/bin"}) for p in (program, copied)]
+    assert (runs[1].returncode, runs[1].stdout, runs[1].stderr) == (runs[0].returncode, runs[0].stdout, runs[0].stderr)
+    _, array, size, rounds = runs[0].stdout.split()
+    low, high, rounds = int(array, 16), int(array, 16) + int(size), int(rounds)
+    seen = Counter((ea, kind) for _, ea, width, kind in _trace(tmp_path / "prog.memtrace.out")
+                   if low <= ea < high and width == 8)
+    assert seen == {**{(ea, "L"): rounds + 1 for ea in range(low, high, 8)},
+                    **{(ea, "S"): rounds for ea in range(low, high, 8)}}

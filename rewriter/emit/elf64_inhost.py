@@ -47,9 +47,10 @@ def _unsupported(binary: Binary) -> str | None:
             if block.edge_increments:
                 return "counts on branches"
             calls = calls or bool(block.hooks) or any(ins.hooks for ins in block.instructions)
-    if calls and binary.threaded:
-        # The routines' buffers (the results file's, a tool's own) have no lock yet.
-        return "calls of its routines in a program that starts threads"
+    if calls and binary.threaded and not binary.is_dynamic:
+        # The calls' lock knows a thread by its thread pointer, which a static program's
+        # start code sets only after its first instructions ran.
+        return "calls of its routines in a static program that starts threads"
     return None
 
 
@@ -110,7 +111,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     calls: list[CallSites] = []
 
     def hooks(symbol: Callable[[str], int]) -> CountingHooks:
-        calls.append(CallSites(symbol))
+        calls.append(CallSites(symbol, binary.threaded))
         return CountingHooks(symbol, binary.switch_cases, tool.procedure_sums, binary.threaded, binary.plt,
                              calls[0])
 

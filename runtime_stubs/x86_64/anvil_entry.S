@@ -59,4 +59,11 @@ anvil_syscall_entry:
 anvil_site_entry:
     preserving anvil_site
     .size anvil_site_entry, . - anvil_site_entry
+
+# The same in a program that starts threads: one thread in the analysis at a time.
+    .globl anvil_site_locked_entry
+    .type anvil_site_locked_entry, @function
+anvil_site_locked_entry:
+    preserving anvil_site_locked
+    .size anvil_site_locked_entry, . - anvil_site_locked_entry
     .section .note.GNU-stack,"",@progbits

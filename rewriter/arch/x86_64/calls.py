@@ -111,10 +111,12 @@ class CallSites:
     """The call sites of a tool's routines in the copies, and the C that serves them.
 
     ``symbol(name)``: the link-time address of a symbol of the analysis library (asked for
-    when the code is placed)."""
+    when the code is placed); ``threaded``: the program starts threads, and the calls go
+    through a lock (``anvil_site_locked``)."""
 
-    def __init__(self, symbol: Callable[[str], int]) -> None:
+    def __init__(self, symbol: Callable[[str], int], threaded: bool = False) -> None:
         self.symbol = symbol
+        self.entry = "anvil_site_locked_entry" if threaded else "anvil_site_entry"
         self.routines: list[Prototype] = []
         self._routine_index: dict[str, int] = {}
         self.site_routine: list[int] = []
@@ -205,8 +207,8 @@ class CallSites:
             else:
                 code.emit(lea_rdi(access, _RSP_MOVED))
         code.emit(b"\xbe" + struct.pack("<I", site))  # mov esi, site
-        symbol = self.symbol
-        code.later(5, lambda at, _r: b"\xe8" + rel32(at, 5, symbol("anvil_site_entry")))
+        symbol, entry = self.symbol, self.entry
+        code.later(5, lambda at, _r: b"\xe8" + rel32(at, 5, symbol(entry)))
         code.emit(_RESTORE + _ABOVE_RED_ZONE)
 
     def source(self, tool_sources: list[str], array: Callable[[str, str, list[int]], str]) -> str:
