@@ -145,12 +145,13 @@ class Library:
 
 def write_copied(binary: Binary, output: str, original_returns: bool | None = None,
                  hooks: Callable[[Callable[[str], int]], Hooks] | None = None,
-                 library: Library | None = None) -> CopyReport:
+                 library: Callable[[], Library] | None = None) -> CopyReport:
     """Copy every procedure of ``binary`` that can be into a region and write the program,
     which runs the copies, to ``output``. ``original_returns``: calls push the original
     return addresses (default: where the program's stack may be unwound). ``hooks(symbol)``:
-    what goes between the copied instructions, given the library's symbols; ``library``:
-    what the region holds after the copies (the stub then calls its ``anvil_start``)."""
+    what goes between the copied instructions, given the library's symbols; ``library()``:
+    what the region holds after the copies (the stub then calls its ``anvil_start``), built
+    once they are made (the tables of their call sites are part of it)."""
     procs, left = copyable(binary)
     report = CopyReport(in_place=left)
     if original_returns is None:
@@ -169,11 +170,12 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     report.branches_in_place = copier.in_place
     report.hooks = lowering
     library_offset = (code.size + 63) & ~63
-    region = region_address(binary, library_offset + (library.size if library is not None else 0))
+    built = library() if library is not None else None
+    region = region_address(binary, library_offset + (built.size if built is not None else 0))
     code.rebase(region)
     tail = b""
-    if library is not None:
-        tail, linked = library.link(region + library_offset)
+    if built is not None:
+        tail, linked = built.link(region + library_offset)
         symbols.update(linked)
     data = code.finish(lambda key: code.labels[key])
     data += b"\0" * (library_offset - len(data)) + tail

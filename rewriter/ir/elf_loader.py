@@ -315,6 +315,7 @@ def _named(elf: ELFFile, data: bytes, wanted: set[str]) -> set[str]:
 _SHN_SPECIAL = (0, 0xFFF1, 0xFFF2)  # SHN_UNDEF, SHN_ABS, SHN_COMMON: no section
 _STT_FUNC = 2
 _ELF32_SYM = struct.Struct("<IIIBBH")  # st_name, st_value, st_size, st_info, st_other, st_shndx
+_ELF64_SYM = struct.Struct("<IBBHQQ")  # st_name, st_info, st_other, st_shndx, st_value, st_size
 
 
 def _symbol_entries(table: SymbolTableSection, data: bytes) -> Iterator[tuple[str, int, int, int, int]]:
@@ -323,11 +324,17 @@ def _symbol_entries(table: SymbolTableSection, data: bytes) -> Iterator[tuple[st
 
     Read with ``struct``: pyelftools parses each entry through construct, a tenth of the
     loading time for a static binary's seven thousand symbols. check_elf has made sure
-    the table and its string table lie inside the file and entries are 16 bytes; a name
+    the table and its string table lie inside the file and entries are of their class's
+    size (16 bytes, 24 in an ELF64 file); a name
     outside the string table, or not ended inside it, reads as ''.
     """
     start, size = table["sh_offset"], table["sh_size"]
     strings, strings_end = table.stringtable["sh_offset"], table.stringtable["sh_offset"] + table.stringtable["sh_size"]
+    if table.elffile.elfclass == 64:  # 24-byte entries, their fields in another order
+        for offset in range(start, start + size - _ELF64_SYM.size + 1, _ELF64_SYM.size):
+            name_at, info, _, shndx, value, sym_size = _ELF64_SYM.unpack_from(data, offset)
+            yield _c_string(data, strings + name_at, strings_end), value, sym_size, info & 0xF, shndx
+        return
     for offset in range(start, start + size - _ELF32_SYM.size + 1, _ELF32_SYM.size):
         name_at, value, sym_size, info, _, shndx = _ELF32_SYM.unpack_from(data, offset)
         yield _c_string(data, strings + name_at, strings_end), value, sym_size, info & 0xF, shndx
