@@ -1,5 +1,5 @@
 /*
- * tbb_workers.cpp - threads a library's pool starts run the program's code (decision 0111):
+ * tbb_workers.cpp - threads a library's pool starts run the program's code (decision 0113):
  * oneTBB's parallel_for hands the body to its workers, which libtbb starts itself; the
  * executable names no thread start but TBB's entries (OpenVDB's vdb_tool runs so). Each
  * chunk sums its range into its slot.

@@ -1,4 +1,4 @@
-"""Code of the executable that runs after its own finalisers (decision 0111).
+"""Code of the executable that runs after its own finalisers (decision 0113).
 
 glibc's exit runs the executable's DT_FINI_ARRAY functions and DT_FINI first, then its
 libraries' finalisers; those may call back into the executable: a function the executable

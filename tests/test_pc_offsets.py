@@ -1,4 +1,4 @@
-"""Offsets that a PC-relative add takes are no A32 entries (decision 0111).
+"""Offsets that a PC-relative add takes are no A32 entries (decision 0113).
 
 GHC's A32 code (LLVM's back end, a fixed-address program) names its strings and its
 continuations as ``ldr rX, =offset; add rX, pc, rX``. The descent took every word-aligned

@@ -1,4 +1,4 @@
-"""Threads a library's pool starts run the program's code (decision 0111).
+"""Threads a library's pool starts run the program's code (decision 0113).
 
 oneTBB starts its worker threads itself, on the first parallel algorithm, and they run the
 program's task bodies; the executable imports none of the thread starts the rewrite knew

@@ -1,4 +1,4 @@
-"""memtrace on x86-64 programs (decision 0111): every data access of the program's own code,
+"""memtrace on x86-64 programs (decision 0113): every data access of the program's own code,
 against independent records of the original's accesses, and the traced programs'
 behaviour against the original's.
 

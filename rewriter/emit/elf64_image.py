@@ -171,7 +171,9 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     report.hooks = lowering
     library_offset = (code.size + 63) & ~63
     built = library() if library is not None else None
-    region = region_address(binary, library_offset + (built.size if built is not None else 0))
+    # Room for the table of jumps the runtime writes (below): a count, 16 bytes a jump.
+    table_room = 16 + 16 * sum(len(patch.spans()) for patch in patches) if built is not None else 0
+    region = region_address(binary, library_offset + (built.size if built is not None else 0) + table_room)
     code.rebase(region)
     tail = b""
     if built is not None:

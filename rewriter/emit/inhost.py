@@ -173,7 +173,7 @@ def _add_runtime_hooks(binary: Binary) -> None:
     Linux: exit system calls (static, or a dynamic program with its C library inside) or,
     C library shared, _fini (which exit runs; where the runtime makes the C library's
     ``_Exit`` lead to the end, that is the end instead: the libraries' finalisers run after
-    the executable's and may call into it, decision 0111) and calls of ``_exit``/``_Exit``
+    the executable's and may call into it, decision 0113) and calls of ``_exit``/``_Exit``
     (which end the process without it: a shell's children, programs that must not flush
     stdio twice) end the program; the loader stub starts it.
     Firmware: the reset handler's first instruction sets up the runtime, and the
@@ -270,7 +270,7 @@ SAW_INIT = Prototype("anvil_saw_init", ())
 # Before the first DT_FINI_ARRAY function returns: the end, unless DT_FINI runs after it.
 FINI_ARRAY_END = Prototype("anvil_fini_array_end", (Arg.CONST,))
 # At DT_FINI's entry: the end, unless the runtime made the C library's _Exit the end (the
-# libraries' finalisers, which run after the executable's, may call back into it: decision 0111).
+# libraries' finalisers, which run after the executable's, may call back into it: decision 0113).
 FINI_END = Prototype("anvil_fini_end", ())
 
 

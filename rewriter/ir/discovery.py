@@ -233,7 +233,7 @@ def _even_literals(found: dict[int, Descent], binary: Binary, ranges: list[tuple
 def _addresses_loaded(insns: dict[int, Instruction], binary: Binary, ranges: list[tuple[int, int]]) -> list[int]:
     """The word-aligned text addresses ``insns`` (a descent's) load from literal pools, less
     those a PC-relative add then takes (``ldr rX, =n; add rX, pc, rX``): an offset, whatever it
-    looks like (decision 0111: GHC's code addresses its strings so, and offsets that equal a
+    looks like (decision 0113: GHC's code addresses its strings so, and offsets that equal a
     place in the middle of a function became A32 entries there, cutting it in two)."""
     pending: dict[int, int] = {}  # register -> the literal it was loaded with, not yet taken
     out = []

@@ -250,7 +250,7 @@ _THREAD_STARTS = re.compile(
     r"|GOMP_(parallel|teams)\w*|__kmpc_fork_(call|teams)"  # OpenMP: GCC's libgomp, LLVM's libomp
     # oneTBB: its algorithms (parallel_for ...) wait with execute_and_wait, task groups and
     # arenas spawn, submit, enqueue and execute; the pool's workers run the program's task
-    # bodies (decision 0111: OpenVDB's vdb_tool)
+    # bodies (decision 0113: OpenVDB's vdb_tool)
     r"|_ZN3tbb6detail2r1(5spawn|16execute_and_wait|6submit|7enqueue|7execute)E.*"
     r"|uv_thread_create(_ex)?|uv_queue_work"              # libuv: its threads, its work queue's pool
     r"|timer_create|mq_notify|aio_(read|write|fsync)(64)?|lio_listio(64)?"  # SIGEV_THREAD notifications

@@ -1,5 +1,5 @@
 @ An offset that a PC-relative add takes, equal to a place inside a function
-@ (tests/test_pc_offsets.py, decision 0111).
+@ (tests/test_pc_offsets.py, decision 0113).
 @
 @ GHC's A32 code (LLVM, fixed address) names its strings and continuations as
 @ ``ldr rX, =offset; add rX, pc, rX``. An offset is a number: where it equals an address in

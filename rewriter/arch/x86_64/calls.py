@@ -1,4 +1,4 @@
-"""Calls of a tool's analysis routines from the x86-64 copies (decision 0111).
+"""Calls of a tool's analysis routines from the x86-64 copies (decision 0113).
 
 Each call site is a few instructions before the copied instruction (or at its block's
 start), which leave every register, the flags and the red zone as they were::
