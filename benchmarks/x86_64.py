@@ -12,7 +12,8 @@ Workloads (each about 0.5-2 s natively; Debian's own stripped programs and a sam
 Columns: the original's median wall seconds, then per runner its median wall time over the
 original's: Anvil inscount and bbcount (InHost), ``valgrind --tool=none`` (its translation
 alone), ``valgrind --tool=lackey`` (its instruction count, ``--basic-counts=yes``; on
-``--lackey`` only: 50-150x), ``qemu-x86_64`` (plain user-mode emulation). Every run's
+``--lackey`` only: 50-150x), ``qemu-x86_64`` (plain user-mode emulation); with ``--memtrace``,
+memtrace beside Lackey's trace of every access (``--trace-mem=yes``). Every run's
 standard output is compared with the original's: a runner that printed otherwise is
 marked ``DIFF``.
 
@@ -37,12 +38,12 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def _text(path: Path, mib: int) -> Path:
+def _text(path: Path, mib: float) -> Path:
     """``mib`` MiB of deterministic text with repeats (compressible, as text is)."""
     words = [f"word{k * 7919 % 10007}" for k in range(4096)]
     with open(path, "w") as f:
         written, k = 0, 0
-        while written < mib << 20:
+        while written < mib * (1 << 20):
             line = " ".join(words[(k + j * 31) % len(words)] for j in range(12)) + "\n"
             f.write(line)
             written += len(line)
@@ -50,10 +51,10 @@ def _text(path: Path, mib: int) -> Path:
     return path
 
 
-def _workloads(tmp: Path) -> dict[str, tuple[Path, list[str]]]:
-    data = _text(tmp / "input.txt", 24)
-    big = _text(tmp / "big.txt", 96)
-    middle = _text(tmp / "middle.txt", 64)
+def _workloads(tmp: Path, scale: float = 1.0) -> dict[str, tuple[Path, list[str]]]:
+    data = _text(tmp / "input.txt", 24 * scale)
+    big = _text(tmp / "big.txt", 96 * scale)
+    middle = _text(tmp / "middle.txt", 64 * scale)
     return {
         "gzip": (Path("/bin/gzip"), ["-9", "-c", str(data)]),
         "sha256sum": (Path("/usr/bin/sha256sum"), [str(big)]),
@@ -78,14 +79,19 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs of each (the median is shown; default 3)")
     parser.add_argument("--only", help="workloads whose name holds this")
     parser.add_argument("--lackey", action="store_true", help="also valgrind --tool=lackey (slow)")
+    parser.add_argument("--memtrace", action="store_true",
+                        help="also memtrace, beside Lackey's trace of every access (--trace-mem=yes, to a file)")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="the inputs' sizes times this (default 1: 24-96 MiB of text; tracing wants less)")
     args = parser.parse_args()
     if platform.machine() != "x86_64":
         parser.error("x86-64 programs run natively: this machine is " + platform.machine())
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        workloads = {k: v for k, v in _workloads(tmp).items() if not args.only or args.only in k}
+        workloads = {k: v for k, v in _workloads(tmp, args.scale).items() if not args.only or args.only in k}
         runners = ["inscount", "bbcount", "valgrind none"] + (["valgrind lackey"] if args.lackey else []) \
-            + (["qemu-x86_64"] if shutil.which("qemu-x86_64") else [])
+            + (["qemu-x86_64"] if shutil.which("qemu-x86_64") else []) \
+            + (["memtrace", "lackey trace"] if args.memtrace else [])
         print(f"{datetime.date.today()}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
               f"median of {args.runs}: `{' '.join(['python3', 'benchmarks/x86_64.py', *sys.argv[1:]])}`\n")
         print("| workload | original (s) | " + " | ".join(f"{r} ×" for r in runners) + " |")
@@ -96,12 +102,14 @@ def main() -> int:
             plain = local / "prog"
             shutil.copy(program, plain)
             commands = {"original": [str(plain), *argv]}
-            for tool in ("inscount", "bbcount"):
+            for tool in ("inscount", "bbcount") + (("memtrace",) if args.memtrace else ()):
                 (local / tool).mkdir()
                 commands[tool] = [str(_instrument(plain, tool, local / tool / "prog")), *argv]
             commands["valgrind none"] = ["valgrind", "--tool=none", "-q", str(plain), *argv]
             commands["valgrind lackey"] = ["valgrind", "--tool=lackey", "-q", "--basic-counts=yes", str(plain), *argv]
             commands["qemu-x86_64"] = ["qemu-x86_64", str(plain), *argv]
+            commands["lackey trace"] = ["valgrind", "--tool=lackey", "-q", "--trace-mem=yes",
+                                        f"--log-file={local / 'lackey.trace'}", str(plain), *argv]
             times: dict[str, list[float]] = {}
             outputs: dict[str, bytes] = {}
             for _ in range(args.runs):

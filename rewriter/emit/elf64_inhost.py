@@ -3,9 +3,10 @@ its procedures, its analysis library and the runtime linked into the region afte
 (decision 0110).
 
 What is lowered so far: block counters (``Block.increment``; a counter array read only as
-per-procedure sums, ``Tool.sum_per_procedure``, is folded into them at the end), and the
-tool's program-start and program-end routines. A tool that asks for calls at procedures,
-blocks or instructions is refused in one line until those are lowered.
+per-procedure sums, ``Tool.sum_per_procedure``, is folded into them at the end), the
+tool's program-start and program-end routines, and calls of its routines at blocks and
+instructions (``arch/x86_64/calls.py``, decision 0113). A tool that asks for calls at
+procedure entries or for repeat filters is refused in one line until those are lowered.
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ def _unsupported(binary: Binary) -> str | None:
         for block in proc.blocks:
             if block.edge_increments:
                 return "counts on branches"
-            calls = calls or bool(block.hooks) or any(ins.hooks for ins in block.instructions)
+            for hook in [*block.hooks, *(hook for ins in block.instructions for hook in ins.hooks or ())]:
+                calls = True
+                if hook.prototype.filter is not None:
+                    return f"a repeat filter on {hook.prototype.name}"
     if calls and binary.threaded and not binary.is_dynamic:
         # The calls' lock knows a thread by its thread pointer, which a static program's
         # start code sets only after its first instructions ran.
