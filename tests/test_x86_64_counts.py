@@ -31,7 +31,9 @@ from tests.support import samples
 ARGS = {"goto": ["7"], "calls": ["a", "b"], "addresses": ["x"]}
 VARIANTS = ("x64-gcc-O0", "x64-gcc-O2", "x64-gcc-O3-nopie", "x64-gcc-Os-cet", "x64-clang-O2", "x64-gcc-O2-static")
 CASES = [*(("sort", v) for v in VARIANTS), ("goto", "x64-gcc-O2"), ("calls", "x64-clang-O2"),
-         ("unwind", "x64-gcc-O2"), ("containers", "x64-gcc-O2"), ("unwind", "x64-gcc-O2-static")]
+         ("unwind", "x64-gcc-O2"), ("containers", "x64-gcc-O2"), ("unwind", "x64-gcc-O2-static"),
+         # `rep ret` is no string instruction: it runs once (decision 0112; it returned to RCX)
+         ("x64_rep_ret", "x64-gcc-O2")]
 #: Debian's own stripped programs, with work to do.
 DEBIAN = {
     "ls": ["/bin/ls", "-la", str(samples.SAMPLES_DIR)],

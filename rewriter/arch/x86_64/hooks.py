@@ -50,9 +50,19 @@ def add_to_slot(at: int, slot: int, amount: int, locked: bool = False) -> bytes:
     return lock + b"\x48\x81\x05" + rel32(at + len(lock), 11, slot) + struct.pack("<i", amount)
 
 
+_STRINGS = frozenset(f"{name}{width}" for name in ("movs", "stos", "cmps", "scas", "lods", "ins", "outs")
+                     for width in "bwdq")
+
+
 def _repeats(ins: Instruction) -> bool:
-    """Whether ``ins`` is a string instruction with a ``rep``/``repe``/``repne`` prefix."""
-    return ins.mnemonic.startswith(("rep ", "repe ", "repne ", "repz ", "repnz "))
+    """Whether ``ins`` is a string instruction with a ``rep``/``repe``/``repne`` prefix.
+
+    Only string instructions repeat: the prefix on anything else is ignored by the processor
+    and kept by assemblers as a hint or a filler (AMD's ``rep ret``, OpenSSL's ``repz ret``
+    at the end of its assembly, ``bnd``-less MPX forms), and such an instruction runs once.
+    Counting around a ``rep ret`` would push RCX over the return address."""
+    prefix, _, name = ins.mnemonic.partition(" ")
+    return prefix in ("rep", "repe", "repne", "repz", "repnz") and name in _STRINGS and "xmm" not in ins.op_str
 
 
 def syscall_number(ins: Instruction) -> int | None:
