@@ -33,7 +33,9 @@ VARIANTS = ("x64-gcc-O0", "x64-gcc-O2", "x64-gcc-O3-nopie", "x64-gcc-Os-cet", "x
 CASES = [*(("sort", v) for v in VARIANTS), ("goto", "x64-gcc-O2"), ("calls", "x64-clang-O2"),
          ("unwind", "x64-gcc-O2"), ("containers", "x64-gcc-O2"), ("unwind", "x64-gcc-O2-static"),
          # `rep ret` is no string instruction: it runs once (decision 0112; it returned to RCX)
-         ("x64_rep_ret", "x64-gcc-O2")]
+         ("x64_rep_ret", "x64-gcc-O2"),
+         # code in two executable segments with a hole between: the jumps are written in each
+         ("x64_far_code", "x64-gcc-O2-far-code")]
 #: Debian's own stripped programs, with work to do.
 DEBIAN = {
     "ls": ["/bin/ls", "-la", str(samples.SAMPLES_DIR)],
