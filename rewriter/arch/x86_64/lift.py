@@ -111,6 +111,7 @@ class _Descents:
         self.descents: dict[int, _Descent] = {}
         self.pending: dict[int, set[int]] = {}  # entries of descended procedures not followed yet
         self.work = sorted(starts)
+        self.encodings: dict[bytes, Instruction] = {}  # decode_one's: facts shared by encoding
 
     def run(self) -> dict[int, Procedure]:
         while self.work:
@@ -119,7 +120,8 @@ class _Descents:
             if descent is None:
                 end = _end_of(start, self.known, self.sizes, self.code)
                 name = self.sizes[start][0] if start in self.sizes else f"sub_{start:x}"
-                descent = _Descent(Procedure(name, start, end - start, thumb=False), self.md, self.reader, self.names)
+                descent = _Descent(Procedure(name, start, end - start, thumb=False), self.md, self.reader, self.names,
+                                   self.encodings)
                 self.descents[start] = descent
                 inner = self.taken[bisect.bisect_right(self.taken, start):bisect.bisect_left(self.taken, end)]
                 leaving = descent.extend([start, *sorted(self.roots[start])], inner)
@@ -346,8 +348,10 @@ class _Descent:
     where it arrives other than by falling through or a direct branch (``cases``).
     """
 
-    def __init__(self, proc: Procedure, md, reader: _Reader, names: dict[int, str]) -> None:
+    def __init__(self, proc: Procedure, md, reader: _Reader, names: dict[int, str],
+                 encodings: dict[bytes, Instruction] | None = None) -> None:
         self.proc, self.md, self.reader, self.names = proc, md, reader, names
+        self.encodings = encodings
         self.lo, self.hi = proc.address, proc.end  # the range as first given (the procedure may be cut back)
         self.found: dict[int, Instruction] = {}
         self.keys: list[int] = []  # the addresses of found, in order
@@ -409,7 +413,7 @@ class _Descent:
         """Decode on from ``address`` until control cannot fall through."""
         found, covered, lo, hi = self.found, self.covered, self.lo, self.hi
         while lo <= address < hi and address not in found and address not in covered:
-            ins = decode_one(self.md, self.reader.bytes_at(address, min(15, hi - address)), address)
+            ins = decode_one(self.md, self.reader.bytes_at(address, min(15, hi - address)), address, self.encodings)
             if ins is None or any(address + k in covered for k in range(1, ins.size)):
                 return  # no instruction, or one that would overlap an instruction already found
             found[address] = ins
