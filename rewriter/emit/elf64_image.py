@@ -169,7 +169,12 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     report.branches_in_place = copier.in_place
     report.hooks = lowering
     library_offset = (code.size + 63) & ~63
-    region = region_address(binary, library_offset + (library.size if library is not None else 0))
+    # The region ends with the table of the jumps the runtime writes (below): its room is
+    # the region's too, or a program with many entries (cmake: 2.4 MiB of them, more than
+    # the gap below the image) gets a region that runs into its own image.
+    jumps = sum(1 if patch.trampoline is None else 2 for patch in patches) if library is not None else 0
+    table_room = 8 + 8 + 16 * jumps if library is not None else 0
+    region = region_address(binary, library_offset + (library.size if library is not None else 0) + table_room)
     code.rebase(region)
     tail = b""
     if library is not None:
@@ -217,6 +222,9 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
         data += b"\0" * (table - region - len(data)) + struct.pack("<Q", len(writes))
         data += b"".join(struct.pack("<QB7s", address, len(jump), jump) for address, jump in writes)
         writes = []
+    if len(data) > library_offset + (library.size if library is not None else 0) + table_room:
+        raise AnvilError(f"{binary.path}: the region outgrew the room it was placed with")
+    report.region_size = len(data)
     stub = loader.assemble(places, {"ANVIL_REGION": region, "ANVIL_LENGTH": len(data),
                                     "ANVIL_OFFSET": region_offset, "ANVIL_ENTRY": binary.entry,
                                     "ANVIL_INIT": symbols.get("anvil_start", 0), "ANVIL_PATCHES": table})
