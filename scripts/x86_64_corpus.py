@@ -207,6 +207,9 @@ def _cargo_setup(work: Path) -> None:
     (work / "hello/src/main.rs").write_text('fn main() { println!("hello"); }\n')
 
 
+LINK = ["-shared", "-o", "libx.so", "hash.o", "matrix.o", "sort.o"]
+
+
 def cases() -> list[Case]:
     """The corpus."""
     gawk = shutil.which("gawk") or shutil.which("mawk") or "/usr/bin/awk"
@@ -216,7 +219,8 @@ def cases() -> list[Case]:
         "static": ("gcc", "-O2", "-static"), "static-pie": ("gcc", "-O2", "-static-pie"),
         "cet": ("gcc", "-O2", "-fcf-protection=full"), "noplt": ("gcc", "-O2", "-fno-plt"),
         "lto": ("gcc", "-O2", "-flto"), "clang-O2": ("clang", "-O2"), "clang-O3-static": ("clang", "-O3", "-static"),
-        "clang-O0": ("clang", "-O0"),
+        "clang-O0": ("clang", "-O0"), "native": ("gcc", "-O3", "-march=native"),
+        "lld": ("clang", "-O2", "-fuse-ld=lld"), "gold": ("gcc", "-O2", "-fuse-ld=gold"),
     }
     for label, (compiler, *flags) in builds.items():
         for sample, args in (("hash.c", []), ("matrix.c", [])):
@@ -247,7 +251,16 @@ def cases() -> list[Case]:
         Case("tclsh", "/usr/bin/tclsh8.6", ["work.tcl"], setup=_script("work.tcl", TCL_WORK)),
         # C++
         Case("cmake", "/usr/bin/cmake", ["-P", "CMakeLists.txt"], setup=_script("CMakeLists.txt", CMAKE_LISTS.replace(
-            "project(p NONE)\n", "")), tier="big"),
+            "project(p NONE)\n", "")), home="/usr", tier="big"),
+        Case("ld.gold", "/usr/bin/x86_64-linux-gnu-ld.gold", LINK,
+             setup=_objects),
+        Case("ld.bfd", "/usr/bin/x86_64-linux-gnu-ld.bfd", LINK,
+             setup=_objects),
+        Case("git", "/usr/bin/git", ["diff", "--no-index", "--histogram", "--stat", "-p", "a.txt", "b.txt"],
+             setup=_files),
+        Case("vim", "/usr/bin/vim.basic", ["-es", "-u", "NONE", "-i", "NONE", "-N", "-c", "%s/w1/W1/g", "-c", "sort u",
+                                           "-c", "w! out.txt", "-c", "q!", "a.txt"], setup=_files),
+        Case("curl", "/usr/bin/curl", ["-s", "file://localhost/etc/services", "-o", "out.txt"]),
         Case("cc1plus", "/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus",
              ["-quiet", "-O2", "-fpreprocessed", "unwind.ii", "-o", "unwind.s"], setup=_preprocessed, tier="big"),
         Case("gdb", "/usr/bin/gdb", ["-nx", "-batch", "-ex", "print 6*7", "-ex", "print sizeof(long)",
@@ -274,6 +287,12 @@ def cases() -> list[Case]:
              home="/usr/lib/jvm/java-17-openjdk-amd64"),
         *c_samples,
     ]
+
+
+def _objects(work: Path) -> None:
+    for name in ("hash", "matrix", "sort"):
+        subprocess.run(["gcc", "-O2", "-fPIC", "-c", str(SAMPLES / f"{name}.c"), "-o", str(work / f"{name}.o")],
+                       check=True)
 
 
 def _preprocessed(work: Path) -> None:

@@ -35,7 +35,9 @@ CASES = [*(("sort", v) for v in VARIANTS), ("goto", "x64-gcc-O2"), ("calls", "x6
          # `rep ret` is no string instruction: it runs once (decision 0112; it returned to RCX)
          ("x64_rep_ret", "x64-gcc-O2"),
          # code in two executable segments with a hole between: the jumps are written in each
-         ("x64_far_code", "x64-gcc-O2-far-code")]
+         ("x64_far_code", "x64-gcc-O2-far-code"),
+         # a switch table read past its end into the next (its bound in another block)
+         ("x64_adjacent_tables", "x64-gcc-O2")]
 #: Debian's own stripped programs, with work to do.
 DEBIAN = {
     "ls": ["/bin/ls", "-la", str(samples.SAMPLES_DIR)],

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import re
 import struct
 from collections.abc import Iterable, Iterator
 
@@ -34,6 +35,10 @@ from .decode import RIP, decode_one, make_disassembler
 from .jump_tables import switch_targets
 
 SHF_EXECINSTR = 0x4
+# REX.W lea/mov/movsxd r64, [rip + disp32] (ModRM mod 00, r/m 101), looked at every byte.
+_RIP_DATA = re.compile(rb"(?=[\x48-\x4f][\x8d\x8b\x63][\x05\x0d\x15\x1d\x25\x2d\x35\x3d](....))", re.S)
+# jmp qword ptr [disp32 + index*8] (SIB with no base).
+_TABLE_JUMP = re.compile(rb"(?=\xff\x24[\xc5\xcd\xd5\xdd\xe5\xed\xf5\xfd](....))", re.S)
 R_X86_64_RELATIVE = 8
 _PLT_SECTIONS = (".plt", ".plt.sec", ".plt.got")
 #: The C library's functions that never return: the instruction after a call of one is
@@ -322,12 +327,29 @@ class _Reader:
     def __init__(self, binary: Binary, code: list[tuple[int, int]]) -> None:
         self.binary = binary
         self.code = code
+        self._referenced: set[int] | None = None
 
     def bytes_at(self, address: int, size: int) -> bytes:
         return self.binary.read(address, size)
 
     def is_code(self, address: int) -> bool:
         return _in(self.code, address)
+
+    def referenced(self, address: int) -> bool:
+        """Whether the code names ``address`` as data: a RIP-relative ``lea``, ``mov`` or
+        ``movsxd`` of a 64-bit register, or a jump through a table of absolute addresses,
+        found by their bytes in the code sections (an unbounded switch table ends before
+        the next such address; a match that is no instruction only ends one sooner)."""
+        if self._referenced is None:
+            found = set()
+            for lo, hi in self.code:
+                data = self.binary.read(lo, hi - lo)
+                for match in _RIP_DATA.finditer(data):
+                    found.add(lo + match.start() + 7 + struct.unpack("<i", match.group(1))[0])
+                for match in _TABLE_JUMP.finditer(data):
+                    found.add(struct.unpack("<I", match.group(1))[0])
+            self._referenced = found
+        return address in self._referenced
 
 
 def _end_of(start: int, known: list[int], sizes: dict[int, tuple[str, int]], code: list[tuple[int, int]]) -> int:
@@ -396,7 +418,8 @@ class _Descent:
 
     def _switch(self, jump: Instruction, work: list[int], leaving: set[int]) -> None:
         """Follow the cases of the indirect ``jump``; keep it for later where none are found."""
-        cases = switch_targets(self._before(jump.address), jump, self.reader.bytes_at, self.reader.is_code)
+        cases = switch_targets(self._before(jump.address), jump, self.reader.bytes_at, self.reader.is_code,
+                               self.reader.referenced)
         if not cases:
             self.unresolved.append(jump)
             return
