@@ -37,7 +37,9 @@ CASES = [*(("sort", v) for v in VARIANTS), ("goto", "x64-gcc-O2"), ("calls", "x6
          # code in two executable segments with a hole between: the jumps are written in each
          ("x64_far_code", "x64-gcc-O2-far-code"),
          # a switch table read past its end into the next (its bound in another block)
-         ("x64_adjacent_tables", "x64-gcc-O2")]
+         ("x64_adjacent_tables", "x64-gcc-O2"),
+         # threads counting the same blocks: the counters become locked adds as the first starts
+         ("x64_threads", "x64-gcc-O2")]
 #: Debian's own stripped programs, with work to do.
 DEBIAN = {
     "ls": ["/bin/ls", "-la", str(samples.SAMPLES_DIR)],
@@ -107,6 +109,25 @@ def test_bbcount_is_qemus_count(variant: str, tmp_path: Path) -> None:
     got = {address: counted.get(address, 0) for address in want}
     assert got == want
     assert sum(want.values()) > 1000
+
+
+def test_a_static_programs_threads_are_counted_to_their_end(tmp_path: Path) -> None:
+    """A static program's threads end with an ``exit`` system call in its own (copied) code,
+    which was taken for the program's end: the first thread to end wrote the results, the
+    others' counts missing (decision 0112). The program's own procedures (its C library's
+    locks and waits spin as the threads' timing falls, so the total is not exact run to
+    run) against QEMU's count."""
+    plain, copied = _instrumented(samples.build_x86_64("x64_threads", "x64-gcc-O2-static"), "inscount", tmp_path)
+    pcs = exe_pcs(trace_pcs(plain, [], cwd=tmp_path), plain)
+    assert _run_under_qemu(copied, [], tmp_path).returncode == 0
+    owners = _owners(plain)
+    want = Counter()
+    for pc, n in pcs.items():
+        want[owners[pc]] += n
+    got = json.loads((tmp_path / "prog.inscount.out").read_text())["procedures"]
+    for name in ("work", "worker", "main"):
+        assert got.get(name, 0) == want[name], name
+    assert want["worker"] > 4 * 10**6  # the four threads' work (work is inlined there)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

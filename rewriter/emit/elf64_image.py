@@ -173,14 +173,15 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     # the region's too, or a program with many entries (cmake: 2.4 MiB of them, more than
     # the gap below the image) gets a region that runs into its own image.
     jumps = sum(1 if patch.trampoline is None else 2 for patch in patches) if library is not None else 0
-    table_room = 8 + 8 + 16 * jumps if library is not None else 0
+    locks = getattr(lowering, "lockable", 0)  # the counters' prefixes to make lock (hooks.py), 4 bytes each
+    table_room = 8 + 8 + 16 * jumps + 4 + 4 + 4 * locks if library is not None else 0
     region = region_address(binary, library_offset + (library.size if library is not None else 0) + table_room)
     code.rebase(region)
     tail = b""
     if library is not None:
         tail, linked = library.link(region + library_offset)
         symbols.update(linked)
-    data = code.finish(lambda key: code.labels[key])
+    data = bytearray(code.finish(lambda key: code.labels[key]))
     data += b"\0" * (library_offset - len(data)) + tail
     report.region, report.region_size = region, len(data)
 
@@ -222,6 +223,15 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
         data += b"\0" * (table - region - len(data)) + struct.pack("<Q", len(writes))
         data += b"".join(struct.pack("<QB7s", address, len(jump), jump) for address, jump in writes)
         writes = []
+    sites = getattr(lowering, "lock_sites", [])
+    if sites and "anvil_lock_table" in symbols:
+        # The prefixes the runtime makes lock when the program starts a thread: the table's
+        # distance goes into the runtime's anvil_lock_table, each site's from the table.
+        at = region + ((len(data) + 3) & ~3)
+        data += b"\0" * (at - region - len(data)) + struct.pack(f"<i{len(sites)}i", len(sites),
+                                                                *(site - at for site in sorted(sites)))
+        variable = symbols["anvil_lock_table"]
+        data[variable - region:variable - region + 8] = struct.pack("<q", at - variable)
     if len(data) > library_offset + (library.size if library is not None else 0) + table_room:
         raise AnvilError(f"{binary.path}: the region outgrew the room it was placed with")
     report.region_size = len(data)

@@ -18,6 +18,7 @@ from elftools.elf.elffile import ELFFile
 from ..api import Options, Tool
 from ..arch.x86_64.hooks import CountingHooks
 from ..errors import AnvilError
+from ..ir.elf_loader import starts_threads
 from ..ir.go_runtime import go_version
 from ..ir.model import Binary
 from ..tool_files import run_instrument
@@ -83,6 +84,15 @@ def _library(sources: list, include: list) -> Library:
     return Library(size, link)
 
 
+def _thread_starts(binary: Binary) -> set[int]:
+    """Where the program enters a function that starts a thread: the PLT entries of the
+    imports that do, and the functions a static program defines that do (not ``clone``:
+    glibc's ``system`` and ``posix_spawn`` use it for a child that runs a command)."""
+    starts = {address for address, name in binary.plt.items() if starts_threads(name)}
+    return starts | {address for name, address in binary.symbols.items()
+                     if starts_threads(name) and not name.startswith("clone")}
+
+
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
     """Run ``tool`` over the x86-64 ``binary`` and write the instrumented program to ``output``."""
     started = time.monotonic()
@@ -106,7 +116,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     library = _library(sources, [TOOLCHAIN.isa_dir, tb.COMMON_DIR])
     copied = write_copied(binary, output,
                           hooks=lambda symbol: CountingHooks(symbol, binary.switch_cases, tool.procedure_sums,
-                                                             binary.threaded, binary.plt),
+                                                             binary.threaded, binary.plt, _thread_starts(binary)),
                           library=library)
     report = Report(output=output, procedures=len(binary.procedures), relocated=copied.copied,
                     instructions=copied.instructions, original_size=len(binary.data))

@@ -279,6 +279,12 @@ def _raises(elf: ELFFile, data: bytes) -> bool:
     return False
 
 
+def starts_threads(name: str) -> bool:
+    """Whether the function ``name`` (defined or imported) starts a thread, as
+    ``Binary.threaded`` reads it."""
+    return name in _THREADING or bool(_THREAD_STARTS.match(name))
+
+
 def names_thread_start(elf: ELFFile, data: bytes, named: set[str] | None = None) -> bool:
     """Whether the program names a function that starts a thread, or imports one from a
     library that does (what makes ``Binary.threaded``, Go's runtime aside); ``named``: what
@@ -310,6 +316,7 @@ def _named(elf: ELFFile, data: bytes, wanted: set[str]) -> set[str]:
 _SHN_SPECIAL = (0, 0xFFF1, 0xFFF2)  # SHN_UNDEF, SHN_ABS, SHN_COMMON: no section
 _STT_FUNC = 2
 _ELF32_SYM = struct.Struct("<IIIBBH")  # st_name, st_value, st_size, st_info, st_other, st_shndx
+_ELF64_SYM = struct.Struct("<IBBHQQ")  # st_name, st_info, st_other, st_shndx, st_value, st_size
 
 
 def _symbol_entries(table: SymbolTableSection, data: bytes) -> Iterator[tuple[str, int, int, int, int]]:
@@ -318,13 +325,21 @@ def _symbol_entries(table: SymbolTableSection, data: bytes) -> Iterator[tuple[st
 
     Read with ``struct``: pyelftools parses each entry through construct, a tenth of the
     loading time for a static binary's seven thousand symbols. check_elf has made sure
-    the table and its string table lie inside the file and entries are 16 bytes; a name
-    outside the string table, or not ended inside it, reads as ''.
+    the table and its string table lie inside the file; entries are 16 bytes in a 32-bit
+    file and 24 in a 64-bit one, whose fields also come in another order (read as 32-bit
+    entries, an x86-64 program's names were mostly wrong: its threads, exceptions and
+    unwinding went unseen). A name outside the string table, or not ended inside it,
+    reads as ''.
     """
     start, size = table["sh_offset"], table["sh_size"]
     strings, strings_end = table.stringtable["sh_offset"], table.stringtable["sh_offset"] + table.stringtable["sh_size"]
-    for offset in range(start, start + size - _ELF32_SYM.size + 1, _ELF32_SYM.size):
-        name_at, value, sym_size, info, _, shndx = _ELF32_SYM.unpack_from(data, offset)
+    wide = table.elffile.elfclass == 64
+    entry = _ELF64_SYM if wide else _ELF32_SYM
+    for offset in range(start, start + size - entry.size + 1, entry.size):
+        if wide:
+            name_at, info, _, shndx, value, sym_size = entry.unpack_from(data, offset)
+        else:
+            name_at, value, sym_size, info, _, shndx = entry.unpack_from(data, offset)
         yield _c_string(data, strings + name_at, strings_end), value, sym_size, info & 0xF, shndx
 
 

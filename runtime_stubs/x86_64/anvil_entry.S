@@ -51,4 +51,11 @@ anvil_exit_entry:
 anvil_syscall_entry:
     preserving anvil_on_syscall, 1
     .size anvil_syscall_entry, . - anvil_syscall_entry
+
+# As the program enters a function that starts a thread: the counters become locked adds.
+    .globl anvil_threads_entry
+    .type anvil_threads_entry, @function
+anvil_threads_entry:
+    preserving anvil_threads_start
+    .size anvil_threads_entry, . - anvil_threads_entry
     .section .note.GNU-stack,"",@progbits

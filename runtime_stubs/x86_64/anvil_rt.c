@@ -159,11 +159,37 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
     anvil_program_start();
 }
 
+/* The counters of a program that may start threads are written ``ds add`` (a prefix that
+ * does nothing) until it starts one: then each becomes ``lock add``, so that two threads
+ * counting one block at once lose no count. A locked add costs about twenty times a plain
+ * one, and most such programs (an interpreter, a library that can use threads) never start
+ * one. The rewriter writes here the table's distance from this variable (0: none): a count,
+ * then each prefix byte's distance from the table. The region is writable; only the
+ * thread that is about to start the first other one runs. */
+long anvil_lock_table __attribute__((section(".data"))) = 0;
+static int threads_started __attribute__((section(".data")));
+
+/* Called (anvil_threads_entry) as the program enters a function that starts a thread. */
+void anvil_threads_start(void)
+{
+    if (threads_started)
+        return;
+    threads_started = 1;
+    if (!anvil_lock_table)
+        return;
+    const int *table = (const int *)((const char *)&anvil_lock_table + anvil_lock_table);
+    for (int k = 1; k <= table[0]; k++)
+        *((uint8_t *)table + table[k]) = 0xF0;
+}
+
 /* Before a system call the copied code makes with a number not known where it was
  * rewritten (anvil_syscall_entry): the results, if it ends the program. */
 void anvil_on_syscall(long nr)
 {
-    if (nr == SYS_exit_group || (nr == SYS_exit && !anvil_forked_child()))
+    /* exit ends a thread: the program's end only where it started none (a static program's
+     * threads end so, and the first to end wrote the results with the others' counts
+     * missing). */
+    if (nr == SYS_exit_group || (nr == SYS_exit && !threads_started && !anvil_forked_child()))
         anvil_program_end();
 }
 
