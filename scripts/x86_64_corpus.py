@@ -187,8 +187,9 @@ def _python(root: Path, name: str) -> Callable[[Path], Path]:
         lib, extra = root / "lib/python3.11/config-3.11-x86_64-linux-gnu/libpython3.11.a", ["-lm"]
     else:
         lib, extra = LIBDIR / "libpython3.11.a", ["-no-pie", "-lm", "-lz", "-lexpat"]
-    return _cached(name, lambda out: ["gcc", "-O2", f"-I{include}", str(SAMPLES / "x64_python_main.c"), str(lib),
-                                      *extra, "-o", str(out)])
+    # -rdynamic: the extension modules (zlib, _json, ...) call back into the interpreter.
+    return _cached(name, lambda out: ["gcc", "-O2", "-rdynamic", f"-I{include}", str(SAMPLES / "x64_python_main.c"),
+                                      str(lib), *extra, "-o", str(out)])
 
 
 def _rust(name: str, *flags: str) -> Callable[[Path], Path]:
@@ -377,6 +378,15 @@ def _difference(want: tuple, got: tuple) -> str:
     return ""
 
 
+def _prepare(case: Case, work: Path) -> None:
+    """The case's files in ``work``, every one with the same times (``ls -l``, ``diff -u``
+    and ``tar`` print them)."""
+    if case.setup:
+        case.setup(work)
+    for path in [work, *work.rglob("*")]:
+        os.utime(path, (1e9, 1e9), follow_symlinks=False)
+
+
 def _qemu_check(case: Case, program: Path, root: Path) -> str:
     """inscount's total against QEMU's count of the original's instructions in its own code
     (tests/test_x86_64_counts.py's oracle), both run under ``qemu-x86_64`` from ``prog`` in
@@ -389,8 +399,7 @@ def _qemu_check(case: Case, program: Path, root: Path) -> str:
         work = root / case.name / v
         shutil.rmtree(work, ignore_errors=True)
         (work / "w").mkdir(parents=True)
-        if case.setup:
-            case.setup(work / "w")
+        _prepare(case, work / "w")
         placed = work / "prog"
         if tool:
             error = _rewrite(program, tool, placed)[2]
@@ -434,10 +443,7 @@ def run_case(case: Case, root: Path, builds: Path, qemu: bool = False) -> dict:
                 continue
         work = vdir / "w"
         work.mkdir(parents=True, exist_ok=True)
-        if case.setup:
-            case.setup(work)
-        for path in [work, *work.rglob("*")]:  # the same times in every variant's listing
-            os.utime(path, (1e9, 1e9), follow_symlinks=False)
+        _prepare(case, work)
         seconds, result = _run(placed, case, work)
         # What the variant printed of its own directory is read as the original's.
         mine, theirs = str(vdir).encode(), str(root / case.name / "o").encode()
