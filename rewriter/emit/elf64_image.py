@@ -66,6 +66,9 @@ def copyable(binary: Binary) -> tuple[list[Procedure], list[str]]:
         if proc.undecodable or proc.jumped_into:
             left.append(f"{proc.name}: code the descent cannot follow")
             continue
+        if any(lo <= proc.address < hi for lo, hi in binary.code_read_as_data):
+            left.append(f"{proc.name}: code the program reads as data (copies it to run it elsewhere)")
+            continue
         chosen.append(proc)
     return chosen, left
 

@@ -28,7 +28,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from ...errors import AnvilError
-from ...ir.elf_loader import read_runtime_facts
+from ...ir.elf_loader import code_read_as_data, read_runtime_facts
 from ...ir.exception_tables import landing_pads
 from ...ir.model import Binary, Block, Instruction, Procedure, Segment, own_instructions
 from .decode import RIP, decode_one, make_disassembler
@@ -94,6 +94,7 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
             block.index = blocks
             blocks += 1
     read_runtime_facts(binary, elf, stripped=not sizes)
+    binary.code_read_as_data = code_read_as_data(elf, data)
     return binary
 
 
