@@ -292,8 +292,8 @@ def cases() -> list[Case]:
 
 def _objects(work: Path) -> None:
     for name in ("hash", "matrix", "sort"):
-        subprocess.run(["gcc", "-O2", "-fPIC", "-c", str(SAMPLES / f"{name}.c"), "-o", str(work / f"{name}.o")],
-                       check=True)
+        subprocess.run(["gcc", "-O2", "-fPIC", f"-Dmain=main_{name}", "-c", str(SAMPLES / f"{name}.c"),
+                        "-o", str(work / f"{name}.o")], check=True)
 
 
 def _preprocessed(work: Path) -> None:
