@@ -39,7 +39,7 @@ CASES = [*(("sort", v) for v in VARIANTS), ("goto", "x64-gcc-O2"), ("calls", "x6
          # a switch table read past its end into the next (its bound in another block)
          ("x64_adjacent_tables", "x64-gcc-O2"),
          # threads counting the same blocks: the counters become locked adds as the first starts
-         ("x64_threads", "x64-gcc-O2")]
+         ("x64_thread_counts", "x64-gcc-O2")]
 #: Debian's own stripped programs, with work to do.
 DEBIAN = {
     "ls": ["/bin/ls", "-la", str(samples.SAMPLES_DIR)],
@@ -117,7 +117,7 @@ def test_a_static_programs_threads_are_counted_to_their_end(tmp_path: Path) -> N
     others' counts missing (decision 0112). The program's own procedures (its C library's
     locks and waits spin as the threads' timing falls, so the total is not exact run to
     run) against QEMU's count."""
-    plain, copied = _instrumented(samples.build_x86_64("x64_threads", "x64-gcc-O2-static"), "inscount", tmp_path)
+    plain, copied = _instrumented(samples.build_x86_64("x64_thread_counts", "x64-gcc-O2-static"), "inscount", tmp_path)
     pcs = exe_pcs(trace_pcs(plain, [], cwd=tmp_path), plain)
     assert _run_under_qemu(copied, [], tmp_path).returncode == 0
     owners = _owners(plain)

@@ -88,7 +88,7 @@ def test_symbols_are_read_as_pyelftools_reads_them(variant: str) -> None:
 
     from rewriter.ir.elf_loader import _symbol_entries
 
-    path = samples.build_x86_64("x64_threads", variant)
+    path = samples.build_x86_64("x64_thread_counts", variant)
     data = path.read_bytes()
     elf = ELFFile(io.BytesIO(data))
     for section in (".symtab", ".dynsym"):
