@@ -52,6 +52,7 @@ PACKAGES=(
     golang-go          # tests/test_other_compilers.py: Go programs (samples/go_faults.go)
     gcc-arm-linux-gnueabi  # Debian's armel port (soft-float ARMv5TE): the sweeps' armel-* variants
     g++-arm-linux-gnueabi  # and tests/test_armv5_idioms.py (decision 0094)
+    valgrind           # tests/test_x86_64_memtrace.py: Lackey's trace of every access, the oracle
 )
 
 # 1. Debian packages (and pip, where the python3 on PATH has none: Debian's own python3).

@@ -14,7 +14,7 @@ void memtrace_start(const char *path, uint32_t json)
     anvil_puts(json ? "{\"tool\": \"memtrace\", \"records\": [" : "# pc ea size kind\n");
 }
 
-void memtrace_access(uint32_t pc, uint32_t ea, uint32_t size, uint32_t is_store)
+void memtrace_access(anvil_word pc, anvil_word ea, uint32_t size, uint32_t is_store)
 {
     if (json_format) {
         if (records)
@@ -27,9 +27,9 @@ void memtrace_access(uint32_t pc, uint32_t ea, uint32_t size, uint32_t is_store)
         anvil_putu(size);
         anvil_puts(is_store ? ", \"S\"]" : ", \"L\"]");
     } else {
-        anvil_puthex(pc);
+        anvil_putaddr(pc);
         anvil_putc(' ');
-        anvil_puthex(ea);
+        anvil_putaddr(ea);
         anvil_putc(' ');
         anvil_putu(size);
         anvil_puts(is_store ? " S\n" : " L\n");

@@ -148,12 +148,13 @@ class Library:
 
 def write_copied(binary: Binary, output: str, original_returns: bool | None = None,
                  hooks: Callable[[Callable[[str], int]], Hooks] | None = None,
-                 library: Library | None = None) -> CopyReport:
+                 library: Callable[[], Library] | None = None) -> CopyReport:
     """Copy every procedure of ``binary`` that can be into a region and write the program,
     which runs the copies, to ``output``. ``original_returns``: calls push the original
     return addresses (default: where the program's stack may be unwound). ``hooks(symbol)``:
-    what goes between the copied instructions, given the library's symbols; ``library``:
-    what the region holds after the copies (the stub then calls its ``anvil_start``)."""
+    what goes between the copied instructions, given the library's symbols; ``library()``:
+    what the region holds after the copies (the stub then calls its ``anvil_start``), built
+    once they are made (the tables of their call sites are part of it)."""
     procs, left = copyable(binary)
     report = CopyReport(in_place=left)
     if original_returns is None:
@@ -172,17 +173,18 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     report.branches_in_place = copier.in_place
     report.hooks = lowering
     library_offset = (code.size + 63) & ~63
+    built = library() if library is not None else None
     # The region ends with the table of the jumps the runtime writes (below): its room is
     # the region's too, or a program with many entries (cmake: 2.4 MiB of them, more than
     # the gap below the image) gets a region that runs into its own image.
-    jumps = sum(1 if patch.trampoline is None else 2 for patch in patches) if library is not None else 0
+    jumps = sum(1 if patch.trampoline is None else 2 for patch in patches) if built is not None else 0
     locks = getattr(lowering, "lockable", 0)  # the counters' prefixes to make lock (hooks.py), 4 bytes each
-    table_room = 8 + 8 + 16 * jumps + 4 + 4 + 4 * locks if library is not None else 0
-    region = region_address(binary, library_offset + (library.size if library is not None else 0) + table_room)
+    table_room = 8 + 8 + 16 * jumps + 4 + 4 + 4 * locks if built is not None else 0
+    region = region_address(binary, library_offset + (built.size if built is not None else 0) + table_room)
     code.rebase(region)
     tail = b""
-    if library is not None:
-        tail, linked = library.link(region + library_offset)
+    if built is not None:
+        tail, linked = built.link(region + library_offset)
         symbols.update(linked)
     data = bytearray(code.finish(lambda key: code.labels[key]))
     data += b"\0" * (library_offset - len(data)) + tail
@@ -235,7 +237,7 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
                                                                 *(site - at for site in sorted(sites)))
         variable = symbols["anvil_lock_table"]
         data[variable - region:variable - region + 8] = struct.pack("<q", at - variable)
-    if len(data) > library_offset + (library.size if library is not None else 0) + table_room:
+    if len(data) > library_offset + (built.size if built is not None else 0) + table_room:
         raise AnvilError(f"{binary.path}: the region outgrew the room it was placed with")
     report.region_size = len(data)
     stub = loader.assemble(places, {"ANVIL_REGION": region, "ANVIL_LENGTH": len(data),

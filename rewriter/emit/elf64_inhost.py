@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import io
 import time
+from collections.abc import Callable
 
 from elftools.elf.elffile import ELFFile
 
 from ..api import Options, Tool
+from ..arch.x86_64.calls import CallSites
 from ..arch.x86_64.hooks import CountingHooks
 from ..errors import AnvilError
 from ..ir.elf_loader import starts_threads
@@ -25,7 +27,7 @@ from ..tool_files import run_instrument
 from . import target_build as tb
 from .elf64_image import Library, write_copied
 from .inhost import Report
-from .sites import SiteUnit
+from .sites import SiteUnit, asm_array
 
 TOOLCHAIN = tb.X86_64
 _ALIGN = 64
@@ -38,14 +40,18 @@ def _signed(value: int) -> int:
 
 
 def _unsupported(binary: Binary) -> str | None:
+    calls = False
     for proc in binary.procedures:
         if proc.hooks:
             return "calls at procedure entries"
         for block in proc.blocks:
-            if block.hooks or block.edge_increments:
-                return "calls at blocks"
-            if any(ins.hooks for ins in block.instructions):
-                return "calls at instructions"
+            if block.edge_increments:
+                return "counts on branches"
+            calls = calls or bool(block.hooks) or any(ins.hooks for ins in block.instructions)
+    if calls and binary.threaded and not binary.is_dynamic:
+        # The calls' lock knows a thread by its thread pointer, which a static program's
+        # start code sets only after its first instructions ran.
+        return "calls of its routines in a static program that starts threads"
     return None
 
 
@@ -105,19 +111,28 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     run_instrument(tool, binary, opts)
     missing = _unsupported(binary)
     if missing is not None:
-        raise AnvilError(f"{binary.path}: tool {tool.name} needs {missing}, which x86-64 programs do not have yet "
-                         "(inscount and bbcount run on x86-64 so far)")
+        raise AnvilError(f"{binary.path}: tool {tool.name} needs {missing}, which x86-64 programs do not have yet")
     units = SiteUnit()
     arrays = {**tool.arrays, **tool.filter_arrays()}
     unit = units.source(binary, arrays) + _fold_source(tool.procedure_sums)
     sources = [TOOLCHAIN.isa_dir / "anvil_rt.c", tb.RUNTIME_DIR / "anvil_target.c", tb.COMMON_DIR / "anvil_string.c",
-               tb.COMMON_DIR / "anvil_format.c", TOOLCHAIN.isa_dir / "anvil_entry.S", *tb.analysis_sources(tool),
+               tb.COMMON_DIR / "anvil_format.c", TOOLCHAIN.isa_dir / "anvil_entry.S",
                tb.Generated("anvil_sites.c", unit)]
-    library = _library(sources, [TOOLCHAIN.isa_dir, tb.COMMON_DIR])
-    copied = write_copied(binary, output,
-                          hooks=lambda symbol: CountingHooks(symbol, binary.switch_cases, tool.procedure_sums,
-                                                             binary.threaded, binary.plt, _thread_starts(binary)),
-                          library=library)
+    calls: list[CallSites] = []
+
+    def hooks(symbol: Callable[[str], int]) -> CountingHooks:
+        calls.append(CallSites(symbol, binary.threaded))
+        return CountingHooks(symbol, binary.switch_cases, tool.procedure_sums, binary.threaded, binary.plt,
+                             calls[0], _thread_starts(binary))
+
+    def library() -> Library:
+        # The tool's C in one unit with its call sites' tables and anvil_site, which calls
+        # its routines: the compiler inlines them there.
+        tool_c = [path.read_text() + "\n" for path in tb.analysis_sources(tool)]
+        site_c = calls[0].source(tool_c, asm_array)
+        return _library([*sources, tb.Generated("anvil_calls.c", site_c)], [TOOLCHAIN.isa_dir, tb.COMMON_DIR])
+
+    copied = write_copied(binary, output, hooks=hooks, library=library)
     report = Report(output=output, procedures=len(binary.procedures), relocated=copied.copied,
                     instructions=copied.instructions, original_size=len(binary.data))
     report.not_relocated = [{"procedure": why} for why in copied.in_place]

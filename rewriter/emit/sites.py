@@ -31,7 +31,7 @@ def c_string(text: str) -> str:
 _DIRECTIVES = {"uint8_t": (".byte", 1), "uint16_t": (".2byte", 2), "uint32_t": (".4byte", 4)}
 
 
-def _array(ctype: str, name: str, values: list[int], per_line: int = 32) -> str:
+def asm_array(ctype: str, name: str, values: list[int], per_line: int = 32) -> str:
     """A constant array in the fact section of its own (_fact), as assembler directives in a
     top-level ``__asm__``: a C initializer of a large program's tens of thousands of
     values took the compiler most of a second, the assembler a tenth of that."""
@@ -107,11 +107,11 @@ class SiteUnit:
         return [
             f"const uint32_t anvil_nblocks {_fact('anvil_nblocks')} = {len(facts['block_addr'])};\n",
             f"const uint32_t anvil_nprocs {_fact('anvil_nprocs')} = {len(facts['proc_addr'])};\n",
-            _array("uint32_t", "anvil_block_addr", facts["block_addr"]),
-            _array("uint16_t", "anvil_block_insns", facts["block_insns"]),
-            _array("uint32_t", "anvil_block_proc", facts["block_proc"]),
-            _array("uint32_t", "anvil_proc_addr", facts["proc_addr"]),
-            _array("uint32_t", "anvil_proc_name", name_offsets),
+            asm_array("uint32_t", "anvil_block_addr", facts["block_addr"]),
+            asm_array("uint16_t", "anvil_block_insns", facts["block_insns"]),
+            asm_array("uint32_t", "anvil_block_proc", facts["block_proc"]),
+            asm_array("uint32_t", "anvil_proc_addr", facts["proc_addr"]),
+            asm_array("uint32_t", "anvil_proc_name", name_offsets),
             f"const char anvil_names[{len(names) + 1}] {_fact('anvil_names')} = "
             f"{c_string(names.decode(errors='replace'))};\n",
         ]

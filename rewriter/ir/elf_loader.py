@@ -355,21 +355,19 @@ def _symbol_entries(table: SymbolTableSection, data: bytes) -> Iterator[tuple[st
 
     Read with ``struct``: pyelftools parses each entry through construct, a tenth of the
     loading time for a static binary's seven thousand symbols. check_elf has made sure
-    the table and its string table lie inside the file; entries are 16 bytes in a 32-bit
-    file and 24 in a 64-bit one, whose fields also come in another order (read as 32-bit
-    entries, an x86-64 program's names were mostly wrong: its threads, exceptions and
-    unwinding went unseen). A name outside the string table, or not ended inside it,
-    reads as ''.
+    the table and its string table lie inside the file and entries are of their class's
+    size (16 bytes, 24 in an ELF64 file); a name
+    outside the string table, or not ended inside it, reads as ''.
     """
     start, size = table["sh_offset"], table["sh_size"]
     strings, strings_end = table.stringtable["sh_offset"], table.stringtable["sh_offset"] + table.stringtable["sh_size"]
-    wide = table.elffile.elfclass == 64
-    entry = _ELF64_SYM if wide else _ELF32_SYM
-    for offset in range(start, start + size - entry.size + 1, entry.size):
-        if wide:
-            name_at, info, _, shndx, value, sym_size = entry.unpack_from(data, offset)
-        else:
-            name_at, value, sym_size, info, _, shndx = entry.unpack_from(data, offset)
+    if table.elffile.elfclass == 64:  # 24-byte entries, their fields in another order
+        for offset in range(start, start + size - _ELF64_SYM.size + 1, _ELF64_SYM.size):
+            name_at, info, _, shndx, value, sym_size = _ELF64_SYM.unpack_from(data, offset)
+            yield _c_string(data, strings + name_at, strings_end), value, sym_size, info & 0xF, shndx
+        return
+    for offset in range(start, start + size - _ELF32_SYM.size + 1, _ELF32_SYM.size):
+        name_at, value, sym_size, info, _, shndx = _ELF32_SYM.unpack_from(data, offset)
         yield _c_string(data, strings + name_at, strings_end), value, sym_size, info & 0xF, shndx
 
 

@@ -73,6 +73,18 @@ void anvil_puthex(uint32_t v)
         anvil_putc("0123456789abcdef"[(v >> shift) & 15]);
 }
 
+#if defined(ANVIL_HOST) || defined(__x86_64__)
+void anvil_putaddr(anvil_word v)
+{
+    int shift = 28;
+    while (shift < 60 && v >> (shift + 4))
+        shift += 4;
+    anvil_puts("0x");
+    for (; shift >= 0; shift -= 4)
+        anvil_putc("0123456789abcdef"[(v >> shift) & 15]);
+}
+#endif
+
 /* num/den printed with ``decimals`` digits after the point, rounded down. */
 void anvil_put_ratio(uint64_t num, uint64_t den, int decimals)
 {

@@ -148,6 +148,12 @@ int anvil_decimal(char *to, uint64_t v);
 void anvil_putu(uint64_t v);
 void anvil_putu_width(uint64_t v, int width);
 void anvil_puthex(uint32_t v);
+/* A run-time address in hex: 8 digits, more where it needs them (x86-64's stack). */
+#if defined(ANVIL_HOST) || defined(__x86_64__)
+void anvil_putaddr(anvil_word v);
+#else
+#define anvil_putaddr anvil_puthex
+#endif
 void anvil_put_ratio(uint64_t num, uint64_t den, int decimals);
 void anvil_put_json_string(const char *s);
 void anvil_put_padded(const char *s, int width);

@@ -58,4 +58,19 @@ anvil_syscall_entry:
 anvil_threads_entry:
     preserving anvil_threads_start
     .size anvil_threads_entry, . - anvil_threads_entry
+
+# A call site of the copied code (arch/x86_64/calls.py): rdi the run-time argument, esi the
+# site's number; anvil_site calls the tool's routine.
+    .globl anvil_site_entry
+    .type anvil_site_entry, @function
+anvil_site_entry:
+    preserving anvil_site
+    .size anvil_site_entry, . - anvil_site_entry
+
+# The same in a program that starts threads: one thread in the analysis at a time.
+    .globl anvil_site_locked_entry
+    .type anvil_site_locked_entry, @function
+anvil_site_locked_entry:
+    preserving anvil_site_locked
+    .size anvil_site_locked_entry, . - anvil_site_locked_entry
     .section .note.GNU-stack,"",@progbits

@@ -193,6 +193,33 @@ void anvil_on_syscall(long nr)
         anvil_program_end();
 }
 
+void anvil_site(anvil_word value, uint32_t site);
+
+/* The thread in the analysis (its thread pointer, fs:0 in the x86-64 TLS ABI; 0: none). */
+static anvil_word site_owner __attribute__((section(".data")));
+
+/* A call site of a program that starts threads (anvil_site_locked_entry): the tool's
+ * routines and the results file's buffer see one call at a time. Only in a dynamic program,
+ * whose thread pointer the dynamic linker sets before any of the program's code runs. A
+ * signal handler that interrupts its thread inside the analysis goes on without the lock
+ * (waiting for it would wait for ever). */
+void anvil_site_locked(anvil_word value, uint32_t site)
+{
+    anvil_word self;
+    __asm__ volatile("mov %%fs:0, %0" : "=r"(self));
+    if (__atomic_load_n(&site_owner, __ATOMIC_RELAXED) == self) {
+        anvil_site(value, site);
+        return;
+    }
+    anvil_word none = 0;
+    while (!__atomic_compare_exchange_n(&site_owner, &none, self, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        none = 0;
+        __builtin_ia32_pause();
+    }
+    anvil_site(value, site);
+    __atomic_store_n(&site_owner, 0, __ATOMIC_RELEASE);
+}
+
 #define ANVIL_SYS_FCNTL SYS_fcntl
 #define ANVIL_O_EXTRA 02000000  /* O_CLOEXEC */
 #define ANVIL_PREAD(fd, buffer, length, offset) anvil_syscall(SYS_pread64, fd, (long)buffer, length, (long)(offset), 0, 0)

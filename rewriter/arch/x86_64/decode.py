@@ -26,6 +26,7 @@ from ...ir.model import Access, Instruction
 
 RIP = 16
 RSP, RBP = 4, 5
+RDI = 7
 
 # Capstone's groups.
 _JUMP, _CALL, _RET, _IRET = 1, 2, 3, 5
@@ -105,6 +106,10 @@ def instruction_of(ins: capstone.CsInsn) -> Instruction:
             accesses.append(Access(is_store, op.size, base if base is not None else -1, disp, index, shift,
                                    segment=_segment(op.mem.segment)))
     accesses.extend(_stack_accesses(name, ins, is_call, is_return))
+    # An instruction reads what it reads before it writes (``movs``: [rsi] then [rdi], in
+    # capstone's order the other way round; ``pop [mem]``: the stack, then the operand).
+    # ``cmps`` reads [rdi] before [rsi], as QEMU and Valgrind do (capstone names [rsi] first).
+    accesses.sort(key=lambda access: (access.is_store, access.base != RDI))
     cond = CONDITIONAL if is_jump and (name.startswith("j") and name != "jmp" or name in _CONDITIONAL_JUMPS) else 14
     return Instruction(
         address=ins.address, size=ins.size, raw=bytes(ins.bytes), thumb=False, mnemonic=ins.mnemonic,

@@ -31,6 +31,7 @@ import capstone
 
 from ...ir.model import Block, Instruction, Procedure
 from ..code import Code
+from .calls import CallSites, string_repeats
 from .decode import shared_disassembler
 from .flags import live_at_blocks
 from .relocate import rel32
@@ -103,8 +104,10 @@ class CountingHooks:
 
     def __init__(self, symbol: Callable[[str], int], switch_cases: dict[int, set[int]],
                  sums: dict[str, str] | None = None, threaded: bool = False,
-                 plt: dict[int, str] | None = None, thread_starts: set[int] | None = None) -> None:
+                 plt: dict[int, str] | None = None, calls: CallSites | None = None,
+                 thread_starts: set[int] | None = None) -> None:
         self.symbol = symbol
+        self.calls = calls  # the tool's calls of its routines, if it makes any
         # The PLT entries of the C library's functions that end the process at once: the
         # results are written as they are entered (a dynamic program's end is otherwise
         # seen only where the dynamic linker's fini runs, which they skip).
@@ -138,6 +141,8 @@ class CountingHooks:
             self._add(code, f"anvil_array_{counter}", 8 * index, amount)
         if live:
             code.emit(_POPF + _ABOVE_RED_ZONE)
+        if block.hooks:
+            self.calls.block(block, code)
         # Whether or not the block counts (a tool's --only may leave the PLT out).
         if block.address in self.ending:
             self._call(code, "anvil_exit_entry")
@@ -157,7 +162,14 @@ class CountingHooks:
         return b""
 
     def around(self, ins: Instruction, code: Code, copy: Callable[[Instruction], None]) -> bool:
-        """Copy ``ins`` with what counts its repetitions, if it repeats; whether it did."""
+        """Copy ``ins`` with the calls it asks for before it, and what counts its repetitions
+        if it repeats; whether it copied it."""
+        if ins.hooks:
+            if string_repeats(ins):
+                # Each element has its own accesses: a loop of elements, each after its calls.
+                self.calls.element_loop(ins, code)
+                return True
+            self.calls.before(ins, code)
         block = ins.block
         slots = [(self.sums[counter], block.procedure.index)
                  for counter, _, _ in (block.counter_increments if block is not None else ()) if counter in self.sums]

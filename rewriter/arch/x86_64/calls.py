@@ -1,0 +1,245 @@
+"""Calls of a tool's analysis routines from the x86-64 copies (decision 0111).
+
+Each call site is a few instructions before the copied instruction (or at its block's
+start), which leave every register, the flags and the red zone as they were::
+
+    lea  rsp, [rsp-128]      step over the red zone (leaf code keeps data under RSP)
+    push rdi
+    push rsi
+    lea  rdi, [operand]      the run-time argument, if the routine takes one: an access's
+                             effective address (RSP-based: 144 more, for the steps above),
+                             or a register's value
+    mov  esi, site
+    call anvil_site_entry    saves what a C call may change and the flags, aligns the
+                             stack, calls anvil_site(value, site)
+    pop  rsi
+    pop  rdi
+    lea  rsp, [rsp+128]
+
+``anvil_site`` (generated here, in one unit with the tool's C so that the routines are
+inlined into it) reads the site's routine and its static arguments (the instruction's
+link-time address, the access's size and kind, constants) from tables and calls the
+routine. An access relative to ``fs`` (thread-local data) adds the thread pointer, which
+the x86-64 TLS ABI keeps at ``fs:0``. The analysis library is built without SSE registers
+(``-mgeneral-regs-only``), so the vector registers need no saving.
+
+A ``rep``-prefixed string instruction with calls is copied as a loop of single elements,
+each with its calls before it, as Valgrind and QEMU see its accesses: one per element.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+
+from ...api import Arg, Prototype
+from ...errors import AnvilError
+from ...ir.model import Access, Block, Hook, Instruction
+from ..code import Code
+from .decode import RIP, RSP
+from .relocate import rel32
+
+_BELOW_RED_ZONE = bytes.fromhex("488d642480")        # lea rsp, [rsp-128]
+_ABOVE_RED_ZONE = bytes.fromhex("488da42480000000")  # lea rsp, [rsp+128]
+_SAVE, _RESTORE = b"\x57\x56", b"\x5e\x5f"          # push rdi; push rsi / pop rsi; pop rdi
+# How far RSP has moved from the program's when the argument is computed.
+_RSP_MOVED = 128 + 16
+_STATIC = (Arg.CONST, Arg.SITE_ID, Arg.INST_ADDR, Arg.ACCESS_SIZE, Arg.ACCESS_IS_STORE, Arg.BLOCK_INSNS)
+_STRING_OPS = ("movs", "stos", "lods", "cmps", "scas")
+_REPEAT_PREFIXES = (0xF2, 0xF3)
+_LEGACY_PREFIXES = frozenset({0x26, 0x2E, 0x36, 0x3E, 0x64, 0x65, 0x66, 0x67, 0xF0, 0xF2, 0xF3})
+
+
+def _rex(w: bool, r: int, x: int, b: int) -> int:
+    return 0x40 | w << 3 | (r >> 3) << 2 | (x >> 3) << 1 | b >> 3
+
+
+def lea_rdi(access: Access, moved: int) -> bytes | None:
+    """``lea rdi, [base + index << shift + disp]`` for ``access`` (RSP ``moved`` bytes down
+    since the instruction), or ``mov rdi, disp`` for an absolute address; None for an
+    access relative to RIP (its displacement depends on where the code goes: ``lea_rip``)."""
+    if access.base == RIP:
+        return None
+    disp = access.disp + (moved if access.base == RSP else 0)
+    if access.base < 0 and access.index is None:
+        return b"\x48\xbf" + struct.pack("<Q", disp & (1 << 64) - 1)   # mov rdi, imm64
+    if not -(1 << 31) <= disp < 1 << 31:
+        raise AnvilError(f"a memory operand with a displacement of {disp:#x} cannot be traced")
+    index = access.index if access.index is not None else 4  # 4: no index
+    base = access.base if access.base >= 0 else 5           # 5 with mod 00: no base, disp32
+    mod = 0 if access.base < 0 else 2
+    sib = access.shift << 6 | (index & 7) << 3 | base & 7
+    rex = _rex(True, 7, index if access.index is not None else 0, base if access.base >= 0 else 0)
+    return bytes((rex, 0x8D, mod << 6 | 7 << 3 | 4, sib)) + struct.pack("<i", disp)
+
+
+def lea_rip(at: int, target: int) -> bytes:
+    """``lea rdi, [rip + (target)]`` written at ``at``."""
+    return b"\x48\x8d\x3d" + rel32(at, 7, target)
+
+
+def mov_rdi(register: int, moved: int) -> bytes:
+    """``rdi`` := the program's value of ``register`` (0 rax ... 15 r15)."""
+    if register == RSP:
+        return bytes.fromhex("488dbc24") + struct.pack("<i", moved)   # lea rdi, [rsp+moved]
+    return bytes((_rex(True, register, 0, 7), 0x89, 0xC0 | (register & 7) << 3 | 7))  # mov rdi, reg
+
+
+def string_repeats(ins: Instruction) -> bool:
+    """Whether ``ins`` is a string instruction with a ``rep``/``repe``/``repne`` prefix
+    (and 64-bit addressing: RCX counts, RSI/RDI point)."""
+    words = ins.mnemonic.split()
+    return len(words) == 2 and words[0] in ("rep", "repe", "repne", "repz", "repnz") \
+        and words[1].startswith(_STRING_OPS) and 0x67 not in _prefixes(ins.raw)
+
+
+def _prefixes(raw: bytes) -> bytes:
+    k = 0
+    while k < len(raw) and raw[k] in _LEGACY_PREFIXES:
+        k += 1
+    return raw[:k]
+
+
+def one_element(ins: Instruction) -> bytes:
+    """``ins`` without its repeat prefix: one element of the string operation."""
+    raw = ins.raw
+    k = next(k for k, byte in enumerate(_prefixes(raw)) if byte in _REPEAT_PREFIXES)
+    return raw[:k] + raw[k + 1:]
+
+
+class CallSites:
+    """The call sites of a tool's routines in the copies, and the C that serves them.
+
+    ``symbol(name)``: the link-time address of a symbol of the analysis library (asked for
+    when the code is placed); ``threaded``: the program starts threads, and the calls go
+    through a lock (``anvil_site_locked``)."""
+
+    def __init__(self, symbol: Callable[[str], int], threaded: bool = False) -> None:
+        self.symbol = symbol
+        self.entry = "anvil_site_locked_entry" if threaded else "anvil_site_entry"
+        self.routines: list[Prototype] = []
+        self._routine_index: dict[str, int] = {}
+        self.site_routine: list[int] = []
+        self.site_args: list[tuple[int, ...]] = []
+        self.site_fs: list[bool] = []
+
+    def block(self, block: Block, code: Code) -> None:
+        """The calls ``block`` asks for at its start."""
+        for hook in block.hooks:
+            self._site(code, hook, block.address, len(block.instructions), None)
+
+    def before(self, ins: Instruction, code: Code) -> None:
+        """The calls ``ins`` asks for before it runs (one per access where they take an access)."""
+        insns = len(ins.block.instructions) if ins.block is not None else 1
+        for hook in ins.hooks:
+            if any(kind.per_access for kind in hook.prototype.kinds):
+                for access in ins.accesses:
+                    self._site(code, hook, ins.address, insns, access)
+            else:
+                self._site(code, hook, ins.address, insns, None)
+
+    def element_loop(self, ins: Instruction, code: Code) -> None:
+        """A repeated string instruction as a loop of single elements, each after its calls.
+
+        ``jrcxz`` and ``lea`` leave the flags alone, so ``repe``/``repne`` end on the flags
+        of the element's comparison, as the prefix does."""
+        top, done = ("x86-rep-top", ins.address), ("x86-rep-done", ins.address)
+        labels = code.labels  # read when the fixups are encoded: the code may be rebased first
+        code.label(top)
+        code.emit(b"\xe3\x02\xeb\x05")  # jrcxz +2 (to the jump out); jmp +5 (over it)
+        code.later(5, lambda at, _r: b"\xe9" + rel32(at, 5, labels[done]))
+        self.before(ins, code)
+        code.emit(one_element(ins) + b"\x48\x8d\x49\xff")  # the element; lea rcx, [rcx-1]
+        prefix = ins.mnemonic.split()[0]
+        if prefix != "rep":  # repe/repz go on while ZF is set, repne/repnz while it is clear
+            condition = 0x85 if prefix in ("repe", "repz") else 0x84
+            code.later(6, lambda at, _r: bytes((0x0F, condition)) + rel32(at, 6, labels[done]))
+        code.later(5, lambda at, _r: b"\xe9" + rel32(at, 5, labels[top]))
+        code.label(done)
+
+    def _routine(self, proto: Prototype) -> int:
+        index = self._routine_index.get(proto.name)
+        if index is None:
+            index = self._routine_index[proto.name] = len(self.routines)
+            self.routines.append(proto)
+        return index
+
+    def _site(self, code: Code, hook: Hook, address: int, insns: int, access: Access | None) -> None:
+        proto = hook.prototype
+        if proto.filter is not None:
+            raise AnvilError(f"{proto.name}: repeat filters are not lowered on x86-64 yet")
+        statics: list[int] = []
+        dynamic: list[tuple[Arg, object]] = []
+        for kind, value in zip(proto.kinds, hook.args):
+            if kind is Arg.CONST or kind is Arg.SITE_ID:
+                statics.append(int(value))
+            elif kind is Arg.INST_ADDR:
+                if address >= 1 << 32:
+                    raise AnvilError(f"{address:#x}: instruction addresses above 4 GiB are not passed yet")
+                statics.append(address)
+            elif kind is Arg.ACCESS_SIZE:
+                statics.append(access.size if access is not None else 0)
+            elif kind is Arg.ACCESS_IS_STORE:
+                statics.append(int(access.is_store) if access is not None else 0)
+            elif kind is Arg.BLOCK_INSNS:
+                statics.append(insns)
+            elif kind is Arg.EFFADDR or kind is Arg.REG_VALUE:
+                dynamic.append((kind, value))
+            else:
+                raise AnvilError(f"{proto.name}: arguments of kind {kind.name} are not passed on x86-64 yet")
+        if len(dynamic) > 1:
+            raise AnvilError(f"{proto.name}: x86-64 passes one run-time argument a call so far")
+        site = len(self.site_routine)
+        self.site_routine.append(self._routine(proto))
+        self.site_args.append(tuple(statics))
+        self.site_fs.append(bool(dynamic) and dynamic[0][0] is Arg.EFFADDR and access is not None
+                            and access.segment == "fs")
+        code.emit(_BELOW_RED_ZONE + _SAVE)
+        if dynamic:
+            kind, value = dynamic[0]
+            if kind is Arg.REG_VALUE:
+                code.emit(mov_rdi(int(value), _RSP_MOVED))
+            elif access is None:
+                raise AnvilError(f"{proto.name}: an effective address where there is no access")
+            elif access.base == RIP:
+                target = access.disp
+                code.later(7, lambda at, _r: lea_rip(at, target))
+            else:
+                code.emit(lea_rdi(access, _RSP_MOVED))
+        code.emit(b"\xbe" + struct.pack("<I", site))  # mov esi, site
+        symbol, entry = self.symbol, self.entry
+        code.later(5, lambda at, _r: b"\xe8" + rel32(at, 5, symbol(entry)))
+        code.emit(_RESTORE + _ABOVE_RED_ZONE)
+
+    def source(self, tool_sources: list[str], array: Callable[[str, str, list[int]], str]) -> str:
+        """The tool's C, the site tables and ``anvil_site``; ``array(ctype, name, values)``
+        gives a constant array's definition."""
+        width = max((len(args) for args in self.site_args), default=0) or 1
+        flat = [value & 0xFFFFFFFF for args in self.site_args for value in (*args, *(0,) * (width - len(args)))]
+        routine_type = "uint8_t" if len(self.routines) <= 0x100 else "uint16_t"
+        parts = [*tool_sources,
+                 array("uint32_t", "anvil_site_args", flat),
+                 array(routine_type, "anvil_site_routine", self.site_routine)]
+        fs = any(self.site_fs)
+        if fs:
+            parts.append(array("uint8_t", "anvil_site_fs", [int(f) for f in self.site_fs]))
+        parts.append(f"extern const uint32_t anvil_site_args[];\nextern const {routine_type} anvil_site_routine[];\n"
+                     + ("extern const uint8_t anvil_site_fs[];\n" if fs else "")
+                     + "void anvil_site(anvil_word value, uint32_t site);\n"
+                     "__attribute__((flatten)) void anvil_site(anvil_word value, uint32_t site)\n{\n"
+                     f"    const uint32_t *s = anvil_site_args + (anvil_word)site * {width};\n    (void)s;\n")
+        if fs:
+            parts.append("    if (anvil_site_fs[site]) {\n        anvil_word tp;\n"
+                         "        __asm__(\"mov %%fs:0, %0\" : \"=r\"(tp));\n        value += tp;\n    }\n")
+        parts.append("    switch (anvil_site_routine[site]) {\n")
+        for index, proto in enumerate(self.routines):
+            args, static = [], 0
+            for kind in proto.kinds:
+                if kind is Arg.EFFADDR or kind is Arg.REG_VALUE:
+                    args.append("value")
+                else:
+                    args.append(f"s[{static}]" + (" + anvil_bias" if kind is Arg.INST_ADDR else ""))
+                    static += 1
+            parts.append(f"    case {index}:\n        {proto.name}({', '.join(args)});\n        break;\n")
+        parts.append("    }\n}\n")
+        return "".join(parts)
