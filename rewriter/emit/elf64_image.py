@@ -127,7 +127,7 @@ def _caves(procs: list[Procedure], patches: list[EntryPatch], short: set[int]) -
     procedures none of whose entries runs in place (on into a piece), on runs of their own
     instructions that no entry starts and no patch or trampoline covers."""
     patched = {patch.address for patch in patches}
-    used = [span for patch in patches for span in patch.spans()]
+    used = sorted(span for patch in patches for span in patch.spans())
     runs = []
     for proc in procs:
         instructions = list(proc.instructions())
