@@ -33,7 +33,9 @@ ARGS = {"goto": ["7"], "calls": ["a", "b"], "addresses": ["x"]}
 # small unwind builds have no room after their text). The printed addresses of globals,
 # heap and stack are that file's (the counted `addresses` sample, every build).
 CASES = [("containers", "x64-gcc-O2-static"), ("unwind", "x64-gcc-O2"),
-         ("unwind", "x64-clang-O2"), ("unwind", "x64-gcc-O3-nopie")]
+         ("unwind", "x64-clang-O2"), ("unwind", "x64-gcc-O3-nopie"),
+         # code the program copies to run elsewhere (V8's builtins): left as it is (decision 0112)
+         ("x64_code_as_data", "x64-gcc-O2")]
 
 
 def _run(program: Path, args: list[str], cwd: Path) -> tuple[bytes, bytes, int]:
@@ -95,3 +97,22 @@ def test_original_code_runs_only_where_jumps_were_written(sample: str, variant: 
     assert in_region, "nothing ran in the region"
     assert not in_place, f"{len(in_place)} copied instructions ran in place: {[hex(p) for p in in_place[:8]]}"
     assert len(in_region) > 10 * len((ran & copied_code) - stub), "the copies ran less than the jumps into them"
+
+
+def test_the_region_has_room_for_the_jumps_it_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The region ends with the table of jumps the runtime writes over the original code (16
+    bytes a jump): it was placed below the image without that room, and a program with many
+    entries (Debian's cmake: 2.4 MiB of them, more than the 2 MiB left below the image)
+    could not map it (decision 0112). With the room below the image cut to a page, a static
+    program's thousands of entries show the same: the instrumented program must still run
+    as the original does, and count."""
+    from rewriter import cli
+
+    monkeypatch.setattr(elf64_image, "GAP", 0x1000)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    plain, copied = tmp_path / "a" / "prog", tmp_path / "b" / "prog"
+    shutil.copy(samples.build_x86_64("sort", "x64-gcc-O2-static"), plain)
+    assert cli.main(["instrument", "--tool", "inscount", str(plain), "-o", str(copied)]) == 0
+    assert _run(copied, [], tmp_path) == _run(plain, [], tmp_path)
+    assert (tmp_path / "prog.inscount.out").read_text().startswith("inscount: ")

@@ -31,7 +31,15 @@ from tests.support import samples
 ARGS = {"goto": ["7"], "calls": ["a", "b"], "addresses": ["x"]}
 VARIANTS = ("x64-gcc-O0", "x64-gcc-O2", "x64-gcc-O3-nopie", "x64-gcc-Os-cet", "x64-clang-O2", "x64-gcc-O2-static")
 CASES = [*(("sort", v) for v in VARIANTS), ("goto", "x64-gcc-O2"), ("calls", "x64-clang-O2"),
-         ("unwind", "x64-gcc-O2"), ("containers", "x64-gcc-O2"), ("unwind", "x64-gcc-O2-static")]
+         ("unwind", "x64-gcc-O2"), ("containers", "x64-gcc-O2"), ("unwind", "x64-gcc-O2-static"),
+         # `rep ret` is no string instruction: it runs once (decision 0112; it returned to RCX)
+         ("x64_rep_ret", "x64-gcc-O2"),
+         # code in two executable segments with a hole between: the jumps are written in each
+         ("x64_far_code", "x64-gcc-O2-far-code"),
+         # a switch table read past its end into the next (its bound in another block)
+         ("x64_adjacent_tables", "x64-gcc-O2"),
+         # threads counting the same blocks: the counters become locked adds as the first starts
+         ("x64_thread_counts", "x64-gcc-O2")]
 #: Debian's own stripped programs, with work to do.
 DEBIAN = {
     "ls": ["/bin/ls", "-la", str(samples.SAMPLES_DIR)],
@@ -101,6 +109,25 @@ def test_bbcount_is_qemus_count(variant: str, tmp_path: Path) -> None:
     got = {address: counted.get(address, 0) for address in want}
     assert got == want
     assert sum(want.values()) > 1000
+
+
+def test_a_static_programs_threads_are_counted_to_their_end(tmp_path: Path) -> None:
+    """A static program's threads end with an ``exit`` system call in its own (copied) code,
+    which was taken for the program's end: the first thread to end wrote the results, the
+    others' counts missing (decision 0112). The program's own procedures (its C library's
+    locks and waits spin as the threads' timing falls, so the total is not exact run to
+    run) against QEMU's count."""
+    plain, copied = _instrumented(samples.build_x86_64("x64_thread_counts", "x64-gcc-O2-static"), "inscount", tmp_path)
+    pcs = exe_pcs(trace_pcs(plain, [], cwd=tmp_path), plain)
+    assert _run_under_qemu(copied, [], tmp_path).returncode == 0
+    owners = _owners(plain)
+    want = Counter()
+    for pc, n in pcs.items():
+        want[owners[pc]] += n
+    got = json.loads((tmp_path / "prog.inscount.out").read_text())["procedures"]
+    for name in ("work", "worker", "main"):
+        assert got.get(name, 0) == want[name], name
+    assert want["worker"] > 4 * 10**6  # the four threads' work (work is inlined there)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

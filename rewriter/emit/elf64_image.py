@@ -66,6 +66,9 @@ def copyable(binary: Binary) -> tuple[list[Procedure], list[str]]:
         if proc.undecodable or proc.jumped_into:
             left.append(f"{proc.name}: code the descent cannot follow")
             continue
+        if any(lo <= proc.address < hi for lo, hi in binary.code_read_as_data):
+            left.append(f"{proc.name}: code the program reads as data (copies it to run it elsewhere)")
+            continue
         chosen.append(proc)
     return chosen, left
 
@@ -124,7 +127,7 @@ def _caves(procs: list[Procedure], patches: list[EntryPatch], short: set[int]) -
     procedures none of whose entries runs in place (on into a piece), on runs of their own
     instructions that no entry starts and no patch or trampoline covers."""
     patched = {patch.address for patch in patches}
-    used = [span for patch in patches for span in patch.spans()]
+    used = sorted(span for patch in patches for span in patch.spans())
     runs = []
     for proc in procs:
         instructions = list(proc.instructions())
@@ -171,15 +174,19 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     report.hooks = lowering
     library_offset = (code.size + 63) & ~63
     built = library() if library is not None else None
-    # Room for the table of jumps the runtime writes (below): a count, 16 bytes a jump.
-    table_room = 16 + 16 * sum(len(patch.spans()) for patch in patches) if built is not None else 0
+    # The region ends with the table of the jumps the runtime writes (below): its room is
+    # the region's too, or a program with many entries (cmake: 2.4 MiB of them, more than
+    # the gap below the image) gets a region that runs into its own image.
+    jumps = sum(1 if patch.trampoline is None else 2 for patch in patches) if built is not None else 0
+    locks = getattr(lowering, "lockable", 0)  # the counters' prefixes to make lock (hooks.py), 4 bytes each
+    table_room = 8 + 8 + 16 * jumps + 4 + 4 + 4 * locks if built is not None else 0
     region = region_address(binary, library_offset + (built.size if built is not None else 0) + table_room)
     code.rebase(region)
     tail = b""
     if built is not None:
         tail, linked = built.link(region + library_offset)
         symbols.update(linked)
-    data = code.finish(lambda key: code.labels[key])
+    data = bytearray(code.finish(lambda key: code.labels[key]))
     data += b"\0" * (library_offset - len(data)) + tail
     report.region, report.region_size = region, len(data)
 
@@ -221,6 +228,18 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
         data += b"\0" * (table - region - len(data)) + struct.pack("<Q", len(writes))
         data += b"".join(struct.pack("<QB7s", address, len(jump), jump) for address, jump in writes)
         writes = []
+    sites = getattr(lowering, "lock_sites", [])
+    if sites and "anvil_lock_table" in symbols:
+        # The prefixes the runtime makes lock when the program starts a thread: the table's
+        # distance goes into the runtime's anvil_lock_table, each site's from the table.
+        at = region + ((len(data) + 3) & ~3)
+        data += b"\0" * (at - region - len(data)) + struct.pack(f"<i{len(sites)}i", len(sites),
+                                                                *(site - at for site in sorted(sites)))
+        variable = symbols["anvil_lock_table"]
+        data[variable - region:variable - region + 8] = struct.pack("<q", at - variable)
+    if len(data) > library_offset + (built.size if built is not None else 0) + table_room:
+        raise AnvilError(f"{binary.path}: the region outgrew the room it was placed with")
+    report.region_size = len(data)
     stub = loader.assemble(places, {"ANVIL_REGION": region, "ANVIL_LENGTH": len(data),
                                     "ANVIL_OFFSET": region_offset, "ANVIL_ENTRY": binary.entry,
                                     "ANVIL_INIT": symbols.get("anvil_start", 0), "ANVIL_PATCHES": table})

@@ -21,6 +21,7 @@ from ..api import Options, Tool
 from ..arch.x86_64.calls import CallSites
 from ..arch.x86_64.hooks import CountingHooks
 from ..errors import AnvilError
+from ..ir.elf_loader import starts_threads
 from ..ir.go_runtime import go_version
 from ..ir.model import Binary
 from ..tool_files import run_instrument
@@ -93,6 +94,15 @@ def _library(sources: list, include: list) -> Library:
     return Library(size, link)
 
 
+def _thread_starts(binary: Binary) -> set[int]:
+    """Where the program enters a function that starts a thread: the PLT entries of the
+    imports that do, and the functions a static program defines that do (not ``clone``:
+    glibc's ``system`` and ``posix_spawn`` use it for a child that runs a command)."""
+    starts = {address for address, name in binary.plt.items() if starts_threads(name)}
+    return starts | {address for name, address in binary.symbols.items()
+                     if starts_threads(name) and not name.startswith("clone")}
+
+
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
     """Run ``tool`` over the x86-64 ``binary`` and write the instrumented program to ``output``."""
     started = time.monotonic()
@@ -117,7 +127,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     def hooks(symbol: Callable[[str], int]) -> CountingHooks:
         calls.append(CallSites(symbol, binary.threaded))
         return CountingHooks(symbol, binary.switch_cases, tool.procedure_sums, binary.threaded, binary.plt,
-                             calls[0])
+                             calls[0], _thread_starts(binary))
 
     def library() -> Library:
         # The tool's C in one unit with its call sites' tables and anvil_site, which calls

@@ -284,6 +284,42 @@ def _raises(elf: ELFFile, data: bytes) -> bool:
     return False
 
 
+#: Code a program reads as data, by the symbols that give its start and its size (a 32-bit
+#: word): V8's embedded builtins (node, Chromium's programs), copied at start-up next to the
+#: JIT's code range so that calls between them are short.
+_CODE_AS_DATA = (("v8_Default_embedded_blob_code_", "v8_Default_embedded_blob_code_size_"),)
+
+
+def code_read_as_data(elf: ELFFile, data: bytes) -> list[tuple[int, int]]:
+    """The (start, end) link addresses of code the program reads as data (_CODE_AS_DATA)."""
+    table = elf.get_section_by_name(".symtab")
+    if table is None:
+        return []
+    wanted = {name for pair in _CODE_AS_DATA for name in pair}
+    found = {name: value for name, value, _, _, _ in _symbol_entries(table, data) if name in wanted}
+    ranges = []
+    for start, size in _CODE_AS_DATA:
+        if start in found and size in found:
+            where = _offset_of(elf, found[size])
+            if where is not None:
+                ranges.append((found[start], found[start] + struct.unpack_from("<I", data, where)[0]))
+    return ranges
+
+
+def _offset_of(elf: ELFFile, address: int) -> int | None:
+    """The file offset of link address ``address`` (in a loaded segment's file bytes)."""
+    for seg in elf.iter_segments():
+        if seg["p_type"] == "PT_LOAD" and seg["p_vaddr"] <= address < seg["p_vaddr"] + seg["p_filesz"] - 3:
+            return seg["p_offset"] + address - seg["p_vaddr"]
+    return None
+
+
+def starts_threads(name: str) -> bool:
+    """Whether the function ``name`` (defined or imported) starts a thread, as
+    ``Binary.threaded`` reads it."""
+    return name in _THREADING or bool(_THREAD_STARTS.match(name))
+
+
 def names_thread_start(elf: ELFFile, data: bytes, named: set[str] | None = None) -> bool:
     """Whether the program names a function that starts a thread, or imports one from a
     library that does (what makes ``Binary.threaded``, Go's runtime aside); ``named``: what

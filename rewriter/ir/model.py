@@ -364,6 +364,9 @@ class Binary:
     # The program starts threads (names pthread_create or thrd_create): counters then add
     # with LDREX/STREX, as in firmware interrupt code (decision 0003).
     threaded: bool = False
+    # Code the program reads as its data (V8's embedded builtins, which node copies next to
+    # its JIT code to run them there): left as it is, neither copied nor jumped from.
+    code_read_as_data: list[tuple[int, int]] = field(default_factory=list)
     fini: int | None = None  # DT_FINI: the last code of the executable to run at exit (dynamic)
     init: int | None = None  # DT_INIT: run at start by glibc's dynamic programs, never by musl's on ARM
     # The first DT_FINI_ARRAY function (link address, no Thumb bit): the last of the array

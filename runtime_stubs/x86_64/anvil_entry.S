@@ -52,6 +52,13 @@ anvil_syscall_entry:
     preserving anvil_on_syscall, 1
     .size anvil_syscall_entry, . - anvil_syscall_entry
 
+# As the program enters a function that starts a thread: the counters become locked adds.
+    .globl anvil_threads_entry
+    .type anvil_threads_entry, @function
+anvil_threads_entry:
+    preserving anvil_threads_start
+    .size anvil_threads_entry, . - anvil_threads_entry
+
 # A call site of the copied code (arch/x86_64/calls.py): rdi the run-time argument, esi the
 # site's number; anvil_site calls the tool's routine.
     .globl anvil_site_entry

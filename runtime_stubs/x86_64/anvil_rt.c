@@ -85,27 +85,53 @@ struct anvil_patch {
 #define SYS_mprotect 10
 #define PAGE 4096ul
 
+/* Make [low, high) writable, write the patches from ``first`` to before ``end`` into it,
+ * and make it read and execute again (it is code); whether mprotect allowed it. */
+static int write_run(const struct anvil_patch *first, const struct anvil_patch *end, anvil_word bias,
+                     anvil_word low, anvil_word high)
+{
+    if (anvil_syscall(SYS_mprotect, (long)low, (long)(high - low), 7, 0, 0, 0) < 0)
+        return 0;
+    for (const struct anvil_patch *p = first; p < end; p++) {
+        uint8_t *at = (uint8_t *)(p->address + bias);
+        for (uint32_t b = 0; b < p->length; b++)
+            at[b] = p->bytes[b];
+    }
+    anvil_syscall(SYS_mprotect, (long)low, (long)(high - low), 5, 0, 0, 0);
+    return 1;
+}
+
 /* The jumps over the original code's entries, written now that the region they lead to is
  * mapped: until now the original code ran as it is (a library's initialiser may call into
- * the program before its entry). ``table``: a count, then the patches in address order. */
+ * the program before its entry). ``table``: a count, then the patches in address order.
+ * They are written a run of pages at a time, a run ending where a page holds no patch: a
+ * program's code may lie in several segments with unmapped pages or data between them
+ * (node's .init/.plt, .text and a segment of its own, all at fixed addresses), and one
+ * mprotect over all of them fails on the hole (or would make the data executable). */
 static void write_patches(const uint64_t *table, anvil_word bias)
 {
     uint64_t count = table[0];
     const struct anvil_patch *patches = (const struct anvil_patch *)(table + 1);
-    if (!count)
-        return;
-    anvil_word low = (patches[0].address + bias) & ~(PAGE - 1);
-    anvil_word high = (patches[count - 1].address + bias + 16 + PAGE - 1) & ~(PAGE - 1);
-    if (anvil_syscall(SYS_mprotect, (long)low, (long)(high - low), 7, 0, 0, 0) < 0) {
-        anvil_warn("anvil: cannot write the jumps into the instrumented code: it runs uninstrumented\n");
-        return;
+    const struct anvil_patch *first = patches;
+    anvil_word low = 0, high = 0;
+    for (uint64_t k = 0; k <= count; k++) {
+        anvil_word start = 0, end = 0;
+        if (k < count) {
+            start = (patches[k].address + bias) & ~(PAGE - 1);
+            end = (patches[k].address + bias + patches[k].length + PAGE - 1) & ~(PAGE - 1);
+            if (k > 0 && start <= high) {  /* on the run's last page or the next: the same run */
+                if (end > high)
+                    high = end;
+                continue;
+            }
+        }
+        if (k > 0 && !write_run(first, patches + k, bias, low, high)) {
+            anvil_warn("anvil: cannot write the jumps into the instrumented code: part of it runs uninstrumented\n");
+        }
+        first = patches + k;
+        low = start;
+        high = end;
     }
-    for (uint64_t k = 0; k < count; k++) {
-        uint8_t *at = (uint8_t *)(patches[k].address + bias);
-        for (uint32_t b = 0; b < patches[k].length; b++)
-            at[b] = patches[k].bytes[b];
-    }
-    anvil_syscall(SYS_mprotect, (long)low, (long)(high - low), 5, 0, 0, 0);
 }
 
 /* Called by the loader stub: ``initial_sp`` is the stack the kernel started the program
@@ -133,11 +159,37 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
     anvil_program_start();
 }
 
+/* The counters of a program that may start threads are written ``ds add`` (a prefix that
+ * does nothing) until it starts one: then each becomes ``lock add``, so that two threads
+ * counting one block at once lose no count. A locked add costs about twenty times a plain
+ * one, and most such programs (an interpreter, a library that can use threads) never start
+ * one. The rewriter writes here the table's distance from this variable (0: none): a count,
+ * then each prefix byte's distance from the table. The region is writable; only the
+ * thread that is about to start the first other one runs. */
+long anvil_lock_table __attribute__((section(".data"))) = 0;
+static int threads_started __attribute__((section(".data")));
+
+/* Called (anvil_threads_entry) as the program enters a function that starts a thread. */
+void anvil_threads_start(void)
+{
+    if (threads_started)
+        return;
+    threads_started = 1;
+    if (!anvil_lock_table)
+        return;
+    const int *table = (const int *)((const char *)&anvil_lock_table + anvil_lock_table);
+    for (int k = 1; k <= table[0]; k++)
+        *((uint8_t *)table + table[k]) = 0xF0;
+}
+
 /* Before a system call the copied code makes with a number not known where it was
  * rewritten (anvil_syscall_entry): the results, if it ends the program. */
 void anvil_on_syscall(long nr)
 {
-    if (nr == SYS_exit_group || (nr == SYS_exit && !anvil_forked_child()))
+    /* exit ends a thread: the program's end only where it started none (a static program's
+     * threads end so, and the first to end wrote the results with the others' counts
+     * missing). */
+    if (nr == SYS_exit_group || (nr == SYS_exit && !threads_started && !anvil_forked_child()))
         anvil_program_end();
 }
 

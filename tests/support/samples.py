@@ -335,6 +335,8 @@ X86_64_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "x64-gcc-Os-cet": ("gcc", ["-g", "-Os", "-fcf-protection=full"]),
     "x64-clang-O2": ("clang", ["-g", "-O2"]),
     "x64-clang-O3-static": ("clang", ["-g", "-O3", "-static"]),
+    # code in a second executable segment, unmapped pages below it (node's large-page stub)
+    "x64-gcc-O2-far-code": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,--section-start=farcode=0x1000000"]),
 }
 
 

@@ -137,8 +137,36 @@ def _stack_accesses(name: str, ins: capstone.CsInsn, is_call: bool, is_return: b
     return []
 
 
-def decode_one(md: capstone.Cs, code: bytes, address: int) -> Instruction | None:
-    """The instruction at the start of ``code``, or None where the bytes are no instruction."""
+def decode_one(md: capstone.Cs, code: bytes, address: int,
+               known: dict[bytes, Instruction] | None = None) -> Instruction | None:
+    """The instruction at the start of ``code``, or None where the bytes are no instruction.
+
+    ``known``: the instructions decoded so far whose facts do not depend on their address,
+    by encoding (the lift's): an encoding met before is only measured (capstone without
+    details, about ten times cheaper) and its facts shared. Most of a big program's
+    instructions repeat an encoding met before (``push rbp``, ``mov rdi, rbx``, ...)."""
+    if known is not None:
+        for _, size, _, _ in md.disasm_lite(code[:15], address, 1):
+            same = known.get(code[:size])
+            if same is not None:
+                return _moved(same, address)
+            break
+        else:
+            return None
     for ins in md.disasm(code[:15], address, 1):
-        return instruction_of(ins)
+        decoded = instruction_of(ins)
+        # A direct branch names its target, an operand read from RIP an absolute address,
+        # xbegin its abort address: those facts are the address's own.
+        if known is not None and not decoded.reads_pc and decoded.branch_target is None and decoded.name != "xbegin":
+            known[decoded.raw] = decoded
+        return decoded
     return None
+
+
+def _moved(ins: Instruction, address: int) -> Instruction:
+    """``ins``, whose facts do not depend on where it is, at ``address`` (its strings, bytes
+    and accesses shared)."""
+    return Instruction(address=address, size=ins.size, raw=ins.raw, thumb=False, mnemonic=ins.mnemonic,
+                       op_str=ins.op_str, name=ins.name, cond=ins.cond, accesses=ins.accesses,
+                       is_branch=ins.is_branch, is_call=ins.is_call, is_return=ins.is_return,
+                       is_indirect=ins.is_indirect, writes_pc=ins.writes_pc, is_syscall=ins.is_syscall)

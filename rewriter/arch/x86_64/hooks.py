@@ -40,20 +40,37 @@ _BELOW_RED_ZONE = bytes.fromhex("488d642480")        # lea rsp, [rsp-128]
 _ABOVE_RED_ZONE = bytes.fromhex("488da42480000000")  # lea rsp, [rsp+128]
 _PUSHF, _POPF = b"\x9c", b"\x9d"
 _EXIT_CALLS = frozenset({60, 231})  # exit, exit_group
+_EXIT_GROUP = 231
 _ENDING = frozenset({"_exit", "_Exit", "quick_exit"})
 
 
+# The prefix of a counter in a program that may start threads, until it does: ``ds``, which
+# does nothing in 64-bit mode; the runtime (anvil_threads_start) writes ``lock`` over it.
+UNLOCKED = b"\x3e"
+
+
 def add_to_slot(at: int, slot: int, amount: int, locked: bool = False) -> bytes:
-    """``add qword ptr [rip + (slot)], amount`` written at ``at`` (``lock``-prefixed if ``locked``)."""
-    lock = b"\xf0" if locked else b""
+    """``add qword ptr [rip + (slot)], amount`` written at ``at``, with the prefix that
+    becomes ``lock`` once the program starts a thread if ``locked``."""
+    lock = UNLOCKED if locked else b""
     if -128 <= amount < 128:
         return lock + b"\x48\x83\x05" + rel32(at + len(lock), 8, slot) + struct.pack("<b", amount)
     return lock + b"\x48\x81\x05" + rel32(at + len(lock), 11, slot) + struct.pack("<i", amount)
 
 
+_STRINGS = frozenset(f"{name}{width}" for name in ("movs", "stos", "cmps", "scas", "lods", "ins", "outs")
+                     for width in "bwdq")
+
+
 def _repeats(ins: Instruction) -> bool:
-    """Whether ``ins`` is a string instruction with a ``rep``/``repe``/``repne`` prefix."""
-    return ins.mnemonic.startswith(("rep ", "repe ", "repne ", "repz ", "repnz "))
+    """Whether ``ins`` is a string instruction with a ``rep``/``repe``/``repne`` prefix.
+
+    Only string instructions repeat: the prefix on anything else is ignored by the processor
+    and kept by assemblers as a hint or a filler (AMD's ``rep ret``, OpenSSL's ``repz ret``
+    at the end of its assembly, ``bnd``-less MPX forms), and such an instruction runs once.
+    Counting around a ``rep ret`` would push RCX over the return address."""
+    prefix, _, name = ins.mnemonic.partition(" ")
+    return prefix in ("rep", "repe", "repne", "repz", "repnz") and name in _STRINGS and "xmm" not in ins.op_str
 
 
 def syscall_number(ins: Instruction) -> int | None:
@@ -87,14 +104,21 @@ class CountingHooks:
 
     def __init__(self, symbol: Callable[[str], int], switch_cases: dict[int, set[int]],
                  sums: dict[str, str] | None = None, threaded: bool = False,
-                 plt: dict[int, str] | None = None, calls: CallSites | None = None) -> None:
+                 plt: dict[int, str] | None = None, calls: CallSites | None = None,
+                 thread_starts: set[int] | None = None) -> None:
         self.symbol = symbol
         self.calls = calls  # the tool's calls of its routines, if it makes any
         # The PLT entries of the C library's functions that end the process at once: the
         # results are written as they are entered (a dynamic program's end is otherwise
         # seen only where the dynamic linker's fini runs, which they skip).
         self.ending = {address for address, name in (plt or {}).items() if name in _ENDING}
-        self.threaded = threaded  # counters other threads add to as well: a locked add
+        # Counters other threads may add to as well: each has a prefix the runtime makes
+        # ``lock`` as the program enters one of ``thread_starts`` (addresses of the PLT
+        # entries and procedures that start threads); ``lock_sites``: where those prefixes are.
+        self.threaded = threaded
+        self.thread_starts = thread_starts or set()
+        self.lock_sites: list[int] = []
+        self.lockable = 0
         self.switch_cases = switch_cases
         self.sums = sums or {}
         self.repeated = 0
@@ -122,11 +146,20 @@ class CountingHooks:
         # Whether or not the block counts (a tool's --only may leave the PLT out).
         if block.address in self.ending:
             self._call(code, "anvil_exit_entry")
+        if block.address in self.thread_starts and self.threaded:
+            self._call(code, "anvil_threads_entry")
 
     def _add(self, code: Code, array: str, offset: int, amount: int) -> None:
         symbol, locked = self.symbol, self.threaded
+        self.lockable += locked
         code.later((8 if -128 <= amount < 128 else 11) + locked,
-                   lambda at, _r: add_to_slot(at, symbol(array) + offset, amount, locked))
+                   lambda at, _r: self._locked(at, locked) + add_to_slot(at, symbol(array) + offset, amount, locked))
+
+    def _locked(self, at: int, locked: bool) -> bytes:
+        """Note where a lock prefix goes (written by ``later`` once addresses are final)."""
+        if locked:
+            self.lock_sites.append(at)
+        return b""
 
     def around(self, ins: Instruction, code: Code, copy: Callable[[Instruction], None]) -> bool:
         """Copy ``ins`` with the calls it asks for before it, and what counts its repetitions
@@ -155,9 +188,11 @@ class CountingHooks:
         symbol = self.symbol
         for counter, index in slots:
             array, offset = f"anvil_array_{counter}", 8 * index
-            lock = b"\xf0" if self.threaded else b""
+            lock = UNLOCKED if self.threaded else b""
+            self.lockable += self.threaded
             code.later(7 + len(lock), lambda at, _r, array=array, offset=offset, lock=lock:
-                       lock + b"\x48\x01\x05" + rel32(at + len(lock), 7, symbol(array) + offset))  # add [rip+slot], rax
+                       self._locked(at, bool(lock)) + lock
+                       + b"\x48\x01\x05" + rel32(at + len(lock), 7, symbol(array) + offset))  # add [rip+slot], rax
         code.emit(bytes.fromhex("58"                 # pop rax
                                 "9d"                 # popfq
                                 "488da42488000000"))  # lea rsp, [rsp+136]
@@ -167,7 +202,9 @@ class CountingHooks:
         number = syscall_number(ins)
         if number is not None and number not in _EXIT_CALLS:
             return
-        entry = "anvil_exit_entry" if number is not None else "anvil_syscall_entry"
+        # exit_group ends the program; exit ends a thread, which is the program's end only
+        # where it started no other (the runtime knows: anvil_on_syscall).
+        entry = "anvil_exit_entry" if number == _EXIT_GROUP else "anvil_syscall_entry"
         if number is None:
             self.unknown_syscalls += 1
         else:

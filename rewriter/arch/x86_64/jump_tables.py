@@ -7,7 +7,12 @@
 
 How many entries a table has comes from the bounds check before it (``cmp idx, N`` then
 ``ja``/``jae`` to the default); without one, entries are read while they name code inside
-the procedure, at most ``MAX_ENTRIES``.
+the procedure, at most ``MAX_ENTRIES``; with or without one, not past the start of other
+data the code names (``referenced``): compilers put a function's tables one after the other, and the
+next table's offsets, read from the wrong base, name places inside the code that are no
+instruction's start (Debian's gold: the bounds check in a block before the one with the
+jump read 25 entries of a 5-entry table, and a jump written at one of them broke a real
+instruction).
 """
 
 from __future__ import annotations
@@ -27,12 +32,14 @@ LOOK_BACK = 12
 
 
 def switch_targets(before: Iterable[Instruction], jump: Instruction, read: Callable[[int, int], bytes],
-                   is_code: Callable[[int], bool]) -> list[int] | None:
+                   is_code: Callable[[int], bool],
+                   referenced: Callable[[int], bool] = lambda address: False) -> list[int] | None:
     """The cases of the indirect ``jump``, whose preceding instructions (the nearest first)
     ``before`` gives; None where it is no switch of a known pattern.
     ``read(address, size)`` gives the program's bytes, ``is_code(address)`` says whether an
     address is in the program's code (a case may be in another part of the function: its
-    ``.cold`` part holds the default)."""
+    ``.cold`` part holds the default); ``referenced(address)`` whether the code names that
+    data address (an unbounded table ends before one)."""
     before = iter(before)
     window = list(itertools.islice(before, LOOK_BACK))[::-1]  # in address order, the nearest last
     count = _bound(window)
@@ -40,17 +47,24 @@ def switch_targets(before: Iterable[Instruction], jump: Instruction, read: Calla
     if access is not None:  # jmp [table + idx*8]
         if access.base != -1 or access.index is None or access.shift != 3:
             return None
-        return _entries(lambda i: struct.unpack("<Q", read(access.disp + 8 * i, 8))[0], count, is_code)
+        return _entries(lambda i: struct.unpack("<Q", read(access.disp + 8 * i, 8))[0], count, is_code,
+                        lambda i: referenced(access.disp + 8 * i))
     table = _pic_table(itertools.chain(reversed(window), before), jump)
     if table is None:
         return None
     return _entries(lambda i: (table + struct.unpack("<i", read(table + 4 * i, 4))[0]) & (1 << 64) - 1,
-                    count, is_code)
+                    count, is_code, lambda i: referenced(table + 4 * i))
 
 
-def _entries(entry: Callable[[int], int], count: int | None, inside: Callable[[int], bool]) -> list[int] | None:
+def _entries(entry: Callable[[int], int], count: int | None, inside: Callable[[int], bool],
+             other_data: Callable[[int], bool]) -> list[int] | None:
     targets = []
     for i in range(count if count is not None else MAX_ENTRIES):
+        if i and other_data(i):
+            # Another table (or other data the code names) starts here. A bound read from a
+            # compare may be too large too: ``cmp dil, 0x2d; ja ...; sub edi, 0x21`` (perl)
+            # indexes 13 entries, not 46.
+            break
         target = entry(i)
         if not inside(target):
             if count is not None:

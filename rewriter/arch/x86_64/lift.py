@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import re
 import struct
 from collections.abc import Iterable, Iterator
 
@@ -27,13 +28,17 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from ...errors import AnvilError
-from ...ir.elf_loader import read_runtime_facts
+from ...ir.elf_loader import code_read_as_data, read_runtime_facts
 from ...ir.exception_tables import landing_pads
 from ...ir.model import Binary, Block, Instruction, Procedure, Segment, own_instructions
 from .decode import RIP, decode_one, make_disassembler
 from .jump_tables import switch_targets
 
 SHF_EXECINSTR = 0x4
+# REX.W lea/mov/movsxd r64, [rip + disp32] (ModRM mod 00, r/m 101), looked at every byte.
+_RIP_DATA = re.compile(rb"(?=[\x48-\x4f][\x8d\x8b\x63][\x05\x0d\x15\x1d\x25\x2d\x35\x3d](....))", re.S)
+# jmp qword ptr [disp32 + index*8] (SIB with no base).
+_TABLE_JUMP = re.compile(rb"(?=\xff\x24[\xc5\xcd\xd5\xdd\xe5\xed\xf5\xfd](....))", re.S)
 R_X86_64_RELATIVE = 8
 _PLT_SECTIONS = (".plt", ".plt.sec", ".plt.got")
 #: The C library's functions that never return: the instruction after a call of one is
@@ -89,6 +94,7 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
             block.index = blocks
             blocks += 1
     read_runtime_facts(binary, elf, stripped=not sizes)
+    binary.code_read_as_data = code_read_as_data(elf, data)
     return binary
 
 
@@ -111,6 +117,7 @@ class _Descents:
         self.descents: dict[int, _Descent] = {}
         self.pending: dict[int, set[int]] = {}  # entries of descended procedures not followed yet
         self.work = sorted(starts)
+        self.encodings: dict[bytes, Instruction] = {}  # decode_one's: facts shared by encoding
 
     def run(self) -> dict[int, Procedure]:
         while self.work:
@@ -119,7 +126,8 @@ class _Descents:
             if descent is None:
                 end = _end_of(start, self.known, self.sizes, self.code)
                 name = self.sizes[start][0] if start in self.sizes else f"sub_{start:x}"
-                descent = _Descent(Procedure(name, start, end - start, thumb=False), self.md, self.reader, self.names)
+                descent = _Descent(Procedure(name, start, end - start, thumb=False), self.md, self.reader, self.names,
+                                   self.encodings)
                 self.descents[start] = descent
                 inner = self.taken[bisect.bisect_right(self.taken, start):bisect.bisect_left(self.taken, end)]
                 leaving = descent.extend([start, *sorted(self.roots[start])], inner)
@@ -320,12 +328,29 @@ class _Reader:
     def __init__(self, binary: Binary, code: list[tuple[int, int]]) -> None:
         self.binary = binary
         self.code = code
+        self._referenced: set[int] | None = None
 
     def bytes_at(self, address: int, size: int) -> bytes:
         return self.binary.read(address, size)
 
     def is_code(self, address: int) -> bool:
         return _in(self.code, address)
+
+    def referenced(self, address: int) -> bool:
+        """Whether the code names ``address`` as data: a RIP-relative ``lea``, ``mov`` or
+        ``movsxd`` of a 64-bit register, or a jump through a table of absolute addresses,
+        found by their bytes in the code sections (an unbounded switch table ends before
+        the next such address; a match that is no instruction only ends one sooner)."""
+        if self._referenced is None:
+            found = set()
+            for lo, hi in self.code:
+                data = self.binary.read(lo, hi - lo)
+                for match in _RIP_DATA.finditer(data):
+                    found.add(lo + match.start() + 7 + struct.unpack("<i", match.group(1))[0])
+                for match in _TABLE_JUMP.finditer(data):
+                    found.add(struct.unpack("<I", match.group(1))[0])
+            self._referenced = found
+        return address in self._referenced
 
 
 def _end_of(start: int, known: list[int], sizes: dict[int, tuple[str, int]], code: list[tuple[int, int]]) -> int:
@@ -346,8 +371,10 @@ class _Descent:
     where it arrives other than by falling through or a direct branch (``cases``).
     """
 
-    def __init__(self, proc: Procedure, md, reader: _Reader, names: dict[int, str]) -> None:
+    def __init__(self, proc: Procedure, md, reader: _Reader, names: dict[int, str],
+                 encodings: dict[bytes, Instruction] | None = None) -> None:
         self.proc, self.md, self.reader, self.names = proc, md, reader, names
+        self.encodings = encodings
         self.lo, self.hi = proc.address, proc.end  # the range as first given (the procedure may be cut back)
         self.found: dict[int, Instruction] = {}
         self.keys: list[int] = []  # the addresses of found, in order
@@ -392,7 +419,8 @@ class _Descent:
 
     def _switch(self, jump: Instruction, work: list[int], leaving: set[int]) -> None:
         """Follow the cases of the indirect ``jump``; keep it for later where none are found."""
-        cases = switch_targets(self._before(jump.address), jump, self.reader.bytes_at, self.reader.is_code)
+        cases = switch_targets(self._before(jump.address), jump, self.reader.bytes_at, self.reader.is_code,
+                               self.reader.referenced)
         if not cases:
             self.unresolved.append(jump)
             return
@@ -409,7 +437,7 @@ class _Descent:
         """Decode on from ``address`` until control cannot fall through."""
         found, covered, lo, hi = self.found, self.covered, self.lo, self.hi
         while lo <= address < hi and address not in found and address not in covered:
-            ins = decode_one(self.md, self.reader.bytes_at(address, min(15, hi - address)), address)
+            ins = decode_one(self.md, self.reader.bytes_at(address, min(15, hi - address)), address, self.encodings)
             if ins is None or any(address + k in covered for k in range(1, ins.size)):
                 return  # no instruction, or one that would overlap an instruction already found
             found[address] = ins

@@ -14,6 +14,7 @@ no patch and runs in place, uninstrumented, which the report says.
 from __future__ import annotations
 
 import bisect
+import itertools
 from dataclasses import dataclass
 
 from ...ir.model import Binary, Procedure
@@ -125,12 +126,16 @@ def entry_patches(binary: Binary, procs: list[Procedure],
 def dead_runs(instructions: list, stops: set[int], used: list[tuple[int, int]], least: int) -> list[tuple[int, int]]:
     """The [start, end) runs of at least ``least`` bytes of contiguous ``instructions`` (a
     procedure's, none of which runs in place) that nothing runs any more: no entry of
-    ``stops`` starts one, no written span of ``used`` covers a byte of one."""
+    ``stops`` starts one, no written span of ``used`` (sorted) covers a byte of one."""
     runs: list[tuple[int, int]] = []
     start = end = None
     if instructions:  # the written bytes near these instructions, as a set (one look a byte)
         lo_all, hi_all = instructions[0].address, instructions[-1].end
-        covered = {a for lo, hi in used if lo < hi_all and hi > lo_all for a in range(lo, hi)}
+        # ``used`` is sorted and its spans are a jump's few bytes: only those starting near
+        # these instructions are looked at (each of cargo's 50k procedures looked at every
+        # one of its 150k spans: the rewrite took most of an hour).
+        near = used[bisect.bisect_left(used, (lo_all - 16,)):bisect.bisect_left(used, (hi_all,))]
+        covered = {a for lo, hi in near if lo < hi_all and hi > lo_all for a in range(lo, hi)}
     for ins in instructions:
         dead = ins.address not in stops and covered.isdisjoint(range(ins.address, ins.end))
         if dead and end == ins.address:
@@ -150,7 +155,9 @@ def _trampolines(instructions: list, narrow: list[int], patches: list[EntryPatch
     instructions, but no entry and nothing another patch covers) within a ``jmp rel8``'s
     reach; None where one finds none. Only in a procedure none of whose code runs in place:
     code that does would run into a trampoline where its instruction was."""
-    used = [span for patch in patches for span in patch.spans()] + [(a, a + SHORT_SIZE) for a in narrow]
+    # Only this procedure's patches (the last ones made) can cover its bytes.
+    own = itertools.takewhile(lambda patch: patch.address >= instructions[0].address - 16, reversed(patches))
+    used = sorted([span for patch in own for span in patch.spans()] + [(a, a + SHORT_SIZE) for a in narrow])
     runs = dead_runs(instructions, wanted, used, JMP_SIZE)
     placed = []
     for site in narrow:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Hashable
+from functools import lru_cache
 from typing import Protocol
 
 from ...errors import AnvilError, RangeError
@@ -76,20 +77,30 @@ def jump_bytes(at: int, target: int) -> bytes:
 
 def _displacement(ins: Instruction) -> int:
     """Where the 32-bit branch displacement of ``ins`` (its last immediate) is in its bytes."""
-    for decoded in shared_disassembler().disasm(ins.raw, ins.address, 1):
-        if decoded.imm_size == 4 and decoded.imm_offset + 4 == ins.size:
-            return decoded.imm_offset
-    raise AnvilError(f"{ins}: a direct branch of an unknown form")
+    offset = _offsets(ins.raw)[0]
+    if offset is None:
+        raise AnvilError(f"{ins}: a direct branch of an unknown form")
+    return offset
 
 
 def _disp_offset(ins: Instruction) -> int:
     """Where the 32-bit displacement of ``ins``'s RIP-relative operand is in its bytes: right
     after the ModRM byte (an operand addressed from RIP has no SIB byte and always a 32-bit
     displacement; capstone's ``disp_size`` is wrong for some forms with a 0x66 prefix)."""
-    for decoded in shared_disassembler().disasm(ins.raw, ins.address, 1):
-        if decoded.modrm_offset:
-            return decoded.modrm_offset + 1
-    raise AnvilError(f"{ins}: no 32-bit displacement to relocate")
+    offset = _offsets(ins.raw)[1]
+    if offset is None:
+        raise AnvilError(f"{ins}: no 32-bit displacement to relocate")
+    return offset
+
+
+@lru_cache(maxsize=1 << 16)
+def _offsets(raw: bytes) -> tuple[int | None, int | None]:
+    """Where an encoding's 32-bit last immediate and the displacement after its ModRM byte
+    are (None: it has none): facts of the encoding, not of where it is."""
+    for decoded in shared_disassembler().disasm(raw, 0x1000, 1):
+        immediate = decoded.imm_offset if decoded.imm_size == 4 and decoded.imm_offset + 4 == len(raw) else None
+        return immediate, decoded.modrm_offset + 1 if decoded.modrm_offset else None
+    return None, None
 
 
 class Copier:

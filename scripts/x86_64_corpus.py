@@ -1,0 +1,514 @@
+"""Real x86-64 programs with real work, instrumented (inscount, bbcount) and run natively
+beside the original: do they behave the same, how fast do they rewrite, how much slower
+do they run (decision 0112).
+
+Each program is copied to ``<root>/o/bin/<name>`` and instrumented to ``<root>/i/bin/<name>``
+(inscount) and ``<root>/b/bin/<name>`` (bbcount): paths of the same length, so that the same
+environment, arguments and stack give the same addresses. Each runs under ``setarch -R``
+(no address randomisation) in its own work directory (``<root>/<v>/w``, made the same way
+by the case's setup), with the same environment and standard input. Compared with the
+original's run: standard output, standard error, exit status and every file left in the
+work directory (the tool's results file aside, which must exist and count something);
+the variant's directory name in anything printed is read as the original's.
+
+Programs: Debian's own (C, C++, stripped as shipped), programs linked here from Debian's
+static libraries (CPython from Debian's and pyenv's libpython3.11.a, SQLite, OpenSSL's
+libcrypto), the project's C samples built with gcc and clang at -O0..-O3, static,
+static-pie, -fcf-protection, -fno-plt and LTO, a Rust program (threads, panics, iterators)
+and Rust's own cargo, node and Java's launcher. Columns: whether both tools' runs were
+identical, the file's size, the rewrite's wall seconds (inscount) and lifted instructions a
+second, and each tool's wall time over the original's (one run each: a rough figure;
+``benchmarks/x86_64.py`` measures properly).
+
+    python3 scripts/x86_64_corpus.py                  # the whole corpus (about 25 min)
+    python3 scripts/x86_64_corpus.py --tier small     # the quick ones
+    python3 scripts/x86_64_corpus.py --only sqlite --keep /tmp/corpus
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = REPO_ROOT / "samples"
+LIBDIR = Path("/usr/lib/x86_64-linux-gnu")
+PYENV = Path("/root/.pyenv/versions/3.11.7")
+VARIANTS = {"o": None, "i": "inscount", "b": "bbcount"}
+RESULTS = re.compile(r"\.(inscount|bbcount)\.out(\.\d+)?$")
+
+
+@dataclass
+class Case:
+    """One program and its work: ``args`` run in the work directory ``setup`` filled."""
+
+    name: str
+    program: Callable[[Path], Path] | str
+    args: list[str]
+    stdin: bytes = b""
+    setup: Callable[[Path], None] | None = None
+    home: str | None = None  #: a directory the program finds its files relative to (mirrored)
+    tier: str = "small"
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def _text(path: Path, kib: int, seed: int = 1) -> None:
+    """``kib`` KiB of deterministic text with repeats."""
+    words = [f"w{(k * 7919 + seed) % 10007}" for k in range(2048)]
+    lines, size, k = [], 0, 0
+    while size < kib << 10:
+        line = " ".join(words[(k + j * 31) % len(words)] for j in range(10)) + "\n"
+        lines.append(line)
+        size += len(line)
+        k += 1
+    path.write_text("".join(lines))
+
+
+def _files(work: Path) -> None:
+    """A small tree of text files and a copy of the samples' sources."""
+    _text(work / "a.txt", 256)
+    _text(work / "b.txt", 256, seed=3)
+    shutil.copytree(SAMPLES, work / "src", ignore=shutil.ignore_patterns("boards", "lua"))
+
+
+def _script(name: str, text: str) -> Callable[[Path], None]:
+    def setup(work: Path) -> None:
+        _files(work)
+        (work / name).write_text(text)
+    return setup
+
+
+def _cached(name: str, command: Callable[[Path], list[str]]) -> Callable[[Path], Path]:
+    """A program built here, once per build directory."""
+    def build(builds: Path) -> Path:
+        out = builds / name
+        if not out.is_file():
+            subprocess.run(command(out), check=True, capture_output=True, cwd=builds)
+        return out
+    return build
+
+
+def _c(sample: str, compiler: str, *flags: str) -> Callable[[Path], list[str]]:
+    return lambda out: [compiler, *flags, str(SAMPLES / sample), "-o", str(out)]
+
+
+PYTHON_WORK = """import json, re, zlib, hashlib, collections, itertools, decimal, fractions, sys
+words = open('a.txt').read().split()
+c = collections.Counter(words)
+print(len(words), c.most_common(3))
+print(hashlib.sha256(open('b.txt', 'rb').read()).hexdigest())
+z = zlib.compress(open('a.txt', 'rb').read(), 9); print(len(z), zlib.decompress(z)[:20])
+print(json.dumps({k: v for k, v in itertools.islice(sorted(c.items()), 5)}, sort_keys=True))
+print(sum(fractions.Fraction(1, k) for k in range(1, 60)))
+decimal.getcontext().prec = 50; print(decimal.Decimal(2).sqrt())
+print(len(re.findall(r'w1[0-9]+7', open('b.txt').read())))
+class E(Exception): pass
+def deep(n):
+    if n == 0: raise E('bottom')
+    return deep(n - 1)
+try: deep(200)
+except E as e: print('caught', e)
+open('out.json', 'w').write(json.dumps(sorted(c)[:100]))
+print(sys.version_info[:2])
+"""
+SQL = """create table t(k integer primary key, w text, n integer);
+with recursive s(i) as (select 1 union all select i + 1 from s where i < 20000)
+insert into t(w, n) select 'w' || (i * 7919 % 1009), i % 97 from s;
+create index tw on t(w);
+select w, count(*), sum(n) from t group by w order by 2 desc, 1 limit 5;
+select count(*) from t a join t b on a.w = b.w where a.k < 300 and b.k < 300;
+update t set n = n * 2 where w like 'w1%';
+select sum(n), max(w), min(w) from t;
+"""
+PERL_WORK = r"""my %c; open my $f, '<', 'a.txt' or die; while (<$f>) { $c{$_}++ for split; }
+my @top = (sort { $c{$b} <=> $c{$a} or $a cmp $b } keys %c)[0..4]; print "@top\n";
+my $s = join '', map { chr(65 + $_ % 26) } 1..5000; (my $t = $s) =~ s/([AEIOU])/lc $1/ge;
+print length($t), substr($t, 0, 30), "\n";
+printf "%.6f\n", eval { my $x = 0; $x += sqrt($_) for 1..100000; $x };
+eval { die { code => 7 } }; print "died $@->{code}\n";
+open my $o, '>', 'perl.out'; print $o join("\n", sort keys %c), "\n";
+"""
+TCL_WORK = """set f [open a.txt]; set d [read $f]; close $f
+foreach w $d { dict incr c $w }
+puts [lrange [lsort -stride 2 -index 1 -integer -decreasing $c] 0 5]
+proc fib n { expr {$n < 2 ? $n : [fib [expr {$n-1}]] + [fib [expr {$n-2}]]} }
+puts [fib 20]
+puts [string map {w W} [string range $d 0 40]]
+if {[catch {error boom} m]} { puts "caught $m" }
+"""
+JS_WORK = """const fs = require('fs');
+const words = fs.readFileSync('a.txt', 'utf8').split(/\\s+/).filter(Boolean);
+const c = new Map(); for (const w of words) c.set(w, (c.get(w) || 0) + 1);
+console.log(words.length, [...c.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, 3));
+console.log(require('crypto').createHash('sha256').update(fs.readFileSync('b.txt')).digest('hex'));
+let s = 0; for (let i = 0; i < 3e6; i++) s = (s + i * i) % 1000003; console.log(s);
+try { JSON.parse('{bad'); } catch (e) { console.log('caught', e.name); }
+fs.writeFileSync('out.txt', JSON.stringify([...c.keys()].sort().slice(0, 50)));
+"""
+MAKEFILE = """all: out/sum.txt out/list.txt
+out:
+\tmkdir -p out
+out/sum.txt: a.txt b.txt | out
+\tcat a.txt b.txt | wc -c > $@
+out/list.txt: | out
+\t$(foreach f,$(sort $(wildcard src/*.c)),echo $(notdir $(f:.c=.o)) >> $@;)
+"""
+BASH_WORK = r"""declare -A seen; n=0
+while read -r line; do for w in $line; do seen[$w]=$(( ${seen[$w]:-0} + 1 )); n=$((n+1)); done
+done < <(head -200 a.txt)
+echo "$n ${#seen[@]}"; f() { local x=$1; [[ $x -le 1 ]] && echo 1 && return; echo $(( x * $(f $((x-1))) )); }; f 12
+printf '%s\n' "${!seen[@]}" | sort | head -3 > keys.txt; s=abcdef; echo ${s^^} ${s:2:3} ${s//c/X}
+case $BASH_VERSION in 5*) echo five;; *) echo other;; esac; trap 'echo bye' EXIT
+"""
+CMAKE_LISTS = """cmake_minimum_required(VERSION 3.10)
+project(p NONE)
+file(GLOB srcs "${CMAKE_SOURCE_DIR}/src/*.c")
+list(LENGTH srcs n)
+string(REGEX REPLACE "[aeiou]" "_" v "anvil rewrites programs")
+math(EXPR x "(${n} * 7) % 13")
+message(STATUS "sources ${n} ${v} ${x}")
+file(WRITE "${CMAKE_BINARY_DIR}/out.txt" "${n}\\n")
+"""
+
+
+def _python(root: Path, name: str) -> Callable[[Path], Path]:
+    include = root / "include/python3.11"
+    if root == PYENV:
+        lib, extra = root / "lib/python3.11/config-3.11-x86_64-linux-gnu/libpython3.11.a", ["-lm"]
+    else:
+        lib, extra = LIBDIR / "libpython3.11.a", ["-no-pie", "-lm", "-lz", "-lexpat"]
+    # -rdynamic: the extension modules (zlib, _json, ...) call back into the interpreter.
+    return _cached(name, lambda out: ["gcc", "-O2", "-rdynamic", f"-I{include}", str(SAMPLES / "x64_python_main.c"),
+                                      str(lib), *extra, "-o", str(out)])
+
+
+def _rust(name: str, *flags: str) -> Callable[[Path], Path]:
+    rustc = shutil.which("rustc") or "rustc"
+    return _cached(name, lambda out: [rustc, "--edition", "2021", *flags, str(SAMPLES / "x64_work.rs"), "-o", str(out)])
+
+
+def _cargo() -> str:
+    toolchains = sorted(Path.home().glob(".rustup/toolchains/stable-*/bin/cargo"))
+    return str(toolchains[0]) if toolchains else "/usr/bin/cargo"
+
+
+def _cargo_setup(work: Path) -> None:
+    (work / "hello/src").mkdir(parents=True)
+    (work / "hello/Cargo.toml").write_text('[package]\nname = "hello"\nversion = "0.1.0"\nedition = "2021"\n')
+    (work / "hello/src/main.rs").write_text('fn main() { println!("hello"); }\n')
+
+
+LINK = ["-shared", "-o", "libx.so", "hash.o", "matrix.o", "sort.o"]
+
+
+def cases() -> list[Case]:
+    """The corpus."""
+    gawk = shutil.which("gawk") or shutil.which("mawk") or "/usr/bin/awk"
+    c_samples = []
+    builds = {  # (sample, compiler, flags): the producers and options the task names
+        "O0": ("gcc", "-O0"), "O1": ("gcc", "-O1"), "O3": ("gcc", "-O3"),
+        "static": ("gcc", "-O2", "-static"), "static-pie": ("gcc", "-O2", "-static-pie"),
+        "cet": ("gcc", "-O2", "-fcf-protection=full"), "noplt": ("gcc", "-O2", "-fno-plt"),
+        "lto": ("gcc", "-O2", "-flto"), "clang-O2": ("clang", "-O2"), "clang-O3-static": ("clang", "-O3", "-static"),
+        "clang-O0": ("clang", "-O0"), "native": ("gcc", "-O3", "-march=native"),
+        "lld": ("clang", "-O2", "-fuse-ld=lld"), "gold": ("gcc", "-O2", "-fuse-ld=gold"),
+    }
+    for label, (compiler, *flags) in builds.items():
+        for sample, args in (("hash.c", []), ("matrix.c", [])):
+            name = f"{sample[:-2]}-{label}"
+            c_samples.append(Case(name, _cached(name, _c(sample, compiler, *flags)), args))
+    return [
+        # Debian's C programs, stripped as shipped
+        Case("ls", "/bin/ls", ["-laR", "src"], setup=_files),
+        Case("sort", "/usr/bin/sort", ["-k2", "-t", " ", "a.txt", "b.txt", "-o", "sorted.txt"], setup=_files),
+        Case("wc", "/usr/bin/wc", ["a.txt", "b.txt"], setup=_files),
+        Case("sha256sum", "/usr/bin/sha256sum", ["a.txt", "b.txt"], setup=_files),
+        Case("find", "/usr/bin/find", ["src", "-name", "*.c", "-size", "+1k", "-printf", "%p %s\\n"], setup=_files),
+        Case("diff", "/usr/bin/diff", ["-u", "a.txt", "b.txt"], setup=_files),
+        Case("grep", "/bin/grep", ["-c", "-E", "w1[0-9]7|w99[0-9]+ w2", "a.txt", "b.txt"], setup=_files),
+        Case("sed", "/bin/sed", ["-E", "s/(w[0-9])([0-9]*)/\\2\\1/g;/w1/d", "a.txt"], setup=_files),
+        Case("awk", gawk, ["{for(i=1;i<=NF;i++)c[$i]++} END{for(w in c)n++; print n, NR}", "a.txt"], setup=_files),
+        Case("tar", "/bin/tar", ["-cf", "out.tar", "--sort=name", "--mtime=@0", "--owner=0", "--group=0",
+                                 "--numeric-owner", "src", "a.txt"], setup=_files),
+        Case("gzip", "/bin/gzip", ["-9", "-k", "a.txt"], setup=_files),
+        Case("xz", "/usr/bin/xz", ["-6", "-k", "a.txt"], setup=_files),
+        Case("bzip2", "/usr/bin/bzip2", ["-9", "-k", "b.txt"], setup=_files),
+        Case("zstd", "/usr/bin/zstd", ["-q", "-19", "a.txt", "-o", "a.zst"], setup=_files),
+        Case("openssl", "/usr/bin/openssl", ["dgst", "-sha512", "a.txt", "b.txt"], setup=_files),
+        Case("sqlite3", "/usr/bin/sqlite3", ["db.sqlite"], stdin=SQL.encode()),
+        Case("make", "/usr/bin/make", ["-s", "-f", "Makefile"], setup=_script("Makefile", MAKEFILE)),
+        Case("bash", "/bin/bash", ["work.sh"], setup=_script("work.sh", BASH_WORK)),
+        Case("perl", "/usr/bin/perl", ["work.pl"], setup=_script("work.pl", PERL_WORK)),
+        Case("tclsh", "/usr/bin/tclsh8.6", ["work.tcl"], setup=_script("work.tcl", TCL_WORK)),
+        # C++
+        Case("cmake", "/usr/bin/cmake", ["-P", "CMakeLists.txt"], setup=_script("CMakeLists.txt", CMAKE_LISTS.replace(
+            "project(p NONE)\n", "")), home="/usr", tier="big"),
+        Case("ld.gold", "/usr/bin/x86_64-linux-gnu-ld.gold", LINK,
+             setup=_objects),
+        Case("ld.bfd", "/usr/bin/x86_64-linux-gnu-ld.bfd", LINK,
+             setup=_objects),
+        Case("git", "/usr/bin/git", ["diff", "--no-index", "--histogram", "--stat", "-p", "a.txt", "b.txt"],
+             setup=_files),
+        Case("vim", "/usr/bin/vim.basic", ["-es", "-u", "NONE", "-i", "NONE", "-N", "-c", "%s/w1/W1/g", "-c", "sort u",
+                                           "-c", "w! out.txt", "-c", "q!", "a.txt"], setup=_files),
+        Case("curl", "/usr/bin/curl", ["-s", "file://localhost/etc/services", "-o", "out.txt"]),
+        Case("cc1plus", "/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus",
+             ["-quiet", "-O2", "-fpreprocessed", "unwind.ii", "-o", "unwind.s"], setup=_preprocessed, tier="big"),
+        Case("gdb", "/usr/bin/gdb", ["-nx", "-batch", "-ex", "print 6*7", "-ex", "print sizeof(long)",
+                                     "-ex", "info functions ^nope$"], tier="big"),
+        # interpreters linked here from static libraries (the interpreter rewritten, not a .so)
+        Case("python-debian", _python(Path("/usr"), "python-debian"), ["work.py"],
+             setup=_script("work.py", PYTHON_WORK), tier="big"),
+        Case("python-pyenv", _python(PYENV, "python-pyenv"), ["work.py"], setup=_script("work.py", PYTHON_WORK),
+             tier="big"),
+        Case("sqlite-static-lib", _cached("sqlite-static-lib", lambda out: [
+            "gcc", "-O2", str(SAMPLES / "x64_sqlite_shell.c"), str(LIBDIR / "libsqlite3.a"), "-lm", "-o", str(out)]),
+             ["db.sqlite"], stdin=SQL.encode()),
+        Case("libcrypto", _cached("libcrypto", lambda out: [
+            "gcc", "-O2", str(SAMPLES / "x64_digest.c"), str(LIBDIR / "libcrypto.a"), "-lz", "-l:libzstd.so.1",
+            "-o", str(out)]), ["a.txt", "b.txt"], setup=_files),
+        # Rust
+        Case("rust-O3", _rust("rust-O3", "-C", "opt-level=3"), ["30000"]),
+        Case("rust-O0-panics", _rust("rust-O0", "-C", "opt-level=0"), ["3000", "die"]),
+        Case("cargo", _cargo(), ["metadata", "--offline", "--format-version", "1", "--no-deps",
+                                 "--manifest-path", "hello/Cargo.toml"], setup=_cargo_setup, tier="big"),
+        # very big
+        Case("node", "/usr/bin/node", ["work.js"], setup=_script("work.js", JS_WORK), tier="huge"),
+        Case("java", "/usr/lib/jvm/java-17-openjdk-amd64/bin/java", ["-Xshare:off", "-version"],
+             home="/usr/lib/jvm/java-17-openjdk-amd64"),
+        *c_samples,
+    ]
+
+
+def _objects(work: Path) -> None:
+    for name in ("hash", "matrix", "sort"):
+        subprocess.run(["gcc", "-O2", "-fPIC", f"-Dmain=main_{name}", "-c", str(SAMPLES / f"{name}.c"),
+                        "-o", str(work / f"{name}.o")], check=True)
+
+
+def _preprocessed(work: Path) -> None:
+    subprocess.run(["g++", "-E", "-O2", str(SAMPLES / "unwind.cpp"), "-o", str(work / "unwind.ii")], check=True)
+
+
+def _place(case: Case, program: Path, variant_dir: Path) -> Path:
+    """Where the variant's program goes: ``bin/<name>``, or inside a mirror of its home."""
+    if case.home is None:
+        return variant_dir / "bin" / program.name
+    home = Path(case.home)
+    mirror = variant_dir / "home"
+    relative = program.relative_to(home)
+    # Every entry on the way to the program is a real directory; everything else a link.
+    here, source = mirror, home
+    for part in relative.parts:
+        here.mkdir(parents=True, exist_ok=True)
+        for entry in source.iterdir():
+            if entry.name != part and not (here / entry.name).exists():
+                (here / entry.name).symlink_to(entry)
+        here, source = here / part, source / part
+    return here
+
+
+def _rewrite(program: Path, tool: str, out: Path) -> tuple[float, int, str]:
+    """Instrument; return wall seconds, lifted instructions and the error (empty if none)."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "rewriter.cli", "instrument", "--tool", tool, "--format", "json",
+                           str(program), "-o", str(out)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    seconds = time.perf_counter() - start
+    found = re.search(r"\((\d+) instructions\)", done.stderr)
+    error = "" if done.returncode == 0 else (done.stderr.strip().splitlines() or ["?"])[-1][:200]
+    return seconds, int(found.group(1)) if found else 0, error
+
+
+def _environment(case: Case, work: Path) -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "HOME": str(work), "LANG": "C", "LC_ALL": "C", "TZ": "UTC", **case.env}
+
+
+def _run(program: Path, case: Case, work: Path) -> tuple[float, tuple]:
+    """Run in ``work``: wall seconds, and (status, stdout, stderr, files). A short run is
+    timed twice more in a copy of the work directory as it was (the least time is kept)."""
+    pristine = work.with_name(work.name + ".before")
+    shutil.copytree(work, pristine, symlinks=True)
+    times = []
+    for attempt in range(3):
+        here = work if attempt == 0 else work.with_name(work.name + ".again")
+        if attempt:
+            shutil.rmtree(here, ignore_errors=True)
+            shutil.copytree(pristine, here, symlinks=True)
+        start = time.perf_counter()
+        try:
+            done = subprocess.run(["setarch", "-R", str(program), *case.args], cwd=here, input=case.stdin,
+                                  capture_output=True, env=_environment(case, here), timeout=900)
+            if attempt == 0:
+                status, out, err = done.returncode, done.stdout, done.stderr
+        except subprocess.TimeoutExpired:
+            status, out, err = "timeout", b"", b""
+        times.append(time.perf_counter() - start)
+        if attempt:
+            shutil.rmtree(here, ignore_errors=True)
+        if times[0] > 1.0 or status == "timeout":
+            break
+    shutil.rmtree(pristine, ignore_errors=True)
+    seconds = min(times)
+    files = {str(p.relative_to(work)): p.read_bytes() for p in sorted(work.rglob("*"))
+             if p.is_file() and not p.is_symlink() and not RESULTS.search(p.name)}
+    return seconds, (status, out, err, files)
+
+
+def _difference(want: tuple, got: tuple) -> str:
+    names = ("exit status", "stdout", "stderr", "files")
+    for name, a, b in zip(names, want, got):
+        if a != b:
+            if name == "exit status":
+                return f"exit status {b}, the original's {a}: {got[2][-300:]!r}"
+            if name == "files":
+                changed = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+                return f"files differ: {changed[:5]}"
+            return f"{name} differs: {b[-200:]!r} (original: {a[-200:]!r})"
+    return ""
+
+
+def _prepare(case: Case, work: Path) -> None:
+    """The case's files in ``work``, every one with the same times (``ls -l``, ``diff -u``
+    and ``tar`` print them)."""
+    if case.setup:
+        case.setup(work)
+    for path in [work, *work.rglob("*")]:
+        os.utime(path, (1e9, 1e9), follow_symlinks=False)
+
+
+def _qemu_check(case: Case, program: Path, root: Path) -> str:
+    """inscount's total against QEMU's count of the original's instructions in its own code
+    (tests/test_x86_64_counts.py's oracle), both run under ``qemu-x86_64`` from ``prog`` in
+    fresh work directories of the same length: "" if equal, else what differs."""
+    sys.path.insert(0, str(REPO_ROOT))
+    from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+
+    works = {}
+    for v, tool in (("q", None), ("r", "inscount")):
+        work = root / case.name / v
+        shutil.rmtree(work, ignore_errors=True)
+        (work / "w").mkdir(parents=True)
+        _prepare(case, work / "w")
+        placed = work / "prog"
+        if tool:
+            error = _rewrite(program, tool, placed)[2]
+            if error:
+                return error
+        else:
+            shutil.copy(program, placed)
+        works[v] = (placed, work / "w")
+    plain, plain_work = works["q"]
+    oracle = trace_pcs(plain, case.args, stdin=case.stdin, cwd=plain_work, timeout=3600,
+                       env={"LANG": "C", "LC_ALL": "C", "TZ": "UTC"})
+    want = sum(exe_pcs(oracle, plain).values())
+    copied, copied_work = works["r"]
+    subprocess.run(["env", "-i", "LANG=C", "LC_ALL=C", "TZ=UTC", "qemu-x86_64", "-0", "prog", str(copied),
+                    *case.args], cwd=copied_work, input=case.stdin, capture_output=True, timeout=3600)
+    found = [p for p in copied_work.iterdir() if RESULTS.search(p.name)]
+    if not found:
+        return "qemu: no results file"
+    got = json.loads(found[0].read_text())["total"]
+    return "" if got == want else f"qemu: inscount {got}, QEMU {want}"
+
+
+def run_case(case: Case, root: Path, builds: Path, qemu: bool = False) -> dict:
+    """Rewrite and run one case with both tools (and, ``qemu``, against QEMU's count);
+    return its row."""
+    program = Path(case.program(builds)) if callable(case.program) else Path(case.program)
+    program = program.resolve()
+    row = {"name": case.name, "size": program.stat().st_size, "status": "identical", "detail": ""}
+    runs = {}
+    for v, tool in VARIANTS.items():
+        vdir = root / case.name / v
+        placed = _place(case, program, vdir)
+        placed.parent.mkdir(parents=True, exist_ok=True)
+        if tool is None:
+            shutil.copy(program, placed)
+        else:
+            seconds, lifted, error = _rewrite(program, tool, placed)
+            row[f"{tool} rewrite"], row["instructions"] = seconds, lifted
+            if error:
+                row["status"], row["detail"] = f"{tool}: refused/failed", error
+                continue
+        work = vdir / "w"
+        work.mkdir(parents=True, exist_ok=True)
+        _prepare(case, work)
+        seconds, result = _run(placed, case, work)
+        # What the variant printed of its own directory is read as the original's.
+        mine, theirs = str(vdir).encode(), str(root / case.name / "o").encode()
+        result = (result[0], result[1].replace(mine, theirs), result[2].replace(mine, theirs),
+                  {k: c.replace(mine, theirs) for k, c in result[3].items()})
+        runs[v] = result
+        row[f"{tool or 'original'} s"] = seconds
+        if tool is not None:
+            difference = _difference(runs["o"], result)
+            results = [p for p in work.iterdir() if RESULTS.search(p.name)]
+            if not difference and not results:
+                difference = "no results file"
+            if difference and row["status"] == "identical":
+                row["status"], row["detail"] = f"{tool}: differs", difference
+    if qemu:
+        difference = _qemu_check(case, program, root)
+        row["qemu"] = "differs" if difference else "exact"
+        if difference and row["status"] == "identical":
+            row["status"], row["detail"] = "inscount: not QEMU's count", difference
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", help="cases whose name holds this (comma-separated)")
+    parser.add_argument("--tier", choices=["small", "big", "huge"], default="huge",
+                        help="up to this tier (small: under a few seconds each; huge: node)")
+    parser.add_argument("--keep", type=Path, help="work here and keep it (default: a temporary directory)")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--qemu", action="store_true",
+                        help="also compare inscount's total with QEMU's count (slow: 1-2 M instructions/s)")
+    args = parser.parse_args()
+    tiers = ["small", "big", "huge"][: ["small", "big", "huge"].index(args.tier) + 1]
+    chosen = [c for c in cases() if c.tier in tiers
+              and (not args.only or any(o in c.name for o in args.only.split(",")))]
+    root = args.keep or Path(tempfile.mkdtemp(prefix="anvil-corpus-"))
+    builds = root / "builds"
+    builds.mkdir(parents=True, exist_ok=True)
+    rows = []
+    print("| program | result | size (MB) | rewrite (s) | insn/s | inscount × | bbcount × | QEMU | detail |")
+    print("|---|---|---:|---:|---:|---:|---:|---|---|")
+    for case in chosen:
+        if (root / case.name).exists():
+            shutil.rmtree(root / case.name)
+        try:
+            row = run_case(case, root, builds, args.qemu)
+        except (OSError, subprocess.CalledProcessError) as e:
+            row = {"name": case.name, "size": 0, "status": "not built", "detail": str(e)[:200]}
+        rows.append(row)
+        base = row.get("original s") or 0
+
+        def ratio(tool: str, r: dict = row, b: float = base) -> str:
+            return f"{r[tool + ' s'] / b:.2f}" if b and tool + " s" in r else "-"
+        rewrite = row.get("inscount rewrite", 0)
+        speed = f"{row.get('instructions', 0) / rewrite:,.0f}" if rewrite else "-"
+        print(f"| {case.name} | {row['status']} | {row['size'] / 1e6:.1f} | {rewrite:.1f} | {speed} | "
+              f"{ratio('inscount')} | {ratio('bbcount')} | {row.get('qemu', '-')} | {row['detail']} |", flush=True)
+        if not args.keep:
+            shutil.rmtree(root / case.name, ignore_errors=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    if not args.keep:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0 if all(r["status"] == "identical" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
