@@ -196,3 +196,70 @@ def test_threads_trace_every_access(tmp_path: Path) -> None:
                    if low <= ea < high and width == 8)
     assert seen == {**{(ea, "L"): rounds + 1 for ea in range(low, high, 8)},
                     **{(ea, "S"): rounds for ea in range(low, high, 8)}}
+
+
+BLOCK_TOOL = '''from rewriter.api import Arg, Point, Tool
+
+
+class Blocks(Tool):
+    name = "blocks"
+    description = "instructions and addresses of the blocks run"
+
+    def instrument(self, binary, opts):
+        block = self.prototype("blocks_block", Arg.INST_ADDR, Arg.BLOCK_INSNS, Arg.CONST)
+        for proc in binary.select(opts.only, opts.skip):
+            for b in proc.blocks:
+                b.call(Point.BEFORE, block, Arg.INST_ADDR, Arg.BLOCK_INSNS, 1)
+        binary.call(Point.AFTER, self.prototype("blocks_report", Arg.STRING), opts.out)
+'''
+BLOCK_C = '''#include "anvil_rt.h"
+static uint64_t total, weighted, runs;
+void blocks_block(anvil_word address, uint32_t insns, uint32_t one)
+{
+    total += insns;
+    weighted += address - anvil_bias;
+    runs += one;
+}
+void blocks_report(const char *path)
+{
+    if (anvil_out_open(path) < 0)
+        return;
+    anvil_putu(total);
+    anvil_putc(' ');
+    anvil_putu(runs);
+    anvil_putc(' ');
+    anvil_putu(weighted);
+    anvil_putc('\\n');
+    anvil_out_close();
+}
+'''
+
+
+def test_tool_file_block_calls_are_qemus_count(tmp_path: Path) -> None:
+    """A tool file calling its C routine at every block (the instruction's address, the
+    block's size, a constant): its sums are QEMU's count of the original's instructions,
+    block executions and their addresses (qemu-x86_64's log of every instruction run)."""
+    from rewriter.ir.elf_loader import load_binary
+    from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+
+    tool = tmp_path / "blocks.py"
+    tool.write_text(BLOCK_TOOL)
+    (tmp_path / "blocks.c").write_text(BLOCK_C)
+    program = tmp_path / "a" / "prog"
+    program.parent.mkdir()
+    shutil.copy(samples.build_x86_64("sort", "x64-gcc-O2"), program)
+    copied = tmp_path / "b" / "prog"
+    copied.parent.mkdir()
+    done = subprocess.run(["anvil", "instrument", "--tool", str(tool), str(program), "-o", str(copied)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    oracle = trace_pcs(program, [], cwd=tmp_path)
+    pcs = exe_pcs(oracle, program)
+    run = subprocess.run(["env", "-i", "qemu-x86_64", "-0", "prog", str(copied)], cwd=tmp_path, capture_output=True,
+                         timeout=600)
+    assert (run.returncode, run.stdout) == (oracle.returncode, oracle.stdout)
+    total, runs, weighted = map(int, (tmp_path / "prog.blocks.out").read_text().split())
+    blocks = list(load_binary(str(program)).blocks())
+    assert total == sum(pcs.values())
+    assert runs == sum(pcs.get(b.address, 0) for b in blocks)
+    assert weighted == sum(pcs.get(b.address, 0) * b.address for b in blocks) % (1 << 64)
