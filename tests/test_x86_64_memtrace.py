@@ -27,7 +27,10 @@ from pathlib import Path
 
 import capstone
 import pytest
+from elftools.elf.elffile import ELFFile
 
+from rewriter.ir.elf_loader import load_binary
+from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.oracles.unicorn_x86_64 import run_bare
 from tests.support import samples
 
@@ -56,8 +59,6 @@ def _memtrace(program: Path, tmp_path: Path) -> Path:
 
 def _vector_widths(program: Path) -> dict[int, int]:
     """Instruction address -> the width of its memory operand, where it is over 8 bytes."""
-    from elftools.elf.elffile import ELFFile
-
     md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
     md.detail = True
     widths = {}
@@ -126,8 +127,6 @@ def _load_address(command: list[str], program: Path) -> int:
     """Where ``command`` (ending with ``program``) loads the PIE ``program``: its program
     headers' address, as the dynamic linker shows the auxiliary vector (the last one shown:
     Valgrind's and setarch's own come first), less their offset in the file."""
-    from elftools.elf.elffile import ELFFile
-
     shown = subprocess.run(command, capture_output=True, text=True, timeout=300,
                            env={"PATH": "/usr/bin:/bin", "LD_SHOW_AUXV": "1"})
     phdr = [int(line.split()[1], 16) for line in shown.stdout.splitlines() if line.startswith("AT_PHDR:")][-1]
@@ -137,8 +136,6 @@ def _load_address(command: list[str], program: Path) -> int:
 
 @pytest.mark.parametrize("variant", ["x64-gcc-O2", "x64-clang-O2"])
 def test_memtrace_is_lackeys_trace(variant: str, tmp_path: Path) -> None:
-    from elftools.elf.elffile import ELFFile
-
     program = tmp_path / "a" / "prog"
     program.parent.mkdir()
     shutil.copy(samples.build_x86_64("x64_string_ops", variant), program)
@@ -239,9 +236,6 @@ def test_tool_file_block_calls_are_qemus_count(tmp_path: Path) -> None:
     """A tool file calling its C routine at every block (the instruction's address, the
     block's size, a constant): its sums are QEMU's count of the original's instructions,
     block executions and their addresses (qemu-x86_64's log of every instruction run)."""
-    from rewriter.ir.elf_loader import load_binary
-    from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-
     tool = tmp_path / "blocks.py"
     tool.write_text(BLOCK_TOOL)
     (tmp_path / "blocks.c").write_text(BLOCK_C)

@@ -39,13 +39,13 @@ from ..code import Code
 from .decode import RIP, RSP
 from .relocate import rel32
 
-_BELOW_RED_ZONE = bytes.fromhex("488d642480")        # lea rsp, [rsp-128]
-_ABOVE_RED_ZONE = bytes.fromhex("488da42480000000")  # lea rsp, [rsp+128]
+BELOW_RED_ZONE = bytes.fromhex("488d642480")        # lea rsp, [rsp-128]
+ABOVE_RED_ZONE = bytes.fromhex("488da42480000000")  # lea rsp, [rsp+128]
 _SAVE, _RESTORE = b"\x57\x56", b"\x5e\x5f"          # push rdi; push rsi / pop rsi; pop rdi
 # How far RSP has moved from the program's when the argument is computed.
 _RSP_MOVED = 128 + 16
-_STATIC = (Arg.CONST, Arg.SITE_ID, Arg.INST_ADDR, Arg.ACCESS_SIZE, Arg.ACCESS_IS_STORE, Arg.BLOCK_INSNS)
-_STRING_OPS = ("movs", "stos", "lods", "cmps", "scas")
+_STRINGS = frozenset(f"{name}{width}" for name in ("movs", "stos", "cmps", "scas", "lods", "ins", "outs")
+                     for width in "bwdq")
 _REPEAT_PREFIXES = (0xF2, 0xF3)
 _LEGACY_PREFIXES = frozenset({0x26, 0x2E, 0x36, 0x3E, 0x64, 0x65, 0x66, 0x67, 0xF0, 0xF2, 0xF3})
 
@@ -54,12 +54,10 @@ def _rex(w: bool, r: int, x: int, b: int) -> int:
     return 0x40 | w << 3 | (r >> 3) << 2 | (x >> 3) << 1 | b >> 3
 
 
-def lea_rdi(access: Access, moved: int) -> bytes | None:
+def lea_rdi(access: Access, moved: int) -> bytes:
     """``lea rdi, [base + index << shift + disp]`` for ``access`` (RSP ``moved`` bytes down
-    since the instruction), or ``mov rdi, disp`` for an absolute address; None for an
-    access relative to RIP (its displacement depends on where the code goes: ``lea_rip``)."""
-    if access.base == RIP:
-        return None
+    since the instruction), or ``mov rdi, disp`` for an absolute address. Not for an access
+    relative to RIP (its displacement depends on where the code goes: ``lea_rip``)."""
     disp = access.disp + (moved if access.base == RSP else 0)
     if access.base < 0 and access.index is None:
         return b"\x48\xbf" + struct.pack("<Q", disp & (1 << 64) - 1)   # mov rdi, imm64
@@ -85,12 +83,21 @@ def mov_rdi(register: int, moved: int) -> bytes:
     return bytes((_rex(True, register, 0, 7), 0x89, 0xC0 | (register & 7) << 3 | 7))  # mov rdi, reg
 
 
+def repeats(ins: Instruction) -> bool:
+    """Whether ``ins`` is a string instruction with a ``rep``/``repe``/``repne`` prefix.
+
+    Only string instructions repeat: the prefix on anything else is ignored by the processor
+    and kept by assemblers as a hint or a filler (AMD's ``rep ret``, OpenSSL's ``repz ret``
+    at the end of its assembly, ``bnd``-less MPX forms), and such an instruction runs once.
+    Counting around a ``rep ret`` would push RCX over the return address."""
+    prefix, _, name = ins.mnemonic.partition(" ")
+    return prefix in ("rep", "repe", "repne", "repz", "repnz") and name in _STRINGS and "xmm" not in ins.op_str
+
+
 def string_repeats(ins: Instruction) -> bool:
-    """Whether ``ins`` is a string instruction with a ``rep``/``repe``/``repne`` prefix
-    (and 64-bit addressing: RCX counts, RSI/RDI point)."""
-    words = ins.mnemonic.split()
-    return len(words) == 2 and words[0] in ("rep", "repe", "repne", "repz", "repnz") \
-        and words[1].startswith(_STRING_OPS) and 0x67 not in _prefixes(ins.raw)
+    """Whether ``ins`` repeats (``repeats``) with 64-bit addressing: RCX counts, RSI/RDI
+    point, as the loop of elements (``CallSites.element_loop``) has them."""
+    return repeats(ins) and 0x67 not in _prefixes(ins.raw)
 
 
 def _prefixes(raw: bytes) -> bytes:
@@ -165,9 +172,7 @@ class CallSites:
         return index
 
     def _site(self, code: Code, hook: Hook, address: int, insns: int, access: Access | None) -> None:
-        proto = hook.prototype
-        if proto.filter is not None:
-            raise AnvilError(f"{proto.name}: repeat filters are not lowered on x86-64 yet")
+        proto = hook.prototype  # (without a repeat filter: elf64_inhost refuses those)
         statics: list[int] = []
         dynamic: list[tuple[Arg, object]] = []
         for kind, value in zip(proto.kinds, hook.args):
@@ -194,7 +199,7 @@ class CallSites:
         self.site_args.append(tuple(statics))
         self.site_fs.append(bool(dynamic) and dynamic[0][0] is Arg.EFFADDR and access is not None
                             and access.segment == "fs")
-        code.emit(_BELOW_RED_ZONE + _SAVE)
+        code.emit(BELOW_RED_ZONE + _SAVE)
         if dynamic:
             kind, value = dynamic[0]
             if kind is Arg.REG_VALUE:
@@ -209,7 +214,7 @@ class CallSites:
         code.emit(b"\xbe" + struct.pack("<I", site))  # mov esi, site
         symbol, entry = self.symbol, self.entry
         code.later(5, lambda at, _r: b"\xe8" + rel32(at, 5, symbol(entry)))
-        code.emit(_RESTORE + _ABOVE_RED_ZONE)
+        code.emit(_RESTORE + ABOVE_RED_ZONE)
 
     def source(self, tool_sources: list[str], array: Callable[[str, str, list[int]], str]) -> str:
         """The tool's C, the site tables and ``anvil_site``; ``array(ctype, name, values)``

@@ -31,13 +31,11 @@ import capstone
 
 from ...ir.model import Block, Instruction, Procedure
 from ..code import Code
-from .calls import CallSites, string_repeats
+from .calls import ABOVE_RED_ZONE, BELOW_RED_ZONE, CallSites, repeats, string_repeats
 from .decode import shared_disassembler
 from .flags import live_at_blocks
 from .relocate import rel32
 
-_BELOW_RED_ZONE = bytes.fromhex("488d642480")        # lea rsp, [rsp-128]
-_ABOVE_RED_ZONE = bytes.fromhex("488da42480000000")  # lea rsp, [rsp+128]
 _PUSHF, _POPF = b"\x9c", b"\x9d"
 _EXIT_CALLS = frozenset({60, 231})  # exit, exit_group
 _EXIT_GROUP = 231
@@ -56,21 +54,6 @@ def add_to_slot(at: int, slot: int, amount: int, locked: bool = False) -> bytes:
     if -128 <= amount < 128:
         return lock + b"\x48\x83\x05" + rel32(at + len(lock), 8, slot) + struct.pack("<b", amount)
     return lock + b"\x48\x81\x05" + rel32(at + len(lock), 11, slot) + struct.pack("<i", amount)
-
-
-_STRINGS = frozenset(f"{name}{width}" for name in ("movs", "stos", "cmps", "scas", "lods", "ins", "outs")
-                     for width in "bwdq")
-
-
-def _repeats(ins: Instruction) -> bool:
-    """Whether ``ins`` is a string instruction with a ``rep``/``repe``/``repne`` prefix.
-
-    Only string instructions repeat: the prefix on anything else is ignored by the processor
-    and kept by assemblers as a hint or a filler (AMD's ``rep ret``, OpenSSL's ``repz ret``
-    at the end of its assembly, ``bnd``-less MPX forms), and such an instruction runs once.
-    Counting around a ``rep ret`` would push RCX over the return address."""
-    prefix, _, name = ins.mnemonic.partition(" ")
-    return prefix in ("rep", "repe", "repne", "repz", "repnz") and name in _STRINGS and "xmm" not in ins.op_str
 
 
 def syscall_number(ins: Instruction) -> int | None:
@@ -136,11 +119,11 @@ class CountingHooks:
         live = increments and self.live.get(block.address, 1)
         if live:
             self.flag_saves += 1
-            code.emit(_BELOW_RED_ZONE + _PUSHF)
+            code.emit(BELOW_RED_ZONE + _PUSHF)
         for counter, index, amount in increments:
             self._add(code, f"anvil_array_{counter}", 8 * index, amount)
         if live:
-            code.emit(_POPF + _ABOVE_RED_ZONE)
+            code.emit(_POPF + ABOVE_RED_ZONE)
         if block.hooks:
             self.calls.block(block, code)
         # Whether or not the block counts (a tool's --only may leave the PLT out).
@@ -173,10 +156,10 @@ class CountingHooks:
         block = ins.block
         slots = [(self.sums[counter], block.procedure.index)
                  for counter, _, _ in (block.counter_increments if block is not None else ()) if counter in self.sums]
-        if not slots or not ins.raw or not _repeats(ins):
+        if not slots or not ins.raw or not repeats(ins):
             return False
         self.repeated += 1
-        code.emit(_BELOW_RED_ZONE + b"\x51")          # push rcx
+        code.emit(BELOW_RED_ZONE + b"\x51")          # push rcx
         copy(ins)
         code.emit(bytes.fromhex("9c"                 # pushfq
                                 "50"                 # push rax
@@ -214,6 +197,6 @@ class CountingHooks:
     def _call(self, code: Code, entry: str) -> None:
         """A call of the runtime's ``entry``, which keeps every register and the flags."""
         symbol = self.symbol
-        code.emit(_BELOW_RED_ZONE)
+        code.emit(BELOW_RED_ZONE)
         code.later(5, lambda at, _r: b"\xe8" + rel32(at, 5, symbol(entry)))
-        code.emit(_ABOVE_RED_ZONE)
+        code.emit(ABOVE_RED_ZONE)
