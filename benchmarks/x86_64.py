@@ -10,8 +10,9 @@ Workloads (each about 0.5-2 s natively; Debian's own stripped programs and a sam
   which are not instrumented).
 
 Columns: the original's median wall seconds, then per runner its median wall time over the
-original's: Anvil inscount and bbcount (InHost), ``valgrind --tool=none`` (its translation
-alone), ``valgrind --tool=lackey`` (its instruction count, ``--basic-counts=yes``; on
+original's: Anvil inscount, bbcount and cachesim (InHost, default geometry: 16 KiB,
+8-way, 64-byte lines), ``valgrind --tool=none`` (its translation alone), ``valgrind
+--tool=cachegrind --cache-sim=yes`` (its I1/D1/LL cache simulation), ``valgrind --tool=lackey`` (its instruction count, ``--basic-counts=yes``; on
 ``--lackey`` only: 50-150x), ``qemu-x86_64`` (plain user-mode emulation); with ``--memtrace``,
 memtrace beside Lackey's trace of every access (``--trace-mem=yes``). Every run's
 standard output is compared with the original's: a runner that printed otherwise is
@@ -89,7 +90,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         workloads = {k: v for k, v in _workloads(tmp, args.scale).items() if not args.only or args.only in k}
-        runners = ["inscount", "bbcount", "valgrind none"] + (["valgrind lackey"] if args.lackey else []) \
+        runners = ["inscount", "bbcount", "cachesim", "valgrind none", "valgrind cachegrind"] \
+            + (["valgrind lackey"] if args.lackey else []) \
             + (["qemu-x86_64"] if shutil.which("qemu-x86_64") else []) \
             + (["memtrace", "lackey trace"] if args.memtrace else [])
         print(f"{datetime.date.today()}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
@@ -102,10 +104,12 @@ def main() -> int:
             plain = local / "prog"
             shutil.copy(program, plain)
             commands = {"original": [str(plain), *argv]}
-            for tool in ("inscount", "bbcount") + (("memtrace",) if args.memtrace else ()):
+            for tool in ("inscount", "bbcount", "cachesim") + (("memtrace",) if args.memtrace else ()):
                 (local / tool).mkdir()
                 commands[tool] = [str(_instrument(plain, tool, local / tool / "prog")), *argv]
             commands["valgrind none"] = ["valgrind", "--tool=none", "-q", str(plain), *argv]
+            commands["valgrind cachegrind"] = ["valgrind", "--tool=cachegrind", "-q", "--cache-sim=yes",
+                                               "--cachegrind-out-file=/dev/null", str(plain), *argv]
             commands["valgrind lackey"] = ["valgrind", "--tool=lackey", "-q", "--basic-counts=yes", str(plain), *argv]
             commands["qemu-x86_64"] = ["qemu-x86_64", str(plain), *argv]
             commands["lackey trace"] = ["valgrind", "--tool=lackey", "-q", "--trace-mem=yes",

@@ -9,10 +9,9 @@ behaviour against the original's.
   same instruction, address, size and kind. Unicorn's one deviation is normalised: it
   splits a 16- or 32-byte vector access into 8-byte pieces (capstone names the operand's
   width), which are joined back.
-- Valgrind's Lackey traces a dynamic program's accesses (its ``I``/``L``/``S``/``M`` lines);
-  those of the program's own code, as offsets from its load address, must be the
-  instrumented copy's, but for the loads VEX drops as dead (a ``pop`` into a register the
-  next instruction overwrites), which Lackey never sees.
+- Valgrind's Lackey traces a dynamic program's accesses (its ``I``/``L``/``S``/``M`` lines,
+  with VEX's IR optimisation off so that it drops no load as dead); those of the program's
+  own code, as offsets from its load address, must be the instrumented copy's, in order.
 - Natively, under ``setarch -R``, a traced program prints what the original prints (the
   addresses of a global, a heap block, a local and a thread-local variable) and exits the
   same way.
@@ -25,7 +24,6 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-import capstone
 import pytest
 from elftools.elf.elffile import ELFFile
 
@@ -33,59 +31,10 @@ from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.oracles.unicorn_x86_64 import run_bare
 from tests.support import samples
+from tests.support import x86_64_traces as traces
 
 BARE = samples.SAMPLES_DIR / "x64_bare_accesses.c"
 STRING_OPS = samples.SAMPLES_DIR / "x64_string_ops.c"
-
-
-def _trace(path: Path) -> list[tuple[int, int, int, str]]:
-    rows = []
-    for line in path.read_text().splitlines():
-        if not line.startswith("#"):
-            pc, ea, size, kind = line.split()
-            rows.append((int(pc, 16), int(ea, 16), int(size), kind))
-    return rows
-
-
-def _memtrace(program: Path, tmp_path: Path) -> Path:
-    """``program`` traced, as ``b/<name>`` (its results file beside it, where it runs)."""
-    copied = tmp_path / "b" / program.name
-    copied.parent.mkdir(exist_ok=True)
-    done = subprocess.run(["anvil", "instrument", "--tool", "memtrace", str(program), "-o", str(copied)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return copied
-
-
-def _vector_widths(program: Path) -> dict[int, int]:
-    """Instruction address -> the width of its memory operand, where it is over 8 bytes."""
-    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
-    md.detail = True
-    widths = {}
-    with open(program, "rb") as f:
-        text = ELFFile(f).get_section_by_name(".text")
-        for ins in md.disasm(text.data(), text["sh_addr"]):
-            for op in ins.operands:
-                if op.type == capstone.x86.X86_OP_MEM and op.size > 8:
-                    widths[ins.address] = op.size
-    return widths
-
-
-def _joined(accesses: list, widths: dict[int, int]) -> list:
-    """Unicorn's 8-byte pieces of a wider access joined into one access."""
-    out: list = []
-    k = 0
-    while k < len(accesses):
-        pc, address, size, kind = accesses[k]
-        width = widths.get(pc)
-        pieces = accesses[k:k + width // size] if width and size < width else []
-        if pieces and all(p[0] == pc and p[3] == kind and p[1] == address + n * size for n, p in enumerate(pieces)):
-            out.append((pc, address, width, kind))
-            k += len(pieces)
-        else:
-            out.append(accesses[k])
-            k += 1
-    return out
 
 
 @pytest.mark.parametrize("level", ["-O0", "-O2", "-O3"])
@@ -97,41 +46,16 @@ def test_memtrace_is_unicorns_trace(level: str, tmp_path: Path) -> None:
     assert oracle.exit_status == 0 and oracle.stdout
     original = subprocess.run([str(program)], capture_output=True, timeout=60)
     assert original.stdout == oracle.stdout
-    copied = _memtrace(program, tmp_path)
+    copied = traces.memtrace(program, tmp_path)
     run = subprocess.run([str(copied)], capture_output=True, timeout=60, cwd=copied.parent)
     assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)
-    expected = _joined(oracle.accesses, _vector_widths(program))
-    got = _trace(copied.parent / f"{copied.name}.memtrace.out")
+    expected = traces.joined(oracle.accesses, traces.vector_widths(program))
+    got = traces.trace(copied.parent / f"{copied.name}.memtrace.out")
     assert len(got) == len(expected)
     assert got == expected
     # The sample's forms are all there: repeated elements, fs-relative, 16-byte vectors at -O2.
     kinds = {(size, kind) for _, _, size, kind in got}
     assert {(1, "L"), (1, "S"), (8, "L"), (8, "S")} <= kinds
-
-
-def _lackey(log: Path, low: int, high: int) -> list[tuple[int, int, str]]:
-    """Lackey's accesses by instructions in [low, high): (offset, size, kind); a modify is
-    a load then a store."""
-    rows, pc = [], 0
-    for line in log.read_text().splitlines():
-        if line.startswith("I"):
-            pc = int(line.split()[1].split(",")[0], 16)
-        elif line[:2] in (" L", " S", " M") and low <= pc < high:
-            size = int(line.split(",")[1])
-            for kind in ("L", "S") if line[1] == "M" else (line[1],):
-                rows.append((pc - low, size, kind))
-    return rows
-
-
-def _load_address(command: list[str], program: Path) -> int:
-    """Where ``command`` (ending with ``program``) loads the PIE ``program``: its program
-    headers' address, as the dynamic linker shows the auxiliary vector (the last one shown:
-    Valgrind's and setarch's own come first), less their offset in the file."""
-    shown = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                           env={"PATH": "/usr/bin:/bin", "LD_SHOW_AUXV": "1"})
-    phdr = [int(line.split()[1], 16) for line in shown.stdout.splitlines() if line.startswith("AT_PHDR:")][-1]
-    with open(program, "rb") as f:
-        return phdr - ELFFile(f)["e_phoff"]
 
 
 @pytest.mark.parametrize("variant", ["x64-gcc-O2", "x64-clang-O2"])
@@ -140,29 +64,19 @@ def test_memtrace_is_lackeys_trace(variant: str, tmp_path: Path) -> None:
     program.parent.mkdir()
     shutil.copy(samples.build_x86_64("x64_string_ops", variant), program)
     log = tmp_path / "lackey.log"
-    subprocess.run(["valgrind", "--tool=lackey", "--trace-mem=yes", f"--log-file={log}", str(program)],
-                   capture_output=True, check=True, timeout=300)
+    subprocess.run([*traces.LACKEY, f"--log-file={log}", str(program)], capture_output=True, check=True, timeout=300)
     with open(program, "rb") as f:
         span = max(s["p_vaddr"] + s["p_memsz"] for s in ELFFile(f).iter_segments() if s["p_type"] == "PT_LOAD")
-    base = _load_address(["valgrind", "--tool=none", str(program)], program)
-    expected = _lackey(log, base, base + span)
-    copied = _memtrace(program, tmp_path)
+    base = traces.load_address(["valgrind", "--tool=none", str(program)], program)
+    expected = traces.lackey(log, base, base + span)
+    copied = traces.memtrace(program, tmp_path)
     runs = [subprocess.run(["setarch", "-R", str(p)], capture_output=True, timeout=60, cwd=copied.parent,
                            env={"PATH": "/usr/bin:/bin"}) for p in (program, copied)]
     assert (runs[1].returncode, runs[1].stdout, runs[1].stderr) == (runs[0].returncode, runs[0].stdout, runs[0].stderr)
-    got = _trace(copied.parent / "prog.memtrace.out")
-    native_base = _load_address(["setarch", "-R", str(program)], program)
+    got = traces.trace(copied.parent / "prog.memtrace.out")
+    native_base = traces.load_address(["setarch", "-R", str(program)], program)
     traced = [(pc - native_base, size, kind) for pc, _, size, kind in got]
-    # Lackey may miss a load VEX found dead; it never has one the trace lacks.
-    k = 0
-    missed = []
-    for row in traced:
-        if k < len(expected) and expected[k] == row:
-            k += 1
-        else:
-            missed.append(row)
-    assert k == len(expected), f"Lackey's access {expected[k]} is not in the trace"
-    assert all(kind == "L" for _, _, kind in missed) and len(missed) < len(traced) // 100
+    assert traced == expected
     assert len(expected) > 800  # the repeated string instructions' elements, one by one
 
 
@@ -170,11 +84,11 @@ def test_memtrace_is_lackeys_trace(variant: str, tmp_path: Path) -> None:
 def test_traced_programs_behave_as_the_original(variant: str, tmp_path: Path) -> None:
     program = tmp_path / "prog"
     shutil.copy(samples.build_x86_64("addresses", variant), program)
-    copied = _memtrace(program, tmp_path)
+    copied = traces.memtrace(program, tmp_path)
     runs = [subprocess.run(["setarch", "-R", str(p), "x"], cwd=tmp_path, capture_output=True, timeout=60,
                            env={"PATH": "/usr/bin:/bin"}) for p in (program, copied)]
     assert (runs[1].returncode, runs[1].stdout, runs[1].stderr) == (runs[0].returncode, runs[0].stdout, runs[0].stderr)
-    assert len(_trace(tmp_path / "prog.memtrace.out")) > 10
+    assert len(traces.trace(tmp_path / "prog.memtrace.out")) > 10
 
 
 def test_threads_trace_every_access(tmp_path: Path) -> None:
@@ -183,13 +97,13 @@ def test_threads_trace_every_access(tmp_path: Path) -> None:
     one more load as main sums them up), none lost or garbled by threads tracing at once."""
     program = tmp_path / "prog"
     shutil.copy(samples.build_x86_64("x64_threads", "x64-gcc-O2"), program)
-    copied = _memtrace(program, tmp_path)
+    copied = traces.memtrace(program, tmp_path)
     runs = [subprocess.run(["setarch", "-R", str(p)], cwd=tmp_path, capture_output=True, timeout=60, text=True,
                            env={"PATH": "/usr/bin:/bin"}) for p in (program, copied)]
     assert (runs[1].returncode, runs[1].stdout, runs[1].stderr) == (runs[0].returncode, runs[0].stdout, runs[0].stderr)
     _, array, size, rounds = runs[0].stdout.split()
     low, high, rounds = int(array, 16), int(array, 16) + int(size), int(rounds)
-    seen = Counter((ea, kind) for _, ea, width, kind in _trace(tmp_path / "prog.memtrace.out")
+    seen = Counter((ea, kind) for _, ea, width, kind in traces.trace(tmp_path / "prog.memtrace.out")
                    if low <= ea < high and width == 8)
     assert seen == {**{(ea, "L"): rounds + 1 for ea in range(low, high, 8)},
                     **{(ea, "S"): rounds for ea in range(low, high, 8)}}

@@ -35,7 +35,7 @@ static const uint32_t leave_at[ROW_VECTOR][ROW_VECTOR] __attribute__((aligned(32
 #define SHIFT_IN inline
 #endif
 
-ANVIL_ARRAY(uint32_t, tags);
+ANVIL_ARRAY(anvil_addr, tags);  /* 64-bit keys in an x86-64 program (anvil_rt.h) */
 /* Hits on the lines the instrumented code keeps: [0] loads, [1] stores (passes/cachesim.py). */
 ANVIL_ARRAY(uint64_t, mru_hits);
 
@@ -58,7 +58,7 @@ void profile_start(uint32_t size, uint32_t assoc, uint32_t line, uint32_t depth)
  * goes, the ways before it move down one, `out` becomes the most recent. Returns 1 for a
  * miss. Out of line on a host with the vector path (which then needs no stack frame),
  * inline on the target (a call and its return cost two jumps under an emulator). */
-static SHIFT_IN uint32_t shift_in(uint32_t *set, uint32_t key, uint32_t out)
+static SHIFT_IN uint32_t shift_in(anvil_addr *set, anvil_addr key, anvil_addr out)
 {
     if (set[0] == key) {  /* the most recent line kept here: half the calls */
         set[0] = out;
@@ -111,11 +111,11 @@ static inline __attribute__((always_inline)) uint32_t row_hit(uint32_t *set, uin
 }
 #endif
 
-void cache_sim(uint32_t addr, uint32_t is_store, uint32_t left)
+void cache_sim(anvil_addr addr, uint32_t is_store, anvil_addr left)
 {
-    uint32_t line = addr >> line_shift;
-    uint32_t *set = anvil_array_tags + (line & set_mask) * row;
-    uint32_t key = line + 1;
+    anvil_addr line = addr >> line_shift;
+    anvil_addr *set = anvil_array_tags + (line & set_mask) * row;
+    anvil_addr key = line + 1;
     uint32_t kind = is_store != 0;
     accesses_of[kind]++;  /* indexed, not branched on: loads and stores interleave unpredictably */
     if (held == 0) {  /* direct-mapped: the program kept the only way */
@@ -124,7 +124,7 @@ void cache_sim(uint32_t addr, uint32_t is_store, uint32_t left)
     }
     /* The line found (or the least recently used one) goes; the line the instrumented
      * code let go becomes the most recent of those kept here. */
-    uint32_t out = left ? (left >> line_shift) + 1 : 0;
+    anvil_addr out = left ? (left >> line_shift) + 1 : 0;
 #ifdef ROW_VECTOR
     if (held <= ROW_VECTOR) {
         misses_of[kind] += 1 - row_hit(set, key, out, held - 1);

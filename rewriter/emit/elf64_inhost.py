@@ -6,7 +6,8 @@ What is lowered so far: block counters (``Block.increment``; a counter array rea
 per-procedure sums, ``Tool.sum_per_procedure``, is folded into them at the end), the
 tool's program-start and program-end routines, and calls of its routines at blocks and
 instructions (``arch/x86_64/calls.py``, decision 0113). A tool that asks for calls at
-procedure entries or for repeat filters is refused in one line until those are lowered.
+procedure entries is refused in one line until those are lowered; a repeat filter runs in
+C, in the call (`CallSites.filter_tables`).
 """
 
 from __future__ import annotations
@@ -48,10 +49,7 @@ def _unsupported(binary: Binary) -> str | None:
         for block in proc.blocks:
             if block.edge_increments:
                 return "counts on branches"
-            for hook in [*block.hooks, *(hook for ins in block.instructions for hook in ins.hooks or ())]:
-                calls = True
-                if hook.prototype.filter is not None:
-                    return f"a repeat filter on {hook.prototype.name}"
+            calls = calls or bool(block.hooks) or any(ins.hooks for ins in block.instructions)
     if calls and binary.threaded and not binary.is_dynamic:
         # The calls' lock knows a thread by its thread pointer, which a static program's
         # start code sets only after its first instructions ran.
@@ -117,7 +115,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     if missing is not None:
         raise AnvilError(f"{binary.path}: tool {tool.name} needs {missing}, which x86-64 programs do not have yet")
     units = SiteUnit()
-    arrays = {**tool.arrays, **tool.filter_arrays()}
+    arrays = dict(tool.arrays)  # the repeat filters' tables are the call sites' (CallSites.filter_tables)
     unit = units.source(binary, arrays) + _fold_source(tool.procedure_sums)
     sources = [TOOLCHAIN.isa_dir / "anvil_rt.c", tb.RUNTIME_DIR / "anvil_target.c", tb.COMMON_DIR / "anvil_string.c",
                tb.COMMON_DIR / "anvil_format.c", TOOLCHAIN.isa_dir / "anvil_entry.S",

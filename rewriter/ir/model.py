@@ -401,6 +401,11 @@ class Binary:
         return self._lines.problem if self._lines is not None else None
 
     @property
+    def address_bytes(self) -> int:
+        """How wide the program's addresses are: 8 on x86-64, 4 on ARM."""
+        return 8 if self.machine == "x86-64" else 4
+
+    @property
     def is_firmware(self) -> bool:
         """A bare-metal Cortex-M image: vector table, no kernel, entered at reset."""
         return self.profile == "M"

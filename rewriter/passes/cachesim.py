@@ -51,7 +51,8 @@ class CacheSim(Tool):
         # mru_hits[0], stores in [1]). cache_sim sees the other accesses, with the line that
         # left the slot, and keeps the set's other ways ("tags", MRU first).
         depth = min(opts.kept, assoc)
-        self.array("tags", tags_length(size, assoc, line, depth), "uint32_t")
+        # A tag is a line number + 1: as wide as the program's addresses (anvil_addr).
+        self.array("tags", tags_length(size, assoc, line, depth), f"uint{8 * binary.address_bytes}_t")
         self.array("mru_hits", 2)
         recent = RepeatFilter(shift=line.bit_length() - 1, slots=size // (assoc * line), counter="mru_hits",
                               count_by=1, depth=depth,

@@ -83,6 +83,15 @@ typedef uint64_t anvil_word;
 typedef uint32_t anvil_word;
 #endif
 
+/* An address of the program under analysis as a tool keeps it (a cache line's key, a
+ * table's entry): 64 bits in an x86-64 program, 32 in an ARM one and on the ReHost host,
+ * whose records carry 32-bit ARM addresses. */
+#if defined(__x86_64__) && !defined(ANVIL_HOST)
+typedef uint64_t anvil_addr;
+#else
+typedef uint32_t anvil_addr;
+#endif
+
 /* A block's or procedure's address from the facts below: on ARM the lowest bit says Thumb
  * code; x86-64 instructions start at any byte. */
 #if defined(__x86_64__) && !defined(ANVIL_HOST)

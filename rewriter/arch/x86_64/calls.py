@@ -32,11 +32,13 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from ...api import Arg, Prototype
+from ...api import Arg, Prototype, RepeatFilter
 from ...errors import AnvilError
-from ...ir.model import Access, Block, Hook, Instruction
+from ...ir.model import Access, Block, Hook, Instruction, Procedure
 from ..code import Code
 from .decode import RIP, RSP
+from .flags import ALL as ALL_FLAGS
+from .flags import live_before
 from .relocate import rel32
 
 BELOW_RED_ZONE = bytes.fromhex("488d642480")        # lea rsp, [rsp-128]
@@ -44,6 +46,7 @@ ABOVE_RED_ZONE = bytes.fromhex("488da42480000000")  # lea rsp, [rsp+128]
 _SAVE, _RESTORE = b"\x57\x56", b"\x5e\x5f"          # push rdi; push rsi / pop rsi; pop rdi
 # How far RSP has moved from the program's when the argument is computed.
 _RSP_MOVED = 128 + 16
+_CALL_SIZE = 10  # mov esi, site; call entry
 _STRINGS = frozenset(f"{name}{width}" for name in ("movs", "stos", "cmps", "scas", "lods", "ins", "outs")
                      for width in "bwdq")
 _REPEAT_PREFIXES = (0xF2, 0xF3)
@@ -129,6 +132,16 @@ class CallSites:
         self.site_routine: list[int] = []
         self.site_args: list[tuple[int, ...]] = []
         self.site_fs: list[bool] = []
+        self.threaded = threaded
+        # The flags live before each instruction of the procedure being copied, where it has
+        # repeat filters tested inline (``enter``).
+        self._live: dict[int, int] = {}
+
+    def enter(self, proc: Procedure, switch_cases: dict[int, set[int]]) -> None:
+        """Before ``proc`` is copied: the flags' liveness, where a filter's test needs it."""
+        filtered = not self.threaded and any(hook.prototype.filter is not None for block in proc.blocks
+                                             for ins in block.instructions for hook in ins.hooks or ())
+        self._live = live_before(proc, switch_cases) if filtered else {}
 
     def block(self, block: Block, code: Code) -> None:
         """The calls ``block`` asks for at its start."""
@@ -172,7 +185,7 @@ class CallSites:
         return index
 
     def _site(self, code: Code, hook: Hook, address: int, insns: int, access: Access | None) -> None:
-        proto = hook.prototype  # (without a repeat filter: elf64_inhost refuses those)
+        proto = hook.prototype
         statics: list[int] = []
         dynamic: list[tuple[Arg, object]] = []
         for kind, value in zip(proto.kinds, hook.args):
@@ -190,6 +203,8 @@ class CallSites:
                 statics.append(insns)
             elif kind is Arg.EFFADDR or kind is Arg.REG_VALUE:
                 dynamic.append((kind, value))
+            elif kind is Arg.FILTER_LEFT:
+                continue  # computed by the repeat filter in anvil_site
             else:
                 raise AnvilError(f"{proto.name}: arguments of kind {kind.name} are not passed on x86-64 yet")
         if len(dynamic) > 1:
@@ -197,24 +212,76 @@ class CallSites:
         site = len(self.site_routine)
         self.site_routine.append(self._routine(proto))
         self.site_args.append(tuple(statics))
-        self.site_fs.append(bool(dynamic) and dynamic[0][0] is Arg.EFFADDR and access is not None
-                            and access.segment == "fs")
+        fs = bool(dynamic) and dynamic[0][0] is Arg.EFFADDR and access is not None and access.segment == "fs"
+        self.site_fs.append(fs)
+        flt = proto.filter
+        if flt is not None and dynamic and not fs and not self.threaded:
+            # count_by's value: the static argument at that position
+            count_by = statics[sum(1 for kind in proto.kinds[:flt.count_by] if not kind.dynamic)]
+            self._filtered_site(code, proto, site, dynamic[0], access, self._live.get(address, ALL_FLAGS), count_by)
+            return
         code.emit(BELOW_RED_ZONE + _SAVE)
         if dynamic:
-            kind, value = dynamic[0]
-            if kind is Arg.REG_VALUE:
-                code.emit(mov_rdi(int(value), _RSP_MOVED))
-            elif access is None:
-                raise AnvilError(f"{proto.name}: an effective address where there is no access")
-            elif access.base == RIP:
-                target = access.disp
-                code.later(7, lambda at, _r: lea_rip(at, target))
-            else:
-                code.emit(lea_rdi(access, _RSP_MOVED))
-        code.emit(b"\xbe" + struct.pack("<I", site))  # mov esi, site
-        symbol, entry = self.symbol, self.entry
-        code.later(5, lambda at, _r: b"\xe8" + rel32(at, 5, symbol(entry)))
+            self._value(code, proto.name, dynamic[0], access, _RSP_MOVED)
+        self._call(code, site)
         code.emit(_RESTORE + ABOVE_RED_ZONE)
+
+    def _value(self, code: Code, routine: str, dynamic: tuple[Arg, object], access: Access | None,
+               moved: int) -> None:
+        """rdi := the run-time argument (RSP ``moved`` bytes below the program's)."""
+        kind, value = dynamic
+        if kind is Arg.REG_VALUE:
+            code.emit(mov_rdi(int(value), moved))
+        elif access is None:
+            raise AnvilError(f"{routine}: an effective address where there is no access")
+        elif access.base == RIP:
+            target = access.disp
+            code.later(7, lambda at, _r: lea_rip(at, target))
+        else:
+            code.emit(lea_rdi(access, moved))
+
+    def _call(self, code: Code, site: int, entry: str | None = None) -> None:
+        """``mov esi, site; call`` the entry that calls anvil_site(rdi, site)."""
+        code.emit(b"\xbe" + struct.pack("<I", site))  # mov esi, site
+        symbol, entry = self.symbol, entry or self.entry
+        code.later(5, lambda at, _r: b"\xe8" + rel32(at, 5, symbol(entry)))
+
+    def _filtered_site(self, code: Code, proto: Prototype, site: int, dynamic: tuple[Arg, object],
+                       access: Access | None, live: int, count_by: int) -> None:
+        """A site whose routine has a repeat filter: the filter's test inline, the call only
+        when the key is new to its slot (anvil_site then finds it so too, updates the slot
+        and calls the routine); a hit swaps a two-deep slot inline and adds one to its
+        counter. rsi points at the slot, rcx holds the key; the flags are saved only where
+        they are live (``cmp`` changes them)::
+
+            mov rsi, rdi ; shr rsi, shift - k ; and esi, (slots - 1) << k   (k: log2 slot bytes)
+            lea rcx, [rip + table] ; add rsi, rcx ; mov rcx, rdi ; or rcx, low bits
+            cmp rcx, [rsi] ; je hit ; [cmp rcx, [rsi+8] ; jne miss ; swap the two]
+        """
+        flt, save = proto.filter, live != 0
+        code.emit(BELOW_RED_ZONE + _SAVE + b"\x51" + (b"\x9c" if save else b""))  # push rcx; pushfq
+        self._value(code, proto.name, dynamic, access, _RSP_MOVED + 8 + 8 * save)
+        k = 3 if flt.depth == 1 else 4
+        if flt.shift >= k:
+            move = b"\x48\xc1\xee" + bytes((flt.shift - k,)) if flt.shift > k else b""   # shr rsi, shift - k
+        else:
+            move = b"\x48\xc1\xe6" + bytes((k - flt.shift,))                             # shl rsi, k - shift
+        code.emit(b"\x48\x89\xfe" + move + b"\x81\xe6" + struct.pack("<I", flt.slots - 1 << k))
+        symbol, table, counter = self.symbol, _table_of(flt), f"anvil_array_{flt.counter}"
+        code.later(7, lambda at, _r: b"\x48\x8d\x0d" + rel32(at, 7, symbol(table)))       # lea rcx, [rip+table]
+        key = b"\x48\x89\xf9" + _or_rcx((1 << flt.shift) - 1)                             # mov rcx, rdi; or rcx
+        if flt.depth == 1:
+            test = b"\x48\x3b\x0e\x75" + bytes((8 + 2,))                                    # cmp rcx,[rsi]; jne miss
+        else:
+            swap = (b"\x48\x8b\x0e\x48\x89\x4e\x08" + key + b"\x48\x89\x0e")           # [rsi+8] = [rsi]; [rsi] = key
+            test = (b"\x48\x3b\x0e\x74" + bytes((6 + len(swap),))                           # cmp rcx,[rsi]; je hit
+                    + b"\x48\x3b\x4e\x08\x75" + bytes((len(swap) + 8 + 2,))                # cmp rcx,[rsi+8]; jne miss
+                    + swap)
+        code.emit(b"\x48\x01\xce" + key + test)                                          # add rsi, rcx
+        code.later(8, lambda at, _r: b"\x48\x83\x05" + rel32(at, 8, symbol(counter) + 8 * count_by) + b"\x01")
+        code.emit(b"\xeb" + bytes((_CALL_SIZE,)))                                        # jmp done
+        self._call(code, site, "anvil_site_flagless_entry")  # the flags are saved here where live
+        code.emit((b"\x9d" if save else b"") + b"\x59" + _RESTORE + ABOVE_RED_ZONE)       # popfq; pop rcx
 
     def source(self, tool_sources: list[str], array: Callable[[str, str, list[int]], str]) -> str:
         """The tool's C, the site tables and ``anvil_site``; ``array(ctype, name, values)``
@@ -222,7 +289,7 @@ class CallSites:
         width = max((len(args) for args in self.site_args), default=0) or 1
         flat = [value & 0xFFFFFFFF for args in self.site_args for value in (*args, *(0,) * (width - len(args)))]
         routine_type = "uint8_t" if len(self.routines) <= 0x100 else "uint16_t"
-        parts = [*tool_sources,
+        parts = [*tool_sources, self.filter_tables(),
                  array("uint32_t", "anvil_site_args", flat),
                  array(routine_type, "anvil_site_routine", self.site_routine)]
         fs = any(self.site_fs)
@@ -238,13 +305,60 @@ class CallSites:
                          "        __asm__(\"mov %%fs:0, %0\" : \"=r\"(tp));\n        value += tp;\n    }\n")
         parts.append("    switch (anvil_site_routine[site]) {\n")
         for index, proto in enumerate(self.routines):
-            args, static = [], 0
-            for kind in proto.kinds:
+            args, statics = [], {}
+            for position, kind in enumerate(proto.kinds):
                 if kind is Arg.EFFADDR or kind is Arg.REG_VALUE:
                     args.append("value")
+                elif kind is Arg.FILTER_LEFT:
+                    args.append("left")
                 else:
-                    args.append(f"s[{static}]" + (" + anvil_bias" if kind is Arg.INST_ADDR else ""))
-                    static += 1
-            parts.append(f"    case {index}:\n        {proto.name}({', '.join(args)});\n        break;\n")
+                    statics[position] = len(statics)
+                    args.append(f"s[{statics[position]}]" + (" + anvil_bias" if kind is Arg.INST_ADDR else ""))
+            call = f"        {proto.name}({', '.join(args)});\n"
+            if proto.filter is not None:
+                call = _filtered(proto, statics[proto.filter.count_by], call)
+            parts.append(f"    case {index}: {{\n{call}        break;\n    }}\n")
         parts.append("    }\n}\n")
         return "".join(parts)
+
+    def filter_tables(self) -> str:
+        """The slot tables of the routines' repeat filters (zero-filled, 64-bit keys)."""
+        return "".join(f"anvil_word {_table(proto)}[{proto.filter.slots * proto.filter.depth}];\n"
+                       f"extern uint64_t anvil_array_{proto.filter.counter}[];\n"
+                       for proto in self.routines if proto.filter is not None)
+
+
+def _table(proto: Prototype) -> str:
+    return _table_of(proto.filter)
+
+
+def _table_of(flt: RepeatFilter) -> str:
+    """The C name of ``flt``'s slot table."""
+    return f"anvil_{flt.memo}"
+
+
+def _or_rcx(mask: int) -> bytes:
+    """``or rcx, mask`` (0 < mask < 2**31)."""
+    return b"\x48\x83\xc9" + bytes((mask,)) if mask < 0x80 else b"\x48\x81\xc9" + struct.pack("<I", mask)
+
+
+def _filtered(proto: Prototype, count_by: int, call: str) -> str:
+    """``call`` behind ``proto``'s repeat filter (api.RepeatFilter), in C: the key is the
+    run-time value with its low ``shift`` bits set (the last address of its line, never 0,
+    which marks an empty slot); a key a slot holds is counted, not called; a new one
+    becomes the slot's most recent and the key that left is ``left``."""
+    flt = proto.filter
+    counter = f"anvil_array_{flt.counter}[s[{count_by}]]++"
+    lines = [f"        anvil_word key = value | {(1 << flt.shift) - 1:#x}ull, left;\n",
+             f"        anvil_word *slot = {_table(proto)} + ((value >> {flt.shift}) & {flt.slots - 1:#x}ull)"
+             f" * {flt.depth};\n",
+             f"        if (slot[0] == key) {{\n            {counter};\n            break;\n        }}\n"]
+    if flt.depth == 2:
+        lines += ["        if (slot[1] == key) {  /* the older of the two: they swap */\n"
+                  f"            slot[1] = slot[0];\n            slot[0] = key;\n            {counter};\n"
+                  "            break;\n        }\n",
+                  "        left = slot[1];\n        slot[1] = slot[0];\n"]
+    else:
+        lines.append("        left = slot[0];\n")
+    lines.append("        slot[0] = key;\n        (void)left;\n")
+    return "".join(lines) + call

@@ -55,6 +55,28 @@ def effect(ins: Instruction) -> tuple[int, int]:
 
 def live_at_blocks(proc: Procedure, switch_cases: dict[int, set[int]]) -> dict[int, int]:
     """The flags live on entry to each block of ``proc`` (by its address)."""
+    return _solve(proc, switch_cases)[0]
+
+
+def live_before(proc: Procedure, switch_cases: dict[int, set[int]]) -> dict[int, int]:
+    """The flags live just before each instruction of ``proc`` (by its address)."""
+    live, successors, effects = _solve(proc, switch_cases)
+    before: dict[int, int] = {}
+    for block in proc.blocks:
+        following = successors[block.address]
+        out = ALL if following is None else 0
+        for successor in following or ():
+            out |= live[successor.address]
+        for ins, (reads, writes) in zip(reversed(block.instructions), reversed(effects[block.address])):
+            out = (out & ~writes) | reads
+            before[ins.address] = out
+    return before
+
+
+def _solve(proc: Procedure, switch_cases: dict[int, set[int]]
+           ) -> tuple[dict[int, int], dict[int, list[Block] | None], dict[int, list[tuple[int, int]]]]:
+    """(flags live on entry to each block, each block's successors, each instruction's
+    effect), by block address."""
     blocks = proc.blocks
     by_address = {block.address: block for block in blocks}
     successors: dict[int, list[Block] | None] = {}
@@ -76,7 +98,7 @@ def live_at_blocks(proc: Procedure, switch_cases: dict[int, set[int]]) -> dict[i
             if out != live[block.address]:
                 live[block.address] = out
                 changed = True
-    return live
+    return live, successors, effects
 
 
 def _successors(block: Block, next_block: Block | None, by_address: dict[int, Block],

@@ -113,6 +113,8 @@ class CountingHooks:
     def enter(self, proc: Procedure) -> None:
         counted = any(block.counter_increments for block in proc.blocks)
         self.live = live_at_blocks(proc, self.switch_cases) if counted else {}
+        if self.calls is not None:
+            self.calls.enter(proc, self.switch_cases)
 
     def block_start(self, block: Block, code: Code) -> None:
         increments = block.counter_increments
