@@ -1,4 +1,4 @@
-"""Real x86-64 programs with real work, instrumented (inscount, bbcount) and run natively
+"""Real x86-64 programs with real work, instrumented (inscount, bbcount; cachesim, memtrace) and run natively
 beside the original: do they behave the same, how fast do they rewrite, how much slower
 do they run (decision 0112).
 
@@ -23,6 +23,14 @@ second, and each tool's wall time over the original's (one run each: a rough fig
     python3 scripts/x86_64_corpus.py                  # the whole corpus (about 25 min)
     python3 scripts/x86_64_corpus.py --tier small     # the quick ones
     python3 scripts/x86_64_corpus.py --only sqlite --keep /tmp/corpus
+    python3 scripts/x86_64_corpus.py --tier big --tools cachesim,memtrace --reference 20000000
+
+``--tools`` picks the tools (each in its own directory, ``<root>/<name>/<letter>``):
+cachesim and memtrace as well as the counting ones (decision 0115). memtrace runs on the
+small tier's cases only unless told otherwise, and a trace that grows past 4 GB stops the
+run (said in the row's detail): its text is about 40 bytes an access. With both,
+cachesim's loads and stores must be the trace's, and ``--reference`` feeds the trace to
+the reference cache for its hits and misses.
 """
 
 from __future__ import annotations
@@ -44,8 +52,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = REPO_ROOT / "samples"
 LIBDIR = Path("/usr/lib/x86_64-linux-gnu")
 PYENV = Path("/root/.pyenv/versions/3.11.7")
-VARIANTS = {"o": None, "i": "inscount", "b": "bbcount"}
-RESULTS = re.compile(r"\.(inscount|bbcount)\.out(\.\d+)?$")
+#: Each tool's one-letter directory (``<root>/<name>/<letter>``): every variant's paths the
+#: same length as the original's (``o``).
+LETTERS = {"inscount": "i", "bbcount": "b", "cachesim": "c", "memtrace": "m"}
+RESULTS = re.compile(r"\.(inscount|bbcount|cachesim|memtrace)\.out(\.\d+)?$")
+#: A memtrace run whose trace grows past this is stopped and reported as too big (not as a
+#: difference): its text is about 40 bytes an access.
+TRACE_LIMIT = 4 << 30
 
 
 @dataclass
@@ -321,7 +334,9 @@ def _place(case: Case, program: Path, variant_dir: Path) -> Path:
 def _rewrite(program: Path, tool: str, out: Path) -> tuple[float, int, str]:
     """Instrument; return wall seconds, lifted instructions and the error (empty if none)."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "rewriter.cli", "instrument", "--tool", tool, "--format", "json",
+    # A trace in text: a line an access, read a line at a time (its JSON is one long list).
+    form = "text" if tool == "memtrace" else "json"
+    done = subprocess.run([sys.executable, "-m", "rewriter.cli", "instrument", "--tool", tool, "--format", form,
                            str(program), "-o", str(out)], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
     seconds = time.perf_counter() - start
@@ -334,9 +349,31 @@ def _environment(case: Case, work: Path) -> dict[str, str]:
     return {"PATH": "/usr/bin:/bin", "HOME": str(work), "LANG": "C", "LC_ALL": "C", "TZ": "UTC", **case.env}
 
 
+def _watched(command: list[str], case: Case, here: Path, timeout: float) -> tuple:
+    """Run ``command`` in ``here``: (status, stdout, stderr). The status is "timeout" after
+    ``timeout`` seconds, "trace too big" if a results file grows past TRACE_LIMIT (the run
+    is killed then: memtrace of a long run)."""
+    with subprocess.Popen(command, cwd=here, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=_environment(case, here)) as child:
+        start, given = time.perf_counter(), case.stdin
+        while True:
+            try:
+                # Retrying communicate loses no output; the input is sent once.
+                out, err = child.communicate(given, timeout=1.0)
+                return child.returncode, out, err
+            except subprocess.TimeoutExpired:
+                given = None
+            big = any(p.stat().st_size > TRACE_LIMIT for p in here.iterdir() if RESULTS.search(p.name))
+            if big or time.perf_counter() - start > timeout:
+                child.kill()
+                child.communicate()
+                return ("trace too big" if big else "timeout"), b"", b""
+
+
 def _run(program: Path, case: Case, work: Path) -> tuple[float, tuple]:
     """Run in ``work``: wall seconds, and (status, stdout, stderr, files). A short run is
-    timed twice more in a copy of the work directory as it was (the least time is kept)."""
+    timed twice more in a copy of the work directory as it was (the least time is kept).
+    A trace (memtrace's results) is deleted once the run is over: they can be gigabytes."""
     pristine = work.with_name(work.name + ".before")
     shutil.copytree(work, pristine, symlinks=True)
     times = []
@@ -346,17 +383,13 @@ def _run(program: Path, case: Case, work: Path) -> tuple[float, tuple]:
             shutil.rmtree(here, ignore_errors=True)
             shutil.copytree(pristine, here, symlinks=True)
         start = time.perf_counter()
-        try:
-            done = subprocess.run(["setarch", "-R", str(program), *case.args], cwd=here, input=case.stdin,
-                                  capture_output=True, env=_environment(case, here), timeout=900)
-            if attempt == 0:
-                status, out, err = done.returncode, done.stdout, done.stderr
-        except subprocess.TimeoutExpired:
-            status, out, err = "timeout", b"", b""
+        done = _watched(["setarch", "-R", str(program), *case.args], case, here, 900)
+        if attempt == 0:
+            status, out, err = done
         times.append(time.perf_counter() - start)
         if attempt:
             shutil.rmtree(here, ignore_errors=True)
-        if times[0] > 1.0 or status == "timeout":
+        if times[0] > 1.0 or isinstance(status, str):
             break
     shutil.rmtree(pristine, ignore_errors=True)
     seconds = min(times)
@@ -422,47 +455,122 @@ def _qemu_check(case: Case, program: Path, root: Path) -> str:
     return "" if got == want else f"qemu: inscount {got}, QEMU {want}"
 
 
-def run_case(case: Case, root: Path, builds: Path, qemu: bool = False) -> dict:
-    """Rewrite and run one case with both tools (and, ``qemu``, against QEMU's count);
-    return its row."""
+def _reference(trace: Path, counts: dict, limit: int) -> str:
+    """cachesim's counts against the reference cache (tests/oracles/cache_model.py) fed
+    memtrace's accesses of the same run, in cachesim's geometry: "" if equal, else what
+    differs, or why it was not checked (a trace of over ``limit`` accesses: the model is
+    plain Python, about a million accesses a second)."""
+    sys.path.insert(0, str(REPO_ROOT))
+    from tests.oracles.cache_model import ReferenceCache
+
+    cache = ReferenceCache(counts["size"], counts["assoc"], counts["line"])
+    access = cache.access
+    with open(trace, "rb") as f:
+        for n, line in enumerate(f):
+            if n > limit:
+                return f"reference not run: over {limit:,} accesses"
+            if line[:1] != b"#":
+                _, address, _, kind = line.split()
+                access(int(address, 16), kind == b"S")
+    want = {**cache.stats(), "hits": cache.accesses - cache.misses}
+    wrong = {k: (counts.get(k), v) for k, v in want.items() if counts.get(k) != v}
+    return "" if not wrong else f"cachesim (got, reference): {wrong}"
+
+
+def _kinds(trace: Path) -> tuple[int, int]:
+    """The loads and stores in a memtrace trace (its lines end with the kind)."""
+    loads = stores = 0
+    with open(trace, "rb") as f:
+        for line in f:
+            if line.endswith(b" L\n"):
+                loads += 1
+            elif line.endswith(b" S\n"):
+                stores += 1
+    return loads, stores
+
+
+def run_case(case: Case, root: Path, builds: Path, tools: list[str], qemu: bool = False,
+             memtrace_tiers: tuple[str, ...] = ("small",), reference: int = 0) -> dict:
+    """Rewrite and run one case with each tool (and, ``qemu``, against QEMU's count);
+    return its row. memtrace runs only on the cases of ``memtrace_tiers`` (a long run's
+    trace is tens of gigabytes); where cachesim ran too, its loads and stores must be the
+    trace's, and (``reference``, at most that many accesses) its hits and misses those of
+    the reference cache fed the trace."""
     program = Path(case.program(builds)) if callable(case.program) else Path(case.program)
     program = program.resolve()
     row = {"name": case.name, "size": program.stat().st_size, "status": "identical", "detail": ""}
+    notes = []
     runs = {}
-    for v, tool in VARIANTS.items():
-        vdir = root / case.name / v
+    # memtrace last, so that its trace can be checked against cachesim's counts.
+    order = [None, *sorted(tools, key=lambda t: t == "memtrace")]
+    for tool in order:
+        if tool == "memtrace" and case.tier not in memtrace_tiers:
+            notes.append(f"memtrace not run ({case.tier} tier: the trace would be too big)")
+            continue
+        vdir = root / case.name / (LETTERS[tool] if tool else "o")
         placed = _place(case, program, vdir)
         placed.parent.mkdir(parents=True, exist_ok=True)
         if tool is None:
             shutil.copy(program, placed)
         else:
             seconds, lifted, error = _rewrite(program, tool, placed)
-            row[f"{tool} rewrite"], row["instructions"] = seconds, lifted
+            row[f"{tool} rewrite"] = seconds
+            row.setdefault("instructions", lifted)
             if error:
-                row["status"], row["detail"] = f"{tool}: refused/failed", error
+                if row["status"] == "identical":
+                    row["status"], row["detail"] = f"{tool}: refused/failed", error
                 continue
         work = vdir / "w"
         work.mkdir(parents=True, exist_ok=True)
         _prepare(case, work)
         seconds, result = _run(placed, case, work)
+        results = [p for p in work.iterdir() if RESULTS.search(p.name)]
+        if result[0] == "trace too big":
+            notes.append(f"memtrace stopped: trace over {TRACE_LIMIT >> 30} GB")
+            for p in results:
+                p.unlink()
+            continue
         # What the variant printed of its own directory is read as the original's.
         mine, theirs = str(vdir).encode(), str(root / case.name / "o").encode()
         result = (result[0], result[1].replace(mine, theirs), result[2].replace(mine, theirs),
                   {k: c.replace(mine, theirs) for k, c in result[3].items()})
-        runs[v] = result
+        runs[tool] = result
         row[f"{tool or 'original'} s"] = seconds
-        if tool is not None:
-            difference = _difference(runs["o"], result)
-            results = [p for p in work.iterdir() if RESULTS.search(p.name)]
-            if not difference and not results:
-                difference = "no results file"
-            if difference and row["status"] == "identical":
-                row["status"], row["detail"] = f"{tool}: differs", difference
+        if tool is None:
+            continue
+        difference = _difference(runs[None], result)
+        if not difference and not results:
+            difference = "no results file"
+        if not difference and tool == "cachesim":
+            row["cachesim"] = json.loads(results[0].read_text())
+        if not difference and tool == "memtrace" and "cachesim" in row:
+            # Paths of the same length: the same run, the same accesses.
+            counts = row["cachesim"]
+            loads, stores = _kinds(results[0])
+            if (loads, stores) != (counts["loads"], counts["stores"]):
+                difference = (f"cachesim's loads/stores {counts['loads']}/{counts['stores']}, "
+                              f"memtrace's {loads}/{stores}")
+            elif reference:
+                difference = _reference(results[0], counts, reference)
+                if difference.startswith("reference not run"):
+                    notes.append(difference)
+                    difference = ""
+                else:
+                    row["reference"] = "differs" if difference else "exact"
+                    if not difference:
+                        notes.append(f"reference cache exact ({counts['accesses']:,} accesses)")
+        if tool == "memtrace":
+            for p in results:
+                row["trace MB"] = p.stat().st_size / 1e6
+                p.unlink()
+        if difference and row["status"] == "identical":
+            row["status"], row["detail"] = f"{tool}: differs", difference
     if qemu:
         difference = _qemu_check(case, program, root)
         row["qemu"] = "differs" if difference else "exact"
         if difference and row["status"] == "identical":
             row["status"], row["detail"] = "inscount: not QEMU's count", difference
+    row["detail"] = "; ".join(filter(None, [row["detail"], *notes]))
     return row
 
 
@@ -475,21 +583,38 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--qemu", action="store_true",
                         help="also compare inscount's total with QEMU's count (slow: 1-2 M instructions/s)")
+    parser.add_argument("--tools", default="inscount,bbcount",
+                        help=f"comma-separated, of {', '.join(LETTERS)} (default: inscount,bbcount)")
+    parser.add_argument("--memtrace-tier", choices=["small", "big", "huge"], default="small",
+                        help="memtrace only on the cases up to this tier (default small: a long run's trace is "
+                             f"tens of GB; any trace over {TRACE_LIMIT >> 30} GB is stopped)")
+    parser.add_argument("--reference", type=int, default=0, metavar="N",
+                        help="with cachesim and memtrace: feed the trace (up to N accesses) to the reference "
+                             "cache (tests/oracles/cache_model.py) and compare cachesim's hits and misses")
     args = parser.parse_args()
-    tiers = ["small", "big", "huge"][: ["small", "big", "huge"].index(args.tier) + 1]
+    tools = args.tools.split(",")
+    unknown = [t for t in tools if t not in LETTERS]
+    if unknown:
+        parser.error(f"unknown tools {unknown}: the tools are {', '.join(LETTERS)}")
+    if args.qemu and "inscount" not in tools:
+        parser.error("--qemu checks inscount's count: add inscount to --tools")
+    order = ["small", "big", "huge"]
+    tiers = order[: order.index(args.tier) + 1]
+    memtrace_tiers = tuple(order[: order.index(args.memtrace_tier) + 1])
     chosen = [c for c in cases() if c.tier in tiers
               and (not args.only or any(o in c.name for o in args.only.split(",")))]
     root = args.keep or Path(tempfile.mkdtemp(prefix="anvil-corpus-"))
     builds = root / "builds"
     builds.mkdir(parents=True, exist_ok=True)
     rows = []
-    print("| program | result | size (MB) | rewrite (s) | insn/s | inscount × | bbcount × | QEMU | detail |")
-    print("|---|---|---:|---:|---:|---:|---:|---|---|")
+    columns = " | ".join(t + " ×" for t in tools)
+    print(f"| program | result | size (MB) | rewrite (s) | insn/s | {columns} | QEMU | detail |")
+    print("|---|---|---:|---:|---:|" + "---:|" * len(tools) + "---|---|")
     for case in chosen:
         if (root / case.name).exists():
             shutil.rmtree(root / case.name)
         try:
-            row = run_case(case, root, builds, args.qemu)
+            row = run_case(case, root, builds, tools, args.qemu, memtrace_tiers, args.reference)
         except (OSError, subprocess.CalledProcessError) as e:
             row = {"name": case.name, "size": 0, "status": "not built", "detail": str(e)[:200]}
         rows.append(row)
@@ -497,10 +622,10 @@ def main() -> int:
 
         def ratio(tool: str, r: dict = row, b: float = base) -> str:
             return f"{r[tool + ' s'] / b:.2f}" if b and tool + " s" in r else "-"
-        rewrite = row.get("inscount rewrite", 0)
+        rewrite = row.get(f"{tools[0]} rewrite", 0)
         speed = f"{row.get('instructions', 0) / rewrite:,.0f}" if rewrite else "-"
         print(f"| {case.name} | {row['status']} | {row['size'] / 1e6:.1f} | {rewrite:.1f} | {speed} | "
-              f"{ratio('inscount')} | {ratio('bbcount')} | {row.get('qemu', '-')} | {row['detail']} |", flush=True)
+              f"{' | '.join(ratio(t) for t in tools)} | {row.get('qemu', '-')} | {row['detail']} |", flush=True)
         if not args.keep:
             shutil.rmtree(root / case.name, ignore_errors=True)
     if args.json:
