@@ -331,12 +331,14 @@ def _place(case: Case, program: Path, variant_dir: Path) -> Path:
     return here
 
 
-def _rewrite(program: Path, tool: str, out: Path) -> tuple[float, int, str]:
-    """Instrument; return wall seconds, lifted instructions and the error (empty if none)."""
+def _rewrite(program: Path, tool: str, out: Path, results: Path | None = None) -> tuple[float, int, str]:
+    """Instrument (the results file at ``results`` if given); return wall seconds, lifted
+    instructions and the error (empty if none)."""
     start = time.perf_counter()
     # A trace in text: a line an access, read a line at a time (its JSON is one long list).
     form = "text" if tool == "memtrace" else "json"
     done = subprocess.run([sys.executable, "-m", "rewriter.cli", "instrument", "--tool", tool, "--format", form,
+                           *(["--out", str(results)] if results else []),
                            str(program), "-o", str(out)], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
     seconds = time.perf_counter() - start
@@ -349,10 +351,10 @@ def _environment(case: Case, work: Path) -> dict[str, str]:
     return {"PATH": "/usr/bin:/bin", "HOME": str(work), "LANG": "C", "LC_ALL": "C", "TZ": "UTC", **case.env}
 
 
-def _watched(command: list[str], case: Case, here: Path, timeout: float) -> tuple:
+def _watched(command: list[str], case: Case, here: Path, timeout: float, trace: Path | None) -> tuple:
     """Run ``command`` in ``here``: (status, stdout, stderr). The status is "timeout" after
-    ``timeout`` seconds, "trace too big" if a results file grows past TRACE_LIMIT (the run
-    is killed then: memtrace of a long run)."""
+    ``timeout`` seconds, "trace too big" if ``trace`` grows past TRACE_LIMIT (the run is
+    killed then: memtrace of a long run)."""
     with subprocess.Popen(command, cwd=here, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, env=_environment(case, here)) as child:
         start, given = time.perf_counter(), case.stdin
@@ -363,17 +365,17 @@ def _watched(command: list[str], case: Case, here: Path, timeout: float) -> tupl
                 return child.returncode, out, err
             except subprocess.TimeoutExpired:
                 given = None
-            big = any(p.stat().st_size > TRACE_LIMIT for p in here.iterdir() if RESULTS.search(p.name))
+            big = trace is not None and trace.exists() and trace.stat().st_size > TRACE_LIMIT
             if big or time.perf_counter() - start > timeout:
                 child.kill()
                 child.communicate()
                 return ("trace too big" if big else "timeout"), b"", b""
 
 
-def _run(program: Path, case: Case, work: Path) -> tuple[float, tuple]:
+def _run(program: Path, case: Case, work: Path, trace: Path | None = None) -> tuple[float, tuple]:
     """Run in ``work``: wall seconds, and (status, stdout, stderr, files). A short run is
     timed twice more in a copy of the work directory as it was (the least time is kept).
-    A trace (memtrace's results) is deleted once the run is over: they can be gigabytes."""
+    ``trace``: where the program writes a trace (watched for its size)."""
     pristine = work.with_name(work.name + ".before")
     shutil.copytree(work, pristine, symlinks=True)
     times = []
@@ -383,7 +385,7 @@ def _run(program: Path, case: Case, work: Path) -> tuple[float, tuple]:
             shutil.rmtree(here, ignore_errors=True)
             shutil.copytree(pristine, here, symlinks=True)
         start = time.perf_counter()
-        done = _watched(["setarch", "-R", str(program), *case.args], case, here, 900)
+        done = _watched(["setarch", "-R", str(program), *case.args], case, here, 900, trace)
         if attempt == 0:
             status, out, err = done
         times.append(time.perf_counter() - start)
@@ -407,7 +409,10 @@ def _difference(want: tuple, got: tuple) -> str:
             if name == "files":
                 changed = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
                 return f"files differ: {changed[:5]}"
-            return f"{name} differs: {b[-200:]!r} (original: {a[-200:]!r})"
+            # Where they part: the first byte that differs, with some before it.
+            at = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            low = max(0, at - 80)
+            return f"{name} differs at byte {at}: {b[low:at + 120]!r} (original: {a[low:at + 120]!r})"
     return ""
 
 
@@ -510,10 +515,15 @@ def run_case(case: Case, root: Path, builds: Path, tools: list[str], qemu: bool 
         vdir = root / case.name / (LETTERS[tool] if tool else "o")
         placed = _place(case, program, vdir)
         placed.parent.mkdir(parents=True, exist_ok=True)
+        trace = None
         if tool is None:
             shutil.copy(program, placed)
         else:
-            seconds, lifted, error = _rewrite(program, tool, placed)
+            # A trace is written as the program runs: outside the work directory, whose
+            # time the program may print (ls -la's ".."), and which counts as its output.
+            if tool == "memtrace":
+                trace = vdir / "memtrace.out"
+            seconds, lifted, error = _rewrite(program, tool, placed, trace)
             row[f"{tool} rewrite"] = seconds
             row.setdefault("instructions", lifted)
             if error:
@@ -523,8 +533,9 @@ def run_case(case: Case, root: Path, builds: Path, tools: list[str], qemu: bool 
         work = vdir / "w"
         work.mkdir(parents=True, exist_ok=True)
         _prepare(case, work)
-        seconds, result = _run(placed, case, work)
-        results = [p for p in work.iterdir() if RESULTS.search(p.name)]
+        seconds, result = _run(placed, case, work, trace)
+        results = [trace] if trace else [p for p in work.iterdir() if RESULTS.search(p.name)]
+        results = [p for p in results if p.exists()]
         if result[0] == "trace too big":
             notes.append(f"memtrace stopped: trace over {TRACE_LIMIT >> 30} GB")
             for p in results:
