@@ -15,10 +15,11 @@ Programs: Debian's own (C, C++, stripped as shipped), programs linked here from 
 static libraries (CPython from Debian's and pyenv's libpython3.11.a, SQLite, OpenSSL's
 libcrypto), the project's C samples built with gcc and clang at -O0..-O3, static,
 static-pie, -fcf-protection, -fno-plt and LTO, a Rust program (threads, panics, iterators)
-and Rust's own cargo, node and Java's launcher. Columns: whether both tools' runs were
-identical, the file's size, the rewrite's wall seconds (inscount) and lifted instructions a
-second, and each tool's wall time over the original's (one run each: a rough figure;
-``benchmarks/x86_64.py`` measures properly).
+and Rust's own cargo, node and Java's launcher. Columns: whether every tool's runs were
+identical, the file's size, the rewrite's wall seconds (the first tool's) and lifted
+instructions a second, and each tool's CPU time (user and system) over the original's, its
+wall time's in brackets (one run each, or the least of three under a second: a rough
+figure; ``benchmarks/x86_64.py`` measures properly).
 
     python3 scripts/x86_64_corpus.py                  # the whole corpus (about 25 min)
     python3 scripts/x86_64_corpus.py --tier small     # the quick ones
@@ -40,6 +41,7 @@ import hashlib
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -373,32 +375,40 @@ def _watched(command: list[str], case: Case, here: Path, timeout: float, trace: 
                 return ("trace too big" if big else "timeout"), b"", b""
 
 
-def _run(program: Path, case: Case, work: Path, trace: Path | None = None) -> tuple[float, tuple]:
-    """Run in ``work``: wall seconds, and (status, stdout, stderr, files). A short run is
+def _children_cpu() -> float:
+    """User and system seconds of the children waited for so far."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _run(program: Path, case: Case, work: Path, trace: Path | None = None) -> tuple[float, float, tuple]:
+    """Run in ``work``: wall seconds, CPU seconds (user and system: on a machine others
+    share the wall time is theirs too), and (status, stdout, stderr, files). A short run is
     timed twice more in a copy of the work directory as it was (the least time is kept).
     ``trace``: where the program writes a trace (watched for its size)."""
     pristine = work.with_name(work.name + ".before")
     shutil.copytree(work, pristine, symlinks=True)
-    times = []
+    times, cpus = [], []
     for attempt in range(3):
         here = work if attempt == 0 else work.with_name(work.name + ".again")
         if attempt:
             shutil.rmtree(here, ignore_errors=True)
             shutil.copytree(pristine, here, symlinks=True)
-        start = time.perf_counter()
+        start, used = time.perf_counter(), _children_cpu()
         done = _watched(["setarch", "-R", str(program), *case.args], case, here, 900, trace)
         if attempt == 0:
             status, out, err = done
         times.append(time.perf_counter() - start)
+        cpus.append(_children_cpu() - used)
         if attempt:
             shutil.rmtree(here, ignore_errors=True)
         if times[0] > 1.0 or isinstance(status, str):
             break
     shutil.rmtree(pristine, ignore_errors=True)
-    seconds = min(times)
+    seconds, cpu = min(times), min(cpus)
     files = {str(p.relative_to(work)): p.read_bytes() for p in sorted(work.rglob("*"))
              if p.is_file() and not p.is_symlink() and not RESULTS.search(p.name)}
-    return seconds, (status, out, err, files)
+    return seconds, cpu, (status, out, err, files)
 
 
 def _difference(want: tuple, got: tuple) -> str:
@@ -560,7 +570,7 @@ def run_case(case: Case, root: Path, builds: Path, tools: list[str], qemu: bool 
         work = vdir / "w"
         work.mkdir(parents=True, exist_ok=True)
         _prepare(case, work)
-        seconds, result = _run(placed, case, work, trace)
+        seconds, cpu, result = _run(placed, case, work, trace)
         results = [trace] if trace else [p for p in work.iterdir() if RESULTS.search(p.name)]
         results = [p for p in results if p.exists()]
         if result[0] == "trace too big":
@@ -573,7 +583,7 @@ def run_case(case: Case, root: Path, builds: Path, tools: list[str], qemu: bool 
         result = (result[0], result[1].replace(mine, theirs), result[2].replace(mine, theirs),
                   {k: c.replace(mine, theirs) for k, c in result[3].items()})
         runs[tool] = result
-        row[f"{tool or 'original'} s"] = seconds
+        row[f"{tool or 'original'} s"], row[f"{tool or 'original'} cpu"] = seconds, cpu
         if tool is None:
             continue
         difference = _difference(runs[None], result)
@@ -661,10 +671,12 @@ def main() -> int:
         except (OSError, subprocess.CalledProcessError) as e:
             row = {"name": case.name, "size": 0, "status": "not built", "detail": str(e)[:200]}
         rows.append(row)
-        base = row.get("original s") or 0
-
-        def ratio(tool: str, r: dict = row, b: float = base) -> str:
-            return f"{r[tool + ' s'] / b:.2f}" if b and tool + " s" in r else "-"
+        def ratio(tool: str, r: dict = row) -> str:
+            """CPU time over the original's (wall time's in brackets)."""
+            base, wall = r.get("original cpu") or 0, r.get("original s") or 0
+            if not (base and wall and tool + " s" in r):
+                return "-"
+            return f"{r[tool + ' cpu'] / base:.2f} ({r[tool + ' s'] / wall:.2f})"
         rewrite = row.get(f"{tools[0]} rewrite", 0)
         speed = f"{row.get('instructions', 0) / rewrite:,.0f}" if rewrite else "-"
         print(f"| {case.name} | {row['status']} | {row['size'] / 1e6:.1f} | {rewrite:.1f} | {speed} | "

@@ -134,3 +134,31 @@ def test_simulated_programs_behave_as_the_original(variant: str, tmp_path: Path)
     assert (runs[1].returncode, runs[1].stdout, runs[1].stderr) == (runs[0].returncode, runs[0].stdout, runs[0].stderr)
     got = json.loads((tmp_path / "prog.cachesim.out").read_text())
     assert got["accesses"] > 10 and got["misses"] > 0
+
+
+@pytest.mark.parametrize("threads", [True, False])
+def test_a_program_that_may_start_threads_is_the_reference(threads: bool, tmp_path: Path) -> None:
+    """Until a program that may start threads starts one, its sites test the filter inline
+    and call without the lock; from then on every access calls through the lock and the
+    filter is C's, with the slots as the inline test left them. The thread runs none of the
+    program's code, so memtrace's stream is the same every run and, fed to the reference,
+    gives the counts exactly: before the thread starts and after, or without one."""
+    program = tmp_path / "a" / "prog"
+    program.parent.mkdir()
+    shutil.copy(samples.build_x86_64("x64_thread_later", "x64-gcc-O2"), program)
+    args = [] if threads else ["alone"]
+    running = tmp_path / "run" / "prog"
+    running.parent.mkdir()
+    original = subprocess.run(["setarch", "-R", str(program), *args], capture_output=True, timeout=60, env=_ENV)
+    shutil.copy(traces.memtrace(program, tmp_path), running)
+    traced = subprocess.run(["setarch", "-R", str(running), *args], capture_output=True, timeout=60,
+                            cwd=running.parent, env=_ENV)
+    assert (traced.returncode, traced.stdout) == (original.returncode, original.stdout)
+    stream = [(address, kind == "S") for _, address, _, kind in traces.trace(running.parent / "prog.memtrace.out")]
+    for geometry in [GEOMETRIES[0], GEOMETRIES[1], GEOMETRIES[2]]:
+        shutil.copy(_instrument(program, tmp_path / "c" / "prog", "cachesim", geometry), running)
+        run = subprocess.run(["setarch", "-R", str(running), *args], capture_output=True, timeout=60,
+                             cwd=running.parent, env=_ENV)
+        assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)
+        want = _expected(stream, geometry)
+        assert _got(running.parent / "prog.cachesim.out", want) == want, geometry

@@ -167,14 +167,17 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
  * then each prefix byte's distance from the table. The region is writable; only the
  * thread that is about to start the first other one runs. */
 long anvil_lock_table __attribute__((section(".data"))) = 0;
-static int threads_started __attribute__((section(".data")));
+/* Set as the program first enters a function that starts a thread. Until then one thread
+ * runs the copied code: the call sites test their repeat filters inline and call without
+ * the lock (arch/x86_64/calls.py reads this byte), as the counters add without it. */
+uint8_t anvil_threads_started __attribute__((section(".data")));
 
 /* Called (anvil_threads_entry) as the program enters a function that starts a thread. */
 void anvil_threads_start(void)
 {
-    if (threads_started)
+    if (anvil_threads_started)
         return;
-    threads_started = 1;
+    anvil_threads_started = 1;
     if (!anvil_lock_table)
         return;
     const int *table = (const int *)((const char *)&anvil_lock_table + anvil_lock_table);
@@ -189,7 +192,7 @@ void anvil_on_syscall(long nr)
     /* exit ends a thread: the program's end only where it started none (a static program's
      * threads end so, and the first to end wrote the results with the others' counts
      * missing). */
-    if (nr == SYS_exit_group || (nr == SYS_exit && !threads_started && !anvil_forked_child()))
+    if (nr == SYS_exit_group || (nr == SYS_exit && !anvil_threads_started && !anvil_forked_child()))
         anvil_program_end();
 }
 
@@ -205,6 +208,10 @@ static anvil_word site_owner __attribute__((section(".data")));
  * (waiting for it would wait for ever). */
 void anvil_site_locked(anvil_word value, uint32_t site)
 {
+    if (!anvil_threads_started) {  /* one thread so far: an uncontended lock costs a locked cmpxchg */
+        anvil_site(value, site);
+        return;
+    }
     anvil_word self;
     __asm__ volatile("mov %%fs:0, %0" : "=r"(self));
     if (__atomic_load_n(&site_owner, __ATOMIC_RELAXED) == self) {

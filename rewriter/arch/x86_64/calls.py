@@ -139,8 +139,8 @@ class CallSites:
 
     def enter(self, proc: Procedure, switch_cases: dict[int, set[int]]) -> None:
         """Before ``proc`` is copied: the flags' liveness, where a filter's test needs it."""
-        filtered = not self.threaded and any(hook.prototype.filter is not None for block in proc.blocks
-                                             for ins in block.instructions for hook in ins.hooks or ())
+        filtered = any(hook.prototype.filter is not None for block in proc.blocks
+                       for ins in block.instructions for hook in ins.hooks or ())
         self._live = live_before(proc, switch_cases) if filtered else {}
 
     def block(self, block: Block, code: Code) -> None:
@@ -215,7 +215,7 @@ class CallSites:
         fs = bool(dynamic) and dynamic[0][0] is Arg.EFFADDR and access is not None and access.segment == "fs"
         self.site_fs.append(fs)
         flt = proto.filter
-        if flt is not None and dynamic and not fs and not self.threaded:
+        if flt is not None and dynamic and not fs:
             # count_by's value: the static argument at that position
             count_by = statics[sum(1 for kind in proto.kinds[:flt.count_by] if not kind.dynamic)]
             self._filtered_site(code, proto, site, dynamic[0], access, self._live.get(address, ALL_FLAGS), count_by)
@@ -252,8 +252,12 @@ class CallSites:
         when the key is new to its slot (anvil_site then finds it so too, updates the slot
         and calls the routine); a hit swaps a two-deep slot inline and adds one to its
         counter. rsi points at the slot, rcx holds the key; the flags are saved only where
-        they are live (``cmp`` changes them)::
+        they are live (``cmp`` changes them). In a program that may start threads, the test
+        is inline only until it starts one (the runtime's ``anvil_threads_started``, set as
+        the program enters a function that starts a thread, as the counters' lock prefixes
+        are written): then every access calls through the lock, and the filter is C's::
 
+            [cmp byte [rip + anvil_threads_started], 0 ; jne locked]
             mov rsi, rdi ; shr rsi, shift - k ; and esi, (slots - 1) << k   (k: log2 slot bytes)
             lea rcx, [rip + table] ; add rsi, rcx ; mov rcx, rdi ; or rcx, low bits
             cmp rcx, [rsi] ; je hit ; [cmp rcx, [rsi+8] ; jne miss ; swap the two]
@@ -261,14 +265,8 @@ class CallSites:
         flt, save = proto.filter, live != 0
         code.emit(BELOW_RED_ZONE + _SAVE + b"\x51" + (b"\x9c" if save else b""))  # push rcx; pushfq
         self._value(code, proto.name, dynamic, access, _RSP_MOVED + 8 + 8 * save)
+        symbol = self.symbol
         k = 3 if flt.depth == 1 else 4
-        if flt.shift >= k:
-            move = b"\x48\xc1\xee" + bytes((flt.shift - k,)) if flt.shift > k else b""   # shr rsi, shift - k
-        else:
-            move = b"\x48\xc1\xe6" + bytes((k - flt.shift,))                             # shl rsi, k - shift
-        code.emit(b"\x48\x89\xfe" + move + b"\x81\xe6" + struct.pack("<I", flt.slots - 1 << k))
-        symbol, table, counter = self.symbol, _table_of(flt), f"anvil_array_{flt.counter}"
-        code.later(7, lambda at, _r: b"\x48\x8d\x0d" + rel32(at, 7, symbol(table)))       # lea rcx, [rip+table]
         key = b"\x48\x89\xf9" + _or_rcx((1 << flt.shift) - 1)                             # mov rcx, rdi; or rcx
         if flt.depth == 1:
             test = b"\x48\x3b\x0e\x75" + bytes((8 + 2,))                                    # cmp rcx,[rsi]; jne miss
@@ -277,10 +275,25 @@ class CallSites:
             test = (b"\x48\x3b\x0e\x74" + bytes((6 + len(swap),))                           # cmp rcx,[rsi]; je hit
                     + b"\x48\x3b\x4e\x08\x75" + bytes((len(swap) + 8 + 2,))                # cmp rcx,[rsi+8]; jne miss
                     + swap)
+        if flt.shift >= k:
+            move = b"\x48\xc1\xee" + bytes((flt.shift - k,)) if flt.shift > k else b""   # shr rsi, shift - k
+        else:
+            move = b"\x48\xc1\xe6" + bytes((k - flt.shift,))                             # shl rsi, k - shift
+        if self.threaded:  # jne over the inline test, the miss's call and its jmp to the locked call
+            inline = 3 + len(move) + 6 + 7 + 3 + len(key) + len(test) + 8 + 2 + _CALL_SIZE + 2
+            assert inline < 0x80  # a short jump (86 bytes at most)
+            code.later(7, lambda at, _r: b"\x80\x3d" + rel32(at, 7, symbol("anvil_threads_started")) + b"\x00")
+            code.emit(b"\x75" + bytes((inline,)))
+        code.emit(b"\x48\x89\xfe" + move + b"\x81\xe6" + struct.pack("<I", flt.slots - 1 << k))
+        table, counter = _table_of(flt), f"anvil_array_{flt.counter}"
+        code.later(7, lambda at, _r: b"\x48\x8d\x0d" + rel32(at, 7, symbol(table)))       # lea rcx, [rip+table]
         code.emit(b"\x48\x01\xce" + key + test)                                          # add rsi, rcx
         code.later(8, lambda at, _r: b"\x48\x83\x05" + rel32(at, 8, symbol(counter) + 8 * count_by) + b"\x01")
-        code.emit(b"\xeb" + bytes((_CALL_SIZE,)))                                        # jmp done
+        code.emit(b"\xeb" + bytes((_CALL_SIZE + (2 + _CALL_SIZE) * self.threaded,)))  # jmp done
         self._call(code, site, "anvil_site_flagless_entry")  # the flags are saved here where live
+        if self.threaded:
+            code.emit(b"\xeb" + bytes((_CALL_SIZE,)))                                    # jmp done
+            self._call(code, site)                                                       # locked: the lock's entry
         code.emit((b"\x9d" if save else b"") + b"\x59" + _RESTORE + ABOVE_RED_ZONE)       # popfq; pop rcx
 
     def source(self, tool_sources: list[str], array: Callable[[str, str, list[int]], str]) -> str:
