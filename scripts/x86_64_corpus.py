@@ -47,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -531,7 +531,7 @@ def _repeatable(placed: Path, case: Case, vdir: Path, trace: Path) -> bool:
     return same
 
 
-def run_case(case: Case, root: Path, builds: Path, tools: list[str], qemu: bool = False,
+def run_case(case: Case, root: Path, builds: Path, qemu: bool = False, tools: Sequence[str] = ("inscount", "bbcount"),
              memtrace_tiers: tuple[str, ...] = ("small",), reference: int = 0) -> dict:
     """Rewrite and run one case with each tool (and, ``qemu``, against QEMU's count);
     return its row. memtrace runs only on the cases of ``memtrace_tiers`` (a long run's
@@ -667,7 +667,7 @@ def main() -> int:
         if (root / case.name).exists():
             shutil.rmtree(root / case.name)
         try:
-            row = run_case(case, root, builds, tools, args.qemu, memtrace_tiers, args.reference)
+            row = run_case(case, root, builds, args.qemu, tools, memtrace_tiers, args.reference)
         except (OSError, subprocess.CalledProcessError) as e:
             row = {"name": case.name, "size": 0, "status": "not built", "detail": str(e)[:200]}
         rows.append(row)
