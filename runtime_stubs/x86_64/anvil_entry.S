@@ -67,13 +67,11 @@ anvil_site_entry:
     preserving anvil_site
     .size anvil_site_entry, . - anvil_site_entry
 
-# The same for a site that kept the flags itself where they are live (a repeat filter's
-# test, arch/x86_64/calls.py): popfq, which costs a dozen cycles and more, is left out.
-# The direction flag alone is kept (the C code wants it clear; a copy of a string
-# instruction that counts down may have it set).
-    .globl anvil_site_flagless_entry
-    .type anvil_site_flagless_entry, @function
-anvil_site_flagless_entry:
+# Save what a C call may change but the flags, which the call site kept itself where they
+# are live (a repeat filter's test, arch/x86_64/calls.py): popfq, which costs a dozen
+# cycles and more, is left out. The direction flag alone is kept (the C code wants it
+# clear; a copy of a string instruction that counts down may have it set).
+.macro flagless routine
     push %rax
     push %rcx
     push %rdx
@@ -91,7 +89,7 @@ anvil_site_flagless_entry:
     mov %rsp, %rbp
     and $-16, %rsp
     cld
-    call anvil_site
+    call \routine
     mov %rbp, %rsp
     pop %rax
     test %eax, %eax
@@ -108,7 +106,22 @@ anvil_site_flagless_entry:
     pop %rcx
     pop %rax
     ret
+.endm
+
+# anvil_site_entry without the flags (a filtered site's miss).
+    .globl anvil_site_flagless_entry
+    .type anvil_site_flagless_entry, @function
+anvil_site_flagless_entry:
+    flagless anvil_site
     .size anvil_site_flagless_entry, . - anvil_site_flagless_entry
+
+# anvil_site_locked_entry without the flags (a filtered site once the program has started
+# a thread).
+    .globl anvil_site_locked_flagless_entry
+    .type anvil_site_locked_flagless_entry, @function
+anvil_site_locked_flagless_entry:
+    flagless anvil_site_locked
+    .size anvil_site_locked_flagless_entry, . - anvil_site_locked_flagless_entry
 
 # The same in a program that starts threads: one thread in the analysis at a time.
     .globl anvil_site_locked_entry

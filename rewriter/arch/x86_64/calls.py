@@ -293,7 +293,7 @@ class CallSites:
         self._call(code, site, "anvil_site_flagless_entry")  # the flags are saved here where live
         if self.threaded:
             code.emit(b"\xeb" + bytes((_CALL_SIZE,)))                                    # jmp done
-            self._call(code, site)                                                       # locked: the lock's entry
+            self._call(code, site, "anvil_site_locked_flagless_entry")                  # locked: through the lock
         code.emit((b"\x9d" if save else b"") + b"\x59" + _RESTORE + ABOVE_RED_ZONE)       # popfq; pop rcx
 
     def source(self, tool_sources: list[str], array: Callable[[str, str, list[int]], str]) -> str:
