@@ -402,7 +402,9 @@ def _run(program: Path, case: Case, work: Path, trace: Path | None = None) -> tu
         cpus.append(_children_cpu() - used)
         if attempt:
             shutil.rmtree(here, ignore_errors=True)
-        if times[0] > 1.0 or isinstance(status, str):
+        # A trace is written to one path whatever the directory: a second run, from another
+        # directory (another environment, another stack), would write over the first's.
+        if times[0] > 1.0 or isinstance(status, str) or trace is not None:
             break
     shutil.rmtree(pristine, ignore_errors=True)
     seconds, cpu = min(times), min(cpus)
