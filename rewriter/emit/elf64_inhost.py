@@ -19,12 +19,12 @@ from collections.abc import Callable
 from elftools.elf.elffile import ELFFile
 
 from ..api import Options, Tool
-from ..arch.x86_64.calls import CallSites
+from ..arch.x86_64.calls import RECORDS_END, RECORDS_START, CallSites
 from ..arch.x86_64.hooks import CountingHooks
 from ..errors import AnvilError
 from ..ir.elf_loader import starts_threads
 from ..ir.go_runtime import go_version
-from ..ir.model import Binary
+from ..ir.model import Binary, Hook, Point
 from ..tool_files import run_instrument
 from . import target_build as tb
 from .elf64_image import Library, write_copied
@@ -114,6 +114,13 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     missing = _unsupported(binary)
     if missing is not None:
         raise AnvilError(f"{binary.path}: tool {tool.name} needs {missing}, which x86-64 programs do not have yet")
+    # Misses of a deferred routine's filtered sites become records run in batches (the
+    # ring starts before the tool's start routines, its last records run before its end ones).
+    deferring = not binary.threaded and any(p.deferred and p.filter for p in tool.prototypes.values())
+    if deferring:
+        start = [hook for hook in binary.hooks if hook.point is Point.BEFORE]
+        end = [hook for hook in binary.hooks if hook.point is not Point.BEFORE]
+        binary.hooks = [Hook(Point.BEFORE, RECORDS_START, ()), *start, Hook(Point.AFTER, RECORDS_END, ()), *end]
     units = SiteUnit()
     arrays = dict(tool.arrays)  # the repeat filters' tables are the call sites' (CallSites.filter_tables)
     unit = units.source(binary, arrays) + _fold_source(tool.procedure_sums)
@@ -123,7 +130,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     calls: list[CallSites] = []
 
     def hooks(symbol: Callable[[str], int]) -> CountingHooks:
-        calls.append(CallSites(symbol, binary.threaded))
+        calls.append(CallSites(symbol, binary.threaded, deferring))
         return CountingHooks(symbol, binary.switch_cases, tool.procedure_sums, binary.threaded, binary.plt,
                              calls[0], _thread_starts(binary))
 

@@ -71,9 +71,7 @@ anvil_site_entry:
 # test, arch/x86_64/calls.py): popfq, which costs a dozen cycles and more, is left out.
 # The direction flag alone is kept (the C code wants it clear; a copy of a string
 # instruction that counts down may have it set).
-    .globl anvil_site_flagless_entry
-    .type anvil_site_flagless_entry, @function
-anvil_site_flagless_entry:
+.macro preserving_flagless routine
     push %rax
     push %rcx
     push %rdx
@@ -91,7 +89,7 @@ anvil_site_flagless_entry:
     mov %rsp, %rbp
     and $-16, %rsp
     cld
-    call anvil_site
+    call \routine
     mov %rbp, %rsp
     pop %rax
     test %eax, %eax
@@ -108,7 +106,22 @@ anvil_site_flagless_entry:
     pop %rcx
     pop %rax
     ret
+.endm
+
+    .globl anvil_site_flagless_entry
+    .type anvil_site_flagless_entry, @function
+anvil_site_flagless_entry:
+    preserving_flagless anvil_site
     .size anvil_site_flagless_entry, . - anvil_site_flagless_entry
+
+# A filtered site's records (calls.py, CallSites._record) fill their buffer: run them.
+# (anvil_records_flush is generated only for a tool whose calls make records.)
+    .weak anvil_records_flush
+    .globl anvil_records_flush_entry
+    .type anvil_records_flush_entry, @function
+anvil_records_flush_entry:
+    preserving_flagless anvil_records_flush
+    .size anvil_records_flush_entry, . - anvil_records_flush_entry
 
 # The same in a program that starts threads: one thread in the analysis at a time.
     .globl anvil_site_locked_entry
