@@ -19,6 +19,7 @@ behaviour against the original's.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections import Counter
@@ -171,3 +172,32 @@ def test_tool_file_block_calls_are_qemus_count(tmp_path: Path) -> None:
     assert total == sum(pcs.values())
     assert runs == sum(pcs.get(b.address, 0) for b in blocks)
     assert weighted == sum(pcs.get(b.address, 0) * b.address for b in blocks) % (1 << 64)
+
+
+def test_walk_tool_file_entries_are_qemus_count(tmp_path: Path) -> None:
+    """The example tool file tests/data/tools/walk.py calls a routine at every procedure's
+    entry (its index) and block (address, size): each procedure's entries are QEMU's count of
+    its first instruction (a loop back to the entry block enters again, as on ARM), and the
+    blocks' sums are QEMU's too."""
+    program = tmp_path / "a" / "prog"
+    program.parent.mkdir()
+    shutil.copy(samples.build_x86_64("hash", "x64-gcc-O0"), program)
+    copied = tmp_path / "b" / "prog"
+    copied.parent.mkdir()
+    walk = Path(__file__).parent / "data" / "tools" / "walk.py"
+    done = subprocess.run(["anvil", "instrument", "--tool", str(walk), str(program), "-o", str(copied)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    oracle = trace_pcs(program, [], cwd=tmp_path)
+    pcs = exe_pcs(oracle, program)
+    run = subprocess.run(["env", "-i", "qemu-x86_64", "-0", "prog", str(copied)], cwd=tmp_path, capture_output=True,
+                         timeout=600)
+    assert (run.returncode, run.stdout) == (oracle.returncode, oracle.stdout)
+    got = json.loads((tmp_path / "prog.walk.out").read_text())
+    binary = load_binary(str(program))
+    blocks = list(binary.blocks())
+    assert got["total"] == sum(pcs.values())
+    assert got["blocks_run"] == sum(pcs.get(b.address, 0) for b in blocks)
+    assert got["weighted"] == sum(pcs.get(b.address, 0) * b.address for b in blocks) % (1 << 64)
+    expected = {p.address: pcs[p.address] for p in binary.procedures if pcs.get(p.address)}
+    assert dict(got["entries"]) == expected and len(expected) > 5

@@ -5,9 +5,8 @@ its procedures, its analysis library and the runtime linked into the region afte
 What is lowered so far: block counters (``Block.increment``; a counter array read only as
 per-procedure sums, ``Tool.sum_per_procedure``, is folded into them at the end), the
 tool's program-start and program-end routines, and calls of its routines at blocks and
-instructions (``arch/x86_64/calls.py``, decision 0113). A tool that asks for calls at
-procedure entries is refused in one line until those are lowered; a repeat filter runs in
-C, in the call (`CallSites.filter_tables`).
+instructions and procedure entries (``arch/x86_64/calls.py``, decisions 0113, 0114),
+repeat filters among them.
 """
 
 from __future__ import annotations
@@ -44,8 +43,7 @@ def _signed(value: int) -> int:
 def _unsupported(binary: Binary) -> str | None:
     calls = False
     for proc in binary.procedures:
-        if proc.hooks:
-            return "calls at procedure entries"
+        calls = calls or bool(proc.hooks)
         for block in proc.blocks:
             if block.edge_increments:
                 return "counts on branches"

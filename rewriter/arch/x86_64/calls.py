@@ -175,8 +175,11 @@ class CallSites:
         self._live = live_before(proc, switch_cases) if filtered else {}
 
     def block(self, block: Block, code: Code) -> None:
-        """The calls ``block`` asks for at its start."""
-        for hook in block.hooks:
+        """The calls ``block`` asks for at its start, after its procedure's if it is the
+        procedure's entry (as on ARM: the entry block's every run, a loop back to it too)."""
+        proc = block.procedure
+        hooks = [*proc.hooks, *block.hooks] if proc is not None and block.address == proc.address else block.hooks
+        for hook in hooks:
             self._site(code, hook, block.address, len(block.instructions), None)
 
     def before(self, ins: Instruction, code: Code) -> None:
