@@ -41,17 +41,8 @@ def _signed(value: int) -> int:
 
 
 def _unsupported(binary: Binary) -> str | None:
-    calls = False
-    for proc in binary.procedures:
-        calls = calls or bool(proc.hooks)
-        for block in proc.blocks:
-            if block.edge_increments:
-                return "counts on branches"
-            calls = calls or bool(block.hooks) or any(ins.hooks for ins in block.instructions)
-    if calls and binary.threaded and not binary.is_dynamic:
-        # The calls' lock knows a thread by its thread pointer, which a static program's
-        # start code sets only after its first instructions ran.
-        return "calls of its routines in a static program that starts threads"
+    if any(block.edge_increments for block in binary.blocks()):
+        return "counts on branches"
     return None
 
 

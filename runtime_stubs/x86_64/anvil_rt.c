@@ -199,12 +199,17 @@ void anvil_site(anvil_word value, uint32_t site);
 static anvil_word site_owner __attribute__((section(".data")));
 
 /* A call site of a program that starts threads (anvil_site_locked_entry): the tool's
- * routines and the results file's buffer see one call at a time. Only in a dynamic program,
- * whose thread pointer the dynamic linker sets before any of the program's code runs. A
- * signal handler that interrupts its thread inside the analysis goes on without the lock
- * (waiting for it would wait for ever). */
+ * routines and the results file's buffer see one call at a time, once a thread has started
+ * (before, the one thread goes straight in: a static program sets its thread pointer only
+ * after its first instructions ran, and fs:0 cannot be read until it does). A signal
+ * handler that interrupts its thread inside the analysis goes on without the lock (waiting
+ * for it would wait for ever). */
 void anvil_site_locked(anvil_word value, uint32_t site)
 {
+    if (!__atomic_load_n(&threads_started, __ATOMIC_RELAXED)) {
+        anvil_site(value, site);
+        return;
+    }
     anvil_word self;
     __asm__ volatile("mov %%fs:0, %0" : "=r"(self));
     if (__atomic_load_n(&site_owner, __ATOMIC_RELAXED) == self) {
