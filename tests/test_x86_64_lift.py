@@ -19,8 +19,12 @@ import io
 import subprocess
 from pathlib import Path
 
+import capstone
 import pytest
+from elftools.elf.elffile import ELFFile
 
+from rewriter.arch.x86_64 import flags
+from rewriter.arch.x86_64.decode import branch_form, direct_branch, instruction_of, make_disassembler
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support import samples
@@ -84,7 +88,6 @@ def test_symbols_are_read_as_pyelftools_reads_them(variant: str) -> None:
     with its fields in another order than a 32-bit one's, and read as 32-bit entries an
     x86-64 program's names came out wrong (its threads went unseen: counters without lock,
     decision 0112). Every name, value and section index against pyelftools' own reading."""
-    from elftools.elf.elffile import ELFFile
 
     from rewriter.ir.elf_loader import _symbol_entries
 
@@ -100,3 +103,26 @@ def test_symbols_are_read_as_pyelftools_reads_them(variant: str) -> None:
         theirs = [(n, v, {"SHN_UNDEF": 0, "SHN_ABS": 0xFFF1, "SHN_COMMON": 0xFFF2}.get(x, x)) for n, v, x in theirs]
         assert ours == theirs
     assert load_binary(str(path)).threaded
+
+
+@pytest.mark.parametrize("program", ["/bin/bash", "/usr/bin/sed"])
+def test_direct_branches_read_from_their_bytes_are_capstones(program: str) -> None:
+    """Direct calls and jumps are read from their bytes (``decode.direct_branch``, their
+    flags from ``flags._effect_of``): for every one in a Debian program's text, the same
+    facts as capstone's detailed decoding gives."""
+    with open(program, "rb") as f:
+        text = ELFFile(f).get_section_by_name(".text")
+        data, base = text.data(), text["sh_addr"]
+    lite, detailed = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64), make_disassembler()
+    lite.skipdata = True
+    seen = 0
+    for address, size, mnemonic, op_str in lite.disasm_lite(data, base):
+        raw = data[address - base:address - base + size]
+        fast = direct_branch(raw, address, mnemonic, op_str)
+        if fast is None:
+            continue
+        seen += 1
+        assert fast == instruction_of(next(detailed.disasm(raw, address, 1))), (hex(address), mnemonic)
+        if branch_form(raw)[0] != "call":
+            assert flags._effect_of(raw) == flags._decoded_effect(raw), (hex(address), mnemonic)
+    assert seen > 4000

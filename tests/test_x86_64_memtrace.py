@@ -19,6 +19,7 @@ behaviour against the original's.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections import Counter
@@ -91,12 +92,15 @@ def test_traced_programs_behave_as_the_original(variant: str, tmp_path: Path) ->
     assert len(traces.trace(tmp_path / "prog.memtrace.out")) > 10
 
 
-def test_threads_trace_every_access(tmp_path: Path) -> None:
+@pytest.mark.parametrize("variant", ["x64-gcc-O2", "x64-gcc-O2-static"])
+def test_threads_trace_every_access(variant: str, tmp_path: Path) -> None:
     """Four threads at once (samples/x64_threads.c): the trace has each element of the
     array every load and store the program's source makes (ROUNDS of each in the threads,
-    one more load as main sums them up), none lost or garbled by threads tracing at once."""
+    one more load as main sums them up), none lost or garbled by threads tracing at once.
+    Static too: there the calls take no lock before the first thread starts (the thread
+    pointer the lock knows a thread by is set only after the start code's first accesses)."""
     program = tmp_path / "prog"
-    shutil.copy(samples.build_x86_64("x64_threads", "x64-gcc-O2"), program)
+    shutil.copy(samples.build_x86_64("x64_threads", variant), program)
     copied = traces.memtrace(program, tmp_path)
     runs = [subprocess.run(["setarch", "-R", str(p)], cwd=tmp_path, capture_output=True, timeout=60, text=True,
                            env={"PATH": "/usr/bin:/bin"}) for p in (program, copied)]
@@ -171,3 +175,32 @@ def test_tool_file_block_calls_are_qemus_count(tmp_path: Path) -> None:
     assert total == sum(pcs.values())
     assert runs == sum(pcs.get(b.address, 0) for b in blocks)
     assert weighted == sum(pcs.get(b.address, 0) * b.address for b in blocks) % (1 << 64)
+
+
+def test_walk_tool_file_entries_are_qemus_count(tmp_path: Path) -> None:
+    """The example tool file tests/data/tools/walk.py calls a routine at every procedure's
+    entry (its index) and block (address, size): each procedure's entries are QEMU's count of
+    its first instruction (a loop back to the entry block enters again, as on ARM), and the
+    blocks' sums are QEMU's too."""
+    program = tmp_path / "a" / "prog"
+    program.parent.mkdir()
+    shutil.copy(samples.build_x86_64("hash", "x64-gcc-O0"), program)
+    copied = tmp_path / "b" / "prog"
+    copied.parent.mkdir()
+    walk = Path(__file__).parent / "data" / "tools" / "walk.py"
+    done = subprocess.run(["anvil", "instrument", "--tool", str(walk), str(program), "-o", str(copied)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    oracle = trace_pcs(program, [], cwd=tmp_path)
+    pcs = exe_pcs(oracle, program)
+    run = subprocess.run(["env", "-i", "qemu-x86_64", "-0", "prog", str(copied)], cwd=tmp_path, capture_output=True,
+                         timeout=600)
+    assert (run.returncode, run.stdout) == (oracle.returncode, oracle.stdout)
+    got = json.loads((tmp_path / "prog.walk.out").read_text())
+    binary = load_binary(str(program))
+    blocks = list(binary.blocks())
+    assert got["total"] == sum(pcs.values())
+    assert got["blocks_run"] == sum(pcs.get(b.address, 0) for b in blocks)
+    assert got["weighted"] == sum(pcs.get(b.address, 0) * b.address for b in blocks) % (1 << 64)
+    expected = {p.address: pcs[p.address] for p in binary.procedures if pcs.get(p.address)}
+    assert dict(got["entries"]) == expected and len(expected) > 5

@@ -5,9 +5,8 @@ its procedures, its analysis library and the runtime linked into the region afte
 What is lowered so far: block counters (``Block.increment``; a counter array read only as
 per-procedure sums, ``Tool.sum_per_procedure``, is folded into them at the end), the
 tool's program-start and program-end routines, and calls of its routines at blocks and
-instructions (``arch/x86_64/calls.py``, decision 0113). A tool that asks for calls at
-procedure entries is refused in one line until those are lowered; a repeat filter runs in
-C, in the call (`CallSites.filter_tables`).
+instructions and procedure entries (``arch/x86_64/calls.py``, decisions 0113, 0114),
+repeat filters among them.
 """
 
 from __future__ import annotations
@@ -19,12 +18,12 @@ from collections.abc import Callable
 from elftools.elf.elffile import ELFFile
 
 from ..api import Options, Tool
-from ..arch.x86_64.calls import CallSites
+from ..arch.x86_64.calls import RECORDS_END, RECORDS_START, CallSites
 from ..arch.x86_64.hooks import CountingHooks
 from ..errors import AnvilError
 from ..ir.elf_loader import starts_threads
 from ..ir.go_runtime import go_version
-from ..ir.model import Binary
+from ..ir.model import Binary, Hook, Point
 from ..tool_files import run_instrument
 from . import target_build as tb
 from .elf64_image import Library, write_copied
@@ -42,18 +41,8 @@ def _signed(value: int) -> int:
 
 
 def _unsupported(binary: Binary) -> str | None:
-    calls = False
-    for proc in binary.procedures:
-        if proc.hooks:
-            return "calls at procedure entries"
-        for block in proc.blocks:
-            if block.edge_increments:
-                return "counts on branches"
-            calls = calls or bool(block.hooks) or any(ins.hooks for ins in block.instructions)
-    if calls and binary.threaded and not binary.is_dynamic:
-        # The calls' lock knows a thread by its thread pointer, which a static program's
-        # start code sets only after its first instructions ran.
-        return "calls of its routines in a static program that starts threads"
+    if any(block.edge_increments for block in binary.blocks()):
+        return "counts on branches"
     return None
 
 
@@ -114,6 +103,13 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     missing = _unsupported(binary)
     if missing is not None:
         raise AnvilError(f"{binary.path}: tool {tool.name} needs {missing}, which x86-64 programs do not have yet")
+    # Misses of a deferred routine's filtered sites become records run in batches (the
+    # ring starts before the tool's start routines, its last records run before its end ones).
+    deferring = not binary.threaded and any(p.deferred and p.filter for p in tool.prototypes.values())
+    if deferring:
+        start = [hook for hook in binary.hooks if hook.point is Point.BEFORE]
+        end = [hook for hook in binary.hooks if hook.point is not Point.BEFORE]
+        binary.hooks = [Hook(Point.BEFORE, RECORDS_START, ()), *start, Hook(Point.AFTER, RECORDS_END, ()), *end]
     units = SiteUnit()
     arrays = dict(tool.arrays)  # the repeat filters' tables are the call sites' (CallSites.filter_tables)
     unit = units.source(binary, arrays) + _fold_source(tool.procedure_sums)
@@ -123,7 +119,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     calls: list[CallSites] = []
 
     def hooks(symbol: Callable[[str], int]) -> CountingHooks:
-        calls.append(CallSites(symbol, binary.threaded))
+        calls.append(CallSites(symbol, binary.threaded, deferring))
         return CountingHooks(symbol, binary.switch_cases, tool.procedure_sums, binary.threaded, binary.plt,
                              calls[0], _thread_starts(binary))
 

@@ -67,11 +67,11 @@ anvil_site_entry:
     preserving anvil_site
     .size anvil_site_entry, . - anvil_site_entry
 
-# Save what a C call may change but the flags, which the call site kept itself where they
-# are live (a repeat filter's test, arch/x86_64/calls.py): popfq, which costs a dozen
-# cycles and more, is left out. The direction flag alone is kept (the C code wants it
-# clear; a copy of a string instruction that counts down may have it set).
-.macro flagless routine
+# The same for a site that kept the flags itself where they are live (a repeat filter's
+# test, arch/x86_64/calls.py): popfq, which costs a dozen cycles and more, is left out.
+# The direction flag alone is kept (the C code wants it clear; a copy of a string
+# instruction that counts down may have it set).
+.macro preserving_flagless routine
     push %rax
     push %rcx
     push %rdx
@@ -108,19 +108,27 @@ anvil_site_entry:
     ret
 .endm
 
-# anvil_site_entry without the flags (a filtered site's miss).
     .globl anvil_site_flagless_entry
     .type anvil_site_flagless_entry, @function
 anvil_site_flagless_entry:
-    flagless anvil_site
+    preserving_flagless anvil_site
     .size anvil_site_flagless_entry, . - anvil_site_flagless_entry
 
-# anvil_site_locked_entry without the flags (a filtered site once the program has started
-# a thread).
+# A filtered site's records (calls.py, CallSites._record) fill their buffer: run them.
+# (anvil_records_flush is generated only for a tool whose calls make records.)
+    .weak anvil_records_flush
+    .globl anvil_records_flush_entry
+    .type anvil_records_flush_entry, @function
+anvil_records_flush_entry:
+    preserving_flagless anvil_records_flush
+    .size anvil_records_flush_entry, . - anvil_records_flush_entry
+
+# anvil_site_locked_entry without the flags: a filtered site once the program has started
+# a thread (calls.py, CallSites._filtered_site).
     .globl anvil_site_locked_flagless_entry
     .type anvil_site_locked_flagless_entry, @function
 anvil_site_locked_flagless_entry:
-    flagless anvil_site_locked
+    preserving_flagless anvil_site_locked
     .size anvil_site_locked_flagless_entry, . - anvil_site_locked_flagless_entry
 
 # The same in a program that starts threads: one thread in the analysis at a time.

@@ -202,13 +202,14 @@ void anvil_site(anvil_word value, uint32_t site);
 static anvil_word site_owner __attribute__((section(".data")));
 
 /* A call site of a program that starts threads (anvil_site_locked_entry): the tool's
- * routines and the results file's buffer see one call at a time. Only in a dynamic program,
- * whose thread pointer the dynamic linker sets before any of the program's code runs. A
- * signal handler that interrupts its thread inside the analysis goes on without the lock
- * (waiting for it would wait for ever). */
+ * routines and the results file's buffer see one call at a time, once a thread has started
+ * (before, the one thread goes straight in: a static program sets its thread pointer only
+ * after its first instructions ran, and fs:0 cannot be read until it does). A signal
+ * handler that interrupts its thread inside the analysis goes on without the lock (waiting
+ * for it would wait for ever). */
 void anvil_site_locked(anvil_word value, uint32_t site)
 {
-    if (!anvil_threads_started) {  /* one thread so far: an uncontended lock costs a locked cmpxchg */
+    if (!__atomic_load_n(&anvil_threads_started, __ATOMIC_RELAXED)) {
         anvil_site(value, site);
         return;
     }

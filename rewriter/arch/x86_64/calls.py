@@ -47,6 +47,34 @@ _SAVE, _RESTORE = b"\x57\x56", b"\x5e\x5f"          # push rdi; push rsi / pop r
 # How far RSP has moved from the program's when the argument is computed.
 _RSP_MOVED = 128 + 16
 _CALL_SIZE = 10  # mov esi, site; call entry
+# The records of deferred routines' calls (CallSites._record): (value, left, site), 24
+# bytes each, run in order when the buffer fills, before any call made at once, and at
+# the program's end before the tool's end routines.
+_RECORDS_DECLARED = """#define ANVIL_RECORDS 4096
+anvil_word anvil_records[3 * ANVIL_RECORDS];
+anvil_word *anvil_record_cursor, *anvil_record_limit;
+void anvil_records_flush(void);
+"""
+_RECORDS = """void anvil_records_start(void)
+{{
+    anvil_record_cursor = anvil_records;
+    anvil_record_limit = anvil_records + 3 * ANVIL_RECORDS;
+}}
+
+__attribute__((flatten)) void anvil_records_flush(void)
+{{
+    for (const anvil_word *r = anvil_records; r < anvil_record_cursor; r += 3) {{
+        anvil_word value = r[0], left = r[1];
+        uint32_t site = (uint32_t)r[2];
+        const uint32_t *s = anvil_site_args + (anvil_word)site * {width};
+        (void)s, (void)left;
+{dispatch}    }}
+    anvil_record_cursor = anvil_records;
+}}
+"""
+#: Program start and end calls of a program whose calls make records.
+RECORDS_START = Prototype("anvil_records_start", ())
+RECORDS_END = Prototype("anvil_records_flush", ())
 _STRINGS = frozenset(f"{name}{width}" for name in ("movs", "stos", "cmps", "scas", "lods", "ins", "outs")
                      for width in "bwdq")
 _REPEAT_PREFIXES = (0xF2, 0xF3)
@@ -124,7 +152,7 @@ class CallSites:
     when the code is placed); ``threaded``: the program starts threads, and the calls go
     through a lock (``anvil_site_locked``)."""
 
-    def __init__(self, symbol: Callable[[str], int], threaded: bool = False) -> None:
+    def __init__(self, symbol: Callable[[str], int], threaded: bool = False, deferring: bool = False) -> None:
         self.symbol = symbol
         self.entry = "anvil_site_locked_entry" if threaded else "anvil_site_entry"
         self.routines: list[Prototype] = []
@@ -133,6 +161,9 @@ class CallSites:
         self.site_args: list[tuple[int, ...]] = []
         self.site_fs: list[bool] = []
         self.threaded = threaded
+        # Misses of deferred routines' filtered sites become records run in batches
+        # (``_record``): not in a program that starts threads, whose calls take a lock.
+        self.deferring = deferring and not threaded
         # The flags live before each instruction of the procedure being copied, where it has
         # repeat filters tested inline (``enter``).
         self._live: dict[int, int] = {}
@@ -144,8 +175,11 @@ class CallSites:
         self._live = live_before(proc, switch_cases) if filtered else {}
 
     def block(self, block: Block, code: Code) -> None:
-        """The calls ``block`` asks for at its start."""
-        for hook in block.hooks:
+        """The calls ``block`` asks for at its start, after its procedure's if it is the
+        procedure's entry (as on ARM: the entry block's every run, a loop back to it too)."""
+        proc = block.procedure
+        hooks = [*proc.hooks, *block.hooks] if proc is not None and block.address == proc.address else block.hooks
+        for hook in hooks:
             self._site(code, hook, block.address, len(block.instructions), None)
 
     def before(self, ins: Instruction, code: Code) -> None:
@@ -289,12 +323,38 @@ class CallSites:
         code.later(7, lambda at, _r: b"\x48\x8d\x0d" + rel32(at, 7, symbol(table)))       # lea rcx, [rip+table]
         code.emit(b"\x48\x01\xce" + key + test)                                          # add rsi, rcx
         code.later(8, lambda at, _r: b"\x48\x83\x05" + rel32(at, 8, symbol(counter) + 8 * count_by) + b"\x01")
-        code.emit(b"\xeb" + bytes((_CALL_SIZE + (2 + _CALL_SIZE) * self.threaded,)))  # jmp done
-        self._call(code, site, "anvil_site_flagless_entry")  # the flags are saved here where live
-        if self.threaded:
-            code.emit(b"\xeb" + bytes((_CALL_SIZE,)))                                    # jmp done
-            self._call(code, site, "anvil_site_locked_flagless_entry")                  # locked: through the lock
+        if proto.deferred and self.deferring:  # (never in a program that may start threads)
+            self._record(code, flt, site)
+        else:
+            code.emit(b"\xeb" + bytes((_CALL_SIZE + (2 + _CALL_SIZE) * self.threaded,)))  # jmp done
+            self._call(code, site, "anvil_site_flagless_entry")  # the flags are saved here where live
+            if self.threaded:
+                code.emit(b"\xeb" + bytes((_CALL_SIZE,)))                                # jmp done
+                self._call(code, site, "anvil_site_locked_flagless_entry")              # locked: through the lock
         code.emit((b"\x9d" if save else b"") + b"\x59" + _RESTORE + ABOVE_RED_ZONE)       # popfq; pop rcx
+
+    def _record(self, code: Code, flt: RepeatFilter, site: int) -> None:
+        """The miss path of a deferred routine's filtered site (after ``jmp done``): the slot
+        takes the key (rcx) and the key that left (rdx) goes into a record (value, left,
+        site) at ``anvil_record_cursor``; a full buffer is run at once
+        (``anvil_records_flush_entry``)."""
+        if flt.depth == 1:
+            update = b"\x48\x8b\x16"                                      # mov rdx, [rsi]
+        else:
+            update = b"\x48\x8b\x56\x08\xff\x36\x8f\x46\x08"              # mov rdx, [rsi+8]; [rsi+8] = [rsi]
+        update = b"\x52" + update + b"\x48\x89\x0e"                         # push rdx ...; mov [rsi], rcx
+        fill = (b"\x48\x89\x39\x48\x89\x51\x08\x48\xc7\x41\x10" + struct.pack("<I", site)
+                + b"\x48\x83\xc1\x18")                                     # [rcx] = rdi, rdx, site; rcx += 24
+        length = len(update) + 7 + len(fill) + 7 + 7 + 2 + 5 + 1
+        symbol = self.symbol
+        code.emit(b"\xeb" + bytes((length,)) + update)                       # jmp done
+        code.later(7, lambda at, _r: b"\x48\x8b\x0d" + rel32(at, 7, symbol("anvil_record_cursor")))
+        code.emit(fill)
+        code.later(7, lambda at, _r: b"\x48\x89\x0d" + rel32(at, 7, symbol("anvil_record_cursor")))
+        code.later(7, lambda at, _r: b"\x48\x3b\x0d" + rel32(at, 7, symbol("anvil_record_limit")))
+        code.emit(b"\x72\x05")                                               # jb over the call
+        code.later(5, lambda at, _r: b"\xe8" + rel32(at, 5, symbol("anvil_records_flush_entry")))
+        code.emit(b"\x5a")                                                   # pop rdx
 
     def source(self, tool_sources: list[str], array: Callable[[str, str, list[int]], str]) -> str:
         """The tool's C, the site tables and ``anvil_site``; ``array(ctype, name, values)``
@@ -302,7 +362,7 @@ class CallSites:
         width = max((len(args) for args in self.site_args), default=0) or 1
         flat = [value & 0xFFFFFFFF for args in self.site_args for value in (*args, *(0,) * (width - len(args)))]
         routine_type = "uint8_t" if len(self.routines) <= 0x100 else "uint16_t"
-        parts = [*tool_sources, self.filter_tables(),
+        parts = [*tool_sources, self.filter_tables(), _RECORDS_DECLARED if self.deferring else "",
                  array("uint32_t", "anvil_site_args", flat),
                  array(routine_type, "anvil_site_routine", self.site_routine)]
         fs = any(self.site_fs)
@@ -313,10 +373,21 @@ class CallSites:
                      + "void anvil_site(anvil_word value, uint32_t site);\n"
                      "__attribute__((flatten)) void anvil_site(anvil_word value, uint32_t site)\n{\n"
                      f"    const uint32_t *s = anvil_site_args + (anvil_word)site * {width};\n    (void)s;\n")
+        if self.deferring:  # the records made before this call run before it
+            parts.append("    if (anvil_record_cursor > anvil_records)\n        anvil_records_flush();\n")
         if fs:
             parts.append("    if (anvil_site_fs[site]) {\n        anvil_word tp;\n"
                          "        __asm__(\"mov %%fs:0, %0\" : \"=r\"(tp));\n        value += tp;\n    }\n")
-        parts.append("    switch (anvil_site_routine[site]) {\n")
+        parts.append(self._dispatch(filtered=True) + "}\n")
+        if self.deferring:
+            parts.append(_RECORDS.format(width=width, dispatch=self._dispatch(filtered=False)))
+        return "".join(parts)
+
+    def _dispatch(self, filtered: bool) -> str:
+        """The C that calls site ``site``'s routine with the run-time ``value`` and its static
+        arguments ``s``: behind its repeat filter if ``filtered``, else with ``left`` the
+        key that left (a record's)."""
+        parts = ["    switch (anvil_site_routine[site]) {\n"]
         for index, proto in enumerate(self.routines):
             args, statics = [], {}
             for position, kind in enumerate(proto.kinds):
@@ -328,11 +399,10 @@ class CallSites:
                     statics[position] = len(statics)
                     args.append(f"s[{statics[position]}]" + (" + anvil_bias" if kind is Arg.INST_ADDR else ""))
             call = f"        {proto.name}({', '.join(args)});\n"
-            if proto.filter is not None:
+            if proto.filter is not None and filtered:
                 call = _filtered(proto, statics[proto.filter.count_by], call)
             parts.append(f"    case {index}: {{\n{call}        break;\n    }}\n")
-        parts.append("    }\n}\n")
-        return "".join(parts)
+        return "".join(parts) + "    }\n"
 
     def filter_tables(self) -> str:
         """The slot tables of the routines' repeat filters (zero-filled, 64-bit keys)."""

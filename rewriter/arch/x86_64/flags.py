@@ -17,7 +17,7 @@ from functools import cache
 from capstone import x86_const as x86
 
 from ...ir.model import Block, Instruction, Procedure
-from .decode import shared_disassembler
+from .decode import branch_form, shared_disassembler
 
 _FLAGS = ("CF", "PF", "AF", "ZF", "SF", "OF")
 ALL = (1 << len(_FLAGS)) - 1
@@ -29,8 +29,23 @@ _READERS = ("j", "set", "cmov", "adc", "sbb", "pushf", "lahf", "rcl", "rcr", "fc
 
 
 @cache
+def _jcc_reads() -> tuple[int, ...]:
+    """The flags each of the 16 conditions of ``jcc`` reads (capstone's, asked once)."""
+    return tuple(_decoded_effect(bytes((0x70 + condition, 0)))[0] for condition in range(16))
+
+
+@cache
 def _effect_of(raw: bytes) -> tuple[int, int]:
-    """(flags read, flags written) of the instruction encoded as ``raw``."""
+    """(flags read, flags written) of the instruction encoded as ``raw``: a direct jump's from
+    its bytes (most distinct encodings are direct branches), the others' from capstone."""
+    form = branch_form(raw)
+    if form is not None and form[0] != "call":
+        return (_jcc_reads()[form[1]] if form[0] == "jcc" else 0), 0
+    return _decoded_effect(raw)
+
+
+def _decoded_effect(raw: bytes) -> tuple[int, int]:
+    """(flags read, flags written) of the instruction encoded as ``raw``, from capstone."""
     for ins in shared_disassembler().disasm(raw, 0x1000, 1):
         eflags = ins.eflags
         reads = sum(1 << k for k, bit in enumerate(_READ) if eflags & bit)

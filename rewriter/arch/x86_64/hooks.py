@@ -126,7 +126,7 @@ class CountingHooks:
             self._add(code, f"anvil_array_{counter}", 8 * index, amount)
         if live:
             code.emit(_POPF + ABOVE_RED_ZONE)
-        if block.hooks:
+        if block.hooks or (block.procedure is not None and block.procedure.hooks):
             self.calls.block(block, code)
         # Whether or not the block counts (a tool's --only may leave the PLT out).
         if block.address in self.ending:
