@@ -29,9 +29,12 @@ figure; ``benchmarks/x86_64.py`` measures properly).
 ``--tools`` picks the tools (each in its own directory, ``<root>/<name>/<letter>``):
 cachesim and memtrace as well as the counting ones (decision 0115). memtrace runs on the
 small tier's cases only unless told otherwise, and a trace that grows past 4 GB stops the
-run (said in the row's detail): its text is about 40 bytes an access. With both,
+run (said in the row's detail): its text is about 40 bytes an access. With both, memtrace
+runs where cachesim's copy ran (the same path, a fresh work directory made the same way),
 cachesim's loads and stores must be the trace's, and ``--reference`` feeds the trace to
-the reference cache for its hits and misses.
+the reference cache for its hits and misses. A program whose accesses differ from one run
+to the next (hash tables keyed by inode numbers, random hash seeds, threads) is said to be
+so and not checked.
 """
 
 from __future__ import annotations
@@ -552,7 +555,14 @@ def run_case(case: Case, root: Path, builds: Path, qemu: bool = False, tools: Se
             notes.append(f"memtrace not run ({case.tier} tier: the trace would be too big)")
             continue
         vdir = root / case.name / (LETTERS[tool] if tool else "o")
+        if tool == "memtrace" and "cachesim" in runs:
+            # The trace is taken where cachesim's copy ran, as it ran (the same path, the
+            # same environment): its run's work directory and copy are kept beside.
+            vdir = root / case.name / LETTERS["cachesim"]
+            (vdir / "w").rename(vdir / "w.cachesim")
         placed = _place(case, program, vdir)
+        if placed.exists() and tool == "memtrace":
+            placed.rename(placed.with_name(placed.name + ".cachesim"))
         placed.parent.mkdir(parents=True, exist_ok=True)
         trace = None
         if tool is None:
