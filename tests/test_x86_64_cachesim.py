@@ -110,9 +110,10 @@ def test_cachesim_is_the_reference_above_4_gib(sample: str, variant: str, tmp_pa
         assert _got(running.parent / "prog.cachesim.out", want) == want, geometry
 
 
-def test_threads_count_every_access(tmp_path: Path) -> None:
+@pytest.mark.parametrize("variant", ["x64-gcc-O2", "x64-gcc-O2-static"])
+def test_threads_count_every_access(variant: str, tmp_path: Path) -> None:
     program = tmp_path / "prog"
-    shutil.copy(samples.build_x86_64("x64_threads", "x64-gcc-O2"), program)
+    shutil.copy(samples.build_x86_64("x64_threads", variant), program)
     traced = traces.memtrace(program, tmp_path)
     simulated = _instrument(program, tmp_path / "c" / "prog", "cachesim")
     runs = [subprocess.run(["setarch", "-R", str(p)], cwd=p.parent, capture_output=True, timeout=60, env=_ENV)
@@ -138,8 +139,9 @@ def test_simulated_programs_behave_as_the_original(variant: str, tmp_path: Path)
     assert got["accesses"] > 10 and got["misses"] > 0
 
 
+@pytest.mark.parametrize("variant", ["x64-gcc-O2", "x64-gcc-O2-static"])
 @pytest.mark.parametrize("threads", [True, False])
-def test_a_program_that_may_start_threads_is_the_reference(threads: bool, tmp_path: Path) -> None:
+def test_a_program_that_may_start_threads_is_the_reference(threads: bool, variant: str, tmp_path: Path) -> None:
     """Until a program that may start threads starts one, its sites test the filter inline
     and call without the lock; from then on every access calls through the lock and the
     filter is C's, with the slots as the inline test left them. The thread runs none of the
@@ -147,7 +149,7 @@ def test_a_program_that_may_start_threads_is_the_reference(threads: bool, tmp_pa
     gives the counts exactly: before the thread starts and after, or without one."""
     program = tmp_path / "a" / "prog"
     program.parent.mkdir()
-    shutil.copy(samples.build_x86_64("x64_thread_later", "x64-gcc-O2"), program)
+    shutil.copy(samples.build_x86_64("x64_thread_later", variant), program)
     args = [] if threads else ["alone"]
     running = tmp_path / "run" / "prog"
     running.parent.mkdir()
