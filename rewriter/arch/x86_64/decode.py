@@ -147,23 +147,30 @@ def decode_one(md: capstone.Cs, code: bytes, address: int,
     instructions repeat an encoding met before (``push rbp``, ``mov rdi, rbx``, ...)."""
     if known is not None:
         for _, size, mnemonic, op_str in md.disasm_lite(code[:15], address, 1):
-            same = known.get(code[:size])
-            if same is not None:
-                return _moved(same, address)
-            branch = direct_branch(code[:size], address, mnemonic, op_str)
-            if branch is not None:
-                return branch
-            break
-        else:
-            return None
+            return decode_measured(md, code[:size], address, mnemonic, op_str, known)
+        return None
     for ins in md.disasm(code[:15], address, 1):
-        decoded = instruction_of(ins)
-        # A direct branch names its target, an operand read from RIP an absolute address,
-        # xbegin its abort address: those facts are the address's own.
-        if known is not None and not decoded.reads_pc and decoded.branch_target is None and decoded.name != "xbegin":
-            known[decoded.raw] = decoded
-        return decoded
+        return instruction_of(ins)
     return None
+
+
+def decode_measured(md: capstone.Cs, raw: bytes, address: int, mnemonic: str, op_str: str,
+                    known: dict[bytes, Instruction]) -> Instruction:
+    """The instruction ``raw`` at ``address``, which capstone's plain decoding measured and
+    named (``mnemonic``, ``op_str``): its facts shared with ``known`` (decode_one), read from
+    its bytes if it is a direct branch, else from capstone's details."""
+    same = known.get(raw)
+    if same is not None:
+        return _moved(same, address)
+    branch = direct_branch(raw, address, mnemonic, op_str)
+    if branch is not None:
+        return branch
+    decoded = instruction_of(next(md.disasm(raw, address, 1)))
+    # A direct branch names its target, an operand read from RIP an absolute address,
+    # xbegin its abort address: those facts are the address's own.
+    if not decoded.reads_pc and decoded.branch_target is None and decoded.name != "xbegin":
+        known[raw] = decoded
+    return decoded
 
 
 # The direct branches whose facts their bytes give: (opcode bytes after an optional

@@ -31,7 +31,7 @@ from ...errors import AnvilError
 from ...ir.elf_loader import code_read_as_data, read_runtime_facts
 from ...ir.exception_tables import landing_pads
 from ...ir.model import Binary, Block, Instruction, Procedure, Segment, own_instructions
-from .decode import RIP, decode_one, make_disassembler
+from .decode import RIP, decode_measured, decode_one, make_disassembler
 from .jump_tables import switch_targets
 
 SHF_EXECINSTR = 0x4
@@ -41,6 +41,8 @@ _RIP_DATA = re.compile(rb"(?=[\x48-\x4f][\x8d\x8b\x63][\x05\x0d\x15\x1d\x25\x2d\
 _TABLE_JUMP = re.compile(rb"(?=\xff\x24[\xc5\xcd\xd5\xdd\xe5\xed\xf5\xfd](....))", re.S)
 R_X86_64_RELATIVE = 8
 _PLT_SECTIONS = (".plt", ".plt.sec", ".plt.got")
+# Bytes capstone measures at once while the lift follows a run of instructions.
+_RUN = 256
 #: The C library's functions that never return: the instruction after a call of one is
 #: not reached through it.
 NO_RETURN = frozenset({"exit", "_exit", "_Exit", "abort", "__assert_fail", "__stack_chk_fail", "err", "errx",
@@ -436,10 +438,23 @@ class _Descent:
     def _follow(self, address: int, work: list[int], leaving: set[int]) -> None:
         """Decode on from ``address`` until control cannot fall through."""
         found, covered, lo, hi = self.found, self.covered, self.lo, self.hi
+        run: Iterator[tuple[int, int, str, str]] = iter(())
+        chunk, chunk_at = b"", address
         while lo <= address < hi and address not in found and address not in covered:
-            ins = decode_one(self.md, self.reader.bytes_at(address, min(15, hi - address)), address, self.encodings)
-            if ins is None or any(address + k in covered for k in range(1, ins.size)):
-                return  # no instruction, or one that would overlap an instruction already found
+            # Capstone measures a run of instructions in one call (a call per instruction
+            # cost as much as the decoding): the next one of the run, or a new run.
+            measured = next(run, None)
+            if measured is None or measured[0] != address:
+                chunk, chunk_at = self.reader.bytes_at(address, min(_RUN, hi - address)), address
+                run = self.md.disasm_lite(chunk, address)
+                measured = next(run, None)
+                if measured is None:
+                    return  # no instruction
+            _, size, mnemonic, op_str = measured
+            raw = chunk[address - chunk_at:address - chunk_at + size]
+            ins = decode_measured(self.md, raw, address, mnemonic, op_str, self.encodings)
+            if any(address + k in covered for k in range(1, ins.size)):
+                return  # an instruction that would overlap one already found
             found[address] = ins
             bisect.insort(self.keys, address)
             covered.update(range(address, address + ins.size))
