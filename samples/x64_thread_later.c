@@ -1,11 +1,11 @@
 /* A program that may start threads, working alone first: it walks a table with strides
  * that leave lines and come back to them (so that a cache has hits and misses), then, with
  * no argument, starts a thread and waits for it to end, then walks the table again. The
- * thread runs the C library's usleep, none of the program's code, so the program's
- * accesses are in the same order every run (main's between pthread_create and
- * pthread_join would otherwise race with the thread's): a trace of them fed to a reference
- * cache must give what a cache simulated in the program counts, before the thread starts
- * and after. With an argument it starts none (one thread throughout). */
+ * thread runs the C library's usleep, none of the program's code where the C library is
+ * shared, so the program's accesses are in the same order every run (main's between
+ * pthread_create and pthread_join would otherwise race with the thread's): a trace of them
+ * fed to a reference cache must give what a cache simulated in the program counts, before
+ * the thread starts and after. With an argument it starts none (one thread throughout). */
 #include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>
