@@ -518,6 +518,14 @@ def _digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _forget_children(trace: Path) -> None:
+    """Delete the traces of the processes the program forked (``<trace>.<pid>``): a child's
+    starts as a copy of its parent's so far (bash's subshells: 730 MB each)."""
+    for child in trace.parent.glob(trace.name + ".*"):
+        if child.name[len(trace.name) + 1:].isdigit():
+            child.unlink()
+
+
 def _repeatable(placed: Path, case: Case, vdir: Path, trace: Path) -> bool:
     """Whether the traced program, run again in a second work directory made the same way
     (``<vdir>/x``: the same length), makes the same accesses. Some do not: find's and
@@ -532,6 +540,7 @@ def _repeatable(placed: Path, case: Case, vdir: Path, trace: Path) -> bool:
     _run(placed, case, again, second)
     same = second.exists() and _digest(first) == _digest(second)
     second.unlink(missing_ok=True)
+    _forget_children(trace)
     first.rename(trace)
     return same
 
@@ -589,6 +598,7 @@ def run_case(case: Case, root: Path, builds: Path, qemu: bool = False, tools: Se
             notes.append(f"memtrace stopped: trace over {TRACE_LIMIT >> 30} GB")
             for p in results:
                 p.unlink()
+            _forget_children(trace)
             continue
         # What the variant printed of its own directory is read as the original's.
         mine, theirs = str(vdir).encode(), str(root / case.name / "o").encode()
@@ -628,6 +638,7 @@ def run_case(case: Case, root: Path, builds: Path, qemu: bool = False, tools: Se
             for p in results:
                 row["trace MB"] = p.stat().st_size / 1e6
                 p.unlink()
+            _forget_children(trace)
         if difference and row["status"] == "identical":
             row["status"], row["detail"] = f"{tool}: differs", difference
     if qemu:
