@@ -267,7 +267,9 @@ def cases() -> list[Case]:
         Case("sqlite3", "/usr/bin/sqlite3", ["db.sqlite"], stdin=SQL.encode()),
         Case("make", "/usr/bin/make", ["-s", "-f", "Makefile"], setup=_script("Makefile", MAKEFILE)),
         Case("bash", "/bin/bash", ["work.sh"], setup=_script("work.sh", BASH_WORK)),
-        Case("perl", "/usr/bin/perl", ["work.pl"], setup=_script("work.pl", PERL_WORK)),
+        # Hash seeds fixed: the same accesses every run (cachesim against memtrace's trace).
+        Case("perl", "/usr/bin/perl", ["work.pl"], setup=_script("work.pl", PERL_WORK),
+             env={"PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}),
         Case("tclsh", "/usr/bin/tclsh8.6", ["work.tcl"], setup=_script("work.tcl", TCL_WORK)),
         # C++
         Case("cmake", "/usr/bin/cmake", ["-P", "CMakeLists.txt"], setup=_script("CMakeLists.txt", CMAKE_LISTS.replace(
@@ -287,9 +289,9 @@ def cases() -> list[Case]:
                                      "-ex", "info functions ^nope$"], tier="big"),
         # interpreters linked here from static libraries (the interpreter rewritten, not a .so)
         Case("python-debian", _python(Path("/usr"), "python-debian"), ["work.py"],
-             setup=_script("work.py", PYTHON_WORK), tier="big"),
+             setup=_script("work.py", PYTHON_WORK), tier="big", env={"PYTHONHASHSEED": "0"}),
         Case("python-pyenv", _python(PYENV, "python-pyenv"), ["work.py"], setup=_script("work.py", PYTHON_WORK),
-             tier="big"),
+             tier="big", env={"PYTHONHASHSEED": "0"}),
         Case("sqlite-static-lib", _cached("sqlite-static-lib", lambda out: [
             "gcc", "-O2", str(SAMPLES / "x64_sqlite_shell.c"), str(LIBDIR / "libsqlite3.a"), "-lm", "-o", str(out)]),
              ["db.sqlite"], stdin=SQL.encode()),
