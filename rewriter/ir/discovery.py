@@ -26,6 +26,7 @@ from .. import progress
 from ..arch.arm.decode import DecodeCache, decode_range, encoded_size, is_link_move, make_disassembler
 from ..arch.arm.jump_tables import (
     REGISTERS,
+    SWITCH_NAMES,
     SwitchFinder,
     a32_offset_switch,
     goto_labels,
@@ -38,7 +39,7 @@ from .constants import ends_process
 from .counted import counted, in_offset_column, in_text
 from .exception_tables import handlers, personality_routines
 from .gaps import call_targets_in_gaps, thumb_pointers_in_gaps
-from .model import Binary, Instruction, Procedure
+from .model import _STOPS, Binary, Instruction, Procedure
 from .plt import thumb_stubs
 from .start_args import register_call_target, start_arguments
 
@@ -1312,8 +1313,10 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     # add takes the literal for an offset first (_targets).
     looks: dict[int, int] = {}
     plt = binary.plt
+    switch_cases = binary.switch_cases
     # Whether all of entry..limit is executable (the usual case): then no address need be looked up.
     within = any(lo <= entry and limit <= hi for lo, hi in ranges)
+    at = streams.at
     while work or labelled:
         if not work and entry_thumb and not any(ins.is_indirect and not ins.is_return and not ins.is_call
                                                 for ins in mine.values()):
@@ -1325,6 +1328,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
             # Thumb garbage and ran in place, uncounted (decision 0104).
             break
         cur, thumb, doubt, passed = (work or labelled).popleft()
+        readings = streams.known[thumb]  # (streams.at's usual case, inline: this runs per instruction)
         switches = SwitchFinder(binary)
         run: list[Instruction] = []  # this run's instructions, for a computed goto's table
         stream = None
@@ -1341,52 +1345,67 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                     del passed_at[cur]
             # (Else a branch from elsewhere started here, inside this IT block, and took the
             # reading no IT governs: real code never branches into an IT block, the IT rules.)
-            ins, stream = streams.at(cur, thumb, stream)
+            reading = readings.get(cur)
+            if reading.__class__ is tuple and (reading[1] == stream or reading[0] is None
+                                               or not reading[0].in_it):
+                ins, stream = reading
+            else:
+                ins, stream = at(cur, thumb, stream)
             if ins is None:
                 break
-            if ins.writes_pc and not ins.is_call and not thumb and cur - 4 in mine \
+            writes_pc = ins.writes_pc
+            if writes_pc and not ins.is_call and not thumb and cur - 4 in mine \
                     and is_link_move(mine[cur - 4], ins):
                 ins.is_call = True  # as decode_range marks it, where a chunk of the stream began here
-            if ins.address + ins.size > limit:
+            size = ins.size
+            end = cur + size  # (ins.address is cur)
+            if end > limit:
                 straddles = True
                 cut_doubt = max(cut_doubt, doubt)
                 cut_via |= passed
                 break
-            if cur in inside or (ins.size == 4 and cur + 2 in mine and cur not in mine):
+            if cur in inside or (size == 4 and cur + 2 in mine and cur not in mine):
                 break  # overlaps an instruction found before: one of the two is data
-            if pooled and not pooled.isdisjoint(range(cur, cur + ins.size)):
+            if pooled and not pooled.isdisjoint(range(cur, end)):
                 # A literal pool that code reached by flow reads: data, also where flow runs
                 # on into it, past a library call that never returns (D's _d_assert_msg,
                 # which no list of names knows: the pool read as code named a false entry
                 # that cut the next function in two).
                 break
-            if doubt == PAST_JUMP and pooled_past_call and not pooled_past_call.isdisjoint(range(cur, cur + ins.size)):
+            if doubt == PAST_JUMP and pooled_past_call and not pooled_past_call.isdisjoint(range(cur, end)):
                 break
             mine[cur] = ins
-            if doubt <= PAST_CALL and ins.accesses and ins.accesses[0].base == 15 and ins.accesses[0].index is None:
+            accesses = ins.accesses
+            # A literal load (ldr rX, [pc, #n]): _targets' own test, cheaper than its call.
+            literal = accesses and accesses[0].base == 15 and accesses[0].index is None
+            if literal and doubt <= PAST_CALL:
                 (pooled if doubt == FLOW else pooled_past_call).update(
-                    range(ins.accesses[0].disp, ins.accesses[0].disp + ins.accesses[0].size))
+                    range(accesses[0].disp, accesses[0].disp + accesses[0].size))
             if doubt == PAST_CALL:
                 passed_at[cur] = passed
-            end = cur + ins.size
             if end > reach:
                 reach = end
-            if ins.size == 4:
+            if size == 4:
                 inside.add(cur + 2)
             if ins.is_it:
                 mask = ins.raw[0] & 0xF
                 in_block = 4 - ((mask & -mask).bit_length() - 1)
             elif in_block:
                 in_block -= 1
-            returns = returns or ins.is_return or (ins.writes_pc and ins.branch_target is None and not ins.is_call)
-            switches.see(ins)
-            if ins.writes_pc and not thumb and ins.name == "add" and ins.address not in binary.switch_cases:
+            branch_target = ins.branch_target
+            if not returns and (ins.is_return or (writes_pc and branch_target is None and not ins.is_call)):
+                returns = True
+            name = ins.name
+            # (see does nothing for other names while no check or constant is under way)
+            if name in SWITCH_NAMES or switches.compared is not None or switches.move is not None:
+                switches.see(ins)
+            if writes_pc and not thumb and name == "add" and cur not in switch_cases:
                 cases = a32_offset_switch([*run, ins], binary.read, ranges)
                 if cases:
-                    binary.switch_cases[ins.address] = cases
-            # Most instructions name no place (the test is _targets' own, cheaper than a call).
-            if ins.branch_target is not None or ins.accesses or ins.name in _NAMING \
-                    or ins.address in binary.switch_cases:
+                    switch_cases[cur] = cases
+            # Most instructions name no place (the tests are _targets' own, cheaper than a call:
+            # of the accesses, only a literal load's).
+            if branch_target is not None or (literal and name == "ldr") or name in _NAMING or cur in switch_cases:
                 for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, looks, binary, ranges):
                     if weak and thumb and not tthumb and entry <= target < limit:
                         # An even address in its own Thumb code: a label (goto *, mov pc). A
@@ -1409,7 +1428,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                         work.append((target, tthumb, doubt, passed))
                         reach = max(reach, target + 1)
             run.append(ins)
-            if ins.name in ("blx", "bx") and ins.branch_target is None and not ins.is_return:
+            if branch_target is None and (name == "blx" or name == "bx") and not ins.is_return:
                 # A long call (or jump) through a register loaded with a constant: a call as
                 # sure as a BL (a jump: a tail call).
                 known = register_call_target(run, binary.read, lambda a: _inside(ranges, a))
@@ -1420,7 +1439,8 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                     if not ins.is_call:
                         tails.add(known[0])
             # (A call through a register is no goto: GotoFinder forgets all at a call.)
-            table = goto_table(run, binary.read) if ins.is_indirect and not ins.is_return \
+            indirect = ins.is_indirect
+            table = goto_table(run, binary.read) if indirect and not ins.is_return \
                 and not ins.is_call else None
             if table is not None:
                 # A computed goto's labels: nothing else may reach them. The table's end is
@@ -1432,7 +1452,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                         reach = max(reach, label + 1)
                     else:
                         guesses.setdefault(label, thumb)
-            if ins.is_indirect and is_computed_jump(ins):
+            if indirect and is_computed_jump(ins):
                 # add/mov pc computed from a register: what it jumps into follows it, a table
                 # of branches (A32 switches) or unrolled code (libgcc's division), from the
                 # PC it reads: in A32 the jump's address + 8, past the instruction after it.
@@ -1441,11 +1461,15 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                     work.append((end, thumb, PAST_JUMP, passed))
                 if not thumb and _reads_pc(ins):
                     work.append((ins.address + 8, thumb, PAST_JUMP, passed))
-            if not ins.falls_through or (ins.is_call and _ends(ins, noreturn)) or ends_process(ins, run):
+            # (falls_through is False only for these: asked inline, as for every instruction)
+            if (ins.is_branch or writes_pc or name in _STOPS) and not ins.falls_through:
                 break
-            if (ins.is_call and ins.branch_target is not None and ins.cond == 14 and not ins.in_it
-                    and (ins.branch_target & ~1) not in plt):
-                passed = passed | {ins.branch_target & ~1}
+            is_call = ins.is_call
+            if (is_call and _ends(ins, noreturn)) or (ins.is_syscall and ends_process(ins, run)):
+                break
+            if is_call and branch_target is not None and ins.cond == 14 and not ins.in_it \
+                    and (branch_target & ~1) not in plt:
+                passed = passed | {branch_target & ~1}
                 doubt = doubt or PAST_CALL
             cur = end
             if cur == limit:

@@ -586,6 +586,10 @@ def _operands(ins: Instruction) -> list[str]:
 
 
 _MOVES = frozenset(("mov", "movs", "movw"))  # a constant for the CMP of a bounds check
+#: The names ``SwitchFinder.see`` looks at while neither a check nor a MOV's constant is under
+#: way (``compared`` and ``move`` None): for any other, ``see`` then does nothing, so a
+#: caller that walks every instruction may skip the call.
+SWITCH_NAMES = _MOVES | {"cmp", "ldr"}
 
 
 def _literal_load(ins: Instruction) -> bool:

@@ -283,16 +283,20 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
                 code.label(ctx.inside[block.address])
             # The program reads stack below SP here or further on in the block (what it
             # left there when it released it): what the site pushes goes below that.
-            stepped = _step_down(isa, code, below.get(address, 0), ctx.scratch)
+            stepped = _step_down(isa, code, below[address], ctx.scratch) if below and address in below else None
             if k == 0:
-                entry_calls = proc.hooks if bi == 0 else []
-                _calls(isa, code, [h for h in entry_calls if h.setup], ins, None, block.size, ctx, AL)
+                # (most blocks have no hooks of their own, and only entry blocks entry calls)
+                entry_calls = proc.hooks if bi == 0 else None
+                if entry_calls:
+                    _calls(isa, code, [h for h in entry_calls if h.setup], ins, None, block.size, ctx, AL)
                 for counter, index, amount in block.counter_increments:
                     _increment(isa, code, counter, index, amount, ctx, ctx.dead.get(address, 0))
                 if sums:
                     _sum_at_start(code, sums, bi, ctx, ctx.dead.get(address, 0))
-                _calls(isa, code, [h for h in entry_calls if not h.setup], ins, None, block.size, ctx, AL)
-                _calls(isa, code, block.hooks, ins, None, block.size, ctx, AL)
+                if entry_calls:
+                    _calls(isa, code, [h for h in entry_calls if not h.setup], ins, None, block.size, ctx, AL)
+                if block.hooks:
+                    _calls(isa, code, block.hooks, ins, None, block.size, ctx, AL)
             # Sums added by this instruction's filter sites are stored after them, before it may leave.
             store_after = _last_access_hook(ins) if sums and address in sums.flush_before else None
             if store_after == -1:
