@@ -199,10 +199,13 @@ def _even_data_words(sections: list[list[int]], ranges: list[tuple[int, int]]) -
     Each maps to its table: the even code addresses of the run of consecutive words of code
     addresses it is in (the same tuple for every word of one run; several runs may name a word)."""
     out: dict[int, tuple[int, ...]] = {}
+    # (most words are no code address: numbers, data addresses)
+    low, high = (min(lo for lo, _ in ranges), max(hi for _, hi in ranges)) if ranges else (0, 0)
     for values in sections:
         run: list[int] = []
         for k, value in enumerate([*values, 0]):  # (the 0 ends the last run)
-            if _inside(ranges, value & ~1) and not counted(values, k) and not in_text(values, k):
+            if low <= value & ~1 < high and _inside(ranges, value & ~1) and not counted(values, k) \
+                    and not in_text(values, k):
                 if not value & 1:
                     run.append(value)
                 continue
@@ -757,11 +760,19 @@ class _Found(_Logged):
                 self.pad_of.setdefault(pad, []).append(start)
 
     def __setitem__(self, key: int, value: Descent) -> None:
-        indexed = self._indexed.setdefault(key, [])
-        if not any(calls is value.calls for calls in indexed):
-            indexed.append(value.calls)
+        # (Set about ten times per descent, a descent found again from the memo far more
+        # often than a new one: the test is a plain loop over the few kept, no generator.)
+        indexed = self._indexed.get(key)
+        if indexed is None:
+            indexed = self._indexed[key] = []
+        calls = value.calls
+        for before in indexed:
+            if before is calls:
+                break
+        else:
+            indexed.append(calls)
             named_by = self.named_by
-            for target in (*value.calls, *value.after_calls, *value.after):
+            for target in (*calls, *value.after_calls, *value.after):
                 namers = named_by.get(target)
                 if namers is None:  # (no empty set made for every target named before)
                     named_by[target] = {key}
