@@ -228,10 +228,22 @@ def _known_effects(ins: Instruction) -> tuple[int, int]:
     by_operands = _KNOWN.get(ins.mnemonic)
     if by_operands is None:
         by_operands = _KNOWN[ins.mnemonic] = {}
-    found = by_operands.get(ins.op_str)
+    op_str = ins.op_str
+    found = by_operands.get(op_str)
     if found is None:
-        found = by_operands[ins.op_str] = _effects(ins.mnemonic, ins.op_str)
+        # Texts differ mostly by their immediates (python3.11: 164k texts), which name no
+        # register, hold no comma and are no register's name: ``_effects`` of the text with
+        # each immediate made ``#0`` is the same, and that text is shared by far more.
+        same = _IMMEDIATE.sub("#0", op_str) if "#" in op_str else op_str
+        found = by_operands.get(same)
+        if found is None:
+            found = by_operands[same] = _effects(ins.mnemonic, same)
+        by_operands[op_str] = found
     return found
+
+
+# An immediate operand as capstone writes it: #20, #0x14, #-0x14, #1.000000e+00.
+_IMMEDIATE = re.compile(r"#-?[0-9a-fx.e+]+")
 
 
 def registers_used(ins: Instruction) -> int:
