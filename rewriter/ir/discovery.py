@@ -1407,8 +1407,10 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
             if not returns and (ins.is_return or (writes_pc and branch_target is None and not ins.is_call)):
                 returns = True
             name = ins.name
-            # (see does nothing for other names while no check or constant is under way)
-            if name in SWITCH_NAMES or switches.compared is not None or switches.move is not None:
+            # (see does nothing for other names, nor for an LDR that is not of a literal, while
+            # no check or constant is under way)
+            if name in SWITCH_NAMES or (literal and name == "ldr") or switches.compared is not None \
+                    or switches.move is not None:
                 switches.see(ins)
             if writes_pc and not thumb and name == "add" and cur not in switch_cases:
                 cases = a32_offset_switch([*run, ins], binary.read, ranges)
