@@ -454,8 +454,9 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
     literals: dict[int, tuple[dict[int, Instruction], list[int]]] = {}
+    namings = _Namings()
     while True:  # until no more procedures are found never to return (or pointed to in A32)
-        entries, descents = _entries_and_code(starts, ranges, binary, streams, noreturn, memo, literals)
+        entries, descents = _entries_and_code(starts, ranges, binary, streams, noreturn, memo, literals, namings)
         found = {entry: descent.instructions for entry, descent in descents.items()}
         pointed = _a32_entries_in_data(labels - inside, entries, found, streams.goto_labels, streams)
         if pointed:
@@ -742,18 +743,32 @@ class _Logged(dict):
         return self._order
 
 
+class _Namings:
+    """Which entries' descents name each address (``named_by``: call it or branch to it,
+    ``Descent.calls``, ``after_calls``, ``after``), and the descents indexed so (``indexed``:
+    entry -> their calls, which a descent found again from the memo shares). Kept for all the
+    passes of ``discover``: each pass finds the same descents again from the memo, and a
+    namer is only a candidate (_Found)."""
+
+    def __init__(self) -> None:
+        self.named_by: dict[int, set[int]] = {}
+        self.indexed: dict[int, list[dict[int, bool]]] = {}
+
+
 class _Found(_Logged):
     """Each entry's descent (a ``_Logged`` dict), and which entries name each address, for
     the strength of one entry (``_Evidence``): the functions it is a landing pad of
     (``unwound``), and the entries whose descents call it or branch to it (``Descent.calls``,
     ``after_calls``, ``after``), or once did: the descent an entry has now tells
-    (``named_by`` is never pruned, as the same descents come and go round after round)."""
+    (``named_by`` is never pruned, as the same descents come and go round after round, and
+    pass after pass of ``discover``: ``namings``, kept by the caller)."""
 
-    def __init__(self, unwound: dict[int, tuple[int, set[int]]]) -> None:
+    def __init__(self, unwound: dict[int, tuple[int, set[int]]], namings: _Namings | None = None) -> None:
         super().__init__(ordered=False)
-        self.named_by: dict[int, set[int]] = {}
+        namings = _Namings() if namings is None else namings
+        self.named_by = namings.named_by
         # entry -> the calls of its descents in named_by (kept: a descent found again shares them)
-        self._indexed: dict[int, list[dict[int, bool]]] = {}
+        self._indexed = namings.indexed
         self.pad_of: dict[int, list[int]] = {}
         for start, (_, pads) in unwound.items():
             for pad in pads:
@@ -869,11 +884,12 @@ class _Evidence:
 
 def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Binary, streams: _Streams,
                       noreturn: set[int], memo: dict[int, dict[int, Descent]],
-                      literals: dict[int, tuple[dict[int, Instruction], list[int]]]
+                      literals: dict[int, tuple[dict[int, Instruction], list[int]]], namings: _Namings
                       ) -> tuple[dict[int, bool], dict[int, Descent]]:
     """The procedure entries (-> Thumb) found from ``starts`` to a fixpoint, and each one's
     descent, with calls to ``noreturn`` taken as never returning. ``memo``: the descents
-    (_descend_all), ``literals``: their even literals (_even_literals), from the calls before."""
+    (_descend_all), ``literals``: their even literals (_even_literals), ``namings``: what their
+    descents name (_Found), from the calls before."""
     entries = _Logged()
     for addr, thumb in starts.seeds:
         if not starts.wrong_mode(addr, thumb):
@@ -900,7 +916,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
     rejected: set[int] = set()
     flipped: set[int] = set()  # entries whose instruction set _other_mode changed (once each)
     unwound = starts.unwound
-    found = _Found(unwound)
+    found = _Found(unwound, namings)
     # Cuts kept so far: ``_wrong`` keeps an entry that cuts code reached past calls not known
     # to return, and a callee not decoded yet (named by the very descent that is cut) is not
     # known to. Once nothing more is found they are weighed again, every callee decoded.
