@@ -27,6 +27,7 @@ the middle of blocks, the stores come right before each way out (``flush_before`
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING
 
 from ..arch.arm.counters import HIT_REGISTERS, SUM_REGISTER
@@ -58,7 +59,10 @@ def program_stops(binary: Binary) -> set[int]:
 
 def all_thumb(proc: Procedure) -> bool:
     """Whether all of ``proc`` is T32 code (register sums are kept only there)."""
-    return all(ins.thumb for ins in proc.instructions())
+    return all(map(_THUMB, proc.instructions()))  # (in C: every instruction of every counted procedure)
+
+
+_THUMB = operator.attrgetter("thumb")
 
 
 def accumulation(binary: Binary, proc: Procedure, plan: Plan | None, slot: tuple[str, int],
