@@ -63,6 +63,18 @@ def make_disassembler(thumb: bool, v8: bool = False) -> capstone.Cs:
 
 
 _ARMV8: dict[int, capstone.Cs] = {}  # an ARMv7 handle's mode -> the ARMv8 handle of that mode
+_LITE: dict[int, capstone.Cs] = {}  # a mode -> its handle without details (_lite)
+
+
+def _lite(md: capstone.Cs) -> capstone.Cs:
+    """A handle of ``md``'s mode with details off, for the pass that reads only the text
+    (``disasm_lite``): with them on, capstone works out every instruction's operands for
+    nothing (about a third of its own time). The text is the same either way."""
+    lite = _LITE.get(md.mode)
+    if lite is None:
+        lite = _LITE[md.mode] = capstone.Cs(capstone.CS_ARCH_ARM, md.mode)
+        lite.detail = False
+    return lite
 
 
 def encoded_size(first: bytes, thumb: bool) -> int:
@@ -309,7 +321,7 @@ def _decode_with(md: capstone.Cs, code: bytes, address: int, thumb: bool,
     out: list[Instruction] = []
     end = address
     it_conds: list[int] = []
-    for addr, size, mnemonic, op_str in md.disasm_lite(code, address):
+    for addr, size, mnemonic, op_str in _lite(md).disasm_lite(code, address):
         raw = code[addr - address:addr - address + size]
         it_cond = it_conds.pop(0) if it_conds else None
         name = _DIRECT_BRANCHES.get(mnemonic)

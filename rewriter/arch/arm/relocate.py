@@ -333,11 +333,12 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
             # falls_through is False only for these (asked inline: this is every instruction)
             if (ins.is_branch or ins.writes_pc or ins.name == "udf") and not ins.falls_through:
                 ctx.place_page_copies(code)
-        after = ctx.dead.get(last.end, 0)  # what is dead where it falls through to
-        for counter, index, amount in block.edge_increments.get(last.end, []):  # the way it falls through
+        last_end = last.address + last.size
+        after = ctx.dead.get(last_end, 0)  # what is dead where it falls through to
+        for counter, index, amount in block.edge_increments.get(last_end, ()):  # the way it falls through
             _increment(ISA.for_mode(last.thumb), code, counter, index, amount, ctx, after)
         if sums:
-            weight = sums.edge_weights.get((bi, last.end), 0)
+            weight = sums.edge_weights.get((bi, last_end), 0)
             if weight:
                 emit_sum_add(code, weight)
             if bi in sums.flush_at_end:  # into a block that resets the sum: store it first
