@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections.abc import Callable, Hashable
 
 from ..errors import RangeError
@@ -164,25 +165,26 @@ class Code:
 
     def finish(self, resolve: Resolver) -> bytes:
         """Encode the fixups and return the finished bytes."""
-        parts: list[bytes] = []
-        append = parts.append
         base, labels = self.base, self.labels
-        for chunk in self._chunks:
+        parts = self._chunks.copy()
+        # Only the branches and fixups (not bytes) are looked at here, in order; the others,
+        # most of the chunks (an instruction copied each), are picked out in C loops.
+        for k in itertools.compress(itertools.count(), map(operator.is_not, map(type, parts), itertools.repeat(bytes))):
+            chunk = parts[k]
             if chunk.__class__ is _Branch:
                 data = chunk.encoded(base + chunk.offset, labels, resolve)
                 if len(data) != 4:
                     raise AssertionError(f"branch at {base + chunk.offset:#x} encoded as {len(data)} bytes")
-                append(data)
+                parts[k] = data
                 continue
             if chunk.__class__ is not tuple:
-                append(chunk)
-                continue
+                continue  # (other bytes-like data)
             offset, size, fixup = chunk
             addr = base + offset
             data = fixup(addr, resolve)
             if len(data) != size:
                 raise AssertionError(f"fixup at {addr:#x} produced {len(data)} bytes, reserved {size}")
-            append(data)
+            parts[k] = data
         return b"".join(parts)
 
 
