@@ -1434,8 +1434,14 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                     switch_cases[cur] = cases
             # Most instructions name no place (the tests are _targets' own, cheaper than a call:
             # of the accesses, only a literal load's).
-            if branch_target is not None or (literal and name == "ldr") or name in _NAMING or cur in switch_cases:
-                for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, looks, binary, ranges):
+            if branch_target is not None and not accesses and name not in _NAMING and cur not in switch_cases:
+                named = (_branch_target(ins, branch_target, thumb),)  # a direct branch: _targets' answer
+            elif branch_target is not None or (literal and name == "ldr") or name in _NAMING or cur in switch_cases:
+                named = _targets(ins, thumb, literal_regs, looks, binary, ranges)
+            else:
+                named = ()
+            if named:
+                for target, tthumb, is_call, weak in named:
                     if weak and thumb and not tthumb and entry <= target < limit:
                         # An even address in its own Thumb code: a label (goto *, mov pc). A
                         # lower limit must look again (reach), where it may be another's.
@@ -1632,13 +1638,7 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], looks:
         # (Cases are in the jump's instruction set: T32 tables, A32 ``addls/ldrls pc``.)
         out += [(target, thumb, False, not sized) for target in table_branch_targets(binary, [ins])]
     if ins.branch_target is not None:
-        target = ins.branch_target
-        if ins.name == "blx":
-            out.append((target & ~1, not thumb, True, False))
-        elif ins.name == "bx":  # bx pc
-            out.append((target, False, False, False))
-        else:
-            out.append((target, thumb, ins.is_call, False))
+        out.append(_branch_target(ins, ins.branch_target, thumb))
     # PC-relative code addresses (function pointers in PIE code): ldr rX, [pc, #n]; add rX, pc.
     value = _literal(ins, binary) if ins.accesses else None
     if value is not None:
@@ -1683,6 +1683,15 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], looks:
         if value is not None and _inside(ranges, value & ~1):
             out.append((value & ~1, bool(value & 1), True, not value & 1))
     return out
+
+
+def _branch_target(ins: Instruction, target: int, thumb: bool) -> tuple[int, bool, bool, bool]:
+    """``_targets``' answer for the direct branch or call ``ins`` to ``target``."""
+    if ins.name == "blx":
+        return target & ~1, not thumb, True, False
+    if ins.name == "bx":  # bx pc
+        return target, False, False, False
+    return target, thumb, ins.is_call, False
 
 
 #: The instructions (besides branches, tables and PC-relative loads) that ``_targets``
