@@ -273,9 +273,7 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
                 code.align(4, b"\x00\xbf")  # A32 code is word aligned (after Thumb code: T32 nops)
             if new_page and address in new_page:
                 _to_new_page(code)
-            key = (INSTRUCTION_COPY, address)
-            if key not in labels:
-                labels[key] = code.base + code.size
+            labels.setdefault((INSTRUCTION_COPY, address), code.base + code.size)  # (one lookup: Code.label)
             if ctx.poison_dead:
                 _poison(isa, code, ctx.dead.get(address, 0))
             if k == 0 and sums and bi in sums.resets:
@@ -344,7 +342,8 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
             if bi in sums.flush_at_end:  # into a block that resets the sum: store it first
                 emit_sum_store(code, sums.sums, ctx.counter_label, after)
         following = proc.blocks[bi + 1].address if bi + 1 < len(proc.blocks) else None
-        _fallthrough(last, following, code, ctx)
+        if following != last_end:  # (most blocks run on into the next one emitted: nothing to do)
+            _fallthrough(last, following, code, ctx)
     for branch, increments, weight in trampolines:  # the way it jumps: count, then go on to the target
         isa = ISA.for_mode(branch.thumb)
         code.align(2 if branch.thumb else 4)
