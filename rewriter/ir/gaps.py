@@ -24,7 +24,6 @@ addresses stored in those bytes (vtables, handler tables) name code nothing else
 from __future__ import annotations
 
 import bisect
-import itertools
 import struct
 from collections.abc import Callable
 
@@ -130,14 +129,9 @@ def _words(data: bytes, base: int) -> tuple[int, tuple[int, ...]]:
 def _gaps(ranges: list[tuple[int, int]], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """The parts of ``ranges`` outside the sorted ``spans``."""
     out = []
-    # Each range looks only at the spans that may meet it: from the first whose end, or an
-    # earlier one's, passes its start, up to the first that starts at or after its end (the
-    # others it would skip one by one: a program's every instruction, for every section).
-    starts = [start for start, _ in spans]
-    reach = list(itertools.accumulate((end for _, end in spans), max))
     for lo, hi in sorted(ranges):
         at = lo
-        for start, end in itertools.islice(spans, bisect.bisect_right(reach, lo), bisect.bisect_left(starts, hi)):
+        for start, end in spans:
             if end <= at or start >= hi:
                 continue
             if start > at:
