@@ -89,7 +89,6 @@ from .sites import SiteUnit
 
 HEADER_MAGIC = 0x4C564E41  # "ANVL"
 _IS_SYSCALL = operator.attrgetter("is_syscall")  # (system calls picked out of every instruction in C)
-_ADDRESS = operator.attrgetter("address")
 # Firmware: the library is linked once for its size at the free flash's start (aligned
 # alike) and goes after the code, at an address with the same alignment, so that its
 # sections lay out the same.
@@ -854,7 +853,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
         return mode_of_place(addr) if got is None else got
 
     candidates = [p for p in binary.procedures if _has_hooks(p)]
-    relocated_addrs = set(map(_ADDRESS, itertools.chain.from_iterable(p.instructions() for p in candidates)))
+    relocated_addrs = {i.address for p in candidates for i in p.instructions()}
     scratch = Scratch(vfp)
     handlers_run = interrupt_code(binary) if binary.is_firmware else set()
     # Return sites in literal pools (past calls that never return) get no jump; nor do the
@@ -1105,11 +1104,8 @@ def _all_hooks(binary: Binary):
         yield from proc.hooks
         for block in proc.blocks:
             yield from block.hooks
-            # (chained in C: most instructions have none, and this is every instruction)
-            yield from itertools.chain.from_iterable(map(_HOOKS, block.instructions))
-
-
-_HOOKS = operator.attrgetter("hooks")
+            for ins in block.instructions:
+                yield from ins.hooks
 
 
 def _move_unloaded(out: bytearray, elf: ELFFile, lo: int, hi: int) -> None:

@@ -27,7 +27,6 @@ the middle of blocks, the stores come right before each way out (``flush_before`
 
 from __future__ import annotations
 
-import operator
 from typing import TYPE_CHECKING
 
 from ..arch.arm.counters import HIT_REGISTERS, SUM_REGISTER
@@ -59,10 +58,7 @@ def program_stops(binary: Binary) -> set[int]:
 
 def all_thumb(proc: Procedure) -> bool:
     """Whether all of ``proc`` is T32 code (register sums are kept only there)."""
-    return all(map(_THUMB, proc.instructions()))  # (in C: every instruction of every counted procedure)
-
-
-_THUMB = operator.attrgetter("thumb")
+    return all(ins.thumb for ins in proc.instructions())
 
 
 def accumulation(binary: Binary, proc: Procedure, plan: Plan | None, slot: tuple[str, int],
