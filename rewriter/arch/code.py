@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
 from collections.abc import Callable, Hashable
 
 from ..errors import RangeError
@@ -165,26 +164,25 @@ class Code:
 
     def finish(self, resolve: Resolver) -> bytes:
         """Encode the fixups and return the finished bytes."""
+        parts: list[bytes] = []
+        append = parts.append
         base, labels = self.base, self.labels
-        parts = self._chunks.copy()
-        # Only the branches and fixups (not bytes) are looked at here, in order; the others,
-        # most of the chunks (an instruction copied each), are picked out in C loops.
-        for k in itertools.compress(itertools.count(), map(operator.is_not, map(type, parts), itertools.repeat(bytes))):
-            chunk = parts[k]
+        for chunk in self._chunks:
             if chunk.__class__ is _Branch:
                 data = chunk.encoded(base + chunk.offset, labels, resolve)
                 if len(data) != 4:
                     raise AssertionError(f"branch at {base + chunk.offset:#x} encoded as {len(data)} bytes")
-                parts[k] = data
+                append(data)
                 continue
             if chunk.__class__ is not tuple:
-                continue  # (other bytes-like data)
+                append(chunk)
+                continue
             offset, size, fixup = chunk
             addr = base + offset
             data = fixup(addr, resolve)
             if len(data) != size:
                 raise AssertionError(f"fixup at {addr:#x} produced {len(data)} bytes, reserved {size}")
-            parts[k] = data
+            append(data)
         return b"".join(parts)
 
 
