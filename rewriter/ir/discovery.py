@@ -39,7 +39,7 @@ from .constants import ends_process
 from .counted import counted, in_offset_column, in_text
 from .exception_tables import handlers, personality_routines
 from .gaps import call_targets_in_gaps, thumb_pointers_in_gaps
-from .model import _STOPS, Binary, Instruction, Procedure
+from .model import STOPS, Binary, Instruction, Procedure
 from .plt import thumb_stubs
 from .start_args import register_call_target, start_arguments
 
@@ -1497,7 +1497,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 if not thumb and _reads_pc(ins):
                     work.append((ins.address + 8, thumb, PAST_JUMP, passed))
             # (falls_through is False only for these: asked inline, as for every instruction)
-            if (ins.is_branch or writes_pc or name in _STOPS) and not ins.falls_through:
+            if (ins.is_branch or writes_pc or name in STOPS) and not ins.falls_through:
                 break
             is_call = ins.is_call
             if (is_call and _ends(ins, noreturn)) or (ins.is_syscall and ends_process(ins, run)):
