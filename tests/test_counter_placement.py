@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from rewriter.emit.counter_placement import Plan, _plan, compact_slots, fold_program
+from rewriter.emit.counter_placement import Plan, _plan, _plan_of_shape, compact_slots, fold_program
 from rewriter.ir.flow import ProcedureFlow, loop_depths
 
 
@@ -289,3 +289,20 @@ def test_compact_slots_numbers_the_counting_blocks_only() -> None:
     assert [b.counter_increments for b in first + second] == [
         [("blocks", 0, 1)], [], [("blocks", 1, 1), ("other", 2, 1)], [("other", 3, 1)], [("blocks", 2, 1)]]
     assert compact_slots(SimpleNamespace(procedures=[]), "blocks") == 1  # C has no empty arrays
+
+
+def test_plans_kept_by_shape_are_the_plans() -> None:
+    """Plans kept by the flow's shape (decision 0116) equal the plans made anew, flow after
+    flow of random shapes that repeat, and each is a copy of its own (plan_of adds loops)."""
+    rng = random.Random(11)
+    shapes: dict = {}
+    given = []
+    for _ in range(400):
+        flow = _random_flow(random.Random(rng.randint(0, 40)), rng.randint(1, 12))  # (shapes repeat)
+        _every_block_can_leave(flow)
+        kept, fresh = _plan_of_shape(flow, shapes), _plan(flow)
+        assert kept == fresh
+        if kept is not None:
+            assert all(kept is not other and kept.carriers is not other.carriers for other in given)
+            given.append(kept)
+    assert len(shapes) < 300 and len(given) > 100

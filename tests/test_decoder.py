@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewriter.arch.arm.decode import _facts, decode_range, make_disassembler
+from rewriter.arch.arm.decode import _facts, _lite, decode_range, make_disassembler
 from rewriter.ir.elf_loader import load_binary
 from tests.support.samples import build, build_lua
 
@@ -94,3 +94,27 @@ def test_m_profile_system_registers(tmp_path) -> None:
     assert all(i.size == 4 for i in got[:-1]) and got[-1].mnemonic == "bx"
     linux, stop = decode_range(make_disassembler(True), code, 0x1000, True)
     assert stop == 0x1000 and not linux
+
+
+@pytest.mark.parametrize("which", ["sort/O2-arm-static", "hash/O0-thumb-static", "lua"])
+def test_text_without_details_is_the_same(which: str) -> None:
+    """The text pass reads capstone's text with details off (decode._lite, decision 0116):
+    the same instructions, mnemonics and operands as with them on, over every executable
+    byte of real programs in both instruction sets (from every halfword, IT blocks and
+    data read as code included)."""
+    path = build_lua() if which == "lua" else build(*which.split("/"))
+    binary = load_binary(str(path))
+    compared = 0
+    for thumb in (True, False):
+        md = make_disassembler(thumb)
+        lite = _lite(md)
+        assert lite is not md and not lite.detail and lite.mode == md.mode
+        for segment in binary.segments:
+            if not segment.executable:
+                continue
+            for start in range(segment.vaddr, segment.vaddr + segment.memsz, 256):
+                code = binary.read(start, 256)
+                with_details = list(md.disasm_lite(code, start))
+                assert list(lite.disasm_lite(code, start)) == with_details
+                compared += len(with_details)
+    assert compared > 10000

@@ -22,7 +22,7 @@ import capstone
 import pytest
 
 from rewriter.ir.elf_loader import load_binary
-from rewriter.ir.liveness import ALL, DeadRegisters, _effects_of
+from rewriter.ir.liveness import _IMMEDIATE, ALL, DeadRegisters, _effects, _effects_of
 from tests.support.run import assert_same_behaviour, instrument, place, run_prog
 from tests.support.samples import LUA_BENCH, build, build_lua
 
@@ -112,3 +112,14 @@ def test_lua_runs_with_dead_registers_poisoned(tmp_path: Path, monkeypatch: pyte
     assert original.returncode == 0 and original.stdout
     monkeypatch.setenv("ANVIL_POISON_DEAD", "1")
     assert_same_behaviour(original, run_prog(instrument(lua, "cachesim", tmp_path), [script]))
+
+
+def test_immediates_change_no_effects() -> None:
+    """A text is parsed with its immediates made #0 (decision 0116): what it reads and
+    writes is the same as from the text itself, for every distinct text of the programs."""
+    texts = {(ins.mnemonic, ins.op_str) for path in _binaries() for proc in load_binary(str(path)).procedures
+             for ins in proc.instructions()}
+    changed = [(m, o) for m, o in texts if _IMMEDIATE.sub("#0", o) != o]
+    assert len(changed) > 5000
+    wrong = [f"{m} {o}" for m, o in changed if _effects(m, o) != _effects(m, _IMMEDIATE.sub("#0", o))]
+    assert not wrong, wrong[:20]

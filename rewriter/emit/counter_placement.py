@@ -268,6 +268,7 @@ def _place(binary: Binary, stops: set[int], sums: dict[str, str] | None,
     taken = binary.address_taken
     in_registers = _loop_sums_allowed(binary, stops)
     switch_cases = binary.switch_cases.keys()
+    shapes: dict[tuple, Plan | None] = {}  # small flows' plans, by the flow (_plan_of_shape)
 
     def plan_of(proc: Procedure) -> Plan | None:
         progress.advance()
@@ -279,7 +280,7 @@ def _place(binary: Binary, stops: set[int], sums: dict[str, str] | None,
                       if ins.name in _TABLE_JUMPS or ins.address in switch_cases}
         addresses = {b.address for b in proc.blocks}
         flow = procedure_flow(proc, entered[proc.address] | (taken & addresses), tables, stops)
-        plan = _plan(flow) if flow is not None else None
+        plan = _plan_of_shape(flow, shapes) if flow is not None else None
         if plan is not None and in_registers(proc):
             plan.loops = summable_loops(proc, flow)
         return plan
@@ -462,6 +463,29 @@ def _chains(edges: list[tuple[int, int, int | None]], branches: dict[int, tuple[
         if not through[v]:
             chain.end = v
     return same, chains
+
+
+#: Flows of at most this many blocks have their plans kept by shape (_plan_of_shape): two
+#: thirds of a large program's procedures have the shape of an earlier one, nearly all of
+#: them this small; a larger flow's key would cost more than the plans it finds again.
+SHAPES_KEPT = 50
+
+
+def _plan_of_shape(flow: ProcedureFlow, shapes: dict[tuple, Plan | None]) -> Plan | None:
+    """``_plan(flow)``, kept in ``shapes`` for flows of the same shape (a plan is a function
+    of the flow's edges alone); each procedure gets its own copy (plan_of adds its loops)."""
+    if len(flow.successors) > SHAPES_KEPT:
+        return _plan(flow)
+    key = (tuple(map(tuple, flow.successors)), tuple(sorted(flow.from_outside)), tuple(sorted(flow.to_outside)),
+           tuple(sorted(flow.splittable)))
+    if key in shapes:
+        plan = shapes[key]
+    else:
+        plan = shapes[key] = _plan(flow)
+    if plan is None:
+        return None
+    return Plan(carriers=list(plan.carriers), steps=[list(step) for step in plan.steps],
+                block_value=list(plan.block_value), depth=list(plan.depth))
 
 
 def _plan(flow: ProcedureFlow) -> Plan | None:

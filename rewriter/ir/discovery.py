@@ -26,6 +26,7 @@ from .. import progress
 from ..arch.arm.decode import DecodeCache, decode_range, encoded_size, is_link_move, make_disassembler
 from ..arch.arm.jump_tables import (
     REGISTERS,
+    SWITCH_NAMES,
     SwitchFinder,
     a32_offset_switch,
     goto_labels,
@@ -38,7 +39,7 @@ from .constants import ends_process
 from .counted import counted, in_offset_column, in_text
 from .exception_tables import handlers, personality_routines
 from .gaps import call_targets_in_gaps, thumb_pointers_in_gaps
-from .model import Binary, Instruction, Procedure
+from .model import STOPS, Binary, Instruction, Procedure
 from .plt import thumb_stubs
 from .start_args import register_call_target, start_arguments
 
@@ -198,10 +199,13 @@ def _even_data_words(sections: list[list[int]], ranges: list[tuple[int, int]]) -
     Each maps to its table: the even code addresses of the run of consecutive words of code
     addresses it is in (the same tuple for every word of one run; several runs may name a word)."""
     out: dict[int, tuple[int, ...]] = {}
+    # (most words are no code address: numbers, data addresses)
+    low, high = (min(lo for lo, _ in ranges), max(hi for _, hi in ranges)) if ranges else (0, 0)
     for values in sections:
         run: list[int] = []
         for k, value in enumerate([*values, 0]):  # (the 0 ends the last run)
-            if _inside(ranges, value & ~1) and not counted(values, k) and not in_text(values, k):
+            if low <= value & ~1 < high and _inside(ranges, value & ~1) and not counted(values, k) \
+                    and not in_text(values, k):
                 if not value & 1:
                     run.append(value)
                 continue
@@ -450,8 +454,9 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     noreturn = _noreturn_plt(binary)
     memo: dict[int, dict[int, Descent]] = {}
     literals: dict[int, tuple[dict[int, Instruction], list[int]]] = {}
+    namings = _Namings()
     while True:  # until no more procedures are found never to return (or pointed to in A32)
-        entries, descents = _entries_and_code(starts, ranges, binary, streams, noreturn, memo, literals)
+        entries, descents = _entries_and_code(starts, ranges, binary, streams, noreturn, memo, literals, namings)
         found = {entry: descent.instructions for entry, descent in descents.items()}
         pointed = _a32_entries_in_data(labels - inside, entries, found, streams.goto_labels, streams)
         if pointed:
@@ -738,29 +743,51 @@ class _Logged(dict):
         return self._order
 
 
+class _Namings:
+    """Which entries' descents name each address (``named_by``: call it or branch to it,
+    ``Descent.calls``, ``after_calls``, ``after``), and the descents indexed so (``indexed``:
+    entry -> their calls, which a descent found again from the memo shares). Kept for all the
+    passes of ``discover``: each pass finds the same descents again from the memo, and a
+    namer is only a candidate (_Found)."""
+
+    def __init__(self) -> None:
+        self.named_by: dict[int, set[int]] = {}
+        self.indexed: dict[int, list[dict[int, bool]]] = {}
+
+
 class _Found(_Logged):
     """Each entry's descent (a ``_Logged`` dict), and which entries name each address, for
     the strength of one entry (``_Evidence``): the functions it is a landing pad of
     (``unwound``), and the entries whose descents call it or branch to it (``Descent.calls``,
     ``after_calls``, ``after``), or once did: the descent an entry has now tells
-    (``named_by`` is never pruned, as the same descents come and go round after round)."""
+    (``named_by`` is never pruned, as the same descents come and go round after round, and
+    pass after pass of ``discover``: ``namings``, kept by the caller)."""
 
-    def __init__(self, unwound: dict[int, tuple[int, set[int]]]) -> None:
+    def __init__(self, unwound: dict[int, tuple[int, set[int]]], namings: _Namings | None = None) -> None:
         super().__init__(ordered=False)
-        self.named_by: dict[int, set[int]] = {}
+        namings = _Namings() if namings is None else namings
+        self.named_by = namings.named_by
         # entry -> the calls of its descents in named_by (kept: a descent found again shares them)
-        self._indexed: dict[int, list[dict[int, bool]]] = {}
+        self._indexed = namings.indexed
         self.pad_of: dict[int, list[int]] = {}
         for start, (_, pads) in unwound.items():
             for pad in pads:
                 self.pad_of.setdefault(pad, []).append(start)
 
     def __setitem__(self, key: int, value: Descent) -> None:
-        indexed = self._indexed.setdefault(key, [])
-        if not any(calls is value.calls for calls in indexed):
-            indexed.append(value.calls)
+        # (Set about ten times per descent, a descent found again from the memo far more
+        # often than a new one: the test is a plain loop over the few kept, no generator.)
+        indexed = self._indexed.get(key)
+        if indexed is None:
+            indexed = self._indexed[key] = []
+        calls = value.calls
+        for before in indexed:
+            if before is calls:
+                break
+        else:
+            indexed.append(calls)
             named_by = self.named_by
-            for target in (*value.calls, *value.after_calls, *value.after):
+            for target in (*calls, *value.after_calls, *value.after):
                 namers = named_by.get(target)
                 if namers is None:  # (no empty set made for every target named before)
                     named_by[target] = {key}
@@ -857,11 +884,12 @@ class _Evidence:
 
 def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Binary, streams: _Streams,
                       noreturn: set[int], memo: dict[int, dict[int, Descent]],
-                      literals: dict[int, tuple[dict[int, Instruction], list[int]]]
+                      literals: dict[int, tuple[dict[int, Instruction], list[int]]], namings: _Namings
                       ) -> tuple[dict[int, bool], dict[int, Descent]]:
     """The procedure entries (-> Thumb) found from ``starts`` to a fixpoint, and each one's
     descent, with calls to ``noreturn`` taken as never returning. ``memo``: the descents
-    (_descend_all), ``literals``: their even literals (_even_literals), from the calls before."""
+    (_descend_all), ``literals``: their even literals (_even_literals), ``namings``: what their
+    descents name (_Found), from the calls before."""
     entries = _Logged()
     for addr, thumb in starts.seeds:
         if not starts.wrong_mode(addr, thumb):
@@ -888,7 +916,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
     rejected: set[int] = set()
     flipped: set[int] = set()  # entries whose instruction set _other_mode changed (once each)
     unwound = starts.unwound
-    found = _Found(unwound)
+    found = _Found(unwound, namings)
     # Cuts kept so far: ``_wrong`` keeps an entry that cuts code reached past calls not known
     # to return, and a callee not decoded yet (named by the very descent that is cut) is not
     # known to. Once nothing more is found they are weighed again, every callee decoded.
@@ -1312,8 +1340,10 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     # add takes the literal for an offset first (_targets).
     looks: dict[int, int] = {}
     plt = binary.plt
+    switch_cases = binary.switch_cases
     # Whether all of entry..limit is executable (the usual case): then no address need be looked up.
     within = any(lo <= entry and limit <= hi for lo, hi in ranges)
+    at = streams.at
     while work or labelled:
         if not work and entry_thumb and not any(ins.is_indirect and not ins.is_return and not ins.is_call
                                                 for ins in mine.values()):
@@ -1325,6 +1355,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
             # Thumb garbage and ran in place, uncounted (decision 0104).
             break
         cur, thumb, doubt, passed = (work or labelled).popleft()
+        readings = streams.known[thumb]  # (streams.at's usual case, inline: this runs per instruction)
         switches = SwitchFinder(binary)
         run: list[Instruction] = []  # this run's instructions, for a computed goto's table
         stream = None
@@ -1341,53 +1372,76 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                     del passed_at[cur]
             # (Else a branch from elsewhere started here, inside this IT block, and took the
             # reading no IT governs: real code never branches into an IT block, the IT rules.)
-            ins, stream = streams.at(cur, thumb, stream)
+            reading = readings.get(cur)
+            if reading.__class__ is tuple and (reading[1] == stream or reading[0] is None
+                                               or not reading[0].in_it):
+                ins, stream = reading
+            else:
+                ins, stream = at(cur, thumb, stream)
             if ins is None:
                 break
-            if ins.writes_pc and not ins.is_call and not thumb and cur - 4 in mine \
+            writes_pc = ins.writes_pc
+            if writes_pc and not ins.is_call and not thumb and cur - 4 in mine \
                     and is_link_move(mine[cur - 4], ins):
                 ins.is_call = True  # as decode_range marks it, where a chunk of the stream began here
-            if ins.address + ins.size > limit:
+            size = ins.size
+            end = cur + size  # (ins.address is cur)
+            if end > limit:
                 straddles = True
                 cut_doubt = max(cut_doubt, doubt)
                 cut_via |= passed
                 break
-            if cur in inside or (ins.size == 4 and cur + 2 in mine and cur not in mine):
+            if cur in inside or (size == 4 and cur + 2 in mine and cur not in mine):
                 break  # overlaps an instruction found before: one of the two is data
-            if pooled and not pooled.isdisjoint(range(cur, cur + ins.size)):
+            if pooled and not pooled.isdisjoint(range(cur, end)):
                 # A literal pool that code reached by flow reads: data, also where flow runs
                 # on into it, past a library call that never returns (D's _d_assert_msg,
                 # which no list of names knows: the pool read as code named a false entry
                 # that cut the next function in two).
                 break
-            if doubt == PAST_JUMP and pooled_past_call and not pooled_past_call.isdisjoint(range(cur, cur + ins.size)):
+            if doubt == PAST_JUMP and pooled_past_call and not pooled_past_call.isdisjoint(range(cur, end)):
                 break
             mine[cur] = ins
-            if doubt <= PAST_CALL and ins.accesses and ins.accesses[0].base == 15 and ins.accesses[0].index is None:
+            accesses = ins.accesses
+            # A literal load (ldr rX, [pc, #n]): _targets' own test, cheaper than its call.
+            literal = accesses and accesses[0].base == 15 and accesses[0].index is None
+            if literal and doubt <= PAST_CALL:
                 (pooled if doubt == FLOW else pooled_past_call).update(
-                    range(ins.accesses[0].disp, ins.accesses[0].disp + ins.accesses[0].size))
+                    range(accesses[0].disp, accesses[0].disp + accesses[0].size))
             if doubt == PAST_CALL:
                 passed_at[cur] = passed
-            end = cur + ins.size
             if end > reach:
                 reach = end
-            if ins.size == 4:
+            if size == 4:
                 inside.add(cur + 2)
             if ins.is_it:
                 mask = ins.raw[0] & 0xF
                 in_block = 4 - ((mask & -mask).bit_length() - 1)
             elif in_block:
                 in_block -= 1
-            returns = returns or ins.is_return or (ins.writes_pc and ins.branch_target is None and not ins.is_call)
-            switches.see(ins)
-            if ins.writes_pc and not thumb and ins.name == "add" and ins.address not in binary.switch_cases:
+            branch_target = ins.branch_target
+            if not returns and (ins.is_return or (writes_pc and branch_target is None and not ins.is_call)):
+                returns = True
+            name = ins.name
+            # (see does nothing for other names, nor for an LDR that is not of a literal, while
+            # no check or constant is under way)
+            if name in SWITCH_NAMES or (literal and name == "ldr") or switches.compared is not None \
+                    or switches.move is not None:
+                switches.see(ins)
+            if writes_pc and not thumb and name == "add" and cur not in switch_cases:
                 cases = a32_offset_switch([*run, ins], binary.read, ranges)
                 if cases:
-                    binary.switch_cases[ins.address] = cases
-            # Most instructions name no place (the test is _targets' own, cheaper than a call).
-            if ins.branch_target is not None or ins.accesses or ins.name in _NAMING \
-                    or ins.address in binary.switch_cases:
-                for target, tthumb, is_call, weak in _targets(ins, thumb, literal_regs, looks, binary, ranges):
+                    switch_cases[cur] = cases
+            # Most instructions name no place (the tests are _targets' own, cheaper than a call:
+            # of the accesses, only a literal load's).
+            if branch_target is not None and not accesses and name not in _NAMING and cur not in switch_cases:
+                named = (_branch_target(ins, branch_target, thumb),)  # a direct branch: _targets' answer
+            elif branch_target is not None or (literal and name == "ldr") or name in _NAMING or cur in switch_cases:
+                named = _targets(ins, thumb, literal_regs, looks, binary, ranges)
+            else:
+                named = ()
+            if named:
+                for target, tthumb, is_call, weak in named:
                     if weak and thumb and not tthumb and entry <= target < limit:
                         # An even address in its own Thumb code: a label (goto *, mov pc). A
                         # lower limit must look again (reach), where it may be another's.
@@ -1409,7 +1463,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                         work.append((target, tthumb, doubt, passed))
                         reach = max(reach, target + 1)
             run.append(ins)
-            if ins.name in ("blx", "bx") and ins.branch_target is None and not ins.is_return:
+            if branch_target is None and (name == "blx" or name == "bx") and not ins.is_return:
                 # A long call (or jump) through a register loaded with a constant: a call as
                 # sure as a BL (a jump: a tail call).
                 known = register_call_target(run, binary.read, lambda a: _inside(ranges, a))
@@ -1420,7 +1474,8 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                     if not ins.is_call:
                         tails.add(known[0])
             # (A call through a register is no goto: GotoFinder forgets all at a call.)
-            table = goto_table(run, binary.read) if ins.is_indirect and not ins.is_return \
+            indirect = ins.is_indirect
+            table = goto_table(run, binary.read) if indirect and not ins.is_return \
                 and not ins.is_call else None
             if table is not None:
                 # A computed goto's labels: nothing else may reach them. The table's end is
@@ -1432,7 +1487,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                         reach = max(reach, label + 1)
                     else:
                         guesses.setdefault(label, thumb)
-            if ins.is_indirect and is_computed_jump(ins):
+            if indirect and is_computed_jump(ins):
                 # add/mov pc computed from a register: what it jumps into follows it, a table
                 # of branches (A32 switches) or unrolled code (libgcc's division), from the
                 # PC it reads: in A32 the jump's address + 8, past the instruction after it.
@@ -1441,11 +1496,15 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                     work.append((end, thumb, PAST_JUMP, passed))
                 if not thumb and _reads_pc(ins):
                     work.append((ins.address + 8, thumb, PAST_JUMP, passed))
-            if not ins.falls_through or (ins.is_call and _ends(ins, noreturn)) or ends_process(ins, run):
+            # (falls_through is False only for these: asked inline, as for every instruction)
+            if (ins.is_branch or writes_pc or name in STOPS) and not ins.falls_through:
                 break
-            if (ins.is_call and ins.branch_target is not None and ins.cond == 14 and not ins.in_it
-                    and (ins.branch_target & ~1) not in plt):
-                passed = passed | {ins.branch_target & ~1}
+            is_call = ins.is_call
+            if (is_call and _ends(ins, noreturn)) or (ins.is_syscall and ends_process(ins, run)):
+                break
+            if is_call and branch_target is not None and ins.cond == 14 and not ins.in_it \
+                    and (branch_target & ~1) not in plt:
+                passed = passed | {branch_target & ~1}
                 doubt = doubt or PAST_CALL
             cur = end
             if cur == limit:
@@ -1579,13 +1638,7 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], looks:
         # (Cases are in the jump's instruction set: T32 tables, A32 ``addls/ldrls pc``.)
         out += [(target, thumb, False, not sized) for target in table_branch_targets(binary, [ins])]
     if ins.branch_target is not None:
-        target = ins.branch_target
-        if ins.name == "blx":
-            out.append((target & ~1, not thumb, True, False))
-        elif ins.name == "bx":  # bx pc
-            out.append((target, False, False, False))
-        else:
-            out.append((target, thumb, ins.is_call, False))
+        out.append(_branch_target(ins, ins.branch_target, thumb))
     # PC-relative code addresses (function pointers in PIE code): ldr rX, [pc, #n]; add rX, pc.
     value = _literal(ins, binary) if ins.accesses else None
     if value is not None:
@@ -1630,6 +1683,15 @@ def _targets(ins: Instruction, thumb: bool, literal_regs: dict[int, int], looks:
         if value is not None and _inside(ranges, value & ~1):
             out.append((value & ~1, bool(value & 1), True, not value & 1))
     return out
+
+
+def _branch_target(ins: Instruction, target: int, thumb: bool) -> tuple[int, bool, bool, bool]:
+    """``_targets``' answer for the direct branch or call ``ins`` to ``target``."""
+    if ins.name == "blx":
+        return target & ~1, not thumb, True, False
+    if ins.name == "bx":  # bx pc
+        return target, False, False, False
+    return target, thumb, ins.is_call, False
 
 
 #: The instructions (besides branches, tables and PC-relative loads) that ``_targets``

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import io
+import operator
 import os
 import re
 import struct
@@ -493,6 +494,7 @@ def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[
     targets = {i.branch_target for insns in decoded.values() for i in insns if i.branch_target is not None}
     entries = taken | targets
     entries_sorted = sorted(entries)
+    switch_cases = binary.switch_cases.keys()
     kept = []
     for proc in procs:
         insns = decoded[proc.address]
@@ -501,7 +503,11 @@ def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[
         lo = bisect.bisect_left(entries_sorted, proc.address)
         hi = bisect.bisect_left(entries_sorted, proc.end)
         SwitchFinder(binary).see_all(insns)
-        _make_blocks(proc, insns, set(entries_sorted[lo:hi]) | table_branch_targets(binary, insns))
+        # Most procedures have no switch (told by their names and addresses, in C loops).
+        tables = table_branch_targets(binary, insns) \
+            if not switch_cases.isdisjoint(map(_ADDRESS, insns)) or not _TABLE_JUMPS.isdisjoint(map(_NAME, insns)) \
+            else set()
+        _make_blocks(proc, insns, set(entries_sorted[lo:hi]) | tables)
         proc.index = len(kept)
         kept.append(proc)
     block_index = 0
@@ -511,6 +517,11 @@ def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[
             block_index += 1
         proc.binary = binary  # type: ignore[attr-defined]
     binary.procedures = kept
+
+
+_ADDRESS = operator.attrgetter("address")
+_NAME = operator.attrgetter("name")
+_TABLE_JUMPS = frozenset(("tbb", "tbh"))
 
 
 def _address_taken(binary: Binary, elf: ELFFile, procs: list[Procedure],

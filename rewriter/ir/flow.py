@@ -101,7 +101,7 @@ def procedure_flow(proc: Procedure, entered: set[int], table_targets: dict[int, 
                     flow.splittable.add((i, index[target]))
             else:
                 flow.to_outside.add(i)  # a tail call, or running into the next procedure
-        if any(ins.address in stops for ins in block.instructions):
+        if stops and not stops.isdisjoint(map(_ADDRESS, block.instructions)):  # (in C: every instruction)
             flow.to_outside.add(i)
     has_predecessor = {s for succ in flow.successors for s in succ}
     # A block nothing reaches is entered some way the model does not see: say so.
@@ -177,6 +177,7 @@ def predecessors_of(successors: list[list[int]]) -> list[list[int]]:
 
 
 _NAME = operator.attrgetter("name")
+_ADDRESS = operator.attrgetter("address")
 EXCLUSIVE_LOADS = ("ldrex", "ldaex")  # ldrex, ldrexb/h/d, ldaex...: open an exclusive access
 EXCLUSIVE_STORES = ("strex", "stlex")  # ... which a store-exclusive or CLREX ends
 

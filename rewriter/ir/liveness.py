@@ -88,14 +88,7 @@ class DeadRegisters:
         # Per block: what it reads before writing (gen) and what it surely writes (kill), so
         # that live on entry = gen | (live on exit & ~kill); and where control goes from its
         # end (blocks end at every branch, call and gap: only the last instruction leaves).
-        self._effects = effects = [_block_effects(block.instructions) for block in blocks]
-        gen_kill = []
-        for steps in effects:
-            gen = kill = 0
-            for reads, kills in reversed(steps):
-                gen = reads | (gen & ~kills)
-                kill |= kills
-            gen_kill.append((gen, kill))
+        gen_kill = [_gen_kill(block.instructions) for block in blocks]
         successors = [_successors(block.instructions[-1], starts) for block in blocks]
         predecessors: list[list[int]] = [[] for _ in blocks]
         for k, after in enumerate(successors):
@@ -152,7 +145,7 @@ class DeadRegisters:
         inside = self._inside
         live = self._live_out[k]
         insns = self._blocks[k].instructions
-        steps = self._effects[k]
+        steps = _block_effects(insns)  # (again: most blocks are asked about at their start alone)
         for i in range(len(insns) - 1, -1, -1):
             reads, kills = steps[i]
             live = reads | (live & ~kills)
@@ -181,6 +174,27 @@ def _successors(last: Instruction, starts: dict[int, int]) -> tuple[int, ...] | 
 # mnemonic -> operands -> effects unconditionally: the rewriter asks for every instruction
 # of the program, and two string-keyed lookups cost less than a call with a tuple key.
 _KNOWN: dict[str, dict[str, tuple[int, int]]] = {}
+
+
+def _gen_kill(insns: list[Instruction]) -> tuple[int, int]:
+    """(gen, kill) of a block of ``insns``: the registers it reads before writing them, and
+    those it surely writes; ``_block_effects`` folded backwards in the same walk (every
+    instruction of every relocated procedure comes here)."""
+    known = _KNOWN
+    gen = kill = 0
+    for k in range(len(insns) - 1, -1, -1):
+        ins = insns[k]
+        by_operands = known.get(ins.mnemonic)
+        found = by_operands.get(ins.op_str) if by_operands is not None else None
+        if found is None:
+            reads, kills = _effects_of(ins)
+        elif found[1] and (ins.cond != 14 or ins.in_it):
+            reads, kills = found[0], 0  # a conditional write may not happen
+        else:
+            reads, kills = found
+        gen = reads | (gen & ~kills)
+        kill |= kills
+    return gen, kill
 
 
 def _block_effects(insns: list[Instruction]) -> list[tuple[int, int]]:
@@ -214,10 +228,22 @@ def _known_effects(ins: Instruction) -> tuple[int, int]:
     by_operands = _KNOWN.get(ins.mnemonic)
     if by_operands is None:
         by_operands = _KNOWN[ins.mnemonic] = {}
-    found = by_operands.get(ins.op_str)
+    op_str = ins.op_str
+    found = by_operands.get(op_str)
     if found is None:
-        found = by_operands[ins.op_str] = _effects(ins.mnemonic, ins.op_str)
+        # Texts differ mostly by their immediates (python3.11: 164k texts), which name no
+        # register, hold no comma and are no register's name: ``_effects`` of the text with
+        # each immediate made ``#0`` is the same, and that text is shared by far more.
+        same = _IMMEDIATE.sub("#0", op_str) if "#" in op_str else op_str
+        found = by_operands.get(same)
+        if found is None:
+            found = by_operands[same] = _effects(ins.mnemonic, same)
+        by_operands[op_str] = found
     return found
+
+
+# An immediate operand as capstone writes it: #20, #0x14, #-0x14, #1.000000e+00.
+_IMMEDIATE = re.compile(r"#-?[0-9a-fx.e+]+")
 
 
 def registers_used(ins: Instruction) -> int:

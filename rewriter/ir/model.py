@@ -123,7 +123,7 @@ class Instruction:
         """Execution may go on at the next address: anything but an unconditional branch
         or PC write (CBZ/CBNZ test a register, so they may not branch) and UDF. A call
         falls through (its callee returns there)."""
-        if self.name in _STOPS:
+        if self.name in STOPS:
             return False
         if self.is_call or self.is_syscall:
             return True
@@ -258,8 +258,9 @@ class Procedure:
 
 
 _INSTRUCTIONS = operator.attrgetter("instructions")
-# Instructions that stop the program where they are: ARM's UDF, x86-64's HLT and UD2.
-_STOPS = frozenset({"udf", "hlt", "ud2", "ud1", "ud0"})
+# Instructions that stop the program where they are: ARM's UDF, x86-64's HLT and UD2
+# (falls_through; the descent tests them inline).
+STOPS = frozenset({"udf", "hlt", "ud2", "ud1", "ud0"})
 
 
 def _owner_reference(name: str, owner: str) -> property:

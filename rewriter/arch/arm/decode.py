@@ -63,6 +63,18 @@ def make_disassembler(thumb: bool, v8: bool = False) -> capstone.Cs:
 
 
 _ARMV8: dict[int, capstone.Cs] = {}  # an ARMv7 handle's mode -> the ARMv8 handle of that mode
+_LITE: dict[int, capstone.Cs] = {}  # a mode -> its handle without details (_lite)
+
+
+def _lite(md: capstone.Cs) -> capstone.Cs:
+    """A handle of ``md``'s mode with details off, for the pass that reads only the text
+    (``disasm_lite``): with them on, capstone works out every instruction's operands for
+    nothing (about a third of its own time). The text is the same either way."""
+    lite = _LITE.get(md.mode)
+    if lite is None:
+        lite = _LITE[md.mode] = capstone.Cs(capstone.CS_ARCH_ARM, md.mode)
+        lite.detail = False
+    return lite
 
 
 def encoded_size(first: bytes, thumb: bool) -> int:
@@ -242,10 +254,10 @@ class DecodeCache:
     """What decoding learns about encodings that holds at any address (see decode_range);
     one per binary."""
 
-    # (thumb, encoding, mnemonic, operand text, IT condition or None) -> the decoded fields
-    # (see _facts_of) of an instruction whose facts do not depend on its address.
-    facts: dict[tuple[bool, bytes, str, str, int | None],
-                tuple[tuple, tuple, tuple, capstone.CsInsn | None]] = dataclasses.field(default_factory=dict)
+    # (thumb, encoding, mnemonic, operand text, IT condition or None) -> the constructor's
+    # arguments after the address (see _facts_of) of an instruction whose facts do not depend
+    # on its address.
+    facts: dict[tuple[bool, bytes, str, str, int | None], tuple] = dataclasses.field(default_factory=dict)
     # (thumb, encoding) -> capstone's details of the encoding
     details: dict[tuple[bool, bytes], capstone.CsInsn] = dataclasses.field(default_factory=dict)
 
@@ -309,7 +321,7 @@ def _decode_with(md: capstone.Cs, code: bytes, address: int, thumb: bool,
     out: list[Instruction] = []
     end = address
     it_conds: list[int] = []
-    for addr, size, mnemonic, op_str in md.disasm_lite(code, address):
+    for addr, size, mnemonic, op_str in _lite(md).disasm_lite(code, address):
         raw = code[addr - address:addr - address + size]
         it_cond = it_conds.pop(0) if it_conds else None
         name = _DIRECT_BRANCHES.get(mnemonic)
@@ -324,10 +336,7 @@ def _decode_with(md: capstone.Cs, code: bytes, address: int, thumb: bool,
             if _same_anywhere(ins, cache):
                 known[key] = _facts_of(ins)
         else:
-            before, accesses, after, detail = facts
-            ins = Instruction(addr, *before, accesses, *after)  # positional: the fastest constructor call
-            if detail is not None:
-                ins.detail = detail
+            ins = Instruction(addr, *facts)  # positional: the fastest constructor call
         if ins.is_it:
             it_conds = _it_conditions(int.from_bytes(raw, "little"))
         elif out and ins.writes_pc and is_link_move(out[-1], ins):
@@ -378,12 +387,14 @@ def _same_anywhere(ins: Instruction, cache: DecodeCache) -> bool:
     return ins.detail is None or cache.details.get((ins.thumb, ins.raw)) is ins.detail
 
 
-def _facts_of(ins: Instruction) -> tuple[tuple, tuple, tuple, capstone.CsInsn | None]:
-    """The decoded fields of ``ins`` after its address, in constructor order: those before the
-    accesses, the accesses (a tuple, which every instruction of the encoding shares), those
-    after; and its details."""
+def _facts_of(ins: Instruction) -> tuple:
+    """The constructor's arguments for an instruction like ``ins`` at another address, in
+    order, all but the address: its decoded fields (the accesses as a tuple, which every
+    instruction of the encoding shares), no hooks (the shared empty tuple, the default), its
+    details. One tuple: a single unpacking per instruction made from the cache."""
     values = [getattr(ins, name) for name in _DECODED]
-    return tuple(values[:_SPLIT]), tuple(values[_SPLIT]), tuple(values[_SPLIT + 1:]), ins.detail
+    values[_SPLIT] = tuple(values[_SPLIT])
+    return (*values, (), ins.detail)
 
 
 def _is_it(raw: bytes, thumb: bool, mnemonic: str) -> bool:

@@ -114,7 +114,7 @@ class SwitchFinder:
         for ins in insns:
             name = ins.name
             if self.compared is None and name != "cmp" and name not in _MOVES \
-                    and not (name == "ldr" and _literal_load(ins)):
+                    and not (name == "ldr" and ins.accesses and ins.accesses[0].base == _PC and _literal_load(ins)):
                 if self.move is not None:
                     self._past_move(ins)
             else:
@@ -586,6 +586,11 @@ def _operands(ins: Instruction) -> list[str]:
 
 
 _MOVES = frozenset(("mov", "movs", "movw"))  # a constant for the CMP of a bounds check
+#: The names ``SwitchFinder.see`` looks at while neither a check nor a MOV's constant is under
+#: way (``compared`` and ``move`` None), besides an LDR of a literal (``_literal_load``, whose
+#: only access is based on the PC): for any other, ``see`` then does nothing, so a caller that
+#: walks every instruction may skip the call.
+SWITCH_NAMES = _MOVES | {"cmp"}
 
 
 def _literal_load(ins: Instruction) -> bool:

@@ -273,9 +273,7 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
                 code.align(4, b"\x00\xbf")  # A32 code is word aligned (after Thumb code: T32 nops)
             if new_page and address in new_page:
                 _to_new_page(code)
-            key = (INSTRUCTION_COPY, address)
-            if key not in labels:
-                labels[key] = code.base + code.size
+            labels.setdefault((INSTRUCTION_COPY, address), code.base + code.size)  # (one lookup: Code.label)
             if ctx.poison_dead:
                 _poison(isa, code, ctx.dead.get(address, 0))
             if k == 0 and sums and bi in sums.resets:
@@ -283,16 +281,20 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
                 code.label(ctx.inside[block.address])
             # The program reads stack below SP here or further on in the block (what it
             # left there when it released it): what the site pushes goes below that.
-            stepped = _step_down(isa, code, below.get(address, 0), ctx.scratch)
+            stepped = _step_down(isa, code, below[address], ctx.scratch) if below and address in below else None
             if k == 0:
-                entry_calls = proc.hooks if bi == 0 else []
-                _calls(isa, code, [h for h in entry_calls if h.setup], ins, None, block.size, ctx, AL)
+                # (most blocks have no hooks of their own, and only entry blocks entry calls)
+                entry_calls = proc.hooks if bi == 0 else None
+                if entry_calls:
+                    _calls(isa, code, [h for h in entry_calls if h.setup], ins, None, block.size, ctx, AL)
                 for counter, index, amount in block.counter_increments:
                     _increment(isa, code, counter, index, amount, ctx, ctx.dead.get(address, 0))
                 if sums:
                     _sum_at_start(code, sums, bi, ctx, ctx.dead.get(address, 0))
-                _calls(isa, code, [h for h in entry_calls if not h.setup], ins, None, block.size, ctx, AL)
-                _calls(isa, code, block.hooks, ins, None, block.size, ctx, AL)
+                if entry_calls:
+                    _calls(isa, code, [h for h in entry_calls if not h.setup], ins, None, block.size, ctx, AL)
+                if block.hooks:
+                    _calls(isa, code, block.hooks, ins, None, block.size, ctx, AL)
             # Sums added by this instruction's filter sites are stored after them, before it may leave.
             store_after = _last_access_hook(ins) if sums and address in sums.flush_before else None
             if store_after == -1:
@@ -329,17 +331,19 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
             # falls_through is False only for these (asked inline: this is every instruction)
             if (ins.is_branch or ins.writes_pc or ins.name == "udf") and not ins.falls_through:
                 ctx.place_page_copies(code)
-        after = ctx.dead.get(last.end, 0)  # what is dead where it falls through to
-        for counter, index, amount in block.edge_increments.get(last.end, []):  # the way it falls through
+        last_end = last.address + last.size
+        after = ctx.dead.get(last_end, 0)  # what is dead where it falls through to
+        for counter, index, amount in block.edge_increments.get(last_end, ()):  # the way it falls through
             _increment(ISA.for_mode(last.thumb), code, counter, index, amount, ctx, after)
         if sums:
-            weight = sums.edge_weights.get((bi, last.end), 0)
+            weight = sums.edge_weights.get((bi, last_end), 0)
             if weight:
                 emit_sum_add(code, weight)
             if bi in sums.flush_at_end:  # into a block that resets the sum: store it first
                 emit_sum_store(code, sums.sums, ctx.counter_label, after)
         following = proc.blocks[bi + 1].address if bi + 1 < len(proc.blocks) else None
-        _fallthrough(last, following, code, ctx)
+        if following != last_end:  # (most blocks run on into the next one emitted: nothing to do)
+            _fallthrough(last, following, code, ctx)
     for branch, increments, weight in trampolines:  # the way it jumps: count, then go on to the target
         isa = ISA.for_mode(branch.thumb)
         code.align(2 if branch.thumb else 4)
