@@ -537,7 +537,7 @@ def _repeatable(placed: Path, case: Case, vdir: Path, trace: Path) -> bool:
     shutil.rmtree(again, ignore_errors=True)
     again.mkdir()
     _prepare(case, again)
-    first, second = trace.with_name(trace.name + ".1"), trace
+    first, second = trace.with_name("first." + trace.name), trace  # (not .<digits>: a child's)
     trace.rename(first)
     _run(placed, case, again, second)
     same = second.exists() and _digest(first) == _digest(second)
