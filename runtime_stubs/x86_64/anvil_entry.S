@@ -3,9 +3,15 @@
     .text
 
 # Save what a C call may change, align the stack, call \routine (with rax, the system
-# call's number, as its argument if \pass_rax), restore.
-.macro preserving routine, pass_rax=0
+# call's number, as its argument if \pass_rax), restore. Without \flags, for a site that
+# kept the flags itself where they are live (a repeat filter's test, arch/x86_64/calls.py):
+# popfq, which costs a dozen cycles and more, is left out, and the direction flag alone is
+# kept (the C code wants it clear; a copy of a string instruction that counts down may
+# have it set).
+.macro preserving routine, pass_rax=0, flags=1
+.if \flags
     pushfq
+.endif
     push %rax
     push %rcx
     push %rdx
@@ -16,6 +22,12 @@
     push %r10
     push %r11
     push %rbp
+.if \flags == 0
+    pushfq
+    pop %rax
+    and $0x400, %eax     # DF
+    push %rax
+.endif
     mov %rsp, %rbp
     and $-16, %rsp
     cld
@@ -24,6 +36,13 @@
 .endif
     call \routine
     mov %rbp, %rsp
+.if \flags == 0
+    pop %rax
+    test %eax, %eax
+    jz 1f
+    std
+1:
+.endif
     pop %rbp
     pop %r11
     pop %r10
@@ -34,7 +53,9 @@
     pop %rdx
     pop %rcx
     pop %rax
+.if \flags
     popfq
+.endif
     ret
 .endm
 
@@ -67,51 +88,11 @@ anvil_site_entry:
     preserving anvil_site
     .size anvil_site_entry, . - anvil_site_entry
 
-# The same for a site that kept the flags itself where they are live (a repeat filter's
-# test, arch/x86_64/calls.py): popfq, which costs a dozen cycles and more, is left out.
-# The direction flag alone is kept (the C code wants it clear; a copy of a string
-# instruction that counts down may have it set).
-.macro preserving_flagless routine
-    push %rax
-    push %rcx
-    push %rdx
-    push %rsi
-    push %rdi
-    push %r8
-    push %r9
-    push %r10
-    push %r11
-    push %rbp
-    pushfq
-    pop %rax
-    and $0x400, %eax     # DF
-    push %rax
-    mov %rsp, %rbp
-    and $-16, %rsp
-    cld
-    call \routine
-    mov %rbp, %rsp
-    pop %rax
-    test %eax, %eax
-    jz 1f
-    std
-1:  pop %rbp
-    pop %r11
-    pop %r10
-    pop %r9
-    pop %r8
-    pop %rdi
-    pop %rsi
-    pop %rdx
-    pop %rcx
-    pop %rax
-    ret
-.endm
-
+# The same for a site that kept the flags itself where they are live (preserving's \flags).
     .globl anvil_site_flagless_entry
     .type anvil_site_flagless_entry, @function
 anvil_site_flagless_entry:
-    preserving_flagless anvil_site
+    preserving anvil_site, flags=0
     .size anvil_site_flagless_entry, . - anvil_site_flagless_entry
 
 # A filtered site's records (calls.py, CallSites._record) fill their buffer: run them.
@@ -120,7 +101,7 @@ anvil_site_flagless_entry:
     .globl anvil_records_flush_entry
     .type anvil_records_flush_entry, @function
 anvil_records_flush_entry:
-    preserving_flagless anvil_records_flush
+    preserving anvil_records_flush, flags=0
     .size anvil_records_flush_entry, . - anvil_records_flush_entry
 
 # anvil_site_locked_entry without the flags: a filtered site once the program has started
@@ -128,7 +109,7 @@ anvil_records_flush_entry:
     .globl anvil_site_locked_flagless_entry
     .type anvil_site_locked_flagless_entry, @function
 anvil_site_locked_flagless_entry:
-    preserving_flagless anvil_site_locked
+    preserving anvil_site_locked, flags=0
     .size anvil_site_locked_flagless_entry, . - anvil_site_locked_flagless_entry
 
 # The same in a program that starts threads: one thread in the analysis at a time.
