@@ -150,6 +150,25 @@ void blocks_report(const char *path)
 '''
 
 
+def _tool_file_under_qemu(tool: Path, sample: str, variant: str, tmp_path: Path) -> tuple[Path, dict[int, int]]:
+    """``sample`` instrumented with the tool file ``tool`` and run under qemu-x86_64 as the
+    original runs under QEMU's log of every instruction (the same behaviour asserted): the
+    original's path and its instructions' counts."""
+    program = tmp_path / "a" / "prog"
+    program.parent.mkdir()
+    shutil.copy(samples.build_x86_64(sample, variant), program)
+    copied = tmp_path / "b" / "prog"
+    copied.parent.mkdir()
+    done = subprocess.run(["anvil", "instrument", "--tool", str(tool), str(program), "-o", str(copied)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    oracle = trace_pcs(program, [], cwd=tmp_path)
+    run = subprocess.run(["env", "-i", "qemu-x86_64", "-0", "prog", str(copied)], cwd=tmp_path, capture_output=True,
+                         timeout=600)
+    assert (run.returncode, run.stdout) == (oracle.returncode, oracle.stdout)
+    return program, exe_pcs(oracle, program)
+
+
 def test_tool_file_block_calls_are_qemus_count(tmp_path: Path) -> None:
     """A tool file calling its C routine at every block (the instruction's address, the
     block's size, a constant): its sums are QEMU's count of the original's instructions,
@@ -157,19 +176,7 @@ def test_tool_file_block_calls_are_qemus_count(tmp_path: Path) -> None:
     tool = tmp_path / "blocks.py"
     tool.write_text(BLOCK_TOOL)
     (tmp_path / "blocks.c").write_text(BLOCK_C)
-    program = tmp_path / "a" / "prog"
-    program.parent.mkdir()
-    shutil.copy(samples.build_x86_64("sort", "x64-gcc-O2"), program)
-    copied = tmp_path / "b" / "prog"
-    copied.parent.mkdir()
-    done = subprocess.run(["anvil", "instrument", "--tool", str(tool), str(program), "-o", str(copied)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    oracle = trace_pcs(program, [], cwd=tmp_path)
-    pcs = exe_pcs(oracle, program)
-    run = subprocess.run(["env", "-i", "qemu-x86_64", "-0", "prog", str(copied)], cwd=tmp_path, capture_output=True,
-                         timeout=600)
-    assert (run.returncode, run.stdout) == (oracle.returncode, oracle.stdout)
+    program, pcs = _tool_file_under_qemu(tool, "sort", "x64-gcc-O2", tmp_path)
     total, runs, weighted = map(int, (tmp_path / "prog.blocks.out").read_text().split())
     blocks = list(load_binary(str(program)).blocks())
     assert total == sum(pcs.values())
@@ -182,20 +189,8 @@ def test_walk_tool_file_entries_are_qemus_count(tmp_path: Path) -> None:
     entry (its index) and block (address, size): each procedure's entries are QEMU's count of
     its first instruction (a loop back to the entry block enters again, as on ARM), and the
     blocks' sums are QEMU's too."""
-    program = tmp_path / "a" / "prog"
-    program.parent.mkdir()
-    shutil.copy(samples.build_x86_64("hash", "x64-gcc-O0"), program)
-    copied = tmp_path / "b" / "prog"
-    copied.parent.mkdir()
     walk = Path(__file__).parent / "data" / "tools" / "walk.py"
-    done = subprocess.run(["anvil", "instrument", "--tool", str(walk), str(program), "-o", str(copied)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    oracle = trace_pcs(program, [], cwd=tmp_path)
-    pcs = exe_pcs(oracle, program)
-    run = subprocess.run(["env", "-i", "qemu-x86_64", "-0", "prog", str(copied)], cwd=tmp_path, capture_output=True,
-                         timeout=600)
-    assert (run.returncode, run.stdout) == (oracle.returncode, oracle.stdout)
+    program, pcs = _tool_file_under_qemu(walk, "hash", "x64-gcc-O0", tmp_path)
     got = json.loads((tmp_path / "prog.walk.out").read_text())
     binary = load_binary(str(program))
     blocks = list(binary.blocks())
