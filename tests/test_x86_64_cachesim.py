@@ -26,7 +26,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from elftools.elf.elffile import ELFFile
 
 from tests.oracles.cache_model import simulate
 from tests.oracles.unicorn_x86_64 import run_bare
@@ -84,12 +83,7 @@ def test_cachesim_is_the_reference_above_4_gib(sample: str, variant: str, tmp_pa
     program = tmp_path / "a" / "prog"
     program.parent.mkdir()
     shutil.copy(samples.build_x86_64(sample, variant), program)
-    log = tmp_path / "lackey.log"
-    subprocess.run([*traces.LACKEY, f"--log-file={log}", str(program)], capture_output=True, check=True, timeout=300)
-    with open(program, "rb") as f:
-        span = max(s["p_vaddr"] + s["p_memsz"] for s in ELFFile(f).iter_segments() if s["p_type"] == "PT_LOAD")
-    base = traces.load_address(["valgrind", "--tool=none", str(program)], program)
-    lackey = traces.lackey(log, base, base + span)
+    lackey = traces.lackey_accesses(program, tmp_path / "lackey.log")
     # Each instrumented copy in turn at one path (run/prog): the same stack, the same addresses.
     running = tmp_path / "run" / "prog"
     running.parent.mkdir()

@@ -88,3 +88,13 @@ def load_address(command: list[str], program: Path) -> int:
     phdr = [int(line.split()[1], 16) for line in shown.stdout.splitlines() if line.startswith("AT_PHDR:")][-1]
     with open(program, "rb") as f:
         return phdr - ELFFile(f)["e_phoff"]
+
+
+def lackey_accesses(program: Path, log: Path) -> list[tuple[int, int, str]]:
+    """Lackey's trace (``LACKEY``, its log at ``log``) of ``program``'s run: the accesses of
+    the program's own code, as ``lackey`` gives them, from where Valgrind loads it."""
+    subprocess.run([*LACKEY, f"--log-file={log}", str(program)], capture_output=True, check=True, timeout=300)
+    with open(program, "rb") as f:
+        span = max(s["p_vaddr"] + s["p_memsz"] for s in ELFFile(f).iter_segments() if s["p_type"] == "PT_LOAD")
+    base = load_address(["valgrind", "--tool=none", str(program)], program)
+    return lackey(log, base, base + span)

@@ -406,13 +406,9 @@ class CallSites:
 
     def filter_tables(self) -> str:
         """The slot tables of the routines' repeat filters (zero-filled, 64-bit keys)."""
-        return "".join(f"anvil_word {_table(proto)}[{proto.filter.slots * proto.filter.depth}];\n"
+        return "".join(f"anvil_word {_table_of(proto.filter)}[{proto.filter.slots * proto.filter.depth}];\n"
                        f"extern uint64_t anvil_array_{proto.filter.counter}[];\n"
                        for proto in self.routines if proto.filter is not None)
-
-
-def _table(proto: Prototype) -> str:
-    return _table_of(proto.filter)
 
 
 def _table_of(flt: RepeatFilter) -> str:
@@ -433,7 +429,7 @@ def _filtered(proto: Prototype, count_by: int, call: str) -> str:
     flt = proto.filter
     counter = f"anvil_array_{flt.counter}[s[{count_by}]]++"
     lines = [f"        anvil_word key = value | {(1 << flt.shift) - 1:#x}ull, left;\n",
-             f"        anvil_word *slot = {_table(proto)} + ((value >> {flt.shift}) & {flt.slots - 1:#x}ull)"
+             f"        anvil_word *slot = {_table_of(proto.filter)} + ((value >> {flt.shift}) & {flt.slots - 1:#x}ull)"
              f" * {flt.depth};\n",
              f"        if (slot[0] == key) {{\n            {counter};\n            break;\n        }}\n"]
     if flt.depth == 2:

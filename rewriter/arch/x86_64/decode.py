@@ -137,18 +137,8 @@ def _stack_accesses(name: str, ins: capstone.CsInsn, is_call: bool, is_return: b
     return []
 
 
-def decode_one(md: capstone.Cs, code: bytes, address: int,
-               known: dict[bytes, Instruction] | None = None) -> Instruction | None:
-    """The instruction at the start of ``code``, or None where the bytes are no instruction.
-
-    ``known``: the instructions decoded so far whose facts do not depend on their address,
-    by encoding (the lift's): an encoding met before is only measured (capstone without
-    details, about ten times cheaper) and its facts shared. Most of a big program's
-    instructions repeat an encoding met before (``push rbp``, ``mov rdi, rbx``, ...)."""
-    if known is not None:
-        for _, size, mnemonic, op_str in md.disasm_lite(code[:15], address, 1):
-            return decode_measured(md, code[:size], address, mnemonic, op_str, known)
-        return None
+def decode_one(md: capstone.Cs, code: bytes, address: int) -> Instruction | None:
+    """The instruction at the start of ``code``, or None where the bytes are no instruction."""
     for ins in md.disasm(code[:15], address, 1):
         return instruction_of(ins)
     return None
@@ -157,8 +147,11 @@ def decode_one(md: capstone.Cs, code: bytes, address: int,
 def decode_measured(md: capstone.Cs, raw: bytes, address: int, mnemonic: str, op_str: str,
                     known: dict[bytes, Instruction]) -> Instruction:
     """The instruction ``raw`` at ``address``, which capstone's plain decoding measured and
-    named (``mnemonic``, ``op_str``): its facts shared with ``known`` (decode_one), read from
-    its bytes if it is a direct branch, else from capstone's details."""
+    named (``mnemonic``, ``op_str``), as the lift decodes: an encoding in ``known`` (the
+    instructions decoded so far whose facts do not depend on their address) shares its
+    facts, as most of a big program's instructions repeat one met before (``push rbp``,
+    ``mov rdi, rbx``, ...); a direct branch's are read from its bytes; the others' from
+    capstone's details, about ten times its plain decoding."""
     same = known.get(raw)
     if same is not None:
         return _moved(same, address)

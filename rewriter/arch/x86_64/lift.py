@@ -119,7 +119,7 @@ class _Descents:
         self.descents: dict[int, _Descent] = {}
         self.pending: dict[int, set[int]] = {}  # entries of descended procedures not followed yet
         self.work = sorted(starts)
-        self.encodings: dict[bytes, Instruction] = {}  # decode_one's: facts shared by encoding
+        self.encodings: dict[bytes, Instruction] = {}  # decode_measured's: facts shared by encoding
 
     def run(self) -> dict[int, Procedure]:
         while self.work:
