@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..api import Arg, Tool
 from ..arch.arm.exclusives import emulates_exclusives
-from ..ir.model import Binary, Hook, Point
+from ..ir.model import Binary
 from . import target_build as tb
 from .records import RING_END, RING_START, SiteTable, make_records
 
@@ -35,9 +35,7 @@ def defer(binary: Binary, tool: Tool) -> SiteTable | None:
     make_records(binary.procedures, table, lambda hook: hook.prototype.deferred, emulates_exclusives(binary))
     if not table.sites:
         return None
-    start = [h for h in binary.hooks if h.point is Point.BEFORE]
-    end = [h for h in binary.hooks if h.point is not Point.BEFORE]
-    binary.hooks = [Hook(Point.BEFORE, RING_START, ()), *start, Hook(Point.AFTER, RING_END, ()), *end]
+    binary.bracket_program_calls(RING_START, RING_END)
     return table
 
 

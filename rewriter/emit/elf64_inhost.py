@@ -23,7 +23,7 @@ from ..arch.x86_64.hooks import CountingHooks
 from ..errors import AnvilError
 from ..ir.elf_loader import starts_threads
 from ..ir.go_runtime import go_version
-from ..ir.model import Binary, Hook, Point
+from ..ir.model import Binary
 from ..tool_files import run_instrument
 from . import target_build as tb
 from .elf64_image import Library, write_copied
@@ -107,9 +107,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     # ring starts before the tool's start routines, its last records run before its end ones).
     deferring = not binary.threaded and any(p.deferred and p.filter for p in tool.prototypes.values())
     if deferring:
-        start = [hook for hook in binary.hooks if hook.point is Point.BEFORE]
-        end = [hook for hook in binary.hooks if hook.point is not Point.BEFORE]
-        binary.hooks = [Hook(Point.BEFORE, RECORDS_START, ()), *start, Hook(Point.AFTER, RECORDS_END, ()), *end]
+        binary.bracket_program_calls(RECORDS_START, RECORDS_END)
     units = SiteUnit()
     arrays = dict(tool.arrays)  # the repeat filters' tables are the call sites' (CallSites.filter_tables)
     unit = units.source(binary, arrays) + _fold_source(tool.procedure_sums)

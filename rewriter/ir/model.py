@@ -451,6 +451,14 @@ class Binary:
         prototype.check_args(args)
         self.hooks.append(Hook(point, prototype, args))
 
+    def bracket_program_calls(self, first: Prototype, last: Prototype) -> None:
+        """Make ``first()`` the first program-start call and ``last()`` the first program-end
+        call: what the tool's start routines may make is ready before them, and what its
+        calls left pending is done before its end routines read the results."""
+        start = [hook for hook in self.hooks if hook.point is Point.BEFORE]
+        end = [hook for hook in self.hooks if hook.point is not Point.BEFORE]
+        self.hooks = [Hook(Point.BEFORE, first, ()), *start, Hook(Point.AFTER, last, ()), *end]
+
     def clear_hooks(self) -> None:
         """Remove every hook and inline counter, so another tool can instrument the same IR."""
         self.hooks.clear()
