@@ -40,7 +40,7 @@ from rewriter.errors import AnvilError
 from . import PROGRAM_ENVIRONMENT
 from .protocol import SERVICE, messages, services
 
-CHANNEL_FD = 1000          # must match ANVIL_REHOST_FD in runtime_stubs/arm/anvil_channel.c
+CHANNEL_FD = 1000          # must match ANVIL_REHOST_FD in runtime_stubs/common/anvil_channel_linux.h
 CHUNK = 1 << 20
 SOCKET_BUFFER = 4 << 20
 QUEUE_CHUNKS = 32          # the bridge buffers at most this many chunks; then the program waits
@@ -319,8 +319,9 @@ def _sender(ancillary: list[tuple[int, int, bytes]]) -> int:
 
 def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, program: str,
         token: str = "", env: dict[str, str] | None = None, cwd: str | None = None,
-        stdin: bytes | None = None) -> Outcome:
-    """Run ``cmd`` with the record channel, streaming its records to the server on ``channel``.
+        stdin: bytes | None = None, executable: str | None = None) -> Outcome:
+    """Run ``cmd`` (the program ``executable``, if not cmd[0]: cmd[0] is then its argv[0])
+    with the record channel, streaming its records to the server on ``channel``.
 
     The program gets ``env`` (default: the user's environment as it was), runs in
     ``cwd``; with ``stdin`` given, its input is that and its output is captured
@@ -341,8 +342,8 @@ def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, pro
         try:
             pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE} \
                 if stdin is not None else {}
-            proc = subprocess.Popen(cmd, pass_fds=(CHANNEL_FD,), env=PROGRAM_ENVIRONMENT if env is None else env,
-                                    cwd=cwd, **pipes)
+            proc = subprocess.Popen(cmd, executable=executable, pass_fds=(CHANNEL_FD,),
+                                    env=PROGRAM_ENVIRONMENT if env is None else env, cwd=cwd, **pipes)
         except OSError as e:
             forward._put(None)
             raise AnvilError(f"cannot start {cmd[0]}: {e.strerror}") from None

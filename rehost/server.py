@@ -47,12 +47,17 @@ def _loadable(path: Path, spec: str) -> Path:
 class Library:
     """Where the analysis comes from: a tool's C by name, a .c file, a shared library or a Python file.
 
-    ``spec`` None means: the tool each session's site table names (a built-in tool).
+    ``spec`` None means: the tool each session's site table names (a built-in tool). C is
+    built for the record words of each session's program (host_build.flags_for: 32-bit for
+    ARM programs, 64-bit for x86-64 ones), once each; a shared library given as it is
+    serves the programs whose words it was built for.
     """
 
     def __init__(self, spec: str | None) -> None:
         self.spec = spec
-        self._built: dict[str, Path] = {}
+        self._sources: list[Path] | None = None  # C built here, per record width
+        self._shared: Path | None = None         # a shared library given as it is
+        self._built: dict[tuple[str, int], Path] = {}
         self._lock = threading.Lock()
         self._python: type | None = None
         if spec is None:
@@ -69,36 +74,46 @@ class Library:
             if not path.is_file():
                 raise AnvilError(f"{spec}: no such file")
             if spec.endswith(".c"):
-                self._built[spec] = host_build.build([path.resolve()])
+                self._sources = [path.resolve()]
             else:
-                self._built[spec] = _loadable(path.resolve(), spec)
+                self._shared = _loadable(path.resolve(), spec)
         else:
-            self._built[spec] = host_build.build(host_build.tool_sources(spec))
+            self._sources = host_build.tool_sources(spec)
+        if self._sources is not None:  # built now: a source that does not compile fails at start-up
+            self._build(spec, self._sources, host_build.DEFAULT_WORD_BYTES)
 
     @classmethod
-    def of_sources(cls, sources: list[str]) -> Library:
+    def of_sources(cls, sources: list[str], word_bytes: int = host_build.DEFAULT_WORD_BYTES) -> Library:
         """A tool file's C files built for the host: what ``anvil run`` gives the local server
-        of a binary whose site table names them."""
+        of a binary whose site table names them (its records' words ``word_bytes`` wide)."""
         missing = [s for s in sources if not Path(s).is_file()]
         if missing:
             raise AnvilError(f"{missing[0]}: the tool's analysis C file is gone (the site table names it)")
         library = cls(None)
         library.spec = " + ".join(sources)
-        library._built[library.spec] = host_build.build([Path(s) for s in sources])
+        library._sources = [Path(s) for s in sources]
+        library._build(library.spec, library._sources, word_bytes)
         return library
 
     @property
     def name(self) -> str:
         return self.spec or "(the tool each binary names)"
 
+    def _build(self, key: str, sources: list[Path], word_bytes: int) -> Path:
+        with self._lock:
+            built = self._built.get((key, word_bytes))
+            if built is None:
+                built = self._built[key, word_bytes] = host_build.build(sources, host_build.flags_for(word_bytes))
+        return built
+
     def dispatcher(self, table: SiteTable):
         if self._python is not None:
             return PyDispatcher(self._python, table)
-        key = self.spec or table.tool
-        with self._lock:
-            if key not in self._built:
-                self._built[key] = host_build.build(host_build.tool_sources(table.tool))
-        return CDispatcher(self._built[key], table)
+        if self._shared is not None:
+            return CDispatcher(self._shared, table)
+        if self._sources is not None:
+            return CDispatcher(self._build(str(self.spec), self._sources, table.word_bytes), table)
+        return CDispatcher(self._build(table.tool, host_build.tool_sources(table.tool), table.word_bytes), table)
 
 
 class RehostService:

@@ -25,6 +25,10 @@ the x86-64 TLS ABI keeps at ``fs:0``. The analysis library is built without SSE 
 
 A ``rep``-prefixed string instruction with calls is copied as a loop of single elements,
 each with its calls before it, as Valgrind and QEMU see its accesses: one per element.
+
+ReHost (``records``): ``anvil_site`` appends a record (the site, the run-time values) to
+the communicator's ring instead of calling the routine, which runs on the host with the
+static arguments of the site table (``table_args``); the repeat filters stay in the program.
 """
 
 from __future__ import annotations
@@ -152,7 +156,8 @@ class CallSites:
     when the code is placed); ``threaded``: the program starts threads, and the calls go
     through a lock (``anvil_site_locked``)."""
 
-    def __init__(self, symbol: Callable[[str], int], threaded: bool = False, deferring: bool = False) -> None:
+    def __init__(self, symbol: Callable[[str], int], threaded: bool = False, deferring: bool = False,
+                 records: bool = False) -> None:
         self.symbol = symbol
         self.entry = "anvil_site_locked_entry" if threaded else "anvil_site_entry"
         self.routines: list[Prototype] = []
@@ -160,6 +165,10 @@ class CallSites:
         self.site_routine: list[int] = []
         self.site_args: list[tuple[int, ...]] = []
         self.site_fs: list[bool] = []
+        # ReHost: each site's arguments as the site table has them (prototype order, None
+        # for what its record carries); the routines run on the host.
+        self.records = records
+        self.table_args: list[list] = []
         self.threaded = threaded
         # Misses of deferred routines' filtered sites become records run in batches
         # (``_record``): not in a program that starts threads, whose calls take a lock.
@@ -167,6 +176,12 @@ class CallSites:
         # The flags live before each instruction of the procedure being copied, where it has
         # repeat filters tested inline (``enter``).
         self._live: dict[int, int] = {}
+
+    @classmethod
+    def factory(cls, threaded: bool, deferring: bool = False,
+                records: bool = False) -> Callable[[Callable[[str], int]], CallSites]:
+        """What makes the call sites once the library's symbols can be asked for."""
+        return lambda symbol: cls(symbol, threaded, deferring, records)
 
     def enter(self, proc: Procedure, switch_cases: dict[int, set[int]]) -> None:
         """Before ``proc`` is copied: the flags' liveness, where a filter's test needs it."""
@@ -243,6 +258,8 @@ class CallSites:
                 raise AnvilError(f"{proto.name}: arguments of kind {kind.name} are not passed on x86-64 yet")
         if len(dynamic) > 1:
             raise AnvilError(f"{proto.name}: x86-64 passes one run-time argument a call so far")
+        if self.records:
+            self.table_args.append(_table_args(proto, statics))
         site = len(self.site_routine)
         self.site_routine.append(self._routine(proto))
         self.site_args.append(tuple(statics))
@@ -357,12 +374,13 @@ class CallSites:
         code.emit(b"\x5a")                                                   # pop rdx
 
     def source(self, tool_sources: list[str], array: Callable[[str, str, list[int]], str]) -> str:
-        """The tool's C, the site tables and ``anvil_site``; ``array(ctype, name, values)``
-        gives a constant array's definition."""
+        """The tool's C (none with ``records``), the site tables and ``anvil_site``;
+        ``array(ctype, name, values)`` gives a constant array's definition."""
         width = max((len(args) for args in self.site_args), default=0) or 1
         flat = [value & 0xFFFFFFFF for args in self.site_args for value in (*args, *(0,) * (width - len(args)))]
         routine_type = "uint8_t" if len(self.routines) <= 0x100 else "uint16_t"
-        parts = [*tool_sources, self.filter_tables(), _RECORDS_DECLARED if self.deferring else "",
+        parts = ['#include "anvil_rt.h"\n', *tool_sources, self.filter_tables(),
+                 _RECORDS_DECLARED if self.deferring else "", _RECORD_ROUTINES if self.records else "",
                  array("uint32_t", "anvil_site_args", flat),
                  array(routine_type, "anvil_site_routine", self.site_routine)]
         fs = any(self.site_fs)
@@ -399,6 +417,9 @@ class CallSites:
                     statics[position] = len(statics)
                     args.append(f"s[{statics[position]}]" + (" + anvil_bias" if kind is Arg.INST_ADDR else ""))
             call = f"        {proto.name}({', '.join(args)});\n"
+            if self.records:  # the site and the run-time values; the rest is the site table's
+                values = [arg for arg in args if arg in ("value", "left")]
+                call = f"        anvil_rh_record{len(values)}({', '.join(['site', *values])});\n"
             if proto.filter is not None and filtered:
                 call = _filtered(proto, statics[proto.filter.count_by], call)
             parts.append(f"    case {index}: {{\n{call}        break;\n    }}\n")
@@ -409,6 +430,24 @@ class CallSites:
         return "".join(f"anvil_word {_table_of(proto.filter)}[{proto.filter.slots * proto.filter.depth}];\n"
                        f"extern uint64_t anvil_array_{proto.filter.counter}[];\n"
                        for proto in self.routines if proto.filter is not None)
+
+
+#: The communicator's record routines (runtime_stubs/common/anvil_comm.c): the site, then
+#: the run-time values in the routine's order.
+_RECORD_ROUTINES = "".join(
+    f"void anvil_rh_record{n}(anvil_addr site{''.join(f', anvil_addr v{k}' for k in range(n))});\n" for n in range(3))
+
+
+def _table_args(proto: Prototype, statics: list[int]) -> list:
+    """A site's arguments as the ReHost site table has them: its static values (``statics``,
+    in order) and None where the record carries the value."""
+    values = iter(statics)
+    args: list = []
+    for kind in proto.kinds:
+        if kind is Arg.SITE_ID:
+            raise AnvilError(f"{proto.name}: arguments of kind {kind.name} cannot be recorded")
+        args.append(None if kind.dynamic else next(values) & 0xFFFFFFFF)  # as anvil_site_args has them
+    return args
 
 
 def _table_of(flt: RepeatFilter) -> str:
