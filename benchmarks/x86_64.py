@@ -20,7 +20,7 @@ the client's and the server's start-up, about half a second, included),
 --tool=lackey`` (its instruction count, ``--basic-counts=yes``; on ``--lackey`` only:
 50-150x), ``qemu-x86_64`` (plain user-mode emulation); with ``--memtrace``, memtrace beside
 Lackey's trace of every access (``--trace-mem=yes``). Every run's standard output is
-compared with the original's: a runner that printed otherwise is marked ``DIFF``.
+compared with the original's, and its exit status: a runner that differs is marked ``DIFF``.
 
     python3 benchmarks/x86_64.py                 # median of 3 runs
     python3 benchmarks/x86_64.py --runs 5 --only gzip --lackey
@@ -71,9 +71,10 @@ def _workloads(tmp: Path, scale: float = 1.0) -> dict[str, tuple[Path, list[str]
 
 
 def _time(cmd: list[str], cwd: Path) -> tuple[float, bytes]:
+    """Wall seconds of ``cmd``, and what it did: its standard output and exit status."""
     start = time.perf_counter()
     done = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start, done.stdout
+    return time.perf_counter() - start, done.stdout + f"\nexit status {done.returncode}".encode()
 
 
 def _instrument(program: Path, tool: str, out: Path, mode: str = "inhost") -> Path:
@@ -117,7 +118,7 @@ def main() -> int:
             for runner, tool in REHOST.items():
                 (local / runner.replace(" ", "-")).mkdir()
                 rehost = _instrument(plain, tool, local / runner.replace(" ", "-") / "prog", "rehost")
-                commands[runner] = [sys.executable, "-m", "rewriter.cli", "run", "-q", str(rehost), *argv]
+                commands[runner] = [sys.executable, "-m", "rewriter.cli", "run", "-q", str(rehost), "--", *argv]
             commands["valgrind none"] = ["valgrind", "--tool=none", "-q", str(plain), *argv]
             commands["valgrind cachegrind"] = ["valgrind", "--tool=cachegrind", "-q", "--cache-sim=yes",
                                                "--cachegrind-out-file=/dev/null", str(plain), *argv]

@@ -17,11 +17,13 @@ a Python analysis runs.
   parent's state and gives InHost's results.
 - One ``anvil rehost-server`` serves an ARM program's session and an x86-64 one's: a
   library of each record width, built by name.
+- A program started alone with ANVIL_REHOST_CONNECT reaches ``anvil rehost-listen`` over TCP.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -169,3 +171,35 @@ def test_one_server_for_arm_and_x86_64_programs(tmp_path: Path) -> None:
             assert (rehost.parent / "prog.cachesim.out").read_bytes() == want
         log = server.stop()
     assert log.count("complete") == 2, log
+
+
+def test_a_program_started_alone_reaches_rehost_listen(tmp_path: Path) -> None:
+    """Started by hand with ANVIL_REHOST_CONNECT (as on another machine), the program
+    connects to ``anvil rehost-listen``, which writes InHost's results; the original and the
+    InHost copy run with the same environment, so the same addresses."""
+    program, running, _ = _original("hash", "x64-gcc-O2", tmp_path)
+    rehost = _instrument(program, tmp_path / "r" / "prog", "cachesim", "--mode", "rehost")
+    shutil.copy(rehost, running)
+    shutil.copy(f"{rehost}.sites.json", f"{running}.sites.json")
+    listener = subprocess.Popen([*CLI, "rehost-listen", "-q", "--timeout", "120", str(running)], cwd=running.parent,
+                                stderr=subprocess.PIPE, text=True)
+    try:
+        assert listener.stderr is not None
+        line = listener.stderr.readline()
+        match = re.search(r"ANVIL_REHOST_CONNECT=(\S+)\)", line)
+        assert match, f"rehost-listen did not start: {line!r}"
+        env = {"ANVIL_REHOST_CONNECT": match.group(1)}
+        alone = subprocess.run(["setarch", "-R", str(running)], capture_output=True, cwd=running.parent, env=env,
+                               timeout=300)
+        _, rest = listener.communicate(timeout=120)
+    finally:
+        listener.kill()
+    assert listener.returncode == 0, rest
+    got = (running.parent / "prog.cachesim.out").read_bytes()
+    runs = []
+    for copy in (program, _instrument(program, tmp_path / "i" / "prog", "cachesim")):
+        shutil.copy(copy, running)
+        runs.append(subprocess.run(["setarch", "-R", str(running)], capture_output=True, cwd=running.parent, env=env,
+                                   timeout=300))
+    assert _behaviour(alone) == _behaviour(runs[0]) == _behaviour(runs[1])
+    assert got == (running.parent / "prog.cachesim.out").read_bytes()
