@@ -116,6 +116,65 @@ class Library:
         return CDispatcher(self._build(table.tool, host_build.tool_sources(table.tool), table.word_bytes), table)
 
 
+class SessionRejected(Exception):
+    """A session broke a rule, or its analysis failed: ``status`` says which, as gRPC does."""
+
+    def __init__(self, status: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Session:
+    """One program's analysis: its site table checked, its record stream read and
+    dispatched, its results. What a gRPC session of the server does, and what ``anvil run``
+    does in its own process when no --server is given (rehost/local.py)."""
+
+    def __init__(self, library: Library, site_table: bytes, tool: str | None) -> None:
+        self.started = time.monotonic()
+        try:
+            self.table = parse(site_table, tool)
+            self.dispatcher = library.dispatcher(self.table)
+        except (StreamError, SiteTableError, MissingRoutine, AnvilError) as e:
+            raise SessionRejected(grpc.StatusCode.INVALID_ARGUMENT, str(e)) from None
+        self.reader = StreamReader(self.table, self.dispatcher)
+
+    def feed(self, chunk: bytes) -> None:
+        """Dispatch the records in ``chunk``; SessionRejected (the session closed) if it breaks a rule."""
+        self._checked(self.reader.feed, chunk)
+
+    def finish(self, lost: int = 0) -> messages.Summary:
+        """The stream is over (``lost``: bytes of it that never came): run the end routines;
+        the summary with the results files."""
+        outputs = self._checked(self.reader.finish)
+        self._checked(check_results_size, {path: len(content) for path, content in outputs.items()})  # Python's too
+        self.close()
+        return messages.Summary(
+            ok=True, records=self.dispatcher.records, bytes=self.reader.bytes,
+            complete=self.reader.complete and not lost,
+            outputs=[messages.Output(path=p, content=c) for p, c in outputs.items()], seconds=self.seconds,
+            error="" if not lost else f"{lost} bytes of records were lost before reaching the server")
+
+    @property
+    def seconds(self) -> float:
+        return time.monotonic() - self.started
+
+    def _checked(self, step, *args):
+        try:
+            return step(*args)
+        except ResultsTooLarge as e:
+            self.close()
+            raise SessionRejected(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e)) from None
+        except StreamError as e:
+            self.close()
+            raise SessionRejected(grpc.StatusCode.INVALID_ARGUMENT, str(e)) from None
+        except Exception as e:  # an analysis routine (Python tools are user code) failed
+            self.close()
+            raise SessionRejected(grpc.StatusCode.INTERNAL, f"the analysis failed: {type(e).__name__}: {e}") from None
+
+    def close(self) -> None:
+        self.dispatcher.close()
+
+
 class RehostService:
     """The gRPC servicer of anvil.rehost.Rehost."""
 
@@ -130,55 +189,40 @@ class RehostService:
             print(f"anvil rehost-server: {text}", file=self.log, flush=True)
 
     def Analyse(self, request_iterator, context):  # noqa: N802 - gRPC method name
-        session = next(self._ids)
-        started = time.monotonic()
+        number = next(self._ids)
         try:
             first = next(request_iterator, None)
             if first is None or first.WhichOneof("body") != "open":
-                raise StreamError("the session did not start with an open message")
+                raise SessionRejected(grpc.StatusCode.INVALID_ARGUMENT,
+                                      "the session did not start with an open message")
             if self.token and first.open.token != self.token:
                 context.abort(grpc.StatusCode.PERMISSION_DENIED, "wrong or missing token")
-            table = parse(first.open.site_table, first.open.tool or None)
-            dispatcher = self.library.dispatcher(table)
-        except (StreamError, SiteTableError, MissingRoutine, AnvilError) as e:
-            self._say(f"session {session} rejected: {e}")
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+            session = Session(self.library, first.open.site_table, first.open.tool or None)
+        except SessionRejected as e:
+            self._say(f"session {number} rejected: {e}")
+            context.abort(e.status, str(e))
         program = first.open.program or "?"
-        self._say(f"session {session} ({table.tool}, {program}) opened")
-        reader = StreamReader(table, dispatcher)
+        name = f"session {number} ({session.table.tool}, {program})"
+        self._say(f"{name} opened")
         lost = 0
         try:
             for message in request_iterator:
                 body = message.WhichOneof("body")
                 if body == "records":
-                    reader.feed(message.records)
+                    session.feed(message.records)
                 elif body == "lost_bytes":
                     lost += message.lost_bytes
                 else:
-                    raise StreamError(f"unexpected {body} message inside a session")
-            outputs = reader.finish()
-            check_results_size({path: len(content) for path, content in outputs.items()})  # Python tools' too
-        except ResultsTooLarge as e:
-            self._say(f"session {session} ({table.tool}, {program}) failed: {e}")
-            dispatcher.close()
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
-        except StreamError as e:
-            self._say(f"session {session} ({table.tool}, {program}) rejected: {e}")
-            dispatcher.close()
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
-        except Exception as e:  # an analysis routine (Python tools are user code) failed
-            self._say(f"session {session} ({table.tool}, {program}) failed: {type(e).__name__}: {e}")
-            dispatcher.close()
-            context.abort(grpc.StatusCode.INTERNAL, f"the analysis failed: {type(e).__name__}: {e}")
-        dispatcher.close()
-        seconds = time.monotonic() - started
-        state = "complete" if reader.complete else "INCOMPLETE (no end record)"
-        self._say(f"session {session} ({table.tool}, {program}): {dispatcher.records} records, "
-                  f"{reader.bytes} bytes, {state}, {seconds:.2f} s")
-        return messages.Summary(
-            ok=True, records=dispatcher.records, bytes=reader.bytes, complete=reader.complete and not lost,
-            outputs=[messages.Output(path=p, content=c) for p, c in outputs.items()], seconds=seconds,
-            error="" if not lost else f"{lost} bytes of records were lost before reaching the server")
+                    session.close()
+                    raise SessionRejected(grpc.StatusCode.INVALID_ARGUMENT,
+                                          f"unexpected {body} message inside a session")
+            summary = session.finish(lost)
+        except SessionRejected as e:
+            self._say(f"{name} {'failed' if e.status != grpc.StatusCode.INVALID_ARGUMENT else 'rejected'}: {e}")
+            context.abort(e.status, str(e))
+        state = "complete" if session.reader.complete else "INCOMPLETE (no end record)"
+        self._say(f"{name}: {summary.records} records, {summary.bytes} bytes, {state}, {summary.seconds:.2f} s")
+        return summary
 
 
 def _check_bindable(address: str) -> None:

@@ -385,9 +385,11 @@ def cmd_rehost_listen(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _rehost_session(args: argparse.Namespace, sites: str):
-    """(site table, its bytes, a channel to the server): --server, or a local server for the session."""
+    """(site table, its bytes, where the records go): a channel to the server at --server, or
+    the analysis in this process (rehost/local.py)."""
     from rehost import bridge
-    from rehost.server import Library, start_server
+    from rehost.local import LocalAnalysis
+    from rehost.server import Library
     from rehost.sitetable import SiteTableError, parse
 
     if not os.path.exists(sites):
@@ -398,25 +400,21 @@ def _rehost_session(args: argparse.Namespace, sites: str):
         table = parse(document)
     except SiteTableError as e:
         raise AnvilError(f"{sites}: {e}") from None
-    server = None
     if args.server:
         credentials = None
         if args.tls_ca:
             import grpc
             credentials = grpc.ssl_channel_credentials(_tls_pem("--tls-ca", args.tls_ca))
         channel = bridge.connect(args.server, credentials)
-    else:
+    else:  # the analysis in this process: no server, no gRPC (rehost/local.py)
         library = Library.of_sources(table.analysis_sources, table.word_bytes) \
             if table.analysis_sources and not args.lib \
             else Library(args.lib)
-        server, port = start_server(library, log=None)
-        channel = bridge.connect(f"127.0.0.1:{port}")
+        channel = LocalAnalysis(library)
     try:
         yield table, document, channel
     finally:
         channel.close()
-        if server is not None:
-            server.stop(None)
 
 
 def _report_rehost(outcome, table) -> bool:
