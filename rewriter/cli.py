@@ -745,8 +745,8 @@ def _results_options(p: argparse.ArgumentParser) -> None:
 def _server_options(p: argparse.ArgumentParser) -> None:
     """Where ReHost records go: --server (or a local server with --lib), --token, --tls-ca."""
     p.add_argument("--server", metavar="HOST:PORT", help="ReHost: the rehost-server to send records to "
-                                                           "(default: start a local one)")
-    p.add_argument("--lib", help="ReHost without --server: the local server's analysis library "
+                                                           "(default: none, the analysis runs in this process)")
+    p.add_argument("--lib", help="ReHost without --server: the analysis library "
                                  "(tool name, .so, .c or .py; default: the binary's tool)")
     p.add_argument("--token", help="ReHost: shared token the server asks for (or $ANVIL_REHOST_TOKEN)")
     p.add_argument("--tls-ca", metavar="PEM", help="ReHost: connect with TLS, trusting this certificate")
