@@ -41,7 +41,8 @@
  * Linux copy (rewriter/emit/inhost.py), so they never run on two threads at once.
  *
  * The inline T32 form of the Linux append is in rewriter/arch/arm/hooks.py (_emit_record);
- * x86-64 records are made in C (the call sites' anvil_site, rewriter/arch/x86_64/calls.py). */
+ * x86-64's, for the misses of repeat filters in a program of one thread, is
+ * rewriter/arch/x86_64/calls.py's _ring_record (its other records are made in C). */
 #include "anvil_rt.h"
 
 #define STREAM_MAGIC 0x48524E41u /* "ANRH" */
@@ -101,7 +102,7 @@ void anvil_channel_send(const void *data, uint32_t len);
 
 static anvil_addr ring[RING_WORDS + RING_SLACK];
 /* Read and written by inline record code (rewriter/arch/arm/hooks.py, _emit_record, at these
- * offsets: 0, 4, 8). */
+ * offsets: 0, 4, 8; x86-64: calls.py, _ring_record, at 0, 8, 16). */
 struct {
     anvil_addr *cursor;         /* the next free word */
     anvil_addr *limit;          /* the word past which the ring must be flushed */

@@ -340,7 +340,9 @@ class CallSites:
         code.later(7, lambda at, _r: b"\x48\x8d\x0d" + rel32(at, 7, symbol(table)))       # lea rcx, [rip+table]
         code.emit(b"\x48\x01\xce" + key + test)                                          # add rsi, rcx
         code.later(8, lambda at, _r: b"\x48\x83\x05" + rel32(at, 8, symbol(counter) + 8 * count_by) + b"\x01")
-        if proto.deferred and self.deferring:  # (never in a program that may start threads)
+        if self.records and not self.threaded:  # ReHost: the record appended inline to the ring
+            self._ring_record(code, flt, site)
+        elif proto.deferred and self.deferring:  # (never in a program that may start threads)
             self._record(code, flt, site)
         else:
             code.emit(b"\xeb" + bytes((_CALL_SIZE + (2 + _CALL_SIZE) * self.threaded,)))  # jmp done
@@ -370,6 +372,41 @@ class CallSites:
         code.later(7, lambda at, _r: b"\x48\x89\x0d" + rel32(at, 7, symbol("anvil_record_cursor")))
         code.later(7, lambda at, _r: b"\x48\x3b\x0d" + rel32(at, 7, symbol("anvil_record_limit")))
         code.emit(b"\x72\x05")                                               # jb over the call
+        code.later(5, lambda at, _r: b"\xe8" + rel32(at, 5, symbol("anvil_records_flush_entry")))
+        code.emit(b"\x5a")                                                   # pop rdx
+
+    def _ring_record(self, code: Code, flt: RepeatFilter, site: int) -> None:
+        """The miss path of a filtered site in a ReHost program of one thread (after ``jmp
+        done``): the slot takes the key (rcx), and the record (site, value, the key that
+        left) goes into the communicator's ring as its C append would put it there
+        (runtime_stubs/common/anvil_comm.c): ``writers`` counted up around it, the words
+        reserved with one ``xadd`` (a signal handler's records come before or after them),
+        the ring sent when the record ends past its limit::
+
+            push rdx ; <the slot's update: rdx = the key that left>
+            inc dword [writers] ; mov ecx, 24 ; xadd [cursor], rcx
+            mov qword [rcx], site ; mov [rcx+8], rdi ; mov [rcx+16], rdx
+            dec dword [writers] ; add rcx, 24 ; cmp rcx, [limit] ; jbe +5 ; call flush ; pop rdx
+        """
+        if flt.depth == 1:
+            update = b"\x48\x8b\x16"                                      # mov rdx, [rsi]
+        else:
+            update = b"\x48\x8b\x56\x08\xff\x36\x8f\x46\x08"              # mov rdx, [rsi+8]; [rsi+8] = [rsi]
+        update = b"\x52" + update + b"\x48\x89\x0e"                         # push rdx ...; mov [rsi], rcx
+        fill = (b"\x48\xc7\x01" + struct.pack("<I", site)                      # mov qword [rcx], site
+                + b"\x48\x89\x79\x08\x48\x89\x51\x10")                       # [rcx+8] = rdi; [rcx+16] = rdx
+        length = len(update) + 6 + 5 + 8 + len(fill) + 6 + 4 + 7 + 2 + 5 + 1
+        symbol = self.symbol
+        state = "anvil_rh_state"  # {cursor, limit, writers}: anvil_comm.c
+        code.emit(b"\xeb" + bytes((length,)) + update)                       # jmp done
+        code.later(6, lambda at, _r: b"\xff\x05" + rel32(at, 6, symbol(state) + 16))         # inc dword [writers]
+        code.emit(b"\xb9\x18\x00\x00\x00")                                    # mov ecx, 24
+        code.later(8, lambda at, _r: b"\x48\x0f\xc1\x0d" + rel32(at, 8, symbol(state)))    # xadd [cursor], rcx
+        code.emit(fill)
+        code.later(6, lambda at, _r: b"\xff\x0d" + rel32(at, 6, symbol(state) + 16))         # dec dword [writers]
+        code.emit(b"\x48\x83\xc1\x18")                                       # add rcx, 24
+        code.later(7, lambda at, _r: b"\x48\x3b\x0d" + rel32(at, 7, symbol(state) + 8))     # cmp rcx, [limit]
+        code.emit(b"\x76\x05")                                               # jbe over the call
         code.later(5, lambda at, _r: b"\xe8" + rel32(at, 5, symbol("anvil_records_flush_entry")))
         code.emit(b"\x5a")                                                   # pop rdx
 
@@ -435,7 +472,9 @@ class CallSites:
 #: The communicator's record routines (runtime_stubs/common/anvil_comm.c): the site, then
 #: the run-time values in the routine's order.
 _RECORD_ROUTINES = "".join(
-    f"void anvil_rh_record{n}(anvil_addr site{''.join(f', anvil_addr v{k}' for k in range(n))});\n" for n in range(3))
+    f"void anvil_rh_record{n}(anvil_addr site{''.join(f', anvil_addr v{k}' for k in range(n))});\n" for n in range(3)) \
+    + "void anvil_rh_flush(void);\n" \
+    "void anvil_records_flush(void) { anvil_rh_flush(); }  /* (the ring's, for inline records) */\n"
 
 
 def _table_args(proto: Prototype, statics: list[int]) -> list:
