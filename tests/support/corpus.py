@@ -1063,6 +1063,191 @@ def _pdf() -> bytes:
     return bytes(out)
 
 
+def _aes_sbox() -> list[int]:
+    """AES's S-box, computed (multiplicative inverse in GF(2^8), then the affine map)."""
+    def mul(a: int, b: int) -> int:
+        product = 0
+        while b:
+            if b & 1:
+                product ^= a
+            a = ((a << 1) ^ (0x1B if a & 0x80 else 0)) & 0xFF
+            b >>= 1
+        return product
+
+    box = []
+    for x in range(256):
+        inverse = next((y for y in range(1, 256) if mul(x, y) == 1), 0)
+        s = inverse
+        for shift in range(1, 5):
+            s ^= ((inverse << shift) | (inverse >> (8 - shift))) & 0xFF
+        box.append(s ^ 0x63)
+    return box
+
+
+def _aes_schedule_with_errors() -> bytes:
+    """aesfix's input: the AES-128 key schedule (176 bytes) of a fixed key, hex, with three bits
+    decayed from 1 to 0 (what a cold-boot memory image gives it to correct)."""
+    box = _aes_sbox()
+    words = [list(range(i, i + 4)) for i in range(0, 16, 4)]  # the key 00 01 02 ... 0f
+    rcon = 1
+    for i in range(4, 44):
+        word = list(words[i - 1])
+        if i % 4 == 0:
+            word = [box[b] for b in word[1:] + word[:1]]
+            word[0] ^= rcon
+            rcon = ((rcon << 1) ^ (0x1B if rcon & 0x80 else 0)) & 0xFF
+        words.append([a ^ b for a, b in zip(words[i - 4], word)])
+    schedule = bytearray(b for word in words for b in word)
+    for byte in (5, 37, 125):
+        schedule[byte] &= schedule[byte] - 1  # its lowest 1 bit decayed
+    return " ".join(f"{b:02x}" for b in schedule).encode() + b"\n"
+
+
+#: figtoipe's input: a FIG 3.2 figure (a polyline, a box, an ellipse, an arc, text in two
+#: fonts, a user colour, a depth order).
+FIG_FIGURE = b"""#FIG 3.2
+Landscape
+Center
+Metric
+A4
+100.00
+Single
+-2
+1200 2
+0 32 #a0b0c0
+2 1 0 2 0 7 50 -1 -1 0.000 0 0 -1 0 0 4
+\t 1200 1200 3000 1200 3000 2400 1800 3000
+2 2 0 1 32 32 40 -1 20 0.000 0 0 -1 0 0 5
+\t 600 600 2400 600 2400 1800 600 1800 600 600
+1 3 0 1 0 7 30 -1 -1 0.000 1 0.0000 4000 2000 600 600 4000 2000 4600 2000
+5 1 0 1 0 7 50 -1 -1 0.000 0 0 1 0 3000.000 3000.000 2400 3000 3000 2400 3600 3000
+\t1 1 1.00 60.00 120.00
+4 0 0 50 -1 0 12 0.0000 4 135 540 1200 4200 Hello FIG\\001
+4 1 4 20 -1 2 18 0.5236 4 195 900 3000 4800 rotated\\001
+"""
+
+
+def _dmk_image() -> bytes:
+    """analyze-dmk's input: a DMK image of two tracks, double density, single sided, each with
+    two sectors (ID address marks, data, CRCs as the format has them)."""
+    import binascii
+
+    def crc(data: bytes) -> bytes:
+        return binascii.crc_hqx(data, 0xFFFF).to_bytes(2, "big")
+
+    track_length = 0x1900
+    tracks = []
+    for cylinder in range(2):
+        body = bytearray(b"\x4e" * 32)
+        pointers = []
+        for sector in (1, 2):
+            body += b"\x00" * 12 + b"\xa1\xa1\xa1"
+            pointers.append(0x80 + len(body))  # the mark's byte, after the three A1s
+            idam = b"\xa1\xa1\xa1\xfe" + bytes((cylinder, 0, sector, 1))
+            body += idam[3:] + crc(idam) + b"\x4e" * 22 + b"\x00" * 12
+            data = b"\xa1\xa1\xa1\xfb" + bytes((cylinder * 16 + sector + i) & 0xFF for i in range(256))
+            body += b"\xa1\xa1\xa1" + data[3:] + crc(data) + b"\x4e" * 24
+        table = b"".join((0x8000 | p).to_bytes(2, "little") for p in pointers).ljust(0x80, b"\x00")
+        tracks.append((table + body).ljust(track_length, b"\x4e"))
+    header = bytes((0, 2)) + track_length.to_bytes(2, "little") + bytes((0x10,)) + b"\x00" * 11
+    return header + b"".join(tracks)
+
+
+def _png(width: int = 8, height: int = 8) -> bytes:
+    """An RGB PNG of ``width`` × ``height`` (a gradient), for exiv2 to write metadata into."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + bytes(v for x in range(width) for v in (x * 30, y * 30, 128)) for y in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b""))
+
+
+#: busybox ash's script: signal traps (a handler run between commands), errors that unwind
+#: the shell by longjmp (an unset parameter's error inside a subshell and an eval), subshells
+#: and pipelines of builtins (fork without exec), functions, arithmetic.
+BUSYBOX_SH_SCRIPT = r'''
+trap 'echo "trapped USR1 at $n"' USR1
+trap 'echo "exit trap"' EXIT
+n=0; while [ $n -lt 50 ]; do n=$((n + 1)); [ $((n % 17)) -eq 0 ] && kill -USR1 $$; done
+f() { local x=$1; [ "$x" -le 1 ] && { echo 1; return; }; echo $(( x * $(f $((x - 1))) )); }
+echo "fact 10 = $(f 10)"
+( : ${missing?is unset}; echo not reached ); echo "subshell status $?"
+( eval 'echo ${also_missing:?gone}' ) 2>/dev/null; echo "after eval $?"
+printf '%s\n' c a b | while read -r w; do echo "w=$w"; done
+echo "a:b:c" | { IFS=: read -r p q r; echo "$r$q$p"; }
+case "$n" in 5*) echo fifty;; *) echo other;; esac
+set -- one two three; shift; echo "$# $*"
+exit 3
+'''
+
+#: sash's commands: its built-ins, run without a fork, on files of the run directory.
+SASH_COMMANDS = b"""-echo start
+-mkdir d1
+-cp input.txt d1/copy.txt
+-mv d1/copy.txt d1/moved.txt
+-cmp input.txt d1/moved.txt
+-chmod 600 d1/moved.txt
+-ls -l d1
+-grep include input.txt
+-sum input.txt
+-rm d1/moved.txt
+-rmdir d1
+-ls d1
+alias ll -ls
+ll Makefile
+-echo done
+exit
+"""
+
+#: Where ImageMagick 6's modules (its coders and filters, loaded with dlopen) are unpacked.
+IM6_MODULES = "{root}/usr/lib/arm-linux-gnueabihf/ImageMagick-6.9.11/modules-Q16"
+
+#: wannier90's input: silicon's two atoms, four sp3 projections, a 4×4×4 k-point mesh.
+WANNIER_SILICON = (b"num_bands = 8\nnum_wann = 4\n"
+                   b"begin unit_cell_cart\nbohr\n-5.10 0.00 5.10\n0.00 5.10 5.10\n-5.10 5.10 0.00\n"
+                   b"end unit_cell_cart\n"
+                   b"begin atoms_frac\nSi -0.25 0.75 -0.25\nSi 0.00 0.00 0.00\nend atoms_frac\n"
+                   b"begin projections\nSi : sp3\nend projections\n"
+                   b"mp_grid = 4 4 4\nbegin kpoints\n"
+                   + b"".join(b"%.4f %.4f %.4f\n" % (i / 4, j / 4, k / 4)
+                              for i in range(4) for j in range(4) for k in range(4))
+                   + b"end kpoints\n")
+
+#: smfsh's commands: a MIDI file of two tracks built event by event, saved, loaded, shown.
+SMFSH_COMMANDS = b"""ppqn 192
+trackadd
+add 0 903c64
+add 0.5 803c40
+add 0.5 904064
+add 1 804040
+trackadd
+add 0.25 c005
+add 0.25 914370
+add 1.25 814340
+tracks
+track 1
+events
+save song.mid
+load song.mid
+format
+length
+track 2
+events
+event 2
+rm 2
+events
+tempo
+quit
+"""
+
+#: find's and xargs's stdin: names of the run directory's files.
+XARGS_INPUT = b"input.txt Makefile\nedit.vim\ninput2.txt nosuch.txt\n"
+
+
 #: GNU Go's GTP session on a 9×9 board (level 0, a fixed seed).
 GNUGO_COMMANDS = (b"boardsize 9\nclear_board\nkomi 5.5\nplay black E5\ngenmove white\nplay black C3\ngenmove white\n"
                   b"showboard\nestimate_score\nquit\n")
@@ -2806,6 +2991,111 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("ffjson", _armhf("ffjson"),
             "usr/bin/ffjson", ("-h",),
             "Go: JSON code generator, its usage (generating runs the Go toolchain)", repeatable=False),
+    # The sample of decision 0119 (scripts/debian_sample.py --seed 119): drawn, not chosen.
+    Program("aesfix", _armhf("aesfix"), "usr/bin/aesfix", ("schedule.txt",),
+            "AES key schedule with three flipped bits corrected (a cold-boot attack's tool)",
+            files={"schedule.txt": _aes_schedule_with_errors}),
+    Program("gojay", _armhf("gojay"), "usr/bin/gojay", ("-h",), "Go: JSON code generator, its usage",
+            repeatable=False),
+    Program("starpu_calibrate_bus", _armhf("starpu-tools", "libamd2", "libcolamd2", "libglpk40", "libgmp10",
+                                           "libhwloc15", "libltdl7", "libstarpu-1.3-9", "libsuitesparseconfig5",
+                                           "libudev1", "ocl-icd-libopencl1", "zlib1g", "libgomp1"),
+            "usr/bin/starpu_calibrate_bus", ("--help",),
+            "StarPU's bus calibration, its usage (calibrating measures the machine)",
+            env={"HOME": "/nonexistent"}),
+    Program("analyze-dmk", _armhf("dmktools"), "usr/bin/analyze-dmk", ("disk.dmk",),
+            "a DMK floppy image of two tracks of two sectors analysed (address marks, CRCs)",
+            files={"disk.dmk": _dmk_image}),
+    Program("figtoipe", _armhf("figtoipe", "zlib1g"), "usr/bin/figtoipe", ("-g", "fig.fig", "/proc/self/fd/1"),
+            "C++: a FIG figure (polyline, box, ellipse, arc, rotated text, a user colour) to Ipe's XML",
+            files={"fig.fig": FIG_FIGURE}),
+    Program("ziproxy", _armhf("ziproxy", "libgif7", "libjpeg62-turbo", "libpng16-16", "zlib1g"),
+            "usr/bin/ziproxy", ("-i", "-c", "ziproxy.conf"),
+            "the proxy in inetd mode given a configuration file with an error (its answer to a request "
+            "carries the date)", stdin=b"GET http://localhost/ HTTP/1.0\r\n\r\n",
+            files={"ziproxy.conf": b"Port = 8080\nMaxSize = banana\nNoSuchOption = 1\n"}),
+    Program("teredo-mire", _armhf("miredo", "libcap2", "libjudydebian1"), "usr/bin/teredo-mire", ("--help",),
+            "Teredo responder, its usage (it serves the network)"),
+    Program("killall", _armhf("psmisc", "libtinfo6"), "usr/bin/killall", ("-l",),
+            "psmisc's killall: the signals it knows (killing reads every process of the machine)"),
+    Program("inputplug", _armhf("inputplug", "libbsd0", "libmd0", "libx11-6", "libxi6", "libxcb1", "libxau6",
+                                "libxdmcp6", "libxext6"),
+            "usr/bin/inputplug", ("-n", "-c", "/bin/true"),
+            "XInput monitor without an X display (DISPLAY unset): its refusal",
+            env={"HOME": "/nonexistent"}),
+    Program("smfsh", _armhf("smf-utils", "libblkid1", "libffi8", "libglib2.0-0", "libmount1", "libpcre2-8-0",
+                            "libreadline8", "libselinux1", "libsmf0", "libtinfo6", "zlib1g"),
+            "usr/bin/smfsh", (), "libsmf's shell: a two-track MIDI file built event by event, saved, loaded, "
+            "shown, edited", stdin=SMFSH_COMMANDS),
+    Program("netload", _armhf("netdiag", "libcap2", "libdbus-1-3", "libgcrypt20", "libgpg-error0", "liblz4-1",
+                              "liblzma5", "libncurses6", "libpcap0.8", "libsystemd0", "libtinfo6", "libzstd1"),
+            "usr/bin/netload", ("nosuchdev0",), "an interface's load monitor given a device that does not exist",
+            env={"TERM": "dumb", "HOME": "/nonexistent"}),
+    Program("netread", _armhf("netrw"), "usr/bin/netread", ("-h",), "netrw's receiver, its usage (it needs a "
+            "network peer)"),
+    # Decision 0119's second part, chosen by kind where the draws had not looked: fork and exec,
+    # signal handlers and longjmp, static programs, dlopen'd modules, iconv, C++ with Boost, Fortran.
+    Program("find", _armhf("findutils", "libpcre2-8-0", "libselinux1"), "usr/bin/find",
+            (".", "-name", "*.txt", "-exec", "/bin/echo", "one", "{}", ";", "-o", "-name", "M*", "-exec",
+             "/bin/echo", "many", "{}", "+", "-o", "-type", "f", "-printf", "%f %s %m\\n"),
+            "find's -exec (a fork and an exec per file, and one for many), -printf, in the run directory"),
+    Program("xargs", _armhf("findutils", "libpcre2-8-0", "libselinux1"), "usr/bin/xargs",
+            ("-n", "2", "-t", "/usr/bin/wc", "-c"),
+            "xargs: names from stdin, two a command, each run by a fork and an exec (one fails: status 123)",
+            stdin=XARGS_INPUT),
+    Program("sash", _armhf("sash"), "bin/sash", (), "the stand-alone shell (static): its built-ins on files of "
+            "the run directory", stdin=SASH_COMMANDS),
+    Program("busybox-sh", ("busybox-static:armhf",), "bin/busybox", ("-c", BUSYBOX_SH_SCRIPT),
+            "static busybox's ash: traps run by a signal handler, errors unwound by longjmp, subshells and "
+            "pipelines of builtins (fork), functions", argv0="sh"),
+    Program("iconv", _armhf("libc-bin", "libc6"), "usr/bin/iconv", ("-f", "UTF-8", "-t", "IBM037", "input.txt"),
+            "glibc's iconv: UTF-8 to EBCDIC through a gconv module it loads with dlopen",
+            env={"GCONV_PATH": "{root}/usr/lib/arm-linux-gnueabihf/gconv"}),
+    Program("source-highlight", _armhf("source-highlight", "libsource-highlight4v5", "libboost-regex1.74.0",
+                                       "libicu72") + ("libsource-highlight-common",),
+            "usr/bin/source-highlight", ("--data-dir=data", "-s", "c", "-f", "html", "-i", "input.txt", "-o",
+                                         "STDOUT"),
+            "C++ with Boost.Regex: C source highlighted as HTML",
+            links={"data": "{root}/usr/share/source-highlight"}),
+    Program("pdftotext", _armhf("poppler-utils", "libbrotli1", "libbsd0", "libcairo2", "libdeflate0", "libexpat1",
+                                "libfontconfig1", "libfreetype6", "libjbig0", "libjpeg62-turbo", "liblcms2-2",
+                                "liblerc4", "liblzma5", "libmd0", "libnspr4", "libnss3", "libopenjp2-7",
+                                "libpixman-1-0", "libpng16-16", "libpoppler126", "libsqlite3-0", "libtiff6", "libwebp7",
+                                "libx11-6", "libxau6", "libxcb-render0", "libxcb-shm0", "libxcb1", "libxdmcp6",
+                                "libxext6", "libxrender1", "libzstd1", "zlib1g"),
+            "usr/bin/pdftotext", ("-layout", "in.pdf", "-"), "poppler (C++): a two-page PDF's text, laid out",
+            files={"in.pdf": _pdf}, env={"HOME": "/nonexistent"}),
+    Program("exiv2", _armhf("exiv2", "libexiv2-27", "libexpat1", "zlib1g", "libbrotli1", "libinih1", "libinireader0"),
+            "usr/bin/exiv2", ("-pa", "image.png"),
+            "C++ (exceptions): Exif, IPTC and XMP written into a PNG by the original, then read back",
+            files={"image.png": _png},
+            setup=(("-M", "set Exif.Image.Artist Anvil", "-M", "set Exif.Photo.UserComment charset=Ascii hello",
+                    "-M", "set Iptc.Application2.Caption a caption",
+                    "-M", "set Xmp.dc.title lang=en-US Title",
+                    "image.png"),)),
+    Program("convert", _armhf("imagemagick-6.q16", "gcc-12-base", "libaom3", "libbz2-1.0", "libblkid1",
+                              "libbrotli1", "libbsd0",
+                              "libdav1d6", "libde265-0", "libdeflate0", "libexpat1", "libffi8", "libfftw3-double3",
+                              "libfontconfig1", "libfreetype6", "libglib2.0-0", "libgomp1", "libheif1", "libicu72",
+                              "libjbig0", "libjpeg62-turbo", "liblcms2-2", "liblerc4", "liblqr-1-0", "libltdl7",
+                              "liblzma5", "libmagickcore-6.q16-6", "libmagickwand-6.q16-6", "libmd0", "libmount1",
+                              "libopenjp2-7", "libpcre2-8-0", "libpng16-16", "libselinux1", "libtiff6", "libwebp7",
+                              "libwebpdemux2", "libwebpmux3", "libx11-6", "libx265-199", "libxau6", "libxcb1",
+                              "libxdmcp6", "libxext6", "libxml2", "libzstd1", "zlib1g"),
+            "usr/bin/convert-im6.q16", ("-size", "24x24", "gradient:red-blue", "-swirl", "90", "-resize", "12x12",
+                                        "-colors", "8", "txt:-"),
+            "ImageMagick 6: a gradient swirled, resized, quantised, as text (coders loaded as modules)",
+            env={"MAGICK_THREAD_LIMIT": "1", "OMP_NUM_THREADS": "1", "HOME": "/nonexistent",
+                 "MAGICK_CODER_MODULE_PATH": IM6_MODULES + "/coders",
+                 "MAGICK_CODER_FILTER_PATH": IM6_MODULES + "/filters",
+                 "MAGICK_CONFIGURE_PATH": "{root}/etc/ImageMagick-6"}),
+    Program("wannier90", _armhf("wannier90", "gcc-12-base", "libblas3", "libgfortran5", "liblapack3"),
+            "usr/bin/wannier90.x", ("-pp", "si"),
+            "Fortran: Wannier90's set-up of silicon (lattice, k-point mesh, neighbour shells, projections), "
+            "written to its files (not compared: they carry the date and the run time)",
+            env={"LD_LIBRARY_PATH": ":".join("{root}/usr/lib/arm-linux-gnueabihf" + d
+                                             for d in ("", "/blas", "/lapack"))},
+            files={"si.win": WANNIER_SILICON}),
 ]}
 
 #: The entries drawn by ``scripts/debian_sample.py --seed S`` (S -> names: decisions 0104 and
@@ -2820,7 +3110,9 @@ DRAWN = {104: ("etags", "proftmb", "dvipng", "icmpush", "balloon", "stm32flash",
                "distcc", "lwatch", "opj_server", "epstool", "devtodo", "crac-index", "lowdown", "altair", "vivid",
                "dvdauthor", "icedax", "pasco"),
          112: ("wsclean", "vdb_tool", "btmon", "i686-w64-mingw32-cpp-posix", "minizinc", "csvSelect", "ssr-aap.nox",
-               "zabbix_js", "stxxl_tool", "ffjson")}
+               "zabbix_js", "stxxl_tool", "ffjson"),
+         119: ("aesfix", "gojay", "starpu_calibrate_bus", "analyze-dmk", "figtoipe", "ziproxy", "teredo-mire",
+               "killall", "inputplug", "smfsh", "netload", "netread")}
 
 #: Files every run directory gets.
 FILES = {
