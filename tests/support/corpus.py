@@ -1203,6 +1203,16 @@ ll Makefile
 exit
 """
 
+def _y4m(width: int, height: int, frames: int) -> bytes:
+    """A YUV4MPEG2 clip (4:2:0) of moving gradients, for an encoder."""
+    out = bytearray(b"YUV4MPEG2 W%d H%d F25:1 Ip A1:1 C420jpeg\n" % (width, height))
+    for f in range(frames):
+        out += b"FRAME\n"
+        out += bytes((x * 7 + y * 3 + f * 11) & 0xFF for y in range(height) for x in range(width))
+        out += bytes((x * 5 + f * 13) & 0xFF for y in range(height // 2) for x in range(width // 2)) * 2
+    return bytes(out)
+
+
 #: Where ImageMagick 6's modules (its coders and filters, loaded with dlopen) are unpacked.
 IM6_MODULES = "{root}/usr/lib/arm-linux-gnueabihf/ImageMagick-6.9.11/modules-Q16"
 
@@ -3033,6 +3043,46 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             env={"TERM": "dumb", "HOME": "/nonexistent"}),
     Program("netread", _armhf("netrw"), "usr/bin/netread", ("-h",), "netrw's receiver, its usage (it needs a "
             "network peer)"),
+    # Decision 0119's wider draw (scripts/debian_sample.py --seed 120 --min-size 400000): drawn, not chosen.
+    Program("plot-constellations", _armhf("astrometry.net", "libastrometry0", "libbrotli1", "libbsd0", "libbz2-1.0",
+                                          "libcairo2", "libcfitsio10", "libcom-err2", "libcurl3-gnutls", "libdb5.3",
+                                          "libexpat1", "libffi8", "libfontconfig1", "libfreetype6", "libgmp10",
+                                          "libgnutls30", "libgsl27", "libgslcblas0", "libgssapi-krb5-2", "libhogweed6",
+                                          "libidn2-0", "libjpeg62-turbo", "libk5crypto3", "libkeyutils1", "libkrb5-3",
+                                          "libkrb5support0", "libldap-2.5-0", "libmd0", "libnetpbm11", "libnettle8",
+                                          "libnghttp2-14", "libp11-kit0", "libpixman-1-0", "libpng16-16", "libpsl5",
+                                          "librtmp1", "libsasl2-2", "libssh2-1", "libssl3", "libtasn1-6",
+                                          "libunistring2", "libwcs7", "libx11-6", "libxau6", "libxcb-render0",
+                                          "libxcb-shm0", "libxcb1", "libxdmcp6", "libxext6", "libxrender1", "libzstd1",
+                                          "zlib1g"),
+            "usr/bin/plot-constellations", ("-h",), "astrometry.net's constellation plotter, its usage (plotting "
+            "needs a solved field's WCS)"),
+    Program("ecasound", _armhf("ecasound", "libasound2", "libaudiofile1", "libdb5.3", "libflac12", "libjack-jackd2-0",
+                               "liblilv-0-0", "liblo7", "libmp3lame0", "libmpg123-0", "libogg0", "libopus0",
+                               "libreadline8", "libsamplerate0", "libserd-0-0", "libsndfile1", "libsord-0-0",
+                               "libsratom-0-0", "libtinfo6", "libvorbis0a", "libvorbisenc2"),
+            "usr/bin/ecasound", ("-q", "-f:16,1,16000", "-i:in.wav", "-o:out.raw", "-efl:800", "-ea:150"),
+            "C++ audio engine: a WAV file low-pass filtered and amplified, raw samples to stdout",
+            files={"in.wav": _wav}, links={"out.raw": "/proc/self/fd/1"}, env={"HOME": "/nonexistent"}),
+    Program("cobra-cli", _armhf("cobra-cli"), "usr/bin/cobra-cli", ("--help",),
+            "Go: Cobra's generator given --help, which looks for the Go toolchain first (an exec that fails)",
+            repeatable=False),
+    Program("clippy-driver", _armhf("rust-clippy", "libbsd0", "libedit2", "libffi8", "libicu72", "libllvm14",
+                                    "liblzma5", "libmd0", "libstd-rust-1.63", "libtinfo6", "libxml2", "libz3-4",
+                                    "zlib1g"),
+            "usr/bin/clippy-driver", ("-V",), "Rust's linter driver (rustc's and LLVM's libraries): its version"),
+    Program("rav1e", _armhf("rav1e"), "usr/bin/rav1e",
+            ("in.y4m", "-o", "-", "--threads", "1", "-s", "10", "--quantizer", "120", "--keyint", "2", "-y", "-q"),
+            "Rust AV1 encoder: three 32×32 frames encoded to IVF on stdout",
+            files={"in.y4m": lambda: _y4m(32, 32, 3)}),
+    Program("ffcvt", _armhf("ffcvt"), "usr/bin/ffcvt", ("-h",), "Go: an ffmpeg wrapper, its usage", repeatable=False),
+    Program("frobby", _armhf("frobby", "libgmp10", "libgmpxx4ldbl"), "usr/bin/frobby", ("alexdual",),
+            "C++ with GMP: the Alexander dual of a monomial ideal of four variables",
+            stdin=b"R = QQ[a, b, c, d];\n"
+                  b"I = monomialIdeal(a^3*b, a*b^2*c, b*c^4, c^2*d^3, a*d^2, b^3*d, a^2*c^2*d);\n"),
+    Program("sqop", _armhf("sqop", "libbz2-1.0", "libgmp10", "libhogweed6", "libnettle8"), "usr/bin/sqop",
+            ("dearmor",), "Rust (Sequoia): an ASCII-armoured OpenPGP block decoded to binary",
+            stdin=b"-----BEGIN PGP MESSAGE-----\n\nywtiAAAAAABoZWxsbw==\n=MC2L\n-----END PGP MESSAGE-----\n"),
     # Decision 0119's second part, chosen by kind where the draws had not looked: fork and exec,
     # signal handlers and longjmp, static programs, dlopen'd modules, iconv, C++ with Boost, Fortran.
     Program("find", _armhf("findutils", "libpcre2-8-0", "libselinux1"), "usr/bin/find",
@@ -3112,7 +3162,8 @@ DRAWN = {104: ("etags", "proftmb", "dvipng", "icmpush", "balloon", "stm32flash",
          112: ("wsclean", "vdb_tool", "btmon", "i686-w64-mingw32-cpp-posix", "minizinc", "csvSelect", "ssr-aap.nox",
                "zabbix_js", "stxxl_tool", "ffjson"),
          119: ("aesfix", "gojay", "starpu_calibrate_bus", "analyze-dmk", "figtoipe", "ziproxy", "teredo-mire",
-               "killall", "inputplug", "smfsh", "netload", "netread")}
+               "killall", "inputplug", "smfsh", "netload", "netread"),
+         120: ("plot-constellations", "ecasound", "cobra-cli", "clippy-driver", "rav1e", "ffcvt", "frobby", "sqop")}
 
 #: Files every run directory gets.
 FILES = {
