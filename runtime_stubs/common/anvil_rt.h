@@ -136,6 +136,9 @@ static inline int anvil_output_of_this_process(int fd, const char *path, long *o
 long anvil_forked_child(void);
 /* anvil_open_write's file opened again to write at its end (the program closed it). */
 int anvil_reopen_write(const char *path);
+/* The results file ``path`` of process ``owner`` (anvil_forked_child's value there), opened
+ * to write at its end. */
+int anvil_reopen_write_of(const char *path, long owner);
 /* Cut the file ``fd`` to ``length`` bytes and write on from there. */
 void anvil_cut_at(int fd, uint64_t length);
 /* The descriptor this process writes a results file to: ``fd``, which process ``*owner``
