@@ -3085,6 +3085,19 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             stdin=b"-----BEGIN PGP MESSAGE-----\n\nywtiAAAAAABoZWxsbw==\n=MC2L\n-----END PGP MESSAGE-----\n"),
     # Decision 0119's second part, chosen by kind where the draws had not looked: fork and exec,
     # signal handlers and longjmp, static programs, dlopen'd modules, iconv, C++ with Boost, Fortran.
+    Program("onedrive", _armhf("onedrive", "libblkid1", "libdeflate0", "libffi8", "libgdk-pixbuf-2.0-0",
+                               "libglib2.0-0", "libjbig0", "libjpeg62-turbo", "liblerc4", "liblzma5", "libmount1",
+                               "libnotify4", "libpcre2-8-0", "libphobos2-ldc-shared100", "libpng16-16", "libselinux1",
+                               "libsqlite3-0", "libtiff6", "libwebp7", "libzstd1", "zlib1g", "libcurl3-gnutls",
+                               "libbrotli1", "libgnutls30", "libgssapi-krb5-2", "libidn2-0", "libldap-2.5-0",
+                               "libnghttp2-14", "libpsl5", "librtmp1", "libssh2-1", "libhogweed6", "libnettle8",
+                               "libgmp10", "libp11-kit0", "libtasn1-6", "libunistring2", "libk5crypto3", "libkrb5-3",
+                               "libkrb5support0", "libcom-err2", "libkeyutils1", "libsasl2-2"),
+            "usr/bin/onedrive", ("--display-config", "--confdir", "cfg", "--syncdir", "sync"),
+            "D built by LDC (LLVM's code generation, as clang's) with its garbage-collected runtime: a "
+            "configuration file read and shown (no network)",
+            files={"cfg/config": b'sync_dir = "sync"\nskip_file = "~*|.~*|*.tmp|*.swp"\nmonitor_interval = "600"\n'},
+            env={"HOME": "/nonexistent"}),
     Program("find", _armhf("findutils", "libpcre2-8-0", "libselinux1"), "usr/bin/find",
             (".", "-name", "*.txt", "-exec", "/bin/echo", "one", "{}", ";", "-o", "-name", "M*", "-exec",
              "/bin/echo", "many", "{}", "+", "-o", "-type", "f", "-printf", "%f %s %m\\n"),
@@ -3097,7 +3110,8 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
             "the run directory", stdin=SASH_COMMANDS),
     Program("busybox-sh", ("busybox-static:armhf",), "bin/busybox", ("-c", BUSYBOX_SH_SCRIPT),
             "static busybox's ash: traps run by a signal handler, errors unwound by longjmp, subshells and "
-            "pipelines of builtins (fork), functions", argv0="sh"),
+            "pipelines of builtins (fork), functions; its count follows its pid's digits (``kill -USR1 $$``: "
+            "QEMU's count of the original differed by 3 from one run to the next)", argv0="sh", repeatable=False),
     Program("iconv", _armhf("libc-bin", "libc6"), "usr/bin/iconv", ("-f", "UTF-8", "-t", "IBM037", "input.txt"),
             "glibc's iconv: UTF-8 to EBCDIC through a gconv module it loads with dlopen",
             env={"GCONV_PATH": "{root}/usr/lib/arm-linux-gnueabihf/gconv"}),
