@@ -26,25 +26,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.run import assert_same_behaviour, instrument, place, run_prog
-from tests.support.samples import build, symbol_span
+from tests.support.run import assert_same_behaviour, instrument, place, run_prog, trace_stores
+from tests.support.samples import build
 
 #: The table's entries (samples/descriptors_walked.c) and the work rounds of each process:
 #: the parent's before the fork and after, the child's after it.
 ENTRIES = 2048
 ROUNDS_BEFORE_FORK, ROUNDS_IN_CHILD, ROUNDS_AFTER_CHILD = 3, 2, 1
-
-
-def _table_stores(binary: Path, trace: Path) -> int:
-    """memtrace's text trace: its stores into the sample's ``table``."""
-    start, end = symbol_span(binary, "table")
-    stores = 0
-    with open(trace) as f:
-        for line in f:
-            if not line.startswith("#"):
-                _, ea, _, kind = line.split()
-                stores += kind == "S" and start <= int(ea, 16) < end
-    return stores
 
 
 @pytest.fixture(scope="module")
@@ -64,5 +52,5 @@ def test_walked_descriptors_are_the_originals(sample: Path, tool: str, tmp_path:
     parent_trace = copy.cwd / "prog.memtrace.out"
     children = list(copy.cwd.glob("prog.memtrace.out.*"))
     assert len(children) == 1, children
-    assert _table_stores(sample, parent_trace) == ENTRIES * (ROUNDS_BEFORE_FORK + ROUNDS_AFTER_CHILD)
-    assert _table_stores(sample, children[0]) == ENTRIES * (ROUNDS_BEFORE_FORK + ROUNDS_IN_CHILD)
+    assert trace_stores(sample, parent_trace, "table") == ENTRIES * (ROUNDS_BEFORE_FORK + ROUNDS_AFTER_CHILD)
+    assert trace_stores(sample, children[0], "table") == ENTRIES * (ROUNDS_BEFORE_FORK + ROUNDS_IN_CHILD)
