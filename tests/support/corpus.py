@@ -3086,8 +3086,9 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("sqop", _armhf("sqop", "libbz2-1.0", "libgmp10", "libhogweed6", "libnettle8"), "usr/bin/sqop",
             ("dearmor",), "Rust (Sequoia): an ASCII-armoured OpenPGP block decoded to binary",
             stdin=b"-----BEGIN PGP MESSAGE-----\n\nywtiAAAAAABoZWxsbw==\n=MC2L\n-----END PGP MESSAGE-----\n"),
-    # Decision 0119's second part, chosen by kind where the draws had not looked: fork and exec,
-    # signal handlers and longjmp, static programs, dlopen'd modules, iconv, C++ with Boost, Fortran.
+    # Decision 0119's second part, chosen by kind where the draws had not looked: code LLVM generated
+    # (LDC), fork and exec, signal handlers and longjmp, static programs, dlopen'd modules, iconv,
+    # C++ with Boost, Fortran.
     Program("onedrive", _armhf("onedrive", "libblkid1", "libdeflate0", "libffi8", "libgdk-pixbuf-2.0-0",
                                "libglib2.0-0", "libjbig0", "libjpeg62-turbo", "liblerc4", "liblzma5", "libmount1",
                                "libnotify4", "libpcre2-8-0", "libphobos2-ldc-shared100", "libpng16-16", "libselinux1",
