@@ -1213,6 +1213,59 @@ def _y4m(width: int, height: int, frames: int) -> bytes:
     return bytes(out)
 
 
+#: snek's program (Snek: a small Python).
+SNEK_SCRIPT = b"""def fib(n):
+    if n < 2:
+        return n
+    return fib(n - 1) + fib(n - 2)
+
+def primes(limit):
+    found = []
+    for n in range(2, limit):
+        ok = True
+        for p in found:
+            if p * p > n:
+                break
+            if n % p == 0:
+                ok = False
+                break
+        if ok:
+            found = found + [n]
+    return found
+
+print(fib(18))
+ps = primes(400)
+print(len(ps), ps[-3:])
+d = {}
+for w in ["the", "quick", "fox", "the", "lazy", "dog", "the", "end"]:
+    if w in d:
+        d[w] = d[w] + 1
+    else:
+        d[w] = 1
+print(d["the"], len(d))
+x = 1.0
+for i in range(30):
+    x = x / 2 + 1 / x
+print(x, "%d-%s" % (42, "ok"))
+"""
+
+#: tl-parser's schema (Telegram's Type Language).
+TL_SCHEME = b"""int ? = Int;
+long ? = Long;
+string ? = String;
+boolFalse#bc799737 = Bool;
+boolTrue#997275b5 = Bool;
+vector#1cb5c415 {t:Type} # [ t ] = Vector t;
+int128 4*[ int ] = Int128;
+user#a1b2c3d4 id:int first_name:string last_name:string photos:Vector<int> = User;
+userEmpty#d3bc4b7a id:int = User;
+message#12ab34cd id:int from:User text:string flags:# media:flags.0?string = Message;
+---functions---
+getUser#f00dbabe id:int = User;
+getMessages#0badf00d ids:Vector<int> = Vector<Message>;
+"""
+
+
 #: Where ImageMagick 6's modules (its coders and filters, loaded with dlopen) are unpacked.
 IM6_MODULES = "{root}/usr/lib/arm-linux-gnueabihf/ImageMagick-6.9.11/modules-Q16"
 
@@ -3086,6 +3139,22 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("sqop", _armhf("sqop", "libbz2-1.0", "libgmp10", "libhogweed6", "libnettle8"), "usr/bin/sqop",
             ("dearmor",), "Rust (Sequoia): an ASCII-armoured OpenPGP block decoded to binary",
             stdin=b"-----BEGIN PGP MESSAGE-----\n\nywtiAAAAAABoZWxsbw==\n=MC2L\n-----END PGP MESSAGE-----\n"),
+    # Decision 0119's third draw (scripts/debian_sample.py --seed 121 --count 6): drawn, not chosen.
+    Program("snek", _armhf("snek-bin", "libreadline8", "libtinfo6"), "usr/bin/snek", ("prog.py",),
+            "Snek (a Python for microcontrollers), host build: functions, recursion, lists, dicts, strings, "
+            "a loop of floats", files={"prog.py": SNEK_SCRIPT}),
+    Program("mgen", _armhf("mgen"), "usr/bin/mgen", ("help",), "a network traffic generator, its usage "
+            "(generating needs a network)"),
+    Program("cu", _armhf("opencu", "libevent-2.1-7"), "usr/bin/cu", ("-l", "nosuch-line"),
+            "a serial terminal given a line that does not exist"),
+    Program("boincscr", _armhf("boinc-screensaver", "libboinc7", "libbsd0", "libmd0", "libssl3", "libxau6",
+                               "libxcb1", "libxdmcp6"),
+            "usr/bin/boincscr", ("--help",), "BOINC's screensaver given --help, without X or a client: the "
+            "original dies of SIGSEGV, and so must the copies",
+            env={"HOME": "/nonexistent"}),
+    Program("tl-parser", _armhf("tl-parser"), "usr/bin/tl-parser", ("-e", "/proc/self/fd/1", "scheme.tl"),
+            "Telegram's TL schema compiler: a schema of types, a generic vector and functions to TLO",
+            files={"scheme.tl": TL_SCHEME}),
     # Decision 0119's second part, chosen by kind where the draws had not looked: code LLVM generated
     # (LDC), fork and exec, signal handlers and longjmp, static programs, dlopen'd modules, iconv,
     # C++ with Boost, Fortran.
@@ -3181,6 +3250,7 @@ DRAWN = {104: ("etags", "proftmb", "dvipng", "icmpush", "balloon", "stm32flash",
                "zabbix_js", "stxxl_tool", "ffjson"),
          119: ("aesfix", "gojay", "starpu_calibrate_bus", "analyze-dmk", "figtoipe", "ziproxy", "teredo-mire",
                "killall", "inputplug", "smfsh", "netload", "netread"),
+         121: ("snek", "mgen", "cu", "boincscr", "tl-parser"),
          120: ("plot-constellations", "ecasound", "cobra-cli", "clippy-driver", "rav1e", "ffcvt", "frobby", "sqop")}
 
 #: Files every run directory gets.
