@@ -232,7 +232,9 @@ def run_rehost(program: corpus.Program, binary: Path, env: dict[str, str], addre
 
 def qemu_count(program: corpus.Program, binary: Path, env: dict[str, str], plugin: Path) -> int | None:
     """The instructions QEMU runs in ``binary``'s own code with the workload (per-block
-    count plugin, which also says where the code was loaded); None if the run timed out.
+    count plugin, which also says where the code was loaded); None if the run timed out or
+    left no counts (a program killed by a signal: QEMU 7.2 runs no plugin's exit callback
+    then, and the row is not compared with QEMU).
 
     No ``-d page -D log``: the log would be a descriptor of QEMU's open in the program, which
     a program that walks its descriptors sees (decision 0119)."""
@@ -243,6 +245,8 @@ def qemu_count(program: corpus.Program, binary: Path, env: dict[str, str], plugi
     try:
         subprocess.run(cmd, input=program.stdin, capture_output=True, cwd=workdir(binary), timeout=RUN_TIMEOUT)
     except subprocess.TimeoutExpired:
+        return None
+    if not counts.is_file():
         return None
     text = counts.read_bytes()
     code = {name: int(value, 16) for name, value in CODE_RE.findall(text)}
