@@ -27,20 +27,8 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from tests.support.rehost import run_rehost_alone
-from tests.support.run import assert_same_behaviour, instrument, place, run_prog
-from tests.support.samples import build, symbol_span
-
-
-def _table_stores(binary: Path, trace: Path) -> int:
-    """memtrace's text trace: the stores into the sample's ``table``."""
-    start, end = symbol_span(binary, "table")
-    stores = 0
-    with open(trace) as f:
-        for line in f:
-            if not line.startswith("#"):
-                _, ea, _, kind = line.split()
-                stores += kind == "S" and start <= int(ea, 16) < end
-    return stores
+from tests.support.run import assert_same_behaviour, instrument, place, run_prog, trace_stores
+from tests.support.samples import build
 
 
 @pytest.mark.parametrize("args", [[], ["all"]], ids=["below-1000", "every-one"])
@@ -54,7 +42,7 @@ def test_trace_outside_the_programs_descriptors(args: list[str], tmp_path: Path)
     inhost = run_prog(instrument(binary, "memtrace", tmp_path, fmt="text"), args)
     assert_same_behaviour(original, inhost)
     said = int(re.search(rb"stores into the table: (\d+)", original.stdout).group(1))
-    assert _table_stores(binary, inhost.cwd / "prog.memtrace.out") == said
+    assert trace_stores(binary, inhost.cwd / "prog.memtrace.out", "table") == said
 
     rehost, outcome = run_rehost_alone(instrument(binary, "memtrace", tmp_path, "--mode", "rehost", fmt="text",
                                                   slot="rhst"), args)

@@ -25,13 +25,49 @@ static const char *out_path;  /* the tool's results path (a string of the image)
 static long out_owner;        /* the process that opened out_fd (anvil_forked_child) */
 static uint64_t out_written;  /* what that process wrote to it */
 
+/* On Linux the sink holds no descriptor while the program runs: it opens its file for each
+ * write and closes it after (decision 0119). A descriptor held from the program's start
+ * (memtrace's trace) was one more in the program's table, which a program that walks its
+ * descriptors (/proc/self/fd, fcntl up to the limit: findutils, closefrom's emulations)
+ * sees and acts on. On bare metal (semihosting handles) the file stays open. */
+#ifdef ANVIL_BARE_METAL
+#define SINK_HELD 1
+#else
+#define SINK_HELD 0
+#endif
+static int out_active;  /* a file is open for the tool (out_fd may be closed between writes) */
+
 int anvil_sink_open(const char *path)
 {
     out_path = path;
     out_owner = anvil_forked_child();
     out_written = 0;
     out_fd = anvil_open_write(path);
-    return out_fd;
+    out_active = out_fd >= 0;
+    int handle = out_fd;
+    if (!SINK_HELD && out_fd >= 0) {
+        anvil_close(out_fd);
+        out_fd = -1;
+    }
+    return handle;
+}
+
+/* The descriptor to write this process's results to: the file opened again where the sink
+ * does not hold it (the file of the process that wrote it last: ``out_owner``), then, in a
+ * child forked since, a file of the child's own (anvil_output_of_this_process). */
+static int sink_fd(void)
+{
+    if (out_fd < 0 && out_active)
+        out_fd = anvil_reopen_write_of(out_path, out_owner);
+    return anvil_output_of_this_process(out_fd, out_path, &out_owner, out_written);
+}
+
+static void sink_release(void)
+{
+    if (!SINK_HELD && out_fd >= 0) {
+        anvil_close(out_fd);
+        out_fd = -1;
+    }
 }
 
 static int out_ended_by_copy;  /* a copy of the process wrote the end to out_fd (before_exec) */
@@ -41,20 +77,22 @@ static int out_ended_by_copy;  /* a copy of the process wrote the end to out_fd 
  * the copy added goes (it is written again, later and whole). */
 void anvil_sink_copy_ended(void)
 {
-    out_ended_by_copy = out_fd >= 0;
+    out_ended_by_copy = out_active;
 }
 
 void anvil_sink_write(const char *buf, uint32_t len)
 {
+    if (!out_active)
+        return;
+    /* A tool that writes as the program runs (memtrace) opened its file before the program
+     * forked: the child goes on in a file of its own (sink_fd). */
+    out_fd = sink_fd();
     if (out_fd < 0)
         return;
     if (out_ended_by_copy) {
         out_ended_by_copy = 0;
         anvil_cut_at(out_fd, out_written);
     }
-    /* A tool that writes as the program runs (memtrace) opened its file before the program
-     * forked: the child goes on in a file of its own (anvil_output_of_this_process). */
-    out_fd = anvil_output_of_this_process(out_fd, out_path, &out_owner, out_written);
     uint32_t done = 0;
     int reopened = 0;
     while (done < len) {
@@ -69,13 +107,18 @@ void anvil_sink_write(const char *buf, uint32_t len)
         done += (uint32_t)n;
     }
     out_written += done;
+    sink_release();
 }
 
 void anvil_sink_close(void)
 {
-    out_fd = anvil_output_of_this_process(out_fd, out_path, &out_owner, out_written);
-    anvil_close(out_fd);
+    if (!out_active)
+        return;
+    out_fd = sink_fd();
+    if (out_fd >= 0)
+        anvil_close(out_fd);
     out_fd = -1;
+    out_active = 0;
 }
 
 /* The compiler may emit calls to these for struct copies and zeroing. */

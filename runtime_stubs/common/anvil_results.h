@@ -11,7 +11,7 @@
  * valgrind's %p): the parent's file stays the parent's whichever exits last. A relative
  * path names a file in the directory the program started in, wherever it has gone since
  * (a program that changes directory wrote its counts there, and ``anvil run`` found none). */
-static int open_results(const char *path, long flags)
+static int open_results_of(const char *path, long flags, long child)
 {
     static char named[sizeof start_dir + 512];
     uint32_t n = 0;
@@ -22,7 +22,6 @@ static int open_results(const char *path, long flags)
     }
     for (uint32_t k = 0; path[k] && n < sizeof named - 22; k++)
         named[n++] = path[k];
-    long child = anvil_forked_child();
     if (child) {
         named[n++] = '.';
         n += (uint32_t)anvil_decimal(named + n, (uint64_t)child);
@@ -39,12 +38,24 @@ static int open_results(const char *path, long flags)
     return (int)high;
 }
 
+/* This process's results file (``path``, or ``path.<pid>`` in a forked child). */
+static int open_results(const char *path, long flags) { return open_results_of(path, flags, anvil_forked_child()); }
+
 /* O_RDWR: a child forked later reads what was written before the fork (below); O_CLOEXEC */
 int anvil_open_write(const char *path) { return open_results(path, 02 | 0100 | 01000 | ANVIL_O_EXTRA); }
 
 /* The same file again, to write on at its end: a program that closes every descriptor
  * (closefrom) closed the one it had. */
 int anvil_reopen_write(const char *path) { return open_results(path, 02 | 02000 | ANVIL_O_EXTRA); }
+
+/* The results file of process ``owner`` (anvil_forked_child's value there: 0 for the
+ * process the program started as), to write on at its end: the sink holds no descriptor
+ * between its writes (anvil_target.c), and a child forked since reads its parent's file
+ * by its parent's name. */
+int anvil_reopen_write_of(const char *path, long owner)
+{
+    return open_results_of(path, 02 | 02000 | ANVIL_O_EXTRA, owner);
+}
 
 /* A child forked after its parent opened a results file (a tool that writes as the program
  * runs: memtrace's trace) shares the file and the offset with it, and holds a copy of the

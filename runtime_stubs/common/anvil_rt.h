@@ -134,6 +134,7 @@ void anvil_close(int fd);
 /* No process forks or closes descriptors on bare metal (Cortex-M): these compile to nothing there. */
 static inline long anvil_forked_child(void) { return 0; }
 static inline int anvil_reopen_write(const char *path) { (void)path; return -1; }
+static inline int anvil_reopen_write_of(const char *path, long owner) { (void)path, (void)owner; return -1; }
 static inline void anvil_cut_at(int fd, uint64_t length) { (void)fd, (void)length; }
 static inline int anvil_output_of_this_process(int fd, const char *path, long *owner, uint64_t written)
 {
@@ -145,6 +146,9 @@ static inline int anvil_output_of_this_process(int fd, const char *path, long *o
 long anvil_forked_child(void);
 /* anvil_open_write's file opened again to write at its end (the program closed it). */
 int anvil_reopen_write(const char *path);
+/* The results file ``path`` of process ``owner`` (anvil_forked_child's value there), opened
+ * to write at its end. */
+int anvil_reopen_write_of(const char *path, long owner);
 /* Cut the file ``fd`` to ``length`` bytes and write on from there. */
 void anvil_cut_at(int fd, uint64_t length);
 /* The descriptor this process writes a results file to: ``fd``, which process ``*owner``

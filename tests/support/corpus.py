@@ -1063,6 +1063,254 @@ def _pdf() -> bytes:
     return bytes(out)
 
 
+def _aes_sbox() -> list[int]:
+    """AES's S-box, computed (multiplicative inverse in GF(2^8), then the affine map)."""
+    def mul(a: int, b: int) -> int:
+        product = 0
+        while b:
+            if b & 1:
+                product ^= a
+            a = ((a << 1) ^ (0x1B if a & 0x80 else 0)) & 0xFF
+            b >>= 1
+        return product
+
+    box = []
+    for x in range(256):
+        inverse = next((y for y in range(1, 256) if mul(x, y) == 1), 0)
+        s = inverse
+        for shift in range(1, 5):
+            s ^= ((inverse << shift) | (inverse >> (8 - shift))) & 0xFF
+        box.append(s ^ 0x63)
+    return box
+
+
+def _aes_schedule_with_errors() -> bytes:
+    """aesfix's input: the AES-128 key schedule (176 bytes) of a fixed key, hex, with three bits
+    decayed from 1 to 0 (what a cold-boot memory image gives it to correct)."""
+    box = _aes_sbox()
+    words = [list(range(i, i + 4)) for i in range(0, 16, 4)]  # the key 00 01 02 ... 0f
+    rcon = 1
+    for i in range(4, 44):
+        word = list(words[i - 1])
+        if i % 4 == 0:
+            word = [box[b] for b in word[1:] + word[:1]]
+            word[0] ^= rcon
+            rcon = ((rcon << 1) ^ (0x1B if rcon & 0x80 else 0)) & 0xFF
+        words.append([a ^ b for a, b in zip(words[i - 4], word)])
+    schedule = bytearray(b for word in words for b in word)
+    for byte in (5, 37, 125):
+        schedule[byte] &= schedule[byte] - 1  # its lowest 1 bit decayed
+    return " ".join(f"{b:02x}" for b in schedule).encode() + b"\n"
+
+
+#: figtoipe's input: a FIG 3.2 figure (a polyline, a box, an ellipse, an arc, text in two
+#: fonts, a user colour, a depth order).
+FIG_FIGURE = b"""#FIG 3.2
+Landscape
+Center
+Metric
+A4
+100.00
+Single
+-2
+1200 2
+0 32 #a0b0c0
+2 1 0 2 0 7 50 -1 -1 0.000 0 0 -1 0 0 4
+\t 1200 1200 3000 1200 3000 2400 1800 3000
+2 2 0 1 32 32 40 -1 20 0.000 0 0 -1 0 0 5
+\t 600 600 2400 600 2400 1800 600 1800 600 600
+1 3 0 1 0 7 30 -1 -1 0.000 1 0.0000 4000 2000 600 600 4000 2000 4600 2000
+5 1 0 1 0 7 50 -1 -1 0.000 0 0 1 0 3000.000 3000.000 2400 3000 3000 2400 3600 3000
+\t1 1 1.00 60.00 120.00
+4 0 0 50 -1 0 12 0.0000 4 135 540 1200 4200 Hello FIG\\001
+4 1 4 20 -1 2 18 0.5236 4 195 900 3000 4800 rotated\\001
+"""
+
+
+def _dmk_image() -> bytes:
+    """analyze-dmk's input: a DMK image of two tracks, double density, single sided, each with
+    two sectors (ID address marks, data, CRCs as the format has them)."""
+    import binascii
+
+    def crc(data: bytes) -> bytes:
+        return binascii.crc_hqx(data, 0xFFFF).to_bytes(2, "big")
+
+    track_length = 0x1900
+    tracks = []
+    for cylinder in range(2):
+        body = bytearray(b"\x4e" * 32)
+        pointers = []
+        for sector in (1, 2):
+            body += b"\x00" * 12 + b"\xa1\xa1\xa1"
+            pointers.append(0x80 + len(body))  # the mark's byte, after the three A1s
+            idam = b"\xa1\xa1\xa1\xfe" + bytes((cylinder, 0, sector, 1))
+            body += idam[3:] + crc(idam) + b"\x4e" * 22 + b"\x00" * 12
+            data = b"\xa1\xa1\xa1\xfb" + bytes((cylinder * 16 + sector + i) & 0xFF for i in range(256))
+            body += b"\xa1\xa1\xa1" + data[3:] + crc(data) + b"\x4e" * 24
+        table = b"".join((0x8000 | p).to_bytes(2, "little") for p in pointers).ljust(0x80, b"\x00")
+        tracks.append((table + body).ljust(track_length, b"\x4e"))
+    header = bytes((0, 2)) + track_length.to_bytes(2, "little") + bytes((0x10,)) + b"\x00" * 11
+    return header + b"".join(tracks)
+
+
+def _png(width: int = 8, height: int = 8) -> bytes:
+    """An RGB PNG of ``width`` × ``height`` (a gradient), for exiv2 to write metadata into."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + bytes(v for x in range(width) for v in (x * 30, y * 30, 128)) for y in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b""))
+
+
+#: busybox ash's script: signal traps (a handler run between commands), errors that unwind
+#: the shell by longjmp (an unset parameter's error inside a subshell and an eval), subshells
+#: and pipelines of builtins (fork without exec), functions, arithmetic.
+BUSYBOX_SH_SCRIPT = r'''
+trap 'echo "trapped USR1 at $n"' USR1
+trap 'echo "exit trap"' EXIT
+n=0; while [ $n -lt 50 ]; do n=$((n + 1)); [ $((n % 17)) -eq 0 ] && kill -USR1 $$; done
+f() { local x=$1; [ "$x" -le 1 ] && { echo 1; return; }; echo $(( x * $(f $((x - 1))) )); }
+echo "fact 10 = $(f 10)"
+( : ${missing?is unset}; echo not reached ); echo "subshell status $?"
+( eval 'echo ${also_missing:?gone}' ) 2>/dev/null; echo "after eval $?"
+printf '%s\n' c a b | while read -r w; do echo "w=$w"; done
+echo "a:b:c" | { IFS=: read -r p q r; echo "$r$q$p"; }
+case "$n" in 5*) echo fifty;; *) echo other;; esac
+set -- one two three; shift; echo "$# $*"
+exit 3
+'''
+
+#: sash's commands: its built-ins, run without a fork, on files of the run directory.
+SASH_COMMANDS = b"""-echo start
+-mkdir d1
+-cp input.txt d1/copy.txt
+-mv d1/copy.txt d1/moved.txt
+-cmp input.txt d1/moved.txt
+-chmod 600 d1/moved.txt
+-ls -l d1
+-grep include input.txt
+-sum input.txt
+-rm d1/moved.txt
+-rmdir d1
+-ls d1
+alias ll -ls
+ll Makefile
+-echo done
+exit
+"""
+
+def _y4m(width: int, height: int, frames: int) -> bytes:
+    """A YUV4MPEG2 clip (4:2:0) of moving gradients, for an encoder."""
+    out = bytearray(b"YUV4MPEG2 W%d H%d F25:1 Ip A1:1 C420jpeg\n" % (width, height))
+    for f in range(frames):
+        out += b"FRAME\n"
+        out += bytes((x * 7 + y * 3 + f * 11) & 0xFF for y in range(height) for x in range(width))
+        out += bytes((x * 5 + f * 13) & 0xFF for y in range(height // 2) for x in range(width // 2)) * 2
+    return bytes(out)
+
+
+#: snek's program (Snek: a small Python).
+SNEK_SCRIPT = b"""def fib(n):
+    if n < 2:
+        return n
+    return fib(n - 1) + fib(n - 2)
+
+def primes(limit):
+    found = []
+    for n in range(2, limit):
+        ok = True
+        for p in found:
+            if p * p > n:
+                break
+            if n % p == 0:
+                ok = False
+                break
+        if ok:
+            found = found + [n]
+    return found
+
+print(fib(18))
+ps = primes(400)
+print(len(ps), ps[-3:])
+d = {}
+for w in ["the", "quick", "fox", "the", "lazy", "dog", "the", "end"]:
+    if w in d:
+        d[w] = d[w] + 1
+    else:
+        d[w] = 1
+print(d["the"], len(d))
+x = 1.0
+for i in range(30):
+    x = x / 2 + 1 / x
+print(x, "%d-%s" % (42, "ok"))
+"""
+
+#: tl-parser's schema (Telegram's Type Language).
+TL_SCHEME = b"""int ? = Int;
+long ? = Long;
+string ? = String;
+boolFalse#bc799737 = Bool;
+boolTrue#997275b5 = Bool;
+vector#1cb5c415 {t:Type} # [ t ] = Vector t;
+int128 4*[ int ] = Int128;
+user#a1b2c3d4 id:int first_name:string last_name:string photos:Vector<int> = User;
+userEmpty#d3bc4b7a id:int = User;
+message#12ab34cd id:int from:User text:string flags:# media:flags.0?string = Message;
+---functions---
+getUser#f00dbabe id:int = User;
+getMessages#0badf00d ids:Vector<int> = Vector<Message>;
+"""
+
+
+#: Where ImageMagick 6's modules (its coders and filters, loaded with dlopen) are unpacked.
+IM6_MODULES = "{root}/usr/lib/arm-linux-gnueabihf/ImageMagick-6.9.11/modules-Q16"
+
+#: wannier90's input: silicon's two atoms, four sp3 projections, a 4×4×4 k-point mesh.
+WANNIER_SILICON = (b"num_bands = 8\nnum_wann = 4\n"
+                   b"begin unit_cell_cart\nbohr\n-5.10 0.00 5.10\n0.00 5.10 5.10\n-5.10 5.10 0.00\n"
+                   b"end unit_cell_cart\n"
+                   b"begin atoms_frac\nSi -0.25 0.75 -0.25\nSi 0.00 0.00 0.00\nend atoms_frac\n"
+                   b"begin projections\nSi : sp3\nend projections\n"
+                   b"mp_grid = 4 4 4\nbegin kpoints\n"
+                   + b"".join(b"%.4f %.4f %.4f\n" % (i / 4, j / 4, k / 4)
+                              for i in range(4) for j in range(4) for k in range(4))
+                   + b"end kpoints\n")
+
+#: smfsh's commands: a MIDI file of two tracks built event by event, saved, loaded, shown.
+SMFSH_COMMANDS = b"""ppqn 192
+trackadd
+add 0 903c64
+add 0.5 803c40
+add 0.5 904064
+add 1 804040
+trackadd
+add 0.25 c005
+add 0.25 914370
+add 1.25 814340
+tracks
+track 1
+events
+save song.mid
+load song.mid
+format
+length
+track 2
+events
+event 2
+rm 2
+events
+tempo
+quit
+"""
+
+#: find's and xargs's stdin: names of the run directory's files.
+XARGS_INPUT = b"input.txt Makefile\nedit.vim\ninput2.txt nosuch.txt\n"
+
+
 #: GNU Go's GTP session on a 9×9 board (level 0, a fixed seed).
 GNUGO_COMMANDS = (b"boardsize 9\nclear_board\nkomi 5.5\nplay black E5\ngenmove white\nplay black C3\ngenmove white\n"
                   b"showboard\nestimate_score\nquit\n")
@@ -2806,6 +3054,185 @@ CORPUS: dict[str, Program] = {p.name: p for p in [
     Program("ffjson", _armhf("ffjson"),
             "usr/bin/ffjson", ("-h",),
             "Go: JSON code generator, its usage (generating runs the Go toolchain)", repeatable=False),
+    # The sample of decision 0119 (scripts/debian_sample.py --seed 119): drawn, not chosen.
+    Program("aesfix", _armhf("aesfix"), "usr/bin/aesfix", ("schedule.txt",),
+            "AES key schedule with three flipped bits corrected (a cold-boot attack's tool)",
+            files={"schedule.txt": _aes_schedule_with_errors}),
+    Program("gojay", _armhf("gojay"), "usr/bin/gojay", ("-h",), "Go: JSON code generator, its usage",
+            repeatable=False),
+    Program("starpu_calibrate_bus", _armhf("starpu-tools", "libamd2", "libcolamd2", "libglpk40", "libgmp10",
+                                           "libhwloc15", "libltdl7", "libstarpu-1.3-9", "libsuitesparseconfig5",
+                                           "libudev1", "ocl-icd-libopencl1", "zlib1g", "libgomp1"),
+            "usr/bin/starpu_calibrate_bus", ("--help",),
+            "StarPU's bus calibration, its usage (calibrating measures the machine)",
+            env={"HOME": "/nonexistent"}),
+    Program("analyze-dmk", _armhf("dmktools"), "usr/bin/analyze-dmk", ("disk.dmk",),
+            "a DMK floppy image of two tracks of two sectors analysed (address marks, CRCs)",
+            files={"disk.dmk": _dmk_image}),
+    Program("figtoipe", _armhf("figtoipe", "zlib1g"), "usr/bin/figtoipe", ("-g", "fig.fig", "/proc/self/fd/1"),
+            "C++: a FIG figure (polyline, box, ellipse, arc, rotated text, a user colour) to Ipe's XML",
+            files={"fig.fig": FIG_FIGURE}),
+    Program("ziproxy", _armhf("ziproxy", "libgif7", "libjpeg62-turbo", "libpng16-16", "zlib1g"),
+            "usr/bin/ziproxy", ("-i", "-c", "ziproxy.conf"),
+            "the proxy in inetd mode given a configuration file with an error (its answer to a request "
+            "carries the date)", stdin=b"GET http://localhost/ HTTP/1.0\r\n\r\n",
+            files={"ziproxy.conf": b"Port = 8080\nMaxSize = banana\nNoSuchOption = 1\n"}),
+    Program("teredo-mire", _armhf("miredo", "libcap2", "libjudydebian1"), "usr/bin/teredo-mire", ("--help",),
+            "Teredo responder, its usage (it serves the network)"),
+    Program("killall", _armhf("psmisc", "libtinfo6"), "usr/bin/killall", ("-l",),
+            "psmisc's killall: the signals it knows (killing reads every process of the machine)"),
+    Program("inputplug", _armhf("inputplug", "libbsd0", "libmd0", "libx11-6", "libxi6", "libxcb1", "libxau6",
+                                "libxdmcp6", "libxext6"),
+            "usr/bin/inputplug", ("-n", "-c", "/bin/true"),
+            "XInput monitor without an X display (DISPLAY unset): its refusal",
+            env={"HOME": "/nonexistent"}),
+    Program("smfsh", _armhf("smf-utils", "libblkid1", "libffi8", "libglib2.0-0", "libmount1", "libpcre2-8-0",
+                            "libreadline8", "libselinux1", "libsmf0", "libtinfo6", "zlib1g"),
+            "usr/bin/smfsh", (), "libsmf's shell: a two-track MIDI file built event by event, saved, loaded, "
+            "shown, edited", stdin=SMFSH_COMMANDS),
+    Program("netload", _armhf("netdiag", "libcap2", "libdbus-1-3", "libgcrypt20", "libgpg-error0", "liblz4-1",
+                              "liblzma5", "libncurses6", "libpcap0.8", "libsystemd0", "libtinfo6", "libzstd1"),
+            "usr/bin/netload", ("nosuchdev0",), "an interface's load monitor given a device that does not exist",
+            env={"TERM": "dumb", "HOME": "/nonexistent"}),
+    Program("netread", _armhf("netrw"), "usr/bin/netread", ("-h",), "netrw's receiver, its usage (it needs a "
+            "network peer)"),
+    # Decision 0119's wider draw (scripts/debian_sample.py --seed 120 --min-size 400000): drawn, not chosen.
+    Program("plot-constellations", _armhf("astrometry.net", "libastrometry0", "libbrotli1", "libbsd0", "libbz2-1.0",
+                                          "libcairo2", "libcfitsio10", "libcom-err2", "libcurl3-gnutls", "libdb5.3",
+                                          "libexpat1", "libffi8", "libfontconfig1", "libfreetype6", "libgmp10",
+                                          "libgnutls30", "libgsl27", "libgslcblas0", "libgssapi-krb5-2", "libhogweed6",
+                                          "libidn2-0", "libjpeg62-turbo", "libk5crypto3", "libkeyutils1", "libkrb5-3",
+                                          "libkrb5support0", "libldap-2.5-0", "libmd0", "libnetpbm11", "libnettle8",
+                                          "libnghttp2-14", "libp11-kit0", "libpixman-1-0", "libpng16-16", "libpsl5",
+                                          "librtmp1", "libsasl2-2", "libssh2-1", "libssl3", "libtasn1-6",
+                                          "libunistring2", "libwcs7", "libx11-6", "libxau6", "libxcb-render0",
+                                          "libxcb-shm0", "libxcb1", "libxdmcp6", "libxext6", "libxrender1", "libzstd1",
+                                          "zlib1g"),
+            "usr/bin/plot-constellations", ("-h",), "astrometry.net's constellation plotter, its usage (plotting "
+            "needs a solved field's WCS)"),
+    Program("ecasound", _armhf("ecasound", "libasound2", "libaudiofile1", "libdb5.3", "libflac12", "libjack-jackd2-0",
+                               "liblilv-0-0", "liblo7", "libmp3lame0", "libmpg123-0", "libogg0", "libopus0",
+                               "libreadline8", "libsamplerate0", "libserd-0-0", "libsndfile1", "libsord-0-0",
+                               "libsratom-0-0", "libtinfo6", "libvorbis0a", "libvorbisenc2"),
+            "usr/bin/ecasound", ("-q", "-f:16,1,16000", "-i:in.wav", "-o:out.raw", "-efl:800", "-ea:150"),
+            "C++ audio engine: a WAV file low-pass filtered and amplified, raw samples to stdout; its engine's "
+            "threads make its count vary (QEMU's count of the original: 2,170,997 to 2,171,010)",
+            files={"in.wav": _wav}, links={"out.raw": "/proc/self/fd/1"}, env={"HOME": "/nonexistent"},
+            repeatable=False),
+    Program("cobra-cli", _armhf("cobra-cli"), "usr/bin/cobra-cli", ("--help",),
+            "Go: Cobra's generator given --help, which looks for the Go toolchain first (an exec that fails)",
+            repeatable=False),
+    Program("clippy-driver", _armhf("rust-clippy", "libbsd0", "libedit2", "libffi8", "libicu72", "libllvm14",
+                                    "liblzma5", "libmd0", "libstd-rust-1.63", "libtinfo6", "libxml2", "libz3-4",
+                                    "zlib1g"),
+            "usr/bin/clippy-driver", ("-V",), "Rust's linter driver (rustc's and LLVM's libraries): its version"),
+    Program("rav1e", _armhf("rav1e"), "usr/bin/rav1e",
+            ("in.y4m", "-o", "-", "--threads", "1", "-s", "10", "--quantizer", "120", "--keyint", "2", "-y", "-q"),
+            "Rust AV1 encoder: three 32×32 frames encoded to IVF on stdout; its count varies (QEMU's count of "
+            "the original: 46,194,389 to 46,231,139 in four runs)",
+            files={"in.y4m": lambda: _y4m(32, 32, 3)}, repeatable=False),
+    Program("ffcvt", _armhf("ffcvt"), "usr/bin/ffcvt", ("-h",), "Go: an ffmpeg wrapper, its usage", repeatable=False),
+    Program("frobby", _armhf("frobby", "libgmp10", "libgmpxx4ldbl"), "usr/bin/frobby", ("alexdual",),
+            "C++ with GMP: the Alexander dual of a monomial ideal of four variables",
+            stdin=b"R = QQ[a, b, c, d];\n"
+                  b"I = monomialIdeal(a^3*b, a*b^2*c, b*c^4, c^2*d^3, a*d^2, b^3*d, a^2*c^2*d);\n"),
+    Program("sqop", _armhf("sqop", "libbz2-1.0", "libgmp10", "libhogweed6", "libnettle8"), "usr/bin/sqop",
+            ("dearmor",), "Rust (Sequoia): an ASCII-armoured OpenPGP block decoded to binary",
+            stdin=b"-----BEGIN PGP MESSAGE-----\n\nywtiAAAAAABoZWxsbw==\n=MC2L\n-----END PGP MESSAGE-----\n"),
+    # Decision 0119's third draw (scripts/debian_sample.py --seed 121 --count 6): drawn, not chosen.
+    Program("snek", _armhf("snek-bin", "libreadline8", "libtinfo6"), "usr/bin/snek", ("prog.py",),
+            "Snek (a Python for microcontrollers), host build: functions, recursion, lists, dicts, strings, "
+            "a loop of floats", files={"prog.py": SNEK_SCRIPT}),
+    Program("mgen", _armhf("mgen"), "usr/bin/mgen", ("help",), "a network traffic generator, its usage "
+            "(generating needs a network)"),
+    Program("cu", _armhf("opencu", "libevent-2.1-7"), "usr/bin/cu", ("-l", "nosuch-line"),
+            "a serial terminal given a line that does not exist"),
+    Program("boincscr", _armhf("boinc-screensaver", "libboinc7", "libbsd0", "libmd0", "libssl3", "libxau6",
+                               "libxcb1", "libxdmcp6"),
+            "usr/bin/boincscr", ("--help",), "BOINC's screensaver given --help, without X or a client: the "
+            "original dies of SIGSEGV, and so must the copies",
+            env={"HOME": "/nonexistent"}),
+    Program("tl-parser", _armhf("tl-parser"), "usr/bin/tl-parser", ("-e", "/proc/self/fd/1", "scheme.tl"),
+            "Telegram's TL schema compiler: a schema of types, a generic vector and functions to TLO",
+            files={"scheme.tl": TL_SCHEME}),
+    # Decision 0119's second part, chosen by kind where the draws had not looked: code LLVM generated
+    # (LDC), fork and exec, signal handlers and longjmp, static programs, dlopen'd modules, iconv,
+    # C++ with Boost, Fortran.
+    Program("onedrive", _armhf("onedrive", "libblkid1", "libdeflate0", "libffi8", "libgdk-pixbuf-2.0-0",
+                               "libglib2.0-0", "libjbig0", "libjpeg62-turbo", "liblerc4", "liblzma5", "libmount1",
+                               "libnotify4", "libpcre2-8-0", "libphobos2-ldc-shared100", "libpng16-16", "libselinux1",
+                               "libsqlite3-0", "libtiff6", "libwebp7", "libzstd1", "zlib1g", "libcurl3-gnutls",
+                               "libbrotli1", "libgnutls30", "libgssapi-krb5-2", "libidn2-0", "libldap-2.5-0",
+                               "libnghttp2-14", "libpsl5", "librtmp1", "libssh2-1", "libhogweed6", "libnettle8",
+                               "libgmp10", "libp11-kit0", "libtasn1-6", "libunistring2", "libk5crypto3", "libkrb5-3",
+                               "libkrb5support0", "libcom-err2", "libkeyutils1", "libsasl2-2"),
+            "usr/bin/onedrive", ("--display-config", "--confdir", "cfg", "--syncdir", "sync"),
+            "D built by LDC (LLVM's code generation, as clang's) with its garbage-collected runtime: a "
+            "configuration file read and shown (no network)",
+            files={"cfg/config": b'sync_dir = "sync"\nskip_file = "~*|.~*|*.tmp|*.swp"\nmonitor_interval = "600"\n'},
+            env={"HOME": "/nonexistent"}),
+    Program("find", _armhf("findutils", "libpcre2-8-0", "libselinux1"), "usr/bin/find",
+            (".", "-name", "*.txt", "-exec", "/bin/echo", "one", "{}", ";", "-o", "-name", "M*", "-exec",
+             "/bin/echo", "many", "{}", "+", "-o", "-type", "f", "-printf", "%f %s %m\\n"),
+            "find's -exec (a fork and an exec per file, and one for many), -printf, in the run directory"),
+    Program("xargs", _armhf("findutils", "libpcre2-8-0", "libselinux1"), "usr/bin/xargs",
+            ("-n", "2", "-t", "/usr/bin/wc", "-c"),
+            "xargs: names from stdin, two a command, each run by a fork and an exec (one fails: status 123)",
+            stdin=XARGS_INPUT),
+    Program("sash", _armhf("sash"), "bin/sash", (), "the stand-alone shell (static): its built-ins on files of "
+            "the run directory", stdin=SASH_COMMANDS),
+    Program("busybox-sh", ("busybox-static:armhf",), "bin/busybox", ("-c", BUSYBOX_SH_SCRIPT),
+            "static busybox's ash: traps run by a signal handler, errors unwound by longjmp, subshells and "
+            "pipelines of builtins (fork), functions; its count follows its pid's digits (``kill -USR1 $$``: "
+            "QEMU's count of the original differed by 3 from one run to the next)", argv0="sh", repeatable=False),
+    Program("iconv", _armhf("libc-bin", "libc6"), "usr/bin/iconv", ("-f", "UTF-8", "-t", "IBM037", "input.txt"),
+            "glibc's iconv: UTF-8 to EBCDIC through a gconv module it loads with dlopen",
+            env={"GCONV_PATH": "{root}/usr/lib/arm-linux-gnueabihf/gconv"}),
+    Program("source-highlight", _armhf("source-highlight", "libsource-highlight4v5", "libboost-regex1.74.0",
+                                       "libicu72") + ("libsource-highlight-common",),
+            "usr/bin/source-highlight", ("--data-dir=data", "-s", "c", "-f", "html", "-i", "input.txt", "-o",
+                                         "STDOUT"),
+            "C++ with Boost.Regex: C source highlighted as HTML",
+            links={"data": "{root}/usr/share/source-highlight"}),
+    Program("pdftotext", _armhf("poppler-utils", "libbrotli1", "libbsd0", "libcairo2", "libdeflate0", "libexpat1",
+                                "libfontconfig1", "libfreetype6", "libjbig0", "libjpeg62-turbo", "liblcms2-2",
+                                "liblerc4", "liblzma5", "libmd0", "libnspr4", "libnss3", "libopenjp2-7",
+                                "libpixman-1-0", "libpng16-16", "libpoppler126", "libsqlite3-0", "libtiff6", "libwebp7",
+                                "libx11-6", "libxau6", "libxcb-render0", "libxcb-shm0", "libxcb1", "libxdmcp6",
+                                "libxext6", "libxrender1", "libzstd1", "zlib1g"),
+            "usr/bin/pdftotext", ("-layout", "in.pdf", "-"), "poppler (C++): a two-page PDF's text, laid out",
+            files={"in.pdf": _pdf}, env={"HOME": "/nonexistent"}),
+    Program("exiv2", _armhf("exiv2", "libexiv2-27", "libexpat1", "zlib1g", "libbrotli1", "libinih1", "libinireader0"),
+            "usr/bin/exiv2", ("-pa", "image.png"),
+            "C++ (exceptions): Exif, IPTC and XMP written into a PNG by the original, then read back",
+            files={"image.png": _png},
+            setup=(("-M", "set Exif.Image.Artist Anvil", "-M", "set Exif.Photo.UserComment charset=Ascii hello",
+                    "-M", "set Iptc.Application2.Caption a caption",
+                    "-M", "set Xmp.dc.title lang=en-US Title",
+                    "image.png"),)),
+    Program("convert", _armhf("imagemagick-6.q16", "gcc-12-base", "libaom3", "libbz2-1.0", "libblkid1",
+                              "libbrotli1", "libbsd0",
+                              "libdav1d6", "libde265-0", "libdeflate0", "libexpat1", "libffi8", "libfftw3-double3",
+                              "libfontconfig1", "libfreetype6", "libglib2.0-0", "libgomp1", "libheif1", "libicu72",
+                              "libjbig0", "libjpeg62-turbo", "liblcms2-2", "liblerc4", "liblqr-1-0", "libltdl7",
+                              "liblzma5", "libmagickcore-6.q16-6", "libmagickwand-6.q16-6", "libmd0", "libmount1",
+                              "libopenjp2-7", "libpcre2-8-0", "libpng16-16", "libselinux1", "libtiff6", "libwebp7",
+                              "libwebpdemux2", "libwebpmux3", "libx11-6", "libx265-199", "libxau6", "libxcb1",
+                              "libxdmcp6", "libxext6", "libxml2", "libzstd1", "zlib1g"),
+            "usr/bin/convert-im6.q16", ("-size", "24x24", "gradient:red-blue", "-swirl", "90", "-resize", "12x12",
+                                        "-colors", "8", "txt:-"),
+            "ImageMagick 6: a gradient swirled, resized, quantised, as text (coders loaded as modules)",
+            env={"MAGICK_THREAD_LIMIT": "1", "OMP_NUM_THREADS": "1", "HOME": "/nonexistent",
+                 "MAGICK_CODER_MODULE_PATH": IM6_MODULES + "/coders",
+                 "MAGICK_CODER_FILTER_PATH": IM6_MODULES + "/filters",
+                 "MAGICK_CONFIGURE_PATH": "{root}/etc/ImageMagick-6"}),
+    Program("wannier90", _armhf("wannier90", "gcc-12-base", "libblas3", "libgfortran5", "liblapack3"),
+            "usr/bin/wannier90.x", ("-pp", "si"),
+            "Fortran: Wannier90's set-up of silicon (lattice, k-point mesh, neighbour shells, projections), "
+            "written to its files (not compared: they carry the date and the run time)",
+            env={"LD_LIBRARY_PATH": ":".join("{root}/usr/lib/arm-linux-gnueabihf" + d
+                                             for d in ("", "/blas", "/lapack"))},
+            files={"si.win": WANNIER_SILICON}),
 ]}
 
 #: The entries drawn by ``scripts/debian_sample.py --seed S`` (S -> names: decisions 0104 and
@@ -2820,7 +3247,11 @@ DRAWN = {104: ("etags", "proftmb", "dvipng", "icmpush", "balloon", "stm32flash",
                "distcc", "lwatch", "opj_server", "epstool", "devtodo", "crac-index", "lowdown", "altair", "vivid",
                "dvdauthor", "icedax", "pasco"),
          112: ("wsclean", "vdb_tool", "btmon", "i686-w64-mingw32-cpp-posix", "minizinc", "csvSelect", "ssr-aap.nox",
-               "zabbix_js", "stxxl_tool", "ffjson")}
+               "zabbix_js", "stxxl_tool", "ffjson"),
+         119: ("aesfix", "gojay", "starpu_calibrate_bus", "analyze-dmk", "figtoipe", "ziproxy", "teredo-mire",
+               "killall", "inputplug", "smfsh", "netload", "netread"),
+         121: ("snek", "mgen", "cu", "boincscr", "tl-parser"),
+         120: ("plot-constellations", "ecasound", "cobra-cli", "clippy-driver", "rav1e", "ffcvt", "frobby", "sqop")}
 
 #: Files every run directory gets.
 FILES = {

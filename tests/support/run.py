@@ -112,6 +112,21 @@ def forked_results(directory: Path, tool: str) -> list[bytes]:
     return sorted(p.read_bytes() for p in directory.glob(f"prog.{tool}.out.*") if p.suffix[1:].isdigit())
 
 
+def trace_stores(binary: Path, trace: Path, symbol: str) -> int:
+    """memtrace's text trace ``trace``: its stores into ``symbol`` of ``binary`` (built
+    without PIE, so the trace's addresses are the symbol table's)."""
+    from tests.support.samples import symbol_span
+
+    start, end = symbol_span(binary, symbol)
+    stores = 0
+    with open(trace) as f:
+        for line in f:
+            if not line.startswith("#"):
+                _, ea, _, kind = line.split()
+                stores += kind == "S" and start <= int(ea, 16) < end
+    return stores
+
+
 def assert_same_behaviour(original: Run, instrumented: Run) -> None:
     """Byte-identical stdout and stderr, identical exit status."""
     assert instrumented.returncode == original.returncode
