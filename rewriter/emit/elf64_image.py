@@ -195,7 +195,7 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     if built is not None:
         tail, linked = built.link(region + library_offset)
         symbols.update(linked)
-    data = bytearray(code.finish(lambda key: code.labels[key]))
+    data = code.finish(lambda key: code.labels[key])
     data += b"\0" * (library_offset - len(data)) + tail
     report.region, report.region_size = region, len(data)
 
@@ -267,5 +267,5 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     out += b"\0" * (region_offset - len(out))
     out += data
     out += overlay
-    atomic_write(output, bytes(out))
+    atomic_write(output, out)
     return report

@@ -1219,7 +1219,7 @@ def offset_in(elf: ELFFile, vaddr: int) -> int:
     raise AssertionError(f"{vaddr:#x} is not in the file")
 
 
-def atomic_write(path: str, data: bytes, mode: int = 0o755) -> None:
+def atomic_write(path: str, data: bytes | bytearray, mode: int = 0o755) -> None:
     """Write ``data`` to ``path`` through a temporary file, so a failure leaves no partial output."""
     directory = os.path.dirname(os.path.abspath(path)) or "."
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".anvil-")

@@ -147,8 +147,9 @@ class Code64:
         labels = self.labels
         labels.update(zip(list(labels), [at + delta for at in labels.values()]))
 
-    def finish(self, resolve: Resolver) -> bytes:
-        """Fill in the displacements and the other fixups; the finished bytes."""
+    def finish(self, resolve: Resolver) -> bytearray:
+        """Fill in the displacements and the other fixups; the finished bytes (the code's
+        own buffer, not a copy: a large program's region is a hundred MB)."""
         data, base = self._bytes, self.base
         copy_of = self.copy_of
         looked_up = [lookup(key) for lookup, key in self._lookups]
@@ -171,4 +172,4 @@ class Code64:
             if len(filled) != size:
                 raise AssertionError(f"fixup at {base + offset:#x} produced {len(filled)} bytes, reserved {size}")
             data[offset:offset + size] = filled
-        return bytes(data)
+        return data
