@@ -264,8 +264,7 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
         struct.pack_into("<QQ", out, header + 32, grown, max(grown, text["p_memsz"]))
     report.loader_stub = [f"{address:#x}" for address, _ in stub.pieces]
     struct.pack_into("<Q", out, 24, stub.entry)
-    out += b"\0" * (region_offset - len(out))
-    out += data
-    out += overlay
-    atomic_write(output, out)
+    # Written in parts: joined, the image and the region (a large program's: a hundred MB
+    # each) would be held twice at the end.
+    atomic_write(output, [out, bytes(region_offset - len(out)), data, overlay])
     return report

@@ -25,6 +25,7 @@ calls step over the red zone too.
 from __future__ import annotations
 
 import struct
+from array import array
 from collections.abc import Callable
 
 import capstone
@@ -90,7 +91,7 @@ class CountingHooks:
         # entries and procedures that start threads); ``lock_sites``: where those prefixes are.
         self.threaded = threaded
         self.thread_starts = thread_starts or set()
-        self._lock_offsets: list[int] = []  # where those prefixes are in the code (below)
+        self._lock_offsets = array("q")  # where those prefixes are in the code (below)
         self._code: Code64 | None = None
         self.lockable = 0
         self.switch_cases = switch_cases
