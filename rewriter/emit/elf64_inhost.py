@@ -12,6 +12,7 @@ repeat filters among them.
 from __future__ import annotations
 
 import io
+import os
 import time
 from collections.abc import Callable
 
@@ -142,6 +143,5 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
                              "flag_saves": hooks.flag_saves, "exit_calls": hooks.exit_calls,
                              "unknown_syscalls": hooks.unknown_syscalls, "repeated": hooks.repeated}
     report.rewrite_seconds = time.monotonic() - started
-    with open(output, "rb") as f:
-        report.output_size = len(f.read())
+    report.output_size = os.path.getsize(output)  # (not read back: a large program's is a hundred MB)
     return report
