@@ -12,12 +12,15 @@ Workloads (each about 0.5-2 s natively; Debian's own stripped programs and a sam
 
 Columns: the original's median wall seconds, then per runner its median wall time over the
 original's: Anvil inscount, bbcount and cachesim (InHost, default geometry: 16 KiB,
-8-way, 64-byte lines), ``valgrind --tool=none`` (its translation alone), ``valgrind
+8-way, 64-byte lines), inscount and cachesim ReHost (``anvil run``: the program natively,
+its records to a server of its own on loopback, whose analysis runs on the other core;
+the client's and the server's start-up, about half a second, included),
+``valgrind --tool=none`` (its translation alone), ``valgrind
 --tool=cachegrind --cache-sim=yes`` (its I1/D1/LL cache simulation), ``valgrind
 --tool=lackey`` (its instruction count, ``--basic-counts=yes``; on ``--lackey`` only:
 50-150x), ``qemu-x86_64`` (plain user-mode emulation); with ``--memtrace``, memtrace beside
 Lackey's trace of every access (``--trace-mem=yes``). Every run's standard output is
-compared with the original's: a runner that printed otherwise is marked ``DIFF``.
+compared with the original's, and its exit status: a runner that differs is marked ``DIFF``.
 
     python3 benchmarks/x86_64.py                 # median of 3 runs
     python3 benchmarks/x86_64.py --runs 5 --only gzip --lackey
@@ -38,6 +41,7 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+REHOST = {"inscount ReHost": "inscount", "cachesim ReHost": "cachesim"}  # column -> tool
 
 
 def _text(path: Path, mib: float) -> Path:
@@ -67,14 +71,15 @@ def _workloads(tmp: Path, scale: float = 1.0) -> dict[str, tuple[Path, list[str]
 
 
 def _time(cmd: list[str], cwd: Path) -> tuple[float, bytes]:
+    """Wall seconds of ``cmd``, and what it did: its standard output and exit status."""
     start = time.perf_counter()
     done = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start, done.stdout
+    return time.perf_counter() - start, done.stdout + f"\nexit status {done.returncode}".encode()
 
 
-def _instrument(program: Path, tool: str, out: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "rewriter.cli", "instrument", "--tool", tool, str(program), "-o", str(out)],
-                   check=True, capture_output=True, cwd=REPO_ROOT)
+def _instrument(program: Path, tool: str, out: Path, mode: str = "inhost") -> Path:
+    subprocess.run([sys.executable, "-m", "rewriter.cli", "instrument", "--tool", tool, "--mode", mode, str(program),
+                    "-o", str(out)], check=True, capture_output=True, cwd=REPO_ROOT)
     return out
 
 
@@ -93,7 +98,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         workloads = {k: v for k, v in _workloads(tmp, args.scale).items() if not args.only or args.only in k}
-        runners = ["inscount", "bbcount", "cachesim", "valgrind none", "valgrind cachegrind"] \
+        runners = ["inscount", "bbcount", "cachesim", *REHOST, "valgrind none", "valgrind cachegrind"] \
             + (["valgrind lackey"] if args.lackey else []) \
             + (["qemu-x86_64"] if shutil.which("qemu-x86_64") else []) \
             + (["memtrace", "lackey trace"] if args.memtrace else [])
@@ -110,6 +115,10 @@ def main() -> int:
             for tool in ("inscount", "bbcount", "cachesim") + (("memtrace",) if args.memtrace else ()):
                 (local / tool).mkdir()
                 commands[tool] = [str(_instrument(plain, tool, local / tool / "prog")), *argv]
+            for runner, tool in REHOST.items():
+                (local / runner.replace(" ", "-")).mkdir()
+                rehost = _instrument(plain, tool, local / runner.replace(" ", "-") / "prog", "rehost")
+                commands[runner] = [sys.executable, "-m", "rewriter.cli", "run", "-q", str(rehost), "--", *argv]
             commands["valgrind none"] = ["valgrind", "--tool=none", "-q", str(plain), *argv]
             commands["valgrind cachegrind"] = ["valgrind", "--tool=cachegrind", "-q", "--cache-sim=yes",
                                                "--cachegrind-out-file=/dev/null", str(plain), *argv]

@@ -1,9 +1,10 @@
 """The client side of a ReHost run: start the program with a channel, forward its records.
 
 The program inherits one end of a SOCK_SEQPACKET socket pair as file descriptor
-CHANNEL_FD (the communicator's channel, runtime_stubs/arm/anvil_channel.c). A pump
+CHANNEL_FD (the communicator's channel, runtime_stubs/common/anvil_channel_linux.h). A pump
 thread reads its messages, learns from the kernel which process sent each one, and
-hands them to that process's gRPC stream; when the server is gone the pump keeps
+hands them to that process's gRPC stream (or, without a server, to its session in this
+process: rehost/local.py); when the server is gone the pump keeps
 reading and counts what it drops, so the program never blocks on a dead server and
 always finishes with its own output and exit status. The results the server sends back
 are written where the InHost program would have written them.
@@ -31,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -38,9 +40,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from rewriter.errors import AnvilError
 
 from . import PROGRAM_ENVIRONMENT
+
+if TYPE_CHECKING:  # (local imports server, which imports this module)
+    from .local import LocalAnalysis, LocalSession
 from .protocol import SERVICE, messages, services
 
-CHANNEL_FD = 1000          # must match ANVIL_REHOST_FD in runtime_stubs/arm/anvil_channel.c
+CHANNEL_FD = 1000          # must match ANVIL_REHOST_FD in runtime_stubs/common/anvil_channel_linux.h
 CHUNK = 1 << 20
 SOCKET_BUFFER = 4 << 20
 QUEUE_CHUNKS = 32          # the bridge buffers at most this many chunks; then the program waits
@@ -148,6 +153,10 @@ class _Forward:
         if not self._put(chunk):
             self.lost += len(chunk)
 
+    def end(self) -> None:
+        """The stream is over: the call sends what is queued and ends."""
+        self._put(None)
+
     def finish(self, returncode: int | None, stdout: bytes = b"", stderr: bytes = b"") -> Outcome:
         """Wait for the server's answer and say what happened."""
         self._rpc.join()
@@ -165,6 +174,15 @@ class _Forward:
         return outcome
 
 
+def _session(channel: grpc.Channel | LocalAnalysis, tool: str, site_table: bytes, program: str,
+             token: str) -> _Forward | LocalSession:
+    """A session for one process's stream: a gRPC call to the server on ``channel``, or the
+    analysis in this process (``anvil run`` without --server)."""
+    if isinstance(channel, grpc.Channel):
+        return _Forward(channel, tool, site_table, program, token)
+    return channel.session(tool, site_table, program, token)
+
+
 class _Processes:
     """Routes each process's bytes to a session of its own (decision 0031).
 
@@ -178,12 +196,13 @@ class _Processes:
     Thread-safe.
     """
 
-    def __init__(self, root: _Forward, start_child: Callable[[], _Forward], root_key: int | None = None) -> None:
+    def __init__(self, root: _Forward | LocalSession, start_child: Callable[[], _Forward | LocalSession],
+                 root_key: int | None = None) -> None:
         self.root = root
         self.start_child = start_child
         self.root_key = root_key
-        self.sessions: dict[int, _Forward | None] = {} if root_key is None else {root_key: root}
-        self.children: dict[int, _Forward] = {}
+        self.sessions: dict[int, _Forward | LocalSession | None] = {} if root_key is None else {root_key: root}
+        self.children: dict[int, _Forward | LocalSession] = {}
         self.spools: dict[int, tempfile.SpooledTemporaryFile] = {}
         self.inherited: dict[int, int] = {}  # bytes at the start of a session's stream that its parent sent
         # A child whose session waits for its parent's: (parent, bytes of its stream sent by the
@@ -271,7 +290,8 @@ class _Processes:
                 self._keep(pid, data)
                 child.send(data)
 
-    def _replay(self, spool: tempfile.SpooledTemporaryFile, upto: int, pid: int, child: _Forward) -> None:
+    def _replay(self, spool: tempfile.SpooledTemporaryFile, upto: int, pid: int,
+                child: _Forward | LocalSession) -> None:
         """Send the first ``upto`` bytes of ``spool`` to ``child`` (process ``pid``) and keep them as its own."""
         end = spool.tell()
         spool.seek(0)
@@ -300,7 +320,7 @@ class _Processes:
                 self.stray += sum(len(data) for data in meanwhile)
             self.waiting.clear()
             for forward in {self.root, *self.children.values()}:
-                forward._put(None)
+                forward.end()
             for spool in self.spools.values():
                 spool.close()
 
@@ -317,10 +337,11 @@ def _sender(ancillary: list[tuple[int, int, bytes]]) -> int:
     return 0
 
 
-def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, program: str,
+def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_table: bytes, program: str,
         token: str = "", env: dict[str, str] | None = None, cwd: str | None = None,
-        stdin: bytes | None = None) -> Outcome:
-    """Run ``cmd`` with the record channel, streaming its records to the server on ``channel``.
+        stdin: bytes | None = None, executable: str | None = None) -> Outcome:
+    """Run ``cmd`` (the program ``executable``, if not cmd[0]: cmd[0] is then its argv[0])
+    with the record channel, streaming its records to the server on ``channel``.
 
     The program gets ``env`` (default: the user's environment as it was), runs in
     ``cwd``; with ``stdin`` given, its input is that and its output is captured
@@ -333,18 +354,18 @@ def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, pro
         end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
         end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
     ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-    forward = _Forward(channel, tool, site_table, program, token)
-    processes = _Processes(forward, lambda: _Forward(channel, tool, site_table, program, token))
+    forward = _session(channel, tool, site_table, program, token)
+    processes = _Processes(forward, lambda: _session(channel, tool, site_table, program, token))
     saved = os.dup(CHANNEL_FD) if _fd_open(CHANNEL_FD) else None
     try:
         os.dup2(theirs.fileno(), CHANNEL_FD, inheritable=True)
         try:
             pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE} \
                 if stdin is not None else {}
-            proc = subprocess.Popen(cmd, pass_fds=(CHANNEL_FD,), env=PROGRAM_ENVIRONMENT if env is None else env,
-                                    cwd=cwd, **pipes)
+            proc = subprocess.Popen(cmd, executable=executable, pass_fds=(CHANNEL_FD,),
+                                    env=PROGRAM_ENVIRONMENT if env is None else env, cwd=cwd, **pipes)
         except OSError as e:
-            forward._put(None)
+            forward.end()
             raise AnvilError(f"cannot start {cmd[0]}: {e.strerror}") from None
     finally:
         if saved is not None:
@@ -364,7 +385,7 @@ def run(cmd: list[str], channel: grpc.Channel, tool: str, site_table: bytes, pro
     return outcome
 
 
-def run_with_pipe(cmd: list[str], pipe_path: str, channel: grpc.Channel, tool: str, site_table: bytes,
+def run_with_pipe(cmd: list[str], pipe_path: str, channel: grpc.Channel | LocalAnalysis, tool: str, site_table: bytes,
                   program: str, token: str = "") -> Outcome:
     """Run ``cmd``, an emulator whose target writes its records to the host file ``pipe_path``
     (ARM semihosting, or QEMU ``-serial file:PATH`` for a UART), forwarding what it writes
@@ -379,13 +400,13 @@ def run_with_pipe(cmd: list[str], pipe_path: str, channel: grpc.Channel, tool: s
     if os.path.lexists(pipe_path):
         os.unlink(pipe_path)
     os.mkfifo(pipe_path, 0o600)
-    forward = _Forward(channel, tool, site_table, program, token)
+    forward = _session(channel, tool, site_table, program, token)
     fd = os.open(pipe_path, os.O_RDWR | os.O_NONBLOCK)
     try:
         try:
             proc = subprocess.Popen(cmd)
         except OSError as e:
-            forward._put(None)
+            forward.end()
             forward.finish(None)
             raise AnvilError(f"cannot start {cmd[0]}: {e.strerror}") from None
         exited = False
@@ -403,14 +424,15 @@ def run_with_pipe(cmd: list[str], pipe_path: str, channel: grpc.Channel, tool: s
             if exited:
                 break
             exited = proc.poll() is not None  # one more pass drains what it wrote last
-        forward._put(None)
+        forward.end()
     finally:
         os.close(fd)
         os.unlink(pipe_path)
     return forward.finish(proc.returncode)
 
 
-def listen(address: str, channel: grpc.Channel, tool: str, site_table: bytes, program: str, token: str = "",
+def listen(address: str, channel: grpc.Channel | LocalAnalysis, tool: str, site_table: bytes, program: str,
+           token: str = "",
            ready: Callable[[str], None] = lambda where: None, timeout: float | None = None,
            linger: float = LINGER) -> Outcome:
     """Wait for a program to connect over TCP (ANVIL_REHOST_CONNECT) and forward its records.
@@ -428,15 +450,15 @@ def listen(address: str, channel: grpc.Channel, tool: str, site_table: bytes, pr
     with server:
         server.settimeout(timeout)
         bound_host, bound_port = server.getsockname()[:2]
-        forward = _Forward(channel, tool, site_table, program, token)
+        forward = _session(channel, tool, site_table, program, token)
         ready(f"{bound_host}:{bound_port}")
         try:
             conn, _ = server.accept()
         except TimeoutError:
-            forward._put(None)
+            forward.end()
             forward.finish(None)
             raise AnvilError(f"no program connected to {bound_host}:{bound_port} within {timeout:g} s") from None
-        processes = _Processes(forward, lambda: _Forward(channel, tool, site_table, program, token), root_key=0)
+        processes = _Processes(forward, lambda: _session(channel, tool, site_table, program, token), root_key=0)
         readers = [_read_connection(conn, 0, processes)]
         server.settimeout(ACCEPT_POLL)
         last_open = time.monotonic()
@@ -500,7 +522,7 @@ def _read_exactly(conn: socket.socket, size: int, timeout: float = CONNECT_TIMEO
     return data
 
 
-def read_records(path: str, channel: grpc.Channel, tool: str, site_table: bytes, program: str,
+def read_records(path: str, channel: grpc.Channel | LocalAnalysis, tool: str, site_table: bytes, program: str,
                  token: str = "", idle: float = 2.0) -> Outcome:
     """Forward the records a program wrote elsewhere: a file (semihosting through OpenOCD
     or pyOCD, QEMU ``-serial file:``), a named pipe, or a serial device (a board's UART
@@ -513,7 +535,7 @@ def read_records(path: str, channel: grpc.Channel, tool: str, site_table: bytes,
         fd = os.open(path, os.O_RDONLY | os.O_NOCTTY)
     except OSError as e:
         raise AnvilError(f"cannot read records from {path}: {e.strerror}") from None
-    forward = _Forward(channel, tool, site_table, program, token)
+    forward = _session(channel, tool, site_table, program, token)
     try:
         serial = os.isatty(fd)
         if serial:
@@ -530,7 +552,7 @@ def read_records(path: str, channel: grpc.Channel, tool: str, site_table: bytes,
             forward.send(chunk)
     finally:
         os.close(fd)
-        forward._put(None)
+        forward.end()
     return forward.finish(None)
 
 

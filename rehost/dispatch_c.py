@@ -52,6 +52,17 @@ class CDispatcher:
         shutil.copyfile(library, private)
         self.lib = ctypes.CDLL(private, mode=ctypes.RTLD_LOCAL)
         self._loaded = True
+        try:  # a library built before x86-64 programs had records reads 32-bit words
+            word = ctypes.c_uint32.in_dll(self.lib, "anvil_record_word_bytes").value
+        except ValueError:
+            word = 4
+        if word != table.word_bytes:
+            self.close()
+            programs = {4: "ARM", 8: "x86-64"}
+            raise MissingRoutine(f"the analysis library reads the records of {programs.get(word, '?')} programs, "
+                                 f"and this one is an {programs.get(table.word_bytes, '?')} program (rebuild it "
+                                 f"with{'' if table.word_bytes == 8 else 'out'} -DANVIL_TARGET_X86_64)")
+        self._word = word
         self._keep: list[object] = []  # buffers the library points into
         self._strings: dict[str, ctypes.Array] = {}
         self.routines = []
@@ -135,12 +146,12 @@ class CDispatcher:
     def dispatch(self, data: bytes) -> tuple[int, bool]:
         consumed = ctypes.c_size_t(0)
         count = ctypes.c_uint64(0)
-        status = self.lib.anvil_dispatch(self._sites, len(self.table.sites), data, len(data) // 4,
+        status = self.lib.anvil_dispatch(self._sites, len(self.table.sites), data, len(data) // self._word,
                                          ctypes.byref(consumed), ctypes.byref(count))
         self.records += count.value
-        used = consumed.value * 4
+        used = consumed.value * self._word
         if status < 0:
-            site = int.from_bytes(data[used:used + 4], "little")
+            site = int.from_bytes(data[used:used + self._word], "little")
             raise StreamError(f"unknown site id {site} after {self.records} records "
                               f"(the site table has {len(self.table.sites)})")
         return used, status == 1

@@ -22,7 +22,7 @@ from array import array
 from pathlib import Path
 
 from .sitetable import SiteTable
-from .stream import StreamError
+from .stream import StreamError, word_code
 
 
 class Session:
@@ -92,11 +92,13 @@ class PyDispatcher:
             method(*self.table.static_values(routine, args, self.session.bias))
 
     def dispatch(self, data: bytes) -> tuple[int, bool]:
-        words = array("I")
-        words.frombytes(data[:len(data) & ~3])
+        word = self.table.word_bytes
+        words = array(word_code(word))
+        words.frombytes(data[:len(data) - len(data) % word])
         if sys.byteorder != "little":
             words.byteswap()
         nsites = len(self.sites)
+        end = (1 << 8 * word) - 1  # the end marker: every bit set
         i, n = 0, len(words)
         run: tuple | None = None
         columns: list[list[int]] = []
@@ -104,7 +106,7 @@ class PyDispatcher:
         while i < n:
             site_id = words[i]
             if site_id >= nsites:
-                if site_id == 0xFFFFFFFF:
+                if site_id == end:
                     ended = True
                     break
                 self._flush(run, columns)
@@ -130,7 +132,7 @@ class PyDispatcher:
             for column, value in zip(columns, args):
                 column.append(value)
         self._flush(run, columns)
-        return 4 * i, ended
+        return word * i, ended
 
     @staticmethod
     def _flush(run: tuple | None, columns: list[list[int]]) -> None:

@@ -24,6 +24,14 @@ HOST_DIR = ROOT / "runtime_stubs" / "host"
 # -march=native: the library runs where it is built (the server's machine), and the tools'
 # host fast paths (cachesim's AVX2 or AVX-512 row update) need the CPU's vector instructions.
 CFLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-DANVIL_HOST", "-Wall", "-fno-strict-aliasing"]
+#: The record words of ARM programs (rehost/stream.py); x86-64 programs' are 8 bytes.
+DEFAULT_WORD_BYTES = 4
+
+
+def flags_for(word_bytes: int) -> list[str]:
+    """What builds a library for programs whose record words (and addresses) are
+    ``word_bytes`` wide: anvil_rt.h's anvil_addr is 64-bit for x86-64 programs."""
+    return ["-DANVIL_TARGET_X86_64"] if word_bytes == 8 else []
 
 
 def cpu_identity() -> str:

@@ -47,12 +47,17 @@ def _loadable(path: Path, spec: str) -> Path:
 class Library:
     """Where the analysis comes from: a tool's C by name, a .c file, a shared library or a Python file.
 
-    ``spec`` None means: the tool each session's site table names (a built-in tool).
+    ``spec`` None means: the tool each session's site table names (a built-in tool). C is
+    built for the record words of each session's program (host_build.flags_for: 32-bit for
+    ARM programs, 64-bit for x86-64 ones), once each; a shared library given as it is
+    serves the programs whose words it was built for.
     """
 
     def __init__(self, spec: str | None) -> None:
         self.spec = spec
-        self._built: dict[str, Path] = {}
+        self._sources: list[Path] | None = None  # C built here, per record width
+        self._shared: Path | None = None         # a shared library given as it is
+        self._built: dict[tuple[str, int], Path] = {}
         self._lock = threading.Lock()
         self._python: type | None = None
         if spec is None:
@@ -69,36 +74,105 @@ class Library:
             if not path.is_file():
                 raise AnvilError(f"{spec}: no such file")
             if spec.endswith(".c"):
-                self._built[spec] = host_build.build([path.resolve()])
+                self._sources = [path.resolve()]
             else:
-                self._built[spec] = _loadable(path.resolve(), spec)
+                self._shared = _loadable(path.resolve(), spec)
         else:
-            self._built[spec] = host_build.build(host_build.tool_sources(spec))
+            self._sources = host_build.tool_sources(spec)
+        if self._sources is not None:  # built now: a source that does not compile fails at start-up
+            self._build(spec, self._sources, host_build.DEFAULT_WORD_BYTES)
 
     @classmethod
-    def of_sources(cls, sources: list[str]) -> Library:
+    def of_sources(cls, sources: list[str], word_bytes: int = host_build.DEFAULT_WORD_BYTES) -> Library:
         """A tool file's C files built for the host: what ``anvil run`` gives the local server
-        of a binary whose site table names them."""
+        of a binary whose site table names them (its records' words ``word_bytes`` wide)."""
         missing = [s for s in sources if not Path(s).is_file()]
         if missing:
             raise AnvilError(f"{missing[0]}: the tool's analysis C file is gone (the site table names it)")
         library = cls(None)
         library.spec = " + ".join(sources)
-        library._built[library.spec] = host_build.build([Path(s) for s in sources])
+        library._sources = [Path(s) for s in sources]
+        library._build(library.spec, library._sources, word_bytes)
         return library
 
     @property
     def name(self) -> str:
         return self.spec or "(the tool each binary names)"
 
+    def _build(self, key: str, sources: list[Path], word_bytes: int) -> Path:
+        with self._lock:
+            built = self._built.get((key, word_bytes))
+            if built is None:
+                built = self._built[key, word_bytes] = host_build.build(sources, host_build.flags_for(word_bytes))
+        return built
+
     def dispatcher(self, table: SiteTable):
         if self._python is not None:
             return PyDispatcher(self._python, table)
-        key = self.spec or table.tool
-        with self._lock:
-            if key not in self._built:
-                self._built[key] = host_build.build(host_build.tool_sources(table.tool))
-        return CDispatcher(self._built[key], table)
+        if self._shared is not None:
+            return CDispatcher(self._shared, table)
+        if self._sources is not None:
+            return CDispatcher(self._build(str(self.spec), self._sources, table.word_bytes), table)
+        return CDispatcher(self._build(table.tool, host_build.tool_sources(table.tool), table.word_bytes), table)
+
+
+class SessionRejected(Exception):
+    """A session broke a rule, or its analysis failed: ``status`` says which, as gRPC does."""
+
+    def __init__(self, status: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Session:
+    """One program's analysis: its site table checked, its record stream read and
+    dispatched, its results. What a gRPC session of the server does, and what ``anvil run``
+    does in its own process when no --server is given (rehost/local.py)."""
+
+    def __init__(self, library: Library, site_table: bytes, tool: str | None) -> None:
+        self.started = time.monotonic()
+        try:
+            self.table = parse(site_table, tool)
+            self.dispatcher = library.dispatcher(self.table)
+        except (StreamError, SiteTableError, MissingRoutine, AnvilError) as e:
+            raise SessionRejected(grpc.StatusCode.INVALID_ARGUMENT, str(e)) from None
+        self.reader = StreamReader(self.table, self.dispatcher)
+
+    def feed(self, chunk: bytes) -> None:
+        """Dispatch the records in ``chunk``; SessionRejected (the session closed) if it breaks a rule."""
+        self._checked(self.reader.feed, chunk)
+
+    def finish(self, lost: int = 0) -> messages.Summary:
+        """The stream is over (``lost``: bytes of it that never came): run the end routines;
+        the summary with the results files."""
+        outputs = self._checked(self.reader.finish)
+        self._checked(check_results_size, {path: len(content) for path, content in outputs.items()})  # Python's too
+        self.close()
+        return messages.Summary(
+            ok=True, records=self.dispatcher.records, bytes=self.reader.bytes,
+            complete=self.reader.complete and not lost,
+            outputs=[messages.Output(path=p, content=c) for p, c in outputs.items()], seconds=self.seconds,
+            error="" if not lost else f"{lost} bytes of records were lost before reaching the server")
+
+    @property
+    def seconds(self) -> float:
+        return time.monotonic() - self.started
+
+    def _checked(self, step, *args):
+        try:
+            return step(*args)
+        except ResultsTooLarge as e:
+            self.close()
+            raise SessionRejected(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e)) from None
+        except StreamError as e:
+            self.close()
+            raise SessionRejected(grpc.StatusCode.INVALID_ARGUMENT, str(e)) from None
+        except Exception as e:  # an analysis routine (Python tools are user code) failed
+            self.close()
+            raise SessionRejected(grpc.StatusCode.INTERNAL, f"the analysis failed: {type(e).__name__}: {e}") from None
+
+    def close(self) -> None:
+        self.dispatcher.close()
 
 
 class RehostService:
@@ -115,55 +189,40 @@ class RehostService:
             print(f"anvil rehost-server: {text}", file=self.log, flush=True)
 
     def Analyse(self, request_iterator, context):  # noqa: N802 - gRPC method name
-        session = next(self._ids)
-        started = time.monotonic()
+        number = next(self._ids)
         try:
             first = next(request_iterator, None)
             if first is None or first.WhichOneof("body") != "open":
-                raise StreamError("the session did not start with an open message")
+                raise SessionRejected(grpc.StatusCode.INVALID_ARGUMENT,
+                                      "the session did not start with an open message")
             if self.token and first.open.token != self.token:
                 context.abort(grpc.StatusCode.PERMISSION_DENIED, "wrong or missing token")
-            table = parse(first.open.site_table, first.open.tool or None)
-            dispatcher = self.library.dispatcher(table)
-        except (StreamError, SiteTableError, MissingRoutine, AnvilError) as e:
-            self._say(f"session {session} rejected: {e}")
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+            session = Session(self.library, first.open.site_table, first.open.tool or None)
+        except SessionRejected as e:
+            self._say(f"session {number} rejected: {e}")
+            context.abort(e.status, str(e))
         program = first.open.program or "?"
-        self._say(f"session {session} ({table.tool}, {program}) opened")
-        reader = StreamReader(table, dispatcher)
+        name = f"session {number} ({session.table.tool}, {program})"
+        self._say(f"{name} opened")
         lost = 0
         try:
             for message in request_iterator:
                 body = message.WhichOneof("body")
                 if body == "records":
-                    reader.feed(message.records)
+                    session.feed(message.records)
                 elif body == "lost_bytes":
                     lost += message.lost_bytes
                 else:
-                    raise StreamError(f"unexpected {body} message inside a session")
-            outputs = reader.finish()
-            check_results_size({path: len(content) for path, content in outputs.items()})  # Python tools' too
-        except ResultsTooLarge as e:
-            self._say(f"session {session} ({table.tool}, {program}) failed: {e}")
-            dispatcher.close()
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
-        except StreamError as e:
-            self._say(f"session {session} ({table.tool}, {program}) rejected: {e}")
-            dispatcher.close()
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
-        except Exception as e:  # an analysis routine (Python tools are user code) failed
-            self._say(f"session {session} ({table.tool}, {program}) failed: {type(e).__name__}: {e}")
-            dispatcher.close()
-            context.abort(grpc.StatusCode.INTERNAL, f"the analysis failed: {type(e).__name__}: {e}")
-        dispatcher.close()
-        seconds = time.monotonic() - started
-        state = "complete" if reader.complete else "INCOMPLETE (no end record)"
-        self._say(f"session {session} ({table.tool}, {program}): {dispatcher.records} records, "
-                  f"{reader.bytes} bytes, {state}, {seconds:.2f} s")
-        return messages.Summary(
-            ok=True, records=dispatcher.records, bytes=reader.bytes, complete=reader.complete and not lost,
-            outputs=[messages.Output(path=p, content=c) for p, c in outputs.items()], seconds=seconds,
-            error="" if not lost else f"{lost} bytes of records were lost before reaching the server")
+                    session.close()
+                    raise SessionRejected(grpc.StatusCode.INVALID_ARGUMENT,
+                                          f"unexpected {body} message inside a session")
+            summary = session.finish(lost)
+        except SessionRejected as e:
+            self._say(f"{name} {'failed' if e.status != grpc.StatusCode.INVALID_ARGUMENT else 'rejected'}: {e}")
+            context.abort(e.status, str(e))
+        state = "complete" if session.reader.complete else "INCOMPLETE (no end record)"
+        self._say(f"{name}: {summary.records} records, {summary.bytes} bytes, {state}, {summary.seconds:.2f} s")
+        return summary
 
 
 def _check_bindable(address: str) -> None:

@@ -6,7 +6,9 @@ one entry per argument: the static value, or null for a value the record carries
 ``arrays`` (name, C type, length, whether the program fills it) and ``facts`` (blocks
 and procedures: what the C runtime offers as anvil_block_addr etc.). A firmware
 image's table also has ``channel``: how its records leave the board (``transport``
-"semihosting", or "uart" with ``uart_base``); absent for Linux programs.
+"semihosting", or "uart" with ``uart_base``); absent for Linux programs. ``word_bytes``:
+how wide the words of the program's record stream (and its addresses) are, 8 for an
+x86-64 program; absent (4) for an ARM one.
 """
 
 from __future__ import annotations
@@ -69,12 +71,14 @@ class SiteTable:
     # A tool file's analysis C (absolute paths where it was instrumented): what `anvil run`
     # and `rehost-listen` build for a local server. A server never builds what a session names.
     analysis_sources: list[str] = field(default_factory=list)
+    word_bytes: int = 4  # the record stream's words (rehost/stream.py): the program's address width
 
     def static_values(self, routine: int, args: list, bias: int) -> list:
         """A call's argument values as the routine sees them: instruction addresses moved by
         the load bias; strings stay str and dynamic slots None (the dispatcher fills those)."""
         kinds = self.routines[routine].kinds
-        return [(v + bias) & 0xFFFFFFFF if k == "inst_addr" else v for k, v in zip(kinds, args)]
+        mask = (1 << 8 * self.word_bytes) - 1
+        return [(v + bias) & mask if k == "inst_addr" else v for k, v in zip(kinds, args)]
 
     @property
     def output_paths(self) -> set[str]:
@@ -92,7 +96,8 @@ def _expect(condition: bool, problem: str) -> None:
         raise SiteTableError(problem)
 
 
-def _calls(items: object, routines: list[Routine], what: str, static_only: bool) -> list[tuple[int, list]]:
+def _calls(items: object, routines: list[Routine], what: str, static_only: bool,
+           limit: int) -> list[tuple[int, list]]:
     _expect(isinstance(items, list), f"{what} is not a list")
     calls = []
     checked: set[tuple] = set()  # (routine, static args) seen valid: tables repeat them many times
@@ -106,13 +111,15 @@ def _calls(items: object, routines: list[Routine], what: str, static_only: bool)
         except TypeError:  # an unhashable value: certainly not a valid argument
             known = False
         if not known:
-            _check_call(index, args, routines, f"{what}[{n}]", static_only)
+            _check_call(index, args, routines, f"{what}[{n}]", static_only, limit)
             checked.add(key)
         calls.append((index, args))
     return calls
 
 
-def _check_call(index: object, args: list, routines: list[Routine], where: str, static_only: bool) -> None:
+def _check_call(index: object, args: list, routines: list[Routine], where: str, static_only: bool,
+                limit: int) -> None:
+    """``limit``: the largest static value (the program's word)."""
     _expect(isinstance(index, int) and 0 <= index < len(routines), f"{where}: no routine {index!r}")
     kinds = routines[index].kinds  # type: ignore[index]
     _expect(len(args) == len(kinds), f"{where}: {routines[index].name} takes {len(kinds)} arguments")  # type: ignore[index]
@@ -122,8 +129,8 @@ def _check_call(index: object, args: list, routines: list[Routine], where: str, 
         elif kind == "string":
             _expect(isinstance(value, str), f"{where}: string argument expected")
         else:
-            _expect(isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 0xFFFFFFFF,
-                    f"{where}: 32-bit value expected")
+            _expect(isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= limit,
+                    f"{where}: {limit.bit_length()}-bit value expected")
 
 
 def _channel(value: object) -> Channel | None:
@@ -167,13 +174,16 @@ def parse(document: bytes, tool: str | None = None) -> SiteTable:
     _expect(isinstance(facts, dict) and all(isinstance(facts.get(k), list) for k in FACT_KEYS), "facts missing")
     _expect(len(facts["block_addr"]) == len(facts["block_insns"]) == len(facts["block_proc"]), "block facts differ")
     _expect(len(facts["proc_addr"]) == len(facts["proc_name"]), "procedure facts differ in length")
+    word_bytes = data.get("word_bytes", 4)
+    _expect(word_bytes in (4, 8) and not isinstance(word_bytes, bool), f"word_bytes {word_bytes!r} is not 4 or 8")
+    limit = (1 << 8 * word_bytes) - 1
     sources = data.get("analysis_sources", [])
     _expect(isinstance(sources, list) and all(isinstance(s, str) for s in sources), "analysis_sources malformed")
     return SiteTable(
         tool=str(data.get("tool")), routines=routines,
-        sites=_calls(data.get("sites"), routines, "sites", False),
-        start=_calls(data.get("start", []), routines, "start", True),
-        end=_calls(data.get("end", []), routines, "end", True),
+        sites=_calls(data.get("sites"), routines, "sites", False, limit),
+        start=_calls(data.get("start", []), routines, "start", True, limit),
+        end=_calls(data.get("end", []), routines, "end", True, limit),
         arrays=arrays, facts=facts, digest=digest(document), channel=_channel(data.get("channel")),
-        analysis_sources=sources,
+        analysis_sources=sources, word_bytes=word_bytes,
     )

@@ -1,10 +1,11 @@
 """The byte stream a ReHost binary writes, and a reader that feeds it to a dispatcher.
 
-All words are 32-bit little-endian::
+All words are little-endian, as wide as the program's addresses (the site table's
+``word_bytes``: 4 for an ARM program, 8 for an x86-64 one)::
 
     header   MAGIC VERSION digest[0:4] digest[4:8] bias     (5 words)
     record   site-id arg...      (one word per dynamic argument of the site's routine)
-    end      END narrays { index nbytes data... (padded to 4) } * narrays
+    end      END narrays { index nbytes data... (padded to a word) } * narrays
 
 ``digest`` ties the stream to its site table (first 8 bytes of the table file's
 SHA-256); ``bias`` is the load bias (run-time minus link-time address) the host
@@ -21,8 +22,14 @@ from .sitetable import SiteTable
 
 MAGIC = 0x48524E41  # "ANRH"
 VERSION = 1
-END = 0xFFFFFFFF
-HEADER = struct.Struct("<5I")
+END = 0xFFFFFFFF  # of a 32-bit stream; every bit of the word set, whatever its width
+HEADER = struct.Struct("<5I")  # a 32-bit stream's
+_WORD_CODES = {4: "I", 8: "Q"}
+
+
+def word_code(word_bytes: int) -> str:
+    """The struct (and array) code of a stream word ``word_bytes`` wide."""
+    return _WORD_CODES[word_bytes]
 
 
 class StreamError(Exception):
@@ -87,27 +94,31 @@ class StreamReader:
         self.state = "header"
         self.bytes = 0
         self.complete = False
+        self.word = table.word_bytes
+        code = word_code(self.word)
+        self.header = struct.Struct("<5" + code)
+        self.pair = struct.Struct("<2" + code)
 
     def feed(self, chunk: bytes) -> None:
         self.bytes += len(chunk)
         data = self.pending + chunk if self.pending else chunk
         if self.state == "header":
-            if len(data) < HEADER.size:
+            if len(data) < self.header.size:
                 self.pending = data
                 return
-            magic, version, d0, d1, bias = HEADER.unpack_from(data)
+            magic, version, d0, d1, bias = self.header.unpack_from(data)
             if magic != MAGIC:
                 raise StreamError("stream does not start with the ReHost header (not a ReHost program?)")
             if version != VERSION:
                 raise StreamError(f"stream version {version}, expected {VERSION}")
-            if struct.pack("<2I", d0, d1) != self.table.digest:
+            if d0 >> 32 or d1 >> 32 or struct.pack("<2I", d0, d1) != self.table.digest:
                 raise StreamError("the program was not instrumented with this site table (digest differs)")
             self.dispatcher.start(bias)
             self.state = "records"
-            data = data[HEADER.size:]
+            data = data[self.header.size:]
         if self.state == "records":
             # No slice to whole words: the dispatchers stop at the last whole one (no 1 MiB copy).
-            used, ended = self.dispatcher.dispatch(data) if len(data) >= 4 else (0, False)
+            used, ended = self.dispatcher.dispatch(data) if len(data) >= self.word else (0, False)
             data = data[used:]
             if ended:
                 self.state = "end"
@@ -127,22 +138,23 @@ class StreamReader:
 
     def _read_end(self, data: bytes) -> None:
         targets = self.table.target_arrays
-        if len(data) < 8:
+        pair, word = self.pair, self.word
+        if len(data) < pair.size:
             raise StreamError("truncated end record")
-        _, narrays = struct.unpack_from("<2I", data)
+        _, narrays = pair.unpack_from(data)
         if narrays != len(targets):
             raise StreamError(f"end record carries {narrays} arrays, the site table {len(targets)}")
-        at = 8
+        at = pair.size
         for _ in range(narrays):
-            if at + 8 > len(data):
+            if at + pair.size > len(data):
                 raise StreamError("truncated end record")
-            index, nbytes = struct.unpack_from("<2I", data, at)
-            at += 8
+            index, nbytes = pair.unpack_from(data, at)
+            at += pair.size
             if index >= len(targets) or nbytes != targets[index].nbytes:
                 raise StreamError(f"end record: array {index} of {nbytes} bytes does not match the site table")
             if at + nbytes > len(data):
                 raise StreamError("truncated end record")
             self.dispatcher.set_array(index, data[at:at + nbytes])
-            at += (nbytes + 3) & ~3
+            at += -nbytes % word + nbytes
         if at != len(data):
             raise StreamError(f"{len(data) - at} bytes after the end record")

@@ -205,11 +205,9 @@ def _cross_root(binary: str) -> str:
 
 
 def _run_on_linux(args: argparse.Namespace, before_start: Callable[[], None]) -> tuple[int, bool]:
-    """Run a Linux program under qemu-arm, a ReHost one with its records going to the server,
-    calling ``before_start`` just before it starts; (its exit status, whether a line said
-    already that no results were written)."""
-    from .emit.rehost import SITE_TABLE_SUFFIX
-
+    """Run a Linux program under qemu-arm (an x86-64 one natively), a ReHost one with its
+    records going to the server, calling ``before_start`` just before it starts; (its exit
+    status, whether a line said already that no results were written)."""
     binary = args.binary
     if _check_elf(binary) == EM_X86_64:
         return _run_natively(args, before_start)
@@ -221,32 +219,39 @@ def _run_on_linux(args: argparse.Namespace, before_start: Callable[[], None]) ->
     if args.argv0:
         cmd += ["-0", args.argv0]
     cmd += [binary, *args.args]
-    rehost = (meta or {}).get("mode") == "rehost" or os.path.exists(binary + SITE_TABLE_SUFFIX)
-    if rehost:
+    return _run_command(args, cmd, None, meta, before_start)
+
+
+def _run_command(args: argparse.Namespace, cmd: list[str], executable: str | None, meta: dict | None,
+                 before_start: Callable[[], None]) -> tuple[int, bool]:
+    """Run ``cmd`` (the program ``executable``, if not cmd[0]): a ReHost binary with its
+    records going to the server, calling ``before_start`` just before it starts."""
+    from .emit.rehost import SITE_TABLE_SUFFIX
+
+    binary = args.binary
+    if (meta or {}).get("mode") == "rehost" or os.path.exists(binary + SITE_TABLE_SUFFIX):
         from rehost import bridge
 
         def start(channel: Any, table: Any, document: bytes, program: str, token: str) -> Any:
-            return bridge.run(cmd, channel, table.tool, document, program, token)
+            return bridge.run(cmd, channel, table.tool, document, program, token, executable=executable)
 
         return _run_rehost(args, binary + SITE_TABLE_SUFFIX, start, before_start)
     if args.server or args.lib:
         raise AnvilError(f"{binary} is not a ReHost binary: --server and --lib need --mode rehost")
     before_start()
-    return subprocess.run(cmd).returncode, False
+    return subprocess.run(cmd, executable=executable).returncode, False
 
 
 def _run_natively(args: argparse.Namespace, before_start: Callable[[], None]) -> tuple[int, bool]:
-    """Run an x86-64 program on this machine, as it is (InHost: its results are its own)."""
+    """Run an x86-64 program on this machine, as it is (InHost: its results are its own;
+    ReHost: its records go to the server, as under qemu-arm)."""
     binary = args.binary
     if platform.machine() not in ("x86_64", "AMD64"):
         raise AnvilError(f"{binary}: an x86-64 program, and this machine is {platform.machine()}")
     if args.sysroot is not None:
         raise AnvilError("--sysroot is for 32-bit ARM programs run under qemu-arm; an x86-64 program runs natively")
-    if args.server or args.lib or (_metadata(binary) or {}).get("mode") == "rehost":
-        raise AnvilError(f"{binary}: ReHost is not available for x86-64 programs yet")
-    path = os.path.abspath(binary)
-    before_start()
-    return subprocess.run([args.argv0 or binary, *args.args], executable=path).returncode, False
+    return _run_command(args, [args.argv0 or binary, *args.args], os.path.abspath(binary), _metadata(binary),
+                        before_start)
 
 
 def _check_elf(binary: str) -> int:
@@ -380,9 +385,11 @@ def cmd_rehost_listen(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _rehost_session(args: argparse.Namespace, sites: str):
-    """(site table, its bytes, a channel to the server): --server, or a local server for the session."""
+    """(site table, its bytes, where the records go): a channel to the server at --server, or
+    the analysis in this process (rehost/local.py)."""
     from rehost import bridge
-    from rehost.server import Library, start_server
+    from rehost.local import LocalAnalysis
+    from rehost.server import Library
     from rehost.sitetable import SiteTableError, parse
 
     if not os.path.exists(sites):
@@ -393,24 +400,21 @@ def _rehost_session(args: argparse.Namespace, sites: str):
         table = parse(document)
     except SiteTableError as e:
         raise AnvilError(f"{sites}: {e}") from None
-    server = None
     if args.server:
         credentials = None
         if args.tls_ca:
             import grpc
             credentials = grpc.ssl_channel_credentials(_tls_pem("--tls-ca", args.tls_ca))
         channel = bridge.connect(args.server, credentials)
-    else:
-        library = Library.of_sources(table.analysis_sources) if table.analysis_sources and not args.lib \
+    else:  # the analysis in this process: no server, no gRPC (rehost/local.py)
+        library = Library.of_sources(table.analysis_sources, table.word_bytes) \
+            if table.analysis_sources and not args.lib \
             else Library(args.lib)
-        server, port = start_server(library, log=None)
-        channel = bridge.connect(f"127.0.0.1:{port}")
+        channel = LocalAnalysis(library)
     try:
         yield table, document, channel
     finally:
         channel.close()
-        if server is not None:
-            server.stop(None)
 
 
 def _report_rehost(outcome, table) -> bool:
@@ -741,8 +745,8 @@ def _results_options(p: argparse.ArgumentParser) -> None:
 def _server_options(p: argparse.ArgumentParser) -> None:
     """Where ReHost records go: --server (or a local server with --lib), --token, --tls-ca."""
     p.add_argument("--server", metavar="HOST:PORT", help="ReHost: the rehost-server to send records to "
-                                                           "(default: start a local one)")
-    p.add_argument("--lib", help="ReHost without --server: the local server's analysis library "
+                                                           "(default: none, the analysis runs in this process)")
+    p.add_argument("--lib", help="ReHost without --server: the analysis library "
                                  "(tool name, .so, .c or .py; default: the binary's tool)")
     p.add_argument("--token", help="ReHost: shared token the server asks for (or $ANVIL_REHOST_TOKEN)")
     p.add_argument("--tls-ca", metavar="PEM", help="ReHost: connect with TLS, trusting this certificate")

@@ -27,7 +27,10 @@ figure; ``benchmarks/x86_64.py`` measures properly).
     python3 scripts/x86_64_corpus.py --tier big --tools cachesim,memtrace --reference 20000000
 
 ``--tools`` picks the tools (each in its own directory, ``<root>/<name>/<letter>``):
-cachesim and memtrace as well as the counting ones (decision 0115). memtrace runs on the
+cachesim and memtrace as well as the counting ones (decision 0115), and inscount and
+cachesim in ReHost mode (``inscount-rehost``, ``cachesim-rehost``: run through ``anvil run``,
+whose own CPU time counts; their results must be InHost's where that ran too, unless two
+runs of the program differ). memtrace runs on the
 small tier's cases only unless told otherwise, and a trace that grows past 4 GB stops the
 run (said in the row's detail): its text is about 40 bytes an access. With both, memtrace
 runs where cachesim's copy ran (the same path, a fresh work directory made the same way),
@@ -60,7 +63,10 @@ LIBDIR = Path("/usr/lib/x86_64-linux-gnu")
 PYENV = Path("/root/.pyenv/versions/3.11.7")
 #: Each tool's one-letter directory (``<root>/<name>/<letter>``): every variant's paths the
 #: same length as the original's (``o``).
-LETTERS = {"inscount": "i", "bbcount": "b", "cachesim": "c", "memtrace": "m"}
+LETTERS = {"inscount": "i", "bbcount": "b", "cachesim": "c", "memtrace": "m",
+           "inscount-rehost": "I", "cachesim-rehost": "C"}
+#: A ``-rehost`` tool runs through ``anvil run`` (the analysis in that process, decision 0120).
+REHOST = "-rehost"
 RESULTS = re.compile(r"\.(inscount|bbcount|cachesim|memtrace)\.out(\.\d+)?$")
 #: A memtrace run whose trace grows past this is stopped and reported as too big (not as a
 #: difference): its text is about 40 bytes an access.
@@ -345,7 +351,9 @@ def _rewrite(program: Path, tool: str, out: Path, results: Path | None = None) -
     start = time.perf_counter()
     # A trace in text: a line an access, read a line at a time (its JSON is one long list).
     form = "text" if tool == "memtrace" else "json"
-    done = subprocess.run([sys.executable, "-m", "rewriter.cli", "instrument", "--tool", tool, "--format", form,
+    mode = ["--mode", "rehost"] if tool.endswith(REHOST) else []
+    done = subprocess.run([sys.executable, "-m", "rewriter.cli", "instrument", "--tool", tool.removesuffix(REHOST),
+                           *mode, "--format", form,
                            *(["--out", str(results)] if results else []),
                            str(program), "-o", str(out)], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
@@ -386,11 +394,16 @@ def _children_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def _run(program: Path, case: Case, work: Path, trace: Path | None = None) -> tuple[float, float, tuple]:
+def _run(program: Path, case: Case, work: Path, trace: Path | None = None,
+         rehost: Path | None = None) -> tuple[float, float, tuple]:
     """Run in ``work``: wall seconds, CPU seconds (user and system: on a machine others
     share the wall time is theirs too), and (status, stdout, stderr, files). A short run is
     timed twice more in a copy of the work directory as it was (the least time is kept).
-    ``trace``: where the program writes a trace (watched for its size)."""
+    ``trace``: where the program writes a trace (watched for its size). ``rehost``: through
+    ``anvil run`` with this analysis library (built beforehand: a build would go into the
+    cache under $HOME, which is the work directory); the program's argv[0] the same."""
+    runner = [sys.executable, "-m", "rewriter.cli", "run", "-q", "--lib", str(rehost), "--argv0", str(program)] \
+        if rehost else []
     pristine = work.with_name(work.name + ".before")
     shutil.copytree(work, pristine, symlinks=True)
     times, cpus = [], []
@@ -400,7 +413,8 @@ def _run(program: Path, case: Case, work: Path, trace: Path | None = None) -> tu
             shutil.rmtree(here, ignore_errors=True)
             shutil.copytree(pristine, here, symlinks=True)
         start, used = time.perf_counter(), _children_cpu()
-        done = _watched(["setarch", "-R", str(program), *case.args], case, here, 900, trace)
+        done = _watched(["setarch", "-R", *runner, str(program), *(["--"] if rehost else []), *case.args], case,
+                        here, 900, trace)
         if attempt == 0:
             status, out, err = done
         times.append(time.perf_counter() - start)
@@ -547,6 +561,37 @@ def _repeatable(placed: Path, case: Case, vdir: Path, trace: Path) -> bool:
     return same
 
 
+def _host_library(tool: str) -> Path:
+    """``tool``'s analysis built for the records of x86-64 programs (cached by content)."""
+    from rehost import host_build
+
+    return host_build.build(host_build.tool_sources(tool), host_build.flags_for(8))
+
+
+def _reads_its_memory_map(program: Path, case: Case, vdir: Path) -> bool:
+    """Whether ``program`` opens /proc/self/maps in its run (strace)."""
+    here = vdir / "s"
+    shutil.rmtree(here, ignore_errors=True)
+    here.mkdir()
+    _prepare(case, here)
+    log = vdir / "strace.log"
+    _watched(["strace", "-f", "-qq", "-e", "trace=open,openat", "-o", str(log), str(program), *case.args], case,
+             here, 900, None)
+    return log.exists() and "/proc/self/maps" in log.read_text(errors="replace")
+
+
+def _results_again(placed: Path, case: Case, vdir: Path, tool: str) -> bytes | None:
+    """The results file of a second run of the ReHost copy ``placed``, in a work directory
+    made the same way (``<vdir>/x``: the same length); None if it wrote none."""
+    again = vdir / "x"
+    shutil.rmtree(again, ignore_errors=True)
+    again.mkdir()
+    _prepare(case, again)
+    _run(placed, case, again, rehost=_host_library(tool))
+    found = [p for p in again.iterdir() if RESULTS.search(p.name)]
+    return found[0].read_bytes() if found else None
+
+
 def run_case(case: Case, root: Path, builds: Path, qemu: bool = False, tools: Sequence[str] = ("inscount", "bbcount"),
              memtrace_tiers: tuple[str, ...] = ("small",), reference: int = 0) -> dict:
     """Rewrite and run one case with each tool (and, ``qemu``, against QEMU's count);
@@ -559,6 +604,7 @@ def run_case(case: Case, root: Path, builds: Path, qemu: bool = False, tools: Se
     row = {"name": case.name, "size": program.stat().st_size, "status": "identical", "detail": ""}
     notes = []
     runs = {}
+    inhost_results: dict[str, bytes] = {}  # tool -> its InHost copy's results (for its ReHost copy's)
     # memtrace last, so that its trace can be checked against cachesim's counts.
     order = [None, *sorted(tools, key=lambda t: t == "memtrace")]
     for tool in order:
@@ -593,7 +639,8 @@ def run_case(case: Case, root: Path, builds: Path, qemu: bool = False, tools: Se
         work = vdir / "w"
         work.mkdir(parents=True, exist_ok=True)
         _prepare(case, work)
-        seconds, cpu, result = _run(placed, case, work, trace)
+        library = _host_library(tool.removesuffix(REHOST)) if tool and tool.endswith(REHOST) else None
+        seconds, cpu, result = _run(placed, case, work, trace, library)
         results = [trace] if trace else [p for p in work.iterdir() if RESULTS.search(p.name)]
         results = [p for p in results if p.exists()]
         if result[0] == "trace too big":
@@ -613,6 +660,18 @@ def run_case(case: Case, root: Path, builds: Path, qemu: bool = False, tools: Se
         difference = _difference(runs[None], result)
         if not difference and not results:
             difference = "no results file"
+        if not difference and tool in ("cachesim", "inscount"):
+            inhost_results[tool] = results[0].read_bytes()
+        if not difference and tool and tool.endswith(REHOST) and tool.removesuffix(REHOST) in inhost_results:
+            if results[0].read_bytes() != inhost_results[tool.removesuffix(REHOST)]:
+                if _results_again(placed, case, vdir, tool.removesuffix(REHOST)) != results[0].read_bytes():
+                    notes.append(f"{tool}: results not compared (two runs differ)")
+                elif _reads_its_memory_map(program, case, vdir):
+                    # The two copies' regions differ (the analysis library, the communicator),
+                    # and so do the lines of /proc/self/maps the program parses.
+                    notes.append(f"{tool}: results not compared (the program reads /proc/self/maps)")
+                else:
+                    difference = f"results differ from {tool.removesuffix(REHOST)}'s InHost"
         if not difference and tool == "cachesim":
             row["cachesim"] = json.loads(results[0].read_text())
         if not difference and tool == "memtrace" and "cachesim" in row:

@@ -20,7 +20,7 @@ class _Stream:
     def send(self, chunk: bytes) -> None:
         self.data += chunk
 
-    def _put(self, item: None) -> None:
+    def end(self) -> None:
         self.ended = True
 
 

@@ -18,7 +18,8 @@
 #ifdef ANVIL_HOST
 #include <stdlib.h>
 #endif
-#if defined(ANVIL_HOST) && defined(__AVX2__)
+/* The vector row is 8 ways of 32-bit tags: an ARM program's (an x86-64 program's are 64-bit). */
+#if defined(ANVIL_HOST) && defined(__AVX2__) && !defined(ANVIL_TARGET_X86_64)
 #include <immintrin.h>
 #define ROW_VECTOR 8
 #define SHIFT_IN __attribute__((noinline))
@@ -173,19 +174,19 @@ enum update { DIRECT, VECTOR, SHIFT };
  * `how`. The counts are kept in registers as records, stores, hits and store hits (a hit
  * is 0 or 1, and so is a kind) and added to accesses_of / misses_of at the end. The
  * update of each set is cache_sim's, in the same order, so the rows end the same. */
-static inline __attribute__((always_inline)) size_t run_records(const uint32_t *words, size_t nwords,
+static inline __attribute__((always_inline)) size_t run_records(const anvil_addr *words, size_t nwords,
                                                                 enum update how)
 {
-    uint32_t *tags = anvil_array_tags;
+    anvil_addr *tags = anvil_array_tags;
     const uint8_t *kinds = site_kind;
     const uint32_t nsites = nkinds, shift = line_shift, mask = set_mask, width = how == VECTOR ? 8 : row;
 #ifdef ROW_VECTOR
     const uint32_t last = held - 1;
 #endif
-    const uint32_t *record = words, *end = words + nwords / 3 * 3;
+    const anvil_addr *record = words, *end = words + nwords / 3 * 3;
     size_t stores = 0, hits = 0, store_hits = 0;
     for (; record != end; record += 3) {
-        uint32_t id = record[0];
+        anvil_addr id = record[0];
         if (id >= nsites)
             break;
         uint32_t kind = kinds[id];
@@ -193,9 +194,9 @@ static inline __attribute__((always_inline)) size_t run_records(const uint32_t *
             break;
         uint32_t hit = 0;
         if (how != DIRECT) {
-            uint32_t line = record[1] >> shift, left = record[2];
-            uint32_t *set = tags + (line & mask) * width;
-            uint32_t out = (left >> shift) + (left != 0);  /* left ? its line + 1 : 0 */
+            anvil_addr line = record[1] >> shift, left = record[2];
+            anvil_addr *set = tags + (line & mask) * width;
+            anvil_addr out = (left >> shift) + (left != 0);  /* left ? its line + 1 : 0 */
 #ifdef ROW_VECTOR
             if (how == VECTOR)
                 hit = row_hit(set, line + 1, out, last);
@@ -218,7 +219,7 @@ static inline __attribute__((always_inline)) size_t run_records(const uint32_t *
 /* One function per update, so that each loop has the registers to itself (the shift
  * loop's calls would otherwise push the vector loop's values onto the stack). */
 #define RUN_RECORDS(name, how) \
-    static __attribute__((noinline)) size_t name(const uint32_t *words, size_t nwords) \
+    static __attribute__((noinline)) size_t name(const anvil_addr *words, size_t nwords) \
     { return run_records(words, nwords, how); }
 RUN_RECORDS(run_direct, DIRECT)
 RUN_RECORDS(run_shift, SHIFT)
@@ -232,7 +233,7 @@ RUN_RECORDS(run_vector, VECTOR)
  * registers and added once per run: in cache_sim each record's counts are a load and a
  * store of the words the record before of its kind stored, chains through memory. The
  * sites are those cache_sim_prepare marked (the same as sites[id].shape == shape). */
-static size_t cache_sim_run(const struct anvil_site *sites, uint32_t nsites, uint32_t shape, const uint32_t *words,
+static size_t cache_sim_run(const struct anvil_site *sites, uint32_t nsites, uint32_t shape, const anvil_addr *words,
                             size_t nwords)
 {
     (void)sites, (void)nsites, (void)shape;

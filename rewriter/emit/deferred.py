@@ -10,7 +10,7 @@ the tools' end routines, ``anvil_ring_dispatch`` runs the records in order: a lo
 one unit with the tool's C, so the compiler inlines the routines into it. The routines
 see the same calls with the same arguments in the same order; only later.
 
-The ring and its flush are the ReHost communicator's (runtime_stubs/arm/anvil_comm.c,
+The ring and its flush are the ReHost communicator's (runtime_stubs/common/anvil_comm.c,
 built with ANVIL_RING_LOCAL), with what it does about signal and interrupt handlers
 that make records (docs/decisions/0010-interrupt-safe-records.md).
 """
@@ -41,7 +41,7 @@ def defer(binary: Binary, tool: Tool) -> SiteTable | None:
 
 def ring_unit() -> tb.Generated:
     """The communicator's ring, built to run its records in the program."""
-    text = (tb.RUNTIME_DIR / "anvil_comm.c").read_text()
+    text = (tb.COMMON_DIR / "anvil_comm.c").read_text()
     return tb.Generated("anvil_ring.c", "#define ANVIL_RING_LOCAL 1\n" + text)
 
 

@@ -91,43 +91,67 @@ def _thread_starts(binary: Binary) -> set[int]:
                      if starts_threads(name) and not name.startswith("clone")}
 
 
-def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
-    """Run ``tool`` over the x86-64 ``binary`` and write the instrumented program to ``output``."""
-    started = time.monotonic()
+def refuse_go(binary: Binary) -> None:
+    """AnvilError for a Go program, which x86-64 cannot have yet."""
     go = go_version(binary.data, ELFFile(io.BytesIO(binary.data)))
     if go is not None:
         # Go's runtime looks every return address and preempted PC up in its PC table
         # (decision 0089 reads it on ARM; not yet on x86-64).
         raise AnvilError(f"{binary.path}: a Go program ({go}): Go programs on x86-64 are not instrumented yet")
-    binary.clear_hooks()
-    run_instrument(tool, binary, opts)
+
+
+def check_lowered(binary: Binary, tool: Tool) -> None:
+    """AnvilError if ``tool`` left hooks x86-64 cannot lower yet (counts on branches)."""
     missing = _unsupported(binary)
     if missing is not None:
         raise AnvilError(f"{binary.path}: tool {tool.name} needs {missing}, which x86-64 programs do not have yet")
+
+
+def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
+    """Run ``tool`` over the x86-64 ``binary`` and write the instrumented program to ``output``."""
+    started = time.monotonic()
+    refuse_go(binary)
+    binary.clear_hooks()
+    run_instrument(tool, binary, opts)
+    check_lowered(binary, tool)
     # Misses of a deferred routine's filtered sites become records run in batches (the
     # ring starts before the tool's start routines, its last records run before its end ones).
     deferring = not binary.threaded and any(p.deferred and p.filter for p in tool.prototypes.values())
     if deferring:
         binary.bracket_program_calls(RECORDS_START, RECORDS_END)
-    units = SiteUnit()
     arrays = dict(tool.arrays)  # the repeat filters' tables are the call sites' (CallSites.filter_tables)
+
+    def sources(calls: CallSites) -> list:
+        # The tool's C in one unit with its call sites' tables and anvil_site, which calls
+        # its routines: the compiler inlines them there.
+        tool_c = [path.read_text() + "\n" for path in tb.analysis_sources(tool)]
+        return [tb.Generated("anvil_calls.c", calls.source(tool_c, asm_array))]
+
+    return write_instrumented(binary, tool, output, started, arrays, CallSites.factory(binary.threaded, deferring),
+                              sources, [tb.COMMON_DIR / "anvil_format.c"])
+
+
+def write_instrumented(binary: Binary, tool: Tool, output: str, started: float, arrays: dict[str, tuple[str, int]],
+                       call_sites: Callable[[Callable[[str], int]], CallSites],
+                       sources: Callable[[CallSites], list], runtime_parts: list) -> Report:
+    """Copy ``binary``'s procedures with the hooks the tool left, link the runtime (with
+    ``runtime_parts``) and what ``sources(calls)`` adds (once the copies are made: the
+    tables of their call sites are part of it) into the region, write ``output`` and
+    report. ``arrays``: the tool's arrays the program holds; ``call_sites(symbol)``: what
+    lowers the calls of the tool's routines."""
+    units = SiteUnit()
     unit = units.source(binary, arrays) + _fold_source(tool.procedure_sums)
-    sources = [TOOLCHAIN.isa_dir / "anvil_rt.c", tb.RUNTIME_DIR / "anvil_target.c", tb.COMMON_DIR / "anvil_string.c",
-               tb.COMMON_DIR / "anvil_format.c", TOOLCHAIN.isa_dir / "anvil_entry.S",
-               tb.Generated("anvil_sites.c", unit)]
+    runtime = [TOOLCHAIN.isa_dir / "anvil_rt.c", tb.RUNTIME_DIR / "anvil_target.c", tb.COMMON_DIR / "anvil_string.c",
+               *runtime_parts, TOOLCHAIN.isa_dir / "anvil_entry.S", tb.Generated("anvil_sites.c", unit)]
     calls: list[CallSites] = []
 
     def hooks(symbol: Callable[[str], int]) -> CountingHooks:
-        calls.append(CallSites(symbol, binary.threaded, deferring))
+        calls.append(call_sites(symbol))
         return CountingHooks(symbol, binary.switch_cases, tool.procedure_sums, binary.threaded, binary.plt,
                              calls[0], _thread_starts(binary))
 
     def library() -> Library:
-        # The tool's C in one unit with its call sites' tables and anvil_site, which calls
-        # its routines: the compiler inlines them there.
-        tool_c = [path.read_text() + "\n" for path in tb.analysis_sources(tool)]
-        site_c = calls[0].source(tool_c, asm_array)
-        return _library([*sources, tb.Generated("anvil_calls.c", site_c)], [TOOLCHAIN.isa_dir, tb.COMMON_DIR])
+        return _library([*runtime, *sources(calls[0])], [TOOLCHAIN.isa_dir, tb.COMMON_DIR])
 
     copied = write_copied(binary, output, hooks=hooks, library=library)
     report = Report(output=output, procedures=len(binary.procedures), relocated=copied.copied,
@@ -138,10 +162,10 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     report.loader_stub = copied.loader_stub
     report.entries_not_patched = [f"{address:#x}" for address in copied.short_entries]
     report.return_addresses = "original" if binary.unwinds else "relocated"
-    hooks = copied.hooks
+    lowered = copied.hooks
     report.block_counters = {"inline": sum(bool(b.counter_increments) for b in binary.blocks()),
-                             "flag_saves": hooks.flag_saves, "exit_calls": hooks.exit_calls,
-                             "unknown_syscalls": hooks.unknown_syscalls, "repeated": hooks.repeated}
+                             "flag_saves": lowered.flag_saves, "exit_calls": lowered.exit_calls,
+                             "unknown_syscalls": lowered.unknown_syscalls, "repeated": lowered.repeated}
     report.rewrite_seconds = time.monotonic() - started
     report.output_size = os.path.getsize(output)  # (not read back: a large program's is a hundred MB)
     return report

@@ -419,9 +419,9 @@ def _library_sources(tool: Tool, toolchain: tb.Toolchain, deferred: SiteTable | 
 
 @gc_paused
 def require_rewritable(binary: Binary, mode: str = "rehost") -> None:
-    """Refuse a program of an ISA whose hooks cannot be lowered yet in ``mode`` (x86-64:
-    InHost counting tools only, decision 0110)."""
-    if binary.machine != "arm" and (binary.machine != "x86-64" or mode != "inhost"):
+    """Refuse a program of an ISA whose hooks cannot be lowered yet in ``mode`` (ARM and
+    x86-64 can, in both)."""
+    if binary.machine not in ("arm", "x86-64"):
         raise AnvilError(f"{binary.path}: {binary.machine} programs can be read (anvil inspect) but not yet "
                          f"instrumented in {mode} mode")
 

@@ -72,6 +72,13 @@ class SiteTable:
             raise AnvilError("too many ReHost sites")
         self.sites.append((self.routine(hook.prototype), args))
 
+    def add(self, proto: Prototype, args: list) -> None:
+        """A site whose arguments are known already: static values, None where the record
+        carries the value (an ISA that makes its records without Hook rewriting: x86-64)."""
+        if len(self.sites) >= MAX_SITES:
+            raise AnvilError("too many ReHost sites")
+        self.sites.append((self.routine(proto), args))
+
     def program_call(self, hook: Hook) -> tuple[int, list]:
         for kind in hook.prototype.kinds:
             if kind not in (Arg.CONST, Arg.STRING):
@@ -84,6 +91,8 @@ class SiteTable:
         arrays = [{"name": name, "ctype": ctype, "length": length, "from_target": name in target_arrays}
                   for name, (ctype, length) in self.tool.arrays.items()]
         extra: dict = {"channel": channel} if channel else {}
+        if self.binary.address_bytes != 4:  # (an ARM program's table, and so its digest, as it was)
+            extra["word_bytes"] = self.binary.address_bytes
         if self.tool.analysis_sources is not None:  # a tool file's C: what `anvil run` builds for its local server
             extra["analysis_sources"] = [str(p) for p in self.tool.analysis_sources]
         return {

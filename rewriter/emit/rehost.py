@@ -47,8 +47,10 @@ SITE_TABLE_SUFFIX = ".sites.json"
 CHANNEL_SUFFIX = ".records"  # firmware over semihosting: the host file (a named pipe) records go to
 
 
-def plan(binary: Binary, tool: Tool) -> tuple[SiteTable, list[str]]:
-    """Turn the tool's hooks into record calls; returns the site table and the arrays the target fills."""
+def program_calls(binary: Binary, tool: Tool) -> SiteTable:
+    """A site table with the tool's program start and end calls (they run on the host, the
+    ring's start and end take their place in the program) and the arrays the program fills
+    inline (its counters, sent in the end record); the sites are the ISA's to add."""
     table = SiteTable(tool, binary)
     for hook in binary.hooks:
         call = table.program_call(hook)
@@ -61,12 +63,19 @@ def plan(binary: Binary, tool: Tool) -> tuple[SiteTable, list[str]]:
                     table.filled_by_target(counter)
     for into in tool.procedure_sums.values():  # counter placement may add sums there (decision 0014)
         table.filled_by_target(into)
+    return table
+
+
+def plan(binary: Binary, tool: Tool) -> tuple[SiteTable, list[str]]:
+    """Turn the tool's hooks into record calls; returns the site table and the arrays the target fills."""
+    table = program_calls(binary, tool)
     make_records(binary.procedures, table, lambda hook: True, emulates_exclusives(binary))
     return table, table.target_arrays
 
 
-def _communicator_source(arrays: dict[str, tuple[str, int]], table_hash: bytes) -> str:
-    """Generated C: the site table's hash, and a function that ships the target's arrays."""
+def communicator_tables(arrays: dict[str, tuple[str, int]], table_hash: bytes) -> str:
+    """Generated C: the site table's hash (``table_hash``: its digest), and a function that
+    ships the arrays the program fills (``arrays``, in their order in the end record)."""
     lo, hi = int.from_bytes(table_hash[:4], "little"), int.from_bytes(table_hash[4:], "little")
     sends = "".join(f"  anvil_rh_send_array({i}, anvil_array_{name}, sizeof anvil_array_{name});\n"
                     for i, name in enumerate(arrays))
@@ -127,13 +136,14 @@ def parse_ring_size(text: str) -> int:
     return size
 
 
-def communicator_source(ring_size: int | None, threads: bool = False) -> Path | tb.Generated:
+def communicator_source(ring_size: int | None, threads: bool = False, word_bytes: int = 4) -> Path | tb.Generated:
     """The communicator (``anvil_comm.c``), its ring ``ring_size`` bytes when given (else the
-    platform's default: 16 KiB on Cortex-M, 256 KiB on Linux). ``threads``: the program
-    starts threads, and its records are appended under the call stub's lock; otherwise the
-    communicator gives up the stream when a second thread flushes (decision 0087)."""
-    path = tb.RUNTIME_DIR / "anvil_comm.c"
-    defines = (f"#define ANVIL_RING_WORDS {ring_size // 4}u\n" if ring_size is not None else "") \
+    platform's default: 16 KiB on Cortex-M, 65536 words on Linux), of words ``word_bytes``
+    wide. ``threads``: the program starts threads, and its records are appended under the
+    call stub's lock; otherwise the communicator gives up the stream when a second thread
+    flushes (decision 0087)."""
+    path = tb.COMMON_DIR / "anvil_comm.c"
+    defines = (f"#define ANVIL_RING_WORDS {ring_size // word_bytes}u\n" if ring_size is not None else "") \
         + ("#define ANVIL_THREADS 1\n" if threads else "")
     if not defines:
         return path
@@ -150,6 +160,9 @@ def channel_source(toolchain: tb.Toolchain, channel: site_format.Channel | None)
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
     """Write the ReHost-instrumented ``output`` and its site table ``output + SITE_TABLE_SUFFIX``."""
     require_rewritable(binary)
+    if binary.machine == "x86-64":
+        from .elf64_rehost import instrument as instrument_x86_64
+        return instrument_x86_64(binary, tool, opts, output)
     started = time.monotonic()
     channel = firmware_channel(binary, opts)
     binary.clear_hooks()
@@ -171,7 +184,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
             generated += f"const uint32_t anvil_rh_uart_base = {channel.uart_base:#x}u;\n"
         elif channel:  # semihosting: the host file the records go to, beside the results file
             generated += f"const char anvil_rh_channel_path[] = {c_string(channel_path(output))};\n"
-        return sources, generated + _communicator_source(arrays, site_format.digest(document))
+        return sources, generated + communicator_tables(arrays, site_format.digest(document))
 
     if binary.threaded and not binary.is_firmware and table.sites and not vfp_scratch(binary):
         # Threads' records go through the call stub's lock, which keeps its state in

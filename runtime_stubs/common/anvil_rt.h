@@ -33,29 +33,6 @@ struct anvil_site {
 #define ANVIL_ONE_WORD_TO(k) (4 + (k))
 #define ANVIL_TWO_WORDS_TO(k0, k1) (8 + 4 * (k0) + (k1))
 
-/* A routine's run form (optional): runs the records at words[0..nwords) one after the
- * other for as long as each is complete and its site id is below nsites with
- * sites[id].shape == shape, with the effect of calling the routine once per record;
- * returns how many it ran. The dispatcher calls it at a complete record of one of its
- * sites (so it runs one at least), so that a tool's hottest routine keeps its state in
- * registers across records (no call per record, no reload of its globals, counters
- * summed locally). A tool lists its run forms in `anvil_run_forms`, ended by a zero
- * entry. */
-typedef size_t (*anvil_run)(const struct anvil_site *sites, uint32_t nsites, uint32_t shape, const uint32_t *words,
-                            size_t nwords);
-struct anvil_run_form {
-    anvil_routine routine;
-    uint32_t shape;  /* the one shape (above) of the routine's sites that `run` is written for */
-    /* 0, or called once by anvil_prepare_sites when every site has its shape, the form's
-     * sites the value `shape` passed here (which `run` is passed too): the run form may
-     * derive a table of its own from the sites. Nonzero declines (out of memory): the
-     * form's sites then have their routine called per record. */
-    int (*prepare)(const struct anvil_site *sites, uint32_t nsites, uint32_t shape);
-    anvil_run run;
-    /* 0, or called by anvil_end_session before the session's copy of the library is
-     * unloaded: frees what `prepare` allocated (the heap outlives the library). */
-    void (*release)(void);
-};
 #else
 #pragma GCC visibility push(hidden)
 typedef unsigned int uint32_t;
@@ -83,18 +60,50 @@ typedef uint64_t anvil_word;
 typedef uint32_t anvil_word;
 #endif
 
+/* The program under analysis is an x86-64 one: on the target itself, or on the ReHost host
+ * in a library built for the sessions of x86-64 programs (rehost/host_build.py defines it). */
+#if defined(__x86_64__) && !defined(ANVIL_HOST) && !defined(ANVIL_TARGET_X86_64)
+#define ANVIL_TARGET_X86_64 1
+#endif
+
 /* An address of the program under analysis as a tool keeps it (a cache line's key, a
- * table's entry): 64 bits in an x86-64 program, 32 in an ARM one and on the ReHost host,
- * whose records carry 32-bit ARM addresses. */
-#if defined(__x86_64__) && !defined(ANVIL_HOST)
+ * table's entry), and a word of a ReHost record (the site id, a run-time argument): 64
+ * bits for an x86-64 program, 32 for an ARM one, on the target and on the host alike. */
+#ifdef ANVIL_TARGET_X86_64
 typedef uint64_t anvil_addr;
 #else
 typedef uint32_t anvil_addr;
 #endif
 
+#ifdef ANVIL_HOST
+/* A routine's run form (optional): runs the records at words[0..nwords) one after the
+ * other for as long as each is complete and its site id is below nsites with
+ * sites[id].shape == shape, with the effect of calling the routine once per record;
+ * returns how many it ran. The dispatcher calls it at a complete record of one of its
+ * sites (so it runs one at least), so that a tool's hottest routine keeps its state in
+ * registers across records (no call per record, no reload of its globals, counters
+ * summed locally). A tool lists its run forms in `anvil_run_forms`, ended by a zero
+ * entry. */
+typedef size_t (*anvil_run)(const struct anvil_site *sites, uint32_t nsites, uint32_t shape,
+                            const anvil_addr *words, size_t nwords);
+struct anvil_run_form {
+    anvil_routine routine;
+    uint32_t shape;  /* the one shape (above) of the routine's sites that `run` is written for */
+    /* 0, or called once by anvil_prepare_sites when every site has its shape, the form's
+     * sites the value `shape` passed here (which `run` is passed too): the run form may
+     * derive a table of its own from the sites. Nonzero declines (out of memory): the
+     * form's sites then have their routine called per record. */
+    int (*prepare)(const struct anvil_site *sites, uint32_t nsites, uint32_t shape);
+    anvil_run run;
+    /* 0, or called by anvil_end_session before the session's copy of the library is
+     * unloaded: frees what `prepare` allocated (the heap outlives the library). */
+    void (*release)(void);
+};
+#endif
+
 /* A block's or procedure's address from the facts below: on ARM the lowest bit says Thumb
  * code; x86-64 instructions start at any byte. */
-#if defined(__x86_64__) && !defined(ANVIL_HOST)
+#ifdef ANVIL_TARGET_X86_64
 #define ANVIL_CODE_ADDRESS(a) (a)
 #else
 #define ANVIL_CODE_ADDRESS(a) ((a) & ~1u)

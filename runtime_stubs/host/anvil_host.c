@@ -128,19 +128,23 @@ void anvil_end_session(void)
 
 enum { DISPATCH_MORE = 0, DISPATCH_END = 1, DISPATCH_BAD_SITE = -1 };
 
-#define END_MARK 0xFFFFFFFFu
+#define END_MARK ((anvil_addr)-1)
+
+/* How wide the record words this library reads are (anvil_rt.h's anvil_addr): 4 for ARM
+ * programs, 8 for x86-64 ones; the server checks it against the site table. */
+const uint32_t anvil_record_word_bytes = sizeof(anvil_addr);
 
 /* Run the complete records in words[0..nwords). *consumed: words used. Stops at the
  * end marker (DISPATCH_END, marker not consumed) or at an unknown site id
  * (DISPATCH_BAD_SITE, the id at words[*consumed]). */
-int anvil_dispatch(const struct anvil_site *sites, uint32_t nsites, const uint32_t *words, size_t nwords,
+int anvil_dispatch(const struct anvil_site *sites, uint32_t nsites, const anvil_addr *words, size_t nwords,
                    size_t *consumed, uint64_t *records)
 {
     size_t i = 0;
     uint64_t n = 0;
     int status = DISPATCH_MORE;
     while (i < nwords) {
-        uint32_t id = words[i];
+        anvil_addr id = words[i];
         if (id >= nsites) {
             status = id == END_MARK ? DISPATCH_END : DISPATCH_BAD_SITE;
             break;
@@ -155,7 +159,7 @@ int anvil_dispatch(const struct anvil_site *sites, uint32_t nsites, const uint32
          * record's site id and site loads, a chain of two dependent loads per record that
          * bounds the loop at ~6 ns/record. Sites of one routine share a shape, so the
          * jump is predicted. */
-        const uint32_t *w = words + i + 1;
+        const anvil_addr *w = words + i + 1;
         switch (s->shape) {
         case 0: s->fn(s->args[0], s->args[1], s->args[2], s->args[3]); i += 1; break;
         ONE_WORD(0) ONE_WORD(1) ONE_WORD(2) ONE_WORD(3)

@@ -44,7 +44,8 @@ class FilteredAppend(NamedTuple):
 Routine = AppendRoutine | FilteredAppend
 
 
-RECORD_STATE = "anvil_rh_state"  # communicator: {next free word, flush limit, writers} (runtime_stubs/arm/anvil_comm.c)
+# The communicator's {next free word, flush limit, writers} (runtime_stubs/common/anvil_comm.c).
+RECORD_STATE = "anvil_rh_state"
 
 
 RECORD_WRITERS = 8  # offset in the state of the number of appends under way (Linux)
@@ -106,7 +107,7 @@ def emit_append_routine(code: Code, routine: Routine, label: Hashable | None = N
     ever overwritten. The kernel keeps d21 across the handler (it saves the whole VFP
     bank in the signal frame). ``writers`` is non-zero while reserved words may not be
     written yet; a flush made by a handler meanwhile then leaves the ring alone
-    (runtime_stubs/arm/anvil_comm.c). A plain increment and decrement are enough: a
+    (runtime_stubs/common/anvil_comm.c). A plain increment and decrement are enough: a
     handler gives back what it took before the code it interrupted goes on. Inside
     the program's own exclusive window (``in_exclusive``) a STREX of ours would make the
     program's fail each time round its loop: the reservation is a plain load and store

@@ -25,6 +25,10 @@ the x86-64 TLS ABI keeps at ``fs:0``. The analysis library is built without SSE 
 
 A ``rep``-prefixed string instruction with calls is copied as a loop of single elements,
 each with its calls before it, as Valgrind and QEMU see its accesses: one per element.
+
+ReHost (``records``): ``anvil_site`` appends a record (the site, the run-time values) to
+the communicator's ring instead of calling the routine, which runs on the host with the
+static arguments of the site table (``table_args``); the repeat filters stay in the program.
 """
 
 from __future__ import annotations
@@ -146,7 +150,8 @@ class CallSites:
     when the code is placed); ``threaded``: the program starts threads, and the calls go
     through a lock (``anvil_site_locked``)."""
 
-    def __init__(self, symbol: Callable[[str], int], threaded: bool = False, deferring: bool = False) -> None:
+    def __init__(self, symbol: Callable[[str], int], threaded: bool = False, deferring: bool = False,
+                 records: bool = False) -> None:
         self.symbol = symbol
         self.entry = "anvil_site_locked_entry" if threaded else "anvil_site_entry"
         self.routines: list[Prototype] = []
@@ -154,6 +159,10 @@ class CallSites:
         self.site_routine: list[int] = []
         self.site_args: list[tuple[int, ...]] = []
         self.site_fs: list[bool] = []
+        # ReHost: each site's arguments as the site table has them (prototype order, None
+        # for what its record carries); the routines run on the host.
+        self.records = records
+        self.table_args: list[list] = []
         self.threaded = threaded
         # Misses of deferred routines' filtered sites become records run in batches
         # (``_record``): not in a program that starts threads, whose calls take a lock.
@@ -161,6 +170,12 @@ class CallSites:
         # The flags live before each instruction of the procedure being copied, where it has
         # repeat filters tested inline (``enter``).
         self._live: dict[int, int] = {}
+
+    @classmethod
+    def factory(cls, threaded: bool, deferring: bool = False,
+                records: bool = False) -> Callable[[Callable[[str], int]], CallSites]:
+        """What makes the call sites once the library's symbols can be asked for."""
+        return lambda symbol: cls(symbol, threaded, deferring, records)
 
     def enter(self, proc: Procedure, switch_cases: dict[int, set[int]]) -> None:
         """Before ``proc`` is copied: the flags' liveness, where a filter's test needs it."""
@@ -237,6 +252,8 @@ class CallSites:
                 raise AnvilError(f"{proto.name}: arguments of kind {kind.name} are not passed on x86-64 yet")
         if len(dynamic) > 1:
             raise AnvilError(f"{proto.name}: x86-64 passes one run-time argument a call so far")
+        if self.records:
+            self.table_args.append(_table_args(proto, statics))
         site = len(self.site_routine)
         self.site_routine.append(self._routine(proto))
         self.site_args.append(tuple(statics))
@@ -315,7 +332,9 @@ class CallSites:
         code.rel32_lookup(b"\x48\x8d\x0d", b"", symbol, table)                       # lea rcx, [rip+table]
         code.emit(b"\x48\x01\xce" + key + test)                                          # add rsi, rcx
         code.rel32_lookup(b"\x48\x83\x05", b"\x01", symbol, counter, 8 * count_by)      # add [rip+count], 1
-        if proto.deferred and self.deferring:  # (never in a program that may start threads)
+        if self.records and not self.threaded:  # ReHost: the record appended inline to the ring
+            self._ring_record(code, flt, site)
+        elif proto.deferred and self.deferring:  # (never in a program that may start threads)
             self._record(code, flt, site)
         else:
             code.emit(b"\xeb" + bytes((_CALL_SIZE + (2 + _CALL_SIZE) * self.threaded,)))  # jmp done
@@ -348,13 +367,49 @@ class CallSites:
         code.rel32_lookup(b"\xe8", b"", symbol, "anvil_records_flush_entry")
         code.emit(b"\x5a")                                                   # pop rdx
 
+    def _ring_record(self, code: Code64, flt: RepeatFilter, site: int) -> None:
+        """The miss path of a filtered site in a ReHost program of one thread (after ``jmp
+        done``): the slot takes the key (rcx), and the record (site, value, the key that
+        left) goes into the communicator's ring as its C append would put it there
+        (runtime_stubs/common/anvil_comm.c): ``writers`` counted up around it, the words
+        reserved with one ``xadd`` (a signal handler's records come before or after them),
+        the ring sent when the record ends past its limit::
+
+            push rdx ; <the slot's update: rdx = the key that left>
+            inc dword [writers] ; mov ecx, 24 ; xadd [cursor], rcx
+            mov qword [rcx], site ; mov [rcx+8], rdi ; mov [rcx+16], rdx
+            dec dword [writers] ; add rcx, 24 ; cmp rcx, [limit] ; jbe +5 ; call flush ; pop rdx
+        """
+        if flt.depth == 1:
+            update = b"\x48\x8b\x16"                                      # mov rdx, [rsi]
+        else:
+            update = b"\x48\x8b\x56\x08\xff\x36\x8f\x46\x08"              # mov rdx, [rsi+8]; [rsi+8] = [rsi]
+        update = b"\x52" + update + b"\x48\x89\x0e"                         # push rdx ...; mov [rsi], rcx
+        fill = (b"\x48\xc7\x01" + struct.pack("<I", site)                      # mov qword [rcx], site
+                + b"\x48\x89\x79\x08\x48\x89\x51\x10")                       # [rcx+8] = rdi; [rcx+16] = rdx
+        length = len(update) + 6 + 5 + 8 + len(fill) + 6 + 4 + 7 + 2 + 5 + 1
+        symbol = self.symbol
+        state = "anvil_rh_state"  # {cursor, limit, writers}: anvil_comm.c
+        code.emit(b"\xeb" + bytes((length,)) + update)                       # jmp done
+        code.rel32_lookup(b"\xff\x05", b"", symbol, state, 16)                   # inc dword [writers]
+        code.emit(b"\xb9\x18\x00\x00\x00")                                    # mov ecx, 24
+        code.rel32_lookup(b"\x48\x0f\xc1\x0d", b"", symbol, state)             # xadd [cursor], rcx
+        code.emit(fill)
+        code.rel32_lookup(b"\xff\x0d", b"", symbol, state, 16)                   # dec dword [writers]
+        code.emit(b"\x48\x83\xc1\x18")                                       # add rcx, 24
+        code.rel32_lookup(b"\x48\x3b\x0d", b"", symbol, state, 8)               # cmp rcx, [limit]
+        code.emit(b"\x76\x05")                                               # jbe over the call
+        code.rel32_lookup(b"\xe8", b"", symbol, "anvil_records_flush_entry")
+        code.emit(b"\x5a")                                                   # pop rdx
+
     def source(self, tool_sources: list[str], array: Callable[[str, str, list[int]], str]) -> str:
-        """The tool's C, the site tables and ``anvil_site``; ``array(ctype, name, values)``
-        gives a constant array's definition."""
+        """The tool's C (none with ``records``), the site tables and ``anvil_site``;
+        ``array(ctype, name, values)`` gives a constant array's definition."""
         width = max((len(args) for args in self.site_args), default=0) or 1
         flat = [value & 0xFFFFFFFF for args in self.site_args for value in (*args, *(0,) * (width - len(args)))]
         routine_type = "uint8_t" if len(self.routines) <= 0x100 else "uint16_t"
-        parts = [*tool_sources, self.filter_tables(), _RECORDS_DECLARED if self.deferring else "",
+        parts = ['#include "anvil_rt.h"\n', *tool_sources, self.filter_tables(),
+                 _RECORDS_DECLARED if self.deferring else "", _RECORD_ROUTINES if self.records else "",
                  array("uint32_t", "anvil_site_args", flat),
                  array(routine_type, "anvil_site_routine", self.site_routine)]
         fs = any(self.site_fs)
@@ -391,6 +446,9 @@ class CallSites:
                     statics[position] = len(statics)
                     args.append(f"s[{statics[position]}]" + (" + anvil_bias" if kind is Arg.INST_ADDR else ""))
             call = f"        {proto.name}({', '.join(args)});\n"
+            if self.records:  # the site and the run-time values; the rest is the site table's
+                values = [arg for arg in args if arg in ("value", "left")]
+                call = f"        anvil_rh_record{len(values)}({', '.join(['site', *values])});\n"
             if proto.filter is not None and filtered:
                 call = _filtered(proto, statics[proto.filter.count_by], call)
             parts.append(f"    case {index}: {{\n{call}        break;\n    }}\n")
@@ -401,6 +459,26 @@ class CallSites:
         return "".join(f"anvil_word {_table_of(proto.filter)}[{proto.filter.slots * proto.filter.depth}];\n"
                        f"extern uint64_t anvil_array_{proto.filter.counter}[];\n"
                        for proto in self.routines if proto.filter is not None)
+
+
+#: The communicator's record routines (runtime_stubs/common/anvil_comm.c): the site, then
+#: the run-time values in the routine's order.
+_RECORD_ROUTINES = "".join(
+    f"void anvil_rh_record{n}(anvil_addr site{''.join(f', anvil_addr v{k}' for k in range(n))});\n" for n in range(3)) \
+    + "void anvil_rh_flush(void);\n" \
+    "void anvil_records_flush(void) { anvil_rh_flush(); }  /* (the ring's, for inline records) */\n"
+
+
+def _table_args(proto: Prototype, statics: list[int]) -> list:
+    """A site's arguments as the ReHost site table has them: its static values (``statics``,
+    in order) and None where the record carries the value."""
+    values = iter(statics)
+    args: list = []
+    for kind in proto.kinds:
+        if kind is Arg.SITE_ID:
+            raise AnvilError(f"{proto.name}: arguments of kind {kind.name} cannot be recorded")
+        args.append(None if kind.dynamic else next(values) & 0xFFFFFFFF)  # as anvil_site_args has them
+    return args
 
 
 def _table_of(flt: RepeatFilter) -> str:

@@ -3,7 +3,8 @@
  * Compiled with ANVIL_RING_LOCAL set, the same ring serves InHost's deferred routines
  * (rewriter/emit/deferred.py): a flush runs the records' routines in the program, through
  * the generated anvil_ring_dispatch, and there is no stream header, channel or end record.
- * Stream format (little-endian 32-bit words, see rehost/stream.py):
+ * Stream format (little-endian words as wide as the program's addresses, anvil_addr: 32-bit
+ * on ARM, 64-bit on x86-64; see rehost/stream.py):
  *   header  MAGIC VERSION hash0 hash1 bias
  *   record  site-id dynamic-arg...        (as many args as the site's routine has)
  *   end     END narrays {index bytes data padded to 4}...
@@ -15,7 +16,7 @@
  * - Cortex-M: an append runs with interrupts masked (PRIMASK), and so does a flush.
  * - Linux: an append first reserves its words (LDREX/STREX on the cursor: a handler
  *   that appended in between makes the STREX fail, and the reservation is made again
- *   past the handler's records), then writes them. Words are never written where they
+ *   past the handler's records; on x86-64 one atomic add), then writes them. Words are never written where they
  *   are not reserved, so a handler's committed record is never overwritten. Between
  *   the two steps the reserved words hold garbage: ``writers`` counts the appends
  *   under way (a plain increment and decrement: a handler always gives back what it
@@ -29,7 +30,8 @@
  *
  * Threads: ``writers`` tells an interrupted append from another thread's only when one
  * thread makes records. In a program the rewrite found to start threads (ANVIL_THREADS)
- * every record is appended under the call stub's lock (rewriter/arch/arm/call_stubs.py);
+ * every record is appended under the call stub's lock (rewriter/arch/arm/call_stubs.py;
+ * on x86-64 anvil_site_locked);
  * elsewhere records are appended inline on the assumption that there is one thread. When
  * that is wrong (threads started in a way the rewrite did not see), the threads' appends
  * race on ``writers`` and on the ring's start: a flush made on a second thread says so
@@ -38,12 +40,14 @@
  * inside the ring. The flush and the record routines are called under the lock in every
  * Linux copy (rewriter/emit/inhost.py), so they never run on two threads at once.
  *
- * The inline T32 form of the Linux append is in rewriter/arch/arm/hooks.py (_emit_record). */
+ * The inline T32 form of the Linux append is in rewriter/arch/arm/hooks.py (_emit_record);
+ * x86-64's, for the misses of repeat filters in a program of one thread, is
+ * rewriter/arch/x86_64/calls.py's _ring_record (its other records are made in C). */
 #include "anvil_rt.h"
 
 #define STREAM_MAGIC 0x48524E41u /* "ANRH" */
 #define STREAM_VERSION 1u
-#define END_MARK 0xFFFFFFFFu
+#define END_MARK ((anvil_addr)-1)
 #define MAX_RECORD 4u            /* words: the site id and at most three arguments */
 #if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M'
 #define CORTEX_M 1
@@ -60,7 +64,13 @@
 /* Of the slack, what a put-off flush leaves free: records other threads have reserved
  * and not yet written while it gives up (a program whose threads the rewrite missed). */
 #define RING_MARGIN 1024u
+#ifdef __x86_64__
+#define SYS_rt_sigprocmask 14
+#define SYS_arch_prctl 158
+#define ARCH_GET_FS 0x1003
+#else
 #define SYS_rt_sigprocmask 175
+#endif
 #define SIG_BLOCK 0
 #define SIG_SETMASK 2
 #endif
@@ -80,7 +90,7 @@
 
 #if ANVIL_RING_LOCAL
 /* Runs the records in [words, end) in order (generated with the deferred routines). */
-void anvil_ring_dispatch(const uint32_t *words, const uint32_t *end);
+void anvil_ring_dispatch(const anvil_addr *words, const anvil_addr *end);
 #else
 extern const uint32_t anvil_rh_table_hash[2];
 extern const uint32_t anvil_rh_narrays;
@@ -90,12 +100,12 @@ void anvil_channel_open(void);
 void anvil_channel_send(const void *data, uint32_t len);
 #endif
 
-static uint32_t ring[RING_WORDS + RING_SLACK];
+static anvil_addr ring[RING_WORDS + RING_SLACK];
 /* Read and written by inline record code (rewriter/arch/arm/hooks.py, _emit_record, at these
- * offsets: 0, 4, 8). */
+ * offsets: 0, 4, 8; x86-64: calls.py, _ring_record, at 0, 8, 16). */
 struct {
-    uint32_t *cursor;           /* the next free word */
-    uint32_t *limit;            /* the word past which the ring must be flushed */
+    anvil_addr *cursor;         /* the next free word */
+    anvil_addr *limit;          /* the word past which the ring must be flushed */
     volatile uint32_t writers;  /* appends under way (Linux) */
 } anvil_rh_state;
 #define anvil_rh_cursor anvil_rh_state.cursor
@@ -149,8 +159,9 @@ static void lose(void)
 }
 
 #if !CORTEX_M && !ANVIL_THREADS
-/* The thread pointer (TPIDRURO) of the first flush's thread; 0 before the C library set it. */
-static uint32_t first_thread;
+/* The thread pointer (TPIDRURO; x86-64: the fs base) of the first flush's thread; 0 before
+ * the C library set it. */
+static anvil_word first_thread;
 
 /* Called masked by a flush, in a program rewritten for one thread: a flush made on another
  * thread than the first flush's means the program's threads make records, which the
@@ -158,8 +169,13 @@ static uint32_t first_thread;
  * saying why. */
 static void one_thread(void)
 {
+#ifdef __x86_64__
+    anvil_word self = 0;  /* (fs:0 cannot be read before the C library set fs: a system call) */
+    anvil_syscall(SYS_arch_prctl, ARCH_GET_FS, (long)&self, 0, 0, 0, 0);
+#else
     uint32_t self;
     __asm__ volatile("mrc p15, 0, %0, c13, c0, 3" : "=r"(self));
+#endif
     if (!first_thread || !self) {
         if (!first_thread)
             first_thread = self;
@@ -205,16 +221,16 @@ void anvil_rh_flush(void)
     unmask(&old);
 }
 
-#if !CORTEX_M
-static inline uint32_t *load_exclusive(uint32_t **at)
+#if !CORTEX_M && !defined(__x86_64__)
+static inline anvil_addr *load_exclusive(anvil_addr **at)
 {
-    uint32_t *value;
+    anvil_addr *value;
     __asm__ volatile("ldrex %0, [%1]" : "=r"(value) : "r"(at) : "memory");
     return value;
 }
 
 /* 0 when stored: no exception and no other STREX since load_exclusive. */
-static inline uint32_t store_exclusive(uint32_t **at, uint32_t *value)
+static inline uint32_t store_exclusive(anvil_addr **at, anvil_addr *value)
 {
     uint32_t failed;
     __asm__ volatile("strex %0, %2, [%1]" : "=&r"(failed) : "r"(at), "r"(value) : "memory");
@@ -224,9 +240,9 @@ static inline uint32_t store_exclusive(uint32_t **at, uint32_t *value)
 
 /* One record of ``n`` words; ``exclusive``: the cursor may be reserved with LDREX/STREX
  * (not inside the program's own exclusive window). */
-static inline void append(const uint32_t *words, uint32_t n, int exclusive)
+static inline void append(const anvil_addr *words, uint32_t n, int exclusive)
 {
-    uint32_t *at, *next;
+    anvil_addr *at, *next;
 #if CORTEX_M
     (void)exclusive;  /* masking leaves the exclusive monitor alone */
     masked_t old = mask();
@@ -239,10 +255,20 @@ static inline void append(const uint32_t *words, uint32_t n, int exclusive)
     anvil_rh_writers++;
     __asm__ volatile("" ::: "memory");  /* the append says it is under way before it reserves */
     if (exclusive) {
+#ifdef __x86_64__
+        /* One instruction reserves the words: a handler's records come before or after it.
+         * XADD without LOCK: another thread's records are made under the call sites' lock
+         * (ANVIL_THREADS), and a locked add costs about twenty times more. */
+        size_t step = n * sizeof *at;  /* in: the bytes to reserve; out: the cursor before */
+        __asm__ volatile("xaddq %0, %1" : "+r"(step), "+m"(anvil_rh_cursor) : : "memory");
+        at = (anvil_addr *)step;
+        next = at + n;
+#else
         do {
             at = load_exclusive(&anvil_rh_cursor);
             next = at + n;
         } while (store_exclusive(&anvil_rh_cursor, next));
+#endif
     } else {
         at = anvil_rh_cursor;
         next = anvil_rh_cursor = at + n;
@@ -260,7 +286,7 @@ static inline void append(const uint32_t *words, uint32_t n, int exclusive)
  * run: nothing to mask). */
 void anvil_rh_start(void)
 {
-    uint32_t *at = ring;
+    anvil_addr *at = ring;
 #if !ANVIL_RING_LOCAL
     anvil_channel_open();
     *at++ = STREAM_MAGIC;
@@ -276,17 +302,17 @@ void anvil_rh_start(void)
 /* The record routines sites call: anvil_rh_record<N>(site, N run-time arguments), and the
  * _in_exclusive forms for sites inside the program's own exclusive window (no LDREX/STREX). */
 #define RECORD_ROUTINES(n, params, ...)                                                        \
-    void anvil_rh_record##n params { uint32_t w[] = {__VA_ARGS__}; append(w, (n) + 1, 1); }  \
-    void anvil_rh_record##n##_in_exclusive params { uint32_t w[] = {__VA_ARGS__}; append(w, (n) + 1, 0); }
+    void anvil_rh_record##n params { anvil_addr w[] = {__VA_ARGS__}; append(w, (n) + 1, 1); }  \
+    void anvil_rh_record##n##_in_exclusive params { anvil_addr w[] = {__VA_ARGS__}; append(w, (n) + 1, 0); }
 
-RECORD_ROUTINES(0, (uint32_t site), site)
-RECORD_ROUTINES(1, (uint32_t site, uint32_t a), site, a)
-RECORD_ROUTINES(2, (uint32_t site, uint32_t a, uint32_t b), site, a, b)
-RECORD_ROUTINES(3, (uint32_t site, uint32_t a, uint32_t b, uint32_t c), site, a, b, c)
+RECORD_ROUTINES(0, (anvil_addr site), site)
+RECORD_ROUTINES(1, (anvil_addr site, anvil_addr a), site, a)
+RECORD_ROUTINES(2, (anvil_addr site, anvil_addr a, anvil_addr b), site, a, b)
+RECORD_ROUTINES(3, (anvil_addr site, anvil_addr a, anvil_addr b, anvil_addr c), site, a, b, c)
 
 #if !ANVIL_RING_LOCAL
 /* Called masked (anvil_rh_end). */
-static inline void put(uint32_t word)
+static inline void put(anvil_addr word)
 {
     *anvil_rh_cursor++ = word;
 }
@@ -299,9 +325,9 @@ void anvil_rh_send_array(uint32_t index, const void *data, uint32_t bytes)
     if (lost)
         return;
     anvil_channel_send(data, bytes);
-    static const uint32_t zero;
-    if (bytes & 3)
-        anvil_channel_send(&zero, 4 - (bytes & 3));
+    static const anvil_addr zero;
+    if (bytes % sizeof zero)
+        anvil_channel_send(&zero, sizeof zero - bytes % sizeof zero);
 }
 #endif
 

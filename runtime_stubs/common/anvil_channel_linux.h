@@ -1,0 +1,172 @@
+/* ReHost channel on Linux (ARM and x86-64 alike): how the communicator's (anvil_comm.c)
+ * bytes leave the program. Included by each ISA's anvil_channel.c, which defines the system
+ * call numbers (a .h: the compile cache hashes the headers).
+ *
+ * The channel is file descriptor ANVIL_REHOST_FD, inherited from `anvil run` (a socket: send() with MSG_NOSIGNAL, so a vanished reader never kills the program;
+ * any other file: write()). When the program did not inherit it and its environment
+ * has ANVIL_REHOST_CONNECT=a.b.c.d:port, the communicator connects a TCP socket there
+ * (`anvil rehost-listen` on the host) and moves it to ANVIL_REHOST_FD, so the
+ * program's own descriptors are numbered as without instrumentation. Without a
+ * channel the program runs and the records are dropped (one line on stderr when a
+ * connection was asked for and failed).
+ *
+ * A child the program forks inherits the channel. Its first message is a fork hello
+ * (FORK_MAGIC, the pid whose stream it was writing, its own pid, the bytes of that stream
+ * sent by the fork); the host gives the child a session of its own that starts with those
+ * bytes of its parent's stream, so its analysis goes on from its parent's state at the
+ * fork, as an InHost child's counts do (docs/decisions/0031-forked-children-in-rehost.md).
+ * The records in the ring at the fork go into both streams: both processes flush their
+ * copy. On `anvil run`'s SOCK_SEQPACKET socket every send is a message of its own, so the
+ * child goes on on the same descriptor (the bridge learns each message's process from the
+ * kernel); on a TCP connection this program made (ANVIL_REHOST_CONNECT) the child connects
+ * one of its own. On any other channel (an inherited byte stream, a file) the child sends
+ * nothing: its bytes would break into its parent's stream. */
+#include "anvil_rt.h"
+
+#define AF_INET 2
+#define SOCK_STREAM 1
+#define F_GETFD 1
+#define SOL_SOCKET 1
+#define SO_TYPE 3
+#define SOCK_SEQPACKET 5
+#define MSG_NOSIGNAL 0x4000
+#define EINTR 4
+#define EAGAIN 11
+#define ENOTSOCK 88
+
+#define ANVIL_REHOST_FD 1000
+#define FORK_MAGIC 0x4B464E41u /* "ANFK" */
+#define MAX_MESSAGE 65536u     /* a SOCK_SEQPACKET message must fit the socket's buffer whole */
+static int channel_ok = 1;
+static int use_write;
+static int messages;       /* the channel keeps messages apart: a forked child goes on on it */
+static int reconnect;      /* the channel is a TCP connection made here: a forked child makes its own */
+static uint8_t remote[16]; /* where that connection goes */
+static long channel_pid;   /* the process whose stream this one writes */
+static uint64_t sent;      /* bytes of that stream sent so far */
+
+/* ``len`` bytes, whole; 0 when the channel has failed. */
+static int send_all(const char *p, uint32_t len)
+{
+    while (len && channel_ok) {
+        uint32_t piece = messages && len > MAX_MESSAGE ? MAX_MESSAGE : len;
+        long n;
+        if (use_write)
+            n = anvil_syscall(SYS_write, ANVIL_REHOST_FD, (long)p, piece, 0, 0, 0);
+        else
+            n = anvil_syscall(SYS_sendto, ANVIL_REHOST_FD, (long)p, piece, MSG_NOSIGNAL, 0, 0);
+        if (n == -ENOTSOCK && !use_write) {
+            use_write = 1;
+            continue;
+        }
+        if (n == -EINTR || n == -EAGAIN)
+            continue;
+        if (n <= 0) {
+            channel_ok = 0;  /* no reader: the program goes on; the host sees a stream without its end */
+            return 0;
+        }
+        p += n;
+        len -= (uint32_t)n;
+        sent += (uint64_t)n;
+    }
+    return channel_ok;
+}
+
+/* A TCP connection to ``remote`` on ANVIL_REHOST_FD (in place of the one there, if any);
+ * 0 if none could be made. */
+static int connect_channel(void)
+{
+    long fd = anvil_syscall(SYS_socket, AF_INET, SOCK_STREAM, 0, 0, 0, 0);
+    long got = fd < 0 ? fd : -EINTR;
+    while (fd >= 0 && got == -EINTR)
+        got = anvil_syscall(SYS_connect, fd, (long)remote, sizeof remote, 0, 0, 0);
+    if (got >= 0 && fd != ANVIL_REHOST_FD)
+        anvil_syscall(SYS_dup2, fd, ANVIL_REHOST_FD, 0, 0, 0, 0);
+    if (fd >= 0 && fd != ANVIL_REHOST_FD)
+        anvil_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
+    return got >= 0;
+}
+
+/* In a forked child, before its first bytes: its own channel, or none. */
+static void start_child_stream(long pid)
+{
+    if (!messages && !(reconnect && connect_channel())) {
+        channel_ok = 0;
+        return;
+    }
+    uint32_t hello[5] = {FORK_MAGIC, (uint32_t)channel_pid, (uint32_t)pid, (uint32_t)sent, (uint32_t)(sent >> 32)};
+    channel_pid = pid;
+    if (send_all((const char *)hello, sizeof hello))
+        sent = 0;  /* the hello is not part of the stream */
+}
+
+void anvil_channel_send(const void *data, uint32_t len)
+{
+    long pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
+    if (channel_ok && pid != channel_pid)
+        start_child_stream(pid);
+    send_all(data, len);
+}
+
+/* "a.b.c.d:port" -> sockaddr_in (network byte order); 0 when it is not one. */
+static int parse_address(const char *text, uint8_t sockaddr[16])
+{
+    uint32_t part[5] = {0, 0, 0, 0, 0};
+    int n = 0, digits = 0;
+    for (const char *p = text;; p++) {
+        char c = *p;
+        if (c >= '0' && c <= '9') {
+            part[n] = part[n] * 10 + (uint32_t)(c - '0');
+            if (++digits > 5)
+                return 0;
+            continue;
+        }
+        if (!digits || part[n] > (n == 4 ? 65535u : 255u))
+            return 0;
+        if (c == (n < 3 ? '.' : ':') && n < 4) {
+            n++;
+            digits = 0;
+            continue;
+        }
+        if (c == 0 && n == 4)
+            break;
+        return 0;
+    }
+    anvil_memset(sockaddr, 0, 16);
+    sockaddr[0] = AF_INET;
+    sockaddr[2] = (uint8_t)(part[4] >> 8);
+    sockaddr[3] = (uint8_t)part[4];
+    for (int i = 0; i < 4; i++)
+        sockaddr[4 + i] = (uint8_t)part[i];
+    return 1;
+}
+
+static void warn(const char *a, const char *b, const char *c)
+{
+    anvil_warn(a);
+    anvil_warn(b);
+    anvil_warn(c);
+}
+
+/* No inherited channel: connect to ANVIL_REHOST_CONNECT if the environment names it. */
+void anvil_channel_open(void)
+{
+    channel_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
+    if (anvil_syscall(SYS_fcntl, ANVIL_REHOST_FD, F_GETFD, 0, 0, 0, 0) >= 0) {  /* inherited */
+        int type = 0;
+        uint32_t size = sizeof type;
+        messages = anvil_syscall(SYS_getsockopt, ANVIL_REHOST_FD, SOL_SOCKET, SO_TYPE, (long)&type, (long)&size,
+                                 0) == 0 && type == SOCK_SEQPACKET;
+        return;
+    }
+    const char *where = anvil_getenv("ANVIL_REHOST_CONNECT");
+    if (!where)
+        return;
+    if (!parse_address(where, remote)) {
+        warn("anvil: rehost: ANVIL_REHOST_CONNECT=", where, " is not ADDRESS:PORT (IPv4); records dropped\n");
+        return;
+    }
+    reconnect = connect_channel();
+    if (!reconnect)
+        warn("anvil: rehost: cannot connect to ", where, "; records dropped\n");
+}
