@@ -11,6 +11,7 @@ run (the median of ``--runs``):
   figure to compare on a machine whose cores are shared;
 - ``insn/s``: the program's decoded instructions (``anvil -v`` prints them) over the
   wall and over the CPU seconds;
+- ``user s``: the user seconds alone (what decision 0118's table compares);
 - ``peak MB``: the largest resident set of the process or of one it waited for.
 
 ``--baseline-rev REV`` measures the same rewrites with the code of another revision
@@ -24,13 +25,18 @@ interpreter, stripped, 4.7 MB, 674k instructions: the largest of the corpus), ``
 (the Lua 5.4 interpreter built from Debian's source, with symbols) and the dynamic Debian
 programs ``grep``, ``dash``, ``bc`` and ``gzip``, or any program of the corpus
 (``tests/support/corpus.py``: ``perl``, ``git``, ...) by its name, or any program by its
-path (a name with a ``/``, shown by its file name); downloads and builds are cached (``tests/support/samples.py``)::
+path (a name with a ``/``, shown by its file name); downloads and builds are cached (``tests/support/samples.py``).
+x86-64 programs of this machine by name (``X86_64``): ``python3.11-amd64``, ``bash-amd64``,
+``gdb``, ``cc1plus`` (``gcc -print-prog-name=cc1plus``), ``node``; ``--x86-64`` rewrites
+the first, ``gdb`` and ``cc1plus`` (big programs: their memory is what decision 0118 cut)::
 
     python3 benchmarks/rewrite_speed.py                                   # this tree only
     python3 benchmarks/rewrite_speed.py --baseline-rev a9a6a06 --runs 3   # before and after
     python3 benchmarks/rewrite_speed.py --programs lua --tools inscount --pin 0
     python3 benchmarks/rewrite_speed.py --programs python3.11:inscount,lua,grep   # cachesim: not python3.11
     python3 benchmarks/rewrite_speed.py --programs python3.11:inscount --floor    # and capstone alone
+    python3 benchmarks/rewrite_speed.py --x86-64 --baseline-rev cf7971a          # x86-64: time and memory
+    python3 benchmarks/rewrite_speed.py --programs python3.11-amd64,gdb --tools inscount,cachesim
 """
 
 from __future__ import annotations
@@ -68,6 +74,12 @@ DEBIAN = {
 }
 DEFAULT_PROGRAMS = "python3.11,lua,grep"
 DEFAULT_TOOLS = "inscount,cachesim"
+# name -> path of the x86-64 programs of this machine (Debian 12's packages), "" for
+# cc1plus (where gcc says it is)
+X86_64 = {"python3.11-amd64": "/usr/bin/python3.11", "bash-amd64": "/bin/bash", "gdb": "/usr/bin/gdb",
+          "cc1plus": "", "node": "/usr/bin/node"}
+X86_64_PROGRAMS = "python3.11-amd64,gdb,cc1plus"
+X86_64_TOOLS = "inscount"
 REWRITE_TIMEOUT = 1800.0
 DECODED = re.compile(r"anvil: (\d+) procedures, (\d+) instructions")
 
@@ -78,6 +90,12 @@ def program_path(name: str) -> Path:
         return Path(name)
     if name == "lua":
         return samples.build_lua()
+    if name in X86_64:
+        path = Path(X86_64[name] or subprocess.run(["gcc", "-print-prog-name=cc1plus"], capture_output=True,
+                                                   text=True).stdout.strip())
+        if not path.is_file():
+            raise SystemExit(f"rewrite_speed: no {name} on this machine ({path})")
+        return path
     if name not in DEBIAN and name in corpus.CORPUS:  # (any program of benchmarks/corpus.py)
         return corpus.fetch(corpus.CORPUS[name])[0]
     if name not in DEBIAN:
@@ -93,6 +111,7 @@ class Run:
 
     wall: float
     cpu: float
+    user: float
     peak_kb: int
     instructions: int
     digest: str  # of the output file, "" if the rewrite failed
@@ -134,8 +153,8 @@ def rewrite(tree: Path, binary: Path, tool: str, out: Path, jobs: int, pin: list
     ok = proc.returncode == 0 and out.exists()
     digest = hashlib.sha256(out.read_bytes()).hexdigest() if ok else ""
     error = "" if ok else (text.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
-    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, int(found.group(2)) if found else 0,
-               digest, error)
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_utime, usage.ru_maxrss,
+               int(found.group(2)) if found else 0, digest, error)
 
 
 def baseline_tree(rev: str, where: Path) -> Path:
@@ -148,11 +167,11 @@ def baseline_tree(rev: str, where: Path) -> Path:
 
 def table(rows: list[Row], baseline: str | None) -> str:
     """The Markdown table of ``rows`` (pairs of baseline and this tree when ``baseline``)."""
-    head = ["program", "size MB", "instructions", "tool", "code", "wall s", "cpu s", "insn/s (wall)",
+    head = ["program", "size MB", "instructions", "tool", "code", "wall s", "cpu s", "user s", "insn/s (wall)",
             "insn/s (cpu)", "peak MB"]
     if baseline:
         head.append("same bytes")
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 3 + "---|---|" + "---:|" * 5 + ("---|" if baseline else "")]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 3 + "---|---|" + "---:|" * 6 + ("---|" if baseline else "")]
     digests: dict[tuple[str, str], set[str]] = {}
     for row in rows:
         digests.setdefault((row.program, row.tool), set()).update(r.digest for r in row.runs)
@@ -161,10 +180,11 @@ def table(rows: list[Row], baseline: str | None) -> str:
         insns = max(r.instructions for r in row.runs)
         cells = [row.program, f"{row.size / 1e6:.1f}", str(insns or "?"), row.tool, row.tree]
         if failed:
-            cells += [f"FAILED: {failed}"] + [""] * 4
+            cells += [f"FAILED: {failed}"] + [""] * 5
         else:
             wall, cpu = row.median(lambda r: r.wall), row.median(lambda r: r.cpu)
-            cells += [f"{wall:.2f}", f"{cpu:.2f}", f"{insns / wall:,.0f}", f"{insns / cpu:,.0f}",
+            cells += [f"{wall:.2f}", f"{cpu:.2f}", f"{row.median(lambda r: r.user):.2f}", f"{insns / wall:,.0f}",
+                      f"{insns / cpu:,.0f}",
                       f"{row.median(lambda r: r.peak_kb) / 1024:.0f}"]
         if baseline:
             got = digests[(row.program, row.tool)]
@@ -206,8 +226,11 @@ def floor_table(programs: list[tuple[str, Path]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--programs", default=DEFAULT_PROGRAMS, help=f"comma separated (default {DEFAULT_PROGRAMS})")
-    parser.add_argument("--tools", default=DEFAULT_TOOLS, help=f"comma separated (default {DEFAULT_TOOLS})")
+    parser.add_argument("--programs", help=f"comma separated (default {DEFAULT_PROGRAMS}; "
+                                           f"with --x86-64, {X86_64_PROGRAMS})")
+    parser.add_argument("--tools", help=f"comma separated (default {DEFAULT_TOOLS}; with --x86-64, {X86_64_TOOLS})")
+    parser.add_argument("--x86-64", action="store_true", dest="x86_64",
+                        help="this machine's big x86-64 programs by default (their time and peak memory)")
     parser.add_argument("--runs", type=int, default=1, help="rewrites of each, the median is shown (default 1)")
     parser.add_argument("--jobs", type=int, default=1, help="ANVIL_JOBS of each rewrite (default 1: one core)")
     parser.add_argument("--pin", help="CPUs to run the rewrites on, comma separated (as taskset -c)")
@@ -216,6 +239,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="also time capstone's decoding alone of each program (the floor of any rewrite)")
     args = parser.parse_args(argv)
     pin = [int(c) for c in args.pin.split(",")] if args.pin else None
+    if args.programs is None:
+        args.programs = X86_64_PROGRAMS if args.x86_64 else DEFAULT_PROGRAMS
+    if args.tools is None:
+        args.tools = X86_64_TOOLS if args.x86_64 else DEFAULT_TOOLS
     tools = [t for t in args.tools.split(",") if t]
     wanted = [(spec.split(":")[0], spec.split(":")[1].split("+") if ":" in spec else tools)
               for spec in args.programs.split(",") if spec]

@@ -116,3 +116,46 @@ def test_the_region_has_room_for_the_jumps_it_writes(tmp_path: Path, monkeypatch
     assert cli.main(["instrument", "--tool", "inscount", str(plain), "-o", str(copied)]) == 0
     assert _run(copied, [], tmp_path) == _run(plain, [], tmp_path)
     assert (tmp_path / "prog.inscount.out").read_text().startswith("inscount: ")
+
+
+def test_code64_displacements_reach_what_they_name() -> None:
+    """The copies' code (``Code64``, decision 0118) fills each displacement so that capstone,
+    decoding the finished bytes, finds the instruction reaching what it named: a copied
+    instruction's copy (the first, where one is copied twice; copies not made in address
+    order), an original address where there is no copy, a link-time address, a symbol
+    looked up at the end plus an addend; all after the code is moved."""
+    import capstone
+
+    from rewriter.arch.x86_64.code64 import Code64
+    from rewriter.errors import RangeError
+
+    code = Code64(0)
+    copies: dict[int, int] = {}
+    for original in (0x5000, 0x4000, 0x6000, 0x4000):  # out of order, 0x4000 twice
+        copies.setdefault(original, code.size)
+        code.copy_label(original)
+        code.emit(b"\x90")
+    symbols: dict[str, int] = {}
+    wanted = []  # (offset of the instruction, what it must reach, as a function of the base)
+    for original in (0x4000, 0x5000, 0x6000, 0x7000):
+        wanted.append((code.size, (lambda base, o=original: base + copies[o] if o in copies else o)))
+        code.rel32_copy(b"\xe8", b"", original)  # call
+    wanted.append((code.size, lambda base: 0x123456))
+    code.rel32(b"\x48\x8d\x3d", b"", 0x123456)  # lea rdi, [rip + ...]
+    wanted.append((code.size, lambda base: symbols["table"] + 24))
+    code.rel32_lookup(b"\x48\x83\x05", b"\x01", symbols.__getitem__, "table", 24)  # add qword [rip + ...], 1
+    base = 0x10000000
+    code.rebase(base)
+    symbols["table"] = 0x10400000
+    data = bytes(code.finish(lambda key: code.labels[key]))
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    md.detail = True
+    for offset, target in wanted:
+        ins = next(md.disasm(data[offset:], base + offset, 1))
+        operand = ins.operands[-1] if ins.mnemonic == "lea" else ins.operands[0]
+        got = operand.imm if operand.type == capstone.x86.X86_OP_IMM else ins.address + ins.size + operand.mem.disp
+        assert got == target(base), (ins.mnemonic, ins.op_str)
+    far = Code64(0)
+    far.rel32(b"\xe9", b"", 1 << 40)
+    with pytest.raises(RangeError):
+        far.finish(lambda key: far.labels[key])

@@ -335,8 +335,7 @@ def _apply(result: Derivations, proc: Procedure, arrays: set[str], plan: Plan | 
     for array in sorted(arrays):
         edge_base = result.edges.get(array, 0)
         for k, (source, dest) in enumerate(plan.edges):
-            increments = proc.blocks[source].edge_increments.setdefault(proc.blocks[dest].address, [])
-            increments.append((edge_array(array), edge_base + k, 1))
+            proc.blocks[source].add_edge_increment(proc.blocks[dest].address, edge_array(array), edge_base + k)
             if plan.in_loop((source, dest)):
                 result.in_loops.add((edge_array(array), edge_base + k))
         result.edges[array] = edge_base + len(plan.edges)

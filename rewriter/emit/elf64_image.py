@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 
 from elftools.elf.elffile import ELFFile
 
-from ..arch.code import Code
 from ..arch.x86_64 import loader
+from ..arch.x86_64.code64 import Code64
 from ..arch.x86_64.patches import EntryPatch, dead_runs, entry_patches, return_sites
-from ..arch.x86_64.relocate import Copier, Hooks, ins_label
+from ..arch.x86_64.relocate import Copier, Hooks
 from ..errors import AnvilError
 from ..ir.model import Binary, Procedure
 from . import file_gap
@@ -137,6 +137,15 @@ def _caves(procs: list[Procedure], patches: list[EntryPatch], short: set[int]) -
     return loader.spread(sorted(runs, key=lambda run: run[0] - run[1]))
 
 
+def _copy(code: Code64, address: int) -> int:
+    """Where the copy of the instruction at ``address`` is (every patched entry is one of a
+    copied procedure's)."""
+    copy = code.copy_of(address)
+    if copy is None:
+        raise AssertionError(f"a jump over {address:#x} to a copy that was not made")
+    return copy
+
+
 @dataclass
 class Library:
     """Code and data the region holds after the copies (the analysis library, the runtime),
@@ -164,7 +173,7 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     report.jumps = {patch.address for patch in patches} | {p.trampoline for p in patches if p.trampoline is not None}
     symbols: dict[str, int] = {}
     lowering = hooks(symbols.__getitem__) if hooks is not None else None
-    code = Code(0)
+    code = Code64(0)
     copier = Copier(code, returns - set(report.short_entries), lowering, _image_span(binary))
     for proc in procs:
         copier.copy_procedure(proc)
@@ -186,7 +195,7 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     if built is not None:
         tail, linked = built.link(region + library_offset)
         symbols.update(linked)
-    data = bytearray(code.finish(lambda key: code.labels[key]))
+    data = code.finish(lambda key: code.labels[key])
     data += b"\0" * (library_offset - len(data)) + tail
     report.region, report.region_size = region, len(data)
 
@@ -216,7 +225,7 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     described = described_end(elf)
     out, overlay = bytearray(original[:described]), original[described:]
     region_offset = (len(out) + PAGE - 1) & ~(PAGE - 1)
-    writes = sorted(write for patch in patches for write in patch.writes(code.labels[ins_label(patch.address)]))
+    writes = sorted(write for patch in patches for write in patch.writes(_copy(code, patch.address)))
     # With a runtime to write them, the jumps go over the original code once the region is
     # mapped (the stub's anvil_start): a library's initialiser that calls into the program
     # before its entry runs the original code, not a jump into a region not mapped yet
@@ -255,8 +264,7 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
         struct.pack_into("<QQ", out, header + 32, grown, max(grown, text["p_memsz"]))
     report.loader_stub = [f"{address:#x}" for address, _ in stub.pieces]
     struct.pack_into("<Q", out, 24, stub.entry)
-    out += b"\0" * (region_offset - len(out))
-    out += data
-    out += overlay
-    atomic_write(output, bytes(out))
+    # Written in parts: joined, the image and the region (a large program's: a hundred MB
+    # each) would be held twice at the end.
+    atomic_write(output, [out, bytes(region_offset - len(out)), data, overlay])
     return report

@@ -12,6 +12,7 @@ repeat filters among them.
 from __future__ import annotations
 
 import io
+import os
 import time
 from collections.abc import Callable
 
@@ -166,6 +167,5 @@ def write_instrumented(binary: Binary, tool: Tool, output: str, started: float, 
                              "flag_saves": lowered.flag_saves, "exit_calls": lowered.exit_calls,
                              "unknown_syscalls": lowered.unknown_syscalls, "repeated": lowered.repeated}
     report.rewrite_seconds = time.monotonic() - started
-    with open(output, "rb") as f:
-        report.output_size = len(f.read())
+    report.output_size = os.path.getsize(output)  # (not read back: a large program's is a hundred MB)
     return report

@@ -1219,13 +1219,17 @@ def offset_in(elf: ELFFile, vaddr: int) -> int:
     raise AssertionError(f"{vaddr:#x} is not in the file")
 
 
-def atomic_write(path: str, data: bytes, mode: int = 0o755) -> None:
-    """Write ``data`` to ``path`` through a temporary file, so a failure leaves no partial output."""
+def atomic_write(path: str, data: bytes | bytearray | list[bytes | bytearray], mode: int = 0o755) -> None:
+    """Write ``data`` (or its parts, one after the other) to ``path`` through a temporary
+    file, so a failure leaves no partial output."""
     directory = os.path.dirname(os.path.abspath(path)) or "."
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".anvil-")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            if isinstance(data, list):
+                f.writelines(data)
+            else:
+                f.write(data)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:

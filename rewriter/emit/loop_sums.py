@@ -146,6 +146,6 @@ def sum_loops(proc: Procedure, shapes: list[LoopShape], edge_sources: set[int], 
         number = len(sums)
         sums.append(LoopSum((free & -free).bit_length() - 1, array, index))
         for b in shape.preheaders:
-            blocks[b].counter_increments.append((RESET, number, 1))
+            blocks[b].increment(RESET, number)
         for e in shape.exits:
-            blocks[e].counter_increments.insert(0, (STORE, number, 1))
+            blocks[e].counter_increments = [(STORE, number, 1), *blocks[e].counter_increments]

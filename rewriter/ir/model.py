@@ -13,9 +13,10 @@ import itertools
 import operator
 import re
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -166,19 +167,33 @@ class Instruction:
         return f"{self.address:#x}: {self.mnemonic} {self.op_str}".rstrip()
 
 
+# A block's edge increments where it has none (most blocks): one shared empty mapping.
+_NO_EDGES: Mapping[int, list[tuple[str, int, int]]] = MappingProxyType({})
+
+
+def _no_edges() -> Mapping[int, list[tuple[str, int, int]]]:
+    return _NO_EDGES
+
+
 @dataclass
 class Block:
-    """A basic block: entered only at its first instruction, left only after its last."""
+    """A basic block: entered only at its first instruction, left only after its last.
+
+    Its hooks, counter increments and edge increments are shared empty ones until it gets
+    some (``call``, ``increment``, ``add_edge_increment``): a large program's IR holds a
+    block for every three instructions or so, and an empty list and dict each took 120 bytes.
+    """
 
     address: int
     instructions: list[Instruction]
     procedure: Procedure
     index: int = 0
-    hooks: list[Hook] = field(default_factory=list)
-    counter_increments: list[tuple[str, int, int]] = field(default_factory=list)
+    hooks: list[Hook] | tuple[()] = ()
+    counter_increments: list[tuple[str, int, int]] | tuple[()] = ()
     # Increments made only when control goes from this block to the block at the key
     # (set by counter placement on branches it cannot do without).
-    edge_increments: dict[int, list[tuple[str, int, int]]] = field(default_factory=dict)
+    edge_increments: dict[int, list[tuple[str, int, int]]] | Mapping[int, list[tuple[str, int, int]]] = \
+        field(default_factory=_no_edges)
 
     @property
     def end(self) -> int:
@@ -194,11 +209,25 @@ class Block:
         if point is not Point.BEFORE:
             raise NotImplementedError("only Point.BEFORE is supported on blocks")
         prototype.check_args(args)
-        self.hooks.append(Hook(point, prototype, args))
+        hook = Hook(point, prototype, args)
+        if self.hooks:
+            self.hooks.append(hook)
+        else:
+            self.hooks = [hook]
 
     def increment(self, counter: str, index: int, amount: int = 1) -> None:
         """Add ``amount`` to 64-bit slot ``index`` of counter array ``counter``, inline."""
-        self.counter_increments.append((counter, index, amount))
+        if self.counter_increments:
+            self.counter_increments.append((counter, index, amount))
+        else:
+            self.counter_increments = [(counter, index, amount)]
+
+    def add_edge_increment(self, target: int, counter: str, index: int, amount: int = 1) -> None:
+        """Add ``amount`` to slot ``index`` of ``counter`` when control goes from this block
+        to the block at ``target``."""
+        if not self.edge_increments:
+            self.edge_increments = {}
+        self.edge_increments.setdefault(target, []).append((counter, index, amount))
 
 
 @dataclass
@@ -466,9 +495,9 @@ class Binary:
             proc.hooks.clear()
             proc.accumulation = None
             for block in proc.blocks:
-                block.hooks.clear()
-                block.counter_increments.clear()
-                block.edge_increments.clear()
+                block.hooks = ()
+                block.counter_increments = ()
+                block.edge_increments = _NO_EDGES
                 for ins in block.instructions:
                     if ins.hooks:
                         ins.hooks = ()

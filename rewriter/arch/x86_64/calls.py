@@ -39,11 +39,10 @@ from collections.abc import Callable
 from ...api import Arg, Prototype, RepeatFilter
 from ...errors import AnvilError
 from ...ir.model import Access, Block, Hook, Instruction, Procedure
-from ..code import Code
+from .code64 import Code64
 from .decode import RIP, RSP
 from .flags import ALL as ALL_FLAGS
 from .flags import live_before
-from .relocate import rel32
 
 BELOW_RED_ZONE = bytes.fromhex("488d642480")        # lea rsp, [rsp-128]
 ABOVE_RED_ZONE = bytes.fromhex("488da42480000000")  # lea rsp, [rsp+128]
@@ -92,7 +91,7 @@ def _rex(w: bool, r: int, x: int, b: int) -> int:
 def lea_rdi(access: Access, moved: int) -> bytes:
     """``lea rdi, [base + index << shift + disp]`` for ``access`` (RSP ``moved`` bytes down
     since the instruction), or ``mov rdi, disp`` for an absolute address. Not for an access
-    relative to RIP (its displacement depends on where the code goes: ``lea_rip``)."""
+    relative to RIP (its displacement depends on where the code goes: a fixup, ``_value``)."""
     disp = access.disp + (moved if access.base == RSP else 0)
     if access.base < 0 and access.index is None:
         return b"\x48\xbf" + struct.pack("<Q", disp & (1 << 64) - 1)   # mov rdi, imm64
@@ -104,11 +103,6 @@ def lea_rdi(access: Access, moved: int) -> bytes:
     sib = access.shift << 6 | (index & 7) << 3 | base & 7
     rex = _rex(True, 7, index if access.index is not None else 0, base if access.base >= 0 else 0)
     return bytes((rex, 0x8D, mod << 6 | 7 << 3 | 4, sib)) + struct.pack("<i", disp)
-
-
-def lea_rip(at: int, target: int) -> bytes:
-    """``lea rdi, [rip + (target)]`` written at ``at``."""
-    return b"\x48\x8d\x3d" + rel32(at, 7, target)
 
 
 def mov_rdi(register: int, moved: int) -> bytes:
@@ -189,7 +183,7 @@ class CallSites:
                        for ins in block.instructions for hook in ins.hooks or ())
         self._live = live_before(proc, switch_cases) if filtered else {}
 
-    def block(self, block: Block, code: Code) -> None:
+    def block(self, block: Block, code: Code64) -> None:
         """The calls ``block`` asks for at its start, after its procedure's if it is the
         procedure's entry (as on ARM: the entry block's every run, a loop back to it too)."""
         proc = block.procedure
@@ -197,7 +191,7 @@ class CallSites:
         for hook in hooks:
             self._site(code, hook, block.address, len(block.instructions), None)
 
-    def before(self, ins: Instruction, code: Code) -> None:
+    def before(self, ins: Instruction, code: Code64) -> None:
         """The calls ``ins`` asks for before it runs (one per access where they take an access)."""
         insns = len(ins.block.instructions) if ins.block is not None else 1
         for hook in ins.hooks:
@@ -207,23 +201,23 @@ class CallSites:
             else:
                 self._site(code, hook, ins.address, insns, None)
 
-    def element_loop(self, ins: Instruction, code: Code) -> None:
+    def element_loop(self, ins: Instruction, code: Code64) -> None:
         """A repeated string instruction as a loop of single elements, each after its calls.
 
         ``jrcxz`` and ``lea`` leave the flags alone, so ``repe``/``repne`` end on the flags
         of the element's comparison, as the prefix does."""
         top, done = ("x86-rep-top", ins.address), ("x86-rep-done", ins.address)
-        labels = code.labels  # read when the fixups are encoded: the code may be rebased first
+        label = code.labels.__getitem__  # read when the fixups are encoded: the code may be rebased first
         code.label(top)
         code.emit(b"\xe3\x02\xeb\x05")  # jrcxz +2 (to the jump out); jmp +5 (over it)
-        code.later(5, lambda at, _r: b"\xe9" + rel32(at, 5, labels[done]))
+        code.rel32_lookup(b"\xe9", b"", label, done)
         self.before(ins, code)
         code.emit(one_element(ins) + b"\x48\x8d\x49\xff")  # the element; lea rcx, [rcx-1]
         prefix = ins.mnemonic.split()[0]
         if prefix != "rep":  # repe/repz go on while ZF is set, repne/repnz while it is clear
             condition = 0x85 if prefix in ("repe", "repz") else 0x84
-            code.later(6, lambda at, _r: bytes((0x0F, condition)) + rel32(at, 6, labels[done]))
-        code.later(5, lambda at, _r: b"\xe9" + rel32(at, 5, labels[top]))
+            code.rel32_lookup(bytes((0x0F, condition)), b"", label, done)
+        code.rel32_lookup(b"\xe9", b"", label, top)
         code.label(done)
 
     def _routine(self, proto: Prototype) -> int:
@@ -233,7 +227,7 @@ class CallSites:
             self.routines.append(proto)
         return index
 
-    def _site(self, code: Code, hook: Hook, address: int, insns: int, access: Access | None) -> None:
+    def _site(self, code: Code64, hook: Hook, address: int, insns: int, access: Access | None) -> None:
         proto = hook.prototype
         statics: list[int] = []
         dynamic: list[tuple[Arg, object]] = []
@@ -277,7 +271,7 @@ class CallSites:
         self._call(code, site)
         code.emit(_RESTORE + ABOVE_RED_ZONE)
 
-    def _value(self, code: Code, routine: str, dynamic: tuple[Arg, object], access: Access | None,
+    def _value(self, code: Code64, routine: str, dynamic: tuple[Arg, object], access: Access | None,
                moved: int) -> None:
         """rdi := the run-time argument (RSP ``moved`` bytes below the program's)."""
         kind, value = dynamic
@@ -286,18 +280,16 @@ class CallSites:
         elif access is None:
             raise AnvilError(f"{routine}: an effective address where there is no access")
         elif access.base == RIP:
-            target = access.disp
-            code.later(7, lambda at, _r: lea_rip(at, target))
+            code.rel32(b"\x48\x8d\x3d", b"", access.disp)  # lea rdi, [rip + (disp)]
         else:
             code.emit(lea_rdi(access, moved))
 
-    def _call(self, code: Code, site: int, entry: str | None = None) -> None:
+    def _call(self, code: Code64, site: int, entry: str | None = None) -> None:
         """``mov esi, site; call`` the entry that calls anvil_site(rdi, site)."""
         code.emit(b"\xbe" + struct.pack("<I", site))  # mov esi, site
-        symbol, entry = self.symbol, entry or self.entry
-        code.later(5, lambda at, _r: b"\xe8" + rel32(at, 5, symbol(entry)))
+        code.rel32_lookup(b"\xe8", b"", self.symbol, entry or self.entry)
 
-    def _filtered_site(self, code: Code, proto: Prototype, site: int, dynamic: tuple[Arg, object],
+    def _filtered_site(self, code: Code64, proto: Prototype, site: int, dynamic: tuple[Arg, object],
                        access: Access | None, live: int, count_by: int) -> None:
         """A site whose routine has a repeat filter: the filter's test inline, the call only
         when the key is new to its slot (anvil_site then finds it so too, updates the slot
@@ -333,13 +325,13 @@ class CallSites:
         if self.threaded:  # jne over the inline test, the miss's call and its jmp to the locked call
             inline = 3 + len(move) + 6 + 7 + 3 + len(key) + len(test) + 8 + 2 + _CALL_SIZE + 2
             assert inline < 0x80  # a short jump (86 bytes at most)
-            code.later(7, lambda at, _r: b"\x80\x3d" + rel32(at, 7, symbol("anvil_threads_started")) + b"\x00")
+            code.rel32_lookup(b"\x80\x3d", b"\x00", symbol, "anvil_threads_started")
             code.emit(b"\x75" + bytes((inline,)))
         code.emit(b"\x48\x89\xfe" + move + b"\x81\xe6" + struct.pack("<I", flt.slots - 1 << k))
         table, counter = _table_of(flt), f"anvil_array_{flt.counter}"
-        code.later(7, lambda at, _r: b"\x48\x8d\x0d" + rel32(at, 7, symbol(table)))       # lea rcx, [rip+table]
+        code.rel32_lookup(b"\x48\x8d\x0d", b"", symbol, table)                       # lea rcx, [rip+table]
         code.emit(b"\x48\x01\xce" + key + test)                                          # add rsi, rcx
-        code.later(8, lambda at, _r: b"\x48\x83\x05" + rel32(at, 8, symbol(counter) + 8 * count_by) + b"\x01")
+        code.rel32_lookup(b"\x48\x83\x05", b"\x01", symbol, counter, 8 * count_by)      # add [rip+count], 1
         if self.records and not self.threaded:  # ReHost: the record appended inline to the ring
             self._ring_record(code, flt, site)
         elif proto.deferred and self.deferring:  # (never in a program that may start threads)
@@ -352,7 +344,7 @@ class CallSites:
                 self._call(code, site, "anvil_site_locked_flagless_entry")              # locked: through the lock
         code.emit((b"\x9d" if save else b"") + b"\x59" + _RESTORE + ABOVE_RED_ZONE)       # popfq; pop rcx
 
-    def _record(self, code: Code, flt: RepeatFilter, site: int) -> None:
+    def _record(self, code: Code64, flt: RepeatFilter, site: int) -> None:
         """The miss path of a deferred routine's filtered site (after ``jmp done``): the slot
         takes the key (rcx) and the key that left (rdx) goes into a record (value, left,
         site) at ``anvil_record_cursor``; a full buffer is run at once
@@ -367,15 +359,15 @@ class CallSites:
         length = len(update) + 7 + len(fill) + 7 + 7 + 2 + 5 + 1
         symbol = self.symbol
         code.emit(b"\xeb" + bytes((length,)) + update)                       # jmp done
-        code.later(7, lambda at, _r: b"\x48\x8b\x0d" + rel32(at, 7, symbol("anvil_record_cursor")))
+        code.rel32_lookup(b"\x48\x8b\x0d", b"", symbol, "anvil_record_cursor")      # mov rcx, [cursor]
         code.emit(fill)
-        code.later(7, lambda at, _r: b"\x48\x89\x0d" + rel32(at, 7, symbol("anvil_record_cursor")))
-        code.later(7, lambda at, _r: b"\x48\x3b\x0d" + rel32(at, 7, symbol("anvil_record_limit")))
+        code.rel32_lookup(b"\x48\x89\x0d", b"", symbol, "anvil_record_cursor")      # mov [cursor], rcx
+        code.rel32_lookup(b"\x48\x3b\x0d", b"", symbol, "anvil_record_limit")       # cmp rcx, [limit]
         code.emit(b"\x72\x05")                                               # jb over the call
-        code.later(5, lambda at, _r: b"\xe8" + rel32(at, 5, symbol("anvil_records_flush_entry")))
+        code.rel32_lookup(b"\xe8", b"", symbol, "anvil_records_flush_entry")
         code.emit(b"\x5a")                                                   # pop rdx
 
-    def _ring_record(self, code: Code, flt: RepeatFilter, site: int) -> None:
+    def _ring_record(self, code: Code64, flt: RepeatFilter, site: int) -> None:
         """The miss path of a filtered site in a ReHost program of one thread (after ``jmp
         done``): the slot takes the key (rcx), and the record (site, value, the key that
         left) goes into the communicator's ring as its C append would put it there
@@ -399,15 +391,15 @@ class CallSites:
         symbol = self.symbol
         state = "anvil_rh_state"  # {cursor, limit, writers}: anvil_comm.c
         code.emit(b"\xeb" + bytes((length,)) + update)                       # jmp done
-        code.later(6, lambda at, _r: b"\xff\x05" + rel32(at, 6, symbol(state) + 16))         # inc dword [writers]
+        code.rel32_lookup(b"\xff\x05", b"", symbol, state, 16)                   # inc dword [writers]
         code.emit(b"\xb9\x18\x00\x00\x00")                                    # mov ecx, 24
-        code.later(8, lambda at, _r: b"\x48\x0f\xc1\x0d" + rel32(at, 8, symbol(state)))    # xadd [cursor], rcx
+        code.rel32_lookup(b"\x48\x0f\xc1\x0d", b"", symbol, state)             # xadd [cursor], rcx
         code.emit(fill)
-        code.later(6, lambda at, _r: b"\xff\x0d" + rel32(at, 6, symbol(state) + 16))         # dec dword [writers]
+        code.rel32_lookup(b"\xff\x0d", b"", symbol, state, 16)                   # dec dword [writers]
         code.emit(b"\x48\x83\xc1\x18")                                       # add rcx, 24
-        code.later(7, lambda at, _r: b"\x48\x3b\x0d" + rel32(at, 7, symbol(state) + 8))     # cmp rcx, [limit]
+        code.rel32_lookup(b"\x48\x3b\x0d", b"", symbol, state, 8)               # cmp rcx, [limit]
         code.emit(b"\x76\x05")                                               # jbe over the call
-        code.later(5, lambda at, _r: b"\xe8" + rel32(at, 5, symbol("anvil_records_flush_entry")))
+        code.rel32_lookup(b"\xe8", b"", symbol, "anvil_records_flush_entry")
         code.emit(b"\x5a")                                                   # pop rdx
 
     def source(self, tool_sources: list[str], array: Callable[[str, str, list[int]], str]) -> str:

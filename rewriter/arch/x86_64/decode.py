@@ -18,6 +18,7 @@ segment: its address is the segment's base plus the operand's.
 from __future__ import annotations
 
 from functools import cache
+from sys import intern
 
 import capstone
 from capstone import x86 as csx86
@@ -174,6 +175,8 @@ _DIRECT = {b"\xe8": (4, "call"), b"\xe9": (4, "jmp"), b"\xeb": (1, "jmp"),
            **{bytes((0x70 + cc,)): (1, "jcc") for cc in range(16)},
            **{bytes((0x0F, 0x80 + cc)): (4, "jcc") for cc in range(16)}}
 _BRANCH_PREFIXES = (0x3E, 0xF2)  # notrack, bnd
+# A direct call's one access, the return address's slot (shared: Access is frozen).
+_CALL_ACCESSES = (Access(True, 8, RSP, -8),)
 
 
 def branch_form(raw: bytes) -> tuple[str, int, int] | None:
@@ -198,10 +201,13 @@ def direct_branch(raw: bytes, address: int, mnemonic: str, op_str: str) -> Instr
     displacement = int.from_bytes(raw[len(raw) - width:], "little", signed=True)
     target = (address + len(raw) + displacement) & (1 << 64) - 1
     is_call = kind == "call"
+    # The strings capstone gives are new at every site: the same ones are kept once (a
+    # large program has millions of branches, to far fewer targets).
+    mnemonic = intern(mnemonic)
     return Instruction(
-        address=address, size=len(raw), raw=raw, thumb=False, mnemonic=mnemonic, op_str=op_str,
-        name=mnemonic.split()[-1], cond=CONDITIONAL if kind == "jcc" else 14,
-        accesses=(Access(True, 8, RSP, -8),) if is_call else (), is_branch=True, is_call=is_call,
+        address=address, size=len(raw), raw=raw, thumb=False, mnemonic=mnemonic, op_str=intern(op_str),
+        name=intern(mnemonic.split()[-1]), cond=CONDITIONAL if kind == "jcc" else 14,
+        accesses=_CALL_ACCESSES if is_call else (), is_branch=True, is_call=is_call,
         is_return=False, is_indirect=False, branch_target=target, reads_pc=False, writes_pc=True,
         is_syscall=False,
     )

@@ -34,14 +34,21 @@ def _jcc_reads() -> tuple[int, ...]:
     return tuple(_decoded_effect(bytes((0x70 + condition, 0)))[0] for condition in range(16))
 
 
+# Each (read, written) pair once: the cache below holds one for every distinct encoding of
+# a program (a million in a large one), and there are at most 4096 pairs.
+_PAIRS: dict[tuple[int, int], tuple[int, int]] = {}
+
+
 @cache
 def _effect_of(raw: bytes) -> tuple[int, int]:
     """(flags read, flags written) of the instruction encoded as ``raw``: a direct jump's from
     its bytes (most distinct encodings are direct branches), the others' from capstone."""
     form = branch_form(raw)
     if form is not None and form[0] != "call":
-        return (_jcc_reads()[form[1]] if form[0] == "jcc" else 0), 0
-    return _decoded_effect(raw)
+        pair = (_jcc_reads()[form[1]] if form[0] == "jcc" else 0), 0
+    else:
+        pair = _decoded_effect(raw)
+    return _PAIRS.setdefault(pair, pair)
 
 
 def _decoded_effect(raw: bytes) -> tuple[int, int]:

@@ -25,16 +25,16 @@ calls step over the red zone too.
 from __future__ import annotations
 
 import struct
+from array import array
 from collections.abc import Callable
 
 import capstone
 
 from ...ir.model import Block, Instruction, Procedure
-from ..code import Code
 from .calls import ABOVE_RED_ZONE, BELOW_RED_ZONE, CallSites, repeats, string_repeats
+from .code64 import Code64
 from .decode import shared_disassembler
 from .flags import live_at_blocks
-from .relocate import rel32
 
 _PUSHF, _POPF = b"\x9c", b"\x9d"
 _EXIT_CALLS = frozenset({60, 231})  # exit, exit_group
@@ -45,15 +45,6 @@ _ENDING = frozenset({"_exit", "_Exit", "quick_exit"})
 # The prefix of a counter in a program that may start threads, until it does: ``ds``, which
 # does nothing in 64-bit mode; the runtime (anvil_threads_start) writes ``lock`` over it.
 UNLOCKED = b"\x3e"
-
-
-def add_to_slot(at: int, slot: int, amount: int, locked: bool = False) -> bytes:
-    """``add qword ptr [rip + (slot)], amount`` written at ``at``, with the prefix that
-    becomes ``lock`` once the program starts a thread if ``locked``."""
-    lock = UNLOCKED if locked else b""
-    if -128 <= amount < 128:
-        return lock + b"\x48\x83\x05" + rel32(at + len(lock), 8, slot) + struct.pack("<b", amount)
-    return lock + b"\x48\x81\x05" + rel32(at + len(lock), 11, slot) + struct.pack("<i", amount)
 
 
 def syscall_number(ins: Instruction) -> int | None:
@@ -100,7 +91,8 @@ class CountingHooks:
         # entries and procedures that start threads); ``lock_sites``: where those prefixes are.
         self.threaded = threaded
         self.thread_starts = thread_starts or set()
-        self.lock_sites: list[int] = []
+        self._lock_offsets = array("q")  # where those prefixes are in the code (below)
+        self._code: Code64 | None = None
         self.lockable = 0
         self.switch_cases = switch_cases
         self.sums = sums or {}
@@ -116,7 +108,14 @@ class CountingHooks:
         if self.calls is not None:
             self.calls.enter(proc, self.switch_cases)
 
-    def block_start(self, block: Block, code: Code) -> None:
+    @property
+    def lock_sites(self) -> list[int]:
+        """Where the counters' prefixes that become ``lock`` are, in the order emitted
+        (link addresses: asked for once the code is placed)."""
+        base = self._code.base if self._code is not None else 0
+        return [base + offset for offset in self._lock_offsets]
+
+    def block_start(self, block: Block, code: Code64) -> None:
         increments = block.counter_increments
         live = increments and self.live.get(block.address, 1)
         if live:
@@ -134,19 +133,26 @@ class CountingHooks:
         if block.address in self.thread_starts and self.threaded:
             self._call(code, "anvil_threads_entry")
 
-    def _add(self, code: Code, array: str, offset: int, amount: int) -> None:
-        symbol, locked = self.symbol, self.threaded
-        self.lockable += locked
-        code.later((8 if -128 <= amount < 128 else 11) + locked,
-                   lambda at, _r: self._locked(at, locked) + add_to_slot(at, symbol(array) + offset, amount, locked))
+    def _add(self, code: Code64, array: str, offset: int, amount: int) -> None:
+        """``add qword ptr [rip + slot], amount`` (the slot: ``offset`` bytes into the library's
+        ``array``, its displacement filled in once the library is linked)."""
+        lock = self._lock(code)
+        if -128 <= amount < 128:
+            code.rel32_lookup(lock + b"\x48\x83\x05", struct.pack("<b", amount), self.symbol, array, offset)
+        else:
+            code.rel32_lookup(lock + b"\x48\x81\x05", struct.pack("<i", amount), self.symbol, array, offset)
 
-    def _locked(self, at: int, locked: bool) -> bytes:
-        """Note where a lock prefix goes (written by ``later`` once addresses are final)."""
-        if locked:
-            self.lock_sites.append(at)
-        return b""
+    def _lock(self, code: Code64) -> bytes:
+        """The prefix of a counter's add emitted next: in a program that may start threads,
+        one the runtime makes ``lock`` (its place noted)."""
+        if not self.threaded:
+            return b""
+        self.lockable += 1
+        self._code = code
+        self._lock_offsets.append(code.size)
+        return UNLOCKED
 
-    def around(self, ins: Instruction, code: Code, copy: Callable[[Instruction], None]) -> bool:
+    def around(self, ins: Instruction, code: Code64, copy: Callable[[Instruction], None]) -> bool:
         """Copy ``ins`` with the calls it asks for before it, and what counts its repetitions
         if it repeats; whether it copied it."""
         if ins.hooks:
@@ -170,20 +176,16 @@ class CountingHooks:
                                 "74" + f"{6 + (7 + self.threaded) * len(slots):02x}" +  # jz over the adds
                                 "4829c8"             # sub rax, rcx
                                 "48ffc8"))           # dec rax
-        symbol = self.symbol
         for counter, index in slots:
-            array, offset = f"anvil_array_{counter}", 8 * index
-            lock = UNLOCKED if self.threaded else b""
-            self.lockable += self.threaded
-            code.later(7 + len(lock), lambda at, _r, array=array, offset=offset, lock=lock:
-                       self._locked(at, bool(lock)) + lock
-                       + b"\x48\x01\x05" + rel32(at + len(lock), 7, symbol(array) + offset))  # add [rip+slot], rax
+            lock = self._lock(code)
+            code.rel32_lookup(lock + b"\x48\x01\x05", b"", self.symbol, f"anvil_array_{counter}",
+                              8 * index)  # add [rip+slot], rax
         code.emit(bytes.fromhex("58"                 # pop rax
                                 "9d"                 # popfq
                                 "488da42488000000"))  # lea rsp, [rsp+136]
         return True
 
-    def before_syscall(self, ins: Instruction, code: Code) -> None:
+    def before_syscall(self, ins: Instruction, code: Code64) -> None:
         number = syscall_number(ins)
         if number is not None and number not in _EXIT_CALLS:
             return
@@ -196,9 +198,8 @@ class CountingHooks:
             self.exit_calls += 1
         self._call(code, entry)
 
-    def _call(self, code: Code, entry: str) -> None:
+    def _call(self, code: Code64, entry: str) -> None:
         """A call of the runtime's ``entry``, which keeps every register and the flags."""
-        symbol = self.symbol
         code.emit(BELOW_RED_ZONE)
-        code.later(5, lambda at, _r: b"\xe8" + rel32(at, 5, symbol(entry)))
+        code.rel32_lookup(b"\xe8", b"", self.symbol, entry)
         code.emit(ABOVE_RED_ZONE)

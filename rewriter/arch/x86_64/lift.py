@@ -380,7 +380,6 @@ class _Descent:
         self.lo, self.hi = proc.address, proc.end  # the range as first given (the procedure may be cut back)
         self.found: dict[int, Instruction] = {}
         self.keys: list[int] = []  # the addresses of found, in order
-        self.covered: set[int] = set()  # every byte of the instructions found
         self.cases: set[int] = set()
         self.switches: dict[int, set[int]] = {}  # each switch's jump -> its cases
         self.unresolved: list[Instruction] = []  # indirect jumps whose cases are not known (yet)
@@ -411,7 +410,7 @@ class _Descent:
                 continue
             if not work:
                 label = later.pop()
-                if label in self.covered and label not in self.found:
+                if label not in self.found and self._covers(label):
                     continue
                 self.cases.add(label)
                 work.append(label)
@@ -437,10 +436,10 @@ class _Descent:
 
     def _follow(self, address: int, work: list[int], leaving: set[int]) -> None:
         """Decode on from ``address`` until control cannot fall through."""
-        found, covered, lo, hi = self.found, self.covered, self.lo, self.hi
+        found, keys, lo, hi = self.found, self.keys, self.lo, self.hi
         run: Iterator[tuple[int, int, str, str]] = iter(())
         chunk, chunk_at = b"", address
-        while lo <= address < hi and address not in found and address not in covered:
+        while lo <= address < hi and address not in found and not self._covers(address):
             # Capstone measures a run of instructions in one call (a call per instruction
             # cost as much as the decoding): the next one of the run, or a new run.
             measured = next(run, None)
@@ -453,11 +452,13 @@ class _Descent:
             _, size, mnemonic, op_str = measured
             raw = chunk[address - chunk_at:address - chunk_at + size]
             ins = decode_measured(self.md, raw, address, mnemonic, op_str, self.encodings)
-            if any(address + k in covered for k in range(1, ins.size)):
+            # Found instructions never overlap and none covers ``address``: one starting
+            # inside this one's bytes would overlap it.
+            following = bisect.bisect_right(keys, address)
+            if following < len(keys) and keys[following] < address + ins.size:
                 return  # an instruction that would overlap one already found
             found[address] = ins
-            bisect.insort(self.keys, address)
-            covered.update(range(address, address + ins.size))
+            keys.insert(following, address)
             target = ins.branch_target
             if ins.is_call:
                 if target is not None:
@@ -472,6 +473,13 @@ class _Descent:
             if not ins.falls_through:
                 return
             address += ins.size
+
+    def _covers(self, address: int) -> bool:
+        """Whether an instruction found holds the byte at ``address``: the one found
+        nearest below it, as found instructions never overlap (a set of every byte they
+        cover took a third of the lift's memory)."""
+        below = bisect.bisect_right(self.keys, address)
+        return below > 0 and self.found[self.keys[below - 1]].end > address
 
     def _before(self, address: int) -> Iterator[Instruction]:
         """The instructions found below ``address``, the nearest first."""

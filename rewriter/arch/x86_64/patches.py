@@ -48,9 +48,11 @@ class EntryPatch:
                 (self.trampoline, jump_bytes(self.trampoline, copy))]
 
 
-def entries(binary: Binary, procs: list[Procedure]) -> set[int]:
-    """The addresses of copied instructions that control may still arrive at in the original."""
-    starts = {ins.address for proc in procs for ins in proc.instructions()}
+def entries(binary: Binary, procs: list[Procedure], starts: set[int] | None = None) -> set[int]:
+    """The addresses of copied instructions that control may still arrive at in the original
+    (``starts``: those of every instruction of ``procs``, if the caller has them)."""
+    if starts is None:
+        starts = _starts(procs)
     # A PLT entry's address is a function pointer (a fixed-address program's canonical
     # address of an imported function), and the GOT of a lazily bound one points back
     # into it: each entry is one.
@@ -59,6 +61,11 @@ def entries(binary: Binary, procs: list[Procedure]) -> set[int]:
         arriving |= cases
     arriving.add(binary.entry)
     return arriving & starts
+
+
+def _starts(procs: list[Procedure]) -> set[int]:
+    """The address of every instruction of ``procs``."""
+    return {ins.address for proc in procs for ins in proc.instructions()}
 
 
 def return_sites(procs: list[Procedure]) -> set[int]:
@@ -84,9 +91,11 @@ def entry_patches(binary: Binary, procs: list[Procedure],
                   returns: set[int] = frozenset()) -> tuple[list[EntryPatch], list[int]]:
     """The patches of every entry of ``procs`` (and return site of ``returns``) that has
     room, and the entries and return sites that have none."""
-    starts = {ins.address for proc in procs for ins in proc.instructions()}
-    lifted = {ins.address for proc in binary.procedures for ins in proc.instructions()}
-    wanted = entries(binary, procs) | (returns & starts)
+    starts = _starts(procs)
+    # Every lifted instruction's address: those of procs where every procedure is copied
+    # (a set of a large program's every address is tens of MB: made once, not three times).
+    lifted = starts if len(procs) == len(binary.procedures) else _starts(binary.procedures)
+    wanted = entries(binary, procs, starts) | (returns & starts)
     ordered = sorted(wanted)
     patches, short = [], []
     for proc in procs:

@@ -27,13 +27,13 @@ other addresses entered from data get a jump to their copy in the original code 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Protocol
 
 from ...errors import AnvilError, RangeError
 from ...ir.model import Block, Instruction, Procedure
-from ..code import Code, Resolver
+from .code64 import Code64
 from .decode import shared_disassembler
 
 # Prefixes that may come before a branch's opcode: segment overrides used as branch hints
@@ -43,6 +43,9 @@ _PREFIXES = frozenset({0x26, 0x2E, 0x36, 0x3E, 0x64, 0x65, 0x66, 0x67, 0xF0, 0xF
 _SHORT_ONLY = frozenset({0xE0, 0xE1, 0xE2, 0xE3})
 _JMP_REL32, _CALL_REL32 = 0xE9, 0xE8
 JMP_SIZE = 5  # jmp rel32
+# The opcodes of the copies' jmp, call and jcc (by condition) with a 32-bit displacement.
+_JMP, _CALL = bytes((_JMP_REL32,)), bytes((_CALL_REL32,))
+_JCC = tuple(bytes((0x0F, 0x80 | condition)) for condition in range(16))
 
 
 class Hooks(Protocol):
@@ -50,16 +53,11 @@ class Hooks(Protocol):
 
     def enter(self, proc: Procedure) -> None: ...
 
-    def block_start(self, block: Block, code: Code) -> None: ...
+    def block_start(self, block: Block, code: Code64) -> None: ...
 
-    def before_syscall(self, ins: Instruction, code: Code) -> None: ...
+    def before_syscall(self, ins: Instruction, code: Code64) -> None: ...
 
-    def around(self, ins: Instruction, code: Code, copy: Callable[[Instruction], None]) -> bool: ...
-
-
-def ins_label(address: int) -> tuple[str, int]:
-    """The label of the copy of the instruction at ``address``."""
-    return ("x86", address)
+    def around(self, ins: Instruction, code: Code64, copy: Callable[[Instruction], None]) -> bool: ...
 
 
 def rel32(at: int, size: int, target: int) -> bytes:
@@ -104,13 +102,13 @@ def _offsets(raw: bytes) -> tuple[int | None, int | None]:
 
 
 class Copier:
-    """Copies procedures into ``code``, each instruction labelled ``ins_label(address)``;
-    calls whose return site is one of ``original_returns`` push the original return address.
+    """Copies procedures into ``code``, where each original instruction's copy is
+    (``Code64.copy_of``); calls whose return site is one of ``original_returns`` push the original return address.
 
     ``hooks`` lowers what a block asks for at its start (inline counters) and what must
     happen before a system call (the program's end): without it, the copies are bare."""
 
-    def __init__(self, code: Code, original_returns: set[int] = frozenset(), hooks: Hooks | None = None,
+    def __init__(self, code: Code64, original_returns: set[int] = frozenset(), hooks: Hooks | None = None,
                  image: tuple[int, int] | None = None) -> None:
         self.code = code
         self.original_returns = original_returns
@@ -120,15 +118,6 @@ class Copier:
         # reach there, so it jumps to the original instruction, which can (``in_place``).
         self.image = image
         self.in_place: list[int] = []
-
-    def target(self, address: int) -> Resolver:
-        """What a branch to ``address`` goes to once every copy is placed: the copy, or the original."""
-        labels = self.code.labels
-        key = ins_label(address)
-
-        def resolve(_key: Hashable) -> int:
-            return labels.get(key, address)
-        return resolve
 
     def copy_procedure(self, proc: Procedure) -> None:
         """Copy every instruction of ``proc`` in address order."""
@@ -140,7 +129,7 @@ class Copier:
             for ins in block.instructions:
                 if previous is not None and previous.falls_through and previous.end != ins.address:
                     self._jump(previous.end)
-                code.label(ins_label(ins.address))
+                code.copy_label(ins.address)
                 if hooks is not None:
                     if ins is block.instructions[0]:
                         hooks.block_start(block, code)
@@ -170,8 +159,8 @@ class Copier:
             self.code.emit(ins.raw)
 
     def _jump(self, address: int) -> None:
-        resolve = self.target(address)
-        self.code.later(JMP_SIZE, lambda at, _r: jump_bytes(at, resolve(None)))
+        """``jmp`` to the copy of the instruction at ``address``, else to it."""
+        self.code.rel32_copy(_JMP, b"", address)
 
     def _direct(self, ins: Instruction) -> None:
         raw = ins.raw
@@ -179,33 +168,27 @@ class Copier:
         while raw[start] in _PREFIXES or 0x40 <= raw[start] <= 0x4F:  # legacy prefixes, REX (meaningless here)
             start += 1
         opcode = raw[start]
-        resolve = self.target(ins.branch_target)
+        target = ins.branch_target
         code = self.code
         if opcode == _CALL_REL32:
-            code.later(5, lambda at, _r: bytes((_CALL_REL32,)) + rel32(at, 5, resolve(None)))
+            code.rel32_copy(_CALL, b"", target)
         elif opcode in (_JMP_REL32, 0xEB):
-            code.later(5, lambda at, _r: jump_bytes(at, resolve(None)))
+            code.rel32_copy(_JMP, b"", target)
         elif 0x70 <= opcode <= 0x7F or (opcode == 0x0F and 0x80 <= raw[start + 1] <= 0x8F):
-            condition = (opcode if opcode != 0x0F else raw[start + 1]) & 0xF
-            code.later(6, lambda at, _r: bytes((0x0F, 0x80 | condition)) + rel32(at, 6, resolve(None)))
+            code.rel32_copy(_JCC[(opcode if opcode != 0x0F else raw[start + 1]) & 0xF], b"", target)
         elif opcode in _SHORT_ONLY:
             # op +2 (taken: to the long jump); jmp +5 (not taken: over it); jmp target
-            head = raw[:start] + bytes((opcode, 2, 0xEB, JMP_SIZE))
-            code.emit(head)
-            code.later(JMP_SIZE, lambda at, _r: jump_bytes(at, resolve(None)))
+            code.emit(raw[:start] + bytes((opcode, 2, 0xEB, JMP_SIZE)))
+            code.rel32_copy(_JMP, b"", target)
         else:  # another branch with a 32-bit displacement (xbegin's abort address): changed in place
             offset = _displacement(ins)
-            size = ins.size
-            code.later(size, lambda at, _r: raw[:offset] + rel32(at, size, resolve(None)) + raw[offset + 4:])
+            code.rel32_copy(raw[:offset], raw[offset + 4:], target)
 
     def _rip_relative(self, ins: Instruction) -> None:
-        raw, size = ins.raw, ins.size
+        raw = ins.raw
         offset = _disp_offset(ins)
-        absolute = ins.address + size + struct.unpack_from("<i", raw, offset)[0]
-
-        def fixup(at: int, _resolve: Resolver) -> bytes:
-            return raw[:offset] + rel32(at, size, absolute) + raw[offset + 4:]
-        self.code.later(size, fixup)
+        absolute = ins.address + ins.size + struct.unpack_from("<i", raw, offset)[0]
+        self.code.rel32(raw[:offset], raw[offset + 4:], absolute)
 
     def _emulated_call(self, ins: Instruction) -> None:
         """A call that pushes the original return address, then jumps to the callee's copy
@@ -225,14 +208,13 @@ class Copier:
         else:
             code.emit(bytes.fromhex("488d6424f8"    # lea rsp, [rsp-8]: the return address's slot
                                     "50"))          # push rax
-        code.later(7, lambda at, _r: bytes.fromhex("488d05") + rel32(at, 7, site))  # lea rax, [rip+site]
+        code.rel32(b"\x48\x8d\x05", b"", site)     # lea rax, [rip+site]
         code.emit(bytes.fromhex("4889442408"        # mov [rsp+8], rax
                                 "58"))              # pop rax
         if ins.is_indirect:
             code.emit(bytes.fromhex("ff6424f0"))    # jmp [rsp-16]: the target
         else:
-            resolve = self.target(ins.branch_target)
-            code.later(JMP_SIZE, lambda at, _r: jump_bytes(at, resolve(None)))
+            code.rel32_copy(_JMP, b"", ins.branch_target)
 
 
 def _as_push(call: Instruction) -> Instruction:
