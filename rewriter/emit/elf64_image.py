@@ -137,6 +137,17 @@ def _caves(procs: list[Procedure], patches: list[EntryPatch], short: set[int]) -
     return loader.spread(sorted(runs, key=lambda run: run[0] - run[1]))
 
 
+def _pc_map(code: Code, originals: list[int], at: int) -> bytes:
+    """A Go program's map, placed at ``at``, of each copied instruction (``originals``) to
+    the original, sorted by the copy's address: the copy's distance from the table (int32)
+    and the original's link address (uint32). The runtime's hook at the entry of Go's signal
+    handler gives Go the original PC of a fault with it (decision 0121)."""
+    pairs = sorted((code.labels[ins_label(address)] - at, address) for address in originals)
+    if originals and max(originals) >= 1 << 32:
+        raise AnvilError("a Go program whose code lies above 4 GiB: its map of copied instructions cannot hold it")
+    return b"".join(struct.pack("<iI", copy, address) for copy, address in pairs)
+
+
 @dataclass
 class Library:
     """Code and data the region holds after the copies (the analysis library, the runtime),
@@ -180,6 +191,10 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     jumps = sum(1 if patch.trampoline is None else 2 for patch in patches) if built is not None else 0
     locks = getattr(lowering, "lockable", 0)  # the counters' prefixes to make lock (hooks.py), 4 bytes each
     table_room = 8 + 8 + 16 * jumps + 4 + 4 + 4 * locks if built is not None else 0
+    # A Go program's map of the copies' instructions to the originals (8 bytes each).
+    mapped = [ins.address for proc in procs for ins in proc.instructions()] \
+        if binary.go_functions and built is not None else []
+    table_room += 4 + 8 * len(mapped) if mapped else 0
     region = region_address(binary, library_offset + (built.size if built is not None else 0) + table_room)
     code.rebase(region)
     tail = b""
@@ -237,6 +252,12 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
                                                                 *(site - at for site in sorted(sites)))
         variable = symbols["anvil_lock_table"]
         data[variable - region:variable - region + 8] = struct.pack("<q", at - variable)
+    if mapped and "anvil_pc_map" in symbols:
+        # Its distance from the runtime's anvil_pc_map and its length go there.
+        at = region + ((len(data) + 3) & ~3)
+        data += b"\0" * (at - region - len(data)) + _pc_map(code, mapped, at)
+        variable = symbols["anvil_pc_map"]
+        data[variable - region:variable - region + 16] = struct.pack("<qq", at - variable, len(mapped))
     if len(data) > library_offset + (built.size if built is not None else 0) + table_room:
         raise AnvilError(f"{binary.path}: the region outgrew the room it was placed with")
     report.region_size = len(data)

@@ -11,18 +11,14 @@ repeat filters among them.
 
 from __future__ import annotations
 
-import io
 import time
 from collections.abc import Callable
-
-from elftools.elf.elffile import ELFFile
 
 from ..api import Options, Tool
 from ..arch.x86_64.calls import RECORDS_END, RECORDS_START, CallSites
 from ..arch.x86_64.hooks import CountingHooks
 from ..errors import AnvilError
 from ..ir.elf_loader import starts_threads
-from ..ir.go_runtime import go_version
 from ..ir.model import Binary
 from ..tool_files import run_instrument
 from . import target_build as tb
@@ -81,22 +77,23 @@ def _library(sources: list, include: list) -> Library:
     return Library(size, link)
 
 
+# Go's runtime starts every thread of its own by the clone system call (runtime.clone,
+# under runtime.newosproc; a program with cgo asks the C library instead, through the PLT);
+# its signal handler, which the kernel enters for every signal the runtime handles
+# (cgo's handler jumps to it).
+GO_THREAD_START = "runtime.clone"
+GO_SIGNAL_HANDLER = "runtime.sigtramp"
+
+
 def _thread_starts(binary: Binary) -> set[int]:
     """Where the program enters a function that starts a thread: the PLT entries of the
-    imports that do, and the functions a static program defines that do (not ``clone``:
-    glibc's ``system`` and ``posix_spawn`` use it for a child that runs a command)."""
+    imports that do, the functions a static program defines that do (not ``clone``:
+    glibc's ``system`` and ``posix_spawn`` use it for a child that runs a command), and Go's
+    runtime.clone."""
     starts = {address for address, name in binary.plt.items() if starts_threads(name)}
+    starts |= {address for address, name in binary.go_functions.items() if name == GO_THREAD_START}
     return starts | {address for name, address in binary.symbols.items()
                      if starts_threads(name) and not name.startswith("clone")}
-
-
-def refuse_go(binary: Binary) -> None:
-    """AnvilError for a Go program, which x86-64 cannot have yet."""
-    go = go_version(binary.data, ELFFile(io.BytesIO(binary.data)))
-    if go is not None:
-        # Go's runtime looks every return address and preempted PC up in its PC table
-        # (decision 0089 reads it on ARM; not yet on x86-64).
-        raise AnvilError(f"{binary.path}: a Go program ({go}): Go programs on x86-64 are not instrumented yet")
 
 
 def check_lowered(binary: Binary, tool: Tool) -> None:
@@ -109,7 +106,6 @@ def check_lowered(binary: Binary, tool: Tool) -> None:
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
     """Run ``tool`` over the x86-64 ``binary`` and write the instrumented program to ``output``."""
     started = time.monotonic()
-    refuse_go(binary)
     binary.clear_hooks()
     run_instrument(tool, binary, opts)
     check_lowered(binary, tool)
@@ -146,8 +142,9 @@ def write_instrumented(binary: Binary, tool: Tool, output: str, started: float, 
 
     def hooks(symbol: Callable[[str], int]) -> CountingHooks:
         calls.append(call_sites(symbol))
+        handlers = {address for address, name in binary.go_functions.items() if name == GO_SIGNAL_HANDLER}
         return CountingHooks(symbol, binary.switch_cases, tool.procedure_sums, binary.threaded, binary.plt,
-                             calls[0], _thread_starts(binary))
+                             calls[0], _thread_starts(binary), handlers)
 
     def library() -> Library:
         return _library([*runtime, *sources(calls[0])], [TOOLCHAIN.isa_dir, tb.COMMON_DIR])

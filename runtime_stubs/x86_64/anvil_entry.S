@@ -80,6 +80,14 @@ anvil_threads_entry:
     preserving anvil_threads_start
     .size anvil_threads_entry, . - anvil_threads_entry
 
+# At the entry of a Go program's signal handler (rdi, rsi, rdx: the signal, its siginfo, the
+# ucontext): a fault's PC in the copy becomes the original's (anvil_go_fault_pc).
+    .globl anvil_go_fault_entry
+    .type anvil_go_fault_entry, @function
+anvil_go_fault_entry:
+    preserving anvil_go_fault_pc
+    .size anvil_go_fault_entry, . - anvil_go_fault_entry
+
 # A call site of the copied code (arch/x86_64/calls.py): rdi the run-time argument, esi the
 # site's number; anvil_site calls the tool's routine.
     .globl anvil_site_entry

@@ -134,6 +134,11 @@ static void write_patches(const uint64_t *table, anvil_word bias)
     }
 }
 
+#define AT_HWCAP2 26
+#define HWCAP2_FSGSBASE 2
+/* Whether the processor and the kernel let the program read its fs base (rdfsbase). */
+static uint8_t fs_base_readable __attribute__((section(".data")));
+
 /* Called by the loader stub: ``initial_sp`` is the stack the kernel started the program
  * with (argc, argv, envp); ``fini`` the slot holding rdx as the program's start code will
  * see it; ``patches`` the link address of the jumps to write over the original code (0:
@@ -144,6 +149,12 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
     if (patches)
         write_patches((const uint64_t *)(patches + bias), bias);
     environment = (const char *const *)(initial_sp + 1 + initial_sp[0] + 1);
+    const char *const *after = environment;
+    while (*after)
+        after++;
+    for (const long *aux = (const long *)(after + 1); aux[0]; aux += 2)  /* the auxiliary vector */
+        if (aux[0] == AT_HWCAP2)
+            fs_base_readable = (aux[1] & HWCAP2_FSGSBASE) != 0;
     start_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
     if (anvil_syscall(SYS_getcwd, (long)start_dir, sizeof start_dir, 0, 0, 0, 0) <= 0)
         start_dir[0] = 0;
@@ -198,8 +209,30 @@ void anvil_on_syscall(long nr)
 
 void anvil_site(anvil_word value, uint32_t site);
 
-/* The thread in the analysis (its thread pointer, fs:0 in the x86-64 TLS ABI; 0: none). */
+/* The thread in the analysis (thread_self; 0: none). */
 static anvil_word site_owner __attribute__((section(".data")));
+
+#define SYS_gettid 186
+
+/* Who the calling thread is, for the lock: its thread pointer (fs:0 in the x86-64 TLS ABI,
+ * which glibc's and musl's threads point at themselves), else, where that word is 0, its fs
+ * base (even) or the kernel's thread id * 2 + 1. Go's threads, which its runtime starts by
+ * the clone system call itself, each point fs at a block of their own whose word at fs:0
+ * is 0 in every one (decision 0121): as one thread, two of them would run the analysis at
+ * once. */
+static anvil_word thread_self(void)
+{
+    anvil_word self;
+    __asm__ volatile("mov %%fs:0, %0" : "=r"(self));
+    if (self)
+        return self;
+    if (fs_base_readable) {
+        __asm__ volatile("rdfsbase %0" : "=r"(self));
+        if (self)
+            return self;
+    }
+    return (anvil_word)anvil_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0) * 2 + 1;
+}
 
 /* A call site of a program that starts threads (anvil_site_locked_entry): the tool's
  * routines and the results file's buffer see one call at a time, once a thread has started
@@ -213,8 +246,7 @@ void anvil_site_locked(anvil_word value, uint32_t site)
         anvil_site(value, site);
         return;
     }
-    anvil_word self;
-    __asm__ volatile("mov %%fs:0, %0" : "=r"(self));
+    anvil_word self = thread_self();
     if (__atomic_load_n(&site_owner, __ATOMIC_RELAXED) == self) {
         anvil_site(value, site);
         return;
@@ -244,4 +276,41 @@ void anvil_cut_at(int fd, uint64_t length)
 long anvil_write_fd(int fd, const char *buf, uint32_t len)
 {
     return anvil_syscall(SYS_write, fd, (long)buf, len, 0, 0, 0);
+}
+
+/* A Go program's copy (decision 0121): the rewriter writes here the distance from this
+ * variable to a table of (copy's distance from the table, int32; original's link address,
+ * uint32) for every copied instruction in the copies' order, and its length (0: none). */
+long anvil_pc_map[2] __attribute__((section(".data")));
+
+/* At the entry of Go's signal handler (runtime.sigtramp, anvil_go_fault_entry: the signal,
+ * its siginfo and the ucontext): a fault the kernel raised (si_code > 0) at an instruction
+ * of the copy gets the original instruction's address as its PC, which the handler looks
+ * up in the program's PC table to turn the fault into a panic (a nil dereference); the
+ * handler then makes the faulting instruction seem to call sigpanic, whose original entry
+ * jumps to its copy. Signals sent by a thread or a process (the runtime's preemption)
+ * keep the copy's PC: the handler finds no function there and lets the goroutine run on,
+ * where it was. */
+void anvil_go_fault_pc(long sig, const int *info, uint8_t *context)
+{
+    long count = anvil_pc_map[1];
+    if (count == 0 || !(sig == 4 || sig == 7 || sig == 8 || sig == 11) || info[2] <= 0)
+        return;
+    /* ucontext: uc_flags, uc_link, uc_stack (24 bytes), then the registers r8-r15, rdi,
+     * rsi, rbp, rbx, rdx, rax, rcx, rsp, rip. */
+    anvil_word *pc = (anvil_word *)(context + 40 + 16 * 8);
+    const uint8_t *table = (const uint8_t *)anvil_pc_map + anvil_pc_map[0];
+    const int32_t *pairs = (const int32_t *)table;
+    long at = (long)(*pc - (anvil_word)table);
+    if (at < pairs[0] || at >= (long)pairs[2 * (count - 1)] + 64)
+        return;
+    long low = 0, high = count; /* the last copy at or before the PC (its hooks come first) */
+    while (high - low > 1) {
+        long middle = low + (high - low) / 2;
+        if (pairs[2 * middle] <= at)
+            low = middle;
+        else
+            high = middle;
+    }
+    *pc = (uint32_t)pairs[2 * low + 1] + anvil_bias;
 }

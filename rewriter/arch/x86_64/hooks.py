@@ -88,8 +88,11 @@ class CountingHooks:
     def __init__(self, symbol: Callable[[str], int], switch_cases: dict[int, set[int]],
                  sums: dict[str, str] | None = None, threaded: bool = False,
                  plt: dict[int, str] | None = None, calls: CallSites | None = None,
-                 thread_starts: set[int] | None = None) -> None:
+                 thread_starts: set[int] | None = None, fault_handlers: set[int] | None = None) -> None:
         self.symbol = symbol
+        # The entries of a Go program's signal handler: a fault's PC in the copy becomes the
+        # original's there (anvil_go_fault_entry, decision 0121).
+        self.fault_handlers = fault_handlers or set()
         self.calls = calls  # the tool's calls of its routines, if it makes any
         # The PLT entries of the C library's functions that end the process at once: the
         # results are written as they are entered (a dynamic program's end is otherwise
@@ -117,6 +120,8 @@ class CountingHooks:
             self.calls.enter(proc, self.switch_cases)
 
     def block_start(self, block: Block, code: Code) -> None:
+        if block.address in self.fault_handlers:
+            self._call(code, "anvil_go_fault_entry")
         increments = block.counter_increments
         live = increments and self.live.get(block.address, 1)
         if live:
