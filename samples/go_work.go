@@ -29,6 +29,7 @@ func try(p *T, n int) (v int, err error) {
 	return framed(p, n), nil
 }
 
+//go:noinline
 func collatz(n int) int {
 	steps := 0
 	for n != 1 {
@@ -71,7 +72,7 @@ func main() {
 	for g := 0; g < 8; g++ {
 		go func(g int) {
 			s := 0
-			for n := 1 + g*4000; n <= (g+1)*4000; n++ {
+			for n := 1 + g*500; n <= (g+1)*500; n++ {
 				s += collatz(n)
 			}
 			results[g] = s
