@@ -139,6 +139,14 @@ static void write_patches(const uint64_t *table, anvil_word bias)
 /* Whether the processor and the kernel let the program read its fs base (rdfsbase). */
 static uint8_t fs_base_readable __attribute__((section(".data")));
 
+#define SYS_mmap 9
+/* The C code's own stacks in a Go program (anvil_entry.S own_stack): 64 slices of 16 KiB,
+ * mapped at the start, and which are in use (a bit each). 0: the program's stack. */
+#define ANVIL_STACK_SLICE (1ul << 14)
+anvil_word anvil_stacks __attribute__((section(".data")));
+uint64_t anvil_stacks_busy __attribute__((section(".data")));
+extern long anvil_pc_map[2];
+
 /* Called by the loader stub: ``initial_sp`` is the stack the kernel started the program
  * with (argc, argv, envp); ``fini`` the slot holding rdx as the program's start code will
  * see it; ``patches`` the link address of the jumps to write over the original code (0:
@@ -148,6 +156,14 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
     anvil_bias = bias;
     if (patches)
         write_patches((const uint64_t *)(patches + bias), bias);
+    /* A Go program (the rewriter wrote its map of copied instructions): goroutine stacks
+     * are small, so the analysis runs on stacks of its own. */
+    if (anvil_pc_map[1]) {
+        long stacks = anvil_syscall(SYS_mmap, 0, 64 * ANVIL_STACK_SLICE, 3 /* read, write */,
+                                    0x22 /* private, anonymous */, -1, 0);
+        if (stacks > 0)
+            anvil_stacks = (anvil_word)stacks;
+    }
     environment = (const char *const *)(initial_sp + 1 + initial_sp[0] + 1);
     const char *const *after = environment;
     while (*after)
