@@ -176,7 +176,12 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     symbols: dict[str, int] = {}
     lowering = hooks(symbols.__getitem__) if hooks is not None else None
     code = Code(0)
-    copier = Copier(code, returns - set(report.short_entries), lowering, _image_span(binary))
+    # A return site without room for a jump keeps the copy's return address, but in a Go
+    # program: there such a site follows a call that never returns (the compiler's
+    # one-byte nop after `call runtime.panicIndex`), and a copy's address on a goroutine
+    # stack is fatal when the panic's unwinding or the collector's scan meets it.
+    short = set() if binary.go_functions else set(report.short_entries)
+    copier = Copier(code, returns - short, lowering, _image_span(binary))
     for proc in procs:
         copier.copy_procedure(proc)
         report.instructions += sum(len(b.instructions) for b in proc.blocks)
