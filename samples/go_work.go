@@ -2,7 +2,8 @@
 // threads counting Collatz steps (a loop without calls), a map and a sort, a nil
 // dereference in a function with a frame and a write to a nil map, both recovered by
 // deferred functions, goroutines that end (they return to runtime.goexit + 1 on amd64),
-// exit status 3. Built by Debian's Go (tests/support/samples.py build_go).
+// flags the compiler keeps live across a call of runtime.duffzero, exit status 3. Built
+// by Debian's Go (tests/support/samples.py build_go).
 package main
 
 import (
@@ -43,6 +44,18 @@ func collatz(n int) int {
 	return steps
 }
 
+// runes zeroes buf (a call of runtime.duffzero) between its bound's compare and the
+// slice's check, which reads the compare's flags after the call (cmp; jg; call; ja).
+//
+//go:noinline
+func runes(buf *[32]int32, n int) []int32 {
+	if buf != nil && n <= len(buf) {
+		*buf = [32]int32{}
+		return buf[:n]
+	}
+	return make([]int32, n)
+}
+
 func main() {
 	for i := 0; i < 3; i++ {
 		v, err := try(nil, i)
@@ -55,6 +68,8 @@ func main() {
 		var m map[string]int
 		m["x"] = 1
 	}()
+	var buf [32]int32
+	fmt.Println(len(runes(&buf, 5)), len(runes(&buf, 32)), len(runes(nil, 3)))
 	counts := map[string]int{}
 	for _, w := range strings.Fields("the quick brown fox jumps over the lazy dog the end") {
 		counts[w]++
