@@ -106,7 +106,7 @@ def test_go_programs_counted_as_qemu_counts(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("variant", "tools"), [
-    ("go-x64", ("bbcount", "memtrace")),
+    ("go-x64", ("memtrace",)),
     ("go-x64-stripped", ("cachesim",)),
     ("go-x64-pie", ("cachesim",)),
     ("go-x64-cgo-pie-stripped", ("cachesim",)),
