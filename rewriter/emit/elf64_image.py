@@ -137,15 +137,23 @@ def _caves(procs: list[Procedure], patches: list[EntryPatch], short: set[int]) -
     return loader.spread(sorted(runs, key=lambda run: run[0] - run[1]))
 
 
-def _pc_map(code: Code, originals: list[int], at: int) -> bytes:
-    """A Go program's map, placed at ``at``, of each copied instruction (``originals``) to
-    the original, sorted by the copy's address: the copy's distance from the table (int32)
-    and the original's link address (uint32). The runtime's hook at the entry of Go's signal
-    handler gives Go the original PC of a fault with it (decision 0121)."""
-    pairs = sorted((code.labels[ins_label(address)] - at, address) for address in originals)
-    if originals and max(originals) >= 1 << 32:
+def _pc_map(code: Code, procs: list[Procedure], at: int, starts: list[int]) -> bytes:
+    """A Go program's map, placed at ``at``, of each instruction the copies of ``procs`` hold
+    to the original, sorted by the copy's address: the copy's distance from the table
+    (int32) and the original's link address (uint32); then, in the same order, how many
+    instructions follow it in its block (uint16, at most 65,535); then, 4-aligned, the
+    procedures' ``starts`` (uint32, in their index order). The runtime's hook at the entry
+    of Go's signal handler gives Go the original PC of a fault with it, and takes the
+    instructions its block's counter counted that the fault skipped off the procedure's
+    sums (decision 0121)."""
+    rows = sorted((code.labels[ins_label(ins.address)] - at, ins.address, min(len(block.instructions) - k - 1, 0xFFFF))
+                  for proc in procs for block in proc.blocks for k, ins in enumerate(block.instructions))
+    if rows and max(max(row[1] for row in rows), *starts) >= 1 << 32:
         raise AnvilError("a Go program whose code lies above 4 GiB: its map of copied instructions cannot hold it")
-    return b"".join(struct.pack("<iI", copy, address) for copy, address in pairs)
+    table = b"".join(struct.pack("<iI", copy, address) for copy, address, _ in rows)
+    table += b"".join(struct.pack("<H", after) for _, _, after in rows)
+    table += b"\0" * (-len(table) % 4)
+    return table + struct.pack(f"<{len(starts)}I", *starts)
 
 
 @dataclass
@@ -197,9 +205,9 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     locks = getattr(lowering, "lockable", 0)  # the counters' prefixes to make lock (hooks.py), 4 bytes each
     table_room = 8 + 8 + 16 * jumps + 4 + 4 + 4 * locks if built is not None else 0
     # A Go program's map of the copies' instructions to the originals (8 bytes each).
-    mapped = [ins.address for proc in procs for ins in proc.instructions()] \
-        if binary.go_functions and built is not None else []
-    table_room += 4 + 8 * len(mapped) if mapped else 0
+    mapped = sum(len(block.instructions) for proc in procs for block in proc.blocks) \
+        if binary.go_functions and built is not None else 0
+    table_room += 4 + 10 * mapped + 4 + 4 * len(binary.procedures) if mapped else 0
     region = region_address(binary, library_offset + (built.size if built is not None else 0) + table_room)
     code.rebase(region)
     tail = b""
@@ -260,9 +268,10 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     if mapped and "anvil_pc_map" in symbols:
         # Its distance from the runtime's anvil_pc_map and its length go there.
         at = region + ((len(data) + 3) & ~3)
-        data += b"\0" * (at - region - len(data)) + _pc_map(code, mapped, at)
+        starts = [proc.address for proc in binary.procedures]
+        data += b"\0" * (at - region - len(data)) + _pc_map(code, procs, at, starts)
         variable = symbols["anvil_pc_map"]
-        data[variable - region:variable - region + 16] = struct.pack("<qq", at - variable, len(mapped))
+        data[variable - region:variable - region + 24] = struct.pack("<qqq", at - variable, mapped, len(starts))
     if len(data) > library_offset + (built.size if built is not None else 0) + table_room:
         raise AnvilError(f"{binary.path}: the region outgrew the room it was placed with")
     report.region_size = len(data)

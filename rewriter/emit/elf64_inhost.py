@@ -42,16 +42,25 @@ def _unsupported(binary: Binary) -> str | None:
     return None
 
 
-def _fold_source(sums: dict[str, str]) -> str:
+def _fold_source(sums: dict[str, str], procedures: int) -> str:
     """``anvil_derive_counts``: at the program's end, each block counter read only as
     per-procedure sums adds its count x instructions to its procedure's sum (decision
     0025). Counting into the sums inline would be as exact, but every block of a loop
     would add to one slot, each add waiting for the one before (5 cycles or so a block:
-    gzip ran 3.4 times slower than with a slot a block, bbcount's 1.3)."""
-    lines = ["void anvil_derive_counts(void)\n{\n"]
+    gzip ran 3.4 times slower than with a slot a block, bbcount's 1.3).
+
+    ``anvil_fault_cut``: per procedure (``procedures`` of them, a Go program's; else none),
+    the instructions its blocks' counters counted that a fault the program recovered from
+    skipped (the runtime's anvil_go_fault_pc adds them); they come off each sum."""
+    lines = [f"uint64_t anvil_fault_cut[{max(procedures, 1)}];\n"
+             f"const uint32_t anvil_fault_cut_count = {procedures if sums else 0};\n"
+             "void anvil_derive_counts(void)\n{\n"]
     for blocks, procs in sums.items():
         lines.append(f"  for (uint32_t b = 0; b < anvil_nblocks; b++)\n    anvil_array_{procs}[anvil_block_proc[b]]"
                      f" += anvil_array_{blocks}[b] * anvil_block_insns[b];\n")
+        if procedures:
+            lines.append(f"  for (uint32_t p = 0; p < {procedures}; p++)\n"
+                         f"    anvil_array_{procs}[p] -= anvil_fault_cut[p];\n")
     lines.append("}\n")
     return "".join(lines)
 
@@ -135,7 +144,8 @@ def write_instrumented(binary: Binary, tool: Tool, output: str, started: float, 
     report. ``arrays``: the tool's arrays the program holds; ``call_sites(symbol)``: what
     lowers the calls of the tool's routines."""
     units = SiteUnit()
-    unit = units.source(binary, arrays) + _fold_source(tool.procedure_sums)
+    unit = units.source(binary, arrays) + _fold_source(tool.procedure_sums,
+                                                       len(binary.procedures) if binary.go_functions else 0)
     runtime = [TOOLCHAIN.isa_dir / "anvil_rt.c", tb.RUNTIME_DIR / "anvil_target.c", tb.COMMON_DIR / "anvil_string.c",
                *runtime_parts, TOOLCHAIN.isa_dir / "anvil_entry.S", tb.Generated("anvil_sites.c", unit)]
     calls: list[CallSites] = []

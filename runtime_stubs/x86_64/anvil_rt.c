@@ -145,7 +145,7 @@ static uint8_t fs_base_readable __attribute__((section(".data")));
 #define ANVIL_STACK_SLICE (1ul << 14)
 anvil_word anvil_stacks __attribute__((section(".data")));
 uint64_t anvil_stacks_busy __attribute__((section(".data")));
-extern long anvil_pc_map[2];
+extern long anvil_pc_map[3];
 
 /* Called by the loader stub: ``initial_sp`` is the stack the kernel started the program
  * with (argc, argv, envp); ``fini`` the slot holding rdx as the program's start code will
@@ -296,8 +296,36 @@ long anvil_write_fd(int fd, const char *buf, uint32_t len)
 
 /* A Go program's copy (decision 0121): the rewriter writes here the distance from this
  * variable to a table of (copy's distance from the table, int32; original's link address,
- * uint32) for every copied instruction in the copies' order, and its length (0: none). */
-long anvil_pc_map[2] __attribute__((section(".data")));
+ * uint32) for every copied instruction in the copies' order, its length (0: none) and
+ * the number of procedures. After the pairs: how many instructions follow each in its
+ * block (uint16), then, 4-aligned, each procedure's link address (uint32). */
+long anvil_pc_map[3] __attribute__((section(".data")));
+
+/* Per procedure, the instructions its block counters counted that a recovered fault
+ * skipped (generated with the fold of the sums, elf64_inhost._fold_source). */
+extern uint64_t anvil_fault_cut[];
+extern const uint32_t anvil_fault_cut_count;
+
+/* The instructions after the one at ``index`` of the map in its block, counted as the
+ * block started but skipped by its fault: off its procedure's sums. */
+static void cut_after_fault(const uint8_t *table, long count, long index)
+{
+    const uint16_t *after = (const uint16_t *)(table + 8 * count);
+    const uint32_t *starts = (const uint32_t *)(table + ((10 * count + 3) & ~3l));
+    uint32_t original = ((const uint32_t *)table)[2 * index + 1];
+    long low = 0, high = anvil_pc_map[2]; /* the last procedure starting at or before it */
+    if (high == 0 || original < starts[0])
+        return;
+    while (high - low > 1) {
+        long middle = low + (high - low) / 2;
+        if (starts[middle] <= original)
+            low = middle;
+        else
+            high = middle;
+    }
+    if ((uint32_t)low < anvil_fault_cut_count)
+        __atomic_add_fetch(&anvil_fault_cut[low], after[index], __ATOMIC_RELAXED);
+}
 
 /* At the entry of Go's signal handler (runtime.sigtramp, anvil_go_fault_entry: the signal,
  * its siginfo and the ucontext): a fault the kernel raised (si_code > 0) at an instruction
@@ -329,4 +357,5 @@ void anvil_go_fault_pc(long sig, const int *info, uint8_t *context)
             high = middle;
     }
     *pc = (uint32_t)pairs[2 * low + 1] + anvil_bias;
+    cut_after_fault(table, count, low);
 }
