@@ -306,6 +306,21 @@ long anvil_pc_map[3] __attribute__((section(".data")));
 extern uint64_t anvil_fault_cut[];
 extern const uint32_t anvil_fault_cut_count;
 
+/* The last of ``count`` ascending keys (every ``stride``-th word of ``words``) at or before
+ * ``key``; the first's index where none is. */
+static long last_at_or_before(const uint32_t *words, long count, long stride, uint32_t key)
+{
+    long low = 0, high = count;
+    while (high - low > 1) {
+        long middle = low + (high - low) / 2;
+        if (words[stride * middle] <= key)
+            low = middle;
+        else
+            high = middle;
+    }
+    return low;
+}
+
 /* The instructions after the one at ``index`` of the map in its block, counted as the
  * block started but skipped by its fault: off its procedure's sums. */
 static void cut_after_fault(const uint8_t *table, long count, long index)
@@ -313,16 +328,9 @@ static void cut_after_fault(const uint8_t *table, long count, long index)
     const uint16_t *after = (const uint16_t *)(table + 8 * count);
     const uint32_t *starts = (const uint32_t *)(table + ((10 * count + 3) & ~3l));
     uint32_t original = ((const uint32_t *)table)[2 * index + 1];
-    long low = 0, high = anvil_pc_map[2]; /* the last procedure starting at or before it */
-    if (high == 0 || original < starts[0])
+    if (anvil_pc_map[2] == 0 || original < starts[0])
         return;
-    while (high - low > 1) {
-        long middle = low + (high - low) / 2;
-        if (starts[middle] <= original)
-            low = middle;
-        else
-            high = middle;
-    }
+    long low = last_at_or_before(starts, anvil_pc_map[2], 1, original); /* its procedure */
     if ((uint32_t)low < anvil_fault_cut_count)
         __atomic_add_fetch(&anvil_fault_cut[low], after[index], __ATOMIC_RELAXED);
 }
@@ -348,14 +356,9 @@ void anvil_go_fault_pc(long sig, const int *info, uint8_t *context)
     long at = (long)(*pc - (anvil_word)table);
     if (at < pairs[0] || at >= (long)pairs[2 * (count - 1)] + 64)
         return;
-    long low = 0, high = count; /* the last copy at or before the PC (its hooks come first) */
-    while (high - low > 1) {
-        long middle = low + (high - low) / 2;
-        if (pairs[2 * middle] <= at)
-            low = middle;
-        else
-            high = middle;
-    }
+    /* The last copy at or before the PC (its hooks come first). Every copy lies before the
+     * table: the distances are negative, in the same order as unsigned words. */
+    long low = last_at_or_before((const uint32_t *)pairs, count, 2, (uint32_t)at);
     *pc = (uint32_t)pairs[2 * low + 1] + anvil_bias;
     cut_after_fault(table, count, low);
 }
