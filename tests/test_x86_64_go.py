@@ -51,10 +51,10 @@ def _placed(program: Path, tmp_path: Path) -> Path:
 
 
 def _detour(proc) -> int:
-    """Instructions of one stack growth in a Go function: its check (from the entry to the
-    first conditional branch: ``cmp rsp, [r14+16]; jbe tail``, longer for large frames),
-    the tail (spills, ``call runtime.morestack``, reloads, the jump back to the entry) and
-    the check again. 0 for a function without one."""
+    """Instructions one stack growth adds to a Go function's count: its tail (spills,
+    ``call runtime.morestack``, reloads, the jump back to the entry) and its check again
+    (from the entry to the first conditional branch: ``cmp rsp, [r14+16]; jbe tail``,
+    longer for large frames). 0 for a function without one."""
     instructions = list(proc.instructions())
     check = next((n for n, ins in enumerate(instructions, 1) if ins.is_branch and ins.branch_target is not None
                   and ins.falls_through), None)
@@ -66,7 +66,7 @@ def _detour(proc) -> int:
         return 0
     back = next((n for n, ins in enumerate(instructions[at.index(tail):], 1)
                  if ins.branch_target == proc.address and not ins.falls_through), None)
-    return 2 * check + back if back is not None else 0
+    return check + back if back is not None else 0
 
 
 def test_go_programs_counted_as_qemu_counts(tmp_path: Path) -> None:

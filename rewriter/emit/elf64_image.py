@@ -208,6 +208,8 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     mapped = sum(len(block.instructions) for proc in procs for block in proc.blocks) \
         if binary.go_functions and built is not None else 0
     table_room += 4 + 10 * mapped + 4 + 4 * len(binary.procedures) if mapped else 0
+    counters = getattr(lowering, "thread_counters", None)
+    table_room += 4 + 4 + 8 * len(counters.used) if counters is not None else 0
     region = region_address(binary, library_offset + (built.size if built is not None else 0) + table_room)
     code.rebase(region)
     tail = b""
@@ -265,6 +267,18 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
                                                                 *(site - at for site in sorted(sites)))
         variable = symbols["anvil_lock_table"]
         data[variable - region:variable - region + 8] = struct.pack("<q", at - variable)
+    counters = getattr(lowering, "thread_counters", None)
+    if counters is not None and counters.used and "anvil_thread_counters" in symbols:
+        # Where each thread's copy of the counters starts, how long it is, and the arrays in
+        # it (offset, bytes), for the runtime: its distances go into anvil_thread_counters.
+        base = min(symbols[name] for name in counters.used)
+        ranges = sorted((symbols[name] - base, counters.arrays[name]) for name in counters.used)
+        at = region + ((len(data) + 3) & ~3)
+        data += b"\0" * (at - region - len(data)) + struct.pack(f"<I{2 * len(ranges)}I", len(ranges),
+                                                                *(word for pair in ranges for word in pair))
+        variable = symbols["anvil_thread_counters"]
+        data[variable - region:variable - region + 24] = struct.pack("<qqq", base - variable,
+                                                                     max(o + n for o, n in ranges), at - variable)
     if mapped and "anvil_pc_map" in symbols:
         # Its distance from the runtime's anvil_pc_map and its length go there.
         at = region + ((len(data) + 3) & ~3)

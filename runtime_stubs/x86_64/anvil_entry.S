@@ -126,6 +126,13 @@ anvil_go_fault_entry:
     preserving anvil_go_fault_pc
     .size anvil_go_fault_entry, . - anvil_go_fault_entry
 
+# As a Go thread enters runtime.mstart: its own copy of the counters (anvil_thread_counters).
+    .globl anvil_thread_counters_entry
+    .type anvil_thread_counters_entry, @function
+anvil_thread_counters_entry:
+    preserving anvil_thread_counters_start
+    .size anvil_thread_counters_entry, . - anvil_thread_counters_entry
+
 # A call site of the copied code (arch/x86_64/calls.py): rdi the run-time argument, esi the
 # site's number; anvil_site calls the tool's routine.
     .globl anvil_site_entry

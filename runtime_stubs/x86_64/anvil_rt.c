@@ -140,6 +140,50 @@ static void write_patches(const uint64_t *table, anvil_word bias)
 static uint8_t fs_base_readable __attribute__((section(".data")));
 
 #define SYS_mmap 9
+#define SYS_arch_prctl 158
+#define ARCH_SET_GS 0x1001
+
+/* Each thread's own copy of the counters, in a Go program (decision 0121; 0: none): the
+ * rewriter writes here the distance from this variable to the arrays' span, the span's
+ * length and the distance to a table of the arrays in it (a count, then offset and length
+ * in bytes of each). The copied code adds to gs:[offset]; gs points at the span for the
+ * first thread, at a copy of its own for each thread that enters runtime.mstart. */
+long anvil_thread_counters[3] __attribute__((section(".data")));
+/* The threads' copies (each 16 bytes after a word naming the next one). */
+static uint8_t *thread_copies __attribute__((section(".data")));
+
+/* As a thread enters runtime.mstart (anvil_thread_counters_entry): a zeroed copy of the
+ * counters of its own; where none can be had, it goes on adding to its parent's. */
+void anvil_thread_counters_start(void)
+{
+    long span = anvil_thread_counters[1];
+    if (!span)
+        return;
+    long at = anvil_syscall(SYS_mmap, 0, span + 16, 3 /* read, write */, 0x22 /* private, anonymous */, -1, 0);
+    if ((unsigned long)at > -4096ul)
+        return;
+    uint8_t *copy = (uint8_t *)at + 16;
+    uint8_t *head = __atomic_load_n(&thread_copies, __ATOMIC_RELAXED);
+    do
+        *(uint8_t **)at = head;
+    while (!__atomic_compare_exchange_n(&thread_copies, &head, copy, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    anvil_syscall(SYS_arch_prctl, ARCH_SET_GS, (long)copy, 0, 0, 0, 0);
+}
+
+/* Before the counts are read (anvil_derive_counts): the threads' copies added into the
+ * arrays, each once. */
+void anvil_gather_counts(void)
+{
+    if (!anvil_thread_counters[1])
+        return;
+    uint8_t *arrays = (uint8_t *)anvil_thread_counters + anvil_thread_counters[0];
+    const uint32_t *table = (const uint32_t *)((const uint8_t *)anvil_thread_counters + anvil_thread_counters[2]);
+    for (uint8_t *copy = __atomic_exchange_n(&thread_copies, 0, __ATOMIC_ACQUIRE); copy;
+         copy = *(uint8_t **)(copy - 16))
+        for (uint32_t k = 0; k < table[0]; k++)
+            for (uint32_t b = 0; b < table[2 + 2 * k]; b += 8)
+                *(uint64_t *)(arrays + table[1 + 2 * k] + b) += *(const uint64_t *)(copy + table[1 + 2 * k] + b);
+}
 /* The C code's own stacks in a Go program (anvil_entry.S own_stack): 64 slices of 16 KiB,
  * mapped at the start, and which are in use (a bit each). 0: the program's stack. */
 #define ANVIL_STACK_SLICE (1ul << 14)
@@ -164,6 +208,8 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
         if (stacks > 0)
             anvil_stacks = (anvil_word)stacks;
     }
+    if (anvil_thread_counters[1]) /* the first thread counts into the arrays themselves */
+        anvil_syscall(SYS_arch_prctl, ARCH_SET_GS, (long)anvil_thread_counters + anvil_thread_counters[0], 0, 0, 0, 0);
     environment = (const char *const *)(initial_sp + 1 + initial_sp[0] + 1);
     const char *const *after = environment;
     while (*after)
