@@ -27,7 +27,12 @@ from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support import samples
 
-GOFMT = Path("/usr/bin/gofmt")
+
+def _goroot() -> Path:
+    """Where Debian's Go lives (``go env GOROOT``: /usr/lib/go-1.19 on Debian 12)."""
+    go = shutil.which("go")
+    assert go is not None, "Debian's Go is missing: scripts/bootstrap.sh installs golang-go"
+    return Path(subprocess.run([go, "env", "GOROOT"], capture_output=True, text=True, check=True).stdout.strip())
 
 
 def _run(program: Path, args: list[str], cwd: Path, qemu: bool = False) -> subprocess.CompletedProcess:
@@ -144,14 +149,15 @@ def test_go_program_rehost(tmp_path: Path) -> None:
 
 
 def test_debian_gofmt(tmp_path: Path) -> None:
-    """Debian's gofmt (Go 1.19, static, stripped): cachesim's copy rewrites one of Go's own
-    packages as the original does."""
-    assert GOFMT.is_file(), "Debian's gofmt is missing: scripts/bootstrap.sh installs golang-go"
-    sources = sorted(str(p) for p in Path("/usr/lib/go-1.19/src/sort").glob("*.go"))
+    """Debian's gofmt (Go 1.19 on Debian 12, static, stripped): cachesim's copy rewrites one
+    of Go's own packages as the original does."""
+    goroot = _goroot()
+    gofmt = goroot / "bin" / "gofmt"
+    sources = sorted(str(p) for p in (goroot / "src" / "sort").glob("*.go"))
     args = ["-s", "-r", "a+b -> b+a", *sources]
-    original = _run(GOFMT, args, tmp_path)
+    original = _run(gofmt, args, tmp_path)
     assert original.returncode == 0 and len(original.stdout) > 50_000
-    copied = _instrument(GOFMT, "cachesim", tmp_path / "cach" / "gofmt")
+    copied = _instrument(gofmt, "cachesim", tmp_path / "cach" / "gofmt")
     run = _run(copied, args, copied.parent)
     assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)
 
