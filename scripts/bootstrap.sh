@@ -49,7 +49,7 @@ PACKAGES=(
     pkg-config
     clang              # tests/test_clang.py: programs of another compiler and linker
     lld
-    golang-go          # tests/test_other_compilers.py: Go programs (samples/go_faults.go)
+    golang-go          # Go programs: tests/test_other_compilers.py (go_faults.go), tests/test_x86_64_go.py (go_work.go, gofmt)
     gcc-arm-linux-gnueabi  # Debian's armel port (soft-float ARMv5TE): the sweeps' armel-* variants
     g++-arm-linux-gnueabi  # and tests/test_armv5_idioms.py (decision 0094)
     valgrind           # tests/test_x86_64_memtrace.py: Lackey's trace of every access, the oracle

@@ -146,6 +146,25 @@ def _copy(code: Code64, address: int) -> int:
     return copy
 
 
+def _pc_map(code: Code64, procs: list[Procedure], at: int, starts: list[int]) -> bytes:
+    """A Go program's map, placed at ``at``, of each instruction the copies of ``procs`` hold
+    to the original, sorted by the copy's address: the copy's distance from the table
+    (int32) and the original's link address (uint32); then, in the same order, how many
+    instructions follow it in its block (uint16, at most 65,535); then, 4-aligned, the
+    procedures' ``starts`` (uint32, in their index order). The runtime's hook at the entry
+    of Go's signal handler gives Go the original PC of a fault with it, and takes the
+    instructions its block's counter counted that the fault skipped off the procedure's
+    sums (decision 0121)."""
+    rows = sorted((_copy(code, ins.address) - at, ins.address, min(len(block.instructions) - k - 1, 0xFFFF))
+                  for proc in procs for block in proc.blocks for k, ins in enumerate(block.instructions))
+    if rows and max(max(row[1] for row in rows), *starts) >= 1 << 32:
+        raise AnvilError("a Go program whose code lies above 4 GiB: its map of copied instructions cannot hold it")
+    table = b"".join(struct.pack("<iI", copy, address) for copy, address, _ in rows)
+    table += b"".join(struct.pack("<H", after) for _, _, after in rows)
+    table += b"\0" * (-len(table) % 4)
+    return table + struct.pack(f"<{len(starts)}I", *starts)
+
+
 @dataclass
 class Library:
     """Code and data the region holds after the copies (the analysis library, the runtime),
@@ -174,7 +193,12 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     symbols: dict[str, int] = {}
     lowering = hooks(symbols.__getitem__) if hooks is not None else None
     code = Code64(0)
-    copier = Copier(code, returns - set(report.short_entries), lowering, _image_span(binary))
+    # A return site without room for a jump keeps the copy's return address, but in a Go
+    # program: there such a site follows a call that never returns (the compiler's
+    # one-byte nop after `call runtime.panicIndex`), and a copy's address on a goroutine
+    # stack is fatal when the panic's unwinding or the collector's scan meets it.
+    short = set() if binary.go_functions else set(report.short_entries)
+    copier = Copier(code, returns - short, lowering, _image_span(binary))
     for proc in procs:
         copier.copy_procedure(proc)
         report.instructions += sum(len(b.instructions) for b in proc.blocks)
@@ -189,6 +213,12 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     jumps = sum(1 if patch.trampoline is None else 2 for patch in patches) if built is not None else 0
     locks = getattr(lowering, "lockable", 0)  # the counters' prefixes to make lock (hooks.py), 4 bytes each
     table_room = 8 + 8 + 16 * jumps + 4 + 4 + 4 * locks if built is not None else 0
+    # A Go program's map of the copies' instructions to the originals (8 bytes each).
+    mapped = sum(len(block.instructions) for proc in procs for block in proc.blocks) \
+        if binary.go_functions and built is not None else 0
+    table_room += 4 + 10 * mapped + 4 + 4 * len(binary.procedures) if mapped else 0
+    counters = getattr(lowering, "thread_counters", None)
+    table_room += 4 + 4 + 8 * len(counters.used) if counters is not None else 0
     region = region_address(binary, library_offset + (built.size if built is not None else 0) + table_room)
     code.rebase(region)
     tail = b""
@@ -246,6 +276,25 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
                                                                 *(site - at for site in sorted(sites)))
         variable = symbols["anvil_lock_table"]
         data[variable - region:variable - region + 8] = struct.pack("<q", at - variable)
+    counters = getattr(lowering, "thread_counters", None)
+    if counters is not None and counters.used and "anvil_thread_counters" in symbols:
+        # Where each thread's copy of the counters starts, how long it is, and the arrays in
+        # it (offset, bytes), for the runtime: its distances go into anvil_thread_counters.
+        base = min(symbols[name] for name in counters.used)
+        ranges = sorted((symbols[name] - base, counters.arrays[name]) for name in counters.used)
+        at = region + ((len(data) + 3) & ~3)
+        data += b"\0" * (at - region - len(data)) + struct.pack(f"<I{2 * len(ranges)}I", len(ranges),
+                                                                *(word for pair in ranges for word in pair))
+        variable = symbols["anvil_thread_counters"]
+        data[variable - region:variable - region + 24] = struct.pack("<qqq", base - variable,
+                                                                     max(o + n for o, n in ranges), at - variable)
+    if mapped and "anvil_pc_map" in symbols:
+        # Its distance from the runtime's anvil_pc_map and its length go there.
+        at = region + ((len(data) + 3) & ~3)
+        starts = [proc.address for proc in binary.procedures]
+        data += b"\0" * (at - region - len(data)) + _pc_map(code, procs, at, starts)
+        variable = symbols["anvil_pc_map"]
+        data[variable - region:variable - region + 24] = struct.pack("<qqq", at - variable, mapped, len(starts))
     if len(data) > library_offset + (built.size if built is not None else 0) + table_room:
         raise AnvilError(f"{binary.path}: the region outgrew the room it was placed with")
     report.region_size = len(data)

@@ -11,19 +11,15 @@ repeat filters among them.
 
 from __future__ import annotations
 
-import io
 import os
 import time
 from collections.abc import Callable
 
-from elftools.elf.elffile import ELFFile
-
 from ..api import Options, Tool
 from ..arch.x86_64.calls import RECORDS_END, RECORDS_START, CallSites
-from ..arch.x86_64.hooks import CountingHooks
+from ..arch.x86_64.hooks import CountingHooks, ThreadCounters
 from ..errors import AnvilError
 from ..ir.elf_loader import starts_threads
-from ..ir.go_runtime import go_version
 from ..ir.model import Binary
 from ..tool_files import run_instrument
 from . import target_build as tb
@@ -47,16 +43,27 @@ def _unsupported(binary: Binary) -> str | None:
     return None
 
 
-def _fold_source(sums: dict[str, str]) -> str:
+def _fold_source(sums: dict[str, str], procedures: int) -> str:
     """``anvil_derive_counts``: at the program's end, each block counter read only as
     per-procedure sums adds its count x instructions to its procedure's sum (decision
     0025). Counting into the sums inline would be as exact, but every block of a loop
     would add to one slot, each add waiting for the one before (5 cycles or so a block:
-    gzip ran 3.4 times slower than with a slot a block, bbcount's 1.3)."""
-    lines = ["void anvil_derive_counts(void)\n{\n"]
+    gzip ran 3.4 times slower than with a slot a block, bbcount's 1.3).
+
+    ``anvil_fault_cut``: per procedure (``procedures`` of them, a Go program's; else none),
+    the instructions its blocks' counters counted that a fault the program recovered from
+    skipped (the runtime's anvil_go_fault_pc adds them); they come off each sum. First the
+    threads' own copies of the counters are added up (anvil_gather_counts)."""
+    lines = [f"uint64_t anvil_fault_cut[{max(procedures, 1)}];\n"
+             f"const uint32_t anvil_fault_cut_count = {procedures if sums else 0};\n"
+             "void anvil_gather_counts(void);\n"
+             "void anvil_derive_counts(void)\n{\n  anvil_gather_counts();\n"]
     for blocks, procs in sums.items():
         lines.append(f"  for (uint32_t b = 0; b < anvil_nblocks; b++)\n    anvil_array_{procs}[anvil_block_proc[b]]"
                      f" += anvil_array_{blocks}[b] * anvil_block_insns[b];\n")
+        if procedures:
+            lines.append(f"  for (uint32_t p = 0; p < {procedures}; p++)\n"
+                         f"    anvil_array_{procs}[p] -= anvil_fault_cut[p];\n")
     lines.append("}\n")
     return "".join(lines)
 
@@ -82,22 +89,38 @@ def _library(sources: list, include: list) -> Library:
     return Library(size, link)
 
 
+# Go's runtime starts every thread of its own by the clone system call (runtime.clone,
+# under runtime.newosproc; a program with cgo asks the C library instead, through the PLT);
+# its signal handler, which the kernel enters for every signal the runtime handles
+# (cgo's handler jumps to it).
+GO_THREAD_START = "runtime.clone"
+GO_SIGNAL_HANDLER = "runtime.sigtramp"
+# Where every thread Go runs code on starts (the first, and each one runtime.clone or cgo's
+# pthread_create starts).
+GO_THREAD_ENTRY = "runtime.mstart"
+
+
+def _thread_counters(binary: Binary, arrays: dict[str, tuple[str, int]]) -> ThreadCounters | None:
+    """For a Go program, which is threaded from its start (the runtime's monitor, its
+    collector's workers): counters in each thread's own copy of the arrays, which needs no
+    ``lock`` (decision 0121: the locked adds made inscount's copy of gofmt 12 times slower
+    than the original, 1.9 without them). None for other programs."""
+    starts = {address for address, name in binary.go_functions.items() if name == GO_THREAD_ENTRY}
+    if not starts:
+        return None
+    own = {address for address, name in binary.go_functions.items() if name != GO_THREAD_START}
+    return ThreadCounters(own, starts, {f"anvil_array_{name}": 8 * length for name, (_, length) in arrays.items()})
+
+
 def _thread_starts(binary: Binary) -> set[int]:
     """Where the program enters a function that starts a thread: the PLT entries of the
-    imports that do, and the functions a static program defines that do (not ``clone``:
-    glibc's ``system`` and ``posix_spawn`` use it for a child that runs a command)."""
+    imports that do, the functions a static program defines that do (not ``clone``:
+    glibc's ``system`` and ``posix_spawn`` use it for a child that runs a command), and Go's
+    runtime.clone."""
     starts = {address for address, name in binary.plt.items() if starts_threads(name)}
+    starts |= {address for address, name in binary.go_functions.items() if name == GO_THREAD_START}
     return starts | {address for name, address in binary.symbols.items()
                      if starts_threads(name) and not name.startswith("clone")}
-
-
-def refuse_go(binary: Binary) -> None:
-    """AnvilError for a Go program, which x86-64 cannot have yet."""
-    go = go_version(binary.data, ELFFile(io.BytesIO(binary.data)))
-    if go is not None:
-        # Go's runtime looks every return address and preempted PC up in its PC table
-        # (decision 0089 reads it on ARM; not yet on x86-64).
-        raise AnvilError(f"{binary.path}: a Go program ({go}): Go programs on x86-64 are not instrumented yet")
 
 
 def check_lowered(binary: Binary, tool: Tool) -> None:
@@ -110,7 +133,6 @@ def check_lowered(binary: Binary, tool: Tool) -> None:
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
     """Run ``tool`` over the x86-64 ``binary`` and write the instrumented program to ``output``."""
     started = time.monotonic()
-    refuse_go(binary)
     binary.clear_hooks()
     run_instrument(tool, binary, opts)
     check_lowered(binary, tool)
@@ -140,15 +162,17 @@ def write_instrumented(binary: Binary, tool: Tool, output: str, started: float, 
     report. ``arrays``: the tool's arrays the program holds; ``call_sites(symbol)``: what
     lowers the calls of the tool's routines."""
     units = SiteUnit()
-    unit = units.source(binary, arrays) + _fold_source(tool.procedure_sums)
+    unit = units.source(binary, arrays) + _fold_source(tool.procedure_sums,
+                                                       len(binary.procedures) if binary.go_functions else 0)
     runtime = [TOOLCHAIN.isa_dir / "anvil_rt.c", tb.RUNTIME_DIR / "anvil_target.c", tb.COMMON_DIR / "anvil_string.c",
                *runtime_parts, TOOLCHAIN.isa_dir / "anvil_entry.S", tb.Generated("anvil_sites.c", unit)]
     calls: list[CallSites] = []
 
     def hooks(symbol: Callable[[str], int]) -> CountingHooks:
         calls.append(call_sites(symbol))
+        handlers = {address for address, name in binary.go_functions.items() if name == GO_SIGNAL_HANDLER}
         return CountingHooks(symbol, binary.switch_cases, tool.procedure_sums, binary.threaded, binary.plt,
-                             calls[0], _thread_starts(binary))
+                             calls[0], _thread_starts(binary), handlers, _thread_counters(binary, arrays))
 
     def library() -> Library:
         return _library([*runtime, *sources(calls[0])], [TOOLCHAIN.isa_dir, tb.COMMON_DIR])

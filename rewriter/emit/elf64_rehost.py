@@ -21,7 +21,7 @@ from ..ir.model import Binary
 from ..tool_files import run_instrument
 from . import site_format
 from . import target_build as tb
-from .elf64_inhost import TOOLCHAIN, check_lowered, refuse_go, write_instrumented
+from .elf64_inhost import TOOLCHAIN, check_lowered, write_instrumented
 from .inhost import Report, atomic_write
 from .rehost import SITE_TABLE_SUFFIX, communicator_source, communicator_tables, firmware_channel, program_calls
 from .sites import asm_array
@@ -33,7 +33,6 @@ WORD_BYTES = 8
 def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report:
     """Write the ReHost-instrumented x86-64 ``output`` and its site table ``output + SITE_TABLE_SUFFIX``."""
     started = time.monotonic()
-    refuse_go(binary)
     firmware_channel(binary, opts)  # (a Linux program: no transport to choose, a one-line error if one is)
     binary.clear_hooks()
     run_instrument(tool, binary, opts)

@@ -52,11 +52,14 @@ def refusal(path: str, version: str) -> str:
 @dataclass(frozen=True)
 class GoFunction:
     """One function of a Go program's PC table: its entry (link-time), its end (the next
-    function's entry, or the text's end) and its name (``runtime.goexit``)."""
+    function's entry, or the text's end), its name (``runtime.goexit``) and, for a function
+    with deferred calls, where a recovered panic resumes it (``resume``: its call of
+    ``runtime.deferreturn``, which the runtime jumps to; else 0)."""
 
     entry: int
     end: int
     name: str
+    resume: int = 0
 
 
 # The PC table's header magic by the Go versions that wrote it (the layout changed with each;
@@ -135,14 +138,18 @@ def _read_functions(table: bytes) -> list[GoFunction]:
         records = functab
     else:
         return []
-    entries: list[tuple[int, str]] = []
+    entries: list[tuple[int, str, int]] = []
     for i in range(count):
         record = records + read(functab + pair * i + pair // 2)
         name_offset = struct.unpack_from("<i", table, record + name_field)[0]
-        entries.append((text + read(functab + pair * i), name_at(names + name_offset)))
+        # The record's deferreturn offset follows the name's and the arguments' size
+        # (runtime/runtime2.go's _func; debug/gosym reads it so for every version).
+        resume = struct.unpack_from("<I", table, record + name_field + 8)[0]
+        entries.append((text + read(functab + pair * i), name_at(names + name_offset), resume))
     end = text + read(functab + pair * count)
-    ends = [entry for entry, _ in entries[1:]] + [end]
-    functions = [GoFunction(entry, stop, name) for (entry, name), stop in zip(entries, ends)]
+    ends = [entry for entry, _, _ in entries[1:]] + [end]
+    functions = [GoFunction(entry, stop, name, entry + resume if resume else 0)
+                 for (entry, name, resume), stop in zip(entries, ends)]
     if any(f.end < f.entry for f in functions):
         raise ValueError("PC table not in address order")
     return functions

@@ -2,6 +2,37 @@
 # over the red zone first (lea rsp, [rsp-128]), then calls one of these.
     .text
 
+# In a Go program (anvil_stacks set: runtime_stubs/x86_64/anvil_rt.c) the C code runs on a
+# stack of its own: a goroutine's stack may be as small as 8 KiB with only Go's stack guard
+# (928 bytes) free below a frame. One of 64 slices, each taken with an atomic bit (a
+# thread's signal handler may call in while the thread is inside, and threads may call
+# at once); where every slice is busy, the program's stack as before. Pushes the slice's
+# number (-1: none), twice to keep RSP 16-aligned; rcx and r11 are saved already.
+.macro own_stack
+    mov $-1, %rcx
+    cmpq $0, anvil_stacks(%rip)
+    je 3f
+2:
+    mov anvil_stacks_busy(%rip), %rcx
+    not %rcx
+    bsf %rcx, %rcx
+    jz 4f                        # every slice busy
+    lock bts %rcx, anvil_stacks_busy(%rip)
+    jc 2b                        # taken by another meanwhile
+    lea 1(%rcx), %r11
+    shl $ANVIL_STACK_SHIFT, %r11
+    add anvil_stacks(%rip), %r11
+    mov %r11, %rsp
+    jmp 3f
+4:
+    mov $-1, %rcx
+3:
+    push %rcx
+    push %rcx
+.endm
+
+    .set ANVIL_STACK_SHIFT, 14   # 16 KiB a slice (anvil_rt.c ANVIL_STACK_SLICE)
+
 # Save what a C call may change, align the stack, call \routine (with rax, the system
 # call's number, as its argument if \pass_rax), restore. Without \flags, for a site that
 # kept the flags itself where they are live (a repeat filter's test, arch/x86_64/calls.py):
@@ -30,11 +61,18 @@
 .endif
     mov %rsp, %rbp
     and $-16, %rsp
+    own_stack
     cld
 .if \pass_rax
     mov %rax, %rdi
 .endif
     call \routine
+    pop %rcx
+    pop %rcx
+    test %rcx, %rcx
+    js 5f
+    lock btr %rcx, anvil_stacks_busy(%rip)
+5:
     mov %rbp, %rsp
 .if \flags == 0
     pop %rax
@@ -79,6 +117,21 @@ anvil_syscall_entry:
 anvil_threads_entry:
     preserving anvil_threads_start
     .size anvil_threads_entry, . - anvil_threads_entry
+
+# At the entry of a Go program's signal handler (rdi, rsi, rdx: the signal, its siginfo, the
+# ucontext): a fault's PC in the copy becomes the original's (anvil_go_fault_pc).
+    .globl anvil_go_fault_entry
+    .type anvil_go_fault_entry, @function
+anvil_go_fault_entry:
+    preserving anvil_go_fault_pc
+    .size anvil_go_fault_entry, . - anvil_go_fault_entry
+
+# As a Go thread enters runtime.mstart: its own copy of the counters (anvil_thread_counters).
+    .globl anvil_thread_counters_entry
+    .type anvil_thread_counters_entry, @function
+anvil_thread_counters_entry:
+    preserving anvil_thread_counters_start
+    .size anvil_thread_counters_entry, . - anvil_thread_counters_entry
 
 # A call site of the copied code (arch/x86_64/calls.py): rdi the run-time argument, esi the
 # site's number; anvil_site calls the tool's routine.

@@ -134,6 +134,63 @@ static void write_patches(const uint64_t *table, anvil_word bias)
     }
 }
 
+#define AT_HWCAP2 26
+#define HWCAP2_FSGSBASE 2
+/* Whether the processor and the kernel let the program read its fs base (rdfsbase). */
+static uint8_t fs_base_readable __attribute__((section(".data")));
+
+#define SYS_mmap 9
+#define SYS_arch_prctl 158
+#define ARCH_SET_GS 0x1001
+
+/* Each thread's own copy of the counters, in a Go program (decision 0121; 0: none): the
+ * rewriter writes here the distance from this variable to the arrays' span, the span's
+ * length and the distance to a table of the arrays in it (a count, then offset and length
+ * in bytes of each). The copied code adds to gs:[offset]; gs points at the span for the
+ * first thread, at a copy of its own for each thread that enters runtime.mstart. */
+long anvil_thread_counters[3] __attribute__((section(".data")));
+/* The threads' copies (each 16 bytes after a word naming the next one). */
+static uint8_t *thread_copies __attribute__((section(".data")));
+
+/* As a thread enters runtime.mstart (anvil_thread_counters_entry): a zeroed copy of the
+ * counters of its own; where none can be had, it goes on adding to its parent's. */
+void anvil_thread_counters_start(void)
+{
+    long span = anvil_thread_counters[1];
+    if (!span)
+        return;
+    long at = anvil_syscall(SYS_mmap, 0, span + 16, 3 /* read, write */, 0x22 /* private, anonymous */, -1, 0);
+    if ((unsigned long)at > -4096ul)
+        return;
+    uint8_t *copy = (uint8_t *)at + 16;
+    uint8_t *head = __atomic_load_n(&thread_copies, __ATOMIC_RELAXED);
+    do
+        *(uint8_t **)at = head;
+    while (!__atomic_compare_exchange_n(&thread_copies, &head, copy, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    anvil_syscall(SYS_arch_prctl, ARCH_SET_GS, (long)copy, 0, 0, 0, 0);
+}
+
+/* Before the counts are read (anvil_derive_counts): the threads' copies added into the
+ * arrays, each once. */
+void anvil_gather_counts(void)
+{
+    if (!anvil_thread_counters[1])
+        return;
+    uint8_t *arrays = (uint8_t *)anvil_thread_counters + anvil_thread_counters[0];
+    const uint32_t *table = (const uint32_t *)((const uint8_t *)anvil_thread_counters + anvil_thread_counters[2]);
+    for (uint8_t *copy = __atomic_exchange_n(&thread_copies, 0, __ATOMIC_ACQUIRE); copy;
+         copy = *(uint8_t **)(copy - 16))
+        for (uint32_t k = 0; k < table[0]; k++)
+            for (uint32_t b = 0; b < table[2 + 2 * k]; b += 8)
+                *(uint64_t *)(arrays + table[1 + 2 * k] + b) += *(const uint64_t *)(copy + table[1 + 2 * k] + b);
+}
+/* The C code's own stacks in a Go program (anvil_entry.S own_stack): 64 slices of 16 KiB,
+ * mapped at the start, and which are in use (a bit each). 0: the program's stack. */
+#define ANVIL_STACK_SLICE (1ul << 14)
+anvil_word anvil_stacks __attribute__((section(".data")));
+uint64_t anvil_stacks_busy __attribute__((section(".data")));
+extern long anvil_pc_map[3];
+
 /* Called by the loader stub: ``initial_sp`` is the stack the kernel started the program
  * with (argc, argv, envp); ``fini`` the slot holding rdx as the program's start code will
  * see it; ``patches`` the link address of the jumps to write over the original code (0:
@@ -143,7 +200,23 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
     anvil_bias = bias;
     if (patches)
         write_patches((const uint64_t *)(patches + bias), bias);
+    /* A Go program (the rewriter wrote its map of copied instructions): goroutine stacks
+     * are small, so the analysis runs on stacks of its own. */
+    if (anvil_pc_map[1]) {
+        long stacks = anvil_syscall(SYS_mmap, 0, 64 * ANVIL_STACK_SLICE, 3 /* read, write */,
+                                    0x22 /* private, anonymous */, -1, 0);
+        if (stacks > 0)
+            anvil_stacks = (anvil_word)stacks;
+    }
+    if (anvil_thread_counters[1]) /* the first thread counts into the arrays themselves */
+        anvil_syscall(SYS_arch_prctl, ARCH_SET_GS, (long)anvil_thread_counters + anvil_thread_counters[0], 0, 0, 0, 0);
     environment = (const char *const *)(initial_sp + 1 + initial_sp[0] + 1);
+    const char *const *after = environment;
+    while (*after)
+        after++;
+    for (const long *aux = (const long *)(after + 1); aux[0]; aux += 2)  /* the auxiliary vector */
+        if (aux[0] == AT_HWCAP2)
+            fs_base_readable = (aux[1] & HWCAP2_FSGSBASE) != 0;
     start_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
     if (anvil_syscall(SYS_getcwd, (long)start_dir, sizeof start_dir, 0, 0, 0, 0) <= 0)
         start_dir[0] = 0;
@@ -198,8 +271,30 @@ void anvil_on_syscall(long nr)
 
 void anvil_site(anvil_word value, uint32_t site);
 
-/* The thread in the analysis (its thread pointer, fs:0 in the x86-64 TLS ABI; 0: none). */
+/* The thread in the analysis (thread_self; 0: none). */
 static anvil_word site_owner __attribute__((section(".data")));
+
+#define SYS_gettid 186
+
+/* Who the calling thread is, for the lock: its thread pointer (fs:0 in the x86-64 TLS ABI,
+ * which glibc's and musl's threads point at themselves), else, where that word is 0, its fs
+ * base (even) or the kernel's thread id * 2 + 1. Go's threads, which its runtime starts by
+ * the clone system call itself, each point fs at a block of their own whose word at fs:0
+ * is 0 in every one (decision 0121): as one thread, two of them would run the analysis at
+ * once. */
+static anvil_word thread_self(void)
+{
+    anvil_word self;
+    __asm__ volatile("mov %%fs:0, %0" : "=r"(self));
+    if (self)
+        return self;
+    if (fs_base_readable) {
+        __asm__ volatile("rdfsbase %0" : "=r"(self));
+        if (self)
+            return self;
+    }
+    return (anvil_word)anvil_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0) * 2 + 1;
+}
 
 /* A call site of a program that starts threads (anvil_site_locked_entry): the tool's
  * routines and the results file's buffer see one call at a time, once a thread has started
@@ -213,8 +308,7 @@ void anvil_site_locked(anvil_word value, uint32_t site)
         anvil_site(value, site);
         return;
     }
-    anvil_word self;
-    __asm__ volatile("mov %%fs:0, %0" : "=r"(self));
+    anvil_word self = thread_self();
     if (__atomic_load_n(&site_owner, __ATOMIC_RELAXED) == self) {
         anvil_site(value, site);
         return;
@@ -244,4 +338,73 @@ void anvil_cut_at(int fd, uint64_t length)
 long anvil_write_fd(int fd, const char *buf, uint32_t len)
 {
     return anvil_syscall(SYS_write, fd, (long)buf, len, 0, 0, 0);
+}
+
+/* A Go program's copy (decision 0121): the rewriter writes here the distance from this
+ * variable to a table of (copy's distance from the table, int32; original's link address,
+ * uint32) for every copied instruction in the copies' order, its length (0: none) and
+ * the number of procedures. After the pairs: how many instructions follow each in its
+ * block (uint16), then, 4-aligned, each procedure's link address (uint32). */
+long anvil_pc_map[3] __attribute__((section(".data")));
+
+/* Per procedure, the instructions its block counters counted that a recovered fault
+ * skipped (generated with the fold of the sums, elf64_inhost._fold_source). */
+extern uint64_t anvil_fault_cut[];
+extern const uint32_t anvil_fault_cut_count;
+
+/* The last of ``count`` ascending keys (every ``stride``-th word of ``words``) at or before
+ * ``key``; the first's index where none is. */
+static long last_at_or_before(const uint32_t *words, long count, long stride, uint32_t key)
+{
+    long low = 0, high = count;
+    while (high - low > 1) {
+        long middle = low + (high - low) / 2;
+        if (words[stride * middle] <= key)
+            low = middle;
+        else
+            high = middle;
+    }
+    return low;
+}
+
+/* The instructions after the one at ``index`` of the map in its block, counted as the
+ * block started but skipped by its fault: off its procedure's sums. */
+static void cut_after_fault(const uint8_t *table, long count, long index)
+{
+    const uint16_t *after = (const uint16_t *)(table + 8 * count);
+    const uint32_t *starts = (const uint32_t *)(table + ((10 * count + 3) & ~3l));
+    uint32_t original = ((const uint32_t *)table)[2 * index + 1];
+    if (anvil_pc_map[2] == 0 || original < starts[0])
+        return;
+    long low = last_at_or_before(starts, anvil_pc_map[2], 1, original); /* its procedure */
+    if ((uint32_t)low < anvil_fault_cut_count)
+        __atomic_add_fetch(&anvil_fault_cut[low], after[index], __ATOMIC_RELAXED);
+}
+
+/* At the entry of Go's signal handler (runtime.sigtramp, anvil_go_fault_entry: the signal,
+ * its siginfo and the ucontext): a fault the kernel raised (si_code > 0) at an instruction
+ * of the copy gets the original instruction's address as its PC, which the handler looks
+ * up in the program's PC table to turn the fault into a panic (a nil dereference); the
+ * handler then makes the faulting instruction seem to call sigpanic, whose original entry
+ * jumps to its copy. Signals sent by a thread or a process (the runtime's preemption)
+ * keep the copy's PC: the handler finds no function there and lets the goroutine run on,
+ * where it was. */
+void anvil_go_fault_pc(long sig, const int *info, uint8_t *context)
+{
+    long count = anvil_pc_map[1];
+    if (count == 0 || !(sig == 4 || sig == 7 || sig == 8 || sig == 11) || info[2] <= 0)
+        return;
+    /* ucontext: uc_flags, uc_link, uc_stack (24 bytes), then the registers r8-r15, rdi,
+     * rsi, rbp, rbx, rdx, rax, rcx, rsp, rip. */
+    anvil_word *pc = (anvil_word *)(context + 40 + 16 * 8);
+    const uint8_t *table = (const uint8_t *)anvil_pc_map + anvil_pc_map[0];
+    const int32_t *pairs = (const int32_t *)table;
+    long at = (long)(*pc - (anvil_word)table);
+    if (at < pairs[0] || at >= (long)pairs[2 * (count - 1)] + 64)
+        return;
+    /* The last copy at or before the PC (its hooks come first). Every copy lies before the
+     * table: the distances are negative, in the same order as unsigned words. */
+    long low = last_at_or_before((const uint32_t *)pairs, count, 2, (uint32_t)at);
+    *pc = (uint32_t)pairs[2 * low + 1] + anvil_bias;
+    cut_after_fault(table, count, low);
 }

@@ -384,18 +384,38 @@ def build_musl(sample: str, link: str) -> Path:
     return out if out.is_file() else _compile([_require_tool(CC), *flags], [str(source)], out)
 
 
-def build_go(sample: str) -> Path:
-    """``samples/<sample>.go`` built by Debian's Go for 32-bit ARM (GOARM=7, no cgo: static),
-    stripped as Debian's Go programs are; cached by source and Go's version."""
+#: Go builds for x86-64 (decision 0121): environment and ``go build`` flags.
+GO_X86_64_VARIANTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "go-x64": (("CGO_ENABLED=0",), ()),                                      # static, symbols
+    "go-x64-stripped": (("CGO_ENABLED=0",), ("-ldflags=-s -w",)),
+    "go-x64-pie": (("CGO_ENABLED=0",), ("-buildmode=pie",)),                 # dynamic PIE, no cgo
+    # cgo: the C library's start, pthread_create for the runtime's threads, glibc's TLS
+    "go-x64-cgo": (("CGO_ENABLED=1",), ("-ldflags=-linkmode=external",)),
+    "go-x64-cgo-pie-stripped": (("CGO_ENABLED=1",), ("-buildmode=pie", "-ldflags=-s -w -linkmode=external")),
+}
+
+
+def build_go(sample: str, variant: str = "go-arm") -> Path:
+    """``samples/<sample>.go`` built by Debian's Go: ``go-arm`` for 32-bit ARM (GOARM=7, no
+    cgo: static), stripped as Debian's Go programs are; or an x86-64 build of
+    GO_X86_64_VARIANTS; cached by source, variant and Go's version."""
     go = _require_tool("go")
     source = SAMPLES_DIR / f"{sample}.go"
     version = subprocess.run([go, "version"], capture_output=True, text=True, check=True).stdout
-    key = _cache_key(source.read_bytes(), version)
-    out = cache_dir() / f"{sample}-go-{key}"
+    if variant == "go-arm":
+        key = _cache_key(source.read_bytes(), version)
+        settings, flags = ["GOARCH=arm", "GOARM=7", "CGO_ENABLED=0"], ["-ldflags=-s -w"]
+    elif variant in GO_X86_64_VARIANTS:
+        environment, options = GO_X86_64_VARIANTS[variant]
+        key = _cache_key(source.read_bytes(), version, variant, *environment, *options)
+        settings, flags = ["GOARCH=amd64", *environment], list(options)
+    else:
+        raise SampleBuildError(f"unknown Go variant {variant!r}; known: go-arm, {', '.join(GO_X86_64_VARIANTS)}")
+    out = cache_dir() / f"{sample}-{'go' if variant == 'go-arm' else variant}-{key}"
     if out.is_file():
         return out
-    settings = ["GOARCH=arm", "GOARM=7", "CGO_ENABLED=0", "GO111MODULE=off", f"GOCACHE={cache_dir() / 'go-build'}"]
-    return _compile(["env", *settings, go, "build", "-trimpath", "-ldflags=-s -w"], [str(source)], out)
+    settings += ["GO111MODULE=off", f"GOCACHE={cache_dir() / 'go-build'}"]
+    return _compile(["env", *settings, go, "build", "-trimpath", *flags], [str(source)], out)
 
 
 def rodata_first_script() -> Path:

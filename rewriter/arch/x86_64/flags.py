@@ -8,6 +8,11 @@ flags: CF, PF, AF, ZF, SF, OF). The flags are dead after a call and at a procedu
 entry, exit or tail call (the calling convention keeps none of them across a call), and a
 system call leaves them as they were. Where the flow goes is not known (an indirect jump
 that is no switch), they are taken as live.
+
+But for Go's ``runtime.duffzero``: Go's compiler knows it keeps the flags (cmd/compile's
+AMD64 ops: DUFFZERO clobbers none) and keeps them live across a call of it (Go 1.24's
+``stringtoslicerune``: ``cmp; jg; call duffzero; ja``). A call of it writes no flag, and
+its own returns take the flags as live (decision 0121).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from functools import cache
 
 from capstone import x86_const as x86
 
-from ...ir.model import Block, Instruction, Procedure
+from ...ir.model import Binary, Block, Instruction, Procedure
 from .decode import branch_form, shared_disassembler
 
 _FLAGS = ("CF", "PF", "AF", "ZF", "SF", "OF")
@@ -65,10 +70,30 @@ def _decoded_effect(raw: bytes) -> tuple[int, int]:
     return ALL, 0
 
 
-def effect(ins: Instruction) -> tuple[int, int]:
+# Functions that keep the flags for their callers, by the names Go's PC table gives them.
+_KEEPING = frozenset({"runtime.duffzero"})
+_keeping_of: list = [None, ()]  # the last program asked about, and its functions that keep the flags
+
+
+def _keeping(binary: Binary | None) -> tuple[tuple[int, int], ...]:
+    """(start, end) of each function of ``binary`` that keeps the flags for its callers."""
+    if binary is None or not binary.go_functions:
+        return ()
+    if _keeping_of[0] is not binary:
+        entries = sorted(binary.go_functions)
+        ends = dict(zip(entries, entries[1:] + [entries[-1] + 1]))
+        _keeping_of[:] = [binary, tuple((entry, ends[entry]) for entry, name in binary.go_functions.items()
+                                        if name in _KEEPING)]
+    return _keeping_of[1]
+
+
+def effect(ins: Instruction, keeping: tuple[tuple[int, int], ...] = ()) -> tuple[int, int]:
     """(flags read, flags written) by ``ins``: a call writes all of them (none survives
-    it), a system call neither."""
+    it) but a call of one of ``keeping`` (functions that keep them), a system call neither."""
     if ins.is_call:
+        target = ins.branch_target
+        if target is not None and any(lo <= target < hi for lo, hi in keeping):
+            return 0, 0
         return 0, ALL
     if ins.is_syscall:
         return 0, 0
@@ -83,10 +108,11 @@ def live_at_blocks(proc: Procedure, switch_cases: dict[int, set[int]]) -> dict[i
 def live_before(proc: Procedure, switch_cases: dict[int, set[int]]) -> dict[int, int]:
     """The flags live just before each instruction of ``proc`` (by its address)."""
     live, successors, effects = _solve(proc, switch_cases)
+    keeps = _keeps(proc)
     before: dict[int, int] = {}
     for block in proc.blocks:
         following = successors[block.address]
-        out = ALL if following is None else 0
+        out = ALL if following is None or keeps and block.instructions[-1].is_return else 0
         for successor in following or ():
             out |= live[successor.address]
         for ins, (reads, writes) in zip(reversed(block.instructions), reversed(effects[block.address])):
@@ -105,14 +131,16 @@ def _solve(proc: Procedure, switch_cases: dict[int, set[int]]
     for index, block in enumerate(blocks):
         successors[block.address] = _successors(block, blocks[index + 1] if index + 1 < len(blocks) else None,
                                                 by_address, switch_cases)
-    effects = {block.address: [effect(ins) for ins in block.instructions] for block in blocks}
+    keeping = _keeping(proc.binary)
+    keeps = _keeps(proc)
+    effects = {block.address: [effect(ins, keeping) for ins in block.instructions] for block in blocks}
     live = dict.fromkeys(by_address, 0)
     changed = True
     while changed:
         changed = False
         for block in reversed(blocks):
             following = successors[block.address]
-            out = ALL if following is None else 0
+            out = ALL if following is None or keeps and block.instructions[-1].is_return else 0
             for successor in following or ():
                 out |= live[successor.address]
             for reads, writes in reversed(effects[block.address]):
@@ -121,6 +149,11 @@ def _solve(proc: Procedure, switch_cases: dict[int, set[int]]
                 live[block.address] = out
                 changed = True
     return live, successors, effects
+
+
+def _keeps(proc: Procedure) -> bool:
+    """Whether ``proc`` keeps the flags for its callers: live where it returns."""
+    return any(lo <= proc.address < hi for lo, hi in _keeping(proc.binary))
 
 
 def _successors(block: Block, next_block: Block | None, by_address: dict[int, Block],

@@ -68,6 +68,32 @@ def syscall_number(ins: Instruction) -> int | None:
     return None
 
 
+def add_to_thread_slot(offset: int, amount: int) -> bytes:
+    """``add qword ptr gs:[offset], amount``: a slot of the running thread's own copy of the
+    counters, which the runtime points gs at (decision 0121)."""
+    if -128 <= amount < 128:
+        return b"\x65\x48\x83\x04\x25" + struct.pack("<ib", offset, amount)
+    return b"\x65\x48\x81\x04\x25" + struct.pack("<ii", offset, amount)
+
+
+class ThreadCounters:
+    """Which procedures count into each thread's own copy of the counters (no ``lock``
+    needed: a thread's adds are its own; the runtime adds the copies up at the end), and
+    where a thread gets its copy. In a Go program: every function of its PC table but
+    ``runtime.clone``, whose new thread runs on its parent's copy until it enters
+    ``runtime.mstart``, where every thread Go runs code on starts (``starts``); other code
+    (cgo's C glue, which runs on new threads before mstart) keeps the shared, locked
+    counters. ``arrays``: the counter arrays' sizes in bytes, by symbol."""
+
+    def __init__(self, procedures: set[int], starts: set[int], arrays: dict[str, int]) -> None:
+        self.procedures, self.starts, self.arrays = procedures, starts, arrays
+        self.used: set[str] = set()  # the arrays some thread's copy holds
+
+    def offset(self, symbol: Callable[[str], int], array: str) -> int:
+        """``array``'s offset in a thread's copy, which spans the arrays used, once linked."""
+        return symbol(array) - min(symbol(name) for name in self.used)
+
+
 class CountingHooks:
     """Counters and the program's end, as ``Copier`` asks for them.
 
@@ -79,8 +105,14 @@ class CountingHooks:
     def __init__(self, symbol: Callable[[str], int], switch_cases: dict[int, set[int]],
                  sums: dict[str, str] | None = None, threaded: bool = False,
                  plt: dict[int, str] | None = None, calls: CallSites | None = None,
-                 thread_starts: set[int] | None = None) -> None:
+                 thread_starts: set[int] | None = None, fault_handlers: set[int] | None = None,
+                 thread_counters: ThreadCounters | None = None) -> None:
         self.symbol = symbol
+        self.thread_counters = thread_counters
+        self.own = False  # whether the procedure being copied counts into its thread's copy
+        # The entries of a Go program's signal handler: a fault's PC in the copy becomes the
+        # original's there (anvil_go_fault_entry, decision 0121).
+        self.fault_handlers = fault_handlers or set()
         self.calls = calls  # the tool's calls of its routines, if it makes any
         # The PLT entries of the C library's functions that end the process at once: the
         # results are written as they are entered (a dynamic program's end is otherwise
@@ -105,6 +137,7 @@ class CountingHooks:
     def enter(self, proc: Procedure) -> None:
         counted = any(block.counter_increments for block in proc.blocks)
         self.live = live_at_blocks(proc, self.switch_cases) if counted else {}
+        self.own = self.thread_counters is not None and proc.address in self.thread_counters.procedures
         if self.calls is not None:
             self.calls.enter(proc, self.switch_cases)
 
@@ -116,6 +149,10 @@ class CountingHooks:
         return [base + offset for offset in self._lock_offsets]
 
     def block_start(self, block: Block, code: Code64) -> None:
+        if block.address in self.fault_handlers:
+            self._call(code, "anvil_go_fault_entry")
+        if self.thread_counters is not None and block.address in self.thread_counters.starts:
+            self._call(code, "anvil_thread_counters_entry")  # before the block's own counts
         increments = block.counter_increments
         live = increments and self.live.get(block.address, 1)
         if live:
@@ -135,7 +172,14 @@ class CountingHooks:
 
     def _add(self, code: Code64, array: str, offset: int, amount: int) -> None:
         """``add qword ptr [rip + slot], amount`` (the slot: ``offset`` bytes into the library's
-        ``array``, its displacement filled in once the library is linked)."""
+        ``array``, its displacement filled in once the library is linked); in a program whose
+        threads count into their own copies of the arrays, ``add gs:[slot], amount``."""
+        if self.own:
+            counters, symbol = self.thread_counters, self.symbol
+            counters.used.add(array)
+            code.later(10 if -128 <= amount < 128 else 13,
+                       lambda _at, _r: add_to_thread_slot(counters.offset(symbol, array) + offset, amount))
+            return
         lock = self._lock(code)
         if -128 <= amount < 128:
             code.rel32_lookup(lock + b"\x48\x83\x05", struct.pack("<b", amount), self.symbol, array, offset)
@@ -173,10 +217,18 @@ class CountingHooks:
                                 "50"                 # push rax
                                 "488b442410"         # mov rax, [rsp+16]: rcx before
                                 "4885c0"             # test rax, rax
-                                "74" + f"{6 + (7 + self.threaded) * len(slots):02x}" +  # jz over the adds
+                                "74" + f"{6 + (9 if self.own else 7 + self.threaded) * len(slots):02x}" +
+                                # jz over the adds
                                 "4829c8"             # sub rax, rcx
                                 "48ffc8"))           # dec rax
         for counter, index in slots:
+            if self.own:  # add gs:[slot], rax
+                counters, symbol = self.thread_counters, self.symbol
+                array, offset = f"anvil_array_{counter}", 8 * index
+                counters.used.add(array)
+                code.later(9, lambda _at, _r, array=array, offset=offset, counters=counters, symbol=symbol:
+                           b"\x65\x48\x01\x04\x25" + struct.pack("<i", counters.offset(symbol, array) + offset))
+                continue
             lock = self._lock(code)
             code.rel32_lookup(lock + b"\x48\x01\x05", b"", self.symbol, f"anvil_array_{counter}",
                               8 * index)  # add [rip+slot], rax

@@ -30,6 +30,7 @@ from elftools.elf.sections import SymbolTableSection
 from ...errors import AnvilError
 from ...ir.elf_loader import code_read_as_data, read_runtime_facts
 from ...ir.exception_tables import landing_pads
+from ...ir.go_runtime import go_functions, go_version, refusal
 from ...ir.model import Binary, Block, Instruction, Procedure, Segment, own_instructions
 from .decode import RIP, decode_measured, decode_one, make_disassembler
 from .jump_tables import switch_targets
@@ -58,6 +59,7 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     if not code:
         raise AnvilError(f"{path}: no code to read (no executable section in the section table)")
     sizes = _function_symbols(elf, code)
+    go_resumes = _go_functions(path, data, elf, binary, sizes)
     binary.symbols = {name: address for address, (name, _) in sizes.items()}
     md = make_disassembler()
     reader = _Reader(binary, code)
@@ -67,6 +69,7 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     plt = [(lo, hi) for _, lo, hi, _, _ in plt_code]
     binary.plt = _plt_names(elf, plt_code)
     fde_starts, pads = _unwinding(elf, binary)
+    pads |= go_resumes
     binary.unwinder_entries = pads
     # The start of each section of code is one too: .init and .fini have no FDE, and a
     # stripped program names them only through DT_INIT and DT_FINI.
@@ -177,6 +180,28 @@ class _Descents:
         bisect.insort(self.known, target)
         self.roots[target] = set()
         self.work.append(target)
+
+
+def _go_functions(path: str, data: bytes, elf: ELFFile, binary: Binary, sizes: dict[int, tuple[str, int]]) -> set[int]:
+    """For a Go program: its PC table's functions (``Binary.go_functions``, and each a sized
+    procedure of its name where no symbol gives one: a stripped Go program has none), and
+    the places Go's runtime resumes code other than by a return to a call (decision 0121):
+    ``runtime.goexit + 1``, where every goroutine's first frame returns (after a one-byte
+    ``nop``: no call precedes it), and each function's disconnected ``call
+    runtime.deferreturn``, where a recovered panic goes on (no path of the function's own
+    reaches it). They are entered like landing pads. A Go program whose table cannot be
+    read is refused. Other programs: nothing."""
+    go = go_version(data, elf)
+    if go is None:
+        return set()
+    functions = go_functions(elf)
+    if not functions:
+        raise AnvilError(refusal(path, go))
+    binary.go_functions = {f.entry: f.name for f in functions}
+    for f in functions:
+        if f.entry not in sizes or not sizes[f.entry][1]:
+            sizes[f.entry] = (f.name, f.end - f.entry)
+    return {f.resume for f in functions if f.resume} | {f.entry + 1 for f in functions if f.name == "runtime.goexit"}
 
 
 def _make_binary(path: str, data: bytes, elf: ELFFile) -> Binary:
