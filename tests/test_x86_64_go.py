@@ -103,7 +103,9 @@ def test_go_programs_counted_as_qemu_counts(tmp_path: Path) -> None:
     assert {name for name, n in cut.items() if n} == {"main.framed"}  # the faults skip part of a block
     got = json.loads((tmp_path / "prog.inscount.out").read_text())["procedures"]
     assert got["main.collatz"] == want["main.collatz"] > 100_000
-    assert got["main.framed"] == want["main.framed"]
+    # main.framed's faults skip part of its block (taken off its count) and, as any function
+    # with a frame, it may take a stack-growth detour in one run and not the other: it is
+    # checked with the others, below.
     differ = {name: (want[name], got.get(name, 0)) for name in own if got.get(name, 0) != want[name]}
     unexplained = {name: (n, m) for name, (n, m) in differ.items()
                    if not _detour(own[name]) or (m - n) % _detour(own[name])}
