@@ -16,7 +16,6 @@ Faults are in test_rehost_faults.py.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -27,7 +26,7 @@ import pytest
 from rehost import host_build
 from rehost.server import Library, start_server
 from rewriter.ir.elf_loader import load_binary
-from tests.support.rehost import CLI, CLI_RUN, ServerProcess, cli_run, run_rehost
+from tests.support.rehost import CLI_RUN, ServerProcess, cli_run, run_rehost, with_listener
 from tests.support.run import Run, assert_same_behaviour, forked_results, instrument, instrument_ir, place, run_prog
 from tests.support.samples import LUA_BENCH, SAMPLES, build, build_lua
 
@@ -212,20 +211,7 @@ def test_python_analysis_equals_c(tool: str, tmp_path: Path) -> None:
 def _run_with_listener(rehost_bin: Path, args: list[str], stdin: bytes = b"") -> tuple[Run, dict[str, str]]:
     """Run ``rehost_bin`` by hand with ANVIL_REHOST_CONNECT naming an ``anvil rehost-listen``
     that writes its results beside it; the run and the environment it had."""
-    listener = subprocess.Popen(CLI + ["rehost-listen", "-q", "--timeout", "120", str(rehost_bin)],
-                                cwd=rehost_bin.parent, stderr=subprocess.PIPE, text=True)
-    try:
-        assert listener.stderr is not None
-        line = listener.stderr.readline()
-        match = re.search(r"ANVIL_REHOST_CONNECT=(\S+)\)", line)
-        assert match, f"rehost-listen did not start: {line!r}"
-        env = {"ANVIL_REHOST_CONNECT": match.group(1)}
-        rehost = run_prog(rehost_bin, args, stdin, env=env)
-        _, rest = listener.communicate(timeout=120)
-    finally:
-        listener.kill()
-    assert listener.returncode == 0, rest
-    return rehost, env
+    return with_listener(rehost_bin, lambda env: run_prog(rehost_bin, args, stdin, env=env))
 
 
 @pytest.mark.parametrize("variant", ["O2-thumb-dyn", "Os-thumb-static"])

@@ -25,7 +25,6 @@ a Python analysis runs.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -36,7 +35,7 @@ from elftools.elf.elffile import ELFFile
 from tests.oracles.cache_model import simulate
 from tests.support import samples
 from tests.support import x86_64_traces as traces
-from tests.support.rehost import CLI, CLI_RUN, ServerProcess
+from tests.support.rehost import CLI, CLI_RUN, ServerProcess, with_listener
 
 TOOLS = ("inscount", "bbcount", "cachesim", "memtrace")
 ROOT = Path(__file__).resolve().parents[1]
@@ -184,20 +183,9 @@ def test_a_program_started_alone_reaches_rehost_listen(tmp_path: Path) -> None:
     rehost = _instrument(program, tmp_path / "r" / "prog", "cachesim", "--mode", "rehost")
     shutil.copy(rehost, running)
     shutil.copy(f"{rehost}.sites.json", f"{running}.sites.json")
-    listener = subprocess.Popen([*CLI, "rehost-listen", "-q", "--timeout", "120", str(running)], cwd=running.parent,
-                                stderr=subprocess.PIPE, text=True)
-    try:
-        assert listener.stderr is not None
-        line = listener.stderr.readline()
-        match = re.search(r"ANVIL_REHOST_CONNECT=(\S+)\)", line)
-        assert match, f"rehost-listen did not start: {line!r}"
-        env = {"ANVIL_REHOST_CONNECT": match.group(1)}
-        alone = subprocess.run(["setarch", "-R", str(running)], capture_output=True, cwd=running.parent, env=env,
-                               timeout=300)
-        _, rest = listener.communicate(timeout=120)
-    finally:
-        listener.kill()
-    assert listener.returncode == 0, rest
+    alone, env = with_listener(running, lambda env: subprocess.run(["setarch", "-R", str(running)],
+                                                                   capture_output=True, cwd=running.parent,
+                                                                   env=env, timeout=300))
     got = (running.parent / "prog.cachesim.out").read_bytes()
     runs = []
     for copy in (program, _instrument(program, tmp_path / "i" / "prog", "cachesim")):

@@ -6,7 +6,9 @@ import re
 import select
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from rehost import bridge
 from rehost.sitetable import parse
@@ -14,6 +16,7 @@ from rewriter.emit.rehost import SITE_TABLE_SUFFIX
 from tests.support.run import LIB_ROOT, Run, assert_same_behaviour, instrument, results, run_prog
 
 CLI = [sys.executable, "-m", "rewriter.cli"]
+T = TypeVar("T")
 CLI_RUN = CLI + ["run", "-q", "--argv0", "prog"]  # as run_prog runs programs: argv[0] 'prog'
 
 
@@ -68,6 +71,26 @@ def line_while(stream, other: subprocess.Popen, seconds: float = 120) -> str:
         if other.poll() is not None:
             break
     return ""
+
+
+def with_listener(binary: Path, start: Callable[[dict[str, str]], T]) -> tuple[T, dict[str, str]]:
+    """Run ``start(env)`` while an ``anvil rehost-listen`` of ``binary`` waits for it (it
+    writes its results beside ``binary``); ``env`` names the listener in ANVIL_REHOST_CONNECT.
+    What ``start`` returned and that environment, once the listener has finished."""
+    listener = subprocess.Popen(CLI + ["rehost-listen", "-q", "--timeout", "120", str(binary)], cwd=binary.parent,
+                                stderr=subprocess.PIPE, text=True)
+    try:
+        assert listener.stderr is not None
+        line = listener.stderr.readline()
+        match = re.search(r"ANVIL_REHOST_CONNECT=(\S+)\)", line)
+        assert match, f"rehost-listen did not start: {line!r}"
+        env = {"ANVIL_REHOST_CONNECT": match.group(1)}
+        result = start(env)
+        _, rest = listener.communicate(timeout=120)
+    finally:
+        listener.kill()
+    assert listener.returncode == 0, rest
+    return result, env
 
 
 class ServerProcess:
