@@ -12,18 +12,24 @@ program runs on its own.
 from __future__ import annotations
 
 from .server import Library, Session, SessionRejected
+from .sitetable import SiteTable
 
 
 class LocalAnalysis:
     """Sessions in this process with ``library``: what bridge.run and its kin take in place
-    of a gRPC channel to a server."""
+    of a gRPC channel to a server. ``tables``: site tables parsed already, by their bytes
+    (a program's children each have a session with its table: 21 MB of JSON for cmake,
+    parsed in a second)."""
 
-    def __init__(self, library: Library) -> None:
+    def __init__(self, library: Library, tables: dict[bytes, SiteTable] | None = None) -> None:
         self.library = library
+        self.tables = dict(tables or {})
 
     def session(self, tool: str, site_table: bytes, program: str, token: str) -> LocalSession:
         del program, token  # (a server's log and guard)
-        return LocalSession(self.library, tool, site_table)
+        parsed = self.tables.get(site_table)
+        return LocalSession(self.library, tool, site_table, parsed if parsed is not None and parsed.tool == tool
+                            else None)
 
     def close(self) -> None:
         """Nothing to release (a gRPC channel's counterpart)."""
@@ -34,13 +40,13 @@ class LocalSession:
     ``send`` each chunk, ``end``, ``finish``. A session the analysis rejected counts what
     comes after as lost, as a gRPC session does when its server is gone."""
 
-    def __init__(self, library: Library, tool: str, site_table: bytes) -> None:
+    def __init__(self, library: Library, tool: str, site_table: bytes, parsed: SiteTable | None = None) -> None:
         self.alive = True
         self.lost = self.sent = 0
         self.summary: object | None = None
         self.error = ""
         try:
-            self._session: Session | None = Session(library, site_table, tool or None)
+            self._session: Session | None = Session(library, site_table, tool or None, parsed)
         except SessionRejected as e:
             self._reject(e)
 

@@ -129,10 +129,12 @@ class Session:
     dispatched, its results. What a gRPC session of the server does, and what ``anvil run``
     does in its own process when no --server is given (rehost/local.py)."""
 
-    def __init__(self, library: Library, site_table: bytes, tool: str | None) -> None:
+    def __init__(self, library: Library, site_table: bytes, tool: str | None,
+                 parsed: SiteTable | None = None) -> None:
+        """``parsed``: ``site_table`` already parsed (and checked against ``tool``)."""
         self.started = time.monotonic()
         try:
-            self.table = parse(site_table, tool)
+            self.table = parsed if parsed is not None else parse(site_table, tool)
             self.dispatcher = library.dispatcher(self.table)
         except (StreamError, SiteTableError, MissingRoutine, AnvilError) as e:
             raise SessionRejected(grpc.StatusCode.INVALID_ARGUMENT, str(e)) from None

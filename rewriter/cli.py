@@ -410,7 +410,7 @@ def _rehost_session(args: argparse.Namespace, sites: str):
         library = Library.of_sources(table.analysis_sources, table.word_bytes) \
             if table.analysis_sources and not args.lib \
             else Library(args.lib)
-        channel = LocalAnalysis(library)
+        channel = LocalAnalysis(library, {document: table})
     try:
         yield table, document, channel
     finally:
