@@ -75,6 +75,16 @@ class Outcome:
     children: dict[int, Outcome] = field(default_factory=dict)  # forked children's sessions, by pid
     stray_bytes: int = 0               # bytes from processes whose stream could not be placed
 
+    @classmethod
+    def of_session(cls, returncode: int | None, session: _Forward | LocalSession, stdout: bytes = b"",
+                   stderr: bytes = b"") -> Outcome:
+        """What a finished session (gRPC or local) says, with the results files its summary carries."""
+        outcome = cls(returncode, session.summary, session.error, session.lost, session.sent, stdout=stdout,
+                      stderr=stderr)
+        if outcome.summary is not None:
+            outcome.outputs = {o.path: o.content for o in outcome.summary.outputs}  # type: ignore[attr-defined]
+        return outcome
+
 
 def connect(address: str, credentials: grpc.ChannelCredentials | None = None) -> grpc.Channel:
     """A channel to a server that answers its health check, or AnvilError saying why not."""
@@ -168,10 +178,7 @@ class _Forward:
                 break
             if chunk:
                 self.lost += len(chunk)
-        outcome = Outcome(returncode, self.summary, self.error, self.lost, self.sent, stdout=stdout, stderr=stderr)
-        if outcome.summary is not None:
-            outcome.outputs = {o.path: o.content for o in outcome.summary.outputs}
-        return outcome
+        return Outcome.of_session(returncode, self, stdout, stderr)
 
 
 def _session(channel: grpc.Channel | LocalAnalysis, tool: str, site_table: bytes, program: str,

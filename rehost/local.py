@@ -78,7 +78,4 @@ class LocalSession:
                 self._reject(e)
             self._session = None
         self.alive = False
-        outcome = Outcome(returncode, self.summary, self.error, self.lost, self.sent, stdout=stdout, stderr=stderr)
-        if self.summary is not None:
-            outcome.outputs = {o.path: o.content for o in self.summary.outputs}  # type: ignore[attr-defined]
-        return outcome
+        return Outcome.of_session(returncode, self, stdout, stderr)

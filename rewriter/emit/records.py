@@ -68,9 +68,7 @@ class SiteTable:
                 args.append(int(access.is_store))
             else:
                 raise AnvilError(f"{hook.prototype.name}: argument kind {kind.name} cannot be recorded")
-        if len(self.sites) >= MAX_SITES:
-            raise AnvilError("too many ReHost sites")
-        self.sites.append((self.routine(hook.prototype), args))
+        self.add(hook.prototype, args)
 
     def add(self, proto: Prototype, args: list) -> None:
         """A site whose arguments are known already: static values, None where the record

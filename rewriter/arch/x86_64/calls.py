@@ -349,11 +349,7 @@ class CallSites:
         takes the key (rcx) and the key that left (rdx) goes into a record (value, left,
         site) at ``anvil_record_cursor``; a full buffer is run at once
         (``anvil_records_flush_entry``)."""
-        if flt.depth == 1:
-            update = b"\x48\x8b\x16"                                      # mov rdx, [rsi]
-        else:
-            update = b"\x48\x8b\x56\x08\xff\x36\x8f\x46\x08"              # mov rdx, [rsi+8]; [rsi+8] = [rsi]
-        update = b"\x52" + update + b"\x48\x89\x0e"                         # push rdx ...; mov [rsi], rcx
+        update = _slot_update(flt)
         fill = (b"\x48\x89\x39\x48\x89\x51\x08\x48\xc7\x41\x10" + struct.pack("<I", site)
                 + b"\x48\x83\xc1\x18")                                     # [rcx] = rdi, rdx, site; rcx += 24
         length = len(update) + 7 + len(fill) + 7 + 7 + 2 + 5 + 1
@@ -380,11 +376,7 @@ class CallSites:
             mov qword [rcx], site ; mov [rcx+8], rdi ; mov [rcx+16], rdx
             dec dword [writers] ; add rcx, 24 ; cmp rcx, [limit] ; jbe +5 ; call flush ; pop rdx
         """
-        if flt.depth == 1:
-            update = b"\x48\x8b\x16"                                      # mov rdx, [rsi]
-        else:
-            update = b"\x48\x8b\x56\x08\xff\x36\x8f\x46\x08"              # mov rdx, [rsi+8]; [rsi+8] = [rsi]
-        update = b"\x52" + update + b"\x48\x89\x0e"                         # push rdx ...; mov [rsi], rcx
+        update = _slot_update(flt)
         fill = (b"\x48\xc7\x01" + struct.pack("<I", site)                      # mov qword [rcx], site
                 + b"\x48\x89\x79\x08\x48\x89\x51\x10")                       # [rcx+8] = rdi; [rcx+16] = rdx
         length = len(update) + 6 + 5 + 8 + len(fill) + 6 + 4 + 7 + 2 + 5 + 1
@@ -479,6 +471,17 @@ def _table_args(proto: Prototype, statics: list[int]) -> list:
             raise AnvilError(f"{proto.name}: arguments of kind {kind.name} cannot be recorded")
         args.append(None if kind.dynamic else next(values) & 0xFFFFFFFF)  # as anvil_site_args has them
     return args
+
+
+def _slot_update(flt: RepeatFilter) -> bytes:
+    """A filter's miss taken by its slot (rsi points at it, rcx holds the key): ``push rdx``,
+    rdx := the key that leaves (the older of a two-deep slot's, which takes the newer's
+    place), the slot's most recent := rcx. The record's ``pop rdx`` ends it."""
+    if flt.depth == 1:
+        leaving = b"\x48\x8b\x16"                                 # mov rdx, [rsi]
+    else:
+        leaving = b"\x48\x8b\x56\x08\xff\x36\x8f\x46\x08"         # mov rdx, [rsi+8]; [rsi+8] = [rsi]
+    return b"\x52" + leaving + b"\x48\x89\x0e"                    # push rdx ...; mov [rsi], rcx
 
 
 def _table_of(flt: RepeatFilter) -> str:
