@@ -118,6 +118,7 @@ def _report_json(args: argparse.Namespace, tool: str, output: str, out_file: str
         "filter_hits_in_registers": report.filter_hits_in_registers,
         "return_addresses": report.return_addresses, "return_sites": report.return_sites,
         "relocation_processes": report.relocation_processes, "loader_stub": report.loader_stub,
+        "board": report.board,
     }, indent=1).encode()
 
 
@@ -276,6 +277,7 @@ def _run_on_board(args: argparse.Namespace, before_start: Callable[[], None]) ->
     working directory (made a named pipe here, read by the bridge) or to a UART (which QEMU
     writes to another named pipe), as its site table says. Returns as _run_on_linux.
     """
+    from .emit.firmware_placement import check_runs_on
     from .emit.rehost import SITE_TABLE_SUFFIX
 
     target = board(args.board)
@@ -284,6 +286,8 @@ def _run_on_board(args: argparse.Namespace, before_start: Callable[[], None]) ->
         raise AnvilError(f"{args.binary}: an x86-64 program, not a firmware image for --board")
     if args.args:
         raise AnvilError("a firmware image takes no program arguments")
+    with open(args.binary, "rb") as f:
+        check_runs_on(f.read(), target)  # an image placed for another board would lose its results
     rehost = os.path.exists(args.binary + SITE_TABLE_SUFFIX)
     if not rehost and (args.server or args.lib):
         raise AnvilError(f"{args.binary} is not a ReHost image: --server and --lib need --mode rehost")

@@ -83,15 +83,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated tools (default: %(default)s)")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated modes (default: %(default)s)")
     parser.add_argument("--programs", default=",".join(PROGRAMS), help="comma-separated programs (default: all)")
-    parser.add_argument("--boards", default=",".join(BOARDS), help="comma-separated boards (default: both)")
+    parser.add_argument("--boards", default="", help="comma-separated boards (default: the MPS2 AN385 and AN386, "
+                        "and the boards a variant names)")
     parser.add_argument("--variants", default="", help="comma-separated variants (default: all of them)")
     opts = parser.parse_args(argv)
     chosen = opts.variants.split(",") if opts.variants else list(VARIANTS)
     unknown = [v for v in chosen if v not in VARIANTS]
     if unknown:
         parser.error(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
-    combos = [(p, v, b) for v in chosen for p in opts.programs.split(",") for b in opts.boards.split(",")
-              if applies(p, v) and all(word in f"{p} {v} {b}" for word in opts.only)]
+    boards = opts.boards.split(",") if opts.boards else [*BOARDS, *{b for v in chosen for b in VARIANTS[v].boards}]
+    combos = [(p, v, b) for v in chosen for p in opts.programs.split(",") for b in boards
+              if applies(p, v, b) and all(word in f"{p} {v} {b}" for word in opts.only)]
     return 1 if sweep(combos, opts.tools.split(","), opts.modes.split(","), opts.jobs) else 0
 
 

@@ -68,11 +68,13 @@ class Load:
 @dataclass
 class Placement:
     """Where instrumentation may go: ``flash`` (free, after the image) and RAM: the user's
-    ``ram`` region (data at its top), or else what ``find_ram`` chooses for a size."""
+    ``ram`` region (data at its top), or else what ``find_ram`` chooses for a size; on
+    which ``board``."""
 
     flash: MemoryRegion
     ram: MemoryRegion | None = None
     find_ram: Callable[[int], int] | None = None
+    board: str | None = None  # whose memory map placed it (None: the user's regions and no known board)
 
     def ram_for(self, size: int) -> int:
         """Address of ``size`` bytes of RAM for the instrumentation's data."""
@@ -120,11 +122,8 @@ def image_board(binary: Binary, name: str | None = None) -> Board | None:
         return vector_table_sp(binary, loads, target)
 
     def fits(target: Board) -> bool:
-        memories = (target.flash, *target.ram_banks)
-        for load in loads:
-            for start in {load.paddr, load.vaddr} if load.memsz else ():
-                if not any(start in m and start + load.memsz <= m.end for m in memories):
-                    return False
+        if outside(loads, target):
+            return False
         top = stack_top(target)
         return top is None or any(bank.start < top <= bank.end for bank in target.ram_banks)
 
@@ -140,6 +139,24 @@ def image_board(binary: Binary, name: str | None = None) -> Board | None:
     # architecture, same stack top, no double precision) is placed for AN386, one that fits
     # AN521 and AN524 for AN521.
     return min(fitting, key=rank, default=None)
+
+
+def outside(loads: list[Load], target: Board) -> list[MemoryRegion]:
+    """What ``loads`` put (by load address or by address) where ``target`` has no memory:
+    an image linked or instrumented for a board with more, which QEMU's model of this one
+    would load into nothing (writes there vanish, reads give 0)."""
+    memories = (target.flash, *target.ram_banks)
+    return [MemoryRegion(start, load.memsz) for load in loads if load.memsz for start in {load.paddr, load.vaddr}
+            if not any(start in m and start + load.memsz <= m.end for m in memories)]
+
+
+def check_runs_on(image: bytes, target: Board) -> None:
+    """A one-line error unless every byte ``image`` loads lies in ``target``'s memories."""
+    missing = outside(_elf_loads(image), target)
+    if missing:
+        raise AnvilError(f"the image loads {missing[0]}, where {target.name} has no memory: it was linked or "
+                         f"instrumented for another board (anvil instrument --board {target.name} places it "
+                         "for this one)")
 
 
 def vector_table_sp(binary: Binary, loads: list[Load], target: Board) -> int | None:
@@ -200,8 +217,8 @@ def place(binary: Binary, flash: MemoryRegion | None, ram: MemoryRegion | None,
         for load in loads:
             if load.memsz and load.vaddr < ram.end and ram.start < load.vaddr + load.memsz:
                 raise AnvilError(f"RAM region {ram} overlaps the image's data at {load.vaddr:#x}")
-        return Placement(flash, ram)
-    return Placement(flash, find_ram=RamUse(binary, board, loads).place)
+        return Placement(flash, ram, board=board and board.name)
+    return Placement(flash, find_ram=RamUse(binary, board, loads).place, board=board and board.name)
 
 
 def free_flash(memory: MemoryRegion, loads: list[Load]) -> MemoryRegion:
@@ -395,7 +412,12 @@ def _pages(start: int, size: int) -> range:
 
 def _loads(binary: Binary) -> list[Load]:
     """Each PT_LOAD."""
-    elf = ELFFile(io.BytesIO(binary.data))
+    return _elf_loads(binary.data)
+
+
+def _elf_loads(data: bytes) -> list[Load]:
+    """Each PT_LOAD of the ELF image ``data``."""
+    elf = ELFFile(io.BytesIO(data))
     return [Load(s["p_vaddr"], s["p_paddr"], s["p_filesz"], s["p_memsz"])
             for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
 

@@ -127,6 +127,9 @@ class Report:
     relocation_processes: int = 1
     # Where the loader stub's pieces went (one after another, or spread over free runs).
     loader_stub: list[str] = field(default_factory=list)
+    # A firmware image's board, whose memory map placed the instrumentation (None: not firmware,
+    # or on no known board).
+    board: str | None = None
 
     def summary(self) -> str:
         parts = [f"{self.relocated}/{self.procedures} procedures instrumented ({self.instructions} instructions)"]
@@ -494,7 +497,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     derivations = place_counters(binary, stops, _register_sums(binary, sums, vfp), sums)
     hits_in_registers = count_hits_in_registers(binary, stops) if _registers_free(binary, vfp) else 0
     report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data),
-                    filter_hits_in_registers=hits_in_registers,
+                    filter_hits_in_registers=hits_in_registers, board=placement and placement.board,
                     block_counters={"inline": derivations.counters_kept, "derived": derivations.counters_removed,
                                     "on_branches": sum(derivations.edges.values()),
                                     "in_register_sums": derivations.counters_summed,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support import build_cache
-from tests.support.boards import BOARDS, BOARDS_DIR, STARTUP, FirmwareBuildError, cache_dir
+from tests.support.boards import BOARDS, BOARDS_DIR, MORE_BOARDS, STARTUP, FirmwareBuildError, cache_dir
 
 #: The programs, each ``samples/boards/<name>.c`` or ``.cpp``.
 PROGRAMS: list[str] = ["crc", "sort", "filter", "irq", "fpu", "ctors", "big"]
@@ -48,6 +48,10 @@ _PICO_SPECS = ("--specs=picolibc.specs", "--oslib=semihost", "--crt0=semihost")
 _PICO_MEMORY = ("__flash=0", "__flash_size=0x400000", "__ram=0x20000000", "__ram_size=0x400000")
 _PICO_DEFINES = ("-DSysTick_Handler=arm_systick_isr",)
 _RAMFUNC = '-DRAMFUNC=__attribute__((section(".ramfunc"),noinline))'
+#: MCUXpresso's name for code copied into the tightly coupled RAM beside the flash (layouts/mcux.ld).
+_RAMFUNC_DTC = '-DRAMFUNC=__attribute__((section(".ramfunc.$SRAM_DTC"),noinline))'
+#: gcc's CPU flags of every board a variant may be built for.
+_CPU_FLAGS: dict[str, list[str]] = {**MORE_BOARDS, **BOARDS}
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,8 @@ class Variant:
     the start-up (a file of samples/boards/; '': startup.c with newlib, picolibc's crt0),
     more ``sources`` (files of samples/boards/) to build with the program, and whether the
     image is ``stripped`` (``arm-none-eabi-strip``: no symbols, no mapping symbols, as a
-    vendor's release image comes)."""
+    vendor's release image comes); ``boards``: the boards it is linked for ('': the MPS2
+    AN385 and AN386 of tests/support/boards.BOARDS)."""
 
     flags: tuple[str, ...] = ("-O2",)
     link: tuple[str, ...] = ()
@@ -72,6 +77,7 @@ class Variant:
     startup: str = ""
     sources: tuple[str, ...] = ()
     stripped: bool = False
+    boards: tuple[str, ...] = ()
 
 
 VARIANTS: dict[str, Variant] = {
@@ -113,6 +119,24 @@ VARIANTS: dict[str, Variant] = {
     "asm-startup": Variant(startup="layouts/startup.S"),
     "psram-heap": Variant(("-O2", "-DSTACK_TOP=_stack", "-DHEAP_START=_heap_start", "-DHEAP_END=_heap_end"),
                           script="layouts/psram-heap.ld", sources=("layouts/sbrk.c",)),
+    # Styles of decision 0122: Rust's cortex-m-rt (link.x and its sections, linked by ld.lld
+    # from clang -Oz objects, with and without LTO), NXP MCUXpresso (a section table the
+    # start-up walks, data and code in a tightly coupled RAM, heap and stack as sections),
+    # TI TivaWare on the Stellaris board (the stack an array in .bss, orphan sections).
+    "cmrt-lld": Variant(("-Oz", "-DHEAP_START=__sheap", "-DHEAP_END=_stack_start"), compiler="clang",
+                        linker="lld", script="layouts/cortex-m-rt.ld", startup="layouts/cmrt.c",
+                        sources=("layouts/sbrk.c",)),
+    "cmrt-lto": Variant(("-Oz", "-flto", "-DHEAP_START=__sheap", "-DHEAP_END=_stack_start"), compiler="clang",
+                        linker="lld", script="layouts/cortex-m-rt.ld", startup="layouts/cmrt.c",
+                        sources=("layouts/sbrk.c",)),
+    "mcux": Variant(("-O2", _RAMFUNC_DTC, "-DHEAP_START=_pvHeapStart", "-DHEAP_END=_pvHeapLimit"),
+                    script="layouts/mcux.ld", startup="layouts/mcux_startup.c", sources=("layouts/sbrk.c",)),
+    # (the heap is 1 KiB, the SDK's default: sort's array is 4 KiB; --defsym can give more)
+    "kinetis": Variant(("-O2",), ("-Wl,--defsym=__heap_size__=0x10000",), script="layouts/kinetis.ld",
+                       sources=("layouts/flash_config.c",)),
+    # (librdimon's _sbrk fails below the stack pointer: no sort; no constructors run: no ctors)
+    "tiva": Variant(script="layouts/tiva.ld", startup="layouts/tiva_startup.c", boards=("lm3s6965evb",),
+                    programs=("crc", "filter", "irq", "fpu", "big")),
 }
 
 
@@ -125,10 +149,11 @@ def source(program: str) -> Path:
     raise FirmwareBuildError(f"unknown firmware program {program!r}")
 
 
-def applies(program: str, variant: str) -> bool:
-    """Whether ``variant`` builds ``program``."""
-    chosen = VARIANTS[variant].programs
-    return not chosen or program in chosen
+def applies(program: str, variant: str, board: str | None = None) -> bool:
+    """Whether ``variant`` builds ``program`` (for ``board``, when given)."""
+    spec = VARIANTS[variant]
+    return (not spec.programs or program in spec.programs) and (
+        board is None or board in (spec.boards or BOARDS))
 
 
 def _compile_command(path: Path, board: str, variant: Variant) -> list[str]:
@@ -140,7 +165,7 @@ def _compile_command(path: Path, board: str, variant: Variant) -> list[str]:
         cpu = [*CLANG_TARGETS[board], *headers, "-fshort-enums"]
     else:
         tool = build_cache.require_tool(_GXX if cxx else _GCC, FirmwareBuildError, "run scripts/bootstrap.sh")
-        cpu = [*BOARDS[board], *(_PICO_SPECS[:1] if pico else ())]
+        cpu = [*_CPU_FLAGS[board], *(_PICO_SPECS[:1] if pico else ())]
     language = ["-fno-exceptions", "-fno-rtti"] if cxx else []
     defines = _PICO_DEFINES if pico else ()
     return [tool, *cpu, *variant.flags, *defines, *language, "-g", "-Wall", "-Wextra", "-c", str(path)]
@@ -149,9 +174,9 @@ def _compile_command(path: Path, board: str, variant: Variant) -> list[str]:
 def _link_command(board: str, variant: Variant, script: Path, objects: list[str]) -> list[str]:
     pico = variant.libc == "picolibc"
     if variant.linker == "lld":
-        multi = subprocess.run([_GCC, *BOARDS[board], "-print-multi-directory"], capture_output=True, text=True,
+        multi = subprocess.run([_GCC, *_CPU_FLAGS[board], "-print-multi-directory"], capture_output=True, text=True,
                                check=True).stdout.strip()
-        libgcc = subprocess.run([_GCC, *BOARDS[board], "-print-libgcc-file-name"], capture_output=True, text=True,
+        libgcc = subprocess.run([_GCC, *_CPU_FLAGS[board], "-print-libgcc-file-name"], capture_output=True, text=True,
                                 check=True).stdout.strip()
         lld = build_cache.require_tool(_LLD, FirmwareBuildError, "install lld")
         if pico:
@@ -162,9 +187,9 @@ def _link_command(board: str, variant: Variant, script: Path, objects: list[str]
                 "--start-group", "-lc", "-lrdimon", libgcc, "--end-group"]
     flags = [f for f in variant.flags if not f.startswith("-D")]
     if pico:
-        return [_GCC, *BOARDS[board], *flags, *variant.link, *_PICO_SPECS,
+        return [_GCC, *_CPU_FLAGS[board], *flags, *variant.link, *_PICO_SPECS,
                 *(f"-Wl,--defsym={d}" for d in _PICO_MEMORY), "-T", str(script), *objects]
-    return [_GCC, *BOARDS[board], *flags, *variant.link, "--specs=rdimon.specs", "-nostartfiles",
+    return [_GCC, *_CPU_FLAGS[board], *flags, *variant.link, "--specs=rdimon.specs", "-nostartfiles",
             "-L", str(BOARDS_DIR), "-T", str(script), *objects]
 
 
@@ -182,10 +207,10 @@ def build_variant(program: str, board: str, variant: str) -> Path:
     Raises FirmwareBuildError when the program, board or variant is unknown, the
     variant does not apply to the program, a tool is missing or the build fails.
     """
-    if variant not in VARIANTS or board not in BOARDS:
+    if variant not in VARIANTS or board not in _CPU_FLAGS:
         raise FirmwareBuildError(f"unknown variant {variant!r} or board {board!r}")
-    if not applies(program, variant):
-        raise FirmwareBuildError(f"variant {variant} is not for {program}")
+    if not applies(program, variant, board):
+        raise FirmwareBuildError(f"variant {variant} is not for {program} on {board}")
     spec = VARIANTS[variant]
     pico = spec.libc == "picolibc"
     if spec.script:
