@@ -134,6 +134,8 @@ VARIANTS: dict[str, Variant] = {
     # (the heap is 1 KiB, the SDK's default: sort's array is 4 KiB; --defsym can give more)
     "kinetis": Variant(("-O2",), ("-Wl,--defsym=__heap_size__=0x10000",), script="layouts/kinetis.ld",
                        sources=("layouts/flash_config.c",)),
+    "tcm": Variant(("-O2", _RAMFUNC, "-DHEAP_START=__heap_start", "-DHEAP_END=__heap_end"), script="layouts/tcm.ld",
+                   sources=("layouts/sbrk.c", "layouts/ramfunc_copy.c"), boards=("mps3-an547",)),
     # (librdimon's _sbrk fails below the stack pointer: no sort; no constructors run: no ctors)
     "tiva": Variant(script="layouts/tiva.ld", startup="layouts/tiva_startup.c", boards=("lm3s6965evb",),
                     programs=("crc", "filter", "irq", "fpu", "big")),
