@@ -277,7 +277,6 @@ def _run_on_board(args: argparse.Namespace, before_start: Callable[[], None]) ->
     working directory (made a named pipe here, read by the bridge) or to a UART (which QEMU
     writes to another named pipe), as its site table says. Returns as _run_on_linux.
     """
-    from .emit.firmware_placement import check_runs_on
     from .emit.rehost import SITE_TABLE_SUFFIX
 
     target = board(args.board)
@@ -286,18 +285,26 @@ def _run_on_board(args: argparse.Namespace, before_start: Callable[[], None]) ->
         raise AnvilError(f"{args.binary}: an x86-64 program, not a firmware image for --board")
     if args.args:
         raise AnvilError("a firmware image takes no program arguments")
-    with open(args.binary, "rb") as f:
-        check_runs_on(f.read(), target)  # an image placed for another board would lose its results
     rehost = os.path.exists(args.binary + SITE_TABLE_SUFFIX)
     if not rehost and (args.server or args.lib):
         raise AnvilError(f"{args.binary} is not a ReHost image: --server and --lib need --mode rehost")
     if shutil.which("qemu-system-arm") is None:
         raise AnvilError("qemu-system-arm not found: run scripts/bootstrap.sh")
     if not rehost:
+        _check_runs_on(args.binary, target)
         before_start()
         return subprocess.run(target.qemu_command(args.binary, icount=icount)).returncode, False
     return _run_rehost(args, args.binary + SITE_TABLE_SUFFIX,
                        functools.partial(_start_on_board, target, args.binary, icount), before_start)
+
+
+def _check_runs_on(image: str, target: Board) -> None:
+    """A one-line error unless every byte ``image`` loads lies in ``target``'s memories: an
+    image placed for another board would run with its results lost (decision 0122)."""
+    from .emit.firmware_placement import check_runs_on
+
+    with open(image, "rb") as f:
+        check_runs_on(f.read(), target)
 
 
 def _start_on_board(target: Board, image: str, icount: int | None, channel: Any, table: Any, document: bytes,
@@ -308,8 +315,11 @@ def _start_on_board(target: Board, image: str, icount: int | None, channel: Any,
     from .emit.rehost import channel_path
 
     link = table.channel  # None in site tables older than the UART transport: semihosting
-    if link is not None and link.transport == "uart":
-        target.check_transport(link.transport)
+    uart = link is not None and link.transport == "uart"
+    if uart:
+        target.check_transport(link.transport)  # the more telling error of the two
+    _check_runs_on(image, target)
+    if uart:
         # QEMU writes what the image sends through its UART to a named pipe, as semihosting does to
         # <image>.records; it lives in a private directory, not beside the image.
         with tempfile.TemporaryDirectory(prefix="anvil-") as tmp:

@@ -42,7 +42,7 @@ def run_one(program: str, variant: str, board: str, tools: list[str], modes: lis
     """Build ``program`` for ``board`` in ``variant`` and judge each tool/mode on it."""
     from tests.support.boards import FirmwareBuildError
     from tests.support.firmware_judge import Original, judge_firmware
-    from tests.support.firmware_variants import build_variant
+    from tests.support.firmware_variants import VARIANTS, build_variant
 
     try:
         image = build_variant(program, board, variant)
@@ -54,7 +54,7 @@ def run_one(program: str, variant: str, board: str, tools: list[str], modes: lis
     except Exception as exc:  # noqa: BLE001 - an oracle that cannot run the original is reported, not fatal
         return [("oracle", f"oracle: {type(exc).__name__}: {str(exc)[:120]}")]
     with tempfile.TemporaryDirectory(prefix="fwsweep.") as tmp:
-        return judge_firmware(original, tools, modes, Path(tmp))
+        return judge_firmware(original, tools, modes, Path(tmp), VARIANTS[variant].instrument)
 
 
 def sweep(combos: list[tuple[str, str, str]], tools: list[str], modes: list[str], jobs: int) -> int:

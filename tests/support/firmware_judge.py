@@ -161,9 +161,11 @@ def _comparable(program: str, tool: str, results: dict) -> object:
     return results
 
 
-def judge_firmware(original: Original, tools: list[str], modes: list[str], tmp: Path) -> list[tuple[str, str]]:
+def judge_firmware(original: Original, tools: list[str], modes: list[str], tmp: Path,
+                   extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     """Outcome ('ok' or a failure text) of each ``tool/mode`` on ``original``'s image;
-    ``tmp``: an empty scratch directory. ReHost runs after InHost and must match it."""
+    ``tmp``: an empty scratch directory; ``extra``: more ``anvil instrument`` options (a
+    variant's Variant.instrument). ReHost runs after InHost and must match it."""
     program, board = original.program, original.board
     skip = ["--skip", TIMING[program]] if program in TIMING else []
     icount = ["--icount", "0"] if program in TIMING else []
@@ -175,7 +177,7 @@ def judge_firmware(original: Original, tools: list[str], modes: list[str], tmp: 
             work = tmp / f"{tool}-{mode}"
             work.mkdir(parents=True)
             opts = ["--opt", _GEOMETRY_OPT] if tool == "cachesim" else []
-            made = _anvil("instrument", "--tool", tool, "--mode", mode, "--format", "json", *opts, *skip,
+            made = _anvil("instrument", "--tool", tool, "--mode", mode, "--format", "json", *opts, *skip, *extra,
                           str(original.image), "-o", _NAME, cwd=work, timeout=900)
             if made.returncode:
                 lines = made.stderr.decode(errors="replace").strip().splitlines() or [f"exit {made.returncode}"]

@@ -65,7 +65,9 @@ class Variant:
     more ``sources`` (files of samples/boards/) to build with the program, and whether the
     image is ``stripped`` (``arm-none-eabi-strip``: no symbols, no mapping symbols, as a
     vendor's release image comes); ``boards``: the boards it is linked for ('': the MPS2
-    AN385 and AN386 of tests/support/boards.BOARDS)."""
+    AN385 and AN386 of tests/support/boards.BOARDS); ``instrument``: the ``anvil
+    instrument`` options its images need (where the defaults cannot know the board or the
+    RAM free: decision 0122's Limits)."""
 
     flags: tuple[str, ...] = ("-O2",)
     link: tuple[str, ...] = ()
@@ -78,6 +80,7 @@ class Variant:
     sources: tuple[str, ...] = ()
     stripped: bool = False
     boards: tuple[str, ...] = ()
+    instrument: tuple[str, ...] = ()
 
 
 VARIANTS: dict[str, Variant] = {
@@ -137,8 +140,10 @@ VARIANTS: dict[str, Variant] = {
     "tcm": Variant(("-O2", _RAMFUNC, "-DHEAP_START=__heap_start", "-DHEAP_END=__heap_end"), script="layouts/tcm.ld",
                    sources=("layouts/sbrk.c", "layouts/ramfunc_copy.c"), boards=("mps3-an547",)),
     # (librdimon's _sbrk fails below the stack pointer: no sort; no constructors run: no ctors)
+    # (it fits the MPS2 maps too, and its heap has no limit: the board and a RAM region are named)
     "tiva": Variant(script="layouts/tiva.ld", startup="layouts/tiva_startup.c", boards=("lm3s6965evb",),
-                    programs=("crc", "filter", "irq", "fpu", "big")),
+                    programs=("crc", "filter", "irq", "fpu", "big"),
+                    instrument=("--board", "lm3s6965evb", "--ram-region", "0x20008000:0x8000")),
 }
 
 
