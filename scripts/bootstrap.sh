@@ -44,6 +44,7 @@ PACKAGES=(
     gcc-arm-none-eabi
     libnewlib-arm-none-eabi
     picolibc-arm-none-eabi  # tests/support/firmware_variants.py: firmware built with another C library
+    libstdc++-arm-none-eabi-newlib  # samples/boards/throw.cpp: C++ exceptions on a board (decision 0122)
     qemu-system-arm
     libglib2.0-dev     # benchmarks/qemu_plugins.py: QEMU's own TCG plugins, the benchmarks' peers
     pkg-config

@@ -92,8 +92,27 @@ def test_image_run_on_a_board_it_was_not_placed_for(tmp_path: Path) -> None:
 
     original = Original("crc", board, image)
     out = instrument(image, "inscount", tmp_path / "lm3s" / "fw", "--board", board, "--ram-region",
-                     "0x20008000:0x8000")
+                     "0x20004000:0xc000")
     run = anvil_cli("run", "-q", "--board", board, "fw", cwd=out.parent)
     assert (console(run.stdout, run.stderr), run.returncode) == original.expected, run
     results = json.loads((out.parent / "fw.inscount.out").read_text())
     assert original.judge("inscount", results) == "ok", results["total"]
+
+
+def test_cxx_exceptions_thrown_through_instrumented_frames(tmp_path: Path) -> None:
+    """throw.cpp: C++ exceptions thrown three calls deep and caught by type, destructors run
+    while unwinding. libgcc's unwinder finds each frame's function in .ARM.exidx by its
+    return address; firmware calls used to leave relocated return addresses, in no table,
+    and every throw ended in std::terminate (exit status 1, no output, every tool and mode).
+    Calls in an image that throws now leave the original return address, and its return
+    sites and landing pads jump to their copies (4-byte branches on a board), as on Linux:
+    output and exit status are the original's, inscount's total (InHost and ReHost) and
+    bbcount's blocks QEMU's."""
+    image = build_variant("throw", BOARD, "eh-O2")
+    original = Original("throw", BOARD, image)
+    assert b"bad=" in original.expected[0] and b"range=" in original.expected[0]
+    outcomes = judge_firmware(original, ["inscount"], ["inhost", "rehost"], tmp_path / "i")
+    outcomes += judge_firmware(original, ["bbcount"], ["inhost"], tmp_path / "b")
+    assert all(outcome == "ok" for _, outcome in outcomes), outcomes
+    report = json.loads((tmp_path / "i" / "inscount-inhost" / "fw.anvil.json").read_text())
+    assert report["return_addresses"] == "original" and report["return_sites"]["unwinder_entries"] > 0

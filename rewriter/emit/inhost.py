@@ -73,6 +73,7 @@ from .patches import (
     PAGE,
     Patch,
     Tail,
+    branch_reaches,
     entry_patches,
     firmware_trampolines,
     place_trampolines,
@@ -574,9 +575,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         # Firmware: 4-byte branches at the entries (long jumps from code too far from the
         # copies: run from RAM), the runtime's initial data after the library in flash,
         # its RAM at the top of the free RAM.
-        patches, not_patched = entry_patches(binary, chosen, direct=(base, code.here()))
-        by_address = {p.address: p.name for p in chosen}
-        not_patched += [by_address[p.address] for p in firmware_trampolines(binary, chosen, patches)]
+        patches, not_patched = _firmware_patches(binary, chosen, report, (base, code.here()))
         data_image = lib_base + len(probe.text)
         data_image += (-data_image) % 8
         ram_at = placement.ram_for(probe.bss_end - probe.data_addr)
@@ -681,10 +680,6 @@ def _original_returns(binary: Binary, opts: Options) -> bool:
     """Whether calls push original return addresses (decision 0013): as the user says, or
     by default when the program's stack may be unwound (``Binary.unwinds``). Linux programs only."""
     choice = opts.return_addresses
-    if binary.is_firmware:
-        if choice == "original":
-            raise AnvilError("--return-addresses original is for Linux programs, not firmware images")
-        return False
     if binary.go_functions and choice == "relocated":
         raise AnvilError("--return-addresses relocated: a Go program's runtime looks up every return address "
                          "on its stacks in its PC table, which names only the original code")
@@ -811,6 +806,38 @@ def _linux_patches(binary: Binary, chosen: list[Procedure], report: Report,
     if relocated_returns:
         report.return_sites["relocated"] = len(relocated_returns)
     return patches + more, not_patched
+
+
+def _firmware_patches(binary: Binary, chosen: list[Procedure], report: Report,
+                      copies: tuple[int, int]) -> tuple[list[Patch], list[str]]:
+    """The jumps written over a firmware image's original code: at the relocated procedures'
+    entries and, with original return addresses (a program that unwinds its stack: C++
+    exceptions, decision 0122), at their return sites and landing pads, as on Linux
+    (_linux_patches), but each a 4-byte branch straight to the copy where that reaches
+    (``copies``: where the copies lie), short ones through trampolines in the caves. A
+    return site or landing pad left without a jump is refused: its copy would never run."""
+    if report.return_addresses != "original":
+        patches, not_patched = entry_patches(binary, chosen, direct=copies)
+        more: list[Patch] = []
+    else:
+        sites = return_sites(chosen)
+        more, stops = return_patches(binary, chosen, sites)
+        for patch in more:
+            if not patch.narrow and branch_reaches(patch.address, patch.thumb, copies):
+                patch.direct, patch.trampoline = True, None
+        patches, not_patched = entry_patches(binary, chosen, direct=copies, stops=stops,
+                                             patched=frozenset(p.address for p in more))
+        report.return_sites = {"original": len(sites),
+                               "unwinder_entries": sum(1 for p in more if p.address not in sites)}
+        patches += more
+    by_address = {p.address: p.name for p in chosen}
+    for patch in firmware_trampolines(binary, chosen, patches):
+        if patch.address not in by_address:
+            raise AnvilError(f"no room for a trampoline of the jump at return site or landing pad {patch.address:#x}: "
+                             "instrument with --return-addresses relocated (unwinding then stops at instrumented "
+                             "frames) or fewer procedures (--only)")
+        not_patched.append(by_address[patch.address])
+    return patches, not_patched
 
 
 @dataclass

@@ -139,7 +139,7 @@ def entered_from_elsewhere(binary: Binary, procs: list[Procedure]) -> set[int]:
     return entered
 
 
-def _branch_reaches(src: int, thumb: bool, copies: tuple[int, int]) -> bool:
+def branch_reaches(src: int, thumb: bool, copies: tuple[int, int]) -> bool:
     """Whether a 4-byte branch at ``src`` reaches every address of ``copies`` ([start, end))."""
     reach = 1 << 24 if thumb else 1 << 25
     pc = src + (4 if thumb else 8)
@@ -182,7 +182,7 @@ def entry_patches(binary: Binary, procs: list[Procedure], direct: tuple[int, int
             # a fixed-address program a pointer to an imported function is the stub's
             # address, and the PLT's other entries leave no cave in a B.N's reach.
             covered = SHORT
-        if direct is not None and covered >= SHORT and _branch_reaches(proc.address, first.thumb, direct):
+        if direct is not None and covered >= SHORT and branch_reaches(proc.address, first.thumb, direct):
             patches.append(Patch(proc.address, first.thumb, direct=True))
         elif covered >= patch_length(proc.address, first.thumb):
             patches.append(Patch(proc.address, first.thumb))

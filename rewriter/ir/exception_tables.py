@@ -54,18 +54,28 @@ def personality_routines(elf: ELFFile, read: Callable[[int, int], bytes]) -> set
 def _extab_entries(elf: ELFFile, read: Callable[[int, int], bytes]) -> dict[int, int]:
     """Function start (bit 0 clear) -> the address of its ``.ARM.extab`` entry, for each
     ``.ARM.exidx`` row that has one."""
-    exidx = elf.get_section_by_name(".ARM.exidx")
-    if exidx is None or not exidx["sh_size"]:
-        return {}
-    base, size = exidx["sh_addr"], exidx["sh_size"]
-    table = read(base, size)
     out = {}
-    for at in range(0, len(table) - 7, 8):
-        first, second = (int.from_bytes(table[at + k:at + k + 4], "little") for k in (0, 4))
-        if second == 1 or second & 0x80000000:
-            continue  # cannot unwind, or an inline compact entry: no LSDA
-        out[_prel31(base + at, first) & ~1] = _prel31(base + at + 4, second)
+    for base, size in _exidx_tables(elf):
+        table = read(base, size)
+        for at in range(0, len(table) - 7, 8):
+            first, second = (int.from_bytes(table[at + k:at + k + 4], "little") for k in (0, 4))
+            if second == 1 or second & 0x80000000:
+                continue  # cannot unwind, or an inline compact entry: no LSDA
+            out[_prel31(base + at, first) & ~1] = _prel31(base + at + 4, second)
     return out
+
+
+def _exidx_tables(elf: ELFFile) -> list[tuple[int, int]]:
+    """Where the index tables are ([address, size) each): every section of type
+    SHT_ARM_EXIDX, whatever a linker script named it (NXP's Kinetis scripts put
+    ``.ARM.exidx`` in an output section called ``.ARM``; GNU ld then writes no
+    PT_ARM_EXIDX), else the PT_ARM_EXIDX segment (an image without section headers)."""
+    tables = [(section["sh_addr"], section["sh_size"]) for section in elf.iter_sections()
+              if section["sh_type"] == "SHT_ARM_EXIDX" and section["sh_size"] and section["sh_flags"] & 2]
+    if tables:
+        return tables
+    return [(segment["p_vaddr"], segment["p_filesz"]) for segment in elf.iter_segments()
+            if segment["p_type"] == "PT_ARM_EXIDX" and segment["p_filesz"]]
 
 
 def handlers(elf: ELFFile, read: Callable[[int, int], bytes]) -> dict[int, tuple[int, set[int]]]:

@@ -77,15 +77,19 @@ class Original:
                 raise RuntimeError(f"the traced original differs: {trace.stdout!r} {trace.stderr!r} "
                                    f"{trace.returncode}")
             # (unicorn models the MPS2 boards only)
-            oracle = (run_firmware_unicorn(_NAME, board, cwd=tmp, with_pc=True)
-                      if program not in INTERRUPTS and board in UNICORN_BOARDS else None)
+            oracle, unicorn_failed = None, ""
+            if program not in INTERRUPTS and board in UNICORN_BOARDS:
+                try:
+                    oracle = run_firmware_unicorn(_NAME, board, cwd=tmp, with_pc=True)
+                except Exception as exc:  # noqa: BLE001 - unicorn's faults (UcError) are its own: no reference
+                    unicorn_failed = f"unicorn failed: {exc}"
         binary = load_binary(str(image))
         code = [(s.vaddr, s.vaddr + s.memsz) for s in binary.segments if s.executable]
         skipped = [(p.address, p.end) for p in binary.procedures if p.name == TIMING.get(program)]
         self.pcs = {pc: n for pc, n in trace.pcs.items() if any(lo <= pc < hi for lo, hi in code)
                     and not any(lo <= pc < hi for lo, hi in skipped)}
         self.cache: dict | None = None
-        self.cache_note = ""
+        self.cache_note = unicorn_failed
         self.strays: list[int] = []  # where unicorn ran an instruction less often than QEMU
         self.accesses: list[tuple[str, int, int, int]] | None = None  # unicorn's (kind, address, size, pc)
         if oracle is not None:

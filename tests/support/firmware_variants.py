@@ -64,7 +64,8 @@ class Variant:
     the start-up (a file of samples/boards/; '': startup.c with newlib, picolibc's crt0),
     more ``sources`` (files of samples/boards/) to build with the program, and whether the
     image is ``stripped`` (``arm-none-eabi-strip``: no symbols, no mapping symbols, as a
-    vendor's release image comes); ``boards``: the boards it is linked for ('': the MPS2
+    vendor's release image comes); whether C++ is built with ``exceptions`` (and linked by
+    g++, with libstdc++: Debian's libstdc++-arm-none-eabi-newlib); ``boards``: the boards it is linked for ('': the MPS2
     AN385 and AN386 of tests/support/boards.BOARDS); ``instrument``: the ``anvil
     instrument`` options its images need (where the defaults cannot know the board or the
     RAM free: decision 0122's Limits)."""
@@ -79,6 +80,7 @@ class Variant:
     startup: str = ""
     sources: tuple[str, ...] = ()
     stripped: bool = False
+    exceptions: bool = False
     boards: tuple[str, ...] = ()
     instrument: tuple[str, ...] = ()
 
@@ -139,11 +141,17 @@ VARIANTS: dict[str, Variant] = {
                        sources=("layouts/flash_config.c",)),
     "tcm": Variant(("-O2", _RAMFUNC, "-DHEAP_START=__heap_start", "-DHEAP_END=__heap_end"), script="layouts/tcm.ld",
                    sources=("layouts/sbrk.c", "layouts/ramfunc_copy.c"), boards=("mps3-an547",)),
+    # C++ exceptions thrown through instrumented frames (samples/boards/throw.cpp, only these build it).
+    "eh-O2": Variant(("-O2",), exceptions=True, programs=("throw",)),
+    "eh-Os": Variant(("-Os",), exceptions=True, programs=("throw",)),
+    "eh-kinetis": Variant(("-O2",), ("-Wl,--defsym=__heap_size__=0x10000",), script="layouts/kinetis.ld",
+                          sources=("layouts/flash_config.c",), exceptions=True, programs=("throw",)),
     # (librdimon's _sbrk fails below the stack pointer: no sort; no constructors run: no ctors)
-    # (it fits the MPS2 maps too, and its heap has no limit: the board and a RAM region are named)
+    # (it fits the MPS2 maps too, and its heap has no limit: the board and a RAM region are
+    # named; big instrumented fits neither the part's 64 KiB of RAM nor its 256 KiB of flash)
     "tiva": Variant(script="layouts/tiva.ld", startup="layouts/tiva_startup.c", boards=("lm3s6965evb",),
-                    programs=("crc", "filter", "irq", "fpu", "big"),
-                    instrument=("--board", "lm3s6965evb", "--ram-region", "0x20008000:0x8000")),
+                    programs=("crc", "filter", "irq", "fpu"),
+                    instrument=("--board", "lm3s6965evb", "--ram-region", "0x20004000:0xc000")),
 }
 
 
@@ -173,7 +181,7 @@ def _compile_command(path: Path, board: str, variant: Variant) -> list[str]:
     else:
         tool = build_cache.require_tool(_GXX if cxx else _GCC, FirmwareBuildError, "run scripts/bootstrap.sh")
         cpu = [*_CPU_FLAGS[board], *(_PICO_SPECS[:1] if pico else ())]
-    language = ["-fno-exceptions", "-fno-rtti"] if cxx else []
+    language = ["-fno-exceptions", "-fno-rtti"] if cxx and not variant.exceptions else []
     defines = _PICO_DEFINES if pico else ()
     return [tool, *cpu, *variant.flags, *defines, *language, "-g", "-Wall", "-Wextra", "-c", str(path)]
 
@@ -196,7 +204,8 @@ def _link_command(board: str, variant: Variant, script: Path, objects: list[str]
     if pico:
         return [_GCC, *_CPU_FLAGS[board], *flags, *variant.link, *_PICO_SPECS,
                 *(f"-Wl,--defsym={d}" for d in _PICO_MEMORY), "-T", str(script), *objects]
-    return [_GCC, *_CPU_FLAGS[board], *flags, *variant.link, "--specs=rdimon.specs", "-nostartfiles",
+    return [_GXX if variant.exceptions else _GCC, *_CPU_FLAGS[board], *flags, *variant.link, "--specs=rdimon.specs",
+            "-nostartfiles",
             "-L", str(BOARDS_DIR), "-T", str(script), *objects]
 
 
