@@ -116,3 +116,20 @@ def test_cxx_exceptions_thrown_through_instrumented_frames(tmp_path: Path) -> No
     assert all(outcome == "ok" for _, outcome in outcomes), outcomes
     report = json.loads((tmp_path / "i" / "inscount-inhost" / "fw.anvil.json").read_text())
     assert report["return_addresses"] == "original" and report["return_sites"]["unwinder_entries"] > 0
+
+
+def test_exception_index_table_under_another_name(tmp_path: Path) -> None:
+    """throw.cpp linked by the Kinetis SDK's script, which puts .ARM.exidx in an output
+    section called .ARM (GNU ld then writes no PT_ARM_EXIDX either): the landing pads were
+    looked for in a section called .ARM.exidx only, none was found, so none got a jump, and
+    the first caught exception resumed in the original code (the run hung). The table is
+    the section of type SHT_ARM_EXIDX: the landing pads are found, and inscount's run is
+    the original's, its total QEMU's."""
+    image = build_variant("throw", BOARD, "eh-kinetis")
+    with open(image, "rb") as f:
+        names = [s.name for s in ELFFile(f).iter_sections() if s["sh_type"] == "SHT_ARM_EXIDX"]
+    assert names == [".ARM"]
+    original = Original("throw", BOARD, image)
+    assert judge_firmware(original, ["inscount"], ["inhost"], tmp_path) == [("inscount/inhost", "ok")]
+    report = json.loads((tmp_path / "inscount-inhost" / "fw.anvil.json").read_text())
+    assert report["return_sites"]["unwinder_entries"] > 0

@@ -14,7 +14,7 @@
 - The C samples with ``--return-addresses original`` forced: still transparent and exact.
 - A C program that looks at its return addresses (``backtrace``,
   ``__builtin_return_address``): ``auto`` picks original ones, and it prints the same.
-- Which mode ``auto`` picks, and that firmware refuses ``original``.
+- Which mode ``auto`` picks, and firmware with ``original`` forced (counted as QEMU counts).
 """
 
 from __future__ import annotations
@@ -170,12 +170,16 @@ def test_inspect_says_where_the_unwinder_enters(capsys) -> None:
     assert "unwinds" not in capsys.readouterr().out
 
 
-def test_firmware_refuses_original_return_addresses(tmp_path: Path, capsys) -> None:
+def test_firmware_with_original_return_addresses(tmp_path: Path) -> None:
+    """A firmware image takes --return-addresses original too (refused before decision 0122;
+    the default for images that throw C++ exceptions now): every call leaves the original
+    return address and every return site jumps to its copy with a 4-byte branch. crc so
+    instrumented runs as the original does, and inscount's total is QEMU's count."""
     from tests.support.boards import build_firmware
+    from tests.support.firmware_judge import Original, judge_firmware
 
-    image = build_firmware("crc", "mps2-an385")
-    out = tmp_path / "fw.inst"
-    status = anvil_main(["instrument", "--tool", "inscount", "--return-addresses", "original", str(image),
-                         "-o", str(out)])
-    assert status == 2 and not out.exists()
-    assert "for Linux programs" in capsys.readouterr().err
+    original = Original("crc", "mps2-an385", build_firmware("crc", "mps2-an385"))
+    outcome = judge_firmware(original, ["inscount"], ["inhost"], tmp_path, ("--return-addresses", "original"))
+    assert outcome == [("inscount/inhost", "ok")]
+    report = json.loads((tmp_path / "inscount-inhost" / "fw.anvil.json").read_text())
+    assert report["return_addresses"] == "original" and report["return_sites"]["original"] > 0

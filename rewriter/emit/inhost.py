@@ -678,7 +678,7 @@ def _resolve(labels: dict, symbols: dict[str, int], tool_name: str, copies: dict
 
 def _original_returns(binary: Binary, opts: Options) -> bool:
     """Whether calls push original return addresses (decision 0013): as the user says, or
-    by default when the program's stack may be unwound (``Binary.unwinds``). Linux programs only."""
+    by default when the program's stack may be unwound (``Binary.unwinds``). Firmware too (decision 0122)."""
     choice = opts.return_addresses
     if binary.go_functions and choice == "relocated":
         raise AnvilError("--return-addresses relocated: a Go program's runtime looks up every return address "
