@@ -1,16 +1,19 @@
 """Sweep firmware build variants the board tests do not use through every counting tool.
 
 Builds each firmware program of samples/boards/ (crc, sort, filter, irq, and fpu, ctors,
-big, which only the variants build) for both MPS2 boards in each variant of
+big, which only the variants build; throw, C++ exceptions, which only the eh variants build)
+for both MPS2 boards (or the boards a variant names) in each variant of
 tests/support/firmware_variants.py (-O0/-O1/-O3/-Os/-Og, -funroll-loops, LTO,
 --gc-sections, newlib-nano, clang linked by GNU ld or ld.lld, the vector table copied into
 RAM, the image at a flash offset behind a boot table, functions run from RAM, .data's
 initial values far from the code; picolibc with its own start-up and script; libopencm3-,
-Zephyr-style and heap-less hand-written scripts); instruments it with each tool (inscount, bbcount,
-cachesim) in InHost and ReHost; runs the copy with ``anvil run --board`` and lists what
+Zephyr-style and heap-less hand-written scripts; Rust's cortex-m-rt, NXP MCUXpresso and Kinetis
+SDK, TI TivaWare and Corstone-300 TCM layouts, decision 0122); instruments it with each tool
+(inscount, bbcount, cachesim, memtrace) in InHost and ReHost; runs the copy with ``anvil run --board`` and lists what
 differs from the original (tests/support/firmware_judge.py): a refused rewrite, a hang,
 other console output or exit status, counts that are not QEMU's, cache figures that are not
-a reference cache's fed unicorn's accesses, ReHost results that are not InHost's.
+a reference cache's fed unicorn's accesses, a trace that is not unicorn's accesses, ReHost
+results that are not InHost's.
 
     PYTHONPATH=. nice -n 10 python3 scripts/firmware_sweep.py [--jobs N] [--only WORD ...]
         [--tools T,T] [--programs P,P] [--boards B,B] [--variants V,V] [--modes M,M]
@@ -82,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=[], help="keep combinations naming all these words")
     parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated tools (default: %(default)s)")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated modes (default: %(default)s)")
-    parser.add_argument("--programs", default=",".join(PROGRAMS), help="comma-separated programs (default: all)")
+    parser.add_argument("--programs", default="", help="comma-separated programs (default: all, and those a "
+                        "variant names: throw)")
     parser.add_argument("--boards", default="", help="comma-separated boards (default: the MPS2 AN385 and AN386, "
                         "and the boards a variant names)")
     parser.add_argument("--variants", default="", help="comma-separated variants (default: all of them)")
@@ -92,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
     boards = opts.boards.split(",") if opts.boards else [*BOARDS, *{b for v in chosen for b in VARIANTS[v].boards}]
-    combos = [(p, v, b) for v in chosen for p in opts.programs.split(",") for b in boards
+    programs = opts.programs.split(",") if opts.programs else [
+        *PROGRAMS, *sorted({p for v in chosen for p in VARIANTS[v].programs} - set(PROGRAMS))]
+    combos = [(p, v, b) for v in chosen for p in programs for b in boards
               if applies(p, v, b) and all(word in f"{p} {v} {b}" for word in opts.only)]
     return 1 if sweep(combos, opts.tools.split(","), opts.modes.split(","), opts.jobs) else 0
 
