@@ -133,3 +133,20 @@ def test_exception_index_table_under_another_name(tmp_path: Path) -> None:
     assert judge_firmware(original, ["inscount"], ["inhost"], tmp_path) == [("inscount/inhost", "ok")]
     report = json.loads((tmp_path / "inscount-inhost" / "fw.anvil.json").read_text())
     assert report["return_sites"]["unwinder_entries"] > 0
+
+
+def test_stripped_cxx_image_return_sites_in_data(tmp_path: Path) -> None:
+    """throw.cpp stripped: its landing pads make it an image that unwinds (original return
+    addresses, as unstripped), but without mapping symbols the descent runs on past a call
+    that never returns (__cxa_begin_catch's caller calls std::terminate) into the exception
+    class's bytes, which code reads as data: that call's return site had no room for a
+    jump, and the rewrite stopped with an internal error. Return sites in data are left to
+    their calls' relocated return addresses, as on Linux: output and exit status are the
+    original's. (Its count is short by the code the stripped descent misses: Limits.)"""
+    image = build_variant("throw", BOARD, "eh-O2-stripped")
+    original = Original("throw", BOARD, image)
+    out = instrument(image, "inscount", tmp_path / "fw")
+    report = json.loads((tmp_path / "fw.anvil.json").read_text())
+    assert report["return_addresses"] == "original" and report["return_sites"]["relocated"] > 0
+    run = anvil_cli("run", "-q", "--board", BOARD, "fw", cwd=out.parent)
+    assert (console(run.stdout, run.stderr), run.returncode) == original.expected

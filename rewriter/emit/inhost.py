@@ -575,7 +575,8 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         # Firmware: 4-byte branches at the entries (long jumps from code too far from the
         # copies: run from RAM), the runtime's initial data after the library in flash,
         # its RAM at the top of the free RAM.
-        patches, not_patched = _firmware_patches(binary, chosen, report, (base, code.here()))
+        patches, not_patched = _firmware_patches(binary, chosen, report, (base, code.here()),
+                                                 frozenset(relocation.relocated_returns))
         data_image = lib_base + len(probe.text)
         data_image += (-data_image) % 8
         ram_at = placement.ram_for(probe.bss_end - probe.data_addr)
@@ -808,19 +809,21 @@ def _linux_patches(binary: Binary, chosen: list[Procedure], report: Report,
     return patches + more, not_patched
 
 
-def _firmware_patches(binary: Binary, chosen: list[Procedure], report: Report,
-                      copies: tuple[int, int]) -> tuple[list[Patch], list[str]]:
+def _firmware_patches(binary: Binary, chosen: list[Procedure], report: Report, copies: tuple[int, int],
+                      relocated_returns: frozenset[int]) -> tuple[list[Patch], list[str]]:
     """The jumps written over a firmware image's original code: at the relocated procedures'
     entries and, with original return addresses (a program that unwinds its stack: C++
     exceptions, decision 0122), at their return sites and landing pads, as on Linux
     (_linux_patches), but each a 4-byte branch straight to the copy where that reaches
-    (``copies``: where the copies lie), short ones through trampolines in the caves. A
-    return site or landing pad left without a jump is refused: its copy would never run."""
+    (``copies``: where the copies lie), short ones through trampolines in the caves; none
+    at the return sites of ``relocated_returns`` (in bytes code reads as data: their calls
+    leave relocated return addresses). A return site or landing pad left without a jump is
+    refused: its copy would never run."""
     if report.return_addresses != "original":
         patches, not_patched = entry_patches(binary, chosen, direct=copies)
         more: list[Patch] = []
     else:
-        sites = return_sites(chosen)
+        sites = return_sites(chosen) - relocated_returns
         more, stops = return_patches(binary, chosen, sites)
         for patch in more:
             if not patch.narrow and branch_reaches(patch.address, patch.thumb, copies):
@@ -829,6 +832,8 @@ def _firmware_patches(binary: Binary, chosen: list[Procedure], report: Report,
                                              patched=frozenset(p.address for p in more))
         report.return_sites = {"original": len(sites),
                                "unwinder_entries": sum(1 for p in more if p.address not in sites)}
+        if relocated_returns:
+            report.return_sites["relocated"] = len(relocated_returns)
         patches += more
     by_address = {p.address: p.name for p in chosen}
     for patch in firmware_trampolines(binary, chosen, patches):

@@ -144,6 +144,7 @@ VARIANTS: dict[str, Variant] = {
     # C++ exceptions thrown through instrumented frames (samples/boards/throw.cpp, only these build it).
     "eh-O2": Variant(("-O2",), exceptions=True, programs=("throw",)),
     "eh-Os": Variant(("-Os",), exceptions=True, programs=("throw",)),
+    "eh-O2-stripped": Variant(("-O2",), exceptions=True, programs=("throw",), stripped=True),
     "eh-kinetis": Variant(("-O2",), ("-Wl,--defsym=__heap_size__=0x10000",), script="layouts/kinetis.ld",
                           sources=("layouts/flash_config.c",), exceptions=True, programs=("throw",)),
     # (librdimon's _sbrk fails below the stack pointer: no sort; no constructors run: no ctors)
