@@ -217,8 +217,9 @@ def place(binary: Binary, flash: MemoryRegion | None, ram: MemoryRegion | None,
         for load in loads:
             if load.memsz and load.vaddr < ram.end and ram.start < load.vaddr + load.memsz:
                 raise AnvilError(f"RAM region {ram} overlaps the image's data at {load.vaddr:#x}")
-        return Placement(flash, ram, board=board and board.name)
-    return Placement(flash, find_ram=RamUse(binary, board, loads).place, board=board and board.name)
+        return Placement(flash, ram, board=board.name if board is not None else None)
+    return Placement(flash, find_ram=RamUse(binary, board, loads).place,
+                     board=board.name if board is not None else None)
 
 
 def free_flash(memory: MemoryRegion, loads: list[Load]) -> MemoryRegion:

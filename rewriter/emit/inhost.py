@@ -498,7 +498,8 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     derivations = place_counters(binary, stops, _register_sums(binary, sums, vfp), sums)
     hits_in_registers = count_hits_in_registers(binary, stops) if _registers_free(binary, vfp) else 0
     report = Report(output=output, procedures=len(binary.procedures), original_size=len(binary.data),
-                    filter_hits_in_registers=hits_in_registers, board=placement and placement.board,
+                    filter_hits_in_registers=hits_in_registers,
+                    board=placement.board if placement is not None else None,
                     block_counters={"inline": derivations.counters_kept, "derived": derivations.counters_removed,
                                     "on_branches": sum(derivations.edges.values()),
                                     "in_register_sums": derivations.counters_summed,
