@@ -22,7 +22,9 @@ fall among main's) are not compared between modes, its loads and stores are.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -53,9 +55,19 @@ def console(stdout: bytes, stderr: bytes) -> bytes:
 
 
 def _anvil(*args: str, cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+    """``anvil ARGS`` in ``cwd``; on a timeout its whole process group is killed, QEMU with
+    it (killing ``anvil run`` alone left a hung image's QEMU spinning for good)."""
     env = {"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/local/bin:/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-m", "rewriter.cli", *args], capture_output=True, cwd=cwd, env=env,
-                          timeout=timeout)
+    command = [sys.executable, "-m", "rewriter.cli", *args]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env,
+                          start_new_session=True) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
 
 
 class Original:
