@@ -56,6 +56,7 @@ CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 SPOOL_IN_MEMORY = 32 << 20  # a session's stream is kept in memory up to this, then in a file
 LINGER = 1.0               # listen: how long children may still connect after every connection closed (s)
 ACCEPT_POLL = 0.1          # listen: how often it looks whether connections are still open (s)
+CLOSE_GRACE = 0.25         # run: a program still running this long after its channel closed closed it (s)
 GATHER = 4096              # run_with_pipe: after a read shorter than this ...
 GATHER_PAUSE = 0.002       # ... let the writer's bytes gather this long (s)
 
@@ -74,6 +75,9 @@ class Outcome:
     outputs: dict[str, bytes] = field(default_factory=dict)
     children: dict[int, Outcome] = field(default_factory=dict)  # forked children's sessions, by pid
     stray_bytes: int = 0               # bytes from processes whose stream could not be placed
+    # The channel's last copy was closed while the program still ran: it closed descriptor
+    # CHANNEL_FD itself (a daemon's start-up, closefrom), so what it did after that went unrecorded.
+    channel_closed: bool = False
 
     @classmethod
     def of_session(cls, returncode: int | None, session: _Forward | LocalSession, stdout: bytes = b"",
@@ -381,7 +385,16 @@ def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_t
         else:
             os.close(CHANNEL_FD)
         theirs.close()
-    reader = threading.Thread(target=processes.pump, args=(ours,), daemon=True)
+    closed_early = threading.Event()
+
+    def pump() -> None:
+        processes.pump(ours)
+        # Every copy of the channel is closed. A program that ends closes its copy as it exits,
+        # a moment before it can be waited for; one still running long after closed it itself.
+        if not _exits_within(proc, CLOSE_GRACE):
+            closed_early.set()
+
+    reader = threading.Thread(target=pump, daemon=True)
     reader.start()
     stdout, stderr = proc.communicate(stdin)
     reader.join()
@@ -389,7 +402,23 @@ def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_t
     outcome = forward.finish(proc.returncode, stdout or b"", stderr or b"")
     outcome.children = processes.finish()
     outcome.stray_bytes = processes.stray
+    outcome.channel_closed = closed_early.is_set()
     return outcome
+
+
+def _exits_within(proc: subprocess.Popen, seconds: float) -> bool:
+    """Whether ``proc`` has ended, or ends within ``seconds`` (without reaping it: its
+    ``communicate`` on another thread does that)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+        except ChildProcessError:
+            return True  # reaped already
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
 
 
 def run_with_pipe(cmd: list[str], pipe_path: str, channel: grpc.Channel | LocalAnalysis, tool: str, site_table: bytes,
