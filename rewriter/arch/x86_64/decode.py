@@ -85,17 +85,31 @@ _READERS = ("j", "set", "cmov", "adc", "sbb", "pushf", "lahf", "rcl", "rcr", "fc
 #: pair kept once (at most 4096 of them, for a million encodings).
 FLAG_EFFECTS: dict[bytes, tuple[int, int]] = {}
 _PAIRS: dict[tuple[int, int], tuple[int, int]] = {}
+_BY_EFLAGS: dict[int, tuple[int, int]] = {}  # capstone's eflags -> the pair, where no name overrides it
+_WRITE_ALL = frozenset({"popfq", "popf", "sahf"})  # (capstone's eflags do not say so)
 
 
 def flag_effect(ins: capstone.CsInsn) -> tuple[int, int]:
     """(flags read, flags written) by one capstone instruction (with details), from its
     ``eflags``."""
     eflags = ins.eflags
+    mnemonic = ins.mnemonic
+    if eflags and mnemonic not in _WRITE_ALL:  # (most: the pair depends on eflags alone)
+        pair = _BY_EFLAGS.get(eflags)
+        if pair is None:
+            pair = _BY_EFLAGS[eflags] = _pair_of(eflags, mnemonic)
+        return pair
+    return _pair_of(eflags, mnemonic)
+
+
+def _pair_of(eflags: int, mnemonic: str) -> tuple[int, int]:
+    """(flags read, flags written) by an instruction named ``mnemonic`` whose capstone eflags
+    are ``eflags``."""
     reads = sum(1 << k for k, bit in enumerate(_READ) if eflags & bit)
     writes = sum(1 << k for k, bits in enumerate(_WRITE) if eflags & bits)
-    if not eflags and ins.mnemonic.split()[-1].startswith(_READERS) and ins.mnemonic != "jmp":
+    if not eflags and mnemonic.split()[-1].startswith(_READERS) and mnemonic != "jmp":
         reads = ALL_FLAGS
-    if ins.mnemonic in ("popfq", "popf", "sahf"):
+    if mnemonic in _WRITE_ALL:
         writes = ALL_FLAGS
     pair = (reads, writes)
     return _PAIRS.setdefault(pair, pair)
