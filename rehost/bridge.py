@@ -78,6 +78,9 @@ class Outcome:
     # The channel's last copy was closed while the program still ran: it closed descriptor
     # CHANNEL_FD itself (a daemon's start-up, closefrom), so what it did after that went unrecorded.
     channel_closed: bool = False
+    # Forked children that sent records though the site table said the program does not fork
+    # (so no stream was kept for them): their records were dropped (counted in stray_bytes).
+    unkept_children: list[int] = field(default_factory=list)
 
     @classmethod
     def of_session(cls, returncode: int | None, session: _Forward | LocalSession, stdout: bytes = b"",
@@ -208,8 +211,12 @@ class _Processes:
     """
 
     def __init__(self, root: _Forward | LocalSession, start_child: Callable[[], _Forward | LocalSession],
-                 root_key: int | None = None) -> None:
+                 root_key: int | None = None, keep_streams: bool = True) -> None:
         self.root = root
+        # Spooling every byte costs a quarter of a long run's time and its whole stream in a
+        # temporary file: only where the program may fork (the site table's ``forks``).
+        self.keep_streams = keep_streams
+        self.unkept: list[int] = []  # children whose parent's stream was not kept: no session
         self.start_child = start_child
         self.root_key = root_key
         self.sessions: dict[int, _Forward | LocalSession | None] = {} if root_key is None else {root_key: root}
@@ -232,7 +239,8 @@ class _Processes:
                 return  # a child's hello, or a message that cannot be placed
             forward = self.sessions[pid]
             if forward is None:
-                self.stray += len(data)
+                if pid not in self.unkept:  # (those are said by themselves)
+                    self.stray += len(data)
                 return
             self._keep(pid, data)
             forward.send(data)
@@ -268,6 +276,10 @@ class _Processes:
                 parent = self.root_key
             if parent in self.sessions and self.sessions[parent] is None:
                 self.sessions[pid] = None  # a stream not seen here: its records cannot be placed
+                return False
+            if not self.keep_streams:
+                self.sessions[pid] = None  # its parent's stream up to the fork is gone
+                self.unkept.append(pid)
                 return False
             self.waiting[pid] = (parent, low | high << 32, [])
             self._start_waiting(parent)
@@ -316,6 +328,8 @@ class _Processes:
 
     def _keep(self, pid: int, data: bytes) -> None:
         """Add ``data`` to ``pid``'s spool: the session stream a child it forks starts with."""
+        if not self.keep_streams:
+            return
         spool = self.spools.get(pid)
         if spool is None:
             spool = self.spools[pid] = tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY, prefix="anvil-stream-")
@@ -350,9 +364,11 @@ def _sender(ancillary: list[tuple[int, int, bytes]]) -> int:
 
 def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_table: bytes, program: str,
         token: str = "", env: dict[str, str] | None = None, cwd: str | None = None,
-        stdin: bytes | None = None, executable: str | None = None) -> Outcome:
+        stdin: bytes | None = None, executable: str | None = None, forks: bool = True) -> Outcome:
     """Run ``cmd`` (the program ``executable``, if not cmd[0]: cmd[0] is then its argv[0])
-    with the record channel, streaming its records to the server on ``channel``.
+    with the record channel, streaming its records to the server on ``channel``;
+    ``forks``: whether the program may fork (the site table's), else its stream is not kept
+    for children.
 
     The program gets ``env`` (default: the user's environment as it was), runs in
     ``cwd``; with ``stdin`` given, its input is that and its output is captured
@@ -366,7 +382,7 @@ def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_t
         end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
     ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     forward = _session(channel, tool, site_table, program, token)
-    processes = _Processes(forward, lambda: _session(channel, tool, site_table, program, token))
+    processes = _Processes(forward, lambda: _session(channel, tool, site_table, program, token), keep_streams=forks)
     saved = os.dup(CHANNEL_FD) if _fd_open(CHANNEL_FD) else None
     try:
         os.dup2(theirs.fileno(), CHANNEL_FD, inheritable=True)
@@ -403,6 +419,7 @@ def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_t
     outcome.children = processes.finish()
     outcome.stray_bytes = processes.stray
     outcome.channel_closed = closed_early.is_set()
+    outcome.unkept_children = processes.unkept
     return outcome
 
 

@@ -233,7 +233,8 @@ def _run_command(args: argparse.Namespace, cmd: list[str], executable: str | Non
         from rehost import bridge
 
         def start(channel: Any, table: Any, document: bytes, program: str, token: str) -> Any:
-            return bridge.run(cmd, channel, table.tool, document, program, token, executable=executable)
+            return bridge.run(cmd, channel, table.tool, document, program, token, executable=executable,
+                              forks=table.forks)
 
         return _run_rehost(args, binary + SITE_TABLE_SUFFIX, start, before_start)
     if args.server or args.lib:
@@ -438,6 +439,9 @@ def _report_rehost(outcome, table) -> bool:
         why = child.error or (child.summary.error if child.summary is not None else "")
         if why:
             print(f"anvil: rehost: forked child {pid}: {why}; no results written for it", file=sys.stderr)
+    for pid in outcome.unkept_children:
+        print(f"anvil: rehost: forked child {pid}: no results written for it: the rewrite found nothing in "
+              "the program that forks, so its stream before the fork was not kept", file=sys.stderr)
     if outcome.stray_bytes:
         print(f"anvil: rehost: {outcome.stray_bytes} bytes from a process whose stream is unknown were dropped",
               file=sys.stderr)
