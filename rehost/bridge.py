@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import queue
 import select
+import shutil
 import socket
 import struct
 import subprocess
@@ -54,6 +55,8 @@ FORK_MAGIC = 0x4B464E41    # "ANFK": a forked child's first message (anvil_chann
 FORK_HELLO = struct.Struct("<5I")  # magic, the pid whose stream it was writing, its own, bytes sent (low, high)
 CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 SPOOL_IN_MEMORY = 32 << 20  # a session's stream is kept in memory up to this, then in a file
+SPOOL_LIMIT = 8 << 30       # ... and given up past this (or half the free space of the temporary directory)
+NOT_FORKING = "the rewrite found nothing in the program that forks, so its stream before the fork was not kept"
 LINGER = 1.0               # listen: how long children may still connect after every connection closed (s)
 ACCEPT_POLL = 0.1          # listen: how often it looks whether connections are still open (s)
 CLOSE_GRACE = 0.25         # run: a program still running this long after its channel closed closed it (s)
@@ -78,9 +81,9 @@ class Outcome:
     # The channel's last copy was closed while the program still ran: it closed descriptor
     # CHANNEL_FD itself (a daemon's start-up, closefrom), so what it did after that went unrecorded.
     channel_closed: bool = False
-    # Forked children that sent records though the site table said the program does not fork
-    # (so no stream was kept for them): their records were dropped (counted in stray_bytes).
-    unkept_children: list[int] = field(default_factory=list)
+    # Forked children whose parent's stream was not kept (the site table said the program does
+    # not fork, or the stream grew past what is kept): no session, their records dropped.
+    unkept_children: dict[int, str] = field(default_factory=dict)  # pid -> why
 
     @classmethod
     def of_session(cls, returncode: int | None, session: _Forward | LocalSession, stdout: bytes = b"",
@@ -211,12 +214,16 @@ class _Processes:
     """
 
     def __init__(self, root: _Forward | LocalSession, start_child: Callable[[], _Forward | LocalSession],
-                 root_key: int | None = None, keep_streams: bool = True) -> None:
+                 root_key: int | None = None, keep_streams: bool = True, keep_limit: int | None = None) -> None:
         self.root = root
         # Spooling every byte costs a quarter of a long run's time and its whole stream in a
         # temporary file: only where the program may fork (the site table's ``forks``).
         self.keep_streams = keep_streams
-        self.unkept: list[int] = []  # children whose parent's stream was not kept: no session
+        self.unkept: dict[int, str] = {}  # children whose parent's stream was not kept, and why: no session
+        # A stream longer than this is given up (the disk it would fill is the user's): half
+        # the temporary directory's free space, at most SPOOL_LIMIT.
+        self.keep_limit = _keep_limit() if keep_limit is None else keep_limit
+        self.given_up: dict[int, str] = {}  # processes whose stream is no longer kept, and why
         self.start_child = start_child
         self.root_key = root_key
         self.sessions: dict[int, _Forward | LocalSession | None] = {} if root_key is None else {root_key: root}
@@ -277,9 +284,10 @@ class _Processes:
             if parent in self.sessions and self.sessions[parent] is None:
                 self.sessions[pid] = None  # a stream not seen here: its records cannot be placed
                 return False
-            if not self.keep_streams:
+            why = self.given_up.get(parent) or ("" if self.keep_streams else NOT_FORKING)
+            if why:
                 self.sessions[pid] = None  # its parent's stream up to the fork is gone
-                self.unkept.append(pid)
+                self.unkept[pid] = why
                 return False
             self.waiting[pid] = (parent, low | high << 32, [])
             self._start_waiting(parent)
@@ -328,14 +336,33 @@ class _Processes:
 
     def _keep(self, pid: int, data: bytes) -> None:
         """Add ``data`` to ``pid``'s spool: the session stream a child it forks starts with."""
-        if not self.keep_streams:
+        if not self.keep_streams or pid in self.given_up:
             return
         spool = self.spools.get(pid)
         if spool is None:
             spool = self.spools[pid] = tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY, prefix="anvil-stream-")
-        spool.write(data)
+        if spool.tell() + len(data) > self.keep_limit:
+            self._give_up(pid, f"its parent's stream grew past {self.keep_limit >> 20} MiB, more than is kept "
+                               "for the children it may fork")
+            return
+        try:
+            spool.write(data)
+        except OSError as e:
+            self._give_up(pid, f"its parent's stream could not be kept ({e.strerror})")
+            return
         if self.waiting and data:
             self._start_waiting(pid)
+
+    def _give_up(self, pid: int, why: str) -> None:
+        """Keep ``pid``'s stream no longer: its children from now on, and those still waiting
+        for its bytes, get no session (``why``)."""
+        self.given_up[pid] = why
+        self.spools.pop(pid).close()
+        for child, (parent, _, _) in list(self.waiting.items()):
+            if parent == pid:
+                del self.waiting[child]
+                self.sessions[child] = None
+                self.unkept[child] = why
 
     def end(self) -> None:
         """No more bytes will come: end every session's stream. Children still waiting for
@@ -352,6 +379,15 @@ class _Processes:
     def finish(self) -> dict[int, Outcome]:
         """The children's outcomes, by pid, once their sessions have ended."""
         return {pid: forward.finish(None) for pid, forward in self.children.items()}
+
+
+def _keep_limit() -> int:
+    """How many bytes of a stream are kept for the children its process may fork."""
+    try:
+        free = shutil.disk_usage(tempfile.gettempdir()).free
+    except OSError:
+        return SPOOL_IN_MEMORY
+    return max(SPOOL_IN_MEMORY, min(SPOOL_LIMIT, free // 2))
 
 
 def _sender(ancillary: list[tuple[int, int, bytes]]) -> int:

@@ -439,9 +439,8 @@ def _report_rehost(outcome, table) -> bool:
         why = child.error or (child.summary.error if child.summary is not None else "")
         if why:
             print(f"anvil: rehost: forked child {pid}: {why}; no results written for it", file=sys.stderr)
-    for pid in outcome.unkept_children:
-        print(f"anvil: rehost: forked child {pid}: no results written for it: the rewrite found nothing in "
-              "the program that forks, so its stream before the fork was not kept", file=sys.stderr)
+    for pid, why in sorted(outcome.unkept_children.items()):
+        print(f"anvil: rehost: forked child {pid}: no results written for it: {why}", file=sys.stderr)
     if outcome.stray_bytes:
         print(f"anvil: rehost: {outcome.stray_bytes} bytes from a process whose stream is unknown were dropped",
               file=sys.stderr)
