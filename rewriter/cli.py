@@ -115,6 +115,8 @@ def _check_writable(path: str, *inputs: str) -> None:
     one of the command's ``inputs`` (which the output would overwrite before it is read)."""
     if not path:
         raise AnvilError("cannot write a file with an empty name")
+    if path.endswith(os.sep) and not os.path.isdir(path):
+        raise AnvilError(f"cannot write {path}: no directory {path}")
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise AnvilError(f"cannot write {path}: no directory {directory}")
@@ -130,8 +132,11 @@ def _check_writable(path: str, *inputs: str) -> None:
         with contextlib.suppress(OSError):
             if st is not None and os.path.samefile(path, given):
                 raise AnvilError(f"cannot write {path}: it is the input file {given}")
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise AnvilError(f"cannot write {path}: {directory} is not writable")
+    try:  # a file made and removed: os.access says yes to root on a read-only mount or in /proc
+        with tempfile.TemporaryFile(dir=directory, prefix=".anvil-"):
+            pass
+    except OSError as e:
+        raise AnvilError(f"cannot write {path}: {directory} is not writable ({e.strerror})") from None
 
 
 def _check_readable(path: str) -> None:
