@@ -352,7 +352,8 @@ def _run_command(args: argparse.Namespace, cmd: list[str], executable: str | Non
         from rehost import bridge
 
         def start(channel: Any, table: Any, document: bytes, program: str, token: str) -> Any:
-            return bridge.run(cmd, channel, table.tool, document, program, token, executable=executable)
+            return bridge.run(cmd, channel, table.tool, document, program, token, executable=executable,
+                              forks=table.forks)
 
         return _run_rehost(args, binary + SITE_TABLE_SUFFIX, start, before_start)
     if args.server or args.lib:
@@ -587,8 +588,13 @@ def _report_rehost(outcome, table) -> bool:
 
     bridge.write_outputs(outcome, table.output_paths)
     summary = outcome.summary
+    # (The stream's own error, "ended before its header" say, names the symptom; this the cause.)
+    closed = f"the program closed descriptor {bridge.CHANNEL_FD} (ReHost's record channel) while it ran, " \
+        "so its records stopped there; use --mode inhost for a program that closes the descriptors it " \
+        "inherits" if outcome.channel_closed else ""
     if outcome.error:
-        print(f"anvil: rehost: {outcome.error}; {outcome.lost_bytes} bytes of records not analysed, "
+        why = closed or outcome.error
+        print(f"anvil: rehost: {why}; {outcome.lost_bytes} bytes of records not analysed, "
               "no results written", file=sys.stderr)
         return False
     for pid, child in sorted(outcome.children.items()):
@@ -597,11 +603,13 @@ def _report_rehost(outcome, table) -> bool:
         why = child.error or (child.summary.error if child.summary is not None else "")
         if why:
             print(f"anvil: rehost: forked child {pid}: {why}; no results written for it", file=sys.stderr)
+    for pid, why in sorted(outcome.unkept_children.items()):
+        print(f"anvil: rehost: forked child {pid}: no results written for it: {why}", file=sys.stderr)
     if outcome.stray_bytes:
         print(f"anvil: rehost: {outcome.stray_bytes} bytes from a process whose stream is unknown were dropped",
               file=sys.stderr)
     if summary is not None and not summary.complete:
-        why = summary.error or "the program ended without its end record (killed, or exited without exit())"
+        why = closed or summary.error or "the program ended without its end record (killed, or exited without exit())"
         print(f"anvil: rehost: results are incomplete: {why}", file=sys.stderr)
         return False
     return summary is not None

@@ -277,3 +277,21 @@ def test_python_tool_that_raises_rejects_its_session_only(server: ServerProcess,
             session(srv.address, pair["sort"]["table"], [pair["sort"]["stream"]])
     assert "broken tool" in info.value.details()
     assert_serves(server.address, pair["sort"])
+
+
+def test_program_that_closes_the_channel_is_told(tmp_path: Path) -> None:
+    """A program that closes the descriptors it inherited (a daemon's start-up) closes
+    ReHost's channel with them: it still behaves as the original, and `anvil run` says that
+    its records stopped because the program closed descriptor 1000, not that the program
+    was not instrumented (the stream's own symptom), and writes no results."""
+    binary = build("closes_inherited", "O2-thumb-dyn")
+    original = run_prog(place(binary, tmp_path, "orig"))
+    assert original.returncode == 0, original.stderr
+    rehost = instrument(binary, "cachesim", tmp_path, "--mode", "rehost", slot="rhst")
+    run = cli_run(rehost)
+    assert run.returncode == original.returncode
+    assert run.stdout == original.stdout
+    assert run.stderr.startswith(original.stderr)
+    note = run.stderr[len(original.stderr):].decode()
+    assert note.count("\n") == 1 and f"closed descriptor {CHANNEL_FD}" in note, note
+    assert not list(rehost.parent.glob("*.cachesim.out*"))

@@ -404,6 +404,12 @@ class Binary:
     # The program starts threads (names pthread_create or thrd_create): counters then add
     # with LDREX/STREX, as in firmware interrupt code (decision 0003).
     threaded: bool = False
+    # The program may make a process that runs its code: it names fork, vfork, clone, a
+    # library function that forks and returns in the child (daemon, forkpty), the generic
+    # syscall(), or an atfork handler's registration, or it is static and stripped, or Go
+    # (read_runtime_facts). ReHost keeps each process's stream for the children it may fork
+    # only then (rehost/bridge.py).
+    forks: bool = True
     # Code the program reads as its data (V8's embedded builtins, which node copies next to
     # its JIT code to run them there): left as it is, neither copied nor jumped from.
     code_read_as_data: list[tuple[int, int]] = field(default_factory=list)
