@@ -252,12 +252,15 @@ def _signals_forwarded() -> Iterator[None]:
     anvil would die alone and leave the program running without it. SIGINT too, unless it
     came from a terminal whose foreground is ours: Ctrl-C reaches the program by itself."""
     def forward(signum: int, frame: object) -> None:
-        for pid in _children():
+        pids = _children()
+        if not pids:  # no program yet (a build, a connection): stop as any other command does
+            raise KeyboardInterrupt if signum == signal.SIGINT else Terminated(signum)
+        for pid in pids:
             with contextlib.suppress(OSError):
                 os.kill(pid, signum)
 
     def interrupt(signum: int, frame: object) -> None:
-        if not _foreground():
+        if not _foreground() or not _children():
             forward(signum, frame)
 
     if threading.current_thread() is not threading.main_thread():
