@@ -243,3 +243,21 @@ def test_sigterm_during_run_reaches_the_program(base: Path, tmp_path: Path) -> N
     assert proc.returncode == -signal.SIGTERM, err
     assert "Traceback" not in err and "internal error" not in err
     assert _group_gone(proc.pid), "the program was left running"
+
+
+def test_sigterm_before_the_program_starts(base: Path, tmp_path: Path) -> None:
+    """``kill PID`` while ``anvil run`` waits for a server that does not answer (a listener
+    that says nothing): there is no program to forward it to, so anvil stops at once."""
+    import socket
+
+    where = _case_dir(base, tmp_path, "x64.rh")
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        proc = _started(where, "run", "x64.rh", "--server", f"127.0.0.1:{silent.getsockname()[1]}")
+        time.sleep(2.0)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=3)  # the health check alone waits longer
+    assert proc.returncode == -signal.SIGTERM, err
+    assert err in ("", "anvil: stopped by SIGTERM\n"), err
+    assert sorted(os.listdir(where)) == ["x64.rh", "x64.rh.anvil.json", "x64.rh.sites.json"]
