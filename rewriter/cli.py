@@ -560,10 +560,12 @@ def _rehost_session(args: argparse.Namespace, sites: str):
     except SiteTableError as e:
         raise AnvilError(f"{sites}: {e}") from None
     with contextlib.suppress(OSError), open(args.binary, "rb") as f:
-        word = 8 if int.from_bytes(f.read(20)[18:20], "little") == EM_X86_64 else 4
-        if word != table.word_bytes:  # records of one ISA's words read as another's: garbage
-            raise AnvilError(f"{sites} is the site table of a {8 * table.word_bytes}-bit program, and "
-                             f"{args.binary} is a {8 * word}-bit one: not its site table")
+        # The program carries its table's digest (anvil_rh_table_hash) and sends it first: a
+        # table it does not carry is another program's, whose records it would read as garbage
+        # (the session would be refused only once the program had run).
+        if table.digest not in f.read():
+            raise AnvilError(f"{sites} is not {args.binary}'s site table (the program was instrumented with "
+                             "another): instrument it again, or give the table written with it")
     if args.server:
         credentials = None
         if args.tls_ca:

@@ -174,7 +174,7 @@ def test_tool_file_that_misuses_the_api(base: Path, tmp_path: Path, case: str) -
 # `anvil run` of what it cannot run as it is asked to: said before the program starts.
 @pytest.mark.parametrize("case, args, needle", [
     ("report damaged", ["run", "arm.inst"], "arm.inst.anvil.json: not an Anvil report"),
-    ("site table of another ISA", ["run", "arm.rh"], "not its site table"),
+    ("site table of another program", ["run", "arm.rh"], "arm.rh.sites.json is not arm.rh's site table"),
     ("Linux program on a board", ["run", "--board", "mps2-an385", "arm.inst"], "is a Linux program, not a firmware"),
     ("no loader in the sysroot", ["run", "arm.inst"], "dynamic loader /lib/ld-linux-armhf.so.3 is not in"),
     ("library without the routines", ["run", "arm.rh", "--lib", "./empty.so"], "does not define routine"),
@@ -185,7 +185,7 @@ def test_run_refused_before_the_program_starts(base: Path, tmp_path: Path, case:
     where = _case_dir(base, tmp_path, "arm.inst", "arm.rh", "x64.rh", "empty.so")
     if case == "report damaged":
         (where / "arm.inst.anvil.json").write_text("{oops")
-    if case == "site table of another ISA":
+    if case == "site table of another program":
         shutil.copy(where / "x64.rh.sites.json", where / "arm.rh.sites.json")
     before = set(os.listdir(where))
     env = {"QEMU_LD_PREFIX": str(tmp_path)} if case == "no loader in the sysroot" else None
