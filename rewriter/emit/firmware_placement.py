@@ -395,9 +395,23 @@ def _pages(start: int, size: int) -> range:
 
 def _loads(binary: Binary) -> list[Load]:
     """Each PT_LOAD."""
-    elf = ELFFile(io.BytesIO(binary.data))
+    return loads_of(binary.data)
+
+
+def loads_of(data: bytes) -> list[Load]:
+    """Each PT_LOAD of the ELF file ``data``."""
+    elf = ELFFile(io.BytesIO(data))
     return [Load(s["p_vaddr"], s["p_paddr"], s["p_filesz"], s["p_memsz"])
             for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+
+
+def loads_start_on(loads: list[Load], target: Board) -> bool:
+    """Whether every segment that loads bytes starts in ``target``'s flash or one of its
+    RAMs: the least a board must have for an image to run on it (what ``anvil run
+    --board`` asks before QEMU is started: an image for another board's memory map
+    faults at its first instruction and QEMU spins on the lockup for ever)."""
+    memories = (target.flash, target.ram, *target.ram_banks)
+    return all(any(load.paddr in m for m in memories) for load in loads if load.filesz)
 
 
 def _symbol_values(binary: Binary) -> dict[str, int]:
