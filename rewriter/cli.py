@@ -595,8 +595,8 @@ def _report_rehost(outcome, table) -> bool:
     summary = outcome.summary
     # (The stream's own error, "ended before its header" say, names the symptom; this the cause.)
     closed = f"the program closed descriptor {bridge.CHANNEL_FD} (ReHost's record channel) while it ran, " \
-        "so its records stopped there; use --mode inhost for a program that closes the descriptors it " \
-        "inherits" if outcome.channel_closed else ""
+        "or became another program by an exec the rewrite did not see, so its records stopped there; use " \
+        "--mode inhost for a program that closes the descriptors it inherits" if outcome.channel_closed else ""
     if outcome.error:
         why = closed or outcome.error
         print(f"anvil: rehost: {why}; {outcome.lost_bytes} bytes of records not analysed, "
