@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import queue
 import select
+import shutil
 import socket
 import struct
 import subprocess
@@ -54,8 +55,11 @@ FORK_MAGIC = 0x4B464E41    # "ANFK": a forked child's first message (anvil_chann
 FORK_HELLO = struct.Struct("<5I")  # magic, the pid whose stream it was writing, its own, bytes sent (low, high)
 CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 SPOOL_IN_MEMORY = 32 << 20  # a session's stream is kept in memory up to this, then in a file
+SPOOL_LIMIT = 8 << 30       # ... and given up past this (or half the free space of the temporary directory)
+NOT_FORKING = "the rewrite found nothing in the program that forks, so its stream before the fork was not kept"
 LINGER = 1.0               # listen: how long children may still connect after every connection closed (s)
 ACCEPT_POLL = 0.1          # listen: how often it looks whether connections are still open (s)
+CLOSE_GRACE = 0.25         # run: a program still running this long after its channel closed closed it (s)
 GATHER = 4096              # run_with_pipe: after a read shorter than this ...
 GATHER_PAUSE = 0.002       # ... let the writer's bytes gather this long (s)
 
@@ -74,6 +78,12 @@ class Outcome:
     outputs: dict[str, bytes] = field(default_factory=dict)
     children: dict[int, Outcome] = field(default_factory=dict)  # forked children's sessions, by pid
     stray_bytes: int = 0               # bytes from processes whose stream could not be placed
+    # The channel's last copy was closed while the program still ran: it closed descriptor
+    # CHANNEL_FD itself (a daemon's start-up, closefrom), so what it did after that went unrecorded.
+    channel_closed: bool = False
+    # Forked children whose parent's stream was not kept (the site table said the program does
+    # not fork, or the stream grew past what is kept): no session, their records dropped.
+    unkept_children: dict[int, str] = field(default_factory=dict)  # pid -> why
 
     @classmethod
     def of_session(cls, returncode: int | None, session: _Forward | LocalSession, stdout: bytes = b"",
@@ -204,8 +214,16 @@ class _Processes:
     """
 
     def __init__(self, root: _Forward | LocalSession, start_child: Callable[[], _Forward | LocalSession],
-                 root_key: int | None = None) -> None:
+                 root_key: int | None = None, keep_streams: bool = True, keep_limit: int | None = None) -> None:
         self.root = root
+        # Spooling every byte costs a quarter of a long run's time and its whole stream in a
+        # temporary file: only where the program may fork (the site table's ``forks``).
+        self.keep_streams = keep_streams
+        self.unkept: dict[int, str] = {}  # children whose parent's stream was not kept, and why: no session
+        # A stream longer than this is given up (the disk it would fill is the user's): half
+        # the temporary directory's free space, at most SPOOL_LIMIT.
+        self.keep_limit = _keep_limit() if keep_limit is None else keep_limit
+        self.given_up: dict[int, str] = {}  # processes whose stream is no longer kept, and why
         self.start_child = start_child
         self.root_key = root_key
         self.sessions: dict[int, _Forward | LocalSession | None] = {} if root_key is None else {root_key: root}
@@ -228,7 +246,8 @@ class _Processes:
                 return  # a child's hello, or a message that cannot be placed
             forward = self.sessions[pid]
             if forward is None:
-                self.stray += len(data)
+                if pid not in self.unkept:  # (those are said by themselves)
+                    self.stray += len(data)
                 return
             self._keep(pid, data)
             forward.send(data)
@@ -264,6 +283,11 @@ class _Processes:
                 parent = self.root_key
             if parent in self.sessions and self.sessions[parent] is None:
                 self.sessions[pid] = None  # a stream not seen here: its records cannot be placed
+                return False
+            why = self.given_up.get(parent) or ("" if self.keep_streams else NOT_FORKING)
+            if why:
+                self.sessions[pid] = None  # its parent's stream up to the fork is gone
+                self.unkept[pid] = why
                 return False
             self.waiting[pid] = (parent, low | high << 32, [])
             self._start_waiting(parent)
@@ -312,12 +336,33 @@ class _Processes:
 
     def _keep(self, pid: int, data: bytes) -> None:
         """Add ``data`` to ``pid``'s spool: the session stream a child it forks starts with."""
+        if not self.keep_streams or pid in self.given_up:
+            return
         spool = self.spools.get(pid)
         if spool is None:
             spool = self.spools[pid] = tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY, prefix="anvil-stream-")
-        spool.write(data)
+        if spool.tell() + len(data) > self.keep_limit:
+            self._give_up(pid, f"its parent's stream grew past {self.keep_limit >> 20} MiB, more than is kept "
+                               "for the children it may fork")
+            return
+        try:
+            spool.write(data)
+        except OSError as e:
+            self._give_up(pid, f"its parent's stream could not be kept ({e.strerror})")
+            return
         if self.waiting and data:
             self._start_waiting(pid)
+
+    def _give_up(self, pid: int, why: str) -> None:
+        """Keep ``pid``'s stream no longer: its children from now on, and those still waiting
+        for its bytes, get no session (``why``)."""
+        self.given_up[pid] = why
+        self.spools.pop(pid).close()
+        for child, (parent, _, _) in list(self.waiting.items()):
+            if parent == pid:
+                del self.waiting[child]
+                self.sessions[child] = None
+                self.unkept[child] = why
 
     def end(self) -> None:
         """No more bytes will come: end every session's stream. Children still waiting for
@@ -336,6 +381,15 @@ class _Processes:
         return {pid: forward.finish(None) for pid, forward in self.children.items()}
 
 
+def _keep_limit() -> int:
+    """How many bytes of a stream are kept for the children its process may fork."""
+    try:
+        free = shutil.disk_usage(tempfile.gettempdir()).free
+    except OSError:
+        return SPOOL_IN_MEMORY
+    return max(SPOOL_IN_MEMORY, min(SPOOL_LIMIT, free // 2))
+
+
 def _sender(ancillary: list[tuple[int, int, bytes]]) -> int:
     """The pid in a message's SCM_CREDENTIALS (0 if it has none)."""
     for level, kind, data in ancillary:
@@ -346,9 +400,11 @@ def _sender(ancillary: list[tuple[int, int, bytes]]) -> int:
 
 def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_table: bytes, program: str,
         token: str = "", env: dict[str, str] | None = None, cwd: str | None = None,
-        stdin: bytes | None = None, executable: str | None = None) -> Outcome:
+        stdin: bytes | None = None, executable: str | None = None, forks: bool = True) -> Outcome:
     """Run ``cmd`` (the program ``executable``, if not cmd[0]: cmd[0] is then its argv[0])
-    with the record channel, streaming its records to the server on ``channel``.
+    with the record channel, streaming its records to the server on ``channel``;
+    ``forks``: whether the program may fork (the site table's), else its stream is not kept
+    for children.
 
     The program gets ``env`` (default: the user's environment as it was), runs in
     ``cwd``; with ``stdin`` given, its input is that and its output is captured
@@ -362,7 +418,7 @@ def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_t
         end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
     ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     forward = _session(channel, tool, site_table, program, token)
-    processes = _Processes(forward, lambda: _session(channel, tool, site_table, program, token))
+    processes = _Processes(forward, lambda: _session(channel, tool, site_table, program, token), keep_streams=forks)
     saved = os.dup(CHANNEL_FD) if _fd_open(CHANNEL_FD) else None
     try:
         os.dup2(theirs.fileno(), CHANNEL_FD, inheritable=True)
@@ -381,7 +437,16 @@ def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_t
         else:
             os.close(CHANNEL_FD)
         theirs.close()
-    reader = threading.Thread(target=processes.pump, args=(ours,), daemon=True)
+    closed_early = threading.Event()
+
+    def pump() -> None:
+        processes.pump(ours)
+        # Every copy of the channel is closed. A program that ends closes its copy as it exits,
+        # a moment before it can be waited for; one still running long after closed it itself.
+        if not _exits_within(proc, CLOSE_GRACE):
+            closed_early.set()
+
+    reader = threading.Thread(target=pump, daemon=True)
     reader.start()
     stdout, stderr = proc.communicate(stdin)
     reader.join()
@@ -389,7 +454,24 @@ def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_t
     outcome = forward.finish(proc.returncode, stdout or b"", stderr or b"")
     outcome.children = processes.finish()
     outcome.stray_bytes = processes.stray
+    outcome.channel_closed = closed_early.is_set()
+    outcome.unkept_children = processes.unkept
     return outcome
+
+
+def _exits_within(proc: subprocess.Popen, seconds: float) -> bool:
+    """Whether ``proc`` has ended, or ends within ``seconds`` (without reaping it: its
+    ``communicate`` on another thread does that)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+        except ChildProcessError:
+            return True  # reaped already
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
 
 
 def run_with_pipe(cmd: list[str], pipe_path: str, channel: grpc.Channel | LocalAnalysis, tool: str, site_table: bytes,

@@ -72,6 +72,10 @@ class CDispatcher:
             except AttributeError:
                 self.close()
                 raise MissingRoutine(f"the analysis library does not define routine '{routine.name}'") from None
+        if not hasattr(self.lib, "anvil_dispatch"):  # the routines alone, without Anvil's runtime beside them
+            self.close()
+            raise MissingRoutine("the analysis library has no anvil_dispatch: build it with 'anvil rehost-server "
+                                 "--lib file.c' (docs/rehost.md)")
         self.lib.anvil_dispatch.restype = ctypes.c_int
         self.lib.anvil_dispatch.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t,
                                             ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_uint64)]

@@ -17,8 +17,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from rewriter.emit.target_build import ANALYSIS_DIR, COMMON_DIR, ROOT, compiler_environment
+from rewriter.emit.target_build import ANALYSIS_DIR, COMMON_DIR, ROOT, compiler_environment, exit_said
 from rewriter.errors import AnvilError
+from rewriter.files import move_whole
 
 HOST_DIR = ROOT / "runtime_stubs" / "host"
 # -march=native: the library runs where it is built (the server's machine), and the tools'
@@ -89,6 +90,6 @@ def build(sources: list[Path], extra_flags: Sequence[str] = ()) -> Path:
                                   env=compiler_environment())
         if proc.returncode != 0:
             lines = [line for line in proc.stderr.splitlines() if "error" in line] or proc.stderr.splitlines()
-            raise AnvilError(f"building the host library failed: {lines[0] if lines else proc.returncode}")
-        shutil.move(str(built), out)
+            raise AnvilError(f"building the host library failed: {lines[0] if lines else exit_said(proc.returncode)}")
+        move_whole(str(built), str(out))  # never half a file: the next build would take it
     return out

@@ -169,9 +169,10 @@ class Session:
         except StreamError as e:
             self.close()
             raise SessionRejected(grpc.StatusCode.INVALID_ARGUMENT, str(e)) from None
-        except Exception as e:  # an analysis routine (Python tools are user code) failed
+        except (Exception, SystemExit) as e:  # an analysis routine (Python tools are user code) failed
             self.close()
-            raise SessionRejected(grpc.StatusCode.INTERNAL, f"the analysis failed: {type(e).__name__}: {e}") from None
+            what = f"exit({e.code})" if isinstance(e, SystemExit) else f"{type(e).__name__}: {e}"
+            raise SessionRejected(grpc.StatusCode.INTERNAL, f"the analysis failed: {what}") from None
 
     def close(self) -> None:
         self.dispatcher.close()

@@ -8,7 +8,8 @@ and procedures: what the C runtime offers as anvil_block_addr etc.). A firmware
 image's table also has ``channel``: how its records leave the board (``transport``
 "semihosting", or "uart" with ``uart_base``); absent for Linux programs. ``word_bytes``:
 how wide the words of the program's record stream (and its addresses) are, 8 for an
-x86-64 program; absent (4) for an ARM one.
+x86-64 program; absent (4) for an ARM one. ``forks``: false where the rewrite found nothing
+in the program that makes a process running its code (absent: it may).
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ class SiteTable:
     # and `rehost-listen` build for a local server. A server never builds what a session names.
     analysis_sources: list[str] = field(default_factory=list)
     word_bytes: int = 4  # the record stream's words (rehost/stream.py): the program's address width
+    # The program may fork a process that runs its code (Binary.forks): the bridge keeps each
+    # stream for the children's sessions only then.
+    forks: bool = True
 
     def static_values(self, routine: int, args: list, bias: int) -> list:
         """A call's argument values as the routine sees them: instruction addresses moved by
@@ -177,6 +181,8 @@ def parse(document: bytes, tool: str | None = None) -> SiteTable:
     word_bytes = data.get("word_bytes", 4)
     _expect(word_bytes in (4, 8) and not isinstance(word_bytes, bool), f"word_bytes {word_bytes!r} is not 4 or 8")
     limit = (1 << 8 * word_bytes) - 1
+    forks = data.get("forks", True)
+    _expect(isinstance(forks, bool), f"forks {forks!r} is not true or false")
     sources = data.get("analysis_sources", [])
     _expect(isinstance(sources, list) and all(isinstance(s, str) for s in sources), "analysis_sources malformed")
     return SiteTable(
@@ -185,5 +191,5 @@ def parse(document: bytes, tool: str | None = None) -> SiteTable:
         start=_calls(data.get("start", []), routines, "start", True, limit),
         end=_calls(data.get("end", []), routines, "end", True, limit),
         arrays=arrays, facts=facts, digest=digest(document), channel=_channel(data.get("channel")),
-        analysis_sources=sources, word_bytes=word_bytes,
+        analysis_sources=sources, word_bytes=word_bytes, forks=forks,
     )

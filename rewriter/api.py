@@ -130,7 +130,8 @@ class Prototype:
             raise AnvilError(f"{self.name}: expected {len(self.kinds)} arguments, got {len(args)}")
         for kind, value in zip(self.kinds, args):
             if kind is Arg.CONST or kind is Arg.SITE_ID:  # identity tests, no dict: called per site
-                ok = isinstance(value, int)
+                # A word of the widest target (x86-64's 64 bits), signed or not: wider would be cut.
+                ok = isinstance(value, int) and -(1 << 63) <= value < 1 << 64
             elif kind is Arg.STRING:
                 ok = isinstance(value, str)
             elif kind is Arg.REG_VALUE:
@@ -210,6 +211,8 @@ class Tool:
         arguments, so its calls may run later, in order, in batches (Prototype.deferred):
         a call then costs a few stores instead of a jump to the library and back.
         """
+        if not (isinstance(name, str) and name.isidentifier() and name.isascii()):
+            raise AnvilError(f"prototype name {name!r} is not a C identifier (the analysis routine's name)")
         if len(kinds) > 4:
             raise AnvilError(f"{name}: analysis routines take at most 4 arguments")
         wrong = [kind for kind in kinds if not isinstance(kind, Arg)]

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import functools
 import json
+import math
 import os
 import platform
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -23,6 +27,7 @@ from . import progress
 from .api import Options
 from .boards import BOARDS, DEFAULT_UART_BASE, Board, board, parse_icount, parse_region, parse_uart_base
 from .errors import INTERNAL_ERROR_STATUS, AnvilError, is_parser_error, malformed, one_line
+from .files import atomic_write
 from .ir.elf_check import EM_X86_64, check_elf
 from .ir.fork_split import JOBS_VARIABLE, jobs_allowed, jobs_limit, parse_jobs
 from .run_results import ResultsFiles, why_missing
@@ -42,6 +47,8 @@ def _parse_opts(items: list[str]) -> dict[str, str]:
             if "=" not in part:
                 raise AnvilError(f"tool option '{part}' is not of the form name=value")
             key, value = part.split("=", 1)
+            if key.strip() in pairs and pairs[key.strip()] != value.strip():  # which one was meant?
+                raise AnvilError(f"tool option '{key.strip()}' given twice ({pairs[key.strip()]}, {value.strip()})")
             pairs[key.strip()] = value.strip()
     return pairs
 
@@ -54,32 +61,30 @@ def cmd_instrument(args: argparse.Namespace) -> int:
     tool = load_tool(args.tool)
     values = tool.parse_options(_parse_opts(args.opt))
     output = args.output or args.binary + ".inst"
-    _check_writable(output)
+    report_path = output + ".anvil.json"
+    for path in (output, report_path, *([output + rehost.SITE_TABLE_SUFFIX] if args.mode == "rehost" else [])):
+        _check_writable(path, args.binary)
     out_file = args.out or f"{os.path.basename(output)}.{tool.name}.out"
     if args.mode != "rehost" and (args.transport or args.uart_base is not None or args.ring_size is not None):
         raise AnvilError("--transport, --uart-base and --ring-size are for --mode rehost")
     opts = Options(values=values, only=args.only, skip=args.skip, out=out_file, format=args.format,
-                   flash_region=args.flash_region and parse_region(args.flash_region, "flash"),
-                   ram_region=args.ram_region and parse_region(args.ram_region, "ram"), transport=args.transport,
-                   uart_base=None if args.uart_base is None else parse_uart_base(args.uart_base),
-                   ring_size=None if args.ring_size is None else rehost.parse_ring_size(args.ring_size),
-                   return_addresses=args.return_addresses, board=args.board and board(args.board).name)
-    jobs = jobs_allowed() if args.jobs is None else parse_jobs(args.jobs, f"--jobs {args.jobs!r}")  # errors first
+                   flash_region=args.flash_region, ram_region=args.ram_region, transport=args.transport,
+                   uart_base=args.uart_base, ring_size=args.ring_size, return_addresses=args.return_addresses,
+                   board=args.board)
+    jobs = jobs_allowed() if args.jobs is None else args.jobs  # ANVIL_JOBS checked before any work
     _progress(args, f"loading {args.binary}")
     started = time.monotonic()
-    report_path = output + ".anvil.json"
     with _removed_on_error(output, output + rehost.SITE_TABLE_SUFFIX, report_path):
         with progress.shown(sys.stderr.isatty()):  # a bar on a terminal only, never in captured output
             binary = load_binary(args.binary)
-            if args.board and not binary.is_firmware:
-                raise AnvilError(f"--board is for Cortex-M images: {args.binary} is a Linux program")
+            _check_fits(args, binary)
             _progress(args, f"{len(binary.procedures)} procedures, {binary.instruction_count()} instructions; "
                             "instrumenting")
             emitter = rehost if args.mode == "rehost" else inhost
             with jobs_limit(jobs):
                 report = emitter.instrument(binary, tool, opts, output)
         report.rewrite_seconds = time.monotonic() - started  # loading and decoding included
-        inhost.atomic_write(report_path, _report_json(args, tool.name, output, out_file, report), mode=0o644)
+        atomic_write(report_path, _report_json(args, tool.name, output, out_file, report), mode=0o644)
     print(f"anvil: wrote {output}: {report.summary()}; report in {report_path}", file=sys.stderr)
     global _exit_at_once
     _exit_at_once = True
@@ -88,16 +93,72 @@ def cmd_instrument(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_writable(path: str) -> None:
-    """AnvilError before any work if ``path`` cannot be written (its directory missing or
-    read-only; a directory in its place)."""
+def _check_fits(args: argparse.Namespace, binary: Any) -> None:
+    """AnvilError for an ``instrument`` option that does not apply to ``binary`` (a firmware
+    option given for a Linux program) or selects nothing in it (``--only`` that matches no
+    procedure): said, not ignored, as every other option's mistake is."""
+    if not binary.is_firmware:
+        given = [name for name, value in (("--board", args.board), ("--flash-region", args.flash_region),
+                                          ("--ram-region", args.ram_region)) if value]
+        if given:
+            raise AnvilError(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for Cortex-M images: "
+                             f"{args.binary} is a Linux program")
+    if args.only and not binary.select(args.only, None):
+        raise AnvilError(f"--only {' --only '.join(args.only)}: no procedure of {args.binary} matches "
+                         "('anvil inspect' lists them)")
+
+
+def _check_writable(path: str, *inputs: str) -> None:
+    """AnvilError before any work if ``path`` cannot be written as a new regular file: an
+    empty name, its directory missing or read-only, a directory, FIFO or device in its
+    place (which the rename of atomic_write would replace: as root, /dev/null itself), or
+    one of the command's ``inputs`` (which the output would overwrite before it is read)."""
+    if not path:
+        raise AnvilError("cannot write a file with an empty name")
+    if path.endswith(os.sep) and not os.path.isdir(path):
+        raise AnvilError(f"cannot write {path}: no directory {path}")
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise AnvilError(f"cannot write {path}: no directory {directory}")
-    if os.path.isdir(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
         raise AnvilError(f"cannot write {path}: it is a directory")
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise AnvilError(f"cannot write {path}: {directory} is not writable")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise AnvilError(f"cannot write {path}: it is {_kind_of(st.st_mode)}, not a regular file")
+    for given in inputs:
+        with contextlib.suppress(OSError):
+            if st is not None and os.path.samefile(path, given):
+                raise AnvilError(f"cannot write {path}: it is the input file {given}")
+    try:  # a file made and removed: os.access says yes to root on a read-only mount or in /proc
+        with tempfile.TemporaryFile(dir=directory, prefix=".anvil-"):
+            pass
+    except OSError as e:
+        raise AnvilError(f"cannot write {path}: {directory} is not writable ({e.strerror})") from None
+
+
+def _check_readable(path: str) -> None:
+    """AnvilError unless ``path`` is a regular file this process can read: a FIFO would
+    block the read for ever and a device (/dev/zero) never end it."""
+    try:
+        st = os.stat(path)
+        if stat.S_ISREG(st.st_mode):
+            with open(path, "rb"):
+                return
+    except OSError as e:
+        raise AnvilError(f"cannot read {path}: {e.strerror}") from None
+    raise AnvilError(f"cannot read {path}: it is {_kind_of(st.st_mode)}, not a regular file")
+
+
+def _kind_of(mode: int) -> str:
+    """What a file of mode ``mode`` is, in words."""
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 def _report_json(args: argparse.Namespace, tool: str, output: str, out_file: str, report: Any) -> bytes:
@@ -171,14 +232,67 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise AnvilError("--icount is for firmware images run with --board")
     if args.sysroot is not None and args.board:
         raise AnvilError("--sysroot is for Linux programs, not firmware images run with --board")
+    if args.out:
+        _check_writable(args.out if not os.path.isdir(args.out) else os.path.join(args.out, "x"), binary)
     meta = _metadata(binary)
     results = ResultsFiles([meta["results_file"]] if meta and meta.get("results_file") else [], args.out)
     # Each way of running clears what an earlier run left just before the program starts
     # (not when an error stops the run first), so that afterwards a results file that
     # exists is this run's (decision 0037).
-    returncode, said = _run_on_board(args, results.clear) if args.board else _run_on_linux(args, results.clear)
+    with _signals_forwarded():
+        returncode, said = _run_on_board(args, results.clear) if args.board else _run_on_linux(args, results.clear)
     results.report(args.quiet, None if said else why_missing(returncode))
     return returncode
+
+
+@contextlib.contextmanager
+def _signals_forwarded() -> Iterator[None]:
+    """While ``anvil run`` runs a program, a SIGTERM or SIGHUP sent to anvil goes to the
+    program (qemu, which passes it on, or the native program), and anvil waits for it to
+    end as that signal makes it: its results, the status a killed program gives. Otherwise
+    anvil would die alone and leave the program running without it. SIGINT too, unless it
+    came from a terminal whose foreground is ours: Ctrl-C reaches the program by itself."""
+    def forward(signum: int, frame: object) -> None:
+        pids = _children()
+        if not pids:  # no program yet (a build, a connection): stop as any other command does
+            raise KeyboardInterrupt if signum == signal.SIGINT else Terminated(signum)
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signum)
+
+    def interrupt(signum: int, frame: object) -> None:
+        if not _foreground() or not _children():
+            forward(signum, frame)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handlers = {signal.SIGTERM: forward, signal.SIGHUP: forward, signal.SIGINT: interrupt}
+    previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _children() -> list[int]:
+    """The processes this one started that still run (Linux: /proc's children lists)."""
+    pids: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir("/proc/self/task"):
+            with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/children") as f:
+                pids += map(int, f.read().split())
+    return pids
+
+
+def _foreground() -> bool:
+    """Whether a terminal's foreground process group is ours (its Ctrl-C reaches us all)."""
+    try:
+        with open("/dev/tty") as tty:
+            return os.tcgetpgrp(tty.fileno()) == os.getpgrp()
+    except OSError:
+        return False
 
 
 def _sysroot(args: argparse.Namespace) -> str:
@@ -210,13 +324,21 @@ def _run_on_linux(args: argparse.Namespace, before_start: Callable[[], None]) ->
     records going to the server, calling ``before_start`` just before it starts; (its exit
     status, whether a line said already that no results were written)."""
     binary = args.binary
-    if _check_elf(binary) == EM_X86_64:
+    machine, data = _check_elf(binary)
+    if machine == EM_X86_64:
         return _run_natively(args, before_start)
+    if _elf_file(binary, data, functools.partial(_is_firmware, binary)):
+        raise AnvilError(f"{binary} is a Cortex-M firmware image: run it with --board NAME")
     qemu = shutil.which("qemu-arm")
     if qemu is None:
         raise AnvilError("qemu-arm not found: run scripts/bootstrap.sh")
     meta = _metadata(binary)
-    cmd = [qemu, "-L", _sysroot(args)]
+    sysroot = _sysroot(args)
+    loader = _elf_file(binary, data, _interpreter)
+    if loader and not os.path.exists(os.path.join(sysroot, loader.lstrip("/"))):
+        # qemu-arm would say so in two lines and exit 255, as if the program had
+        raise AnvilError(f"{binary}'s dynamic loader {loader} is not in {sysroot} (--sysroot DIR, or $QEMU_LD_PREFIX)")
+    cmd = [qemu, "-L", sysroot]
     if args.argv0:
         cmd += ["-0", args.argv0]
     cmd += [binary, *args.args]
@@ -234,7 +356,8 @@ def _run_command(args: argparse.Namespace, cmd: list[str], executable: str | Non
         from rehost import bridge
 
         def start(channel: Any, table: Any, document: bytes, program: str, token: str) -> Any:
-            return bridge.run(cmd, channel, table.tool, document, program, token, executable=executable)
+            return bridge.run(cmd, channel, table.tool, document, program, token, executable=executable,
+                              forks=table.forks)
 
         return _run_rehost(args, binary + SITE_TABLE_SUFFIX, start, before_start)
     if args.server or args.lib:
@@ -255,19 +378,49 @@ def _run_natively(args: argparse.Namespace, before_start: Callable[[], None]) ->
                         before_start)
 
 
-def _check_elf(binary: str) -> int:
-    """The machine (e_machine) of ``binary``; AnvilError unless it is an ELF executable whose
-    program headers and loaded segments are all in the file: what a loader needs to run it.
-    qemu-arm says nothing of a text file or of a file cut inside its ELF header (exit status
-    1), and dies of SIGBUS itself on a segment cut short (the mapping past the end of the
-    file), which ``anvil run`` would pass on as the program's death."""
+def _check_elf(binary: str) -> tuple[int, bytes]:
+    """The machine (e_machine) of ``binary`` and its bytes; AnvilError unless it is an ELF
+    executable whose program headers and loaded segments are all in the file: what a loader
+    needs to run it. qemu-arm says nothing of a text file or of a file cut inside its ELF
+    header (exit status 1), and dies of SIGBUS itself on a segment cut short (the mapping
+    past the end of the file), which ``anvil run`` would pass on as the program's death."""
     try:
         with open(binary, "rb") as f:
             data = f.read()
     except OSError as e:
         raise AnvilError(f"cannot read {binary}: {e.strerror}") from None
     check_elf(binary, data, sections=False)
-    return int.from_bytes(data[18:20], "little")
+    return int.from_bytes(data[18:20], "little"), data
+
+
+def _elf_file(path: str, data: bytes, question: Callable[[Any], Any]) -> Any:
+    """``question`` asked of ``data`` parsed by pyelftools; a parser's error is the file's
+    (one line: malformed), as in the loader."""
+    import io
+
+    from elftools.elf.elffile import ELFFile
+
+    try:
+        return question(ELFFile(io.BytesIO(data)))
+    except AnvilError:
+        raise
+    except Exception as e:  # pyelftools fails in many ways on bytes the structure check lets by
+        raise malformed(path, e) from None
+
+
+def _is_firmware(path: str, elf: Any) -> bool:
+    """Whether the build attributes say M profile: a Cortex-M image (as the loader decides)."""
+    from .ir.elf_loader import _architecture
+
+    return _architecture(elf, path)[0] == "M"
+
+
+def _interpreter(elf: Any) -> str | None:
+    """The dynamic loader a Linux program names (PT_INTERP), None for a static one."""
+    for segment in elf.iter_segments():
+        if segment["p_type"] == "PT_INTERP":
+            return segment.get_interp_name()
+    return None
 
 
 def _run_on_board(args: argparse.Namespace, before_start: Callable[[], None]) -> tuple[int, bool]:
@@ -277,12 +430,19 @@ def _run_on_board(args: argparse.Namespace, before_start: Callable[[], None]) ->
     working directory (made a named pipe here, read by the bridge) or to a UART (which QEMU
     writes to another named pipe), as its site table says. Returns as _run_on_linux.
     """
+    from .emit.firmware_placement import loads_of, loads_start_on
     from .emit.rehost import SITE_TABLE_SUFFIX
 
     target = board(args.board)
-    icount = None if args.icount is None else parse_icount(args.icount)
-    if _check_elf(args.binary) == EM_X86_64:
+    icount = args.icount
+    machine, data = _check_elf(args.binary)
+    if machine == EM_X86_64:
         raise AnvilError(f"{args.binary}: an x86-64 program, not a firmware image for --board")
+    if not _elf_file(args.binary, data, functools.partial(_is_firmware, args.binary)):
+        raise AnvilError(f"{args.binary} is a Linux program, not a firmware image for --board (anvil run without it)")
+    if not _elf_file(args.binary, data, lambda elf: loads_start_on(loads_of(data), target)):
+        raise AnvilError(f"{args.binary} does not load into {target.name}'s flash and RAM: an image for another "
+                         "board ('anvil run --help' lists them)")
     if args.args:
         raise AnvilError("a firmware image takes no program arguments")
     rehost = os.path.exists(args.binary + SITE_TABLE_SUFFIX)
@@ -332,11 +492,10 @@ def _start_on_board(target: Board, image: str, icount: int | None, channel: Any,
 
 def cmd_image(args: argparse.Namespace) -> int:
     """Write what a flasher takes: the image's loaded bytes as raw binary or Intel HEX."""
-    from .emit.inhost import atomic_write
     from .image import load_chunks, to_bin, to_ihex
 
-    if not 0 <= args.fill <= 0xFF:  # whatever the format, as every other option is checked
-        raise AnvilError(f"--fill {args.fill:#x} is not a byte value")
+    output = args.output or f"{args.binary}.{args.format}"
+    _check_writable(output, args.binary)
     entry, chunks = load_chunks(args.binary)
     if args.format == "bin":
         start, data = to_bin(chunks, args.fill)
@@ -344,7 +503,6 @@ def cmd_image(args: argparse.Namespace) -> int:
     else:
         data = to_ihex((entry, chunks))
         note = f"{sum(len(c) for _, c in chunks)} bytes in {len(chunks)} range(s)"
-    output = args.output or f"{args.binary}.{args.format}"
     atomic_write(output, data, mode=0o644)
     print(f"anvil: wrote {output}: {note}", file=sys.stderr)
     return 0
@@ -377,10 +535,10 @@ def cmd_rehost_listen(args: argparse.Namespace) -> int:
         print(f"anvil: waiting for {os.path.basename(args.binary)} on {where} "
               f"(run it with ANVIL_REHOST_CONNECT={where})", file=sys.stderr, flush=True)
 
-    if args.records is None:
-        bridge.split_address(args.listen)
-    elif args.idle <= 0:
-        raise AnvilError(f"--idle {args.idle:g} must be more than 0 seconds")
+    if args.out:
+        _check_writable(args.out if not os.path.isdir(args.out) else os.path.join(args.out, "x"), args.binary)
+    if args.records is not None and os.path.isdir(args.records):
+        raise AnvilError(f"--from {args.records}: a directory, not a records file, named pipe or serial device")
     with _rehost_session(args, args.binary + SITE_TABLE_SUFFIX) as (table, document, channel):
         results = ResultsFiles(sorted(table.output_paths), args.out)
         results.clear()
@@ -402,6 +560,7 @@ def _rehost_session(args: argparse.Namespace, sites: str):
     """(site table, its bytes, where the records go): a channel to the server at --server, or
     the analysis in this process (rehost/local.py)."""
     from rehost import bridge
+    from rehost.dispatch_c import MissingRoutine
     from rehost.local import LocalAnalysis
     from rehost.server import Library
     from rehost.sitetable import SiteTableError, parse
@@ -414,6 +573,13 @@ def _rehost_session(args: argparse.Namespace, sites: str):
         table = parse(document)
     except SiteTableError as e:
         raise AnvilError(f"{sites}: {e}") from None
+    with contextlib.suppress(OSError), open(args.binary, "rb") as f:
+        # The program carries its table's digest (anvil_rh_table_hash) and sends it first: a
+        # table it does not carry is another program's, whose records it would read as garbage
+        # (the session would be refused only once the program had run).
+        if table.digest not in f.read():
+            raise AnvilError(f"{sites} is not {args.binary}'s site table (the program was instrumented with "
+                             "another): instrument it again, or give the table written with it")
     if args.server:
         credentials = None
         if args.tls_ca:
@@ -424,6 +590,10 @@ def _rehost_session(args: argparse.Namespace, sites: str):
         library = Library.of_sources(table.analysis_sources, table.word_bytes) \
             if table.analysis_sources and not args.lib \
             else Library(args.lib)
+        try:  # before the program starts: an analysis without the routines would only drop its records
+            library.dispatcher(table).close()
+        except MissingRoutine as e:
+            raise AnvilError(f"{library.name}: {e}") from None
         channel = LocalAnalysis(library, {document: table})
     try:
         yield table, document, channel
@@ -437,8 +607,13 @@ def _report_rehost(outcome, table) -> bool:
 
     bridge.write_outputs(outcome, table.output_paths)
     summary = outcome.summary
+    # (The stream's own error, "ended before its header" say, names the symptom; this the cause.)
+    closed = f"the program closed descriptor {bridge.CHANNEL_FD} (ReHost's record channel) while it ran, " \
+        "or became another program by an exec the rewrite did not see, so its records stopped there; use " \
+        "--mode inhost for a program that closes the descriptors it inherits" if outcome.channel_closed else ""
     if outcome.error:
-        print(f"anvil: rehost: {outcome.error}; {outcome.lost_bytes} bytes of records not analysed, "
+        why = closed or outcome.error
+        print(f"anvil: rehost: {why}; {outcome.lost_bytes} bytes of records not analysed, "
               "no results written", file=sys.stderr)
         return False
     for pid, child in sorted(outcome.children.items()):
@@ -447,11 +622,13 @@ def _report_rehost(outcome, table) -> bool:
         why = child.error or (child.summary.error if child.summary is not None else "")
         if why:
             print(f"anvil: rehost: forked child {pid}: {why}; no results written for it", file=sys.stderr)
+    for pid, why in sorted(outcome.unkept_children.items()):
+        print(f"anvil: rehost: forked child {pid}: no results written for it: {why}", file=sys.stderr)
     if outcome.stray_bytes:
         print(f"anvil: rehost: {outcome.stray_bytes} bytes from a process whose stream is unknown were dropped",
               file=sys.stderr)
     if summary is not None and not summary.complete:
-        why = summary.error or "the program ended without its end record (killed, or exited without exit())"
+        why = closed or summary.error or "the program ended without its end record (killed, or exited without exit())"
         print(f"anvil: rehost: results are incomplete: {why}", file=sys.stderr)
         return False
     return summary is not None
@@ -515,11 +692,22 @@ def _tls_pem(option: str, path: str, certificate: str | None = None) -> bytes:
 
 
 def _metadata(binary: str) -> dict | None:
+    """The report ``anvil instrument`` wrote beside ``binary`` (None if there is none);
+    AnvilError if it is not one (damaged, or another file in its place)."""
     path = binary + ".anvil.json"
     if not os.path.exists(path):
         return None
-    with open(path) as f:
-        return json.load(f)
+    try:
+        with open(path, "rb") as f:
+            meta = json.loads(f.read())
+    except OSError as e:
+        raise AnvilError(f"cannot read {path}: {e.strerror}") from None
+    except ValueError as e:  # not JSON, or not text
+        raise AnvilError(f"{path}: not an Anvil report ({one_line(str(e))}): instrument the program again") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("results_file", ""), str) \
+            or not isinstance(meta.get("mode", ""), str):
+        raise AnvilError(f"{path}: not an Anvil report: instrument the program again")
+    return meta
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
@@ -594,6 +782,12 @@ class _Parser(argparse.ArgumentParser):
     the problem and where the usage is, exit status 2 (argparse prints its whole usage)."""
 
     def error(self, message: str) -> NoReturn:
+        # "argument --jobs: --jobs '0': ...": an option's own check names it already.
+        named, _, problem = message.partition(": ")
+        if named.startswith("argument ") and any(problem.startswith(name + " ")
+                                                 for name in named[len("argument "):].split("/")):
+            message = problem
+        message = message.replace("\n", "\\n")  # a value with a line break: still one line
         self.exit(2, f"anvil: error: {message} (see '{self.prog} --help')\n")
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
@@ -617,6 +811,94 @@ class _Parser(argparse.ArgumentParser):
                      f"(see '{prog} --help')\n")
 
 
+def _option(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
+    """An argparse ``type`` from ``parse``, a function that raises AnvilError (or ValueError)
+    on a bad value: every option's value is checked as the command line is read, before any
+    work, and a bad one is argparse's one-line usage error (status 2) naming the option.
+    ``name`` is what argparse calls the type in its own messages."""
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except AnvilError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    convert.__name__ = name
+    return convert
+
+
+def _path(text: str) -> str:
+    """A file or directory name: not empty, no NUL byte (which no system call takes)."""
+    if not text or "\0" in text:
+        raise AnvilError(f"{text!r} is not a file name")
+    return text
+
+
+def _address(text: str) -> str:
+    """HOST:PORT, the port 0-65535 (``--listen``, ``--server``)."""
+    from rehost.bridge import split_address
+
+    split_address(text)
+    return text
+
+
+def _seconds(text: str, option: str) -> float:
+    """A time in seconds: a finite number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise AnvilError(f"{option} {text} must be more than 0 seconds (a finite number)")
+    return value
+
+
+# The longest name and path component Linux takes (PATH_MAX less its NUL, NAME_MAX).
+MAX_PATH, MAX_NAME = 4095, 255
+
+
+def _results_name(text: str) -> str:
+    """``instrument --out``: the results file the program will open, so a name it can open
+    (checked here: the program would find out only at its end, with its results lost)."""
+    _path(text)
+    if len(os.fsencode(text)) > MAX_PATH or any(len(os.fsencode(part)) > MAX_NAME for part in text.split("/")):
+        raise AnvilError(f"--out: a name of {len(text)} characters is longer than a file name can be")
+    return text
+
+
+MAX_WORKERS = 1024  # sessions a rehost-server serves at once: a thread each
+
+
+def _workers(text: str) -> int:
+    """``--workers N``: 1 to MAX_WORKERS."""
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_WORKERS:
+        raise AnvilError(f"--workers {text}: a server needs at least one worker, at most {MAX_WORKERS}")
+    return int(text)
+
+
+def _byte(text: str) -> int:
+    """A byte value in C syntax (``--fill``)."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise AnvilError(f"--fill '{text}' is not a number") from None
+    if not 0 <= value <= 0xFF:
+        raise AnvilError(f"--fill {value:#x} is not a byte value")
+    return value
+
+
+def _ring_size(text: str) -> int:
+    from .emit.rehost import parse_ring_size
+
+    return parse_ring_size(text)
+
+
+PATH = _option(_path, "file name")
+ADDRESS = _option(_address, "HOST:PORT")
+
+
+def _seconds_of(option: str) -> Callable[[str], float]:
+    return _option(functools.partial(_seconds, option=option), "seconds")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="anvil", description="Static binary instrumentation for ARM Linux ELF binaries and Cortex-M firmware.",
@@ -626,31 +908,35 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("instrument", help="write an instrumented copy of a binary",
                        description="Rewrite BINARY with TOOL's instrumentation (InHost: analysis linked in).")
     p.add_argument("binary")
-    p.add_argument("-t", "--tool", required=True,
+    p.add_argument("-t", "--tool", required=True, type=PATH,
                    help="tool name (see 'anvil tools') or your tool file (./mytool.py, C in ./mytool.c)")
-    p.add_argument("-o", "--output", help="instrumented binary (default BINARY.inst)")
+    p.add_argument("-o", "--output", type=PATH, help="instrumented binary (default BINARY.inst)")
     p.add_argument("--opt", action="append", default=[], metavar="NAME=VALUE[,...]", help="tool options")
     p.add_argument("--mode", default="inhost", choices=["inhost", "rehost"], help="where the analysis runs")
-    p.add_argument("--out", help="results file written by the instrumented program "
+    p.add_argument("--out", type=_option(_results_name, "file name"),
+                   help="results file written by the instrumented program "
                                  "(default <output name>.<tool>.out in its working directory)")
     p.add_argument("--format", default="text", choices=["text", "json"], help="results format")
     p.add_argument("--only", action="append", default=[], metavar="GLOB", help="instrument only these procedures")
     p.add_argument("--skip", action="append", default=[], metavar="GLOB", help="do not instrument these procedures")
     p.add_argument("--flash-region", metavar="START:SIZE",
+                   type=_option(functools.partial(parse_region, what="flash"), "region"),
                    help="firmware: where the instrumented code may go (default: the board's flash after the image)")
     p.add_argument("--ram-region", metavar="START:SIZE",
+                   type=_option(functools.partial(parse_region, what="ram"), "region"),
                    help="firmware: where the instrumentation data may go (default: between the heap's start "
                         "and the stack, from the image's symbols)")
-    p.add_argument("--board", help="firmware: place the instrumentation from this board's memory map (default: "
+    p.add_argument("--board", type=_option(lambda name: board(name).name, "board"),
+                   help="firmware: place the instrumentation from this board's memory map (default: "
                                    "the known board the image fits best; 'anvil run --help' lists them)")
     p.add_argument("--transport", choices=["semihosting", "uart"],
                    help="firmware ReHost: how records leave the board: semihosting (default; a host file "
                         "the debugger or QEMU writes) or uart (the board's UART at --uart-base, which "
                         "'anvil run --board' connects to its bridge; docs/boards.md)")
-    p.add_argument("--uart-base", metavar="ADDR",
+    p.add_argument("--uart-base", metavar="ADDR", type=_option(parse_uart_base, "address"),
                    help=f"firmware ReHost over --transport uart: MMIO base of the CMSDK APB UART to send "
                         f"records through (default: the board's UART0, {DEFAULT_UART_BASE:#x} on MPS2)")
-    p.add_argument("--ring-size", metavar="BYTES",
+    p.add_argument("--ring-size", metavar="BYTES", type=_option(_ring_size, "size"),
                    help="ReHost: records kept in the program's memory between sends (default 16k on boards, "
                         "256k on Linux; e.g. 1k for a board with little RAM: more, smaller sends)")
     p.add_argument("--return-addresses", default="auto", choices=["auto", "original", "relocated"],
@@ -658,6 +944,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "__builtin_return_address see original code; each return takes one more jump) or the "
                         "relocated one (faster); auto: original when the program throws C++ exceptions")
     p.add_argument("-j", "--jobs", metavar="N",
+                   type=_option(lambda text: parse_jobs(text, f"--jobs {text!r}"), "number"),
                    help="processes to rewrite with (default: 2 where two cores are usable, or "
                         f"${JOBS_VARIABLE}); the output is the same whatever N is")
     p.add_argument("-v", "--verbose", action="store_true",
@@ -672,13 +959,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("binary")
     p.add_argument("args", nargs="*", help="program arguments (those starting with '-' after --)")
     p.add_argument("--argv0", help="argv[0] seen by the program")
-    p.add_argument("--sysroot", metavar="DIR",
+    p.add_argument("--sysroot", metavar="DIR", type=PATH,
                    help="where qemu-arm finds the program's dynamic loader and libraries (its -L): an unpacked "
                         f"root file system (default $QEMU_LD_PREFIX, else the cross root of the loader the "
                         f"program names: {QEMU_LIB_ROOT}, or {CROSS_ROOTS['ld-linux.so.3']} for armel's)")
-    p.add_argument("--board", help=f"run a firmware image on qemu-system-arm's model of this board "
+    p.add_argument("--board", type=_option(lambda name: board(name).name, "board"),
+                   help=f"run a firmware image on qemu-system-arm's model of this board "
                                    f"({', '.join(sorted(BOARDS))}); console and exit through semihosting")
-    p.add_argument("--icount", metavar="SHIFT",
+    p.add_argument("--icount", metavar="SHIFT", type=_option(parse_icount, "shift"),
                    help="with --board: QEMU's virtual clock advances 2**SHIFT ns per instruction (0-10) instead "
                         "of with the host's, so timer interrupts fall on the same instructions in every run")
     _results_options(p)
@@ -691,8 +979,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "HEX (with its addresses), the forms pyOCD and OpenOCD take.")
     p.add_argument("binary")
     p.add_argument("--format", default="bin", choices=["bin", "hex"], help="raw binary or Intel HEX (default bin)")
-    p.add_argument("-o", "--output", help="output file (default BINARY.bin / BINARY.hex)")
-    p.add_argument("--fill", type=lambda v: int(v, 0), default=0xFF, metavar="BYTE",
+    p.add_argument("-o", "--output", type=PATH, help="output file (default BINARY.bin / BINARY.hex)")
+    p.add_argument("--fill", type=_option(_byte, "byte"), default=0xFF, metavar="BYTE",
                    help="bin: value of gap bytes (default 0xff, erased flash)")
     p.add_argument("-v", "--verbose", action="store_true", help="the traceback of an internal error")
     p.set_defaults(func=cmd_image)
@@ -708,14 +996,15 @@ def build_parser() -> argparse.ArgumentParser:
                                    "debugger, a named pipe, or the serial port its UART is wired to. Exit "
                                    "status 0 when the results are complete.")
     p.add_argument("binary", help="the ReHost binary (its site table BINARY.sites.json is read)")
-    p.add_argument("--listen", default="127.0.0.1:0", metavar="HOST:PORT",
+    p.add_argument("--listen", default="127.0.0.1:0", metavar="HOST:PORT", type=ADDRESS,
                    help="where the program connects (default 127.0.0.1 and a free port, printed; "
                         "0.0.0.0:PORT for other machines)")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up if no program connects in time")
-    p.add_argument("--from", dest="records", metavar="PATH",
+    p.add_argument("--timeout", type=_seconds_of("--timeout"), metavar="SECONDS",
+                   help="give up if no program connects in time")
+    p.add_argument("--from", dest="records", metavar="PATH", type=PATH,
                    help="read the records from a file, named pipe or serial device instead of TCP "
                         "(e.g. fw.rh.records written by OpenOCD/pyOCD semihosting, or /dev/ttyACM0)")
-    p.add_argument("--idle", type=float, default=2.0, metavar="SECONDS",
+    p.add_argument("--idle", type=_seconds_of("--idle"), default=2.0, metavar="SECONDS",
                    help="--from a serial device: the run is over after this long without a byte (default 2)")
     _results_options(p)
     _server_options(p)
@@ -724,14 +1013,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("rehost-server", help="serve ReHost sessions: run analyses on records from programs",
                        description="Receive ReHost records over gRPC and run the analysis on the host: "
                                    "one session per instrumented program, many at once.")
-    p.add_argument("--lib", help="analysis: a tool name (its C built for the host), path.so, path.c or path.py "
+    p.add_argument("--lib", type=PATH,
+                   help="analysis: a tool name (its C built for the host), path.so, path.c or path.py "
                                  "(default: the tool each binary was instrumented with)")
-    p.add_argument("--listen", default="127.0.0.1:50051", metavar="HOST:PORT",
+    p.add_argument("--listen", default="127.0.0.1:50051", metavar="HOST:PORT", type=ADDRESS,
                    help="address to bind (default 127.0.0.1:50051, loopback only; port 0 picks one)")
     p.add_argument("--token", help="require this shared token from clients (or $ANVIL_REHOST_TOKEN)")
-    p.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate chain")
-    p.add_argument("--tls-key", metavar="PEM", help="... and this private key")
-    p.add_argument("--workers", type=int, default=8, help="sessions served at once (default 8)")
+    p.add_argument("--tls-cert", metavar="PEM", type=PATH, help="serve TLS with this certificate chain")
+    p.add_argument("--tls-key", metavar="PEM", type=PATH, help="... and this private key")
+    p.add_argument("--workers", type=_option(_workers, "number"), default=8,
+                   help=f"sessions served at once (default 8, at most {MAX_WORKERS})")
     p.set_defaults(func=cmd_rehost_server)
 
     p = sub.add_parser("inspect", help="show procedures, blocks and instructions",
@@ -750,7 +1041,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _results_options(p: argparse.ArgumentParser) -> None:
     """Where the tool's results end up (see run_results.ResultsFiles): --out, --quiet."""
-    p.add_argument("--out", help="move the tool's results file here afterwards (what an earlier run left "
+    p.add_argument("--out", type=PATH, help="move the tool's results file here afterwards (what an earlier run left "
                                  "here is removed as the program starts)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no note about where results went (missing results are still reported)")
@@ -758,36 +1049,77 @@ def _results_options(p: argparse.ArgumentParser) -> None:
 
 def _server_options(p: argparse.ArgumentParser) -> None:
     """Where ReHost records go: --server (or a local server with --lib), --token, --tls-ca."""
-    p.add_argument("--server", metavar="HOST:PORT", help="ReHost: the rehost-server to send records to "
+    p.add_argument("--server", metavar="HOST:PORT", type=ADDRESS, help="ReHost: the rehost-server to send records to "
                                                            "(default: none, the analysis runs in this process)")
-    p.add_argument("--lib", help="ReHost without --server: the analysis library "
+    p.add_argument("--lib", type=PATH, help="ReHost without --server: the analysis library "
                                  "(tool name, .so, .c or .py; default: the binary's tool)")
     p.add_argument("--token", help="ReHost: shared token the server asks for (or $ANVIL_REHOST_TOKEN)")
-    p.add_argument("--tls-ca", metavar="PEM", help="ReHost: connect with TLS, trusting this certificate")
+    p.add_argument("--tls-ca", metavar="PEM", type=PATH, help="ReHost: connect with TLS, trusting this certificate")
+
+
+# Commands whose BINARY is read (rehost-listen reads only the site table beside it).
+_READS_BINARY = ("instrument", "run", "inspect", "image")
+# What an OSError without a file name says of the machine, not of Anvil: a full disk, a
+# quota, a read-only file system, an I/O error, no memory or descriptors left.
+_MACHINE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.ENOMEM, errno.EMFILE,
+                             errno.ENFILE, errno.EFBIG, errno.EACCES, errno.EPERM})
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived: unwound like Ctrl-C's KeyboardInterrupt, so that what the
+    command was writing is removed (_removed_on_error, atomic_write) before it ends."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated(signum)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    if threading.current_thread() is threading.main_thread():
+        for signum in previous:
+            signal.signal(signum, _terminate)
     try:
+        if args.command in _READS_BINARY:
+            _check_readable(args.binary)
         return args.func(args)
     except AnvilError as e:
-        print(f"anvil: error: {e}", file=sys.stderr)
+        _say(f"anvil: error: {e}")
         return 2
     except KeyboardInterrupt:
+        _say("anvil: interrupted")
         return 130
+    except Terminated as e:
+        _say(f"anvil: stopped by {signal.Signals(e.signum).name}")
+        return -e.signum  # console() ends by the signal, as the shell expects of a killed command
     except BrokenPipeError:  # `anvil inspect ... | head`: the reader has what it wanted
         # Point stdout at /dev/null so the interpreter's final flush does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell reports for a command killed by it
     except OSError as e:
-        if e.filename is None or e.strerror is None:
+        if e.strerror is None or (e.filename is None and e.errno not in _MACHINE_ERRNOS):
             return _unexpected(args, e)
         # The machine's, not Anvil's: a file that cannot be read or written, a full disk.
-        print(f"anvil: error: {e.filename}: {e.strerror}", file=sys.stderr)
+        _say(f"anvil: error: {e.filename}: {e.strerror}" if e.filename is not None else f"anvil: error: {e.strerror}")
         return 2
     except Exception as e:  # any other: a parser's complaint about the input, or a bug (decision 0036)
         return _unexpected(args, e)
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+
+def _say(line: str) -> None:
+    """``line`` on stderr as one line: a file name or a message from elsewhere (a tool
+    file, a compiler) may hold line breaks, which would make it several."""
+    print(line.replace("\r", "\\r").replace("\n", "\\n"), file=sys.stderr)
 
 
 def _unexpected(args: argparse.Namespace, error: Exception) -> int:
@@ -797,14 +1129,14 @@ def _unexpected(args: argparse.Namespace, error: Exception) -> int:
     binary = getattr(args, "binary", None)
     if is_parser_error(error):
         problem = malformed(binary, error) if binary else one_line(f"malformed input ({error})")
-        print(f"anvil: error: {problem}", file=sys.stderr)
+        _say(f"anvil: error: {problem}")
         return 2
     verbose = getattr(args, "verbose", None)
     if verbose:
         traceback.print_exc()
     hint = "; -v shows the traceback" if verbose is False else ""
     what = ": ".join(filter(None, (type(error).__name__, one_line(str(error)))))
-    print(f"anvil: error: internal error: {what} (a bug in Anvil{hint})", file=sys.stderr)
+    _say(f"anvil: error: internal error: {what} (a bug in Anvil{hint})")
     return INTERNAL_ERROR_STATUS
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import sys
 from dataclasses import dataclass
 
 from .errors import AnvilError
+from .files import move_whole
 
 
 @dataclass
@@ -63,7 +63,7 @@ class ResultsFiles:
                     print(f"anvil: no results written: {path} is missing ({missing})", file=sys.stderr)
                 continue
             if self.out:
-                path = shutil.move(path, self._moved_to(path))
+                path = move_whole(path, self._moved_to(path))
             if not quiet:
                 print(f"anvil: results in {path}", file=sys.stderr)
             found.append(path)

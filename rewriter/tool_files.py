@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from .api import Tool
+from .api import Option, Tool
 from .errors import AnvilError
 from .passes import TOOLS
 
@@ -39,8 +39,7 @@ def load_tool(spec: str) -> Tool:
     if not path.is_file():
         raise AnvilError(f"{spec}: no such tool file")
     cls = _tool_class(path)
-    if not (isinstance(cls.name, str) and cls.name.isidentifier()):
-        raise AnvilError(f"{spec}: tool {cls.__name__} needs a name that is a C identifier (name = \"mytool\")")
+    _check_class(spec, cls)
     try:
         tool = cls()
     except Exception as e:  # the user's code: one line, not a traceback
@@ -55,6 +54,34 @@ def load_tool(spec: str) -> Tool:
     return tool
 
 
+def _check_class(spec: str, cls: type[Tool]) -> None:
+    """AnvilError naming what the tool class ``cls`` lacks of what Anvil calls or reads:
+    found here, in one line, rather than as an exception inside Anvil when it is used
+    (which would say it is Anvil's bug)."""
+    def bad(problem: str) -> AnvilError:
+        return AnvilError(f"{spec}: tool {cls.__name__} {problem}")
+
+    if not (isinstance(cls.name, str) and cls.name.isidentifier()):
+        raise bad('needs a name that is a C identifier (name = "mytool")')
+    method = inspect.getattr_static(cls, "instrument")
+    if method is Tool.__dict__["instrument"]:
+        raise bad("defines no instrument(self, binary, opts) method")
+    if not callable(method) or isinstance(method, (staticmethod, classmethod)):
+        raise bad("has an instrument that is not a method: def instrument(self, binary, opts)")
+    try:
+        inspect.signature(method).bind(None, None, None)
+    except TypeError:
+        raise bad(f"has instrument{inspect.signature(method)}: it is called as instrument(self, binary, opts)") \
+            from None
+    if not (isinstance(cls.options, (list, tuple)) and all(isinstance(o, Option) for o in cls.options)):
+        raise bad("has options that are not a list of rewriter.api.Option")
+    files = getattr(cls, "analysis_files", None)
+    if files is not None and not (isinstance(files, (list, tuple)) and all(isinstance(f, str) for f in files)):
+        raise bad("has analysis_files that are not a list of file names")
+    if not isinstance(cls.description, str):
+        raise bad("has a description that is not a string")
+
+
 def run_instrument(tool: Tool, binary: object, opts: object) -> None:
     """``tool.instrument(binary, opts)``, where an error of a tool file's own code is the
     user's, said in one line (AnvilError naming the file), not a bug of Anvil's: an
@@ -67,8 +94,11 @@ def run_instrument(tool: Tool, binary: object, opts: object) -> None:
         return
     try:
         tool.instrument(binary, opts)
-    except AnvilError:
-        raise
+    except AnvilError as e:  # a call the API refused: said with the line of the tool file that made it
+        line = _line_in(e.__traceback__, source)
+        if line is None:
+            raise
+        raise AnvilError(f"{source.name}: {type(tool).__name__}.instrument() (line {line}): {e}") from None
     except (Exception, SystemExit) as e:
         frame = e.__traceback__
         while frame is not None and frame.tb_next is not None:
@@ -79,6 +109,16 @@ def run_instrument(tool: Tool, binary: object, opts: object) -> None:
         line = f" (line {frame.tb_lineno})" if frame is not None and Path(frame.tb_frame.f_code.co_filename) == source \
             else ""
         raise AnvilError(f"{source.name}: {type(tool).__name__}.instrument(){line}: {what}") from None
+
+
+def _line_in(tb: object, source: Path) -> int | None:
+    """The line of the innermost frame of traceback ``tb`` that runs in the file ``source``."""
+    line = None
+    while tb is not None:
+        if Path(tb.tb_frame.f_code.co_filename) == source:  # type: ignore[attr-defined]
+            line = tb.tb_lineno  # type: ignore[attr-defined]
+        tb = tb.tb_next  # type: ignore[attr-defined]
+    return line
 
 
 def import_file(path: Path, prefix: str) -> ModuleType:

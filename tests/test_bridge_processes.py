@@ -28,7 +28,8 @@ def _hello(parent: int, pid: int, sent: int) -> bytes:
     return FORK_HELLO.pack(FORK_MAGIC, parent, pid, sent & 0xFFFFFFFF, sent >> 32)
 
 
-def _route_all(messages: list[tuple[int, bytes]], root_key: int | None) -> tuple[_Stream, dict[int, _Stream], int]:
+def _routed(messages: list[tuple[int, bytes]], root_key: int | None, **options: object
+            ) -> tuple[_Stream, _Processes]:
     root = _Stream()
     children: list[_Stream] = []
 
@@ -36,10 +37,15 @@ def _route_all(messages: list[tuple[int, bytes]], root_key: int | None) -> tuple
         children.append(_Stream())
         return children[-1]
 
-    processes = _Processes(root, start_child, root_key)  # type: ignore[arg-type]
+    processes = _Processes(root, start_child, root_key, **options)  # type: ignore[arg-type]
     for pid, data in messages:
         processes.route(pid, data)
     processes.end()
+    return root, processes
+
+
+def _route_all(messages: list[tuple[int, bytes]], root_key: int | None) -> tuple[_Stream, dict[int, _Stream], int]:
+    root, processes = _routed(messages, root_key)
     return root, {pid: s for pid, s in processes.children.items()}, processes.stray  # type: ignore[misc]
 
 
@@ -79,3 +85,24 @@ def test_a_child_whose_parents_bytes_never_come_is_stray() -> None:
     bytes cannot be placed and are counted, not sent as a wrong stream."""
     root, children, stray = _route_all([(1, b"ab"), (2, _hello(1, 2, 5)), (2, b"xyz")], None)
     assert (root.data, children, stray) == (b"ab", {}, 3)
+
+
+def test_streams_not_kept_give_their_children_no_session() -> None:
+    """A program whose table says it does not fork keeps no stream: a child that comes anyway
+    gets no session and is said (not counted stray: its own line says why). A stream that
+    grows past the limit kept is given up: children forked before it did still get theirs,
+    whose own streams are kept; later ones, and one whose parent's bytes had not all come,
+    get none, with the reason."""
+    messages = [(1, b"abc"), (2, _hello(1, 2, 3)), (2, b"child")]
+    root, processes = _routed(messages, None, keep_streams=False)
+    assert (root.data, processes.children, processes.stray) == (b"abc", {}, 0)
+    assert list(processes.unkept) == [2] and "not kept" in processes.unkept[2]
+
+    messages = [(1, b"abcd"), (2, _hello(1, 2, 4)), (2, b"xy"), (3, _hello(1, 3, 12)), (1, b"efgh"),
+                (1, b"ijklmnop"), (4, _hello(1, 4, 16)), (3, b"late"), (4, b"later"), (5, _hello(2, 5, 2)),
+                (5, b"grandchild")]
+    root, processes = _routed(messages, None, keep_limit=10)
+    assert root.data == b"abcdefghijklmnop"
+    assert {pid: child.data for pid, child in processes.children.items()} == {2: b"abcdxy", 5: b"abcdxygrandchild"}
+    assert sorted(processes.unkept) == [3, 4] and all("grew past" in why for why in processes.unkept.values())
+    assert processes.stray == 0

@@ -25,6 +25,7 @@ import pytest
 
 from rehost import host_build
 from rehost.server import Library, start_server
+from rewriter.emit.rehost import SITE_TABLE_SUFFIX
 from rewriter.ir.elf_loader import load_binary
 from tests.support.rehost import CLI_RUN, ServerProcess, cli_run, run_rehost, with_listener
 from tests.support.run import Run, assert_same_behaviour, forked_results, instrument, instrument_ir, place, run_prog
@@ -263,3 +264,36 @@ def test_tcp_channel_nobody_listening(tmp_path: Path) -> None:
     rehost = run_prog(instrument(binary, "cachesim", tmp_path, "--mode", "rehost"), args, stdin, env=env)
     assert (rehost.stdout, rehost.returncode) == (original.stdout, original.returncode)
     assert rehost.stderr == f"anvil: rehost: cannot connect to {where}; records dropped\n".encode() + original.stderr
+
+
+@pytest.mark.parametrize(("sample", "forks"), [("raw_fork", False), ("sort", False), ("forks", True)])
+def test_what_forks_is_known_from_the_names(sample: str, forks: bool) -> None:
+    """``Binary.forks`` (the site table's ``forks``): a program that calls fork (forks.c) may
+    fork; one that names nothing that forks (sort.c, raw_fork.c's inline system call) is
+    taken not to, as the sources say; a static program without symbols may."""
+    assert load_binary(str(build(sample, "O2-thumb-dyn"))).forks is forks
+    assert load_binary(str(build(sample, "Os-thumb-static", ["-s"]))).forks
+
+
+def test_a_child_the_rewrite_did_not_see_coming_is_reported(server: str, tmp_path: Path) -> None:
+    """A program that forks by an inline system call, naming nothing that forks: its ReHost
+    stream is not kept for children (its table says it does not fork), so the child's
+    records have no session. The program behaves as the original, the parent's results are
+    InHost's parent's, no results are written for the child, and `anvil run` says so and
+    why, in one line."""
+    binary = build("raw_fork", "O2-thumb-dyn")
+    original = run_prog(place(binary, tmp_path, "orig"))
+    assert original.returncode == 0 and b"child status 3" in original.stdout, original
+    inhost = run_prog(instrument(binary, "cachesim", tmp_path))
+    assert_same_behaviour(original, inhost)
+    assert len(forked_results(inhost.cwd, "cachesim")) == 1  # InHost: the child's own file
+    rehost = instrument(binary, "cachesim", tmp_path, "--mode", "rehost", slot="rhst")
+    assert '"forks":false' in Path(str(rehost) + SITE_TABLE_SUFFIX).read_text()
+    run, outcome = run_rehost(rehost, server)  # (launched as run_prog launches: the same stack)
+    assert_same_behaviour(original, run)
+    assert outcome.summary.complete and not outcome.children and not outcome.stray_bytes
+    assert len(outcome.unkept_children) == 1 and "forks" in next(iter(outcome.unkept_children.values()))
+    assert results_file(run.cwd, "cachesim") == results_file(inhost.cwd, "cachesim")
+    assert not forked_results(run.cwd, "cachesim")
+    note = cli_run(rehost).stderr[len(original.stderr):].decode()
+    assert note.count("\n") == 1 and "forked child" in note and "no results written" in note, note

@@ -29,7 +29,7 @@ from rehost.bridge import CHANNEL_FD
 from rehost.protocol import messages, services
 from rewriter.emit.rehost import SITE_TABLE_SUFFIX
 from tests.support.rehost import CLI, CLI_RUN, ServerProcess, cli_run, line_while
-from tests.support.run import LIB_ROOT, instrument, place, run_prog
+from tests.support.run import LIB_ROOT, assert_same_behaviour, instrument, place, run_prog
 from tests.support.samples import build
 
 
@@ -277,3 +277,48 @@ def test_python_tool_that_raises_rejects_its_session_only(server: ServerProcess,
             session(srv.address, pair["sort"]["table"], [pair["sort"]["stream"]])
     assert "broken tool" in info.value.details()
     assert_serves(server.address, pair["sort"])
+
+
+def test_program_that_closes_the_channel_is_told(tmp_path: Path) -> None:
+    """A program that closes the descriptors it inherited (a daemon's start-up) closes
+    ReHost's channel with them: it still behaves as the original, and `anvil run` says that
+    its records stopped because the program closed descriptor 1000, not that the program
+    was not instrumented (the stream's own symptom), and writes no results."""
+    binary = build("closes_inherited", "O2-thumb-dyn")
+    original = run_prog(place(binary, tmp_path, "orig"))
+    assert original.returncode == 0, original.stderr
+    rehost = instrument(binary, "cachesim", tmp_path, "--mode", "rehost", slot="rhst")
+    run = cli_run(rehost)
+    assert run.returncode == original.returncode
+    assert run.stdout == original.stdout
+    assert run.stderr.startswith(original.stderr)
+    note = run.stderr[len(original.stderr):].decode()
+    assert note.count("\n") == 1 and f"closed descriptor {CHANNEL_FD}" in note, note
+    assert not list(rehost.parent.glob("*.cachesim.out*"))
+
+
+def test_a_background_job_is_not_waited_for(tmp_path: Path) -> None:
+    """A program that leaves a command running in the background ends at once; so does
+    `anvil run` of its ReHost copy, with InHost's results: the command (a `cat` waiting on a
+    FIFO until the test writes to it) does not get the channel, whose last copy closing is
+    what `anvil run` waits for."""
+    binary = build("background_job", "O2-thumb-dyn")
+    original = place(binary, tmp_path, "orig")
+    inhost = instrument(binary, "inscount", tmp_path)
+    rehost = instrument(binary, "inscount", tmp_path, "--mode", "rehost", slot="rhst")
+    programs = (original, inhost, rehost)
+    for program in programs:
+        os.mkfifo(program.parent / "job.fifo")
+    try:
+        before = run_prog(original)
+        assert before.returncode == 0 and before.stdout.startswith(b"started 0"), before
+        assert_same_behaviour(before, run_prog(inhost))
+        run = subprocess.run(CLI_RUN + [str(rehost)], capture_output=True, cwd=rehost.parent, env={}, timeout=120)
+        assert (run.returncode, run.stdout, run.stderr) == (before.returncode, before.stdout, before.stderr)
+        assert (rehost.parent / "prog.inscount.out").read_bytes() == (inhost.parent / "prog.inscount.out").read_bytes()
+    finally:
+        for program in programs:  # a background job ends when a writer comes and goes
+            try:
+                os.close(os.open(program.parent / "job.fifo", os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # no reader (the job did not start): nothing to end
+                pass

@@ -67,7 +67,8 @@ def test_tool_file_in_rehost_with_c_and_python(tmp_path: Path) -> None:
     ("x = 1\n", True, "defines no subclasses of rewriter.api.Tool"),
     ("def broken(:\n", True, "SyntaxError"),
     ("from rewriter.api import Tool\nclass T(Tool):\n    name = 'my tool'\n", True, "C identifier"),
-    ("from rewriter.api import Tool\nclass T(Tool):\n    name = 'mine'\n", False, "mine.c is missing"),
+    ("from rewriter.api import Tool\nclass T(Tool):\n    name = 'mine'\n    def instrument(self, binary, opts):\n"
+     "        pass\n", False, "mine.c is missing"),
 ])
 def test_bad_tool_file(tmp_path: Path, content: str, c_file: bool, needle: str) -> None:
     tool = tmp_path / "mine.py"

@@ -21,11 +21,13 @@ from pathlib import Path
 
 import capstone
 import pytest
+from elftools.dwarf.callframe import FDE
 from elftools.elf.elffile import ELFFile
 
 from rewriter.arch.x86_64 import flags
 from rewriter.arch.x86_64.decode import branch_form, direct_branch, instruction_of, make_disassembler
 from rewriter.ir.elf_loader import load_binary
+from rewriter.ir.exception_tables import eh_frame_functions
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support import samples
 
@@ -108,7 +110,7 @@ def test_symbols_are_read_as_pyelftools_reads_them(variant: str) -> None:
 @pytest.mark.parametrize("program", ["/bin/bash", "/usr/bin/sed"])
 def test_direct_branches_read_from_their_bytes_are_capstones(program: str) -> None:
     """Direct calls and jumps are read from their bytes (``decode.direct_branch``, their
-    flags from ``flags._effect_of``): for every one in a Debian program's text, the same
+    flags from ``flags._branch_effect``): for every one in a Debian program's text, the same
     facts as capstone's detailed decoding gives."""
     with open(program, "rb") as f:
         text = ELFFile(f).get_section_by_name(".text")
@@ -124,5 +126,24 @@ def test_direct_branches_read_from_their_bytes_are_capstones(program: str) -> No
         seen += 1
         assert fast == instruction_of(next(detailed.disasm(raw, address, 1))), (hex(address), mnemonic)
         if branch_form(raw)[0] != "call":
-            assert flags._effect_of(raw) == flags._decoded_effect(raw), (hex(address), mnemonic)
+            assert flags._branch_effect(raw) == flags._decoded_effect(raw), (hex(address), mnemonic)
     assert seen > 4000
+
+
+@pytest.mark.parametrize("program", ["/bin/bash", ("unwind", "x64-gcc-O2"), ("containers", "x64-clang-O2"),
+                                     ("unwind", "x64-gcc-O2-static")])
+def test_eh_frame_functions_are_pyelftools(program: str | tuple[str, str]) -> None:
+    """The lift reads ``.eh_frame``'s FDEs itself (``eh_frame_functions``: their functions'
+    first addresses and LSDAs, without the call-frame instructions): the same, in the same
+    order, as pyelftools' full parse, on Debian's bash and C++ samples with landing pads."""
+    path = program if isinstance(program, str) else str(samples.build_x86_64(*program))
+    with open(path, "rb") as f:
+        elf = ELFFile(f)
+        section = elf.get_section_by_name(".eh_frame")
+        ours = eh_frame_functions(section.data(), section["sh_addr"])
+        theirs = [(entry.header["initial_location"], getattr(entry, "lsda_pointer", None) or 0)
+                  for entry in elf.get_dwarf_info(follow_links=False).EH_CFI_entries() if isinstance(entry, FDE)]
+    assert ours == theirs
+    assert len(ours) > 5
+    if "unwind" in path or "containers" in path:
+        assert any(lsda for _, lsda in ours)  # C++: functions with landing pads

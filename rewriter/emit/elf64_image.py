@@ -30,9 +30,10 @@ from ..arch.x86_64.code64 import Code64
 from ..arch.x86_64.patches import EntryPatch, dead_runs, entry_patches, return_sites
 from ..arch.x86_64.relocate import Copier, Hooks
 from ..errors import AnvilError
+from ..files import atomic_write
 from ..ir.model import Binary, Procedure
 from . import file_gap
-from .inhost import atomic_write, described_end, offset_in
+from .inhost import described_end, offset_in
 
 PAGE = 0x1000
 # The lowest address a program may map (Linux's default vm.mmap_min_addr).

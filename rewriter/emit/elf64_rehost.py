@@ -16,13 +16,14 @@ import time
 
 from ..api import Options, Tool
 from ..arch.x86_64.calls import CallSites
+from ..files import atomic_write
 from ..ir.gc_pause import gc_paused
 from ..ir.model import Binary
 from ..tool_files import run_instrument
 from . import site_format
 from . import target_build as tb
 from .elf64_inhost import TOOLCHAIN, check_lowered, write_instrumented
-from .inhost import Report, atomic_write
+from .inhost import Report
 from .rehost import SITE_TABLE_SUFFIX, communicator_source, communicator_tables, firmware_channel, program_calls
 from .sites import asm_array
 

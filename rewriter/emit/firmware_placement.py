@@ -145,14 +145,14 @@ def outside(loads: list[Load], target: Board) -> list[MemoryRegion]:
     """What ``loads`` put (by load address or by address) where ``target`` has no memory:
     an image linked or instrumented for a board with more, which QEMU's model of this one
     would load into nothing (writes there vanish, reads give 0)."""
-    memories = (target.flash, *target.ram_banks)
+    memories = (target.flash, target.ram, *target.ram_banks)
     return [MemoryRegion(start, load.memsz) for load in loads if load.memsz for start in {load.paddr, load.vaddr}
             if not any(start in m and start + load.memsz <= m.end for m in memories)]
 
 
 def check_runs_on(image: bytes, target: Board) -> None:
     """A one-line error unless every byte ``image`` loads lies in ``target``'s memories."""
-    missing = outside(_elf_loads(image), target)
+    missing = outside(loads_of(image), target)
     if missing:
         raise AnvilError(f"the image loads {missing[0]}, where {target.name} has no memory: it was linked or "
                          f"instrumented for another board (anvil instrument --board {target.name} places it "
@@ -413,14 +413,23 @@ def _pages(start: int, size: int) -> range:
 
 def _loads(binary: Binary) -> list[Load]:
     """Each PT_LOAD."""
-    return _elf_loads(binary.data)
+    return loads_of(binary.data)
 
 
-def _elf_loads(data: bytes) -> list[Load]:
-    """Each PT_LOAD of the ELF image ``data``."""
+def loads_of(data: bytes) -> list[Load]:
+    """Each PT_LOAD of the ELF file ``data``."""
     elf = ELFFile(io.BytesIO(data))
     return [Load(s["p_vaddr"], s["p_paddr"], s["p_filesz"], s["p_memsz"])
             for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+
+
+def loads_start_on(loads: list[Load], target: Board) -> bool:
+    """Whether every segment that loads bytes starts in ``target``'s flash or one of its
+    RAMs: the least a board must have for an image to run on it (what ``anvil run
+    --board`` asks before QEMU is started: an image for another board's memory map
+    faults at its first instruction and QEMU spins on the lockup for ever)."""
+    memories = (target.flash, target.ram, *target.ram_banks)
+    return all(any(load.paddr in m for m in memories) for load in loads if load.filesz)
 
 
 def _symbol_values(binary: Binary) -> dict[str, int]:

@@ -21,7 +21,6 @@ import math
 import operator
 import os
 import struct
-import tempfile
 import time
 from collections.abc import Callable, Hashable, Sequence, Set
 from concurrent.futures import ThreadPoolExecutor
@@ -54,6 +53,7 @@ from ..arch.arm.relocate import (
 from ..arch.arm.shared_calls import SharedCalls
 from ..arch.code import Code, Resolver
 from ..errors import AnvilError
+from ..files import atomic_write
 from ..ir.constants import constant_before, jump_targets
 from ..ir.flow import interrupt_code, reset_handler
 from ..ir.fork_split import halfway
@@ -1253,22 +1253,3 @@ def offset_in(elf: ELFFile, vaddr: int) -> int:
         if seg["p_type"] == "PT_LOAD" and seg["p_vaddr"] <= vaddr < seg["p_vaddr"] + seg["p_filesz"]:
             return seg["p_offset"] + vaddr - seg["p_vaddr"]
     raise AssertionError(f"{vaddr:#x} is not in the file")
-
-
-def atomic_write(path: str, data: bytes | bytearray | list[bytes | bytearray], mode: int = 0o755) -> None:
-    """Write ``data`` (or its parts, one after the other) to ``path`` through a temporary
-    file, so a failure leaves no partial output."""
-    directory = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".anvil-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            if isinstance(data, list):
-                f.writelines(data)
-            else:
-                f.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

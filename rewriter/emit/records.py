@@ -91,6 +91,8 @@ class SiteTable:
         extra: dict = {"channel": channel} if channel else {}
         if self.binary.address_bytes != 4:  # (an ARM program's table, and so its digest, as it was)
             extra["word_bytes"] = self.binary.address_bytes
+        if not self.binary.forks:  # (absent: it may fork, as every table before said)
+            extra["forks"] = False
         if self.tool.analysis_sources is not None:  # a tool file's C: what `anvil run` builds for its local server
             extra["analysis_sources"] = [str(p) for p in self.tool.analysis_sources]
         return {

@@ -32,6 +32,7 @@ from ..api import Options, Tool
 from ..arch.arm.exclusives import emulates_exclusives
 from ..boards import DEFAULT_UART_BASE, UART_SPAN
 from ..errors import AnvilError
+from ..files import atomic_write
 from ..ir.gc_pause import gc_paused
 from ..ir.model import Binary, Hook, Point
 from ..passes.common import parse_size
@@ -39,7 +40,7 @@ from ..tool_files import run_instrument
 from . import site_format
 from . import target_build as tb
 from .firmware_placement import image_board
-from .inhost import Report, atomic_write, emit, require_rewritable, vfp_scratch
+from .inhost import Report, emit, require_rewritable, vfp_scratch
 from .records import RING_END, RING_START, SiteTable, make_records
 from .sites import SiteUnit, c_string
 

@@ -12,9 +12,11 @@ extension; soft-float, since the analysis code uses no FP registers anyway).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING
 from elftools.elf.elffile import ELFFile
 
 from ..errors import AnvilError
+from ..files import move_whole
 
 if TYPE_CHECKING:
     from ..api import Tool
@@ -137,7 +140,17 @@ def _run(cmd: list[str]) -> None:
     if proc.returncode != 0:
         lines = proc.stderr.splitlines()
         errors = [line for line in lines if "error" in line or "undefined" in line] or lines
-        raise AnvilError(f"{os.path.basename(cmd[0])} failed: {errors[0] if errors else proc.returncode}")
+        raise AnvilError(f"{os.path.basename(cmd[0])} failed: {errors[0] if errors else exit_said(proc.returncode)}")
+
+
+def exit_said(returncode: int) -> str:
+    """A command's exit status in words: ``status N``, or the signal that killed it (a
+    full disk's SIGXFSZ, the OOM killer's SIGKILL)."""
+    if returncode < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-returncode).name}"
+        return f"killed by signal {-returncode}"
+    return f"status {returncode}"
 
 
 def cache_dir() -> Path:
@@ -167,7 +180,7 @@ def compile_c(source: Path | str, include: list[Path], text: str | None = None,
         force = ["-include", str(HIDDEN)] if suffix == ".c" else []
         _run([toolchain.tool("gcc"), *toolchain.flags, *force, *[f"-I{p}" for p in include],
               "-c", str(src), "-o", str(out)])
-        shutil.move(str(out), obj)
+        move_whole(str(out), str(obj))  # never half a file: the next build would take it
     return obj
 
 

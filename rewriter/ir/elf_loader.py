@@ -101,7 +101,7 @@ def read_runtime_facts(binary: Binary, elf: ELFFile, stripped: bool) -> None:
     """Whether the program's stack may be unwound (``Binary.unwinds``) and whether it starts
     threads (``Binary.threaded``), from the names it defines or imports: the same on every ISA.
     ``stripped``: no symbol names the program's functions (its landing pads then tell)."""
-    named = _named(elf, binary.data, _UNWINDING | _THREADING)
+    named = _named(elf, binary.data, _UNWINDING | _THREADING | _FORKING)
     # Go's runtime walks its goroutines' stacks (garbage collection, stack growth, panics)
     # and looks each return address up in its PC table (decision 0089).
     binary.unwinds = bool(named & _UNWINDING) or _raises(elf, binary.data) \
@@ -109,6 +109,10 @@ def read_runtime_facts(binary: Binary, elf: ELFFile, stripped: bool) -> None:
     # Go's runtime starts its threads (sysmon, the garbage collector's) by the clone system
     # call itself, whatever the program imports.
     binary.threaded = names_thread_start(elf, binary.data, named) or bool(binary.go_functions)
+    # A static program's fork is its own code: only its symbol table can say it has none.
+    binary.forks = not binary.is_firmware and (
+        bool(named & _FORKING) or bool(binary.go_functions)
+        or (not binary.is_dynamic and elf.get_section_by_name(".symtab") is None))
 
 
 def _early_resolvers(elf: ELFFile, binary: Binary) -> set[int]:
@@ -234,6 +238,13 @@ def _read_symbols(path: str, elf: ELFFile,
 _UNWINDING = {"__cxa_throw", "__cxa_rethrow", "__gxx_personality_v0", "backtrace", "__backtrace",
               "caml_frametable", "caml_start_program",
               "__gnu_mcount_nc", "mcount", "_mcount", "__cyg_profile_func_enter", "__cyg_profile_func_exit"}
+# Names a program that makes a process running its code defines or imports (Binary.forks):
+# the C library's fork, vfork and clone (and glibc's names for them), the generic system call,
+# the functions that fork and return in the child (BSD's daemon, forkpty, APR's), and the
+# registration of atfork handlers (program code run in any child). Not system(), popen()
+# or posix_spawn: their children run the library's code alone until they exec.
+_FORKING = {"fork", "vfork", "_Fork", "__libc_fork", "clone", "clone3", "__clone", "__clone2", "syscall",
+            "daemon", "forkpty", "__register_atfork", "pthread_atfork", "apr_proc_fork", "apr_proc_detach"}
 # Names a program that starts threads defines or imports (POSIX and C11 threads). Every
 # thread start of a static program ends in one of them, so it defines it.
 _THREADING = {"pthread_create", "thrd_create"}

@@ -21,6 +21,7 @@ skipped; the caller keeps only addresses where an instruction starts.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from elftools.elf.elffile import ELFFile
 
@@ -117,6 +118,102 @@ def landing_pads(read: Callable[[int, int], bytes], lsda: int, function: int) ->
     return _pads_of_lsda(_Reader(read, lsda, bits=64), function, keep=(1 << 64) - 1)
 
 
+def eh_frame_functions(data: bytes, base: int) -> list[tuple[int, int]]:
+    """(first address, LSDA address or 0) of each function a 64-bit program's ``.eh_frame``
+    (``data``, loaded at ``base``) has an FDE for. ValueError where the section is malformed.
+
+    The section is a run of records, each a length (4 bytes, or 0xffffffff and 8) and an id
+    (0: a CIE; else the distance back from the id to the FDE's CIE), ending at its end or at
+    a zero length. A CIE's augmentation string says what its augmentation data holds, in
+    order ('L': the LSDA's pointer encoding, 'P': the personality's encoding and pointer,
+    'R': the FDEs' pointer encoding; 'S', 'B': nothing); an FDE starts with its function's
+    first address and size in that encoding, then, with 'z', its own augmentation data: the
+    LSDA's pointer. Only these fields are read: the call-frame instructions after them are
+    skipped (pyelftools parses them all: most of the time it took on a big program)."""
+    read = partial(_slice, data, base)
+    cies: dict[int, tuple[int, int]] = {}  # CIE's offset -> (FDE pointer encoding, LSDA encoding)
+    found = []
+    at = 0
+    while at + 4 <= len(data):
+        length = int.from_bytes(data[at:at + 4], "little")
+        if not length:
+            break
+        id_size, start = (8, at + 12) if length == 0xFFFFFFFF else (4, at + 4)
+        if id_size == 8:
+            length = int.from_bytes(read(base + at + 4, 8), "little")
+        end = start + length
+        if end > len(data) or length < id_size:
+            raise ValueError(f".eh_frame record at {base + at:#x} runs past the section")
+        cie_id = int.from_bytes(data[start:start + id_size], "little")
+        r = _Reader(read, base + start + id_size, bits=64)
+        if not cie_id:
+            cies[at] = _cie_encodings(r)
+        else:
+            cie = cies.get(start - cie_id) or _cie_at(data, base, start - cie_id, cies)
+            fde_encoding, lsda_encoding = cie
+            first = r.encoded(fde_encoding)
+            r.encoded(fde_encoding & 0x0F)  # the size: no application
+            lsda = 0
+            if lsda_encoding != OMIT:  # (only with 'z': its data's length first)
+                r.uleb128()
+                try:
+                    lsda = r.encoded(lsda_encoding)
+                except ValueError:  # an encoding not read here: its landing pads stay unknown
+                    lsda = 0
+            found.append((first, lsda))
+        at = end
+    return found
+
+
+def _cie_at(data: bytes, base: int, at: int, cies: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    """The encodings of the CIE at offset ``at`` (one after the FDE that names it, which the
+    format allows)."""
+    if not 0 <= at <= len(data) - 8:
+        raise ValueError(f"an FDE of .eh_frame names no CIE ({base + at:#x})")
+    length = int.from_bytes(data[at:at + 4], "little")
+    id_size = 8 if length == 0xFFFFFFFF else 4
+    start = at + (12 if id_size == 8 else 4)
+    if int.from_bytes(data[start:start + id_size], "little"):
+        raise ValueError(f"an FDE of .eh_frame names an FDE as its CIE ({base + at:#x})")
+    cies[at] = _cie_encodings(_Reader(partial(_slice, data, base), base + start + id_size, bits=64))
+    return cies[at]
+
+
+def _slice(data: bytes, base: int, at: int, size: int) -> bytes:
+    """``size`` bytes of ``data`` (loaded at ``base``) from address ``at``; ValueError past its end."""
+    if not base <= at <= at + size <= base + len(data):
+        raise ValueError(f".eh_frame is cut short at {at:#x}")
+    return data[at - base:at - base + size]
+
+
+def _cie_encodings(r: _Reader) -> tuple[int, int]:
+    """(FDE pointer encoding, LSDA encoding or OMIT) of the CIE whose version byte ``r`` is at."""
+    version = r.byte()
+    augmentation = bytearray()
+    while (c := r.byte()) != 0:
+        augmentation.append(c)
+    if augmentation.startswith(b"eh"):
+        r.at += 8
+    r.uleb128()  # code alignment
+    r.sleb128()  # data alignment
+    r.byte() if version == 1 else r.uleb128()  # return address register
+    fde_encoding, lsda_encoding = 0x00, OMIT
+    if augmentation[:1] != b"z":
+        return fde_encoding, lsda_encoding
+    r.uleb128()  # the augmentation data's length
+    for c in augmentation[1:].decode("latin-1"):
+        if c == "L":
+            lsda_encoding = r.byte()
+        elif c == "R":
+            fde_encoding = r.byte()
+        elif c == "P":
+            encoding = r.byte()
+            r.skip_encoded(encoding)
+        elif c not in "SB":
+            raise ValueError(f"unknown .eh_frame augmentation {augmentation.decode('latin-1')!r}")
+    return fde_encoding, lsda_encoding
+
+
 def _pads_of_lsda(r: _Reader, function: int, keep: int = 0xFFFFFFFE) -> set[int]:
     """``keep``: the bits of an address that are the address (not ARM's Thumb bit 0)."""
     lp_encoding = r.byte()
@@ -169,6 +266,21 @@ class _Reader:
                 return value - (1 << shift) if signed and b & 0x40 else value
             if shift > 35:
                 raise ValueError("LEB128 value too long")
+
+    def skip_encoded(self, encoding: int) -> None:
+        """Step over a DW_EH_PE-encoded value of any application (a personality's pointer,
+        often indirect), without reading what it names."""
+        form = encoding & 0x0F
+        if encoding == OMIT:
+            return
+        if form in (0x01, 0x09):
+            self.uleb128()
+            return
+        size = self.bits // 8 if form == 0x00 else _FORMS.get(form, (0, False))[0]
+        if not size:
+            raise ValueError(f"unsupported pointer format {form:#x}")
+        self.read(self.at, size)  # (inside the image)
+        self.at += size
 
     def encoded(self, encoding: int) -> int:
         """A DW_EH_PE-encoded value: the low nibble is the format, 0x10 makes it PC-relative;

@@ -19,6 +19,8 @@ from enum import Enum
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from ..errors import AnvilError
+
 if TYPE_CHECKING:
     from ..api import Prototype
     from .lines import LineTable
@@ -29,6 +31,20 @@ class Point(Enum):
 
     BEFORE = "before"
     AFTER = "after"
+
+
+def check_call(what: str, point: object, points: tuple[Point, ...], prototype: object, args: tuple) -> None:
+    """A tool's ``call`` on ``what`` checked where the tool makes it: a point that is not one
+    of ``points``, a prototype that is not one, arguments that do not fit it. A tool file's
+    mistake is then one line naming it (AnvilError), not an exception deep in the emitter
+    that says it is Anvil's bug, nor a call silently placed nowhere."""
+    if point not in points:
+        names = " or ".join(f"Point.{p.name}" for p in points)
+        raise AnvilError(f"a call on {what} takes {names}, not {point!r}")
+    check = getattr(prototype, "check_args", None)
+    if check is None:
+        raise AnvilError(f"a call on {what} takes a prototype (self.prototype(name, Arg...)), not {prototype!r}")
+    check(args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,9 +167,7 @@ class Instruction:
 
     def call(self, point: Point, prototype: Prototype, *args: object) -> None:
         """Ask for ``prototype`` to be called before (or after) this instruction runs."""
-        if point is not Point.BEFORE:
-            raise NotImplementedError("only Point.BEFORE is supported on instructions so far")
-        prototype.check_args(args)
+        check_call("an instruction", point, (Point.BEFORE,), prototype, args)
         self.add_hook(Hook(point, prototype, args))
 
     def add_hook(self, hook: Hook) -> None:
@@ -206,9 +220,7 @@ class Block:
 
     def call(self, point: Point, prototype: Prototype, *args: object) -> None:
         """Call ``prototype`` when the block is entered (Point.BEFORE)."""
-        if point is not Point.BEFORE:
-            raise NotImplementedError("only Point.BEFORE is supported on blocks")
-        prototype.check_args(args)
+        check_call("a block", point, (Point.BEFORE,), prototype, args)
         hook = Hook(point, prototype, args)
         if self.hooks:
             self.hooks.append(hook)
@@ -280,9 +292,7 @@ class Procedure:
 
     def call(self, point: Point, prototype: Prototype, *args: object) -> None:
         """Call ``prototype`` on entry to the procedure (Point.BEFORE)."""
-        if point is not Point.BEFORE:
-            raise NotImplementedError("only Point.BEFORE (entry) is supported on procedures")
-        prototype.check_args(args)
+        check_call("a procedure", point, (Point.BEFORE,), prototype, args)
         self.hooks.append(Hook(point, prototype, args))
 
 
@@ -394,6 +404,12 @@ class Binary:
     # The program starts threads (names pthread_create or thrd_create): counters then add
     # with LDREX/STREX, as in firmware interrupt code (decision 0003).
     threaded: bool = False
+    # The program may make a process that runs its code: it names fork, vfork, clone, a
+    # library function that forks and returns in the child (daemon, forkpty), the generic
+    # syscall(), or an atfork handler's registration, or it is static and stripped, or Go
+    # (read_runtime_facts). ReHost keeps each process's stream for the children it may fork
+    # only then (rehost/bridge.py).
+    forks: bool = True
     # Code the program reads as its data (V8's embedded builtins, which node copies next to
     # its JIT code to run them there): left as it is, neither copied nor jumped from.
     code_read_as_data: list[tuple[int, int]] = field(default_factory=list)
@@ -477,7 +493,7 @@ class Binary:
 
     def call(self, point: Point, prototype: Prototype, *args: object) -> None:
         """Program start (Point.BEFORE) or program end (Point.AFTER)."""
-        prototype.check_args(args)
+        check_call("the program", point, (Point.BEFORE, Point.AFTER), prototype, args)
         self.hooks.append(Hook(point, prototype, args))
 
     def bracket_program_calls(self, first: Prototype, last: Prototype) -> None:

@@ -2,7 +2,8 @@
  * bytes leave the program. Included by each ISA's anvil_channel.c, which defines the system
  * call numbers (a .h: the compile cache hashes the headers).
  *
- * The channel is file descriptor ANVIL_REHOST_FD, inherited from `anvil run` (a socket: send() with MSG_NOSIGNAL, so a vanished reader never kills the program;
+ * The channel is file descriptor ANVIL_REHOST_FD, inherited from `anvil run` and closed on
+ * exec (a socket: send() with MSG_NOSIGNAL, so a vanished reader never kills the program;
  * any other file: write()). When the program did not inherit it and its environment
  * has ANVIL_REHOST_CONNECT=a.b.c.d:port, the communicator connects a TCP socket there
  * (`anvil rehost-listen` on the host) and moves it to ANVIL_REHOST_FD, so the
@@ -26,6 +27,8 @@
 #define AF_INET 2
 #define SOCK_STREAM 1
 #define F_GETFD 1
+#define F_SETFD 2
+#define FD_CLOEXEC 1
 #define SOL_SOCKET 1
 #define SO_TYPE 3
 #define SOCK_SEQPACKET 5
@@ -84,6 +87,8 @@ static int connect_channel(void)
         anvil_syscall(SYS_dup2, fd, ANVIL_REHOST_FD, 0, 0, 0, 0);
     if (fd >= 0 && fd != ANVIL_REHOST_FD)
         anvil_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
+    if (got >= 0)
+        anvil_syscall(SYS_fcntl, ANVIL_REHOST_FD, F_SETFD, FD_CLOEXEC, 0, 0, 0);
     return got >= 0;
 }
 
@@ -153,6 +158,10 @@ void anvil_channel_open(void)
 {
     channel_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
     if (anvil_syscall(SYS_fcntl, ANVIL_REHOST_FD, F_GETFD, 0, 0, 0, 0) >= 0) {  /* inherited */
+        /* Not passed on to the programs it runs: a command it leaves running in the
+         * background (`system("daemon &")`, gpg's agent) would hold the channel open, and
+         * `anvil run` would wait for it to end. Its forked children keep it. */
+        anvil_syscall(SYS_fcntl, ANVIL_REHOST_FD, F_SETFD, FD_CLOEXEC, 0, 0, 0);
         int type = 0;
         uint32_t size = sizeof type;
         messages = anvil_syscall(SYS_getsockopt, ANVIL_REHOST_FD, SOL_SOCKET, SO_TYPE, (long)&type, (long)&size,

@@ -43,7 +43,7 @@ def run_rehost(binary: Path, address: str, args: list[str] | tuple[str, ...] = (
     cmd = ["qemu-arm", "-L", lib_root, "-0", argv0, str(binary.resolve()), *args]
     try:
         outcome = bridge.run(cmd, channel, table.tool, document, "prog", env=env or {}, cwd=str(cwd),
-                             stdin=stdin)
+                             stdin=stdin, forks=table.forks)
     finally:
         channel.close()
     bridge.write_outputs(outcome, table.output_paths, str(cwd))

@@ -72,8 +72,55 @@ def _segment(reg: int) -> str | None:
     return {csx86.X86_REG_FS: "fs", csx86.X86_REG_GS: "gs"}.get(reg)
 
 
+# The six status flags (CF, PF, AF, ZF, SF, OF): bit k of a flag set is flag k.
+_FLAGS = ("CF", "PF", "AF", "ZF", "SF", "OF")
+ALL_FLAGS = (1 << len(_FLAGS)) - 1
+_READ = [getattr(csx86, f"X86_EFLAGS_TEST_{flag}") for flag in _FLAGS]
+_WRITE = [sum(getattr(csx86, f"X86_EFLAGS_{kind}_{flag}", 0) for kind in ("MODIFY", "RESET", "SET", "UNDEFINED"))
+          for flag in _FLAGS]
+# Readers capstone may describe without flags: taken as reading all of them.
+_READERS = ("j", "set", "cmov", "adc", "sbb", "pushf", "lahf", "rcl", "rcr", "fcmov", "loop", "salc")
+#: (flags read, flags written) by each encoding decoded with details so far, by its bytes
+#: (arch/x86_64/flags.py's liveness reads them here rather than decode each again), each
+#: pair kept once (at most 4096 of them, for a million encodings).
+FLAG_EFFECTS: dict[bytes, tuple[int, int]] = {}
+_PAIRS: dict[tuple[int, int], tuple[int, int]] = {}
+_BY_EFLAGS: dict[int, tuple[int, int]] = {}  # capstone's eflags -> the pair, where no name overrides it
+_WRITE_ALL = frozenset({"popfq", "popf", "sahf"})  # (capstone's eflags do not say so)
+
+
+def flag_effect(ins: capstone.CsInsn) -> tuple[int, int]:
+    """(flags read, flags written) by one capstone instruction (with details), from its
+    ``eflags``."""
+    eflags = ins.eflags
+    mnemonic = ins.mnemonic
+    if eflags and mnemonic not in _WRITE_ALL:  # (most: the pair depends on eflags alone)
+        pair = _BY_EFLAGS.get(eflags)
+        if pair is None:
+            pair = _BY_EFLAGS[eflags] = _pair_of(eflags, mnemonic)
+        return pair
+    return _pair_of(eflags, mnemonic)
+
+
+def _pair_of(eflags: int, mnemonic: str) -> tuple[int, int]:
+    """(flags read, flags written) by an instruction named ``mnemonic`` whose capstone eflags
+    are ``eflags``."""
+    reads = sum(1 << k for k, bit in enumerate(_READ) if eflags & bit)
+    writes = sum(1 << k for k, bits in enumerate(_WRITE) if eflags & bits)
+    if not eflags and mnemonic.split()[-1].startswith(_READERS) and mnemonic != "jmp":
+        reads = ALL_FLAGS
+    if mnemonic in _WRITE_ALL:
+        writes = ALL_FLAGS
+    pair = (reads, writes)
+    return _PAIRS.setdefault(pair, pair)
+
+
 def instruction_of(ins: capstone.CsInsn) -> Instruction:
-    """The IR instruction of one capstone instruction (with details)."""
+    """The IR instruction of one capstone instruction (with details); its flags' effect is
+    noted in FLAG_EFFECTS."""
+    raw = bytes(ins.bytes)
+    if raw not in FLAG_EFFECTS:
+        FLAG_EFFECTS[raw] = flag_effect(ins)
     numbers = _register_numbers()
     groups = set(ins.groups)
     name = ins.mnemonic.split()[-1]  # "rep movsb" -> "movsb", "notrack jmp" -> "jmp", "lock add" -> "add"
@@ -113,7 +160,7 @@ def instruction_of(ins: capstone.CsInsn) -> Instruction:
     accesses.sort(key=lambda access: (access.is_store, access.base != RDI))
     cond = CONDITIONAL if is_jump and (name.startswith("j") and name != "jmp" or name in _CONDITIONAL_JUMPS) else 14
     return Instruction(
-        address=ins.address, size=ins.size, raw=bytes(ins.bytes), thumb=False, mnemonic=ins.mnemonic,
+        address=ins.address, size=ins.size, raw=raw, thumb=False, mnemonic=ins.mnemonic,
         op_str=ins.op_str, name=name, cond=cond, accesses=tuple(accesses),
         is_branch=is_jump or is_call or is_return, is_call=is_call, is_return=is_return,
         is_indirect=indirect or is_return, branch_target=target, reads_pc=reads_rip,

@@ -19,18 +19,10 @@ from __future__ import annotations
 
 from functools import cache
 
-from capstone import x86_const as x86
-
 from ...ir.model import Binary, Block, Instruction, Procedure
-from .decode import branch_form, shared_disassembler
+from .decode import ALL_FLAGS, FLAG_EFFECTS, branch_form, flag_effect, shared_disassembler
 
-_FLAGS = ("CF", "PF", "AF", "ZF", "SF", "OF")
-ALL = (1 << len(_FLAGS)) - 1
-_READ = [getattr(x86, f"X86_EFLAGS_TEST_{flag}") for flag in _FLAGS]
-_WRITE = [sum(getattr(x86, f"X86_EFLAGS_{kind}_{flag}", 0) for kind in ("MODIFY", "RESET", "SET", "UNDEFINED"))
-          for flag in _FLAGS]
-# Readers capstone may describe without flags: taken as reading all of them.
-_READERS = ("j", "set", "cmov", "adc", "sbb", "pushf", "lahf", "rcl", "rcr", "fcmov", "loop", "salc")
+ALL = ALL_FLAGS
 
 
 @cache
@@ -39,34 +31,33 @@ def _jcc_reads() -> tuple[int, ...]:
     return tuple(_decoded_effect(bytes((0x70 + condition, 0)))[0] for condition in range(16))
 
 
-# Each (read, written) pair once: the cache below holds one for every distinct encoding of
-# a program (a million in a large one), and there are at most 4096 pairs.
-_PAIRS: dict[tuple[int, int], tuple[int, int]] = {}
-
-
-@cache
 def _effect_of(raw: bytes) -> tuple[int, int]:
-    """(flags read, flags written) of the instruction encoded as ``raw``: a direct jump's from
-    its bytes (most distinct encodings are direct branches), the others' from capstone."""
+    """(flags read, flags written) of the instruction encoded as ``raw``: as the lift's
+    decoding noted them (FLAG_EFFECTS), a direct jump's from its bytes (most distinct
+    encodings are direct branches, which the lift reads without capstone), else capstone's."""
+    pair = FLAG_EFFECTS.get(raw)
+    if pair is None:
+        pair = _branch_effect(raw)
+        if pair is None:
+            return _decoded_effect(raw)
+        FLAG_EFFECTS[raw] = pair
+    return pair
+
+
+def _branch_effect(raw: bytes) -> tuple[int, int] | None:
+    """(flags read, flags written) of a direct jump or conditional jump, from its bytes;
+    None for anything else (a direct call too: calls are taken apart in ``effect``)."""
     form = branch_form(raw)
-    if form is not None and form[0] != "call":
-        pair = (_jcc_reads()[form[1]] if form[0] == "jcc" else 0), 0
-    else:
-        pair = _decoded_effect(raw)
-    return _PAIRS.setdefault(pair, pair)
+    if form is None or form[0] == "call":
+        return None
+    return (_jcc_reads()[form[1]] if form[0] == "jcc" else 0), 0
 
 
 def _decoded_effect(raw: bytes) -> tuple[int, int]:
     """(flags read, flags written) of the instruction encoded as ``raw``, from capstone."""
     for ins in shared_disassembler().disasm(raw, 0x1000, 1):
-        eflags = ins.eflags
-        reads = sum(1 << k for k, bit in enumerate(_READ) if eflags & bit)
-        writes = sum(1 << k for k, bits in enumerate(_WRITE) if eflags & bits)
-        if not eflags and ins.mnemonic.split()[-1].startswith(_READERS) and ins.mnemonic != "jmp":
-            reads = ALL
-        if ins.mnemonic in ("popfq", "popf", "sahf"):
-            writes = ALL
-        return reads, writes
+        pair = FLAG_EFFECTS[raw] = flag_effect(ins)
+        return pair
     return ALL, 0
 
 

@@ -23,13 +23,12 @@ import re
 import struct
 from collections.abc import Iterable, Iterator
 
-from elftools.dwarf.callframe import FDE
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from ...errors import AnvilError
 from ...ir.elf_loader import code_read_as_data, read_runtime_facts
-from ...ir.exception_tables import landing_pads
+from ...ir.exception_tables import eh_frame_functions, landing_pads
 from ...ir.go_runtime import go_functions, go_version, refusal
 from ...ir.model import Binary, Block, Instruction, Procedure, Segment, own_instructions
 from .decode import RIP, decode_measured, decode_one, make_disassembler
@@ -247,21 +246,21 @@ def _function_symbols(elf: ELFFile, code: list[tuple[int, int]]) -> dict[int, tu
 def _unwinding(elf: ELFFile, binary: Binary) -> tuple[set[int], set[int]]:
     """The first addresses of the functions ``.eh_frame`` describes, and the landing pads
     their LSDAs name (where the unwinder enters code: C++ catch blocks and cleanups)."""
-    if elf.get_section_by_name(".eh_frame") is None:
+    section = elf.get_section_by_name(".eh_frame")
+    if section is None or section["sh_type"] == "SHT_NOBITS":
         return set(), set()
     try:
-        entries = [e for e in elf.get_dwarf_info(follow_links=False).EH_CFI_entries() if isinstance(e, FDE)]
-    except Exception:  # a malformed .eh_frame names no functions; the symbols still do
+        entries = eh_frame_functions(section.data(), section["sh_addr"])
+    except ValueError:  # a malformed .eh_frame names no functions; the symbols still do
         return set(), set()
     pads: set[int] = set()
-    for fde in entries:
-        lsda = getattr(fde, "lsda_pointer", None)
+    for first, lsda in entries:
         if lsda:
             try:
-                pads |= landing_pads(binary.read, lsda, fde.header["initial_location"])
+                pads |= landing_pads(binary.read, lsda, first)
             except (ValueError, IndexError):  # an LSDA this cannot read: its pads stay unknown
                 continue
-    return {fde.header["initial_location"] for fde in entries}, pads
+    return {first for first, _ in entries}, pads
 
 
 def _array_functions(elf: ELFFile, binary: Binary) -> set[int]:
