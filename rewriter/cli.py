@@ -430,7 +430,7 @@ def _run_on_board(args: argparse.Namespace, before_start: Callable[[], None]) ->
     working directory (made a named pipe here, read by the bridge) or to a UART (which QEMU
     writes to another named pipe), as its site table says. Returns as _run_on_linux.
     """
-    from .emit.firmware_placement import loads_of, loads_start_on
+    from .emit.firmware_placement import check_runs_on
     from .emit.rehost import SITE_TABLE_SUFFIX
 
     target = board(args.board)
@@ -440,31 +440,37 @@ def _run_on_board(args: argparse.Namespace, before_start: Callable[[], None]) ->
         raise AnvilError(f"{args.binary}: an x86-64 program, not a firmware image for --board")
     if not _elf_file(args.binary, data, functools.partial(_is_firmware, args.binary)):
         raise AnvilError(f"{args.binary} is a Linux program, not a firmware image for --board (anvil run without it)")
-    if not _elf_file(args.binary, data, lambda elf: loads_start_on(loads_of(data), target)):
-        raise AnvilError(f"{args.binary} does not load into {target.name}'s flash and RAM: an image for another "
-                         "board ('anvil run --help' lists them)")
+    rehost = os.path.exists(args.binary + SITE_TABLE_SUFFIX)
+    if rehost:  # a UART image on a board whose UARTs ReHost cannot drive: the more telling error
+        _check_transport(args.binary + SITE_TABLE_SUFFIX, target)
+    # An image for another board's memory map faults at its first instruction (QEMU spins on
+    # the lockup for ever), or loses its results where the board has no memory (decision 0122).
+    _elf_file(args.binary, data, lambda elf: check_runs_on(data, target))
     if args.args:
         raise AnvilError("a firmware image takes no program arguments")
-    rehost = os.path.exists(args.binary + SITE_TABLE_SUFFIX)
     if not rehost and (args.server or args.lib):
         raise AnvilError(f"{args.binary} is not a ReHost image: --server and --lib need --mode rehost")
     if shutil.which("qemu-system-arm") is None:
         raise AnvilError("qemu-system-arm not found: run scripts/bootstrap.sh")
     if not rehost:
-        _check_runs_on(args.binary, target)
         before_start()
         return subprocess.run(target.qemu_command(args.binary, icount=icount)).returncode, False
     return _run_rehost(args, args.binary + SITE_TABLE_SUFFIX,
                        functools.partial(_start_on_board, target, args.binary, icount), before_start)
 
 
-def _check_runs_on(image: str, target: Board) -> None:
-    """A one-line error unless every byte ``image`` loads lies in ``target``'s memories: an
-    image placed for another board would run with its results lost (decision 0122)."""
-    from .emit.firmware_placement import check_runs_on
+def _check_transport(table_path: str, target: Board) -> None:
+    """A one-line error if the ReHost image's site table sends records through a transport
+    ``target`` does not offer (an unreadable table is left to the session to refuse)."""
+    from rehost.sitetable import SiteTableError, parse
 
-    with open(image, "rb") as f:
-        check_runs_on(f.read(), target)
+    try:
+        with open(table_path, "rb") as f:
+            link = parse(f.read()).channel
+    except (OSError, SiteTableError, ValueError):
+        return
+    if link is not None:
+        target.check_transport(link.transport)
 
 
 def _start_on_board(target: Board, image: str, icount: int | None, channel: Any, table: Any, document: bytes,
@@ -475,11 +481,7 @@ def _start_on_board(target: Board, image: str, icount: int | None, channel: Any,
     from .emit.rehost import channel_path
 
     link = table.channel  # None in site tables older than the UART transport: semihosting
-    uart = link is not None and link.transport == "uart"
-    if uart:
-        target.check_transport(link.transport)  # the more telling error of the two
-    _check_runs_on(image, target)
-    if uart:
+    if link is not None and link.transport == "uart":
         # QEMU writes what the image sends through its UART to a named pipe, as semihosting does to
         # <image>.records; it lives in a private directory, not beside the image.
         with tempfile.TemporaryDirectory(prefix="anvil-") as tmp:

@@ -423,15 +423,6 @@ def loads_of(data: bytes) -> list[Load]:
             for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
 
 
-def loads_start_on(loads: list[Load], target: Board) -> bool:
-    """Whether every segment that loads bytes starts in ``target``'s flash or one of its
-    RAMs: the least a board must have for an image to run on it (what ``anvil run
-    --board`` asks before QEMU is started: an image for another board's memory map
-    faults at its first instruction and QEMU spins on the lockup for ever)."""
-    memories = (target.flash, target.ram, *target.ram_banks)
-    return all(any(load.paddr in m for m in memories) for load in loads if load.filesz)
-
-
 def _symbol_values(binary: Binary) -> dict[str, int]:
     """Every defined symbol's value (linker-script symbols are absolute or section-relative
     NOTYPE symbols, which the IR's symbol map leaves out)."""
