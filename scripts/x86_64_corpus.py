@@ -352,7 +352,8 @@ ARM_ASM = """\t.syntax unified\n\t.thumb\n\t.text\n\t.global f\n\t.type f, %func
 \tpop {r4, pc}\n\t.ltorg\n\t.data\ntable:\t.word 1, 2, 3, 4\n"""
 TINY_CPP = """template <typename T> struct V { T a[8]; int n = 0; void push(T x) { a[n++] = x; } T sum() const {
 T s{}; for (int i = 0; i < n; ++i) s += a[i]; return s; } };
-struct B { virtual ~B() {} virtual int f(int x) { return x + 1; } }; struct D : B { int f(int x) override { return x * 3; } };
+struct B { virtual ~B() {} virtual int f(int x) { return x + 1; } };
+struct D : B { int f(int x) override { return x * 3; } };
 int use(B &b, int k) { V<int> v; for (int i = 0; i < k && i < 8; ++i) v.push(b.f(i)); return v.sum(); }
 int thrower(int x) { if (x < 0) throw x; return x; }
 int main() { D d; try { return use(d, 5) + thrower(-1); } catch (int e) { return e; } }
@@ -361,7 +362,8 @@ PO_A = 'msgid ""\nmsgstr "Content-Type: text/plain; charset=UTF-8\\n"\n\nmsgid "
     'msgid "one file"\nmsgid_plural "%d files"\nmsgstr[0] "un fichier"\nmsgstr[1] "%d fichiers"\n'
 PO_B = 'msgid ""\nmsgstr "Content-Type: text/plain; charset=UTF-8\\n"\n\nmsgid "hello"\nmsgstr "salut"\n\n' \
     'msgid "bye"\nmsgstr "au revoir"\n'
-XAUTH = ("add :7 . 00112233445566778899aabbccddeeff\nadd box/unix:3 MIT-MAGIC-COOKIE-1 ffeeddccbbaa99887766554433221100\n"
+XAUTH = ("add :7 . 00112233445566778899aabbccddeeff\n"
+         "add box/unix:3 MIT-MAGIC-COOKIE-1 ffeeddccbbaa99887766554433221100\n"
          "list\nnlist\nremove :7\nlist\n")
 ED_WORK = "r a.txt\n1,3p\n,s/w1/W1/g\n/W1/p\n$-2,$d\nw out.txt\nq\n"
 SEXP = "(7:private(3:rsa(1:n#00c5ef01#)(1:e3:\x01\x00\x01))[10:text/plain]5:hello)"
@@ -414,7 +416,8 @@ def _repository(work: Path) -> None:
            "GIT_COMMITTER_DATE": "@1000000000 +0000", "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b",
            "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"}
     repo = work / "repo"
-    for command in (["init", "-q", "-b", "main", str(repo)], ["-C", str(repo), "commit", "-q", "--allow-empty", "-m", "x"],
+    for command in (["init", "-q", "-b", "main", str(repo)],
+                    ["-C", str(repo), "commit", "-q", "--allow-empty", "-m", "x"],
                     ["-C", str(repo), "tag", "v1"]):
         subprocess.run(["git", *command], check=True, env=env)
 
@@ -843,7 +846,7 @@ def _results_again(placed: Path, case: Case, vdir: Path, tool: str) -> bytes | N
     again.mkdir()
     _prepare(case, again)
     _run(placed, case, again, rehost=_host_library(tool))
-    found = [p for p in again.iterdir() if RESULTS.search(p.name)]
+    found = [p for p in again.iterdir() if (m := RESULTS.search(p.name)) and not m.group(2)]
     return found[0].read_bytes() if found else None
 
 
@@ -896,7 +899,9 @@ def run_case(case: Case, root: Path, builds: Path, qemu: bool = False, tools: Se
         _prepare(case, work)
         library = _host_library(tool.removesuffix(REHOST)) if tool and tool.endswith(REHOST) else None
         seconds, cpu, result = _run(placed, case, work, trace, library)
-        results = [trace] if trace else [p for p in work.iterdir() if RESULTS.search(p.name)]
+        # The program's own results file: its forked children's (``.<pid>``) are not it (a
+        # program that ended by an exec left only theirs, decision 0123).
+        results = [trace] if trace else [p for p in work.iterdir() if (m := RESULTS.search(p.name)) and not m.group(2)]
         results = [p for p in results if p.exists()]
         if result[0] == "trace too big":
             notes.append(f"memtrace stopped: trace over {TRACE_LIMIT >> 30} GB")

@@ -37,8 +37,8 @@ VARIANTS = ("x64-gcc-O2", "x64-gcc-O2-now", "x64-gcc-Os-cet", "x64-gcc-O2-static
 
 def _instrument(program: Path, out: Path, tool: str, *extra: str) -> Path:
     out.parent.mkdir(exist_ok=True)
-    done = subprocess.run([*CLI, "instrument", "--tool", tool, "--format", "json", *extra, str(program), "-o", str(out)],
-                          capture_output=True, text=True)
+    done = subprocess.run([*CLI, "instrument", "--tool", tool, "--format", "json", *extra, str(program),
+                           "-o", str(out)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return out
 
