@@ -464,7 +464,7 @@ def drawn() -> list[Case]:
              home="/usr/lib/google-cloud-sdk/platform/bundledpythonunix"),
         Case("jar", "/usr/lib/jvm/java-17-openjdk-amd64/bin/jar", ["--version"],
              home="/usr/lib/jvm/java-17-openjdk-amd64"),
-        Case("vgdb", "/usr/bin/vgdb", ["-l"]),
+        Case("vgdb", "/usr/bin/vgdb", ["-l"], varies="it lists /tmp, whose files come and go"),
         Case("dash", "/usr/bin/dash", ["work.sh"], setup=_write(work_sh=DASH_WORK),
              varies="its script signals its own pid ($$), whose digits vary"),
         Case("xauth", "/usr/bin/xauth", ["-f", "auth", "source", "-"], stdin=XAUTH.encode()),
