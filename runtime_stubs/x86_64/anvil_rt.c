@@ -191,6 +191,10 @@ anvil_word anvil_stacks __attribute__((section(".data")));
 uint64_t anvil_stacks_busy __attribute__((section(".data")));
 extern long anvil_pc_map[3];
 
+#define SYS_clone 56
+#define SYS_wait4 61
+#include "anvil_exec_end.h"  /* end_before_exec, hashed_symbol */
+
 /* ------------------------------------------------------------ the C library's _exit */
 
 #define AT_PHDR 3
@@ -253,38 +257,7 @@ static const uint8_t *defined_function(const long *ld, anvil_word l_addr, const 
     }
     if (!symtab || !strtab)
         return 0;
-    const uint8_t *found = 0;
-    if (gnu) {
-        uint32_t hash = 5381;
-        for (const char *c = name; *c; c++)
-            hash = hash * 33 + (uint8_t)*c;
-        uint32_t nbuckets = gnu[0], first = gnu[1], bloom_words = gnu[2];
-        const uint32_t *buckets = gnu + 4 + 2 * bloom_words, *chain = buckets + nbuckets;  /* 64-bit bloom words */
-        for (uint32_t i = nbuckets ? buckets[hash % nbuckets] : 0; i >= first && i; i++) {
-            const uint8_t *sym = (const uint8_t *)(symtab + 24 * i);
-            if ((chain[i - first] | 1) == (hash | 1) && anvil_streq((const char *)(strtab + *(const uint32_t *)sym), name)) {
-                found = sym;
-                break;
-            }
-            if (chain[i - first] & 1)
-                break;
-        }
-    } else if (sysv) {
-        uint32_t hash = 0;
-        for (const char *c = name; *c; c++) {
-            hash = (hash << 4) + (uint8_t)*c;
-            hash = (hash ^ ((hash & 0xf0000000u) >> 24)) & 0x0fffffffu;
-        }
-        uint32_t nbucket = sysv[0];
-        const uint32_t *bucket = sysv + 2, *chain = bucket + nbucket;
-        for (uint32_t i = nbucket ? bucket[hash % nbucket] : 0; i; i = chain[i]) {
-            const uint8_t *sym = (const uint8_t *)(symtab + 24 * i);
-            if (anvil_streq((const char *)(strtab + *(const uint32_t *)sym), name)) {
-                found = sym;
-                break;
-            }
-        }
-    }
+    const uint8_t *found = hashed_symbol(gnu, sysv, (const uint8_t *)symtab, (const char *)strtab, 24, 8, name);
     /* st_info's type (low nibble), st_shndx (defined), st_value */
     if (!found || (found[4] & 0xf) != STT_FUNC || *(const uint16_t *)(found + 6) == 0 || !*(const uint64_t *)(found + 8))
         return 0;
@@ -442,47 +415,11 @@ void anvil_threads_start(void)
         *((uint8_t *)table + table[k]) = 0xF0;
 }
 
-#define SYS_clone 56
 #define SYS_execve 59
-#define SYS_wait4 61
 #define SYS_execveat 322
 
-/* Before an exec (decision 0123, as decision 0101 on ARM): the process becomes another
- * program and no exit runs, so the results are written now, as at the end. By a forked copy
- * of the process, which writes them and exits while this one waits: the end changes what
- * it reads (derived counts go into their slots, files are closed), and should the exec
- * fail the program goes on counting in the memory it had, and its own end writes the
- * results again (the sink cuts what the copy wrote: anvil_sink_copy_ended). The copy takes
- * this process's place for the results' names (start_pid). ReHost: the end itself (the
- * stream is this process's; records after a failed exec are dropped). Only in the process
- * the program started as: a forked child (a vfork child shares its parent's memory, the
- * runtime's state with it) keeps the children's rule, results at its exit. */
-__attribute__((weak)) int anvil_records_to_host(void) { return 0; }
-void anvil_sink_copy_ended(void);
-
-void anvil_before_exec(void)
-{
-    if (anvil_forked_child())
-        return;
-    if (anvil_records_to_host()) {
-        anvil_program_end();
-        return;
-    }
-    long pid = anvil_syscall(SYS_clone, 17 /* SIGCHLD */, 0, 0, 0, 0, 0);
-    if (pid == 0) {
-        start_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
-        anvil_program_end();
-        anvil_syscall(SYS_exit_group, 0, 0, 0, 0, 0, 0);
-    }
-    if (pid > 0) {
-        int status;
-        while (anvil_syscall(SYS_wait4, pid, (long)&status, 0x40000000 /* __WALL */, 0, 0, 0) == -4 /* EINTR */)
-            ;
-        anvil_sink_copy_ended();
-    } else {
-        anvil_program_end();  /* no copy could be made: the end here (a failed exec loses the rest) */
-    }
-}
+/* Before an exec: anvil_exec_entry, anvil_on_syscall, anvil_exec_jump. */
+void anvil_before_exec(void) { end_before_exec(); }
 
 /* An exec function's PLT entry, as it is entered (anvil_exec_jump_entry): ``slot`` is the
  * link address of the GOT slot it jumps through, ``lazy`` what the file holds there (the
