@@ -28,7 +28,7 @@ import pytest
 
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support import samples
-from tests.support.rehost import CLI
+from tests.support.rehost import CLI, place_at
 
 #: Every run's (the original's too): only where ``anvil run`` finds this tree's code.
 ENVIRONMENT = {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
@@ -46,12 +46,7 @@ def _instrument(program: Path, out: Path, tool: str, *extra: str) -> Path:
 def _run(running: Path, copy: Path, args: list[str], rehost: bool = False) -> tuple:
     """``copy`` placed at ``running`` and run there under ``setarch -R`` (through ``anvil
     run``, ``rehost``): its exit status, output and error output."""
-    for stale in running.parent.glob(f"{running.name}.*"):
-        stale.unlink()
-    shutil.copy(copy, running)
-    table = Path(f"{copy}.sites.json")
-    if table.exists():
-        shutil.copy(table, f"{running}.sites.json")
+    place_at(running, copy)
     runner = [*CLI, "run", "-q", "--argv0", str(running)] if rehost else []  # argv[0] as run directly
     done = subprocess.run(["setarch", "-R", *runner, str(running), *(["--"] if rehost else []), *args],
                           capture_output=True, timeout=300, cwd=running.parent, env=ENVIRONMENT)
