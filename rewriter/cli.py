@@ -362,8 +362,10 @@ def _run_command(args: argparse.Namespace, cmd: list[str], executable: str | Non
         return _run_rehost(args, binary + SITE_TABLE_SUFFIX, start, before_start)
     if args.server or args.lib:
         raise AnvilError(f"{binary} is not a ReHost binary: --server and --lib need --mode rehost")
+    from rehost import PROGRAM_ENVIRONMENT  # (the user's, as ReHost's programs get it)
+
     before_start()
-    return subprocess.run(cmd, executable=executable).returncode, False
+    return subprocess.run(cmd, executable=executable, env=PROGRAM_ENVIRONMENT).returncode, False
 
 
 def _run_natively(args: argparse.Namespace, before_start: Callable[[], None]) -> tuple[int, bool]:

@@ -85,6 +85,9 @@ class Case:
     home: str | None = None  #: a directory the program finds its files relative to (mirrored)
     tier: str = "small"
     env: dict[str, str] = field(default_factory=dict)
+    #: Why two runs of the program do not do the same work (its counts and accesses are then
+    #: not compared between runs: ReHost's with InHost's, cachesim's with memtrace's); "" if they do.
+    varies: str = ""
 
 
 def _text(path: Path, kib: int, seed: int = 1) -> None:
@@ -314,6 +317,284 @@ def cases() -> list[Case]:
         Case("java", "/usr/lib/jvm/java-17-openjdk-amd64/bin/java", ["-Xshare:off", "-version"],
              home="/usr/lib/jvm/java-17-openjdk-amd64"),
         *c_samples,
+        *drawn(),
+        *by_kind(),
+    ]
+
+
+#: Decision 0123: the first programs of this machine's Debian packages (those with an ELF
+#: executable in /usr/bin, /usr/sbin or /usr/lib), shuffled by ``random.Random(123)``, one
+#: executable a package drawn by ``random.Random(f"123:{package}")`` among those not in the
+#: corpus above (``scripts/x86_64_draw.py`` repeats the draw and says what it passed over).
+DASH_WORK = r"""set -e; n=0; for f in src/*.c; do n=$((n + 1)); done; echo "$n sources"
+x=$(wc -l < a.txt); echo "lines $x"; f() { echo "f:$1"; [ "$1" -gt 0 ] && f $(($1 - 1)) || :; }; f 3
+cat <<EOT | tr a-z A-Z | sort -r > up.txt
+alpha
+beta $n
+EOT
+trap 'echo trapped' USR1; kill -USR1 $$; (exit 7) || echo "sub $?"; case $x in *0*) echo zero;; *) echo other;; esac
+read a b < b.txt; echo "$a/$b"; set -- one two three; shift; echo "$# $*"; exec echo exec done
+"""
+PERL_XS_WORK = r"""use strict; use List::Util qw(sum max reduce shuffle); use POSIX qw(floor fmod strtol);
+use Digest::MD5 qw(md5_hex); use Digest::SHA qw(sha1_hex); use Storable qw(freeze thaw dclone);
+use Data::Dumper; use Encode qw(encode decode); use Scalar::Util qw(blessed reftype);
+$Data::Dumper::Sortkeys = 1; open my $f, '<', 'a.txt' or die; my @w = map { split } <$f>;
+print scalar(@w), ' ', sum(map { length } @w), ' ', max(map { length } @w), "\n";
+print md5_hex(join '', @w[0..999]), ' ', sha1_hex('anvil'), "\n";
+my $d = { list => [1..5], name => 'x', nested => { a => [floor(7.5), fmod(7, 3)] } };
+my $t = thaw(freeze($d)); print Dumper($t); print reduce { $a * $b } 1..15; print "\n";
+my $u = decode('UTF-8', "caf\xc3\xa9"); print length($u), ' ', length(encode('UTF-16LE', $u)), "\n";
+print reftype(dclone($d)), ' ', (blessed(bless {}, 'K') // 'none'), ' ', (strtol('ff', 16))[0], "\n";
+"""
+RPC = """const MAX = 64;
+struct pair { int key; string name<MAX>; };
+program P { version V { pair GET(int) = 1; void PUT(pair) = 2; } = 1; } = 0x20000099;
+"""
+ARM_ASM = """\t.syntax unified\n\t.thumb\n\t.text\n\t.global f\n\t.type f, %function\nf:\n\tpush {r4, lr}
+\tmovs r4, #0\n1:\tadds r4, r4, r0\n\tsubs r0, r0, #1\n\tbne 1b\n\tldr r1, =table\n\tldr r0, [r1, r4, lsl #2]
+\tpop {r4, pc}\n\t.ltorg\n\t.data\ntable:\t.word 1, 2, 3, 4\n"""
+TINY_CPP = """template <typename T> struct V { T a[8]; int n = 0; void push(T x) { a[n++] = x; } T sum() const {
+T s{}; for (int i = 0; i < n; ++i) s += a[i]; return s; } };
+struct B { virtual ~B() {} virtual int f(int x) { return x + 1; } };
+struct D : B { int f(int x) override { return x * 3; } };
+int use(B &b, int k) { V<int> v; for (int i = 0; i < k && i < 8; ++i) v.push(b.f(i)); return v.sum(); }
+int thrower(int x) { if (x < 0) throw x; return x; }
+int main() { D d; try { return use(d, 5) + thrower(-1); } catch (int e) { return e; } }
+"""
+PO_A = 'msgid ""\nmsgstr "Content-Type: text/plain; charset=UTF-8\\n"\n\nmsgid "hello"\nmsgstr "bonjour"\n\n' \
+    'msgid "one file"\nmsgid_plural "%d files"\nmsgstr[0] "un fichier"\nmsgstr[1] "%d fichiers"\n'
+PO_B = 'msgid ""\nmsgstr "Content-Type: text/plain; charset=UTF-8\\n"\n\nmsgid "hello"\nmsgstr "salut"\n\n' \
+    'msgid "bye"\nmsgstr "au revoir"\n'
+XAUTH = ("add :7 . 00112233445566778899aabbccddeeff\n"
+         "add box/unix:3 MIT-MAGIC-COOKIE-1 ffeeddccbbaa99887766554433221100\n"
+         "list\nnlist\nremove :7\nlist\n")
+ED_WORK = "r a.txt\n1,3p\n,s/w1/W1/g\n/W1/p\n$-2,$d\nw out.txt\nq\n"
+SEXP = "(7:private(3:rsa(1:n#00c5ef01#)(1:e3:\x01\x00\x01))[10:text/plain]5:hello)"
+
+
+#: Why a program's work varies run to run: it walks /proc, whose processes come and go.
+PROCESSES = "it reads every process of the machine in /proc"
+
+
+def _in_release(work: Path) -> None:
+    shutil.copy("/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_InRelease", work / "InRelease")
+
+
+def _arm_objects(compiler: str) -> Callable[[Path], None]:
+    def setup(work: Path) -> None:
+        for name in ("hash", "matrix", "sort"):
+            subprocess.run([compiler, "-O2", "-fPIC", f"-Dmain=main_{name}", "-c", str(SAMPLES / f"{name}.c"),
+                            "-o", str(work / f"{name}.o")], check=True)
+        subprocess.run([compiler.replace("-gcc", "-ar"), "rc", str(work / "lib.a"),
+                        *(str(work / f"{n}.o") for n in ("hash", "matrix", "sort"))], check=True)
+    return setup
+
+
+def _write(**texts: str) -> Callable[[Path], None]:
+    """Files of the given names (``_`` for ``.``) with the given text, beside ``_files``'."""
+    def setup(work: Path) -> None:
+        _files(work)
+        for name, text in texts.items():
+            (work / name.replace("_", ".")).write_text(text)
+    return setup
+
+
+def _terminfo(work: Path) -> None:
+    (work / "t.src").write_bytes(subprocess.run(["infocmp", "-x", "xterm-256color"], capture_output=True,
+                                                check=True).stdout)
+
+
+def _mime(work: Path) -> None:
+    (work / "mime/packages").mkdir(parents=True)
+    shutil.copy("/usr/share/mime/packages/freedesktop.org.xml", work / "mime/packages")
+
+
+def _parts(work: Path) -> None:
+    (work / "parts").mkdir()
+    for k, text in enumerate(("echo one; exit 0", "echo two >&2; exit 3", "ls parts | wc -l")):
+        script = work / "parts" / f"{k}0-part"
+        script.write_text(f"#!/bin/sh\n{text}\n")
+        script.chmod(0o755)
+    (work / "parts" / "skip.me").write_text("#!/bin/sh\necho never\n")
+
+
+def _repository(work: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "GIT_AUTHOR_DATE": "@1000000000 +0000",
+           "GIT_COMMITTER_DATE": "@1000000000 +0000", "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b",
+           "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"}
+    repo = work / "repo"
+    for command in (["init", "-q", "-b", "main", str(repo)],
+                    ["-C", str(repo), "commit", "-q", "--allow-empty", "-m", "x"],
+                    ["-C", str(repo), "tag", "v1"]):
+        subprocess.run(["git", *command], check=True, env=env)
+
+
+def drawn() -> list[Case]:
+    """Decision 0123's draw (seed 123), in the order drawn; what was passed over, and why,
+    is in the decision."""
+    lib = Path("/usr/lib")
+    return [
+        Case("gpgv", "/usr/bin/gpgv", ["--keyring", "/usr/share/keyrings/debian-archive-keyring.gpg", "InRelease"],
+             setup=_in_release),
+        Case("xxd", "/usr/bin/xxd", ["-g4", "-c24", "src/hash.c", "out.hex"], setup=_files),
+        Case("arm-g++", "/usr/bin/arm-linux-gnueabi-g++-12", ["-S", "-O2", "t.cpp", "-o", "t.s"],
+             setup=_write(t_cpp=TINY_CPP), home="/usr"),
+        Case("lessecho", "/usr/bin/lessecho", ["-a", "a b", 'c"d', "e\\f", "plain"]),
+        Case("perl5.36", "/usr/bin/perl5.36-x86_64-linux-gnu", ["work.pl"], setup=_write(work_pl=PERL_XS_WORK),
+             env={"PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}),
+        Case("arm-none-as", str(lib / "arm-none-eabi/bin/as"), ["-mcpu=cortex-m4", "t.s", "-o", "t.o"],
+             setup=_write(t_s=ARM_ASM)),
+        Case("arm-strings", "/usr/bin/arm-linux-gnueabi-strings", ["-t", "x", "-n", "6", "hash.o"],
+             setup=_arm_objects("arm-linux-gnueabihf-gcc")),
+        Case("arm-ld.bfd", "/usr/bin/arm-linux-gnueabihf-ld.bfd", LINK, setup=_arm_objects("arm-linux-gnueabihf-gcc")),
+        Case("rpcgen", "/usr/bin/rpcgen", ["-c", "-o", "t_xdr.c", "t.x"], setup=_write(t_x=RPC)),
+        Case("arm-gcc-ranlib", "/usr/bin/arm-linux-gnueabi-gcc-ranlib-12", ["lib.a"],
+             setup=_arm_objects("arm-linux-gnueabi-gcc"), home="/usr"),
+        Case("gtester", "/usr/bin/gtester", ["--version"]),
+        Case("gpg-wks-server", "/usr/bin/gpg-wks-server", ["--version"]),
+        Case("hostname", "/usr/bin/hostname", []),
+        Case("pinentry-curses", "/usr/bin/pinentry-curses", [],
+             stdin=b"GETINFO version\nGETINFO flavor\nOPTION ttyname=/dev/null\nBYE\n"),
+        Case("tic", "/usr/bin/tic", ["-x", "-o", "db", "t.src"], setup=_terminfo),
+        Case("getcap", "/usr/sbin/getcap", ["-r", "src"], setup=_files),
+        Case("msgcat", "/usr/bin/msgcat", ["--use-first", "-o", "out.po", "a.po", "b.po"],
+             setup=_write(a_po=PO_A, b_po=PO_B)),
+        Case("python3.12-gcloud", "/usr/lib/google-cloud-sdk/platform/bundledpythonunix/bin/python", ["work.py"],
+             setup=_script("work.py", PYTHON_WORK), env={"PYTHONHASHSEED": "0"},
+             home="/usr/lib/google-cloud-sdk/platform/bundledpythonunix"),
+        Case("jar", "/usr/lib/jvm/java-17-openjdk-amd64/bin/jar", ["--version"],
+             home="/usr/lib/jvm/java-17-openjdk-amd64"),
+        Case("vgdb", "/usr/bin/vgdb", ["-l"], varies="it lists /tmp, whose files come and go"),
+        Case("dash", "/usr/bin/dash", ["work.sh"], setup=_write(work_sh=DASH_WORK),
+             varies="its script signals its own pid ($$), whose digits vary"),
+        Case("xauth", "/usr/bin/xauth", ["-f", "auth", "source", "-"], stdin=XAUTH.encode()),
+        Case("update-mime-database", "/usr/bin/update-mime-database", ["mime"], setup=_mime),
+        Case("strace", "/usr/bin/strace", ["-qq", "-e", "trace=openat,execve", "-o", "log.txt", "/usr/bin/cat",
+                                           "a.txt"], setup=_files),
+        Case("pg_verifybackup", "/usr/lib/postgresql/15/bin/pg_verifybackup", ["src"], setup=_files,
+             home="/usr/lib/postgresql/15"),
+        Case("clang", "/usr/lib/llvm-14/bin/clang", ["-O2", "-S", "-emit-llvm", "src/hash.c", "-o", "hash.ll"],
+             setup=_files, home="/usr/lib/llvm-14"),
+        Case("gprofng", "/usr/bin/x86_64-linux-gnu-gprofng", ["--version"]),
+        Case("e2undo", "/usr/sbin/e2undo", ["a.txt", "b.txt"], setup=_files),
+        Case("oid2name", "/usr/lib/postgresql/15/bin/oid2name", ["-H", "/nonexistent"]),
+        Case("dpkg", "/usr/bin/dpkg", ["-S", "bin/jq"]),
+        Case("gpg-protect-tool", "/usr/lib/gnupg/gpg-protect-tool", ["--version"]),
+        # -q: lz4 shows its progress on stderr when a run takes long (a copy under memtrace)
+        Case("lz4", "/usr/bin/lz4", ["-q", "-9", "a.txt", "a.lz4"], setup=_files),
+        Case("lld", str(lib / "llvm-14/bin/lld"), ["-flavor", "gnu", *LINK], setup=_objects),
+        Case("ed", "/usr/bin/ed", ["-s"], stdin=ED_WORK.encode(), setup=_files),
+        Case("dumpsexp", "/usr/bin/dumpsexp", [], stdin=SEXP.encode("latin-1")),
+        Case("genl", "/usr/sbin/genl", ["ctrl", "list"]),
+        Case("skill", "/usr/bin/skill", ["-l"]),
+        Case("lsof", "/usr/bin/lsof", ["-w", "a.txt"], setup=_files, varies=PROCESSES),
+        Case("clear_console", "/usr/bin/clear_console", []),
+        Case("gdbus", "/usr/bin/gdbus", ["help"]),
+        Case("file", "/usr/bin/file", ["a.txt", "src", "src/hash.c", "src/x64_work.rs", "/usr/bin/xxd"],
+             setup=_files),
+        Case("tmux", "/usr/bin/tmux", ["-V"]),
+        Case("cmp", "/usr/bin/cmp", ["-l", "-n", "20000", "a.txt", "b.txt"], setup=_files),
+        Case("stat", "/usr/bin/stat", ["-c", "%n %s %Y %A %F %h", "a.txt", "b.txt", "src", "src/hash.c"],
+             setup=_files),
+        Case("git-shell", "/usr/bin/git-shell", ["-c", "git-upload-pack 'repo'"], stdin=b"0000",
+             setup=_repository),
+        Case("python3.11", "/usr/bin/python3.11", ["work.py"], setup=_script("work.py", PYTHON_WORK),
+             env={"PYTHONHASHSEED": "0"}),
+        Case("run-parts", "/usr/bin/run-parts", ["--report", "parts"], setup=_parts),
+        Case("pkgconf", "/usr/bin/pkgconf", ["--cflags", "--libs", "--static", "libpng", "zlib"]),
+        Case("locale", "/usr/bin/locale", ["-a"]),
+        Case("go-app-stager", "/usr/lib/google-cloud-sdk/platform/google_appengine/go-app-stager", ["-h"]),
+        Case("gpg-wks-client", "/usr/lib/gnupg/gpg-wks-client", ["--version"]),
+        Case("wget", "/usr/bin/wget", ["-q", "-t", "1", "-O", "out", "http://127.0.0.1:9/"]),
+        Case("gencmn", "/usr/sbin/gencmn", ["-s", ".", "-d", ".", "-n", "x", "1000000", "list.txt"],
+             setup=_write(list_txt="a.txt\n")),
+        Case("dbus-update-activation-environment", "/usr/bin/dbus-update-activation-environment", []),
+        Case("qemu-sh4", "/usr/bin/qemu-sh4", ["-version"]),
+    ]
+
+
+#: Decision 0123's programs chosen by kind: tools nobody tried (coreutils, util-linux,
+#: procps, iproute2), programs that fork and exec, walk their descriptors, or are C++.
+BC_WORK = "scale=200; 4*a(1)\nfor (i = 1; i < 30; i++) { x = x + 1 / (i ^ 2) }; x\nsqrt(2)^2\n2^200 % 1000007\n"
+JQ_WORK = ('([.[] | {k: .name, n: (.v * 3), tags: (.t | join(","))}] | sort_by(-.n) | .[:3]), '
+           '(map(.v) | add), (group_by(.v % 3) | map(length)), ([paths] | length)')
+JQ_INPUT = "[" + ",".join(f'{{"name": "w{k * 7919 % 1009}", "v": {k * 31 % 97}, "t": ["a{k % 5}", "b{k % 3}"]}}'
+                          for k in range(400)) + "]"
+NINJA = """builddir = /tmp
+rule cc
+  command = cat $in | tr a-z A-Z > $out
+rule count
+  command = wc -c $in > $out
+build up/a.txt: cc a.txt
+build up/b.txt: cc b.txt
+build sizes.txt: count up/a.txt up/b.txt
+default sizes.txt
+"""
+FDS_PY = "import os, subprocess\nprint(sorted(os.listdir('/proc/self/fd')))\n" \
+    "print(subprocess.run(['ls', '/proc/self/fd'], capture_output=True, text=True).stdout.split())\n" \
+    "r, w = os.pipe(); os.closerange(3, 1 << 16); print(sorted(os.listdir('/proc/self/fd')))\n"
+
+
+def _patch(work: Path) -> None:
+    _files(work)
+    new = work / "new.txt"
+    text = (work / "a.txt").read_text().splitlines(keepends=True)
+    new.write_text("".join(line.replace("w1", "W1") if k % 7 == 0 else line for k, line in enumerate(text)))
+    diff = subprocess.run(["diff", "-u", "--label", "a.txt", "--label", "a.txt", "a.txt", "new.txt"],
+                          capture_output=True, cwd=work).stdout
+    (work / "p.diff").write_bytes(diff)
+    new.unlink()
+
+
+def by_kind() -> list[Case]:
+    """Chosen by kind (decision 0123)."""
+    return [
+        Case("jq", "/usr/bin/jq", ["-c", JQ_WORK, "in.json"], setup=_write(in_json=JQ_INPUT)),
+        Case("bc", "/usr/bin/bc", ["-l", "-q"], stdin=BC_WORK.encode()),
+        Case("ip", "/usr/bin/ip", ["-j", "addr"]),
+        Case("ps", "/usr/bin/ps", ["-o", "pid,ppid,comm", "-p", "1"], varies=PROCESSES),
+        Case("pgrep", "/usr/bin/pgrep", ["-c", "-x", "no-such-program"], varies=PROCESSES),
+        Case("column", "/usr/bin/column", ["-J", "-N", "a,b,c"], stdin=b"x y z\n1 22 333\n\"q\" r s\n"),
+        Case("hexdump", "/usr/bin/hexdump", ["-C", "src/hash.c"], setup=_files),
+        Case("od", "/usr/bin/od", ["-A", "x", "-t", "x2z", "-w16", "src/sort.c"], setup=_files),
+        Case("xargs", "/usr/bin/xargs", ["-n", "2", "-t", "echo", "got"], stdin=b"a b c\nd e\n\"f g\" h\n"),
+        Case("patch", "/usr/bin/patch", ["-p0", "-i", "p.diff", "-o", "out.txt"], setup=_patch),
+        Case("less", "/usr/bin/less", ["-F", "-X", "src/hash.c"], setup=_files),
+        Case("openssl-enc", "/usr/bin/openssl", ["enc", "-aes-256-cbc", "-K", "00" * 32, "-iv", "11" * 16,
+                                                "-in", "a.txt", "-out", "a.enc"], setup=_files),
+        Case("perl-xs", "/usr/bin/perl", ["work.pl"], setup=_write(work_pl=PERL_XS_WORK),
+             env={"PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}),
+        Case("ninja", "/usr/bin/ninja", ["-j", "1"], setup=_write(build_ninja=NINJA)),
+        Case("groff", "/usr/bin/groff", ["-Tutf8", "-man", "p.1"], setup=lambda w: (w / "p.1").write_bytes(
+            subprocess.run(["zcat", "/usr/share/man/man1/cmp.1.gz"], capture_output=True, check=True).stdout)),
+        Case("ctags", "/usr/bin/ctags-universal", ["-R", "-f", "tags", "src"], setup=_files),
+        Case("coreutils-nl", "/usr/bin/nl", ["-ba", "-nrz", "src/hash.c"], setup=_files),
+        Case("coreutils-tr", "/usr/bin/tr", ["-s", "a-z0-9", "A-Z"], stdin=b"hello 001 world 999 zz\n" * 500),
+        Case("coreutils-cut", "/usr/bin/cut", ["-d", " ", "-f", "2,4-6", "a.txt"], setup=_files),
+        Case("coreutils-uniq", "/usr/bin/uniq", ["-c", "-w", "3"],
+             stdin=b"".join(b"w%d\n" % (k // 7) for k in range(900))),
+        Case("coreutils-b2sum", "/usr/bin/b2sum", ["-l", "256", "a.txt", "b.txt"], setup=_files),
+        Case("coreutils-base64", "/usr/bin/base64", ["-w", "60", "src/hash.c"], setup=_files),
+        Case("coreutils-factor", "/usr/bin/factor", [], stdin=b"1000000007 600851475143 18446744073709551557 "
+             b"340282366920938463463374607431768211297\n"),
+        Case("coreutils-shuf", "/usr/bin/shuf", ["--random-source=a.txt", "-n", "20", "b.txt"], setup=_files),
+        Case("coreutils-du", "/usr/bin/du", ["-ab", "src"], setup=_files),
+        Case("coreutils-split", "/usr/bin/split", ["-l", "500", "-d", "a.txt", "part."], setup=_files),
+        Case("coreutils-numfmt", "/usr/bin/numfmt", ["--to=iec-i", "--suffix=B", "--format=%.3f"],
+             stdin=b"".join(b"%d\n" % (7 ** k) for k in range(20))),
+        Case("coreutils-timeout", "/usr/bin/timeout", ["5", "sh", "-c", "echo child; exit 3"]),
+        Case("coreutils-env", "/usr/bin/env", ["-i", "A=1", "/usr/bin/printenv"]),
+        Case("ls-fd", "/bin/ls", ["/proc/self/fd/"]),
+        Case("find-fd", "/usr/bin/find", ["/proc/self/fd", "-mindepth", "1", "-printf", "%f\\n"]),
+        Case("python-fds", "/usr/bin/python3.11", ["fds.py"], setup=_write(fds_py=FDS_PY)),
+        Case("flock", "/usr/bin/flock", ["lock", "-c", "echo locked; ls /proc/self/fd | wc -l"]),
+        Case("script", "/usr/bin/script", ["-q", "-e", "-c", "echo in a pty; exit 4", "/dev/null"]),
+        Case("findmnt", "/usr/bin/findmnt", ["-J", "-o", "TARGET,FSTYPE", "/proc"]),
+        Case("namei", "/usr/bin/namei", ["-l", "/usr/bin/perl"]),
+        Case("getent", "/usr/bin/getent", ["passwd", "root", "nobody"]),
+        Case("iconv", "/usr/bin/iconv", ["-f", "UTF-8", "-t", "UTF-16LE", "-o", "out.txt", "a.txt"], setup=_files),
+        Case("cscope", "/usr/bin/cscope", ["-b", "-k", "-u", "-R", "-s", "src"], setup=_files),
+        Case("infocmp", "/usr/bin/infocmp", ["-1", "-x", "xterm-256color", "vt100"]),
     ]
 
 
@@ -588,7 +869,7 @@ def _results_again(placed: Path, case: Case, vdir: Path, tool: str) -> bytes | N
     again.mkdir()
     _prepare(case, again)
     _run(placed, case, again, rehost=_host_library(tool))
-    found = [p for p in again.iterdir() if RESULTS.search(p.name)]
+    found = [p for p in again.iterdir() if (m := RESULTS.search(p.name)) and not m.group(2)]
     return found[0].read_bytes() if found else None
 
 
@@ -641,7 +922,9 @@ def run_case(case: Case, root: Path, builds: Path, qemu: bool = False, tools: Se
         _prepare(case, work)
         library = _host_library(tool.removesuffix(REHOST)) if tool and tool.endswith(REHOST) else None
         seconds, cpu, result = _run(placed, case, work, trace, library)
-        results = [trace] if trace else [p for p in work.iterdir() if RESULTS.search(p.name)]
+        # The program's own results file: its forked children's (``.<pid>``) are not it (a
+        # program that ended by an exec left only theirs, decision 0123).
+        results = [trace] if trace else [p for p in work.iterdir() if (m := RESULTS.search(p.name)) and not m.group(2)]
         results = [p for p in results if p.exists()]
         if result[0] == "trace too big":
             notes.append(f"memtrace stopped: trace over {TRACE_LIMIT >> 30} GB")
@@ -662,7 +945,9 @@ def run_case(case: Case, root: Path, builds: Path, qemu: bool = False, tools: Se
             difference = "no results file"
         if not difference and tool in ("cachesim", "inscount"):
             inhost_results[tool] = results[0].read_bytes()
-        if not difference and tool and tool.endswith(REHOST) and tool.removesuffix(REHOST) in inhost_results:
+        if not difference and case.varies and (tool == "memtrace" or tool and tool.endswith(REHOST)):
+            notes.append(f"{tool}: results not compared ({case.varies})")
+        elif not difference and tool and tool.endswith(REHOST) and tool.removesuffix(REHOST) in inhost_results:
             if results[0].read_bytes() != inhost_results[tool.removesuffix(REHOST)]:
                 if _results_again(placed, case, vdir, tool.removesuffix(REHOST)) != results[0].read_bytes():
                     notes.append(f"{tool}: results not compared (two runs differ)")
@@ -674,7 +959,7 @@ def run_case(case: Case, root: Path, builds: Path, qemu: bool = False, tools: Se
                     difference = f"results differ from {tool.removesuffix(REHOST)}'s InHost"
         if not difference and tool == "cachesim":
             row["cachesim"] = json.loads(results[0].read_text())
-        if not difference and tool == "memtrace" and "cachesim" in row:
+        if not difference and tool == "memtrace" and "cachesim" in row and not case.varies:
             # Paths of the same length: the same run, the same accesses.
             counts = row["cachesim"]
             loads, stores = _kinds(results[0])
@@ -714,6 +999,8 @@ def run_case(case: Case, root: Path, builds: Path, qemu: bool = False, tools: Se
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help="cases whose name holds this (comma-separated)")
+    parser.add_argument("--group", choices=["drawn", "kind"],
+                        help="only decision 0123's draw (drawn) or its programs chosen by kind (kind)")
     parser.add_argument("--tier", choices=["small", "big", "huge"], default="huge",
                         help="up to this tier (small: under a few seconds each; huge: node)")
     parser.add_argument("--keep", type=Path, help="work here and keep it (default: a temporary directory)")
@@ -738,7 +1025,8 @@ def main() -> int:
     order = ["small", "big", "huge"]
     tiers = order[: order.index(args.tier) + 1]
     memtrace_tiers = tuple(order[: order.index(args.memtrace_tier) + 1])
-    chosen = [c for c in cases() if c.tier in tiers
+    group = {c.name for c in {"drawn": drawn, "kind": by_kind}[args.group]()} if args.group else None
+    chosen = [c for c in cases() if c.tier in tiers and (group is None or c.name in group)
               and (not args.only or any(o in c.name for o in args.only.split(",")))]
     root = args.keep or Path(tempfile.mkdtemp(prefix="anvil-corpus-"))
     builds = root / "builds"

@@ -25,8 +25,10 @@ corpus = importlib.util.module_from_spec(_SPEC)
 sys.modules["x86_64_corpus"] = corpus  # its dataclass looks its module up
 _SPEC.loader.exec_module(corpus)
 
-#: SQLite's library (a database file written), Rust's panics caught and one that ends the program.
-SMALL = ("sqlite-static-lib", "rust-O0-panics")
+#: SQLite's library (a database file written), Rust's panics caught and one that ends the program;
+#: Debian's dash, whose script forks, signals itself and ends by an exec (decision 0123: the
+#: program's own results file is written before it).
+SMALL = ("sqlite-static-lib", "rust-O0-panics", "dash")
 
 
 @pytest.mark.parametrize("name", SMALL)

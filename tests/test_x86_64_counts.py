@@ -45,6 +45,9 @@ DEBIAN = {
     "ls": ["/bin/ls", "-la", str(samples.SAMPLES_DIR)],
     "sed": ["/bin/sed", "-e", "s/[aeiou]/_/g", str(samples.SAMPLES_DIR / "sort.c")],
     "bash": ["/bin/bash", "-c", "for i in 1 2 3; do echo $((i * 7)); done; x=abc; echo ${x^^}"],
+    # libgcrypt's S-expression dumper: its parser's switch table is in r13, loaded before a
+    # loop whose early exits pop r13 between the load and the jump (decision 0123)
+    "dumpsexp": ["/usr/bin/dumpsexp", str(samples.SAMPLES_DIR / "sort.c")],
 }
 
 

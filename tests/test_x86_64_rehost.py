@@ -35,7 +35,7 @@ from elftools.elf.elffile import ELFFile
 from tests.oracles.cache_model import simulate
 from tests.support import samples
 from tests.support import x86_64_traces as traces
-from tests.support.rehost import CLI, CLI_RUN, ServerProcess, with_listener
+from tests.support.rehost import CLI, CLI_RUN, ServerProcess, place_at, with_listener
 
 TOOLS = ("inscount", "bbcount", "cachesim", "memtrace")
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,12 +54,7 @@ def _instrument(program: Path, out: Path, tool: str, *extra: str) -> Path:
 def _run_at(running: Path, copy: Path, *extra: str) -> subprocess.CompletedProcess:
     """``copy`` (and its site table, if any) placed at ``running`` and run there through
     ``anvil run`` under ``setarch -R``: every copy at one path sees the same addresses."""
-    for stale in running.parent.glob(f"{running.name}.*"):
-        stale.unlink()
-    shutil.copy(copy, running)
-    table = Path(f"{copy}.sites.json")
-    if table.exists():
-        shutil.copy(table, f"{running}.sites.json")
+    place_at(running, copy)
     return subprocess.run(["setarch", "-R", *CLI_RUN, *extra, str(running)], capture_output=True, timeout=300,
                           cwd=running.parent, env={})
 

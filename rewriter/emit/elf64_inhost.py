@@ -17,14 +17,14 @@ from collections.abc import Callable
 
 from ..api import Options, Tool
 from ..arch.x86_64.calls import RECORDS_END, RECORDS_START, CallSites
-from ..arch.x86_64.hooks import CountingHooks, ThreadCounters
+from ..arch.x86_64.hooks import CountingHooks, ThreadCounters, exec_jumps
 from ..errors import AnvilError
 from ..ir.elf_loader import starts_threads
 from ..ir.model import Binary
 from ..tool_files import run_instrument
 from . import target_build as tb
 from .elf64_image import Library, write_copied
-from .inhost import Report
+from .inhost import EXEC_FUNCTIONS, Report
 from .sites import SiteUnit, asm_array
 
 TOOLCHAIN = tb.X86_64
@@ -172,7 +172,8 @@ def write_instrumented(binary: Binary, tool: Tool, output: str, started: float, 
         calls.append(call_sites(symbol))
         handlers = {address for address, name in binary.go_functions.items() if name == GO_SIGNAL_HANDLER}
         return CountingHooks(symbol, binary.switch_cases, tool.procedure_sums, binary.threaded, binary.plt,
-                             calls[0], _thread_starts(binary), handlers, _thread_counters(binary, arrays))
+                             calls[0], _thread_starts(binary), handlers, _thread_counters(binary, arrays),
+                             exec_jumps(binary, EXEC_FUNCTIONS))
 
     def library() -> Library:
         return _library([*runtime, *sources(calls[0])], [TOOLCHAIN.isa_dir, tb.COMMON_DIR])

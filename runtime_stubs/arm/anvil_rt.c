@@ -367,44 +367,9 @@ uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t
     return entry_state;
 }
 
-/* Before an exec (decision 0101): the process becomes another program and no exit runs,
- * so the results are written now, as at the end. By a forked copy of the process, which
- * writes them and exits while this one waits: the end changes what it reads (derived
- * counts go into their slots, files are closed), and should the exec fail the program
- * goes on counting in the memory it had, and its own end writes the results again. The
- * copy takes this process's place for the results' names (start_pid). ReHost: the end
- * itself (the stream is this process's; records after a failed exec are dropped). Only
- * in the process the program started as: a forked child (a vfork child shares its
- * parent's memory, the runtime's state with it) keeps the children's rule, results at its
- * exit. */
-__attribute__((weak)) int anvil_records_to_host(void) { return 0; }
-void anvil_sink_copy_ended(void);
+#include "anvil_exec_end.h"
 
-static void before_exec(void)
-{
-    if (anvil_forked_child())
-        return;
-    if (anvil_records_to_host()) {
-        anvil_program_end();
-        return;
-    }
-    /* fork (SIGCHLD at its exit: qemu-user's fork needs it; a SIGCHLD handler of the
-     * program finds the copy already reaped) */
-    long pid = anvil_syscall(SYS_clone, 17 /* SIGCHLD */, 0, 0, 0, 0, 0);
-    if (pid == 0) {
-        start_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
-        anvil_program_end();
-        anvil_syscall(SYS_exit_group, 0, 0, 0, 0, 0, 0);
-    }
-    if (pid > 0) {
-        int status;
-        while (anvil_syscall(SYS_wait4, pid, (long)&status, 0x40000000 /* __WALL */, 0, 0, 0) == -4 /* EINTR */)
-            ;
-        anvil_sink_copy_ended();
-    } else {
-        anvil_program_end();  /* no copy could be made: the end here (a failed exec loses the rest) */
-    }
-}
+static void before_exec(void) { end_before_exec(); }
 
 /* Hook before every system call instruction: exit_group ends the program, and so does
  * exit unless the program starts threads (then exit ends one: glibc's pthread_exit); an
@@ -569,38 +534,8 @@ static const uint32_t *defined_function(const int32_t *ld, uint32_t l_addr, uint
         else if (d[0] == DT_HASH)
             sysv = (const uint32_t *)dynamic_address((uint32_t)d[1], l_addr);
     }
-    const uint32_t *found = 0;
-    if (gnu) {
-        uint32_t hash = 5381;
-        for (const char *c = name; *c; c++)
-            hash = hash * 33 + (uint8_t)*c;
-        uint32_t nbuckets = gnu[0], first = gnu[1], bloom_words = gnu[2];
-        const uint32_t *buckets = gnu + 4 + bloom_words, *chain = buckets + nbuckets;
-        for (uint32_t i = nbuckets ? buckets[hash % nbuckets] : 0; i >= first && i; i++) {
-            const uint32_t *sym = (const uint32_t *)(symtab + 16 * i);
-            if ((chain[i - first] | 1) == (hash | 1) && anvil_streq((const char *)(strtab + sym[0]), name)) {
-                found = sym;
-                break;
-            }
-            if (chain[i - first] & 1)
-                break;
-        }
-    } else if (sysv) {
-        uint32_t hash = 0;
-        for (const char *c = name; *c; c++) {
-            hash = (hash << 4) + (uint8_t)*c;
-            hash = (hash ^ ((hash & 0xf0000000u) >> 24)) & 0x0fffffffu;
-        }
-        uint32_t nbucket = sysv[0];
-        const uint32_t *bucket = sysv + 2, *chain = bucket + nbucket;
-        for (uint32_t i = nbucket ? bucket[hash % nbucket] : 0; i; i = chain[i]) {
-            const uint32_t *sym = (const uint32_t *)(symtab + 16 * i);
-            if (anvil_streq((const char *)(strtab + sym[0]), name)) {
-                found = sym;
-                break;
-            }
-        }
-    }
+    const uint32_t *found = (const uint32_t *)hashed_symbol(gnu, sysv, (const uint8_t *)symtab, (const char *)strtab,
+                                                            16, 4, name);
     /* st_info's type in the low nibble of word 3's low byte; st_shndx, its high half: defined */
     if (!found || (found[3] & 0xf) != STT_FUNC || (found[3] >> 16) == 0 || !found[1])
         return 0;

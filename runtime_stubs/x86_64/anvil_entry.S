@@ -39,7 +39,7 @@
 # popfq, which costs a dozen cycles and more, is left out, and the direction flag alone is
 # kept (the C code wants it clear; a copy of a string instruction that counts down may
 # have it set).
-.macro preserving routine, pass_rax=0, flags=1
+.macro preserving routine, pass_rax=0, flags=1, pass_rdx=0
 .if \flags
     pushfq
 .endif
@@ -65,6 +65,9 @@
     cld
 .if \pass_rax
     mov %rax, %rdi
+.endif
+.if \pass_rdx
+    mov %rdx, %rsi
 .endif
     call \routine
     pop %rcx
@@ -110,6 +113,28 @@ anvil_exit_entry:
 anvil_syscall_entry:
     preserving anvil_on_syscall, 1
     .size anvil_syscall_entry, . - anvil_syscall_entry
+
+# Before an execve or execveat system call of the copied code: the results (anvil_before_exec).
+    .globl anvil_exec_entry
+    .type anvil_exec_entry, @function
+anvil_exec_entry:
+    preserving anvil_before_exec
+    .size anvil_exec_entry, . - anvil_exec_entry
+
+# As an exec function's PLT entry is entered, with its GOT slot in rax and the slot's lazy
+# value in rdx (the copied code saved both): anvil_exec_jump.
+    .globl anvil_exec_jump_entry
+    .type anvil_exec_jump_entry, @function
+anvil_exec_jump_entry:
+    preserving anvil_exec_jump, 1, 1, 1
+    .size anvil_exec_jump_entry, . - anvil_exec_jump_entry
+
+# As PLT0 is entered: anvil_binder_jump.
+    .globl anvil_binder_entry
+    .type anvil_binder_entry, @function
+anvil_binder_entry:
+    preserving anvil_binder_jump
+    .size anvil_binder_entry, . - anvil_binder_entry
 
 # As the program enters a function that starts a thread: the counters become locked adds.
     .globl anvil_threads_entry

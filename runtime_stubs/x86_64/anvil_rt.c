@@ -191,6 +191,155 @@ anvil_word anvil_stacks __attribute__((section(".data")));
 uint64_t anvil_stacks_busy __attribute__((section(".data")));
 extern long anvil_pc_map[3];
 
+#define SYS_clone 56
+#define SYS_wait4 61
+#include "anvil_exec_end.h"  /* end_before_exec, hashed_symbol */
+
+/* ------------------------------------------------------------ the C library's _exit */
+
+#define AT_PHDR 3
+#define AT_PHNUM 5
+#define PT_LOAD 1
+#define PT_DYNAMIC 2
+#define DT_NULL 0
+#define DT_HASH 4
+#define DT_STRTAB 5
+#define DT_SYMTAB 6
+#define DT_DEBUG 21
+#define DT_GNU_HASH 0x6ffffef5
+#define STT_FUNC 2
+#define STT_GNU_IFUNC 10
+
+/* The C library's _exit (glibc's _Exit, the same function), whose entry
+ * hook_c_library_exit made a jump here: a library that ends the process itself (LLVM's
+ * lld through llvm::sys::Process::Exit, CHICKEN's runtime: decision 0123, as decision 0077
+ * on ARM) passes by the executable's end points (the dynamic linker's fini, its own calls
+ * of _exit); every exit ends here, after those. The end of the process the program started
+ * as (a forked child's results come at its fini or its own exits; a vfork child shares its
+ * parent's memory, and would end the parent's results). */
+static void c_library_exit(int status)
+{
+    if (!anvil_forked_child())
+        anvil_program_end();
+    for (;;)
+        anvil_syscall(SYS_exit_group, status, 0, 0, 0, 0, 0);
+}
+
+struct link_map_head {  /* the public start of glibc's struct link_map (<link.h>) */
+    anvil_word l_addr;
+    const char *l_name;
+    const long *l_ld;
+    const struct link_map_head *l_next;
+};
+
+/* A dynamic entry's address as a run-time address: glibc adds the load bias to those
+ * entries in place where the dynamic section is writable; a bias not yet added is added. */
+static anvil_word dynamic_address(anvil_word value, anvil_word l_addr)
+{
+    return value < l_addr ? value + l_addr : value;
+}
+
+/* Elf64_Sym of the function ``name`` a library defines, through its GNU or SysV hash table
+ * (the dynamic linker's own way: the table does not say how many symbols there are), or 0. */
+static const uint8_t *defined_function(const long *ld, anvil_word l_addr, const char *name)
+{
+    anvil_word symtab = 0, strtab = 0;
+    const uint32_t *gnu = 0, *sysv = 0;
+    for (const long *d = ld; d[0] != DT_NULL; d += 2) {
+        if (d[0] == DT_GNU_HASH)
+            gnu = (const uint32_t *)dynamic_address((anvil_word)d[1], l_addr);
+        else if (d[0] == DT_HASH)
+            sysv = (const uint32_t *)dynamic_address((anvil_word)d[1], l_addr);
+        else if (d[0] == DT_SYMTAB)
+            symtab = dynamic_address((anvil_word)d[1], l_addr);
+        else if (d[0] == DT_STRTAB)
+            strtab = dynamic_address((anvil_word)d[1], l_addr);
+    }
+    if (!symtab || !strtab)
+        return 0;
+    const uint8_t *found = hashed_symbol(gnu, sysv, (const uint8_t *)symtab, (const char *)strtab, 24, 8, name);
+    /* st_info's type (low nibble), st_shndx (defined), st_value */
+    if (!found || (found[4] & 0xf) != STT_FUNC || *(const uint16_t *)(found + 6) == 0 || !*(const uint64_t *)(found + 8))
+        return 0;
+    return found;
+}
+
+/* The page-aligned start and length of the loaded segment of the library at ``l_addr``
+ * that holds [from, to) (its ELF header is mapped at ``l_addr``); 0 if none does. */
+static int loaded_segment(anvil_word l_addr, anvil_word from, anvil_word to, anvil_word *first, anvil_word *span)
+{
+    const uint8_t *ehdr = (const uint8_t *)l_addr;
+    if (!l_addr || ehdr[0] != 0x7f || ehdr[1] != 'E' || ehdr[2] != 'L' || ehdr[3] != 'F')
+        return 0;
+    uint64_t phoff = *(const uint64_t *)(ehdr + 32);
+    uint16_t phentsize = *(const uint16_t *)(ehdr + 54), phnum = *(const uint16_t *)(ehdr + 56);
+    for (uint32_t i = 0; i < phnum; i++) {
+        const uint8_t *ph = ehdr + phoff + i * phentsize;
+        anvil_word start = l_addr + *(const uint64_t *)(ph + 16), end = start + *(const uint64_t *)(ph + 40);
+        if (*(const uint32_t *)ph == PT_LOAD && start <= from && to <= end) {
+            *first = start & ~(PAGE - 1);
+            *span = ((end + PAGE - 1) & ~(PAGE - 1)) - *first;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether ``path``'s last part starts "libc.so" (glibc's "libc.so.6", musl's "libc.so"). */
+static int names_c_library(const char *path)
+{
+    const char *base = path;
+    for (const char *c = path; c && *c; c++)
+        if (*c == '/')
+            base = c + 1;
+    static const char want[] = "libc.so";
+    for (uint32_t k = 0; k < sizeof want - 1; k++)
+        if (!base || base[k] != want[k])
+            return 0;
+    return 1;
+}
+
+/* The C library's _exit is made to jump to c_library_exit (``jmp [rip]`` and the address,
+ * 14 bytes over its entry, which is never returned to). Found through the executable's
+ * DT_DEBUG (the dynamic linker's list of the loaded objects) and the C library's symbol
+ * hash. The segment's protection changes whole, not the page's: a part of a mapping given
+ * other rights becomes a mapping of its own, and /proc/self/maps, which programs read,
+ * would show the C library's text in three. */
+static void hook_c_library_exit(const long *phdr, long phnum, anvil_word bias)
+{
+    const long *dyn = 0;
+    for (long i = 0; phdr && i < phnum; i++) {
+        const uint32_t *ph = (const uint32_t *)((const uint8_t *)phdr + 56 * i);
+        if (ph[0] == PT_DYNAMIC)
+            dyn = (const long *)(*(const uint64_t *)(ph + 4) + bias);
+    }
+    const struct { int version; const struct link_map_head *map; } *debug = 0;
+    for (; dyn && dyn[0] != DT_NULL; dyn += 2)
+        if (dyn[0] == DT_DEBUG)
+            debug = (const void *)dyn[1];
+    if (!debug)
+        return;
+    for (const struct link_map_head *map = debug->map; map; map = map->l_next) {
+        if (!names_c_library(map->l_name) || !map->l_ld)
+            continue;
+        const uint8_t *sym = defined_function(map->l_ld, map->l_addr, "_exit");
+        if (!sym || *(const uint64_t *)(sym + 16) < 14)
+            return;
+        uint8_t *at = (uint8_t *)(map->l_addr + *(const uint64_t *)(sym + 8));
+        anvil_word first, span;
+        if (!loaded_segment(map->l_addr, (anvil_word)at, (anvil_word)at + 14, &first, &span))
+            return;
+        if (anvil_syscall(SYS_mprotect, (long)first, (long)span, 7, 0, 0, 0) != 0)
+            return;
+        static const uint8_t jump[6] = {0xff, 0x25, 0, 0, 0, 0};  /* jmp [rip + 0] */
+        for (int k = 0; k < 6; k++)
+            at[k] = jump[k];
+        *(uint64_t *)(at + 6) = (uint64_t)c_library_exit;
+        anvil_syscall(SYS_mprotect, (long)first, (long)span, 5, 0, 0, 0);
+        return;
+    }
+}
+
 /* Called by the loader stub: ``initial_sp`` is the stack the kernel started the program
  * with (argc, argv, envp); ``fini`` the slot holding rdx as the program's start code will
  * see it; ``patches`` the link address of the jumps to write over the original code (0:
@@ -214,9 +363,16 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
     const char *const *after = environment;
     while (*after)
         after++;
-    for (const long *aux = (const long *)(after + 1); aux[0]; aux += 2)  /* the auxiliary vector */
+    const long *phdr = 0;
+    long phnum = 0;
+    for (const long *aux = (const long *)(after + 1); aux[0]; aux += 2) {  /* the auxiliary vector */
         if (aux[0] == AT_HWCAP2)
             fs_base_readable = (aux[1] & HWCAP2_FSGSBASE) != 0;
+        else if (aux[0] == AT_PHDR)
+            phdr = (const long *)aux[1];
+        else if (aux[0] == AT_PHNUM)
+            phnum = aux[1];
+    }
     start_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
     if (anvil_syscall(SYS_getcwd, (long)start_dir, sizeof start_dir, 0, 0, 0, 0) <= 0)
         start_dir[0] = 0;
@@ -227,6 +383,7 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
     if (*fini) {
         program_fini = (void (*)(void))*fini;
         *fini = (anvil_word)anvil_fini;
+        hook_c_library_exit(phdr, phnum, bias);
     }
     void anvil_program_start(void);
     anvil_program_start();
@@ -258,8 +415,40 @@ void anvil_threads_start(void)
         *((uint8_t *)table + table[k]) = 0xF0;
 }
 
+#define SYS_execve 59
+#define SYS_execveat 322
+
+/* Before an exec: anvil_exec_entry, anvil_on_syscall, anvil_exec_jump. */
+void anvil_before_exec(void) { end_before_exec(); }
+
+/* An exec function's PLT entry, as it is entered (anvil_exec_jump_entry): ``slot`` is the
+ * link address of the GOT slot it jumps through, ``lazy`` what the file holds there (the
+ * entry's lazy-binding stub; 0: none). While the slot still holds that (plus the bias: the
+ * dynamic linker relocates it so), the jump goes to the stub and on through PLT0 to the
+ * binder, whose instructions in the program run first: then the results wait for PLT0's
+ * jump (anvil_binder_jump), so that they count them. */
+static uint8_t exec_through_binder;
+
+void anvil_exec_jump(anvil_word slot, anvil_word lazy)
+{
+    if (lazy && *(const anvil_word *)(slot + anvil_bias) == lazy + anvil_bias)
+        exec_through_binder = 1;
+    else
+        anvil_before_exec();
+}
+
+/* PLT0, as it is entered (anvil_binder_entry): the results, where an exec function is being bound. */
+void anvil_binder_jump(void)
+{
+    if (exec_through_binder) {
+        exec_through_binder = 0;
+        anvil_before_exec();
+    }
+}
+
 /* Before a system call the copied code makes with a number not known where it was
- * rewritten (anvil_syscall_entry): the results, if it ends the program. */
+ * rewritten (anvil_syscall_entry): the results, if it ends the program or makes it
+ * another (an exec). */
 void anvil_on_syscall(long nr)
 {
     /* exit ends a thread: the program's end only where it started none (a static program's
@@ -267,6 +456,8 @@ void anvil_on_syscall(long nr)
      * missing). */
     if (nr == SYS_exit_group || (nr == SYS_exit && !anvil_threads_started && !anvil_forked_child()))
         anvil_program_end();
+    else if (nr == SYS_execve || nr == SYS_execveat)
+        anvil_before_exec();
 }
 
 void anvil_site(anvil_word value, uint32_t site);

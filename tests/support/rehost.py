@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import select
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -18,6 +19,17 @@ from tests.support.run import LIB_ROOT, Run, assert_same_behaviour, instrument, 
 CLI = [sys.executable, "-m", "rewriter.cli"]
 T = TypeVar("T")
 CLI_RUN = CLI + ["run", "-q", "--argv0", "prog"]  # as run_prog runs programs: argv[0] 'prog'
+
+
+def place_at(running: Path, copy: Path) -> None:
+    """``copy`` (and its site table, if any) at ``running``, where every copy of a program
+    runs (one path: the same addresses under ``setarch -R``), an earlier run's files gone."""
+    for stale in running.parent.glob(f"{running.name}.*"):
+        stale.unlink()
+    shutil.copy(copy, running)
+    table = Path(f"{copy}{SITE_TABLE_SUFFIX}")
+    if table.exists():
+        shutil.copy(table, f"{running}{SITE_TABLE_SUFFIX}")
 
 
 def cli_run(binary: Path, *extra: str, text: bool = False) -> subprocess.CompletedProcess:

@@ -19,27 +19,32 @@ Before a system call whose number (eax, set in the same block) is ``exit`` or ``
 the copy calls ``anvil_exit_entry`` (runtime_stubs/x86_64/anvil_entry.S), which keeps every
 register and the flags and writes the results; where the number is not known there it calls
 ``anvil_syscall_entry``, which asks the runtime whether the call ends the program. Both
-calls step over the red zone too.
+calls step over the red zone too. Before an ``execve`` or ``execveat`` system call, and as
+the PLT entry of an exec function (``execve``, ``execvp``, ...) is entered, the copy calls
+the runtime to write the results (the process becomes another program: no exit runs); an
+entry whose GOT slot may still be unbound leaves them to PLT0, where the binder's way goes
+(``exec_jumps``; decision 0123).
 """
 
 from __future__ import annotations
 
 import struct
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Set
 
 import capstone
 
-from ...ir.model import Block, Instruction, Procedure
+from ...ir.model import Binary, Block, Instruction, Procedure
 from .calls import ABOVE_RED_ZONE, BELOW_RED_ZONE, CallSites, repeats, string_repeats
 from .code64 import Code64
-from .decode import shared_disassembler
+from .decode import RIP, shared_disassembler
 from .flags import live_at_blocks
 
 _PUSHF, _POPF = b"\x9c", b"\x9d"
 _EXIT_CALLS = frozenset({60, 231})  # exit, exit_group
 _EXIT_GROUP = 231
 _ENDING = frozenset({"_exit", "_Exit", "quick_exit"})
+_EXEC_CALLS = frozenset({59, 322})  # execve, execveat
 
 
 # The prefix of a counter in a program that may start threads, until it does: ``ds``, which
@@ -66,6 +71,22 @@ def syscall_number(ins: Instruction) -> int | None:
             return operands[1].imm & 0xFFFFFFFF
         return None
     return None
+
+
+def exec_jumps(binary: Binary, functions: Set[str]) -> tuple[dict[int, tuple[int, int]], int | None]:
+    """The PLT entries of the exec ``functions`` -> (the GOT slot each jumps through, what the
+    file holds there: its lazy-binding stub's address, which the dynamic linker relocates;
+    0 for a slot bound before the program runs), and PLT0, where the lazy ones go next (None
+    if none is lazy)."""
+    entries = {address for address, name in binary.plt.items() if name in functions}
+    jumps: dict[int, tuple[int, int]] = {}
+    for block in (b for proc in binary.procedures for b in proc.blocks if b.address in entries):
+        jump = next((ins for ins in block.instructions if ins.name == "jmp"), None)
+        slot = next((a.disp for a in jump.accesses if a.base == RIP and not a.is_store), None) if jump else None
+        if slot is not None:
+            jumps[block.address] = (slot, int.from_bytes(binary.read(slot, 8), "little"))
+    plt0 = next((proc.address for proc in binary.procedures if proc.name == ".plt"), None)
+    return jumps, plt0 if any(lazy for _, lazy in jumps.values()) else None
 
 
 def add_to_thread_slot(offset: int, amount: int) -> bytes:
@@ -106,8 +127,11 @@ class CountingHooks:
                  sums: dict[str, str] | None = None, threaded: bool = False,
                  plt: dict[int, str] | None = None, calls: CallSites | None = None,
                  thread_starts: set[int] | None = None, fault_handlers: set[int] | None = None,
-                 thread_counters: ThreadCounters | None = None) -> None:
+                 thread_counters: ThreadCounters | None = None,
+                 execs: tuple[dict[int, tuple[int, int]], int | None] = ({}, None)) -> None:
         self.symbol = symbol
+        # The exec functions' PLT entries and PLT0 (exec_jumps).
+        self.exec_jumps, self.binder = execs
         self.thread_counters = thread_counters
         self.own = False  # whether the procedure being copied counts into its thread's copy
         # The entries of a Go program's signal handler: a fault's PC in the copy becomes the
@@ -167,6 +191,14 @@ class CountingHooks:
         # Whether or not the block counts (a tool's --only may leave the PLT out).
         if block.address in self.ending:
             self._call(code, "anvil_exit_entry")
+        if block.address in self.exec_jumps:
+            slot, lazy = self.exec_jumps[block.address]
+            code.emit(BELOW_RED_ZONE + b"\x50\x52"  # push rax; push rdx
+                      + b"\x48\xb8" + struct.pack("<Q", slot) + b"\x48\xba" + struct.pack("<Q", lazy))
+            code.rel32_lookup(b"\xe8", b"", self.symbol, "anvil_exec_jump_entry")
+            code.emit(b"\x5a\x58" + ABOVE_RED_ZONE)  # pop rdx; pop rax
+        if block.address == self.binder:
+            self._call(code, "anvil_binder_entry")
         if block.address in self.thread_starts and self.threaded:
             self._call(code, "anvil_threads_entry")
 
@@ -239,6 +271,9 @@ class CountingHooks:
 
     def before_syscall(self, ins: Instruction, code: Code64) -> None:
         number = syscall_number(ins)
+        if number in _EXEC_CALLS:
+            self._call(code, "anvil_exec_entry")
+            return
         if number is not None and number not in _EXIT_CALLS:
             return
         # exit_group ends the program; exit ends a thread, which is the program's end only

@@ -78,18 +78,26 @@ def _pic_table(before: Iterable[Instruction], jump: Instruction) -> int | None:
     """The table's address of the position-independent pattern ending at ``jump``: the
     ``add`` into the jump's register names the register holding the table's address, and
     the nearest instruction before that writes it must be its ``lea`` (any other write of
-    it, and the pattern is not this one)."""
+    it, and the pattern is not this one). A write that runs straight on into a ``ret`` (an
+    epilogue's ``pop`` of that register on a path that leaves: dumpsexp keeps its table in
+    r13, loaded at the start of a loop whose early exits restore r13) cannot reach the jump,
+    and is passed by (decision 0123)."""
     if not jump.op_str or jump.op_str.startswith(("qword", "[")):
         return None
     reg = jump.op_str.split()[-1]
     base_reg = None
+    leaves = False  # whether the code from here on runs into a ret before any branch
     for ins in before:  # the nearest first
         if base_reg is None:
             if ins.name == "add" and ins.op_str.startswith(reg + ","):
                 base_reg = ins.op_str.split(",")[1].strip()
             continue
-        if ins.op_str == base_reg or ins.op_str.startswith(base_reg + ","):  # writes it (Intel order)
+        if (ins.op_str == base_reg or ins.op_str.startswith(base_reg + ",")) and not leaves:  # writes it (Intel order)
             return _rip_target(ins) if ins.name == "lea" and "rip" in ins.op_str else None
+        if ins.name in ("ret", "retf"):
+            leaves = True
+        elif ins.is_branch and not ins.is_call:
+            leaves = False
     return None
 
 
