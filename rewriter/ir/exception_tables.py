@@ -135,22 +135,15 @@ def eh_frame_functions(data: bytes, base: int) -> list[tuple[int, int]]:
     found = []
     at = 0
     while at + 4 <= len(data):
-        length = int.from_bytes(data[at:at + 4], "little")
-        if not length:
+        record = _record(data, base, at)
+        if record is None:
             break
-        id_size, start = (8, at + 12) if length == 0xFFFFFFFF else (4, at + 4)
-        if id_size == 8:
-            length = int.from_bytes(read(base + at + 4, 8), "little")
-        end = start + length
-        if end > len(data) or length < id_size:
-            raise ValueError(f".eh_frame record at {base + at:#x} runs past the section")
-        cie_id = int.from_bytes(data[start:start + id_size], "little")
-        r = _Reader(read, base + start + id_size, bits=64)
+        id_at, cie_id, body, end = record
+        r = _Reader(read, base + body, bits=64)
         if not cie_id:
             cies[at] = _cie_encodings(r)
         else:
-            cie = cies.get(start - cie_id) or _cie_at(data, base, start - cie_id, cies)
-            fde_encoding, lsda_encoding = cie
+            fde_encoding, lsda_encoding = cies.get(id_at - cie_id) or _cie_at(data, base, id_at - cie_id, cies)
             first = r.encoded(fde_encoding)
             r.encoded(fde_encoding & 0x0F)  # the size: no application
             lsda = 0
@@ -165,17 +158,29 @@ def eh_frame_functions(data: bytes, base: int) -> list[tuple[int, int]]:
     return found
 
 
+def _record(data: bytes, base: int, at: int) -> tuple[int, int, int, int] | None:
+    """(where its id is, the id, where the fields after the id start, where it ends) of the
+    ``.eh_frame`` record at offset ``at``; None for the zero length that ends the records.
+    ValueError where it runs past the section."""
+    length = int.from_bytes(_slice(data, base, base + at, 4), "little")
+    if not length:
+        return None
+    id_size, id_at = (8, at + 12) if length == 0xFFFFFFFF else (4, at + 4)
+    if id_size == 8:
+        length = int.from_bytes(_slice(data, base, base + at + 4, 8), "little")
+    end = id_at + length
+    if end > len(data) or length < id_size:
+        raise ValueError(f".eh_frame record at {base + at:#x} runs past the section")
+    return id_at, int.from_bytes(data[id_at:id_at + id_size], "little"), id_at + id_size, end
+
+
 def _cie_at(data: bytes, base: int, at: int, cies: dict[int, tuple[int, int]]) -> tuple[int, int]:
     """The encodings of the CIE at offset ``at`` (one after the FDE that names it, which the
     format allows)."""
-    if not 0 <= at <= len(data) - 8:
-        raise ValueError(f"an FDE of .eh_frame names no CIE ({base + at:#x})")
-    length = int.from_bytes(data[at:at + 4], "little")
-    id_size = 8 if length == 0xFFFFFFFF else 4
-    start = at + (12 if id_size == 8 else 4)
-    if int.from_bytes(data[start:start + id_size], "little"):
-        raise ValueError(f"an FDE of .eh_frame names an FDE as its CIE ({base + at:#x})")
-    cies[at] = _cie_encodings(_Reader(partial(_slice, data, base), base + start + id_size, bits=64))
+    record = _record(data, base, at) if 0 <= at <= len(data) - 8 else None
+    if record is None or record[1]:
+        raise ValueError(f"an FDE of .eh_frame names no CIE at {base + at:#x}")
+    cies[at] = _cie_encodings(_Reader(partial(_slice, data, base), base + record[2], bits=64))
     return cies[at]
 
 
