@@ -40,8 +40,7 @@ from ...api import Arg, Prototype, RepeatFilter
 from ...errors import AnvilError
 from ...ir.model import Access, Block, Hook, Instruction, Procedure
 from .code64 import Code64
-from .decode import RIP, RSP
-from .flags import ALL as ALL_FLAGS
+from .decode import ALL_FLAGS, RIP, RSP
 from .flags import live_before
 
 BELOW_RED_ZONE = bytes.fromhex("488d642480")        # lea rsp, [rsp-128]

@@ -22,8 +22,6 @@ from functools import cache
 from ...ir.model import Binary, Block, Instruction, Procedure
 from .decode import ALL_FLAGS, FLAG_EFFECTS, branch_form, flag_effect, shared_disassembler
 
-ALL = ALL_FLAGS
-
 
 @cache
 def _jcc_reads() -> tuple[int, ...]:
@@ -58,7 +56,7 @@ def _decoded_effect(raw: bytes) -> tuple[int, int]:
     for ins in shared_disassembler().disasm(raw, 0x1000, 1):
         pair = FLAG_EFFECTS[raw] = flag_effect(ins)
         return pair
-    return ALL, 0
+    return ALL_FLAGS, 0
 
 
 # Functions that keep the flags for their callers, by the names Go's PC table gives them.
@@ -85,7 +83,7 @@ def effect(ins: Instruction, keeping: tuple[tuple[int, int], ...] = ()) -> tuple
         target = ins.branch_target
         if target is not None and any(lo <= target < hi for lo, hi in keeping):
             return 0, 0
-        return 0, ALL
+        return 0, ALL_FLAGS
     if ins.is_syscall:
         return 0, 0
     return _effect_of(ins.raw)
@@ -103,7 +101,7 @@ def live_before(proc: Procedure, switch_cases: dict[int, set[int]]) -> dict[int,
     before: dict[int, int] = {}
     for block in proc.blocks:
         following = successors[block.address]
-        out = ALL if following is None or keeps and block.instructions[-1].is_return else 0
+        out = ALL_FLAGS if following is None or keeps and block.instructions[-1].is_return else 0
         for successor in following or ():
             out |= live[successor.address]
         for ins, (reads, writes) in zip(reversed(block.instructions), reversed(effects[block.address])):
@@ -131,7 +129,7 @@ def _solve(proc: Procedure, switch_cases: dict[int, set[int]]
         changed = False
         for block in reversed(blocks):
             following = successors[block.address]
-            out = ALL if following is None or keeps and block.instructions[-1].is_return else 0
+            out = ALL_FLAGS if following is None or keeps and block.instructions[-1].is_return else 0
             for successor in following or ():
                 out |= live[successor.address]
             for reads, writes in reversed(effects[block.address]):
