@@ -1,10 +1,13 @@
 """The client side of a ReHost run: start the program with a channel, forward its records.
 
-The program inherits one end of a SOCK_SEQPACKET socket pair as file descriptor
-CHANNEL_FD (the communicator's channel, runtime_stubs/common/anvil_channel_linux.h). A pump
-thread reads its messages, learns from the kernel which process sent each one, and
-hands them to that process's gRPC stream (or, without a server, to its session in this
-process: rehost/local.py); when the server is gone the pump keeps
+The program inherits a SOCK_SEQPACKET connection to a socket the bridge listens on, as
+file descriptor CHANNEL_FD (the communicator's channel, runtime_stubs/common/anvil_channel_linux.h);
+the communicator learns the socket's address from it, closes it before the program's
+first instruction, and connects anew for each send, so the program holds no descriptor of
+ours while it runs (decision 0126). A pump thread reads one connection at a time, learns
+from the kernel which process made it, and hands its messages to that process's gRPC
+stream (or, without a server, to its session in this process: rehost/local.py); when the
+server is gone the pump keeps
 reading and counts what it drops, so the program never blocks on a dead server and
 always finishes with its own output and exit status. The results the server sends back
 are written where the InHost program would have written them.
@@ -59,7 +62,10 @@ SPOOL_LIMIT = 8 << 30       # ... and given up past this (or half the free space
 NOT_FORKING = "the rewrite found nothing in the program that forks, so its stream before the fork was not kept"
 LINGER = 1.0               # listen: how long children may still connect after every connection closed (s)
 ACCEPT_POLL = 0.1          # listen: how often it looks whether connections are still open (s)
-CLOSE_GRACE = 0.25         # run: a program still running this long after its channel closed closed it (s)
+BACKLOG = 4096             # run: connections the listener queues (the program's processes wait beyond)
+MARKER = "process"         # run: the file beside the socket every process of the program maps (anvil_channel_linux.h)
+MARKER_SIZE = 4096         # ... a page
+END_POLL = 0.02            # run: how often, once the program has ended, it looks for processes still running (s)
 GATHER = 4096              # run_with_pipe: after a read shorter than this ...
 GATHER_PAUSE = 0.002       # ... let the writer's bytes gather this long (s)
 
@@ -78,9 +84,9 @@ class Outcome:
     outputs: dict[str, bytes] = field(default_factory=dict)
     children: dict[int, Outcome] = field(default_factory=dict)  # forked children's sessions, by pid
     stray_bytes: int = 0               # bytes from processes whose stream could not be placed
-    # The channel's last copy was closed while the program still ran: it closed descriptor
-    # CHANNEL_FD itself (a daemon's start-up, closefrom), so what it did after that went unrecorded.
-    channel_closed: bool = False
+    # Processes of the program still running its code in a session of their own (daemons) when
+    # the run ended: not waited for, what they send later is not analysed.
+    detached: list[int] = field(default_factory=list)
     # Forked children whose parent's stream was not kept (the site table said the program does
     # not fork, or the stream grew past what is kept): no session, their records dropped.
     unkept_children: dict[int, str] = field(default_factory=dict)  # pid -> why
@@ -254,20 +260,17 @@ class _Processes:
 
     def pump(self, sock: socket.socket) -> None:
         """Route what a SOCK_SEQPACKET socket delivers (each message's sender from its
-        SCM_CREDENTIALS) until every writer has closed it, then end the streams."""
+        SCM_CREDENTIALS) until every writer has closed it."""
         buffer = bytearray(CHUNK)
         room = socket.CMSG_SPACE(CREDENTIALS.size)
-        try:
-            while True:
-                try:
-                    size, ancillary, _, _ = sock.recvmsg_into([buffer], room)
-                except OSError:
-                    break
-                if not size:
-                    break
-                self.route(_sender(ancillary), bytes(memoryview(buffer)[:size]))
-        finally:
-            self.end()
+        while True:
+            try:
+                size, ancillary, _, _ = sock.recvmsg_into([buffer], room)
+            except OSError:
+                break
+            if not size:
+                break
+            self.route(_sender(ancillary), bytes(memoryview(buffer)[:size]))
 
     def _new_process(self, pid: int, data: bytes) -> bool:
         """Take in a process seen for the first time, with its first message ``data``; whether
@@ -408,70 +411,175 @@ def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_t
 
     The program gets ``env`` (default: the user's environment as it was), runs in
     ``cwd``; with ``stdin`` given, its input is that and its output is captured
-    (Outcome.stdout/stderr), otherwise it shares ours.
+    (Outcome.stdout/stderr), otherwise it shares ours. The run ends when the program has
+    ended and so has every process it forked that still runs its code in this session
+    (decision 0126); those in a session of their own (daemons) are not waited for.
     """
-    # Messages, not a byte stream: a forked child's records never break into its parent's,
-    # and the kernel tells each message's process (SO_PASSCRED).
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    for end in (ours, theirs):  # big buffers: fewer wake-ups, the program waits less often
-        end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
-        end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
-    ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     forward = _session(channel, tool, site_table, program, token)
     processes = _Processes(forward, lambda: _session(channel, tool, site_table, program, token), keep_streams=forks)
-    saved = os.dup(CHANNEL_FD) if _fd_open(CHANNEL_FD) else None
-    try:
-        os.dup2(theirs.fileno(), CHANNEL_FD, inheritable=True)
+    with _Listener() as listener:
+        first = listener.first_connection()
+        saved = os.dup(CHANNEL_FD) if _fd_open(CHANNEL_FD) else None
         try:
-            pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE} \
-                if stdin is not None else {}
-            proc = subprocess.Popen(cmd, executable=executable, pass_fds=(CHANNEL_FD,),
-                                    env=PROGRAM_ENVIRONMENT if env is None else env, cwd=cwd, **pipes)
-        except OSError as e:
-            forward.end()
-            raise AnvilError(f"cannot start {cmd[0]}: {e.strerror}") from None
-    finally:
-        if saved is not None:
-            os.dup2(saved, CHANNEL_FD)
-            os.close(saved)
-        else:
-            os.close(CHANNEL_FD)
-        theirs.close()
-    closed_early = threading.Event()
+            os.dup2(first.program_end.fileno(), CHANNEL_FD, inheritable=True)
+            try:
+                pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE} \
+                    if stdin is not None else {}
+                # The descriptors we were given go to the program as they would without us
+                # (a `3>log`, make's jobserver); ours are not inheritable (PEP 446), but CHANNEL_FD.
+                proc = subprocess.Popen(cmd, executable=executable, close_fds=False,
+                                        env=PROGRAM_ENVIRONMENT if env is None else env, cwd=cwd, **pipes)
+            except OSError as e:
+                forward.end()
+                raise AnvilError(f"cannot start {cmd[0]}: {e.strerror}") from None
+        finally:
+            if saved is not None:
+                os.dup2(saved, CHANNEL_FD)
+                os.close(saved)
+            else:
+                os.close(CHANNEL_FD)
+            first.program_end.close()
+        detached: list[int] = []
 
-    def pump() -> None:
-        processes.pump(ours)
-        # Every copy of the channel is closed. A program that ends closes its copy as it exits,
-        # a moment before it can be waited for; one still running long after closed it itself.
-        if not _exits_within(proc, CLOSE_GRACE):
-            closed_early.set()
+        def pump() -> None:
+            # A runtime that keeps the descriptor it was given writes there all run; one that
+            # connects for each send (every current one) closes it at once.
+            try:
+                processes.pump(first.ours)
+            finally:
+                first.ours.close()
+            detached.extend(listener.serve(processes, lambda: _has_ended(proc)))
 
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    stdout, stderr = proc.communicate(stdin)
-    reader.join()
-    ours.close()
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        stdout, stderr = proc.communicate(stdin)
+        reader.join()
     outcome = forward.finish(proc.returncode, stdout or b"", stderr or b"")
     outcome.children = processes.finish()
     outcome.stray_bytes = processes.stray
-    outcome.channel_closed = closed_early.is_set()
+    outcome.detached = detached
     outcome.unkept_children = processes.unkept
     return outcome
 
 
-def _exits_within(proc: subprocess.Popen, seconds: float) -> bool:
-    """Whether ``proc`` has ended, or ends within ``seconds`` (without reaping it: its
-    ``communicate`` on another thread does that)."""
-    deadline = time.monotonic() + seconds
-    while True:
+def _has_ended(proc: subprocess.Popen) -> bool:
+    """Whether ``proc`` has ended (without reaping it: its ``communicate`` on another thread does that)."""
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True  # reaped already
+
+
+@dataclass
+class _FirstConnection:
+    """The connection the program inherits: ``program_end`` is its descriptor CHANNEL_FD."""
+
+    ours: socket.socket
+    program_end: socket.socket
+
+
+class _Listener:
+    """The socket a ReHost program's processes connect to for each send, in a private
+    directory beside the marker file every one of them maps (decision 0126)."""
+
+    def __init__(self) -> None:
+        # A socket's path has at most 107 bytes: a long TMPDIR gives way to /tmp.
+        base = os.path.abspath(tempfile.gettempdir())  # (the program may change its directory)
+        self.directory = tempfile.mkdtemp(prefix="anvil-rehost-", dir=base if len(base) < 60 else "/tmp")
+        self.address = os.path.join(self.directory, "channel")
+        self.marker = os.path.join(self.directory, MARKER)
+        with open(self.marker, "wb") as f:
+            f.truncate(MARKER_SIZE)
+        self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.socket.bind(self.address)
+        self.socket.listen(BACKLOG)
+
+    def __enter__(self) -> _Listener:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.socket.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def first_connection(self) -> _FirstConnection:
+        """A connection made here: its far end is what the program inherits."""
+        program_end = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        program_end.connect(self.address)
+        ours, _ = self.socket.accept()
+        # (An older runtime's children share it: each message's process comes with it.)
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        for end in (ours, program_end):  # big buffers: fewer wake-ups, the program waits less often
+            end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
+            end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
+        return _FirstConnection(ours, program_end)
+
+    def serve(self, processes: _Processes, program_ended: Callable[[], bool]) -> list[int]:
+        """Route what every connection brings, a connection at a time in the order they were
+        made (a process connects again only once its last connection is closed, so its
+        bytes stay in order), until the program has ended and no process of this session maps
+        the marker; then end the streams. Returns the processes still mapping it in a session
+        of their own (daemons), which are not waited for."""
         try:
-            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                return True
-        except ChildProcessError:
-            return True  # reaped already
-        if time.monotonic() >= deadline:
+            while True:
+                ready, _, _ = select.select([self.socket], [], [], END_POLL)
+                if ready:
+                    self._route_one(processes)
+                    continue
+                if not program_ended():
+                    continue
+                waited, detached = self._survivors()
+                if not waited:  # Again: a process that forked and ended while the scan read
+                    # /proc (its child not yet listed, itself gone) has its child listed now.
+                    waited, detached = self._survivors()
+                if waited:
+                    continue
+                # Every process that could send has ended: what it sent is queued by now.
+                self.socket.setblocking(False)
+                while self._route_one(processes):
+                    pass
+                return detached
+        finally:
+            processes.end()
+
+    def _route_one(self, processes: _Processes) -> bool:
+        """Route one connection's messages until it closes; False when none was waiting."""
+        try:
+            conn, _ = self.socket.accept()
+        except (BlockingIOError, InterruptedError):
             return False
-        time.sleep(0.01)
+        with conn:
+            conn.setblocking(True)
+            pid = CREDENTIALS.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, CREDENTIALS.size))[0]
+            buffer = bytearray(CHUNK)
+            while True:
+                try:
+                    size = conn.recv_into(buffer)
+                except OSError:
+                    break
+                if not size:
+                    break
+                processes.route(pid, bytes(memoryview(buffer)[:size]))
+        return True
+
+    def _survivors(self) -> tuple[list[int], list[int]]:
+        """The live processes that map the marker (the program's, still running its code):
+        those in this process's session, and those in another (daemons)."""
+        needle = self.marker.encode()
+        ours = os.getsid(0)
+        waited, detached = [], []
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/maps", "rb") as f:
+                    if needle not in f.read():
+                        continue
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    session = int(f.read().rpartition(b")")[2].split()[3])  # state ppid pgrp session
+            except (OSError, ValueError, IndexError):
+                continue  # gone, or not ours to read
+            (waited if session == ours else detached).append(int(entry.name))
+        return waited, detached
 
 
 def run_with_pipe(cmd: list[str], pipe_path: str, channel: grpc.Channel | LocalAnalysis, tool: str, site_table: bytes,

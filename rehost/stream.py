@@ -127,7 +127,8 @@ class StreamReader:
     def finish(self) -> dict[str, bytes]:
         """The stream is over: check the end record, run the end routines, return results."""
         if self.state == "header":
-            raise StreamError("stream ended before its header: the program did not start instrumented")
+            raise StreamError("stream ended before its header: the program sent no records (it did not start "
+                              "instrumented, or was killed before its first records went)")
         if self.state == "records":
             if self.pending:
                 raise StreamError(f"stream ends inside a record ({len(self.pending)} bytes left over)")

@@ -365,7 +365,8 @@ def _run_command(args: argparse.Namespace, cmd: list[str], executable: str | Non
     from rehost import PROGRAM_ENVIRONMENT  # (the user's, as ReHost's programs get it)
 
     before_start()
-    return subprocess.run(cmd, executable=executable, env=PROGRAM_ENVIRONMENT).returncode, False
+    # (close_fds=False: the descriptors we were given go to the program, as without us.)
+    return subprocess.run(cmd, executable=executable, env=PROGRAM_ENVIRONMENT, close_fds=False).returncode, False
 
 
 def _run_natively(args: argparse.Namespace, before_start: Callable[[], None]) -> tuple[int, bool]:
@@ -611,28 +612,27 @@ def _report_rehost(outcome, table) -> bool:
 
     bridge.write_outputs(outcome, table.output_paths)
     summary = outcome.summary
-    # (The stream's own error, "ended before its header" say, names the symptom; this the cause.)
-    closed = f"the program closed descriptor {bridge.CHANNEL_FD} (ReHost's record channel) while it ran, " \
-        "or became another program by an exec the rewrite did not see, so its records stopped there; use " \
-        "--mode inhost for a program that closes the descriptors it inherits" if outcome.channel_closed else ""
     if outcome.error:
-        why = closed or outcome.error
-        print(f"anvil: rehost: {why}; {outcome.lost_bytes} bytes of records not analysed, "
+        print(f"anvil: rehost: {outcome.error}; {outcome.lost_bytes} bytes of records not analysed, "
               "no results written", file=sys.stderr)
         return False
     for pid, child in sorted(outcome.children.items()):
         # A child that ends without its end record (it called exec, or was killed) leaves no
         # results, as an InHost child does; a session that fails is said, as the program's is.
         why = child.error or (child.summary.error if child.summary is not None else "")
-        if why:
+        if why and pid not in outcome.detached:
             print(f"anvil: rehost: forked child {pid}: {why}; no results written for it", file=sys.stderr)
+    for pid in outcome.detached:
+        print(f"anvil: rehost: forked child {pid} still runs in a session of its own (a daemon): not waited for; "
+              "what it records from now on is not analysed", file=sys.stderr)
     for pid, why in sorted(outcome.unkept_children.items()):
         print(f"anvil: rehost: forked child {pid}: no results written for it: {why}", file=sys.stderr)
     if outcome.stray_bytes:
         print(f"anvil: rehost: {outcome.stray_bytes} bytes from a process whose stream is unknown were dropped",
               file=sys.stderr)
     if summary is not None and not summary.complete:
-        why = closed or summary.error or "the program ended without its end record (killed, or exited without exit())"
+        why = summary.error or "the program ended without its end record (killed, exited without exit(), or " \
+            "became another program by an exec the rewrite did not see)"
         print(f"anvil: rehost: results are incomplete: {why}", file=sys.stderr)
         return False
     return summary is not None

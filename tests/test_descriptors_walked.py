@@ -15,8 +15,10 @@ stores into the table as the program makes in each process (rounds x entries, fr
 source), before and after the fork. Before the change memtrace's copy listed descriptor 1001
 at each walk.
 
-ReHost is not checked here: its channel to the bridge (descriptor 1000) is open for the
-whole run, and a program that walks its descriptors finds it (left open, decision 0119).
+ReHost copies run by `anvil run` print what the original prints too, and their results (the
+parent's, the child's) are the InHost copy's: the channel to the bridge is not one of the
+program's descriptors (the runtime connects for each send, decision 0126). Before, it was
+descriptor 1000 for the whole run, and each walk listed it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.rehost import cli_run
 from tests.support.run import assert_same_behaviour, instrument, place, run_prog, trace_stores
 from tests.support.samples import build
 
@@ -54,3 +57,19 @@ def test_walked_descriptors_are_the_originals(sample: Path, tool: str, tmp_path:
     assert len(children) == 1, children
     assert trace_stores(sample, parent_trace, "table") == ENTRIES * (ROUNDS_BEFORE_FORK + ROUNDS_AFTER_CHILD)
     assert trace_stores(sample, children[0], "table") == ENTRIES * (ROUNDS_BEFORE_FORK + ROUNDS_IN_CHILD)
+
+
+@pytest.mark.parametrize("tool", ["memtrace", "cachesim"])
+def test_rehost_channel_is_not_among_them(sample: Path, tool: str, tmp_path: Path) -> None:
+    original = run_prog(place(sample, tmp_path, "orig"))
+    assert original.returncode == 0, original.stderr
+    inhost = run_prog(instrument(sample, tool, tmp_path, fmt="text"))
+    rehost = instrument(sample, tool, tmp_path, "--mode", "rehost", fmt="text", slot="rhst")
+    run = cli_run(rehost)
+    assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)
+    name = f"prog.{tool}.out"
+    assert (rehost.parent / name).read_bytes() == (inhost.cwd / name).read_bytes()
+    children = sorted(p.name.rsplit(".", 1)[1] for p in rehost.parent.glob(f"{name}.*"))
+    inhost_children = list(inhost.cwd.glob(f"{name}.*"))
+    assert len(children) == len(inhost_children) == 1, (children, inhost_children)
+    assert (rehost.parent / f"{name}.{children[0]}").read_bytes() == inhost_children[0].read_bytes()

@@ -9,4 +9,9 @@
 #define SYS_sendto 290
 #define SYS_getsockopt 295
 #define SYS_getpid 20
+#define SYS_open 5
+#define SYS_mmap 192  /* mmap2: its offset in pages (0 here) */
+#define SYS_getpeername 287
+#define SYS_setsockopt 294
+#define SYS_shutdown 293
 #include "anvil_channel_linux.h"

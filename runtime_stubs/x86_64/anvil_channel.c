@@ -9,4 +9,9 @@
 #define SYS_sendto 44
 #define SYS_getsockopt 55
 #define SYS_getpid 39
+#define SYS_open 2
+#define SYS_mmap 9
+#define SYS_getpeername 52
+#define SYS_setsockopt 54
+#define SYS_shutdown 48
 #include "anvil_channel_linux.h"
