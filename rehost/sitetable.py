@@ -14,6 +14,7 @@ in the program that makes a process running its code (absent: it may).
 
 from __future__ import annotations
 
+import gc
 import json
 from dataclasses import dataclass, field
 
@@ -26,6 +27,9 @@ STATIC_KINDS = {k.value for k in Arg if not k.dynamic and k is not Arg.SITE_ID}
 CTYPE_SIZES = {"uint8_t": 1, "int8_t": 1, "uint16_t": 2, "int16_t": 2, "uint32_t": 4, "int32_t": 4,
                "uint64_t": 8, "int64_t": 8}
 FACT_KEYS = ("block_addr", "block_insns", "block_proc", "proc_addr", "proc_name")
+
+
+Call = list  # [routine index, its static arguments (None where a record gives the value)]
 
 
 class SiteTableError(Exception):
@@ -62,9 +66,9 @@ class Array:
 class SiteTable:
     tool: str
     routines: list[Routine]
-    sites: list[tuple[int, list]]
-    start: list[tuple[int, list]]
-    end: list[tuple[int, list]]
+    sites: list[Call]
+    start: list[Call]
+    end: list[Call]
     arrays: list[Array]
     facts: dict[str, list]
     digest: bytes  # first 8 bytes of the file's SHA-256: what the binary's stream header carries
@@ -100,25 +104,31 @@ def _expect(condition: bool, problem: str) -> None:
         raise SiteTableError(problem)
 
 
-def _calls(items: object, routines: list[Routine], what: str, static_only: bool,
-           limit: int) -> list[tuple[int, list]]:
+def _calls(items: object, routines: list[Routine], what: str, static_only: bool, limit: int) -> list[Call]:
+    """``items`` checked: [routine, args] pairs, each a valid call. Returned as they are (a big
+    program's table has hundreds of thousands; tables repeat a few calls many times, so each
+    distinct one is checked once)."""
     _expect(isinstance(items, list), f"{what} is not a list")
-    calls = []
-    checked: set[tuple] = set()  # (routine, static args) seen valid: tables repeat them many times
-    for n, item in enumerate(items):  # type: ignore[arg-type]
-        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], list)):
-            raise SiteTableError(f"{what}[{n}] is not [routine, args]")
-        index, args = item
-        key = (index, *args) if isinstance(index, int) else None
-        try:
-            known = key in checked
-        except TypeError:  # an unhashable value: certainly not a valid argument
-            known = False
-        if not known:
-            _check_call(index, args, routines, f"{what}[{n}]", static_only, limit)
-            checked.add(key)
-        calls.append((index, args))
-    return calls
+    if not all(type(item) is list and len(item) == 2 and type(item[1]) is list for item in items):  # type: ignore[attr-defined]
+        n = next(n for n, item in enumerate(items)  # type: ignore[arg-type]
+                 if not (type(item) is list and len(item) == 2 and type(item[1]) is list))
+        raise SiteTableError(f"{what}[{n}] is not [routine, args]")
+    try:
+        distinct = {(index, *args) for index, args in items}  # type: ignore[attr-defined]
+    except TypeError:  # an unhashable value (certainly not a valid argument): find it in order
+        distinct = None
+    if distinct is None or not all(_valid(key, routines, static_only, limit) for key in distinct):
+        for n, (index, args) in enumerate(items):  # type: ignore[arg-type]
+            _check_call(index, args, routines, f"{what}[{n}]", static_only, limit)  # (says the first bad one)
+    return items  # type: ignore[return-value]
+
+
+def _valid(key: tuple, routines: list[Routine], static_only: bool, limit: int) -> bool:
+    try:
+        _check_call(key[0], list(key[1:]), routines, "", static_only, limit)
+    except SiteTableError:
+        return False
+    return True
 
 
 def _check_call(index: object, args: list, routines: list[Routine], where: str, static_only: bool,
@@ -152,10 +162,17 @@ def _channel(value: object) -> Channel | None:
 
 def parse(document: bytes, tool: str | None = None) -> SiteTable:
     """Check ``document`` and return the table; ``tool``: the tool the session claims."""
+    # A big program's table is millions of small lists: the collector, which the allocations
+    # would start over and over meanwhile, finds no cycles in what JSON makes.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         data = json.loads(document)
     except (ValueError, UnicodeDecodeError) as e:
         raise SiteTableError(f"site table is not JSON: {e}") from None
+    finally:
+        if collecting:
+            gc.enable()
     _expect(isinstance(data, dict) and data.get("format") == FORMAT, "not an Anvil ReHost site table")
     _expect(data.get("version") == VERSION, f"site table version {data.get('version')!r}, expected {VERSION}")
     _expect(tool is None or data.get("tool") == tool, f"site table is for tool {data.get('tool')!r}, not {tool!r}")
