@@ -493,6 +493,8 @@ class _Listener:
         self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.socket.bind(self.address)
         self.socket.listen(BACKLOG)
+        # One for every connection (a long run makes thousands), bigger than any message.
+        self.buffer = bytearray(CHUNK)
 
     def __enter__(self) -> _Listener:
         return self
@@ -550,7 +552,7 @@ class _Listener:
         with conn:
             conn.setblocking(True)
             pid = CREDENTIALS.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, CREDENTIALS.size))[0]
-            buffer = bytearray(CHUNK)
+            buffer = self.buffer
             while True:
                 try:
                     size = conn.recv_into(buffer)
