@@ -403,11 +403,14 @@ def _sender(ancillary: list[tuple[int, int, bytes]]) -> int:
 
 def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_table: bytes, program: str,
         token: str = "", env: dict[str, str] | None = None, cwd: str | None = None,
-        stdin: bytes | None = None, executable: str | None = None, forks: bool = True) -> Outcome:
+        stdin: bytes | None = None, executable: str | None = None, forks: bool = True,
+        inherit_descriptors: bool = False) -> Outcome:
     """Run ``cmd`` (the program ``executable``, if not cmd[0]: cmd[0] is then its argv[0])
     with the record channel, streaming its records to the server on ``channel``;
     ``forks``: whether the program may fork (the site table's), else its stream is not kept
-    for children.
+    for children; ``inherit_descriptors``: the program gets the descriptors this process
+    was given (``anvil run``: as without it), else only standard input, output and error
+    (as ``subprocess`` runs programs: a harness's original run sees the same).
 
     The program gets ``env`` (default: the user's environment as it was), runs in
     ``cwd``; with ``stdin`` given, its input is that and its output is captured
@@ -425,9 +428,10 @@ def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_t
             try:
                 pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE} \
                     if stdin is not None else {}
-                # The descriptors we were given go to the program as they would without us
-                # (a `3>log`, make's jobserver); ours are not inheritable (PEP 446), but CHANNEL_FD.
-                proc = subprocess.Popen(cmd, executable=executable, close_fds=False,
+                # Given: what we were given goes to the program as it would without us (a `3>log`,
+                # make's jobserver); ours are not inheritable (PEP 446), but CHANNEL_FD.
+                proc = subprocess.Popen(cmd, executable=executable, close_fds=not inherit_descriptors,
+                                        pass_fds=() if inherit_descriptors else (CHANNEL_FD,),
                                         env=PROGRAM_ENVIRONMENT if env is None else env, cwd=cwd, **pipes)
             except OSError as e:
                 forward.end()

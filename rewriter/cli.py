@@ -357,7 +357,7 @@ def _run_command(args: argparse.Namespace, cmd: list[str], executable: str | Non
 
         def start(channel: Any, table: Any, document: bytes, program: str, token: str) -> Any:
             return bridge.run(cmd, channel, table.tool, document, program, token, executable=executable,
-                              forks=table.forks)
+                              forks=table.forks, inherit_descriptors=True)
 
         return _run_rehost(args, binary + SITE_TABLE_SUFFIX, start, before_start)
     if args.server or args.lib:
