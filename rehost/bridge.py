@@ -489,14 +489,22 @@ class _Listener:
     def __init__(self) -> None:
         # A socket's path has at most 107 bytes: a long TMPDIR gives way to /tmp.
         base = os.path.abspath(tempfile.gettempdir())  # (the program may change its directory)
-        self.directory = tempfile.mkdtemp(prefix="anvil-rehost-", dir=base if len(base) < 60 else "/tmp")
+        try:
+            self.directory = tempfile.mkdtemp(prefix="anvil-rehost-", dir=base if len(base) < 60 else "/tmp")
+        except OSError as e:
+            raise AnvilError(f"cannot make the record channel's directory in {base}: {e.strerror} "
+                             "(set TMPDIR to a writable directory)") from None
         self.address = os.path.join(self.directory, "channel")
         self.marker = os.path.join(self.directory, MARKER)
-        with open(self.marker, "wb") as f:
-            f.truncate(MARKER_SIZE)
         self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.socket.bind(self.address)
-        self.socket.listen(BACKLOG)
+        try:
+            with open(self.marker, "wb") as f:
+                f.truncate(MARKER_SIZE)
+            self.socket.bind(self.address)
+            self.socket.listen(BACKLOG)
+        except OSError as e:
+            self.__exit__()
+            raise AnvilError(f"cannot make the record channel in {self.directory}: {e.strerror}") from None
         # One for every connection (a long run makes thousands), bigger than any message.
         self.buffer = bytearray(CHUNK)
 
@@ -572,8 +580,13 @@ class _Listener:
         those in this process's session, and those in another (daemons)."""
         needle = self.marker.encode()
         ours = os.getsid(0)
-        waited, detached = [], []
-        for entry in os.scandir("/proc"):
+        waited: list[int] = []
+        detached: list[int] = []
+        try:
+            entries = list(os.scandir("/proc"))
+        except OSError:  # no /proc (a bare container): the program's children are not waited for
+            return waited, detached
+        for entry in entries:
             if not entry.name.isdigit():
                 continue
             try:
