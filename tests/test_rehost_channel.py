@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.rehost import CLI, CLI_RUN, cli_run
-from tests.support.run import LIB_ROOT, assert_same_behaviour, forked_results, instrument, place, run_prog
+from tests.support.rehost import CLI, CLI_RUN, assert_rehost_as_inhost
+from tests.support.run import LIB_ROOT, forked_results, instrument, place
 from tests.support.samples import build, build_x86_64
 
 GIVEN_FD = 7  # a descriptor the user opened for the program (``7>file``)
@@ -48,15 +48,9 @@ def test_descriptors_given_to_anvil_run_reach_the_program(mode: str, tmp_path: P
 
 
 def test_a_child_that_outlives_its_parent_is_waited_for(tmp_path: Path) -> None:
-    sample = build("outlives_parent", "O2-thumb-dyn")
-    original = run_prog(place(sample, tmp_path, "orig"))  # (its pipes close when the child ends)
-    assert original.returncode == 0 and original.stdout.count(b"\n") == 2, original
-    inhost = run_prog(instrument(sample, "cachesim", tmp_path))
-    assert_same_behaviour(original, inhost)
-    rehost = instrument(sample, "cachesim", tmp_path, "--mode", "rehost", slot="rhst")
-    run = cli_run(rehost)
-    assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)
-    assert (rehost.parent / "prog.cachesim.out").read_bytes() == (inhost.cwd / "prog.cachesim.out").read_bytes()
+    sample = build("outlives_parent", "O2-thumb-dyn")  # (run_prog's pipes close when the child ends)
+    inhost, rehost = assert_rehost_as_inhost(sample, "cachesim", tmp_path)
+    assert inhost.stdout.count(b"\n") == 2, inhost.stdout  # the parent's line and the child's
     children = forked_results(rehost.parent, "cachesim")
     assert len(children) == 1 and children == forked_results(inhost.cwd, "cachesim")
 

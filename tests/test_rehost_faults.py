@@ -28,7 +28,7 @@ import pytest
 from rehost.bridge import CHANNEL_FD
 from rehost.protocol import messages, services
 from rewriter.emit.rehost import SITE_TABLE_SUFFIX
-from tests.support.rehost import CLI, CLI_RUN, ServerProcess, cli_run, line_while
+from tests.support.rehost import CLI, CLI_RUN, ServerProcess, assert_rehost_as_inhost, cli_run, line_while
 from tests.support.run import LIB_ROOT, assert_same_behaviour, instrument, place, run_prog
 from tests.support.samples import build
 
@@ -284,15 +284,7 @@ def test_program_that_closes_its_descriptors_keeps_its_records(tmp_path: Path) -
     behaves as the original under `anvil run`, and its ReHost results are its InHost copy's:
     the channel is not one of its descriptors (decision 0126; before, it was descriptor 1000,
     and the records stopped where the program closed it)."""
-    binary = build("closes_inherited", "O2-thumb-dyn")
-    original = run_prog(place(binary, tmp_path, "orig"))
-    assert original.returncode == 0, original.stderr
-    inhost = run_prog(instrument(binary, "cachesim", tmp_path))
-    assert_same_behaviour(original, inhost)
-    rehost = instrument(binary, "cachesim", tmp_path, "--mode", "rehost", slot="rhst")
-    run = cli_run(rehost)
-    assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)
-    assert (rehost.parent / "prog.cachesim.out").read_bytes() == (inhost.cwd / "prog.cachesim.out").read_bytes()
+    assert_rehost_as_inhost(build("closes_inherited", "O2-thumb-dyn"), "cachesim", tmp_path)
 
 
 def test_a_background_job_is_not_waited_for(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from typing import TypeVar
 from rehost import bridge
 from rehost.sitetable import parse
 from rewriter.emit.rehost import SITE_TABLE_SUFFIX
-from tests.support.run import LIB_ROOT, Run, assert_same_behaviour, instrument, results, run_prog
+from tests.support.run import LIB_ROOT, Run, assert_same_behaviour, instrument, place, results, run_prog
 
 CLI = [sys.executable, "-m", "rewriter.cli"]
 T = TypeVar("T")
@@ -36,6 +36,22 @@ def cli_run(binary: Path, *extra: str, text: bool = False) -> subprocess.Complet
     """``anvil run -q [extra] BINARY`` in the binary's directory with an empty environment, output captured."""
     return subprocess.run(CLI_RUN + [*extra, str(binary)], capture_output=True, cwd=binary.parent, env={},
                           timeout=300, text=text)
+
+
+def assert_rehost_as_inhost(sample: Path, tool: str, tmp: Path, fmt: str = "json") -> tuple[Run, Path]:
+    """``sample`` run as it is, its InHost copy (run_prog) and its ReHost copy (`anvil run`)
+    with ``tool``: each behaves as the original, and the ReHost results file is the InHost
+    copy's. Returns the InHost run and the ReHost copy (for the checks a test adds)."""
+    original = run_prog(place(sample, tmp, "orig"))
+    assert original.returncode == 0, original.stderr
+    inhost = run_prog(instrument(sample, tool, tmp, fmt=fmt))
+    assert_same_behaviour(original, inhost)
+    rehost = instrument(sample, tool, tmp, "--mode", "rehost", fmt=fmt, slot="rhst")
+    run = cli_run(rehost)
+    assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)
+    name = f"prog.{tool}.out"
+    assert (rehost.parent / name).read_bytes() == (inhost.cwd / name).read_bytes()
+    return inhost, rehost
 
 
 def run_rehost(binary: Path, address: str, args: list[str] | tuple[str, ...] = (), stdin: bytes = b"",
