@@ -452,7 +452,7 @@ def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_t
                 processes.pump(first.ours)
             finally:
                 first.ours.close()
-            detached.extend(listener.serve(processes, lambda: _has_ended(proc)))
+            detached.extend(listener.serve(processes, proc))
 
         reader = threading.Thread(target=pump, daemon=True)
         reader.start()
@@ -527,24 +527,29 @@ class _Listener:
             end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
         return _FirstConnection(ours, program_end)
 
-    def serve(self, processes: _Processes, program_ended: Callable[[], bool]) -> list[int]:
+    def serve(self, processes: _Processes, program: subprocess.Popen) -> list[int]:
         """Route what every connection brings, a connection at a time in the order they were
         made (a process connects again only once its last connection is closed, so its
-        bytes stay in order), until the program has ended and no process of this session maps
+        bytes stay in order), until the program has ended and no process of its session maps
         the marker; then end the streams. Returns the processes still mapping it in a session
         of their own (daemons), which are not waited for."""
+        session = os.getsid(0)  # the program's session, as last seen while it ran
         try:
             while True:
                 ready, _, _ = select.select([self.socket], [], [], END_POLL)
                 if ready:
                     self._route_one(processes)
                     continue
-                if not program_ended():
+                if not _has_ended(program):
+                    try:  # (the program may have left ours: its children stay in its new one)
+                        session = os.getsid(program.pid)
+                    except OSError:
+                        pass
                     continue
-                waited, detached = self._survivors()
+                waited, detached = self._survivors(session)
                 if not waited:  # Again: a process that forked and ended while the scan read
                     # /proc (its child not yet listed, itself gone) has its child listed now.
-                    waited, detached = self._survivors()
+                    waited, detached = self._survivors(session)
                 if waited:
                     continue
                 # Every process that could send has ended: what it sent is queued by now.
@@ -575,11 +580,10 @@ class _Listener:
                 processes.route(pid, bytes(memoryview(buffer)[:size]))
         return True
 
-    def _survivors(self) -> tuple[list[int], list[int]]:
+    def _survivors(self, session: int) -> tuple[list[int], list[int]]:
         """The live processes that map the marker (the program's, still running its code):
-        those in this process's session, and those in another (daemons)."""
+        those in the program's ``session``, and those in another (daemons)."""
         needle = self.marker.encode()
-        ours = os.getsid(0)
         waited: list[int] = []
         detached: list[int] = []
         try:
@@ -594,10 +598,10 @@ class _Listener:
                     if needle not in f.read():
                         continue
                 with open(f"/proc/{entry.name}/stat", "rb") as f:
-                    session = int(f.read().rpartition(b")")[2].split()[3])  # state ppid pgrp session
+                    theirs = int(f.read().rpartition(b")")[2].split()[3])  # state ppid pgrp session
             except (OSError, ValueError, IndexError):
                 continue  # gone, or not ours to read
-            (waited if session == ours else detached).append(int(entry.name))
+            (waited if theirs == session else detached).append(int(entry.name))
         return waited, detached
 
 
