@@ -268,7 +268,10 @@ def _signals_forwarded() -> Iterator[None]:
         yield
         return
     handlers = {signal.SIGTERM: forward, signal.SIGHUP: forward, signal.SIGINT: interrupt}
-    previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
+    # One anvil was started with ignored (`nohup`, a background job's SIGINT) stays ignored:
+    # the program inherits it across exec, as it would without anvil; a handler would not be.
+    previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()
+                if signal.getsignal(signum) != signal.SIG_IGN}
     try:
         yield
     finally:
@@ -1085,7 +1088,9 @@ def _terminate(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    # An ignored signal stays ignored (`nohup anvil run`): what `anvil run` starts inherits it.
+    previous = {signum: handler for signum in (signal.SIGTERM, signal.SIGHUP)
+                if (handler := signal.getsignal(signum)) != signal.SIG_IGN}
     if threading.current_thread() is threading.main_thread():
         for signum in previous:
             signal.signal(signum, _terminate)

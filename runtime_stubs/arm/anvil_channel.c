@@ -14,4 +14,5 @@
 #define SYS_getpeername 287
 #define SYS_setsockopt 294
 #define SYS_shutdown 293
+#define SYS_prlimit64 369
 #include "anvil_channel_linux.h"

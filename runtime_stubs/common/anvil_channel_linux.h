@@ -56,6 +56,8 @@
 #define MSG_NOSIGNAL 0x4000
 #define EINTR 4
 #define EAGAIN 11
+#define EMFILE 24
+#define RLIMIT_NOFILE 7
 #define ENOTSOCK 88
 
 #define ANVIL_REHOST_FD 1000
@@ -139,10 +141,34 @@ static void start_child_stream(long pid)
         sent = 0;  /* the hello is not part of the stream */
 }
 
+/* A socket for a send while every descriptor the program may have is in use (it opened
+ * up to RLIMIT_NOFILE and has not yet freed any): the held channel survived that, so a
+ * send must too. The limit goes up by one for the socket and straight back (a descriptor
+ * above the limit stays valid): another of the program's threads could see the room in
+ * that instant, nothing else. The hard limit too where it is the soft one, which only a
+ * privileged process may raise; elsewhere none: < 0. */
+static long socket_past_limit(void)
+{
+    struct {
+        uint64_t cur, max;
+    } old, more;
+    if (anvil_syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&old, 0, 0) < 0 || old.cur == (uint64_t)-1)
+        return -EMFILE;
+    more.cur = old.cur + 1;
+    more.max = old.max > old.cur ? old.max : more.cur;
+    if (anvil_syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, (long)&more, 0, 0, 0) < 0)
+        return -EMFILE;
+    long fd = anvil_syscall(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, 0, 0, 0);
+    anvil_syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, (long)&old, 0, 0, 0);
+    return fd;
+}
+
 /* A connection to ``listener`` above the program's descriptors; < 0 when none could be made. */
 static long connect_listener(void)
 {
     long fd = anvil_syscall(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, 0, 0, 0);
+    if (fd == -EMFILE)
+        fd = socket_past_limit();
     if (fd < 0)
         return fd;
     /* The lowest free number is the program's next: another of its threads opening a file

@@ -14,4 +14,5 @@
 #define SYS_getpeername 52
 #define SYS_setsockopt 54
 #define SYS_shutdown 48
+#define SYS_prlimit64 302
 #include "anvil_channel_linux.h"
