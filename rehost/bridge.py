@@ -65,6 +65,7 @@ ACCEPT_POLL = 0.1          # listen: how often it looks whether connections are 
 BACKLOG = 4096             # run: connections the listener queues (the program's processes wait beyond)
 MARKER = "process"         # run: the file beside the socket every process of the program maps (anvil_channel_linux.h)
 MARKER_SIZE = 4096         # ... a page
+DAEMON_GRACE = 1.0         # run: how long a child in a session of its own is waited for after the program (s)
 END_POLL = 0.02            # run: how often, once the program has ended, it looks for processes still running (s)
 GATHER = 4096              # run_with_pipe: after a read shorter than this ...
 GATHER_PAUSE = 0.002       # ... let the writer's bytes gather this long (s)
@@ -534,6 +535,7 @@ class _Listener:
         the marker; then end the streams. Returns the processes still mapping it in a session
         of their own (daemons), which are not waited for."""
         session = os.getsid(0)  # the program's session, as last seen while it ran
+        ended_at = None  # when the program was first seen ended
         try:
             while True:
                 ready, _, _ = select.select([self.socket], [], [], END_POLL)
@@ -550,7 +552,10 @@ class _Listener:
                 if not waited:  # Again: a process that forked and ended while the scan read
                     # /proc (its child not yet listed, itself gone) has its child listed now.
                     waited, detached = self._survivors(session)
-                if waited:
+                ended_at = ended_at or time.monotonic()
+                # A child in a session of its own may be a short job (setsid, work, exit) rather
+                # than a daemon: a little while for it before it is named and left.
+                if waited or (detached and time.monotonic() - ended_at < DAEMON_GRACE):
                     continue
                 # Every process that could send has ended: what it sent is queued by now.
                 self.socket.setblocking(False)

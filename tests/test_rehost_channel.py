@@ -4,8 +4,9 @@ program's processes have (decision 0126).
 - Descriptors the user gives `anvil run` (``3>log``, a jobserver) reach the program, as
   under plain qemu-arm or natively: samples/descriptors_walked.c lists what it has, the
   original run directly and every copy (InHost, ReHost) under `anvil run` list the same.
-- A forked child that outlives its parent (samples/outlives_parent.c) is waited for: its
-  output is there and its ReHost results are the InHost copy's, parent and child.
+- A forked child that outlives its parent (samples/outlives_parent.c) is waited for, in the
+  program's session or (for a second) in one of its own: its output is there and its ReHost
+  results are the InHost copy's, parent and child.
 - A child that left the session (setsid: a daemon) is not waited for: `anvil run` ends
   before it does and names it in one line; the daemon still finishes its own work.
 - x86-64: the ReHost copy of descriptors_walked under `anvil run` lists what the original
@@ -47,9 +48,11 @@ def test_descriptors_given_to_anvil_run_reach_the_program(mode: str, tmp_path: P
     assert (run.returncode, run.stdout, run.stderr) == (direct.returncode, direct.stdout, direct.stderr)
 
 
-def test_a_child_that_outlives_its_parent_is_waited_for(tmp_path: Path) -> None:
+@pytest.mark.parametrize("args", [(), ("session",)], ids=["same-session", "own-session"])
+def test_a_child_that_outlives_its_parent_is_waited_for(args: tuple[str, ...], tmp_path: Path) -> None:
+    """In the program's session, or in one of its own for a while (a short job, not a daemon)."""
     sample = build("outlives_parent", "O2-thumb-dyn")  # (run_prog's pipes close when the child ends)
-    inhost, rehost = assert_rehost_as_inhost(sample, "cachesim", tmp_path)
+    inhost, rehost = assert_rehost_as_inhost(sample, "cachesim", tmp_path, args=args)
     assert inhost.stdout.count(b"\n") == 2, inhost.stdout  # the parent's line and the child's
     children = forked_results(rehost.parent, "cachesim")
     assert len(children) == 1 and children == forked_results(inhost.cwd, "cachesim")
@@ -69,7 +72,7 @@ def test_a_daemon_is_not_waited_for(tmp_path: Path) -> None:
     took = time.monotonic() - started
     stderr = (tmp_path / "err").read_text()
     assert run.returncode == 0, stderr
-    assert took < 2.0, f"anvil run waited for the daemon ({took:.1f} s)"
+    assert took < 3.5, f"anvil run waited for the daemon ({took:.1f} s; it runs 4 s)"
     assert stderr.count("\n") == 1 and "a session of its own (a daemon): not waited for" in stderr, stderr
     assert (tmp_path / "out").read_bytes().startswith(b"parent: ")
     for _ in range(100):  # the daemon finishes its work all the same

@@ -38,16 +38,17 @@ def cli_run(binary: Path, *extra: str, text: bool = False) -> subprocess.Complet
                           timeout=300, text=text)
 
 
-def assert_rehost_as_inhost(sample: Path, tool: str, tmp: Path, fmt: str = "json") -> tuple[Run, Path]:
+def assert_rehost_as_inhost(sample: Path, tool: str, tmp: Path, fmt: str = "json",
+                            args: tuple[str, ...] = ()) -> tuple[Run, Path]:
     """``sample`` run as it is, its InHost copy (run_prog) and its ReHost copy (`anvil run`)
-    with ``tool``: each behaves as the original, and the ReHost results file is the InHost
-    copy's. Returns the InHost run and the ReHost copy (for the checks a test adds)."""
-    original = run_prog(place(sample, tmp, "orig"))
+    with ``tool`` and ``args``: each behaves as the original, and the ReHost results file is
+    the InHost copy's. Returns the InHost run and the ReHost copy (for the checks a test adds)."""
+    original = run_prog(place(sample, tmp, "orig"), args)
     assert original.returncode == 0, original.stderr
-    inhost = run_prog(instrument(sample, tool, tmp, fmt=fmt))
+    inhost = run_prog(instrument(sample, tool, tmp, fmt=fmt), args)
     assert_same_behaviour(original, inhost)
     rehost = instrument(sample, tool, tmp, "--mode", "rehost", fmt=fmt, slot="rhst")
-    run = cli_run(rehost)
+    run = subprocess.run(CLI_RUN + [str(rehost), *args], capture_output=True, cwd=rehost.parent, env={}, timeout=300)
     assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)
     name = f"prog.{tool}.out"
     assert (rehost.parent / name).read_bytes() == (inhost.cwd / name).read_bytes()
