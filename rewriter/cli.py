@@ -626,8 +626,8 @@ def _report_rehost(outcome, table) -> bool:
         if why and pid not in outcome.detached:
             print(f"anvil: rehost: forked child {pid}: {why}; no results written for it", file=sys.stderr)
     for pid in outcome.detached:
-        print(f"anvil: rehost: forked child {pid} still runs in a session of its own (a daemon): not waited for; "
-              "what it records from now on is not analysed", file=sys.stderr)
+        print(f"anvil: rehost: forked child {pid} still runs in a session of its own (a daemon): not waited for "
+              "longer; what it records from now on is not analysed", file=sys.stderr)
     for pid, why in sorted(outcome.unkept_children.items()):
         print(f"anvil: rehost: forked child {pid}: no results written for it: {why}", file=sys.stderr)
     if outcome.stray_bytes:
