@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import queue
+import resource
 import select
 import shutil
 import socket
@@ -424,6 +425,9 @@ def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_t
     with _Listener() as listener:
         first = listener.first_connection()
         saved = os.dup(CHANNEL_FD) if _fd_open(CHANNEL_FD) else None
+        limit = _room_for_channel()
+        # The program gets its own limit back (CHANNEL_FD stays valid above it).
+        restore_limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, limit)) if limit else None
         try:
             os.dup2(first.program_end.fileno(), CHANNEL_FD, inheritable=True)
             try:
@@ -433,7 +437,8 @@ def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_t
                 # make's jobserver); ours are not inheritable (PEP 446), but CHANNEL_FD.
                 proc = subprocess.Popen(cmd, executable=executable, close_fds=not inherit_descriptors,
                                         pass_fds=() if inherit_descriptors else (CHANNEL_FD,),
-                                        env=PROGRAM_ENVIRONMENT if env is None else env, cwd=cwd, **pipes)
+                                        env=PROGRAM_ENVIRONMENT if env is None else env, cwd=cwd,
+                                        preexec_fn=restore_limit, **pipes)
             except OSError as e:
                 forward.end()
                 raise AnvilError(f"cannot start {cmd[0]}: {e.strerror}") from None
@@ -444,6 +449,8 @@ def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_t
             else:
                 os.close(CHANNEL_FD)
             first.program_end.close()
+            if limit:
+                resource.setrlimit(resource.RLIMIT_NOFILE, limit)
         detached: list[int] = []
 
         def pump() -> None:
@@ -465,6 +472,20 @@ def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_t
     outcome.detached = detached
     outcome.unkept_children = processes.unkept
     return outcome
+
+
+def _room_for_channel() -> tuple[int, int] | None:
+    """Make CHANNEL_FD a descriptor this process may open: a soft limit at or below it (``ulimit
+    -n 512``) is raised past it; returns the limits to give back (None: nothing changed), or
+    AnvilError when the hard limit does not allow it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft > CHANNEL_FD:
+        return None
+    if hard != resource.RLIM_INFINITY and hard <= CHANNEL_FD:
+        raise AnvilError(f"the descriptor limit is {hard} (ulimit -Hn) and ReHost's record channel starts as "
+                         f"descriptor {CHANNEL_FD}: raise the limit, or use --mode inhost")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (CHANNEL_FD + 1, hard))
+    return soft, hard
 
 
 def _has_ended(proc: subprocess.Popen) -> bool:

@@ -108,3 +108,25 @@ def test_x86_64_rehost_copy_lists_what_the_original_lists(tmp_path: Path) -> Non
     results = {mode: (where / "prog.cachesim.out").read_bytes() for mode, where in copies.items()}
     assert results["rehost"] == results["inhost"]
     assert forked_results(copies["rehost"], "cachesim") == forked_results(copies["inhost"], "cachesim")
+
+
+def test_a_low_descriptor_limit(tmp_path: Path) -> None:
+    """Under ``ulimit -Sn 512`` (below the channel's descriptor 1000) the ReHost copy runs
+    with the program's own limit, as the original and the InHost copy do, and gets InHost's
+    results; a hard limit that low is one line naming it."""
+    sample = build("descriptors_walked", "O2-thumb-dyn")
+    limited = ["sh", "-c", 'ulimit -Sn 512 && exec "$@"', "sh"]
+    original = place(sample, tmp_path, "orig")
+    inhost = instrument(sample, "cachesim", tmp_path)
+    rehost = instrument(sample, "cachesim", tmp_path, "--mode", "rehost", slot="rhst")
+    runs = [subprocess.run(limited + ["qemu-arm", "-L", LIB_ROOT, "-0", "prog", str(copy)], capture_output=True,
+                           cwd=copy.parent, env={}, timeout=120) for copy in (original, inhost)]
+    runs.append(subprocess.run(limited + [*CLI_RUN, str(rehost)], capture_output=True, cwd=rehost.parent, env={},
+                               timeout=120))
+    assert runs[0].returncode == 0, runs[0].stderr
+    for run in runs[1:]:
+        assert (run.returncode, run.stdout, run.stderr) == (runs[0].returncode, runs[0].stdout, runs[0].stderr)
+    assert (rehost.parent / "prog.cachesim.out").read_bytes() == (inhost.parent / "prog.cachesim.out").read_bytes()
+    hard = subprocess.run(["sh", "-c", 'ulimit -n 512 && exec "$@"', "sh", *CLI_RUN, str(rehost)],
+                          capture_output=True, text=True, cwd=rehost.parent, env={}, timeout=120)
+    assert hard.returncode == 2 and hard.stderr.count("\n") == 1 and "descriptor limit is 512" in hard.stderr
