@@ -417,8 +417,8 @@ def run(cmd: list[str], channel: grpc.Channel | LocalAnalysis, tool: str, site_t
     The program gets ``env`` (default: the user's environment as it was), runs in
     ``cwd``; with ``stdin`` given, its input is that and its output is captured
     (Outcome.stdout/stderr), otherwise it shares ours. The run ends when the program has
-    ended and so has every process it forked that still runs its code in this session
-    (decision 0126); those in a session of their own (daemons) are not waited for.
+    ended and so has every process it forked that still runs its code in its session
+    (decision 0126); those in a session of their own (daemons) for DAEMON_GRACE at most.
     """
     forward = _session(channel, tool, site_table, program, token)
     processes = _Processes(forward, lambda: _session(channel, tool, site_table, program, token), keep_streams=forks)
@@ -553,8 +553,9 @@ class _Listener:
         """Route what every connection brings, a connection at a time in the order they were
         made (a process connects again only once its last connection is closed, so its
         bytes stay in order), until the program has ended and no process of its session maps
-        the marker; then end the streams. Returns the processes still mapping it in a session
-        of their own (daemons), which are not waited for."""
+        the marker, and none in a session of its own has for DAEMON_GRACE; then end the
+        streams. Returns the processes still mapping it in a session of their own (daemons),
+        which are not waited for longer."""
         session = os.getsid(0)  # the program's session, as last seen while it ran
         ended_at = None  # when the program was first seen ended
         try:
@@ -595,15 +596,7 @@ class _Listener:
         with conn:
             conn.setblocking(True)
             pid = CREDENTIALS.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, CREDENTIALS.size))[0]
-            buffer = self.buffer
-            while True:
-                try:
-                    size = conn.recv_into(buffer)
-                except OSError:
-                    break
-                if not size:
-                    break
-                processes.route(pid, bytes(memoryview(buffer)[:size]))
+            _route_connection(conn, pid, processes, self.buffer)
         return True
 
     def _survivors(self, session: int) -> tuple[list[int], list[int]]:
@@ -737,19 +730,23 @@ def _read_connection(conn: socket.socket, pid: int, processes: _Processes) -> th
     def read() -> None:
         with conn:
             conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
-            buffer = bytearray(CHUNK)
-            while True:
-                try:
-                    size = conn.recv_into(buffer)
-                except OSError:
-                    size = 0
-                if not size:
-                    return
-                processes.route(pid, bytes(memoryview(buffer)[:size]))
+            _route_connection(conn, pid, processes, bytearray(CHUNK))
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     return reader
+
+
+def _route_connection(conn: socket.socket, pid: int, processes: _Processes, buffer: bytearray) -> None:
+    """Route what ``conn`` brings, read through ``buffer``, as process ``pid``'s until it closes."""
+    while True:
+        try:
+            size = conn.recv_into(buffer)
+        except OSError:
+            return
+        if not size:
+            return
+        processes.route(pid, bytes(memoryview(buffer)[:size]))
 
 
 def _read_exactly(conn: socket.socket, size: int, timeout: float = CONNECT_TIMEOUT) -> bytes:

@@ -109,10 +109,10 @@ def _calls(items: object, routines: list[Routine], what: str, static_only: bool,
     program's table has hundreds of thousands; tables repeat a few calls many times, so each
     distinct one is checked once)."""
     _expect(isinstance(items, list), f"{what} is not a list")
-    if not all(type(item) is list and len(item) == 2 and type(item[1]) is list for item in items):  # type: ignore[attr-defined]
-        n = next(n for n, item in enumerate(items)  # type: ignore[arg-type]
-                 if not (type(item) is list and len(item) == 2 and type(item[1]) is list))
-        raise SiteTableError(f"{what}[{n}] is not [routine, args]")
+    bad = next((n for n, item in enumerate(items)  # type: ignore[arg-type]
+                if not (type(item) is list and len(item) == 2 and type(item[1]) is list)), None)
+    if bad is not None:
+        raise SiteTableError(f"{what}[{bad}] is not [routine, args]")
     try:
         distinct = {(index, *args) for index, args in items}  # type: ignore[attr-defined]
     except TypeError:  # an unhashable value (certainly not a valid argument): find it in order
