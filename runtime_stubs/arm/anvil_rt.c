@@ -609,6 +609,55 @@ static uint32_t patch_entry(const uint32_t *sym, uint32_t l_addr, uint32_t targe
     return 1;
 }
 
+/* Whether fork_prepare took the lock (read and written by its holder only). */
+static uint8_t fork_holds_lock;
+
+/* Before the C library's fork (decision 0127): the forking thread waits for the analysis
+ * lock (arch/arm/call_stubs.py _lock: owner, depth) and holds it through the fork, so that
+ * the child's copy of the analysis, the ring and the results buffer is whole and its lock
+ * is held by a thread it has (a lock another thread held at the fork would be held for
+ * ever there: the child hung at its first call). The C library's threads have a thread
+ * pointer; the lock's owner is it. */
+static void fork_prepare(void)
+{
+    uint32_t self;
+    __asm__ volatile("mrc p15, 0, %0, c13, c0, 3" : "=r"(self));
+    if (!self || __atomic_load_n(&anvil_call_lock[0], __ATOMIC_RELAXED) == self)
+        return;  /* a fork made inside the analysis (a signal handler's): it is this thread's */
+    uint32_t none = 0;
+    while (!__atomic_compare_exchange_n(&anvil_call_lock[0], &none, self, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        none = 0;
+        __asm__ volatile("yield");
+    }
+    anvil_call_lock[1] += 1;
+    fork_holds_lock = 1;
+}
+
+/* After the fork, in the parent and in the child alike: the lock given back. */
+static void fork_done(void)
+{
+    if (!fork_holds_lock)
+        return;
+    fork_holds_lock = 0;
+    anvil_call_lock[1] -= 1;
+    __atomic_store_n(&anvil_call_lock[0], 0, __ATOMIC_RELEASE);
+}
+
+/* The analysis lock's fork handlers, registered with the C library (``map``): glibc's
+ * __register_atfork (its pthread_atfork is a wrapper in libc_nonshared.a), musl's
+ * pthread_atfork (which ignores the fourth argument). */
+static void register_fork_handlers(const struct link_map_head *map, uint32_t symtab, uint32_t strtab)
+{
+    const uint32_t *sym = defined_function(map->l_ld, map->l_addr, symtab, strtab, "__register_atfork");
+    if (!sym)
+        sym = defined_function(map->l_ld, map->l_addr, symtab, strtab, "pthread_atfork");
+    if (!sym)
+        return;
+    int (*register_atfork)(void (*)(void), void (*)(void), void (*)(void), void *) =
+        (int (*)(void (*)(void), void (*)(void), void (*)(void), void *))(map->l_addr + sym[1]);
+    register_atfork(fork_prepare, fork_done, fork_done, 0);
+}
+
 /* Each loaded library's GOT slots of _exit and _Exit (its R_ARM_JUMP_SLOT relocations)
  * are made to lead to library_exit. A slot of a library bound at load (BIND_NOW) is in
  * its read-only RELRO part, made writable for the write and read-only again; a lazily
@@ -639,6 +688,8 @@ static void hook_library_exits(uint32_t bias, const struct anvil_header *h)
         if (!exit_patched && symtab && strtab)
             exit_patched = patch_entry(defined_function(map->l_ld, map->l_addr, symtab, strtab, "_Exit"),
                                        map->l_addr, (uint32_t)c_library_exit);
+        if (symtab && strtab && names_c_library(map->l_name))
+            register_fork_handlers(map, symtab, strtab);
         if (!jmprel || !symtab || !strtab)
             continue;
         const uint32_t *rel = (const uint32_t *)jmprel;

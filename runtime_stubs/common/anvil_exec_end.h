@@ -42,6 +42,20 @@ static void end_before_exec(void)
     }
 }
 
+/* Whether ``path``'s last part starts "libc.so" (glibc's "libc.so.6", musl's "libc.so"). */
+static inline int names_c_library(const char *path)
+{
+    const char *base = path;
+    for (const char *c = path; c && *c; c++)
+        if (*c == '/')
+            base = c + 1;
+    static const char want[] = "libc.so";
+    for (uint32_t k = 0; k < sizeof want - 1; k++)
+        if (!base || base[k] != want[k])
+            return 0;
+    return 1;
+}
+
 /* The symbol ``name`` in a library's dynamic symbol table (``symtab``, entries of
  * ``sym_size`` bytes, st_name first; ``strtab``), found through its GNU hash table
  * (``gnu``, bloom words of ``bloom_bytes``) or else its SysV one (``sysv``): the dynamic

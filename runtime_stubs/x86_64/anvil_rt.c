@@ -285,27 +285,9 @@ static int loaded_segment(anvil_word l_addr, anvil_word from, anvil_word to, anv
     return 0;
 }
 
-/* Whether ``path``'s last part starts "libc.so" (glibc's "libc.so.6", musl's "libc.so"). */
-static int names_c_library(const char *path)
-{
-    const char *base = path;
-    for (const char *c = path; c && *c; c++)
-        if (*c == '/')
-            base = c + 1;
-    static const char want[] = "libc.so";
-    for (uint32_t k = 0; k < sizeof want - 1; k++)
-        if (!base || base[k] != want[k])
-            return 0;
-    return 1;
-}
-
-/* The C library's _exit is made to jump to c_library_exit (``jmp [rip]`` and the address,
- * 14 bytes over its entry, which is never returned to). Found through the executable's
- * DT_DEBUG (the dynamic linker's list of the loaded objects) and the C library's symbol
- * hash. The segment's protection changes whole, not the page's: a part of a mapping given
- * other rights becomes a mapping of its own, and /proc/self/maps, which programs read,
- * would show the C library's text in three. */
-static void hook_c_library_exit(const long *phdr, long phnum, anvil_word bias)
+/* The C library among the loaded objects, found through the executable's DT_DEBUG (the
+ * dynamic linker's list of them), or 0. */
+static const struct link_map_head *c_library(const long *phdr, long phnum, anvil_word bias)
 {
     const long *dyn = 0;
     for (long i = 0; phdr && i < phnum; i++) {
@@ -317,27 +299,51 @@ static void hook_c_library_exit(const long *phdr, long phnum, anvil_word bias)
     for (; dyn && dyn[0] != DT_NULL; dyn += 2)
         if (dyn[0] == DT_DEBUG)
             debug = (const void *)dyn[1];
-    if (!debug)
+    for (const struct link_map_head *map = debug ? debug->map : 0; map; map = map->l_next)
+        if (names_c_library(map->l_name) && map->l_ld)
+            return map;
+    return 0;
+}
+
+/* The C library's _exit is made to jump to c_library_exit (``jmp [rip]`` and the address,
+ * 14 bytes over its entry, which is never returned to), found through its symbol hash.
+ * The segment's protection changes whole, not the page's: a part of a mapping given
+ * other rights becomes a mapping of its own, and /proc/self/maps, which programs read,
+ * would show the C library's text in three. */
+static void hook_c_library_exit(const struct link_map_head *map)
+{
+    const uint8_t *sym = defined_function(map->l_ld, map->l_addr, "_exit");
+    if (!sym || *(const uint64_t *)(sym + 16) < 14)
         return;
-    for (const struct link_map_head *map = debug->map; map; map = map->l_next) {
-        if (!names_c_library(map->l_name) || !map->l_ld)
-            continue;
-        const uint8_t *sym = defined_function(map->l_ld, map->l_addr, "_exit");
-        if (!sym || *(const uint64_t *)(sym + 16) < 14)
-            return;
-        uint8_t *at = (uint8_t *)(map->l_addr + *(const uint64_t *)(sym + 8));
-        anvil_word first, span;
-        if (!loaded_segment(map->l_addr, (anvil_word)at, (anvil_word)at + 14, &first, &span))
-            return;
-        if (anvil_syscall(SYS_mprotect, (long)first, (long)span, 7, 0, 0, 0) != 0)
-            return;
-        static const uint8_t jump[6] = {0xff, 0x25, 0, 0, 0, 0};  /* jmp [rip + 0] */
-        for (int k = 0; k < 6; k++)
-            at[k] = jump[k];
-        *(uint64_t *)(at + 6) = (uint64_t)c_library_exit;
-        anvil_syscall(SYS_mprotect, (long)first, (long)span, 5, 0, 0, 0);
+    uint8_t *at = (uint8_t *)(map->l_addr + *(const uint64_t *)(sym + 8));
+    anvil_word first, span;
+    if (!loaded_segment(map->l_addr, (anvil_word)at, (anvil_word)at + 14, &first, &span))
         return;
-    }
+    if (anvil_syscall(SYS_mprotect, (long)first, (long)span, 7, 0, 0, 0) != 0)
+        return;
+    static const uint8_t jump[6] = {0xff, 0x25, 0, 0, 0, 0};  /* jmp [rip + 0] */
+    for (int k = 0; k < 6; k++)
+        at[k] = jump[k];
+    *(uint64_t *)(at + 6) = (uint64_t)c_library_exit;
+    anvil_syscall(SYS_mprotect, (long)first, (long)span, 5, 0, 0, 0);
+}
+
+static void fork_prepare(void);
+static void fork_done(void);
+
+/* The analysis lock's fork handlers (decision 0127), registered with the C library:
+ * glibc's __register_atfork (its pthread_atfork is a wrapper in libc_nonshared.a), musl's
+ * pthread_atfork (which ignores the fourth argument). */
+static void register_fork_handlers(const struct link_map_head *map)
+{
+    const uint8_t *sym = defined_function(map->l_ld, map->l_addr, "__register_atfork");
+    if (!sym)
+        sym = defined_function(map->l_ld, map->l_addr, "pthread_atfork");
+    if (!sym)
+        return;
+    int (*register_atfork)(void (*)(void), void (*)(void), void (*)(void), void *) =
+        (int (*)(void (*)(void), void (*)(void), void (*)(void), void *))(map->l_addr + *(const uint64_t *)(sym + 8));
+    register_atfork(fork_prepare, fork_done, fork_done, 0);
 }
 
 /* Called by the loader stub: ``initial_sp`` is the stack the kernel started the program
@@ -383,7 +389,11 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
     if (*fini) {
         program_fini = (void (*)(void))*fini;
         *fini = (anvil_word)anvil_fini;
-        hook_c_library_exit(phdr, phnum, bias);
+        const struct link_map_head *library = c_library(phdr, phnum, bias);
+        if (library) {
+            hook_c_library_exit(library);
+            register_fork_handlers(library);
+        }
     }
     void anvil_program_start(void);
     anvil_program_start();
@@ -487,6 +497,16 @@ static anvil_word thread_self(void)
     return (anvil_word)anvil_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0) * 2 + 1;
 }
 
+/* Wait for the lock and take it (``self``: thread_self's). */
+static void take_site_lock(anvil_word self)
+{
+    anvil_word none = 0;
+    while (!__atomic_compare_exchange_n(&site_owner, &none, self, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        none = 0;
+        __builtin_ia32_pause();
+    }
+}
+
 /* A call site of a program that starts threads (anvil_site_locked_entry): the tool's
  * routines and the results file's buffer see one call at a time, once a thread has started
  * (before, the one thread goes straight in: a static program sets its thread pointer only
@@ -504,12 +524,35 @@ void anvil_site_locked(anvil_word value, uint32_t site)
         anvil_site(value, site);
         return;
     }
-    anvil_word none = 0;
-    while (!__atomic_compare_exchange_n(&site_owner, &none, self, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-        none = 0;
-        __builtin_ia32_pause();
-    }
+    take_site_lock(self);
     anvil_site(value, site);
+    __atomic_store_n(&site_owner, 0, __ATOMIC_RELEASE);
+}
+
+/* Whether fork_prepare took the lock (read and written by its holder only). */
+static uint8_t fork_holds_lock;
+
+/* Before the C library's fork (decision 0127): the forking thread waits for the lock and
+ * holds it through the fork, so that the child's copy of the analysis, the ring and the
+ * results buffer is whole and its lock is held by a thread it has (a lock another thread
+ * held at the fork would be held for ever there: the child hung at its first call). */
+static void fork_prepare(void)
+{
+    if (!__atomic_load_n(&anvil_threads_started, __ATOMIC_ACQUIRE))
+        return;
+    anvil_word self = thread_self();
+    if (__atomic_load_n(&site_owner, __ATOMIC_RELAXED) == self)
+        return;  /* a fork made inside the analysis (a signal handler's): it is this thread's */
+    take_site_lock(self);
+    fork_holds_lock = 1;
+}
+
+/* After the fork, in the parent and in the child alike: the lock given back. */
+static void fork_done(void)
+{
+    if (!fork_holds_lock)
+        return;
+    fork_holds_lock = 0;
     __atomic_store_n(&site_owner, 0, __ATOMIC_RELEASE);
 }
 

@@ -1,0 +1,51 @@
+"""A fork made while another thread is inside the analysis (decision 0127).
+
+samples/thread_fork.c forks 24 children while a worker thread loads and stores through
+the program's own code, so that most forks come while the worker holds the analysis lock.
+Before the fork handlers the child, which has only the forking thread, waited for ever for
+a lock held by a thread it does not have. Now every copy (ARM and x86-64, InHost and
+ReHost) behaves as the original (the same line, status 0: every child's work checked by its
+parent), within the time limit, and every child writes whole results of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.rehost import CLI_RUN
+from tests.support.run import LIB_ROOT, instrument, place
+from tests.support.samples import build, build_x86_64
+
+CHILDREN = 24  # the sample's default
+
+
+def _original(sample: Path, isa: str, tmp: Path) -> subprocess.CompletedProcess:
+    program = place(sample, tmp, "orig")
+    cmd = ["qemu-arm", "-L", LIB_ROOT, "-0", "prog", str(program)] if isa == "arm" else [str(program)]
+    return subprocess.run(cmd, capture_output=True, cwd=program.parent, env={}, timeout=120)
+
+
+@pytest.mark.parametrize("mode", ["inhost", "rehost"])
+@pytest.mark.parametrize("isa", ["arm", "x86_64"])
+def test_a_fork_while_another_thread_is_in_the_analysis(isa: str, mode: str, tmp_path: Path) -> None:
+    sample = build("thread_fork", "O2-thumb-dyn") if isa == "arm" else build_x86_64("thread_fork", "x64-gcc-O2")
+    original = _original(sample, isa, tmp_path)
+    assert original.returncode == 0 and original.stdout == f"{CHILDREN} of {CHILDREN} children right\n".encode()
+    copy = instrument(sample, "cachesim", tmp_path, "--mode", mode, slot=mode[:2] + "st")
+    # A hang (the child waiting for a lock it will never get) fails here.
+    run = subprocess.run(CLI_RUN + [str(copy)], capture_output=True, cwd=copy.parent, env={}, timeout=120)
+    assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)
+    children = [p for p in copy.parent.glob("prog.cachesim.out.*") if p.suffix[1:].isdigit()]
+    assert len(children) == CHILDREN
+    parent = json.loads((copy.parent / "prog.cachesim.out").read_text())
+    for child in children:
+        results = json.loads(child.read_text())
+        # A child's results are its parent's up to the fork and its own work: two walks of
+        # the table, two accesses each.
+        assert results["accesses"] >= 2 * 2 * 1024, child
+        assert results["hits"] + results["misses"] == results["accesses"]
+    assert parent["accesses"] > 0
