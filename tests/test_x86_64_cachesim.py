@@ -122,7 +122,10 @@ def test_threads_count_every_access(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("variant", ["x64-gcc-O0", "x64-gcc-O2-static", "x64-gcc-O3-nopie", "x64-clang-O2"])
 def test_simulated_programs_behave_as_the_original(variant: str, tmp_path: Path) -> None:
-    program = tmp_path / "prog"
+    # At a path as long as the copy's (b/prog): a static C library keeps the program's
+    # directory on the heap, and a longer one may move every later block.
+    program = tmp_path / "a" / "prog"
+    program.parent.mkdir()
     shutil.copy(samples.build_x86_64("addresses", variant), program)
     copied = _instrument(program, tmp_path / "b" / "prog", "cachesim")
     runs = [subprocess.run(["setarch", "-R", str(p), "x"], cwd=tmp_path, capture_output=True, timeout=60, env=_ENV)

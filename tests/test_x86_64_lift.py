@@ -91,7 +91,7 @@ def test_symbols_are_read_as_pyelftools_reads_them(variant: str) -> None:
     x86-64 program's names came out wrong (its threads went unseen: counters without lock,
     decision 0112). Every name, value and section index against pyelftools' own reading."""
 
-    from rewriter.ir.elf_loader import _symbol_entries
+    from rewriter.ir.elf_loader import symbol_entries
 
     path = samples.build_x86_64("x64_thread_counts", variant)
     data = path.read_bytes()
@@ -100,7 +100,7 @@ def test_symbols_are_read_as_pyelftools_reads_them(variant: str) -> None:
         table = elf.get_section_by_name(section)
         if table is None:
             continue
-        ours = [(name, value, shndx) for name, value, _, _, shndx in _symbol_entries(table, data)]
+        ours = [(name, value, shndx) for name, value, _, _, shndx in symbol_entries(table, data)]
         theirs = [(s.name, s["st_value"], s["st_shndx"]) for s in table.iter_symbols()]
         theirs = [(n, v, {"SHN_UNDEF": 0, "SHN_ABS": 0xFFF1, "SHN_COMMON": 0xFFF2}.get(x, x)) for n, v, x in theirs]
         assert ours == theirs

@@ -212,7 +212,7 @@ def _read_symbols(path: str, elf: ELFFile,
     table = elf.get_section_by_name(".symtab") or elf.get_section_by_name(".dynsym")
     if table is None:
         return funcs, mapping
-    for name, value, size, kind, shndx in _symbol_entries(table, data):
+    for name, value, size, kind, shndx in symbol_entries(table, data):
         if shndx in _SHN_SPECIAL:
             continue
         m = _MAPPING.match(name)
@@ -288,7 +288,7 @@ def _raises(elf: ELFFile, data: bytes) -> bool:
         table = elf.get_section_by_name(section)
         if table is None:
             continue
-        for name, _, _, _, shndx in _symbol_entries(table, data):
+        for name, _, _, _, shndx in symbol_entries(table, data):
             if _PERSONALITY.search(name) and name not in _NOT_A_LANGUAGE:
                 return True
             if section == ".dynsym" and shndx == 0 and name in _RAISING_IMPORTS:
@@ -308,7 +308,7 @@ def code_read_as_data(elf: ELFFile, data: bytes) -> list[tuple[int, int]]:
     if table is None:
         return []
     wanted = {name for pair in _CODE_AS_DATA for name in pair}
-    found = {name: value for name, value, _, _, _ in _symbol_entries(table, data) if name in wanted}
+    found = {name: value for name, value, _, _, _ in symbol_entries(table, data) if name in wanted}
     ranges = []
     for start, size in _CODE_AS_DATA:
         if start in found and size in found:
@@ -346,7 +346,7 @@ def _imports_thread_start(elf: ELFFile, data: bytes) -> bool:
     table = elf.get_section_by_name(".dynsym")
     if table is None:
         return False
-    return any(shndx == 0 and _THREAD_STARTS.match(name) for name, _, _, _, shndx in _symbol_entries(table, data))
+    return any(shndx == 0 and _THREAD_STARTS.match(name) for name, _, _, _, shndx in symbol_entries(table, data))
 
 
 def _named(elf: ELFFile, data: bytes, wanted: set[str]) -> set[str]:
@@ -356,7 +356,7 @@ def _named(elf: ELFFile, data: bytes, wanted: set[str]) -> set[str]:
     for section in (".symtab", ".dynsym"):
         table = elf.get_section_by_name(section)
         if table is not None:
-            found.update(entry[0] for entry in _symbol_entries(table, data) if entry[0] in wanted)
+            found.update(entry[0] for entry in symbol_entries(table, data) if entry[0] in wanted)
     return found
 
 
@@ -366,7 +366,7 @@ _ELF32_SYM = struct.Struct("<IIIBBH")  # st_name, st_value, st_size, st_info, st
 _ELF64_SYM = struct.Struct("<IBBHQQ")  # st_name, st_info, st_other, st_shndx, st_value, st_size
 
 
-def _symbol_entries(table: SymbolTableSection, data: bytes) -> Iterator[tuple[str, int, int, int, int]]:
+def symbol_entries(table: SymbolTableSection, data: bytes) -> Iterator[tuple[str, int, int, int, int]]:
     """(name, value, size, type, section index) of every symbol of ``table`` in the file
     ``data``, in order.
 

@@ -143,6 +143,23 @@ anvil_threads_entry:
     preserving anvil_threads_start
     .size anvil_threads_entry, . - anvil_threads_entry
 
+# In place of pthread_create and thrd_create, for the libraries that call them (their GOT
+# slots: anvil_rt.c wrap_thread_starts): anvil_threads_start, then the function itself,
+# with its arguments and return address as they were.
+    .globl anvil_thread_create_entry
+    .type anvil_thread_create_entry, @function
+anvil_thread_create_entry:
+    call anvil_threads_entry
+    jmp *anvil_real_pthread_create(%rip)
+    .size anvil_thread_create_entry, . - anvil_thread_create_entry
+
+    .globl anvil_thrd_create_entry
+    .type anvil_thrd_create_entry, @function
+anvil_thrd_create_entry:
+    call anvil_threads_entry
+    jmp *anvil_real_thrd_create(%rip)
+    .size anvil_thrd_create_entry, . - anvil_thrd_create_entry
+
 # At the entry of a Go program's signal handler (rdi, rsi, rdx: the signal, its siginfo, the
 # ucontext): a fault's PC in the copy becomes the original's (anvil_go_fault_pc).
     .globl anvil_go_fault_entry

@@ -285,9 +285,9 @@ static int loaded_segment(anvil_word l_addr, anvil_word from, anvil_word to, anv
     return 0;
 }
 
-/* The C library among the loaded objects, found through the executable's DT_DEBUG (the
- * dynamic linker's list of them), or 0. */
-static const struct link_map_head *c_library(const long *phdr, long phnum, anvil_word bias)
+/* The first of the loaded objects (the executable), found through the executable's DT_DEBUG
+ * (the dynamic linker's list of them), or 0. */
+static const struct link_map_head *loaded_objects(const long *phdr, long phnum, anvil_word bias)
 {
     const long *dyn = 0;
     for (long i = 0; phdr && i < phnum; i++) {
@@ -299,10 +299,122 @@ static const struct link_map_head *c_library(const long *phdr, long phnum, anvil
     for (; dyn && dyn[0] != DT_NULL; dyn += 2)
         if (dyn[0] == DT_DEBUG)
             debug = (const void *)dyn[1];
-    for (const struct link_map_head *map = debug ? debug->map : 0; map; map = map->l_next)
+    return debug ? debug->map : 0;
+}
+
+/* The C library among the loaded objects from ``map`` on, or 0. */
+static const struct link_map_head *c_library(const struct link_map_head *map)
+{
+    for (; map; map = map->l_next)
         if (names_c_library(map->l_name) && map->l_ld)
             return map;
     return 0;
+}
+
+/* Where the C library's thread-start functions are (the first object that defines each,
+ * as the dynamic linker binds them): anvil_thread_create_entry and anvil_thrd_create_entry
+ * (anvil_entry.S) go on there. */
+anvil_word anvil_real_pthread_create __attribute__((section(".data")));
+anvil_word anvil_real_thrd_create __attribute__((section(".data")));
+
+#define DT_RELA 7
+#define DT_RELASZ 8
+#define DT_JMPREL 23
+#define DT_PLTRELSZ 2
+#define R_X86_64_GLOB_DAT 6
+#define R_X86_64_JUMP_SLOT 7
+#define PT_GNU_RELRO 0x6474e552
+
+/* The page-aligned span of the RELRO part of the object at ``l_addr`` (read-only once
+ * relocated), if [from, to) lies in it. */
+static int relro_span(anvil_word l_addr, anvil_word from, anvil_word to, anvil_word *first, anvil_word *span)
+{
+    const uint8_t *ehdr = (const uint8_t *)l_addr;
+    if (!l_addr || ehdr[0] != 0x7f || ehdr[1] != 'E' || ehdr[2] != 'L' || ehdr[3] != 'F')
+        return 0;
+    uint64_t phoff = *(const uint64_t *)(ehdr + 32);
+    uint16_t phentsize = *(const uint16_t *)(ehdr + 54), phnum = *(const uint16_t *)(ehdr + 56);
+    for (uint32_t i = 0; i < phnum; i++) {
+        const uint8_t *ph = ehdr + phoff + i * phentsize;
+        anvil_word start = l_addr + *(const uint64_t *)(ph + 16), end = start + *(const uint64_t *)(ph + 40);
+        if (*(const uint32_t *)ph == PT_GNU_RELRO && start <= from && to <= end) {
+            *first = start & ~(PAGE - 1);
+            *span = (end & ~(PAGE - 1)) - *first;  /* the dynamic linker protects whole pages below the end */
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The GOT slots of ``name`` in the relocations [rela, rela + size) of the object ``map``
+ * are made to hold ``entry``. */
+static void wrap_slots(const struct link_map_head *map, const uint64_t *rela, anvil_word size, const uint8_t *symtab,
+                       const char *strtab, const char *name, anvil_word entry)
+{
+    for (anvil_word i = 0; i < size / 24; i++) {
+        uint64_t info = rela[3 * i + 1];
+        uint32_t type = (uint32_t)info;
+        if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+            || !anvil_streq(strtab + *(const uint32_t *)(symtab + 24 * (info >> 32)), name))
+            continue;
+        anvil_word slot = map->l_addr + rela[3 * i], first, span;
+        int sealed = relro_span(map->l_addr, slot, slot + 8, &first, &span);
+        if (sealed && anvil_syscall(SYS_mprotect, (long)first, (long)span, 3, 0, 0, 0) != 0)
+            continue;
+        *(volatile anvil_word *)slot = entry;
+        if (sealed)
+            anvil_syscall(SYS_mprotect, (long)first, (long)span, 1, 0, 0, 0);
+    }
+}
+
+/* Every library's (not the executable's) GOT slots of the C library's thread start
+ * ``name`` lead to ``entry``, which goes on to the function (``*real``: the first object's
+ * that defines it, as the dynamic linker binds it). */
+static void wrap_thread_start(const struct link_map_head *objects, const char *name, anvil_word *real,
+                              anvil_word entry)
+{
+    const struct link_map_head *libraries = objects ? objects->l_next : 0;
+    for (const struct link_map_head *map = libraries; map && !*real; map = map->l_next) {
+        const uint8_t *sym = map->l_ld ? defined_function(map->l_ld, map->l_addr, name) : 0;
+        if (sym)
+            *real = map->l_addr + *(const uint64_t *)(sym + 8);
+    }
+    if (!*real)
+        return;
+    for (const struct link_map_head *map = libraries; map; map = map->l_next) {
+        anvil_word symtab = 0, strtab = 0, rela = 0, relasz = 0, jmprel = 0, pltrelsz = 0;
+        for (const long *d = map->l_ld; d && d[0] != DT_NULL; d += 2) {
+            anvil_word v = (anvil_word)d[1];
+            if (d[0] == DT_SYMTAB) symtab = dynamic_address(v, map->l_addr);
+            else if (d[0] == DT_STRTAB) strtab = dynamic_address(v, map->l_addr);
+            else if (d[0] == DT_RELA) rela = dynamic_address(v, map->l_addr);
+            else if (d[0] == DT_RELASZ) relasz = v;
+            else if (d[0] == DT_JMPREL) jmprel = dynamic_address(v, map->l_addr);
+            else if (d[0] == DT_PLTRELSZ) pltrelsz = v;
+        }
+        if (!symtab || !strtab)
+            continue;
+        if (jmprel)
+            wrap_slots(map, (const uint64_t *)jmprel, pltrelsz, (const uint8_t *)symtab, (const char *)strtab, name, entry);
+        if (rela)
+            wrap_slots(map, (const uint64_t *)rela, relasz, (const uint8_t *)symtab, (const char *)strtab, name, entry);
+    }
+}
+
+/* Threads a library starts (decision 0128): every loaded library's GOT slots of the C
+ * library's pthread_create and thrd_create (the relocations that bind them: JUMP_SLOT for
+ * a call through the PLT, GLOB_DAT for -fno-plt calls and the function's address) lead
+ * to an entry that calls anvil_threads_start, then goes on to the function. A library
+ * that runs the program's code on threads of its own (LLVM's parallelFor, a thread pool,
+ * libstdc++'s std::thread, OpenMP) starts each through one of those, and the program's
+ * copies then count with locked adds and call the analysis under the lock from before the
+ * first such thread exists. The executable's own slots are left (its PLT entries are hooked
+ * where it is rewritten; a slot read as a function's address stays what it was). */
+static void wrap_thread_starts(const struct link_map_head *objects)
+{
+    extern void anvil_thread_create_entry(void), anvil_thrd_create_entry(void);
+    wrap_thread_start(objects, "pthread_create", &anvil_real_pthread_create, (anvil_word)anvil_thread_create_entry);
+    wrap_thread_start(objects, "thrd_create", &anvil_real_thrd_create, (anvil_word)anvil_thrd_create_entry);
 }
 
 /* The C library's _exit is made to jump to c_library_exit (``jmp [rip]`` and the address,
@@ -389,7 +501,9 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
     if (*fini) {
         program_fini = (void (*)(void))*fini;
         *fini = (anvil_word)anvil_fini;
-        const struct link_map_head *library = c_library(phdr, phnum, bias);
+        const struct link_map_head *objects = loaded_objects(phdr, phnum, bias);
+        const struct link_map_head *library = c_library(objects);
+        wrap_thread_starts(objects);
         if (library) {
             hook_c_library_exit(library);
             register_fork_handlers(library);

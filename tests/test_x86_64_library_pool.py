@@ -1,0 +1,79 @@
+"""Threads a library starts through its own call of pthread_create (decision 0128).
+
+samples/library_pool: the executable hands a function to a library (libpool.so), which runs
+it on four threads of its own, all at once, as LLVM's parallelFor runs lld's work; the
+executable names no function that starts a thread. The rewrite took it for a program of
+one thread: plain counters (counts lost), records appended without the lock (ReHost
+sessions given up, InHost cachesim copies died of SIGSEGV in some runs).
+
+Now the rewrite reads the libraries the program loads (one imports pthread_create), and
+the runtime learns of the first thread from the library's GOT slot. Checked, three runs of
+each copy: the copy behaves as the original, and its counts are those of the same copy run
+with the library's threads one at a time (POOL_ONE_AT_A_TIME: the same instructions and
+accesses of the executable, no two threads at once): inscount's total, cachesim's loads
+and stores; ReHost's inscount is InHost's.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rewriter.ir.elf_loader import load_binary
+from tests.support import samples
+from tests.support.rehost import CLI, CLI_RUN
+
+RUNS = 3
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = tmp_path_factory.mktemp("pool")
+    source = samples.SAMPLES_DIR / "library_pool"
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", str(source / "pool.c"), "-o", str(where / "libpool.so")],
+                   check=True)
+    subprocess.run(["gcc", "-O2", str(source / "main.c"), f"-L{where}", "-lpool", "-Wl,-rpath,$ORIGIN",
+                    "-o", str(where / "built")], check=True)
+    return where / "built"
+
+
+def _copy(program: Path, where: Path, tool: str, mode: str) -> Path:
+    where.mkdir()
+    shutil.copy(program.parent / "libpool.so", where)
+    done = subprocess.run([*CLI, "instrument", "--tool", tool, "--mode", mode, "--format", "json", str(program),
+                           "-o", str(where / "prog")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return where / "prog"
+
+
+def _run(copy: Path, tool: str, env: dict[str, str]) -> tuple[subprocess.CompletedProcess, dict]:
+    run = subprocess.run(CLI_RUN + [str(copy)], capture_output=True, cwd=copy.parent, env=env, timeout=120)
+    results = json.loads((copy.parent / f"prog.{tool}.out").read_text()) if run.returncode == 0 else {}
+    return run, results
+
+
+def test_the_rewrite_sees_a_library_that_starts_threads(program: Path) -> None:
+    binary = load_binary(str(program))
+    assert binary.threaded and any("library it loads may start threads" in note for note in binary.notes)
+
+
+@pytest.mark.parametrize("tool,measures", [("inscount", ("total",)), ("cachesim", ("loads", "stores"))])
+def test_counts_of_code_run_on_a_librarys_threads(program: Path, tool: str, measures: tuple[str, ...],
+                                                  tmp_path: Path) -> None:
+    original = subprocess.run([str(program)], capture_output=True, env={}, timeout=60)
+    assert original.returncode == 0 and original.stdout.count(b"worker") == 4, original
+    counted = {}
+    for mode in ("inhost", "rehost"):
+        copy = _copy(program, tmp_path / mode, tool, mode)
+        alone, reference = _run(copy, tool, {"POOL_ONE_AT_A_TIME": "1"})
+        assert (alone.returncode, alone.stdout, alone.stderr) == (0, original.stdout, b"")
+        for _ in range(RUNS):
+            run, results = _run(copy, tool, {})
+            assert (run.returncode, run.stdout, run.stderr) == (0, original.stdout, b"")
+            assert {m: results[m] for m in measures} == {m: reference[m] for m in measures}
+        counted[mode] = {m: reference[m] for m in measures}
+    assert counted["rehost"] == counted["inhost"]
