@@ -201,6 +201,7 @@ extern long anvil_pc_map[3];
 #define AT_PHNUM 5
 #define PT_LOAD 1
 #define PT_DYNAMIC 2
+#define PT_GNU_RELRO 0x6474e552
 #define DT_NULL 0
 #define DT_HASH 4
 #define DT_STRTAB 5
@@ -264,9 +265,12 @@ static const uint8_t *defined_function(const long *ld, anvil_word l_addr, const 
     return found;
 }
 
-/* The page-aligned start and length of the loaded segment of the library at ``l_addr``
- * that holds [from, to) (its ELF header is mapped at ``l_addr``); 0 if none does. */
-static int loaded_segment(anvil_word l_addr, anvil_word from, anvil_word to, anvil_word *first, anvil_word *span)
+/* The page-aligned start and length of the segment of type ``type`` of the library at
+ * ``l_addr`` that holds [from, to) (its ELF header is mapped at ``l_addr``); 0 if none does.
+ * A loaded segment's last page is whole; a RELRO segment's (``end_down``) only the pages
+ * below its end, which are all the dynamic linker seals. */
+static int segment_span(anvil_word l_addr, uint32_t type, int end_down, anvil_word from, anvil_word to,
+                        anvil_word *first, anvil_word *span)
 {
     const uint8_t *ehdr = (const uint8_t *)l_addr;
     if (!l_addr || ehdr[0] != 0x7f || ehdr[1] != 'E' || ehdr[2] != 'L' || ehdr[3] != 'F')
@@ -276,9 +280,9 @@ static int loaded_segment(anvil_word l_addr, anvil_word from, anvil_word to, anv
     for (uint32_t i = 0; i < phnum; i++) {
         const uint8_t *ph = ehdr + phoff + i * phentsize;
         anvil_word start = l_addr + *(const uint64_t *)(ph + 16), end = start + *(const uint64_t *)(ph + 40);
-        if (*(const uint32_t *)ph == PT_LOAD && start <= from && to <= end) {
+        if (*(const uint32_t *)ph == type && start <= from && to <= end) {
             *first = start & ~(PAGE - 1);
-            *span = ((end + PAGE - 1) & ~(PAGE - 1)) - *first;
+            *span = ((end_down ? end : end + PAGE - 1) & ~(PAGE - 1)) - *first;
             return 1;
         }
     }
@@ -323,28 +327,6 @@ anvil_word anvil_real_thrd_create __attribute__((section(".data")));
 #define DT_PLTRELSZ 2
 #define R_X86_64_GLOB_DAT 6
 #define R_X86_64_JUMP_SLOT 7
-#define PT_GNU_RELRO 0x6474e552
-
-/* The page-aligned span of the RELRO part of the object at ``l_addr`` (read-only once
- * relocated), if [from, to) lies in it. */
-static int relro_span(anvil_word l_addr, anvil_word from, anvil_word to, anvil_word *first, anvil_word *span)
-{
-    const uint8_t *ehdr = (const uint8_t *)l_addr;
-    if (!l_addr || ehdr[0] != 0x7f || ehdr[1] != 'E' || ehdr[2] != 'L' || ehdr[3] != 'F')
-        return 0;
-    uint64_t phoff = *(const uint64_t *)(ehdr + 32);
-    uint16_t phentsize = *(const uint16_t *)(ehdr + 54), phnum = *(const uint16_t *)(ehdr + 56);
-    for (uint32_t i = 0; i < phnum; i++) {
-        const uint8_t *ph = ehdr + phoff + i * phentsize;
-        anvil_word start = l_addr + *(const uint64_t *)(ph + 16), end = start + *(const uint64_t *)(ph + 40);
-        if (*(const uint32_t *)ph == PT_GNU_RELRO && start <= from && to <= end) {
-            *first = start & ~(PAGE - 1);
-            *span = (end & ~(PAGE - 1)) - *first;  /* the dynamic linker protects whole pages below the end */
-            return 1;
-        }
-    }
-    return 0;
-}
 
 /* The GOT slots of ``name`` in the relocations [rela, rela + size) of the object ``map``
  * are made to hold ``entry``. */
@@ -358,7 +340,7 @@ static void wrap_slots(const struct link_map_head *map, const uint64_t *rela, an
             || !anvil_streq(strtab + *(const uint32_t *)(symtab + 24 * (info >> 32)), name))
             continue;
         anvil_word slot = map->l_addr + rela[3 * i], first, span;
-        int sealed = relro_span(map->l_addr, slot, slot + 8, &first, &span);
+        int sealed = segment_span(map->l_addr, PT_GNU_RELRO, 1, slot, slot + 8, &first, &span);
         if (sealed && anvil_syscall(SYS_mprotect, (long)first, (long)span, 3, 0, 0, 0) != 0)
             continue;
         *(volatile anvil_word *)slot = entry;
@@ -429,7 +411,7 @@ static void hook_c_library_exit(const struct link_map_head *map)
         return;
     uint8_t *at = (uint8_t *)(map->l_addr + *(const uint64_t *)(sym + 8));
     anvil_word first, span;
-    if (!loaded_segment(map->l_addr, (anvil_word)at, (anvil_word)at + 14, &first, &span))
+    if (!segment_span(map->l_addr, PT_LOAD, 0, (anvil_word)at, (anvil_word)at + 14, &first, &span))
         return;
     if (anvil_syscall(SYS_mprotect, (long)first, (long)span, 7, 0, 0, 0) != 0)
         return;
