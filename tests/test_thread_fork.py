@@ -3,7 +3,8 @@
 samples/thread_fork.c forks 24 children while a worker thread loads and stores through
 the program's own code, so that most forks come while the worker holds the analysis lock.
 Before the fork handlers the child, which has only the forking thread, waited for ever for
-a lock held by a thread it does not have. Now every copy (ARM and x86-64, InHost and
+a lock held by a thread it does not have. Now every copy (ARM and x86-64, dynamic through the C
+library's fork handlers, static through the copies of its fork system call; InHost and
 ReHost) behaves as the original (the same line, status 0: every child's work checked by its
 parent), within the time limit, and every child writes whole results of its own.
 """
@@ -30,9 +31,10 @@ def _original(sample: Path, isa: str, tmp: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("mode", ["inhost", "rehost"])
-@pytest.mark.parametrize("isa", ["arm", "x86_64"])
-def test_a_fork_while_another_thread_is_in_the_analysis(isa: str, mode: str, tmp_path: Path) -> None:
-    sample = build("thread_fork", "O2-thumb-dyn") if isa == "arm" else build_x86_64("thread_fork", "x64-gcc-O2")
+@pytest.mark.parametrize("isa,variant", [("arm", "O2-thumb-dyn"), ("x86_64", "x64-gcc-O2"),
+                                         ("x86_64", "x64-gcc-O2-static")])
+def test_a_fork_while_another_thread_is_in_the_analysis(isa: str, variant: str, mode: str, tmp_path: Path) -> None:
+    sample = build("thread_fork", variant) if isa == "arm" else build_x86_64("thread_fork", variant)
     original = _original(sample, isa, tmp_path)
     assert original.returncode == 0 and original.stdout == f"{CHILDREN} of {CHILDREN} children right\n".encode()
     copy = instrument(sample, "cachesim", tmp_path, "--mode", mode, slot=mode[:2] + "st")

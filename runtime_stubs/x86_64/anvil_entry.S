@@ -39,7 +39,7 @@
 # popfq, which costs a dozen cycles and more, is left out, and the direction flag alone is
 # kept (the C code wants it clear; a copy of a string instruction that counts down may
 # have it set).
-.macro preserving routine, pass_rax=0, flags=1, pass_rdx=0
+.macro preserving routine, pass_rax=0, flags=1, pass_rdx=0, pass_rdi=0
 .if \flags
     pushfq
 .endif
@@ -63,6 +63,9 @@
     and $-16, %rsp
     own_stack
     cld
+.if \pass_rdi
+    mov %rdi, %rsi
+.endif
 .if \pass_rax
     mov %rax, %rdi
 .endif
@@ -113,6 +116,21 @@ anvil_exit_entry:
 anvil_syscall_entry:
     preserving anvil_on_syscall, 1
     .size anvil_syscall_entry, . - anvil_syscall_entry
+
+# Around a system call of the copied code that may fork (number in rax, clone's flags or
+# clone3's arguments in rdi): the analysis lock held over it (anvil_before_fork), then given
+# back in the parent and in the child (anvil_after_fork).
+    .globl anvil_fork_entry
+    .type anvil_fork_entry, @function
+anvil_fork_entry:
+    preserving anvil_before_fork, 1, 1, 0, 1
+    .size anvil_fork_entry, . - anvil_fork_entry
+
+    .globl anvil_forked_entry
+    .type anvil_forked_entry, @function
+anvil_forked_entry:
+    preserving anvil_after_fork
+    .size anvil_forked_entry, . - anvil_forked_entry
 
 # Before an execve or execveat system call of the copied code: the results (anvil_before_exec).
     .globl anvil_exec_entry

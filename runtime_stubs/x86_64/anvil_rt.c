@@ -652,6 +652,31 @@ static void fork_done(void)
     __atomic_store_n(&site_owner, 0, __ATOMIC_RELEASE);
 }
 
+#define SYS_clone 56
+#define SYS_clone3 435
+#define CLONE_VM 0x100
+
+/* Before a system call of the copied code that may fork (anvil_fork_entry; ``nr``: clone,
+ * fork or clone3, ``arg``: clone's flags, clone3's struct clone_args, whose first word is
+ * the flags): a static program's fork, its C library copied with it, whose fork handlers
+ * this runtime cannot register. A clone that makes a thread (CLONE_VM) shares the memory
+ * and its lock: nothing to hold. */
+void anvil_before_fork(long nr, long arg)
+{
+    if ((nr == SYS_clone && (arg & CLONE_VM)) || (nr == SYS_clone3 && arg && (*(const uint64_t *)arg & CLONE_VM)))
+        return;
+    fork_prepare();
+}
+
+/* After it (anvil_forked_entry), in each process, and in a thread a clone started: the lock
+ * given back where this thread took it for the fork (a new thread has a thread pointer of
+ * its own, and another thread's clone passes by a fork under way in this one). */
+void anvil_after_fork(void)
+{
+    if (fork_holds_lock && __atomic_load_n(&site_owner, __ATOMIC_RELAXED) == thread_self())
+        fork_done();
+}
+
 #define ANVIL_SYS_FCNTL SYS_fcntl
 #define ANVIL_O_EXTRA 02000000  /* O_CLOEXEC */
 #define ANVIL_PREAD(fd, buffer, length, offset) anvil_syscall(SYS_pread64, fd, (long)buffer, length, (long)(offset), 0, 0)

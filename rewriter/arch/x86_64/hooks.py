@@ -45,6 +45,9 @@ _EXIT_CALLS = frozenset({60, 231})  # exit, exit_group
 _EXIT_GROUP = 231
 _ENDING = frozenset({"_exit", "_Exit", "quick_exit"})
 _EXEC_CALLS = frozenset({59, 322})  # execve, execveat
+# clone, fork, clone3: a copy of the process, unless CLONE_VM asks for a thread (the runtime
+# tells them apart).
+_FORK_CALLS = frozenset({56, 57, 435})
 
 
 # The prefix of a counter in a program that may start threads, until it does: ``ds``, which
@@ -147,6 +150,7 @@ class CountingHooks:
         # entries and procedures that start threads); ``lock_sites``: where those prefixes are.
         self.threaded = threaded
         self.thread_starts = thread_starts or set()
+        self.fork_calls: set[int] = set()  # the fork system calls whose copies hold the lock over them
         self._lock_offsets = array("q")  # where those prefixes are in the code (below)
         self._code: Code64 | None = None
         self.lockable = 0
@@ -271,6 +275,13 @@ class CountingHooks:
 
     def before_syscall(self, ins: Instruction, code: Code64) -> None:
         number = syscall_number(ins)
+        if number in _FORK_CALLS and self._forks_hold_lock():
+            # The analysis lock held over the fork and given back after it in both processes
+            # (decision 0127): a static program's fork is its own copied code, which the C
+            # library's fork handlers never see registered.
+            self.fork_calls.add(ins.address)
+            self._call(code, "anvil_fork_entry")
+            return
         if number in _EXEC_CALLS:
             self._call(code, "anvil_exec_entry")
             return
@@ -284,6 +295,16 @@ class CountingHooks:
         else:
             self.exit_calls += 1
         self._call(code, entry)
+
+    def after_syscall(self, ins: Instruction, code: Code64) -> None:
+        if ins.address in self.fork_calls:
+            self._call(code, "anvil_forked_entry")
+
+    def _forks_hold_lock(self) -> bool:
+        """Whether the copies take the analysis lock (a program that may start threads) and
+        a fork must hold it (not Go's: its threads count without it, and it forks by
+        CLONE_VFORK, sharing its memory)."""
+        return self.threaded and not self.own
 
     def _call(self, code: Code64, entry: str) -> None:
         """A call of the runtime's ``entry``, which keeps every register and the flags."""

@@ -57,6 +57,8 @@ class Hooks(Protocol):
 
     def before_syscall(self, ins: Instruction, code: Code64) -> None: ...
 
+    def after_syscall(self, ins: Instruction, code: Code64) -> None: ...
+
     def around(self, ins: Instruction, code: Code64, copy: Callable[[Instruction], None]) -> bool: ...
 
 
@@ -139,6 +141,8 @@ class Copier:
                         previous = ins
                         continue
                 self.copy(ins)
+                if hooks is not None and ins.is_syscall:
+                    hooks.after_syscall(ins, code)
                 previous = ins
         if previous is not None and previous.falls_through:
             self._jump(previous.end)
