@@ -8,6 +8,7 @@ import errno
 import functools
 import json
 import math
+import mmap
 import os
 import platform
 import resource
@@ -363,6 +364,7 @@ def _run_command(args: argparse.Namespace, cmd: list[str], executable: str | Non
                               forks=table.forks, inherit_descriptors=True)
 
         return _run_rehost(args, binary + SITE_TABLE_SUFFIX, start, before_start)
+    _check_not_a_rehost_copy(binary)
     if args.server or args.lib:
         raise AnvilError(f"{binary} is not a ReHost binary: --server and --lib need --mode rehost")
     from rehost import PROGRAM_ENVIRONMENT  # (the user's, as ReHost's programs get it)
@@ -447,6 +449,8 @@ def _run_on_board(args: argparse.Namespace, before_start: Callable[[], None]) ->
     if not _elf_file(args.binary, data, functools.partial(_is_firmware, args.binary)):
         raise AnvilError(f"{args.binary} is a Linux program, not a firmware image for --board (anvil run without it)")
     rehost = os.path.exists(args.binary + SITE_TABLE_SUFFIX)
+    if not rehost:
+        _check_not_a_rehost_copy(args.binary)
     if rehost:  # a UART image on a board whose UARTs ReHost cannot drive: the more telling error
         _check_transport(args.binary + SITE_TABLE_SUFFIX, target)
     # An image for another board's memory map faults at its first instruction (QEMU spins on
@@ -696,6 +700,21 @@ def _tls_pem(option: str, path: str, certificate: str | None = None) -> bytes:
     except OSError as e:
         raise AnvilError(f"{option} {path}: {e.strerror}") from None
     return pem
+
+
+def _check_not_a_rehost_copy(binary: str) -> None:
+    """AnvilError if ``binary`` is a ReHost copy (its runtime's mark), which was not run as
+    one: its site table is not beside it, and its records would go nowhere."""
+    from .emit.rehost import REHOST_MARK, SITE_TABLE_SUFFIX
+
+    try:
+        with open(binary, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            marked = data.find(REHOST_MARK) >= 0
+    except (OSError, ValueError):  # (an empty file cannot be mapped; the run says what it is)
+        return
+    if marked:
+        raise AnvilError(f"{binary} is a ReHost copy, but its site table {binary}{SITE_TABLE_SUFFIX} is missing "
+                         "(anvil instrument --mode rehost writes it beside the copy: keep them together)")
 
 
 def _metadata(binary: str) -> dict | None:

@@ -179,6 +179,9 @@ def test_tool_file_that_misuses_the_api(base: Path, tmp_path: Path, case: str) -
     ("no loader in the sysroot", ["run", "arm.inst"], "dynamic loader /lib/ld-linux-armhf.so.3 is not in"),
     ("library without the routines", ["run", "arm.rh", "--lib", "./empty.so"], "does not define routine"),
     ("a file name with a line break", ["run", "a\nb"], "cannot read a\\nb: No such file"),
+    # Moved without its site table and report: it ran, its records going nowhere.
+    ("ReHost copy alone", ["run", "arm.rh"], "arm.rh is a ReHost copy, but its site table arm.rh.sites.json is"),
+    ("x86-64 ReHost copy alone", ["run", "x64.rh"], "x64.rh is a ReHost copy, but its site table"),
 ])
 def test_run_refused_before_the_program_starts(base: Path, tmp_path: Path, case: str, args: list[str],
                                                needle: str) -> None:
@@ -187,6 +190,10 @@ def test_run_refused_before_the_program_starts(base: Path, tmp_path: Path, case:
         (where / "arm.inst.anvil.json").write_text("{oops")
     if case == "site table of another program":
         shutil.copy(where / "x64.rh.sites.json", where / "arm.rh.sites.json")
+    if case.endswith("ReHost copy alone"):
+        name = args[1]
+        (where / f"{name}.sites.json").unlink()
+        (where / f"{name}.anvil.json").unlink()
     before = set(os.listdir(where))
     env = {"QEMU_LD_PREFIX": str(tmp_path)} if case == "no loader in the sysroot" else None
     _refused(_anvil(where, *args, env=env, timeout=60), where, before, needle)

@@ -45,6 +45,9 @@ from .records import RING_END, RING_START, SiteTable, make_records
 from .sites import SiteUnit, c_string
 
 SITE_TABLE_SUFFIX = ".sites.json"
+# In every ReHost image (runtime_stubs/common/anvil_comm.c anvil_rehost_mark): `anvil run`
+# names a copy whose site table is missing instead of running it with nowhere to send.
+REHOST_MARK = b"ANVIL-REHOST-COPY\0"
 CHANNEL_SUFFIX = ".records"  # firmware over semihosting: the host file (a named pipe) records go to
 
 

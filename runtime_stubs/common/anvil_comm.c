@@ -116,6 +116,9 @@ static int ended;  /* the end record has gone: later records (a late handler's) 
 /* A ReHost image's records go to the host (anvil_rt.c's before_exec asks; its own weak
  * definition says no). */
 int anvil_records_to_host(void) { return 1; }
+/* What tells `anvil run` a ReHost image whose site table is not beside it (rewriter/emit/
+ * rehost.py REHOST_MARK): run without one, its records would go nowhere, silently. */
+__attribute__((used)) const char anvil_rehost_mark[] = "ANVIL-REHOST-COPY";
 #endif
 static int lost;   /* records were lost: nothing more is sent, the host sees no end record */
 
