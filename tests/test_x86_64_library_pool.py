@@ -1,4 +1,5 @@
-"""Threads a library starts through its own call of pthread_create (decision 0128).
+"""Threads started where the copies' PLT entries do not see them (decision 0128): by a
+library's own call of pthread_create, or by the executable's call through its GOT.
 
 samples/library_pool: the executable hands a function to a library (libpool.so), which runs
 it on four threads of its own, all at once, as LLVM's parallelFor runs lld's work; the
@@ -77,3 +78,28 @@ def test_counts_of_code_run_on_a_librarys_threads(program: Path, tool: str, meas
             assert {m: results[m] for m in measures} == {m: reference[m] for m in measures}
         counted[mode] = {m: reference[m] for m in measures}
     assert counted["rehost"] == counted["inhost"]
+
+
+@pytest.mark.parametrize("mode", ["inhost", "rehost"])
+def test_threads_started_through_the_got(mode: str, tmp_path: Path) -> None:
+    """samples/x64_thread_work.c built with -fno-plt: main calls pthread_create through its
+    GOT (as Rust's standard library does). The work procedure's count, in each of three
+    runs with the threads at once, is the same copy's with them one at a time."""
+    built = samples.build_x86_64("x64_thread_work", "x64-gcc-O2-noplt")
+    original = subprocess.run([str(built)], capture_output=True, env={}, timeout=60)
+    assert original.returncode == 0, original
+    where = tmp_path / mode
+    where.mkdir()
+    done = subprocess.run([*CLI, "instrument", "--tool", "inscount", "--mode", mode, "--format", "json", str(built),
+                           "-o", str(where / "prog")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+    def work_count(*args: str) -> int:
+        run = subprocess.run(CLI_RUN + [str(where / "prog"), *args], capture_output=True, cwd=where, env={},
+                             timeout=120)
+        assert (run.returncode, run.stdout, run.stderr) == (0, original.stdout, b"")
+        return json.loads((where / "prog.inscount.out").read_text())["procedures"]["work"]
+
+    alone = work_count("one")
+    assert alone > 4 * 2_000_000
+    assert [work_count() for _ in range(RUNS)] == [alone] * RUNS

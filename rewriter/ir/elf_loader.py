@@ -265,7 +265,7 @@ _THREAD_STARTS = re.compile(
     # bodies (decision 0113: OpenVDB's vdb_tool)
     r"|_ZN3tbb6detail2r1(5spawn|16execute_and_wait|6submit|7enqueue|7execute)E.*"
     r"|uv_thread_create(_ex)?|uv_queue_work"              # libuv: its threads, its work queue's pool
-    r"|timer_create|mq_notify|aio_(read|write|fsync)(64)?|lio_listio(64)?"  # SIGEV_THREAD notifications
+    r"|timer_create|mq_notify|aio_(read|write|fsync)(64)?|lio_listio(64)?|getaddrinfo_a"  # SIGEV_THREAD
     r")$")
 
 

@@ -265,21 +265,33 @@ static const uint8_t *defined_function(const long *ld, anvil_word l_addr, const 
     return found;
 }
 
-/* The page-aligned start and length of the segment of type ``type`` of the library at
- * ``l_addr`` that holds [from, to) (its ELF header is mapped at ``l_addr``); 0 if none does.
- * A loaded segment's last page is whole; a RELRO segment's (``end_down``) only the pages
- * below its end, which are all the dynamic linker seals. */
-static int segment_span(anvil_word l_addr, uint32_t type, int end_down, anvil_word from, anvil_word to,
+/* The executable's program headers (the auxiliary vector's; its ELF header is not mapped at
+ * its l_addr, which is 0 in a fixed-address program) and its entry in the list of loaded
+ * objects (anvil_start). */
+static const uint8_t *executable_phdr;
+static long executable_phnum;
+static const struct link_map_head *executable_map;
+
+/* The page-aligned start and length of the segment of type ``type`` of the loaded object
+ * ``map`` that holds [from, to) (a library's ELF header is mapped at its l_addr); 0 if none
+ * does. A loaded segment's last page is whole; a RELRO segment's (``end_down``) only the
+ * pages below its end, which are all the dynamic linker seals. */
+static int segment_span(const struct link_map_head *map, uint32_t type, int end_down, anvil_word from, anvil_word to,
                         anvil_word *first, anvil_word *span)
 {
-    const uint8_t *ehdr = (const uint8_t *)l_addr;
-    if (!l_addr || ehdr[0] != 0x7f || ehdr[1] != 'E' || ehdr[2] != 'L' || ehdr[3] != 'F')
-        return 0;
-    uint64_t phoff = *(const uint64_t *)(ehdr + 32);
-    uint16_t phentsize = *(const uint16_t *)(ehdr + 54), phnum = *(const uint16_t *)(ehdr + 56);
-    for (uint32_t i = 0; i < phnum; i++) {
-        const uint8_t *ph = ehdr + phoff + i * phentsize;
-        anvil_word start = l_addr + *(const uint64_t *)(ph + 16), end = start + *(const uint64_t *)(ph + 40);
+    const uint8_t *headers = executable_phdr;
+    uint32_t count = (uint32_t)executable_phnum, size = 56;
+    if (map != executable_map) {
+        const uint8_t *ehdr = (const uint8_t *)map->l_addr;
+        if (!map->l_addr || ehdr[0] != 0x7f || ehdr[1] != 'E' || ehdr[2] != 'L' || ehdr[3] != 'F')
+            return 0;
+        headers = ehdr + *(const uint64_t *)(ehdr + 32);
+        size = *(const uint16_t *)(ehdr + 54);
+        count = *(const uint16_t *)(ehdr + 56);
+    }
+    for (uint32_t i = 0; headers && i < count; i++) {
+        const uint8_t *ph = headers + i * size;
+        anvil_word start = map->l_addr + *(const uint64_t *)(ph + 16), end = start + *(const uint64_t *)(ph + 40);
         if (*(const uint32_t *)ph == type && start <= from && to <= end) {
             *first = start & ~(PAGE - 1);
             *span = ((end_down ? end : end + PAGE - 1) & ~(PAGE - 1)) - *first;
@@ -340,7 +352,7 @@ static void wrap_slots(const struct link_map_head *map, const uint64_t *rela, an
             || !anvil_streq(strtab + *(const uint32_t *)(symtab + 24 * (info >> 32)), name))
             continue;
         anvil_word slot = map->l_addr + rela[3 * i], first, span;
-        int sealed = segment_span(map->l_addr, PT_GNU_RELRO, 1, slot, slot + 8, &first, &span);
+        int sealed = segment_span(map, PT_GNU_RELRO, 1, slot, slot + 8, &first, &span);
         if (sealed && anvil_syscall(SYS_mprotect, (long)first, (long)span, 3, 0, 0, 0) != 0)
             continue;
         *(volatile anvil_word *)slot = entry;
@@ -349,21 +361,20 @@ static void wrap_slots(const struct link_map_head *map, const uint64_t *rela, an
     }
 }
 
-/* Every library's (not the executable's) GOT slots of the C library's thread start
- * ``name`` lead to ``entry``, which goes on to the function (``*real``: the first object's
- * that defines it, as the dynamic linker binds it). */
+/* Every loaded object's GOT slots of the C library's thread start ``name`` lead to
+ * ``entry``, which goes on to the function (``*real``: the first object's that defines
+ * it, as the dynamic linker binds it). */
 static void wrap_thread_start(const struct link_map_head *objects, const char *name, anvil_word *real,
                               anvil_word entry)
 {
-    const struct link_map_head *libraries = objects ? objects->l_next : 0;
-    for (const struct link_map_head *map = libraries; map && !*real; map = map->l_next) {
+    for (const struct link_map_head *map = objects; map && !*real; map = map->l_next) {
         const uint8_t *sym = map->l_ld ? defined_function(map->l_ld, map->l_addr, name) : 0;
         if (sym)
             *real = map->l_addr + *(const uint64_t *)(sym + 8);
     }
     if (!*real)
         return;
-    for (const struct link_map_head *map = libraries; map; map = map->l_next) {
+    for (const struct link_map_head *map = objects; map; map = map->l_next) {
         anvil_word symtab = 0, strtab = 0, rela = 0, relasz = 0, jmprel = 0, pltrelsz = 0;
         for (const long *d = map->l_ld; d && d[0] != DT_NULL; d += 2) {
             anvil_word v = (anvil_word)d[1];
@@ -383,15 +394,16 @@ static void wrap_thread_start(const struct link_map_head *objects, const char *n
     }
 }
 
-/* Threads a library starts (decision 0128): every loaded library's GOT slots of the C
- * library's pthread_create and thrd_create (the relocations that bind them: JUMP_SLOT for
- * a call through the PLT, GLOB_DAT for -fno-plt calls and the function's address) lead
- * to an entry that calls anvil_threads_start, then goes on to the function. A library
- * that runs the program's code on threads of its own (LLVM's parallelFor, a thread pool,
- * libstdc++'s std::thread, OpenMP) starts each through one of those, and the program's
- * copies then count with locked adds and call the analysis under the lock from before the
- * first such thread exists. The executable's own slots are left (its PLT entries are hooked
- * where it is rewritten; a slot read as a function's address stays what it was). */
+/* Threads started where the copies' own PLT entries do not see them (decision 0128): every
+ * loaded object's GOT slots of the C library's pthread_create and thrd_create (the
+ * relocations that bind them: JUMP_SLOT for a call through the PLT, GLOB_DAT for a call
+ * through the GOT, as -fno-plt code and Rust's standard library make, and for the
+ * function's address) lead to an entry that calls anvil_threads_start, then goes on to the
+ * function. A library that runs the program's code on threads of its own (LLVM's
+ * parallelFor, a thread pool, libstdc++'s std::thread, OpenMP) starts each through one of
+ * those, and the program's copies then count with locked adds and call the analysis under
+ * the lock from before the first such thread exists. (A program that compares the
+ * function's address it read from its GOT with one it got elsewhere would see them differ.) */
 static void wrap_thread_starts(const struct link_map_head *objects)
 {
     extern void anvil_thread_create_entry(void), anvil_thrd_create_entry(void);
@@ -411,7 +423,7 @@ static void hook_c_library_exit(const struct link_map_head *map)
         return;
     uint8_t *at = (uint8_t *)(map->l_addr + *(const uint64_t *)(sym + 8));
     anvil_word first, span;
-    if (!segment_span(map->l_addr, PT_LOAD, 0, (anvil_word)at, (anvil_word)at + 14, &first, &span))
+    if (!segment_span(map, PT_LOAD, 0, (anvil_word)at, (anvil_word)at + 14, &first, &span))
         return;
     if (anvil_syscall(SYS_mprotect, (long)first, (long)span, 7, 0, 0, 0) != 0)
         return;
@@ -484,6 +496,9 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
         program_fini = (void (*)(void))*fini;
         *fini = (anvil_word)anvil_fini;
         const struct link_map_head *objects = loaded_objects(phdr, phnum, bias);
+        executable_phdr = (const uint8_t *)phdr;
+        executable_phnum = phnum;
+        executable_map = objects;
         const struct link_map_head *library = c_library(objects);
         wrap_thread_starts(objects);
         if (library) {

@@ -334,6 +334,7 @@ X86_64_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "x64-gcc-O2-static": ("gcc", ["-g", "-O2", "-static"]),
     # every PLT slot bound before the entry (Debian's hardened programs), not lazily
     "x64-gcc-O2-now": ("gcc", ["-g", "-O2", "-Wl,-z,now"]),
+    "x64-gcc-O2-noplt": ("gcc", ["-g", "-O2", "-fno-plt"]),  # calls of imports through the GOT
     "x64-gcc-Os-cet": ("gcc", ["-g", "-Os", "-fcf-protection=full"]),
     "x64-clang-O2": ("clang", ["-g", "-O2"]),
     "x64-clang-O3-static": ("clang", ["-g", "-O3", "-static"]),
