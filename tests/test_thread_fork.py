@@ -12,6 +12,8 @@ parent), within the time limit, and every child writes whole results of its own.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -30,6 +32,20 @@ def _original(sample: Path, isa: str, tmp: Path) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, cwd=program.parent, env={}, timeout=120)
 
 
+def _run_or_kill(cmd: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``cmd``'s run; a hang (a child waiting for a lock it will never get) fails, and its
+    whole process group is killed: hung children would spin on for the rest of the suite."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env={},
+                          start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            pytest.fail(f"the copy did not end within {timeout} s")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 @pytest.mark.parametrize("mode", ["inhost", "rehost"])
 @pytest.mark.parametrize("isa,variant", [("arm", "O2-thumb-dyn"), ("x86_64", "x64-gcc-O2"),
                                          ("x86_64", "x64-gcc-O2-static")])
@@ -38,8 +54,7 @@ def test_a_fork_while_another_thread_is_in_the_analysis(isa: str, variant: str, 
     original = _original(sample, isa, tmp_path)
     assert original.returncode == 0 and original.stdout == f"{CHILDREN} of {CHILDREN} children right\n".encode()
     copy = instrument(sample, "cachesim", tmp_path, "--mode", mode, slot=mode[:2] + "st")
-    # A hang (the child waiting for a lock it will never get) fails here.
-    run = subprocess.run(CLI_RUN + [str(copy)], capture_output=True, cwd=copy.parent, env={}, timeout=120)
+    run = _run_or_kill(CLI_RUN + [str(copy)], copy.parent)
     assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)
     children = [p for p in copy.parent.glob("prog.cachesim.out.*") if p.suffix[1:].isdigit()]
     assert len(children) == CHILDREN

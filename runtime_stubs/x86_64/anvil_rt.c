@@ -387,7 +387,9 @@ static void wrap_thread_start(const struct link_map_head *objects, const char *n
         }
         if (!symtab || !strtab)
             continue;
-        if (jmprel)
+        /* (Not the executable's PLT slots: its PLT entries are hooked where it is rewritten, and
+         * its lazy binding's stub and PLT0, which a count includes, run as they did.) */
+        if (jmprel && map != executable_map)
             wrap_slots(map, (const uint64_t *)jmprel, pltrelsz, (const uint8_t *)symtab, (const char *)strtab, name, entry);
         if (rela)
             wrap_slots(map, (const uint64_t *)rela, relasz, (const uint8_t *)symtab, (const char *)strtab, name, entry);
@@ -398,8 +400,8 @@ static void wrap_thread_start(const struct link_map_head *objects, const char *n
  * loaded object's GOT slots of the C library's pthread_create and thrd_create (the
  * relocations that bind them: JUMP_SLOT for a call through the PLT, GLOB_DAT for a call
  * through the GOT, as -fno-plt code and Rust's standard library make, and for the
- * function's address) lead to an entry that calls anvil_threads_start, then goes on to the
- * function. A library that runs the program's code on threads of its own (LLVM's
+ * function's address; the executable's GLOB_DAT ones only) lead to an entry that calls
+ * anvil_threads_start, then goes on to the function. A library that runs the program's code on threads of its own (LLVM's
  * parallelFor, a thread pool, libstdc++'s std::thread, OpenMP) starts each through one of
  * those, and the program's copies then count with locked adds and call the analysis under
  * the lock from before the first such thread exists. (A program that compares the
