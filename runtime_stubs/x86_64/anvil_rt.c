@@ -401,11 +401,12 @@ static void wrap_thread_start(const struct link_map_head *objects, const char *n
  * relocations that bind them: JUMP_SLOT for a call through the PLT, GLOB_DAT for a call
  * through the GOT, as -fno-plt code and Rust's standard library make, and for the
  * function's address; the executable's GLOB_DAT ones only) lead to an entry that calls
- * anvil_threads_start, then goes on to the function. A library that runs the program's code on threads of its own (LLVM's
- * parallelFor, a thread pool, libstdc++'s std::thread, OpenMP) starts each through one of
- * those, and the program's copies then count with locked adds and call the analysis under
- * the lock from before the first such thread exists. (A program that compares the
- * function's address it read from its GOT with one it got elsewhere would see them differ.) */
+ * anvil_threads_start, then goes on to the function. A library that runs the program's
+ * code on threads of its own (LLVM's parallelFor, a thread pool, libstdc++'s std::thread,
+ * OpenMP) starts each through one of those, and the program's copies then count with
+ * locked adds and call the analysis under the lock from before the first such thread
+ * exists. (A program that compares the function's address it read from its GOT with one
+ * it got elsewhere would see them differ.) */
 static void wrap_thread_starts(const struct link_map_head *objects)
 {
     extern void anvil_thread_create_entry(void), anvil_thrd_create_entry(void);
