@@ -17,6 +17,12 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) >= 2:
     os.environ.setdefault("ANVIL_JOBS", "1")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--extended", action="store_true",
+                     help="also run the tests marked extended: more builds of what the default run checks "
+                          "(decision 0129)")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Under ``pytest -n``, each worker is handed the next test when it starts one (xdist's
     ``--maxschedchunk 1``; decision 0095), unless the command line says otherwise. xdist's
@@ -27,10 +33,16 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.maxschedchunk = 1
 
 
-def pytest_collection_modifyitems(items: list) -> None:
-    """The longest tests first (tests/support/durations.py)."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    """The longest tests first (tests/support/durations.py); without ``--extended``, the
+    tests marked ``extended`` deselected (not skipped: the default run does not own them)."""
     from tests.support.durations import order
 
+    if not config.getoption("--extended"):
+        extended = [item for item in items if item.get_closest_marker("extended")]
+        if extended:
+            config.hook.pytest_deselected(items=extended)
+            items[:] = [item for item in items if not item.get_closest_marker("extended")]
     order(items)
 
 

@@ -30,15 +30,14 @@ from rewriter.ir.elf_loader import load_binary
 from rewriter.ir.model import Binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support.run import assert_same_behaviour, instrument_ir, place, results, run_prog
-from tests.support.samples import SAMPLES, VARIANTS, build
+from tests.support.samples import SAMPLES, VARIANTS, build, sample_matrix
 
 ARGS = {"calls": ["stdin", "two words"]}
 STDIN = {"calls": b"some input for the calls sample\n"}
 MEMTRACE_VARIANTS = ("O2-thumb-dyn", "O2-thumb-pie", "O2-arm-dyn-nopie")
 
 
-@pytest.mark.parametrize("variant", sorted(VARIANTS))
-@pytest.mark.parametrize("sample", SAMPLES)
+@pytest.mark.parametrize(("sample", "variant"), sample_matrix(SAMPLES, sorted(VARIANTS)))
 def test_sample_all_tools(sample: str, variant: str, tmp_path) -> None:
     binary = build(sample, variant)
     args, stdin = ARGS.get(sample, []), STDIN.get(sample, b"")

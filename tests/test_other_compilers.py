@@ -26,7 +26,7 @@ from rewriter.ir.go_runtime import go_functions
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support import corpus
 from tests.support.rehost import run_rehost
-from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.run import assert_same_behaviour, instrument, instrument_ir, place, results, run_prog
 from tests.support.samples import build, build_go
 
 R_ARM_RELATIVE = 23
@@ -64,12 +64,16 @@ def _run_and_trace(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     return program, exe, env, original, exe_pcs(trace, placed)
 
 
-def _rehost(exe: Path, tool: str, tmp_path: Path, slot: str, args, env=None, program=None):
+def _rehost(exe: Path, tool: str, tmp_path: Path, slot: str, args, env=None, program=None, ir=None):
     """Run ``exe`` instrumented with ``tool`` in ReHost mode against a server on loopback
-    (its run directory prepared for corpus ``program``): the run and the session's outcome."""
+    (its run directory prepared for corpus ``program``): the run and the session's outcome.
+    ``ir``: ``exe`` loaded already (a big program's load is seconds)."""
     srv, port = start_server(Library(None), log=None)
     try:
-        copy = instrument(exe, tool, tmp_path, "--mode", "rehost", slot=slot)
+        if ir is None:
+            copy = instrument(exe, tool, tmp_path, "--mode", "rehost", slot=slot)
+        else:
+            copy = instrument_ir(ir, tool, tmp_path, mode="rehost", slot=slot)
         if program is not None:
             corpus.prepare(program, copy.parent, exe, env)
         return run_rehost(copy, f"127.0.0.1:{port}", list(args), env=env)
@@ -97,13 +101,13 @@ def test_rust_program_identical_and_fully_found(tmp_path: Path, monkeypatch: pyt
     # hash maps take random keys (getrandom), and a probe may run a few more or fewer
     # instructions from run to run (19 more in one run of three, 74 fewer in another; qemu's
     # own runs agreed); a block missed or counted twice is thousands.
-    inscount = instrument(exe, "inscount", tmp_path, slot="inst")
+    inscount = instrument_ir(binary, "inscount", tmp_path, slot="inst")
     corpus.prepare(program, inscount.parent, exe, env)
     counted = run_prog(inscount, program.args, env=env)
     assert_same_behaviour(original, counted)
     assert abs(results(counted, "inscount")["total"] - sum(executed.values())) <= 200
 
-    run, outcome = _rehost(exe, "cachesim", tmp_path, "rhst", program.args, env, program)
+    run, outcome = _rehost(exe, "cachesim", tmp_path, "rhst", program.args, env, program, binary)
     assert_same_behaviour(original, run)
     assert outcome.summary.complete, outcome.error
 
@@ -165,7 +169,7 @@ def test_go_programs_identical_and_counted(tmp_path: Path, monkeypatch: pytest.M
     # entry (3 instructions), and the check runs again. When that happens depends on the
     # garbage collector's shrinking of stacks, and varies from run to run (qemu's own runs
     # differ so too): a function's counts may differ by whole detours, nothing else.
-    inscount = instrument(exe, "inscount", tmp_path, slot="inst")
+    inscount = instrument_ir(binary, "inscount", tmp_path, slot="inst")
     corpus.prepare(program, inscount.parent, exe, env)
     counted = run_prog(inscount, program.args, env=env)
     assert_same_behaviour(original, counted)
@@ -181,7 +185,7 @@ def test_go_programs_identical_and_counted(tmp_path: Path, monkeypatch: pytest.M
                    if (n - m) % detour[name] or abs(n - m) > 4 * detour[name]}
     assert not unexplained, unexplained
 
-    cachesim = instrument(exe, "cachesim", tmp_path, slot="cach")  # calls into the analysis: the lock
+    cachesim = instrument_ir(binary, "cachesim", tmp_path, slot="cach")  # calls into the analysis: the lock
     corpus.prepare(program, cachesim.parent, exe, env)
     for _ in range(3):  # threads meet differently in each run
         assert_same_behaviour(original, run_prog(cachesim, program.args, env=env))
@@ -259,7 +263,7 @@ def test_position_independent_go_program_found_and_identical(tmp_path: Path, mon
     assert len(in_go) > 1000 and not any(found[pc].thumb for pc in in_go), "A32 code read as Thumb"
     assert {"main.main", "runtime.goexit", "filippo.io/age.Decrypt"} <= {proc.name for proc in binary.procedures}
 
-    inscount = instrument(exe, "inscount", tmp_path, slot="inst")
+    inscount = instrument_ir(binary, "inscount", tmp_path, slot="inst")
     corpus.prepare(program, inscount.parent, exe, env)
     assert_same_behaviour(original, run_prog(inscount, program.args, env=env))
 

@@ -29,7 +29,7 @@ from rewriter.emit.rehost import SITE_TABLE_SUFFIX
 from rewriter.ir.elf_loader import load_binary
 from tests.support.rehost import CLI_RUN, ServerProcess, cli_run, run_rehost, with_listener
 from tests.support.run import Run, assert_same_behaviour, forked_results, instrument, instrument_ir, place, run_prog
-from tests.support.samples import LUA_BENCH, SAMPLES, build, build_lua
+from tests.support.samples import LUA_BENCH, SAMPLES, build, build_lua, sample_matrix
 
 ARGS = {"calls": ["stdin", "two words"]}
 STDIN = {"calls": b"some input for the calls sample\n"}
@@ -56,9 +56,8 @@ def results_file(run_dir: Path, tool: str) -> bytes:
 
 # Every build kind: Thumb PIE (dynamic, and with -fPIE), A32 fixed-address and PIE, static;
 # results in text (what a person reads) as well as JSON on the default build.
-@pytest.mark.parametrize("variant", ["O2-thumb-dyn", "O0-arm-dyn", "Os-thumb-static", "O2-arm-dyn-nopie",
-                                     "O2-thumb-pie"])
-@pytest.mark.parametrize("sample", SAMPLES)
+@pytest.mark.parametrize(("sample", "variant"), sample_matrix(SAMPLES, ["O2-thumb-dyn", "O0-arm-dyn", "Os-thumb-static",
+                                                                       "O2-arm-dyn-nopie", "O2-thumb-pie"]))
 def test_sample_rehost_equals_inhost(sample: str, variant: str, server: str, tmp_path: Path) -> None:
     binary = build(sample, variant)
     args, stdin = ARGS.get(sample, []), STDIN.get(sample, b"")

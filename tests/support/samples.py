@@ -214,6 +214,26 @@ class SampleBuildError(RuntimeError):
     """A sample could not be built (missing toolchain, compiler error, download failure)."""
 
 
+def sample_matrix(samples: Sequence[str], variants: Sequence[str]) -> list:
+    """``(sample, variant)`` parameters for pytest: every pair, but of the static builds
+    only one sample in a turn runs by default, the others marked ``extended`` (run with
+    ``pytest --extended``; decision 0129). A static build's code is the sample's own plus
+    the same static C library in every variant; the dynamic builds check the sample's own
+    code in each mode and optimisation, and every static variant is still run with some
+    sample."""
+    import pytest
+
+    static = sorted(v for v in variants if "static" in v)
+    stride = max(len(static), 2)
+    params = []
+    for i, sample in enumerate(samples):
+        for variant in variants:
+            turn = variant not in static or (i + static.index(variant)) % stride == 0
+            marks = () if turn else (pytest.mark.extended,)
+            params.append(pytest.param(sample, variant, marks=marks, id=f"{sample}-{variant}"))
+    return params
+
+
 def cache_dir() -> Path:
     """Return the cache directory for built samples, creating it if needed."""
     return build_cache.cache_dir("ANVIL_SAMPLE_CACHE", "samples")
