@@ -108,7 +108,6 @@ def _slack(elf: ELFFile, text: dict) -> int | None:
     which packs them, leaves none)."""
     end = text["p_vaddr"] + text["p_memsz"]
     places, last = loader.consecutive(end)
-    file_at = text["p_offset"] + (places[0] - text["p_vaddr"])
     file_end = text["p_offset"] + (last - text["p_vaddr"])
     limit = (end + PAGE - 1) & ~(PAGE - 1)  # the segment's last page; the next one starts after it at the earliest
     for seg in elf.iter_segments():
@@ -119,7 +118,10 @@ def _slack(elf: ELFFile, text: dict) -> int | None:
     taken += [(s["sh_offset"], s["sh_offset"] + s["sh_size"]) for s in elf.iter_sections()
               if s["sh_type"] != "SHT_NOBITS" and s["sh_size"]]
     taken.append((elf["e_shoff"], elf["e_shoff"] + elf["e_shnum"] * elf["e_shentsize"]))
-    clear = file_end <= described_end(elf) and all(hi <= file_at or lo >= file_end for lo, hi in taken)
+    # From the segment's file end: a segment whose memory goes on past its file bytes (a .bss
+    # in the code's segment: ld -N) holds those zeros in the file once it grows.
+    file_from = text["p_offset"] + text["p_filesz"]
+    clear = file_end <= described_end(elf) and all(hi <= file_from or lo >= file_end for lo, hi in taken)
     return places[0] if last <= limit and clear else None
 
 
@@ -255,6 +257,9 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
                          "procedures' dead code)")
     described = described_end(elf)
     out, overlay = bytearray(original[:described]), original[described:]
+    if grows and text["p_memsz"] > text["p_filesz"]:  # the zero-filled memory, in the file from now on
+        zeros_at = text["p_offset"] + text["p_filesz"]
+        out[zeros_at:zeros_at + text["p_memsz"] - text["p_filesz"]] = bytes(text["p_memsz"] - text["p_filesz"])
     region_offset = (len(out) + PAGE - 1) & ~(PAGE - 1)
     writes = sorted(write for patch in patches for write in patch.writes(_copy(code, patch.address)))
     # With a runtime to write them, the jumps go over the original code once the region is

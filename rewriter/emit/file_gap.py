@@ -22,10 +22,11 @@ _PT_LOAD = 1
 _SHT_NULL = 0
 
 
-def gap_size(data: bytes, at: int) -> int | None:
+def gap_size(data: bytes, at: int, at_least: int = 0) -> int | None:
     """The gap ``open_gap`` would open at file offset ``at``: the largest alignment of the
-    loadable segments after it (at least a page); None where a segment's file bytes span
-    ``at`` (inserting bytes there would split it) or nothing follows."""
+    loadable segments after it (at least a page), times what makes it ``at_least`` bytes;
+    None where a segment's file bytes span ``at`` (inserting bytes there would split it) or
+    nothing follows."""
     size, follows = PAGE, False
     for p_type, p_offset, p_filesz, p_align in _segments(data):
         if p_offset < at < p_offset + p_filesz:
@@ -33,7 +34,7 @@ def gap_size(data: bytes, at: int) -> int | None:
         if p_type == _PT_LOAD and p_offset >= at:
             follows = True
             size = max(size, p_align)
-    return size if follows else None
+    return max(1, -(-at_least // size)) * size if follows else None
 
 
 class _Layout(NamedTuple):

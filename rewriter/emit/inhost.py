@@ -83,6 +83,7 @@ from .patches import (
     slack_address,
     tail_location,
     text_segment,
+    zero_filled,
 )
 from .procedure_sums import count_hits_in_registers, program_stops
 from .records import SiteTable
@@ -1193,7 +1194,10 @@ def _write_elf(binary: Binary, region: bytes, offset: int, patches: list[Patch],
     # Room for moving unloaded sections and the section header table to the end.
     movable = sum(sec["sh_size"] + 8 for sec in elf.iter_sections() if not sec["sh_flags"] & 0x2)
     movable += elf["e_shnum"] * elf["e_shentsize"] + 8
-    region_offset = (len(out) + (movable if tail.grows_segment else 0) + PAGE - 1) & ~(PAGE - 1)
+    # A segment grown over its zero-filled memory may end past the file's end (the stub's
+    # pieces there end at tail.segment_end).
+    grown_file_end = text.offset + (tail.segment_end - text.vaddr) if tail.grows_segment else 0
+    region_offset = (max(len(out), grown_file_end) + (movable if tail.grows_segment else 0) + PAGE - 1) & ~(PAGE - 1)
     stub = tb.assemble_stub(tail.pieces, {
         "ANVIL_REGION": offset,
         "ANVIL_LENGTH": len(region),
@@ -1216,7 +1220,11 @@ def _write_elf(binary: Binary, region: bytes, offset: int, patches: list[Patch],
         return off
 
     if tail.grows_segment:
-        _move_unloaded(out, elf, offset(slack_start), offset(slack_start) + grown_end - slack_start)
+        zeros_at, zeros_end = zero_filled(text)
+        grown_end_offset = offset(slack_start) + grown_end - slack_start
+        out += bytes(max(0, grown_end_offset - len(out)))  # what moves goes past the grown segment
+        _move_unloaded(out, elf, zeros_at, grown_end_offset)
+        out[zeros_at:zeros_end] = bytes(zeros_end - zeros_at)  # the .bss the segment held in memory only
         ph = elf["e_phoff"] + text_index * elf["e_phentsize"]
         struct.pack_into("<II", out, ph + 16, grown_end - text.vaddr, grown_end - text.vaddr)
     for patch in patches:

@@ -284,8 +284,18 @@ class Tail:
 
 
 def slack_address(text: Segment) -> int:
-    """Where the free end of the text segment starts (the loader stub's first choice)."""
-    return (text.vaddr + text.filesz + 3) & ~3
+    """Where the free end of the text segment starts (the loader stub's first choice): past
+    its memory, which goes on past its file bytes where the segment holds a ``.bss`` too
+    (one segment of ``ld -N``, a script that puts data before code). The copy's segment
+    then holds those zero bytes in the file (``zero_filled``)."""
+    return (text.vaddr + max(text.filesz, text.memsz) + 3) & ~3
+
+
+def zero_filled(text: Segment) -> tuple[int, int]:
+    """The file offsets that the text segment's zero-filled memory takes once the segment
+    grows over its end (empty where its memory ends with its file bytes)."""
+    start = text.offset + text.filesz
+    return start, start + max(0, text.memsz - text.filesz)
 
 
 def _spread(sizes: tuple[int, ...], runs: list[list[int]]) -> list[int] | None:
@@ -426,7 +436,7 @@ def tail_location(binary: Binary, procs: list[Procedure], patches: list[Patch],
     at = slack_address(text)
     caves = _caves(binary, procs, patches)
     room = _slack_room(binary, elf, text, at)
-    gap = file_gap.gap_size(binary.data, text.offset + text.filesz)
+    gap = file_gap.gap_size(binary.data, text.offset + text.filesz, at - text.vaddr - text.filesz + PAGE)
     gap_room = _address_room(binary, text, at, gap) if gap is not None else 0
     plans = (early, None) if early is not None else (None,)
     for plan in plans:  # the stub whole: in the slack, a cave, or a gap opened in the file
@@ -543,17 +553,20 @@ def _place_narrow(narrow: list[Patch], tail: Tail, slack: list[int] | None) -> l
 
 
 def _slack_room(binary: Binary, elf: ELFFile, text: Segment, at: int) -> int:
-    """Free bytes after the text segment: in its last page's file bytes and before any other segment."""
+    """Free bytes after the text segment: in its last page's file bytes and before any other
+    segment. The file bytes from the segment's end up to ``at`` (its zero-filled memory's,
+    if any) must be free as well."""
     limit = (at + PAGE) & ~(PAGE - 1) if at & (PAGE - 1) else at
     off = text.offset + (at - text.vaddr)
+    start = text.offset + text.filesz
     for seg in binary.segments:
         if seg.vaddr > text.vaddr:
             limit = min(limit, max(at, seg.vaddr & ~(PAGE - 1)))
-        if seg is not text and seg.filesz and seg.offset >= off:
+        if seg is not text and seg.filesz and seg.offset >= start:
             limit = min(limit, at + (seg.offset - off))
     for sec in elf.iter_sections():
         # Sections that are not loaded (symbols, debug info) are moved out of the way.
-        if sec["sh_type"] in ("SHT_NOBITS", "SHT_NULL") or not sec["sh_size"] or sec["sh_offset"] < off \
+        if sec["sh_type"] in ("SHT_NOBITS", "SHT_NULL") or not sec["sh_size"] or sec["sh_offset"] < start \
                 or not sec["sh_flags"] & 0x2:
             continue
         limit = min(limit, at + (sec["sh_offset"] - off))

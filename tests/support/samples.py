@@ -91,8 +91,9 @@ CLANG_VARIANTS: dict[str, list[str]] = {
 #: Name -> (compiler, flags); compiler "gcc" (the cross gcc/g++), "clang" (with
 #: CLANG_BASE) or "armel" (ARMEL_CC: Debian's soft-float port; run with lib_root()).
 #: run_environment() gives the variables some of them run with (ASan, gcov).
-#: ``@rodata-first.ld`` stands for a GNU ld script (rodata_first_script): .rodata before
-#: .text, the text segment at an unusual address.  (No ``-static-pie``: Debian's armhf
+#: ``@rodata-first.ld`` and ``@data-first.ld`` stand for GNU ld scripts (linker_script):
+#: .rodata before .text, the text segment at an unusual address; .data before .text, in
+#: one segment with the code and .bss.  (No ``-static-pie``: Debian's armhf
 #: glibc has no rcrt1.o.)
 SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "O3": ("gcc", ["-g", "-O3"]),
@@ -114,6 +115,8 @@ SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "O2-text-segment": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,-Ttext-segment=0x400000"]),
     "O2-rodata-first": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,-T,@rodata-first.ld"]),
     "O2-rodata-first-static": ("gcc", ["-g", "-O2", "-static", "-Wl,-T,@rodata-first.ld"]),
+    "O2-data-first": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,-T,@data-first.ld"]),
+    "clang-O2-omagic-static-lld": ("clang", ["-O2", "-static", "-Wl,-N", "-fuse-ld=lld"]),
     "O3-neon": ("gcc", ["-g", "-O3", "-mfpu=neon", "-ftree-vectorize"]),
     "O2-thumb-noalign": ("gcc", ["-g", "-O2", "-march=armv7-a+fp", "-mthumb", "-mno-unaligned-access"]),
     "clang-O3-thumb-pie-lld": ("clang", ["-O3", "-mthumb", "-fuse-ld=lld"]),
@@ -310,9 +313,9 @@ def build(sample: str, variant: str, extra: Sequence[str] = ()) -> Path:
     source = SAMPLES_DIR / f"{sample}.{'cpp' if cxx else 'c'}"
     if not source.is_file():
         raise SampleBuildError(f"unknown sample {sample!r}: {source} does not exist")
-    if "-Wl,-T,@rodata-first.ld" in flags:
-        # The script's path names a hash of its text, so the cache key follows its content.
-        flags = [f"-Wl,-T,{rodata_first_script()}" if f == "-Wl,-T,@rodata-first.ld" else f for f in flags]
+    # ``-Wl,-T,@<layout>.ld``: a script of linker_script(); its path names a hash of its
+    # text, so the cache key follows its content.
+    flags = [f"-Wl,-T,{linker_script(f[8:-3])}" if f.startswith("-Wl,-T,@") else f for f in flags]
     if compiler == "clang":
         clang = _require_tool(CLANG + "++" if cxx else CLANG)
         flags = [*CLANG_BASE, *flags, *extra]
@@ -358,6 +361,8 @@ X86_64_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "x64-gcc-Os-cet": ("gcc", ["-g", "-Os", "-fcf-protection=full"]),
     "x64-clang-O2": ("clang", ["-g", "-O2"]),
     "x64-clang-O3-static": ("clang", ["-g", "-O3", "-static"]),
+    # lld's -N: code, data and .bss in one segment whose memory goes on past its file bytes.
+    "x64-clang-O2-omagic-static-lld": ("clang", ["-g", "-O2", "-static", "-fuse-ld=lld", "-Wl,-N"]),
     # code in a second executable segment, unmapped pages below it (node's large-page stub)
     "x64-gcc-O2-far-code": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,--section-start=farcode=0x1000000"]),
 }
@@ -441,21 +446,32 @@ def build_go(sample: str, variant: str = "go-arm") -> Path:
     return _compile(["env", *settings, go, "build", "-trimpath", *flags], [str(source)], out)
 
 
-def rodata_first_script() -> Path:
-    """A GNU ld script for a fixed-address program unlike the default one: GNU ld's own
-    script (``ld --verbose``) with ``.rodata`` moved before ``.init``/``.text`` and the
-    text segment at 0x01000000 instead of 0x10000; written once into the cache."""
+def linker_script(layout: str) -> Path:
+    """A GNU ld script for a fixed-address program unlike the default one (GNU ld's own,
+    ``ld --verbose``, changed), written once into the cache. ``layout``: "rodata-first"
+    (``.rodata`` moved before ``.init``/``.text``, the text segment at 0x01000000 instead
+    of 0x10000) or "data-first" (``.data`` moved before ``.init``, page-aligned: code, data
+    and ``.bss`` in one writable, executable segment whose memory goes on past its file
+    bytes)."""
     proc = subprocess.run([_require_tool("arm-linux-gnueabihf-ld"), "--verbose"], capture_output=True,
                           text=True, check=True)
     lines = proc.stdout.split("=" * 50 + "\n")[1].splitlines()
-    rodata = [line for line in lines if line.lstrip().startswith((".rodata ", ".rodata1 "))]
-    rest = [line for line in lines if line not in rodata]
-    init = next(i for i, line in enumerate(rest) if line.lstrip().startswith(".init "))
-    text = "\n".join([*rest[:init], *rodata, *rest[init:]]).replace("0x00010000", "0x01000000") + "\n"
-    path = cache_dir() / f"rodata-first-{build_cache.cache_key(text)}.ld"
+    if layout == "rodata-first":
+        moved = [line for line in lines if line.lstrip().startswith((".rodata ", ".rodata1 "))]
+        lines = [line for line in lines if line not in moved]
+    else:  # ".data           :" and its braces' lines
+        first = next(i for i, line in enumerate(lines) if line.lstrip().startswith(".data ") and ":" in line)
+        last = next(i for i in range(first, len(lines)) if lines[i].strip() == "}")
+        moved = ["  . = ALIGN(0x1000);", *lines[first:last + 1], "  . = ALIGN(0x1000);"]
+        lines = lines[:first] + lines[last + 1:]
+    init = next(i for i, line in enumerate(lines) if line.lstrip().startswith(".init "))
+    text = "\n".join([*lines[:init], *moved, *lines[init:]])
+    if layout == "rodata-first":
+        text = text.replace("0x00010000", "0x01000000")
+    path = cache_dir() / f"{layout}-{build_cache.cache_key(text + chr(10))}.ld"
     if not path.is_file():
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text)
+        tmp.write_text(text + "\n")
         os.replace(tmp, path)
     return path
 
