@@ -382,8 +382,11 @@ def _run_natively(args: argparse.Namespace, before_start: Callable[[], None]) ->
         raise AnvilError(f"{binary}: an x86-64 program, and this machine is {platform.machine()}")
     if args.sysroot is not None:
         raise AnvilError("--sysroot is for 32-bit ARM programs run under qemu-arm; an x86-64 program runs natively")
-    return _run_command(args, [args.argv0 or binary, *args.args], os.path.abspath(binary), _metadata(binary),
-                        before_start)
+    # The path as given (a bare name made relative, not searched for on PATH): the kernel puts
+    # it at the top of the stack (AT_EXECFN), so another spelling moves every stack address
+    # from where `./prog` alone has them.
+    path = binary if os.sep in binary else os.path.join(os.curdir, binary)
+    return _run_command(args, [args.argv0 or binary, *args.args], path, _metadata(binary), before_start)
 
 
 def _check_elf(binary: str) -> tuple[int, bytes]:

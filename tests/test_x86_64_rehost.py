@@ -123,6 +123,21 @@ def test_addresses_are_the_originals(variant: str, tmp_path: Path) -> None:
         assert (running.parent / f"prog.{tool}.out").exists()
 
 
+def test_anvil_run_starts_the_program_as_named(tmp_path: Path) -> None:
+    """``anvil run ./prog`` starts ``./prog`` by that path, which the kernel keeps at the top
+    of the stack (AT_EXECFN): the original and its copies print the stack addresses that
+    ``./prog`` alone prints (an absolute path there moved them all)."""
+    program, running, _ = _original("addresses", "x64-gcc-O2", tmp_path)
+    alone = subprocess.run(["setarch", "-R", "./prog", "x"], capture_output=True, cwd=running.parent, env={})
+    assert b"local=" in alone.stdout
+    for copy in (program, _instrument(program, tmp_path / "i" / "prog", "cachesim"),
+                 _instrument(program, tmp_path / "r" / "prog", "inscount", "--mode", "rehost")):
+        place_at(running, copy)
+        run = subprocess.run(["setarch", "-R", *CLI, "run", "-q", "./prog", "x"], capture_output=True,
+                             cwd=running.parent, env={}, timeout=300)
+        assert _behaviour(run) == _behaviour(alone), copy
+
+
 def test_threads_and_forks(tmp_path: Path) -> None:
     running = tmp_path / "run" / "prog"
     running.parent.mkdir()

@@ -24,7 +24,7 @@ from ..ir.model import Binary
 from ..tool_files import run_instrument
 from . import target_build as tb
 from .elf64_image import Library, write_copied
-from .inhost import EXEC_FUNCTIONS, Report
+from .inhost import EXEC_FUNCTIONS, SIGNAL_ACTION_FUNCTIONS, Report
 from .sites import SiteUnit, asm_array
 
 TOOLCHAIN = tb.X86_64
@@ -112,6 +112,11 @@ def _thread_counters(binary: Binary, arrays: dict[str, tuple[str, int]]) -> Thre
     return ThreadCounters(own, starts, {f"anvil_array_{name}": 8 * length for name, (_, length) in arrays.items()})
 
 
+def signal_calls(binary: Binary) -> set[int]:
+    """The PLT entries of the C library's signal-action functions (decision 0131)."""
+    return {address for address, name in binary.plt.items() if name in SIGNAL_ACTION_FUNCTIONS}
+
+
 def _thread_starts(binary: Binary) -> set[int]:
     """Where the program enters a function that starts a thread: the PLT entries of the
     imports that do, the functions a static program defines that do (not ``clone``:
@@ -150,12 +155,20 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
         return [tb.Generated("anvil_calls.c", calls.source(tool_c, asm_array))]
 
     return write_instrumented(binary, tool, output, started, arrays, CallSites.factory(binary.threaded, deferring),
-                              sources, [tb.COMMON_DIR / "anvil_format.c"])
+                              sources, [tb.COMMON_DIR / "anvil_format.c"], original_returns(binary, opts))
+
+
+def original_returns(binary: Binary, opts: Options) -> bool:
+    """Whether calls leave the original return addresses (``--return-addresses``; auto: where
+    the program's stack may be unwound, as elf_loader tells)."""
+    if opts.return_addresses == "auto":
+        return binary.unwinds
+    return opts.return_addresses == "original"
 
 
 def write_instrumented(binary: Binary, tool: Tool, output: str, started: float, arrays: dict[str, tuple[str, int]],
                        call_sites: Callable[[Callable[[str], int]], CallSites],
-                       sources: Callable[[CallSites], list], runtime_parts: list) -> Report:
+                       sources: Callable[[CallSites], list], runtime_parts: list, returns_original: bool) -> Report:
     """Copy ``binary``'s procedures with the hooks the tool left, link the runtime (with
     ``runtime_parts``) and what ``sources(calls)`` adds (once the copies are made: the
     tables of their call sites are part of it) into the region, write ``output`` and
@@ -173,12 +186,12 @@ def write_instrumented(binary: Binary, tool: Tool, output: str, started: float, 
         handlers = {address for address, name in binary.go_functions.items() if name == GO_SIGNAL_HANDLER}
         return CountingHooks(symbol, binary.switch_cases, tool.procedure_sums, binary.threaded, binary.plt,
                              calls[0], _thread_starts(binary), handlers, _thread_counters(binary, arrays),
-                             exec_jumps(binary, EXEC_FUNCTIONS))
+                             exec_jumps(binary, EXEC_FUNCTIONS), signal_calls(binary))
 
     def library() -> Library:
         return _library([*runtime, *sources(calls[0])], [TOOLCHAIN.isa_dir, tb.COMMON_DIR])
 
-    copied = write_copied(binary, output, hooks=hooks, library=library)
+    copied = write_copied(binary, output, returns_original, hooks=hooks, library=library)
     report = Report(output=output, procedures=len(binary.procedures), relocated=copied.copied,
                     instructions=copied.instructions, original_size=len(binary.data))
     report.not_relocated = [{"procedure": why} for why in copied.in_place]
@@ -186,7 +199,7 @@ def write_instrumented(binary: Binary, tool: Tool, output: str, started: float, 
                              for address in copied.branches_in_place]
     report.loader_stub = copied.loader_stub
     report.entries_not_patched = [f"{address:#x}" for address in copied.short_entries]
-    report.return_addresses = "original" if binary.unwinds else "relocated"
+    report.return_addresses = "original" if returns_original else "relocated"
     lowered = copied.hooks
     report.block_counters = {"inline": sum(bool(b.counter_increments) for b in binary.blocks()),
                              "flag_saves": lowered.flag_saves, "exit_calls": lowered.exit_calls,

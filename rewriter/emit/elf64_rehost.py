@@ -22,7 +22,7 @@ from ..ir.model import Binary
 from ..tool_files import run_instrument
 from . import site_format
 from . import target_build as tb
-from .elf64_inhost import TOOLCHAIN, check_lowered, write_instrumented
+from .elf64_inhost import TOOLCHAIN, check_lowered, original_returns, write_instrumented
 from .inhost import Report
 from .rehost import SITE_TABLE_SUFFIX, communicator_source, communicator_tables, firmware_channel, program_calls
 from .sites import asm_array
@@ -58,6 +58,7 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
                 TOOLCHAIN.isa_dir / "anvil_channel.c", tb.Generated("anvil_calls.c", unit)]
 
     report = write_instrumented(binary, tool, output, started, held,
-                                CallSites.factory(binary.threaded, records=True), sources, [])
+                                CallSites.factory(binary.threaded, records=True), sources, [],
+                                original_returns(binary, opts))
     atomic_write(output + SITE_TABLE_SUFFIX, documents[0], mode=0o644)
     return report

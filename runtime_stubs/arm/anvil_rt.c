@@ -121,69 +121,7 @@ const char *anvil_getenv(const char *name)
 
 /* ---------------------------------------------------------------- fatal signals */
 
-/* The kernel's struct sigaction on 32-bit ARM (rt_sigaction, 8-byte mask). */
-struct kernel_sigaction {
-    void (*handler)(int);
-    uint32_t flags;
-    void (*restorer)(void);
-    uint32_t mask[2];
-};
-
-/* Signals whose default action ends the process (SIGTRAP left to debuggers). */
-static const uint8_t fatal_signals[] = {1, 2, 3, 4, 6, 7, 8, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 31};
-
-/* A signal that would end the program: write the results, then die of it as the
- * program would have. SA_RESETHAND put the default action back before this ran; the
- * signal is sent again and unblocked, so the process ends by it (a fault's instruction
- * is not run again), with the same status and qemu's same message. */
-static void on_fatal_signal(int sig)
-{
-    anvil_program_end();
-    uint32_t set[2] = {0, 0};
-    set[(sig - 1) / 32] = 1u << ((sig - 1) % 32);
-    anvil_syscall(SYS_tgkill, anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0),
-                  anvil_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0), sig, 0, 0, 0);
-    anvil_syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)set, 0, 8, 0, 0);
-}
-
-/* Programs killed by a signal still write their results (as valgrind's tools and QEMU's
- * plugins do): a handler on each fatal signal whose action is the default. Signals the
- * program inherited as ignored stay so; a handler the program installs replaces ours.
- * The program does not see it: anvil_signal_action puts the default back first. */
-static void catch_fatal_signals(void)
-{
-    /* Filled in here, not from an initializer: that would be a template in .data whose
-       handler address is the link-time one, and a PIE's region is moved by the load bias. */
-    struct kernel_sigaction old, act;
-    act.handler = on_fatal_signal;
-    act.flags = SA_RESETHAND;
-    act.restorer = 0;
-    act.mask[0] = act.mask[1] = 0;
-    for (uint32_t i = 0; i < sizeof fatal_signals; i++) {
-        if (anvil_syscall(SYS_rt_sigaction, fatal_signals[i], 0, (long)&old, 8, 0, 0) == 0 && old.handler == 0)
-            anvil_syscall(SYS_rt_sigaction, fatal_signals[i], (long)&act, 0, 8, 0, 0);
-    }
-}
-
-/* Before the program reads or sets a signal's action (``nr``: the system call about to be
- * made, rt_sigaction's or another's): where the action is still Anvil's results handler,
- * the default goes back first, so the program sees the action it would have seen (Rust's
- * start-up installs its own SIGSEGV handler only over SIG_DFL) and any handler it sets
- * replaces the default as it would. A signal the program only asked about no longer
- * writes the results if it ends the program. emit/inhost.py places the calls. */
-void anvil_signal_action(uint32_t nr, uint32_t sig)
-{
-    if (nr != SYS_rt_sigaction || sig == 0 || sig > 64)
-        return;
-    struct kernel_sigaction now;
-    if (anvil_syscall(SYS_rt_sigaction, sig, 0, (long)&now, 8, 0, 0) != 0 || now.handler != on_fatal_signal)
-        return;
-    now.handler = 0; /* SIG_DFL, as the process started */
-    now.flags = 0;
-    now.restorer = 0;
-    now.mask[0] = now.mask[1] = 0;
-    anvil_syscall(SYS_rt_sigaction, sig, (long)&now, 0, 8, 0, 0);
-}
+#include "anvil_fatal_signals.h"  /* (a .h: the compile cache hashes the headers) */
 
 /* A Go program's copy (decision 0089): the link addresses of its instructions' copies and
  * of the originals, as pairs in the copies' order, and how many; the rewriter writes

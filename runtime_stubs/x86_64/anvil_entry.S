@@ -114,8 +114,34 @@ anvil_exit_entry:
     .globl anvil_syscall_entry
     .type anvil_syscall_entry, @function
 anvil_syscall_entry:
-    preserving anvil_on_syscall, 1
+    preserving anvil_on_syscall, 1, 1, 0, 1
     .size anvil_syscall_entry, . - anvil_syscall_entry
+
+# Before an rt_sigaction system call of the copied code (number in rax, the signal in rdi):
+# anvil_signal_action puts the default back where the action is the runtime's results
+# handler (runtime_stubs/common/anvil_fatal_signals.h).
+    .globl anvil_sigaction_entry
+    .type anvil_sigaction_entry, @function
+anvil_sigaction_entry:
+    preserving anvil_signal_action, 1, 1, 0, 1
+    .size anvil_sigaction_entry, . - anvil_sigaction_entry
+
+# As the PLT entry of a signal-action function of the C library is entered (the signal in
+# rdi): anvil_signal_call.
+    .globl anvil_signal_call_entry
+    .type anvil_signal_call_entry, @function
+anvil_signal_call_entry:
+    preserving anvil_signal_call
+    .size anvil_signal_call_entry, . - anvil_signal_call_entry
+
+# The results handler's restorer (SA_RESTORER): x86-64's kernel returns from a handler
+# only through one. (The handler ends the process; this is for a signal it let pass.)
+    .globl anvil_signal_restorer
+    .type anvil_signal_restorer, @function
+anvil_signal_restorer:
+    mov $15, %eax                # rt_sigreturn
+    syscall
+    .size anvil_signal_restorer, . - anvil_signal_restorer
 
 # Around a system call of the copied code that may fork (number in rax, clone's flags or
 # clone3's arguments in rdi): the analysis lock held over it (anvil_before_fork), then given

@@ -16,10 +16,25 @@
 #define SYS_ftruncate 77
 #define SYS_getcwd 79
 #define SYS_exit_group 231
+#define SYS_rt_sigaction 13
+#define SYS_rt_sigprocmask 14
+#define SYS_gettid 186
+#define SYS_tgkill 234
+#define SIG_UNBLOCK 1
+#define SA_RESETHAND 0x80000000ul
+#define SA_RESTORER 0x04000000ul
+/* x86-64's kernel returns from a handler only through the restorer it is given. */
+#define ANVIL_SIGNAL_RESTORER anvil_signal_restorer
 
 anvil_word anvil_bias __attribute__((section(".data"))) = 0;
 
 void anvil_program_end(void);
+
+#include "anvil_fatal_signals.h"  /* (a .h: the compile cache hashes the headers) */
+
+/* A call of a signal-action function of the C library (its PLT entry entered, the signal
+ * in rdi; anvil_signal_call_entry). */
+void anvil_signal_call(anvil_word sig) { anvil_signal_action(SYS_rt_sigaction, sig); }
 
 long anvil_syscall(long nr, long a, long b, long c, long d, long e, long f)
 {
@@ -509,6 +524,7 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
             register_fork_handlers(library);
         }
     }
+    catch_fatal_signals();
     void anvil_program_start(void);
     anvil_program_start();
 }
@@ -571,10 +587,12 @@ void anvil_binder_jump(void)
 }
 
 /* Before a system call the copied code makes with a number not known where it was
- * rewritten (anvil_syscall_entry): the results, if it ends the program or makes it
- * another (an exec). */
-void anvil_on_syscall(long nr)
+ * rewritten (anvil_syscall_entry; ``first``: its first argument, rdi): the results, if it
+ * ends the program or makes it another (an exec); a signal's action as the program would
+ * see it, if it reads or sets one. */
+void anvil_on_syscall(long nr, anvil_word first)
 {
+    anvil_signal_action((anvil_word)nr, first);
     /* exit ends a thread: the program's end only where it started none (a static program's
      * threads end so, and the first to end wrote the results with the others' counts
      * missing). */
@@ -589,7 +607,6 @@ void anvil_site(anvil_word value, uint32_t site);
 /* The thread in the analysis (thread_self; 0: none). */
 static anvil_word site_owner __attribute__((section(".data")));
 
-#define SYS_gettid 186
 
 /* Who the calling thread is, for the lock: its thread pointer (fs:0 in the x86-64 TLS ABI,
  * which glibc's and musl's threads point at themselves), else, where that word is 0, its fs

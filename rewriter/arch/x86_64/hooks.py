@@ -48,6 +48,7 @@ _EXEC_CALLS = frozenset({59, 322})  # execve, execveat
 # clone, fork, clone3: a copy of the process, unless CLONE_VM asks for a thread (the runtime
 # tells them apart).
 _FORK_CALLS = frozenset({56, 57, 435})
+_RT_SIGACTION = 13
 
 
 # The prefix of a counter in a program that may start threads, until it does: ``ds``, which
@@ -131,7 +132,8 @@ class CountingHooks:
                  plt: dict[int, str] | None = None, calls: CallSites | None = None,
                  thread_starts: set[int] | None = None, fault_handlers: set[int] | None = None,
                  thread_counters: ThreadCounters | None = None,
-                 execs: tuple[dict[int, tuple[int, int]], int | None] = ({}, None)) -> None:
+                 execs: tuple[dict[int, tuple[int, int]], int | None] = ({}, None),
+                 signal_calls: Set[int] = frozenset()) -> None:
         self.symbol = symbol
         # The exec functions' PLT entries and PLT0 (exec_jumps).
         self.exec_jumps, self.binder = execs
@@ -145,6 +147,11 @@ class CountingHooks:
         # results are written as they are entered (a dynamic program's end is otherwise
         # seen only where the dynamic linker's fini runs, which they skip).
         self.ending = {address for address, name in (plt or {}).items() if name in _ENDING}
+        # The PLT entries of the C library's signal-action functions (sigaction, signal...):
+        # as one is entered, the runtime puts the default back where the action is its own
+        # results handler, so that the program sees the action it would have
+        # (anvil_signal_call_entry; decision 0131).
+        self.signal_calls = signal_calls
         # Counters other threads may add to as well: each has a prefix the runtime makes
         # ``lock`` as the program enters one of ``thread_starts`` (addresses of the PLT
         # entries and procedures that start threads); ``lock_sites``: where those prefixes are.
@@ -195,6 +202,8 @@ class CountingHooks:
         # Whether or not the block counts (a tool's --only may leave the PLT out).
         if block.address in self.ending:
             self._call(code, "anvil_exit_entry")
+        if block.address in self.signal_calls:
+            self._call(code, "anvil_signal_call_entry")
         if block.address in self.exec_jumps:
             slot, lazy = self.exec_jumps[block.address]
             code.emit(BELOW_RED_ZONE + b"\x50\x52"  # push rax; push rdx
@@ -284,6 +293,9 @@ class CountingHooks:
             return
         if number in _EXEC_CALLS:
             self._call(code, "anvil_exec_entry")
+            return
+        if number == _RT_SIGACTION:  # the action as the program would see it (decision 0131)
+            self._call(code, "anvil_sigaction_entry")
             return
         if number is not None and number not in _EXIT_CALLS:
             return
