@@ -268,3 +268,16 @@ def test_sigterm_before_the_program_starts(base: Path, tmp_path: Path) -> None:
     assert proc.returncode == -signal.SIGTERM, err
     assert err in ("", "anvil: stopped by SIGTERM\n"), err
     assert sorted(os.listdir(where)) == ["x64.rh", "x64.rh.anvil.json", "x64.rh.sites.json"]
+
+
+@pytest.mark.parametrize("compiler", ["arm-linux-gnueabihf-gcc", "gcc"])
+def test_a_shared_library_is_not_a_program(compiler: str, tmp_path: Path) -> None:
+    """A shared library given to ``anvil instrument`` (no program interpreter, not marked PIE,
+    no entry): one line, status 2, no output. The ARM one was rewritten (its "entry" 0
+    pointed at the stub) and crashed every program that loaded it; the x86-64 one was
+    refused for a reason that was not it."""
+    (tmp_path / "lib.c").write_text("int twice(int x) { return 2 * x; }\n")
+    subprocess.run([compiler, "-O2", "-shared", "-fPIC", "lib.c", "-o", "lib.so"], cwd=tmp_path, check=True)
+    before = set(os.listdir(tmp_path))
+    _refused(_anvil(tmp_path, "instrument", "-t", "inscount", "lib.so", "-o", "lib.inst.so"), tmp_path, before,
+             "a shared library, not a program")

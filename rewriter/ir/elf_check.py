@@ -113,13 +113,46 @@ def check_elf(path: str, data: bytes, executable: bool = True, sections: bool = 
     layout = _ELF32 if machine == EM_ARM else _ELF64
     if len(data) < layout.ehdr_size:
         raise AnvilError(f"{path}: truncated ELF file (the ELF header runs past the end of the file)")
-    (e_type, _, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum,
+    (e_type, _, _, entry, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum,
      shstrndx) = struct.unpack_from(layout.header, data, 16)
     if executable and e_type not in (2, 3):
         raise AnvilError(f"{path}: not an executable ({_TYPES.get(e_type, f'type {e_type:#x}')})")
     loads = _check_segments(path, data, phoff, phnum, phentsize, layout)
+    if executable and e_type == 3 and _shared_library(data, phoff, phnum, entry, layout):
+        raise AnvilError(f"{path}: a shared library, not a program (no program interpreter, not marked PIE"
+                         f"{', no entry' if not entry else ', a DT_SONAME'}): Anvil rewrites executables")
     if sections:
         _check_sections(path, data, shoff, shnum, shentsize, shstrndx, loads, layout)
+
+
+PT_DYNAMIC, PT_INTERP = 2, 3
+DT_NULL, DT_SONAME, DT_FLAGS_1, DF_1_PIE = 0, 14, 0x6FFFFFFB, 0x08000000
+
+
+def _shared_library(data: bytes, phoff: int, phnum: int, entry: int, layout: _Layout) -> bool:
+    """Whether an ET_DYN file (its program headers checked) is a shared library rather than
+    a position-independent program: no program interpreter (a dynamic PIE has one), no
+    DF_1_PIE (a static PIE has it), and no entry or a DT_SONAME. (A library that also runs,
+    as libc.so.6 does, has an interpreter: it is taken for a program.)"""
+    interp, dynamic = False, None
+    for i in range(phnum):
+        p_type, offset, _, filesz, _ = layout.segment(
+            struct.unpack_from(layout.program_header, data, phoff + i * layout.phdr_size))
+        interp |= p_type == PT_INTERP
+        if p_type == PT_DYNAMIC and offset + filesz <= len(data):
+            dynamic = data[offset:offset + filesz]
+    if interp:
+        return False
+    soname, pie = False, False
+    word = "<i" if layout.bits == 32 else "<q"
+    size = struct.calcsize(word)
+    for at in range(0, len(dynamic or b"") - 2 * size + 1, 2 * size):
+        tag = struct.unpack_from(word, dynamic, at)[0]
+        if tag == DT_NULL:
+            break
+        soname |= tag == DT_SONAME
+        pie |= tag == DT_FLAGS_1 and bool(struct.unpack_from(word.upper(), dynamic, at + size)[0] & DF_1_PIE)
+    return not pie and (not entry or soname)
 
 
 def _malformed(path: str, why: str) -> AnvilError:
