@@ -65,8 +65,9 @@ def _copies(binary: Path, tool: str, tmp_path: Path, mode: str = "inhost") -> tu
 
 def _native(program: Path, args: list[str]) -> subprocess.CompletedProcess:
     """``anvil run``, which serves a ReHost copy's records and runs an InHost one as it is (and dies of
-    the signal that kills the program)."""
-    return subprocess.run(["anvil", "run", "-q", f"./{program.name}", *args], cwd=program.parent,
+    the signal that kills the program); the addresses fixed (``setarch -R``), so that a cache's
+    figures are the same from run to run."""
+    return subprocess.run(["setarch", "-R", "anvil", "run", "-q", f"./{program.name}", *args], cwd=program.parent,
                           capture_output=True, timeout=300)
 
 
