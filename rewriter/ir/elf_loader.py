@@ -402,6 +402,9 @@ def _exec_sections(elf: ELFFile) -> list[tuple[int, int, int, str]]:
     return sorted(out)
 
 
+_THUMB_BX_PC = b"\x78\x47"
+
+
 def _procedures(binary: Binary, elf: ELFFile, funcs: list[tuple[int, str, int]],
                 mapping: dict[int, list[tuple[int, str]]]) -> list[Procedure]:
     """Cut every executable section into procedures: named functions and the gaps between them."""
@@ -420,7 +423,15 @@ def _procedures(binary: Binary, elf: ELFFile, funcs: list[tuple[int, str, int]],
         for i, addr in enumerate(cuts):
             nxt = cuts[i + 1] if i + 1 < len(cuts) else end
             if addr in by_addr:
-                name, thumb, _size = by_addr[addr]
+                name, thumb, size = by_addr[addr]
+                if thumb and 0 < size < nxt - addr and binary.read(addr + size, 2) == _THUMB_BX_PC:
+                    # Veneers a linker put after the function, unnamed and unmarked (gold's
+                    # Thumb-to-A32 ``bx pc; nop; b``): a procedure of their own, not the
+                    # function's tail (inhost._relocatable leaves them in place).
+                    procs.append(Procedure(name=name, address=addr, size=size, thumb=True))
+                    procs.append(Procedure(name=f"{secname}@{addr + size:#x}", address=addr + size,
+                                           size=nxt - addr - size, thumb=True))
+                    continue
             else:
                 name, thumb = f"{secname}@{addr:#x}", _mode_at(marks, addr, default=False)
             kind = _kind_at(marks, addr)
