@@ -187,3 +187,22 @@ def test_return_addresses_as_asked(tmp_path: Path) -> None:
         printed[returns] = _run(copy, [], tmp_path)
     assert printed["original"] == want
     assert printed["auto"][0] != want[0] and printed["auto"][2] == 0
+
+
+@pytest.mark.parametrize(("tool", "mode"), [("cachesim", "inhost"), ("memtrace", "rehost")])
+def test_split_stacks_behave_as_the_original(tool: str, mode: str, tmp_path: Path) -> None:
+    """gcc -fsplit-stack: __morestack runs the rest of a function from the return address of
+    its call + 1, past the ``ret`` there; in the copy that ``ret`` is copied bare (the code
+    after it follows at once) and its call pushes the copy's return address. Before: wrong
+    results (inscount) or SIGSEGV (cachesim). Every run of the recursion grows the stack."""
+    plain = tmp_path / "prog"
+    shutil.copy(samples.build_x86_64("x64_split_stack", "x64-gcc-O2-split-stack"), plain)
+    want = _run(plain, [], tmp_path)
+    assert want[0].startswith(b"r=") and want[2] == 0
+    copy = tmp_path / "copy" / "prog"
+    copy.parent.mkdir()
+    done = subprocess.run(["anvil", "instrument", "--tool", tool, "--mode", mode, str(plain), "-o", str(copy)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    run = subprocess.run(["anvil", "run", "-q", str(copy)], cwd=copy.parent, capture_output=True, timeout=300)
+    assert (run.stdout, run.returncode) == (want[0], 0), run.stderr[-400:]

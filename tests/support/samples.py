@@ -365,6 +365,8 @@ X86_64_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "x64-gcc-Os-cet": ("gcc", ["-g", "-Os", "-fcf-protection=full"]),
     "x64-clang-O2": ("clang", ["-g", "-O2"]),
     "x64-clang-O3-static": ("clang", ["-g", "-O3", "-static"]),
+    # gcc's split stacks (gccgo's programs): __morestack goes on at a return address + 1
+    "x64-gcc-O2-split-stack": ("gcc", ["-g", "-O2", "-fsplit-stack"]),
     # lld's -N: code, data and .bss in one segment whose memory goes on past its file bytes.
     "x64-clang-O2-omagic-static-lld": ("clang", ["-g", "-O2", "-static", "-fuse-ld=lld", "-Wl,-N"]),
     # code in a second executable segment, unmapped pages below it (node's large-page stub)
