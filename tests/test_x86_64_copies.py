@@ -14,6 +14,7 @@ written over and in the loader stub: every copied instruction ran from its copy.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -206,3 +207,46 @@ def test_split_stacks_behave_as_the_original(tool: str, mode: str, tmp_path: Pat
     assert done.returncode == 0, done.stderr
     run = subprocess.run(["anvil", "run", "-q", str(copy)], cwd=copy.parent, capture_output=True, timeout=300)
     assert (run.stdout, run.returncode) == (want[0], 0), run.stderr[-400:]
+
+
+ASAN_BUG_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((noinline)) int peek(const char *p, int i) { return p[i]; }
+int main(int argc, char **argv) {
+    (void)argv;
+    char *p = malloc(16);
+    for (int i = 0; i < 16; i++) p[i] = (char)i;
+    printf("start\n");
+    fflush(stdout);
+    int v = peek(p, 15 + argc * 5);
+    free(p);
+    return v;
+}
+"""
+
+
+def test_a_sanitizer_report_names_the_original_frames(tmp_path: Path) -> None:
+    """An ASan program's report (a heap overflow) walks the stack's return addresses and
+    prints them, symbolised: the copy returns to the original addresses (``__asan_init``
+    asks for them, as the profilers' names do) and its report is the original's, frame for
+    frame (before: the copy's addresses, unsymbolised, the stack cut short)."""
+    source = tmp_path / "asan_bug.c"
+    source.write_text(ASAN_BUG_C)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    plain, copied = tmp_path / "a" / "prog", tmp_path / "b" / "prog"
+    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address", str(source), "-o",
+                    str(plain)], check=True)
+    done = subprocess.run(["anvil", "instrument", "--tool", "inscount", str(plain), "-o", str(copied)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+    def report(program: Path) -> tuple[bytes, bytes, int]:
+        out, err, status = _run(program, [], program.parent)
+        err = re.sub(rb"==\d+==", b"==PID==", err).replace(str(program).encode(), b"PROGRAM")
+        return out, err, status
+
+    want = report(plain)
+    assert b"heap-buffer-overflow" in want[1] and b"in peek" in want[1] and want[2] != 0
+    assert report(copied) == want

@@ -237,7 +237,10 @@ def _read_symbols(path: str, elf: ELFFile,
 # address to the program's own __cyg_profile_func_enter/exit (decision 0094).
 _UNWINDING = {"__cxa_throw", "__cxa_rethrow", "__gxx_personality_v0", "backtrace", "__backtrace",
               "caml_frametable", "caml_start_program",
-              "__gnu_mcount_nc", "mcount", "_mcount", "__cyg_profile_func_enter", "__cyg_profile_func_exit"}
+              "__gnu_mcount_nc", "mcount", "_mcount", "__fentry__", "__cyg_profile_func_enter",
+              "__cyg_profile_func_exit",
+              # the sanitizers' run times, whose reports walk and print the stack's return addresses
+              "__asan_init", "__tsan_init", "__msan_init", "__hwasan_init"}
 # Names a program that makes a process running its code defines or imports (Binary.forks):
 # the C library's fork, vfork and clone (and glibc's names for them), the generic system call,
 # the functions that fork and return in the child (BSD's daemon, forkpty, APR's), and the
