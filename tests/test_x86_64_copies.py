@@ -27,6 +27,7 @@ from rewriter.emit.elf64_image import write_copied
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import trace_pcs
 from tests.support import samples
+from tests.test_sanitizer_exits import ASAN_C
 
 ARGS = {"goto": ["7"], "calls": ["a", "b"], "addresses": ["x"]}
 # What test_x86_64_counts does not run natively under setarch -R: C++ exceptions through
@@ -209,30 +210,13 @@ def test_split_stacks_behave_as_the_original(tool: str, mode: str, tmp_path: Pat
     assert (run.stdout, run.returncode) == (want[0], 0), run.stderr[-400:]
 
 
-ASAN_BUG_C = r"""
-#include <stdio.h>
-#include <stdlib.h>
-__attribute__((noinline)) int peek(const char *p, int i) { return p[i]; }
-int main(int argc, char **argv) {
-    (void)argv;
-    char *p = malloc(16);
-    for (int i = 0; i < 16; i++) p[i] = (char)i;
-    printf("start\n");
-    fflush(stdout);
-    int v = peek(p, 15 + argc * 5);
-    free(p);
-    return v;
-}
-"""
-
-
 def test_a_sanitizer_report_names_the_original_frames(tmp_path: Path) -> None:
     """An ASan program's report (a heap overflow) walks the stack's return addresses and
     prints them, symbolised: the copy returns to the original addresses (``__asan_init``
     asks for them, as the profilers' names do) and its report is the original's, frame for
     frame (before: the copy's addresses, unsymbolised, the stack cut short)."""
     source = tmp_path / "asan_bug.c"
-    source.write_text(ASAN_BUG_C)
+    source.write_text(ASAN_C)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     plain, copied = tmp_path / "a" / "prog", tmp_path / "b" / "prog"
@@ -243,7 +227,7 @@ def test_a_sanitizer_report_names_the_original_frames(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
 
     def report(program: Path) -> tuple[bytes, bytes, int]:
-        out, err, status = _run(program, [], program.parent)
+        out, err, status = _run(program, ["overflow"], program.parent)
         err = re.sub(rb"==\d+==", b"==PID==", err).replace(str(program).encode(), b"PROGRAM")
         return out, err, status
 

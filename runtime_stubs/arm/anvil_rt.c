@@ -633,6 +633,13 @@ static void register_fork_handlers(const struct link_map_head *map, uint32_t sym
     register_atfork(fork_prepare, fork_done, fork_done, 0);
 }
 
+/* A sanitizer's run time (ASan, LSan, UBSan...) ends the process by its own exit_group
+ * system call after a report (under qemu-arm every ASan program's LeakSanitizer does, at
+ * exit), past the exits the results wait for: it calls the function given to
+ * __sanitizer_set_death_callback first, which writes them. */
+static void sanitizer_death(void) { anvil_program_end(); }
+static uint32_t death_callback_set;
+
 /* Each loaded library's GOT slots of _exit and _Exit (its R_ARM_JUMP_SLOT relocations)
  * are made to lead to library_exit. A slot of a library bound at load (BIND_NOW) is in
  * its read-only RELRO part, made writable for the write and read-only again; a lazily
@@ -665,6 +672,14 @@ static void hook_library_exits(uint32_t bias, const struct anvil_header *h)
                                        map->l_addr, (uint32_t)c_library_exit);
         if (symtab && strtab && names_c_library(map->l_name))
             register_fork_handlers(map, symtab, strtab);
+        if (!death_callback_set && symtab && strtab) {
+            const uint32_t *set = defined_function(map->l_ld, map->l_addr, symtab, strtab,
+                                                   "__sanitizer_set_death_callback");
+            if (set) {
+                ((void (*)(void (*)(void)))(map->l_addr + set[1]))(sanitizer_death);
+                death_callback_set = 1;
+            }
+        }
         if (!jmprel || !symtab || !strtab)
             continue;
         const uint32_t *rel = (const uint32_t *)jmprel;
