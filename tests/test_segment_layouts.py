@@ -1,4 +1,6 @@
-"""Programs whose executable segment also holds their zero-filled data (decision 0130):
+"""Layouts of other linkers and scripts (decision 0130).
+
+Programs whose executable segment also holds their zero-filled data:
 lld's ``-N`` (one segment for code, data and ``.bss``) and a GNU ld script that puts
 ``.data`` before ``.text``. The segment's memory goes on past its file bytes; the loader
 stub used to be placed right after the file bytes, on the program's ``.bss``, which the
@@ -13,7 +15,11 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from tests.support.samples import build
+from rewriter.ir.elf_loader import load_binary
+from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+from tests.support.rehost import run_rehost_alone
+from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.samples import build, stripped
 from tests.support.sweep import judge_build
 
 
@@ -30,3 +36,47 @@ def test_bss_in_the_code_segment_stays_zero(variant: str, rehost_server: str, tm
     outcomes = judge_build("bss_zero", binary, False, ["inscount", "cachesim", "memtrace"], ["inhost", "rehost"],
                            tmp_path, server=rehost_server)
     assert all(outcome == "ok" for _, outcome in outcomes), outcomes
+
+
+def test_pie_with_code_above_its_data(rehost_server: str, tmp_path: Path) -> None:
+    """samples/far_code.c, a PIE whose second code segment lies above its data: the load
+    bias is added to the entry patches in each code segment with its own write window, given
+    back its own rights (one window from the lowest patch to the highest made the data
+    between read-only: SIGSEGV at the program's first write)."""
+    outcomes = judge_build("far_code", build("far_code", "O2-far-code-pie"), False, ["inscount", "bbcount"],
+                           ["inhost", "rehost"], tmp_path, server=rehost_server)
+    assert all(outcome == "ok" for _, outcome in outcomes), outcomes
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["symbols", "stripped"])
+def test_gold_veneers_run_in_place(strip: bool, tmp_path: Path) -> None:
+    """gold puts Thumb-to-A32 veneers (``bx pc; nop; b function``) after a function of a
+    static program, with no symbol or mapping symbol: read as the function's Thumb tail, the
+    copy's ``bx pc`` switched to A32 at the copy (SIGILL at exit, every tool and mode). They
+    are a procedure of their own now, left in place: every tool in both modes behaves as
+    the original, and inscount counts what qemu runs but the veneers' instructions (stripped:
+    all of it)."""
+    binary = build("addresses", "O2-gold-static")
+    if strip:
+        binary = stripped(binary, tmp_path / "stripped")
+    # Left in place: procedures whose Thumb ``bx pc`` goes to bytes they read as Thumb (with
+    # symbols, the veneers after a function; the descent of the stripped program decodes
+    # their A32 halves as A32, and the copies count them).
+    veneers = [(proc.address, proc.end) for proc in load_binary(str(binary)).procedures
+               if any(ins.thumb and ins.name == "bx" and ins.branch_target in {i.address for i in proc.instructions()
+                                                                              if i.thumb}
+                      for ins in proc.instructions())]
+    assert strip or veneers, "the build has no veneers of the kind this test is about"
+    placed = place(binary, tmp_path, "orig")
+    original = run_prog(placed, ["x"])
+    executed = exe_pcs(trace_pcs(placed, ["x"], argv0="prog"), placed)
+    in_veneers = sum(n for pc, n in executed.items() if any(lo <= pc < hi for lo, hi in veneers))
+    assert strip or in_veneers > 0
+    counted = run_prog(instrument(binary, "inscount", tmp_path), ["x"])
+    assert_same_behaviour(original, counted)
+    assert results(counted, "inscount")["total"] == sum(executed.values()) - in_veneers
+    assert_same_behaviour(original, run_prog(instrument(binary, "cachesim", tmp_path, slot="cach"), ["x"]))
+    rehost, outcome = run_rehost_alone(instrument(binary, "cachesim", tmp_path, "--mode", "rehost", slot="rhst"),
+                                       ["x"])
+    assert_same_behaviour(original, rehost)
+    assert outcome.summary.complete, outcome.error

@@ -14,6 +14,7 @@ written over and in the loader stub: every copied instruction ran from its copy.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -26,6 +27,7 @@ from rewriter.emit.elf64_image import write_copied
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import trace_pcs
 from tests.support import samples
+from tests.test_sanitizer_exits import ASAN_C
 
 ARGS = {"goto": ["7"], "calls": ["a", "b"], "addresses": ["x"]}
 # What test_x86_64_counts does not run natively under setarch -R: C++ exceptions through
@@ -187,3 +189,48 @@ def test_return_addresses_as_asked(tmp_path: Path) -> None:
         printed[returns] = _run(copy, [], tmp_path)
     assert printed["original"] == want
     assert printed["auto"][0] != want[0] and printed["auto"][2] == 0
+
+
+@pytest.mark.parametrize(("tool", "mode"), [("cachesim", "inhost"), ("memtrace", "rehost")])
+def test_split_stacks_behave_as_the_original(tool: str, mode: str, tmp_path: Path) -> None:
+    """gcc -fsplit-stack: __morestack runs the rest of a function from the return address of
+    its call + 1, past the ``ret`` there; in the copy that ``ret`` is copied bare (the code
+    after it follows at once) and its call pushes the copy's return address. Before: wrong
+    results (inscount) or SIGSEGV (cachesim). Every run of the recursion grows the stack."""
+    plain = tmp_path / "prog"
+    shutil.copy(samples.build_x86_64("x64_split_stack", "x64-gcc-O2-split-stack"), plain)
+    want = _run(plain, [], tmp_path)
+    assert want[0].startswith(b"r=") and want[2] == 0
+    copy = tmp_path / "copy" / "prog"
+    copy.parent.mkdir()
+    done = subprocess.run(["anvil", "instrument", "--tool", tool, "--mode", mode, str(plain), "-o", str(copy)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    run = subprocess.run(["anvil", "run", "-q", str(copy)], cwd=copy.parent, capture_output=True, timeout=300)
+    assert (run.stdout, run.returncode) == (want[0], 0), run.stderr[-400:]
+
+
+def test_a_sanitizer_report_names_the_original_frames(tmp_path: Path) -> None:
+    """An ASan program's report (a heap overflow) walks the stack's return addresses and
+    prints them, symbolised: the copy returns to the original addresses (``__asan_init``
+    asks for them, as the profilers' names do) and its report is the original's, frame for
+    frame (before: the copy's addresses, unsymbolised, the stack cut short)."""
+    source = tmp_path / "asan_bug.c"
+    source.write_text(ASAN_C)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    plain, copied = tmp_path / "a" / "prog", tmp_path / "b" / "prog"
+    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address", str(source), "-o",
+                    str(plain)], check=True)
+    done = subprocess.run(["anvil", "instrument", "--tool", "inscount", str(plain), "-o", str(copied)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+    def report(program: Path) -> tuple[bytes, bytes, int]:
+        out, err, status = _run(program, ["overflow"], program.parent)
+        err = re.sub(rb"==\d+==", b"==PID==", err).replace(str(program).encode(), b"PROGRAM")
+        return out, err, status
+
+    want = report(plain)
+    assert b"heap-buffer-overflow" in want[1] and b"in peek" in want[1] and want[2] != 0
+    assert report(copied) == want

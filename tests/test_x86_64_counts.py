@@ -41,7 +41,9 @@ CASES = [*(("sort", v) for v in VARIANTS), ("goto", "x64-gcc-O2"), ("calls", "x6
          # threads counting the same blocks: the counters become locked adds as the first starts
          ("x64_thread_counts", "x64-gcc-O2"),
          # code, data and .bss in one segment (lld -N): the .bss read back zero (decision 0130)
-         ("bss_zero", "x64-clang-O2-omagic-static-lld")]
+         ("bss_zero", "x64-clang-O2-omagic-static-lld"),
+         # split stacks: __morestack runs the rest of a function from its return address + 1
+         ("x64_split_stack", "x64-gcc-O2-split-stack")]
 #: Debian's own stripped programs, with work to do.
 DEBIAN = {
     "ls": ["/bin/ls", "-la", str(samples.SAMPLES_DIR)],

@@ -57,6 +57,7 @@ class CopyReport:
     jumps: set[int] = field(default_factory=set)  # where a jump was written over the original (and trampolines)
     hooks: object = None  # what lowered the hooks (their counts)
     branches_in_place: list[int] = field(default_factory=list)  # direct branches out of the program, run in place
+    untraced: list[int] = field(default_factory=list)  # instructions copied without the tool's calls (past_return)
     loader_stub: list[str] = field(default_factory=list)  # where the stub's pieces went
 
 
@@ -190,7 +191,8 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     report = CopyReport(in_place=left)
     if original_returns is None:
         original_returns = binary.unwinds
-    returns = return_sites(procs) if original_returns else set()
+    # (Not a ret that __morestack goes on past: it adds 1 to the return address it is given.)
+    returns = return_sites(procs) - binary.past_return if original_returns else set()
     patches, report.short_entries = entry_patches(binary, procs, returns)
     report.jumps = {patch.address for patch in patches} | {p.trampoline for p in patches if p.trampoline is not None}
     symbols: dict[str, int] = {}
@@ -201,12 +203,13 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     # one-byte nop after `call runtime.panicIndex`), and a copy's address on a goroutine
     # stack is fatal when the panic's unwinding or the collector's scan meets it.
     short = set() if binary.go_functions else set(report.short_entries)
-    copier = Copier(code, returns - short, lowering, _image_span(binary))
+    copier = Copier(code, returns - short, lowering, _image_span(binary), binary.past_return)
     for proc in procs:
         copier.copy_procedure(proc)
         report.instructions += sum(len(b.instructions) for b in proc.blocks)
     report.copied = len(procs)
     report.branches_in_place = copier.in_place
+    report.untraced = copier.untraced
     report.hooks = lowering
     library_offset = (code.size + 63) & ~63
     built = library() if library is not None else None

@@ -197,6 +197,9 @@ def write_instrumented(binary: Binary, tool: Tool, output: str, started: float, 
     report.not_relocated = [{"procedure": why} for why in copied.in_place]
     report.not_relocated += [{"branch": f"{address:#x}", "why": "a direct branch out of the program: runs in place"}
                              for address in copied.branches_in_place]
+    report.not_relocated += [{"instruction": f"{address:#x}", "why": "a ret whose address + 1 __morestack "
+                              "calls: copied without the tool's calls (its stack read not traced)"}
+                             for address in copied.untraced]
     report.loader_stub = copied.loader_stub
     report.entries_not_patched = [f"{address:#x}" for address in copied.short_entries]
     report.return_addresses = "original" if returns_original else "relocated"

@@ -397,8 +397,14 @@ def _relocatable(proc: Procedure, ctx: RelocationContext) -> str | None:
     Direct branches and calls (a fifth of all instructions) always relocate: not tried.
     """
     scratch = Code(0)
+    thumb_at = {ins.address for ins in proc.instructions() if ins.thumb}
     try:
         for ins in proc.instructions():
+            if ins.thumb and ins.name == "bx" and ins.branch_target in thumb_at:
+                # A linker's Thumb-to-A32 veneer (``bx pc; nop; b function``: gold's, which no
+                # mapping symbol marks) inside the procedure: its A32 half reads as Thumb
+                # here, and a copy's ``bx pc`` would switch to A32 at the copy, not there.
+                return f"{ins}: a Thumb-to-A32 veneer, whose A32 code follows it in the procedure"
             if (ins.reads_pc or ins.writes_pc) and ins.branch_target is None:
                 relocate_instruction(ins, scratch, ctx)
             elif ins.is_call and ins.branch_target is not None \

@@ -237,7 +237,10 @@ def _read_symbols(path: str, elf: ELFFile,
 # address to the program's own __cyg_profile_func_enter/exit (decision 0094).
 _UNWINDING = {"__cxa_throw", "__cxa_rethrow", "__gxx_personality_v0", "backtrace", "__backtrace",
               "caml_frametable", "caml_start_program",
-              "__gnu_mcount_nc", "mcount", "_mcount", "__cyg_profile_func_enter", "__cyg_profile_func_exit"}
+              "__gnu_mcount_nc", "mcount", "_mcount", "__fentry__", "__cyg_profile_func_enter",
+              "__cyg_profile_func_exit",
+              # the sanitizers' run times, whose reports walk and print the stack's return addresses
+              "__asan_init", "__tsan_init", "__msan_init", "__hwasan_init"}
 # Names a program that makes a process running its code defines or imports (Binary.forks):
 # the C library's fork, vfork and clone (and glibc's names for them), the generic system call,
 # the functions that fork and return in the child (BSD's daemon, forkpty, APR's), and the
@@ -402,6 +405,9 @@ def _exec_sections(elf: ELFFile) -> list[tuple[int, int, int, str]]:
     return sorted(out)
 
 
+_THUMB_BX_PC = b"\x78\x47"
+
+
 def _procedures(binary: Binary, elf: ELFFile, funcs: list[tuple[int, str, int]],
                 mapping: dict[int, list[tuple[int, str]]]) -> list[Procedure]:
     """Cut every executable section into procedures: named functions and the gaps between them."""
@@ -420,7 +426,15 @@ def _procedures(binary: Binary, elf: ELFFile, funcs: list[tuple[int, str, int]],
         for i, addr in enumerate(cuts):
             nxt = cuts[i + 1] if i + 1 < len(cuts) else end
             if addr in by_addr:
-                name, thumb, _size = by_addr[addr]
+                name, thumb, size = by_addr[addr]
+                if thumb and 0 < size < nxt - addr and binary.read(addr + size, 2) == _THUMB_BX_PC:
+                    # Veneers a linker put after the function, unnamed and unmarked (gold's
+                    # Thumb-to-A32 ``bx pc; nop; b``): a procedure of their own, not the
+                    # function's tail (inhost._relocatable leaves them in place).
+                    procs.append(Procedure(name=name, address=addr, size=size, thumb=True))
+                    procs.append(Procedure(name=f"{secname}@{addr + size:#x}", address=addr + size,
+                                           size=nxt - addr - size, thumb=True))
+                    continue
             else:
                 name, thumb = f"{secname}@{addr:#x}", _mode_at(marks, addr, default=False)
             kind = _kind_at(marks, addr)

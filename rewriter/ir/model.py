@@ -389,6 +389,9 @@ class Binary:
     table_sizes: dict[int, int] = field(default_factory=dict)
     # BX address -> its cases, for GCC's PIC switches (jump_tables.SwitchFinder).
     switch_cases: dict[int, set[int]] = field(default_factory=dict)
+    # x86-64: ``ret`` instructions after a call that goes on at their address + 1
+    # (__morestack): copied with nothing before or after them (arch/x86_64/lift.py PAST_RETURN).
+    past_return: set[int] = field(default_factory=set)
     # The [start, end) of each switch's table whose bounds check says how long it is: data in
     # the middle of code, where no procedure begins (discovery).
     switch_tables: set[tuple[int, int]] = field(default_factory=set)

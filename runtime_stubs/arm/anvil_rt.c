@@ -201,6 +201,57 @@ enum start_stage {
     ENTRY_AFTER_PREINIT = 2, /* the ELF entry after that: what must wait for the libraries */
 };
 
+/* The rights PT_LOAD flags ``flags`` (PF_X 1, PF_W 2, PF_R 4) give (PROT_READ 1, PROT_WRITE 2, PROT_EXEC 4). */
+static uint32_t segment_rights(uint32_t flags)
+{
+    return (flags & 4 ? 1u : 0u) | (flags & 2) | (flags & 1 ? 4u : 0u);
+}
+
+/* The load bias added to the jumps' literals over a PIE's original code. One write window
+ * for each loaded segment that holds some (with original return addresses a large program
+ * has tens of thousands: two system calls each would add up), given back the segment's own
+ * rights afterwards: a window from the lowest literal to the highest made the data between
+ * two code segments read-only (a function placed above the data), and an RWX segment
+ * (ld -N) read-only too. The program headers are read where a PIE's first PT_LOAD (at 0)
+ * maps the ELF header; without them, one window over the text's rights as before. */
+static void bias_patches(const struct anvil_header *h, uint32_t bias)
+{
+    const uint32_t *patch = (const uint32_t *)(h->patches + bias);
+    const uint8_t *ehdr = (const uint8_t *)bias;
+    if (ehdr[0] == 0x7f && ehdr[1] == 'E' && ehdr[2] == 'L' && ehdr[3] == 'F') {
+        uint32_t phoff = *(const uint32_t *)(ehdr + 28);
+        uint16_t phentsize = *(const uint16_t *)(ehdr + 42), phnum = *(const uint16_t *)(ehdr + 44);
+        for (uint32_t k = 0; k < phnum; k++) {
+            const uint32_t *ph = (const uint32_t *)(ehdr + phoff + k * phentsize);
+            uint32_t start = ph[2], end = ph[2] + ph[5];  /* p_vaddr, p_memsz: link addresses */
+            if (ph[0] != 1 /* PT_LOAD */)
+                continue;
+            uint32_t inside = 0;
+            for (uint32_t i = 0; i < h->npatches && !inside; i++)
+                inside = start <= patch[i] && patch[i] + 4 <= end;
+            if (!inside)
+                continue;
+            uint32_t first = (start + bias) & ~(PAGE - 1), span = page_up(end + bias) - first;
+            anvil_syscall(SYS_mprotect, first, span, PROT_RWX, 0, 0, 0);
+            for (uint32_t i = 0; i < h->npatches; i++)
+                if (start <= patch[i] && patch[i] + 4 <= end)
+                    *(uint32_t *)(patch[i] + bias) += bias;
+            anvil_syscall(SYS_mprotect, first, span, segment_rights(ph[6]), 0, 0, 0);
+        }
+        return;
+    }
+    uint32_t low = 0xFFFFFFFFu, high = 0;
+    for (uint32_t i = 0; i < h->npatches; i++) {
+        low = patch[i] < low ? patch[i] : low;
+        high = patch[i] > high ? patch[i] : high;
+    }
+    uint32_t first = (low + bias) & ~(PAGE - 1), end = page_up(high + bias + 4);
+    anvil_syscall(SYS_mprotect, first, end - first, PROT_RWX, 0, 0, 0);
+    for (uint32_t i = 0; i < h->npatches; i++)
+        *(uint32_t *)(patch[i] + bias) += bias;
+    anvil_syscall(SYS_mprotect, first, end - first, PROT_RX, 0, 0, 0);
+}
+
 /* The program's own first .init_array word again, which the stub's address stood in for
  * while ld.so read it as the preinit array: libc calls the program's initialisers next. */
 static void give_init_slot_back(const struct anvil_header *h, uint32_t bias)
@@ -229,22 +280,8 @@ static void map_and_start(uint32_t bias, const struct anvil_header *h, const cha
     start_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
     if (anvil_syscall(SYS_getcwd, (long)start_dir, sizeof start_dir, 0, 0, 0, 0) <= 0)
         start_dir[0] = 0;
-    if (bias && h->npatches) {
-        /* The jumps' literals are all in the text segment: one write window over the
-           pages from the lowest to the highest (with original return addresses a large
-           program has tens of thousands, and two system calls each add up). */
-        const uint32_t *patch = (const uint32_t *)(h->patches + bias);
-        uint32_t low = 0xFFFFFFFFu, high = 0;
-        for (uint32_t i = 0; i < h->npatches; i++) {
-            low = patch[i] < low ? patch[i] : low;
-            high = patch[i] > high ? patch[i] : high;
-        }
-        uint32_t first = (low + bias) & ~(PAGE - 1), end = page_up(high + bias + 4);
-        anvil_syscall(SYS_mprotect, first, end - first, PROT_RWX, 0, 0, 0);
-        for (uint32_t i = 0; i < h->npatches; i++)
-            *(uint32_t *)(patch[i] + bias) += bias;
-        anvil_syscall(SYS_mprotect, first, end - first, PROT_RX, 0, 0, 0);
-    }
+    if (bias && h->npatches)
+        bias_patches(h, bias);
     anvil_syscall(SYS_mprotect, h->region_start + bias, h->code_end - h->region_start, PROT_RX, 0, 0, 0);
     environment = env;
     anvil_program_start();
@@ -596,6 +633,13 @@ static void register_fork_handlers(const struct link_map_head *map, uint32_t sym
     register_atfork(fork_prepare, fork_done, fork_done, 0);
 }
 
+/* A sanitizer's run time (ASan, LSan, UBSan...) ends the process by its own exit_group
+ * system call after a report (under qemu-arm every ASan program's LeakSanitizer does, at
+ * exit), past the exits the results wait for: it calls the function given to
+ * __sanitizer_set_death_callback first, which writes them. */
+static void sanitizer_death(void) { anvil_program_end(); }
+static uint32_t death_callback_set;
+
 /* Each loaded library's GOT slots of _exit and _Exit (its R_ARM_JUMP_SLOT relocations)
  * are made to lead to library_exit. A slot of a library bound at load (BIND_NOW) is in
  * its read-only RELRO part, made writable for the write and read-only again; a lazily
@@ -628,6 +672,14 @@ static void hook_library_exits(uint32_t bias, const struct anvil_header *h)
                                        map->l_addr, (uint32_t)c_library_exit);
         if (symtab && strtab && names_c_library(map->l_name))
             register_fork_handlers(map, symtab, strtab);
+        if (!death_callback_set && symtab && strtab) {
+            const uint32_t *set = defined_function(map->l_ld, map->l_addr, symtab, strtab,
+                                                   "__sanitizer_set_death_callback");
+            if (set) {
+                ((void (*)(void (*)(void)))(map->l_addr + set[1]))(sanitizer_death);
+                death_callback_set = 1;
+            }
+        }
         if (!jmprel || !symtab || !strtab)
             continue;
         const uint32_t *rel = (const uint32_t *)jmprel;

@@ -470,6 +470,24 @@ static void register_fork_handlers(const struct link_map_head *map)
     register_atfork(fork_prepare, fork_done, fork_done, 0);
 }
 
+/* A sanitizer's run time (ASan, LSan, UBSan...) ends the process by its own exit_group
+ * system call after a report (an error, LeakSanitizer's leaks at exit), past the C library's
+ * exit that the results wait for: it calls the function given to
+ * __sanitizer_set_death_callback first, which writes them. */
+static void sanitizer_death(void) { anvil_program_end(); }
+
+static void on_sanitizer_death(const struct link_map_head *objects)
+{
+    for (const struct link_map_head *map = objects; map; map = map->l_next) {
+        const uint8_t *sym = map->l_ld ? defined_function(map->l_ld, map->l_addr, "__sanitizer_set_death_callback") : 0;
+        if (sym) {
+            void (*set)(void (*)(void)) = (void (*)(void (*)(void)))(map->l_addr + *(const uint64_t *)(sym + 8));
+            set(sanitizer_death);
+            return;
+        }
+    }
+}
+
 /* Called by the loader stub: ``initial_sp`` is the stack the kernel started the program
  * with (argc, argv, envp); ``fini`` the slot holding rdx as the program's start code will
  * see it; ``patches`` the link address of the jumps to write over the original code (0:
@@ -519,6 +537,7 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
         executable_map = objects;
         const struct link_map_head *library = c_library(objects);
         wrap_thread_starts(objects);
+        on_sanitizer_death(objects);
         if (library) {
             hook_c_library_exit(library);
             register_fork_handlers(library);

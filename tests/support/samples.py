@@ -115,6 +115,10 @@ SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "O2-text-segment": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,-Ttext-segment=0x400000"]),
     "O2-rodata-first": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,-T,@rodata-first.ld"]),
     "O2-rodata-first-static": ("gcc", ["-g", "-O2", "-static", "-Wl,-T,@rodata-first.ld"]),
+    # a PIE with a code segment above its data (samples/far_code.c's .farcode)
+    "O2-far-code-pie": ("gcc", ["-g", "-O2", "-Wl,--section-start=.farcode=0x4000000"]),
+    # gold's Thumb-to-A32 veneers after a function, with no symbol or mapping symbol
+    "O2-gold-static": ("gcc", ["-g", "-O2", "-fuse-ld=gold", "-static"]),
     "O2-data-first": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,-T,@data-first.ld"]),
     "clang-O2-omagic-static-lld": ("clang", ["-O2", "-static", "-Wl,-N", "-fuse-ld=lld"]),
     "O3-neon": ("gcc", ["-g", "-O3", "-mfpu=neon", "-ftree-vectorize"]),
@@ -361,6 +365,8 @@ X86_64_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "x64-gcc-Os-cet": ("gcc", ["-g", "-Os", "-fcf-protection=full"]),
     "x64-clang-O2": ("clang", ["-g", "-O2"]),
     "x64-clang-O3-static": ("clang", ["-g", "-O3", "-static"]),
+    # gcc's split stacks (gccgo's programs): __morestack goes on at a return address + 1
+    "x64-gcc-O2-split-stack": ("gcc", ["-g", "-O2", "-fsplit-stack"]),
     # lld's -N: code, data and .bss in one segment whose memory goes on past its file bytes.
     "x64-clang-O2-omagic-static-lld": ("clang", ["-g", "-O2", "-static", "-fuse-ld=lld", "-Wl,-N"]),
     # code in a second executable segment, unmapped pages below it (node's large-page stub)

@@ -21,7 +21,7 @@ import bisect
 import os
 import re
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Set
 
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
@@ -46,6 +46,11 @@ _PLT_SECTIONS = (".plt", ".plt.sec", ".plt.got")
 _RUN = 256
 #: The C library's functions that never return: the instruction after a call of one is
 #: not reached through it.
+#: Functions that go on at their return address + 1, past a one-byte ``ret`` there: gcc's
+#: -fsplit-stack prologue calls __morestack, which runs the rest of the function on a new
+#: stack from there (decision 0131). Named only: a stripped program's is not known.
+PAST_RETURN = frozenset({"__morestack", "__morestack_non_split"})
+_RET = b"\xc3"
 NO_RETURN = frozenset({"exit", "_exit", "_Exit", "abort", "__assert_fail", "__stack_chk_fail", "err", "errx",
                        "verr", "verrx", "__libc_start_main", "pthread_exit", "longjmp", "siglongjmp",
                        "__longjmp_chk", "__cxa_throw", "__cxa_rethrow", "_Unwind_Resume", "quick_exit",
@@ -83,6 +88,7 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     descents = _Descents(md, reader, names, sizes, code, plt, taken, starts)
     procedures = descents.run()
     binary.switch_cases = {jump: cases for d in descents.descents.values() for jump, cases in d.switches.items()}
+    binary.past_return = descents.past_return
     binary.code_pointers = set(taken)
     for name, lo, hi, _, instructions in plt_code:
         proc = Procedure(name, lo, hi - lo, thumb=False)
@@ -129,6 +135,7 @@ class _Descents:
         self.pending: dict[int, set[int]] = {}  # entries of descended procedures not followed yet
         self.work = sorted(starts)
         self.encodings: dict[bytes, Instruction] = {}  # decode_measured's: facts shared by encoding
+        self.past_return: set[int] = set()  # every procedure's (_Descent.past_return)
 
     def run(self) -> dict[int, Procedure]:
         while self.work:
@@ -152,7 +159,8 @@ class _Descents:
         procedures = {}
         for start, descent in self.descents.items():
             proc = descent.proc
-            _make_blocks(proc, descent.instructions(), descent.cases | self.roots[start])
+            _make_blocks(proc, descent.instructions(), descent.cases | self.roots[start], descent.past_return)
+            self.past_return |= descent.past_return
             if descent.cases:
                 proc.notes.append(f"entered at {len(descent.cases)} places from switches, addresses in data "
                                   "or the unwinder")
@@ -414,6 +422,7 @@ class _Descent:
         self.cases: set[int] = set()
         self.switches: dict[int, set[int]] = {}  # each switch's jump -> its cases
         self.unresolved: list[Instruction] = []  # indirect jumps whose cases are not known (yet)
+        self.past_return: set[int] = set()  # the ``ret`` after each call of a PAST_RETURN function
         self.given_up: list[Instruction] = []
 
     def instructions(self) -> list[Instruction]:
@@ -496,6 +505,11 @@ class _Descent:
                     leaving.add(target)
                     if self.names.get(target) in NO_RETURN:
                         return
+                    if self.names.get(target) in PAST_RETURN and self.reader.bytes_at(ins.end, 1) == _RET:
+                        # __morestack runs the rest of the function from its return
+                        # address + 1, past the ``ret`` there: code no branch names.
+                        self.past_return.add(ins.end)
+                        work.append(ins.end + 1)
             elif ins.is_branch and not ins.is_return:
                 if target is not None:
                     (work.append if lo <= target < hi else leaving.add)(target)
@@ -532,15 +546,18 @@ def _linear(md, reader: _Reader, start: int, end: int) -> list[Instruction]:
     return out
 
 
-def _make_blocks(proc: Procedure, instructions: list[Instruction], cases: set[int] = frozenset()) -> None:
-    """Cut the procedure's instructions into blocks (``cases``: where its switches go)."""
+def _make_blocks(proc: Procedure, instructions: list[Instruction], cases: set[int] = frozenset(),
+                 past_return: Set[int] = frozenset()) -> None:
+    """Cut the procedure's instructions into blocks (``cases``: where its switches go;
+    ``past_return``: ``ret`` instructions that stay in the block of the call before them, so
+    that nothing comes between the two in the copy)."""
     if not instructions:
         return
     leaders = {instructions[0].address, *cases}
     previous = None
     for ins in instructions:
         if previous is not None and (ins.address != previous.end or previous.is_branch or previous.is_syscall
-                                     or not previous.falls_through):
+                                     or not previous.falls_through) and ins.address not in past_return:
             leaders.add(ins.address)
         if ins.branch_target is not None and proc.address <= ins.branch_target < proc.end:
             leaders.add(ins.branch_target)

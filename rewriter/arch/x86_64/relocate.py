@@ -27,7 +27,7 @@ other addresses entered from data get a jump to their copy in the original code 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from functools import lru_cache
 from typing import Protocol
 
@@ -111,8 +111,13 @@ class Copier:
     happen before a system call (the program's end): without it, the copies are bare."""
 
     def __init__(self, code: Code64, original_returns: set[int] = frozenset(), hooks: Hooks | None = None,
-                 image: tuple[int, int] | None = None) -> None:
+                 image: tuple[int, int] | None = None, past_return: Set[int] = frozenset()) -> None:
         self.code = code
+        # ``ret`` instructions the code after which is entered at their address + 1
+        # (Binary.past_return): copied bare, their accesses not traced (noted), so that the
+        # copy of the code after them follows at once.
+        self.past_return = past_return
+        self.untraced: list[int] = []
         self.original_returns = original_returns
         self.hooks = hooks
         # The program's [lowest, highest) link addresses: a direct branch elsewhere is data
@@ -132,6 +137,12 @@ class Copier:
                 if previous is not None and previous.falls_through and previous.end != ins.address:
                     self._jump(previous.end)
                 code.copy_label(ins.address)
+                if ins.address in self.past_return and ins is not block.instructions[0]:
+                    if hooks is not None and ins.hooks:
+                        self.untraced.append(ins.address)
+                    code.emit(ins.raw)
+                    previous = ins
+                    continue
                 if hooks is not None:
                     if ins is block.instructions[0]:
                         hooks.block_start(block, code)
