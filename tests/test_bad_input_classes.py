@@ -281,3 +281,16 @@ def test_a_shared_library_is_not_a_program(compiler: str, tmp_path: Path) -> Non
     before = set(os.listdir(tmp_path))
     _refused(_anvil(tmp_path, "instrument", "-t", "inscount", "lib.so", "-o", "lib.inst.so"), tmp_path, before,
              "a shared library, not a program")
+
+
+@pytest.mark.parametrize("command", [["run"], ["instrument", "-t", "inscount"]])
+@pytest.mark.parametrize("name", ["arm", "x64"])
+def test_a_file_of_debug_information_is_not_a_program(base: Path, tmp_path: Path, name: str,
+                                                      command: list[str]) -> None:
+    """``objcopy --only-keep-debug`` keeps the program headers but no bytes under them (an
+    empty PT_INTERP): one line and status 2 (``anvil run`` handed the ARM one to qemu-arm,
+    which died of SIGSEGV itself: status 139, no message)."""
+    objcopy = "arm-linux-gnueabihf-objcopy" if name == "arm" else "objcopy"
+    subprocess.run([objcopy, "--only-keep-debug", str(base / name), str(tmp_path / "prog.debug")], check=True)
+    before = set(os.listdir(tmp_path))
+    _refused(_anvil(tmp_path, *command, "prog.debug"), tmp_path, before, "program interpreter")

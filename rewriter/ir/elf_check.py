@@ -118,6 +118,8 @@ def check_elf(path: str, data: bytes, executable: bool = True, sections: bool = 
     if executable and e_type not in (2, 3):
         raise AnvilError(f"{path}: not an executable ({_TYPES.get(e_type, f'type {e_type:#x}')})")
     loads = _check_segments(path, data, phoff, phnum, phentsize, layout)
+    if executable and phnum:
+        _check_runnable(path, data, phoff, phnum, entry, layout)
     if executable and e_type == 3 and _shared_library(data, phoff, phnum, entry, layout):
         raise AnvilError(f"{path}: a shared library, not a program (no program interpreter, not marked PIE"
                          f"{', no entry' if not entry else ', a DT_SONAME'}): Anvil rewrites executables")
@@ -126,6 +128,25 @@ def check_elf(path: str, data: bytes, executable: bool = True, sections: bool = 
 
 
 PT_DYNAMIC, PT_INTERP = 2, 3
+
+
+def _check_runnable(path: str, data: bytes, phoff: int, phnum: int, entry: int, layout: _Layout) -> None:
+    """AnvilError unless the program's entry lies in a loaded segment's bytes from the file
+    and its program interpreter, if it names one, is a path: a file of debug information
+    (``objcopy --only-keep-debug``) keeps the program headers but no bytes under them, and
+    qemu-arm died of SIGSEGV itself on one."""
+    entry &= ~1  # (a Thumb entry)
+    in_file = False
+    for i in range(phnum):
+        p_type, offset, vaddr, filesz, _ = layout.segment(
+            struct.unpack_from(layout.program_header, data, phoff + i * layout.phdr_size))
+        if p_type == PT_LOAD and vaddr <= entry < vaddr + filesz:
+            in_file = True
+        if p_type == PT_INTERP and (filesz < 2 or data[offset] == 0 or data[offset + filesz - 1] != 0):
+            raise _malformed(path, "its program interpreter (PT_INTERP) names no path")
+    if not in_file:
+        raise AnvilError(f"{path}: its entry {entry:#x} is in no bytes the file loads (a file of debug "
+                         "information, or one cut short?)")
 DT_NULL, DT_SONAME, DT_FLAGS_1, DF_1_PIE = 0, 14, 0x6FFFFFFB, 0x08000000
 
 
