@@ -42,6 +42,8 @@ CASES = [*(("sort", v) for v in VARIANTS), ("goto", "x64-gcc-O2"), ("calls", "x6
          ("x64_thread_counts", "x64-gcc-O2"),
          # code, data and .bss in one segment (lld -N): the .bss read back zero (decision 0130)
          ("bss_zero", "x64-clang-O2-omagic-static-lld"),
+         # the large code model's switch tables: 64-bit offsets added to the table's address
+         ("x64_big_switch", "x64-gcc-O2-large"), ("x64_big_switch", "x64-gcc-O2"),
          # split stacks: __morestack runs the rest of a function from its return address + 1
          ("x64_split_stack", "x64-gcc-O2-split-stack")]
 #: Debian's own stripped programs, with work to do.

@@ -3,7 +3,8 @@
 - fixed-address code: ``jmp qword ptr [table + idx*8]``, a table of absolute addresses;
 - position-independent code: ``lea rT, [rip + table]``; ``movsxd rX, dword ptr [rT + idx*4]``;
   ``add rX, rT``; ``jmp rX`` (``notrack jmp`` under CET), a table of 32-bit offsets from
-  the table's own address.
+  the table's own address; gcc's ``-mcmodel=large``: ``lea rT, [rip + table]``; ``add rT,
+  qword ptr [rT + idx*8]``; ``jmp rT``, offsets of 64 bits.
 
 How many entries a table has comes from the bounds check before it (``cmp idx, N`` then
 ``ja``/``jae`` to the default); without one, entries are read while they name code inside
@@ -49,11 +50,13 @@ def switch_targets(before: Iterable[Instruction], jump: Instruction, read: Calla
             return None
         return _entries(lambda i: struct.unpack("<Q", read(access.disp + 8 * i, 8))[0], count, is_code,
                         lambda i: referenced(access.disp + 8 * i))
-    table = _pic_table(itertools.chain(reversed(window), before), jump)
-    if table is None:
+    found = _pic_table(itertools.chain(reversed(window), before), jump)
+    if found is None:
         return None
-    return _entries(lambda i: (table + struct.unpack("<i", read(table + 4 * i, 4))[0]) & (1 << 64) - 1,
-                    count, is_code, lambda i: referenced(table + 4 * i))
+    table, width = found
+    offset = "<i" if width == 4 else "<q"
+    return _entries(lambda i: (table + struct.unpack(offset, read(table + width * i, width))[0]) & (1 << 64) - 1,
+                    count, is_code, lambda i: referenced(table + width * i))
 
 
 def _entries(entry: Callable[[int], int], count: int | None, inside: Callable[[int], bool],
@@ -74,9 +77,11 @@ def _entries(entry: Callable[[int], int], count: int | None, inside: Callable[[i
     return targets or None
 
 
-def _pic_table(before: Iterable[Instruction], jump: Instruction) -> int | None:
-    """The table's address of the position-independent pattern ending at ``jump``: the
-    ``add`` into the jump's register names the register holding the table's address, and
+def _pic_table(before: Iterable[Instruction], jump: Instruction) -> tuple[int, int] | None:
+    """The table's address and the size of its entries, of the position-independent pattern
+    ending at ``jump``: the ``add`` into the jump's register names the register holding the
+    table's address (gcc's ``-mcmodel=large`` adds the entry itself, 64 bits: ``add rT,
+    qword ptr [rT + idx*8]``, its table of 64-bit offsets from the table), and
     the nearest instruction before that writes it must be its ``lea`` (any other write of
     it, and the pattern is not this one). A write that runs straight on into a ``ret`` (an
     epilogue's ``pop`` of that register on a path that leaves: dumpsexp keeps its table in
@@ -86,14 +91,21 @@ def _pic_table(before: Iterable[Instruction], jump: Instruction) -> int | None:
         return None
     reg = jump.op_str.split()[-1]
     base_reg = None
+    width = 4
     leaves = False  # whether the code from here on runs into a ret before any branch
     for ins in before:  # the nearest first
         if base_reg is None:
             if ins.name == "add" and ins.op_str.startswith(reg + ","):
-                base_reg = ins.op_str.split(",")[1].strip()
+                base_reg = ins.op_str.split(",", 1)[1].strip()
+                if base_reg.startswith("qword ptr ["):
+                    terms = base_reg[len("qword ptr ["):].rstrip("]").replace(" ", "").split("+")
+                    if len(terms) != 2 or not terms[1].endswith("*8"):
+                        return None
+                    base_reg, width = terms[0], 8
             continue
         if (ins.op_str == base_reg or ins.op_str.startswith(base_reg + ",")) and not leaves:  # writes it (Intel order)
-            return _rip_target(ins) if ins.name == "lea" and "rip" in ins.op_str else None
+            table = _rip_target(ins) if ins.name == "lea" and "rip" in ins.op_str else None
+            return (table, width) if table is not None else None
         if ins.name in ("ret", "retf"):
             leaves = True
         elif ins.is_branch and not ins.is_call:
