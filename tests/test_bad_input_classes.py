@@ -294,3 +294,15 @@ def test_a_file_of_debug_information_is_not_a_program(base: Path, tmp_path: Path
     subprocess.run([objcopy, "--only-keep-debug", str(base / name), str(tmp_path / "prog.debug")], check=True)
     before = set(os.listdir(tmp_path))
     _refused(_anvil(tmp_path, *command, "prog.debug"), tmp_path, before, "program interpreter")
+
+
+def test_an_x86_64_program_linked_above_4_gib(tmp_path: Path) -> None:
+    """A PIE that lld links at 4 GiB runs, but its copy's library cannot be linked there:
+    one line naming that, not the linker's first line of complaint."""
+    (tmp_path / "high.c").write_text("int main(void) { return 3; }\n")
+    subprocess.run(["clang", "-O2", "-fuse-ld=lld", "-Wl,--image-base=0x100000000", "high.c", "-o", "high"],
+                   cwd=tmp_path, check=True)
+    assert subprocess.run([str(tmp_path / "high")]).returncode == 3
+    before = set(os.listdir(tmp_path))
+    _refused(_anvil(tmp_path, "instrument", "-t", "inscount", "high", "-o", "high.inst"), tmp_path, before,
+             "linked at or above 4 GiB")

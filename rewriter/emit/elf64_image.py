@@ -83,6 +83,9 @@ def _image_span(binary: Binary) -> tuple[int, int]:
 def region_address(binary: Binary, size: int) -> int:
     """The region's link address (see the module's docstring)."""
     low, high = _image_span(binary)
+    if high > 1 << 32:  # the library is linked at 32-bit addresses (elf64_inhost._library)
+        raise AnvilError(f"{binary.path}: linked at or above 4 GiB (its addresses reach {high:#x}); x86-64 "
+                         "programs there cannot be rewritten yet")
     span = (size + PAGE - 1) & ~(PAGE - 1)
     below = (low - span - GAP) & ~(GAP - 1)
     if binary.is_pie or below >= LOWEST:
