@@ -38,6 +38,17 @@ def test_bss_in_the_code_segment_stays_zero(variant: str, rehost_server: str, tm
     assert all(outcome == "ok" for _, outcome in outcomes), outcomes
 
 
+@pytest.mark.parametrize("variant", ["O2-text-at-2g", "O2-data-at-3g"])
+def test_images_over_the_regions_usual_place(variant: str, rehost_server: str, tmp_path: Path) -> None:
+    """A program linked at 2 GiB, or with its data at 3 GiB (qemu-arm reserves the whole span
+    from its lowest segment to its highest): the region's offset keeps clear of the image
+    (region_place.claimed_ranges). Before, the copy stopped at once: "cannot map the
+    instrumented code", status 127."""
+    outcomes = judge_build("addresses", build("addresses", variant), False, ["inscount", "cachesim"],
+                           ["inhost", "rehost"], tmp_path, server=rehost_server)
+    assert all(outcome == "ok" for _, outcome in outcomes), outcomes
+
+
 def test_pie_with_code_above_its_data(rehost_server: str, tmp_path: Path) -> None:
     """samples/far_code.c, a PIE whose second code segment lies above its data: the load
     bias is added to the entry patches in each code segment with its own write window, given

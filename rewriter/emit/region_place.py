@@ -27,7 +27,7 @@ from ..ir.model import Binary, Instruction
 
 #: The offsets tried, in order: the usual one first (so that programs claiming nothing
 #: are laid out as before), then others in the upper half of the address space.
-CANDIDATES = (0x80000000, 0xA0000000, 0x60000000, 0x90000000, 0x70000000, 0xB0000000)
+CANDIDATES = (0x80000000, 0xA0000000, 0x60000000, 0x90000000, 0x70000000, 0xB0000000, 0xD0000000, 0xE0000000)
 #: The room kept clear for the region when it is chosen (its size is known only once the
 #: code is emitted; ``check_clear`` then checks the real extent).
 WINDOW = 0x10000000
@@ -68,6 +68,14 @@ def claimed_ranges(binary: Binary) -> list[tuple[int, int]]:
     AddressSanitizer's run time (ASAN_MARKS)."""
     mmap_entries = {entry for entry, name in binary.plt.items() if name in MMAP_FUNCTIONS}
     ranges = [KERNEL_SPACE] if any(mark in binary.data for mark in ASAN_MARKS) else []
+    # The program's own image: qemu-arm reserves the whole span from its lowest segment to
+    # its highest (a program linked at 0x80000000, or with data at 0xc0000000, covers the
+    # usual offsets; its copy stopped at once: "cannot map the instrumented code").
+    if binary.segments:
+        bias = load_bias(binary)
+        low = min(seg.vaddr for seg in binary.segments) & ~0xFFF
+        high = max(seg.vaddr + seg.memsz for seg in binary.segments)
+        ranges.append((bias + low, bias + ((high + 0xFFF) & ~0xFFF)))
     for proc in binary.procedures:
         # Most procedures make no system call and call no mmap: told in C loops, before
         # their instructions are sorted and walked.
@@ -121,8 +129,8 @@ def region_offset(binary: Binary, claimed: list[tuple[int, int]]) -> int:
         start = bias + offset
         if start + WINDOW <= ADDRESS_LIMIT and not _overlaps(start, start + WINDOW, claimed):
             return offset
-    raise AnvilError("the program maps memory at fixed addresses over every place the instrumentation's "
-                     "region could go: " + ", ".join(f"{lo:#x}-{hi:#x}" for lo, hi in claimed))
+    raise AnvilError("the program's image and the memory it maps at fixed addresses cover every place the "
+                     "instrumentation's region could go: " + ", ".join(f"{lo:#x}-{hi:#x}" for lo, hi in claimed))
 
 
 def check_clear(binary: Binary, offset: int, length: int, claimed: list[tuple[int, int]]) -> None:

@@ -115,6 +115,9 @@ SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "O2-text-segment": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,-Ttext-segment=0x400000"]),
     "O2-rodata-first": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,-T,@rodata-first.ld"]),
     "O2-rodata-first-static": ("gcc", ["-g", "-O2", "-static", "-Wl,-T,@rodata-first.ld"]),
+    # images over the region's usual offset: text at 2 GiB, data at 3 GiB (the span between reserved)
+    "O2-text-at-2g": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,-Ttext-segment=0x80000000"]),
+    "O2-data-at-3g": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,--section-start=.data=0xc0000000"]),
     # a PIE with a code segment above its data (samples/far_code.c's .farcode)
     "O2-far-code-pie": ("gcc", ["-g", "-O2", "-Wl,--section-start=.farcode=0x4000000"]),
     # gold's Thumb-to-A32 veneers after a function, with no symbol or mapping symbol
