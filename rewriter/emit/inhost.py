@@ -397,10 +397,10 @@ def _relocatable(proc: Procedure, ctx: RelocationContext) -> str | None:
     Direct branches and calls (a fifth of all instructions) always relocate: not tried.
     """
     scratch = Code(0)
-    thumb_at = {ins.address for ins in proc.instructions() if ins.thumb}
     try:
         for ins in proc.instructions():
-            if ins.thumb and ins.name == "bx" and ins.branch_target in thumb_at:
+            if ins.thumb and ins.name == "bx" and ins.branch_target is not None \
+                    and any(other.address == ins.branch_target and other.thumb for other in proc.instructions()):
                 # A linker's Thumb-to-A32 veneer (``bx pc; nop; b function``: gold's, which no
                 # mapping symbol marks) inside the procedure: its A32 half reads as Thumb
                 # here, and a copy's ``bx pc`` would switch to A32 at the copy, not there.
