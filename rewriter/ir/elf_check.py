@@ -118,11 +118,11 @@ def check_elf(path: str, data: bytes, executable: bool = True, sections: bool = 
     if executable and e_type not in (2, 3):
         raise AnvilError(f"{path}: not an executable ({_TYPES.get(e_type, f'type {e_type:#x}')})")
     loads = _check_segments(path, data, phoff, phnum, phentsize, layout)
-    if executable and phnum:
-        _check_runnable(path, data, phoff, phnum, entry, layout)
     if executable and e_type == 3 and _shared_library(data, phoff, phnum, entry, layout):
         raise AnvilError(f"{path}: a shared library, not a program (no program interpreter, not marked PIE"
                          f"{', no entry' if not entry else ', a DT_SONAME'}): Anvil rewrites executables")
+    if executable and phnum:
+        _check_runnable(path, data, phoff, phnum, entry, layout)
     if sections:
         _check_sections(path, data, shoff, shnum, shentsize, shstrndx, loads, layout)
 
@@ -142,11 +142,14 @@ def _check_runnable(path: str, data: bytes, phoff: int, phnum: int, entry: int, 
             struct.unpack_from(layout.program_header, data, phoff + i * layout.phdr_size))
         if p_type == PT_LOAD and vaddr <= entry < vaddr + filesz:
             in_file = True
-        if p_type == PT_INTERP and (filesz < 2 or data[offset] == 0 or data[offset + filesz - 1] != 0):
+        if p_type == PT_INTERP and (filesz < 2 or offset + filesz > len(data) or data[offset] == 0
+                                    or data[offset + filesz - 1] != 0):
             raise _malformed(path, "its program interpreter (PT_INTERP) names no path")
     if not in_file:
         raise AnvilError(f"{path}: its entry {entry:#x} is in no bytes the file loads (a file of debug "
                          "information, or one cut short?)")
+
+
 DT_NULL, DT_SONAME, DT_FLAGS_1, DF_1_PIE = 0, 14, 0x6FFFFFFB, 0x08000000
 
 
