@@ -33,7 +33,7 @@ def _code_segment_holds_bss(binary: Path) -> bool:
 def test_bss_in_the_code_segment_stays_zero(variant: str, rehost_server: str, tmp_path: Path) -> None:
     binary = build("bss_zero", variant)
     assert _code_segment_holds_bss(binary), "the build no longer has the layout this test is about"
-    outcomes = judge_build("bss_zero", binary, False, ["inscount", "cachesim", "memtrace"], ["inhost", "rehost"],
+    outcomes = judge_build("bss_zero", binary, False, ["inscount", "cachesim"], ["inhost", "rehost"],
                            tmp_path, server=rehost_server)
     assert all(outcome == "ok" for _, outcome in outcomes), outcomes
 
