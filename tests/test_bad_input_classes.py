@@ -12,6 +12,7 @@ import os
 import resource
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -306,3 +307,24 @@ def test_an_x86_64_program_linked_above_4_gib(tmp_path: Path) -> None:
     before = set(os.listdir(tmp_path))
     _refused(_anvil(tmp_path, "instrument", "-t", "inscount", "high", "-o", "high.inst"), tmp_path, before,
              "linked at or above 4 GiB")
+
+
+@pytest.mark.parametrize("name", ["arm", "x64"])
+def test_a_dynamic_table_out_of_place(base: Path, tmp_path: Path, name: str) -> None:
+    """PT_DYNAMIC's address moved off its bytes (a fuzzer's mutant; the dynamic linker would
+    read the table elsewhere): one line naming it, status 2 (it was an internal error as
+    the rewrite went to edit the table there)."""
+    data = bytearray((base / name).read_bytes())
+    is64 = data[4] == 2
+    phoff = struct.unpack_from("<Q" if is64 else "<I", data, 32 if is64 else 28)[0]
+    phentsize, phnum = struct.unpack_from("<HH", data, 54 if is64 else 42)
+    for i in range(phnum):
+        at = phoff + i * phentsize
+        if struct.unpack_from("<I", data, at)[0] == 2:  # PT_DYNAMIC: move p_vaddr by 0x1000 + 3
+            field = at + (16 if is64 else 8)
+            fmt = "<Q" if is64 else "<I"
+            struct.pack_into(fmt, data, field, struct.unpack_from(fmt, data, field)[0] + 0x1003)
+    (tmp_path / "moved").write_bytes(bytes(data))
+    before = set(os.listdir(tmp_path))
+    _refused(_anvil(tmp_path, "instrument", "-t", "inscount", "moved", "-o", "moved.inst"), tmp_path, before,
+             "dynamic table (PT_DYNAMIC)")

@@ -10,6 +10,7 @@ is not zero, and its address) and count as qemu does (tests/support/sweep.py).""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,19 @@ def test_gold_veneers_run_in_place(strip: bool, tmp_path: Path) -> None:
                                        ["x"])
     assert_same_behaviour(original, rehost)
     assert outcome.summary.complete, outcome.error
+
+
+def test_a_section_stamped_in_after_linking(rehost_server: str, tmp_path: Path) -> None:
+    """``objcopy --add-section`` with the alloc flag (metadata stamped into a program) leaves a
+    section at address 0 that no segment loads: the program runs as before, and was refused
+    as malformed. Every tool in both modes behaves as the original and counts as qemu does."""
+    (tmp_path / "note.bin").write_text("anvilnote")
+    stamped = tmp_path / "stamped"
+    subprocess.run(["arm-linux-gnueabihf-objcopy", "--add-section", f".note.extra={tmp_path / 'note.bin'}",
+                    "--set-section-flags", ".note.extra=alloc,readonly", str(build("calls", "O2-thumb-dyn")),
+                    str(stamped)], check=True, capture_output=True)
+    judged = tmp_path / "judged"
+    judged.mkdir()
+    outcomes = judge_build("calls", stamped, False, ["inscount", "cachesim"], ["inhost", "rehost"], judged,
+                           server=rehost_server)
+    assert all(outcome == "ok" for _, outcome in outcomes), outcomes

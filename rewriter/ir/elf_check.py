@@ -60,7 +60,7 @@ SHT_NULL, SHT_SYMTAB, SHT_STRTAB, SHT_RELA, SHT_HASH, SHT_DYNAMIC, SHT_NOBITS, S
 SHT_GNU_HASH, SHT_SUNW_LDYNSYM, SHT_SUNW_SYMINFO = 0x6FFFFFF6, 0x6FFFFFF3, 0x6FFFFFFC
 SHT_GNU_VERDEF, SHT_GNU_VERNEED, SHT_GNU_VERSYM = 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
 SHN_XINDEX = 0xFFFF
-SHF_ALLOC = 0x2
+SHF_ALLOC, SHF_EXECINSTR = 0x2, 0x4
 _SYMBOL_TABLES = (SHT_SYMTAB, SHT_DYNSYM, SHT_SUNW_LDYNSYM)
 # Section type -> the types its sh_link may name (pyelftools follows these links when it
 # makes the section object, that is whenever sections are listed or looked up by name);
@@ -137,11 +137,17 @@ def _check_runnable(path: str, data: bytes, phoff: int, phnum: int, entry: int, 
     qemu-arm died of SIGSEGV itself on one."""
     entry &= ~1  # (a Thumb entry)
     in_file = False
-    for i in range(phnum):
-        p_type, offset, vaddr, filesz, _ = layout.segment(
-            struct.unpack_from(layout.program_header, data, phoff + i * layout.phdr_size))
+    headers = [layout.segment(struct.unpack_from(layout.program_header, data, phoff + i * layout.phdr_size))
+               for i in range(phnum)]
+    loads = [(vaddr, offset, filesz) for p_type, offset, vaddr, filesz, _ in headers if p_type == PT_LOAD]
+    for p_type, offset, vaddr, filesz, _ in headers:
         if p_type == PT_LOAD and vaddr <= entry < vaddr + filesz:
             in_file = True
+        # The dynamic linker reads the dynamic table where PT_DYNAMIC's address says, and the
+        # rewrite edits it there (a preinit entry): its bytes in the file must be those.
+        if p_type == PT_DYNAMIC and filesz and not any(
+                lo <= vaddr and vaddr + filesz <= lo + size and offset - at == vaddr - lo for lo, at, size in loads):
+            raise _malformed(path, "its dynamic table (PT_DYNAMIC) is not where a loaded segment puts its bytes")
         if p_type == PT_INTERP and (filesz < 2 or offset + filesz > len(data) or data[offset] == 0
                                     or data[offset + filesz - 1] != 0):
             raise _malformed(path, "its program interpreter (PT_INTERP) names no path")
@@ -242,7 +248,10 @@ def _check_sections(path: str, data: bytes, shoff: int, shnum: int, shentsize: i
             raise _truncated(path, f"section {i}")
         # The loader finds code and data by the sections and reads and patches them through
         # the segments: the two must agree on where each loaded section's bytes are.
-        if loads and flags & SHF_ALLOC and kind != SHT_NOBITS and size and not any(
+        # (A section stamped in after linking, ``objcopy --add-section`` with the alloc flag,
+        # has address 0 and no segment: the program never sees it, nor does the loader.)
+        if loads and flags & SHF_ALLOC and kind != SHT_NOBITS and size and (address or flags & SHF_EXECINSTR) \
+                and not any(
                 vaddr <= address and address + size <= vaddr + filesz and offset - at == address - vaddr
                 for vaddr, at, filesz in loads):
             raise _malformed(path, f"section {i} ({name}) at {address:#x} is not where a loaded segment puts it")
