@@ -19,7 +19,7 @@ from elftools.elf.elffile import ELFFile
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support.rehost import run_rehost_alone
-from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.run import assert_same_behaviour, instrument_ir, place, results, run_prog
 from tests.support.samples import build, stripped
 from tests.support.sweep import judge_build
 
@@ -74,7 +74,8 @@ def test_gold_veneers_run_in_place(strip: bool, tmp_path: Path) -> None:
     # Left in place: procedures whose Thumb ``bx pc`` goes to bytes they read as Thumb (with
     # symbols, the veneers after a function; the descent of the stripped program decodes
     # their A32 halves as A32, and the copies count them).
-    veneers = [(proc.address, proc.end) for proc in load_binary(str(binary)).procedures
+    ir = load_binary(str(binary))  # loaded once, instrumented by each tool in turn
+    veneers = [(proc.address, proc.end) for proc in ir.procedures
                if any(ins.thumb and ins.name == "bx" and ins.branch_target in {i.address for i in proc.instructions()
                                                                               if i.thumb}
                       for ins in proc.instructions())]
@@ -84,12 +85,11 @@ def test_gold_veneers_run_in_place(strip: bool, tmp_path: Path) -> None:
     executed = exe_pcs(trace_pcs(placed, ["x"], argv0="prog"), placed)
     in_veneers = sum(n for pc, n in executed.items() if any(lo <= pc < hi for lo, hi in veneers))
     assert strip or in_veneers > 0
-    counted = run_prog(instrument(binary, "inscount", tmp_path), ["x"])
+    counted = run_prog(instrument_ir(ir, "inscount", tmp_path), ["x"])
     assert_same_behaviour(original, counted)
     assert results(counted, "inscount")["total"] == sum(executed.values()) - in_veneers
-    assert_same_behaviour(original, run_prog(instrument(binary, "cachesim", tmp_path, slot="cach"), ["x"]))
-    rehost, outcome = run_rehost_alone(instrument(binary, "cachesim", tmp_path, "--mode", "rehost", slot="rhst"),
-                                       ["x"])
+    assert_same_behaviour(original, run_prog(instrument_ir(ir, "cachesim", tmp_path, slot="cach"), ["x"]))
+    rehost, outcome = run_rehost_alone(instrument_ir(ir, "cachesim", tmp_path, mode="rehost", slot="rhst"), ["x"])
     assert_same_behaviour(original, rehost)
     assert outcome.summary.complete, outcome.error
 
