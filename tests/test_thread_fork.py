@@ -12,15 +12,13 @@ parent), within the time limit, and every child writes whole results of its own.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.support.rehost import CLI_RUN
-from tests.support.run import LIB_ROOT, instrument, place
+from tests.support.run import LIB_ROOT, instrument, place, run_in_own_group
 from tests.support.samples import build, build_x86_64
 
 CHILDREN = 24  # the sample's default
@@ -35,15 +33,10 @@ def _original(sample: Path, isa: str, tmp: Path) -> subprocess.CompletedProcess:
 def _run_or_kill(cmd: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
     """``cmd``'s run; a hang (a child waiting for a lock it will never get) fails, and its
     whole process group is killed: hung children would spin on for the rest of the suite."""
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env={},
-                          start_new_session=True) as proc:
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            pytest.fail(f"the copy did not end within {timeout} s")
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    try:
+        return run_in_own_group(cmd, cwd, {}, timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the copy did not end within {timeout} s")
 
 
 @pytest.mark.parametrize("mode", ["inhost", "rehost"])

@@ -22,9 +22,7 @@ fall among main's) are not compared between modes, its loads and stores are.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -38,6 +36,7 @@ from tests.oracles.unicorn_firmware import CPUS as UNICORN_BOARDS
 from tests.oracles.unicorn_firmware import run_firmware_unicorn
 from tests.support.boards import REPO_ROOT, qemu_command
 from tests.support.firmware_variants import INTERRUPTS, TIMING
+from tests.support.run import run_in_own_group
 
 TOOLS = ["inscount", "bbcount", "cachesim", "memtrace"]
 GEOMETRY = (1024, 2, 32)
@@ -58,16 +57,7 @@ def _anvil(*args: str, cwd: Path, timeout: float) -> subprocess.CompletedProcess
     """``anvil ARGS`` in ``cwd``; on a timeout its whole process group is killed, QEMU with
     it (killing ``anvil run`` alone left a hung image's QEMU spinning for good)."""
     env = {"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/local/bin:/usr/bin:/bin"}
-    command = [sys.executable, "-m", "rewriter.cli", *args]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env,
-                          start_new_session=True) as proc:
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise
-    return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
+    return run_in_own_group([sys.executable, "-m", "rewriter.cli", *args], cwd, env, timeout)
 
 
 class Original:

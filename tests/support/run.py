@@ -9,7 +9,9 @@ start out identical and any difference comes from the instrumentation.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -19,6 +21,21 @@ from rewriter.cli import main as anvil_main
 from tests.support import image_cache
 
 LIB_ROOT = "/usr/arm-linux-gnueabihf"
+
+
+def run_in_own_group(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    """``cmd``'s run in a process group of its own; on a timeout the whole group is killed
+    (an emulator or hung children left behind would spin on for the rest of the suite) and
+    ``subprocess.TimeoutExpired`` is raised."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env,
+                          start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 @dataclass
