@@ -117,12 +117,13 @@ def check_elf(path: str, data: bytes, executable: bool = True, sections: bool = 
      shstrndx) = struct.unpack_from(layout.header, data, 16)
     if executable and e_type not in (2, 3):
         raise AnvilError(f"{path}: not an executable ({_TYPES.get(e_type, f'type {e_type:#x}')})")
-    loads = _check_segments(path, data, phoff, phnum, phentsize, layout)
-    if executable and e_type == 3 and _shared_library(data, phoff, phnum, entry, layout):
+    headers = _check_segments(path, data, phoff, phnum, phentsize, layout)
+    loads = [(vaddr, offset, filesz) for p_type, offset, vaddr, filesz, _ in headers if p_type == PT_LOAD]
+    if executable and e_type == 3 and _shared_library(data, headers, entry, layout):
         raise AnvilError(f"{path}: a shared library, not a program (no program interpreter, not marked PIE"
                          f"{', no entry' if not entry else ', a DT_SONAME'}): Anvil rewrites executables")
-    if executable and phnum:
-        _check_runnable(path, data, phoff, phnum, entry, layout)
+    if executable and headers:
+        _check_runnable(path, data, headers, loads, entry)
     if sections:
         _check_sections(path, data, shoff, shnum, shentsize, shstrndx, loads, layout)
 
@@ -130,23 +131,27 @@ def check_elf(path: str, data: bytes, executable: bool = True, sections: bool = 
 PT_DYNAMIC, PT_INTERP = 2, 3
 
 
-def _check_runnable(path: str, data: bytes, phoff: int, phnum: int, entry: int, layout: _Layout) -> None:
+def _placed(loads: list[tuple[int, int, int]], address: int, offset: int, size: int) -> bool:
+    """Whether ``size`` bytes at file ``offset`` are where a loaded segment (of ``loads``:
+    address, file offset, file size) puts ``address``."""
+    return any(vaddr <= address and address + size <= vaddr + filesz and offset - at == address - vaddr
+               for vaddr, at, filesz in loads)
+
+
+def _check_runnable(path: str, data: bytes, headers: list[tuple[int, int, int, int, int]],
+                    loads: list[tuple[int, int, int]], entry: int) -> None:
     """AnvilError unless the program's entry lies in a loaded segment's bytes from the file
     and its program interpreter, if it names one, is a path: a file of debug information
     (``objcopy --only-keep-debug``) keeps the program headers but no bytes under them, and
     qemu-arm died of SIGSEGV itself on one."""
     entry &= ~1  # (a Thumb entry)
     in_file = False
-    headers = [layout.segment(struct.unpack_from(layout.program_header, data, phoff + i * layout.phdr_size))
-               for i in range(phnum)]
-    loads = [(vaddr, offset, filesz) for p_type, offset, vaddr, filesz, _ in headers if p_type == PT_LOAD]
     for p_type, offset, vaddr, filesz, _ in headers:
         if p_type == PT_LOAD and vaddr <= entry < vaddr + filesz:
             in_file = True
         # The dynamic linker reads the dynamic table where PT_DYNAMIC's address says, and the
         # rewrite edits it there (a preinit entry): its bytes in the file must be those.
-        if p_type == PT_DYNAMIC and filesz and not any(
-                lo <= vaddr and vaddr + filesz <= lo + size and offset - at == vaddr - lo for lo, at, size in loads):
+        if p_type == PT_DYNAMIC and filesz and not _placed(loads, vaddr, offset, filesz):
             raise _malformed(path, "its dynamic table (PT_DYNAMIC) is not where a loaded segment puts its bytes")
         if p_type == PT_INTERP and (filesz < 2 or offset + filesz > len(data) or data[offset] == 0
                                     or data[offset + filesz - 1] != 0):
@@ -159,15 +164,14 @@ def _check_runnable(path: str, data: bytes, phoff: int, phnum: int, entry: int, 
 DT_NULL, DT_SONAME, DT_FLAGS_1, DF_1_PIE = 0, 14, 0x6FFFFFFB, 0x08000000
 
 
-def _shared_library(data: bytes, phoff: int, phnum: int, entry: int, layout: _Layout) -> bool:
+def _shared_library(data: bytes, headers: list[tuple[int, int, int, int, int]], entry: int,
+                    layout: _Layout) -> bool:
     """Whether an ET_DYN file (its program headers checked) is a shared library rather than
     a position-independent program: no program interpreter (a dynamic PIE has one), no
     DF_1_PIE (a static PIE has it), and no entry or a DT_SONAME. (A library that also runs,
     as libc.so.6 does, has an interpreter: it is taken for a program.)"""
     interp, dynamic = False, None
-    for i in range(phnum):
-        p_type, offset, _, filesz, _ = layout.segment(
-            struct.unpack_from(layout.program_header, data, phoff + i * layout.phdr_size))
+    for p_type, offset, _, filesz, _ in headers:
         interp |= p_type == PT_INTERP
         if p_type == PT_DYNAMIC and offset + filesz <= len(data):
             dynamic = data[offset:offset + filesz]
@@ -194,18 +198,19 @@ def _truncated(path: str, what: str) -> AnvilError:
 
 
 def _check_segments(path: str, data: bytes, phoff: int, phnum: int,
-                    phentsize: int, layout: _Layout) -> list[tuple[int, int, int]]:
-    """Check the program headers; (address, file offset, file size) of each loaded segment."""
-    loads: list[tuple[int, int, int]] = []
+                    phentsize: int, layout: _Layout) -> list[tuple[int, int, int, int, int]]:
+    """Check the program headers; each one's (p_type, p_offset, p_vaddr, p_filesz, p_memsz)."""
+    headers: list[tuple[int, int, int, int, int]] = []
     if not phnum:
-        return loads
+        return headers
     if phentsize != layout.phdr_size:
         raise _malformed(path, f"program header entries of {phentsize} bytes, not {layout.phdr_size}")
     if phoff + phnum * layout.phdr_size > len(data):
         raise _truncated(path, "the program header table")
     for i in range(phnum):
-        p_type, offset, vaddr, filesz, memsz = layout.segment(
-            struct.unpack_from(layout.program_header, data, phoff + i * layout.phdr_size))
+        header = layout.segment(struct.unpack_from(layout.program_header, data, phoff + i * layout.phdr_size))
+        headers.append(header)
+        p_type, offset, vaddr, filesz, memsz = header
         if p_type != PT_LOAD:
             continue
         if offset + filesz > len(data):
@@ -216,8 +221,7 @@ def _check_segments(path: str, data: bytes, phoff: int, phnum: int,
         if vaddr + memsz > 1 << layout.bits:
             raise _malformed(path, f"segment {i} at {vaddr:#x} runs past the end of the {layout.bits}-bit "
                                    "address space")
-        loads.append((vaddr, offset, filesz))
-    return loads
+    return headers
 
 
 def _check_sections(path: str, data: bytes, shoff: int, shnum: int, shentsize: int, shstrndx: int,
@@ -251,9 +255,7 @@ def _check_sections(path: str, data: bytes, shoff: int, shnum: int, shentsize: i
         # (A section stamped in after linking, ``objcopy --add-section`` with the alloc flag,
         # has address 0 and no segment: the program never sees it, nor does the loader.)
         if loads and flags & SHF_ALLOC and kind != SHT_NOBITS and size and (address or flags & SHF_EXECINSTR) \
-                and not any(
-                vaddr <= address and address + size <= vaddr + filesz and offset - at == address - vaddr
-                for vaddr, at, filesz in loads):
+                and not _placed(loads, address, offset, size):
             raise _malformed(path, f"section {i} ({name}) at {address:#x} is not where a loaded segment puts it")
         wanted = _LINKS.get(kind)
         if wanted is not None and not ((link == 0 and 0 in wanted) or (link < shnum and headers[link][1] in wanted)):
