@@ -44,13 +44,13 @@ R_X86_64_RELATIVE = 8
 _PLT_SECTIONS = (".plt", ".plt.sec", ".plt.got")
 # Bytes capstone measures at once while the lift follows a run of instructions.
 _RUN = 256
-#: The C library's functions that never return: the instruction after a call of one is
-#: not reached through it.
 #: Functions that go on at their return address + 1, past a one-byte ``ret`` there: gcc's
 #: -fsplit-stack prologue calls __morestack, which runs the rest of the function on a new
 #: stack from there (decision 0131). Named only: a stripped program's is not known.
 PAST_RETURN = frozenset({"__morestack", "__morestack_non_split"})
 _RET = b"\xc3"
+#: The C library's functions that never return: the instruction after a call of one is
+#: not reached through it.
 NO_RETURN = frozenset({"exit", "_exit", "_Exit", "abort", "__assert_fail", "__stack_chk_fail", "err", "errx",
                        "verr", "verrx", "__libc_start_main", "pthread_exit", "longjmp", "siglongjmp",
                        "__longjmp_chk", "__cxa_throw", "__cxa_rethrow", "_Unwind_Resume", "quick_exit",
