@@ -201,6 +201,20 @@ enum start_stage {
     ENTRY_AFTER_PREINIT = 2, /* the ELF entry after that: what must wait for the libraries */
 };
 
+/* The program headers of the object whose ELF header is mapped at ``at`` (a library's
+ * l_addr; a PIE's load bias, its first PT_LOAD at 0), and their count and entry size; 0
+ * where no ELF header is there (a program whose first segment does not map it; prelink's
+ * libraries at their link address, l_addr 0). */
+static const uint8_t *mapped_program_headers(uint32_t at, uint16_t *count, uint16_t *size)
+{
+    const uint8_t *ehdr = (const uint8_t *)at;
+    if (!at || ehdr[0] != 0x7f || ehdr[1] != 'E' || ehdr[2] != 'L' || ehdr[3] != 'F')
+        return 0;
+    *size = *(const uint16_t *)(ehdr + 42);
+    *count = *(const uint16_t *)(ehdr + 44);
+    return ehdr + *(const uint32_t *)(ehdr + 28);
+}
+
 /* The rights PT_LOAD flags ``flags`` (PF_X 1, PF_W 2, PF_R 4) give (PROT_READ 1, PROT_WRITE 2, PROT_EXEC 4). */
 static uint32_t segment_rights(uint32_t flags)
 {
@@ -217,12 +231,11 @@ static uint32_t segment_rights(uint32_t flags)
 static void bias_patches(const struct anvil_header *h, uint32_t bias)
 {
     const uint32_t *patch = (const uint32_t *)(h->patches + bias);
-    const uint8_t *ehdr = (const uint8_t *)bias;
-    if (ehdr[0] == 0x7f && ehdr[1] == 'E' && ehdr[2] == 'L' && ehdr[3] == 'F') {
-        uint32_t phoff = *(const uint32_t *)(ehdr + 28);
-        uint16_t phentsize = *(const uint16_t *)(ehdr + 42), phnum = *(const uint16_t *)(ehdr + 44);
+    uint16_t phnum, phentsize;
+    const uint8_t *phdrs = mapped_program_headers(bias, &phnum, &phentsize);
+    if (phdrs) {
         for (uint32_t k = 0; k < phnum; k++) {
-            const uint32_t *ph = (const uint32_t *)(ehdr + phoff + k * phentsize);
+            const uint32_t *ph = (const uint32_t *)(phdrs + k * phentsize);
             uint32_t start = ph[2], end = ph[2] + ph[5];  /* p_vaddr, p_memsz: link addresses */
             if (ph[0] != 1 /* PT_LOAD */)
                 continue;
@@ -523,13 +536,12 @@ static const uint32_t *defined_function(const int32_t *ld, uint32_t l_addr, uint
  * long gone from Debian) is left alone. */
 static int loaded_segment(uint32_t l_addr, uint32_t from, uint32_t to, uint32_t *first, uint32_t *span)
 {
-    const uint8_t *ehdr = (const uint8_t *)l_addr;
-    if (!l_addr || ehdr[0] != 0x7f || ehdr[1] != 'E' || ehdr[2] != 'L' || ehdr[3] != 'F')
+    uint16_t phnum, phentsize;
+    const uint8_t *phdrs = mapped_program_headers(l_addr, &phnum, &phentsize);
+    if (!phdrs)
         return 0;
-    uint32_t phoff = *(const uint32_t *)(ehdr + 28);
-    uint16_t phentsize = *(const uint16_t *)(ehdr + 42), phnum = *(const uint16_t *)(ehdr + 44);
     for (uint32_t i = 0; i < phnum; i++) {
-        const uint32_t *ph = (const uint32_t *)(ehdr + phoff + i * phentsize);
+        const uint32_t *ph = (const uint32_t *)(phdrs + i * phentsize);
         uint32_t start = l_addr + ph[2], end = start + ph[5];  /* p_vaddr, p_memsz */
         if (ph[0] == 1 /* PT_LOAD */ && start <= from && to <= end) {
             *first = start & ~(PAGE - 1);
