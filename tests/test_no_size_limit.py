@@ -38,7 +38,7 @@ def test_copy_beyond_branch_reach_runs_identically(isa: str, mode: str, tmp_path
         run = run_prog(image)
     assert_same_behaviour(original, run)
     counts = results(run, "cachesim")
-    loads, stores = big_program.accesses()
+    loads, stores = big_program.accesses(isa)
     assert (counts["loads"], counts["stores"]) == (loads, stores)
 
 

@@ -1,6 +1,6 @@
 """A generated program whose instrumented copy is larger than any branch reaches.
 
-``FUNCTIONS`` procedures of hand-written assembly, each moving ten registers to and from
+``FUNCTIONS[isa]`` procedures of hand-written assembly, each moving ten registers to and from
 memory ``REPEATS`` times (an LDM and an STM of ten registers: twenty accesses for
 cachesim's hooks in four bytes of code), then calling a procedure far away in the
 image. ``main`` (C) calls each through a table, so every procedure runs, and prints a
@@ -22,7 +22,9 @@ from pathlib import Path
 from tests.support import build_cache
 from tests.support.samples import CC, SampleBuildError, cache_dir
 
-FUNCTIONS = 2600
+#: Procedures per instruction set: enough for a copy of more than 32 MB in each (an A32
+#: copy is about twice a Thumb one's size, and qemu's time grows with the copy).
+FUNCTIONS = {"thumb": 2600, "arm": 1400}
 REPEATS = 8
 DEPTH = 3
 PUSHED = 9  # r4-r11, lr
@@ -50,10 +52,10 @@ int main(void) {
 """
 
 
-def _procedures(isa: str) -> str:
-    """The generated procedures in ``isa`` ("thumb" or "arm")."""
+def _procedures(isa: str, count: int) -> str:
+    """``count`` generated procedures in ``isa`` ("thumb" or "arm")."""
     lines = ["\t.syntax unified", f"\t.{isa}", "\t.text"]
-    for i in range(FUNCTIONS):
+    for i in range(count):
         lines += [f"\t.global f{i}", f"\t.type f{i}, %function", "\t.p2align 2", f"f{i}:",
                   "\tpush {r4-r11, lr}", "\tmov r4, r0", "\tmov r5, r1"]
         for r in range(REPEATS):
@@ -62,22 +64,23 @@ def _procedures(isa: str) -> str:
                       "\tstm r12, {r0-r3, r6-r11}"]
         # A call to a procedure far away in the image: its copy is megabytes off.
         lines += ["\tsubs r5, r5, #1", "\tble 1f", "\tmov r0, r4", "\tmov r1, r5",
-                  f"\tbl f{(i * 7919 + 1) % FUNCTIONS}", "1:", "\tldr r0, [r4]", "\tpop {r4-r11, pc}",
+                  f"\tbl f{(i * 7919 + 1) % count}", "1:", "\tldr r0, [r4]", "\tpop {r4-r11, pc}",
                   f"\t.size f{i}, .-f{i}"]
     lines.append('\t.section .note.GNU-stack,"",%progbits')
     return "\n".join(lines) + "\n"
 
 
-def _table() -> str:
-    names = [f"f{i}" for i in range(FUNCTIONS)]
+def _table(count: int) -> str:
+    names = [f"f{i}" for i in range(count)]
     return ("typedef int (*fn)(int *, int);\n" + "".join(f"extern int {n}(int *, int);\n" for n in names)
             + "fn table[] = {" + ", ".join(names) + "};\n")
 
 
 def build(isa: str) -> Path:
     """The generated program for ``isa`` ("thumb" or "arm"), dynamic (PIE), built once (cached)."""
-    sources = {"main.c": _MAIN, "table.c": _table(), "procedures.S": _procedures(isa)}
-    return build_generated(f"big-{isa}", sources, ["-O1", f"-m{isa}", f"-DFUNCTIONS={FUNCTIONS}", f"-DDEPTH={DEPTH}"])
+    count = FUNCTIONS[isa]
+    sources = {"main.c": _MAIN, "table.c": _table(count), "procedures.S": _procedures(isa, count)}
+    return build_generated(f"big-{isa}", sources, ["-O1", f"-m{isa}", f"-DFUNCTIONS={count}", f"-DDEPTH={DEPTH}"])
 
 
 def build_generated(name: str, sources: dict[str, str], flags: list[str]) -> Path:
@@ -96,6 +99,7 @@ def build_generated(name: str, sources: dict[str, str], flags: list[str]) -> Pat
     return build_cache.compile_to([cc, *flags], [str(folder / file) for file in sources], out, SampleBuildError, 0o755)
 
 
-def accesses(calls: int = FUNCTIONS * DEPTH) -> tuple[int, int]:
-    """The loads and stores the generated procedures make when main calls each once."""
+def accesses(isa: str) -> tuple[int, int]:
+    """The loads and stores the generated procedures of ``isa`` make when main calls each once."""
+    calls = FUNCTIONS[isa] * DEPTH
     return calls * LOADS_PER_CALL, calls * STORES_PER_CALL
