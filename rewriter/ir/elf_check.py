@@ -86,6 +86,13 @@ _ELF32 = _Layout(32, "<HHIIIIIHHHHHH", "<8I", "<10I", (16, 8, 12, 8))
 _ELF64 = _Layout(64, "<HHIQQQIHHHHHH", "<IIQQQQQQ", "<IIQQQQIIQQ", (24, 16, 24, 16))
 
 
+def layout_of(data: bytes) -> _Layout | None:
+    """The layout of the ELF file ``data`` (which check_elf passed): 32-bit ARM or 64-bit
+    x86-64; None for anything shorter than its ELF header."""
+    layout = _ELF64 if data[4:5] == b"\x02" else _ELF32
+    return layout if len(data) >= layout.ehdr_size else None
+
+
 def check_elf(path: str, data: bytes, executable: bool = True, sections: bool = True) -> None:
     """Raise AnvilError naming the first structural problem of the ELF file ``data`` (read
     from ``path``), or return if it is a well-formed 32-bit little-endian ARM or 64-bit

@@ -35,6 +35,7 @@ from .gc_pause import gc_paused
 from .go_runtime import go_functions, go_version, refusal
 from .model import Binary, Block, Procedure, Segment, own_instructions
 from .plt import lazy_binder, plt_functions, thumb_stubs
+from .section_headers import with_section_headers
 
 _MAPPING = re.compile(r"^\$([atd])(\..*)?$")
 
@@ -47,6 +48,10 @@ def load_binary(path: str) -> Binary:
             data = f.read()
     except OSError as e:
         raise AnvilError(f"cannot read {path}: {e.strerror}") from None
+    check_elf(path, data)
+    # A program without section headers (sstrip) gets them from its program headers: what
+    # follows reads sections (decision 0132).
+    data = with_section_headers(data)
     elf = _open_elf(path, data)
     try:
         return _lift(path, data, elf)

@@ -37,7 +37,7 @@ def call_targets_in_gaps(read: Callable[[int, int], bytes], ranges: list[tuple[i
     instruction of ``decoded`` covers; ``read(address, size)`` gives the bytes."""
     spans = sorted((ins.address, ins.address + ins.size) for ins in decoded)
     targets: set[int] = set()
-    for lo, hi in _gaps(ranges, spans):
+    for lo, hi in uncovered(ranges, spans):
         data = read(lo, hi - lo)
         targets |= _a32_targets(data, lo) if _looks_a32(data, lo) else _t32_targets(data, lo)
     return targets
@@ -63,7 +63,7 @@ def thumb_pointers_in_gaps(read: Callable[[int, int], bytes], ranges: list[tuple
     ends = {end for _, end in spans}
     pools = {acc.disp + k for ins in decoded if ins.accesses for acc in ins.accesses
              if acc.base == 15 and not acc.is_store for k in range(acc.size)}
-    gaps = _gaps(ranges, spans)
+    gaps = uncovered(ranges, spans)
     starts = [lo for lo, _ in gaps]
     bounds = sorted(extents)
     firsts = [lo for lo, _ in bounds]
@@ -126,7 +126,7 @@ def _words(data: bytes, base: int) -> tuple[int, tuple[int, ...]]:
     return skip, struct.unpack_from(f"<{(len(data) - skip) // 4}I", data, skip) if len(data) > skip else ()
 
 
-def _gaps(ranges: list[tuple[int, int]], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def uncovered(ranges: list[tuple[int, int]], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """The parts of ``ranges`` outside the sorted ``spans``."""
     out = []
     for lo, hi in sorted(ranges):

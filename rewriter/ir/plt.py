@@ -22,7 +22,7 @@ relocation, whose symbol is the function; so entries are decoded rather than cou
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Container
 
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
@@ -49,10 +49,22 @@ def plt_functions(elf: ELFFile) -> dict[int, str]:
     count = symbols.num_symbols()
     slots = {r["r_offset"]: symbols.get_symbol(r["r_info_sym"]).name for r in rel.iter_relocations()
              if r["r_info_sym"] < count}
-    data, base = plt.data(), plt["sh_addr"]
     out: dict[int, str] = {}
-    at = PLT0_SIZE
+    for entry, stub, slot in plt_entries(plt.data(), plt["sh_addr"], PLT0_SIZE, slots)[0]:
+        for address in (entry, stub):
+            if address is not None:
+                out[address] = slots[slot]
+    return out
+
+
+def plt_entries(data: bytes, base: int, at: int,
+                slots: Container[int]) -> tuple[list[tuple[int, int | None, int]], int]:
+    """The PLT entries in ``data`` (at address ``base``) from offset ``at`` on, as long as each
+    jumps through one of ``slots``: (entry, its Thumb stub or None, slot) each, and the
+    offset where the last one ends."""
+    out: list[tuple[int, int | None, int]] = []
     stub: int | None = None
+    end = at
     while at + 4 <= len(data):
         if data[at:at + 4] == TRAP_FILL:  # ld.lld's padding after PLT0 and after each entry
             at += 4
@@ -64,12 +76,11 @@ def plt_functions(elf: ELFFile) -> dict[int, str]:
         slot, size = _slot(data, at, base + at)
         if slot is None or slot not in slots:
             break
-        for entry in (base + at, stub):
-            if entry is not None:
-                out[entry] = slots[slot]
+        out.append((base + at, stub, slot))
         stub = None
         at += size
-    return out
+        end = at
+    return out, end
 
 
 def lazy_binder(elf: ELFFile) -> int | None:

@@ -1,0 +1,110 @@
+"""Programs without section headers (decision 0132).
+
+``sstrip`` and ``llvm-objcopy --strip-sections`` drop the section header table, which
+only linkers and debuggers read; the program runs as before. Anvil makes the table again
+from the program headers and the dynamic table (rewriter/ir/section_headers.py): the
+sections it makes must be where the linker put them, and every tool in both modes must
+behave as the original and count as qemu does."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from rewriter.ir.section_headers import with_section_headers
+from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+from tests.support import samples
+from tests.support.sweep import judge_build
+
+#: Sections made from the program headers and the dynamic table, which must be the linker's.
+MADE = (".interp", ".dynsym", ".dynstr", ".hash", ".rel.dyn", ".rel.plt", ".rela.dyn", ".rela.plt", ".plt",
+        ".init_array", ".fini_array", ".preinit_array", ".dynamic", ".ARM.exidx", ".eh_frame_hdr", ".eh_frame",
+        ".tdata", ".tbss")
+BUILDS = [("calls", "O2-thumb-dyn"), ("hash", "O2-arm-dyn-nopie"), ("calls", "Os-thumb-static"),
+          ("calls", "x64-gcc-O2"), ("calls", "x64-clang-O2"), ("calls", "x64-gcc-O2-static")]
+
+
+def _without_sections(data: bytes) -> bytes:
+    """``data`` with its ELF header naming no section table (as sstrip leaves it)."""
+    out = bytearray(data)
+    if out[4] == 1:
+        struct.pack_into("<I", out, 0x20, 0)
+        struct.pack_into("<HH", out, 0x30, 0, 0)
+    else:
+        struct.pack_into("<Q", out, 0x28, 0)
+        struct.pack_into("<HH", out, 0x3C, 0, 0)
+    return bytes(out)
+
+
+def _build(sample: str, variant: str) -> Path:
+    return samples.build_x86_64(sample, variant) if variant.startswith("x64") else samples.build(sample, variant)
+
+
+def _code_span(elf: ELFFile) -> tuple[int, int]:
+    spans = [(s["sh_addr"], s["sh_addr"] + s["sh_size"]) for s in elf.iter_sections() if s["sh_flags"] & 0x4]
+    return min(lo for lo, _ in spans), max(hi for _, hi in spans)
+
+
+@pytest.mark.parametrize(("sample", "variant"), BUILDS)
+def test_sections_made_are_the_linkers(sample: str, variant: str) -> None:
+    """Every section made from the headers has the address and size the linker gave it, and
+    the code spans what the linker's executable sections span (static programs too, whose
+    ``.init`` and ``.fini`` no dynamic tag names)."""
+    data = _build(sample, variant).read_bytes()
+    linked = ELFFile(io.BytesIO(data))
+    made = ELFFile(io.BytesIO(with_section_headers(_without_sections(data))))
+    theirs = {s.name: (s["sh_addr"], s["sh_size"]) for s in linked.iter_sections()}
+    ours = {s.name: (s["sh_addr"], s["sh_size"]) for s in made.iter_sections() if s.name in MADE}
+    assert ours and {name: theirs.get(name) for name in ours} == ours
+    expected = {".dynsym", ".rel.plt" if variant[:3] != "x64" else ".rela.plt", ".plt", ".dynamic"}
+    if "static" not in variant:
+        assert expected <= set(ours)
+    assert _code_span(made) == _code_span(linked)
+
+
+@pytest.mark.parametrize("variant", ["O2-thumb-dyn", "O2-arm-dyn-nopie"])
+def test_arm_program_without_sections(variant: str, rehost_server: str, tmp_path: Path) -> None:
+    """``llvm-objcopy --strip-sections`` of a PIE (Thumb) and a fixed-address program (A32):
+    inscount, cachesim and memtrace behave as the original (addresses printed included) and
+    count as qemu does, ReHost's results are InHost's. Before: refused ("no executable
+    section in the section table"). (qemu-arm 7.2 does not start a static program without
+    section headers at all, so none is run here; test_sections_made_are_the_linkers reads one.)"""
+    program = tmp_path / "prog-without-sections"
+    subprocess.run(["llvm-objcopy", "--strip-sections", str(samples.build("addresses", variant)), str(program)],
+                   check=True)
+    assert ELFFile(io.BytesIO(program.read_bytes()))["e_shnum"] == 0
+    work = tmp_path / "work"
+    work.mkdir()
+    outcomes = judge_build("addresses", program, False, ["inscount", "cachesim", "memtrace"], ["inhost", "rehost"],
+                           work, server=rehost_server)
+    assert all(outcome == "ok" for _, outcome in outcomes), outcomes
+
+
+@pytest.mark.parametrize("variant", ["x64-gcc-O2", "x64-clang-O2"])
+def test_x86_64_program_without_sections(variant: str, tmp_path: Path) -> None:
+    """An x86-64 PIE without section headers: its inscount and cachesim copies print what
+    the original prints (its addresses, under ``setarch -R`` at a path as long) and
+    inscount counts what qemu runs of the executable."""
+    plain = tmp_path / "a" / "prog"
+    plain.parent.mkdir()
+    subprocess.run(["llvm-objcopy", "--strip-sections", str(samples.build_x86_64("addresses", variant)), str(plain)],
+                   check=True)
+    original = subprocess.run(["setarch", "-R", str(plain), "x"], capture_output=True, cwd=tmp_path, timeout=60,
+                              env={"PATH": "/usr/bin:/bin"})
+    for tool, folder in (("inscount", "b"), ("cachesim", "c")):
+        copy = tmp_path / folder / "prog"
+        copy.parent.mkdir()
+        done = subprocess.run(["anvil", "instrument", "--tool", tool, "--format", "json", str(plain), "-o", str(copy)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        run = subprocess.run(["setarch", "-R", str(copy), "x"], capture_output=True, cwd=tmp_path, timeout=60,
+                             env={"PATH": "/usr/bin:/bin"})
+        assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)
+    counted = json.loads((tmp_path / "prog.inscount.out").read_text())
+    assert counted["total"] == sum(exe_pcs(trace_pcs(plain, ["x"], cwd=tmp_path), plain).values())
