@@ -435,7 +435,13 @@ def _procedures(binary: Binary, elf: ELFFile, funcs: list[tuple[int, str, int]],
                 if thumb and 0 < size < nxt - addr and binary.read(addr + size, 2) == _THUMB_BX_PC:
                     # Veneers a linker put after the function, unnamed and unmarked (gold's
                     # Thumb-to-A32 ``bx pc; nop; b``): a procedure of their own, not the
-                    # function's tail (inhost._relocatable leaves them in place).
+                    # function's tail, each veneer's A32 half read as A32.
+                    marks = mapping.setdefault(idx, marks)
+                    after = _kind_at(marks, nxt)  # what the marks said the next procedure is
+                    for mark in _veneer_marks(binary, addr + size, nxt):
+                        bisect.insort(marks, mark)
+                    if after is not None and nxt not in {at for at, _ in marks}:
+                        bisect.insort(marks, (nxt, after))
                     procs.append(Procedure(name=name, address=addr, size=size, thumb=True))
                     procs.append(Procedure(name=f"{secname}@{addr + size:#x}", address=addr + size,
                                            size=nxt - addr - size, thumb=True))
@@ -449,6 +455,25 @@ def _procedures(binary: Binary, elf: ELFFile, funcs: list[tuple[int, str, int]],
                 thumb = kind == "t"
             procs.append(Procedure(name=name, address=addr, size=nxt - addr, thumb=thumb))
     return procs
+
+
+def _veneer_marks(binary: Binary, start: int, end: int) -> list[tuple[int, str]]:
+    """Mapping symbols for the Thumb-to-A32 veneers from ``start`` to ``end``, which their
+    linker (gold) left unmarked: ``$t`` at each ``bx pc; nop``, ``$a`` at the A32 branch
+    after it (``b``, or ``ldr pc, [pc, #-4]`` and ``$d`` at the word it loads)."""
+    out: list[tuple[int, str]] = []
+    at = start
+    while at + 8 <= end and binary.read(at, 2) == _THUMB_BX_PC:
+        out += [(at, "t"), (at + 4, "a")]
+        word = int.from_bytes(binary.read(at + 4, 4), "little")
+        if word >> 24 == 0xEA:  # b
+            at += 8
+        elif word == 0xE51FF004 and at + 12 <= end:  # ldr pc, [pc, #-4]
+            out.append((at + 8, "d"))
+            at += 12
+        else:
+            break
+    return out
 
 
 def _kind_at(marks: list[tuple[int, str]], addr: int) -> str | None:
