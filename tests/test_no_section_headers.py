@@ -12,6 +12,7 @@ import io
 import json
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,7 @@ def test_sections_made_are_the_linkers(sample: str, variant: str) -> None:
     ``.init`` and ``.fini`` no dynamic tag names)."""
     data = _build(sample, variant).read_bytes()
     linked = ELFFile(io.BytesIO(data))
-    made = ELFFile(io.BytesIO(with_section_headers(_without_sections(data))))
+    made = ELFFile(io.BytesIO(with_section_headers("prog", _without_sections(data))))
     theirs = {s.name: (s["sh_addr"], s["sh_size"]) for s in linked.iter_sections()}
     ours = {s.name: (s["sh_addr"], s["sh_size"]) for s in made.iter_sections() if s.name in MADE}
     assert ours and {name: theirs.get(name) for name in ours} == ours
@@ -108,3 +109,24 @@ def test_x86_64_program_without_sections(variant: str, tmp_path: Path) -> None:
         assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)
     counted = json.loads((tmp_path / "prog.inscount.out").read_text())
     assert counted["total"] == sum(exe_pcs(trace_pcs(plain, ["x"], cwd=tmp_path), plain).values())
+
+
+def test_a_program_upx_packed_is_refused(tmp_path: Path) -> None:
+    """A program UPX packed (its loader header's magic after the program headers, no section
+    headers) unpacks its code as it runs, where a rewrite cannot see it: one line saying so
+    and how to unpack it, exit status 2, no output file. (UPX is not in Debian 12: the
+    magic is written where UPX writes it, into a program stripped of its sections.)"""
+    program = tmp_path / "packed"
+    subprocess.run(["llvm-objcopy", "--strip-sections", str(samples.build("calls", "O2-thumb-dyn")), str(program)],
+                   check=True)
+    data = bytearray(program.read_bytes())
+    elf = ELFFile(io.BytesIO(bytes(data)))
+    after_headers = elf["e_phoff"] + elf["e_phnum"] * elf["e_phentsize"]
+    data[after_headers + 4:after_headers + 8] = b"UPX!"  # l_info: l_checksum, then l_magic
+    program.write_bytes(data)
+    out = tmp_path / "packed.inst"
+    proc = subprocess.run([sys.executable, "-m", "rewriter.cli", "instrument", "--tool", "inscount", str(program),
+                           "-o", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"anvil: error: {program}: packed by UPX") and "upx -d" in proc.stderr
+    assert not out.exists()

@@ -51,7 +51,7 @@ def load_binary(path: str) -> Binary:
     check_elf(path, data)
     # A program without section headers (sstrip) gets them from its program headers: what
     # follows reads sections (decision 0132).
-    data = with_section_headers(data)
+    data = with_section_headers(path, data)
     elf = _open_elf(path, data)
     try:
         return _lift(path, data, elf)

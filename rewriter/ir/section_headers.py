@@ -29,6 +29,7 @@ import re
 import struct
 from dataclasses import dataclass
 
+from ..errors import AnvilError
 from .elf_check import layout_of
 from .gaps import uncovered
 from .plt import PLT0_SIZE, TRAP_FILL, plt_entries
@@ -49,6 +50,9 @@ R_ARM_JUMP_SLOT, R_X86_64_JUMP_SLOT, R_X86_64_GLOB_DAT = 22, 7, 6
 #: glibc's ``_init`` and ``_fini`` on ARM (crti.o's A32 ``push {r3, lr}``, crtn.o's ``pop {r3,
 #: pc}``): ``.init`` starts the code before ``.text``, ``.fini`` ends it after.
 _PUSH, _POP = struct.pack("<I", 0xE92D4008), struct.pack("<I", 0xE8BD8008)
+#: UPX's loader header (``l_info``), right after a packed program's program headers, holds
+#: this magic; the packed program has no section headers.
+UPX_MAGIC, UPX_HEADER_END = b"UPX!", 0x400
 #: The end of glibc's ``_fini`` on x86-64: ``add rsp, 8; ret``.
 _X86_64_FINI_END = bytes.fromhex("4883c408c3")
 #: How far before the first function and after the last one ``.init`` and ``.fini`` are
@@ -121,13 +125,17 @@ class _Program:
         return self.tags.get(DT[name])
 
 
-def with_section_headers(data: bytes) -> bytes:
-    """``data`` with a section header table made from its program headers and dynamic
-    table, if it has none (``e_shnum`` 0); ``data`` itself otherwise, and where the
-    program headers do not describe what the sections need (then nothing is read)."""
+def with_section_headers(path: str, data: bytes) -> bytes:
+    """``data`` (read from ``path``) with a section header table made from its program
+    headers and dynamic table, if it has none (``e_shnum`` 0); ``data`` itself otherwise,
+    and where the program headers do not describe what the sections need (then nothing is
+    read). A program UPX packed is refused (AnvilError): its code is made at run time."""
     layout = layout_of(data)
     if layout is None or struct.unpack_from(layout.header, data, 16)[11]:
         return data
+    if UPX_MAGIC in data[:UPX_HEADER_END]:
+        raise AnvilError(f"{path}: packed by UPX (its code is unpacked as it runs, where a rewrite of the file "
+                         "cannot see it): unpack it with 'upx -d' first")
     try:
         program = _Program(data)
         sections = _sections(program)
