@@ -43,7 +43,10 @@ CASES = [*(("sort", v) for v in VARIANTS), ("goto", "x64-gcc-O2"), ("calls", "x6
          # code, data and .bss in one segment (lld -N): the .bss read back zero (decision 0130)
          ("bss_zero", "x64-clang-O2-omagic-static-lld"),
          # the large code model's switch tables: 64-bit offsets added to the table's address
-         ("x64_big_switch", "x64-gcc-O2-large"), ("x64_big_switch", "x64-gcc-O2"),
+         ("x64_big_switch", "x64-gcc-O2-large"), ("x64_big_switch", "x64-clang-O2-large"),
+         ("x64_big_switch", "x64-gcc-O2"),
+         # clang's cases of one instruction and a ret, too short for a jump (decision 0133)
+         ("x64_big_switch", "x64-clang-O2"),
          # split stacks: __morestack runs the rest of a function from its return address + 1
          ("x64_split_stack", "x64-gcc-O2-split-stack")]
 #: Debian's own stripped programs, with work to do.

@@ -206,10 +206,11 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     # one-byte nop after `call runtime.panicIndex`), and a copy's address on a goroutine
     # stack is fatal when the panic's unwinding or the collector's scan meets it.
     short = set() if binary.go_functions else set(report.short_entries)
-    copier = Copier(code, returns - short, lowering, _image_span(binary), binary.past_return)
+    copier = Copier(code, returns - short, lowering, _image_span(binary), binary.past_return, binary.table_readers)
     for proc in procs:
         copier.copy_procedure(proc)
         report.instructions += sum(len(b.instructions) for b in proc.blocks)
+    copier.emit_tables()
     report.copied = len(procs)
     report.branches_in_place = copier.in_place
     report.untraced = copier.untraced

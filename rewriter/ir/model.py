@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import AnvilError
 
@@ -389,6 +389,9 @@ class Binary:
     table_sizes: dict[int, int] = field(default_factory=dict)
     # BX address -> its cases, for GCC's PIC switches (jump_tables.SwitchFinder).
     switch_cases: dict[int, set[int]] = field(default_factory=dict)
+    # x86-64: the instruction that reads a switch table's entry -> the table
+    # (arch/x86_64/jump_tables.SwitchTable), whose copy reads a table of the copies' cases.
+    table_readers: dict[int, Any] = field(default_factory=dict)
     # x86-64: ``ret`` instructions after a call that goes on at their address + 1
     # (__morestack): copied with nothing before or after them (arch/x86_64/lift.py PAST_RETURN).
     past_return: set[int] = field(default_factory=set)

@@ -370,6 +370,7 @@ X86_64_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "x64-clang-O3-static": ("clang", ["-g", "-O3", "-static"]),
     # the large code model: switch tables of 64-bit offsets, calls through computed addresses
     "x64-gcc-O2-large": ("gcc", ["-g", "-O2", "-mcmodel=large"]),
+    "x64-clang-O2-large": ("clang", ["-g", "-O2", "-mcmodel=large"]),
     # gcc's split stacks (gccgo's programs): __morestack goes on at a return address + 1
     "x64-gcc-O2-split-stack": ("gcc", ["-g", "-O2", "-fsplit-stack"]),
     # lld's -N: code, data and .bss in one segment whose memory goes on past its file bytes.

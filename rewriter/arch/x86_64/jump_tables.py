@@ -4,7 +4,9 @@
 - position-independent code: ``lea rT, [rip + table]``; ``movsxd rX, dword ptr [rT + idx*4]``;
   ``add rX, rT``; ``jmp rX`` (``notrack jmp`` under CET), a table of 32-bit offsets from
   the table's own address; gcc's ``-mcmodel=large``: ``lea rT, [rip + table]``; ``add rT,
-  qword ptr [rT + idx*8]``; ``jmp rT``, offsets of 64 bits.
+  qword ptr [rT + idx*8]``; ``jmp rT``, offsets of 64 bits; clang's: rT the sum of ``lea
+  rA, [rip - 7]`` (the code's own address) and two ``movabs`` (the GOT's offset from
+  there, the table's from the GOT), then the PIC pattern.
 
 How many entries a table has comes from the bounds check before it (``cmp idx, N`` then
 ``ja``/``jae`` to the default); without one, entries are read while they name code inside
@@ -21,6 +23,7 @@ from __future__ import annotations
 import itertools
 import struct
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from ...ir.model import Instruction
 from .decode import RSP
@@ -32,11 +35,29 @@ MAX_ENTRIES = 1024
 LOOK_BACK = 12
 
 
-def switch_targets(before: Iterable[Instruction], jump: Instruction, read: Callable[[int, int], bytes],
-                   is_code: Callable[[int], bool],
-                   referenced: Callable[[int], bool] = lambda address: False) -> list[int] | None:
-    """The cases of the indirect ``jump``, whose preceding instructions (the nearest first)
-    ``before`` gives; None where it is no switch of a known pattern.
+@dataclass
+class SwitchTable:
+    """A switch's table: where it is, how wide its entries are, whether they are addresses
+    (a fixed-address program's) or offsets from the table, the case each names, and the
+    instruction that reads an entry (``reader``: the ``movsxd``, gcc's large model's
+    ``add``, the ``jmp [table + idx*8]``; None where it is of another form). A copy's
+    reader reads a table of the copies' cases instead (relocate.Copier), its operand as
+    the original's but for the distance to that table: cases shorter than a jump, which no
+    patch over the original sends to their copies, are reached in the copy too, and a tool
+    that traces the read sees the original's address."""
+    address: int
+    width: int
+    targets: list[int]
+    reader: int | None
+    absolute: bool = False
+
+
+def switch_table(before: Iterable[Instruction], jump: Instruction, read: Callable[[int, int], bytes],
+                 is_code: Callable[[int], bool],
+                 referenced: Callable[[int], bool] = lambda address: False) -> SwitchTable | None:
+    """The table of the indirect ``jump`` and its cases, whose preceding instructions (the
+    nearest first) ``before`` gives; None where it is no switch of a known pattern (a
+    fixed-address program's table of addresses: address 0, no loader).
     ``read(address, size)`` gives the program's bytes, ``is_code(address)`` says whether an
     address is in the program's code (a case may be in another part of the function: its
     ``.cold`` part holds the default); ``referenced(address)`` whether the code names that
@@ -48,15 +69,17 @@ def switch_targets(before: Iterable[Instruction], jump: Instruction, read: Calla
     if access is not None:  # jmp [table + idx*8]
         if access.base != -1 or access.index is None or access.shift != 3:
             return None
-        return _entries(lambda i: struct.unpack("<Q", read(access.disp + 8 * i, 8))[0], count, is_code,
-                        lambda i: referenced(access.disp + 8 * i))
+        targets = _entries(lambda i: struct.unpack("<Q", read(access.disp + 8 * i, 8))[0], count, is_code,
+                           lambda i: referenced(access.disp + 8 * i))
+        return SwitchTable(access.disp, 8, targets, jump.address, absolute=True) if targets else None
     found = _pic_table(itertools.chain(reversed(window), before), jump)
     if found is None:
         return None
-    table, width = found
+    table, width, reader = found
     offset = "<i" if width == 4 else "<q"
-    return _entries(lambda i: (table + struct.unpack(offset, read(table + width * i, width))[0]) & (1 << 64) - 1,
-                    count, is_code, lambda i: referenced(table + width * i))
+    targets = _entries(lambda i: (table + struct.unpack(offset, read(table + width * i, width))[0]) & (1 << 64) - 1,
+                       count, is_code, lambda i: referenced(table + width * i))
+    return SwitchTable(table, width, targets, reader) if targets else None
 
 
 def _entries(entry: Callable[[int], int], count: int | None, inside: Callable[[int], bool],
@@ -77,23 +100,27 @@ def _entries(entry: Callable[[int], int], count: int | None, inside: Callable[[i
     return targets or None
 
 
-def _pic_table(before: Iterable[Instruction], jump: Instruction) -> tuple[int, int] | None:
-    """The table's address and the size of its entries, of the position-independent pattern
+def _pic_table(before: Iterable[Instruction], jump: Instruction) -> tuple[int, int, int | None] | None:
+    """The table's address, the size of its entries and the instruction that reads an entry,
+    of the position-independent pattern
     ending at ``jump``: the ``add`` into the jump's register names the register holding the
     table's address (gcc's ``-mcmodel=large`` adds the entry itself, 64 bits: ``add rT,
-    qword ptr [rT + idx*8]``, its table of 64-bit offsets from the table), and
-    the nearest instruction before that writes it must be its ``lea`` (any other write of
-    it, and the pattern is not this one). A write that runs straight on into a ``ret`` (an
-    epilogue's ``pop`` of that register on a path that leaves: dumpsexp keeps its table in
-    r13, loaded at the start of a loop whose early exits restore r13) cannot reach the jump,
-    and is passed by (decision 0123)."""
+    qword ptr [rT + idx*8]``, its table of 64-bit offsets from the table), whose value the
+    instructions before must give (``_value``: a ``lea`` of the table, or clang's
+    ``-mcmodel=large`` sum of the code's address, the GOT's offset from it and the table's
+    from the GOT). A write that runs straight on into a ``ret`` (an epilogue's ``pop`` of
+    that register on a path that leaves: dumpsexp keeps its table in r13, loaded at the
+    start of a loop whose early exits restore r13) cannot reach the jump, and is passed by
+    (decision 0123)."""
     if not jump.op_str or jump.op_str.startswith(("qword", "[")):
         return None
     reg = jump.op_str.split()[-1]
     base_reg = None
     width = 4
+    reader: int | None = None
     leaves = False  # whether the code from here on runs into a ret before any branch
-    for ins in before:  # the nearest first
+    earlier = list(itertools.islice(before, MAX_LOOK_BACK))  # the nearest first
+    for n, ins in enumerate(earlier):
         if base_reg is None:
             if ins.name == "add" and ins.op_str.startswith(reg + ","):
                 base_reg = ins.op_str.split(",", 1)[1].strip()
@@ -101,15 +128,60 @@ def _pic_table(before: Iterable[Instruction], jump: Instruction) -> tuple[int, i
                     terms = base_reg[len("qword ptr ["):].rstrip("]").replace(" ", "").split("+")
                     if len(terms) != 2 or not terms[1].endswith("*8"):
                         return None
-                    base_reg, width = terms[0], 8
+                    base_reg, width, reader = terms[0], 8, ins.address
             continue
-        if (ins.op_str == base_reg or ins.op_str.startswith(base_reg + ",")) and not leaves:  # writes it (Intel order)
-            table = _rip_target(ins) if ins.name == "lea" and "rip" in ins.op_str else None
-            return (table, width) if table is not None else None
+        if reader is None and ins.name == "movsxd" and f"[{base_reg} + " in ins.op_str and ins.op_str.endswith("*4]"):
+            reader = ins.address
+        if _writes(ins, base_reg) and not leaves:
+            table = _value(base_reg, earlier[n:])
+            return (table, width, reader) if table is not None else None
         if ins.name in ("ret", "retf"):
             leaves = True
         elif ins.is_branch and not ins.is_call:
             leaves = False
+    return None
+
+
+#: How many instructions before a jump its table's address is looked for in.
+MAX_LOOK_BACK = 4096
+_LOW_HALVES = {f"r{r}": f"e{r}" for r in ("ax", "bx", "cx", "dx", "si", "di", "bp", "sp")} | {
+    f"r{n}": f"r{n}d" for n in range(8, 16)}
+
+
+def _writes(ins: Instruction, reg: str) -> bool:
+    """Whether ``ins`` writes ``reg`` (a 64-bit register) or its low half, which clears
+    the rest (its first operand, Intel order; compares and tests write none)."""
+    if ins.name in ("cmp", "test") or not ins.op_str:
+        return False
+    first = ins.op_str.split(",", 1)[0].strip()
+    return first in (reg, _LOW_HALVES.get(reg))
+
+
+def _value(reg: str, earlier: list[Instruction], depth: int = 0) -> int | None:
+    """The value of ``reg`` after the first of ``earlier`` (that instruction and those
+    before it, the nearest first), where it is a constant: a ``lea`` of a RIP-relative
+    place, an immediate moved in, or a sum of those (``add``); None otherwise."""
+    if depth > 8:
+        return None
+    for n, ins in enumerate(earlier):
+        if not _writes(ins, reg):
+            continue
+        source = ins.op_str.split(",", 1)[1].strip() if "," in ins.op_str else ""
+        if ins.name == "lea" and "rip" in ins.op_str:
+            return _rip_target(ins)
+        if ins.name in ("mov", "movabs") and ins.op_str.split(",", 1)[0].strip() == reg:
+            try:
+                return int(source, 0) & (1 << 64) - 1
+            except ValueError:
+                return None
+        if ins.name == "add" and ins.op_str.split(",", 1)[0].strip() == reg:
+            mine = _value(reg, earlier[n + 1:], depth + 1)
+            try:
+                theirs: int | None = int(source, 0)
+            except ValueError:
+                theirs = _value(source, earlier[n + 1:], depth + 1) if source in _LOW_HALVES else None
+            return None if mine is None or theirs is None else (mine + theirs) & (1 << 64) - 1
+        return None
     return None
 
 

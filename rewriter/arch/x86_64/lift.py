@@ -33,7 +33,7 @@ from ...ir.go_runtime import go_functions, go_version, refusal
 from ...ir.libraries import libraries_start_threads
 from ...ir.model import Binary, Block, Instruction, Procedure, Segment, own_instructions
 from .decode import RIP, decode_measured, decode_one, make_disassembler
-from .jump_tables import switch_targets
+from .jump_tables import SwitchTable, switch_table
 
 SHF_EXECINSTR = 0x4
 # REX.W lea/mov/movsxd r64, [rip + disp32] (ModRM mod 00, r/m 101), looked at every byte.
@@ -88,6 +88,7 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     descents = _Descents(md, reader, names, sizes, code, plt, taken, starts)
     procedures = descents.run()
     binary.switch_cases = {jump: cases for d in descents.descents.values() for jump, cases in d.switches.items()}
+    binary.table_readers = {at: table for d in descents.descents.values() for at, table in d.tables.items()}
     binary.past_return = descents.past_return
     binary.code_pointers = set(taken)
     for name, lo, hi, _, instructions in plt_code:
@@ -421,6 +422,7 @@ class _Descent:
         self.keys: list[int] = []  # the addresses of found, in order
         self.cases: set[int] = set()
         self.switches: dict[int, set[int]] = {}  # each switch's jump -> its cases
+        self.tables: dict[int, SwitchTable] = {}  # the instruction that reads a table's entry -> the table
         self.unresolved: list[Instruction] = []  # indirect jumps whose cases are not known (yet)
         self.past_return: set[int] = set()  # the ``ret`` after each call of a PAST_RETURN function
         self.given_up: list[Instruction] = []
@@ -460,12 +462,15 @@ class _Descent:
 
     def _switch(self, jump: Instruction, work: list[int], leaving: set[int]) -> None:
         """Follow the cases of the indirect ``jump``; keep it for later where none are found."""
-        cases = switch_targets(self._before(jump.address), jump, self.reader.bytes_at, self.reader.is_code,
-                               self.reader.referenced)
-        if not cases:
+        table = switch_table(self._before(jump.address), jump, self.reader.bytes_at, self.reader.is_code,
+                             self.reader.referenced)
+        if table is None:
             self.unresolved.append(jump)
             return
+        cases = table.targets
         self.switches[jump.address] = set(cases)
+        if table.reader is not None:
+            self.tables[table.reader] = table
         for case in cases:
             if self.lo <= case < self.hi:
                 self.cases.add(case)  # a block starts there, found already or not

@@ -35,6 +35,7 @@ from ...errors import AnvilError, RangeError
 from ...ir.model import Block, Instruction, Procedure
 from .code64 import Code64
 from .decode import shared_disassembler
+from .jump_tables import SwitchTable
 
 # Prefixes that may come before a branch's opcode: segment overrides used as branch hints
 # (0x2e, 0x3e), BND (0xf2), and the rest of the legacy ones.
@@ -111,8 +112,14 @@ class Copier:
     happen before a system call (the program's end): without it, the copies are bare."""
 
     def __init__(self, code: Code64, original_returns: set[int] = frozenset(), hooks: Hooks | None = None,
-                 image: tuple[int, int] | None = None, past_return: Set[int] = frozenset()) -> None:
+                 image: tuple[int, int] | None = None, past_return: Set[int] = frozenset(),
+                 tables: dict[int, SwitchTable] | None = None) -> None:
         self.code = code
+        # Switch tables, by the instruction that reads their entries (Binary.table_readers):
+        # its copy reads a table of the copies' cases, emitted after the procedures
+        # (emit_tables); the original table stays as it is.
+        self.tables = tables or {}
+        self.tables_used: dict[int, SwitchTable] = {}
         # ``ret`` instructions the code after which is entered at their address + 1
         # (Binary.past_return): copied bare, their accesses not traced (noted), so that the
         # copy of the code after them follows at once.
@@ -160,7 +167,10 @@ class Copier:
 
     def copy(self, ins: Instruction) -> None:
         """The copy of one instruction at the code's end."""
-        if ins.branch_target is not None and not ins.is_indirect and self.image is not None \
+        table = self.tables.get(ins.address)
+        if table is not None:
+            self._table_read(ins, table)
+        elif ins.branch_target is not None and not ins.is_indirect and self.image is not None \
                 and not self.image[0] <= ins.branch_target < self.image[1]:
             self.in_place.append(ins.address)
             self._jump(ins.address)
@@ -172,6 +182,52 @@ class Copier:
             self._rip_relative(ins)
         else:
             self.code.emit(ins.raw)
+
+    def _table_read(self, ins: Instruction, table: SwitchTable) -> None:
+        """The instruction that reads an entry of ``table``, reading the same entry of a
+        table of the copies' cases (``emit_tables``): its memory operand's displacement made
+        32 bits and the distance to that table added, the rest as it was."""
+        raw = ins.raw
+        modrm_at = (_offsets(raw)[1] or 0) - 1
+        if modrm_at < 0:
+            self.code.emit(raw)
+            return
+        modrm = raw[modrm_at]
+        mod, sib = modrm >> 6, (modrm & 7) == 4
+        disp_at = modrm_at + 1 + sib
+        if mod == 0 and sib and raw[modrm_at + 1] & 7 == 5:  # no base: [disp32 + index*scale]
+            old, size, head = struct.unpack_from("<i", raw, disp_at)[0], 4, raw[:disp_at]
+        else:
+            old, size = ((0, 0) if mod == 0 else (struct.unpack_from("<b", raw, disp_at)[0], 1) if mod == 1
+                         else (struct.unpack_from("<i", raw, disp_at)[0], 4))
+            head = raw[:modrm_at] + bytes((0x80 | (modrm & 0x3F),)) + raw[modrm_at + 1:disp_at]
+        tail = raw[disp_at + size:]
+        self.tables_used[table.address] = table
+        labels, key = self.code.labels, ("switch table", table.address)
+
+        def encode(at: int, _: object) -> bytes:
+            disp = old + labels[key] - table.address
+            if not -(1 << 31) <= disp < 1 << 31:
+                # (A fixed-address program's table of addresses, the new one above 2 GiB:)
+                # the original read, then nops for the room (the switch as before).
+                return raw + b"\x90" * (len(head) + 4 + len(tail) - len(raw))
+            return head + struct.pack("<i", disp) + tail
+
+        self.code.later(len(head) + 4 + len(tail), encode)
+
+    def emit_tables(self) -> None:
+        """The tables of the copies' cases the copied switches read (``_table_read``): each
+        entry the copy of its case (the case itself where it has none), as an address or
+        as an offset from the original table, as the original's entries are."""
+        code = self.code
+        for address, table in sorted(self.tables_used.items()):
+            code.emit(bytes(-code.size % 8))
+            code.label(("switch table", address))
+            form = "<q" if table.width == 8 else "<i"
+            base = 0 if table.absolute else table.address
+            for target in table.targets:
+                code.later(table.width, lambda at, _, target=target, base=base, form=form:
+                           struct.pack(form, (code.copy_of(target) or target) - base))
 
     def _jump(self, address: int) -> None:
         """``jmp`` to the copy of the instruction at ``address``, else to it."""
