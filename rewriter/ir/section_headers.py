@@ -8,12 +8,13 @@ unwinding tables), so such a program was refused. Everything they read is also n
 the program headers and the dynamic table, and this module writes it back as sections
 (decision 0132):
 
-- the code: each executable segment's bytes but those the tables below name, and, past
-  the last function the ARM exception index names and the ``.fini`` code DT_FINI names,
+- the code: each executable segment's bytes but those the tables below name, from the
+  first to the last place known to be code (``_code_span``); the rest of those segments
   read-only data (``.rodata``, not decoded: its words are looked at as data);
 - from PT_INTERP, PT_NOTE, PT_DYNAMIC, PT_ARM_EXIDX, PT_GNU_EH_FRAME and PT_TLS their
   sections, and the ``.eh_frame`` that ``.eh_frame_hdr`` points at (its records walked);
-- from the dynamic table: ``.dynsym`` (its size from DT_HASH or DT_GNU_HASH), ``.dynstr``,
+- from the dynamic table: ``.dynsym`` (as many entries as DT_HASH or DT_GNU_HASH and the
+  relocations name), ``.dynstr``,
   the relocations (``.rel[a].dyn``, ``.rel[a].plt``) and the init, fini and preinit arrays;
 - the PLT, where its entries jump through the slots the PLT's relocations name;
 - each writable segment's bytes as ``.data`` and the memory past them as ``.bss``.
@@ -30,23 +31,35 @@ import struct
 from dataclasses import dataclass
 
 from ..errors import AnvilError
-from .elf_check import layout_of
+from .elf_check import (
+    PT_DYNAMIC,
+    PT_INTERP,
+    PT_LOAD,
+    SHF_ALLOC,
+    SHF_EXECINSTR,
+    SHT_ARM_EXIDX,
+    SHT_DYNAMIC,
+    SHT_DYNSYM,
+    SHT_HASH,
+    SHT_NOBITS,
+    SHT_PROGBITS,
+    SHT_REL,
+    SHT_RELA,
+    SHT_STRTAB,
+    layout_of,
+)
 from .gaps import uncovered
 from .plt import PLT0_SIZE, TRAP_FILL, plt_entries
 
-PT_LOAD, PT_DYNAMIC, PT_INTERP, PT_NOTE, PT_TLS = 1, 2, 3, 4, 7
-PT_GNU_EH_FRAME, PT_ARM_EXIDX = 0x6474E550, 0x70000001
+PT_NOTE, PT_TLS, PT_GNU_EH_FRAME, PT_ARM_EXIDX = 4, 7, 0x6474E550, 0x70000001
 PF_X, PF_W = 1, 2
-SHT_PROGBITS, SHT_STRTAB, SHT_RELA, SHT_HASH, SHT_DYNAMIC, SHT_NOTE, SHT_NOBITS, SHT_REL, SHT_DYNSYM = (
-    1, 3, 4, 5, 6, 7, 8, 9, 11)
-SHT_INIT_ARRAY, SHT_FINI_ARRAY, SHT_PREINIT_ARRAY, SHT_GNU_HASH, SHT_ARM_EXIDX = 14, 15, 16, 0x6FFFFFF6, 0x70000001
-SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR, SHF_INFO_LINK, SHF_LINK_ORDER, SHF_TLS = 1, 2, 4, 0x40, 0x80, 0x400
+SHT_NOTE, SHT_INIT_ARRAY, SHT_FINI_ARRAY, SHT_PREINIT_ARRAY = 7, 14, 15, 16
+SHF_WRITE, SHF_INFO_LINK, SHF_LINK_ORDER, SHF_TLS = 1, 0x40, 0x80, 0x400
 A, AX, WA = SHF_ALLOC, SHF_ALLOC | SHF_EXECINSTR, SHF_WRITE | SHF_ALLOC
 EM_ARM = 40
 DT = {"HASH": 4, "STRTAB": 5, "SYMTAB": 6, "RELA": 7, "RELASZ": 8, "STRSZ": 10, "INIT": 12, "FINI": 13, "REL": 17,
       "RELSZ": 18, "PLTREL": 20, "JMPREL": 23, "PLTRELSZ": 2, "INIT_ARRAY": 25, "FINI_ARRAY": 26,
       "INIT_ARRAYSZ": 27, "FINI_ARRAYSZ": 28, "PREINIT_ARRAY": 32, "PREINIT_ARRAYSZ": 33, "GNU_HASH": 0x6FFFFEF5}
-R_ARM_JUMP_SLOT, R_X86_64_JUMP_SLOT, R_X86_64_GLOB_DAT = 22, 7, 6
 #: glibc's ``_init`` and ``_fini`` on ARM (crti.o's A32 ``push {r3, lr}``, crtn.o's ``pop {r3,
 #: pc}``): ``.init`` starts the code before ``.text``, ``.fini`` ends it after.
 _PUSH, _POP = struct.pack("<I", 0xE92D4008), struct.pack("<I", 0xE8BD8008)
@@ -231,8 +244,8 @@ def _hashed_symbols(p: _Program) -> int:
     """How many ``.dynsym`` entries the hash table covers: DT_HASH's chain count, or past
     the last symbol DT_GNU_HASH's buckets and chains reach (the symbols before its first
     hashed one, imports, are only known by the relocations that name them)."""
-    if p.tag("HASH") is not None:
-        return struct.unpack("<II", p.read(p.tag("HASH") or 0, 8))[1]
+    if (table := p.tag("HASH")) is not None:
+        return struct.unpack("<II", p.read(table, 8))[1]
     gnu = p.tag("GNU_HASH")
     if gnu is None:
         return 0
@@ -403,23 +416,24 @@ def _eh_frame_functions(p: _Program, header: int) -> tuple[int, int] | None:
 def _with_table(p: _Program, sections: list[_Section]) -> bytes:
     """``p``'s bytes with ``sections`` (and a name table) in a section header table where
     the bytes its headers describe end; the bytes after that follow it."""
+    described = max([p.table_end, *(offset + filesz for _, offset, _, filesz, _, _, _ in p.headers)])
+    head, tail = p.data[:described], p.data[described:]
+    names_table = _Section(".shstrtab", SHT_STRTAB, 0, 0, len(head), 0)
+    every = [_Section("", 0, 0, 0, 0, 0), *sections, names_table]
     names = b"\0"
     where: dict[str, int] = {}
     offsets: list[int] = []
-    for s in [_Section("", 0, 0, 0, 0, 0), *sections, _Section(".shstrtab", SHT_STRTAB, 0, 0, 0, 0)]:
+    for s in every:
         where.setdefault(s.name, len(offsets))
         found = names.find(s.name.encode() + b"\0") if s.name else 0
         if found < 0:
             found = len(names)
             names += s.name.encode() + b"\0"
         offsets.append(found)
-    described = max([p.table_end, *(offset + filesz for _, offset, _, filesz, _, _, _ in p.headers)])
-    head, tail = p.data[:described], p.data[described:]
+    names_table.size = len(names)
     names_at = len(head)
     table_at = -(-(names_at + len(names)) // p.word) * p.word
     rows = []
-    every = [_Section("", 0, 0, 0, 0, 0), *sections,
-             _Section(".shstrtab", SHT_STRTAB, 0, 0, names_at, len(names))]
     for name_at, s in zip(offsets, every):
         link, info = where.get(s.link, 0), where.get(s.info, int(s.info) if s.info.isdigit() else 0)
         # ELF32 and ELF64 section headers hold their fields in the same order.
