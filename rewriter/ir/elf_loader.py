@@ -48,10 +48,13 @@ def load_binary(path: str) -> Binary:
             data = f.read()
     except OSError as e:
         raise AnvilError(f"cannot read {path}: {e.strerror}") from None
-    check_elf(path, data)
+    check_elf(path, data)  # what pyelftools and the loader rely on: offsets, sizes, links
     # A program without section headers (sstrip) gets them from its program headers: what
-    # follows reads sections (decision 0132).
-    data = with_section_headers(path, data)
+    # follows reads sections (decision 0132); the table made is checked as any other.
+    made = with_section_headers(path, data)
+    if made is not data:
+        check_elf(path, made)
+        data = made
     elf = _open_elf(path, data)
     try:
         return _lift(path, data, elf)
@@ -148,7 +151,7 @@ def _first_fini_function(binary: Binary, tags: dict[str, int]) -> int | None:
 
 
 def _open_elf(path: str, data: bytes) -> ELFFile:
-    check_elf(path, data)  # what pyelftools and the loader rely on: offsets, sizes, links
+    """pyelftools' reading of ``data``, which check_elf passed."""
     try:
         return ELFFile(io.BytesIO(data))
     except (ELFError, struct.error, ValueError) as e:
