@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from ...ir.model import Instruction
@@ -56,8 +56,7 @@ def switch_table(before: Iterable[Instruction], jump: Instruction, read: Callabl
                  is_code: Callable[[int], bool],
                  referenced: Callable[[int], bool] = lambda address: False) -> SwitchTable | None:
     """The table of the indirect ``jump`` and its cases, whose preceding instructions (the
-    nearest first) ``before`` gives; None where it is no switch of a known pattern (a
-    fixed-address program's table of addresses: address 0, no loader).
+    nearest first) ``before`` gives; None where it is no switch of a known pattern.
     ``read(address, size)`` gives the program's bytes, ``is_code(address)`` says whether an
     address is in the program's code (a case may be in another part of the function: its
     ``.cold`` part holds the default); ``referenced(address)`` whether the code names that
@@ -101,17 +100,16 @@ def _entries(entry: Callable[[int], int], count: int | None, inside: Callable[[i
 
 
 def _pic_table(before: Iterable[Instruction], jump: Instruction) -> tuple[int, int, int | None] | None:
-    """The table's address, the size of its entries and the instruction that reads an entry,
-    of the position-independent pattern
-    ending at ``jump``: the ``add`` into the jump's register names the register holding the
-    table's address (gcc's ``-mcmodel=large`` adds the entry itself, 64 bits: ``add rT,
-    qword ptr [rT + idx*8]``, its table of 64-bit offsets from the table), whose value the
-    instructions before must give (``_value``: a ``lea`` of the table, or clang's
-    ``-mcmodel=large`` sum of the code's address, the GOT's offset from it and the table's
-    from the GOT). A write that runs straight on into a ``ret`` (an epilogue's ``pop`` of
-    that register on a path that leaves: dumpsexp keeps its table in r13, loaded at the
-    start of a loop whose early exits restore r13) cannot reach the jump, and is passed by
-    (decision 0123)."""
+    """The table's address, the size of its entries and the instruction that reads an
+    entry, of the position-independent pattern ending at ``jump``: the ``add`` into the
+    jump's register names the register holding the table's address (gcc's
+    ``-mcmodel=large`` adds the entry itself, 64 bits: ``add rT, qword ptr [rT + idx*8]``,
+    its table of 64-bit offsets from the table), whose value the instructions before must
+    give (``_value``: a ``lea`` of the table, or clang's ``-mcmodel=large`` sum of the
+    code's address, the GOT's offset from it and the table's from the GOT). A write that
+    runs straight on into a ``ret`` (an epilogue's ``pop`` of that register on a path that
+    leaves: dumpsexp keeps its table in r13, loaded at the start of a loop whose early exits
+    restore r13) cannot reach the jump, and is passed by (decision 0123)."""
     if not jump.op_str or jump.op_str.startswith(("qword", "[")):
         return None
     reg = jump.op_str.split()[-1]
@@ -119,8 +117,8 @@ def _pic_table(before: Iterable[Instruction], jump: Instruction) -> tuple[int, i
     width = 4
     reader: int | None = None
     leaves = False  # whether the code from here on runs into a ret before any branch
-    earlier = list(itertools.islice(before, MAX_LOOK_BACK))  # the nearest first
-    for n, ins in enumerate(earlier):
+    earlier = _Earlier(before)
+    for n, ins in earlier.walk(0):
         if base_reg is None:
             if ins.name == "add" and ins.op_str.startswith(reg + ","):
                 base_reg = ins.op_str.split(",", 1)[1].strip()
@@ -133,7 +131,7 @@ def _pic_table(before: Iterable[Instruction], jump: Instruction) -> tuple[int, i
         if reader is None and ins.name == "movsxd" and f"[{base_reg} + " in ins.op_str and ins.op_str.endswith("*4]"):
             reader = ins.address
         if _writes(ins, base_reg) and not leaves:
-            table = _value(base_reg, earlier[n:])
+            table = _value(base_reg, earlier, n)
             return (table, width, reader) if table is not None else None
         if ins.name in ("ret", "retf"):
             leaves = True
@@ -142,8 +140,27 @@ def _pic_table(before: Iterable[Instruction], jump: Instruction) -> tuple[int, i
     return None
 
 
-#: How many instructions before a jump its table's address is looked for in.
-MAX_LOOK_BACK = 4096
+class _Earlier:
+    """The instructions before a jump, the nearest first, read from ``before`` only as far
+    as they are asked for (most indirect jumps are told apart in a few), each once."""
+
+    def __init__(self, before: Iterable[Instruction]) -> None:
+        self._before = iter(before)
+        self._read: list[Instruction] = []
+
+    def walk(self, start: int) -> Iterator[tuple[int, Instruction]]:
+        """(n, the n-th instruction before the jump) from ``start`` on."""
+        n = start  # at most one past those read so far
+        while True:
+            if n == len(self._read):
+                following = next(self._before, None)
+                if following is None:
+                    return
+                self._read.append(following)
+            yield n, self._read[n]
+            n += 1
+
+
 _LOW_HALVES = {f"r{r}": f"e{r}" for r in ("ax", "bx", "cx", "dx", "si", "di", "bp", "sp")} | {
     f"r{n}": f"r{n}d" for n in range(8, 16)}
 
@@ -157,13 +174,13 @@ def _writes(ins: Instruction, reg: str) -> bool:
     return first in (reg, _LOW_HALVES.get(reg))
 
 
-def _value(reg: str, earlier: list[Instruction], depth: int = 0) -> int | None:
-    """The value of ``reg`` after the first of ``earlier`` (that instruction and those
-    before it, the nearest first), where it is a constant: a ``lea`` of a RIP-relative
+def _value(reg: str, earlier: _Earlier, start: int, depth: int = 0) -> int | None:
+    """The value of ``reg`` after the ``start``-th of the instructions ``earlier`` (that
+    instruction and those before it), where it is a constant: a ``lea`` of a RIP-relative
     place, an immediate moved in, or a sum of those (``add``); None otherwise."""
     if depth > 8:
         return None
-    for n, ins in enumerate(earlier):
+    for n, ins in earlier.walk(start):
         if not _writes(ins, reg):
             continue
         source = ins.op_str.split(",", 1)[1].strip() if "," in ins.op_str else ""
@@ -175,11 +192,11 @@ def _value(reg: str, earlier: list[Instruction], depth: int = 0) -> int | None:
             except ValueError:
                 return None
         if ins.name == "add" and ins.op_str.split(",", 1)[0].strip() == reg:
-            mine = _value(reg, earlier[n + 1:], depth + 1)
+            mine = _value(reg, earlier, n + 1, depth + 1)
             try:
                 theirs: int | None = int(source, 0)
             except ValueError:
-                theirs = _value(source, earlier[n + 1:], depth + 1) if source in _LOW_HALVES else None
+                theirs = _value(source, earlier, n + 1, depth + 1) if source in _LOW_HALVES else None
             return None if mine is None or theirs is None else (mine + theirs) & (1 << 64) - 1
         return None
     return None
