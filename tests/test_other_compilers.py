@@ -25,6 +25,7 @@ from rewriter.ir.elf_loader import load_binary
 from rewriter.ir.go_runtime import go_functions
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support import corpus
+from tests.support.loops import only_loop_start
 from tests.support.rehost import run_rehost
 from tests.support.run import assert_same_behaviour, instrument, instrument_ir, place, results, run_prog
 from tests.support.samples import build, build_go
@@ -219,6 +220,38 @@ def test_go_faults_recovered_and_threads_kept(tmp_path: Path) -> None:
         for _ in range(4):  # the runtime's threads and signals fall differently in each run
             assert_same_behaviour(original, run_prog(copy, []))
     run, outcome = _rehost(exe, "cachesim", tmp_path, "rhst", [])
+    assert_same_behaviour(original, run)
+    assert outcome.summary.complete, outcome.error
+
+
+def test_go_loops_preempted_in_the_copy(tmp_path: Path) -> None:
+    """samples/go_preempt.go: two goroutines loop without a stack check while main collects
+    garbage, which waits until the runtime's preemption signal has stopped both loops (the
+    original never ends without it: GODEBUG=asyncpreemptoff=1). In a copy the signal found
+    the copy's PC, which Go's PC table does not know, and the collection waited for ever,
+    under every tool. Now a signal that stops the copy at the start of an instruction's copy
+    is given the original's PC, and a preempted goroutine resumes in the copy (decision
+    0134): every copy ends as the original does, and bbcount counts as many runs of the
+    loop's first block as the program reports iterations (a resumption in the original
+    would lose one for each preemption)."""
+    exe = build_go("go_preempt")
+    placed = place(exe, tmp_path, "orig")
+    original = run_prog(placed, ["iterations"])
+    assert original.returncode == 4 and original.stdout.startswith(b"collected three times")
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_prog(placed, [], env={"GODEBUG": "asyncpreemptoff=1"}, timeout=4)
+
+    loop = only_loop_start(next(proc for proc in load_binary(str(exe)).procedures if proc.name == "main.spin"))
+    for tool, slot in (("bbcount", "bbco"), ("cachesim", "cach")):
+        copy = instrument(exe, tool, tmp_path, slot=slot)
+        for _ in range(2 if tool == "bbcount" else 1):  # where the signals fall differs from run to run
+            run = run_prog(copy, ["iterations"], timeout=120)
+            assert_same_behaviour(original, run)
+            if tool == "bbcount":
+                iterations = sum(map(int, (copy.parent / "iterations").read_text().split()))
+                counts = {block["address"]: block["count"] for block in results(run, "bbcount")["counts"]}
+                assert counts[loop] == iterations
+    run, outcome = _rehost(exe, "inscount", tmp_path, "rhst", ["iterations"])
     assert_same_behaviour(original, run)
     assert outcome.summary.complete, outcome.error
 

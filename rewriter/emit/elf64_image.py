@@ -19,6 +19,7 @@ image with address-space randomisation) and under 2 GiB from its start.
 from __future__ import annotations
 
 import io
+import operator
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -158,10 +159,12 @@ def _pc_map(code: Code64, procs: list[Procedure], at: int, starts: list[int]) ->
     to the original, sorted by the copy's address: the copy's distance from the table
     (int32) and the original's link address (uint32); then, in the same order, how many
     instructions follow it in its block (uint16, at most 65,535); then, 4-aligned, the
-    procedures' ``starts`` (uint32, in their index order). The runtime's hook at the entry
-    of Go's signal handler gives Go the original PC of a fault with it, and takes the
-    instructions its block's counter counted that the fault skipped off the procedure's
-    sums (decision 0121)."""
+    procedures' ``starts`` (uint32, in their index order); then the pairs again, sorted by the
+    original's address. The runtime's hook at the entry of Go's signal handler gives Go the
+    original PC of a fault with it, and takes the instructions its block's counter counted
+    that the fault skipped off the procedure's sums (decision 0121); of a preemption signal
+    that stopped a copy at an instruction's start; asyncPreempt's return finds the copy of
+    the original PC it goes back to (decision 0134)."""
     rows = sorted((_copy(code, ins.address) - at, ins.address, min(len(block.instructions) - k - 1, 0xFFFF))
                   for proc in procs for block in proc.blocks for k, ins in enumerate(block.instructions))
     if rows and max(max(row[1] for row in rows), *starts) >= 1 << 32:
@@ -169,7 +172,9 @@ def _pc_map(code: Code64, procs: list[Procedure], at: int, starts: list[int]) ->
     table = b"".join(struct.pack("<iI", copy, address) for copy, address, _ in rows)
     table += b"".join(struct.pack("<H", after) for _, _, after in rows)
     table += b"\0" * (-len(table) % 4)
-    return table + struct.pack(f"<{len(starts)}I", *starts)
+    table += struct.pack(f"<{len(starts)}I", *starts)
+    return table + b"".join(struct.pack("<iI", copy, address)
+                            for copy, address, _ in sorted(rows, key=operator.itemgetter(1)))
 
 
 @dataclass
@@ -223,10 +228,11 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     jumps = sum(1 if patch.trampoline is None else 2 for patch in patches) if built is not None else 0
     locks = getattr(lowering, "lockable", 0)  # the counters' prefixes to make lock (hooks.py), 4 bytes each
     table_room = 8 + 8 + 16 * jumps + 4 + 4 + 4 * locks if built is not None else 0
-    # A Go program's map of the copies' instructions to the originals (8 bytes each).
+    # A Go program's map of the copies' instructions to the originals (8 bytes each, twice,
+    # and 2 more for each: _pc_map).
     mapped = sum(len(block.instructions) for proc in procs for block in proc.blocks) \
         if binary.go_functions and built is not None else 0
-    table_room += 4 + 10 * mapped + 4 + 4 * len(binary.procedures) if mapped else 0
+    table_room += 4 + 18 * mapped + 4 + 4 * len(binary.procedures) if mapped else 0
     counters = getattr(lowering, "thread_counters", None)
     table_room += 4 + 4 + 8 * len(counters.used) if counters is not None else 0
     region = region_address(binary, library_offset + (built.size if built is not None else 0) + table_room)

@@ -19,6 +19,7 @@ from ..api import Options, Tool
 from ..arch.x86_64.calls import RECORDS_END, RECORDS_START, CallSites
 from ..arch.x86_64.hooks import CountingHooks, ThreadCounters, exec_jumps
 from ..errors import AnvilError
+from ..ir import go_runtime
 from ..ir.elf_loader import starts_threads
 from ..ir.model import Binary
 from ..tool_files import run_instrument
@@ -94,7 +95,6 @@ def _library(sources: list, include: list) -> Library:
 # its signal handler, which the kernel enters for every signal the runtime handles
 # (cgo's handler jumps to it).
 GO_THREAD_START = "runtime.clone"
-GO_SIGNAL_HANDLER = "runtime.sigtramp"
 # Where every thread Go runs code on starts (the first, and each one runtime.clone or cgo's
 # pthread_create starts).
 GO_THREAD_ENTRY = "runtime.mstart"
@@ -110,6 +110,18 @@ def _thread_counters(binary: Binary, arrays: dict[str, tuple[str, int]]) -> Thre
         return None
     own = {address for address, name in binary.go_functions.items() if name != GO_THREAD_START}
     return ThreadCounters(own, starts, {f"anvil_array_{name}": 8 * length for name, (_, length) in arrays.items()})
+
+
+def _go_returns(binary: Binary) -> dict[int, str]:
+    """A Go program's returns of its signal handler and of asyncPreempt -> the runtime's entry
+    called before each (decision 0134): the handler's puts back the copy's PC of a
+    preemption the handler let go on; asyncPreempt's makes the original PC it returns to
+    (where the handler stopped the goroutine) its copy's."""
+    entries = {go_runtime.SIGNAL_HANDLER: "anvil_go_signal_return_entry",
+               go_runtime.ASYNC_PREEMPT: "anvil_go_resume_entry"}
+    names = binary.go_functions  # (a symbol may name it otherwise: runtime.sigtramp.abi0)
+    return {ins.address: entries[names[proc.address]] for proc in binary.procedures
+            if names.get(proc.address) in entries for ins in proc.instructions() if ins.is_return}
 
 
 def signal_calls(binary: Binary) -> set[int]:
@@ -183,10 +195,10 @@ def write_instrumented(binary: Binary, tool: Tool, output: str, started: float, 
 
     def hooks(symbol: Callable[[str], int]) -> CountingHooks:
         calls.append(call_sites(symbol))
-        handlers = {address for address, name in binary.go_functions.items() if name == GO_SIGNAL_HANDLER}
+        handlers = {address for address, name in binary.go_functions.items() if name == go_runtime.SIGNAL_HANDLER}
         return CountingHooks(symbol, binary.switch_cases, tool.procedure_sums, binary.threaded, binary.plt,
                              calls[0], _thread_starts(binary), handlers, _thread_counters(binary, arrays),
-                             exec_jumps(binary, EXEC_FUNCTIONS), signal_calls(binary))
+                             exec_jumps(binary, EXEC_FUNCTIONS), signal_calls(binary), _go_returns(binary))
 
     def library() -> Library:
         return _library([*runtime, *sources(calls[0])], [TOOLCHAIN.isa_dir, tb.COMMON_DIR])

@@ -36,7 +36,7 @@ from ..arch.arm.appends import RECORD_FLUSH, emit_append_routine
 from ..arch.arm.call_stubs import emit_call_stub
 from ..arch.arm.exclusives import emulates_exclusives
 from ..arch.arm.hooks import RECORD_PREFIX
-from ..arch.arm.isa import Scratch, vfp_scratch
+from ..arch.arm.isa import SP, Scratch, vfp_scratch
 from ..arch.arm.relocate import (
     INSTRUCTION_COPY,
     RelocationContext,
@@ -54,6 +54,7 @@ from ..arch.arm.shared_calls import SharedCalls
 from ..arch.code import Code, Resolver
 from ..errors import AnvilError
 from ..files import atomic_write
+from ..ir import go_runtime
 from ..ir.constants import constant_before, jump_targets
 from ..ir.flow import interrupt_code, reset_handler
 from ..ir.fork_split import halfway
@@ -184,7 +185,7 @@ def _add_runtime_hooks(binary: Binary) -> None:
     Firmware: the reset handler's first instruction sets up the runtime, and the
     semihosting exit calls end the program.
     """
-    _go_fault_pcs(binary)
+    _go_signal_hooks(binary)
     if binary.is_firmware:
         start = reset_handler(binary)
         reset = next((p for p in binary.procedures if p.address == start), None)
@@ -237,35 +238,65 @@ def _add_runtime_hooks(binary: Binary) -> None:
             ins.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_SYSCALL, (number, 0)))
 
 
-# Go's signal handler, which every signal the runtime handles enters (cgo's handler jumps to it).
-GO_SIGNAL_HANDLER = "runtime.sigtramp"
 GO_FAULT_PC = Prototype("anvil_go_fault_pc", (Arg.REG_VALUE, Arg.REG_VALUE, Arg.REG_VALUE))
+# Before the handler returns: SP, where the kernel's signal frame is.
+GO_SIGNAL_RETURN = Prototype("anvil_go_signal_return", (Arg.REG_VALUE,))
+# Before asyncPreempt jumps back: SP and where from it the PC it loads is.
+GO_RESUME = Prototype("anvil_go_resume", (Arg.REG_VALUE, Arg.CONST))
 
 
-def _go_fault_pcs(binary: Binary) -> None:
-    """At the entry of a Go program's signal handler: the PC of a fault in the copy becomes
-    the original instruction's, which Go's PC table knows (anvil_go_fault_pc; the map is
-    written by _pc_map). Decision 0089."""
+def _go_signal_hooks(binary: Binary) -> None:
+    """A Go program's signals in the copy (decision 0089, preemption 0134). At the entry of
+    its signal handler: the PC of a fault in the copy becomes the original instruction's,
+    which Go's PC table knows; so does the PC of a preemption signal that stopped the copy
+    where its registers are the original's (the start of an instruction's copy), so that
+    the handler may preempt there. Before the handler returns, a PC it left alone goes back
+    to the copy; before asyncPreempt (which the handler made the goroutine call) jumps back
+    to the original PC it was given, that PC becomes its copy's. The map these look PCs up
+    in is written by _pc_map."""
     if not binary.go_functions:
         return
     for proc in binary.procedures:
-        if proc.name == GO_SIGNAL_HANDLER:
+        name = binary.go_functions.get(proc.address)  # (a symbol may name it otherwise: runtime.sigtramp.abi0)
+        if name == go_runtime.SIGNAL_HANDLER:
             proc.hooks.insert(0, Hook(Point.BEFORE, GO_FAULT_PC, (0, 1, 2)))
+            for ins in proc.instructions():
+                if ins.is_return:
+                    ins.add_hook(Hook(Point.BEFORE, GO_SIGNAL_RETURN, (SP,)))
+        elif name == go_runtime.ASYNC_PREEMPT:
+            for ins in proc.instructions():
+                slot = next((a for a in reversed(ins.accesses) if a.base == SP and not a.is_store
+                             and a.index is None), None) if ins.is_return else None
+                if slot is not None:
+                    ins.add_hook(Hook(Point.BEFORE, GO_RESUME, (SP, slot.disp)))
+
+
+# A bit of a map's original address: the start of this instruction's copy is not a place
+# where the program's registers are all the original's (a procedure that keeps sums in
+# registers across its instructions, decision 0014: not in threaded programs, which Go's are).
+NOT_A_SAFE_POINT = 1
 
 
 def _pc_map(code: Code, chosen: list[Procedure]) -> int:
     """For a Go program (whose signal handler got anvil_go_fault_pc): the pairs (copy,
-    original) of every relocated instruction in the copies' order, laid out when the code
-    is (``code.later``), under the label "pcmap"; their count."""
-    originals = [ins.address for proc in chosen for ins in proc.instructions()]
+    original) of every relocated instruction in the copies' order, then the same pairs in the
+    originals' order, laid out when the code is (``code.later``), under the label "pcmap";
+    their count. An original is or-ed with NOT_A_SAFE_POINT where its copy's start is not a
+    place to preempt at."""
+    originals = [ins.address | (NOT_A_SAFE_POINT if proc.accumulation else 0)
+                 for proc in chosen for ins in proc.instructions()]
     code.align(4)
     code.label("pcmap")
 
-    def pairs(_at: int, resolve: Resolver) -> bytes:
-        copies = sorted((resolve(ins_label(address)) & ~1, address) for address in originals)
-        return struct.pack(f"<{2 * len(copies)}I", *itertools.chain.from_iterable(copies))
+    def table(order: Callable[[tuple[int, int]], int]) -> Callable[[int, Resolver], bytes]:
+        def pairs(_at: int, resolve: Resolver) -> bytes:
+            ordered = sorted(((resolve(ins_label(address & ~NOT_A_SAFE_POINT)) & ~1, address)
+                              for address in originals), key=order)
+            return struct.pack(f"<{2 * len(ordered)}I", *itertools.chain.from_iterable(ordered))
+        return pairs
 
-    code.later(8 * len(originals), pairs)
+    code.later(8 * len(originals), table(operator.itemgetter(0)))
+    code.later(8 * len(originals), table(operator.itemgetter(1)))
     return len(originals)
 
 

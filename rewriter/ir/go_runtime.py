@@ -24,6 +24,12 @@ from dataclasses import dataclass
 from elftools.elf.elffile import ELFFile
 
 _SECTIONS = (".gopclntab", ".go.buildinfo", ".note.go.buildid")
+
+# Go's signal handler, which the kernel enters for every signal the runtime handles (cgo's
+# handler jumps to it), and the routine the handler makes a goroutine it preempts call,
+# which returns to where the goroutine stopped (decisions 0089, 0134).
+SIGNAL_HANDLER = "runtime.sigtramp"
+ASYNC_PREEMPT = "runtime.asyncPreempt"
 _MAGIC = b"\xff Go buildinf:"
 _VERSION = re.compile(rb"go1\.\d+(?:\.\d+)?")
 

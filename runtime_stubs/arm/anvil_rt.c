@@ -124,41 +124,126 @@ const char *anvil_getenv(const char *name)
 #include "anvil_fatal_signals.h"  /* (a .h: the compile cache hashes the headers) */
 
 /* A Go program's copy (decision 0089): the link addresses of its instructions' copies and
- * of the originals, as pairs in the copies' order, and how many; the rewriter writes
- * both words once the code is laid out (0: no map). */
+ * of the originals, as pairs in the copies' order followed by the same pairs in the
+ * originals' order, and how many; the rewriter writes both words once the code is laid out
+ * (0: no map). An original with bit 0 set (NOT_A_SAFE_POINT) is one where the registers at
+ * its copy's start are not all the original's. */
 uint32_t anvil_pc_map[2] __attribute__((section(".data")));
 
-/* At the entry of Go's signal handler (runtime.sigtramp: r0 the signal, r1 its siginfo,
- * r2 the ucontext): a fault the kernel raised (si_code > 0) at an instruction of the copy
- * gets the original instruction's PC in the context, which the handler looks up in the
- * program's PC table to turn the fault into a panic (a nil dereference, which fmt and
- * others recover from). The handler then sets the PC to sigpanic's original entry, which
- * jumps to its copy; or the program dies of the fault as the original would. Signals
- * another thread or process sent (preemption, profiling) keep the copy's PC: a preempted
- * goroutine resumes where it was. */
-void anvil_go_fault_pc(uint32_t sig, uint32_t info, uint32_t context)
+#define GO_NOT_A_SAFE_POINT 1u
+#define SIGNAL_PREEMPT 23 /* SIGURG: Go's preemption signal */
+/* A mark the handler's entry leaves in a preempted context's trap_no (which returning from
+ * the handler does not read), with the copy's PC in its fault_address, for the return. */
+#define PREEMPT_MARK 0x616e766cu
+/* ucontext: uc_flags, uc_link, uc_stack (12 bytes), then the sigcontext's trap_no,
+ * error_code, oldmask, r0-r10, fp, ip, sp, lr, pc, cpsr and fault_address. */
+#define UC_TRAP_NO 20
+#define UC_PC 92
+#define UC_FAULT_ADDRESS 100
+/* The kernel's signal frame: the siginfo (128 bytes), then the ucontext. */
+#define FRAME_UCONTEXT 128
+
+/* The index of the last pair of `pairs` (`count`, sorted by the word at `column`) whose
+ * word there is at or before `at`; -1 if none is. */
+static long last_pair_at_or_before(const uint32_t *pairs, uint32_t count, int column, uint32_t at)
 {
-    uint32_t count = anvil_pc_map[1];
-    if (count == 0 || !(sig == 4 || sig == 7 || sig == 8 || sig == 11))
-        return;
-    if (((const int32_t *)info)[2] <= 0) /* si_code: SI_USER, SI_TKILL, SI_QUEUE... */
-        return;
-    /* ucontext: uc_flags, uc_link, uc_stack (12 bytes), then the sigcontext's trap_no,
-     * error_code, oldmask, r0-r10, fp, ip, sp, lr and pc. */
-    uint32_t *pc = (uint32_t *)(context + 92);
-    const uint32_t *pairs = (const uint32_t *)(anvil_pc_map[0] + anvil_bias);
-    uint32_t at = *pc - anvil_bias;
-    if (at < pairs[0] || at >= pairs[2 * (count - 1)] + 64)
-        return;
-    uint32_t low = 0, high = count; /* the last copy at or before the PC (its hooks come first) */
+    if (count == 0 || (pairs[column] & ~GO_NOT_A_SAFE_POINT) > at)
+        return -1;
+    uint32_t low = 0, high = count;
     while (high - low > 1) {
         uint32_t middle = low + (high - low) / 2;
-        if (pairs[2 * middle] <= at)
+        if ((pairs[2 * middle + column] & ~GO_NOT_A_SAFE_POINT) <= at)
             low = middle;
         else
             high = middle;
     }
-    *pc = pairs[2 * low + 1] + anvil_bias;
+    return low;
+}
+
+/* The pair of the copy at or before the copy address `at` (a run-time address), or -1
+ * where `at` is not in the copy. */
+static long copy_pair(uint32_t at)
+{
+    uint32_t count = anvil_pc_map[1];
+    const uint32_t *pairs = (const uint32_t *)(anvil_pc_map[0] + anvil_bias);
+    at -= anvil_bias;
+    if (count == 0 || at < pairs[0] || at >= pairs[2 * (count - 1)] + 64)
+        return -1;
+    return last_pair_at_or_before(pairs, count, 0, at);
+}
+
+/* At the entry of Go's signal handler (runtime.sigtramp: r0 the signal, r1 its siginfo,
+ * r2 the ucontext). A fault the kernel raised (si_code > 0) at an instruction of the copy
+ * gets the original instruction's PC in the context, which the handler looks up in the
+ * program's PC table to turn the fault into a panic (a nil dereference, which fmt and
+ * others recover from); the handler then sets the PC to sigpanic's original entry, which
+ * jumps to its copy, or the program dies of the fault as the original would.
+ * A preemption signal that stopped the copy at the start of an instruction's copy, where
+ * the registers are the original's, gets the original's PC too (decision 0134): the
+ * handler finds a function there and may preempt the goroutine (making it call
+ * asyncPreempt, which returns to that PC: anvil_go_resume); where it does not, the
+ * handler's return puts the copy's PC back (anvil_go_signal_return). Elsewhere in the
+ * copy (inside a hook) the goroutine is not preempted by this signal; the runtime sends
+ * another. */
+
+void anvil_go_fault_pc(uint32_t sig, uint32_t info, uint32_t context)
+{
+    int fault = (sig == 4 || sig == 7 || sig == 8 || sig == 11) && ((const int32_t *)info)[2] > 0;
+    if (anvil_pc_map[1] == 0 || !(fault || sig == SIGNAL_PREEMPT))
+        return;
+    uint32_t *pc = (uint32_t *)(context + UC_PC);
+    long index = copy_pair(*pc);
+    if (index < 0)
+        return;
+    const uint32_t *pair = (const uint32_t *)(anvil_pc_map[0] + anvil_bias) + 2 * index;
+    if (!fault) {
+        if (pair[0] + anvil_bias != *pc || (pair[1] & GO_NOT_A_SAFE_POINT))
+            return;
+        *(uint32_t *)(context + UC_TRAP_NO) = PREEMPT_MARK;
+        *(uint32_t *)(context + UC_FAULT_ADDRESS) = *pc;
+    }
+    *pc = (pair[1] & ~GO_NOT_A_SAFE_POINT) + anvil_bias;
+}
+
+/* Before Go's signal handler returns, SP at `sp`: the handler's frame is popped there or
+ * by this instruction (one word: its saved LR), so the kernel's frame is at `sp` or 4
+ * above it. A preemption the handler's entry gave the original PC and the handler left
+ * alone resumes in the copy, where it stopped. */
+void anvil_go_signal_return(uint32_t sp)
+{
+    for (uint32_t frame = sp + 4;; frame = sp) {
+        uint32_t context = frame + FRAME_UCONTEXT;
+        uint32_t *mark = (uint32_t *)(context + UC_TRAP_NO);
+        if (*mark == PREEMPT_MARK) {
+            uint32_t *pc = (uint32_t *)(context + UC_PC);
+            uint32_t *copy = (uint32_t *)(context + UC_FAULT_ADDRESS);
+            long index = copy_pair(*copy);
+            const uint32_t *pairs = (const uint32_t *)(anvil_pc_map[0] + anvil_bias);
+            if (index >= 0 && *pc == (pairs[2 * index + 1] & ~GO_NOT_A_SAFE_POINT) + anvil_bias)
+                *pc = *copy;
+            *mark = 0;
+            *copy = 0;
+            return;
+        }
+        if (frame == sp)
+            return;
+    }
+}
+
+/* Before asyncPreempt jumps back to the PC the preempting handler gave it (the word at
+ * `sp` + `offset`): an original instruction with a copy, where the registers may be the
+ * original's, is resumed in the copy. */
+void anvil_go_resume(uint32_t sp, uint32_t offset)
+{
+    uint32_t count = anvil_pc_map[1];
+    if (count == 0)
+        return;
+    uint32_t *slot = (uint32_t *)(sp + offset);
+    const uint32_t *by_original = (const uint32_t *)(anvil_pc_map[0] + anvil_bias) + 2 * count;
+    uint32_t at = *slot - anvil_bias;
+    long index = last_pair_at_or_before(by_original, count, 1, at);
+    if (index >= 0 && by_original[2 * index + 1] == at)  /* (a safe point: bit 0 clear) */
+        *slot = by_original[2 * index] + anvil_bias;
 }
 
 /* Called by the loader stub once the region's file part is mapped (read/write/exec),

@@ -39,7 +39,7 @@
 # popfq, which costs a dozen cycles and more, is left out, and the direction flag alone is
 # kept (the C code wants it clear; a copy of a string instruction that counts down may
 # have it set).
-.macro preserving routine, pass_rax=0, flags=1, pass_rdx=0, pass_rdi=0
+.macro preserving routine, pass_rax=0, flags=1, pass_rdx=0, pass_rdi=0, pass_rsp=0
 .if \flags
     pushfq
 .endif
@@ -71,6 +71,11 @@
 .endif
 .if \pass_rdx
     mov %rdx, %rsi
+.endif
+.if \pass_rsp
+    # The program's rsp: above the 11 words pushed here, the return address and the red
+    # zone the call stepped over (hooks.py _call).
+    lea 224(%rbp), %rdi
 .endif
     call \routine
     pop %rcx
@@ -211,6 +216,22 @@ anvil_thrd_create_entry:
 anvil_go_fault_entry:
     preserving anvil_go_fault_pc
     .size anvil_go_fault_entry, . - anvil_go_fault_entry
+
+# Before Go's signal handler returns (rdi: the program's rsp, at the signal frame): a
+# preemption the handler let go on resumes in the copy (anvil_go_signal_return).
+    .globl anvil_go_signal_return_entry
+    .type anvil_go_signal_return_entry, @function
+anvil_go_signal_return_entry:
+    preserving anvil_go_signal_return, pass_rsp=1
+    .size anvil_go_signal_return_entry, . - anvil_go_signal_return_entry
+
+# Before asyncPreempt returns (rdi: the program's rsp, at the PC it returns to): that PC's
+# copy instead (anvil_go_resume).
+    .globl anvil_go_resume_entry
+    .type anvil_go_resume_entry, @function
+anvil_go_resume_entry:
+    preserving anvil_go_resume, pass_rsp=1
+    .size anvil_go_resume_entry, . - anvil_go_resume_entry
 
 # As a Go thread enters runtime.mstart: its own copy of the counters (anvil_thread_counters).
     .globl anvil_thread_counters_entry

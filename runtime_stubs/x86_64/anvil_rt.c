@@ -790,30 +790,106 @@ static void cut_after_fault(const uint8_t *table, long count, long index)
         __atomic_add_fetch(&anvil_fault_cut[low], after[index], __ATOMIC_RELAXED);
 }
 
+#define SIGNAL_PREEMPT 23 /* SIGURG: Go's preemption signal */
+/* A mark the handler's entry leaves in a preempted context's trapno (which returning from
+ * the handler does not read), with the copy's PC in its cr2, for the return. */
+#define PREEMPT_MARK 0x616e766cL
+/* ucontext: uc_flags, uc_link, uc_stack (24 bytes), then the registers r8-r15, rdi, rsi,
+ * rbp, rbx, rdx, rax, rcx, rsp, rip, eflags, csgsfs, err, trapno, oldmask and cr2. */
+#define UC_RIP (40 + 16 * 8)
+#define UC_TRAPNO (40 + 20 * 8)
+#define UC_CR2 (40 + 22 * 8)
+/* The kernel's signal frame at the handler's entry: the return address, then the ucontext. */
+#define FRAME_UCONTEXT 8
+
+/* The map of a Go program's copy (anvil_pc_map), or 0 where there is none. */
+static const uint8_t *pc_table(void)
+{
+    return anvil_pc_map[1] ? (const uint8_t *)anvil_pc_map + anvil_pc_map[0] : 0;
+}
+
+/* The index of the pair of the copy at or before the run-time address `at`, or -1 where
+ * `at` is not in the copies. */
+static long copy_pair(const uint8_t *table, anvil_word at)
+{
+    long count = anvil_pc_map[1];
+    const int32_t *pairs = (const int32_t *)table;
+    long distance = (long)(at - (anvil_word)table);
+    if (distance < pairs[0] || distance >= (long)pairs[2 * (count - 1)] + 64)
+        return -1;
+    /* Every copy lies before the table: the distances are negative, in the same order as
+     * unsigned words. */
+    return last_at_or_before((const uint32_t *)pairs, count, 2, (uint32_t)distance);
+}
+
 /* At the entry of Go's signal handler (runtime.sigtramp, anvil_go_fault_entry: the signal,
- * its siginfo and the ucontext): a fault the kernel raised (si_code > 0) at an instruction
+ * its siginfo and the ucontext). A fault the kernel raised (si_code > 0) at an instruction
  * of the copy gets the original instruction's address as its PC, which the handler looks
  * up in the program's PC table to turn the fault into a panic (a nil dereference); the
  * handler then makes the faulting instruction seem to call sigpanic, whose original entry
- * jumps to its copy. Signals sent by a thread or a process (the runtime's preemption)
- * keep the copy's PC: the handler finds no function there and lets the goroutine run on,
- * where it was. */
+ * jumps to its copy.
+ * A preemption signal that stopped the copy at the start of an instruction's copy, where
+ * the registers are the original's, gets the original's PC too (decision 0134): the
+ * handler finds a function there and may preempt the goroutine (making it call
+ * asyncPreempt, which returns to that PC: anvil_go_resume); where it does not, the
+ * handler's return puts the copy's PC back (anvil_go_signal_return). Elsewhere in the
+ * copy (inside a hook) the goroutine is not preempted by this signal; the runtime sends
+ * another. */
 void anvil_go_fault_pc(long sig, const int *info, uint8_t *context)
 {
+    const uint8_t *table = pc_table();
+    int fault = (sig == 4 || sig == 7 || sig == 8 || sig == 11) && info[2] > 0;
+    if (!table || !(fault || sig == SIGNAL_PREEMPT))
+        return;
+    anvil_word *pc = (anvil_word *)(context + UC_RIP);
+    long low = copy_pair(table, *pc);
+    if (low < 0)
+        return;
+    const int32_t *pair = (const int32_t *)table + 2 * low;
+    if (!fault) {
+        if ((anvil_word)table + pair[0] != *pc)
+            return;
+        *(long *)(context + UC_TRAPNO) = PREEMPT_MARK;
+        *(anvil_word *)(context + UC_CR2) = *pc;
+    }
+    *pc = (uint32_t)pair[1] + anvil_bias;
+    if (fault)
+        cut_after_fault(table, anvil_pc_map[1], low);
+}
+
+/* Before Go's signal handler returns, SP at `sp`: the kernel's frame. A preemption the
+ * handler's entry gave the original PC and the handler left alone resumes in the copy,
+ * where it stopped. */
+void anvil_go_signal_return(anvil_word sp)
+{
+    uint8_t *context = (uint8_t *)sp + FRAME_UCONTEXT;
+    const uint8_t *table = pc_table();
+    long *mark = (long *)(context + UC_TRAPNO);
+    if (!table || *mark != PREEMPT_MARK)
+        return;
+    anvil_word *pc = (anvil_word *)(context + UC_RIP), *copy = (anvil_word *)(context + UC_CR2);
+    long low = copy_pair(table, *copy);
+    if (low >= 0 && *pc == (uint32_t)((const int32_t *)table)[2 * low + 1] + anvil_bias)
+        *pc = *copy;
+    *mark = 0;
+    *copy = 0;
+}
+
+/* Before asyncPreempt returns to the PC the preempting handler gave it (the word at `sp`):
+ * an original instruction with a copy is resumed in its copy. The pairs sorted by the
+ * original follow the map's procedure starts. */
+void anvil_go_resume(anvil_word sp)
+{
+    const uint8_t *table = pc_table();
+    if (!table)
+        return;
     long count = anvil_pc_map[1];
-    if (count == 0 || !(sig == 4 || sig == 7 || sig == 8 || sig == 11) || info[2] <= 0)
+    anvil_word *slot = (anvil_word *)sp;
+    const uint32_t *by_original = (const uint32_t *)(table + ((10 * count + 3) & ~3l) + 4 * anvil_pc_map[2]);
+    anvil_word at = *slot - anvil_bias;
+    if (at >> 32 || (uint32_t)at < by_original[1])
         return;
-    /* ucontext: uc_flags, uc_link, uc_stack (24 bytes), then the registers r8-r15, rdi,
-     * rsi, rbp, rbx, rdx, rax, rcx, rsp, rip. */
-    anvil_word *pc = (anvil_word *)(context + 40 + 16 * 8);
-    const uint8_t *table = (const uint8_t *)anvil_pc_map + anvil_pc_map[0];
-    const int32_t *pairs = (const int32_t *)table;
-    long at = (long)(*pc - (anvil_word)table);
-    if (at < pairs[0] || at >= (long)pairs[2 * (count - 1)] + 64)
-        return;
-    /* The last copy at or before the PC (its hooks come first). Every copy lies before the
-     * table: the distances are negative, in the same order as unsigned words. */
-    long low = last_at_or_before((const uint32_t *)pairs, count, 2, (uint32_t)at);
-    *pc = (uint32_t)pairs[2 * low + 1] + anvil_bias;
-    cut_after_fault(table, count, low);
+    long low = last_at_or_before(by_original + 1, count, 2, (uint32_t)at);
+    if (by_original[2 * low + 1] == (uint32_t)at)
+        *slot = (anvil_word)table + (int32_t)by_original[2 * low];
 }

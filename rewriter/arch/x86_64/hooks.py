@@ -133,7 +133,7 @@ class CountingHooks:
                  thread_starts: set[int] | None = None, fault_handlers: set[int] | None = None,
                  thread_counters: ThreadCounters | None = None,
                  execs: tuple[dict[int, tuple[int, int]], int | None] = ({}, None),
-                 signal_calls: Set[int] = frozenset()) -> None:
+                 signal_calls: Set[int] = frozenset(), go_returns: dict[int, str] | None = None) -> None:
         self.symbol = symbol
         # The exec functions' PLT entries and PLT0 (exec_jumps).
         self.exec_jumps, self.binder = execs
@@ -152,6 +152,9 @@ class CountingHooks:
         # results handler, so that the program sees the action it would have
         # (anvil_signal_call_entry; decision 0131).
         self.signal_calls = signal_calls
+        # A Go program's returns that call the runtime before they go (decision 0134): the
+        # entry each calls.
+        self.go_returns = go_returns or {}
         # Counters other threads may add to as well: each has a prefix the runtime makes
         # ``lock`` as the program enters one of ``thread_starts`` (addresses of the PLT
         # entries and procedures that start threads); ``lock_sites``: where those prefixes are.
@@ -244,6 +247,9 @@ class CountingHooks:
     def around(self, ins: Instruction, code: Code64, copy: Callable[[Instruction], None]) -> bool:
         """Copy ``ins`` with the calls it asks for before it, and what counts its repetitions
         if it repeats; whether it copied it."""
+        entry = self.go_returns.get(ins.address) if self.go_returns else None
+        if entry is not None:
+            self._call(code, entry)
         if ins.hooks:
             if string_repeats(ins):
                 # Each element has its own accesses: a loop of elements, each after its calls.
