@@ -229,9 +229,11 @@ def test_go_loops_preempted_in_the_copy(tmp_path: Path) -> None:
     garbage, which waits until the runtime's preemption signal has stopped both loops (the
     original never ends without it: GODEBUG=asyncpreemptoff=1). In a copy the signal found
     the copy's PC, which Go's PC table does not know, and the collection waited for ever,
-    under every tool. Now a signal that stops the copy at the start of an instruction's copy
-    is given the original's PC, and a preempted goroutine resumes in the copy (decision
-    0134): every copy ends as the original does, and bbcount counts as many runs of the
+    under every tool. Now the copy's loop heads ask whether Go wants the goroutine stopped
+    and raise its signal where they are; a signal that stops the copy there (or at the
+    start of any instruction's copy) is given the original's PC, and a preempted goroutine
+    resumes in the copy (decision 0134): every copy ends as the original does (memtrace's
+    too, whose calls took nearly all the time), and bbcount counts as many runs of the
     loop's first block as the program reports iterations (a resumption in the original
     would lose one for each preemption)."""
     exe = build_go("go_preempt")
@@ -242,7 +244,7 @@ def test_go_loops_preempted_in_the_copy(tmp_path: Path) -> None:
         run_prog(placed, [], env={"GODEBUG": "asyncpreemptoff=1"}, timeout=4)
 
     loop = only_loop_start(next(proc for proc in load_binary(str(exe)).procedures if proc.name == "main.spin"))
-    for tool, slot in (("bbcount", "bbco"), ("cachesim", "cach")):
+    for tool, slot in (("bbcount", "bbco"), ("cachesim", "cach"), ("memtrace", "memt")):
         copy = instrument(exe, tool, tmp_path, slot=slot)
         for _ in range(2 if tool == "bbcount" else 1):  # where the signals fall differs from run to run
             run = run_prog(copy, ["iterations"], timeout=120)

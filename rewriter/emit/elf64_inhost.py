@@ -198,7 +198,8 @@ def write_instrumented(binary: Binary, tool: Tool, output: str, started: float, 
         handlers = {address for address, name in binary.go_functions.items() if name == go_runtime.SIGNAL_HANDLER}
         return CountingHooks(symbol, binary.switch_cases, tool.procedure_sums, binary.threaded, binary.plt,
                              calls[0], _thread_starts(binary), handlers, _thread_counters(binary, arrays),
-                             exec_jumps(binary, EXEC_FUNCTIONS), signal_calls(binary), _go_returns(binary))
+                             exec_jumps(binary, EXEC_FUNCTIONS), signal_calls(binary), _go_returns(binary),
+                             go_runtime.loop_heads(binary, binary.procedures))
 
     def library() -> Library:
         return _library([*runtime, *sources(calls[0])], [TOOLCHAIN.isa_dir, tb.COMMON_DIR])

@@ -965,6 +965,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             emulate_exclusives=emulates_exclusives(binary),
             lock_communicator=not binary.is_firmware,
             poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
+            go_polls=go_runtime.loop_heads(binary, candidates),
             table_sizes=binary.table_sizes,
             inline_data_readers=binary.inline_data_sizes,
             text_relocations=binary.text_relocations,

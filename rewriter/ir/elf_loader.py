@@ -77,6 +77,7 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
         raise AnvilError(refusal(path, go))
     binary = _make_binary(path, data, elf)
     binary.go_functions = {f.entry: f.name for f in functions}
+    binary.go_preemptible = {f.entry for f in functions if f.preemptible}
     symbols, mapping = _read_symbols(path, elf, data)
     binary.symbols = {name: addr for addr, name, _ in symbols}
     tags = _dynamic_tags(elf)

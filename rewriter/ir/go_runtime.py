@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 from elftools.elf.elffile import ELFFile
 
+from .model import Binary, Procedure
+
 _SECTIONS = (".gopclntab", ".go.buildinfo", ".note.go.buildid")
 
 # Go's signal handler, which the kernel enters for every signal the runtime handles (cgo's
@@ -66,6 +68,10 @@ class GoFunction:
     end: int
     name: str
     resume: int = 0
+    # Whether Go's handler may stop it by signal at its safe points: compiled Go code
+    # outside the runtime, with a map of its frame's pointers (runtime/preempt.go's
+    # isAsyncSafePoint); known from Go 1.18's tables on, else False.
+    preemptible: bool = False
 
 
 # The PC table's header magic by the Go versions that wrote it (the layout changed with each;
@@ -114,6 +120,29 @@ def _functions_or_none(table: bytes) -> list[GoFunction] | None:
         return None
 
 
+# The runtime's own packages, which Go never stops by signal.
+_RUNTIME_PACKAGES = ("runtime.", "internal/runtime/", "runtime/internal/")
+_FUNC_FLAG_ASM = 4      # _func.flag (Go 1.20 on): written in assembly
+_LOCALS_POINTER_MAPS = 1  # the funcdata index of a frame's map of its pointers
+
+
+def _preemptible(table: bytes, record: int, magic: int, name: str) -> bool:
+    """Whether a function of a Go 1.18 or later PC table (its record at ``record``) is one
+    Go's handler may preempt: not the runtime's, not assembly (Go 1.20's flag), with a map
+    of its frame's pointers. The record (runtime/runtime2.go's _func): 7 words from its
+    entry's offset to its pcdata count, the compile unit, (1.20: the start line,) its
+    function id, flags and funcdata count in bytes, then the pcdata and funcdata offsets."""
+    if name.startswith(_RUNTIME_PACKAGES):
+        return False
+    fixed = 44 if magic == _MAGIC_120 else 40
+    npcdata = struct.unpack_from("<I", table, record + 28)[0]
+    flag, nfuncdata = table[record + fixed - 3], table[record + fixed - 1]
+    if magic == _MAGIC_120 and flag & _FUNC_FLAG_ASM or nfuncdata <= _LOCALS_POINTER_MAPS:
+        return False
+    at = record + fixed + 4 * npcdata + 4 * _LOCALS_POINTER_MAPS
+    return struct.unpack_from("<I", table, at)[0] != 0xFFFFFFFF
+
+
 def _read_functions(table: bytes) -> list[GoFunction]:
     magic, _pad, quantum, size = struct.unpack_from("<IHBB", table, 0)
     if size not in (4, 8) or quantum not in (1, 2, 4):
@@ -151,11 +180,26 @@ def _read_functions(table: bytes) -> list[GoFunction]:
         # The record's deferreturn offset follows the name's and the arguments' size
         # (runtime/runtime2.go's _func; debug/gosym reads it so for every version).
         resume = struct.unpack_from("<I", table, record + name_field + 8)[0]
-        entries.append((text + read(functab + pair * i), name_at(names + name_offset), resume))
+        name = name_at(names + name_offset)
+        preemptible = magic in (_MAGIC_118, _MAGIC_120) and _preemptible(table, record, magic, name)
+        entries.append((text + read(functab + pair * i), name, resume, preemptible))
     end = text + read(functab + pair * count)
-    ends = [entry for entry, _, _ in entries[1:]] + [end]
-    functions = [GoFunction(entry, stop, name, entry + resume if resume else 0)
-                 for (entry, name, resume), stop in zip(entries, ends)]
+    ends = [entry for entry, *_ in entries[1:]] + [end]
+    functions = [GoFunction(entry, stop, name, entry + resume if resume else 0, preemptible)
+                 for (entry, name, resume, preemptible), stop in zip(entries, ends)]
     if any(f.end < f.entry for f in functions):
         raise ValueError("PC table not in address order")
     return functions
+
+
+def loop_heads(binary: Binary, procs: list[Procedure]) -> frozenset[int]:
+    """The loop heads of a Go program's functions among ``procs`` that Go's handler may
+    preempt (the targets of their backward branches): where their copies ask whether Go
+    wants the goroutine stopped (decision 0134). Not the entry, which the tail of the stack
+    check jumps back to after the stack has grown: the check before it is where Go stops
+    a goroutine itself, and the entry is no safe point."""
+    preemptible = binary.go_preemptible
+    return frozenset(ins.branch_target for proc in procs if proc.address in preemptible
+                     for ins in proc.instructions()
+                     if ins.branch_target is not None and not ins.is_call
+                     and proc.address < ins.branch_target <= ins.address)

@@ -433,6 +433,8 @@ class Binary:
     # A Go program's functions from its PC table, entry -> name (decision 0089): every entry
     # is known, all A32; empty for any other program.
     go_functions: dict[int, str] = field(default_factory=dict)
+    # The entries of those Go's handler may preempt by signal (GoFunction.preemptible).
+    go_preemptible: set[int] = field(default_factory=set)
     _high_vfp: bool | None = field(default=None, repr=False, compare=False)  # uses_high_vfp, once known
     _literal_bytes: set[int] | None = field(default=None, repr=False, compare=False)  # literal_bytes, once known
     # ir.inline_data's answers, (callee, Thumb) -> bytes read after its calls: each callee

@@ -138,8 +138,18 @@ uint32_t anvil_pc_map[2] __attribute__((section(".data")));
 /* ucontext: uc_flags, uc_link, uc_stack (12 bytes), then the sigcontext's trap_no,
  * error_code, oldmask, r0-r10, fp, ip, sp, lr, pc, cpsr and fault_address. */
 #define UC_TRAP_NO 20
+#define UC_R0 32
 #define UC_PC 92
+#define UC_CPSR 96
 #define UC_FAULT_ADDRESS 100
+/* The flags MRS reads and MSR APSR_nzcvqg writes: N, Z, C, V, Q and GE. */
+#define APSR_BITS 0xF80F0000u
+#define CPSR_THUMB 0x20u
+/* A loop head's poll (relocate.go_poll): the A32 instructions after its call that put
+ * back what it kept below SP. */
+#define POLL_RESTORE_BYTES 16
+/* Where the preemption signal anvil_go_poll raises is delivered (anvil_entry.S). */
+extern const char anvil_go_poll_landed[] __attribute__((visibility("hidden")));
 /* The kernel's signal frame: the siginfo (128 bytes), then the ucontext. */
 #define FRAME_UCONTEXT 128
 
@@ -172,6 +182,34 @@ static long copy_pair(uint32_t at)
     return last_pair_at_or_before(pairs, count, 0, at);
 }
 
+/* The preemption signal a loop head's poll raised (anvil_go_poll), at its landing: the
+ * context gets the registers the loop head had (r0-r2 and r7 anvil_go_poll kept below SP,
+ * ip, lr and the flags the poll kept) and the loop head's original PC; the copy's PC to
+ * go back to, if the handler does not preempt, is the poll's end, where the registers are
+ * the loop head's again. */
+static void go_poll_landed(uint32_t context)
+{
+    uint32_t *regs = (uint32_t *)(context + UC_R0); /* r0-r12, sp, lr */
+    const uint32_t *below = (const uint32_t *)regs[13];
+    uint32_t after = (regs[14] & ~1u) + POLL_RESTORE_BYTES;
+    long index = copy_pair(after);
+    if (index < 0)
+        return;
+    regs[0] = below[-4];
+    regs[1] = below[-5];
+    regs[2] = below[-6];
+    regs[7] = below[-7];
+    uint32_t *cpsr = (uint32_t *)(context + UC_CPSR);
+    /* (the poll's A32 state: anvil_go_poll is Thumb code, outside any IT block) */
+    *cpsr = (*cpsr & ~(APSR_BITS | CPSR_THUMB)) | (below[-3] & APSR_BITS);
+    regs[14] = below[-2];
+    regs[12] = below[-1];
+    const uint32_t *pairs = (const uint32_t *)(anvil_pc_map[0] + anvil_bias);
+    *(uint32_t *)(context + UC_TRAP_NO) = PREEMPT_MARK;
+    *(uint32_t *)(context + UC_FAULT_ADDRESS) = after;
+    *(uint32_t *)(context + UC_PC) = (pairs[2 * index + 1] & ~GO_NOT_A_SAFE_POINT) + anvil_bias;
+}
+
 /* At the entry of Go's signal handler (runtime.sigtramp: r0 the signal, r1 its siginfo,
  * r2 the ucontext). A fault the kernel raised (si_code > 0) at an instruction of the copy
  * gets the original instruction's PC in the context, which the handler looks up in the
@@ -192,6 +230,10 @@ void anvil_go_fault_pc(uint32_t sig, uint32_t info, uint32_t context)
     if (anvil_pc_map[1] == 0 || !(fault || sig == SIGNAL_PREEMPT))
         return;
     uint32_t *pc = (uint32_t *)(context + UC_PC);
+    if (!fault && (*pc & ~1u) == ((uint32_t)anvil_go_poll_landed & ~1u)) {
+        go_poll_landed(context);
+        return;
+    }
     long index = copy_pair(*pc);
     if (index < 0)
         return;

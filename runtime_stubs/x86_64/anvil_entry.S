@@ -233,6 +233,47 @@ anvil_go_resume_entry:
     preserving anvil_go_resume, pass_rsp=1
     .size anvil_go_resume_entry, . - anvil_go_resume_entry
 
+# Called from a loop head of a Go program's copy where the runtime asks the goroutine to
+# stop (hooks.py _go_poll: below the red zone, the flags pushed where they are live, for
+# anvil_go_poll_entry, not for anvil_go_poll_flagless_entry): raises Go's preemption signal
+# (SIGURG) on this thread, delivered as the tgkill returns, at the entry's landing, where
+# anvil_go_fault_pc puts the loop head's registers back from what is pushed here and gives
+# Go's handler the loop head's original PC (decision 0134).
+.macro go_poll entry, landed
+    .globl \entry
+    .hidden \entry
+    .type \entry, @function
+\entry:
+    push %rax
+    push %rdi
+    push %rsi
+    push %rdx
+    push %rcx
+    push %r11
+    mov $186, %eax               # gettid
+    syscall
+    mov %rax, %rsi
+    mov $39, %eax                # getpid
+    syscall
+    mov %rax, %rdi
+    mov $23, %edx                # SIGURG
+    mov $234, %eax               # tgkill
+    syscall
+    .globl \landed
+    .hidden \landed
+\landed:
+    pop %r11
+    pop %rcx
+    pop %rdx
+    pop %rsi
+    pop %rdi
+    pop %rax
+    ret
+    .size \entry, . - \entry
+.endm
+    go_poll anvil_go_poll_entry, anvil_go_poll_landed
+    go_poll anvil_go_poll_flagless_entry, anvil_go_poll_flagless_landed
+
 # As a Go thread enters runtime.mstart: its own copy of the counters (anvil_thread_counters).
     .globl anvil_thread_counters_entry
     .type anvil_thread_counters_entry, @function

@@ -801,6 +801,21 @@ static void cut_after_fault(const uint8_t *table, long count, long index)
 #define UC_CR2 (40 + 22 * 8)
 /* The kernel's signal frame at the handler's entry: the return address, then the ucontext. */
 #define FRAME_UCONTEXT 8
+/* The registers of the ucontext (UC_RIP's list) by their index there. */
+#define UC_REGS 40
+enum { REG_R11 = 3, REG_RDI = 8, REG_RSI = 9, REG_RDX = 12, REG_RAX = 13, REG_RCX = 14, REG_RSP = 15,
+       REG_EFL = 17 };
+/* A loop head's poll (hooks.py _go_poll): the bytes after its call that put the flags
+ * (popfq, where they are live) and RSP back, and the words anvil_go_poll_entry pushed:
+ * r11, rcx, rdx, rsi, rdi, rax, then the call's return address and the flags, then the
+ * red zone. */
+#define POLL_RESTORE_BYTES 8
+#define POLL_PUSHED 7
+#define RED_ZONE 128
+/* Where the preemption signal the entries raise is delivered (anvil_entry.S). */
+extern const char anvil_go_poll_landed[] __attribute__((visibility("hidden")));
+extern const char anvil_go_poll_flagless_landed[] __attribute__((visibility("hidden")));
+
 
 /* The map of a Go program's copy (anvil_pc_map), or 0 where there is none. */
 static const uint8_t *pc_table(void)
@@ -820,6 +835,32 @@ static long copy_pair(const uint8_t *table, anvil_word at)
     /* Every copy lies before the table: the distances are negative, in the same order as
      * unsigned words. */
     return last_at_or_before((const uint32_t *)pairs, count, 2, (uint32_t)distance);
+}
+
+/* The preemption signal a loop head's poll raised, at its landing: the context gets the
+ * registers and flags the loop head had and its original PC; the copy's PC to go back to,
+ * if the handler does not preempt, is the poll's end, where they are the loop head's
+ * again. */
+static void go_poll_landed(const uint8_t *table, uint8_t *context, int flags)
+{
+    anvil_word *regs = (anvil_word *)(context + UC_REGS);
+    const anvil_word *pushed = (const anvil_word *)regs[REG_RSP];
+    anvil_word after = pushed[6] + POLL_RESTORE_BYTES + flags;
+    long low = copy_pair(table, after);
+    if (low < 0)
+        return;
+    regs[REG_R11] = pushed[0];
+    regs[REG_RCX] = pushed[1];
+    regs[REG_RDX] = pushed[2];
+    regs[REG_RSI] = pushed[3];
+    regs[REG_RDI] = pushed[4];
+    regs[REG_RAX] = pushed[5];
+    if (flags)
+        regs[REG_EFL] = pushed[7];
+    regs[REG_RSP] += 8 * (POLL_PUSHED + flags) + RED_ZONE;
+    *(long *)(context + UC_TRAPNO) = PREEMPT_MARK;
+    *(anvil_word *)(context + UC_CR2) = after;
+    *(anvil_word *)(context + UC_RIP) = (uint32_t)((const int32_t *)table)[2 * low + 1] + anvil_bias;
 }
 
 /* At the entry of Go's signal handler (runtime.sigtramp, anvil_go_fault_entry: the signal,
@@ -842,6 +883,10 @@ void anvil_go_fault_pc(long sig, const int *info, uint8_t *context)
     if (!table || !(fault || sig == SIGNAL_PREEMPT))
         return;
     anvil_word *pc = (anvil_word *)(context + UC_RIP);
+    if (!fault && (*pc == (anvil_word)anvil_go_poll_landed || *pc == (anvil_word)anvil_go_poll_flagless_landed)) {
+        go_poll_landed(table, context, *pc == (anvil_word)anvil_go_poll_landed);
+        return;
+    }
     long low = copy_pair(table, *pc);
     if (low < 0)
         return;

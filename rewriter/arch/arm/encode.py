@@ -573,6 +573,20 @@ def a32_orr_imm(rd: int, rn: int, imm: int) -> bytes:
     return _w(0xE3800000 | (rn << 16) | (rd << 12) | enc)
 
 
+def a32_add_imm(rd: int, rn: int, imm: int) -> bytes:
+    """ADD rd, rn, #imm (a modified immediate)."""
+    field = a32_modimm(imm)
+    assert field is not None, f"{imm:#x} is not an A32 modified immediate"
+    return _w(0xE2800000 | (rn << 16) | (rd << 12) | field)
+
+
+def a32_cmn_imm(rn: int, imm: int) -> bytes:
+    """CMN rn, #imm (a modified immediate)."""
+    field = a32_modimm(imm)
+    assert field is not None, f"{imm:#x} is not an A32 modified immediate"
+    return _w(0xE3700000 | (rn << 16) | field)
+
+
 def a32_ubfx(rd: int, rn: int, lsb: int, width: int) -> bytes:
     """UBFX rd, rn, #lsb, #width."""
     return _w(0xE7E00050 | ((width - 1) << 16) | (rd << 12) | (lsb << 7) | rn)

@@ -68,6 +68,9 @@ class RelocationContext:
     xlate_label: Hashable
     scratch: Scratch
     call_stubs: set[str] = field(default_factory=set)
+    # A Go program's loop heads where the copy asks whether Go wants the goroutine stopped
+    # (go_poll; decision 0134).
+    go_polls: frozenset[int] = frozenset()
     # (original target, its instruction set, the branch's, for calls only) -> veneer label
     veneers: dict[tuple[int, bool, bool, bool], Hashable] = field(default_factory=dict)
     # Original code whose calls may clobber IP on the way: PLT entries, which clobber it
@@ -276,6 +279,8 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
             labels.setdefault((INSTRUCTION_COPY, address), code.base + code.size)  # (one lookup: Code.label)
             if ctx.poison_dead:
                 _poison(isa, code, ctx.dead.get(address, 0))
+            if k == 0 and ctx.go_polls and address in ctx.go_polls and not ins.thumb:
+                go_poll(code, address)
             if k == 0 and sums and bi in sums.resets:
                 emit_sum_reset(code, sums.sums)
                 code.label(ctx.inside[block.address])
@@ -428,6 +433,35 @@ def _dead_registers(proc: Procedure, ctx: RelocationContext) -> DeadRegisters:
     if ctx.last_dead is None or ctx.last_dead[0] is not proc:
         ctx.last_dead = (proc, DeadRegisters(proc))
     return ctx.last_dead[1]
+
+
+# Go's g.stackguard0 (the third word of g, whose pointer r10 holds) when the runtime asks
+# the goroutine to stop: stackPreempt, -1314 (0x520 + 2 in two immediates A32 encodes).
+_G = 10
+_STACK_PREEMPT_HIGH, _STACK_PREEMPT_LOW = 0x520, 2
+GO_POLL = ("sym", "anvil_go_poll")
+# What go_poll keeps below SP, as the runtime's anvil_go_poll and anvil_go_fault_pc read it
+# (words below SP: ip, lr, the flags).
+_POLL_IP, _POLL_LR, _POLL_FLAGS = -4, -8, -12
+
+
+def go_poll(code: Code, address: int) -> None:
+    """At a loop head of a Go program's A32 copy: if Go asks this goroutine to stop (its
+    stackguard0 is stackPreempt), call the runtime's anvil_go_poll, which raises Go's
+    preemption signal on this thread (decision 0134). A loop without calls has no other
+    place where Go stops it but a signal that happens to find the start of an instruction's
+    copy, which is seldom where the analysis takes the time. Below SP (where Go keeps
+    nothing: its signals run on their own stack) ip, lr and the flags; 4 words after the
+    call (``anvil_go_poll``'s return) they are back."""
+    after = ("go-poll", address)
+    code.emit(enc.a32_str_imm(IP, SP, _POLL_IP) + enc.a32_str_imm(LR, SP, _POLL_LR) + enc.a32_mrs_apsr(IP)
+              + enc.a32_str_imm(IP, SP, _POLL_FLAGS) + enc.a32_ldr_imm(LR, _G, 8)
+              + enc.a32_add_imm(LR, LR, _STACK_PREEMPT_HIGH) + enc.a32_cmn_imm(LR, _STACK_PREEMPT_LOW))
+    A32.branch(code, after, enc.COND["ne"])
+    A32.call(code, GO_POLL, True)
+    code.label(after)
+    code.emit(enc.a32_ldr_imm(IP, SP, _POLL_FLAGS) + enc.a32_msr_apsr(IP) + enc.a32_ldr_imm(LR, SP, _POLL_LR)
+              + enc.a32_ldr_imm(IP, SP, _POLL_IP))
 
 
 def _poison(isa: ISA, code: Code, dead: int) -> None:

@@ -41,6 +41,8 @@ from .decode import RIP, shared_disassembler
 from .flags import live_at_blocks
 
 _PUSHF, _POPF = b"\x9c", b"\x9d"
+# cmp qword [r14 + 16], -1314: Go's g.stackguard0 against stackPreempt (0xfffffffffffffade).
+_CMP_STACKGUARD0_STACK_PREEMPT = bytes.fromhex("49817e10defaffff")
 _EXIT_CALLS = frozenset({60, 231})  # exit, exit_group
 _EXIT_GROUP = 231
 _ENDING = frozenset({"_exit", "_Exit", "quick_exit"})
@@ -133,7 +135,8 @@ class CountingHooks:
                  thread_starts: set[int] | None = None, fault_handlers: set[int] | None = None,
                  thread_counters: ThreadCounters | None = None,
                  execs: tuple[dict[int, tuple[int, int]], int | None] = ({}, None),
-                 signal_calls: Set[int] = frozenset(), go_returns: dict[int, str] | None = None) -> None:
+                 signal_calls: Set[int] = frozenset(), go_returns: dict[int, str] | None = None,
+                 go_polls: Set[int] = frozenset()) -> None:
         self.symbol = symbol
         # The exec functions' PLT entries and PLT0 (exec_jumps).
         self.exec_jumps, self.binder = execs
@@ -155,6 +158,9 @@ class CountingHooks:
         # A Go program's returns that call the runtime before they go (decision 0134): the
         # entry each calls.
         self.go_returns = go_returns or {}
+        # A Go program's loop heads, where the copy asks whether Go wants the goroutine
+        # stopped (decision 0134).
+        self.go_polls = go_polls
         # Counters other threads may add to as well: each has a prefix the runtime makes
         # ``lock`` as the program enters one of ``thread_starts`` (addresses of the PLT
         # entries and procedures that start threads); ``lock_sites``: where those prefixes are.
@@ -174,7 +180,8 @@ class CountingHooks:
 
     def enter(self, proc: Procedure) -> None:
         counted = any(block.counter_increments for block in proc.blocks)
-        self.live = live_at_blocks(proc, self.switch_cases) if counted else {}
+        polled = self.go_polls and any(block.address in self.go_polls for block in proc.blocks)
+        self.live = live_at_blocks(proc, self.switch_cases) if counted or polled else {}
         self.own = self.thread_counters is not None and proc.address in self.thread_counters.procedures
         if self.calls is not None:
             self.calls.enter(proc, self.switch_cases)
@@ -187,6 +194,8 @@ class CountingHooks:
         return [base + offset for offset in self._lock_offsets]
 
     def block_start(self, block: Block, code: Code64) -> None:
+        if block.address in self.go_polls:
+            self._go_poll(code, bool(self.live.get(block.address, 1)))
         if block.address in self.fault_handlers:
             self._call(code, "anvil_go_fault_entry")
         if self.thread_counters is not None and block.address in self.thread_counters.starts:
@@ -323,6 +332,21 @@ class CountingHooks:
         a fork must hold it (not Go's: its threads count without it, and it forks by
         CLONE_VFORK, sharing its memory)."""
         return self.threaded and not self.own
+
+    def _go_poll(self, code: Code64, flags_live: bool) -> None:
+        """At a loop head of a Go program's copy: if Go asks this goroutine to stop (its
+        g.stackguard0, at r14 + 16 in Go's register ABI, is stackPreempt), call the runtime's
+        anvil_go_poll_entry, which raises Go's preemption signal on this thread (decision
+        0134): a loop without calls has no other place where Go stops it but a signal that
+        happens to find the start of an instruction's copy, seldom where the analysis takes
+        the time. Below the red zone, the flags pushed where they are live (popfq costs a
+        tight loop as much as its work); after the call (its return) they and RSP are back
+        (what the runtime's anvil_go_fault_pc expects there)."""
+        save, restore = (_PUSHF, _POPF) if flags_live else (b"", b"")
+        code.emit(BELOW_RED_ZONE + save + _CMP_STACKGUARD0_STACK_PREEMPT + b"\x75\x05")  # jne over the call
+        code.rel32_lookup(b"\xe8", b"", self.symbol,
+                          "anvil_go_poll_entry" if flags_live else "anvil_go_poll_flagless_entry")
+        code.emit(restore + ABOVE_RED_ZONE)
 
     def _call(self, code: Code64, entry: str) -> None:
         """A call of the runtime's ``entry``, which keeps every register and the flags."""

@@ -213,6 +213,7 @@ def _go_functions(path: str, data: bytes, elf: ELFFile, binary: Binary, sizes: d
     if not functions:
         raise AnvilError(refusal(path, go))
     binary.go_functions = {f.entry: f.name for f in functions}
+    binary.go_preemptible = {f.entry for f in functions if f.preemptible}
     for f in functions:
         if f.entry not in sizes or not sizes[f.entry][1]:
             sizes[f.entry] = (f.name, f.end - f.entry)
