@@ -23,22 +23,21 @@ anvil_xlate_entry:
     pop {r1, r2, r3, r12, pc}
     .size anvil_xlate_entry, . - anvil_xlate_entry
 @ anvil_go_poll: called from a loop head of a Go program's A32 copy where the runtime asks
-@ the goroutine to stop (its g.stackguard0 is stackPreempt), the caller's ip, lr and flags
-@ below SP (relocate.go_poll). Raises Go's preemption signal (SIGURG) on this thread, which
-@ is delivered as the tgkill returns, at anvil_go_poll_landed: there anvil_go_fault_pc
-@ puts the loop head's registers back from what is kept below SP (r0-r2 and r7 too, here)
-@ and gives Go's handler the loop head's original PC (decision 0134). Returns to the caller
-@ only where the signal did not come (blocked: the program's own choice). Linux only.
+@ the goroutine to stop (its g.stackguard0 is stackPreempt), the caller's ip and lr in d16
+@ and its flags in d17 (relocate.go_poll). Raises Go's preemption signal (SIGURG) on this
+@ thread, which is delivered as the tgkill returns, at anvil_go_poll_landed: there
+@ anvil_go_fault_pc puts the loop head's registers back (r0-r2 and r7 are in d18 and d19
+@ here) and gives Go's handler the loop head's original PC (decision 0134). Returns to the
+@ caller only where the signal did not come (blocked: the program's own choice). Nothing
+@ goes below SP. Linux only.
 #if !defined(__ARM_ARCH_PROFILE) || __ARM_ARCH_PROFILE != 'M'
     .global anvil_go_poll
     .hidden anvil_go_poll
     .type anvil_go_poll, %function
     .thumb_func
 anvil_go_poll:
-    str r0, [sp, #-16]
-    str r1, [sp, #-20]
-    str r2, [sp, #-24]
-    str r7, [sp, #-28]
+    vmov d18, r0, r1
+    vmov d19, r2, r7
     movw r7, #224               @ gettid
     svc 0
     mov r1, r0
@@ -50,10 +49,8 @@ anvil_go_poll:
     .global anvil_go_poll_landed
     .hidden anvil_go_poll_landed
 anvil_go_poll_landed:
-    ldr r7, [sp, #-28]
-    ldr r2, [sp, #-24]
-    ldr r1, [sp, #-20]
-    ldr r0, [sp, #-16]
+    vmov r0, r1, d18
+    vmov r2, r7, d19
     bx lr
     .size anvil_go_poll, . - anvil_go_poll
 #endif

@@ -146,8 +146,15 @@ uint32_t anvil_pc_map[2] __attribute__((section(".data")));
 #define APSR_BITS 0xF80F0000u
 #define CPSR_THUMB 0x20u
 /* A loop head's poll (relocate.go_poll): the A32 instructions after its call that put
- * back what it kept below SP. */
-#define POLL_RESTORE_BYTES 16
+ * back the flags, ip and lr, and the VFP registers it and anvil_go_poll keep them in:
+ * d16 ip and lr, d17 the flags, d18 r0 and r1, d19 r2 and r7. */
+#define POLL_RESTORE_BYTES 12
+#define POLL_FIRST_D 16
+/* The ucontext's uc_regspace (after uc_sigmask and its padding): blocks of a magic word
+ * and a length, the VFP's with its 32 double registers after them. */
+#define UC_REGSPACE 232
+#define UC_REGSPACE_WORDS 128
+#define VFP_MAGIC 0x56465001u
 /* Where the preemption signal anvil_go_poll raises is delivered (anvil_entry.S). */
 extern const char anvil_go_poll_landed[] __attribute__((visibility("hidden")));
 /* The kernel's signal frame: the siginfo (128 bytes), then the ucontext. */
@@ -183,27 +190,36 @@ static long copy_pair(uint32_t at)
 }
 
 /* The preemption signal a loop head's poll raised (anvil_go_poll), at its landing: the
- * context gets the registers the loop head had (r0-r2 and r7 anvil_go_poll kept below SP,
- * ip, lr and the flags the poll kept) and the loop head's original PC; the copy's PC to
- * go back to, if the handler does not preempt, is the poll's end, where the registers are
- * the loop head's again. */
+ * context gets the registers the loop head had (from the VFP registers the poll and
+ * anvil_go_poll kept them in, which the kernel saved in the context) and the loop head's
+ * original PC; the copy's PC to go back to, if the handler does not preempt, is the poll's
+ * end, where the registers are the loop head's again. */
 static void go_poll_landed(uint32_t context)
 {
     uint32_t *regs = (uint32_t *)(context + UC_R0); /* r0-r12, sp, lr */
-    const uint32_t *below = (const uint32_t *)regs[13];
+    const uint32_t *space = (const uint32_t *)(context + UC_REGSPACE);
+    const uint32_t *d = 0; /* the VFP block's registers, as words */
+    for (uint32_t at = 0; at + 2 < UC_REGSPACE_WORDS && space[at] != 0 && space[at + 1] >= 8;
+         at += space[at + 1] / 4) {
+        if (space[at] == VFP_MAGIC) {
+            d = space + at + 2;
+            break;
+        }
+    }
     uint32_t after = (regs[14] & ~1u) + POLL_RESTORE_BYTES;
     long index = copy_pair(after);
-    if (index < 0)
+    if (d == 0 || index < 0)
         return;
-    regs[0] = below[-4];
-    regs[1] = below[-5];
-    regs[2] = below[-6];
-    regs[7] = below[-7];
+    const uint32_t *kept = d + 2 * POLL_FIRST_D; /* d16's low word: ip */
+    regs[12] = kept[0];
+    regs[14] = kept[1];
     uint32_t *cpsr = (uint32_t *)(context + UC_CPSR);
     /* (the poll's A32 state: anvil_go_poll is Thumb code, outside any IT block) */
-    *cpsr = (*cpsr & ~(APSR_BITS | CPSR_THUMB)) | (below[-3] & APSR_BITS);
-    regs[14] = below[-2];
-    regs[12] = below[-1];
+    *cpsr = (*cpsr & ~(APSR_BITS | CPSR_THUMB)) | (kept[2] & APSR_BITS);
+    regs[0] = kept[4];
+    regs[1] = kept[5];
+    regs[2] = kept[6];
+    regs[7] = kept[7];
     const uint32_t *pairs = (const uint32_t *)(anvil_pc_map[0] + anvil_bias);
     *(uint32_t *)(context + UC_TRAP_NO) = PREEMPT_MARK;
     *(uint32_t *)(context + UC_FAULT_ADDRESS) = after;

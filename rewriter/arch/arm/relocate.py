@@ -440,9 +440,11 @@ def _dead_registers(proc: Procedure, ctx: RelocationContext) -> DeadRegisters:
 _G = 10
 _STACK_PREEMPT_HIGH, _STACK_PREEMPT_LOW = 0x520, 2
 GO_POLL = ("sym", "anvil_go_poll")
-# What go_poll keeps below SP, as the runtime's anvil_go_poll and anvil_go_fault_pc read it
-# (words below SP: ip, lr, the flags).
-_POLL_IP, _POLL_LR, _POLL_FLAGS = -4, -8, -12
+# Where go_poll keeps ip and lr (d16) and, when it calls the runtime, the flags (d17), as
+# the runtime's anvil_go_poll and anvil_go_fault_pc read them. No hook has anything in
+# d16-d31 between instructions; nothing goes below SP, where Go code may have left what it
+# reads again (the polls' first version stored there, and fzf's copies went wrong).
+_POLL_PARK, _POLL_FLAGS = 16, 17
 
 
 def go_poll(code: Code, address: int) -> None:
@@ -450,18 +452,18 @@ def go_poll(code: Code, address: int) -> None:
     stackguard0 is stackPreempt), call the runtime's anvil_go_poll, which raises Go's
     preemption signal on this thread (decision 0134). A loop without calls has no other
     place where Go stops it but a signal that happens to find the start of an instruction's
-    copy, which is seldom where the analysis takes the time. Below SP (where Go keeps
-    nothing: its signals run on their own stack) ip, lr and the flags; 4 words after the
-    call (``anvil_go_poll``'s return) they are back."""
+    copy, which is seldom where the analysis takes the time. ip and lr are parked in d16,
+    the flags in ip (and d17 over the call: a veneer may use ip); 12 bytes after the call
+    (its return) the loop head's registers are back."""
     after = ("go-poll", address)
-    code.emit(enc.a32_str_imm(IP, SP, _POLL_IP) + enc.a32_str_imm(LR, SP, _POLL_LR) + enc.a32_mrs_apsr(IP)
-              + enc.a32_str_imm(IP, SP, _POLL_FLAGS) + enc.a32_ldr_imm(LR, _G, 8)
+    code.emit(enc.a32_vmov_to_d(_POLL_PARK, IP, LR) + enc.a32_mrs_apsr(IP) + enc.a32_ldr_imm(LR, _G, 8)
               + enc.a32_add_imm(LR, LR, _STACK_PREEMPT_HIGH) + enc.a32_cmn_imm(LR, _STACK_PREEMPT_LOW))
     A32.branch(code, after, enc.COND["ne"])
+    code.emit(enc.a32_vmov_to_d(_POLL_FLAGS, IP, IP))
     A32.call(code, GO_POLL, True)
+    code.emit(enc.a32_vmov_from_d(IP, LR, _POLL_FLAGS))
     code.label(after)
-    code.emit(enc.a32_ldr_imm(IP, SP, _POLL_FLAGS) + enc.a32_msr_apsr(IP) + enc.a32_ldr_imm(LR, SP, _POLL_LR)
-              + enc.a32_ldr_imm(IP, SP, _POLL_IP))
+    code.emit(enc.a32_msr_apsr(IP) + enc.a32_vmov_from_d(IP, LR, _POLL_PARK))
 
 
 def _poison(isa: ISA, code: Code, dead: int) -> None:
