@@ -7,6 +7,7 @@ package main
 
 import (
 	"fmt"
+	"io/ioutil"
 	"os"
 	"runtime"
 	"sync"
@@ -52,7 +53,7 @@ func main() {
 	done.Wait()
 	if len(os.Args) > 1 {
 		text := fmt.Sprintf("%d %d\n", iterations[0], iterations[1])
-		if err := os.WriteFile(os.Args[1], []byte(text), 0o644); err != nil {
+		if err := ioutil.WriteFile(os.Args[1], []byte(text), 0o644); err != nil {
 			fmt.Println(err)
 		}
 	}

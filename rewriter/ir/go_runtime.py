@@ -68,9 +68,10 @@ class GoFunction:
     end: int
     name: str
     resume: int = 0
-    # Whether Go's handler may stop it by signal at its safe points: compiled Go code
-    # outside the runtime, with a map of its frame's pointers (runtime/preempt.go's
-    # isAsyncSafePoint); known from Go 1.18's tables on, else False.
+    # Whether Go's handler may stop it by signal at its safe points (runtime/preempt.go's
+    # isAsyncSafePoint: compiled Go code outside the runtime, with a map of its frame's
+    # pointers) and a poll can ask whether Go wants it stopped: from Go 1.14 on ARM, from
+    # Go 1.17 on x86-64 (_preemptible).
     preemptible: bool = False
 
 
@@ -120,27 +121,58 @@ def _functions_or_none(table: bytes) -> list[GoFunction] | None:
         return None
 
 
-# The runtime's own packages, which Go never stops by signal.
-_RUNTIME_PACKAGES = ("runtime.", "internal/runtime/", "runtime/internal/")
-_FUNC_FLAG_ASM = 4      # _func.flag (Go 1.20 on): written in assembly
+# The packages Go never stops by signal (runtime/preempt.go's isAsyncSafePoint).
+_NEVER_PREEMPTED = ("runtime.", "internal/runtime/", "runtime/internal/", "reflect.")
+_FUNC_FLAG_TOPFRAME = 1  # _func.flag (Go 1.17 on): the outermost frame (runtime.goexit's)
+_FUNC_FLAG_ASM = 4      # _func.flag (Go 1.18 on): written in assembly
 _LOCALS_POINTER_MAPS = 1  # the funcdata index of a frame's map of its pointers
+# A function whose frame's map of pointers is runtime.no_pointers_stackmap (runtime/asm.s,
+# which assembly functions name with NO_LOCAL_POINTERS) is not stopped by signal either
+# (Go 1.17 and before); reflectcall's runtime.call32 is such a function in every program.
+_NO_POINTERS_NAMED_BY = "runtime.call32"
 
 
-def _preemptible(table: bytes, record: int, magic: int, name: str) -> bool:
-    """Whether a function of a Go 1.18 or later PC table (its record at ``record``) is one
-    Go's handler may preempt: not the runtime's, not assembly (Go 1.20's flag), with a map
-    of its frame's pointers. The record (runtime/runtime2.go's _func): 7 words from its
-    entry's offset to its pcdata count, the compile unit, (1.20: the start line,) its
-    function id, flags and funcdata count in bytes, then the pcdata and funcdata offsets."""
-    if name.startswith(_RUNTIME_PACKAGES):
+def _record_layout(magic: int, size: int) -> tuple[int, int]:
+    """A PC table's function record (runtime/runtime2.go's _func) by the table's version and
+    pointer size: where its pcdata count is and how long it is before its pcdata offsets.
+    Go 1.2-1.15: the entry pointer, 7 words (name to pcdata count), the function id, 2
+    bytes, the funcdata count; Go 1.16-1.17 add the compile unit (and 1.17 a flags byte in
+    the pad); Go 1.18 and 1.19: the entry as a 32-bit offset, 7 words, the compile unit,
+    id, flags, a byte, the count; Go 1.20 adds the start line."""
+    if magic == _MAGIC_12:
+        return size + 24, size + 32
+    if magic == _MAGIC_116:
+        return size + 24, size + 36
+    return 28, 44 if magic == _MAGIC_120 else 40
+
+
+def _locals_map(table: bytes, record: int, magic: int, size: int) -> int | None:
+    """The map of a function's frame's pointers that its record (at ``record``) names: a
+    32-bit offset from Go 1.18 on, a pointer before; None where it names none."""
+    count_at, fixed = _record_layout(magic, size)
+    npcdata = struct.unpack_from("<I", table, record + count_at)[0]
+    if table[record + fixed - 1] <= _LOCALS_POINTER_MAPS:  # the count of funcdata
+        return None
+    at = record + fixed + 4 * npcdata
+    if magic in (_MAGIC_118, _MAGIC_120):
+        offset = struct.unpack_from("<I", table, at + 4 * _LOCALS_POINTER_MAPS)[0]
+        return None if offset == 0xFFFFFFFF else offset
+    at += at % size  # pointers are aligned (the table is, as the runtime reads it)
+    pointer = struct.unpack_from("<I" if size == 4 else "<Q", table, at + size * _LOCALS_POINTER_MAPS)[0]
+    return pointer or None
+
+
+def _preemptible(table: bytes, record: int, magic: int, size: int, name: str, no_pointers: int | None) -> bool:
+    """Whether Go's handler may preempt a function of a PC table (its record at ``record``)
+    by signal: not the runtime's or reflect's, not assembly (the 1.18 flag; before, a frame
+    map that is no_pointers_stackmap, at ``no_pointers``), with a map of its frame's
+    pointers."""
+    if name.startswith(_NEVER_PREEMPTED):
         return False
-    fixed = 44 if magic == _MAGIC_120 else 40
-    npcdata = struct.unpack_from("<I", table, record + 28)[0]
-    flag, nfuncdata = table[record + fixed - 3], table[record + fixed - 1]
-    if magic == _MAGIC_120 and flag & _FUNC_FLAG_ASM or nfuncdata <= _LOCALS_POINTER_MAPS:
+    locals_map = _locals_map(table, record, magic, size)
+    if magic in (_MAGIC_118, _MAGIC_120) and table[record + _record_layout(magic, size)[1] - 3] & _FUNC_FLAG_ASM:
         return False
-    at = record + fixed + 4 * npcdata + 4 * _LOCALS_POINTER_MAPS
-    return struct.unpack_from("<I", table, at)[0] != 0xFFFFFFFF
+    return locals_map is not None and locals_map != no_pointers
 
 
 def _read_functions(table: bytes) -> list[GoFunction]:
@@ -173,20 +205,29 @@ def _read_functions(table: bytes) -> list[GoFunction]:
         records = functab
     else:
         return []
-    entries: list[tuple[int, str, int]] = []
+    found: list[tuple[int, str, int, int]] = []
     for i in range(count):
         record = records + read(functab + pair * i + pair // 2)
         name_offset = struct.unpack_from("<i", table, record + name_field)[0]
         # The record's deferreturn offset follows the name's and the arguments' size
         # (runtime/runtime2.go's _func; debug/gosym reads it so for every version).
         resume = struct.unpack_from("<I", table, record + name_field + 8)[0]
-        name = name_at(names + name_offset)
-        preemptible = magic in (_MAGIC_118, _MAGIC_120) and _preemptible(table, record, magic, name)
-        entries.append((text + read(functab + pair * i), name, resume, preemptible))
+        found.append((text + read(functab + pair * i), name_at(names + name_offset), resume, record))
     end = text + read(functab + pair * count)
-    ends = [entry for entry, *_ in entries[1:]] + [end]
-    functions = [GoFunction(entry, stop, name, entry + resume if resume else 0, preemptible)
-                 for (entry, name, resume, preemptible), stop in zip(entries, ends)]
+    # Go stops goroutines by signal from Go 1.14 (whose runtime has asyncPreempt). The
+    # goroutine is in r10 on ARM, in r14 on x86-64 from Go 1.17 on: known from 1.17's
+    # table, whose goexit is the first with the top-frame flag.
+    _, fixed = _record_layout(magic, size)
+    by_name = {name: record for _, name, _, record in found}
+    registered = ASYNC_PREEMPT in by_name and (size == 4 or magic in (_MAGIC_118, _MAGIC_120) or (
+        magic == _MAGIC_116 and "runtime.goexit" in by_name
+        and table[by_name["runtime.goexit"] + fixed - 3] & _FUNC_FLAG_TOPFRAME))
+    named = by_name.get(_NO_POINTERS_NAMED_BY) if magic in (_MAGIC_12, _MAGIC_116) else None
+    no_pointers = _locals_map(table, named, magic, size) if named is not None else None
+    ends = [entry for entry, *_ in found[1:]] + [end]
+    functions = [GoFunction(entry, stop, name, entry + resume if resume else 0,
+                            registered and _preemptible(table, record, magic, size, name, no_pointers))
+                 for (entry, name, resume, record), stop in zip(found, ends)]
     if any(f.end < f.entry for f in functions):
         raise ValueError("PC table not in address order")
     return functions

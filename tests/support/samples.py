@@ -435,13 +435,33 @@ GO_X86_64_VARIANTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
-def build_go(sample: str, variant: str = "go-arm") -> Path:
+#: Go toolchains older than Debian's own (decision 0135), by version: the Debian release
+#: that has it and its packages (the compiler and the standard library's sources, which a
+#: build for another architecture compiles).
+GO_TOOLCHAINS: dict[str, tuple[str, str]] = {
+    "go1.15": ("bullseye", "golang-1.15"),  # Debian 11's: the PC table of Go 1.2-1.15, no register ABI
+}
+
+
+def go_toolchain(version: str) -> Path:
+    """GOROOT of Go ``version`` (a key of GO_TOOLCHAINS), downloaded from Debian's archive
+    once into the sample cache."""
+    release, package = GO_TOOLCHAINS[version]
+    root = debian_release_packages(f"{package}-amd64-{release}", release, "amd64",
+                                   [f"{package}-go", f"{package}-src"], f"usr/lib/go-{package[7:]}/bin/go")
+    return root / f"usr/lib/go-{package[7:]}"
+
+
+def build_go(sample: str, variant: str = "go-arm", toolchain: str | None = None) -> Path:
     """``samples/<sample>.go`` built by Debian's Go: ``go-arm`` for 32-bit ARM (GOARM=7, no
     cgo: static), stripped as Debian's Go programs are; or an x86-64 build of
-    GO_X86_64_VARIANTS; cached by source, variant and Go's version."""
-    go = _require_tool("go")
+    GO_X86_64_VARIANTS; cached by source, variant and Go's version. ``toolchain``: an older
+    Go of GO_TOOLCHAINS instead of this machine's."""
+    goroot = go_toolchain(toolchain) if toolchain else None
+    go = str(goroot / "bin" / "go") if goroot else _require_tool("go")
     source = SAMPLES_DIR / f"{sample}.go"
-    version = subprocess.run([go, "version"], capture_output=True, text=True, check=True).stdout
+    version = subprocess.run([go, "version"], capture_output=True, text=True, check=True,
+                             env={**os.environ, "GOROOT": str(goroot)} if goroot else None).stdout
     if variant == "go-arm":
         key = _cache_key(source.read_bytes(), version)
         settings, flags = ["GOARCH=arm", "GOARM=7", "CGO_ENABLED=0"], ["-ldflags=-s -w"]
@@ -451,10 +471,12 @@ def build_go(sample: str, variant: str = "go-arm") -> Path:
         settings, flags = ["GOARCH=amd64", *environment], list(options)
     else:
         raise SampleBuildError(f"unknown Go variant {variant!r}; known: go-arm, {', '.join(GO_X86_64_VARIANTS)}")
-    out = cache_dir() / f"{sample}-{'go' if variant == 'go-arm' else variant}-{key}"
+    out = cache_dir() / f"{sample}-{'go' if variant == 'go-arm' else variant}-{toolchain + '-' if toolchain else ''}{key}"
     if out.is_file():
         return out
-    settings += ["GO111MODULE=off", f"GOCACHE={cache_dir() / 'go-build'}"]
+    settings += ["GO111MODULE=off", f"GOCACHE={cache_dir() / ('go-build' + (toolchain or ''))}"]
+    if goroot:
+        settings.append(f"GOROOT={goroot}")
     return _compile(["env", *settings, go, "build", "-trimpath", *flags], [str(source)], out)
 
 
@@ -541,6 +563,63 @@ def debian_packages(name: str, packages: list[str], marker: str) -> Path:
                 raise SampleBuildError(f"dpkg -x {deb.name} failed:\n{proc.stdout}{proc.stderr}")
         _root_symlinks(unpacked)
         (unpacked / "SOURCE_DEB").write_text("".join(deb.name + "\n" for deb in debs))
+        _publish(unpacked, root)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return root
+
+
+#: Debian's archive over HTTP, for packages of other releases than this machine's apt knows.
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+
+
+def debian_release_packages(name: str, release: str, arch: str, packages: list[str], marker: str) -> Path:
+    """Like ``debian_packages``, for Debian release ``release`` (``bullseye``) and
+    architecture ``arch`` whatever the machine's apt sources say: the release's package
+    index and the packages come from DEBIAN_MIRROR over HTTP, each checked against the
+    index's SHA-256, and are unpacked into one root under the sample cache, once."""
+    import hashlib
+    import lzma
+    import urllib.request
+
+    root = cache_dir() / name
+    if (root / marker).exists():
+        return root
+    _require_tool("dpkg")
+
+    def fetch(path: str) -> bytes:
+        try:
+            with urllib.request.urlopen(f"{DEBIAN_MIRROR}/{path}", timeout=300) as response:
+                return response.read()
+        except OSError as e:
+            raise SampleBuildError(f"cannot download {DEBIAN_MIRROR}/{path}: {e}") from e
+
+    stanzas = lzma.decompress(fetch(f"dists/{release}/main/binary-{arch}/Packages.xz")).decode().split("\n\n")
+    index = {}
+    for stanza in stanzas:
+        fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line and line[0] != " ")
+        if "Package" in fields:
+            index[fields["Package"]] = fields
+    missing = [package for package in packages if package not in index]
+    if missing:
+        raise SampleBuildError(f"Debian {release} ({arch}) has no package {', '.join(missing)}")
+    work = Path(tempfile.mkdtemp(prefix=f"{name}-download.", dir=cache_dir()))
+    try:
+        unpacked = work / "root"
+        names = []
+        for package in packages:
+            fields = index[package]
+            deb = fetch(fields["Filename"])
+            if hashlib.sha256(deb).hexdigest() != fields["SHA256"]:
+                raise SampleBuildError(f"{fields['Filename']}: not the SHA-256 Debian's {release} index gives")
+            path = work / Path(fields["Filename"]).name
+            path.write_bytes(deb)
+            proc = subprocess.run(["dpkg", "-x", str(path), str(unpacked)], capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise SampleBuildError(f"dpkg -x {path.name} failed:\n{proc.stdout}{proc.stderr}")
+            names.append(path.name)
+        _root_symlinks(unpacked)
+        (unpacked / "SOURCE_DEB").write_text("".join(n + "\n" for n in names))
         _publish(unpacked, root)
     finally:
         shutil.rmtree(work, ignore_errors=True)
