@@ -261,6 +261,17 @@ def test_go_loops_preempted_in_the_copy(tmp_path: Path, toolchain: str | None) -
     assert outcome.summary.complete, outcome.error
 
 
+def test_go_preempted_where_the_flags_are_live(tmp_path: Path) -> None:
+    """samples/go_flags.go: a loop whose branches read the flags of the comparison before
+    them, stopped by Go's preemption signal at every collection main makes while it runs
+    (asyncPreempt gives the flags back as it returns: decision 0136, where x86-64's
+    cachesim lost them): cachesim's copy prints the original's checksum."""
+    exe = build_go("go_flags")
+    original = run_prog(place(exe, tmp_path, "orig"), [])
+    assert original.returncode == 5 and original.stdout.startswith(b"checksum ")
+    assert_same_behaviour(original, run_prog(instrument(exe, "cachesim", tmp_path, slot="cach"), [], timeout=120))
+
+
 def test_go_program_without_a_pc_table_refused_in_one_line(tmp_path: Path) -> None:
     """shfmt with its PC table's header spoilt: exit status 2, one line naming the program
     and why, no output file."""

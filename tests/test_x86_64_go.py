@@ -164,6 +164,26 @@ def test_go_loops_preempted_in_the_copy(tmp_path: Path) -> None:
                 assert {block["address"]: block["count"] for block in blocks}[loop] == iterations
 
 
+def test_go_preempted_where_the_flags_are_live(tmp_path: Path) -> None:
+    """samples/go_flags.go: a loop without calls whose branches read the flags of the
+    comparison before them, stopped by Go's preemption signal at every collection main
+    makes while it runs; Go's asyncPreempt gives it back the flags with ``popfq`` and
+    returns. cachesim's calls before asyncPreempt's last ``pop`` and ``ret`` took the flags
+    for dead there (a return's, by the calling convention) and changed them: the checksum
+    differed in 8 of 10 runs. A function that restores flags it saved keeps them live
+    where it returns (decision 0136): every copy prints the original's checksum, run after
+    run (cachesim, InHost and ReHost)."""
+    plain = _placed(samples.build_go("go_flags", "go-x64"), tmp_path)
+    original = _run(plain, [], plain.parent)
+    assert original.returncode == 5 and original.stdout.startswith(b"checksum ")
+    for tool, mode in (("cachesim", "inhost"), ("cachesim", "rehost")):
+        copied = _instrument(plain, tool, tmp_path / f"{tool[:4]}-{mode[:4]}" / "prog", "--mode", mode)
+        for _ in range(3):  # where the signals stop the loop differs from run to run
+            run = subprocess.run(["anvil", "run", "-q", str(copied)], cwd=copied.parent, capture_output=True,
+                                 timeout=300)
+            assert (run.returncode, run.stdout) == (original.returncode, original.stdout), run.stderr
+
+
 def test_go_program_rehost(tmp_path: Path) -> None:
     """ReHost's records of a Go program (cgo: its threads are the C library's) through
     ``anvil run``: behaviour as the original's, and inscount's count of the program's own

@@ -12,7 +12,8 @@ that is no switch), they are taken as live.
 But for Go's ``runtime.duffzero``: Go's compiler knows it keeps the flags (cmd/compile's
 AMD64 ops: DUFFZERO clobbers none) and keeps them live across a call of it (Go 1.24's
 ``stringtoslicerune``: ``cmp; jg; call duffzero; ja``). A call of it writes no flag, and
-its own returns take the flags as live (decision 0121).
+its own returns take the flags as live (decision 0121). So do the returns of a function
+that restores flags with ``popfq`` (decision 0136).
 """
 
 from __future__ import annotations
@@ -141,8 +142,13 @@ def _solve(proc: Procedure, switch_cases: dict[int, set[int]]
 
 
 def _keeps(proc: Procedure) -> bool:
-    """Whether ``proc`` keeps the flags for its callers: live where it returns."""
-    return any(lo <= proc.address < hi for lo, hi in _keeping(proc.binary))
+    """Whether ``proc`` keeps the flags for its callers, live where it returns: one of the
+    functions known to (``_keeping``), or one that restores flags it saved (``popfq``):
+    code that returns to a place the calling convention does not govern, as Go's
+    runtime.asyncPreempt returns to where a signal stopped a goroutine, flags and all
+    (decision 0136)."""
+    return any(lo <= proc.address < hi for lo, hi in _keeping(proc.binary)) or any(
+        ins.mnemonic == "popfq" for block in proc.blocks for ins in block.instructions)
 
 
 def _successors(block: Block, next_block: Block | None, by_address: dict[int, Block],
