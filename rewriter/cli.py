@@ -86,6 +86,9 @@ def cmd_instrument(args: argparse.Namespace) -> int:
                 report = emitter.instrument(binary, tool, opts, output)
         report.rewrite_seconds = time.monotonic() - started  # loading and decoding included
         atomic_write(report_path, _report_json(args, tool.name, output, out_file, report), mode=0o644)
+    if args.mode != "rehost":  # an earlier ReHost copy's table would make `anvil run` take this one for ReHost
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(output + rehost.SITE_TABLE_SUFFIX)
     print(f"anvil: wrote {output}: {report.summary()}; report in {report_path}", file=sys.stderr)
     global _exit_at_once
     _exit_at_once = True
@@ -356,7 +359,7 @@ def _run_command(args: argparse.Namespace, cmd: list[str], executable: str | Non
     from .emit.rehost import SITE_TABLE_SUFFIX
 
     binary = args.binary
-    if (meta or {}).get("mode") == "rehost" or os.path.exists(binary + SITE_TABLE_SUFFIX):
+    if _is_rehost(binary, meta):
         from rehost import bridge
 
         def start(channel: Any, table: Any, document: bytes, program: str, token: str) -> Any:
@@ -451,7 +454,7 @@ def _run_on_board(args: argparse.Namespace, before_start: Callable[[], None]) ->
         raise AnvilError(f"{args.binary}: an x86-64 program, not a firmware image for --board")
     if not _elf_file(args.binary, data, functools.partial(_is_firmware, args.binary)):
         raise AnvilError(f"{args.binary} is a Linux program, not a firmware image for --board (anvil run without it)")
-    rehost = os.path.exists(args.binary + SITE_TABLE_SUFFIX)
+    rehost = _is_rehost(args.binary, _metadata(args.binary))
     if not rehost:
         _check_not_a_rehost_copy(args.binary)
     if rehost:  # a UART image on a board whose UARTs ReHost cannot drive: the more telling error
@@ -718,6 +721,16 @@ def _check_not_a_rehost_copy(binary: str) -> None:
     if marked:
         raise AnvilError(f"{binary} is a ReHost copy, but its site table {binary}{SITE_TABLE_SUFFIX} is missing "
                          "(anvil instrument --mode rehost writes it beside the copy: keep them together)")
+
+
+def _is_rehost(binary: str, meta: dict | None) -> bool:
+    """Whether ``binary`` is a ReHost copy: as its report says (a site table beside an InHost
+    copy is an earlier ReHost copy's of the same name), else as a site table beside it says."""
+    from .emit.rehost import SITE_TABLE_SUFFIX
+
+    if meta is not None and meta.get("mode") in ("rehost", "inhost"):
+        return meta["mode"] == "rehost"
+    return os.path.exists(binary + SITE_TABLE_SUFFIX)
 
 
 def _metadata(binary: str) -> dict | None:

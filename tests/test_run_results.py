@@ -11,7 +11,8 @@ writes none:
 
 Every time: no "results in" line, a line saying no results were written, the earlier
 file gone (not left looking current), the program's own output and exit status those of
-the original run the same way.
+the original run the same way. And an InHost copy written where a ReHost copy was runs as
+InHost (an earlier copy's site table never makes it look like one).
 """
 
 from __future__ import annotations
@@ -211,3 +212,26 @@ def test_firmware_rehost_server_killed(waits: Path, tmp_path: Path) -> None:
     notes = err.decode().splitlines()
     assert len(notes) == 1 and "not analysed" in notes[0] and "no results written" in notes[0], notes
     assert not results.exists()
+
+
+def test_inhost_copy_written_over_a_rehost_copy(tmp_path: Path) -> None:
+    """An InHost copy written under the name of an earlier ReHost copy runs as InHost: the old
+    site table is removed, and one put back beside it does not make ``anvil run`` take the
+    copy for ReHost (its report says which mode it is)."""
+    binary = build("calls", "O2-thumb-dyn")
+    orig = place(binary, tmp_path, "orig")
+    original = subprocess.run(["qemu-arm", "-L", LIB_ROOT, "-0", "prog", str(orig), "stdin"], input=b"abc",
+                              capture_output=True, cwd=orig.parent, timeout=120)
+    copy = tmp_path / "prog"
+    for mode in ("rehost", "inhost"):
+        subprocess.run([*CLI, "instrument", "--tool", "cachesim", "--mode", mode, str(binary), "-o", str(copy)],
+                       check=True, capture_output=True, timeout=600)
+        if mode == "rehost":
+            table = Path(f"{copy}.sites.json").read_bytes()
+    assert not Path(f"{copy}.sites.json").exists()
+    Path(f"{copy}.sites.json").write_bytes(table)  # as a copy of the directory made before might bring back
+    proc = anvil_run("--argv0", "prog", str(copy), "stdin", cwd=tmp_path)
+    out, err = proc.communicate(b"abc", timeout=120)
+    assert (out, proc.returncode) == (original.stdout, original.returncode)
+    assert err.decode().splitlines()[-1] == "anvil: results in prog.cachesim.out", err
+    assert (tmp_path / "prog.cachesim.out").stat().st_size > 0
