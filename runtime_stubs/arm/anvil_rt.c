@@ -240,6 +240,34 @@ static void go_poll_landed(uint32_t context)
  * copy (inside a hook) the goroutine is not preempted by this signal; the runtime sends
  * another. */
 
+/* A signal that stopped the thread on a trampoline's jump into the copy, `ldr pc` from the
+ * literal after it (emit/patches.py: where a return site's or an entry's short patch
+ * jumps): the jump is taken in the context (it changes no register), and the signal is
+ * then one that stopped the copy where the jump goes. A trampoline often lies in a cave,
+ * the original code of another function (one whose copy runs instead): Go's handler took
+ * a signal there for one in that function, preempted it there, and the goroutine resumed
+ * in that function's copy (Debian's hugo, on most runs). */
+static void past_trampoline(uint32_t context)
+{
+    uint32_t *pc = (uint32_t *)(context + UC_PC), *cpsr = (uint32_t *)(context + UC_CPSR);
+    uint32_t at = *pc & ~1u, literal;
+    if (*cpsr & CPSR_THUMB) {
+        const uint16_t *halves = (const uint16_t *)at;
+        if ((at & 1) || halves[0] != 0xF8DF || (halves[1] & 0xF000) != 0xF000)  /* ldr.w pc, [pc, #k] */
+            return;
+        literal = ((at + 4) & ~3u) + (halves[1] & 0xFFFu);
+    } else {
+        if ((at & 3) || *(const uint32_t *)at != 0xE51FF004u)  /* ldr pc, [pc, #-4] */
+            return;
+        literal = at + 4;
+    }
+    uint32_t to = *(const uint32_t *)literal;
+    if (copy_pair(to & ~1u) < 0)  /* not a jump into the copy: a program's own */
+        return;
+    *pc = to & ~1u;
+    *cpsr = (*cpsr & ~CPSR_THUMB) | (to & 1 ? CPSR_THUMB : 0);
+}
+
 void anvil_go_fault_pc(uint32_t sig, uint32_t info, uint32_t context)
 {
     int fault = (sig == 4 || sig == 7 || sig == 8 || sig == 11) && ((const int32_t *)info)[2] > 0;
@@ -250,6 +278,8 @@ void anvil_go_fault_pc(uint32_t sig, uint32_t info, uint32_t context)
         go_poll_landed(context);
         return;
     }
+    if (!fault)
+        past_trampoline(context);
     long index = copy_pair(*pc);
     if (index < 0)
         return;
