@@ -42,6 +42,19 @@ ANVIL_ARRAY(uint64_t, mru_hits);
 
 static uint32_t cache_size, ways, line_shift, set_mask, held, row;  /* held: ways kept here */
 static uint64_t accesses_of[2], misses_of[2];  /* [0] loads, [1] stores */
+#ifdef ANVIL_TARGET_X86_64
+/* An x86-64 program runs its records through cache_sim in a loop (its buffer of
+ * misses, anvil_records_flush): an element of an array indexed by the kind is a load and
+ * a store each record, a chain through memory from one record to the next. Scalars of a
+ * type no tag has (unsigned long long; an x86-64 anvil_addr is unsigned long) stay in
+ * registers across the loop instead; profile_end adds them to the arrays. */
+static unsigned long long calls, store_calls, missed, store_missed;
+static inline void count_call(uint32_t kind) { calls++; store_calls += kind; }
+static inline void count_miss(uint32_t kind, uint32_t miss) { missed += miss; store_missed += miss & kind; }
+#else
+static inline void count_call(uint32_t kind) { accesses_of[kind]++; }
+static inline void count_miss(uint32_t kind, uint32_t miss) { misses_of[kind] += miss; }
+#endif
 
 void profile_start(uint32_t size, uint32_t assoc, uint32_t line, uint32_t depth)
 {
@@ -118,9 +131,9 @@ void cache_sim(anvil_addr addr, uint32_t is_store, anvil_addr left)
     anvil_addr *set = anvil_array_tags + (line & set_mask) * row;
     anvil_addr key = line + 1;
     uint32_t kind = is_store != 0;
-    accesses_of[kind]++;  /* indexed, not branched on: loads and stores interleave unpredictably */
+    count_call(kind);  /* indexed or added, not branched on: loads and stores interleave unpredictably */
     if (held == 0) {  /* direct-mapped: the program kept the only way */
-        misses_of[kind]++;
+        count_miss(kind, 1u);
         return;
     }
     /* The line found (or the least recently used one) goes; the line the instrumented
@@ -128,11 +141,11 @@ void cache_sim(anvil_addr addr, uint32_t is_store, anvil_addr left)
     anvil_addr out = left ? (left >> line_shift) + 1 : 0;
 #ifdef ROW_VECTOR
     if (held <= ROW_VECTOR) {
-        misses_of[kind] += 1 - row_hit(set, key, out, held - 1);
+        count_miss(kind, 1 - row_hit(set, key, out, held - 1));
         return;
     }
 #endif
-    misses_of[kind] += shift_in(set, key, out);
+    count_miss(kind, shift_in(set, key, out));
 }
 
 #ifdef ANVIL_HOST
@@ -287,6 +300,13 @@ void profile_end(const char *path, uint32_t json)
 {
     if (anvil_out_open(path) < 0)
         return;
+#ifdef ANVIL_TARGET_X86_64
+    accesses_of[0] += calls - store_calls;
+    accesses_of[1] += store_calls;
+    misses_of[0] += missed - store_missed;
+    misses_of[1] += store_missed;
+    calls = store_calls = missed = store_missed = 0;
+#endif
     uint64_t loads = accesses_of[0] + anvil_array_mru_hits[0], stores = accesses_of[1] + anvil_array_mru_hits[1];
     uint64_t load_misses = misses_of[0], store_misses = misses_of[1];
     uint64_t accesses = loads + stores, misses = load_misses + store_misses;
