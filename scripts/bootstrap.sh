@@ -50,6 +50,7 @@ PACKAGES=(
     pkg-config
     clang              # tests/test_clang.py: programs of another compiler and linker
     lld
+    mold
     golang-go          # Go programs: tests/test_other_compilers.py (go_faults.go), tests/test_x86_64_go.py (go_work.go, gofmt)
     gcc-arm-linux-gnueabi  # Debian's armel port (soft-float ARMv5TE): the sweeps' armel-* variants
     g++-arm-linux-gnueabi  # and tests/test_armv5_idioms.py (decision 0094)

@@ -55,6 +55,32 @@ def test_clang_builds(variant: str, stripped: bool, tmp_path) -> None:
     assert all(offset % align == vaddr % align for offset, vaddr, _, align in after)
 
 
+def test_mold_plt_entries_are_decoded_and_counted(tmp_path) -> None:
+    """mold writes no mapping symbols in its ARM PLT and pads PLT0 with NOPs: the entries
+    were not read, so not decoded, and every call through them went uncounted (62
+    instructions of a small program). Oracles: the PLT's R_ARM_JUMP_SLOT relocations name
+    every entry; qemu's count of the executable's instructions, inscount's and bbcount's."""
+    from rewriter.ir.plt import plt_functions
+
+    binary = build("calls", "clang-O2-thumb-mold")
+    with open(binary, "rb") as f:
+        elf = ELFFile(f)
+        assert b"mold" in elf.get_section_by_name(".comment").data()
+        rel = elf.get_section_by_name(".rel.plt")
+        symbols = elf.get_section(rel["sh_link"])
+        slots = sorted(symbols.get_symbol(r["r_info_sym"]).name for r in rel.iter_relocations())
+        assert sorted(plt_functions(elf).values()) == slots
+    placed = place(binary, tmp_path, "orig")
+    original = run_prog(placed)
+    pcs = exe_pcs(trace_pcs(placed, [], b"", argv0="prog"), placed)
+    inst = run_prog(instrument(binary, "inscount", tmp_path))
+    assert_same_behaviour(original, inst)
+    assert results(inst, "inscount")["total"] == sum(pcs.values())
+    blocks = run_prog(instrument(binary, "bbcount", tmp_path, slot="bbco"))
+    assert_same_behaviour(original, blocks)
+    assert all(pcs.get(block["address"]) == block["count"] for block in results(blocks, "bbcount")["counts"])
+
+
 def test_lld_plt_entries_are_read(tmp_path) -> None:
     """ld.lld pads PLT0 and each entry with 0xd4d4d4d4 words: its PLT was read as empty, so
     unstripped it stayed one procedure and the entry the C++ exception tables name as the

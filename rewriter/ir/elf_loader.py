@@ -34,7 +34,7 @@ from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
 from .go_runtime import go_functions, go_version, refusal
 from .model import Binary, Block, Procedure, Segment, own_instructions
-from .plt import lazy_binder, plt_functions, thumb_stubs
+from .plt import lazy_binder, plt_functions, plt_marks, thumb_stubs
 from .section_headers import with_section_headers
 
 _MAPPING = re.compile(r"^\$([atd])(\..*)?$")
@@ -79,6 +79,12 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     binary.go_functions = {f.entry: f.name for f in functions}
     binary.go_preemptible = {f.entry for f in functions if f.preemptible}
     symbols, mapping = _read_symbols(path, elf, data)
+    plt = elf.get_section_by_name(".plt")
+    if mapping and plt is not None and elf.get_section_index(".plt") not in mapping:
+        # (a linker that marks no PLT: its entries were not decoded, so not counted)
+        marks = plt_marks(elf)
+        if marks:
+            mapping[elf.get_section_index(".plt")] = marks
     binary.symbols = {name: addr for addr, name, _ in symbols}
     tags = _dynamic_tags(elf)
     binary.fini = tags["DT_FINI"] & ~1 if tags.get("DT_FINI") else None

@@ -13,7 +13,8 @@ Entries are not of one size. GNU ld writes, after the 20-byte PLT0, for each ent
   ``ldr ip, [pc, #4]; add ip, pc, ip; ldr pc, [ip]; .word offset`` (16 bytes).
 
 ld.lld writes the short form only, PLT0 and each entry padded to 16 bytes with
-``0xd4d4d4d4`` words.
+``0xd4d4d4d4`` words. mold writes the long form, its 20-byte PLT0 padded to 32 bytes with
+A32 ``nop`` words.
 
 The GOT slot an entry loads its target from is named by the entry's ``R_ARM_JUMP_SLOT``
 relocation, whose symbol is the function; so entries are decoded rather than counted.
@@ -30,10 +31,14 @@ from elftools.elf.sections import SymbolTableSection
 PLT0_SIZE = 20
 #: ld.lld pads its 20-byte PLT0 to 32 bytes and each 12-byte entry to 16 with these words.
 TRAP_FILL = b"\xd4" * 4
+#: Other linkers' padding words: the A32 NOPs (``nop``, mold's; ``mov r0, r0``).
+NOP_FILL = (b"\x00\xf0\x20\xe3", b"\x00\x00\xa0\xe1")
 THUMB_STUB = 0x4778  # bx pc
 # The short form, with its immediates masked out.
 _ADD_IP_PC, _ADD_IP_IP, _LDR_PC_IP = 0xE28FC600, 0xE28CCA00, 0xE5BCF000
 _LONG_FORM = (0xE59FC004, 0xE08CC00F, 0xE59CF000)
+# PLT0 after its ``push {lr}``: ``ldr lr, [pc, #4]; add lr, pc, lr; ldr pc, [lr, #8]!``.
+_PLT0_LONG_FORM = (0xE59FE004, 0xE08FE00E, 0xE5BEF008)
 
 
 def plt_functions(elf: ELFFile) -> dict[int, str]:
@@ -66,7 +71,7 @@ def plt_entries(data: bytes, base: int, at: int,
     stub: int | None = None
     end = at
     while at + 4 <= len(data):
-        if data[at:at + 4] == TRAP_FILL:  # ld.lld's padding after PLT0 and after each entry
+        if data[at:at + 4] == TRAP_FILL or data[at:at + 4] in NOP_FILL:  # padding (ld.lld's, mold's)
             at += 4
             continue
         if int.from_bytes(data[at:at + 2], "little") == THUMB_STUB:
@@ -81,6 +86,33 @@ def plt_entries(data: bytes, base: int, at: int,
         at += size
         end = at
     return out, end
+
+
+def plt_marks(elf: ELFFile) -> list[tuple[int, str]]:
+    """Mapping symbols for a ``.plt`` whose linker wrote none (mold): A32 code from its start,
+    data at PLT0's literal word and at each long entry's, as GNU ld marks its own. Empty when
+    the entries are of no known form."""
+    plt = elf.get_section_by_name(".plt")
+    if plt is None or plt["sh_size"] < PLT0_SIZE:
+        return []
+    data, base = plt.data(), plt["sh_addr"]
+    if tuple(w for (w,) in struct.iter_unpack("<I", data[4:16])) != _PLT0_LONG_FORM:
+        return []
+    entries, _ = plt_entries(data, base, PLT0_SIZE, _Anything())
+    if not entries:
+        return []
+    marks = [(base, "a"), (base + 16, "d"), (base + 20, "a")]
+    for entry, _, _ in entries:
+        if _slot(data, entry - base, entry)[1] == 16:
+            marks += [(entry + 12, "d"), (entry + 16, "a")]
+    return sorted(set(marks))
+
+
+class _Anything:
+    """Every GOT slot (plt_marks reads the entries' forms, not which slots they use)."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
 
 
 def lazy_binder(elf: ELFFile) -> int | None:

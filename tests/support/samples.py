@@ -134,6 +134,8 @@ SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "clang-O2-nopic-longcalls-bfd": ("clang", ["-O2", "-mthumb", "-fno-pic", "-no-pie", "-mlong-calls",
                                                "-fuse-ld=bfd"]),
     "clang-O3-neon-lld": ("clang", ["-O3", "-mthumb", "-mfpu=neon", "-fuse-ld=lld"]),
+    # mold: a PLT without mapping symbols, PLT0 padded to 32 bytes with NOPs
+    "clang-O2-thumb-mold": ("clang", ["-O2", "-mthumb", "-fuse-ld=mold"]),
     # ARMv8's AArch32 (a Cortex-A53/A72 build): acquire/release atomics (LDAEX/STLEX), VSEL,
     # VRINT, VCVTA..., CRC32 with +crc.
     "O2-armv8": ("gcc", ["-g", "-O2", "-march=armv8-a+crc+simd", "-mtune=cortex-a72"]),
