@@ -55,21 +55,27 @@ def test_clang_builds(variant: str, stripped: bool, tmp_path) -> None:
     assert all(offset % align == vaddr % align for offset, vaddr, _, align in after)
 
 
+def _assert_every_plt_entry_named(binary, linker: bytes = b"") -> None:
+    """The PLT reader names the function of every R_ARM_JUMP_SLOT relocation of ``binary``
+    (linked by ``linker``, as its .comment says)."""
+    from rewriter.ir.plt import plt_functions
+
+    with open(binary, "rb") as f:
+        elf = ELFFile(f)
+        assert linker in elf.get_section_by_name(".comment").data()
+        rel = elf.get_section_by_name(".rel.plt")
+        symbols = elf.get_section(rel["sh_link"])
+        slots = sorted(symbols.get_symbol(r["r_info_sym"]).name for r in rel.iter_relocations())
+        assert sorted(plt_functions(elf).values()) == slots
+
+
 def test_mold_plt_entries_are_decoded_and_counted(tmp_path) -> None:
     """mold writes no mapping symbols in its ARM PLT and pads PLT0 with NOPs: the entries
     were not read, so not decoded, and every call through them went uncounted (62
     instructions of a small program). Oracles: the PLT's R_ARM_JUMP_SLOT relocations name
     every entry; qemu's count of the executable's instructions, inscount's and bbcount's."""
-    from rewriter.ir.plt import plt_functions
-
     binary = build("calls", "clang-O2-thumb-mold")
-    with open(binary, "rb") as f:
-        elf = ELFFile(f)
-        assert b"mold" in elf.get_section_by_name(".comment").data()
-        rel = elf.get_section_by_name(".rel.plt")
-        symbols = elf.get_section(rel["sh_link"])
-        slots = sorted(symbols.get_symbol(r["r_info_sym"]).name for r in rel.iter_relocations())
-        assert sorted(plt_functions(elf).values()) == slots
+    _assert_every_plt_entry_named(binary, b"mold")
     placed = place(binary, tmp_path, "orig")
     original = run_prog(placed)
     pcs = exe_pcs(trace_pcs(placed, [], b"", argv0="prog"), placed)
@@ -86,15 +92,8 @@ def test_lld_plt_entries_are_read(tmp_path) -> None:
     unstripped it stayed one procedure and the entry the C++ exception tables name as the
     personality routine (``__gxx_personality_v0@plt``) ran in place, uncounted (decision 0054).
     Oracles: the PLT's R_ARM_JUMP_SLOT relocations name every entry; qemu's count."""
-    from rewriter.ir.plt import plt_functions
-
     binary = build("containers", "clang-O3-thumb-pie-lld")
-    with open(binary, "rb") as f:
-        elf = ELFFile(f)
-        rel = elf.get_section_by_name(".rel.plt")
-        symbols = elf.get_section(rel["sh_link"])
-        slots = sorted(symbols.get_symbol(r["r_info_sym"]).name for r in rel.iter_relocations())
-        assert sorted(plt_functions(elf).values()) == slots
+    _assert_every_plt_entry_named(binary)
     placed = place(binary, tmp_path, "orig")
     original = run_prog(placed)
     qemu_total = sum(exe_pcs(trace_pcs(placed, [], b"", argv0="prog"), placed).values())
