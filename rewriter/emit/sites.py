@@ -134,10 +134,16 @@ class SiteUnit:
         for text, symbol in self.strings.items():
             parts.append(f"const char {symbol}[] = {c_string(text)};\n")
         parts.append(f"void anvil_program_start(void)\n{{\n{calls_start}}}\n")
-        # Counts the program did not count inline are derived before anyone reads them.
+        # Counts the program did not count inline are derived before anyone reads them. The
+        # end holds the analysis lock (runtime_stubs/common/anvil_rt.h): a program may end on
+        # a thread outside any call site (x86-64's exit_group, a library's _exit, a fatal
+        # signal) while its other threads still call the tool's routines, whose records and
+        # output would land in the middle of the results or after the end record.
         parts.append("void anvil_derive_counts(void);\n"
-                     "void anvil_program_end(void)\n{\n  static int done;\n  if (done)\n    return;\n"
-                     f"  done = 1;\n  anvil_derive_counts();\n{calls_end}}}\n")
+                     "void anvil_program_end(void)\n{\n  static int done;\n"
+                     "  anvil_word taken = anvil_analysis_take();\n"
+                     "  if (!done) {\n    done = 1;\n    anvil_derive_counts();\n"
+                     f"{calls_end}  }}\n  anvil_analysis_give(taken);\n}}\n")
         return parts
 
     @staticmethod

@@ -769,6 +769,36 @@ static uint32_t patch_entry(const uint32_t *sym, uint32_t l_addr, uint32_t targe
     return 1;
 }
 
+/* Who the calling thread is to the analysis lock, as the call stubs tell (arch/arm/
+ * call_stubs.py _identify_thread): its thread pointer, or where it has none, its kernel
+ * thread id * 2 + 1. */
+static uint32_t lock_identity(void)
+{
+    uint32_t self;
+    __asm__ volatile("mrc p15, 0, %0, c13, c0, 3" : "=r"(self));
+    return self ? self : (uint32_t)anvil_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0) * 2 + 1;
+}
+
+anvil_word anvil_analysis_take(void)
+{
+    uint32_t self = lock_identity();
+    if (__atomic_load_n(&anvil_call_lock[0], __ATOMIC_RELAXED) != self) {
+        uint32_t none = 0;
+        while (!__atomic_compare_exchange_n(&anvil_call_lock[0], &none, self, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            none = 0;
+            __asm__ volatile("yield");
+        }
+    }
+    anvil_call_lock[1] += 1;  /* counted, as a call stub counts: a handler's call goes in again */
+    return 1;
+}
+
+void anvil_analysis_give(anvil_word taken)
+{
+    if (taken && --anvil_call_lock[1] == 0)
+        __atomic_store_n(&anvil_call_lock[0], 0, __ATOMIC_RELEASE);
+}
+
 /* Whether fork_prepare took the lock (read and written by its holder only). */
 static uint8_t fork_holds_lock;
 

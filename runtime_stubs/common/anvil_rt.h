@@ -133,6 +133,9 @@ void anvil_close(int fd);
 #ifdef ANVIL_BARE_METAL
 /* No process forks or closes descriptors on bare metal (Cortex-M): these compile to nothing there. */
 static inline long anvil_forked_child(void) { return 0; }
+/* One thread on a board: the analysis lock is not needed (see the Linux declarations). */
+static inline anvil_word anvil_analysis_take(void) { return 0; }
+static inline void anvil_analysis_give(anvil_word taken) { (void)taken; }
 static inline int anvil_reopen_write(const char *path) { (void)path; return -1; }
 static inline int anvil_reopen_write_of(const char *path, long owner) { (void)path, (void)owner; return -1; }
 static inline void anvil_cut_at(int fd, uint64_t length) { (void)fd, (void)length; }
@@ -144,6 +147,11 @@ static inline int anvil_output_of_this_process(int fd, const char *path, long *o
 #else
 /* This process's id when it is a child the program forked, else 0 (Linux). */
 long anvil_forked_child(void);
+/* The analysis lock of a program that starts threads (the one the call sites take), taken
+ * by a caller outside any call site: waits for it unless this thread has it already.
+ * Returns what anvil_analysis_give needs to give back exactly what was taken. */
+anvil_word anvil_analysis_take(void);
+void anvil_analysis_give(anvil_word taken);
 /* anvil_open_write's file opened again to write at its end (the program closed it). */
 int anvil_reopen_write(const char *path);
 /* The results file ``path`` of process ``owner`` (anvil_forked_child's value there), opened

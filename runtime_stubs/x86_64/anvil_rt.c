@@ -679,6 +679,23 @@ void anvil_site_locked(anvil_word value, uint32_t site)
     __atomic_store_n(&site_owner, 0, __ATOMIC_RELEASE);
 }
 
+anvil_word anvil_analysis_take(void)
+{
+    if (!__atomic_load_n(&anvil_threads_started, __ATOMIC_ACQUIRE))
+        return 0;
+    anvil_word self = thread_self();
+    if (__atomic_load_n(&site_owner, __ATOMIC_RELAXED) == self)
+        return 0;  /* inside a call site, or a handler that interrupted one */
+    take_site_lock(self);
+    return 1;
+}
+
+void anvil_analysis_give(anvil_word taken)
+{
+    if (taken)
+        __atomic_store_n(&site_owner, 0, __ATOMIC_RELEASE);
+}
+
 /* Whether fork_prepare took the lock (read and written by its holder only). */
 static uint8_t fork_holds_lock;
 
