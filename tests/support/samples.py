@@ -136,6 +136,8 @@ SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "clang-O3-neon-lld": ("clang", ["-O3", "-mthumb", "-mfpu=neon", "-fuse-ld=lld"]),
     # mold: a PLT without mapping symbols, PLT0 padded to 32 bytes with NOPs
     "clang-O2-thumb-mold": ("clang", ["-O2", "-mthumb", "-fuse-ld=mold"]),
+    # mold, static: the calls of IFUNC'd functions (memcpy...) go through .plt.got, unmarked
+    "clang-O2-thumb-static-mold": ("clang", ["-O2", "-mthumb", "-static", "-fuse-ld=mold"]),
     # ARMv8's AArch32 (a Cortex-A53/A72 build): acquire/release atomics (LDAEX/STLEX), VSEL,
     # VRINT, VCVTA..., CRC32 with +crc.
     "O2-armv8": ("gcc", ["-g", "-O2", "-march=armv8-a+crc+simd", "-mtune=cortex-a72"]),
