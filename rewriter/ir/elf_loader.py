@@ -418,7 +418,7 @@ def _mark_unmarked_sections(elf: ELFFile, mapping: dict[int, list[tuple[int, str
     ``memcpy`` went through such a section). PLT entries are read as their forms are (the
     literal words as data); other code is A32, or Thumb where the symbol at its start says so."""
     thumb_at = {value & ~1 for value, _, _ in symbols if value & 1}
-    for start, end, idx, name in _exec_sections(elf):
+    for start, _, idx, name in _exec_sections(elf):
         if idx in mapping:
             continue
         if name == ".plt":

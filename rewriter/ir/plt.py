@@ -113,7 +113,7 @@ def stub_marks(data: bytes, base: int) -> list[tuple[int, str]]:
     unmarked by its linker (mold's ``.plt.got``, which a static program's calls of IFUNC'd
     functions go through): A32 code, data at each long entry's literal word. Empty when the
     section does not start with an entry of a known form."""
-    entries, end = plt_entries(data, base, 0, _Anything())
+    entries, _ = plt_entries(data, base, 0, _Anything())
     if not entries:
         return []
     marks = [(base, "a")]
