@@ -380,6 +380,10 @@ X86_64_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "x64-clang-O2-omagic-static-lld": ("clang", ["-g", "-O2", "-static", "-fuse-ld=lld", "-Wl,-N"]),
     # code in a second executable segment, unmapped pages below it (node's large-page stub)
     "x64-gcc-O2-far-code": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,--section-start=farcode=0x1000000"]),
+    # mold pads the sections of -ffunction-sections with zeros, not nop or int3 (decision 0141)
+    "x64-gcc-O2-sections-mold": ("gcc", ["-g", "-O2", "-ffunction-sections", "-fuse-ld=mold"]),
+    # functions one after another, unaligned: a short one has no padding after it
+    "x64-gcc-O2-packed": ("gcc", ["-g", "-O2", "-falign-functions=1"]),
 }
 
 
