@@ -213,4 +213,5 @@ def _functions(program: Path) -> dict[int, tuple[str, int]]:
 
     with program.open("rb") as f:
         symbols = ELFFile(f).get_section_by_name(".symtab")
-        return {s["st_value"]: (s.name, s["st_size"]) for s in symbols.iter_symbols() if s["st_info"]["type"] == "STT_FUNC"}
+        return {s["st_value"]: (s.name, s["st_size"]) for s in symbols.iter_symbols()
+                if s["st_info"]["type"] == "STT_FUNC"}
