@@ -69,20 +69,30 @@ def _assert_every_plt_entry_named(binary, linker: bytes = b"") -> None:
         assert sorted(plt_functions(elf).values()) == slots
 
 
-def test_mold_plt_entries_are_decoded_and_counted(tmp_path) -> None:
+@pytest.mark.parametrize("variant", ["clang-O2-thumb-mold", "clang-O2-thumb-static-mold"])
+def test_mold_plt_entries_are_decoded_and_counted(variant: str, tmp_path) -> None:
     """mold writes no mapping symbols in its ARM PLT and pads PLT0 with NOPs: the entries
     were not read, so not decoded, and every call through them went uncounted (62
-    instructions of a small program). Oracles: the PLT's R_ARM_JUMP_SLOT relocations name
-    every entry; qemu's count of the executable's instructions, inscount's and bbcount's."""
-    binary = build("calls", "clang-O2-thumb-mold")
-    _assert_every_plt_entry_named(binary, b"mold")
+    instructions of a small program). A static program's calls of IFUNC'd functions
+    (memcpy, memchr) go through its ``.plt.got``, unmarked too, which took the kind of the
+    last mark before it (a literal pool's): never decoded, 3 instructions short a call.
+    Oracles: the PLT's R_ARM_JUMP_SLOT relocations name every entry; qemu's count of the
+    executable's instructions, inscount's and bbcount's."""
+    binary = build("calls", variant)
+    if "static" in variant:
+        with open(binary, "rb") as f:
+            elf = ELFFile(f)
+            assert b"mold" in elf.get_section_by_name(".comment").data()
+            assert elf.get_section_by_name(".plt.got") is not None, "no .plt.got: not the layout this is about"
+    else:
+        _assert_every_plt_entry_named(binary, b"mold")
     placed = place(binary, tmp_path, "orig")
-    original = run_prog(placed)
-    pcs = exe_pcs(trace_pcs(placed, [], b"", argv0="prog"), placed)
-    inst = run_prog(instrument(binary, "inscount", tmp_path))
+    original = run_prog(placed, ARGS, STDIN)
+    pcs = exe_pcs(trace_pcs(placed, ARGS, STDIN, argv0="prog"), placed)
+    inst = run_prog(instrument(binary, "inscount", tmp_path), ARGS, STDIN)
     assert_same_behaviour(original, inst)
     assert results(inst, "inscount")["total"] == sum(pcs.values())
-    blocks = run_prog(instrument(binary, "bbcount", tmp_path, slot="bbco"))
+    blocks = run_prog(instrument(binary, "bbcount", tmp_path, slot="bbco"), ARGS, STDIN)
     assert_same_behaviour(original, blocks)
     assert all(pcs.get(block["address"]) == block["count"] for block in results(blocks, "bbcount")["counts"])
 

@@ -48,7 +48,10 @@ CASES = [*(("sort", v) for v in VARIANTS), ("goto", "x64-gcc-O2"), ("calls", "x6
          # clang's cases of one instruction and a ret, too short for a jump (decision 0133)
          ("x64_big_switch", "x64-clang-O2"),
          # split stacks: __morestack runs the rest of a function from its return address + 1
-         ("x64_split_stack", "x64-gcc-O2-split-stack")]
+         ("x64_split_stack", "x64-gcc-O2-split-stack"),
+         # functions shorter than a jump, entered through pointers in data, padded by mold
+         # with zeros: the padding holds the jump (decision 0141)
+         ("x64_short_pointer_targets", "x64-gcc-O2-sections-mold")]
 #: Debian's own stripped programs, with work to do.
 DEBIAN = {
     "ls": ["/bin/ls", "-la", str(samples.SAMPLES_DIR)],
@@ -182,3 +185,33 @@ def test_a_library_calls_into_the_program_before_its_entry(tmp_path: Path) -> No
     assert (runs[1].returncode, runs[1].stdout, runs[1].stderr) == (runs[0].returncode, runs[0].stdout, runs[0].stderr)
     counts = json.loads((tmp_path / "prog.inscount.out").read_text())["procedures"]
     assert counts["main"] > 0
+
+
+def test_entries_without_room_are_reported(tmp_path: Path) -> None:
+    """Functions shorter than a jump, each followed at once by the next (no padding) and
+    entered only through pointers in data, run in place, uncounted: the report lists them
+    (``entries_run_in_place``, decision 0141), and the count is QEMU's less exactly the
+    instructions QEMU ran at them. Oracles: the symbol table's sizes, QEMU's log."""
+    plain, copied = _instrumented(samples.build_x86_64("x64_short_pointer_targets", "x64-gcc-O2-packed"),
+                                  "inscount", tmp_path)
+    short = {address: (name, size) for address, (name, size) in _functions(plain).items()
+             if name in ("add", "first")}
+    assert all(size < 5 for _, size in short.values()), short
+    report = json.loads(copied.with_name("prog.anvil.json").read_text())
+    assert sorted(int(a, 16) for a in report["entries_run_in_place"]) == sorted(short)
+    oracle = trace_pcs(plain, [], cwd=tmp_path)
+    pcs = exe_pcs(oracle, plain)
+    run = _run_under_qemu(copied, [], tmp_path)
+    assert (run.returncode, run.stdout) == (oracle.returncode, oracle.stdout)
+    in_place = sum(n for pc, n in pcs.items() if any(a <= pc < a + size for a, (_, size) in short.items()))
+    assert in_place == 200  # each of the 100 calls runs 2 instructions there
+    assert json.loads((tmp_path / "prog.inscount.out").read_text())["total"] == sum(pcs.values()) - in_place
+
+
+def _functions(program: Path) -> dict[int, tuple[str, int]]:
+    from elftools.elf.elffile import ELFFile
+
+    with program.open("rb") as f:
+        symbols = ELFFile(f).get_section_by_name(".symtab")
+        return {s["st_value"]: (s.name, s["st_size"]) for s in symbols.iter_symbols()
+                if s["st_info"]["type"] == "STT_FUNC"}

@@ -34,7 +34,7 @@ from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
 from .go_runtime import go_functions, go_version, refusal
 from .model import Binary, Block, Procedure, Segment, own_instructions
-from .plt import lazy_binder, plt_functions, plt_marks, thumb_stubs
+from .plt import lazy_binder, plt_functions, plt_marks, stub_marks, thumb_stubs
 from .section_headers import with_section_headers
 
 _MAPPING = re.compile(r"^\$([atd])(\..*)?$")
@@ -79,12 +79,8 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     binary.go_functions = {f.entry: f.name for f in functions}
     binary.go_preemptible = {f.entry for f in functions if f.preemptible}
     symbols, mapping = _read_symbols(path, elf, data)
-    plt = elf.get_section_by_name(".plt")
-    if mapping and plt is not None and elf.get_section_index(".plt") not in mapping:
-        # (a linker that marks no PLT: its entries were not decoded, so not counted)
-        marks = plt_marks(elf)
-        if marks:
-            mapping[elf.get_section_index(".plt")] = marks
+    if mapping:
+        _mark_unmarked_sections(elf, mapping, symbols)
     binary.symbols = {name: addr for addr, name, _ in symbols}
     tags = _dynamic_tags(elf)
     binary.fini = tags["DT_FINI"] & ~1 if tags.get("DT_FINI") else None
@@ -410,6 +406,26 @@ def _c_string(data: bytes, at: int, end: int) -> str:
     """The NUL-terminated string at ``at``, ended before ``end`` ('' when it is not)."""
     stop = data.find(b"\0", at, end)
     return data[at:stop].decode("utf-8", errors="replace") if stop > at else ""
+
+
+def _mark_unmarked_sections(elf: ELFFile, mapping: dict[int, list[tuple[int, str]]],
+                            symbols: list[tuple[int, str, int]]) -> None:
+    """Mapping symbols for each executable section its linker marked none of (mold marks
+    neither its ``.plt`` nor its ``.plt.got``), in a program whose other sections have
+    them. Decoding reads the marks of every section in address order: an unmarked section
+    took the kind of the last mark before it, often a literal pool's ``$d``, and its code
+    was never decoded, so never counted (a static program's every call of an IFUNC'd
+    ``memcpy`` went through such a section). PLT entries are read as their forms are (the
+    literal words as data); other code is A32, or Thumb where the symbol at its start says so."""
+    thumb_at = {value & ~1 for value, _, _ in symbols if value & 1}
+    for start, _, idx, name in _exec_sections(elf):
+        if idx in mapping:
+            continue
+        if name == ".plt":
+            marks = plt_marks(elf)
+        else:
+            marks = stub_marks(elf.get_section(idx).data(), start)
+        mapping[idx] = marks or [(start, "t" if start in thumb_at else "a")]
 
 
 def _exec_sections(elf: ELFFile) -> list[tuple[int, int, int, str]]:

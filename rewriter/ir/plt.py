@@ -108,6 +108,21 @@ def plt_marks(elf: ELFFile) -> list[tuple[int, str]]:
     return sorted(set(marks))
 
 
+def stub_marks(data: bytes, base: int) -> list[tuple[int, str]]:
+    """Mapping symbols for an executable section of PLT entries alone, without a PLT0 and
+    unmarked by its linker (mold's ``.plt.got``, which a static program's calls of IFUNC'd
+    functions go through): A32 code, data at each long entry's literal word. Empty when the
+    section does not start with an entry of a known form."""
+    entries, _ = plt_entries(data, base, 0, _Anything())
+    if not entries:
+        return []
+    marks = [(base, "a")]
+    for entry, _, _ in entries:
+        if _slot(data, entry - base, entry)[1] == 16:
+            marks += [(entry + 12, "d"), (entry + 16, "a")]
+    return sorted(set(marks))
+
+
 class _Anything:
     """Every GOT slot (plt_marks reads the entries' forms, not which slots they use)."""
 

@@ -136,6 +136,8 @@ SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "clang-O3-neon-lld": ("clang", ["-O3", "-mthumb", "-mfpu=neon", "-fuse-ld=lld"]),
     # mold: a PLT without mapping symbols, PLT0 padded to 32 bytes with NOPs
     "clang-O2-thumb-mold": ("clang", ["-O2", "-mthumb", "-fuse-ld=mold"]),
+    # mold, static: the calls of IFUNC'd functions (memcpy...) go through .plt.got, unmarked
+    "clang-O2-thumb-static-mold": ("clang", ["-O2", "-mthumb", "-static", "-fuse-ld=mold"]),
     # ARMv8's AArch32 (a Cortex-A53/A72 build): acquire/release atomics (LDAEX/STLEX), VSEL,
     # VRINT, VCVTA..., CRC32 with +crc.
     "O2-armv8": ("gcc", ["-g", "-O2", "-march=armv8-a+crc+simd", "-mtune=cortex-a72"]),
@@ -380,6 +382,10 @@ X86_64_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "x64-clang-O2-omagic-static-lld": ("clang", ["-g", "-O2", "-static", "-fuse-ld=lld", "-Wl,-N"]),
     # code in a second executable segment, unmapped pages below it (node's large-page stub)
     "x64-gcc-O2-far-code": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,--section-start=farcode=0x1000000"]),
+    # mold pads the sections of -ffunction-sections with zeros, not nop or int3 (decision 0141)
+    "x64-gcc-O2-sections-mold": ("gcc", ["-g", "-O2", "-ffunction-sections", "-fuse-ld=mold"]),
+    # functions one after another, unaligned: a short one has no padding after it
+    "x64-gcc-O2-packed": ("gcc", ["-g", "-O2", "-falign-functions=1"]),
 }
 
 

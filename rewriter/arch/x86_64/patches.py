@@ -7,7 +7,7 @@ address held in data), the unwinder's landing pads, the loader (the ELF entry). 
 start there. A patch must not cover another entry (control arriving there would run into
 the middle of the jump), and must lie on the entry's own procedure's instructions (what
 follows may be another's code or data) or on the padding after them (the ``nop`` and
-``int3`` a compiler or linker aligns the next function with); an entry with less room gets
+``int3`` a compiler or linker aligns the next function with, mold's zeros); an entry with less room gets
 no patch and runs in place, uninstrumented, which the report says.
 """
 
@@ -74,9 +74,14 @@ def return_sites(procs: list[Procedure]) -> set[int]:
     return {ins.end for proc in procs for ins in proc.instructions() if ins.is_call}
 
 
-def padding(binary: Binary, at: int, wanted: int, limit: int | None, starts: set[int]) -> int:
+def padding(binary: Binary, at: int, wanted: int, limit: int | None, starts: set[int],
+            functions: set[int] = frozenset()) -> int:
     """How many bytes from ``at`` on (up to ``wanted`` and more by the last one) are the
-    padding between functions: ``nop`` and ``int3`` that no lifted instruction holds."""
+    padding between functions: ``nop`` and ``int3`` that no lifted instruction holds, and
+    zero bytes that align the next function (``limit``, one of ``functions``), as mold pads
+    the sections of ``-ffunction-sections``: a run of zeros from there to the function,
+    shorter than the function's alignment (so not data of its own, which would be aligned
+    itself), that no lifted instruction holds."""
     md = shared_disassembler()
     covered = 0
     while covered < wanted and (limit is None or at + covered < limit) and at + covered not in starts:
@@ -84,7 +89,15 @@ def padding(binary: Binary, at: int, wanted: int, limit: int | None, starts: set
         if ins is None or ins.name not in _PADDING:
             break
         covered += ins.size
+    if covered < wanted and limit is not None and limit in functions:
+        gap = limit - (at + covered)
+        if 0 < gap < min(limit & -limit, _MOST_ALIGNED) and not any(binary.read(at + covered, gap)) \
+                and starts.isdisjoint(range(at + covered, limit)):
+            covered += gap
     return covered
+
+
+_MOST_ALIGNED = 64  # a function's alignment, at most (a cache line)
 
 
 def entry_patches(binary: Binary, procs: list[Procedure],
@@ -95,6 +108,7 @@ def entry_patches(binary: Binary, procs: list[Procedure],
     # Every lifted instruction's address: those of procs where every procedure is copied
     # (a set of a large program's every address is tens of MB: made once, not three times).
     lifted = starts if len(procs) == len(binary.procedures) else _starts(binary.procedures)
+    functions = {proc.address for proc in binary.procedures}
     wanted = entries(binary, procs, starts) | (returns & starts)
     ordered = sorted(wanted)
     patches, short = [], []
@@ -115,7 +129,7 @@ def entry_patches(binary: Binary, procs: list[Procedure],
                 covered += instructions[k].size
                 k += 1
             if covered < JMP_SIZE and (k == len(instructions) or addresses[k] != ins.address + covered):
-                covered += padding(binary, ins.address + covered, JMP_SIZE - covered, limit, lifted)
+                covered += padding(binary, ins.address + covered, JMP_SIZE - covered, limit, lifted, functions)
             room = min(covered, limit - ins.address) if limit is not None else covered
             if room >= JMP_SIZE:
                 patches.append(EntryPatch(ins.address))
