@@ -152,6 +152,11 @@ long anvil_forked_child(void);
  * Returns what anvil_analysis_give needs to give back exactly what was taken. */
 anvil_word anvil_analysis_take(void);
 void anvil_analysis_give(anvil_word taken);
+/* How long anvil_analysis_take waits for the lock: a thread may hold it for ever (stopped
+ * in a signal handler that interrupted its call, or gone by siglongjmp out of one), and the
+ * end must not hang where the original ends at once. A call holds it for microseconds, a
+ * ReHost flush for as long as the host takes to read a ring. */
+#define ANVIL_LOCK_WAIT_MS 1000u
 /* anvil_open_write's file opened again to write at its end (the program closed it). */
 int anvil_reopen_write(const char *path);
 /* The results file ``path`` of process ``owner`` (anvil_forked_child's value there), opened
