@@ -5,6 +5,14 @@
 
 static int json_format;
 static uint64_t records;
+/* A record being written: its number (records + 1; 0: none) and where its text starts in
+ * the output buffer. The program may end in the middle of one: a fatal signal, or a
+ * handler that calls exit(), interrupting memtrace_access. The end then takes back the
+ * half-written text (it never spans a flush: anvil_out_room), so the trace stays whole. */
+static volatile uint64_t open_record;
+static volatile uint32_t record_start;
+/* The longest record's text: ", [" then three numbers of up to 20 digits and the kind. */
+#define LONGEST_RECORD 80u
 
 void memtrace_start(const char *path, uint32_t json)
 {
@@ -16,6 +24,11 @@ void memtrace_start(const char *path, uint32_t json)
 
 void memtrace_access(anvil_word pc, anvil_word ea, uint32_t size, uint32_t is_store)
 {
+    anvil_out_room(LONGEST_RECORD);
+    record_start = anvil_out_mark();
+    __asm__ volatile("" ::: "memory");
+    open_record = records + 1;
+    __asm__ volatile("" ::: "memory");
     if (json_format) {
         if (records)
             anvil_puts(", ");
@@ -34,11 +47,16 @@ void memtrace_access(anvil_word pc, anvil_word ea, uint32_t size, uint32_t is_st
         anvil_putu(size);
         anvil_puts(is_store ? " S\n" : " L\n");
     }
-    records++;
+    __asm__ volatile("" ::: "memory");
+    records = open_record;
+    __asm__ volatile("" ::: "memory");
+    open_record = 0;
 }
 
 void memtrace_end(void)
 {
+    if (open_record && records != open_record)
+        anvil_out_cut(record_start);  /* the record the end interrupted */
     if (json_format) {
         anvil_puts("], \"accesses\": ");
         anvil_putu(records);

@@ -18,11 +18,30 @@ static char out_buf[ANVIL_OUT_BUF_SIZE];
 static uint32_t out_len;
 static int out_open;
 
+#if defined(ANVIL_HOST) || defined(ANVIL_BARE_METAL)
 static void flush(void)
 {
     anvil_sink_write(out_buf, out_len);
     out_len = 0;
 }
+#else
+#ifdef __x86_64__
+#define SYS_RT_SIGPROCMASK 14
+#else
+#define SYS_RT_SIGPROCMASK 175
+#endif
+/* With the signals blocked: a handler that ends the program (a fatal signal's results, an
+ * exit() in it) between the write and the buffer's restart wrote the buffer a second time. */
+static void flush(void)
+{
+    static const uint32_t all[2] = {0xFFFFFFFFu, 0xFFFFFFFFu};  /* the kernel keeps KILL and STOP */
+    uint32_t saved[2];
+    anvil_syscall(SYS_RT_SIGPROCMASK, 0 /* SIG_BLOCK */, (long)all, (long)saved, sizeof all, 0, 0);
+    anvil_sink_write(out_buf, out_len);
+    out_len = 0;
+    anvil_syscall(SYS_RT_SIGPROCMASK, 2 /* SIG_SETMASK */, (long)saved, 0, sizeof saved, 0, 0);
+}
+#endif
 
 int anvil_out_open(const char *path)
 {
@@ -39,6 +58,20 @@ void anvil_out_close(void)
     flush();
     anvil_sink_close();
     out_open = 0;
+}
+
+void anvil_out_room(uint32_t bytes)
+{
+    if (sizeof out_buf - out_len < bytes)
+        flush();
+}
+
+uint32_t anvil_out_mark(void) { return out_len; }
+
+void anvil_out_cut(uint32_t mark)
+{
+    if (mark < out_len)
+        out_len = mark;
 }
 
 void anvil_putc(char c)

@@ -178,6 +178,12 @@ int anvil_out_open(const char *path);
 void anvil_out_close(void);
 void anvil_puts(const char *s);
 void anvil_putc(char c);
+/* Room for ``bytes`` more in the buffer (flushing it if there is not): what is then
+ * written up to that many bytes stays in the buffer, where anvil_out_cut can take it back
+ * to anvil_out_mark's place. */
+void anvil_out_room(uint32_t bytes);
+uint32_t anvil_out_mark(void);
+void anvil_out_cut(uint32_t mark);
 /* ``v`` in decimal at ``to`` (at most 20 characters, no terminator); returns how many. */
 int anvil_decimal(char *to, uint64_t v);
 void anvil_putu(uint64_t v);
