@@ -215,9 +215,10 @@ def write_instrumented(binary: Binary, tool: Tool, output: str, started: float, 
                              for address in copied.untraced]
     report.loader_stub = copied.loader_stub
     report.entries_not_patched = [f"{address:#x}" for address in copied.short_entries]
-    # Entered through a pointer in data (or the unwinder), such an entry runs the original, uncounted.
+    # Entered through a pointer in data (or the unwinder: its landing pads are among the
+    # code pointers), such an entry runs the original, uncounted.
     report.entries_run_in_place = [f"{address:#x}" for address in copied.short_entries
-                                   if address in binary.address_taken or address in binary.code_pointers]
+                                   if address in binary.code_pointers]
     report.return_addresses = "original" if returns_original else "relocated"
     lowered = copied.hooks
     report.block_counters = {"inline": sum(bool(b.counter_increments) for b in binary.blocks()),

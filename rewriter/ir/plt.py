@@ -101,11 +101,7 @@ def plt_marks(elf: ELFFile) -> list[tuple[int, str]]:
     entries, _ = plt_entries(data, base, PLT0_SIZE, _Anything())
     if not entries:
         return []
-    marks = [(base, "a"), (base + 16, "d"), (base + 20, "a")]
-    for entry, _, _ in entries:
-        if _slot(data, entry - base, entry)[1] == 16:
-            marks += [(entry + 12, "d"), (entry + 16, "a")]
-    return sorted(set(marks))
+    return sorted({(base, "a"), (base + 16, "d"), (base + 20, "a"), *_literal_marks(data, base, entries)})
 
 
 def stub_marks(data: bytes, base: int) -> list[tuple[int, str]]:
@@ -116,11 +112,16 @@ def stub_marks(data: bytes, base: int) -> list[tuple[int, str]]:
     entries, _ = plt_entries(data, base, 0, _Anything())
     if not entries:
         return []
-    marks = [(base, "a")]
+    return sorted({(base, "a"), *_literal_marks(data, base, entries)})
+
+
+def _literal_marks(data: bytes, base: int, entries: list[tuple[int, int | None, int]]) -> list[tuple[int, str]]:
+    """``$d`` at each long entry's literal word and ``$a`` after it, as GNU ld marks them."""
+    marks: list[tuple[int, str]] = []
     for entry, _, _ in entries:
         if _slot(data, entry - base, entry)[1] == 16:
             marks += [(entry + 12, "d"), (entry + 16, "a")]
-    return sorted(set(marks))
+    return marks
 
 
 class _Anything:
