@@ -22,7 +22,6 @@
 #define SYS_rt_sigaction 174
 #define SYS_rt_sigprocmask 175
 #define SYS_gettid 224
-#define SYS_nanosleep 162
 #define SYS_tgkill 268
 #define SIG_UNBLOCK 1
 #define SA_RESETHAND 0x80000000u
@@ -780,28 +779,18 @@ static uint32_t lock_identity(void)
     return self ? self : (uint32_t)anvil_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0) * 2 + 1;
 }
 
-/* Sleep a millisecond. */
-static void pause_a_millisecond(void)
-{
-    const uint32_t interval[2] = {0, 1000000};  /* struct timespec: seconds, nanoseconds */
-    anvil_syscall(SYS_nanosleep, (long)interval, 0, 0, 0, 0, 0);
-}
-
 /* Waits ANVIL_LOCK_WAIT_MS at most; 0: not taken (the caller goes on without it). */
 anvil_word anvil_analysis_take(void)
 {
     uint32_t self = lock_identity();
     if (__atomic_load_n(&anvil_call_lock[0], __ATOMIC_RELAXED) != self) {
-        uint32_t none = 0, tries = 0;
-        while (!__atomic_compare_exchange_n(&anvil_call_lock[0], &none, self, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        uint32_t none = 0;
+        for (uint32_t round = 0;
+             !__atomic_compare_exchange_n(&anvil_call_lock[0], &none, self, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+             round++) {
             none = 0;
-            if (++tries < 1000) {
-                __asm__ volatile("yield");
-                continue;
-            }
-            if (tries - 1000 == ANVIL_LOCK_WAIT_MS)
+            if (!anvil_lock_wait_round(round))
                 return 0;
-            pause_a_millisecond();
         }
     }
     anvil_call_lock[1] += 1;  /* counted, as a call stub counts: a handler's call goes in again */

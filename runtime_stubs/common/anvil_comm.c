@@ -65,14 +65,9 @@
  * and not yet written while it gives up (a program whose threads the rewrite missed). */
 #define RING_MARGIN 1024u
 #ifdef __x86_64__
-#define SYS_rt_sigprocmask 14
 #define SYS_arch_prctl 158
 #define ARCH_GET_FS 0x1003
-#else
-#define SYS_rt_sigprocmask 175
 #endif
-#define SIG_BLOCK 0
-#define SIG_SETMASK 2
 #endif
 
 #ifdef ANVIL_RING_WORDS      /* anvil instrument --ring-size: the user's choice */
@@ -139,8 +134,7 @@ static inline masked_t mask(void)
 #if CORTEX_M
     __asm__ volatile("mrs %0, primask\n\tcpsid i" : "=r"(old.primask) : : "memory");
 #else
-    static const uint32_t all[2] = {0xFFFFFFFFu, 0xFFFFFFFFu};  /* the kernel keeps KILL and STOP */
-    anvil_syscall(SYS_rt_sigprocmask, SIG_BLOCK, (long)all, (long)old.sigset, sizeof all, 0, 0);
+    anvil_block_signals(old.sigset);
 #endif
     return old;
 }
@@ -150,7 +144,7 @@ static inline void unmask(masked_t *old)
 #if CORTEX_M
     __asm__ volatile("msr primask, %0" : : "r"(old->primask) : "memory");
 #else
-    anvil_syscall(SYS_rt_sigprocmask, SIG_SETMASK, (long)old->sigset, 0, sizeof old->sigset, 0, 0);
+    anvil_restore_signals(old->sigset);
 #endif
 }
 

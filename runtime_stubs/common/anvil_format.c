@@ -25,21 +25,15 @@ static void flush(void)
     out_len = 0;
 }
 #else
-#ifdef __x86_64__
-#define SYS_RT_SIGPROCMASK 14
-#else
-#define SYS_RT_SIGPROCMASK 175
-#endif
 /* With the signals blocked: a handler that ends the program (a fatal signal's results, an
  * exit() in it) between the write and the buffer's restart wrote the buffer a second time. */
 static void flush(void)
 {
-    static const uint32_t all[2] = {0xFFFFFFFFu, 0xFFFFFFFFu};  /* the kernel keeps KILL and STOP */
     uint32_t saved[2];
-    anvil_syscall(SYS_RT_SIGPROCMASK, 0 /* SIG_BLOCK */, (long)all, (long)saved, sizeof all, 0, 0);
+    anvil_block_signals(saved);
     anvil_sink_write(out_buf, out_len);
     out_len = 0;
-    anvil_syscall(SYS_RT_SIGPROCMASK, 2 /* SIG_SETMASK */, (long)saved, 0, sizeof saved, 0, 0);
+    anvil_restore_signals(saved);
 }
 #endif
 

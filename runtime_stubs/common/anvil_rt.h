@@ -157,6 +157,41 @@ void anvil_analysis_give(anvil_word taken);
  * end must not hang where the original ends at once. A call holds it for microseconds, a
  * ReHost flush for as long as the host takes to read a ring. */
 #define ANVIL_LOCK_WAIT_MS 1000u
+#ifdef __x86_64__
+#define ANVIL_SYS_NANOSLEEP 35
+#define ANVIL_SYS_RT_SIGPROCMASK 14
+#define ANVIL_RELAX() __builtin_ia32_pause()
+#else
+#define ANVIL_SYS_NANOSLEEP 162
+#define ANVIL_SYS_RT_SIGPROCMASK 175
+#define ANVIL_RELAX() __asm__ volatile("yield")
+#endif
+/* One more round of waiting for the analysis lock another thread holds (``round``: how
+ * many went before): a pause of the processor for the first thousand, then a millisecond's
+ * sleep each; 0 once ANVIL_LOCK_WAIT_MS of those have passed. */
+static inline int anvil_lock_wait_round(uint32_t round)
+{
+    if (round < 1000) {
+        ANVIL_RELAX();
+        return 1;
+    }
+    if (round - 1000 >= ANVIL_LOCK_WAIT_MS)
+        return 0;
+    const long interval[2] = {0, 1000000};  /* struct timespec: a millisecond */
+    anvil_syscall(ANVIL_SYS_NANOSLEEP, (long)interval, 0, 0, 0, 0, 0);
+    return 1;
+}
+/* Block every signal (the kernel keeps KILL and STOP), ``saved`` what the mask was; and
+ * put that mask back. */
+static inline void anvil_block_signals(uint32_t saved[2])
+{
+    static const uint32_t all[2] = {0xFFFFFFFFu, 0xFFFFFFFFu};
+    anvil_syscall(ANVIL_SYS_RT_SIGPROCMASK, 0 /* SIG_BLOCK */, (long)all, (long)saved, sizeof all, 0, 0);
+}
+static inline void anvil_restore_signals(const uint32_t saved[2])
+{
+    anvil_syscall(ANVIL_SYS_RT_SIGPROCMASK, 2 /* SIG_SETMASK */, (long)saved, 0, 2 * sizeof *saved, 0, 0);
+}
 /* anvil_open_write's file opened again to write at its end (the program closed it). */
 int anvil_reopen_write(const char *path);
 /* The results file ``path`` of process ``owner`` (anvil_forked_child's value there), opened

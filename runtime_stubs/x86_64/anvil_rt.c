@@ -19,7 +19,6 @@
 #define SYS_rt_sigaction 13
 #define SYS_rt_sigprocmask 14
 #define SYS_gettid 186
-#define SYS_nanosleep 35
 #define SYS_tgkill 234
 #define SIG_UNBLOCK 1
 #define SA_RESETHAND 0x80000000ul
@@ -688,17 +687,11 @@ anvil_word anvil_analysis_take(void)
     if (__atomic_load_n(&site_owner, __ATOMIC_RELAXED) == self)
         return 0;  /* inside a call site, or a handler that interrupted one */
     anvil_word none = 0;
-    for (uint32_t tries = 0;
-         !__atomic_compare_exchange_n(&site_owner, &none, self, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED); tries++) {
+    for (uint32_t round = 0;
+         !__atomic_compare_exchange_n(&site_owner, &none, self, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED); round++) {
         none = 0;
-        if (tries < 1000) {
-            __builtin_ia32_pause();
-            continue;
-        }
-        if (tries - 1000 == ANVIL_LOCK_WAIT_MS)
+        if (!anvil_lock_wait_round(round))
             return 0;  /* waited ANVIL_LOCK_WAIT_MS: on without it */
-        const long interval[2] = {0, 1000000};  /* a millisecond */
-        anvil_syscall(SYS_nanosleep, (long)interval, 0, 0, 0, 0, 0);
     }
     return 1;
 }
