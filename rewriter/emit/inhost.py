@@ -219,7 +219,7 @@ def _add_runtime_hooks(binary: Binary) -> None:
             binder_jump.add_hook(Hook(Point.BEFORE, Prototype("anvil_binder_jump", ()), ()))
         signal_entries = {entry for entry, name in binary.plt.items() if name in SIGNAL_ACTION_FUNCTIONS}
         for jump in plt_jumps_out(binary, signal_entries).values():
-            jump.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_CALL, (SYS_RT_SIGACTION, 0)))
+            jump.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_CALL, (SYS_RT_SIGACTION, 0, 0, 0)))
     # The program's own system calls, wherever its C library is: a runtime that makes them
     # itself (Go's, with cgo too, ends by its own exit_group and sets its signals' actions
     # by rt_sigaction, never through the C library it links; decision 0089).
@@ -235,7 +235,7 @@ def _add_runtime_hooks(binary: Binary) -> None:
             ins.add_hook(Hook(Point.BEFORE, on_syscall, args))
         if (not binary.is_firmware and ins.op_str in ("#0", "#0x0")
                 and may_be_call(ins, number, jumped_to, {SYS_RT_SIGACTION})):
-            ins.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_SYSCALL, (number, 0)))
+            ins.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_SYSCALL, (number, 0, 1, 13)))
 
 
 GO_FAULT_PC = Prototype("anvil_go_fault_pc", (Arg.REG_VALUE, Arg.REG_VALUE, Arg.REG_VALUE))
@@ -356,8 +356,10 @@ def exits_through_a_library(binary: Binary) -> bool:
 SIGNAL_ACTION_FUNCTIONS = frozenset(("sigaction", "signal", "sysv_signal", "__sysv_signal", "bsd_signal",
                                      "sigset"))
 SYS_RT_SIGACTION = 174
-SIGNAL_ACTION_CALL = Prototype("anvil_signal_action", (Arg.CONST, Arg.REG_VALUE))
-SIGNAL_ACTION_SYSCALL = Prototype("anvil_signal_action", (Arg.REG_VALUE, Arg.REG_VALUE))
+# Also, a system call that sets an action (r1: the kernel's struct; SP: where the stack is)
+# gets the runtime's wrapper in its handler's place (decision 0143).
+SIGNAL_ACTION_CALL = Prototype("anvil_signal_action", (Arg.CONST, Arg.REG_VALUE, Arg.CONST, Arg.CONST))
+SIGNAL_ACTION_SYSCALL = Prototype("anvil_signal_action", (Arg.REG_VALUE, Arg.REG_VALUE, Arg.REG_VALUE, Arg.REG_VALUE))
 
 
 # Before the jump out of _exit's PLT entry: the end, or where the lazy binder takes over.
@@ -666,7 +668,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     early = tail.early
     header = struct.pack(f"<{HEADER_WORDS}I", HEADER_MAGIC, offset, code_end, file_end, lib.bss_end,
                          entry_target, len(patch_words), code.labels["patches"],
-                         *(early.header_words() if early else (0, 0, 0)), _library_exits_dynamic(binary),
+                         *(early.header_words() if early else (0, 0, 0)), *_library_words(binary),
                          binary.entry)
     code._chunks[HEADER_CHUNK] = header
     if later is not None and later.placed:
@@ -964,6 +966,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             threads=binary.threaded and not binary.is_firmware,
             emulate_exclusives=emulates_exclusives(binary),
             lock_communicator=not binary.is_firmware,
+            held_signals=not binary.is_firmware,
             poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
             go_polls=go_runtime.loop_heads(binary, candidates),
             table_sizes=binary.table_sizes,
@@ -1088,7 +1091,7 @@ def _choose(candidates: list[Procedure], ctx: RelocationContext, relocated_addrs
 
 
 HEADER_CHUNK = 0  # the region header's place in the code (emitted first), filled last
-HEADER_WORDS = 13  # struct anvil_header (runtime_stubs/arm/anvil_rt.c)
+HEADER_WORDS = 14  # struct anvil_header (runtime_stubs/arm/anvil_rt.c)
 
 
 def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with_header: bool) -> None:
@@ -1110,7 +1113,8 @@ def _emit_code(code: Code, chosen: list[Procedure], ctx: RelocationContext, with
         emit_append_routine(code, routine)
     for name in sorted(ctx.call_stubs):
         communicator = name == RECORD_FLUSH or name.startswith(RECORD_PREFIX)
-        emit_call_stub(code, name, ("sym", name), ctx.threads or (ctx.lock_communicator and communicator))
+        emit_call_stub(code, name, ("sym", name), ctx.threads or (ctx.lock_communicator and communicator),
+                       ctx.held_signals)
     if ctx.shared_calls is not None:
         ctx.shared_calls.emit_paths(code)
     # The last island before the translation tables, which hold no branch: they take a word
@@ -1203,15 +1207,24 @@ def _move_unloaded(out: bytearray, elf: ELFFile, lo: int, hi: int) -> None:
         struct.pack_into("<I", out, 32, new)
 
 
-def _library_exits_dynamic(binary: Binary) -> int:
-    """The region header's ``dynamic`` word: the link address of the dynamic section of a
-    dynamic program whose end the tool observes, so that the runtime leads its libraries'
-    calls of ``_exit`` to the program's end (anvil_rt.c, hook_library_exits; decision
-    0077); 0 otherwise."""
-    if not binary.is_dynamic or not any(h.point is Point.AFTER for h in binary.hooks):
-        return 0
+# The region header's ``libraries`` word (runtime_stubs/arm/anvil_rt.c).
+HOOK_LIBRARY_EXITS = 1  # the libraries' calls of _exit lead to the program's end (decision 0077)
+WRAP_HANDLERS = 2       # the program's signal handlers are wrapped (decision 0143)
+
+
+def _library_words(binary: Binary) -> tuple[int, int]:
+    """The region header's ``dynamic`` word, the link address of a dynamic program's
+    dynamic section, whose DT_DEBUG leads the runtime to the loaded libraries (0: not a
+    dynamic program, or nothing to do there); and its ``libraries`` word, what the runtime
+    does: lead the libraries' calls of ``_exit`` to the program's end where the tool
+    observes the end, and wrap the program's signal handlers, except in a Go program,
+    whose runtime compares the actions it reads with its own handler."""
+    flags = (HOOK_LIBRARY_EXITS if binary.is_dynamic and any(h.point is Point.AFTER for h in binary.hooks) else 0)
+    flags |= WRAP_HANDLERS if not binary.go_functions else 0
+    if not binary.is_dynamic or not flags:
+        return 0, flags
     segments = ELFFile(io.BytesIO(binary.data)).iter_segments()
-    return next((seg["p_vaddr"] for seg in segments if seg["p_type"] == "PT_DYNAMIC"), 0)
+    return next((seg["p_vaddr"] for seg in segments if seg["p_type"] == "PT_DYNAMIC"), 0), flags
 
 
 def _write_elf(binary: Binary, region: bytes, offset: int, patches: list[Patch], targets: dict[int, int],

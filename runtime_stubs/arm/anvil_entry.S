@@ -53,5 +53,38 @@ anvil_go_poll_landed:
     vmov r2, r7, d19
     bx lr
     .size anvil_go_poll, . - anvil_go_poll
+
+@ The program's signal handlers, wrapped (decision 0143; anvil_signal_wrap.h): entry k of
+@ anvil_signal_wrappers is what the kernel has in place of the program's handler k. The
+@ entry saves the registers the kernel set (r0 the signal, r1 the siginfo, r2 the
+@ ucontext where SA_SIGINFO), its number in ip, and lr (the way to sigreturn) below the
+@ kernel's frame, and asks anvil_signal_deliver: the handler, which it jumps to with those
+@ registers and SP as the kernel left them, or 0 where the signal is held back: then it
+@ returns to the kernel. Each entry is 8 bytes (WRAPPER_BYTES), 64 of them.
+    .align 2
+    .global anvil_signal_wrappers
+    .hidden anvil_signal_wrappers
+anvil_signal_wrappers:
+    .set wrapper, 0
+    .rept 64
+    movw ip, #wrapper
+    b.w anvil_signal_wrapper
+    .set wrapper, wrapper + 1
+    .endr
+    .type anvil_signal_wrapper, %function
+    .thumb_func
+anvil_signal_wrapper:
+    push {r0, r1, r2, r3, ip, lr}   @ 24 bytes: SP stays a multiple of 8, as the kernel left it
+    mov r0, sp
+    bl anvil_signal_deliver
+    mov ip, r0
+    pop {r0, r1, r2, r3}
+    ldr lr, [sp, #4]
+    add sp, sp, #8
+    cmp ip, #0
+    it eq
+    bxeq lr
+    bx ip
+    .size anvil_signal_wrapper, . - anvil_signal_wrapper
 #endif
     .section .note.GNU-stack,"",%progbits

@@ -23,6 +23,7 @@
 #define SYS_rt_sigprocmask 175
 #define SYS_gettid 224
 #define SYS_tgkill 268
+#define SYS_rt_tgsigqueueinfo 363
 #define SIG_UNBLOCK 1
 #define SA_RESETHAND 0x80000000u
 #define PROT_R 1
@@ -52,9 +53,11 @@ struct anvil_header {
     uint32_t init_slot;
     uint32_t init_original;
     uint32_t init_flags;
-    /* A dynamic program whose end the tool observes: link address of its dynamic section
-     * (0: none), whose DT_DEBUG leads to the libraries (hook_library_exits). */
+    /* A dynamic program: link address of its dynamic section (0: none, or nothing to do
+     * there), whose DT_DEBUG leads to the libraries (hook_libraries). */
     uint32_t dynamic;
+    /* LIBRARY_* flags: what the runtime does (emit/inhost.py _library_words). */
+    uint32_t libraries;
     /* The original ELF entry (link address | Thumb bit), which the stub replaced as the
      * file's: the auxiliary vector names it again (show_original_entry). */
     uint32_t original_entry;
@@ -65,7 +68,12 @@ anvil_word anvil_bias __attribute__((section(".data"))) = 0;
 
 void anvil_program_start(void);
 void anvil_program_end(void);
-static void hook_library_exits(uint32_t bias, const struct anvil_header *h);
+static void hook_libraries(uint32_t bias, const struct anvil_header *h);
+/* The region header's ``libraries`` flags. */
+#define LIBRARY_EXITS 1        /* the libraries' calls of _exit lead to the program's end */
+#define LIBRARY_WRAP_HANDLERS 2 /* the program's signal handlers are wrapped (decision 0143) */
+/* Whether they are (not in a Go program: anvil_signal_wrap.h). */
+static uint8_t wrap_handlers;
 
 long anvil_syscall(long nr, long a, long b, long c, long d, long e, long f)
 {
@@ -121,6 +129,7 @@ const char *anvil_getenv(const char *name)
 
 /* ---------------------------------------------------------------- fatal signals */
 
+#define ANVIL_WRAPS_HANDLERS
 #include "anvil_fatal_signals.h"  /* (a .h: the compile cache hashes the headers) */
 
 /* A Go program's copy (decision 0089): the link addresses of its instructions' copies and
@@ -506,8 +515,9 @@ uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t
         }
         show_original_entry(env, h->original_entry + bias);
         map_and_start(bias, h, env);
+        wrap_handlers = (h->libraries & LIBRARY_WRAP_HANDLERS) != 0;
         if (h->dynamic)
-            hook_library_exits(bias, h);
+            hook_libraries(bias, h);
         /* Started at the entry though the stub's address stands in the first .init_array
            word: the dynamic linker ignored DT_PREINIT_ARRAY (musl's); libc calls the
            program's initialisers after this, from the program's start. */
@@ -779,6 +789,32 @@ static uint32_t lock_identity(void)
     return self ? self : (uint32_t)anvil_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0) * 2 + 1;
 }
 
+/* ---------------------------------------------------------------- wrapped handlers */
+
+/* ucontext (see UC_PC above): the interrupted SP, and the mask the kernel restores. */
+#define UC_SP 84
+#define UC_SIGMASK 104
+/* Each wrapper entry (anvil_entry.S): movw ip, #k; b.w anvil_signal_wrapper (Thumb), and
+ * the words the common part saves below the kernel's frame (r0-r3, ip, lr). */
+#define WRAPPER_BYTES 8
+#define WRAPPER_THUMB 1
+#define WRAPPER_SAVED 6
+
+/* Whether the context a signal interrupted is inside the analysis: on the hook stack
+ * (where a call stub runs the routine), or, in a program with threads, with the analysis
+ * lock held by this thread (also between the stub's taking it and its switch of stacks). */
+#define anvil_thread_identity lock_identity
+static int anvil_analysis_interrupted(const uint8_t *context)
+{
+    uint32_t sp = *(const uint32_t *)(context + UC_SP);
+    if (sp - (uint32_t)anvil_hook_stack < sizeof anvil_hook_stack)
+        return 1;
+    uint32_t owner = __atomic_load_n(&anvil_call_lock[0], __ATOMIC_RELAXED);
+    return owner != 0 && owner == lock_identity();
+}
+
+#include "anvil_signal_wrap.h"
+
 /* Waits ANVIL_LOCK_WAIT_MS at most; 0: not taken (the caller goes on without it). */
 anvil_word anvil_analysis_take(void)
 {
@@ -799,9 +835,13 @@ anvil_word anvil_analysis_take(void)
 
 void anvil_analysis_give(anvil_word taken)
 {
-    if (taken && --anvil_call_lock[1] == 0)
-        __atomic_store_n(&anvil_call_lock[0], 0, __ATOMIC_RELEASE);
+    if (!taken || --anvil_call_lock[1] != 0)
+        return;
+    __atomic_store_n(&anvil_call_lock[0], 0, __ATOMIC_RELEASE);
+    if (anvil_held_threads)  /* signals held back meanwhile: unblocked now the lock is free */
+        anvil_give_back_signals(0);
 }
+
 
 /* Whether fork_prepare took the lock (read and written by its holder only). */
 static uint8_t fork_holds_lock;
@@ -859,22 +899,46 @@ static void register_fork_handlers(const struct link_map_head *map, uint32_t sym
 static void sanitizer_death(void) { anvil_program_end(); }
 static uint32_t death_callback_set;
 
-/* Each loaded library's GOT slots of _exit and _Exit (its R_ARM_JUMP_SLOT relocations)
- * are made to lead to library_exit. A slot of a library bound at load (BIND_NOW) is in
- * its read-only RELRO part, made writable for the write and read-only again; a lazily
- * bound one's is writable (and may still lead to the binder: it never will now).
- * And the C library's own _Exit, which every exit ends in, is made to jump to
- * c_library_exit (patch_entry; decision 0111). */
-static void hook_library_exits(uint32_t bias, const struct anvil_header *h)
+/* The function ``name`` as the dynamic linker would bind it: the first loaded object, in
+ * the order of the link map, that defines it; 0 where none does. */
+static anvil_word bound_function(const struct link_map_head *first, const char *name)
+{
+    for (const struct link_map_head *map = first; map; map = map->l_next) {
+        uint32_t symtab = 0, strtab = 0;
+        for (const int32_t *d = map->l_ld; d && d[0] != DT_NULL; d += 2) {
+            if (d[0] == DT_SYMTAB) symtab = dynamic_address((uint32_t)d[1], map->l_addr);
+            else if (d[0] == DT_STRTAB) strtab = dynamic_address((uint32_t)d[1], map->l_addr);
+        }
+        const uint32_t *sym = symtab && strtab ? defined_function(map->l_ld, map->l_addr, symtab, strtab, name) : 0;
+        if (sym)
+            return map->l_addr + sym[1];
+    }
+    return 0;
+}
+
+/* Where the header asks (``libraries``), through the executable's DT_DEBUG list of loaded
+ * objects:
+ * - LIBRARY_EXITS: each loaded library's GOT slots of _exit and _Exit (its R_ARM_JUMP_SLOT
+ *   relocations) are made to lead to library_exit, and the C library's own _Exit, which
+ *   every exit ends in, is made to jump to c_library_exit (patch_entry; decision 0111);
+ * - LIBRARY_WRAP_HANDLERS: every loaded object's GOT slots of the C library's functions
+ *   that set a signal's action, the executable's too, lead to the runtime's
+ *   (wrapped_function), which give the C library's own the wrapper in the handler's place.
+ * A slot of an object bound at load (BIND_NOW) is in its read-only RELRO part, made
+ * writable for the write and read-only again; a lazily bound one's is writable (and may
+ * still lead to the binder: it never will now). */
+static void hook_libraries(uint32_t bias, const struct anvil_header *h)
 {
     const int32_t *dyn = (const int32_t *)(h->dynamic + bias);
     const struct { int32_t version; const struct link_map_head *map; } *debug = 0;
     for (; dyn[0] != DT_NULL; dyn += 2)
         if (dyn[0] == DT_DEBUG)
             debug = (const void *)dyn[1];
-    if (!debug)
+    if (!debug || !debug->map)
         return;
-    for (const struct link_map_head *map = debug->map ? debug->map->l_next : 0; map; map = map->l_next) {
+    int exits = (h->libraries & LIBRARY_EXITS) != 0;
+    for (const struct link_map_head *map = debug->map; map; map = map->l_next) {
+        int library = map != debug->map;  /* the executable's own exits are the rewrite's */
         uint32_t jmprel = 0, size = 0, symtab = 0, strtab = 0, bind_now = 0;
         for (const int32_t *d = map->l_ld; d && d[0] != DT_NULL; d += 2) {
             uint32_t v = (uint32_t)d[1];
@@ -886,12 +950,12 @@ static void hook_library_exits(uint32_t bias, const struct anvil_header *h)
             else if (d[0] == DT_FLAGS) bind_now |= v & DF_BIND_NOW;
             else if (d[0] == DT_FLAGS_1) bind_now |= v & DF_1_NOW;
         }
-        if (!exit_patched && symtab && strtab)
+        if (exits && library && !exit_patched && symtab && strtab)
             exit_patched = patch_entry(defined_function(map->l_ld, map->l_addr, symtab, strtab, "_Exit"),
                                        map->l_addr, (uint32_t)c_library_exit);
-        if (symtab && strtab && names_c_library(map->l_name))
+        if (exits && library && symtab && strtab && names_c_library(map->l_name))
             register_fork_handlers(map, symtab, strtab);
-        if (!death_callback_set && symtab && strtab) {
+        if (exits && library && !death_callback_set && symtab && strtab) {
             const uint32_t *set = defined_function(map->l_ld, map->l_addr, symtab, strtab,
                                                    "__sanitizer_set_death_callback");
             if (set) {
@@ -905,11 +969,28 @@ static void hook_library_exits(uint32_t bias, const struct anvil_header *h)
         for (uint32_t i = 0; i < size / 8; i++) {
             uint32_t info = rel[2 * i + 1];
             const uint32_t *sym = (const uint32_t *)(symtab + 16 * (info >> 8));
-            if ((info & 0xff) != R_ARM_JUMP_SLOT || !names_exit((const char *)(strtab + sym[0])))
+            const char *name = (const char *)(strtab + sym[0]);
+            if ((info & 0xff) != R_ARM_JUMP_SLOT)
                 continue;
+            uint32_t to = 0;
+            anvil_word *real;
+            if (exits && library && names_exit(name)) {
+                to = (uint32_t)library_exit;
+            } else if (wrap_handlers && (to = wrapped_function(name, &real)) != 0) {
+                if (!*real)
+                    *real = bound_function(debug->map, name);
+                /* The executable's slot still leading to its lazy binder is left so: the
+                   binder's instructions in the executable run and are counted as they are
+                   in the original (its calls set the handler unwrapped; decision 0143). */
+                if (!*real || *real == to
+                    || (!library && !bind_now && *(const uint32_t *)(map->l_addr + rel[2 * i]) != *real))
+                    continue;
+            } else {
+                continue;
+            }
             uint32_t slot = map->l_addr + rel[2 * i], page = slot & ~(PAGE - 1);
             anvil_syscall(SYS_mprotect, page, PAGE, PROT_RW, 0, 0, 0);
-            *(volatile uint32_t *)slot = (uint32_t)library_exit;
+            *(volatile uint32_t *)slot = to;
             if (bind_now)
                 anvil_syscall(SYS_mprotect, page, PAGE, PROT_R, 0, 0, 0);
         }

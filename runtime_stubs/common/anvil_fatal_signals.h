@@ -60,11 +60,21 @@ static void catch_fatal_signals(void)
  * start-up installs its own SIGSEGV handler only over SIG_DFL) and any handler it sets
  * replaces the default as it would. A signal the program only asked about no longer
  * writes the results if it ends the program. The rewriter places the calls (ARM:
- * emit/inhost.py; x86-64: arch/x86_64/hooks.py). */
-void anvil_signal_action(anvil_word nr, anvil_word sig)
+ * emit/inhost.py; x86-64: arch/x86_64/hooks.py). ``act`` and ``sp``: the struct a system
+ * call passes and the stack pointer, where the runtime wraps handlers (0: not known). */
+#ifdef ANVIL_WRAPS_HANDLERS
+static void wrap_system_call_action(anvil_word sig, anvil_word act, anvil_word sp);
+#endif
+void anvil_signal_action(anvil_word nr, anvil_word sig, anvil_word act, anvil_word sp)
 {
     if (nr != SYS_rt_sigaction || sig == 0 || sig > 64)
         return;
+#ifdef ANVIL_WRAPS_HANDLERS
+    wrap_system_call_action(sig, act, sp);
+#else
+    (void)act;
+    (void)sp;
+#endif
     struct kernel_sigaction now;
     if (anvil_syscall(SYS_rt_sigaction, (long)sig, 0, (long)&now, 8, 0, 0) != 0 || now.handler != on_fatal_signal)
         return;

@@ -34,7 +34,7 @@ void anvil_program_end(void);
 
 /* A call of a signal-action function of the C library (its PLT entry entered, the signal
  * in rdi; anvil_signal_call_entry). */
-void anvil_signal_call(anvil_word sig) { anvil_signal_action(SYS_rt_sigaction, sig); }
+void anvil_signal_call(anvil_word sig) { anvil_signal_action(SYS_rt_sigaction, sig, 0, 0); }
 
 long anvil_syscall(long nr, long a, long b, long c, long d, long e, long f)
 {
@@ -611,7 +611,7 @@ void anvil_binder_jump(void)
  * see it, if it reads or sets one. */
 void anvil_on_syscall(long nr, anvil_word first)
 {
-    anvil_signal_action((anvil_word)nr, first);
+    anvil_signal_action((anvil_word)nr, first, 0, 0);
     /* exit ends a thread: the program's end only where it started none (a static program's
      * threads end so, and the first to end wrote the results with the others' counts
      * missing). */

@@ -13,13 +13,16 @@ from .hooks import FLAGS_SP, HOOK_STACK, HOOK_STACK_SHIFT, HOOK_STACK_SYMBOL, IN
 from .isa import IP, LR, SP, T32
 
 
-def emit_call_stub(code: Code, name: str, function: Hashable, threads: bool = False) -> None:
+def emit_call_stub(code: Code, name: str, function: Hashable, threads: bool = False,
+                   signals: bool = False) -> None:
     """Shared tail of the calls of one routine (T32): flags and SP into d19/d20, own stack, call, back.
 
     ``threads``: the program starts threads, which share the analysis stack and state, so
     the call holds a lock (``_lock``) from before the stack is taken until the routine
     has returned. Not for the communicator's ``_in_exclusive`` records: their sites stand
     in the program's own LDREX/STREX window, which the lock's exclusives would break.
+    ``signals``: a Linux program, whose signals the runtime holds back while a call runs
+    (decision 0143): the call's way out unblocks them (``_give_back_signals``).
     """
     threads = threads and not name.endswith(IN_EXCLUSIVE)
 
@@ -34,10 +37,15 @@ def emit_call_stub(code: Code, name: str, function: Hashable, threads: bool = Fa
     _reentrant_stack(code, threads)
     T32.mov_reg(code, SP, IP)
     T32.call(code, function)
-    if threads:
-        _unlock(code, name)
+    # The program's SP back before the lock is given back: a signal between the two is
+    # then held back (this thread owns the lock), and none runs its handler on the hook
+    # stack while another thread may have taken it.
     T32.from_d(code, IP, LR, FLAGS_SP + 1)
     T32.mov_reg(code, SP, IP)
+    if threads:
+        _unlock(code, name, signals)
+    elif signals:
+        _give_back_signals(code, name)
     T32.from_d(code, IP, LR, FLAGS_SP)
     slow = ("callstub-msr", name)
     code.emit(_FLAGS_CHANGED_BEYOND_NZCV)
@@ -134,17 +142,41 @@ def _identify_thread(code: Code, known: Hashable) -> None:
     code.label(known)
 
 
-def _unlock(code: Code, name: str) -> None:
-    """Give the analysis lock back (see _lock) once the routine has returned: r0 and r1 are
-    free. depth -= 1, and at 0 (after a barrier, so the routine's writes come first) the
-    owner word too."""
+def _unlock(code: Code, name: str, signals: bool = False) -> None:
+    """Give the analysis lock back (see _lock) once the routine has returned: r0-r3 are
+    free, the flags saved, SP the program's. depth -= 1, and at 0 (after a barrier, so the
+    routine's writes come first) the owner word too; then, with ``signals``, the signals
+    held back meanwhile are given back (_give_back_signals)."""
 
     held = ("callstub-unlock", name)
     T32.pc_address(code, 1, CALL_LOCK)
     code.emit(enc.t32_ldr_word(0, 1, 4) + enc._hw(0x3801) + enc.t32_str_word(0, 1, 4))  # subs r0, #1
-    T32.cbz(code, 0, held, nonzero=True)
+    T32.branch(code, held, enc.COND["ne"])
     code.emit(_DMB_ISH + enc.t32_str_word(0, 1, 0))
+    if signals:
+        _give_back_signals(code, name)
     code.label(held)
+
+
+HELD_THREADS = ("sym", "anvil_held_threads")  # threads with signals held back (common/anvil_signal_wrap.h)
+
+
+def _give_back_signals(code: Code, name: str) -> None:
+    """Where the runtime holds signals back for some thread (decision 0143), the routine's
+    call has returned and its lock is given back: anvil_give_back_signals unblocks this
+    thread's, with the program's SP (it does nothing where that is inside the hook stack:
+    a call made inside another by a handler the runtime did not wrap). It runs on the
+    program's stack, 8-aligned, as a signal's handler would. r0-r3 are free, the flags
+    saved; lr is reloaded after."""
+    done = ("callstub-given", name)
+    T32.pc_address(code, 1, HELD_THREADS)
+    code.emit(enc.t32_ldr_word(0, 1, 0))
+    T32.cmp_zero(code, 0)
+    T32.branch(code, done, enc.COND["eq"])
+    code.emit(enc.t32_mov_reg(0, SP) + enc.t32_bic_imm(1, 0, 7) + enc.t32_mov_reg(SP, 1) + enc.t32_push([0, 1]))
+    T32.call(code, ("sym", "anvil_give_back_signals"))
+    code.emit(enc.t32_pop([0, 1]) + enc.t32_mov_reg(SP, 0))
+    code.label(done)
 
 
 def _reentrant_stack(code: Code, threads: bool = False) -> None:

@@ -104,6 +104,9 @@ class RelocationContext:
     # be started in a way the rewrite does not see, and two threads in them at once would
     # share the hook stack. Their calls are rare in T32 code (decision 0087 counts the cost).
     lock_communicator: bool = False
+    # Linux: a signal that arrives while its thread is inside the analysis is held back
+    # by the runtime, and a call stub's way out unblocks it (decision 0143).
+    held_signals: bool = False
     atomic: bool = False  # for the procedure being emitted: interrupt code, no exclusive window of its own
     windows: bool = False  # for the procedure being emitted: it has an LDREX/STREX window of its own
     # Threads and d16-d31 free: a procedure's exclusive pairs run as compare-and-swap where

@@ -1,0 +1,259 @@
+/* The program's signal handlers, wrapped (decision 0143): a signal that arrives while its
+ * thread is inside the analysis (a routine, a flush, the end) is held back until the call
+ * returns, as Pin and DynamoRIO hold theirs. A handler then never runs while its thread
+ * holds the analysis lock or is halfway through a record: one that blocks (pause, waiting
+ * for another thread) or leaves by siglongjmp no longer leaves the lock held for ever.
+ *
+ * The kernel is given a wrapper in the handler's place: one of WRAPPED_HANDLERS small
+ * entries (anvil_entry.S, anvil_signal_wrappers), each standing for one handler of the
+ * program. A program that reads the action back gets the handler it set where Anvil sees
+ * the read (the C library's functions, below), the wrapper's entry otherwise (a system
+ * call made by the program's own code): setting that entry again sets its handler, so a
+ * program that saves an action and puts it back later behaves alike either way.
+ *
+ * Included by a Linux runtime, which defines SYS_rt_sigprocmask, SYS_getpid, SYS_gettid,
+ * SYS_tgkill, SYS_rt_tgsigqueueinfo, UC_SIGMASK (where a ucontext keeps the mask the
+ * kernel restores), WRAPPER_BYTES (each wrapper entry's length), WRAPPER_THUMB (the bit
+ * an entry's address has as a handler), WRAPPER_SAVED (the words the entries save below
+ * the kernel's frame), wrap_handlers (whether handlers are wrapped at all: not in a Go
+ * program, whose runtime compares the actions it reads with its own handler), and
+ * anvil_analysis_interrupted(ucontext): whether the context a signal interrupted is inside
+ * the analysis, anvil_thread_identity() (what tells the calling thread from the others),
+ * and anvil_hook_stack (the analysis stack). After anvil_fatal_signals.h. */
+
+#define WRAPPED_HANDLERS 64
+#define SA_SIGINFO 4u
+
+/* The wrapper entries' code (anvil_entry.S): entry k stands for wrapped_handler[k]. */
+extern const char anvil_signal_wrappers[] __attribute__((visibility("hidden")));
+
+/* The program's handler each wrapper entry stands for (0: entry unused). */
+static anvil_word wrapped_handler[WRAPPED_HANDLERS];
+/* Signals whose handler was last set with SA_SIGINFO (bit sig - 1): the kernel then passes
+ * the ucontext as the third argument, otherwise the frame (ucontext first) is at SP. */
+static uint32_t siginfo_frames[2];
+
+/* Signals held back while their thread was inside the analysis (bit sig - 1), by thread
+ * (anvil_thread_identity), until the call returns: the call stubs then call
+ * anvil_give_back_signals (arch/arm/call_stubs.py _give_back_signals), where
+ * anvil_held_threads, how many entries are in use, is not 0. An entry is written by its
+ * own thread alone, and given back after the analysis lock is: a signal that comes before
+ * is held back in it, one that comes after is not held back at all. */
+#define HELD_THREADS 16
+static struct {
+    anvil_word thread;
+    uint32_t signals[2];
+} held[HELD_THREADS];
+uint32_t anvil_held_threads;
+
+/* The calling thread's held-back signals: its entry, taken where it has none; 0 where
+ * every entry is another thread's. */
+static uint32_t *held_signals(void)
+{
+    anvil_word self = anvil_thread_identity();
+    for (uint32_t k = 0; k < HELD_THREADS; k++)
+        if (__atomic_load_n(&held[k].thread, __ATOMIC_ACQUIRE) == self)
+            return held[k].signals;
+    for (uint32_t k = 0; k < HELD_THREADS; k++) {
+        anvil_word none = 0;
+        if (__atomic_compare_exchange_n(&held[k].thread, &none, self, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            __atomic_add_fetch(&anvil_held_threads, 1, __ATOMIC_RELEASE);
+            return held[k].signals;
+        }
+    }
+    return 0;
+}
+
+/* The calling thread's analysis call has returned, SP ``sp`` (the program's; inside the
+ * hook stack where a handler's call returns inside another call, which gives them back
+ * itself): the signals held back meanwhile are unblocked, and the kernel delivers them. */
+void anvil_give_back_signals(anvil_word sp)
+{
+    if (sp - (anvil_word)anvil_hook_stack < sizeof anvil_hook_stack)
+        return;
+    anvil_word self = anvil_thread_identity();
+    for (uint32_t k = 0; k < HELD_THREADS; k++) {
+        if (__atomic_load_n(&held[k].thread, __ATOMIC_ACQUIRE) != self)
+            continue;
+        uint32_t signals[2] = {held[k].signals[0], held[k].signals[1]};
+        held[k].signals[0] = held[k].signals[1] = 0;
+        __atomic_store_n(&held[k].thread, 0, __ATOMIC_RELEASE);
+        __atomic_sub_fetch(&anvil_held_threads, 1, __ATOMIC_RELEASE);
+        anvil_syscall(SYS_rt_sigprocmask, 1 /* SIG_UNBLOCK */, (long)signals, 0, 8, 0, 0);
+        return;
+    }
+}
+
+static int special_handler(anvil_word handler)
+{
+    return handler < 16 || handler == (anvil_word)-1;  /* SIG_DFL, SIG_IGN, SIG_HOLD, SIG_ERR */
+}
+
+/* The index of the wrapper entry ``handler`` is, or -1. */
+static long wrapper_index(anvil_word handler)
+{
+    anvil_word offset = handler - WRAPPER_THUMB - (anvil_word)anvil_signal_wrappers;
+    if (offset >= WRAPPED_HANDLERS * WRAPPER_BYTES || offset % WRAPPER_BYTES)
+        return -1;
+    return (long)(offset / WRAPPER_BYTES);
+}
+
+/* The wrapper entry that stands for ``handler`` (a new one where none does yet), or the
+ * handler itself where it is not a function or every entry is taken. ``siginfo``: it is
+ * being set with SA_SIGINFO for ``sig``. */
+static anvil_word wrap_handler(anvil_word sig, anvil_word handler, uint32_t siginfo)
+{
+    if (!wrap_handlers || special_handler(handler) || sig == 0 || sig > 64)
+        return handler;
+    uint32_t bit = 1u << ((sig - 1) % 32);
+    if (siginfo)
+        __atomic_or_fetch(&siginfo_frames[(sig - 1) / 32], bit, __ATOMIC_RELAXED);
+    else
+        __atomic_and_fetch(&siginfo_frames[(sig - 1) / 32], ~bit, __ATOMIC_RELAXED);
+    if (wrapper_index(handler) >= 0)
+        return handler;  /* an entry read back and set again */
+    for (uint32_t k = 0; k < WRAPPED_HANDLERS; k++) {
+        anvil_word none = 0, now = __atomic_load_n(&wrapped_handler[k], __ATOMIC_ACQUIRE);
+        if (now == handler
+            || (now == 0 && (__atomic_compare_exchange_n(&wrapped_handler[k], &none, handler, 0, __ATOMIC_ACQ_REL,
+                                                         __ATOMIC_ACQUIRE) || none == handler)))
+            return (anvil_word)anvil_signal_wrappers + k * WRAPPER_BYTES + WRAPPER_THUMB;
+    }
+    return handler;
+}
+
+/* The program's handler a wrapper entry stands for; anything else as it is. */
+static anvil_word unwrap_handler(anvil_word handler)
+{
+    long k = wrapper_index(handler);
+    return k < 0 ? handler : wrapped_handler[k];
+}
+
+/* A fault the kernel raised at an instruction (si_code > 0): delivered at once, held back
+ * it would only be raised again by the same instruction. */
+static int raised_by_instruction(anvil_word sig, const int32_t *info)
+{
+    return info && info[2] > 0 && (sig == 4 || sig == 5 || sig == 7 || sig == 8 || sig == 11);
+}
+
+/* Called by wrapper entry ``saved[4]`` (anvil_entry.S) with the registers the kernel
+ * entered it with: the signal, the siginfo and the ucontext (SA_SIGINFO), and the frame
+ * after them at saved + WRAPPER_SAVED. Returns the program's handler, which the entry jumps
+ * to with those registers and SP as they were; or 0 where the signal is held back: it is
+ * sent again, with its siginfo, and stays blocked in the interrupted context until the
+ * analysis call returns (the call stub unblocks it), and the entry returns to the
+ * kernel's sigreturn. */
+anvil_word anvil_signal_deliver(const anvil_word *saved)
+{
+    anvil_word sig = saved[0], handler = wrapped_handler[saved[4] % WRAPPED_HANDLERS];
+    if (sig == 0 || sig > 64)
+        return handler;
+    uint32_t word = (sig - 1) / 32, bit = 1u << ((sig - 1) % 32);
+    int siginfo = (siginfo_frames[word] & bit) != 0;
+    const int32_t *info = siginfo ? (const int32_t *)saved[1] : 0;
+    uint8_t *context = siginfo ? (uint8_t *)saved[2] : (uint8_t *)(saved + WRAPPER_SAVED);
+    uint32_t *signals;
+    if (raised_by_instruction(sig, info) || !anvil_analysis_interrupted(context) || !(signals = held_signals()))
+        return handler;
+    uint32_t only[2] = {0, 0};
+    only[word] = bit;
+    /* Blocked here first: the signal sent again would otherwise come at once (SA_NODEFER). */
+    anvil_syscall(SYS_rt_sigprocmask, 0 /* SIG_BLOCK */, (long)only, 0, 8, 0, 0);
+    long pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0), tid = anvil_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
+    if (!info || anvil_syscall(SYS_rt_tgsigqueueinfo, pid, tid, (long)sig, (long)info, 0, 0) != 0)
+        anvil_syscall(SYS_tgkill, pid, tid, (long)sig, 0, 0, 0);
+    ((uint32_t *)(context + UC_SIGMASK))[word] |= bit;
+    signals[word] |= bit;
+    return 0;
+}
+
+/* The C library's struct sigaction (glibc's and musl's alike). */
+struct libc_sigaction {
+    anvil_word handler;
+    uint32_t mask[32];
+    int flags;
+    void (*restorer)(void);
+};
+
+/* The C library's functions that set an action, which each loaded object's calls reach
+ * instead (wrap_library_calls). */
+static int (*libc_sigaction)(int, const struct libc_sigaction *, struct libc_sigaction *);
+static anvil_word (*libc_signal)(int, anvil_word);
+static anvil_word (*libc_bsd_signal)(int, anvil_word);
+static anvil_word (*libc_sysv_signal)(int, anvil_word);
+static anvil_word (*libc_sigset)(int, anvil_word);
+
+static int wrapped_sigaction(int sig, const struct libc_sigaction *act, struct libc_sigaction *old)
+{
+    anvil_signal_action(SYS_rt_sigaction, (anvil_word)sig, 0, 0);
+    struct libc_sigaction copy;
+    if (act && !special_handler(act->handler)) {
+        copy = *act;
+        copy.handler = wrap_handler((anvil_word)sig, act->handler, (uint32_t)act->flags & SA_SIGINFO);
+        act = &copy;
+    }
+    int result = libc_sigaction(sig, act, old);
+    if (result == 0 && old)
+        old->handler = unwrap_handler(old->handler);
+    return result;
+}
+
+/* signal, bsd_signal, sysv_signal, sigset: the handler as the second argument, the old one
+ * returned; none of them sets SA_SIGINFO. */
+#define WRAPPED_SIGNAL_FUNCTION(name, real)                                                \
+    static anvil_word name(int sig, anvil_word handler)                                   \
+    {                                                                                      \
+        anvil_signal_action(SYS_rt_sigaction, (anvil_word)sig, 0, 0);                      \
+        return unwrap_handler(real(sig, wrap_handler((anvil_word)sig, handler, 0)));       \
+    }
+WRAPPED_SIGNAL_FUNCTION(wrapped_signal, libc_signal)
+WRAPPED_SIGNAL_FUNCTION(wrapped_bsd_signal, libc_bsd_signal)
+WRAPPED_SIGNAL_FUNCTION(wrapped_sysv_signal, libc_sysv_signal)
+WRAPPED_SIGNAL_FUNCTION(wrapped_sigset, libc_sigset)
+
+static int same_name(const char *a, const char *b)
+{
+    while (*a && *a == *b)
+        a++, b++;
+    return *a == *b;
+}
+
+/* The wrapped function that stands for the C library's function ``name`` (0: not one of
+ * them), and in ``real`` where the C library's own goes. (No table of pointers: an
+ * initialised one would hold link-time addresses, and a PIE's region is moved by the
+ * load bias.) */
+static anvil_word wrapped_function(const char *name, anvil_word **real)
+{
+    if (same_name(name, "sigaction")) {
+        *real = (anvil_word *)&libc_sigaction;
+        return (anvil_word)wrapped_sigaction;
+    }
+    if (same_name(name, "signal")) {
+        *real = (anvil_word *)&libc_signal;
+        return (anvil_word)wrapped_signal;
+    }
+    if (same_name(name, "bsd_signal")) {
+        *real = (anvil_word *)&libc_bsd_signal;
+        return (anvil_word)wrapped_bsd_signal;
+    }
+    if (same_name(name, "sysv_signal") || same_name(name, "__sysv_signal")) {
+        *real = (anvil_word *)&libc_sysv_signal;
+        return (anvil_word)wrapped_sysv_signal;
+    }
+    if (same_name(name, "sigset")) {
+        *real = (anvil_word *)&libc_sigset;
+        return (anvil_word)wrapped_sigset;
+    }
+    return 0;
+}
+
+/* A system call that sets an action, made by the program's own code (a static program's
+ * C library, a raw system call): ``act`` the kernel's struct, on the stack at ``sp`` or
+ * above (a struct elsewhere may be read-only, and is left as it is). */
+static void wrap_system_call_action(anvil_word sig, anvil_word act, anvil_word sp)
+{
+    if (!act || act < sp || act - sp > 65536)
+        return;
+    struct kernel_sigaction *k = (struct kernel_sigaction *)act;
+    k->handler = (void (*)(int))wrap_handler(sig, (anvil_word)k->handler, (uint32_t)k->flags & SA_SIGINFO);
+}
