@@ -34,7 +34,8 @@ def test_call_stub_veneers_come_before_the_tables() -> None:
     proc = SimpleNamespace(address=0x10000, size=TABLE_SPAN, thumb=False, accumulation=None, blocks=[],
                            instructions=lambda: [])
     ctx = SimpleNamespace(inside_pages=False, veneers={}, appends=SimpleNamespace(routines=set()),
-                          call_stubs={"cache_sim"}, threads=False, lock_communicator=False, shared_calls=None,
+                          call_stubs={"cache_sim"}, threads=False, lock_communicator=False, held_signals=True,
+                          shared_calls=None,
                           xlate_tables=[(proc, ("xlate", 0))])
     code = Code(BASE, pic=False)
     code.emit(bytes(COPIES))

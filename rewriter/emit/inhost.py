@@ -219,7 +219,7 @@ def _add_runtime_hooks(binary: Binary) -> None:
             binder_jump.add_hook(Hook(Point.BEFORE, Prototype("anvil_binder_jump", ()), ()))
         signal_entries = {entry for entry, name in binary.plt.items() if name in SIGNAL_ACTION_FUNCTIONS}
         for jump in plt_jumps_out(binary, signal_entries).values():
-            jump.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_CALL, (SYS_RT_SIGACTION, 0, 0, 0)))
+            jump.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_CALL, (Arg.EFFADDR, 0, 1)))
     # The program's own system calls, wherever its C library is: a runtime that makes them
     # itself (Go's, with cgo too, ends by its own exit_group and sets its signals' actions
     # by rt_sigaction, never through the C library it links; decision 0089).
@@ -357,8 +357,10 @@ SIGNAL_ACTION_FUNCTIONS = frozenset(("sigaction", "signal", "sysv_signal", "__sy
                                      "sigset"))
 SYS_RT_SIGACTION = 174
 # Also, a system call that sets an action (r1: the kernel's struct; SP: where the stack is)
-# gets the runtime's wrapper in its handler's place (decision 0143).
-SIGNAL_ACTION_CALL = Prototype("anvil_signal_action", (Arg.CONST, Arg.REG_VALUE, Arg.CONST, Arg.CONST))
+# gets the runtime's wrapper in its handler's place, and so does a handler set through a
+# PLT entry (its GOT slot, r0, r1) whose slot the runtime could not lead to its own
+# function at start (decision 0143).
+SIGNAL_ACTION_CALL = Prototype("anvil_signal_plt", (Arg.EFFADDR, Arg.REG_VALUE, Arg.REG_VALUE))
 SIGNAL_ACTION_SYSCALL = Prototype("anvil_signal_action", (Arg.REG_VALUE, Arg.REG_VALUE, Arg.REG_VALUE, Arg.REG_VALUE))
 
 

@@ -838,8 +838,8 @@ void anvil_analysis_give(anvil_word taken)
     if (!taken || --anvil_call_lock[1] != 0)
         return;
     __atomic_store_n(&anvil_call_lock[0], 0, __ATOMIC_RELEASE);
-    if (anvil_held_threads)  /* signals held back meanwhile: unblocked now the lock is free */
-        anvil_give_back_signals(0);
+    if (anvil_signal_work)  /* signals held back meanwhile: unblocked now the lock is free */
+        anvil_signal_work_done(0);
 }
 
 
@@ -916,6 +916,10 @@ static anvil_word bound_function(const struct link_map_head *first, const char *
     return 0;
 }
 
+/* The loaded objects, and the executable's PLT relocations and symbols (anvil_signal_plt). */
+static const struct link_map_head *loaded;
+static uint32_t exe_jmprel, exe_jmprel_size, exe_symtab, exe_strtab;
+
 /* Where the header asks (``libraries``), through the executable's DT_DEBUG list of loaded
  * objects:
  * - LIBRARY_EXITS: each loaded library's GOT slots of _exit and _Exit (its R_ARM_JUMP_SLOT
@@ -937,6 +941,7 @@ static void hook_libraries(uint32_t bias, const struct anvil_header *h)
     if (!debug || !debug->map)
         return;
     int exits = (h->libraries & LIBRARY_EXITS) != 0;
+    loaded = debug->map;
     for (const struct link_map_head *map = debug->map; map; map = map->l_next) {
         int library = map != debug->map;  /* the executable's own exits are the rewrite's */
         uint32_t jmprel = 0, size = 0, symtab = 0, strtab = 0, bind_now = 0;
@@ -963,6 +968,12 @@ static void hook_libraries(uint32_t bias, const struct anvil_header *h)
                 death_callback_set = 1;
             }
         }
+        if (!library) {
+            exe_jmprel = jmprel;
+            exe_jmprel_size = size;
+            exe_symtab = symtab;
+            exe_strtab = strtab;
+        }
         if (!jmprel || !symtab || !strtab)
             continue;
         const uint32_t *rel = (const uint32_t *)jmprel;
@@ -981,7 +992,7 @@ static void hook_libraries(uint32_t bias, const struct anvil_header *h)
                     *real = bound_function(debug->map, name);
                 /* The executable's slot still leading to its lazy binder is left so: the
                    binder's instructions in the executable run and are counted as they are
-                   in the original (its calls set the handler unwrapped; decision 0143). */
+                   in the original (anvil_signal_plt; decision 0143). */
                 if (!*real || *real == to
                     || (!library && !bind_now && *(const uint32_t *)(map->l_addr + rel[2 * i]) != *real))
                     continue;
@@ -995,6 +1006,51 @@ static void hook_libraries(uint32_t bias, const struct anvil_header *h)
                 anvil_syscall(SYS_mprotect, page, PAGE, PROT_R, 0, 0, 0);
         }
     }
+}
+
+/* A signal-action function's PLT entry in the executable, before its jump out through GOT
+ * slot ``slot`` (run-time address), r0 the signal and r1 the action or handler (decision
+ * 0143). First, as at every such call, the default goes back where the action is the
+ * results handler (anvil_signal_action). Then, where the slot was left leading to the lazy
+ * binder (hook_libraries), and is bound now, it is made to lead to the runtime's function,
+ * which this call reaches already. Where it still leads to the binder, the binder runs (as
+ * in the original) and the C library's function sets the program's handler: the end of
+ * the next analysis call wraps it (anvil_signal_work_done). */
+void anvil_signal_plt(uint32_t slot, uint32_t sig, uint32_t arg)
+{
+    anvil_signal_action(SYS_rt_sigaction, sig, 0, 0);
+    if (!wrap_handlers || !exe_jmprel || !exe_symtab || !exe_strtab || sig == 0 || sig > 64)
+        return;
+    const char *name = 0;
+    const uint32_t *rel = (const uint32_t *)exe_jmprel;
+    for (uint32_t i = 0; i < exe_jmprel_size / 8 && !name; i++)
+        if (loaded->l_addr + rel[2 * i] == slot && (rel[2 * i + 1] & 0xff) == R_ARM_JUMP_SLOT)
+            name = (const char *)(exe_strtab + ((const uint32_t *)(exe_symtab + 16 * (rel[2 * i + 1] >> 8)))[0]);
+    anvil_word *real;
+    anvil_word to = name ? wrapped_function(name, &real) : 0;
+    if (!to)
+        return;
+    if (!*real)
+        *real = bound_function(loaded, name);
+    uint32_t now = *(volatile uint32_t *)slot;
+    if (!*real || now == to)
+        return;
+    if (now == *real) {  /* (a lazily bound slot is writable: the binder wrote it) */
+        *(volatile uint32_t *)slot = to;
+        return;
+    }
+    anvil_word handler = same_name(name, "sigaction") ? (arg ? ((const struct libc_sigaction *)arg)->handler : 0) : arg;
+    if (special_handler(handler) || wrapper_index(handler) >= 0)
+        return;
+    uint32_t word = (sig - 1) / 32, bit = 1u << ((sig - 1) % 32);
+    struct kernel_sigaction before;
+    if (anvil_syscall(SYS_rt_sigaction, sig, 0, (long)&before, 8, 0, 0) != 0)
+        return;
+    pending_handler[sig] = handler;
+    pending_before[sig] = (anvil_word)before.handler;
+    pending_tries[sig] = 0;
+    if (!(__atomic_fetch_or(&pending_wraps[word], bit, __ATOMIC_ACQ_REL) & bit))
+        __atomic_add_fetch(&anvil_signal_work, 1, __ATOMIC_RELEASE);
 }
 
 /* ---------------------------------------------------------------- files */

@@ -35,16 +35,27 @@ static uint32_t siginfo_frames[2];
 
 /* Signals held back while their thread was inside the analysis (bit sig - 1), by thread
  * (anvil_thread_identity), until the call returns: the call stubs then call
- * anvil_give_back_signals (arch/arm/call_stubs.py _give_back_signals), where
- * anvil_held_threads, how many entries are in use, is not 0. An entry is written by its
- * own thread alone, and given back after the analysis lock is: a signal that comes before
- * is held back in it, one that comes after is not held back at all. */
+ * anvil_signal_work_done (arch/arm/call_stubs.py _signal_work), where anvil_signal_work is
+ * not 0. An entry is written by its own thread alone, and given back after the analysis
+ * lock is: a signal that comes before is held back in it, one that comes after is not
+ * held back at all. */
 #define HELD_THREADS 16
 static struct {
     anvil_word thread;
     uint32_t signals[2];
 } held[HELD_THREADS];
-uint32_t anvil_held_threads;
+/* Handlers a lazily bound executable's call sets unwrapped (bit sig - 1; pending_handler),
+ * which the end of a later analysis call wraps (anvil_signal_plt). Calls end before the C
+ * library has set it (the noting call's own, those of the PLT entry's hooks): while the
+ * action still has the handler it had when noted (pending_before), it is looked for again
+ * at the next end, PENDING_TRIES times at most (a call that failed never sets it). */
+#define PENDING_TRIES 256
+static uint32_t pending_wraps[2];
+static anvil_word pending_handler[65], pending_before[65];
+static uint16_t pending_tries[65];
+/* The entries of ``held`` in use, and whether handlers wait in ``pending_wraps``: what the
+ * call stubs test at a call's end. */
+uint32_t anvil_signal_work;
 
 /* The calling thread's held-back signals: its entry, taken where it has none; 0 where
  * every entry is another thread's. */
@@ -57,20 +68,51 @@ static uint32_t *held_signals(void)
     for (uint32_t k = 0; k < HELD_THREADS; k++) {
         anvil_word none = 0;
         if (__atomic_compare_exchange_n(&held[k].thread, &none, self, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-            __atomic_add_fetch(&anvil_held_threads, 1, __ATOMIC_RELEASE);
+            __atomic_add_fetch(&anvil_signal_work, 1, __ATOMIC_RELEASE);
             return held[k].signals;
         }
     }
     return 0;
 }
 
+static anvil_word wrap_handler(anvil_word sig, anvil_word handler, uint32_t siginfo);
+
+/* The handlers in ``pending_wraps`` get their wrapper entries, where the action still has
+ * them. */
+static void wrap_pending(void)
+{
+    for (uint32_t word = 0; word < 2; word++) {
+        uint32_t signals = __atomic_exchange_n(&pending_wraps[word], 0, __ATOMIC_ACQ_REL);
+        for (uint32_t bit = 0; bit < 32; bit++) {
+            if (!(signals >> bit & 1))
+                continue;
+            anvil_word sig = 32 * word + bit + 1;
+            struct kernel_sigaction now;
+            if (anvil_syscall(SYS_rt_sigaction, (long)sig, 0, (long)&now, 8, 0, 0) != 0
+                || (anvil_word)now.handler != pending_handler[sig]) {
+                if ((anvil_word)now.handler == pending_before[sig] && ++pending_tries[sig] < PENDING_TRIES)
+                    __atomic_or_fetch(&pending_wraps[word], 1u << bit, __ATOMIC_ACQ_REL);  /* not set yet */
+                else
+                    __atomic_sub_fetch(&anvil_signal_work, 1, __ATOMIC_RELEASE);
+                continue;
+            }
+            __atomic_sub_fetch(&anvil_signal_work, 1, __ATOMIC_RELEASE);
+            now.handler = (void (*)(int))wrap_handler(sig, (anvil_word)now.handler, (uint32_t)now.flags & SA_SIGINFO);
+            anvil_syscall(SYS_rt_sigaction, (long)sig, (long)&now, 0, 8, 0, 0);
+        }
+    }
+}
+
 /* The calling thread's analysis call has returned, SP ``sp`` (the program's; inside the
- * hook stack where a handler's call returns inside another call, which gives them back
- * itself): the signals held back meanwhile are unblocked, and the kernel delivers them. */
-void anvil_give_back_signals(anvil_word sp)
+ * hook stack where a handler's call returns inside another call, which does this itself):
+ * pending handlers are wrapped, and the signals held back meanwhile are unblocked, which
+ * the kernel then delivers. */
+void anvil_signal_work_done(anvil_word sp)
 {
     if (sp - (anvil_word)anvil_hook_stack < sizeof anvil_hook_stack)
         return;
+    if (pending_wraps[0] | pending_wraps[1])
+        wrap_pending();
     anvil_word self = anvil_thread_identity();
     for (uint32_t k = 0; k < HELD_THREADS; k++) {
         if (__atomic_load_n(&held[k].thread, __ATOMIC_ACQUIRE) != self)
@@ -78,7 +120,7 @@ void anvil_give_back_signals(anvil_word sp)
         uint32_t signals[2] = {held[k].signals[0], held[k].signals[1]};
         held[k].signals[0] = held[k].signals[1] = 0;
         __atomic_store_n(&held[k].thread, 0, __ATOMIC_RELEASE);
-        __atomic_sub_fetch(&anvil_held_threads, 1, __ATOMIC_RELEASE);
+        __atomic_sub_fetch(&anvil_signal_work, 1, __ATOMIC_RELEASE);
         anvil_syscall(SYS_rt_sigprocmask, 1 /* SIG_UNBLOCK */, (long)signals, 0, 8, 0, 0);
         return;
     }

@@ -22,7 +22,7 @@ def emit_call_stub(code: Code, name: str, function: Hashable, threads: bool = Fa
     has returned. Not for the communicator's ``_in_exclusive`` records: their sites stand
     in the program's own LDREX/STREX window, which the lock's exclusives would break.
     ``signals``: a Linux program, whose signals the runtime holds back while a call runs
-    (decision 0143): the call's way out unblocks them (``_give_back_signals``).
+    (decision 0143): the call's way out unblocks them (``_signal_work``).
     """
     threads = threads and not name.endswith(IN_EXCLUSIVE)
 
@@ -45,7 +45,7 @@ def emit_call_stub(code: Code, name: str, function: Hashable, threads: bool = Fa
     if threads:
         _unlock(code, name, signals)
     elif signals:
-        _give_back_signals(code, name)
+        _signal_work(code, name)
     T32.from_d(code, IP, LR, FLAGS_SP)
     slow = ("callstub-msr", name)
     code.emit(_FLAGS_CHANGED_BEYOND_NZCV)
@@ -146,7 +146,7 @@ def _unlock(code: Code, name: str, signals: bool = False) -> None:
     """Give the analysis lock back (see _lock) once the routine has returned: r0-r3 are
     free, the flags saved, SP the program's. depth -= 1, and at 0 (after a barrier, so the
     routine's writes come first) the owner word too; then, with ``signals``, the signals
-    held back meanwhile are given back (_give_back_signals)."""
+    held back meanwhile are given back (_signal_work)."""
 
     held = ("callstub-unlock", name)
     T32.pc_address(code, 1, CALL_LOCK)
@@ -154,27 +154,28 @@ def _unlock(code: Code, name: str, signals: bool = False) -> None:
     T32.branch(code, held, enc.COND["ne"])
     code.emit(_DMB_ISH + enc.t32_str_word(0, 1, 0))
     if signals:
-        _give_back_signals(code, name)
+        _signal_work(code, name)
     code.label(held)
 
 
-HELD_THREADS = ("sym", "anvil_held_threads")  # threads with signals held back (common/anvil_signal_wrap.h)
+SIGNAL_WORK = ("sym", "anvil_signal_work")  # non-zero: signals held back, handlers to wrap (common/anvil_signal_wrap.h)
 
 
-def _give_back_signals(code: Code, name: str) -> None:
-    """Where the runtime holds signals back for some thread (decision 0143), the routine's
-    call has returned and its lock is given back: anvil_give_back_signals unblocks this
-    thread's, with the program's SP (it does nothing where that is inside the hook stack:
-    a call made inside another by a handler the runtime did not wrap). It runs on the
-    program's stack, 8-aligned, as a signal's handler would. r0-r3 are free, the flags
-    saved; lr is reloaded after."""
+def _signal_work(code: Code, name: str) -> None:
+    """Where the runtime has signal work (decision 0143: signals held back for some thread,
+    handlers to wrap), the routine's call has returned and its lock is given back:
+    anvil_signal_work_done wraps the handlers and unblocks this thread's signals, given
+    the program's SP (it does nothing where that is inside the hook stack: a call made
+    inside another by a handler the runtime did not wrap). It runs on the program's
+    stack, 8-aligned, as a signal's handler would. r0-r3 are free, the flags saved; lr is
+    reloaded after."""
     done = ("callstub-given", name)
-    T32.pc_address(code, 1, HELD_THREADS)
+    T32.pc_address(code, 1, SIGNAL_WORK)
     code.emit(enc.t32_ldr_word(0, 1, 0))
     T32.cmp_zero(code, 0)
     T32.branch(code, done, enc.COND["eq"])
     code.emit(enc.t32_mov_reg(0, SP) + enc.t32_bic_imm(1, 0, 7) + enc.t32_mov_reg(SP, 1) + enc.t32_push([0, 1]))
-    T32.call(code, ("sym", "anvil_give_back_signals"))
+    T32.call(code, ("sym", "anvil_signal_work_done"))
     code.emit(enc.t32_pop([0, 1]) + enc.t32_mov_reg(SP, 0))
     code.label(done)
 
