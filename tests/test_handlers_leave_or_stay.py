@@ -53,3 +53,20 @@ def test_handlers_that_leave_or_stay_do_not_hang_the_program(build: str, tmp_pat
                     assert len(got["records"]) == got["accesses"] > 0, (mode, case)
                 else:
                     assert got["hits"] + got["misses"] == got["accesses"] > 0, (mode, case)
+
+
+@pytest.mark.parametrize("build", sorted(BUILDS))
+def test_handlers_read_back_as_set(build: str, tmp_path: Path) -> None:
+    """samples/handler_read_back.c reads back the handlers it set (sigaction's old action,
+    signal's return value), puts a saved action back and chains to a saved handler: its
+    copies print the same comparisons, so the wrapper entries the kernel was given never
+    show (a static program's sigaction copies the kernel's old action out: it was the
+    wrapper's entry before the hook after the system call)."""
+    variant, extra = BUILDS[build]
+    original = place(samples.build("handler_read_back", variant, extra), tmp_path, "orig")
+    expected = run_prog(original)
+    assert expected.returncode == 0 and b": 0" not in expected.stdout and b"value 4242" in expected.stdout, expected
+    for tool, mode in (("cachesim", "inhost"), ("cachesim", "rehost")):
+        copy = instrument(original, tool, tmp_path, "--mode", mode, slot=mode[:4])
+        done = subprocess.run(CLI_RUN + [str(copy)], capture_output=True, cwd=copy.parent, env={}, timeout=300)
+        assert (done.returncode, done.stdout) == (expected.returncode, expected.stdout), (mode, done)

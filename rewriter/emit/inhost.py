@@ -230,12 +230,29 @@ def _add_runtime_hooks(binary: Binary) -> None:
     args = (number, int(not binary.threaded))
     calls = [ins for proc in binary.procedures for ins in filter(_IS_SYSCALL, proc.instructions())]
     jumped_to = jump_targets(binary) if calls else set()
+    following = _following(binary, calls)
     for ins in calls:
         if may_end_program(binary, ins, number, jumped_to):
             ins.add_hook(Hook(Point.BEFORE, on_syscall, args))
         if (not binary.is_firmware and ins.op_str in ("#0", "#0x0")
                 and may_be_call(ins, number, jumped_to, {SYS_RT_SIGACTION})):
             ins.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_SYSCALL, (number, 0, 1, 13)))
+            after = following.get(ins.address)
+            if after is not None and after.address not in jumped_to:  # reached from the call alone
+                after.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_DONE, (number, 1, 2, 0)))
+
+
+def _following(binary: Binary, instructions: list[Instruction]) -> dict[int, Instruction]:
+    """Address of each of ``instructions`` -> the instruction after it in its procedure."""
+    wanted = {ins.address for ins in instructions}
+    out: dict[int, Instruction] = {}
+    for proc in binary.procedures:
+        previous = None
+        for ins in proc.instructions():
+            if previous is not None and previous.address in wanted:
+                out[previous.address] = ins
+            previous = ins
+    return out
 
 
 GO_FAULT_PC = Prototype("anvil_go_fault_pc", (Arg.REG_VALUE, Arg.REG_VALUE, Arg.REG_VALUE))
@@ -362,6 +379,10 @@ SYS_RT_SIGACTION = 174
 # function at start (decision 0143).
 SIGNAL_ACTION_CALL = Prototype("anvil_signal_plt", (Arg.EFFADDR, Arg.REG_VALUE, Arg.REG_VALUE))
 SIGNAL_ACTION_SYSCALL = Prototype("anvil_signal_action", (Arg.REG_VALUE, Arg.REG_VALUE, Arg.REG_VALUE, Arg.REG_VALUE))
+# After such a system call (r7, r1, r2 as they were, r0 its result): the program's own
+# handler back in the structs, where the kernel or the hook before put a wrapper's entry.
+SIGNAL_ACTION_DONE = Prototype("anvil_signal_action_done", (Arg.REG_VALUE, Arg.REG_VALUE, Arg.REG_VALUE,
+                                                            Arg.REG_VALUE))
 
 
 # Before the jump out of _exit's PLT entry: the end, or where the lazy binder takes over.

@@ -289,6 +289,22 @@ static anvil_word wrapped_function(const char *name, anvil_word **real)
     return 0;
 }
 
+/* After such a system call (``nr``; ``act`` and ``old`` as it was given them; ``result``
+ * its result): the program's handler where a wrapper entry stands in either struct, so
+ * that the program reads back what it set (a static program's sigaction and signal,
+ * which copy the kernel's old action out). */
+void anvil_signal_action_done(anvil_word nr, anvil_word act, anvil_word old, anvil_word result)
+{
+    if (nr != SYS_rt_sigaction || result != 0)
+        return;
+    anvil_word structs[2] = {act, old};
+    for (int i = 0; i < 2; i++) {
+        struct kernel_sigaction *k = (struct kernel_sigaction *)structs[i];
+        if (k && wrapper_index((anvil_word)k->handler) >= 0)
+            k->handler = (void (*)(int))unwrap_handler((anvil_word)k->handler);
+    }
+}
+
 /* A system call that sets an action, made by the program's own code (a static program's
  * C library, a raw system call): ``act`` the kernel's struct, on the stack at ``sp`` or
  * above (a struct elsewhere may be read-only, and is left as it is). */
