@@ -40,7 +40,7 @@ def _run_or_kill(cmd: list[str], cwd: Path, timeout: float = 120) -> subprocess.
 
 
 @pytest.mark.parametrize("mode", ["inhost", "rehost"])
-@pytest.mark.parametrize("isa,variant", [("arm", "O2-thumb-dyn"), ("x86_64", "x64-gcc-O2"),
+@pytest.mark.parametrize("isa,variant", [("arm", "O2-thumb-dyn"), ("arm", "O2-arm-static"), ("x86_64", "x64-gcc-O2"),
                                          ("x86_64", "x64-gcc-O2-static")])
 def test_a_fork_while_another_thread_is_in_the_analysis(isa: str, variant: str, mode: str, tmp_path: Path) -> None:
     sample = build("thread_fork", variant) if isa == "arm" else build_x86_64("thread_fork", variant)

@@ -240,6 +240,12 @@ def _add_runtime_hooks(binary: Binary) -> None:
             after = following.get(ins.address)
             if after is not None and after.address not in jumped_to:  # reached from the call alone
                 after.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_DONE, (number, 1, 2, 0)))
+        if (binary.threaded and not binary.is_firmware and not binary.go_functions
+                and ins.op_str in ("#0", "#0x0") and may_be_call(ins, number, jumped_to, FORKS)):
+            after = following.get(ins.address)
+            if after is not None and after.address not in jumped_to:
+                ins.add_hook(Hook(Point.BEFORE, FORK_BEFORE, (number, 0)))
+                after.add_hook(Hook(Point.BEFORE, FORK_AFTER, ()))
 
 
 def _following(binary: Binary, instructions: list[Instruction]) -> dict[int, Instruction]:
@@ -383,6 +389,15 @@ SIGNAL_ACTION_SYSCALL = Prototype("anvil_signal_action", (Arg.REG_VALUE, Arg.REG
 # handler back in the structs, where the kernel or the hook before put a wrapper's entry.
 SIGNAL_ACTION_DONE = Prototype("anvil_signal_action_done", (Arg.REG_VALUE, Arg.REG_VALUE, Arg.REG_VALUE,
                                                             Arg.REG_VALUE))
+
+
+# A fork system call of a program that starts threads, in its own copied code (a static
+# program's C library; decision 0127 does the dynamic ones through the C library's fork
+# handlers): the analysis lock is held over it (r7 the number, r0 clone's flags or
+# clone3's arguments), and given back at the instruction after it, in each process.
+FORKS = frozenset((2, 120, 435))  # fork, clone, clone3
+FORK_BEFORE = Prototype("anvil_before_fork", (Arg.REG_VALUE, Arg.REG_VALUE))
+FORK_AFTER = Prototype("anvil_after_fork", ())
 
 
 # Before the jump out of _exit's PLT entry: the end, or where the lazy binder takes over.

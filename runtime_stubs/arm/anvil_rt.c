@@ -870,11 +870,43 @@ static void fork_prepare(void)
 /* After the fork, in the parent and in the child alike: the lock given back. */
 static void fork_done(void)
 {
-    if (!fork_holds_lock)
+    if (!fork_holds_lock || __atomic_load_n(&anvil_call_lock[0], __ATOMIC_RELAXED) != lock_identity())
         return;
     fork_holds_lock = 0;
     anvil_call_lock[1] -= 1;
     __atomic_store_n(&anvil_call_lock[0], 0, __ATOMIC_RELEASE);
+}
+
+#define SYS_fork 2
+#define SYS_clone3 435
+#define CLONE_VM 0x100
+
+/* Before a fork system call in the copies of a program that starts threads (a static
+ * program's C library, whose fork handlers this runtime cannot register; ``nr``: fork,
+ * clone or clone3, ``arg``: clone's flags, clone3's struct clone_args, whose first word is
+ * the flags), called through a call stub, which holds the lock already: one more count
+ * keeps it held over the fork, as fork_prepare does. A clone that makes a thread
+ * (CLONE_VM) shares the memory and its lock: nothing to hold. Decision 0127. */
+void anvil_before_fork(uint32_t nr, uint32_t arg)
+{
+    if ((nr == SYS_clone && (arg & CLONE_VM)) || (nr == SYS_clone3 && (!arg || (*(const uint32_t *)arg & CLONE_VM))))
+        return;
+    if ((nr != SYS_fork && nr != SYS_clone && nr != SYS_clone3)
+        || __atomic_load_n(&anvil_call_lock[0], __ATOMIC_RELAXED) != lock_identity())
+        return;  /* (no lock held: a call made without a stub, d16-d31 being the program's) */
+    anvil_call_lock[1] += 1;
+    fork_holds_lock = 1;
+}
+
+/* At the instruction after it, in each process (and in a thread a clone started), also
+ * through a call stub: the count taken for the fork given back; the stub's own way out
+ * then frees the lock. */
+void anvil_after_fork(void)
+{
+    if (!fork_holds_lock || __atomic_load_n(&anvil_call_lock[0], __ATOMIC_RELAXED) != lock_identity())
+        return;
+    fork_holds_lock = 0;
+    anvil_call_lock[1] -= 1;
 }
 
 /* The analysis lock's fork handlers, registered with the C library (``map``): glibc's
