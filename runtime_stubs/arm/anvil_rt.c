@@ -804,10 +804,14 @@ static uint32_t lock_identity(void)
  * (where a call stub runs the routine), or, in a program with threads, with the analysis
  * lock held by this thread (also between the stub's taking it and its switch of stacks). */
 #define anvil_thread_identity lock_identity
+static int on_hook_stack(uint32_t sp)
+{
+    return sp - (uint32_t)anvil_hook_stack < sizeof anvil_hook_stack;
+}
+
 static int anvil_analysis_interrupted(const uint8_t *context)
 {
-    uint32_t sp = *(const uint32_t *)(context + UC_SP);
-    if (sp - (uint32_t)anvil_hook_stack < sizeof anvil_hook_stack)
+    if (on_hook_stack(*(const uint32_t *)(context + UC_SP)))
         return 1;
     uint32_t owner = __atomic_load_n(&anvil_call_lock[0], __ATOMIC_RELAXED);
     return owner != 0 && owner == lock_identity();
@@ -842,7 +846,6 @@ void anvil_analysis_give(anvil_word taken)
         anvil_signal_work_done(0);
 }
 
-
 /* Whether fork_prepare took the lock (read and written by its holder only). */
 static uint8_t fork_holds_lock;
 
@@ -870,7 +873,7 @@ static void fork_prepare(void)
 /* After the fork, in the parent and in the child alike: the lock given back. */
 static void fork_done(void)
 {
-    if (!fork_holds_lock || __atomic_load_n(&anvil_call_lock[0], __ATOMIC_RELAXED) != lock_identity())
+    if (!fork_holds_lock)
         return;
     fork_holds_lock = 0;
     anvil_call_lock[1] -= 1;
@@ -889,10 +892,9 @@ static void fork_done(void)
  * (CLONE_VM) shares the memory and its lock: nothing to hold. Decision 0127. */
 void anvil_before_fork(uint32_t nr, uint32_t arg)
 {
-    if ((nr == SYS_clone && (arg & CLONE_VM)) || (nr == SYS_clone3 && (!arg || (*(const uint32_t *)arg & CLONE_VM))))
-        return;
-    if ((nr != SYS_fork && nr != SYS_clone && nr != SYS_clone3)
-        || __atomic_load_n(&anvil_call_lock[0], __ATOMIC_RELAXED) != lock_identity())
+    int fork = nr == SYS_fork || (nr == SYS_clone && !(arg & CLONE_VM))
+               || (nr == SYS_clone3 && arg && !(*(const uint32_t *)arg & CLONE_VM));
+    if (!fork || __atomic_load_n(&anvil_call_lock[0], __ATOMIC_RELAXED) != lock_identity())
         return;  /* (no lock held: a call made without a stub, d16-d31 being the program's) */
     anvil_call_lock[1] += 1;
     fork_holds_lock = 1;
@@ -930,6 +932,15 @@ static void register_fork_handlers(const struct link_map_head *map, uint32_t sym
  * __sanitizer_set_death_callback first, which writes them. */
 static void sanitizer_death(void) { anvil_program_end(); }
 static uint32_t death_callback_set;
+
+/* The name of the symbol relocation ``rel`` (its two words) binds, in an object whose
+ * tables are ``symtab`` and ``strtab``; 0 where it is not an R_ARM_JUMP_SLOT. */
+static const char *jump_slot_name(const uint32_t *rel, uint32_t symtab, uint32_t strtab)
+{
+    if ((rel[1] & 0xff) != R_ARM_JUMP_SLOT)
+        return 0;
+    return (const char *)(strtab + ((const uint32_t *)(symtab + 16 * (rel[1] >> 8)))[0]);
+}
 
 /* The function ``name`` as the dynamic linker would bind it: the first loaded object, in
  * the order of the link map, that defines it; 0 where none does. */
@@ -1010,10 +1021,8 @@ static void hook_libraries(uint32_t bias, const struct anvil_header *h)
             continue;
         const uint32_t *rel = (const uint32_t *)jmprel;
         for (uint32_t i = 0; i < size / 8; i++) {
-            uint32_t info = rel[2 * i + 1];
-            const uint32_t *sym = (const uint32_t *)(symtab + 16 * (info >> 8));
-            const char *name = (const char *)(strtab + sym[0]);
-            if ((info & 0xff) != R_ARM_JUMP_SLOT)
+            const char *name = jump_slot_name(rel + 2 * i, symtab, strtab);
+            if (!name)
                 continue;
             uint32_t to = 0;
             anvil_word *real;
@@ -1056,8 +1065,8 @@ void anvil_signal_plt(uint32_t slot, uint32_t sig, uint32_t arg)
     const char *name = 0;
     const uint32_t *rel = (const uint32_t *)exe_jmprel;
     for (uint32_t i = 0; i < exe_jmprel_size / 8 && !name; i++)
-        if (loaded->l_addr + rel[2 * i] == slot && (rel[2 * i + 1] & 0xff) == R_ARM_JUMP_SLOT)
-            name = (const char *)(exe_strtab + ((const uint32_t *)(exe_symtab + 16 * (rel[2 * i + 1] >> 8)))[0]);
+        if (loaded->l_addr + rel[2 * i] == slot)
+            name = jump_slot_name(rel + 2 * i, exe_symtab, exe_strtab);
     anvil_word *real;
     anvil_word to = name ? wrapped_function(name, &real) : 0;
     if (!to)

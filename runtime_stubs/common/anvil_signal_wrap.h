@@ -7,9 +7,10 @@
  * The kernel is given a wrapper in the handler's place: one of WRAPPED_HANDLERS small
  * entries (anvil_entry.S, anvil_signal_wrappers), each standing for one handler of the
  * program. A program that reads the action back gets the handler it set where Anvil sees
- * the read (the C library's functions, below), the wrapper's entry otherwise (a system
- * call made by the program's own code): setting that entry again sets its handler, so a
- * program that saves an action and puts it back later behaves alike either way.
+ * the read (the C library's functions, below; the hook after a system call of the
+ * program's own code, anvil_signal_action_done), the wrapper's entry otherwise (such a
+ * system call whose next instruction is also a jump's target): setting that entry again
+ * sets its handler, so a program that saves an action and puts it back behaves alike.
  *
  * Included by a Linux runtime, which defines SYS_rt_sigprocmask, SYS_getpid, SYS_gettid,
  * SYS_tgkill, SYS_rt_tgsigqueueinfo, UC_SIGMASK (where a ucontext keeps the mask the
@@ -19,7 +20,7 @@
  * program, whose runtime compares the actions it reads with its own handler), and
  * anvil_analysis_interrupted(ucontext): whether the context a signal interrupted is inside
  * the analysis, anvil_thread_identity() (what tells the calling thread from the others),
- * and anvil_hook_stack (the analysis stack). After anvil_fatal_signals.h. */
+ * and on_hook_stack(sp) (whether SP is on the analysis stack). After anvil_fatal_signals.h. */
 
 #define WRAPPED_HANDLERS 64
 #define SA_SIGINFO 4u
@@ -109,7 +110,7 @@ static void wrap_pending(void)
  * the kernel then delivers. */
 void anvil_signal_work_done(anvil_word sp)
 {
-    if (sp - (anvil_word)anvil_hook_stack < sizeof anvil_hook_stack)
+    if (on_hook_stack(sp))
         return;
     if (pending_wraps[0] | pending_wraps[1])
         wrap_pending();
@@ -218,7 +219,7 @@ struct libc_sigaction {
 };
 
 /* The C library's functions that set an action, which each loaded object's calls reach
- * instead (wrap_library_calls). */
+ * instead (the runtime's hook_libraries, anvil_signal_plt). */
 static int (*libc_sigaction)(int, const struct libc_sigaction *, struct libc_sigaction *);
 static anvil_word (*libc_signal)(int, anvil_word);
 static anvil_word (*libc_bsd_signal)(int, anvil_word);
