@@ -110,6 +110,10 @@ def test_t32_record_pieces() -> None:
     assert one(T32, enc.t32_strex(0, 14, 12)) == "strex r0, lr, [ip]"
     with pytest.raises(enc.RangeError):
         enc.t32_strex(14, 14, 12)
+    assert one(T32, enc.t32_ldrexd(0, 1, 14)) == "ldrexd r0, r1, [lr]"
+    assert one(T32, enc.t32_strexd(12, 0, 1, 14)) == "strexd ip, r0, r1, [lr]"
+    with pytest.raises(enc.RangeError):
+        enc.t32_strexd(1, 0, 1, 14)
     assert one(T32, enc.t32_stmdb(14, [0, 1, 2, 3])) == "stmdb lr, {r0, r1, r2, r3}"
     with pytest.raises(enc.RangeError):
         enc.t32_stmdb(14, [0])

@@ -353,9 +353,41 @@ void anvil_go_resume(uint32_t sp, uint32_t offset)
  * takes the next 16 KiB down (arch/arm/call_stubs.py _reentrant_stack). */
 uint8_t anvil_hook_stack[65536] __attribute__((aligned(8)));
 
-/* In a program that starts threads, calls into the analysis hold this lock (arch/arm/hooks.py
- * _lock): the owner's thread pointer (0: free) and how many calls it has in progress. */
+/* In a program that starts threads, calls into the analysis hold this lock
+ * (arch/arm/call_stubs.py _lock): the owner's thread pointer (0: free) and how many calls
+ * it has in progress, changed together by one doubleword exclusive store, in the call
+ * stubs and here (lock_enter, lock_leave): a signal handler's call made between two
+ * separate stores found its thread owning the lock with no call counted, and gave the
+ * lock away as it ended (decision 0144). */
 uint32_t anvil_call_lock[2] __attribute__((aligned(8)));
+#define LOCK_PAIR ((uint64_t *)anvil_call_lock)
+
+/* One more call of `self` counted, if it owns the lock or finds it free; 0 where another
+ * thread holds it. */
+static int lock_enter(uint32_t self)
+{
+    uint64_t seen = __atomic_load_n(LOCK_PAIR, __ATOMIC_RELAXED);
+    for (;;) {
+        uint32_t owner = (uint32_t)seen, depth = (uint32_t)(seen >> 32);
+        if (owner != 0 && owner != self)
+            return 0;
+        uint64_t next = (uint64_t)(owner ? depth + 1 : 1) << 32 | self;
+        if (__atomic_compare_exchange_n(LOCK_PAIR, &seen, next, 1, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            return 1;
+    }
+}
+
+/* One call of the owner fewer, the lock free after the last; whether it was the last. */
+static int lock_leave(void)
+{
+    uint64_t seen = __atomic_load_n(LOCK_PAIR, __ATOMIC_RELAXED);
+    for (;;) {
+        uint32_t depth = (uint32_t)(seen >> 32) - 1;
+        uint64_t next = depth ? (uint64_t)depth << 32 | (uint32_t)seen : 0;
+        if (__atomic_compare_exchange_n(LOCK_PAIR, &seen, next, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+            return depth == 0;
+    }
+}
 
 /* The process the program started as: a forked child's results are its own (below). */
 static long start_pid;
@@ -823,25 +855,17 @@ static int anvil_analysis_interrupted(const uint8_t *context)
 anvil_word anvil_analysis_take(void)
 {
     uint32_t self = lock_identity();
-    if (__atomic_load_n(&anvil_call_lock[0], __ATOMIC_RELAXED) != self) {
-        uint32_t none = 0;
-        for (uint32_t round = 0;
-             !__atomic_compare_exchange_n(&anvil_call_lock[0], &none, self, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
-             round++) {
-            none = 0;
-            if (!anvil_lock_wait_round(round))
-                return 0;
-        }
-    }
-    anvil_call_lock[1] += 1;  /* counted, as a call stub counts: a handler's call goes in again */
+    /* (counted, as a call stub counts: a handler's call goes in again) */
+    for (uint32_t round = 0; !lock_enter(self); round++)
+        if (!anvil_lock_wait_round(round))
+            return 0;
     return 1;
 }
 
 void anvil_analysis_give(anvil_word taken)
 {
-    if (!taken || --anvil_call_lock[1] != 0)
+    if (!taken || !lock_leave())
         return;
-    __atomic_store_n(&anvil_call_lock[0], 0, __ATOMIC_RELEASE);
     if (anvil_signal_work)  /* signals held back meanwhile: unblocked now the lock is free */
         anvil_signal_work_done(0);
 }
@@ -861,12 +885,8 @@ static void fork_prepare(void)
     __asm__ volatile("mrc p15, 0, %0, c13, c0, 3" : "=r"(self));
     if (!self || __atomic_load_n(&anvil_call_lock[0], __ATOMIC_RELAXED) == self)
         return;  /* a fork made inside the analysis (a signal handler's): it is this thread's */
-    uint32_t none = 0;
-    while (!__atomic_compare_exchange_n(&anvil_call_lock[0], &none, self, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-        none = 0;
+    while (!lock_enter(self))
         __asm__ volatile("yield");
-    }
-    anvil_call_lock[1] += 1;
     fork_holds_lock = 1;
 }
 
@@ -876,8 +896,7 @@ static void fork_done(void)
     if (!fork_holds_lock)
         return;
     fork_holds_lock = 0;
-    anvil_call_lock[1] -= 1;
-    __atomic_store_n(&anvil_call_lock[0], 0, __ATOMIC_RELEASE);
+    lock_leave();
 }
 
 #define SYS_fork 2
@@ -894,9 +913,12 @@ void anvil_before_fork(uint32_t nr, uint32_t arg)
 {
     int fork = nr == SYS_fork || (nr == SYS_clone && !(arg & CLONE_VM))
                || (nr == SYS_clone3 && arg && !(*(const uint32_t *)arg & CLONE_VM));
-    if (!fork || __atomic_load_n(&anvil_call_lock[0], __ATOMIC_RELAXED) != lock_identity())
+    if (!fork)
+        return;
+    uint32_t self = lock_identity();
+    if (__atomic_load_n(&anvil_call_lock[0], __ATOMIC_RELAXED) != self)
         return;  /* (no lock held: a call made without a stub, d16-d31 being the program's) */
-    anvil_call_lock[1] += 1;
+    lock_enter(self);
     fork_holds_lock = 1;
 }
 
@@ -908,7 +930,7 @@ void anvil_after_fork(void)
     if (!fork_holds_lock || __atomic_load_n(&anvil_call_lock[0], __ATOMIC_RELAXED) != lock_identity())
         return;
     fork_holds_lock = 0;
-    anvil_call_lock[1] -= 1;
+    lock_leave();
 }
 
 /* The analysis lock's fork handlers, registered with the C library (``map``): glibc's

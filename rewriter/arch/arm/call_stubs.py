@@ -59,7 +59,7 @@ def emit_call_stub(code: Code, name: str, function: Hashable, threads: bool = Fa
 CALL_LOCK = ("sym", "anvil_call_lock")  # {owner's thread pointer or 0, depth} (runtime_stubs/arm/anvil_rt.c)
 
 
-LOCK_PARK = 22  # d22 keeps r0 while the stub takes the lock
+LOCK_PARK = 22  # d22 keeps r0 and r1 while the stub takes the lock
 
 
 _MRC_THREAD_POINTER_IP = enc._hw(0xEE1D, (IP << 12) | 0x0F70)  # mrc p15, 0, ip, c13, c0, 3 (TPIDRURO)
@@ -79,33 +79,40 @@ def _lock(code: Code, name: str) -> None:
     same thread runs in the middle of a call goes in again (as without threads) while
     other threads wait. The owner is the thread pointer (TPIDRURO; 0 before the C library
     set it, when there is one thread only). Only ip and lr are free, and the flags (the
-    stub has them in d19); r0 is parked in d22.
+    stub has them in d19); r0 and r1 are parked in d22.
 
-        retry: ldrex r0, [lr]; cmp r0, ip; beq mine; cmp r0, #0; bne retry (yield)
-               strex r0, ip, [lr]; cmp r0, #0; bne retry; dmb
-        mine:  depth += 1
+    Owner and depth change together, in one doubleword exclusive store: a handler that
+    ran between two separate stores (Go's, whose signals are not held back) saw its
+    thread own the lock with no call counted, gave the lock away as its own call ended,
+    and the interrupted call then went on beside another thread's (decision 0144).
+
+        retry: ldrexd r0, r1, [lr]; cmp r0, ip; beq mine; cmp r0, #0; bne wait
+               mov r0, ip; movs r1, #0
+        mine:  adds r1, #1; strexd ip, r0, r1, [lr]; cmp ip, #0; mov ip, r0; bne retry; dmb
+        wait:  yield; b retry
     """
 
-    retry, wait, mine, known = (("callstub-lock", name, k) for k in range(4))
-    code.emit(enc.t32_vmov_to_lane(LOCK_PARK, 0) + _MRC_THREAD_POINTER_IP)
+    retry, wait, mine, known, taken = (("callstub-lock", name, k) for k in range(5))
+    T32.to_d(code, LOCK_PARK, 0, 1)
+    code.emit(_MRC_THREAD_POINTER_IP)
     _identify_thread(code, known)
     T32.pc_address(code, LR, CALL_LOCK)
     code.label(retry)
-    code.emit(enc.t32_ldrex(0, LR) + _CMP_R0_IP)
+    code.emit(enc.t32_ldrexd(0, 1, LR) + _CMP_R0_IP)
     T32.branch(code, mine, enc.COND["eq"])
-    T32.cmp_zero(code, 0)
-    T32.branch(code, wait, enc.COND["ne"])
-    code.emit(enc.t32_strex(0, IP, LR))
-    T32.cmp_zero(code, 0)
+    T32.cbz(code, 0, wait, nonzero=True)
+    code.emit(enc.t32_mov_reg(0, IP) + enc._hw(0x2100))  # movs r1, #0
+    code.label(mine)
+    code.emit(enc._hw(0x3101) + enc.t32_strexd(IP, 0, 1, LR))  # adds r1, #1
+    code.emit(enc.t32_cmp_imm(IP, 0) + enc.t32_mov_reg(IP, 0))  # (r0 is this thread's identity on both ways here)
     T32.branch(code, retry, enc.COND["ne"])
     code.emit(_DMB_ISH)
-    T32.branch(code, mine)
+    T32.branch(code, taken)
     code.label(wait)  # held by another thread: let it run
     code.emit(_YIELD)
     T32.branch(code, retry)
-    code.label(mine)
-    code.emit(enc.t32_ldr_word(0, LR, 4) + enc.t32_add_imm(0, 0, 1) + enc.t32_str_word(0, LR, 4)
-              + enc.t32_vmov_from_lane(0, LOCK_PARK))
+    code.label(taken)
+    T32.from_d(code, 0, 1, LOCK_PARK)
 
 
 # A call made while its thread is inside another (a signal handler's hooks) runs in the
@@ -144,16 +151,25 @@ def _identify_thread(code: Code, known: Hashable) -> None:
 
 def _unlock(code: Code, name: str, signals: bool = False) -> None:
     """Give the analysis lock back (see _lock) once the routine has returned: r0-r3 are
-    free, the flags saved, SP the program's. depth -= 1, and at 0 (after a barrier, so the
-    routine's writes come first) the owner word too; then, with ``signals``, the signals
-    held back meanwhile are given back (_signal_work)."""
+    free, the flags saved, SP the program's. A barrier (the routine's writes come first),
+    then {owner, depth} becomes {owner, depth - 1}, or {0, 0} at the last, in one
+    exclusive store; then, with ``signals``, the signals held back meanwhile are given
+    back (_signal_work).
 
-    held = ("callstub-unlock", name)
+        dmb; retry: ldrexd r2, r3, [r1]; subs r3, #1; it eq; moveq r2, #0
+                    strexd r0, r2, r3, [r1]; cmp r0, #0; bne retry
+    """
+
+    held, retry = ("callstub-unlock", name), ("callstub-unlock-retry", name)
     T32.pc_address(code, 1, CALL_LOCK)
-    code.emit(enc.t32_ldr_word(0, 1, 4) + enc._hw(0x3801) + enc.t32_str_word(0, 1, 4))  # subs r0, #1
-    T32.branch(code, held, enc.COND["ne"])
-    code.emit(_DMB_ISH + enc.t32_str_word(0, 1, 0))
+    code.emit(_DMB_ISH)
+    code.label(retry)
+    code.emit(enc.t32_ldrexd(2, 3, 1) + enc._hw(0x3B01) + enc.t32_it(enc.COND["eq"]) + enc._hw(0x2200)  # subs r3, #1; moveq r2, #0
+              + enc.t32_strexd(0, 2, 3, 1))
+    T32.cmp_zero(code, 0)
+    T32.branch(code, retry, enc.COND["ne"])
     if signals:
+        T32.cbz(code, 3, held, nonzero=True)
         _signal_work(code, name)
     code.label(held)
 

@@ -429,6 +429,18 @@ def t32_strex(rd: int, rt: int, rn: int, offset: int = 0) -> bytes:
     return _hw(0xE840 | rn, (rt << 12) | (rd << 8) | _exclusive_offset(offset))
 
 
+def t32_ldrexd(rt: int, rt2: int, rn: int) -> bytes:
+    """LDREXD rt, rt2, [rn] (T1): the doubleword at rn (8-aligned), rt its low word."""
+    return _hw(0xE8D0 | rn, (rt << 12) | (rt2 << 8) | 0x7F)
+
+
+def t32_strexd(rd: int, rt: int, rt2: int, rn: int) -> bytes:
+    """STREXD rd, rt, rt2, [rn] (T1): rd = 0 when stored; rd differs from the others."""
+    if rd in (rt, rt2, rn):
+        raise RangeError(f"strexd r{rd}, r{rt}, r{rt2}, [r{rn}]: the status register must differ from the others")
+    return _hw(0xE8C0 | rn, (rt << 12) | (rt2 << 8) | 0x70 | rd)
+
+
 def t32_sub_reg(rd: int, rn: int, rm: int) -> bytes:
     """SUB.W rd, rn, rm without setting the flags."""
     return _hw(0xEBA0 | rn, (rd << 8) | rm)
