@@ -20,8 +20,7 @@ def test_a_handlers_call_at_any_instruction_leaves_the_lock_as_it_found_it() -> 
     ended: another thread then took it beside the interrupted call (Go's go_preempt copy
     under memtrace hung in about 1 run of 200)."""
     from unicorn import UC_HOOK_CODE
-    from unicorn.arm_const import (UC_ARM_REG_C13_C0_3, UC_ARM_REG_LR, UC_ARM_REG_PC, UC_ARM_REG_R0,
-                                   UC_ARM_REG_SP)
+    from unicorn.arm_const import UC_ARM_REG_C13_C0_3, UC_ARM_REG_LR, UC_ARM_REG_PC, UC_ARM_REG_R0, UC_ARM_REG_SP
 
     from rewriter.arch.arm import encode as enc
     from rewriter.arch.arm.call_stubs import CALL_LOCK, emit_call_stub

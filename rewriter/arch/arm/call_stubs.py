@@ -164,8 +164,8 @@ def _unlock(code: Code, name: str, signals: bool = False) -> None:
     T32.pc_address(code, 1, CALL_LOCK)
     code.emit(_DMB_ISH)
     code.label(retry)
-    code.emit(enc.t32_ldrexd(2, 3, 1) + enc._hw(0x3B01) + enc.t32_it(enc.COND["eq"]) + enc._hw(0x2200)  # subs r3, #1; moveq r2, #0
-              + enc.t32_strexd(0, 2, 3, 1))
+    code.emit(enc.t32_ldrexd(2, 3, 1) + enc._hw(0x3B01)  # subs r3, #1
+              + enc.t32_it(enc.COND["eq"]) + enc._hw(0x2200) + enc.t32_strexd(0, 2, 3, 1))  # moveq r2, #0
     T32.cmp_zero(code, 0)
     T32.branch(code, retry, enc.COND["ne"])
     if signals:
