@@ -19,22 +19,38 @@ import pytest
 
 from tests.support import samples
 from tests.support.rehost import CLI_RUN
-from tests.support.run import instrument, place, run_prog
+from tests.support.run import instrument, place
 
 RUNS = 2
 
 # A static program sets its actions by system calls in its own (copied) code; a dynamic
 # one through the C library's functions, bound at load (-z now) or lazily (the handler is
-# wrapped at the end of the next analysis call).
+# wrapped at the end of the next analysis call). ARM (run under qemu-arm) and x86-64
+# (natively), each run through ``anvil run``.
 BUILDS = {"static": ("O2-arm-static", ()), "dynamic-now": ("O2-thumb-dyn", ("-Wl,-z,now",)),
-          "dynamic-lazy": ("O2-thumb-dyn", ())}
+          "dynamic-lazy": ("O2-thumb-dyn", ()),
+          "x86-64-static": ("x64-gcc-O2-static", ()), "x86-64-dynamic-now": ("x64-gcc-O2-now", ()),
+          "x86-64-dynamic-lazy": ("x64-gcc-O2", ())}
+
+
+def _build(sample: str, build: str, tmp_path: Path) -> Path:
+    """``sample`` built as ``build`` says, at tmp_path/orig/prog."""
+    variant, extra = BUILDS[build]
+    if variant.startswith("x64-"):
+        return place(samples.build_x86_64(sample, variant), tmp_path, "orig")
+    return place(samples.build(sample, variant, extra), tmp_path, "orig")
+
+
+def _run(program: Path, *args: str) -> subprocess.CompletedProcess:
+    """``program`` run by ``anvil run`` (argv[0] 'prog', no environment), in its directory."""
+    return subprocess.run(CLI_RUN + [str(program), *args], capture_output=True, cwd=program.parent, env={},
+                          timeout=300)
 
 
 @pytest.mark.parametrize("build", sorted(BUILDS))
 def test_handlers_that_leave_or_stay_do_not_hang_the_program(build: str, tmp_path: Path) -> None:
-    variant, extra = BUILDS[build]
-    original = place(samples.build("handlers_leave_or_stay", variant, extra), tmp_path, "orig")
-    expected = {case: run_prog(original, [case], timeout=120) for case in ("jump", "park")}
+    original = _build("handlers_leave_or_stay", build, tmp_path)
+    expected = {case: _run(original, case) for case in ("jump", "park")}
     assert expected["jump"].stdout == b"jumps 100\n" and expected["park"].returncode == 0, expected
     copies = {("cachesim", "inhost"): instrument(original, "cachesim", tmp_path, slot="cach"),
               ("memtrace", "inhost"): instrument(original, "memtrace", tmp_path, slot="trce"),
@@ -44,8 +60,7 @@ def test_handlers_that_leave_or_stay_do_not_hang_the_program(build: str, tmp_pat
             for _ in range(RUNS):
                 out = copy.parent / f"prog.{tool}.out"
                 out.unlink(missing_ok=True)
-                done = subprocess.run(CLI_RUN + [str(copy), case], capture_output=True, cwd=copy.parent, env={},
-                                      timeout=300)
+                done = _run(copy, case)
                 want = expected[case]
                 assert (done.returncode, done.stdout) == (want.returncode, want.stdout), (tool, mode, case, done)
                 got = json.loads(out.read_text())  # whole
@@ -62,11 +77,10 @@ def test_handlers_read_back_as_set(build: str, tmp_path: Path) -> None:
     copies print the same comparisons, so the wrapper entries the kernel was given never
     show (a static program's sigaction copies the kernel's old action out: it was the
     wrapper's entry before the hook after the system call)."""
-    variant, extra = BUILDS[build]
-    original = place(samples.build("handler_read_back", variant, extra), tmp_path, "orig")
-    expected = run_prog(original)
+    original = _build("handler_read_back", build, tmp_path)
+    expected = _run(original)
     assert expected.returncode == 0 and b": 0" not in expected.stdout and b"value 4242" in expected.stdout, expected
     for tool, mode in (("cachesim", "inhost"), ("cachesim", "rehost")):
         copy = instrument(original, tool, tmp_path, "--mode", mode, slot=mode[:4])
-        done = subprocess.run(CLI_RUN + [str(copy)], capture_output=True, cwd=copy.parent, env={}, timeout=300)
+        done = _run(copy)
         assert (done.returncode, done.stdout) == (expected.returncode, expected.stdout), (mode, done)

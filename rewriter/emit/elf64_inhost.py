@@ -124,9 +124,12 @@ def _go_returns(binary: Binary) -> dict[int, str]:
             if names.get(proc.address) in entries for ins in proc.instructions() if ins.is_return}
 
 
-def signal_calls(binary: Binary) -> set[int]:
-    """The PLT entries of the C library's signal-action functions (decision 0131)."""
-    return {address for address, name in binary.plt.items() if name in SIGNAL_ACTION_FUNCTIONS}
+def signal_calls(binary: Binary) -> dict[int, int]:
+    """The PLT entries of the C library's signal-action functions (decision 0131) -> the GOT
+    slot each jumps through (0: not found; decision 0143)."""
+    slots = exec_jumps(binary, SIGNAL_ACTION_FUNCTIONS)[0]
+    return {address: slots[address][0] if address in slots else 0
+            for address, name in binary.plt.items() if name in SIGNAL_ACTION_FUNCTIONS}
 
 
 def _thread_starts(binary: Binary) -> set[int]:

@@ -831,11 +831,14 @@ static uint32_t lock_identity(void)
 #define WRAPPER_BYTES 8
 #define WRAPPER_THUMB 1
 #define WRAPPER_SAVED 6
+#define WRAPPER_INFO(saved, siginfo) ((siginfo) ? (const int32_t *)(saved)[1] : 0)
+#define WRAPPER_CONTEXT(saved, siginfo) ((siginfo) ? (uint8_t *)(saved)[2] : (uint8_t *)((saved) + WRAPPER_SAVED))
 
 /* Whether the context a signal interrupted is inside the analysis: on the hook stack
  * (where a call stub runs the routine), or, in a program with threads, with the analysis
  * lock held by this thread (also between the stub's taking it and its switch of stacks). */
 #define anvil_thread_identity lock_identity
+#define anvil_call_nested on_hook_stack
 static int on_hook_stack(uint32_t sp)
 {
     return sp - (uint32_t)anvil_hook_stack < sizeof anvil_hook_stack;
@@ -1074,11 +1077,8 @@ static void hook_libraries(uint32_t bias, const struct anvil_header *h)
 /* A signal-action function's PLT entry in the executable, before its jump out through GOT
  * slot ``slot`` (run-time address), r0 the signal and r1 the action or handler (decision
  * 0143). First, as at every such call, the default goes back where the action is the
- * results handler (anvil_signal_action). Then, where the slot was left leading to the lazy
- * binder (hook_libraries), and is bound now, it is made to lead to the runtime's function,
- * which this call reaches already. Where it still leads to the binder, the binder runs (as
- * in the original) and the C library's function sets the program's handler: the end of
- * the next analysis call wraps it (anvil_signal_work_done). */
+ * results handler (anvil_signal_action); then the slot, left to the lazy binder by
+ * hook_libraries, is led to the runtime's function once bound (wrap_through_slot). */
 void anvil_signal_plt(uint32_t slot, uint32_t sig, uint32_t arg)
 {
     anvil_signal_action(SYS_rt_sigaction, sig, 0, 0);
@@ -1095,25 +1095,7 @@ void anvil_signal_plt(uint32_t slot, uint32_t sig, uint32_t arg)
         return;
     if (!*real)
         *real = bound_function(loaded, name);
-    uint32_t now = *(volatile uint32_t *)slot;
-    if (!*real || now == to)
-        return;
-    if (now == *real) {  /* (a lazily bound slot is writable: the binder wrote it) */
-        *(volatile uint32_t *)slot = to;
-        return;
-    }
-    anvil_word handler = same_name(name, "sigaction") ? (arg ? ((const struct libc_sigaction *)arg)->handler : 0) : arg;
-    if (special_handler(handler) || wrapper_index(handler) >= 0)
-        return;
-    uint32_t word = (sig - 1) / 32, bit = 1u << ((sig - 1) % 32);
-    struct kernel_sigaction before;
-    if (anvil_syscall(SYS_rt_sigaction, sig, 0, (long)&before, 8, 0, 0) != 0)
-        return;
-    pending_handler[sig] = handler;
-    pending_before[sig] = (anvil_word)before.handler;
-    pending_tries[sig] = 0;
-    if (!(__atomic_fetch_or(&pending_wraps[word], bit, __ATOMIC_ACQ_REL) & bit))
-        __atomic_add_fetch(&anvil_signal_work, 1, __ATOMIC_RELEASE);
+    wrap_through_slot(slot, name, *real, to, sig, arg);
 }
 
 /* ---------------------------------------------------------------- files */

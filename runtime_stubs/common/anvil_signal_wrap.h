@@ -15,12 +15,16 @@
  * Included by a Linux runtime, which defines SYS_rt_sigprocmask, SYS_getpid, SYS_gettid,
  * SYS_tgkill, SYS_rt_tgsigqueueinfo, UC_SIGMASK (where a ucontext keeps the mask the
  * kernel restores), WRAPPER_BYTES (each wrapper entry's length), WRAPPER_THUMB (the bit
- * an entry's address has as a handler), WRAPPER_SAVED (the words the entries save below
- * the kernel's frame), wrap_handlers (whether handlers are wrapped at all: not in a Go
- * program, whose runtime compares the actions it reads with its own handler), and
+ * an entry's address has as a handler), WRAPPER_CONTEXT(saved, siginfo) and
+ * WRAPPER_INFO(saved, siginfo) (the ucontext and the siginfo a wrapper entry was given,
+ * from the registers it saved, ``siginfo``: the handler was set with SA_SIGINFO),
+ * wrap_handlers (whether handlers are wrapped at all: not in a Go program, whose runtime
+ * compares the actions it reads with its own handler), and
  * anvil_analysis_interrupted(ucontext): whether the context a signal interrupted is inside
  * the analysis, anvil_thread_identity() (what tells the calling thread from the others),
- * and on_hook_stack(sp) (whether SP is on the analysis stack). After anvil_fatal_signals.h. */
+ * and anvil_call_nested(sp): whether an analysis call that ends, the program's SP ``sp``,
+ * ends inside another of its thread (a handler's, one the runtime did not wrap). After
+ * anvil_fatal_signals.h. */
 
 #define WRAPPED_HANDLERS 64
 #define SA_SIGINFO 4u
@@ -110,7 +114,7 @@ static void wrap_pending(void)
  * the kernel then delivers. */
 void anvil_signal_work_done(anvil_word sp)
 {
-    if (on_hook_stack(sp))
+    if (anvil_call_nested(sp))
         return;
     if (pending_wraps[0] | pending_wraps[1])
         wrap_pending();
@@ -180,8 +184,8 @@ static int raised_by_instruction(anvil_word sig, const int32_t *info)
 }
 
 /* Called by wrapper entry ``saved[4]`` (anvil_entry.S) with the registers the kernel
- * entered it with: the signal, the siginfo and the ucontext (SA_SIGINFO), and the frame
- * after them at saved + WRAPPER_SAVED. Returns the program's handler, which the entry jumps
+ * entered it with: the signal, the siginfo and the ucontext first (ARM: where the handler
+ * has SA_SIGINFO; the frame is then after the saved words). Returns the program's handler, which the entry jumps
  * to with those registers and SP as they were; or 0 where the signal is held back: it is
  * sent again, with its siginfo, and stays blocked in the interrupted context until the
  * analysis call returns (the call stub unblocks it), and the entry returns to the
@@ -193,8 +197,8 @@ anvil_word anvil_signal_deliver(const anvil_word *saved)
         return handler;
     uint32_t word = (sig - 1) / 32, bit = 1u << ((sig - 1) % 32);
     int siginfo = (siginfo_frames[word] & bit) != 0;
-    const int32_t *info = siginfo ? (const int32_t *)saved[1] : 0;
-    uint8_t *context = siginfo ? (uint8_t *)saved[2] : (uint8_t *)(saved + WRAPPER_SAVED);
+    const int32_t *info = WRAPPER_INFO(saved, siginfo);
+    uint8_t *context = WRAPPER_CONTEXT(saved, siginfo);
     uint32_t *signals;
     if (raised_by_instruction(sig, info) || !anvil_analysis_interrupted(context) || !(signals = held_signals()))
         return handler;
@@ -315,4 +319,35 @@ static void wrap_system_call_action(anvil_word sig, anvil_word act, anvil_word s
         return;
     struct kernel_sigaction *k = (struct kernel_sigaction *)act;
     k->handler = (void (*)(int))wrap_handler(sig, (anvil_word)k->handler, (uint32_t)k->flags & SA_SIGINFO);
+}
+
+/* A signal-action function ``name``'s call through the executable's GOT slot ``slot``
+ * (run-time address), the signal ``sig``, ``arg`` its action or handler: where the slot
+ * was left leading to the lazy binder and is bound now (to ``real``, the C library's
+ * function), it is made to lead to ``to``, the runtime's, which this call reaches already.
+ * Where it still leads to the binder, the binder runs (as in the original) and the C
+ * library's function sets the program's handler: the end of the next analysis call wraps
+ * it (anvil_signal_work_done). */
+static void wrap_through_slot(anvil_word slot, const char *name, anvil_word real, anvil_word to, anvil_word sig,
+                              anvil_word arg)
+{
+    anvil_word now = *(volatile anvil_word *)slot;
+    if (!real || now == to)
+        return;
+    if (now == real) {  /* (a lazily bound slot is writable: the binder wrote it) */
+        *(volatile anvil_word *)slot = to;
+        return;
+    }
+    anvil_word handler = same_name(name, "sigaction") ? (arg ? ((const struct libc_sigaction *)arg)->handler : 0) : arg;
+    if (special_handler(handler) || wrapper_index(handler) >= 0)
+        return;
+    uint32_t word = (uint32_t)(sig - 1) / 32, bit = 1u << ((sig - 1) % 32);
+    struct kernel_sigaction before;
+    if (anvil_syscall(SYS_rt_sigaction, (long)sig, 0, (long)&before, 8, 0, 0) != 0)
+        return;
+    pending_handler[sig] = handler;
+    pending_before[sig] = (anvil_word)before.handler;
+    pending_tries[sig] = 0;
+    if (!(__atomic_fetch_or(&pending_wraps[word], bit, __ATOMIC_ACQ_REL) & bit))
+        __atomic_add_fetch(&anvil_signal_work, 1, __ATOMIC_RELEASE);
 }

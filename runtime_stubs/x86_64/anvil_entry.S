@@ -34,12 +34,16 @@
     .set ANVIL_STACK_SHIFT, 14   # 16 KiB a slice (anvil_rt.c ANVIL_STACK_SLICE)
 
 # Save what a C call may change, align the stack, call \routine (with rax, the system
-# call's number, as its argument if \pass_rax), restore. Without \flags, for a site that
+# call's number, as its argument if \pass_rax; with \shift_args rax, rdi, rsi as its first
+# three and the program's rsp as its fourth; with \action_done rt_sigaction's number, rsi,
+# rdx and rax, the system call's result), restore. The call is counted in
+# anvil_analysis_depth while it runs, and signals held back meanwhile are given back after
+# it (decision 0143: runtime_stubs/common/anvil_signal_wrap.h). Without \flags, for a site that
 # kept the flags itself where they are live (a repeat filter's test, arch/x86_64/calls.py):
 # popfq, which costs a dozen cycles and more, is left out, and the direction flag alone is
 # kept (the C code wants it clear; a copy of a string instruction that counts down may
 # have it set).
-.macro preserving routine, pass_rax=0, flags=1, pass_rdx=0, pass_rdi=0, pass_rsp=0
+.macro preserving routine, pass_rax=0, flags=1, pass_rdx=0, pass_rdi=0, pass_rsp=0, shift_args=0, action_done=0
 .if \flags
     pushfq
 .endif
@@ -62,7 +66,18 @@
     mov %rsp, %rbp
     and $-16, %rsp
     own_stack
+    incq anvil_analysis_depth(%rip)
     cld
+.if \shift_args
+    mov %rsi, %rdx
+    mov %rdi, %rsi
+    mov %rax, %rdi
+    lea 224(%rbp), %rcx
+.endif
+.if \action_done
+    mov %rax, %rcx
+    mov $13, %edi
+.endif
 .if \pass_rdi
     mov %rdi, %rsi
 .endif
@@ -85,6 +100,14 @@
     lock btr %rcx, anvil_stacks_busy(%rip)
 5:
     mov %rbp, %rsp
+    decq anvil_analysis_depth(%rip)
+    cmpl $0, anvil_signal_work(%rip)
+    je 6f
+    lea 224(%rbp), %rdi          # the program's rsp (above: pass_rsp)
+    and $-16, %rsp
+    call anvil_signal_work_done
+    mov %rbp, %rsp
+6:
 .if \flags == 0
     pop %rax
     test %eax, %eax
@@ -122,22 +145,81 @@ anvil_syscall_entry:
     preserving anvil_on_syscall, 1, 1, 0, 1
     .size anvil_syscall_entry, . - anvil_syscall_entry
 
-# Before an rt_sigaction system call of the copied code (number in rax, the signal in rdi):
-# anvil_signal_action puts the default back where the action is the runtime's results
-# handler (runtime_stubs/common/anvil_fatal_signals.h).
+# Before an rt_sigaction system call of the copied code (number in rax, the signal in rdi,
+# the action in rsi): anvil_signal_action puts the default back where the action is the
+# runtime's results handler (runtime_stubs/common/anvil_fatal_signals.h) and puts a wrapper
+# entry in the action (anvil_signal_wrap.h).
     .globl anvil_sigaction_entry
     .type anvil_sigaction_entry, @function
 anvil_sigaction_entry:
-    preserving anvil_signal_action, 1, 1, 0, 1
+    preserving anvil_signal_action, shift_args=1
     .size anvil_sigaction_entry, . - anvil_sigaction_entry
 
-# As the PLT entry of a signal-action function of the C library is entered (the signal in
-# rdi): anvil_signal_call.
+# After it (the action in rsi, the old one in rdx, the result in rax): the program's
+# handler back in both (anvil_signal_action_done).
+    .globl anvil_sigaction_done_entry
+    .type anvil_sigaction_done_entry, @function
+anvil_sigaction_done_entry:
+    preserving anvil_signal_action_done, action_done=1
+    .size anvil_sigaction_done_entry, . - anvil_sigaction_done_entry
+
+# As the PLT entry of a signal-action function of the C library is entered (the GOT slot
+# it jumps through in rax, pushed by the hook; the signal in rdi, the action or handler in
+# rsi): anvil_signal_plt.
     .globl anvil_signal_call_entry
     .type anvil_signal_call_entry, @function
 anvil_signal_call_entry:
-    preserving anvil_signal_call
+    preserving anvil_signal_plt, shift_args=1
     .size anvil_signal_call_entry, . - anvil_signal_call_entry
+
+# The wrapper entries (anvil_signal_wrap.h): entry k, 16 bytes, stands for the program's
+# k-th wrapped handler.
+    .globl anvil_signal_wrappers
+    .hidden anvil_signal_wrappers
+    .p2align 4
+anvil_signal_wrappers:
+    .set wrapper, 0
+    .rept 64
+    mov $wrapper, %r11d
+    jmp anvil_signal_wrapper
+    .p2align 4
+    .set wrapper, wrapper + 1
+    .endr
+
+# Their common part, on the kernel's frame (rsp + 8 16-aligned, the restorer's address at
+# rsp): anvil_signal_deliver is given the registers the kernel set (rdi the signal, rsi the
+# siginfo, rdx the ucontext), rcx and k (r11), and returns the program's handler, entered
+# with every register as the kernel set it; or 0, the signal held back: back to the
+# restorer (rt_sigreturn).
+    .type anvil_signal_wrapper, @function
+anvil_signal_wrapper:
+    push %r10
+    push %r9
+    push %r8
+    push %rax
+    push %r11
+    push %rcx
+    push %rdx
+    push %rsi
+    push %rdi
+    mov %rsp, %rdi
+    call anvil_signal_deliver
+    mov %rax, 32(%rsp)           # the handler, into r11's place
+    pop %rdi
+    pop %rsi
+    pop %rdx
+    pop %rcx
+    pop %r11
+    pop %rax
+    pop %r8
+    pop %r9
+    pop %r10
+    test %r11, %r11
+    jz 1f
+    jmp *%r11
+1:
+    ret
+    .size anvil_signal_wrapper, . - anvil_signal_wrapper
 
 # The results handler's restorer (SA_RESTORER): x86-64's kernel returns from a handler
 # only through one. (The handler ends the process; this is for a signal it let pass.)

@@ -20,6 +20,7 @@
 #define SYS_rt_sigprocmask 14
 #define SYS_gettid 186
 #define SYS_tgkill 234
+#define SYS_rt_tgsigqueueinfo 297
 #define SIG_UNBLOCK 1
 #define SA_RESETHAND 0x80000000ul
 #define SA_RESTORER 0x04000000ul
@@ -30,11 +31,8 @@ anvil_word anvil_bias __attribute__((section(".data"))) = 0;
 
 void anvil_program_end(void);
 
+#define ANVIL_WRAPS_HANDLERS
 #include "anvil_fatal_signals.h"  /* (a .h: the compile cache hashes the headers) */
-
-/* A call of a signal-action function of the C library (its PLT entry entered, the signal
- * in rdi; anvil_signal_call_entry). */
-void anvil_signal_call(anvil_word sig) { anvil_signal_action(SYS_rt_sigaction, sig, 0, 0); }
 
 long anvil_syscall(long nr, long a, long b, long c, long d, long e, long f)
 {
@@ -355,18 +353,45 @@ anvil_word anvil_real_thrd_create __attribute__((section(".data")));
 #define R_X86_64_GLOB_DAT 6
 #define R_X86_64_JUMP_SLOT 7
 
-/* The GOT slots of ``name`` in the relocations [rela, rela + size) of the object ``map``
- * are made to hold ``entry``. */
-static void wrap_slots(const struct link_map_head *map, const uint64_t *rela, anvil_word size, const uint8_t *symtab,
-                       const char *strtab, const char *name, anvil_word entry)
+/* The dynamic section's tables of a loaded object, as run-time addresses (0: none). */
+struct dynamic_tables {
+    anvil_word symtab, strtab, rela, relasz, jmprel, pltrelsz;
+};
+
+static int dynamic_tables(const struct link_map_head *map, struct dynamic_tables *t)
 {
-    for (anvil_word i = 0; i < size / 24; i++) {
-        uint64_t info = rela[3 * i + 1];
-        uint32_t type = (uint32_t)info;
-        if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
-            || !anvil_streq(strtab + *(const uint32_t *)(symtab + 24 * (info >> 32)), name))
+    t->symtab = t->strtab = t->rela = t->relasz = t->jmprel = t->pltrelsz = 0;
+    for (const long *d = map->l_ld; d && d[0] != DT_NULL; d += 2) {
+        anvil_word v = (anvil_word)d[1];
+        if (d[0] == DT_SYMTAB) t->symtab = dynamic_address(v, map->l_addr);
+        else if (d[0] == DT_STRTAB) t->strtab = dynamic_address(v, map->l_addr);
+        else if (d[0] == DT_RELA) t->rela = dynamic_address(v, map->l_addr);
+        else if (d[0] == DT_RELASZ) t->relasz = v;
+        else if (d[0] == DT_JMPREL) t->jmprel = dynamic_address(v, map->l_addr);
+        else if (d[0] == DT_PLTRELSZ) t->pltrelsz = v;
+    }
+    return t->symtab && t->strtab;
+}
+
+/* The symbol name of relocation ``rela`` (Elf64_Rela) in an object's tables. */
+static const char *relocation_name(const struct dynamic_tables *t, const uint64_t *rela)
+{
+    return (const char *)t->strtab + *(const uint32_t *)(t->symtab + 24 * (rela[1] >> 32));
+}
+
+/* The GOT slots of ``name`` in the relocations [rela, rela + size) of the object ``map``
+ * are made to hold ``entry``; where ``bound`` is not 0, only those that hold it (a slot
+ * still leading to the lazy binder is left to it). */
+static void wrap_slots(const struct link_map_head *map, const struct dynamic_tables *t, anvil_word rela,
+                       anvil_word size, const char *name, anvil_word entry, anvil_word bound)
+{
+    for (const uint64_t *r = (const uint64_t *)rela; r < (const uint64_t *)(rela + size / 24 * 24); r += 3) {
+        uint32_t type = (uint32_t)r[1];
+        if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !anvil_streq(relocation_name(t, r), name))
             continue;
-        anvil_word slot = map->l_addr + rela[3 * i], first, span;
+        anvil_word slot = map->l_addr + r[0], first, span;
+        if (bound && *(volatile anvil_word *)slot != bound)
+            continue;
         int sealed = segment_span(map, PT_GNU_RELRO, 1, slot, slot + 8, &first, &span);
         if (sealed && anvil_syscall(SYS_mprotect, (long)first, (long)span, 3, 0, 0, 0) != 0)
             continue;
@@ -376,38 +401,40 @@ static void wrap_slots(const struct link_map_head *map, const uint64_t *rela, an
     }
 }
 
-/* Every loaded object's GOT slots of the C library's thread start ``name`` lead to
- * ``entry``, which goes on to the function (``*real``: the first object's that defines
- * it, as the dynamic linker binds it). */
-static void wrap_thread_start(const struct link_map_head *objects, const char *name, anvil_word *real,
-                              anvil_word entry)
+/* The function ``name`` as the dynamic linker binds it: the first loaded object's that
+ * defines it, from ``objects`` on; 0 if none does. */
+static anvil_word first_definition(const struct link_map_head *objects, const char *name)
 {
-    for (const struct link_map_head *map = objects; map && !*real; map = map->l_next) {
+    for (const struct link_map_head *map = objects; map; map = map->l_next) {
         const uint8_t *sym = map->l_ld ? defined_function(map->l_ld, map->l_addr, name) : 0;
         if (sym)
-            *real = map->l_addr + *(const uint64_t *)(sym + 8);
+            return map->l_addr + *(const uint64_t *)(sym + 8);
     }
+    return 0;
+}
+
+/* Every loaded object's GOT slots of the C library's function ``name`` lead to ``entry``,
+ * which goes on to the function (``*real``: first_definition). The executable's PLT slots
+ * only where ``executable_bound`` and bound already: its PLT entries are hooked where it
+ * is rewritten, and its lazy binding's stub and PLT0, which a count includes, run as they
+ * did. */
+static void wrap_function(const struct link_map_head *objects, const char *name, anvil_word *real,
+                          anvil_word entry, int executable_bound)
+{
+    if (!*real)
+        *real = first_definition(objects, name);
     if (!*real)
         return;
     for (const struct link_map_head *map = objects; map; map = map->l_next) {
-        anvil_word symtab = 0, strtab = 0, rela = 0, relasz = 0, jmprel = 0, pltrelsz = 0;
-        for (const long *d = map->l_ld; d && d[0] != DT_NULL; d += 2) {
-            anvil_word v = (anvil_word)d[1];
-            if (d[0] == DT_SYMTAB) symtab = dynamic_address(v, map->l_addr);
-            else if (d[0] == DT_STRTAB) strtab = dynamic_address(v, map->l_addr);
-            else if (d[0] == DT_RELA) rela = dynamic_address(v, map->l_addr);
-            else if (d[0] == DT_RELASZ) relasz = v;
-            else if (d[0] == DT_JMPREL) jmprel = dynamic_address(v, map->l_addr);
-            else if (d[0] == DT_PLTRELSZ) pltrelsz = v;
-        }
-        if (!symtab || !strtab)
+        struct dynamic_tables t;
+        if (!dynamic_tables(map, &t))
             continue;
-        /* (Not the executable's PLT slots: its PLT entries are hooked where it is rewritten, and
-         * its lazy binding's stub and PLT0, which a count includes, run as they did.) */
-        if (jmprel && map != executable_map)
-            wrap_slots(map, (const uint64_t *)jmprel, pltrelsz, (const uint8_t *)symtab, (const char *)strtab, name, entry);
-        if (rela)
-            wrap_slots(map, (const uint64_t *)rela, relasz, (const uint8_t *)symtab, (const char *)strtab, name, entry);
+        if (t.jmprel && map != executable_map)
+            wrap_slots(map, &t, t.jmprel, t.pltrelsz, name, entry, 0);
+        else if (t.jmprel && executable_bound)
+            wrap_slots(map, &t, t.jmprel, t.pltrelsz, name, entry, *real);
+        if (t.rela)
+            wrap_slots(map, &t, t.rela, t.relasz, name, entry, 0);
     }
 }
 
@@ -422,11 +449,14 @@ static void wrap_thread_start(const struct link_map_head *objects, const char *n
  * locked adds and call the analysis under the lock from before the first such thread
  * exists. (A program that compares the function's address it read from its GOT with one
  * it got elsewhere would see them differ.) */
+static void wrap_signal_functions(const struct link_map_head *objects);
+static uint8_t wrap_handlers __attribute__((section(".data")));
+
 static void wrap_thread_starts(const struct link_map_head *objects)
 {
     extern void anvil_thread_create_entry(void), anvil_thrd_create_entry(void);
-    wrap_thread_start(objects, "pthread_create", &anvil_real_pthread_create, (anvil_word)anvil_thread_create_entry);
-    wrap_thread_start(objects, "thrd_create", &anvil_real_thrd_create, (anvil_word)anvil_thrd_create_entry);
+    wrap_function(objects, "pthread_create", &anvil_real_pthread_create, (anvil_word)anvil_thread_create_entry, 0);
+    wrap_function(objects, "thrd_create", &anvil_real_thrd_create, (anvil_word)anvil_thrd_create_entry, 0);
 }
 
 /* The C library's _exit is made to jump to c_library_exit (``jmp [rip]`` and the address,
@@ -528,6 +558,7 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
      * where the dynamic linker's fini would run. A static program's start code gets 0 and
      * registers nothing (registering anvil_fini would change what it does): its end is
      * the exit system call in its own, copied code. */
+    wrap_handlers = !anvil_pc_map[1];  /* (not a Go program's: decision 0143) */
     if (*fini) {
         program_fini = (void (*)(void))*fini;
         *fini = (anvil_word)anvil_fini;
@@ -537,6 +568,7 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
         executable_map = objects;
         const struct link_map_head *library = c_library(objects);
         wrap_thread_starts(objects);
+        wrap_signal_functions(objects);
         on_sanitizer_death(objects);
         if (library) {
             hook_c_library_exit(library);
@@ -752,6 +784,88 @@ void anvil_after_fork(void)
 {
     if (fork_holds_lock && __atomic_load_n(&site_owner, __ATOMIC_RELAXED) == thread_self())
         fork_done();
+}
+
+/* ---------------------------------------------------------------- wrapped handlers */
+
+/* Analysis calls under way (anvil_entry.S preserving): counted in a program that has
+ * started no thread, where the one thread's calls are all there are. */
+long anvil_analysis_depth __attribute__((section(".data")));
+
+#define UC_SIGMASK 296
+/* Each wrapper entry (anvil_entry.S): mov $k, %r11d; jmp anvil_signal_wrapper, 16 bytes.
+ * The kernel gives every handler the siginfo and the ucontext (rsi, rdx), which the
+ * common part saves with rdi, rcx and r11 first. */
+#define WRAPPER_BYTES 16
+#define WRAPPER_THUMB 0
+#define WRAPPER_INFO(saved, siginfo) ((const int32_t *)(saved)[1])
+#define WRAPPER_CONTEXT(saved, siginfo) ((uint8_t *)(saved)[2])
+#define anvil_thread_identity thread_self
+
+/* Whether the context a signal interrupted is inside the analysis: a call under way, or,
+ * once threads have started, the lock held by this thread (the calls run on the program's
+ * own stack, which says nothing). */
+static int anvil_analysis_interrupted(const uint8_t *context)
+{
+    (void)context;
+    if (__atomic_load_n(&anvil_threads_started, __ATOMIC_RELAXED))
+        return __atomic_load_n(&site_owner, __ATOMIC_RELAXED) == thread_self();
+    return anvil_analysis_depth > 0;
+}
+
+/* Whether a call that ends (anvil_entry.S: after its count and the lock are given back)
+ * ends inside another of its thread. */
+static int anvil_call_nested(anvil_word sp)
+{
+    (void)sp;
+    return anvil_analysis_interrupted(0);
+}
+
+#include "anvil_signal_wrap.h"  /* (a .h: the compile cache hashes the headers) */
+
+/* Every loaded object's GOT slots of the C library's signal-action functions lead to the
+ * runtime's (wrapped_function), the executable's where they are bound already (its lazy
+ * ones: anvil_signal_plt). */
+static void wrap_signal_functions(const struct link_map_head *objects)
+{
+    static const char names[] = "sigaction\0signal\0bsd_signal\0sysv_signal\0__sysv_signal\0sigset\0";
+    if (!wrap_handlers)
+        return;
+    for (const char *name = names; *name;) {
+        anvil_word *real, to = wrapped_function(name, &real);
+        if (to)
+            wrap_function(objects, name, real, to, 1);
+        while (*name++)
+            ;
+    }
+}
+
+/* A signal-action function's PLT entry in the executable, before its jump out through GOT
+ * slot ``slot`` (link address), the signal ``sig`` and the action or handler ``arg``
+ * (anvil_signal_call_entry; decisions 0131, 0143). First, as at every such call, the
+ * default goes back where the action is the results handler (anvil_signal_action); then
+ * the slot, left to the lazy binder, is led to the runtime's function once bound
+ * (wrap_through_slot). */
+void anvil_signal_plt(anvil_word slot, anvil_word sig, anvil_word arg)
+{
+    anvil_signal_action(SYS_rt_sigaction, sig, 0, 0);
+    struct dynamic_tables t;
+    if (!wrap_handlers || sig == 0 || sig > 64 || !executable_map || !dynamic_tables(executable_map, &t)
+        || !t.jmprel)
+        return;
+    slot += anvil_bias;
+    const char *name = 0;
+    for (const uint64_t *r = (const uint64_t *)t.jmprel; r < (const uint64_t *)(t.jmprel + t.pltrelsz / 24 * 24)
+         && !name; r += 3)
+        if (executable_map->l_addr + r[0] == slot)
+            name = relocation_name(&t, r);
+    anvil_word *real;
+    anvil_word to = name ? wrapped_function(name, &real) : 0;
+    if (!to)
+        return;
+    if (!*real)
+        *real = first_definition(executable_map, name);
+    wrap_through_slot(slot, name, *real, to, sig, arg);
 }
 
 #define ANVIL_SYS_FCNTL SYS_fcntl

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import struct
 from array import array
-from collections.abc import Callable, Set
+from collections.abc import Callable, Mapping, Set
 
 import capstone
 
@@ -135,7 +135,7 @@ class CountingHooks:
                  thread_starts: set[int] | None = None, fault_handlers: set[int] | None = None,
                  thread_counters: ThreadCounters | None = None,
                  execs: tuple[dict[int, tuple[int, int]], int | None] = ({}, None),
-                 signal_calls: Set[int] = frozenset(), go_returns: dict[int, str] | None = None,
+                 signal_calls: Mapping[int, int] | None = None, go_returns: dict[int, str] | None = None,
                  go_polls: Set[int] = frozenset()) -> None:
         self.symbol = symbol
         # The exec functions' PLT entries and PLT0 (exec_jumps).
@@ -153,8 +153,10 @@ class CountingHooks:
         # The PLT entries of the C library's signal-action functions (sigaction, signal...):
         # as one is entered, the runtime puts the default back where the action is its own
         # results handler, so that the program sees the action it would have
-        # (anvil_signal_call_entry; decision 0131).
-        self.signal_calls = signal_calls
+        # (anvil_signal_call_entry; decision 0131), and leads the GOT slot each jumps
+        # through (the value: its link address, 0 if not known) to its own function, which
+        # wraps the program's handler, once the slot is bound (decision 0143).
+        self.signal_calls = signal_calls or {}
         # A Go program's returns that call the runtime before they go (decision 0134): the
         # entry each calls.
         self.go_returns = go_returns or {}
@@ -167,6 +169,7 @@ class CountingHooks:
         self.threaded = threaded
         self.thread_starts = thread_starts or set()
         self.fork_calls: set[int] = set()  # the fork system calls whose copies hold the lock over them
+        self.action_calls: set[int] = set()  # the rt_sigaction system calls (anvil_sigaction_done_entry after)
         self._lock_offsets = array("q")  # where those prefixes are in the code (below)
         self._code: Code64 | None = None
         self.lockable = 0
@@ -215,7 +218,9 @@ class CountingHooks:
         if block.address in self.ending:
             self._call(code, "anvil_exit_entry")
         if block.address in self.signal_calls:
-            self._call(code, "anvil_signal_call_entry")
+            code.emit(BELOW_RED_ZONE + b"\x50\x48\xb8" + struct.pack("<Q", self.signal_calls[block.address]))
+            code.rel32_lookup(b"\xe8", b"", self.symbol, "anvil_signal_call_entry")  # push rax; mov rax, slot; call
+            code.emit(b"\x58" + ABOVE_RED_ZONE)  # pop rax
         if block.address in self.exec_jumps:
             slot, lazy = self.exec_jumps[block.address]
             code.emit(BELOW_RED_ZONE + b"\x50\x52"  # push rax; push rdx
@@ -309,7 +314,8 @@ class CountingHooks:
         if number in _EXEC_CALLS:
             self._call(code, "anvil_exec_entry")
             return
-        if number == _RT_SIGACTION:  # the action as the program would see it (decision 0131)
+        if number == _RT_SIGACTION:  # the action as the program would see it (decisions 0131, 0143)
+            self.action_calls.add(ins.address)
             self._call(code, "anvil_sigaction_entry")
             return
         if number is not None and number not in _EXIT_CALLS:
@@ -324,6 +330,8 @@ class CountingHooks:
         self._call(code, entry)
 
     def after_syscall(self, ins: Instruction, code: Code64) -> None:
+        if ins.address in self.action_calls:  # the program's handler back in both structs
+            self._call(code, "anvil_sigaction_done_entry")
         if ins.address in self.fork_calls:
             self._call(code, "anvil_forked_entry")
 
