@@ -1089,13 +1089,13 @@ void anvil_signal_plt(uint32_t slot, uint32_t sig, uint32_t arg)
     for (uint32_t i = 0; i < exe_jmprel_size / 8 && !name; i++)
         if (loaded->l_addr + rel[2 * i] == slot)
             name = jump_slot_name(rel + 2 * i, exe_symtab, exe_strtab);
-    anvil_word *real;
-    anvil_word to = name ? wrapped_function(name, &real) : 0;
-    if (!to)
-        return;
-    if (!*real)
-        *real = bound_function(loaded, name);
-    wrap_through_slot(slot, name, *real, to, sig, arg);
+    wrap_through_slot(slot, name, sig, arg);
+}
+
+/* The C library's function ``name`` as the dynamic linker binds it (anvil_signal_wrap.h). */
+static anvil_word library_function(const char *name)
+{
+    return bound_function(loaded, name);
 }
 
 /* ---------------------------------------------------------------- files */

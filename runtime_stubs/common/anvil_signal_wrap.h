@@ -23,8 +23,9 @@
  * anvil_analysis_interrupted(ucontext): whether the context a signal interrupted is inside
  * the analysis, anvil_thread_identity() (what tells the calling thread from the others),
  * and anvil_call_nested(sp): whether an analysis call that ends, the program's SP ``sp``,
- * ends inside another of its thread (a handler's, one the runtime did not wrap). After
- * anvil_fatal_signals.h. */
+ * ends inside another of its thread (a handler's, one the runtime did not wrap), and
+ * library_function(name) (where the dynamic linker binds the C library's function
+ * ``name``), defined after. After anvil_fatal_signals.h. */
 
 #define WRAPPED_HANDLERS 64
 #define SA_SIGINFO 4u
@@ -130,6 +131,8 @@ void anvil_signal_work_done(anvil_word sp)
         return;
     }
 }
+
+static anvil_word library_function(const char *name);
 
 static int special_handler(anvil_word handler)
 {
@@ -321,17 +324,21 @@ static void wrap_system_call_action(anvil_word sig, anvil_word act, anvil_word s
     k->handler = (void (*)(int))wrap_handler(sig, (anvil_word)k->handler, (uint32_t)k->flags & SA_SIGINFO);
 }
 
-/* A signal-action function ``name``'s call through the executable's GOT slot ``slot``
- * (run-time address), the signal ``sig``, ``arg`` its action or handler: where the slot
- * was left leading to the lazy binder and is bound now (to ``real``, the C library's
- * function), it is made to lead to ``to``, the runtime's, which this call reaches already.
- * Where it still leads to the binder, the binder runs (as in the original) and the C
- * library's function sets the program's handler: the end of the next analysis call wraps
- * it (anvil_signal_work_done). */
-static void wrap_through_slot(anvil_word slot, const char *name, anvil_word real, anvil_word to, anvil_word sig,
-                              anvil_word arg)
+/* A signal-action function ``name``'s call (0: not known) through the executable's GOT
+ * slot ``slot`` (run-time address), the signal ``sig``, ``arg`` its action or handler:
+ * where the slot was left leading to the lazy binder and is bound now (to the C library's
+ * function: library_function(name), which the runtime defines), it is made to lead to the
+ * runtime's, which this call reaches already. Where it still leads to the binder, the
+ * binder runs (as in the original) and the C library's function sets the program's
+ * handler: the end of the next analysis call wraps it (anvil_signal_work_done). */
+static void wrap_through_slot(anvil_word slot, const char *name, anvil_word sig, anvil_word arg)
 {
-    anvil_word now = *(volatile anvil_word *)slot;
+    anvil_word *library, to = name ? wrapped_function(name, &library) : 0;
+    if (!to)
+        return;
+    if (!*library)
+        *library = library_function(name);
+    anvil_word real = *library, now = *(volatile anvil_word *)slot;
     if (!real || now == to)
         return;
     if (now == real) {  /* (a lazily bound slot is writable: the binder wrote it) */

@@ -859,13 +859,13 @@ void anvil_signal_plt(anvil_word slot, anvil_word sig, anvil_word arg)
          && !name; r += 3)
         if (executable_map->l_addr + r[0] == slot)
             name = relocation_name(&t, r);
-    anvil_word *real;
-    anvil_word to = name ? wrapped_function(name, &real) : 0;
-    if (!to)
-        return;
-    if (!*real)
-        *real = first_definition(executable_map, name);
-    wrap_through_slot(slot, name, *real, to, sig, arg);
+    wrap_through_slot(slot, name, sig, arg);
+}
+
+/* The C library's function ``name`` as the dynamic linker binds it (anvil_signal_wrap.h). */
+static anvil_word library_function(const char *name)
+{
+    return first_definition(executable_map, name);
 }
 
 #define ANVIL_SYS_FCNTL SYS_fcntl
