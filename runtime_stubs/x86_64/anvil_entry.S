@@ -36,9 +36,11 @@
 # Save what a C call may change, align the stack, call \routine (with rax, the system
 # call's number, as its argument if \pass_rax; with \shift_args rax, rdi, rsi as its first
 # three and the program's rsp as its fourth; with \action_done rt_sigaction's number, rsi,
-# rdx and rax, the system call's result), restore. The call is counted in
-# anvil_analysis_depth while it runs, and signals held back meanwhile are given back after
-# it (decision 0143: runtime_stubs/common/anvil_signal_wrap.h). Without \flags, for a site that
+# rdx and rax, the system call's result), restore. Until threads start, the call is counted
+# in anvil_analysis_depth while it runs (after, the lock says who is inside: one counter
+# written by every thread's calls cost a quarter more time in a program of two threads);
+# signals held back meanwhile are given back after it (decision 0143:
+# runtime_stubs/common/anvil_signal_wrap.h). Without \flags, for a site that
 # kept the flags itself where they are live (a repeat filter's test, arch/x86_64/calls.py):
 # popfq, which costs a dozen cycles and more, is left out, and the direction flag alone is
 # kept (the C code wants it clear; a copy of a string instruction that counts down may
@@ -66,7 +68,10 @@
     mov %rsp, %rbp
     and $-16, %rsp
     own_stack
+    cmpb $0, anvil_threads_started(%rip)
+    jne 7f
     incq anvil_analysis_depth(%rip)
+7:
     cld
 .if \shift_args
     mov %rsi, %rdx
@@ -100,7 +105,10 @@
     lock btr %rcx, anvil_stacks_busy(%rip)
 5:
     mov %rbp, %rsp
+    cmpb $0, anvil_threads_started(%rip)
+    jne 8f
     decq anvil_analysis_depth(%rip)
+8:
     cmpl $0, anvil_signal_work(%rip)
     je 6f
     lea 224(%rbp), %rdi          # the program's rsp (above: pass_rsp)

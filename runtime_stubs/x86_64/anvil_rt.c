@@ -788,8 +788,9 @@ void anvil_after_fork(void)
 
 /* ---------------------------------------------------------------- wrapped handlers */
 
-/* Analysis calls under way (anvil_entry.S preserving): counted in a program that has
- * started no thread, where the one thread's calls are all there are. */
+/* Analysis calls under way (anvil_entry.S preserving), counted until the program starts a
+ * thread: the one thread's calls are then all there are. (The call that starts the first
+ * thread is counted in and not out: the count is not read after.) */
 long anvil_analysis_depth __attribute__((section(".data")));
 
 #define UC_SIGMASK 296
