@@ -37,8 +37,8 @@
 # call's number, as its argument if \pass_rax; with \shift_args rax, rdi, rsi as its first
 # three and the program's rsp as its fourth; with \action_done rt_sigaction's number, rsi,
 # rdx and rax, the system call's result), restore. Until threads start, the call is counted
-# in anvil_analysis_depth while it runs (after, the lock says who is inside: one counter
-# written by every thread's calls cost a quarter more time in a program of two threads);
+# in anvil_analysis_depth while it runs (after, the lock says who is inside, and the
+# threads' calls do not all write one counter);
 # signals held back meanwhile are given back after it (decision 0143:
 # runtime_stubs/common/anvil_signal_wrap.h). Without \flags, for a site that
 # kept the flags itself where they are live (a repeat filter's test, arch/x86_64/calls.py):
