@@ -188,11 +188,11 @@ static int raised_by_instruction(anvil_word sig, const int32_t *info)
 
 /* Called by wrapper entry ``saved[4]`` (anvil_entry.S) with the registers the kernel
  * entered it with: the signal, the siginfo and the ucontext first (ARM: where the handler
- * has SA_SIGINFO; the frame is then after the saved words). Returns the program's handler, which the entry jumps
- * to with those registers and SP as they were; or 0 where the signal is held back: it is
- * sent again, with its siginfo, and stays blocked in the interrupted context until the
- * analysis call returns (the call stub unblocks it), and the entry returns to the
- * kernel's sigreturn. */
+ * has SA_SIGINFO; the frame is then after the saved words). Returns the program's
+ * handler, which the entry jumps to with those registers and SP as they were; or 0 where
+ * the signal is held back: it is sent again, with its siginfo, and stays blocked in the
+ * interrupted context until the analysis call returns (the call stub unblocks it), and
+ * the entry returns to the kernel's sigreturn. */
 anvil_word anvil_signal_deliver(const anvil_word *saved)
 {
     anvil_word sig = saved[0], handler = wrapped_handler[saved[4] % WRAPPED_HANDLERS];

@@ -38,13 +38,12 @@
 # three and the program's rsp as its fourth; with \action_done rt_sigaction's number, rsi,
 # rdx and rax, the system call's result), restore. Until threads start, the call is counted
 # in anvil_analysis_depth while it runs (after, the lock says who is inside, and the
-# threads' calls do not all write one counter);
-# signals held back meanwhile are given back after it (decision 0143:
-# runtime_stubs/common/anvil_signal_wrap.h). Without \flags, for a site that
-# kept the flags itself where they are live (a repeat filter's test, arch/x86_64/calls.py):
-# popfq, which costs a dozen cycles and more, is left out, and the direction flag alone is
-# kept (the C code wants it clear; a copy of a string instruction that counts down may
-# have it set).
+# threads' calls do not all write one counter); signals held back meanwhile are given back
+# after it (decision 0143: runtime_stubs/common/anvil_signal_wrap.h). Without \flags, for
+# a site that kept the flags itself where they are live (a repeat filter's test,
+# arch/x86_64/calls.py): popfq, which costs a dozen cycles and more, is left out, and the
+# direction flag alone is kept (the C code wants it clear; a copy of a string instruction
+# that counts down may have it set).
 .macro preserving routine, pass_rax=0, flags=1, pass_rdx=0, pass_rdi=0, pass_rsp=0, shift_args=0, action_done=0
 .if \flags
     pushfq

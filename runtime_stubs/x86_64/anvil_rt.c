@@ -438,6 +438,11 @@ static void wrap_function(const struct link_map_head *objects, const char *name,
     }
 }
 
+/* Whether the program's handlers are wrapped (decision 0143; not in a Go program), and the
+ * slots that lead its signal-action calls to the runtime (below, with the wrapper). */
+static uint8_t wrap_handlers __attribute__((section(".data")));
+static void wrap_signal_functions(const struct link_map_head *objects);
+
 /* Threads started where the copies' own PLT entries do not see them (decision 0128): every
  * loaded object's GOT slots of the C library's pthread_create and thrd_create (the
  * relocations that bind them: JUMP_SLOT for a call through the PLT, GLOB_DAT for a call
@@ -449,9 +454,6 @@ static void wrap_function(const struct link_map_head *objects, const char *name,
  * locked adds and call the analysis under the lock from before the first such thread
  * exists. (A program that compares the function's address it read from its GOT with one
  * it got elsewhere would see them differ.) */
-static void wrap_signal_functions(const struct link_map_head *objects);
-static uint8_t wrap_handlers __attribute__((section(".data")));
-
 static void wrap_thread_starts(const struct link_map_head *objects)
 {
     extern void anvil_thread_create_entry(void), anvil_thrd_create_entry(void);
