@@ -51,7 +51,12 @@ CASES = [*(("sort", v) for v in VARIANTS), ("goto", "x64-gcc-O2"), ("calls", "x6
          ("x64_split_stack", "x64-gcc-O2-split-stack"),
          # functions shorter than a jump, entered through pointers in data, padded by mold
          # with zeros: the padding holds the jump (decision 0141)
-         ("x64_short_pointer_targets", "x64-gcc-O2-sections-mold")]
+         ("x64_short_pointer_targets", "x64-gcc-O2-sections-mold"),
+         # no unwind tables, stripped: main (given to __libc_start_main by a lea, or by an
+         # immediate in a fixed-address program) and qsort's comparator are found only from
+         # the code that computes their addresses
+         ("sort", "x64-gcc-Os-nounwind-stripped"), ("calls", "x64-gcc-Os-nounwind-stripped"),
+         ("sort", "x64-clang-O2-nounwind-static-stripped")]
 #: Debian's own stripped programs, with work to do.
 DEBIAN = {
     "ls": ["/bin/ls", "-la", str(samples.SAMPLES_DIR)],

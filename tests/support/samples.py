@@ -386,6 +386,11 @@ X86_64_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "x64-gcc-O2-sections-mold": ("gcc", ["-g", "-O2", "-ffunction-sections", "-fuse-ld=mold"]),
     # functions one after another, unaligned: a short one has no padding after it
     "x64-gcc-O2-packed": ("gcc", ["-g", "-O2", "-falign-functions=1"]),
+    # no unwind tables, stripped: no FDE names a function; those called through pointers are
+    # known only from the code that computes their addresses (a lea; an immediate at a fixed address)
+    "x64-gcc-Os-nounwind-stripped": ("gcc", ["-Os", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-s"]),
+    "x64-clang-O2-nounwind-static-stripped": ("clang", ["-O2", "-fno-asynchronous-unwind-tables",
+                                                        "-fno-unwind-tables", "-static", "-s"]),
 }
 
 

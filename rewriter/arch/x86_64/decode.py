@@ -185,6 +185,24 @@ def _stack_accesses(name: str, ins: capstone.CsInsn, is_call: bool, is_return: b
     return []
 
 
+def rip_operand(ins: Instruction) -> int | None:
+    """The address ``ins``'s ``[rip + disp]`` operand names (its text, as capstone writes it),
+    or None where it names none."""
+    text = ins.op_str.partition("[")[2].partition("]")[0].replace(" ", "")
+    if not text.startswith("rip") or not all(c in "+-0123456789abcdefx" for c in text[3:]):
+        return None
+    return (ins.end + (int(text[3:], 16) if len(text) > 3 else 0)) & (1 << 64) - 1
+
+
+def immediate_operand(ins: Instruction) -> int | None:
+    """The immediate that is ``ins``'s last operand (its text), or None where that is none."""
+    last = ins.op_str.rpartition(",")[2].strip()
+    try:
+        return int(last, 0) & (1 << 64) - 1
+    except ValueError:
+        return None
+
+
 def decode_one(md: capstone.Cs, code: bytes, address: int) -> Instruction | None:
     """The instruction at the start of ``code``, or None where the bytes are no instruction."""
     for ins in md.disasm(code[:15], address, 1):

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from ...ir.model import Instruction
-from .decode import RSP
+from .decode import RSP, rip_operand
 
 MAX_ENTRIES = 1024
 # How far back from the jump the bounds check is looked for. The table's address is looked
@@ -185,7 +185,7 @@ def _value(reg: str, earlier: _Earlier, start: int, depth: int = 0) -> int | Non
             continue
         source = ins.op_str.split(",", 1)[1].strip() if "," in ins.op_str else ""
         if ins.name == "lea" and "rip" in ins.op_str:
-            return _rip_target(ins)
+            return rip_operand(ins)
         if ins.name in ("mov", "movabs") and ins.op_str.split(",", 1)[0].strip() == reg:
             try:
                 return int(source, 0) & (1 << 64) - 1
@@ -200,14 +200,6 @@ def _value(reg: str, earlier: _Earlier, start: int, depth: int = 0) -> int | Non
             return None if mine is None or theirs is None else (mine + theirs) & (1 << 64) - 1
         return None
     return None
-
-
-def _rip_target(lea: Instruction) -> int | None:
-    text = lea.op_str.split("[", 1)[1].rstrip("]").replace(" ", "")
-    if not text.startswith("rip"):
-        return None
-    offset = int(text[3:], 16) if len(text) > 3 else 0
-    return lea.address + lea.size + offset
 
 
 def _bound(window: list[Instruction]) -> int | None:

@@ -3,8 +3,12 @@
 Where procedures start: function symbols (``.symtab``, else ``.dynsym``), the FDEs of
 ``.eh_frame`` (gcc and clang emit one for every function by default on x86-64, stripped
 or not, since the unwinder needs them), the ELF entry, the functions of
-``.init_array``/``.fini_array``, and every direct call's target. Each PLT section
-(``.plt``, ``.plt.sec``, ``.plt.got``) is a procedure of its own.
+``.init_array``/``.fini_array``, every direct call's target, and the code addresses the
+found code computes (``_Descent.pointers``: a RIP-relative ``lea``, and in a fixed-address
+program an immediate moved or pushed), which are all a program built without unwind
+tables (``-fno-asynchronous-unwind-tables``, tcc, assembly) says of the functions it calls
+through pointers (``main`` given to ``__libc_start_main``, a ``qsort`` comparator). Each
+PLT section (``.plt``, ``.plt.sec``, ``.plt.got``) is a procedure of its own.
 
 Inside a procedure, a recursive descent from its entry follows fall-through, direct jumps
 and switch tables (``jump_tables.py``), and stops at returns, unconditional jumps, HLT and
@@ -32,7 +36,7 @@ from ...ir.exception_tables import eh_frame_functions, landing_pads
 from ...ir.go_runtime import go_functions, go_version, refusal
 from ...ir.libraries import libraries_start_threads
 from ...ir.model import Binary, Block, Instruction, Procedure, Segment, own_instructions
-from .decode import RIP, decode_measured, decode_one, make_disassembler
+from .decode import RIP, decode_measured, decode_one, immediate_operand, make_disassembler, rip_operand
 from .jump_tables import SwitchTable, switch_table
 
 SHF_EXECINSTR = 0x4
@@ -49,6 +53,9 @@ _RUN = 256
 #: stack from there (decision 0131). Named only: a stripped program's is not known.
 PAST_RETURN = frozenset({"__morestack", "__morestack_non_split"})
 _RET = b"\xc3"
+#: Instructions whose immediate may be a fixed-address program's code pointer (``mov edi,
+#: 0x401660`` giving ``main`` to ``__libc_start_main``, ``push 0x401200``).
+_IMMEDIATE_MOVES = frozenset({"mov", "movabs", "push"})
 #: The C library's functions that never return: the instruction after a call of one is
 #: not reached through it.
 NO_RETURN = frozenset({"exit", "_exit", "_Exit", "abort", "__assert_fail", "__stack_chk_fail", "err", "errx",
@@ -90,7 +97,8 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     binary.switch_cases = {jump: cases for d in descents.descents.values() for jump, cases in d.switches.items()}
     binary.table_readers = {at: table for d in descents.descents.values() for at, table in d.tables.items()}
     binary.past_return = descents.past_return
-    binary.code_pointers = set(taken)
+    binary.code_pointers = set(taken) | descents.pointers
+    binary.address_taken |= descents.pointers
     for name, lo, hi, _, instructions in plt_code:
         proc = Procedure(name, lo, hi - lo, thumb=False)
         entries = _plt_entries(instructions)
@@ -137,9 +145,10 @@ class _Descents:
         self.work = sorted(starts)
         self.encodings: dict[bytes, Instruction] = {}  # decode_measured's: facts shared by encoding
         self.past_return: set[int] = set()  # every procedure's (_Descent.past_return)
+        self.pointers: set[int] = set()  # the code pointers the code computes, at instructions found
 
     def run(self) -> dict[int, Procedure]:
-        while self.work:
+        while self.work or self._computed_pointers():
             start = self.work.pop()
             descent = self.descents.get(start)
             if descent is None:
@@ -167,6 +176,31 @@ class _Descents:
                                   "or the unwinder")
             procedures[start] = proc
         return procedures
+
+    def _computed_pointers(self) -> bool:
+        """Enter the code addresses that the code found so far computes (``_Descent.pointers``)
+        once every descent has ended, and say whether that gave more work.
+
+        Only then, so that a number that only looks like an address cannot cut a function
+        short by starting a procedure in its middle before its own descent has run (a
+        procedure without a size ends at the next start): one that lands inside an instruction
+        found is dropped; one at an instruction found starts a block there (a label whose
+        address the code keeps, GCC's labels as values); one in code nothing reached yet
+        starts a procedure."""
+        computed = set()
+        for descent in self.descents.values():
+            computed |= descent.pointers
+            descent.pointers = set()
+        for target in sorted(computed - self.pointers):
+            if not _in(self.code, target) or _in(self.plt, target):
+                continue
+            i = bisect.bisect_right(self.known, target) - 1
+            owner = self.descents.get(self.known[i]) if i >= 0 else None
+            if owner is not None and target not in owner.found and owner._covers(target):
+                continue  # inside an instruction: not an address of code
+            self.pointers.add(target)
+            self._enter(target)
+        return bool(self.work)
 
     def _enter(self, target: int) -> None:
         """Control arrives at ``target`` from another procedure."""
@@ -427,6 +461,11 @@ class _Descent:
         self.unresolved: list[Instruction] = []  # indirect jumps whose cases are not known (yet)
         self.past_return: set[int] = set()  # the ``ret`` after each call of a PAST_RETURN function
         self.given_up: list[Instruction] = []
+        # Code addresses the found code computes: RIP-relative ``lea`` targets, and in a
+        # fixed-address program immediates moved into a register or pushed (_Descents
+        # enters them once every descent has ended).
+        self.pointers: set[int] = set()
+        self.fixed_address = not reader.binary.is_pie
 
     def instructions(self) -> list[Instruction]:
         return [self.found[a] for a in self.keys]
@@ -521,6 +560,15 @@ class _Descent:
                     (work.append if lo <= target < hi else leaving.add)(target)
                 elif ins.is_indirect:
                     self._switch(ins, work, leaving)
+            elif ins.reads_pc:
+                if ins.name == "lea":
+                    pointer = rip_operand(ins)
+                    if pointer is not None and self.reader.is_code(pointer):
+                        self.pointers.add(pointer)
+            elif self.fixed_address and ins.name in _IMMEDIATE_MOVES and "0x" in ins.op_str and "[" not in ins.op_str:
+                pointer = immediate_operand(ins)
+                if pointer is not None and self.reader.is_code(pointer):
+                    self.pointers.add(pointer)
             if not ins.falls_through:
                 return
             address += ins.size
