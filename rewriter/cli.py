@@ -171,7 +171,9 @@ def _report_json(args: argparse.Namespace, tool: str, output: str, out_file: str
         "input": os.path.abspath(args.binary), "output": os.path.abspath(output), "tool": tool,
         "mode": args.mode,
         "results_file": out_file, "format": args.format,
-        "procedures": report.procedures, "instrumented": report.relocated,
+        "procedures": report.procedures,
+        "instrumented": report.relocated if report.selected is None else report.selected,
+        "copied": report.relocated,
         "instructions": report.instructions, "rewrite_seconds": round(report.rewrite_seconds, 3),
         # This process's largest resident set so far, in MB (the compiler's is apart).
         "peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),

@@ -68,14 +68,15 @@ DEBIAN = {
 }
 
 
-def _instrumented(original: Path, tool: str, tmp_path: Path) -> tuple[Path, Path]:
-    """The original as ``a/prog`` and its instrumented copy as ``b/prog``."""
+def _instrumented(original: Path, tool: str, tmp_path: Path, *options: str) -> tuple[Path, Path]:
+    """The original as ``a/prog`` and its instrumented copy as ``b/prog`` (``options``: more
+    of ``anvil instrument``'s)."""
     plain, copied = tmp_path / "a" / "prog", tmp_path / "b" / "prog"
     plain.parent.mkdir()
     copied.parent.mkdir()
     shutil.copy(original, plain)
-    done = subprocess.run(["anvil", "instrument", "--tool", tool, "--format", "json", str(plain), "-o", str(copied)],
-                          capture_output=True, text=True)
+    done = subprocess.run(["anvil", "instrument", "--tool", tool, "--format", "json", *options, str(plain),
+                           "-o", str(copied)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return plain, copied
 
@@ -129,6 +130,29 @@ def test_bbcount_is_qemus_count(variant: str, tmp_path: Path) -> None:
     got = {address: counted.get(address, 0) for address in want}
     assert got == want
     assert sum(want.values()) > 1000
+
+
+@pytest.mark.parametrize("options", [("--skip", "insertion_sort"), ("--only", "quicksort*", "--only", "main")])
+def test_only_and_skip_choose_the_counted_procedures(options: tuple[str, ...], tmp_path: Path) -> None:
+    """Every procedure is copied on x86-64; ``--only``/``--skip`` choose which get the tool's
+    calls: the chosen ones count what QEMU counts, the others nothing, and the report says
+    how many were chosen (it said every procedure copied was instrumented)."""
+    plain, copied = _instrumented(samples.build_x86_64("sort", "x64-gcc-O2"), "inscount", tmp_path, *options)
+    pcs = exe_pcs(trace_pcs(plain, [], cwd=tmp_path), plain)
+    assert _run_under_qemu(copied, [], tmp_path).returncode == 0
+    binary = load_binary(str(plain))
+    chosen = {p.name for p in binary.select([options[i + 1] for i, o in enumerate(options) if o == "--only"] or None,
+                                            [options[i + 1] for i, o in enumerate(options) if o == "--skip"] or None)}
+    owners = _owners(plain)
+    want = Counter()
+    for pc, n in pcs.items():
+        if owners[pc] in chosen:
+            want[owners[pc]] += n
+    got = json.loads((tmp_path / "prog.inscount.out").read_text())["procedures"]
+    assert got == {name: n for name, n in want.items() if n}
+    assert 0 < len(got) < len({owners[pc] for pc in pcs})  # some counted, some executed ones not
+    report = json.loads(Path(f"{copied}.anvil.json").read_text())
+    assert (report["instrumented"], report["copied"]) == (len(chosen), len(binary.procedures))
 
 
 def test_a_static_programs_threads_are_counted_to_their_end(tmp_path: Path) -> None:

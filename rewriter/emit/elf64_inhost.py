@@ -169,8 +169,18 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
         tool_c = [path.read_text() + "\n" for path in tb.analysis_sources(tool)]
         return [tb.Generated("anvil_calls.c", calls.source(tool_c, asm_array))]
 
-    return write_instrumented(binary, tool, output, started, arrays, CallSites.factory(binary.threaded, deferring),
-                              sources, [tb.COMMON_DIR / "anvil_format.c"], original_returns(binary, opts))
+    report = write_instrumented(binary, tool, output, started, arrays, CallSites.factory(binary.threaded, deferring),
+                                sources, [tb.COMMON_DIR / "anvil_format.c"], original_returns(binary, opts))
+    note_selection(report, binary, opts)
+    return report
+
+
+def note_selection(report: Report, binary: Binary, opts: Options) -> None:
+    """Say how many procedures ``--only``/``--skip`` gave the tool's calls: every procedure is
+    copied all the same (those left out run their copies without calls), so the number
+    copied does not say it."""
+    if opts.only or opts.skip:
+        report.selected = len(binary.select(opts.only or None, opts.skip or None))
 
 
 def original_returns(binary: Binary, opts: Options) -> bool:

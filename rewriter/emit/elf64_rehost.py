@@ -22,7 +22,7 @@ from ..ir.model import Binary
 from ..tool_files import run_instrument
 from . import site_format
 from . import target_build as tb
-from .elf64_inhost import TOOLCHAIN, check_lowered, original_returns, write_instrumented
+from .elf64_inhost import TOOLCHAIN, check_lowered, note_selection, original_returns, write_instrumented
 from .inhost import Report
 from .rehost import SITE_TABLE_SUFFIX, communicator_source, communicator_tables, firmware_channel, program_calls
 from .sites import asm_array
@@ -60,5 +60,6 @@ def instrument(binary: Binary, tool: Tool, opts: Options, output: str) -> Report
     report = write_instrumented(binary, tool, output, started, held,
                                 CallSites.factory(binary.threaded, records=True), sources, [],
                                 original_returns(binary, opts))
+    note_selection(report, binary, opts)
     atomic_write(output + SITE_TABLE_SUFFIX, documents[0], mode=0o644)
     return report

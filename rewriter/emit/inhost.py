@@ -105,6 +105,9 @@ class Report:
     output: str
     procedures: int = 0
     relocated: int = 0
+    # x86-64, where every procedure is copied: the procedures --only/--skip gave the tool's
+    # calls (None: every procedure copied got them, or none were chosen).
+    selected: int | None = None
     instructions: int = 0
     not_relocated: list[dict] = field(default_factory=list)
     entries_not_patched: list[str] = field(default_factory=list)
@@ -135,7 +138,11 @@ class Report:
     board: str | None = None
 
     def summary(self) -> str:
-        parts = [f"{self.relocated}/{self.procedures} procedures instrumented ({self.instructions} instructions)"]
+        if self.selected is None:
+            parts = [f"{self.relocated}/{self.procedures} procedures instrumented ({self.instructions} instructions)"]
+        else:
+            parts = [f"{self.selected}/{self.procedures} procedures instrumented (--only/--skip; all {self.relocated} "
+                     f"copied, {self.instructions} instructions)"]
         if self.not_relocated:
             parts.append(f"{len(self.not_relocated)} left as they were")
         if self.entries_not_patched:
