@@ -218,22 +218,27 @@ def test_a_library_calls_into_the_program_before_its_entry(tmp_path: Path) -> No
 
 def test_entries_without_room_are_reported(tmp_path: Path) -> None:
     """Functions shorter than a jump, each followed at once by the next (no padding) and
-    entered only through pointers in data, run in place, uncounted: the report lists them
-    (``entries_run_in_place``, decision 0141), and the count is QEMU's less exactly the
-    instructions QEMU ran at them. Oracles: the symbol table's sizes, QEMU's log."""
+    entered only through pointers in data: one with room for a 2-byte jump gets one, to a
+    trampoline in a neighbour's dead bytes (``add``, ``first``: counted); one without (a
+    1-byte ``ret``) runs in place, uncounted, and the report lists it
+    (``entries_run_in_place``, decision 0141). The count is QEMU's less exactly the
+    instructions QEMU ran there. Oracles: the symbol table's sizes, QEMU's log."""
     plain, copied = _instrumented(samples.build_x86_64("x64_short_pointer_targets", "x64-gcc-O2-packed"),
                                   "inscount", tmp_path)
-    short = {address: (name, size) for address, (name, size) in _functions(plain).items()
-             if name in ("add", "first")}
-    assert all(size < 5 for _, size in short.values()), short
+    functions = _functions(plain)
+    short = {address: (name, size) for address, (name, size) in functions.items()
+             if name in ("add", "first", "nothing")}
+    assert all(size < 5 for _, size in short.values()) and len(short) == 3, short
+    without_room = {address: (name, size) for address, (name, size) in short.items() if size < 2}
+    assert [name for name, _ in without_room.values()] == ["nothing"]
     report = json.loads(copied.with_name("prog.anvil.json").read_text())
-    assert sorted(int(a, 16) for a in report["entries_run_in_place"]) == sorted(short)
+    assert sorted(int(a, 16) for a in report["entries_run_in_place"]) == sorted(without_room)
     oracle = trace_pcs(plain, [], cwd=tmp_path)
     pcs = exe_pcs(oracle, plain)
     run = _run_under_qemu(copied, [], tmp_path)
     assert (run.returncode, run.stdout) == (oracle.returncode, oracle.stdout)
-    in_place = sum(n for pc, n in pcs.items() if any(a <= pc < a + size for a, (_, size) in short.items()))
-    assert in_place == 200  # each of the 100 calls runs 2 instructions there
+    in_place = sum(n for pc, n in pcs.items() if any(a <= pc < a + size for a, (_, size) in without_room.items()))
+    assert in_place == 100  # each of the 100 calls of ``nothing`` runs its ret there
     assert json.loads((tmp_path / "prog.inscount.out").read_text())["total"] == sum(pcs.values()) - in_place
 
 

@@ -7,8 +7,11 @@ address held in data), the unwinder's landing pads, the loader (the ELF entry). 
 start there. A patch must not cover another entry (control arriving there would run into
 the middle of the jump), and must lie on the entry's own procedure's instructions (what
 follows may be another's code or data) or on the padding after them (the ``nop`` and
-``int3`` a compiler or linker aligns the next function with, mold's zeros); an entry with less room gets
-no patch and runs in place, uninstrumented, which the report says.
+``int3`` a compiler or linker aligns the next function with, mold's zeros). An entry with
+room for 2 bytes only gets a ``jmp rel8`` to a trampoline (a ``jmp rel32``) in dead bytes
+within its reach: of its own procedure, else of a neighbour none of whose code runs in
+place. An entry with less room gets no patch and runs in place, uninstrumented, which the
+report says.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ SHORT_JMP, SHORT_SIZE = 0xEB, 2  # jmp rel8
 class EntryPatch:
     """A jump at ``address`` to the copy of the instruction there: ``jmp rel32``, or where
     there is room for 2 bytes only, ``jmp rel8`` to a ``trampoline`` (a ``jmp rel32`` in
-    dead bytes of the same procedure nearby)."""
+    dead bytes of the same procedure nearby, or of a neighbour's)."""
 
     address: int
     trampoline: int | None = None
@@ -112,6 +115,7 @@ def entry_patches(binary: Binary, procs: list[Procedure],
     wanted = entries(binary, procs, starts) | (returns & starts)
     ordered = sorted(wanted)
     patches, short = [], []
+    narrow_left: list[int] = []  # short entries with room for a jmp rel8 but no trampoline in their procedure
     for proc in procs:
         instructions = list(proc.instructions())
         addresses = [ins.address for ins in instructions]
@@ -141,9 +145,55 @@ def entry_patches(binary: Binary, procs: list[Procedure],
             placed = _trampolines(instructions, narrow, patches, wanted)
             if placed is None:  # the procedure keeps running in place from a short entry
                 short.extend(narrow)
+                narrow_left.extend(narrow)
             else:
                 patches.extend(placed)
+    if narrow_left:
+        placed = _neighbours_trampolines(procs, narrow_left, short, patches, wanted)
+        patches.extend(placed)
+        done = {patch.address for patch in placed}
+        short = [address for address in short if address not in done]
     return patches, short
+
+
+def _neighbours_trampolines(procs: list[Procedure], narrow: list[int], short: list[int], patches: list[EntryPatch],
+                            wanted: set[int]) -> list[EntryPatch]:
+    """Trampolines for the 2-byte patches at ``narrow`` that their own procedure had no
+    room for, in the dead bytes of the procedures around them, within a ``jmp rel8``'s
+    reach: a function of a few bytes entered through a pointer (a callback, a computed
+    goto's last label), packed between others with no padding (``-Os``, ``-O1``), has none
+    of its own. A host is another procedure none of whose entries runs in place (``short``),
+    so none of its original code runs; its dead bytes are those ``dead_runs`` gives with
+    every patch made so far, and each trampoline placed, left out. Returns the patches
+    placed; the sites that found no room stay short."""
+    in_place = set(short)
+    ordered = sorted(procs, key=lambda proc: proc.address)
+    starts = [proc.address for proc in ordered]
+    hosts = {i for i, proc in enumerate(ordered) if in_place.isdisjoint(ins.address for ins in proc.instructions())}
+    used = sorted([span for patch in patches for span in patch.spans()] + [(a, a + SHORT_SIZE) for a in narrow])
+    runs: dict[int, list[tuple[int, int]]] = {}  # host index -> its dead runs still free
+    placed = []
+    for site in sorted(narrow):
+        reach_lo, reach_hi = site + SHORT_SIZE - 128, site + SHORT_SIZE + 127
+        first = max(bisect.bisect_right(starts, reach_lo) - 1, 0)
+        found = None
+        for i in range(first, len(ordered)):
+            if ordered[i].address > reach_hi:
+                break
+            if i not in hosts or ordered[i].address <= site < ordered[i].end:
+                continue
+            if i not in runs:
+                runs[i] = dead_runs(list(ordered[i].instructions()), wanted, used, JMP_SIZE)
+            for index, (lo, hi) in enumerate(runs[i]):
+                if hi - lo >= JMP_SIZE and reach_lo <= lo <= reach_hi:
+                    found = lo
+                    runs[i][index] = (lo + JMP_SIZE, hi)
+                    break
+            if found is not None:
+                break
+        if found is not None:
+            placed.append(EntryPatch(site, found))
+    return placed
 
 
 def dead_runs(instructions: list, stops: set[int], used: list[tuple[int, int]], least: int) -> list[tuple[int, int]]:
