@@ -9,13 +9,18 @@
   there, the table's from the GOT), then the PIC pattern.
 
 How many entries a table has comes from the bounds check before it (``cmp idx, N`` then
-``ja``/``jae`` to the default); without one, entries are read while they name code inside
-the procedure, at most ``MAX_ENTRIES``; with or without one, not past the start of other
-data the code names (``referenced``): compilers put a function's tables one after the other, and the
-next table's offsets, read from the wrong base, name places inside the code that are no
-instruction's start (Debian's gold: the bounds check in a block before the one with the
-jump read 25 entries of a 5-entry table, and a jump written at one of them broke a real
-instruction).
+``ja``/``jae`` to the default): any such pair among the ``LOOK_BACK`` instructions before the
+jump, else one on the index register itself up to ``FAR_LOOK_BACK`` instructions before it,
+which nothing in between writes (cc1's bound of 1,704 entries is 14 instructions before its
+jump, past a shrink-wrapped prologue's pushes and moves). Without one, entries are read
+while they name code inside the procedure, at most ``MAX_ENTRIES``, and a table read up to
+that cap may go on: its copy is not made (``SwitchTable.reader`` None), so the copied jump
+reads the original table, whatever its length. With or without a bound, entries are not
+read past the start of other data the code names (``referenced``): compilers put a
+function's tables one after the other, and the next table's offsets, read from the wrong
+base, name places inside the code that are no instruction's start (Debian's gold: the
+bounds check in a block before the one with the jump read 25 entries of a 5-entry table,
+and a jump written at one of them broke a real instruction).
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ MAX_ENTRIES = 1024
 # for as far back as the procedure goes: the compiler may load it once, at the start, when
 # the switch is in a loop (ls's option loop keeps it in r12).
 LOOK_BACK = 12
+# How far back a bounds check on the switch's own index register is looked for.
+FAR_LOOK_BACK = 64
 
 
 @dataclass
@@ -61,24 +68,67 @@ def switch_table(before: Iterable[Instruction], jump: Instruction, read: Callabl
     address is in the program's code (a case may be in another part of the function: its
     ``.cold`` part holds the default); ``referenced(address)`` whether the code names that
     data address (an unbounded table ends before one)."""
-    before = iter(before)
-    window = list(itertools.islice(before, LOOK_BACK))[::-1]  # in address order, the nearest last
+    earlier = _Earlier(before)
+    window = [ins for _, ins in itertools.islice(earlier.walk(0), LOOK_BACK)][::-1]  # address order, nearest last
     count = _bound(window)
     access = next((a for a in jump.accesses if not a.is_store and a.base != RSP), None)
     if access is not None:  # jmp [table + idx*8]
         if access.base != -1 or access.index is None or access.shift != 3:
             return None
+        if count is None:
+            count = _far_bound(earlier, _index_register(jump), 0)
         targets = _entries(lambda i: struct.unpack("<Q", read(access.disp + 8 * i, 8))[0], count, is_code,
                            lambda i: referenced(access.disp + 8 * i))
-        return SwitchTable(access.disp, 8, targets, jump.address, absolute=True) if targets else None
-    found = _pic_table(itertools.chain(reversed(window), before), jump)
+        return SwitchTable(access.disp, 8, targets, _copyable(jump.address, count, targets), absolute=True) \
+            if targets else None
+    found = _pic_table((ins for _, ins in earlier.walk(0)), jump)
     if found is None:
         return None
     table, width, reader = found
+    if count is None and reader is not None:
+        at, read_by = next((n, ins) for n, ins in earlier.walk(0) if ins.address == reader)
+        count = _far_bound(earlier, _index_register(read_by), at + 1)
     offset = "<i" if width == 4 else "<q"
     targets = _entries(lambda i: (table + struct.unpack(offset, read(table + width * i, width))[0]) & (1 << 64) - 1,
                        count, is_code, lambda i: referenced(table + width * i))
-    return SwitchTable(table, width, targets, reader) if targets else None
+    return SwitchTable(table, width, targets, _copyable(reader, count, targets)) if targets else None
+
+
+def _copyable(reader: int | None, count: int | None, targets: list[int] | None) -> int | None:
+    """The reader to give the table's copy (see SwitchTable), or None where the entries read
+    may not be all of them: read without a bound up to MAX_ENTRIES, the table may go on, and
+    a copy of the part read would send the rest into whatever follows it."""
+    return None if count is None and targets is not None and len(targets) >= MAX_ENTRIES else reader
+
+
+def _index_register(reader: Instruction) -> str | None:
+    """The 64-bit register that indexes the table in ``reader``'s memory operand
+    (``[... + idx*8]``, ``[... + idx*4]``), or None."""
+    inside = reader.op_str.partition("[")[2]
+    for term in inside.rstrip("]").replace(" ", "").split("+"):
+        if term.endswith(("*8", "*4")):
+            return term[:-2]
+    return None
+
+
+def _far_bound(earlier: _Earlier, index: str | None, start: int) -> int | None:
+    """The bound of a check on ``index`` (or its low half) further back than LOOK_BACK:
+    ``cmp index, N`` right before ``ja``/``jae``, with nothing between it and the
+    instruction that reads the table (the ``start``-th before the jump is the one before
+    that) writing ``index``; None where there is none within FAR_LOOK_BACK instructions."""
+    if index is None:
+        return None
+    names = (index, _LOW_HALVES.get(index))
+    following: Instruction | None = None  # the instruction after the one looked at
+    for n, ins in earlier.walk(start):
+        if n >= FAR_LOOK_BACK:
+            return None
+        if following is not None and ins.name == "cmp" and ins.op_str.split(",", 1)[0].strip() in names:
+            return _bound([ins, following])
+        if _writes(ins, index):
+            return None
+        following = ins
+    return None
 
 
 def _entries(entry: Callable[[int], int], count: int | None, inside: Callable[[int], bool],
