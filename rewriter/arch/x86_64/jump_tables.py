@@ -81,13 +81,13 @@ def switch_table(before: Iterable[Instruction], jump: Instruction, read: Callabl
                            lambda i: referenced(access.disp + 8 * i))
         return SwitchTable(access.disp, 8, targets, _copyable(jump.address, count, targets), absolute=True) \
             if targets else None
-    found = _pic_table((ins for _, ins in earlier.walk(0)), jump)
+    found = _pic_table(earlier, jump)
     if found is None:
         return None
-    table, width, reader = found
-    if count is None and reader is not None:
-        at, read_by = next((n, ins) for n, ins in earlier.walk(0) if ins.address == reader)
-        count = _far_bound(earlier, _index_register(read_by), at + 1)
+    table, width, read_by, read_at = found
+    reader = read_by.address if read_by is not None else None
+    if count is None and read_by is not None:
+        count = _far_bound(earlier, _index_register(read_by), read_at + 1)
     offset = "<i" if width == 4 else "<q"
     targets = _entries(lambda i: (table + struct.unpack(offset, read(table + width * i, width))[0]) & (1 << 64) - 1,
                        count, is_code, lambda i: referenced(table + width * i))
@@ -149,9 +149,10 @@ def _entries(entry: Callable[[int], int], count: int | None, inside: Callable[[i
     return targets or None
 
 
-def _pic_table(before: Iterable[Instruction], jump: Instruction) -> tuple[int, int, int | None] | None:
-    """The table's address, the size of its entries and the instruction that reads an
-    entry, of the position-independent pattern ending at ``jump``: the ``add`` into the
+def _pic_table(earlier: _Earlier, jump: Instruction) -> tuple[int, int, Instruction | None, int] | None:
+    """The table's address, the size of its entries, the instruction that reads an entry
+    and where it is among ``earlier`` (the instructions before ``jump``), of the
+    position-independent pattern ending at ``jump``: the ``add`` into the
     jump's register names the register holding the table's address (gcc's
     ``-mcmodel=large`` adds the entry itself, 64 bits: ``add rT, qword ptr [rT + idx*8]``,
     its table of 64-bit offsets from the table), whose value the instructions before must
@@ -165,9 +166,9 @@ def _pic_table(before: Iterable[Instruction], jump: Instruction) -> tuple[int, i
     reg = jump.op_str.split()[-1]
     base_reg = None
     width = 4
-    reader: int | None = None
+    reader: Instruction | None = None
+    reader_at = -1
     leaves = False  # whether the code from here on runs into a ret before any branch
-    earlier = _Earlier(before)
     for n, ins in earlier.walk(0):
         if base_reg is None:
             if ins.name == "add" and ins.op_str.startswith(reg + ","):
@@ -176,13 +177,13 @@ def _pic_table(before: Iterable[Instruction], jump: Instruction) -> tuple[int, i
                     terms = base_reg[len("qword ptr ["):].rstrip("]").replace(" ", "").split("+")
                     if len(terms) != 2 or not terms[1].endswith("*8"):
                         return None
-                    base_reg, width, reader = terms[0], 8, ins.address
+                    base_reg, width, reader, reader_at = terms[0], 8, ins, n
             continue
         if reader is None and ins.name == "movsxd" and f"[{base_reg} + " in ins.op_str and ins.op_str.endswith("*4]"):
-            reader = ins.address
+            reader, reader_at = ins, n
         if _writes(ins, base_reg) and not leaves:
             table = _value(base_reg, earlier, n)
-            return (table, width, reader) if table is not None else None
+            return (table, width, reader, reader_at) if table is not None else None
         if ins.name in ("ret", "retf"):
             leaves = True
         elif ins.is_branch and not ins.is_call:

@@ -166,34 +166,45 @@ def _neighbours_trampolines(procs: list[Procedure], narrow: list[int], short: li
     so none of its original code runs; its dead bytes are those ``dead_runs`` gives with
     every patch made so far, and each trampoline placed, left out. Returns the patches
     placed; the sites that found no room stay short."""
-    in_place = set(short)
+    in_place = sorted(short)
     ordered = sorted(procs, key=lambda proc: proc.address)
     starts = [proc.address for proc in ordered]
-    hosts = {i for i, proc in enumerate(ordered) if in_place.isdisjoint(ins.address for ins in proc.instructions())}
     used = sorted([span for patch in patches for span in patch.spans()] + [(a, a + SHORT_SIZE) for a in narrow])
-    runs: dict[int, list[tuple[int, int]]] = {}  # host index -> its dead runs still free
+    # Host index -> its dead runs still free ([] for a procedure that cannot host): made for
+    # the procedures within a site's reach only, as they are first looked at.
+    runs: dict[int, list[tuple[int, int]]] = {}
     placed = []
     for site in sorted(narrow):
-        reach_lo, reach_hi = site + SHORT_SIZE - 128, site + SHORT_SIZE + 127
-        first = max(bisect.bisect_right(starts, reach_lo) - 1, 0)
+        first = max(bisect.bisect_right(starts, site + SHORT_SIZE - 128) - 1, 0)
         found = None
         for i in range(first, len(ordered)):
-            if ordered[i].address > reach_hi:
+            proc = ordered[i]
+            if proc.address > site + SHORT_SIZE + 127:
                 break
-            if i not in hosts or ordered[i].address <= site < ordered[i].end:
+            if proc.address <= site < proc.end:
                 continue
             if i not in runs:
-                runs[i] = dead_runs(list(ordered[i].instructions()), wanted, used, JMP_SIZE)
-            for index, (lo, hi) in enumerate(runs[i]):
-                if hi - lo >= JMP_SIZE and reach_lo <= lo <= reach_hi:
-                    found = lo
-                    runs[i][index] = (lo + JMP_SIZE, hi)
-                    break
+                # A host has no short entry: none of its instructions' addresses is in_place.
+                lo = bisect.bisect_left(in_place, proc.address)
+                can_host = lo == len(in_place) or in_place[lo] >= proc.end
+                runs[i] = dead_runs(list(proc.instructions()), wanted, used, JMP_SIZE) if can_host else []
+            found = _claim(runs[i], site)
             if found is not None:
                 break
         if found is not None:
             placed.append(EntryPatch(site, found))
     return placed
+
+
+def _claim(runs: list[tuple[int, int]], site: int) -> int | None:
+    """Take a trampoline's room (JMP_SIZE bytes) for the 2-byte patch at ``site`` from the
+    first of ``runs`` within a ``jmp rel8``'s reach, shortening that run; its address, or
+    None where none is."""
+    for index, (lo, hi) in enumerate(runs):
+        if hi - lo >= JMP_SIZE and -128 <= lo - (site + SHORT_SIZE) <= 127:
+            runs[index] = (lo + JMP_SIZE, hi)
+            return lo
+    return None
 
 
 def dead_runs(instructions: list, stops: set[int], used: list[tuple[int, int]], least: int) -> list[tuple[int, int]]:
@@ -234,11 +245,8 @@ def _trampolines(instructions: list, narrow: list[int], patches: list[EntryPatch
     runs = dead_runs(instructions, wanted, used, JMP_SIZE)
     placed = []
     for site in narrow:
-        for index, (lo, hi) in enumerate(runs):
-            if hi - lo >= JMP_SIZE and -128 <= lo - (site + SHORT_SIZE) <= 127:
-                placed.append(EntryPatch(site, lo))
-                runs[index] = (lo + JMP_SIZE, hi)
-                break
-        else:
+        found = _claim(runs, site)
+        if found is None:
             return None
+        placed.append(EntryPatch(site, found))
     return placed
