@@ -14,6 +14,8 @@ crashed), and a repeat filter's hit counts with LDREX/STREX (a plain add lost ab
 1 % of them): the loads and stores it saw are those qemu executes, give or take the
 original's own variation and the two of each in ``_fini`` after the end hook.
 
+Stripped static: the clone flags of its C library's thread start tell (decision 0147).
+
 ReHost: counters travel in the end record, so inscount's results equal InHost's; records
 go through the call stub's lock, so cachesim's stream is whole and its loads and stores
 are InHost's (with the inline append, the threads' records overwrote each other and the
@@ -103,6 +105,29 @@ def test_counts_of_threads(flags: list[str], tmp_path: Path) -> None:
     wrong = {b["address"]: (b["count"], pcs[b["address"]]) for b in counts
              if b["count"] != pcs[b["address"]] and not b["procedure"].startswith(".plt")}
     assert not wrong, f"blocks whose count differs from qemu's (ours, qemu): {list(wrong.items())[:5]}"
+
+
+def test_stripped_static_threads(tmp_path: Path) -> None:
+    """A static program stripped of its symbols names no thread start: it was instrumented
+    as one thread's, with plain counters and unlocked analysis calls, and every copy
+    crashed as its threads ran (decision 0147). Its C library's thread start builds the
+    flags of a thread's clone, which now tell: every tool's copy behaves as the original,
+    and inscount counts the threads' procedure and main as qemu runs them."""
+    named = _build(tmp_path, ["-mthumb", "-static"])
+    binary = tmp_path / "stripped"
+    subprocess.run(["arm-linux-gnueabihf-strip", "-o", str(binary), str(named)], check=True)
+    placed = place(binary, tmp_path, "orig")
+    original = run_prog(placed)
+    pcs = exe_pcs(trace_pcs(placed, [], b"", argv0="prog"), placed)
+    for tool in ("inscount", "bbcount", "cachesim", "memtrace"):
+        run = run_prog(instrument(binary, tool, tmp_path, slot=tool[:4]))
+        assert_same_behaviour(original, run)
+        if tool == "inscount":
+            counted = results(run, "inscount")["procedures"]
+            for proc in load_binary(str(named)).procedures:
+                if proc.name in ("work", "main"):  # (a stripped program's are named by address)
+                    expected = sum(n for pc, n in pcs.items() if proc.address <= pc < proc.end)
+                    assert counted[f"sub_{proc.address:x}"] == expected, proc.name
 
 
 @pytest.mark.parametrize("mode", ["-mthumb", "-marm"])

@@ -135,9 +135,9 @@ def signal_calls(binary: Binary) -> dict[int, int]:
 def _thread_starts(binary: Binary) -> set[int]:
     """Where the program enters a function that starts a thread: the PLT entries of the
     imports that do, the functions a static program defines that do (not ``clone``:
-    glibc's ``system`` and ``posix_spawn`` use it for a child that runs a command), and Go's
-    runtime.clone."""
-    starts = {address for address, name in binary.plt.items() if starts_threads(name)}
+    glibc's ``system`` and ``posix_spawn`` use it for a child that runs a command), Go's
+    runtime.clone, and where a program that names none builds a thread's clone flags."""
+    starts = {address for address, name in binary.plt.items() if starts_threads(name)} | binary.thread_flag_procedures
     starts |= {address for address, name in binary.go_functions.items() if name == GO_THREAD_START}
     return starts | {address for name, address in binary.symbols.items()
                      if starts_threads(name) and not name.startswith("clone")}

@@ -36,6 +36,7 @@ from .go_runtime import go_functions, go_version, refusal
 from .model import Binary, Block, Procedure, Segment, own_instructions
 from .plt import lazy_binder, plt_functions, plt_marks, stub_marks, thumb_stubs
 from .section_headers import with_section_headers
+from .thread_flags import thread_flag_procedures
 
 _MAPPING = re.compile(r"^\$([atd])(\..*)?$")
 
@@ -120,6 +121,15 @@ def read_runtime_facts(binary: Binary, elf: ELFFile, stripped: bool) -> None:
     # Go's runtime starts its threads (sysmon, the garbage collector's) by the clone system
     # call itself, whatever the program imports.
     binary.threaded = names_thread_start(elf, binary.data, named) or bool(binary.go_functions)
+    # A static program that names no thread start may still start one by its own clone:
+    # stripped of the names of its C library's functions (decision 0147). (A dynamic
+    # program's clone is its C library's, whose name it imports.)
+    if not binary.threaded and not binary.is_firmware and not binary.is_dynamic:
+        binary.thread_flag_procedures = thread_flag_procedures(binary)
+        if binary.thread_flag_procedures:
+            binary.threaded = True
+            binary.notes.append("its code builds the flags of a clone that starts a thread: counters and "
+                                "analysis calls ready for threads")
     # A static program's fork is its own code: only its symbol table can say it has none.
     binary.forks = not binary.is_firmware and (
         bool(named & _FORKING) or bool(binary.go_functions)

@@ -407,9 +407,13 @@ class Binary:
     # The program's stack may be unwound (decision 0013): it throws C++ exceptions or calls
     # backtrace (elf_loader._unwinds) or, with no symbol table to tell, has landing pads.
     unwinds: bool = False
-    # The program starts threads (names pthread_create or thrd_create): counters then add
-    # with LDREX/STREX, as in firmware interrupt code (decision 0003).
+    # The program starts threads (names pthread_create or thrd_create, or its code builds a
+    # thread's clone flags): counters then add with LDREX/STREX, as in firmware interrupt
+    # code (decision 0003).
     threaded: bool = False
+    # Where a program that names no thread start builds the flags of a clone that starts
+    # one (thread_flags.py): the entries of those procedures.
+    thread_flag_procedures: set[int] = field(default_factory=set)
     # The program may make a process that runs its code: it names fork, vfork, clone, a
     # library function that forks and returns in the child (daemon, forkpty), the generic
     # syscall(), or an atfork handler's registration, or it is static and stripped, or Go
