@@ -2,6 +2,7 @@
 
 import os
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,14 @@ if str(ROOT) not in sys.path:
 # with two (decision 0026); tests/test_later_part.py makes both and compares them.
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) >= 2:
     os.environ.setdefault("ANVIL_JOBS", "1")
+
+# One name for this run, which its xdist workers inherit: the QEMU traces a run keeps for
+# its later tests (tests/oracles/trace_cache.py).
+if "ANVIL_TEST_RUN" not in os.environ:
+    os.environ["ANVIL_TEST_RUN"] = uuid.uuid4().hex
+    from tests.oracles import trace_cache
+
+    trace_cache.prune()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -93,7 +93,7 @@ def _owners(program: Path) -> dict[int, str]:
 
 def _assert_inscount_exact(original: Path, args: list[str], tmp_path: Path) -> None:
     plain, copied = _instrumented(original, "inscount", tmp_path)
-    oracle = trace_pcs(plain, args, cwd=tmp_path)
+    oracle = trace_pcs(plain, args, cwd=tmp_path, reuse=True)
     pcs = exe_pcs(oracle, plain)
     run = _run_under_qemu(copied, args, tmp_path)
     assert run.returncode == oracle.returncode and run.stdout == oracle.stdout, "the copy behaved otherwise"
@@ -120,7 +120,7 @@ def test_inscount_of_debian_programs(name: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("variant", ["x64-gcc-O2"])
 def test_bbcount_is_qemus_count(variant: str, tmp_path: Path) -> None:
     plain, copied = _instrumented(samples.build_x86_64("sort", variant), "bbcount", tmp_path)
-    pcs = exe_pcs(trace_pcs(plain, [], cwd=tmp_path), plain)
+    pcs = exe_pcs(trace_pcs(plain, [], cwd=tmp_path, reuse=True), plain)
     assert _run_under_qemu(copied, [], tmp_path).returncode == 0
     text = (tmp_path / "prog.bbcount.out").read_text()
     counted = {entry["address"]: entry["count"] for entry in json.loads(text)["counts"]}
@@ -138,7 +138,7 @@ def test_only_and_skip_choose_the_counted_procedures(options: tuple[str, ...], t
     calls: the chosen ones count what QEMU counts, the others nothing, and the report says
     how many were chosen (it said every procedure copied was instrumented)."""
     plain, copied = _instrumented(samples.build_x86_64("sort", "x64-gcc-O2"), "inscount", tmp_path, *options)
-    pcs = exe_pcs(trace_pcs(plain, [], cwd=tmp_path), plain)
+    pcs = exe_pcs(trace_pcs(plain, [], cwd=tmp_path, reuse=True), plain)
     assert _run_under_qemu(copied, [], tmp_path).returncode == 0
     binary = load_binary(str(plain))
     chosen = {p.name for p in binary.select([options[i + 1] for i, o in enumerate(options) if o == "--only"] or None,
@@ -170,7 +170,7 @@ def test_a_static_programs_threads_are_counted_to_their_end(stripped: bool, tmp_
         program = tmp_path / "stripped"
         subprocess.run(["strip", "-o", str(program), str(built)], check=True)
     plain, copied = _instrumented(program, "inscount", tmp_path)
-    pcs = exe_pcs(trace_pcs(plain, [], cwd=tmp_path), plain)
+    pcs = exe_pcs(trace_pcs(plain, [], cwd=tmp_path, reuse=True), plain)
     assert _run_under_qemu(copied, [], tmp_path).returncode == 0
     named = load_binary(str(built))
     owners = {ins.address: proc.name for proc in named.procedures for ins in proc.instructions()}
@@ -244,7 +244,7 @@ def test_entries_without_room_are_reported(tmp_path: Path) -> None:
     assert [name for name, _ in without_room.values()] == ["nothing"]
     report = json.loads(copied.with_name("prog.anvil.json").read_text())
     assert sorted(int(a, 16) for a in report["entries_run_in_place"]) == sorted(without_room)
-    oracle = trace_pcs(plain, [], cwd=tmp_path)
+    oracle = trace_pcs(plain, [], cwd=tmp_path, reuse=True)
     pcs = exe_pcs(oracle, plain)
     run = _run_under_qemu(copied, [], tmp_path)
     assert (run.returncode, run.stdout) == (oracle.returncode, oracle.stdout)

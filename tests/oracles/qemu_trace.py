@@ -305,6 +305,7 @@ def trace_pcs(
     keep_log: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
+    reuse: bool = False,
 ) -> TraceResult:
     """Run ``binary`` under ``qemu-arm -singlestep -d exec,nochain,page`` and count executed PCs.
 
@@ -315,7 +316,36 @@ def trace_pcs(
     ``cwd``: the working directory (default ours), where the program writes its files.
     A run longer than ``timeout`` seconds is killed and raises
     :class:`QemuTraceError`; so does a log without ``start_code``/``end_code``.
+
+    ``reuse``: the program neither reads nor writes files in ``cwd``, so a trace of the same
+    bytes with the same inputs made earlier in this test run (``ANVIL_TEST_RUN``, set by
+    tests/conftest.py) serves (trace_cache.py): several tests trace one build.
     """
+    if not reuse or keep_log is not None or not os.environ.get("ANVIL_TEST_RUN"):
+        return _trace_pcs(binary, args, stdin, argv0, lib_root, timeout=timeout, memory_ops=memory_ops,
+                          keep_log=keep_log, env=env, cwd=cwd)
+    from tests.oracles import trace_cache
+
+    inputs = (Path(binary).read_bytes(), *args, "\0", stdin, argv0, lib_root, repr(sorted((env or {}).items())),
+              str(memory_ops), *_EMULATORS.values())
+    return trace_cache.reused(inputs, lambda: _trace_pcs(binary, args, stdin, argv0, lib_root, timeout=timeout,
+                                                         memory_ops=memory_ops, env=env, cwd=cwd))
+
+
+def _trace_pcs(
+    binary: str | os.PathLike[str],
+    args: Sequence[str],
+    stdin: bytes,
+    argv0: str,
+    lib_root: str,
+    *,
+    timeout: float | None,
+    memory_ops: bool,
+    keep_log: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None,
+    cwd: str | os.PathLike[str] | None,
+) -> TraceResult:
+    """trace_pcs without reuse."""
     binary = Path(binary)
     if not binary.is_file():
         raise QemuTraceError(f"{binary}: no such file")

@@ -159,7 +159,7 @@ def traced_original(binary: Path, tmp: Path, args: list[str] | tuple[str, ...] =
 
     placed = place(binary, tmp, "orig")
     original = run_prog(placed, args, stdin)
-    pcs = exe_pcs(trace_pcs(placed, args, stdin, argv0="prog"), placed)
+    pcs = exe_pcs(trace_pcs(placed, args, stdin, argv0="prog", reuse=True), placed)
     return original, pcs, load_binary(str(binary))
 
 
@@ -201,7 +201,7 @@ def assert_counts_as_qemu(binary: Path, tmp: Path, output: bytes, *extra: str) -
     assert original.stdout == output
     run = run_prog(instrument(binary, "inscount", tmp, *extra), [])
     assert_same_behaviour(original, run)
-    qemu_total = sum(exe_pcs(trace_pcs(placed, [], b"", argv0="prog"), placed).values())
+    qemu_total = sum(exe_pcs(trace_pcs(placed, [], b"", argv0="prog", reuse=True), placed).values())
     assert results(run, "inscount")["total"] == qemu_total
 
 
@@ -212,7 +212,7 @@ def assert_runs_found(binary: Path, tmp: Path, output: bytes):
     from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 
     placed = place(binary, tmp, "orig")
-    trace = trace_pcs(placed, [], b"", argv0="prog")
+    trace = trace_pcs(placed, [], b"", argv0="prog", reuse=True)
     assert trace.stdout == output
     executed = exe_pcs(trace, placed)
     ir = load_binary(str(binary))
