@@ -5,7 +5,8 @@ count of every block equals qemu's count of its first instruction.
 
 A computed goto through a table of label addresses (samples/goto.c) in a stripped
 fixed-address program: the table's words are plain numbers, so its labels are found only
-by reading the table the jump goes through (jump_tables.GotoFinder)."""
+by reading the table the jump goes through (jump_tables.GotoFinder). clang's A32 computed
+goto enters its first label by ``bx lr``, which is then no return."""
 
 from __future__ import annotations
 
@@ -68,6 +69,27 @@ def test_computed_goto_labels_in_a_stripped_program(tmp_path) -> None:
     inst = run_prog(instrument(program, "inscount", tmp_path))
     assert_same_behaviour(original, inst)
     assert results(inst, "inscount")["procedures"][proc.name] == sum(executed.values())
+
+
+@pytest.mark.parametrize("variant, strip", [("clang-O2-arm-pie-lld", False), ("clang-O2-arm-static-lld", False),
+                                            ("clang-O2-arm-pie-lld", True)])
+def test_clang_a32_computed_goto_entered_through_lr(variant: str, strip: bool, tmp_path) -> None:
+    """clang's A32 code for goto.c dispatches first by ``ldr r2, [pc, #n]; add lr, pc, r2;
+    ... bx lr``: a jump to a label, not a return. Taken for a return, the copy jumped into
+    the original run(), whose handlers then ran uncounted (11 of its 44 instructions
+    counted): now every one of run()'s instructions is counted as qemu runs it."""
+    built = build("goto", variant)
+    start, end = symbol_span(built, "run")
+    program = stripped(built, tmp_path / "stripped") if strip else built
+    original, pcs, ir = traced_original(program, tmp_path, ["7"])
+    assert original.returncode == 0 and original.stdout == b"-1890\n"
+    executed = {pc: n for pc, n in pcs.items() if start <= pc < end}
+    # (Stripped, the descent makes each label a procedure of its own.)
+    parts = {p.name for p in ir.procedures if start <= p.address < end}
+    inst = run_prog(instrument(program, "inscount", tmp_path), ["7"])
+    assert_same_behaviour(original, inst)
+    counted = results(inst, "inscount")["procedures"]
+    assert sum(counted.get(name, 0) for name in parts) == sum(executed.values()) > 40
 
 
 @pytest.mark.parametrize("link", ["no-pie", "no-pie-stripped", "pie-stripped"])

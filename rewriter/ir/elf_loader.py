@@ -11,6 +11,7 @@ code addresses whose values appear in data (jump tables, computed gotos).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import io
 import operator
 import os
@@ -36,6 +37,7 @@ from .go_runtime import go_functions, go_version, refusal
 from .model import Binary, Block, Procedure, Segment, own_instructions
 from .plt import lazy_binder, plt_functions, plt_marks, stub_marks, thumb_stubs
 from .section_headers import with_section_headers
+from .start_args import WINDOW, register_call_target
 from .thread_flags import thread_flag_procedures
 
 _MAPPING = re.compile(r"^\$([atd])(\..*)?$")
@@ -584,6 +586,9 @@ def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[
     # assembly jumps into code that the symbol table files under a neighbour.
     targets = {i.branch_target for insns in decoded.values() for i in insns if i.branch_target is not None}
     entries = taken | targets
+    jumped = _jumps_through_lr(binary, decoded, starts, entries)
+    taken |= jumped
+    entries |= jumped
     entries_sorted = sorted(entries)
     switch_cases = binary.switch_cases.keys()
     kept = []
@@ -608,6 +613,31 @@ def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[
             block_index += 1
         proc.binary = binary  # type: ignore[attr-defined]
     binary.procedures = kept
+
+
+def _jumps_through_lr(binary: Binary, decoded: dict[int, list], starts: dict[int, bool],
+                      entries: set[int]) -> set[int]:
+    """Where a ``bx lr`` jumps that is no return: the code before it, which nothing else
+    enters, makes LR a constant code address (clang's first dispatch of an A32 computed
+    goto: ``ldr r2, [pc, #n]; add lr, pc, r2; ... bx lr``). Taken for a return, its copy
+    jumped into the original code, which then ran uncounted. Such a ``bx lr`` becomes an
+    indirect jump (its copy translates LR at run time); returns its targets (block leaders)."""
+    jumped: set[int] = set()
+    for insns in decoded.values():
+        for k, ins in enumerate(insns):
+            if ins.name != "bx" or not ins.is_return or k == 0:
+                continue
+            first = k  # the straight-line code before it that no other path enters
+            while first > 0 and k - first < WINDOW and insns[first].address not in entries:
+                before = insns[first - 1]
+                if before.is_branch or before.writes_pc or before.end != insns[first].address:
+                    break
+                first -= 1
+            known = register_call_target(insns[first:k + 1], binary.read, lambda at: at in starts)
+            if known is not None and starts[known[0]] == known[1]:
+                insns[k] = dataclasses.replace(ins, is_return=False, is_indirect=True)  # (shared by encoding)
+                jumped.add(known[0])
+    return jumped
 
 
 _ADDRESS = operator.attrgetter("address")
