@@ -10,11 +10,12 @@ musl's ``pthread_create`` passes 0x7d0f00 to ``__clone``. Its ``clone`` alone do
 tell: ``system`` and ``posix_spawn`` bring it in with ``CLONE_VM | CLONE_VFORK`` for a
 child that runs a command.
 
-So the code is read for a value that only a thread's ``clone`` takes: ``CLONE_VM``,
-``CLONE_SIGHAND`` and ``CLONE_THREAD`` (the kernel wants the first two with the third),
-none of the flags the kernel refuses beside ``CLONE_THREAD`` (new namespaces) or that a
-thread never has (``CLONE_VFORK``), no exit signal, 32 bits, and not an address of the
-program's own memory. Such a value is an immediate, a pair of ``movw``/``movt`` (ARM) or a
+So the code is read for a value that only a thread's ``clone`` takes: what every C
+library's thread start asks for (``CLONE_VM``, ``CLONE_FS``, ``CLONE_FILES``,
+``CLONE_SIGHAND``, ``CLONE_THREAD``, ``CLONE_SETTLS``), none of the flags the kernel
+refuses beside ``CLONE_THREAD`` (``CLONE_PIDFD``, new namespaces) or that a thread never
+has (``CLONE_VFORK``), no exit signal, 32 bits, and not an address of the program's own
+memory. (With the first three alone, a literal 0x1bb00 in glibc's static code passed.) Such a value is an immediate, a pair of ``movw``/``movt`` (ARM) or a
 literal the code loads.
 """
 
@@ -24,13 +25,15 @@ from collections.abc import Iterable
 
 from .model import Binary, Instruction, Procedure
 
-CLONE_VM = 0x100
-CLONE_SIGHAND = 0x800
-CLONE_THREAD = 0x10000
-_A_THREAD = CLONE_VM | CLONE_SIGHAND | CLONE_THREAD
-# CSIGNAL (the exit signal: a thread has none), CLONE_VFORK, and the namespaces the kernel
-# refuses with CLONE_THREAD (NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET).
-_NEVER_A_THREAD = 0xFF | 0x4000 | 0x20000 | 0x7E000000
+CLONE_VM, CLONE_FS, CLONE_FILES, CLONE_SIGHAND = 0x100, 0x200, 0x400, 0x800
+CLONE_THREAD, CLONE_SETTLS = 0x10000, 0x80000
+# What every C library's thread start asks for (glibc, musl, bionic, uClibc: POSIX threads
+# share memory, files and signal handlers, and have their own thread pointer).
+_A_THREAD = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SETTLS
+# CSIGNAL (the exit signal: a thread has none), CLONE_PIDFD, CLONE_VFORK and the namespaces
+# the kernel refuses with CLONE_THREAD (NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID,
+# NEWNET).
+_NEVER_A_THREAD = 0xFF | 0x1000 | 0x4000 | 0x20000 | 0x7E000000
 _MOVES = {"mov", "movs", "movw", "movt", "movabs"}  # what sets a register or memory to an immediate
 _PC = {4: 15, 8: 16}  # the program counter's register number in an Access, by address width
 
