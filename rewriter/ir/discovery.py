@@ -1467,7 +1467,9 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 # A long call (or jump) through a register loaded with a constant: a call as
                 # sure as a BL (a jump: a tail call).
                 known = register_call_target(run, binary.read, lambda a: _inside(ranges, a))
-                if known is not None and not entry <= known[0] < limit:
+                # (Into the other instruction set: another procedure, wherever it is. mold's
+                # Thumb-to-A32 veneer, mov ip, pc; bx ip, has its A32 part right after it.)
+                if known is not None and (not entry <= known[0] < limit or known[1] != thumb):
                     (calls if doubt == FLOW else after_calls if ins.is_call else after).setdefault(*known)
                     if doubt != FLOW and (known[0] not in via or passed < via[known[0]]):
                         via[known[0]] = passed

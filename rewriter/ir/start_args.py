@@ -93,6 +93,8 @@ def _step(ins: Instruction, values: dict[int, int], read: Callable[[int, int], b
         value = (pc & ~3) + int(operands[1][1:], 0)
     elif ins.name in ("mov", "movw") and len(operands) == 2 and operands[1].startswith("#") and ins.cond == 14:
         value = int(operands[1][1:], 0)
+    elif ins.name == "mov" and operands[1:] == ["pc"] and ins.cond == 14:
+        value = pc  # mold's Thumb-to-A32 veneer: mov ip, pc; bx ip (A32 code after it)
     elif ins.name == "movt" and len(operands) == 2 and operands[1].startswith("#") and target in values:
         value = (values[target] & 0xFFFF) | (int(operands[1][1:], 0) & 0xFFFF) << 16
     elif ins.name == "add" and ins.cond == 14 and len(regs) in (2, 3) and None not in regs:
