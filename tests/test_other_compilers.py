@@ -229,7 +229,9 @@ def test_go_faults_recovered_and_threads_kept(tmp_path: Path) -> None:
     assert outcome.summary.complete, outcome.error
 
 
-@pytest.mark.parametrize("toolchain", [None, "go1.15"])
+# Go 1.15 (decision 0135) in the extended tier: its own toolchain and standard library are
+# built for the one test (about 45 CPU s).
+@pytest.mark.parametrize("toolchain", [None, pytest.param("go1.15", marks=pytest.mark.extended)])
 def test_go_loops_preempted_in_the_copy(tmp_path: Path, toolchain: str | None) -> None:
     """samples/go_preempt.go: two goroutines loop without a stack check while main collects
     garbage, which waits until the runtime's preemption signal has stopped both loops (the
