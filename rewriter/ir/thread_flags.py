@@ -15,8 +15,9 @@ library's thread start asks for (``CLONE_VM``, ``CLONE_FS``, ``CLONE_FILES``,
 ``CLONE_SIGHAND``, ``CLONE_THREAD``, ``CLONE_SETTLS``), none of the flags the kernel
 refuses beside ``CLONE_THREAD`` (``CLONE_PIDFD``, new namespaces) or that a thread never
 has (``CLONE_VFORK``), no exit signal, 32 bits, and not an address of the program's own
-memory. (With the first three alone, a literal 0x1bb00 in glibc's static code passed.) Such a value is an immediate, a pair of ``movw``/``movt`` (ARM) or a
-literal the code loads.
+memory. (With the first three alone, a literal 0x1bb00 in glibc's static code passed.)
+Such a value is an immediate, a pair of ``movw``/``movt`` (ARM) or a literal the code
+loads.
 """
 
 from __future__ import annotations

@@ -35,11 +35,15 @@ from .decode import RSP, rip_operand
 
 MAX_ENTRIES = 1024
 # How far back from the jump the bounds check is looked for. The table's address is looked
-# for as far back as the procedure goes: the compiler may load it once, at the start, when
-# the switch is in a loop (ls's option loop keeps it in r12).
+# for much further (TABLE_LOOK_BACK): the compiler may load it once, at the start, when the
+# switch is in a loop (ls's option loop keeps it in r12).
 LOOK_BACK = 12
 # How far back a bounds check on the switch's own index register is looked for.
 FAR_LOOK_BACK = 64
+#: How many instructions back from a PIC table's jump the table's address is looked for
+#: (dumpsexp sets it up at the head of a loop, a few dozen before): a bound, so that the
+#: retries of a large procedure's unresolved jumps do not each walk all of it.
+TABLE_LOOK_BACK = 2048
 
 
 @dataclass
@@ -170,6 +174,8 @@ def _pic_table(earlier: _Earlier, jump: Instruction) -> tuple[int, int, Instruct
     reader_at = -1
     leaves = False  # whether the code from here on runs into a ret before any branch
     for n, ins in earlier.walk(0):
+        if n > TABLE_LOOK_BACK:
+            return None
         if base_reg is None:
             if ins.name == "add" and ins.op_str.startswith(reg + ","):
                 base_reg = ins.op_str.split(",", 1)[1].strip()

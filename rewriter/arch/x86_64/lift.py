@@ -58,6 +58,10 @@ _RET = b"\xc3"
 _IMMEDIATE_MOVES = frozenset({"mov", "movabs", "push"})
 #: The C library's functions that never return: the instruction after a call of one is
 #: not reached through it.
+#: How many more lifts may start procedures at the functions called inside procedures
+#: without a size (lift): each finds more code, whose calls the next one starts.
+CALL_ROUNDS = 4
+
 NO_RETURN = frozenset({"exit", "_exit", "_Exit", "abort", "__assert_fail", "__stack_chk_fail", "err", "errx",
                        "verr", "verrx", "__libc_start_main", "pthread_exit", "longjmp", "siglongjmp",
                        "__longjmp_chk", "__cxa_throw", "__cxa_rethrow", "_Unwind_Resume", "quick_exit",
@@ -94,6 +98,18 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     binary.address_taken = set(taken)
     descents = _Descents(md, reader, names, sizes, code, plt, taken, starts)
     procedures = descents.run()
+    # A program without symbols or unwind tables (Free Pascal's, tcc's, assembly) names no
+    # function but its entry, whose procedure then reached to the end of the code and took
+    # every function it called for its own code: one procedure for all (and its descent
+    # looked back over all of it for each indirect jump's table). The functions called
+    # inside procedures that have no size start procedures of their own, in another lift.
+    for _ in range(CALL_ROUNDS):
+        called = descents.unsized_callees()
+        if not called:
+            break
+        starts |= called
+        descents = _Descents(md, reader, names, sizes, code, plt, taken, starts)
+        procedures = descents.run()
     binary.switch_cases = {jump: cases for d in descents.descents.values() for jump, cases in d.switches.items()}
     binary.table_readers = {at: table for d in descents.descents.values() for at, table in d.tables.items()}
     binary.past_return = descents.past_return
@@ -176,6 +192,21 @@ class _Descents:
                                   "or the unwinder")
             procedures[start] = proc
         return procedures
+
+    def unsized_callees(self) -> set[int]:
+        """The functions that the code found calls inside the ranges of procedures without
+        a size, where no procedure starts (each was taken for code of the procedure)."""
+        unsized = {start for start, descent in self.descents.items()
+                   if not (start in self.sizes and self.sizes[start][1])}
+        called = set()
+        for descent in self.descents.values():
+            for ins in descent.found.values():
+                target = ins.branch_target
+                if ins.is_call and target is not None and target not in self.roots:
+                    i = bisect.bisect_right(self.known, target) - 1
+                    if i >= 0 and self.known[i] in unsized:
+                        called.add(target)
+        return called
 
     def _computed_pointers(self) -> bool:
         """Enter the code addresses that the code found so far computes (``_Descent.pointers``)
@@ -413,6 +444,10 @@ class _Reader:
     def is_code(self, address: int) -> bool:
         return _in(self.code, address)
 
+    def is_memory(self, address: int) -> bool:
+        """Whether ``address`` is in (or just past, an end's address) a loaded segment."""
+        return any(s.vaddr <= address <= s.vaddr + s.memsz for s in self.binary.segments)
+
     def referenced(self, address: int) -> bool:
         """Whether the code names ``address`` as data: a RIP-relative ``lea``, ``mov`` or
         ``movsxd`` of a 64-bit register, or a jump through a table of absolute addresses,
@@ -461,6 +496,7 @@ class _Descent:
         self.unresolved: list[Instruction] = []  # indirect jumps whose cases are not known (yet)
         self.past_return: set[int] = set()  # the ``ret`` after each call of a PAST_RETURN function
         self.given_up: list[Instruction] = []
+        self.tried: dict[int, int] = {}  # unresolved jump -> how many instructions lay below it then
         # Code addresses the found code computes: RIP-relative ``lea`` targets, and in a
         # fixed-address program immediates moved into a register or pushed (_Descents
         # enters them once every descent has ended).
@@ -484,6 +520,13 @@ class _Descent:
                 # Jumps reached before what sets their table up: again, now more is found.
                 retry, self.unresolved = self.unresolved, []
                 for jump in retry:
+                    # Its table is looked for again only where code was found below it
+                    # since (a large procedure's retries each walked back over it all).
+                    below = bisect.bisect_left(self.keys, jump.address)
+                    if self.tried.get(jump.address) == below:
+                        self.unresolved.append(jump)
+                        continue
+                    self.tried[jump.address] = below
                     self._switch(jump, work, leaving)
                 if work:
                     continue
@@ -492,7 +535,7 @@ class _Descent:
                 continue
             if not work:
                 label = later.pop()
-                if label not in self.found and self._covers(label):
+                if label not in self.found and (self._covers(label) or not self._plausible(label)):
                     continue
                 self.cases.add(label)
                 work.append(label)
@@ -573,6 +616,19 @@ class _Descent:
                 return
             address += ins.size
 
+    def _plausible(self, address: int) -> bool:
+        """Whether the code from ``address`` on, up to its first branch, may be code: a word in
+        data that only looks like an address of code (Free Pascal's string 'TMP', 0x504d54, 3
+        bytes into an instruction) decodes into operands no program has, a RIP-relative
+        address outside its memory or a branch out of its code, whose copy cannot be written
+        (the program was refused: a displacement that cannot reach below address 0)."""
+        for ins in _straight_line(self.md, self.reader, address, self.hi, _PLAUSIBLE_RUN):
+            target = ins.branch_target if ins.is_branch else rip_operand(ins) if ins.reads_pc else None
+            if target is not None and not (self.reader.is_code(target) if ins.is_branch
+                                           else self.reader.is_memory(target)):
+                return False
+        return True
+
     def _covers(self, address: int) -> bool:
         """Whether an instruction found holds the byte at ``address``: the one found
         nearest below it, as found instructions never overlap (a set of every byte they
@@ -584,6 +640,26 @@ class _Descent:
         """The instructions found below ``address``, the nearest first."""
         for i in range(bisect.bisect_left(self.keys, address) - 1, -1, -1):
             yield self.found[self.keys[i]]
+
+
+#: How many instructions from a code address found in data ``_Descent._plausible`` reads.
+_PLAUSIBLE_RUN = 16
+
+
+def _straight_line(md, reader: _Reader, start: int, end: int, most: int) -> Iterator[Instruction]:
+    """The instructions from ``start`` on (before ``end``, at most ``most``) up to the first
+    that does not fall through or branches, or where the bytes are no instruction."""
+    address = start
+    for _ in range(most):
+        if address >= end:
+            return
+        ins = decode_one(md, reader.bytes_at(address, min(15, end - address)), address)
+        if ins is None:
+            return
+        yield ins
+        if ins.is_branch or not ins.falls_through:
+            return
+        address = ins.end
 
 
 def _linear(md, reader: _Reader, start: int, end: int) -> list[Instruction]:

@@ -1,0 +1,67 @@
+"""x86-64 programs that tell little about their code (decision 0148).
+
+- Without symbols or unwind tables (Free Pascal's, tcc's, assembly), a program names no
+  function but its entry: the entry's procedure reached to the end of the code and took
+  every function it called for its own code (Debian's Free Pascal compiler: one procedure
+  of 515,742 instructions), and its descent looked back over all of it for each indirect
+  jump (a static sort: 22 s to load). Each function called inside a procedure without a
+  size now starts a procedure of its own.
+- A word in data that only looks like an address of code, pointing into the middle of an
+  instruction (Free Pascal's string constant 'TMP', 0x504d54), was decoded as code: from
+  there the bytes read as a RIP-relative store below address 0, whose copy cannot be
+  written, and the whole program was refused. Such a word is no code now.
+
+Oracles: qemu's count of the program's own instructions; the symbols of the same build
+before it was stripped; the original's behaviour.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from rewriter.ir.elf_loader import load_binary
+from tests.support import samples
+from tests.test_x86_64_counts import _assert_inscount_exact
+
+
+def test_a_program_without_symbols_or_unwind_tables(tmp_path: Path) -> None:
+    built = samples.build_x86_64("sort", "x64-gcc-O2-static")
+    bare = tmp_path / "bare"
+    subprocess.run(["objcopy", "--strip-all", "--remove-section=.eh_frame", "--remove-section=.eh_frame_hdr",
+                    str(built), str(bare)], check=True)
+    lifted = load_binary(str(bare))
+    starts = {proc.address for proc in lifted.procedures}
+    functions = {proc.address for proc in load_binary(str(built)).procedures}
+    called = {ins.branch_target for proc in lifted.procedures for ins in proc.instructions()
+              if ins.is_call and ins.branch_target in functions}
+    assert len(called) > 300 and called <= starts, sorted(hex(a) for a in called - starts)[:8]
+    _assert_inscount_exact(bare, [], tmp_path)
+
+
+POINTER_INTO_AN_INSTRUCTION = r"""
+        .text
+        .globl main
+main:
+        movabs $0x9090900000001d88, %rax   # from main+2: 88 1d 00 00 00 90, mov [rip - 0x70000000], bl
+        xor %eax, %eax
+        lea msg(%rip), %rdi
+        push %rbx
+        call puts
+        pop %rbx
+        mov $3, %eax
+        ret
+        .section .rodata
+        .p2align 3
+        .quad 3
+        .quad main+2
+msg:    .asciz "hello"
+"""
+
+
+def test_a_word_in_data_that_points_into_an_instruction(tmp_path: Path) -> None:
+    source = tmp_path / "pointer.s"
+    source.write_text(POINTER_INTO_AN_INSTRUCTION)
+    program = tmp_path / "pointer"
+    subprocess.run(["gcc", "-no-pie", "-s", str(source), "-o", str(program)], check=True)
+    _assert_inscount_exact(program, [], tmp_path)
