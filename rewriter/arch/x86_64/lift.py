@@ -58,8 +58,9 @@ _RET = b"\xc3"
 _IMMEDIATE_MOVES = frozenset({"mov", "movabs", "push"})
 #: The C library's functions that never return: the instruction after a call of one is
 #: not reached through it.
-#: How many more lifts may start procedures at the functions called inside procedures
-#: without a size (lift): each finds more code, whose calls the next one starts.
+#: How many times the functions called inside procedures without a size may start
+#: procedures of their own (_Descents.run): each time more code is found, whose calls the
+#: next time starts.
 CALL_ROUNDS = 4
 
 NO_RETURN = frozenset({"exit", "_exit", "_Exit", "abort", "__assert_fail", "__stack_chk_fail", "err", "errx",
@@ -98,18 +99,6 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     binary.address_taken = set(taken)
     descents = _Descents(md, reader, names, sizes, code, plt, taken, starts)
     procedures = descents.run()
-    # A program without symbols or unwind tables (Free Pascal's, tcc's, assembly) names no
-    # function but its entry, whose procedure then reached to the end of the code and took
-    # every function it called for its own code: one procedure for all (and its descent
-    # looked back over all of it for each indirect jump's table). The functions called
-    # inside procedures that have no size start procedures of their own, in another lift.
-    for _ in range(CALL_ROUNDS):
-        called = descents.unsized_callees()
-        if not called:
-            break
-        starts |= called
-        descents = _Descents(md, reader, names, sizes, code, plt, taken, starts)
-        procedures = descents.run()
     binary.switch_cases = {jump: cases for d in descents.descents.values() for jump, cases in d.switches.items()}
     binary.table_readers = {at: table for d in descents.descents.values() for at, table in d.tables.items()}
     binary.past_return = descents.past_return
@@ -164,6 +153,39 @@ class _Descents:
         self.pointers: set[int] = set()  # the code pointers the code computes, at instructions found
 
     def run(self) -> dict[int, Procedure]:
+        # A program without symbols or unwind tables (Free Pascal's, tcc's, assembly) names
+        # no function but its entry, whose procedure then reached to the end of the code and
+        # took every function it called for its own code: one procedure for all. Once every
+        # descent has ended, the functions called inside procedures without a size start
+        # procedures of their own, and those procedures are descended again, cut there.
+        self._descend()
+        for _ in range(CALL_ROUNDS):
+            if not self._split_at_callees():
+                break
+            self._descend()
+        return self._procedures()
+
+    def _split_at_callees(self) -> bool:
+        """Start a procedure at each function called inside a procedure without a size
+        (unsized_callees), and descend each such procedure again (from every place it was
+        entered, which may now be one of the new procedures'). True if any was."""
+        called = self.unsized_callees()
+        owners = {self.known[bisect.bisect_right(self.known, target) - 1] for target in called}
+        for target in called:
+            bisect.insort(self.known, target)
+            self.roots[target] = set()
+            self.work.append(target)
+        for owner in owners:
+            del self.descents[owner]
+            self.pending.pop(owner, None)
+            entered, self.roots[owner] = self.roots[owner], set()
+            self.work.append(owner)
+            for target in entered:
+                self._enter(target)
+        return bool(called)
+
+    def _descend(self) -> None:
+        """Descend from the work's entries until no descent leaves for code not found."""
         while self.work or self._computed_pointers():
             start = self.work.pop()
             descent = self.descents.get(start)
@@ -182,6 +204,9 @@ class _Descents:
                 descent.proc.size = last.end - start  # to its last instruction: what follows may be others'
             for target in leaving:
                 self._enter(target)
+
+    def _procedures(self) -> dict[int, Procedure]:
+        """Every descent's procedure, with its blocks."""
         procedures = {}
         for start, descent in self.descents.items():
             proc = descent.proc
