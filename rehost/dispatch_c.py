@@ -15,6 +15,7 @@ import struct
 import tempfile
 from pathlib import Path
 
+from . import stream
 from .sitetable import SiteTable
 from .stream import StreamError, check_results_size
 
@@ -124,6 +125,8 @@ class CDispatcher:
 
     def start(self, bias: int) -> None:
         self._set_facts(bias)
+        # The library keeps no more of the tool's output than can come back (anvil_host.c).
+        ctypes.c_uint64.in_dll(self.lib, "anvil_results_limit").value = stream.RESULTS_LIMIT
         for index, array in enumerate(self.table.arrays):
             buf = (_CTYPES[array.element_size] * array.length)()
             self.arrays[index] = buf

@@ -188,3 +188,34 @@ def test_results_over_a_sessions_limit_are_refused(monkeypatch: pytest.MonkeyPat
         session()
     monkeypatch.setattr(stream, "RESULTS_LIMIT", len(content))
     assert session() == {path: content}
+
+
+def test_output_past_the_limit_is_counted_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The library keeps no more of the tool's output than a session can send back: past
+    rehost.stream.RESULTS_LIMIT the bytes are counted in the output's length, not stored.
+    Before, the check at the end came after every byte was held: a ReHost memtrace of a
+    run of 3.1 G instructions grew ``anvil run`` to 22.7 GB, and the kernel killed it.
+    Written through the library's own sink (as a tool's fprintf is): 40 writes of 4 KiB
+    under a limit of 10 KiB; the oracle is what was written."""
+    from rehost import stream
+    from rehost.dispatch_c import _Output
+
+    monkeypatch.setattr(stream, "RESULTS_LIMIT", 10 * 1024)
+    dispatcher = CDispatcher(host_build.build(host_build.tool_sources("cachesim"), ()), site_table(16384, 8, 64, 2))
+    try:
+        dispatcher.start(0)
+        lib = dispatcher.lib
+        chunk = bytes(range(256)) * 16
+        lib.anvil_sink_open(b"big.out")
+        for _ in range(40):
+            lib.anvil_sink_write(chunk, len(chunk))
+        lib.anvil_sink_close()
+        outputs = (_Output * 64).in_dll(lib, "anvil_outputs")
+        mine = next(outputs[i] for i in range(ctypes.c_uint32.in_dll(lib, "anvil_noutputs").value)
+                    if outputs[i].path == b"big.out")
+        assert mine.len == 40 * len(chunk)  # counted
+        assert mine.cap <= 16 * 1024 and ctypes.string_at(mine.data, 2 * len(chunk)) == 2 * chunk  # kept: 8 KiB
+        with pytest.raises(stream.ResultsTooLarge, match=r"big\.out \(163,840 bytes\)"):
+            dispatcher.finish()
+    finally:
+        dispatcher.close()

@@ -32,6 +32,15 @@ struct anvil_output anvil_outputs[MAX_OUTPUTS];
 uint32_t anvil_noutputs;
 static struct anvil_output *current;
 
+/* What a session can send back (rehost/stream.py RESULTS_LIMIT, which the dispatcher sets
+ * here for each session): past it the tool's bytes are counted in their output's length,
+ * not kept, and the check at the end refuses the results by those lengths. Before, the
+ * check came after every byte was held: a ReHost memtrace of a run of 3.1 G instructions
+ * grew `anvil run` to 22.7 GB, and the kernel killed it. */
+uint64_t anvil_results_limit = UINT64_MAX;
+static uint64_t kept;    /* the bytes of every output kept so far */
+static int overflowed;   /* a write did not fit: from then on, lengths only */
+
 int anvil_sink_open(const char *path)
 {
     if (anvil_noutputs == MAX_OUTPUTS)
@@ -47,6 +56,11 @@ void anvil_sink_write(const char *buf, uint32_t len)
 {
     if (!current || !len)
         return;
+    if (overflowed || kept + len > anvil_results_limit) {
+        overflowed = 1;
+        current->len += len;
+        return;
+    }
     if (current->len + len > current->cap) {
         size_t cap = current->cap ? current->cap : 4096;
         while (cap < current->len + len)
@@ -59,6 +73,7 @@ void anvil_sink_write(const char *buf, uint32_t len)
     }
     memcpy(current->data + current->len, buf, len);
     current->len += len;
+    kept += len;
 }
 
 void anvil_sink_close(void) { current = NULL; }
@@ -70,6 +85,8 @@ void anvil_free_outputs(void)
         free(anvil_outputs[i].data);
     }
     anvil_noutputs = 0;
+    kept = 0;
+    overflowed = 0;
 }
 
 /* ------------------------------------------------------------ dispatch */
