@@ -633,7 +633,7 @@ def _jumps_through_lr(binary: Binary, decoded: dict[int, list], starts: dict[int
                 if before.is_branch or before.writes_pc or before.end != insns[first].address:
                     break
                 first -= 1
-            if not any(before.op_str.startswith("lr,") for before in insns[first:k]):
+            if not any(earlier.op_str.startswith("lr,") for earlier in insns[first:k]):
                 continue  # (most: nothing before it sets LR)
             known = register_call_target(insns[first:k + 1], binary.read, lambda at: at in starts)
             if known is not None and starts[known[0]] == known[1]:

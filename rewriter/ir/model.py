@@ -548,6 +548,10 @@ class Binary:
     def instruction_count(self) -> int:
         return sum(len(b.instructions) for b in self.blocks())
 
+    def in_memory(self, address: int) -> bool:
+        """Whether ``address`` is in a loaded segment's memory, or its end's address."""
+        return any(seg.vaddr <= address <= seg.vaddr + seg.memsz for seg in self.segments)
+
     def file_offset(self, vaddr: int) -> int | None:
         """File offset of link-time address ``vaddr``, if it is backed by file bytes."""
         for seg in self.segments:

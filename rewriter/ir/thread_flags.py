@@ -50,10 +50,8 @@ def thread_flag_procedures(binary: Binary) -> set[int]:
     pc = _PC[binary.address_bytes]
     # Not an address of the program's own memory (a fixed-address program's code at
     # 0x400000 or 0x10000 has such bits).
-    loaded = [(segment.vaddr, segment.vaddr + segment.memsz) for segment in binary.segments]
     return {proc.address for proc in binary.procedures
-            if any(starts_a_thread(value) and not any(low <= value < high for low, high in loaded)
-                   for value in _values(binary, proc, pc))}
+            if any(starts_a_thread(value) and not binary.in_memory(value) for value in _values(binary, proc, pc))}
 
 
 def _values(binary: Binary, proc: Procedure, pc: int) -> Iterable[int]:

@@ -56,13 +56,12 @@ _RET = b"\xc3"
 #: Instructions whose immediate may be a fixed-address program's code pointer (``mov edi,
 #: 0x401660`` giving ``main`` to ``__libc_start_main``, ``push 0x401200``).
 _IMMEDIATE_MOVES = frozenset({"mov", "movabs", "push"})
-#: The C library's functions that never return: the instruction after a call of one is
-#: not reached through it.
 #: How many times the functions called inside procedures without a size may start
 #: procedures of their own (_Descents.run): each time more code is found, whose calls the
 #: next time starts.
 CALL_ROUNDS = 4
-
+#: The C library's functions that never return: the instruction after a call of one is
+#: not reached through it.
 NO_RETURN = frozenset({"exit", "_exit", "_Exit", "abort", "__assert_fail", "__stack_chk_fail", "err", "errx",
                        "verr", "verrx", "__libc_start_main", "pthread_exit", "longjmp", "siglongjmp",
                        "__longjmp_chk", "__cxa_throw", "__cxa_rethrow", "_Unwind_Resume", "quick_exit",
@@ -167,9 +166,9 @@ class _Descents:
 
     def _split_at_callees(self) -> bool:
         """Start a procedure at each function called inside a procedure without a size
-        (unsized_callees), and descend each such procedure again (from every place it was
+        (_unsized_callees), and descend each such procedure again (from every place it was
         entered, which may now be one of the new procedures'). True if any was."""
-        called = self.unsized_callees()
+        called = self._unsized_callees()
         owners = {self.known[bisect.bisect_right(self.known, target) - 1] for target in called}
         for target in called:
             bisect.insort(self.known, target)
@@ -218,7 +217,7 @@ class _Descents:
             procedures[start] = proc
         return procedures
 
-    def unsized_callees(self) -> set[int]:
+    def _unsized_callees(self) -> set[int]:
         """The functions that the code found calls inside the ranges of procedures without
         a size, where no procedure starts (each was taken for code of the procedure)."""
         unsized = {start for start, descent in self.descents.items()
@@ -469,9 +468,6 @@ class _Reader:
     def is_code(self, address: int) -> bool:
         return _in(self.code, address)
 
-    def is_memory(self, address: int) -> bool:
-        """Whether ``address`` is in (or just past, an end's address) a loaded segment."""
-        return any(s.vaddr <= address <= s.vaddr + s.memsz for s in self.binary.segments)
 
     def referenced(self, address: int) -> bool:
         """Whether the code names ``address`` as data: a RIP-relative ``lea``, ``mov`` or
@@ -650,7 +646,7 @@ class _Descent:
         for ins in _straight_line(self.md, self.reader, address, self.hi, _PLAUSIBLE_RUN):
             target = ins.branch_target if ins.is_branch else rip_operand(ins) if ins.reads_pc else None
             if target is not None and not (self.reader.is_code(target) if ins.is_branch
-                                           else self.reader.is_memory(target)):
+                                           else self.reader.binary.in_memory(target)):
                 return False
         return True
 
