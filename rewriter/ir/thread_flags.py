@@ -18,6 +18,12 @@ has (``CLONE_VFORK``), no exit signal, 32 bits, and not an address of the progra
 memory. (With the first three alone, a literal 0x1bb00 in glibc's static code passed.)
 Such a value is an immediate, a pair of ``movw``/``movt`` (ARM) or a literal the code
 loads.
+
+An address of the program's memory may be one of the C libraries' own flags all the same:
+a fixed-address ARM program at 0x10000 whose zero-filled data spans 4 MB holds 0x3d0f00
+(such a program's threads crashed its copies). So the values the C libraries use are
+taken wherever they lie; another value that is also an address is taken for one (a
+pointer into a fixed-address program's code or data may have the flags' bits).
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ _A_THREAD = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | C
 # the kernel refuses with CLONE_THREAD (NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID,
 # NEWNET).
 _NEVER_A_THREAD = 0xFF | 0x1000 | 0x4000 | 0x20000 | 0x7E000000
+# The flags of glibc's ``create_thread`` (also bionic's and uClibc-ng's thread start) and
+# musl's ``pthread_create`` (with CLONE_DETACHED).
+_C_LIBRARY_FLAGS = frozenset({0x3D0F00, 0x7D0F00})
 _MOVES = {"mov", "movs", "movw", "movt", "movabs"}  # what sets a register or memory to an immediate
 _PC = {4: 15, 8: 16}  # the program counter's register number in an Access, by address width
 
@@ -49,9 +58,10 @@ def thread_flag_procedures(binary: Binary) -> set[int]:
     that starts a thread (module docstring)."""
     pc = _PC[binary.address_bytes]
     # Not an address of the program's own memory (a fixed-address program's code at
-    # 0x400000 or 0x10000 has such bits).
+    # 0x400000 or 0x10000 has such bits), unless a C library's own flags.
     return {proc.address for proc in binary.procedures
-            if any(starts_a_thread(value) and not binary.in_memory(value) for value in _values(binary, proc, pc))}
+            if any(starts_a_thread(value) and (value in _C_LIBRARY_FLAGS or not binary.in_memory(value))
+                   for value in _values(binary, proc, pc))}
 
 
 def _values(binary: Binary, proc: Procedure, pc: int) -> Iterable[int]:
