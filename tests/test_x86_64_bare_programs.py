@@ -22,6 +22,7 @@ from pathlib import Path
 
 from rewriter.ir.elf_loader import load_binary
 from tests.support import samples
+from tests.support.run import instrument, place
 from tests.test_x86_64_counts import _assert_inscount_exact
 
 
@@ -65,3 +66,27 @@ def test_a_word_in_data_that_points_into_an_instruction(tmp_path: Path) -> None:
     program = tmp_path / "pointer"
     subprocess.run(["gcc", "-no-pie", "-s", str(source), "-o", str(program)], check=True)
     _assert_inscount_exact(program, [], tmp_path)
+
+
+def test_signal_return_trampoline_of_a_stripped_static_program(tmp_path: Path) -> None:
+    """glibc's ``__restore_rt`` (where every handler returns) has an FDE that starts one
+    byte before it, on the padding (``.LSTART - 1``, for unwinders that look up a return
+    address less one). A stripped program names nothing else there: that byte was taken
+    for a procedure's entry, whose jump was written over ``__restore_rt``, and the copy
+    crashed as its first handler returned (Debian's busybox and zsh-static, every tool).
+    The procedure starts where the code does; samples/handler_read_back.c's stripped copy
+    behaves as the original."""
+    built = samples.build_x86_64("handler_read_back", "x64-gcc-O2-static")
+    stripped = tmp_path / "stripped"
+    subprocess.run(["strip", "-o", str(stripped), str(built)], check=True)
+    restorer = load_binary(str(built)).symbols["__restore_rt"]
+    starts = {proc.address for proc in load_binary(str(stripped)).procedures}
+    assert restorer in starts and restorer - 1 not in starts
+    placed = place(stripped, tmp_path, "orig")
+    original = subprocess.run([str(placed)], capture_output=True, cwd=placed.parent, timeout=60)
+    assert original.returncode == 0 and b"value 4242" in original.stdout, original
+    for tool in ("inscount", "cachesim"):
+        copy = instrument(stripped, tool, tmp_path, slot=tool[:4])
+        done = subprocess.run([str(copy)], capture_output=True, cwd=copy.parent, timeout=60)
+        assert (done.returncode, done.stdout, done.stderr) == (original.returncode, original.stdout,
+                                                               original.stderr), tool

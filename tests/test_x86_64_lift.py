@@ -147,7 +147,7 @@ def test_eh_frame_functions_are_pyelftools(program: str | tuple[str, str]) -> No
     with open(path, "rb") as f:
         elf = ELFFile(f)
         section = elf.get_section_by_name(".eh_frame")
-        ours = eh_frame_functions(section.data(), section["sh_addr"])
+        ours = [(first, lsda) for first, lsda, _ in eh_frame_functions(section.data(), section["sh_addr"])]
         theirs = [(entry.header["initial_location"], getattr(entry, "lsda_pointer", None) or 0)
                   for entry in elf.get_dwarf_info(follow_links=False).EH_CFI_entries() if isinstance(entry, FDE)]
     assert ours == theirs

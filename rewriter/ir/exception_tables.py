@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import NamedTuple
 
 from elftools.elf.elffile import ELFFile
 
@@ -118,9 +119,20 @@ def landing_pads(read: Callable[[int, int], bytes], lsda: int, function: int) ->
     return _pads_of_lsda(_Reader(read, lsda, bits=64), function, keep=(1 << 64) - 1)
 
 
-def eh_frame_functions(data: bytes, base: int) -> list[tuple[int, int]]:
-    """(first address, LSDA address or 0) of each function a 64-bit program's ``.eh_frame``
-    (``data``, loaded at ``base``) has an FDE for. ValueError where the section is malformed.
+class FrameDescription(NamedTuple):
+    """What ``.eh_frame`` says of one function."""
+
+    first: int  # the first address its FDE covers
+    lsda: int  # its LSDA's address, or 0
+    # Its CIE's augmentation has 'S': a signal handler's return trampoline, whose FDE may
+    # start one byte before its code (glibc's ``__restore_rt``: ``.LSTART - 1``, so that an
+    # unwinder that looks up a return address less one finds it).
+    signal_frame: bool = False
+
+
+def eh_frame_functions(data: bytes, base: int) -> list[FrameDescription]:
+    """What a 64-bit program's ``.eh_frame`` (``data``, loaded at ``base``) says of each
+    function it has an FDE for. ValueError where the section is malformed.
 
     The section is a run of records, each a length (4 bytes, or 0xffffffff and 8) and an id
     (0: a CIE; else the distance back from the id to the FDE's CIE), ending at its end or at
@@ -131,7 +143,7 @@ def eh_frame_functions(data: bytes, base: int) -> list[tuple[int, int]]:
     LSDA's pointer. Only these fields are read: the call-frame instructions after them are
     skipped (pyelftools parses them all: most of the time it took on a big program)."""
     read = partial(_slice, data, base)
-    cies: dict[int, tuple[int, int]] = {}  # CIE's offset -> (FDE pointer encoding, LSDA encoding)
+    cies: dict[int, tuple[int, int, bool]] = {}  # CIE's offset -> (FDE encoding, LSDA encoding, signal frame)
     found = []
     at = 0
     while at + 4 <= len(data):
@@ -143,7 +155,8 @@ def eh_frame_functions(data: bytes, base: int) -> list[tuple[int, int]]:
         if not cie_id:
             cies[at] = _cie_encodings(r)
         else:
-            fde_encoding, lsda_encoding = cies.get(id_at - cie_id) or _cie_at(data, base, id_at - cie_id, cies)
+            fde_encoding, lsda_encoding, signal_frame = (cies.get(id_at - cie_id)
+                                                         or _cie_at(data, base, id_at - cie_id, cies))
             first = r.encoded(fde_encoding)
             r.encoded(fde_encoding & 0x0F)  # the size: no application
             lsda = 0
@@ -153,7 +166,7 @@ def eh_frame_functions(data: bytes, base: int) -> list[tuple[int, int]]:
                     lsda = r.encoded(lsda_encoding)
                 except ValueError:  # an encoding not read here: its landing pads stay unknown
                     lsda = 0
-            found.append((first, lsda))
+            found.append(FrameDescription(first, lsda, signal_frame))
         at = end
     return found
 
@@ -174,9 +187,9 @@ def _record(data: bytes, base: int, at: int) -> tuple[int, int, int, int] | None
     return id_at, int.from_bytes(data[id_at:id_at + id_size], "little"), id_at + id_size, end
 
 
-def _cie_at(data: bytes, base: int, at: int, cies: dict[int, tuple[int, int]]) -> tuple[int, int]:
+def _cie_at(data: bytes, base: int, at: int, cies: dict[int, tuple[int, int, bool]]) -> tuple[int, int, bool]:
     """The encodings of the CIE at offset ``at`` (one after the FDE that names it, which the
-    format allows)."""
+    format allows), and whether it is a signal frame's."""
     record = _record(data, base, at) if 0 <= at <= len(data) - 8 else None
     if record is None or record[1]:
         raise ValueError(f"an FDE of .eh_frame names no CIE at {base + at:#x}")
@@ -191,8 +204,9 @@ def _slice(data: bytes, base: int, at: int, size: int) -> bytes:
     return data[at - base:at - base + size]
 
 
-def _cie_encodings(r: _Reader) -> tuple[int, int]:
-    """(FDE pointer encoding, LSDA encoding or OMIT) of the CIE whose version byte ``r`` is at."""
+def _cie_encodings(r: _Reader) -> tuple[int, int, bool]:
+    """(FDE pointer encoding, LSDA encoding or OMIT, whether a signal frame's: 'S') of the
+    CIE whose version byte ``r`` is at."""
     version = r.byte()
     augmentation = bytearray()
     while (c := r.byte()) != 0:
@@ -203,8 +217,9 @@ def _cie_encodings(r: _Reader) -> tuple[int, int]:
     r.sleb128()  # data alignment
     r.byte() if version == 1 else r.uleb128()  # return address register
     fde_encoding, lsda_encoding = 0x00, OMIT
+    signal_frame = b"S" in augmentation
     if augmentation[:1] != b"z":
-        return fde_encoding, lsda_encoding
+        return fde_encoding, lsda_encoding, signal_frame
     r.uleb128()  # the augmentation data's length
     for c in augmentation[1:].decode("latin-1"):
         if c == "L":
@@ -216,7 +231,7 @@ def _cie_encodings(r: _Reader) -> tuple[int, int]:
             r.skip_encoded(encoding)
         elif c not in "SB":
             raise ValueError(f"unknown .eh_frame augmentation {augmentation.decode('latin-1')!r}")
-    return fde_encoding, lsda_encoding
+    return fde_encoding, lsda_encoding, signal_frame
 
 
 def _pads_of_lsda(r: _Reader, function: int, keep: int = 0xFFFFFFFE) -> set[int]:

@@ -53,6 +53,7 @@ _RUN = 256
 #: stack from there (decision 0131). Named only: a stripped program's is not known.
 PAST_RETURN = frozenset({"__morestack", "__morestack_non_split"})
 _RET = b"\xc3"
+_SYSCALL = b"\x0f\x05"
 #: Instructions whose immediate may be a fixed-address program's code pointer (``mov edi,
 #: 0x401660`` giving ``main`` to ``__libc_start_main``, ``push 0x401200``).
 _IMMEDIATE_MOVES = frozenset({"mov", "movabs", "push"})
@@ -360,13 +361,33 @@ def _unwinding(elf: ELFFile, binary: Binary) -> tuple[set[int], set[int]]:
     except ValueError:  # a malformed .eh_frame names no functions; the symbols still do
         return set(), set()
     pads: set[int] = set()
-    for first, lsda in entries:
+    for first, lsda, _ in entries:
         if lsda:
             try:
                 pads |= landing_pads(binary.read, lsda, first)
             except (ValueError, IndexError):  # an LSDA this cannot read: its pads stay unknown
                 continue
-    return {first for first, _ in entries}, pads
+    return {_code_start(binary, entry.first) if entry.signal_frame else entry.first for entry in entries}, pads
+
+
+def _code_start(binary: Binary, first: int) -> int:
+    """Where the code of a signal frame's FDE starting at ``first`` starts: one byte on
+    where the FDE starts before its ``rt_sigreturn`` (glibc's ``__restore_rt``, whose FDE
+    starts at the last byte of the padding before it). Taken as the start, that byte made a
+    procedure whose entry's jump was written over the start of ``__restore_rt``, where
+    every signal handler returns: a stripped static program crashed at its first handled
+    signal."""
+    if not _sigreturn_at(binary, first) and _sigreturn_at(binary, first + 1):
+        return first + 1
+    return first
+
+
+def _sigreturn_at(binary: Binary, address: int) -> bool:
+    """Whether the code at ``address`` is ``mov $15, %eax`` (or ``%rax``) then ``syscall``:
+    the ``rt_sigreturn`` system call a handler's return trampoline makes."""
+    code = binary.read(address, 9)
+    return code[:7] == b"\x48\xc7\xc0\x0f\x00\x00\x00" and code[7:9] == _SYSCALL \
+        or code[:5] == b"\xb8\x0f\x00\x00\x00" and code[5:7] == _SYSCALL
 
 
 def _array_functions(elf: ELFFile, binary: Binary) -> set[int]:
