@@ -21,6 +21,7 @@ from elftools.elf.elffile import ELFFile
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support import samples
 from tests.support import x86_64_traces as traces
+from tests.test_x86_64_counts import _assert_inscount_exact
 
 
 def _switch_jump(program: Path) -> int:
@@ -54,3 +55,115 @@ def test_table_reads_traced_at_the_original_table(variant: str, tmp_path: Path) 
         lo, hi = rodata["sh_addr"], rodata["sh_addr"] + rodata["sh_size"]
     loads = [ea - base for _, ea, _, kind in traces.trace(copied.parent / "prog.memtrace.out") if kind == "L"]
     assert sum(lo <= ea < hi for ea in loads) == dispatches
+
+
+# GHC's runtime (Debian's alex, every copy crashed): the compare right before the jump is a
+# lower bound, the upper one is in a block elsewhere.
+LOWER_BOUND_SWITCH = r"""
+        .text
+        .globl main
+main:
+        push %rbx
+        xor %ebx, %ebx
+        mov $8, %ecx
+loop:
+        cmp $0x1d, %rcx          # the upper bound, in a block of its own
+        jae done
+        jmp check
+done:
+        lea fmt(%rip), %rdi
+        mov %rbx, %rsi
+        xor %eax, %eax
+        call printf
+        pop %rbx
+        xor %eax, %eax
+        ret
+check:
+        cmp $8, %rcx             # a lower bound: the table is reached where rcx >= 8
+        jb done
+        mov %rcx, %rax
+        add $-8, %rax
+        jmp *table(,%rax,8)
+case0:  add $3, %rbx
+        jmp next
+case1:  add $10, %rbx
+        jmp next
+case2:  add $17, %rbx
+        jmp next
+case3:  add $24, %rbx
+        jmp next
+case4:  add $31, %rbx
+        jmp next
+case5:  add $38, %rbx
+        jmp next
+case6:  add $45, %rbx
+        jmp next
+case7:  add $52, %rbx
+        jmp next
+case8:  add $59, %rbx
+        jmp next
+case9:  add $66, %rbx
+        jmp next
+case10:  add $73, %rbx
+        jmp next
+case11:  add $80, %rbx
+        jmp next
+case12:  add $87, %rbx
+        jmp next
+case13:  add $94, %rbx
+        jmp next
+case14:  add $101, %rbx
+        jmp next
+case15:  add $108, %rbx
+        jmp next
+case16:  add $115, %rbx
+        jmp next
+case17:  add $122, %rbx
+        jmp next
+case18:  add $129, %rbx
+        jmp next
+case19:  add $136, %rbx
+        jmp next
+case20:  add $143, %rbx
+        jmp next
+next:
+        inc %rcx
+        jmp loop
+        .section .rodata
+        .p2align 3
+table:
+        .quad case0
+        .quad case1
+        .quad case2
+        .quad case3
+        .quad case4
+        .quad case5
+        .quad case6
+        .quad case7
+        .quad case8
+        .quad case9
+        .quad case10
+        .quad case11
+        .quad case12
+        .quad case13
+        .quad case14
+        .quad case15
+        .quad case16
+        .quad case17
+        .quad case18
+        .quad case19
+        .quad case20
+fmt:    .asciz "sum %ld\n"
+"""
+
+
+def test_a_compare_before_the_table_that_is_a_lower_bound(tmp_path: Path) -> None:
+    """``cmp rcx, 8; jb ...; add rax, -8; jmp [table + rax*8]`` reaches the table where rcx
+    >= 8: the compare says nothing of the table's length (21 entries here), which was
+    taken for 8, so that the copy's table ended early and the copy of a case past it went
+    elsewhere. Every case is counted as qemu runs it, and the copy prints the same sum."""
+    source = tmp_path / "switch.s"
+    source.write_text(LOWER_BOUND_SWITCH)
+    program = tmp_path / "switch"
+    subprocess.run(["gcc", "-no-pie", "-s", str(source), "-o", str(program)], check=True)
+    _assert_inscount_exact(program, [], tmp_path)

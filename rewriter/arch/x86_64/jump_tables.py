@@ -74,13 +74,13 @@ def switch_table(before: Iterable[Instruction], jump: Instruction, read: Callabl
     data address (an unbounded table ends before one)."""
     earlier = _Earlier(before)
     window = [ins for _, ins in itertools.islice(earlier.walk(0), LOOK_BACK)][::-1]  # address order, nearest last
-    count = _bound(window)
+    count = _bound(window, jump.address)
     access = next((a for a in jump.accesses if not a.is_store and a.base != RSP), None)
     if access is not None:  # jmp [table + idx*8]
         if access.base != -1 or access.index is None or access.shift != 3:
             return None
         if count is None:
-            count = _far_bound(earlier, _index_register(jump), 0)
+            count = _far_bound(earlier, _index_register(jump), 0, jump.address)
         targets = _entries(lambda i: struct.unpack("<Q", read(access.disp + 8 * i, 8))[0], count, is_code,
                            lambda i: referenced(access.disp + 8 * i))
         return SwitchTable(access.disp, 8, targets, _copyable(jump.address, count, targets), absolute=True) \
@@ -91,7 +91,7 @@ def switch_table(before: Iterable[Instruction], jump: Instruction, read: Callabl
     table, width, read_by, read_at = found
     reader = read_by.address if read_by is not None else None
     if count is None and read_by is not None:
-        count = _far_bound(earlier, _index_register(read_by), read_at + 1)
+        count = _far_bound(earlier, _index_register(read_by), read_at + 1, jump.address)
     offset = "<i" if width == 4 else "<q"
     targets = _entries(lambda i: (table + struct.unpack(offset, read(table + width * i, width))[0]) & (1 << 64) - 1,
                        count, is_code, lambda i: referenced(table + width * i))
@@ -115,7 +115,7 @@ def _index_register(reader: Instruction) -> str | None:
     return None
 
 
-def _far_bound(earlier: _Earlier, index: str | None, start: int) -> int | None:
+def _far_bound(earlier: _Earlier, index: str | None, start: int, jump: int) -> int | None:
     """The bound of a check on ``index`` (or its low half) further back than LOOK_BACK:
     ``cmp index, N`` right before ``ja``/``jae``, with nothing between it and the
     instruction that reads the table (the ``start``-th before the jump is the one before
@@ -128,7 +128,7 @@ def _far_bound(earlier: _Earlier, index: str | None, start: int) -> int | None:
         if n >= FAR_LOOK_BACK:
             return None
         if following is not None and ins.name == "cmp" and ins.op_str.split(",", 1)[0].strip() in names:
-            return _bound([ins, following])
+            return _bound([ins, following], jump)
         if _writes(ins, index):
             return None
         following = ins
@@ -259,9 +259,14 @@ def _value(reg: str, earlier: _Earlier, start: int, depth: int = 0) -> int | Non
     return None
 
 
-def _bound(window: list[Instruction]) -> int | None:
-    """Entries the bounds check allows: ``cmp r, N`` followed by ``ja`` (N + 1) or ``jae``
-    (N), the nearest such pair before the jump."""
+def _bound(window: list[Instruction], jump: int) -> int | None:
+    """Entries the bounds check allows, from the nearest ``cmp r, N`` and conditional jump
+    before the ``jump`` at ``jump``: N + 1 where the path to the table has r <= N (``ja``
+    not taken, ``jbe`` taken), N where it has r < N (``jae`` not taken, ``jb`` taken). The
+    branch is taken toward the table where it jumps forward, past the code before the
+    table's jump. A check the other way round is a lower bound (GHC's runtime: ``cmp rcx,
+    8; jb ...; add rcx, -8; jmp [table + rcx*8]``, a table of 21 entries read as 8): it
+    says nothing of the count, which is then read from the table."""
     for first, second in zip(reversed(window[:-1]), reversed(window[1:])):
         if first.name != "cmp" or second.name not in ("ja", "jae", "jbe", "jb"):
             continue
@@ -270,6 +275,10 @@ def _bound(window: list[Instruction]) -> int | None:
             limit = int(operand, 0)
         except ValueError:
             return None
+        target = second.branch_target
+        taken_toward = target is not None and second.end <= target <= jump
+        if taken_toward == (second.name in ("ja", "jae")):
+            return None  # the table is reached where r is above the bound
         return limit + 1 if second.name in ("ja", "jbe") else limit
     return None
 
