@@ -167,3 +167,59 @@ def test_a_compare_before_the_table_that_is_a_lower_bound(tmp_path: Path) -> Non
     program = tmp_path / "switch"
     subprocess.run(["gcc", "-no-pie", "-s", str(source), "-o", str(program)], check=True)
     _assert_inscount_exact(program, [], tmp_path)
+
+
+# OCaml's switch: the entry read is added into the register that held the table's address.
+OCAML_SWITCH = r"""
+        .text
+        .globl main
+main:
+        push %rbx
+        xor %ebx, %ebx
+        mov $6, %ecx
+1:      mov %ecx, %eax
+        lea table(%rip), %rdx
+        movslq (%rdx,%rax,4), %rax
+        add %rax, %rdx
+        jmp *%rdx
+case0:  add $3, %ebx
+        jmp 2f
+case1:  add $5, %ebx
+        jmp 2f
+case2:  add $7, %ebx
+        jmp 2f
+case3:  add $11, %ebx
+2:      dec %ecx
+        jns 1b
+        lea fmt(%rip), %rdi
+        mov %ebx, %esi
+        xor %eax, %eax
+        call printf
+        pop %rbx
+        xor %eax, %eax
+        ret
+        .section .rodata
+        .p2align 2
+table:  .long case0 - table, case1 - table, case2 - table, case3 - table
+        .long case2 - table, case1 - table, case0 - table
+fmt:    .asciz "sum %d\n"
+"""
+
+def _assemble(source: str, tmp_path: Path) -> Path:
+    """``source`` assembled and linked as a stripped PIE."""
+    path = tmp_path / "program.s"
+    path.write_text(source)
+    program = tmp_path / "program"
+    subprocess.run(["gcc", "-pie", "-s", str(path), "-o", str(program)], check=True)
+    return program
+
+
+def test_a_switch_that_adds_the_entry_to_the_tables_address(tmp_path: Path) -> None:
+    """OCaml's switches add the entry read into the register that held the table's address
+    and jump through that (``lea rdx, [table]; movsxd rax, [rdx + rax*4]; add rdx, rax;
+    jmp rdx``): the table was not found, and the copy jumped to the original cases, whose
+    code ran from there and went into the middle of a jump written over the original
+    (Debian's menhir crashed at start-up under every tool). Every case is counted as qemu
+    runs it."""
+    _assert_inscount_exact(_assemble(OCAML_SWITCH, tmp_path), [], tmp_path)
+

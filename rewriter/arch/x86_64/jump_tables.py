@@ -168,26 +168,40 @@ def _pic_table(earlier: _Earlier, jump: Instruction) -> tuple[int, int, Instruct
     if not jump.op_str or jump.op_str.startswith(("qword", "[")):
         return None
     reg = jump.op_str.split()[-1]
-    base_reg = None
-    width = 4
-    reader: Instruction | None = None
-    reader_at = -1
-    leaves = False  # whether the code from here on runs into a ret before any branch
     for n, ins in earlier.walk(0):
         if n > TABLE_LOOK_BACK:
             return None
-        if base_reg is None:
-            if ins.name == "add" and ins.op_str.startswith(reg + ","):
-                base_reg = ins.op_str.split(",", 1)[1].strip()
-                if base_reg.startswith("qword ptr ["):
-                    terms = base_reg[len("qword ptr ["):].rstrip("]").replace(" ", "").split("+")
-                    if len(terms) != 2 or not terms[1].endswith("*8"):
-                        return None
-                    base_reg, width, reader, reader_at = terms[0], 8, ins, n
+        if ins.name != "add" or not ins.op_str.startswith(reg + ","):
             continue
+        source = ins.op_str.split(",", 1)[1].strip()
+        if source.startswith("qword ptr ["):
+            terms = source[len("qword ptr ["):].rstrip("]").replace(" ", "").split("+")
+            if len(terms) != 2 or not terms[1].endswith("*8"):
+                return None
+            return _table_base(earlier, n + 1, terms[0], 8, ins, n)
+        # ``add rX, rT`` (gcc, clang: the entry into the table's address's register), or
+        # ``add rT, rX`` (OCaml: the table's address into the entry's): the one a ``lea``
+        # gives is the table's, the other read from it.
+        return _table_base(earlier, n + 1, source, 4, None, -1) \
+            or _table_base(earlier, n + 1, reg, 4, None, -1, reader_needed=True)
+    return None
+
+
+def _table_base(earlier: _Earlier, start: int, base_reg: str, width: int, reader: Instruction | None,
+                reader_at: int, reader_needed: bool = False) -> tuple[int, int, Instruction | None, int] | None:
+    """_pic_table's result where ``base_reg`` holds the table's address at the ``start``-th
+    instruction before the jump (``reader``: the instruction that reads the entry, if known
+    already; else a ``movsxd`` from ``[base_reg + idx*4]`` on the way, which must be there
+    where ``reader_needed``), or None."""
+    leaves = False  # whether the code from here on runs into a ret before any branch
+    for n, ins in earlier.walk(start):
+        if n > TABLE_LOOK_BACK:
+            return None
         if reader is None and ins.name == "movsxd" and f"[{base_reg} + " in ins.op_str and ins.op_str.endswith("*4]"):
             reader, reader_at = ins, n
         if _writes(ins, base_reg) and not leaves:
+            if reader is None and reader_needed:
+                return None
             table = _value(base_reg, earlier, n)
             return (table, width, reader, reader_at) if table is not None else None
         if ins.name in ("ret", "retf"):
