@@ -18,6 +18,8 @@ import capstone
 import pytest
 from elftools.elf.elffile import ELFFile
 
+from rewriter.arch.x86_64.jump_tables import switch_table
+from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support import samples
 from tests.support import x86_64_traces as traces
@@ -223,3 +225,145 @@ def test_a_switch_that_adds_the_entry_to_the_tables_address(tmp_path: Path) -> N
     runs it."""
     _assert_inscount_exact(_assemble(OCAML_SWITCH, tmp_path), [], tmp_path)
 
+
+
+# Two switches back to back (PHP's printf engine): the code between them is reached from
+# the first's cases.
+SWITCHES_BACK_TO_BACK = r"""
+        .text
+        .globl main
+main:
+        push %rbx
+        xor %ebx, %ebx
+        mov $2, %edx
+        mov $1, %eax
+        cmp $6, %al              # switch 1: 7 entries
+        ja next
+        lea table1(%rip), %rdi
+        movsxd (%rdi,%rax,4), %rax
+        add %rdi, %rax
+        jmp *%rax
+second:                          # (from switch 1's cases)
+        xor %eax, %eax
+        cmp $19, %dl       # switch 2: 20 entries
+        ja next
+jump2:  movzbl %dl, %ecx
+        lea table2(%rip), %rdi
+        movsxd (%rdi,%rcx,4), %rcx
+        add %rdi, %rcx
+        jmp *%rcx
+a0:     add $1, %ebx
+        jmp second
+a1:     add $2, %ebx
+        jmp second
+a2:     add $3, %ebx
+        jmp second
+a3:     add $4, %ebx
+        jmp second
+a4:     add $5, %ebx
+        jmp second
+a5:     add $6, %ebx
+        jmp second
+a6:     add $7, %ebx
+        jmp second
+b0:     add $100, %ebx
+        jmp next
+b1:     add $101, %ebx
+        jmp next
+b2:     add $102, %ebx
+        jmp next
+b3:     add $103, %ebx
+        jmp next
+b4:     add $104, %ebx
+        jmp next
+b5:     add $105, %ebx
+        jmp next
+b6:     add $106, %ebx
+        jmp next
+b7:     add $107, %ebx
+        jmp next
+b8:     add $108, %ebx
+        jmp next
+b9:     add $109, %ebx
+        jmp next
+b10:     add $110, %ebx
+        jmp next
+b11:     add $111, %ebx
+        jmp next
+b12:     add $112, %ebx
+        jmp next
+b13:     add $113, %ebx
+        jmp next
+b14:     add $114, %ebx
+        jmp next
+b15:     add $115, %ebx
+        jmp next
+b16:     add $116, %ebx
+        jmp next
+b17:     add $117, %ebx
+        jmp next
+b18:     add $118, %ebx
+        jmp next
+b19:     add $119, %ebx
+        jmp next
+next:
+        mov %ebx, %eax
+        pop %rbx
+        ret
+        .section .rodata
+        .p2align 2
+table1:
+        .long a0 - table1
+        .long a1 - table1
+        .long a2 - table1
+        .long a3 - table1
+        .long a4 - table1
+        .long a5 - table1
+        .long a6 - table1
+table2:
+        .long b0 - table2
+        .long b1 - table2
+        .long b2 - table2
+        .long b3 - table2
+        .long b4 - table2
+        .long b5 - table2
+        .long b6 - table2
+        .long b7 - table2
+        .long b8 - table2
+        .long b9 - table2
+        .long b10 - table2
+        .long b11 - table2
+        .long b12 - table2
+        .long b13 - table2
+        .long b14 - table2
+        .long b15 - table2
+        .long b16 - table2
+        .long b17 - table2
+        .long b18 - table2
+        .long b19 - table2
+"""
+
+
+def test_a_switch_right_after_another_takes_its_own_bound(tmp_path: Path) -> None:
+    """The bound of a table is looked for in the instructions below its jump. Where the
+    descent reached the second switch before the code between the two (PHP's
+    ``format_converter``: another branch leads to it), the nearest compare below was the
+    first switch's, past its jump, which does not fall through: the second table got 7
+    entries of its 20 (PHP's: 47 of 121), and the copy's table ended early (every tool's copy
+    of php crashed at start-up). The second switch's jump, given the instructions below it
+    without that code, finds all its cases: those of the source."""
+    source = tmp_path / "switches.s"
+    source.write_text(SWITCHES_BACK_TO_BACK)
+    program = tmp_path / "switches"
+    subprocess.run(["gcc", "-pie", "-s", str(source), "-o", str(program)], check=True)
+    binary = load_binary(str(program))
+    found = sorted({ins.address: ins for proc in binary.procedures for ins in proc.instructions()}.items())
+    jumps = [ins for _, ins in found if ins.name == "jmp" and ins.is_indirect and not ins.op_str.startswith("q")]
+    first, second = jumps[-2:]
+    between = {address for address, ins in found if first.end <= address and ins.end <= second.address
+                and ins.name in ("xor", "cmp", "ja")}
+    below = [ins for address, ins in reversed(found) if address < second.address and address not in between]
+    table = switch_table(below, second, binary.read, lambda address: any(
+        lo <= address < hi for lo, hi in [(p.address, p.end) for p in binary.procedures]))
+    assert table is not None and len(table.targets) >= 20, table
+    assert set(table.targets[:20]) == set(binary.switch_cases[second.address])

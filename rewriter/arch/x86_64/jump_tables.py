@@ -280,7 +280,13 @@ def _bound(window: list[Instruction], jump: int) -> int | None:
     branch is taken toward the table where it jumps forward, past the code before the
     table's jump. A check the other way round is a lower bound (GHC's runtime: ``cmp rcx,
     8; jb ...; add rcx, -8; jmp [table + rcx*8]``, a table of 21 entries read as 8): it
-    says nothing of the count, which is then read from the table."""
+    says nothing of the count, which is then read from the table.
+
+    The instructions before the jump are those below it: past one that does not fall through
+    (another switch's jump), only a branch taken to the code after that one leads to the
+    table (PHP's printf engine has two switches back to back: the second took the first's
+    bound, 47 of its 121 entries, and the copy's table ended early)."""
+    barrier = next((ins.end for ins in reversed(window) if not ins.falls_through), None)
     for first, second in zip(reversed(window[:-1]), reversed(window[1:])):
         if first.name != "cmp" or second.name not in ("ja", "jae", "jbe", "jb"):
             continue
@@ -290,7 +296,12 @@ def _bound(window: list[Instruction], jump: int) -> int | None:
         except ValueError:
             return None
         target = second.branch_target
-        taken_toward = target is not None and second.end <= target <= jump
+        if barrier is not None and second.address < barrier:  # its fall-through cannot reach the table
+            if target is None or not barrier <= target <= jump:
+                continue
+            taken_toward = True
+        else:
+            taken_toward = target is not None and second.end <= target <= jump
         if taken_toward == (second.name in ("ja", "jae")):
             return None  # the table is reached where r is above the bound
         return limit + 1 if second.name in ("ja", "jbe") else limit
