@@ -945,7 +945,9 @@ def _seconds_of(option: str) -> Callable[[str], float]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="anvil", description="Static binary instrumentation for ARM Linux ELF binaries and Cortex-M firmware.",
+        prog="anvil",
+        description="Static binary instrumentation for 32-bit ARM and x86-64 Linux ELF programs and Cortex-M "
+                    "firmware.",
         epilog="Example: anvil instrument --tool inscount app.elf -o app.inst && anvil run app.inst")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -995,8 +997,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="progress messages, and the traceback of an internal error")
     p.set_defaults(func=cmd_instrument)
 
-    p = sub.add_parser("run", help="run a (instrumented) binary under qemu-arm",
-                       description="Run BINARY under qemu-arm, passing arguments, stdin and exit status through: "
+    p = sub.add_parser("run", help="run a (instrumented) binary: natively (x86-64), under qemu-arm or on a board",
+                       description="Run BINARY (an ARM program under qemu-arm, an x86-64 one natively, firmware "
+                                   "on --board), "
+                                   "passing arguments, stdin and exit status through: "
                                    "anvil run [OPTIONS] BINARY [OPTIONS] [ARGS] [-- ARGS]. Results files an "
                                    "earlier run left are removed as the program starts; a run that writes "
                                    "none says so on stderr and still exits with the program's status.")
