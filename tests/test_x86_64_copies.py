@@ -234,3 +234,26 @@ def test_a_sanitizer_report_names_the_original_frames(tmp_path: Path) -> None:
     want = report(plain)
     assert b"heap-buffer-overflow" in want[1] and b"in peek" in want[1] and want[2] != 0
     assert report(copied) == want
+
+
+#: Debian's busybox-static: a stripped static glibc program, its shell's SIGCHLD handler
+#: returning through ``__restore_rt`` at every child's end (decision 0149).
+BUSYBOX_SCRIPT = ("x=$(echo abc | tr a-c x-z); echo $x; true | cat; /bin/true && echo external; "
+                  "trap 'echo trapped' USR1; kill -USR1 $$; for i in 1 2 3; do echo $i | sed s/$/!/; done")
+
+
+def test_debian_busybox_shell_runs_from_its_copy(tmp_path: Path) -> None:
+    """Pipelines, command substitution, an external command and a trapped signal in
+    busybox's shell: every copy crashed as the first child's SIGCHLD handler returned. The
+    copy's output and status are the original's."""
+    root = samples.debian_packages("busybox-static-amd64", ["busybox-static:amd64"], "bin/busybox")
+    runs = []
+    for name, make in (("a", shutil.copy), ("b", lambda src, dst: write_copied(load_binary(src), dst))):
+        program = tmp_path / name / "busybox"  # (busybox runs the applet its name or first argument names)
+        program.parent.mkdir()
+        make(str(root / "bin" / "busybox"), str(program))
+        runs.append(subprocess.run([str(program), "sh", "-c", BUSYBOX_SCRIPT], capture_output=True, cwd=tmp_path,
+                                   env={"PATH": "/usr/bin:/bin"}, timeout=120))
+    original, copy = runs
+    assert original.returncode == 0 and b"trapped" in original.stdout and b"3!" in original.stdout, original
+    assert (copy.returncode, copy.stdout, copy.stderr) == (original.returncode, original.stdout, original.stderr)
