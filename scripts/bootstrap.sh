@@ -55,6 +55,7 @@ PACKAGES=(
     gcc-arm-linux-gnueabi  # Debian's armel port (soft-float ARMv5TE): the sweeps' armel-* variants
     g++-arm-linux-gnueabi  # and tests/test_armv5_idioms.py (decision 0094)
     valgrind           # tests/test_x86_64_memtrace.py: Lackey's trace of every access, the oracle
+    klibc-utils        # tests/test_x86_64_copies.py: programs klibc's library starts (calls as main)
 )
 
 # 1. Debian packages (and pip, where the python3 on PATH has none: Debian's own python3).

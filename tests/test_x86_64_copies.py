@@ -257,3 +257,19 @@ def test_debian_busybox_shell_runs_from_its_copy(tmp_path: Path) -> None:
     original, copy = runs
     assert original.returncode == 0 and b"trapped" in original.stdout and b"3!" in original.stdout, original
     assert (copy.returncode, copy.stdout, copy.stderr) == (original.returncode, original.stdout, original.stderr)
+
+
+def test_programs_klibc_calls_as_main(tmp_path: Path) -> None:
+    """klibc's programs (Debian's klibc-utils) name klibc's library as their interpreter,
+    which calls their entry as main(argc, argv, envp): the loader stub took the stack it
+    found there for the kernel's and every copy crashed; calls into the library ran from the
+    original code, and the copy of such a call jumped to itself. Now the copy's output is
+    the original's, and inscount, whose results are written as main returns, counts the
+    program's instructions as qemu runs them; klibc's shell runs a pipeline."""
+    from tests.test_x86_64_counts import _assert_inscount_exact
+
+    for name in ("uname", "sh"):
+        (tmp_path / name).mkdir()
+    _assert_inscount_exact(Path("/usr/lib/klibc/bin/uname"), ["-a"], tmp_path / "uname")
+    _assert_same(Path("/usr/lib/klibc/bin/sh"), ["-c", "x=$(echo abc); echo $x; echo def | cat; exit 3"],
+                 tmp_path / "sh")

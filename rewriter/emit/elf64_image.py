@@ -211,7 +211,8 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     # one-byte nop after `call runtime.panicIndex`), and a copy's address on a goroutine
     # stack is fatal when the panic's unwinding or the collector's scan meets it.
     short = set() if binary.go_functions else set(report.short_entries)
-    copier = Copier(code, returns - short, lowering, _image_span(binary), binary.past_return, binary.table_readers)
+    copier = Copier(code, returns - short, lowering, _image_span(binary), binary.past_return, binary.table_readers,
+                    loader.interpreter_code(ELFFile(io.BytesIO(binary.data))))
     for proc in procs:
         copier.copy_procedure(proc)
         report.instructions += sum(len(b.instructions) for b in proc.blocks)
@@ -314,6 +315,8 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
         data += b"\0" * (at - region - len(data)) + _pc_map(code, procs, at, starts)
         variable = symbols["anvil_pc_map"]
         data[variable - region:variable - region + 24] = struct.pack("<qqq", at - variable, mapped, len(starts))
+    if "anvil_started_by" in symbols and loader.entry_called_as_main(elf):
+        data[symbols["anvil_started_by"] - region] = 1
     if len(data) > library_offset + (built.size if built is not None else 0) + table_room:
         raise AnvilError(f"{binary.path}: the region outgrew the room it was placed with")
     report.region_size = len(data)

@@ -228,6 +228,20 @@ anvil_signal_wrapper:
     ret
     .size anvil_signal_wrapper, . - anvil_signal_wrapper
 
+# Where main returns in a program its interpreter calls as main (anvil_started_by): the
+# results (anvil_fini), then on to the caller with main's value. (rsp is 16-aligned here,
+# as it was before the call of main.)
+    .globl anvil_main_return
+    .type anvil_main_return, @function
+anvil_main_return:
+    push %rax
+    push %rdx
+    call anvil_fini
+    pop %rdx
+    pop %rax
+    jmp *anvil_main_caller(%rip)
+    .size anvil_main_return, . - anvil_main_return
+
 # The results handler's restorer (SA_RESTORER): x86-64's kernel returns from a handler
 # only through one. (The handler ends the process; this is for a signal it let pass.)
     .globl anvil_signal_restorer

@@ -520,13 +520,26 @@ static void on_sanitizer_death(const struct link_map_head *objects)
     }
 }
 
+/* Set by the rewriter where the program's entry is called as main(argc, argv, envp) by its
+ * interpreter, not entered on the kernel's stack (klibc's shared library: a PT_INTERP and no
+ * dynamic section). Its exit is the library's, which no hook sees: the program's end is
+ * where main returns (anvil_main_return, anvil_entry.S), to the address kept here. */
+uint8_t anvil_started_by __attribute__((section(".data")));
+anvil_word anvil_main_caller __attribute__((section(".data")));
+
 /* Called by the loader stub: ``initial_sp`` is the stack the kernel started the program
  * with (argc, argv, envp); ``fini`` the slot holding rdx as the program's start code will
- * see it; ``patches`` the link address of the jumps to write over the original code (0:
- * the file has them). */
+ * see it (rsi's the slot below it); ``patches`` the link address of the jumps to write over
+ * the original code (0: the file has them). */
 void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvil_word patches)
 {
     anvil_bias = bias;
+    if (anvil_started_by) {
+        void anvil_main_return(void);
+        anvil_main_caller = *(const anvil_word *)initial_sp;  /* main's return address */
+        *(anvil_word *)initial_sp = (anvil_word)anvil_main_return;
+        initial_sp = (const long *)fini[-1] - 1;  /* argv (rsi) is on the kernel's stack, after argc */
+    }
     if (patches)
         write_patches((const uint64_t *)(patches + bias), bias);
     /* A Go program (the rewriter wrote its map of copied instructions): goroutine stacks
@@ -561,7 +574,7 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
      * registers nothing (registering anvil_fini would change what it does): its end is
      * the exit system call in its own, copied code. */
     wrap_handlers = !anvil_pc_map[1];  /* (not a Go program's: decision 0143) */
-    if (*fini) {
+    if (*fini && !anvil_started_by) {  /* (rdx is main's envp where the interpreter calls it) */
         program_fini = (void (*)(void))*fini;
         *fini = (anvil_word)anvil_fini;
         const struct link_map_head *objects = loaded_objects(phdr, phnum, bias);

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from ...emit.target_build import cache_dir
@@ -101,3 +102,30 @@ def spread(runs: list[tuple[int, int]]) -> list[int] | None:
         places[k] = run[0]
         run[0] = (run[0] + size + ALIGN - 1) & ~(ALIGN - 1)
     return [places[k] for k in range(len(piece_sizes()))]
+
+
+def entry_called_as_main(elf: ELFFile) -> bool:
+    """Whether the program's interpreter calls its entry as ``main(argc, argv, envp)``
+    instead of entering it on the kernel's stack, as a dynamic linker does: klibc's shared
+    library, which a program names as its interpreter (PT_INTERP) without a dynamic
+    section."""
+    kinds = {segment["p_type"] for segment in elf.iter_segments()}
+    return "PT_INTERP" in kinds and "PT_DYNAMIC" not in kinds
+
+
+def interpreter_code(elf: ELFFile) -> list[tuple[int, int]]:
+    """The [start, end) of the code of an interpreter that calls the program's entry as main
+    (``entry_called_as_main``) and is linked at fixed addresses, as klibc's library is: the
+    program calls its functions there. Empty where there is none, or it cannot be read."""
+    if not entry_called_as_main(elf):
+        return []
+    interpreter = next(segment for segment in elf.iter_segments() if segment["p_type"] == "PT_INTERP")
+    try:
+        with open(interpreter.get_interp_name(), "rb") as f:
+            library = ELFFile(f)
+            if library["e_type"] != "ET_EXEC":
+                return []
+            return [(segment["p_vaddr"], segment["p_vaddr"] + segment["p_memsz"]) for segment in library.iter_segments()
+                    if segment["p_type"] == "PT_LOAD" and segment["p_flags"] & 1]
+    except (OSError, ELFError):
+        return []

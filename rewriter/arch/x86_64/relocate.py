@@ -113,7 +113,7 @@ class Copier:
 
     def __init__(self, code: Code64, original_returns: set[int] = frozenset(), hooks: Hooks | None = None,
                  image: tuple[int, int] | None = None, past_return: Set[int] = frozenset(),
-                 tables: dict[int, SwitchTable] | None = None) -> None:
+                 tables: dict[int, SwitchTable] | None = None, elsewhere: list[tuple[int, int]] = ()) -> None:
         self.code = code
         # Switch tables, by the instruction that reads their entries (Binary.table_readers):
         # its copy reads a table of the copies' cases, emitted after the procedures
@@ -131,6 +131,9 @@ class Copier:
         # a descent read as code, or code that means to leave the program; its copy cannot
         # reach there, so it jumps to the original instruction, which can (``in_place``).
         self.image = image
+        # Code outside the program that its direct branches may go to: a fixed-address
+        # interpreter's (klibc's library, whose functions the program calls at their addresses).
+        self.elsewhere = elsewhere
         self.in_place: list[int] = []
 
     def copy_procedure(self, proc: Procedure) -> None:
@@ -171,9 +174,10 @@ class Copier:
         if table is not None:
             self._table_read(ins, table)
         elif ins.branch_target is not None and not ins.is_indirect and self.image is not None \
-                and not self.image[0] <= ins.branch_target < self.image[1]:
+                and not self.image[0] <= ins.branch_target < self.image[1] \
+                and not any(lo <= ins.branch_target < hi for lo, hi in self.elsewhere):
             self.in_place.append(ins.address)
-            self._jump(ins.address)
+            self.code.rel32(_JMP, b"", ins.address)  # the original (its copy is this)
         elif ins.is_call and ins.end in self.original_returns:
             self._emulated_call(ins)
         elif ins.branch_target is not None and not ins.is_indirect:
