@@ -28,6 +28,7 @@ from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import trace_pcs
 from tests.support import samples
 from tests.test_sanitizer_exits import ASAN_C
+from tests.test_x86_64_counts import _assert_inscount_exact
 
 ARGS = {"goto": ["7"], "calls": ["a", "b"], "addresses": ["x"]}
 # What test_x86_64_counts does not run natively under setarch -R: C++ exceptions through
@@ -266,8 +267,6 @@ def test_programs_klibc_calls_as_main(tmp_path: Path) -> None:
     original code, and the copy of such a call jumped to itself. Now the copy's output is
     the original's, and inscount, whose results are written as main returns, counts the
     program's instructions as qemu runs them; klibc's shell runs a pipeline."""
-    from tests.test_x86_64_counts import _assert_inscount_exact
-
     for name in ("uname", "sh"):
         (tmp_path / name).mkdir()
     _assert_inscount_exact(Path("/usr/lib/klibc/bin/uname"), ["-a"], tmp_path / "uname")

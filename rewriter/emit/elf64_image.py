@@ -211,8 +211,10 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     # one-byte nop after `call runtime.panicIndex`), and a copy's address on a goroutine
     # stack is fatal when the panic's unwinding or the collector's scan meets it.
     short = set() if binary.go_functions else set(report.short_entries)
+    original = binary.data
+    elf = ELFFile(io.BytesIO(original))
     copier = Copier(code, returns - short, lowering, _image_span(binary), binary.past_return, binary.table_readers,
-                    loader.interpreter_code(ELFFile(io.BytesIO(binary.data))))
+                    loader.interpreter_code(elf))
     for proc in procs:
         copier.copy_procedure(proc)
         report.instructions += sum(len(b.instructions) for b in proc.blocks)
@@ -246,8 +248,6 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     data += b"\0" * (library_offset - len(data)) + tail
     report.region, report.region_size = region, len(data)
 
-    original = binary.data
-    elf = ELFFile(io.BytesIO(original))
     text_index, text = _text_segment(elf, binary.entry)
     stub_at = _slack(elf, text)
     places = loader.consecutive(stub_at)[0] if stub_at is not None else _caves(procs, patches,

@@ -489,7 +489,6 @@ class _Reader:
     def is_code(self, address: int) -> bool:
         return _in(self.code, address)
 
-
     def referenced(self, address: int) -> bool:
         """Whether the code names ``address`` as data: a RIP-relative ``lea``, ``mov`` or
         ``movsxd`` of a 64-bit register, or a jump through a table of absolute addresses,
