@@ -169,7 +169,8 @@ def entry_patches(binary: Binary, procs: list[Procedure], direct: tuple[int, int
         if proc.address in patched:
             continue
         first = proc.blocks[0].instructions[0]
-        if first.address != proc.address or proc.address in binary.resolvers:
+        if first.address != proc.address or proc.address in binary.resolvers \
+                or proc.address in binary.straddled_entries:
             skipped.append(proc.name)
             continue
         # Branches inside the procedure go to the copy, so only addresses other code may

@@ -979,6 +979,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
                 for entry in wrong:  # the code they cut is decoded on
                     found.pop(kept[entry].entry, None)
                 continue
+            binary.straddled_entries = _straddled(kept, sure_roots, entries, found, binary.plt, noreturn)
             return dict(entries), dict(found)
         entries.update(added)
 
@@ -1053,6 +1054,19 @@ def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], f
             # entry: a PIE's relocated pointer to a place in it is an address, not an entry.
             out.add(entry)
     return out
+
+
+def _straddled(kept: dict[int, Descent], roots: set[int], entries: dict[int, bool], found: _Found,
+               plt: dict[int, str], noreturn: set[int]) -> set[int]:
+    """The entries ``_wrong`` kept although an instruction of the code they cut straddles
+    them, where that code is not past a call that may not return: its reading is as sure as
+    the entry's. One is wrong, and which one nothing tells; a jump written at the entry
+    would break that instruction where it runs in place (the code cut runs on there, from
+    its copy's end). So the entry keeps its bytes: its procedure is copied and instrumented
+    for direct calls, and runs in place when entered from elsewhere (decision 0153)."""
+    evidence = _Evidence(roots, entries, found, plt, noreturn)
+    return {entry for entry, descent in kept.items() if descent.straddles
+            and (descent.cut_doubt != PAST_CALL or evidence.all_return(descent.cut_via))}
 
 
 def _other_mode(changed: list[int], roots: set[int], entries: dict[int, bool], found: dict[int, Descent],
@@ -1315,11 +1329,16 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     reach = entry
     inside: set[int] = set()  # the second halfwords of 32-bit instructions
     pooled: set[int] = set()  # the bytes instructions reached by flow load PC-relatively
-    # ... and instructions past a call: they stop only the guess that code follows a computed
-    # jump. (gprof's -pg starts every function with a call of __gnu_mcount_nc, so all its
-    # loads are past a call: the guess read on into the pool after a computed goto, then into
-    # the next function, a Thumb one read as A32, where a return site's jump was written: SIGILL.)
-    pooled_past_call: set[int] = set()
+    # ... and instructions past calls, with those calls: they stop the guess that code
+    # follows a computed jump, and code reached past the same calls at least (its reading
+    # is no surer than the load's). (gprof's -pg starts every function with a call of
+    # __gnu_mcount_nc, so all its loads are past a call: the guess read on into the pool
+    # after a computed goto, then into the next function, a Thumb one read as A32, where a
+    # return site's jump was written: SIGILL. PostgreSQL's ereport(ERROR) blocks call
+    # errstart before their loads, and end with a call of errfinish, which does not return
+    # there though it returns elsewhere: the pool after it, read as code, named a false
+    # entry inside main's next instruction, and its patch broke main: decision 0153.)
+    pooled_past_call: dict[int, frozenset[int]] = {}
     # (address, Thumb, doubt, passed): doubt is FLOW, PAST_CALL (reached only past the direct
     # calls ``passed``, which may not return) or PAST_JUMP (the bytes after a computed jump:
     # a table, perhaps).
@@ -1399,15 +1418,21 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 # which no list of names knows: the pool read as code named a false entry
                 # that cut the next function in two).
                 break
-            if doubt == PAST_JUMP and pooled_past_call and not pooled_past_call.isdisjoint(range(cur, end)):
+            if doubt and pooled_past_call and _read_as_pool(pooled_past_call, cur, end,
+                                                            None if doubt == PAST_JUMP else passed):
                 break
             mine[cur] = ins
             accesses = ins.accesses
             # A literal load (ldr rX, [pc, #n]): _targets' own test, cheaper than its call.
             literal = accesses and accesses[0].base == 15 and accesses[0].index is None
             if literal and doubt <= PAST_CALL:
-                (pooled if doubt == FLOW else pooled_past_call).update(
-                    range(accesses[0].disp, accesses[0].disp + accesses[0].size))
+                loaded = range(accesses[0].disp, accesses[0].disp + accesses[0].size)
+                if doubt == FLOW:
+                    pooled.update(loaded)
+                else:
+                    for byte in loaded:  # the fewest calls passed to a load of it: its surest reading
+                        if byte not in pooled_past_call or len(passed) < len(pooled_past_call[byte]):
+                            pooled_past_call[byte] = passed
             if doubt == PAST_CALL:
                 passed_at[cur] = passed
             if end > reach:
@@ -1523,6 +1548,18 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
 
 
 FLOW, PAST_CALL, PAST_JUMP = 0, 1, 2
+
+
+def _read_as_pool(pooled_past_call: dict[int, frozenset[int]], start: int, end: int,
+                  passed: frozenset[int] | None) -> bool:
+    """Whether an instruction at ``start``..``end`` reached past the calls ``passed`` (None:
+    after a computed jump) overlaps a literal that a load reached past no other calls
+    reads: then those bytes are the load's data, as surely as this is code."""
+    for byte in range(start, end):
+        loaded = pooled_past_call.get(byte)
+        if loaded is not None and (passed is None or loaded <= passed):
+            return True
+    return False
 
 
 class _Streams:

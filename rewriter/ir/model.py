@@ -382,6 +382,9 @@ class Binary:
     address_taken: set[int] = field(default_factory=set)  # code addresses found as words in data
     code_pointers: set[int] = field(default_factory=set)  # those with the right Thumb bit: real pointers
     unwinder_entries: set[int] = field(default_factory=set)  # landing pads, personality routines
+    # Entries inside an instruction that code as surely known runs into (discovery's
+    # ``_straddled``): one of the two readings is wrong, and no jump is written there.
+    straddled_entries: set[int] = field(default_factory=set)
     # Targets of calls in executable bytes discovery did not decode (ir/gaps.py).
     gap_targets: set[int] = field(default_factory=set)
     # TBB/TBH address -> entries of its table, where the bounds check before it says (found by
