@@ -33,6 +33,7 @@ from rewriter.ir.elf_loader import load_binary
 from tests.oracles.cache_model import simulate
 from tests.oracles.qemu_trace import trace_firmware
 from tests.oracles.unicorn_firmware import run_firmware_unicorn
+from tests.support import tiers
 from tests.support.boards import (
     BOARDS,
     PROGRAMS,
@@ -56,9 +57,9 @@ def code_ranges(image: Path) -> list[tuple[int, int]]:
     return [(s.vaddr, s.vaddr + s.memsz) for s in binary.segments if s.executable]
 
 
-@pytest.mark.parametrize("opt", ["-O0", "-O2"])
-@pytest.mark.parametrize("board", sorted(BOARDS))
-@pytest.mark.parametrize("program", PROGRAMS)
+# Every pair of (program, board, optimisation) by default, all 16 with --extended (tiers.py).
+@pytest.mark.parametrize(("program", "board", "opt"),
+                         tiers.params([(p, b, o) for p in PROGRAMS for b in sorted(BOARDS) for o in ("-O0", "-O2")]))
 def test_firmware_tools_against_oracles(program: str, board: str, opt: str, tmp_path: Path) -> None:
     image = build_firmware(program, board, opt)
     expected_out, expected_status = run_firmware(image, board)
@@ -376,7 +377,7 @@ REHOST_CASES = [(program, board, tool, transport) for program in PROGRAMS for bo
                 if transport == "semihosting" or tool != "bbcount"]
 
 
-@pytest.mark.parametrize("program, board, tool, transport", REHOST_CASES)
+@pytest.mark.parametrize("program, board, tool, transport", tiers.params(REHOST_CASES))
 def test_rehost_on_board_matches_inhost(program: str, board: str, tool: str, transport: str, tmp_path: Path,
                                         inhost_run: Callable[[str, str, str], InHostRun]) -> None:
     """ReHost on a board: records leave through semihosting into the named pipe `anvil run

@@ -266,9 +266,11 @@ if __name__ == "__main__":
 def instrument(image: Path, tool: str, out: Path, *extra: str) -> Path:
     """``anvil instrument --tool TOOL --format json IMAGE -o OUT [extra]`` in this process; returns OUT."""
     from rewriter.cli import main as anvil_main
+    from tests.support import loaded_binaries
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    status = anvil_main(["instrument", "--tool", tool, "--format", "json", str(image), "-o", str(out), *extra])
+    with loaded_binaries.shared():
+        status = anvil_main(["instrument", "--tool", tool, "--format", "json", str(image), "-o", str(out), *extra])
     assert status == 0
     return out
 

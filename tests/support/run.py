@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rewriter.cli import main as anvil_main
-from tests.support import image_cache
+from tests.support import image_cache, loaded_binaries
 
 LIB_ROOT = "/usr/arm-linux-gnueabihf"
 
@@ -88,7 +88,8 @@ def instrument(binary: Path, tool: str, tmp: Path, *extra: str, fmt: str = "json
     dest.parent.mkdir(parents=True, exist_ok=True)
 
     def make() -> None:
-        status = anvil_main(["instrument", "--tool", tool, "--format", fmt, str(binary), "-o", str(dest), *extra])
+        with loaded_binaries.shared():
+            status = anvil_main(["instrument", "--tool", tool, "--format", fmt, str(binary), "-o", str(dest), *extra])
         assert status == 0, f"anvil instrument --tool {tool} failed with {status}"
 
     image_cache.image(binary.read_bytes(), ["cli", tool, fmt, *extra], dest, make)
