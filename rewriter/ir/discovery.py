@@ -1043,7 +1043,7 @@ def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], f
     evidence = _Evidence(roots, entries, found, plt, noreturn)  # (found's landing pads: unwound's)
     out = set()
     for entry, descent in cut.items():
-        if descent.cut_doubt == PAST_CALL and not evidence.all_return(descent.cut_via):
+        if _cut_past_unknown_call(descent, evidence):
             continue
         mine = evidence.strength(entry)
         if mine == DOUBTFUL or (mine == CALLED and evidence.strength(descent.entry) == SURE):
@@ -1065,8 +1065,15 @@ def _straddled(kept: dict[int, Descent], roots: set[int], entries: dict[int, boo
     its copy's end). So the entry keeps its bytes: its procedure is copied and instrumented
     for direct calls, and runs in place when entered from elsewhere (decision 0153)."""
     evidence = _Evidence(roots, entries, found, plt, noreturn)
-    return {entry for entry, descent in kept.items() if descent.straddles
-            and (descent.cut_doubt != PAST_CALL or evidence.all_return(descent.cut_via))}
+    return {entry for entry, descent in kept.items()
+            if descent.straddles and not _cut_past_unknown_call(descent, evidence)}
+
+
+def _cut_past_unknown_call(descent: Descent, evidence: _Evidence) -> bool:
+    """Whether the code ``descent`` has cut (it straddles, runs on or cuts an IT block) was
+    reached only past a call not known to return: a literal pool, perhaps, whose reading
+    gives way to the entry's."""
+    return descent.cut_doubt == PAST_CALL and not evidence.all_return(descent.cut_via)
 
 
 def _other_mode(changed: list[int], roots: set[int], entries: dict[int, bool], found: dict[int, Descent],

@@ -28,7 +28,8 @@ MIN_BYTES = 100_000
 #: 150 MB of the test process's memory.
 KEEP_INSTRUCTIONS = 400_000
 
-_kept: collections.OrderedDict[bytes, Any] = collections.OrderedDict()
+#: sha256 of the file -> (its IR, the IR's instructions), the newest last.
+_kept: collections.OrderedDict[bytes, tuple[Any, int]] = collections.OrderedDict()
 
 
 @contextlib.contextmanager
@@ -54,12 +55,13 @@ def _loader(load: Any) -> Any:
         if len(data) < MIN_BYTES:
             return load(path)
         key = hashlib.sha256(data).digest()
-        binary = _kept.get(key)
-        if binary is None:
+        if key in _kept:
+            _kept.move_to_end(key)
+            binary = _kept[key][0]
+        else:
             binary = load(path)  # an error is raised, not kept
-            _kept[key] = binary
+            _kept[key] = (binary, binary.instruction_count())
             _trim()
-        _kept.move_to_end(key)
         binary.path = path
         return binary
 
@@ -68,8 +70,9 @@ def _loader(load: Any) -> Any:
 
 def _trim() -> None:
     """Forget the oldest IRs past KEEP_INSTRUCTIONS (the newest stays whatever its size)."""
-    total = 0
-    for key in reversed(list(_kept)):
-        total += _kept[key].instruction_count()
-        if total > KEEP_INSTRUCTIONS and key != next(reversed(_kept)):
+    newest, *older = reversed(_kept)
+    total = _kept[newest][1]
+    for key in older:
+        total += _kept[key][1]
+        if total > KEEP_INSTRUCTIONS:
             del _kept[key]

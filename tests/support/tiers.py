@@ -21,23 +21,19 @@ def covering(cases: Sequence[tuple], strength: int = 2) -> list[bool]:
     it: greedily, the case that covers the most combinations of ``strength`` choices not yet
     covered, the earliest of equals, until every combination that occurs is covered. With
     ``strength`` 1 every value of every choice occurs once at least; with 2, every pair."""
-    def combos(case: tuple) -> set[tuple]:
-        return set(itertools.combinations(enumerate(case), min(strength, len(case))))
-
-    wanted = set().union(*(combos(case) for case in cases)) if cases else set()
+    combos = [set(itertools.combinations(enumerate(case), min(strength, len(case)))) for case in cases]
+    wanted = set().union(*combos)
     keep = [False] * len(cases)
     while wanted:
-        best = max(range(len(cases)), key=lambda i: (len(combos(cases[i]) & wanted), -i))
+        best = max(range(len(cases)), key=lambda i: (len(combos[i] & wanted), -i))
         keep[best] = True
-        wanted -= combos(cases[best])
+        wanted -= combos[best]
     return keep
 
 
-def params(cases: Sequence[tuple], strength: int = 2, ids: Sequence[str] | None = None) -> list[Any]:
+def params(cases: Sequence[tuple], strength: int = 2) -> list[Any]:
     """``cases`` as pytest parameters, those ``covering`` leaves out marked ``extended``."""
     import pytest
 
-    keep = covering(cases, strength)
-    return [pytest.param(*case, marks=() if kept else (pytest.mark.extended,),
-                         id=None if ids is None else ids[i])
-            for i, (case, kept) in enumerate(zip(cases, keep))]
+    return [pytest.param(*case, marks=() if kept else (pytest.mark.extended,))
+            for case, kept in zip(cases, covering(cases, strength))]
