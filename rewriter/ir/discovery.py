@@ -37,6 +37,7 @@ from ..arch.arm.jump_tables import (
 )
 from .constants import ends_process
 from .counted import counted, in_offset_column, in_text
+from .elf_tables import defined_functions, relocations
 from .exception_tables import handlers, personality_routines
 from .gaps import call_targets_in_gaps, thumb_pointers_in_gaps
 from .model import STOPS, Binary, Instruction, Procedure
@@ -87,11 +88,8 @@ def _seeds(binary: Binary, elf: ELFFile, ranges: list[tuple[int, int]], relocate
                 if tag.entry.d_tag in ("DT_INIT", "DT_FINI") and _inside(ranges, tag.entry.d_val & ~1):
                     seeds.append((tag.entry.d_val & ~1, bool(tag.entry.d_val & 1)))
         if sec["sh_type"] == "SHT_DYNSYM":
-            for sym in sec.iter_symbols():
-                value = sym["st_value"]
-                defined = sym["st_shndx"] != "SHN_UNDEF"
-                if sym["st_info"]["type"] == "STT_FUNC" and defined and _inside(ranges, value & ~1):
-                    seeds.append((value & ~1, bool(value & 1)))
+            seeds += [(value & ~1, bool(value & 1)) for value, _ in defined_functions(elf, sec)
+                      if _inside(ranges, value & ~1)]
     seeds += [(value & ~1, True) for value in relocated
               if value & 1 and _inside(ranges, value & ~1) and value & ~1 not in returns]
     return [(addr, thumb) for addr, thumb in seeds if _inside(ranges, addr)]
@@ -138,9 +136,9 @@ def relocated_words(elf: ELFFile, binary: Binary, kind: int = R_ARM_RELATIVE) ->
     for sec in elf.iter_sections():
         if sec["sh_type"] != "SHT_REL":
             continue
-        for rel in sec.iter_relocations():
-            if rel["r_info_type"] == kind:
-                out.append(int.from_bytes(binary.read(rel["r_offset"], 4), "little"))
+        for offset, rel_type, _, _ in relocations(elf, sec):
+            if rel_type == kind:
+                out.append(int.from_bytes(binary.read(offset, 4), "little"))
     return out
 
 
@@ -151,7 +149,7 @@ def text_relocations(elf: ELFFile) -> set[int]:
     out = set()
     for sec in elf.iter_sections():
         if sec["sh_type"] in ("SHT_REL", "SHT_RELA") and sec["sh_flags"] & SHF_ALLOC:
-            out.update(rel["r_offset"] for rel in sec.iter_relocations() if _inside(ranges, rel["r_offset"]))
+            out.update(offset for offset, _, _, _ in relocations(elf, sec) if _inside(ranges, offset))
     return out
 
 
@@ -346,9 +344,7 @@ def _labels_of_sized_functions(elf: ELFFile, words: list[tuple[int, bool]]) -> s
     functions = []
     for sec in elf.iter_sections():
         if sec["sh_type"] == "SHT_DYNSYM":
-            functions += [(sym["st_value"] & ~1, sym["st_size"], bool(sym["st_value"] & 1))
-                          for sym in sec.iter_symbols() if sym["st_info"]["type"] == "STT_FUNC"
-                          and sym["st_shndx"] != "SHN_UNDEF" and sym["st_size"]]
+            functions += [(value & ~1, size, bool(value & 1)) for value, size in defined_functions(elf, sec) if size]
     if not functions or not words:
         return set()
     functions.sort()
@@ -479,10 +475,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
         more = set() if binary.go_functions else _never_return(descents, noreturn)
         if not more:
             break
-        noreturn |= more
-        for known in memo.values():  # their descents stop earlier now
-            for limit in [limit for limit, d in known.items() if more & (d.calls.keys() | d.after_calls.keys())]:
-                del known[limit]
+        _close_noreturn(more, noreturn, descents, entries, memo, binary, streams, ranges)
     starts = sorted(entries)
     # Where computed jumps run on into the code after them (decoded there, see _descend).
     continued = {ins.end for insns in found.values() for ins in insns.values() if is_computed_jump(ins)}
@@ -1211,6 +1204,45 @@ def _never_return(found: dict[int, Descent], noreturn: set[int]) -> set[int]:
         else:
             out.add(entry)
     return out
+
+
+def _close_noreturn(more: set[int], noreturn: set[int], descents: dict[int, Descent], entries: dict[int, bool],
+                    memo: dict[int, dict[int, Descent]], binary: Binary, streams: _Streams,
+                    ranges: list[tuple[int, int]]) -> None:
+    """Add ``more`` to ``noreturn``, and with it the callers that cannot return either once
+    what follows their calls to ``more`` is no longer decoded, in turn, to a fixpoint.
+
+    Each caller is decoded again up to the limit it had (``memo`` keeps that descent for the
+    next pass of ``discover``): an error reporter that ends by calling another is found in
+    the same pass as it, not in a pass of its own. A pass walks every entry again (OCaml's
+    why3: 121k entries, nine passes before this), while this looks at the callers alone.
+    The next pass still checks every procedure, so what the limits it moves change is found
+    there, as before.
+    """
+    descents = dict(descents)
+    named_by: dict[int, list[int]] = {}  # callee -> the entries whose descents call or branch to it
+    for entry, descent in descents.items():
+        for target in itertools.chain(descent.calls, descent.after_calls, descent.tails):
+            named_by.setdefault(target, []).append(entry)
+    added = set()
+    while more:
+        noreturn |= more
+        added |= more
+        callers = {}
+        for entry in {entry for callee in more for entry in named_by.get(callee, ())} - noreturn:
+            descent = descents[entry]
+            if more & (descent.calls.keys() | descent.after_calls.keys()):
+                descent = _descend(binary, streams, ranges, entry, entries[entry], descent.limit, noreturn)
+                memo.setdefault(entry, {})[descent.limit] = descent
+                descents[entry] = descent
+            callers[entry] = descent
+        more = _never_return(callers, noreturn)
+    # Descents kept for other limits stop earlier now too (those decoded above already do).
+    for entry, known in memo.items():
+        current = descents.get(entry)
+        for limit in [limit for limit, d in known.items()
+                      if d is not current and added & (d.calls.keys() | d.after_calls.keys())]:
+            del known[limit]
 
 
 def _ends(ins: Instruction, noreturn: set[int]) -> bool:

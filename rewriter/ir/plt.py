@@ -28,6 +28,8 @@ from collections.abc import Callable, Container
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
+from .elf_tables import relocations
+
 PLT0_SIZE = 20
 #: ld.lld pads its 20-byte PLT0 to 32 bytes and each 12-byte entry to 16 with these words.
 TRAP_FILL = b"\xd4" * 4
@@ -52,8 +54,7 @@ def plt_functions(elf: ELFFile) -> dict[int, str]:
     if not isinstance(symbols, SymbolTableSection):
         return {}  # no symbols to name the functions by (check_elf allows only this or a symbol table)
     count = symbols.num_symbols()
-    slots = {r["r_offset"]: symbols.get_symbol(r["r_info_sym"]).name for r in rel.iter_relocations()
-             if r["r_info_sym"] < count}
+    slots = {offset: symbols.get_symbol(index).name for offset, _, index, _ in relocations(elf, rel) if index < count}
     out: dict[int, str] = {}
     for entry, stub, slot in plt_entries(plt.data(), plt["sh_addr"], PLT0_SIZE, slots)[0]:
         for address in (entry, stub):

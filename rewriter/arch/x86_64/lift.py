@@ -31,6 +31,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from ...errors import AnvilError
+from ...ir import elf_tables
 from ...ir.elf_loader import code_read_as_data, read_runtime_facts
 from ...ir.exception_tables import eh_frame_functions, landing_pads
 from ...ir.go_runtime import go_functions, go_version, refusal
@@ -404,7 +405,7 @@ def _array_functions(elf: ELFFile, binary: Binary) -> set[int]:
         arrays.append((section["sh_addr"], section["sh_addr"] + section["sh_size"]))
     relocations = elf.get_section_by_name(".rela.dyn")
     if arrays and relocations is not None:
-        found |= {r["r_addend"] for r in relocations.iter_relocations() if _in(arrays, r["r_offset"])}
+        found |= {addend for offset, _, _, addend in elf_tables.relocations(elf, relocations) if _in(arrays, offset)}
     return found
 
 
@@ -423,8 +424,8 @@ def _code_addresses_in_data(elf: ELFFile, code: list[tuple[int, int]]) -> set[in
                   if _in(code, w)}
     relocations = elf.get_section_by_name(".rela.dyn")
     if relocations is not None and hasattr(relocations, "iter_relocations"):
-        found |= {r["r_addend"] for r in relocations.iter_relocations()
-                  if r["r_info_type"] == R_X86_64_RELATIVE and _in(code, r["r_addend"])}
+        found |= {addend for _, kind, _, addend in elf_tables.relocations(elf, relocations)
+                  if kind == R_X86_64_RELATIVE and _in(code, addend)}
     return found
 
 
@@ -462,10 +463,12 @@ def _plt_names(elf: ELFFile, plt_code: list[tuple[str, int, int, int, list[Instr
         symbols = elf.get_section(section["sh_link"]) if section["sh_link"] else None
         if not isinstance(symbols, SymbolTableSection):
             continue
-        for relocation in section.iter_relocations():
-            index = relocation["r_info_sym"]
+        names: dict[int, str] = {}  # (a C++ program's relocations name the same symbols often)
+        for offset, _, index, _ in elf_tables.relocations(elf, section):
             if index:
-                slots[relocation["r_offset"]] = symbols.get_symbol(index).name
+                if index not in names:
+                    names[index] = symbols.get_symbol(index).name
+                slots[offset] = names[index]
     names: dict[int, str] = {}
     for _, lo, _, entry_size, instructions in plt_code:
         for ins in instructions:
