@@ -1229,7 +1229,8 @@ def _close_noreturn(more: set[int], noreturn: set[int], descents: dict[int, Desc
         noreturn |= more
         added |= more
         callers = {}
-        for entry in {entry for callee in more for entry in named_by.get(callee, ())} - noreturn:
+        # (Callers known not to return are decoded again too: their code stops earlier as well.)
+        for entry in {entry for callee in more for entry in named_by.get(callee, ())}:
             descent = descents[entry]
             if more & (descent.calls.keys() | descent.after_calls.keys()):
                 descent = _descend(binary, streams, ranges, entry, entries[entry], descent.limit, noreturn)
