@@ -33,6 +33,16 @@ from .model import Instruction, Procedure
 
 LR = 14
 ALL = 0x5FFF  # the registers tracked: r0-r12 and LR (SP and PC are never borrowed)
+# The condition flags (N, Z, C, V), tracked beside the registers in a bit no register has:
+# a hook whose flags are dead need not keep them (an A32 test then branches directly).
+FLAGS = 1 << 16
+TRACKED = ALL | FLAGS
+# Instructions that read the flags whatever their condition: the carry (ADC, SBC, RSC,
+# RRX), the whole APSR (MRS), the IT instructions, VSEL.
+_FLAG_READERS = frozenset(("adc", "sbc", "rsc", "rrx", "mrs"))
+# Those that surely write all four flags when unconditional and S (or CMP, CMN): the
+# logical ones (ANDS, MOVS, TST, ...) leave V, so the flags are not dead after them.
+_FLAG_WRITERS = frozenset(("add", "sub", "rsb", "rsc", "adc", "sbc", "neg", "addw", "subw"))
 
 _REGISTER = re.compile(r"\b(r1[0-2]|r[0-9]|sb|sl|fp|ip|sp|lr|pc)\b")
 _CONDITIONS = ("eq", "ne", "hs", "cs", "lo", "cc", "mi", "pl", "vs", "vc", "hi", "ls", "ge", "lt", "gt", "le", "al")
@@ -90,6 +100,11 @@ class DeadRegisters:
         # end (blocks end at every branch, call and gap: only the last instruction leaves).
         gen_kill = [_gen_kill(block.instructions) for block in blocks]
         successors = [_successors(block.instructions[-1], starts) for block in blocks]
+        # Where control leaves the procedure everything counts as read, but for the flags
+        # after a call: the procedure call standard keeps no flags across a call and passes
+        # none, so compiled code sets them again after one before it reads them (a routine
+        # that returns its result in the flags, __aeabi_cdcmple, sets them itself).
+        exits = [ALL if _unconditional_call(block.instructions[-1]) else TRACKED for block in blocks]
         predecessors: list[list[int]] = [[] for _ in blocks]
         for k, after in enumerate(successors):
             for s in after or ():
@@ -102,7 +117,7 @@ class DeadRegisters:
             k = work.pop()
             pending[k] = False
             after = successors[k]
-            out = ALL
+            out = exits[k]
             if after is not None:
                 out = 0
                 for s in after:
@@ -122,9 +137,20 @@ class DeadRegisters:
 
     def get(self, address: int, default: int = 0) -> int:
         """The registers dead before the instruction at ``address`` (``default`` if none is there)."""
+        dead = self._dead(address)
+        return default if dead is None else dead & ALL
+
+    def flags_dead(self, address: int) -> bool:
+        """Whether the condition flags are dead before the instruction at ``address``
+        (False if no instruction is there)."""
+        dead = self._dead(address)
+        return dead is not None and bool(dead & FLAGS)
+
+    def _dead(self, address: int) -> int | None:
+        """What is dead before the instruction at ``address`` (of TRACKED), None if none is there."""
         k = self._starts.get(address)
         if k is not None:
-            return ALL & ~self._live_in[k]
+            return TRACKED & ~self._live_in[k]
         dead = self._inside.get(address)
         if dead is None:
             # Only the block that may hold it (blocks do not overlap): most questions are
@@ -134,7 +160,7 @@ class DeadRegisters:
             at = bisect.bisect_right(self._by_address, (address, len(self._blocks))) - 1
             if at >= 0:
                 self._fill(self._by_address[at][1])
-            dead = self._inside.get(address, default)
+            dead = self._inside.get(address)
         return dead
 
     def _fill(self, k: int) -> None:
@@ -149,7 +175,12 @@ class DeadRegisters:
         for i in range(len(insns) - 1, -1, -1):
             reads, kills = steps[i]
             live = reads | (live & ~kills)
-            inside[insns[i].address] = ALL & ~live
+            inside[insns[i].address] = TRACKED & ~live
+
+
+def _unconditional_call(ins: Instruction) -> bool:
+    """``ins`` is a call that always happens (a conditional one not taken keeps the flags)."""
+    return ins.is_call and not ins.is_syscall and ins.cond == 14 and not ins.in_it
 
 
 def _successors(last: Instruction, starts: dict[int, int]) -> tuple[int, ...] | None:
@@ -188,8 +219,8 @@ def _gen_kill(insns: list[Instruction]) -> tuple[int, int]:
         found = by_operands.get(ins.op_str) if by_operands is not None else None
         if found is None:
             reads, kills = _effects_of(ins)
-        elif found[1] and (ins.cond != 14 or ins.in_it):
-            reads, kills = found[0], 0  # a conditional write may not happen
+        elif ins.cond != 14 or ins.in_it:
+            reads, kills = found[0] | FLAGS, 0  # a conditional write may not happen
         else:
             reads, kills = found
         gen = reads | (gen & ~kills)
@@ -208,8 +239,8 @@ def _block_effects(insns: list[Instruction]) -> list[tuple[int, int]]:
         found = by_operands.get(ins.op_str) if by_operands is not None else None
         if found is None:
             append(_effects_of(ins))
-        elif found[1] and (ins.cond != 14 or ins.in_it):
-            append((found[0], 0))  # a conditional write may not happen
+        elif ins.cond != 14 or ins.in_it:
+            append((found[0] | FLAGS, 0))  # a conditional write may not happen
         else:
             append(found)
     return out
@@ -218,8 +249,8 @@ def _block_effects(insns: list[Instruction]) -> list[tuple[int, int]]:
 def _effects_of(ins: Instruction) -> tuple[int, int]:
     """``_effects`` of ``ins``."""
     found = _known_effects(ins)
-    if found[1] and (ins.cond != 14 or ins.in_it):
-        return found[0], 0  # a conditional write may not happen
+    if ins.cond != 14 or ins.in_it:
+        return found[0] | FLAGS, 0  # a conditional write may not happen; the condition reads the flags
     return found
 
 
@@ -251,12 +282,28 @@ def registers_used(ins: Instruction) -> int:
     the analysis does not know the instruction). The descent's switch finder asks of most
     instructions after a MOV: the text is parsed once (``_KNOWN``)."""
     reads, writes = _known_effects(ins)
-    return reads | writes
+    return (reads | writes) & ALL
 
 
 def _effects(mnemonic: str, op_str: str) -> tuple[int, int]:
     """(registers read, registers written) of one instruction run unconditionally, as bit
-    masks (``_effects_of`` drops the writes of a conditional one)."""
+    masks, the flags (``FLAGS``) among them (``_effects_of`` drops the writes of a
+    conditional one, and adds the flags its condition reads)."""
+    reads, kills = _register_effects(mnemonic, op_str)
+    base = _base(mnemonic)
+    if reads == ALL and not kills and _KINDS.get(base) is None and not base.startswith("v"):
+        return TRACKED, 0  # not known: it may read the flags too
+    if base in _FLAG_READERS or "rrx" in op_str or base.startswith("vsel") \
+            or (base.startswith("it") and _KINDS.get(base) == "read"):
+        reads |= FLAGS
+    name = mnemonic.split(".", 1)[0]
+    if base in ("cmp", "cmn") and name == base or base in _FLAG_WRITERS and name == base + "s":
+        kills |= FLAGS
+    return reads, kills
+
+
+def _register_effects(mnemonic: str, op_str: str) -> tuple[int, int]:
+    """``_effects`` without the flags."""
     base = _base(mnemonic)
     kind = _KINDS.get(base)
     named = [_NAMES[r] for r in _REGISTER.findall(op_str)]

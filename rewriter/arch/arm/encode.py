@@ -604,9 +604,9 @@ def a32_ubfx(rd: int, rn: int, lsb: int, width: int) -> bytes:
     return _w(0xE7E00050 | ((width - 1) << 16) | (rd << 12) | (lsb << 7) | rn)
 
 
-def a32_sub_reg(rd: int, rn: int, rm: int) -> bytes:
-    """SUB rd, rn, rm (S=0)."""
-    return _w(0xE0400000 | (rn << 16) | (rd << 12) | rm)
+def a32_sub_reg(rd: int, rn: int, rm: int, flags: bool = False) -> bytes:
+    """SUB rd, rn, rm; SUBS with ``flags``."""
+    return _w(0xE0400000 | (flags << 20) | (rn << 16) | (rd << 12) | rm)
 
 
 def a32_lsr_imm(rd: int, rm: int, amount: int) -> bytes:
@@ -657,6 +657,13 @@ def a32_mrs_apsr(rd: int) -> bytes:
 def a32_msr_apsr(rn: int) -> bytes:
     """MSR APSR_nzcvqg, rn."""
     return _w(0xE12CF000 | rn)
+
+
+def a32_msr_flags_imm(value: int) -> bytes:
+    """MSR APSR_nzcvq, #value (a modified immediate)."""
+    imm = a32_modimm(value)
+    assert imm is not None, value
+    return _w(0xE328F000 | imm)
 
 
 def a32_ldr_imm(rt: int, rn: int, imm: int) -> bytes:

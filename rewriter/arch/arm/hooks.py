@@ -108,6 +108,9 @@ class HookContext:
     # its target): a firmware access site there tests its filter's most recent key itself
     # (decisions 0057, 0070).
     in_loop: bool = False
+    # The condition flags are dead at the site (ir/liveness.py): an A32 filter test may set
+    # them and branch on them.
+    flags_dead: bool = False
 
 
 def _original_reg(isa: ISA, code: Code, reg: int, into: int, ins: Instruction | None,
@@ -477,7 +480,7 @@ def _emit_filter(isa: ISA, code: Code, found: tuple[RepeatFilter, Hook] | None,
     _argument(isa, code, 0, kinds[flt.key_arg], args[flt.key_arg], ctx, _key_temps(ctx))
     hit_bump = (lambda: _hit_bump(found, ctx)) if ctx.scratch.vfp else None
     return filter_test_after_key(isa, code, flt, Arg.FILTER_LEFT in kinds, ctx.counter_label, index,
-                                 ctx.atomic_hits, hit_bump)
+                                 ctx.atomic_hits, hit_bump, ctx.flags_dead)
 
 
 def filter_counter_index(found: tuple[RepeatFilter, Hook], ctx: HookContext) -> int:
@@ -493,11 +496,12 @@ def filter_counter_index(found: tuple[RepeatFilter, Hook], ctx: HookContext) -> 
 
 def filter_test_after_key(isa: ISA, code: Code, flt: RepeatFilter, left: bool,
                           counter_label: Callable[[str, int], Hashable], index: int, atomic: bool,
-                          hit_bump: Callable[[], bytes | None] | None = None) -> FilterEnd:
+                          hit_bump: Callable[[], bytes | None] | None = None, flags_dead: bool = False) -> FilterEnd:
     """The filter's test with its key argument in r0 (_emit_filter); ``left``: the call
     takes the key that leaves the slot (in r2); ``index``: the hit counter's element;
     ``atomic``: hits count with LDREX/STREX. ``hit_bump`` (with d16-d31 free): gives the
-    bytes of the hit's count when the hit path comes last."""
+    bytes of the hit's count when the hit path comes last. ``flags_dead``: the program's
+    flags are dead here (an A32 test branches on flags of its own)."""
     memo, counter = counter_label(flt.memo, 0), counter_label(flt.counter, index)
     done = ("filter-done", id(code), code.size)
     near = None if flt.counter_offset is None else flt.counter_offset + 8 * index
@@ -512,7 +516,7 @@ def filter_test_after_key(isa: ISA, code: Code, flt: RepeatFilter, left: bool,
         bump = hit_bump()
         assert bump is not None  # the counter is within reach here
         return FilterEnd(done, hit, bump)
-    shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits, atomic, flt.depth)
+    shape = (isa.thumb, code.pic, flt.shift, flt.slot_bits, atomic, flt.depth, flags_dead and not isa.thumb)
     code.later(filter_test_size(filter_test, shape, 3),
                functools.partial(_filter_test, shape, memo, counter, done))
     # r3 = the slot: a new key takes it (the older key moves down at depth 2), and the call follows.

@@ -261,7 +261,9 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
     ctx.hit_registers = {slot: register for register, slot in sums.sums.items()} if sums else {}
     # Dead registers: where hooks park registers in d16-d31 and where compact counter sites
     # may leave LR (decision 0035), or to poison them (a test).
-    ctx.dead = _dead_registers(proc, ctx) if ctx.scratch.vfp or ctx.poison_dead or ctx.shared_calls is not None else {}
+    # A32 procedures: where the flags are dead, filter tests branch on flags of their own.
+    ctx.dead = (_dead_registers(proc, ctx) if ctx.scratch.vfp or ctx.poison_dead or ctx.shared_calls is not None
+                or not proc.thumb else {})
     labels = code.labels  # the same dict all along (Code.rebase and rollback change it in place)
     new_page = ctx.loops_on_new_page
     below = reads_below_sp(proc)
@@ -281,7 +283,7 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
                 _to_new_page(code)
             labels.setdefault((INSTRUCTION_COPY, address), code.base + code.size)  # (one lookup: Code.label)
             if ctx.poison_dead:
-                _poison(isa, code, ctx.dead.get(address, 0))
+                _poison(isa, code, ctx.dead.get(address, 0), ctx.dead.flags_dead(address))
             if k == 0 and ctx.go_polls and address in ctx.go_polls and not ins.thumb:
                 go_poll(code, address)
             if k == 0 and sums and bi in sums.resets:
@@ -469,8 +471,16 @@ def go_poll(code: Code, address: int) -> None:
     code.emit(enc.a32_msr_apsr(IP) + enc.a32_vmov_from_d(IP, LR, _POLL_PARK))
 
 
-def _poison(isa: ISA, code: Code, dead: int) -> None:
-    """Each register of ``dead`` (bit n for rn) = 0xdead00nn (ANVIL_POISON_DEAD; flags kept)."""
+def _poison(isa: ISA, code: Code, dead: int, flags_dead: bool) -> None:
+    """Each register of ``dead`` (bit n for rn) = 0xdead00nn (ANVIL_POISON_DEAD); with
+    ``flags_dead``, N, Z, C and V all set (no instruction sets N and Z together), through a
+    dead register in T32 (which has no MSR of an immediate)."""
+    if flags_dead and not isa.thumb:
+        code.emit(enc.a32_msr_flags_imm(0xF0000000))
+    elif flags_dead and dead & 0x1FFF:
+        reg = (dead & 0x1FFF).bit_length() - 1
+        isa.mov32(code, reg, 0xF0000000)
+        code.emit(enc.t32_msr_apsr(reg, ge=False))
     for reg in range(15):
         if dead >> reg & 1:
             isa.mov32(code, reg, 0xDEAD0000 | reg)
@@ -519,7 +529,8 @@ def _hook_context(ins: Instruction, access, block_insns: int, ctx: RelocationCon
                        ctx.threads and ctx.atomic,  # not inside the program's own LDREX/STREX windows
                        ctx.hit_registers, ctx.dead.get(ins.address, 0), ctx.threads,
                        exclusives=not ctx.windows, handlers_count=ctx.handlers_count,
-                       in_loop=_in_loop(ins.address, ctx.loop_spans))
+                       in_loop=_in_loop(ins.address, ctx.loop_spans),
+                       flags_dead=isinstance(ctx.dead, DeadRegisters) and ctx.dead.flags_dead(ins.address))
 
 
 def _to_new_page(code: Code) -> None:
