@@ -63,6 +63,7 @@ unicorn records the same pair.
 
 from __future__ import annotations
 
+import array
 import fcntl
 import os
 import re
@@ -71,6 +72,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -82,11 +84,13 @@ from elftools.elf.elffile import ELFFile
 
 __all__ = [
     "CODE_RE",
+    "ORACLE_VARIABLE",
     "QEMU",
     "QemuTraceError",
     "StreamParser",
     "TraceResult",
     "access_counts",
+    "counting_plugin",
     "executable_segments",
     "exe_pcs",
     "run_streamed",
@@ -335,15 +339,16 @@ def trace_pcs(
     bytes with the same inputs made earlier in this test run (``ANVIL_TEST_RUN``, set by
     tests/conftest.py) serves (trace_cache.py): several tests trace one build.
     """
+    plugin = None if memory_ops or keep_log is not None else counting_plugin()
     if not reuse or keep_log is not None or not os.environ.get("ANVIL_TEST_RUN"):
         return _trace_pcs(binary, args, stdin, argv0, lib_root, timeout=timeout, memory_ops=memory_ops,
-                          keep_log=keep_log, env=env, cwd=cwd)
+                          keep_log=keep_log, env=env, cwd=cwd, plugin=plugin)
     from tests.oracles import trace_cache
 
     inputs = (Path(binary).read_bytes(), *args, "\0", stdin, argv0, lib_root, repr(sorted((env or {}).items())),
-              str(memory_ops), *_EMULATORS.values())
+              str(memory_ops), *_EMULATORS.values(), "plugin" if plugin is not None else "log")
     return trace_cache.reused(inputs, lambda: _trace_pcs(binary, args, stdin, argv0, lib_root, timeout=timeout,
-                                                         memory_ops=memory_ops, env=env, cwd=cwd))
+                                                         memory_ops=memory_ops, env=env, cwd=cwd, plugin=plugin))
 
 
 def _trace_pcs(
@@ -358,8 +363,10 @@ def _trace_pcs(
     keep_log: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None,
     cwd: str | os.PathLike[str] | None,
+    plugin: Path | None = None,
 ) -> TraceResult:
-    """trace_pcs without reuse."""
+    """trace_pcs without reuse: counted by ``plugin`` (pccount) when given and its table
+    held every instruction, else from the log."""
     binary = Path(binary)
     if not binary.is_file():
         raise QemuTraceError(f"{binary}: no such file")
@@ -369,18 +376,25 @@ def _trace_pcs(
         raise QemuTraceError(f"{emulator} not found on PATH")
     if emulator != QEMU and lib_root == "/usr/arm-linux-gnueabihf":
         lib_root = "/"  # an x86-64 program's libraries are this machine's
-    flags = "exec,nochain,page" + (",op" if memory_ops else "")
     variables = [f"{k}={v}" for k, v in (env or {}).items()]
-    cmd = ["env", "-i", *variables, qemu, "-L", lib_root, "-0", argv0, "-singlestep", "-d", flags, "-D", "{log}",
-           str(binary), *args]
-    parser, returncode, stdout, stderr = _traced_run(cmd, stdin, memory_ops, keep_log, timeout, cwd=cwd)
-    if b"start_code" not in parser.code or b"end_code" not in parser.code:
+    prefix = ["env", "-i", *variables, qemu, "-L", lib_root, "-0", argv0]
+    counted = None
+    if plugin is not None:
+        counted = _plugin_run(prefix, plugin, binary, args, stdin, timeout, cwd)
+    if counted is not None:
+        pcs, code, returncode, stdout, stderr = counted
+    else:
+        flags = "exec,nochain,page" + (",op" if memory_ops else "")
+        cmd = [*prefix, "-singlestep", "-d", flags, "-D", "{log}", str(binary), *args]
+        parser, returncode, stdout, stderr = _traced_run(cmd, stdin, memory_ops, keep_log, timeout, cwd=cwd)
+        pcs, code = parser.pcs(), parser.code
+    if b"start_code" not in code or b"end_code" not in code:
         raise QemuTraceError(
             f"{binary}: no start_code/end_code in the QEMU log (exit {returncode}): "
             + stderr.decode(errors="replace")[-500:]
         )
-    start_code = parser.code[b"start_code"]
-    end_code = parser.code[b"end_code"]
+    start_code = code[b"start_code"]
+    end_code = code[b"end_code"]
     low, high = _file_end_of_code(binary)
     mask = _address_mask(binary)
     bias = (start_code - low) & mask
@@ -390,15 +404,114 @@ def _trace_pcs(
             f"for code {low:#x}..{high:#x}"
         )
     return TraceResult(
-        pcs=parser.pcs(),
+        pcs=pcs,
         returncode=returncode,
         stdout=stdout,
         stderr=stderr,
         load_bias=bias,
         start_code=start_code,
         end_code=end_code,
-        mem_ops=parser.ops if memory_ops else None,
+        mem_ops=parser.ops if memory_ops and counted is None else None,
     )
+
+
+#: Forces the oracle of trace_pcs: ``log`` (QEMU's ``-d exec`` log) or ``plugin`` (pccount,
+#: an error when it cannot be built); unset, the plugin when it builds, else the log.
+ORACLE_VARIABLE = "ANVIL_TRACE_ORACLE"
+#: pccount's source (a QEMU TCG plugin of our own, decision 0155).
+PLUGIN_SOURCE = Path(__file__).with_name("pccount.c")
+#: The library built from PLUGIN_SOURCE once asked for (None: it could not be built).
+_plugin: list[Path | None] = []
+#: pccount's table (tests/oracles/pccount.c): magic, capacity, used, overflow, start_code, end_code.
+_TABLE_MAGIC = 0x3143504C49564E41
+_TABLE_HEADER = 64
+
+
+def counting_plugin() -> Path | None:
+    """The pccount plugin for the installed qemu, built into benchmarks/qemu_plugins.py's cache
+    on first use; None when ``ANVIL_TRACE_ORACLE=log`` or when it cannot be built (no
+    network for the header, no glib: a warning, once, and the log oracle serves)."""
+    choice = os.environ.get(ORACLE_VARIABLE, "")
+    if choice == "log":
+        return None
+    if choice not in ("", "plugin"):
+        raise QemuTraceError(f"{ORACLE_VARIABLE}={choice}: expected 'log' or 'plugin'")
+    if not _plugin:
+        from benchmarks import qemu_plugins
+
+        try:
+            _plugin.append(qemu_plugins.compile_plugin(PLUGIN_SOURCE))
+        except (qemu_plugins.PluginBuildError, OSError) as exc:
+            if choice == "plugin":
+                raise QemuTraceError(f"{ORACLE_VARIABLE}=plugin, but pccount cannot be built: {exc}") from exc
+            warnings.warn(f"QEMU's instruction counts come from its -d exec log, a hundred times slower: "
+                          f"the pccount plugin cannot be built ({exc})", stacklevel=2)
+            _plugin.append(None)
+    return _plugin[0]
+
+
+def _plugin_run(prefix: list[str], plugin: Path, binary: Path, args: Sequence[str], stdin: bytes,
+                timeout: float | None, cwd: str | os.PathLike[str] | None
+                ) -> tuple[Counter[int], dict[bytes, int], int, bytes, bytes] | None:
+    """Run ``binary`` under QEMU with pccount (``prefix``: the emulator's command up to its
+    options); return its PC counts, ``{b"start_code": ..., b"end_code": ...}``, exit status,
+    stdout and stderr, or None when the plugin did not count everything (its table full, or
+    QEMU could not load it): the caller traces with the log instead.
+
+    No ``-singlestep``: pccount counts every instruction of a block by itself. The program's
+    stdin, stdout and stderr are files, as on the log's path (a program may ask what they are)."""
+    with tempfile.TemporaryDirectory(prefix="anvil-qemu-") as tmp:
+        tmpdir = Path(tmp)
+        table = tmpdir / "pcs.table"
+        option = f"{_opt(plugin)},out={_opt(table)}"
+        cmd = [*prefix, "-plugin", option, str(binary), *args]
+        (tmpdir / "stdin").write_bytes(stdin)
+        with (
+            open(tmpdir / "stdin", "rb") as fin,
+            open(tmpdir / "stdout", "wb") as fout,
+            open(tmpdir / "stderr", "wb") as ferr,
+        ):
+            proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr, cwd=cwd)
+            try:
+                returncode = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                raise QemuTraceError(f"QEMU timed out after {timeout} s") from None
+            except BaseException:  # QEMU must not outlive the run
+                proc.kill()
+                proc.wait()
+                raise
+        stdout, stderr = (tmpdir / "stdout").read_bytes(), (tmpdir / "stderr").read_bytes()
+        counted = _read_table(table)
+    if counted is None:
+        return None
+    pcs, code = counted
+    return pcs, code, returncode, stdout, stderr
+
+
+def _opt(path: Path) -> str:
+    """``path`` as a value of QEMU's ``-plugin`` option (QemuOpts: a ``,`` is written twice)."""
+    return str(path).replace(",", ",,")
+
+
+def _read_table(table: Path) -> tuple[Counter[int], dict[bytes, int]] | None:
+    """pccount's table: executions summed per address (each translation of an instruction
+    has a slot) and the code's bounds; None when it is missing or full."""
+    try:
+        with open(table, "rb") as fh:
+            header = array.array("Q", fh.read(_TABLE_HEADER))
+            if len(header) < 6 or header[0] != _TABLE_MAGIC or header[3] or header[2] > header[1]:
+                return None
+            slots = array.array("Q", fh.read(16 * header[2]))
+    except OSError:
+        return None
+    pcs: Counter[int] = Counter()
+    for pc, n in zip(slots[0::2], slots[1::2], strict=True):
+        if n:
+            pcs[pc] += n
+    code = {b"start_code": header[4], b"end_code": header[5]} if header[4] or header[5] else {}
+    return pcs, code
 
 
 class StreamParser(Protocol):
