@@ -17,15 +17,23 @@ built here from exactly the source the installed ``qemu-user`` was built from:
 4. each plugin is compiled with ``gcc -shared -fPIC -O2`` and glib's flags from
    ``pkg-config glib-2.0`` (Debian: ``libglib2.0-dev``).
 
+The project's own plugins (``OWN_PLUGINS``: the benchmarks' block counter, the tests'
+instruction oracle ``tests/oracles/pccount.c``) are compiled the same way against the same
+header (``compile_plugin``).
+
 The result lives in ``<repo>/.cache/qemu-plugins/<source version>/`` (``ANVIL_QEMU_PLUGIN_CACHE``
-names another root); later calls return it at once. Run as a script, it builds them and
-prints where they are::
+names another root); later calls return it at once. The download is made under a file lock,
+so test workers that need a plugin at the same time fetch the source once. Run as a script,
+it builds them (or only the project's plugins named) and prints where they are::
 
     python3 benchmarks/qemu_plugins.py
+    python3 benchmarks/qemu_plugins.py pccount     # what scripts/bootstrap.sh builds
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import io
 import os
@@ -36,6 +44,7 @@ import sys
 import tarfile
 import tempfile
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +60,11 @@ PLUGINS: dict[str, str] = {
 #: name -> source.
 OWN_PLUGINS: dict[str, Path] = {
     "blockcount": REPO_ROOT / "benchmarks" / "plugins" / "blockcount.c",
+    # The tests' instruction oracle (tests/oracles/qemu_trace.py, decision 0155).
+    "pccount": REPO_ROOT / "tests" / "oracles" / "pccount.c",
 }
+#: How every plugin is compiled (and glib's flags from pkg-config).
+CFLAGS = ("-shared", "-fPIC", "-O2")
 HEADER = "include/qemu/qemu-plugin.h"
 #: The Debian package whose source version names the source to build from.
 PACKAGE = "qemu-user"
@@ -170,61 +183,93 @@ def _glib_flags() -> list[str]:
     return proc.stdout.split()
 
 
-def build() -> dict[str, Path]:
-    """Build (once) and return QEMU's plugins for the installed qemu: name -> ``lib<name>.so``."""
+@contextlib.contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    """Hold ``root``'s build lock: two test workers (pytest-xdist) asking for a plugin at once
+    download QEMU's source once, the second waiting for the first."""
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def source_tree() -> Path:
+    """The header and QEMU's plugin sources of the installed qemu's Debian source, patched:
+    ``<cache>/<version>/src`` (downloaded once; ``include/qemu/qemu-plugin.h`` is what every
+    plugin is compiled against)."""
     version = source_version()
     out = cache_root() / version.replace(":", "_")
-    built = {name: out / f"lib{name}.so" for name in PLUGINS}
-    if all(path.is_file() for path in built.values()):
-        return built
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="qemu-plugins.", dir=out.parent))
-    try:
-        _, tarballs = _download_source(version)
-        tree = work / "src"
-        _extract(tarballs, tree)
-        flags = _glib_flags()
-        lib = work / "lib"
-        lib.mkdir()
-        for name, source in PLUGINS.items():
-            cmd = ["gcc", "-shared", "-fPIC", "-O2", "-I", str(tree / "include" / "qemu"), str(tree / source),
-                   "-o", str(lib / f"lib{name}.so"), *flags]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            if proc.returncode != 0:
-                raise PluginBuildError(f"compiling {source} failed:\n$ {' '.join(cmd)}\n{proc.stderr}")
-        shutil.copytree(tree, lib / "src")  # what they were built from, for the record
+    tree = out / "src"
+    if (tree / HEADER).is_file():
+        return tree
+    with _locked(cache_root()):
+        if (tree / HEADER).is_file():  # made by another process while this one waited
+            return tree
+        out.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="qemu-source.", dir=out))
         try:
-            lib.rename(out)
-        except OSError:
-            if not all(path.is_file() for path in built.values()):  # not a lost race with another build
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+            _, tarballs = _download_source(version)
+            _extract(tarballs, work / "src")
+            (work / "src").rename(tree)  # complete or absent: a reader checks the header only
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return tree
+
+
+def _compile(source: Path, headers: Path, out: Path) -> None:
+    """``gcc -shared`` ``source`` into ``out``, written under another name and renamed, so a
+    process that finds ``out`` finds it whole."""
+    temporary = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+    cmd = ["gcc", *CFLAGS, "-I", str(headers), str(source), "-o", str(temporary), *_glib_flags()]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        temporary.unlink(missing_ok=True)
+        raise PluginBuildError(f"compiling {source.name} failed:\n$ {' '.join(cmd)}\n{proc.stderr}")
+    temporary.replace(out)
+
+
+def build() -> dict[str, Path]:
+    """Build (once) and return QEMU's plugins for the installed qemu: name -> ``lib<name>.so``."""
+    tree = source_tree()
+    built = {name: tree.parent / f"lib{name}.so" for name in PLUGINS}
+    for name, path in built.items():
+        if not path.is_file():
+            _compile(tree / PLUGINS[name], tree / "include" / "qemu", path)
     return built
 
 
-def own_plugin(name: str) -> Path:
-    """One of OWN_PLUGINS, built (once per content of its source) against the header of the
-    installed qemu's source, which ``build`` fetches; returns the library's path."""
-    source = OWN_PLUGINS[name]
+def compile_plugin(source: Path) -> Path:
+    """A plugin source of this project's own, built (once per content of its source and
+    compiler flags) against the header of the installed qemu's source; returns the
+    library's path (``<cache>/<version>/lib<name>-<digest>.so``)."""
     text = source.read_bytes()
-    headers = build()[next(iter(PLUGINS))].parent / "src" / "include" / "qemu"
-    out = headers.parents[2] / f"lib{name}-{hashlib.sha256(text).hexdigest()[:12]}.so"
-    if out.is_file():
-        return out
-    temporary = out.with_suffix(f".{os.getpid()}.so")
-    cmd = ["gcc", "-shared", "-fPIC", "-O2", "-I", str(headers), str(source), "-o", str(temporary), *_glib_flags()]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise PluginBuildError(f"compiling {source.name} failed:\n$ {' '.join(cmd)}\n{proc.stderr}")
-    temporary.replace(out)
+    tree = source_tree()
+    digest = hashlib.sha256(text + " ".join(CFLAGS).encode()).hexdigest()[:12]
+    out = tree.parent / f"lib{source.stem}-{digest}.so"
+    if not out.is_file():
+        _compile(source, tree / "include" / "qemu", out)
     return out
 
 
-def main() -> int:
-    """Build the plugins and print their paths."""
+def own_plugin(name: str) -> Path:
+    """One of OWN_PLUGINS, built (compile_plugin); returns the library's path."""
+    return compile_plugin(OWN_PLUGINS[name])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build the plugins (QEMU's, or the OWN_PLUGINS named as arguments) and print their paths."""
+    names = sys.argv[1:] if argv is None else argv
+    unknown = [name for name in names if name not in OWN_PLUGINS]
+    if unknown:
+        print(f"qemu_plugins: error: no plugin of ours named {', '.join(unknown)} (known: {', '.join(OWN_PLUGINS)})",
+              file=sys.stderr)
+        return 2
     try:
-        for name, path in build().items():
+        built = {name: own_plugin(name) for name in names} if names else build()
+        for name, path in built.items():
             print(f"{name}\t{path}")
     except (PluginBuildError, OSError) as exc:
         print(f"qemu_plugins: error: {exc}", file=sys.stderr)

@@ -46,7 +46,7 @@ PACKAGES=(
     picolibc-arm-none-eabi  # tests/support/firmware_variants.py: firmware built with another C library
     libstdc++-arm-none-eabi-newlib  # samples/boards/throw.cpp: C++ exceptions on a board (decision 0122)
     qemu-system-arm
-    libglib2.0-dev     # benchmarks/qemu_plugins.py: QEMU's own TCG plugins, the benchmarks' peers
+    libglib2.0-dev     # benchmarks/qemu_plugins.py: QEMU's TCG plugins (the benchmarks' peers, the tests' pccount)
     pkg-config
     clang              # tests/test_clang.py: programs of another compiler and linker
     lld
@@ -102,5 +102,13 @@ if python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.jo
 fi
 log "pip install ${pip_flags[*]} -e '.[test]'"
 (cd "$REPO_ROOT" && python3 -m pip install "${pip_flags[@]}" -e '.[test]') || die "pip install failed"
+
+# 4. The tests' instruction oracle, a QEMU plugin of our own (tests/oracles/pccount.c, decision
+# 0155), compiled against the header of the installed qemu's Debian source, which is
+# downloaded once: here, before the test workers need it. Without it the tests read QEMU's
+# -d exec log instead: the same counts, many times slower.
+log "python3 benchmarks/qemu_plugins.py pccount"
+(cd "$REPO_ROOT" && python3 benchmarks/qemu_plugins.py pccount) \
+    || warn "the pccount plugin was not built: the tests will count instructions from QEMU's log (slower)"
 
 log "done"

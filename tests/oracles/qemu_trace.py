@@ -9,6 +9,22 @@ The log is streamed through a FIFO and parsed while QEMU runs, so nothing
 large is written to disk (a log costs about 65-100 bytes per executed
 instruction: a million instructions make ~90 MB).
 
+Unless the log itself is needed (``memory_ops``, ``keep_log``, ``trace_firmware``) or
+``ANVIL_TRACE_ORACLE=log`` asks for it, the same counts come from a QEMU plugin of our own
+instead (``pccount.c`` beside this file, decision 0155)::
+
+    env -i qemu-arm -L <lib_root> -0 <argv0> -d nochain -plugin libpccount.so,out=<table> <binary> <args>
+
+QEMU 7.2 writes its log with a write() per line and the log cost ten to a hundred times
+the program's own run; the plugin adds one atomic add per executed instruction to a table
+shared with its file, which this module reads when QEMU has exited. It counts what the log
+counts: an instruction when it is entered (so one that faults, and again when it runs
+after the handler), a forked child's instructions after the fork, every thread's, a process
+that a signal kills or that calls exec (tests/test_trace_oracles.py and
+scripts/trace_oracles_agree.py compare the two). The plugin is built on first use
+(benchmarks/qemu_plugins.py: the header of the installed qemu's Debian source); when it
+cannot be, or its table fills, the log serves.
+
 Facts about the log, checked on Debian's qemu-arm 7.2 (``tests/test_oracles.py``
 checks the ones that matter):
 
@@ -63,6 +79,7 @@ unicorn records the same pair.
 
 from __future__ import annotations
 
+import array
 import fcntl
 import os
 import re
@@ -71,6 +88,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -82,11 +100,13 @@ from elftools.elf.elffile import ELFFile
 
 __all__ = [
     "CODE_RE",
+    "ORACLE_VARIABLE",
     "QEMU",
     "QemuTraceError",
     "StreamParser",
     "TraceResult",
     "access_counts",
+    "counting_plugin",
     "executable_segments",
     "exe_pcs",
     "run_streamed",
@@ -162,6 +182,8 @@ class TraceResult:
     end_code: int
     #: With ``memory_ops=True``: run-time PC -> (loads, stores) per execution, from ``-d op``.
     mem_ops: dict[int, tuple[int, int]] | None = None
+    #: What counted: ``"log"`` (QEMU's ``-d exec`` log) or ``"plugin"`` (pccount).
+    oracle: str = "log"
 
     @property
     def total(self) -> int:
@@ -320,8 +342,11 @@ def trace_pcs(
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     reuse: bool = False,
+    oracle: str | None = None,
 ) -> TraceResult:
-    """Run ``binary`` under ``qemu-arm -singlestep -d exec,nochain,page`` and count executed PCs.
+    """Run ``binary`` under ``qemu-arm -singlestep -d exec,nochain,page`` and count executed PCs
+    (or under ``qemu-arm -plugin libpccount.so``, which counts the same a hundred times
+    faster: ``oracle``, below).
 
     The guest gets an empty environment (``env -i``, plus ``env``) and ``argv[0] = argv0``;
     shared libraries and ld.so come from ``lib_root`` (``-L``).  ``stdin`` is
@@ -334,16 +359,24 @@ def trace_pcs(
     ``reuse``: the program neither reads nor writes files in ``cwd``, so a trace of the same
     bytes with the same inputs made earlier in this test run (``ANVIL_TEST_RUN``, set by
     tests/conftest.py) serves (trace_cache.py): several tests trace one build.
+
+    ``oracle``: ``"plugin"`` counts with pccount (tests/oracles/pccount.c, decision 0155),
+    ``"log"`` from QEMU's log; None (the default) chooses as ``ANVIL_TRACE_ORACLE`` says, and
+    unset, the plugin when it can be built and the run needs no log (``memory_ops`` and
+    ``keep_log`` read the log). The plugin's counts are the log's (tests/test_trace_oracles.py).
     """
+    if oracle not in (None, "log", "plugin"):
+        raise ValueError(f"oracle={oracle!r}: expected 'log', 'plugin' or None")
+    plugin = None if memory_ops or keep_log is not None or oracle == "log" else counting_plugin(oracle == "plugin")
     if not reuse or keep_log is not None or not os.environ.get("ANVIL_TEST_RUN"):
         return _trace_pcs(binary, args, stdin, argv0, lib_root, timeout=timeout, memory_ops=memory_ops,
-                          keep_log=keep_log, env=env, cwd=cwd)
+                          keep_log=keep_log, env=env, cwd=cwd, plugin=plugin)
     from tests.oracles import trace_cache
 
     inputs = (Path(binary).read_bytes(), *args, "\0", stdin, argv0, lib_root, repr(sorted((env or {}).items())),
-              str(memory_ops), *_EMULATORS.values())
+              str(memory_ops), *_EMULATORS.values(), "plugin" if plugin is not None else "log")
     return trace_cache.reused(inputs, lambda: _trace_pcs(binary, args, stdin, argv0, lib_root, timeout=timeout,
-                                                         memory_ops=memory_ops, env=env, cwd=cwd))
+                                                         memory_ops=memory_ops, env=env, cwd=cwd, plugin=plugin))
 
 
 def _trace_pcs(
@@ -358,8 +391,10 @@ def _trace_pcs(
     keep_log: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None,
     cwd: str | os.PathLike[str] | None,
+    plugin: Path | None = None,
 ) -> TraceResult:
-    """trace_pcs without reuse."""
+    """trace_pcs without reuse: counted by ``plugin`` (pccount) when given and its table
+    held every instruction, else from the log."""
     binary = Path(binary)
     if not binary.is_file():
         raise QemuTraceError(f"{binary}: no such file")
@@ -369,18 +404,25 @@ def _trace_pcs(
         raise QemuTraceError(f"{emulator} not found on PATH")
     if emulator != QEMU and lib_root == "/usr/arm-linux-gnueabihf":
         lib_root = "/"  # an x86-64 program's libraries are this machine's
-    flags = "exec,nochain,page" + (",op" if memory_ops else "")
     variables = [f"{k}={v}" for k, v in (env or {}).items()]
-    cmd = ["env", "-i", *variables, qemu, "-L", lib_root, "-0", argv0, "-singlestep", "-d", flags, "-D", "{log}",
-           str(binary), *args]
-    parser, returncode, stdout, stderr = _traced_run(cmd, stdin, memory_ops, keep_log, timeout, cwd=cwd)
-    if b"start_code" not in parser.code or b"end_code" not in parser.code:
+    prefix = ["env", "-i", *variables, qemu, "-L", lib_root, "-0", argv0]
+    counted = None
+    if plugin is not None:
+        counted = _plugin_run(prefix, plugin, binary, args, stdin, timeout, cwd)
+    if counted is not None:
+        pcs, code, returncode, stdout, stderr = counted
+    else:
+        flags = "exec,nochain,page" + (",op" if memory_ops else "")
+        cmd = [*prefix, "-singlestep", "-d", flags, "-D", "{log}", str(binary), *args]
+        parser, returncode, stdout, stderr = _traced_run(cmd, stdin, memory_ops, keep_log, timeout, cwd=cwd)
+        pcs, code = parser.pcs(), parser.code
+    if b"start_code" not in code or b"end_code" not in code:
         raise QemuTraceError(
             f"{binary}: no start_code/end_code in the QEMU log (exit {returncode}): "
             + stderr.decode(errors="replace")[-500:]
         )
-    start_code = parser.code[b"start_code"]
-    end_code = parser.code[b"end_code"]
+    start_code = code[b"start_code"]
+    end_code = code[b"end_code"]
     low, high = _file_end_of_code(binary)
     mask = _address_mask(binary)
     bias = (start_code - low) & mask
@@ -390,15 +432,127 @@ def _trace_pcs(
             f"for code {low:#x}..{high:#x}"
         )
     return TraceResult(
-        pcs=parser.pcs(),
+        pcs=pcs,
         returncode=returncode,
         stdout=stdout,
         stderr=stderr,
         load_bias=bias,
         start_code=start_code,
         end_code=end_code,
-        mem_ops=parser.ops if memory_ops else None,
+        mem_ops=parser.ops if memory_ops and counted is None else None,
+        oracle="log" if counted is None else "plugin",
     )
+
+
+#: Forces the oracle of trace_pcs: ``log`` (QEMU's ``-d exec`` log) or ``plugin`` (pccount,
+#: an error when it cannot be built); unset, the plugin when it builds, else the log.
+ORACLE_VARIABLE = "ANVIL_TRACE_ORACLE"
+#: pccount's source (a QEMU TCG plugin of our own, decision 0155).
+PLUGIN_SOURCE = Path(__file__).with_name("pccount.c")
+#: The library built from PLUGIN_SOURCE once asked for (None: it could not be built).
+_plugin: list[Path | None] = []
+_plugin_error: list[str] = []
+#: pccount's table (tests/oracles/pccount.c): magic, capacity, used, overflow, start_code, end_code.
+_TABLE_MAGIC = 0x3143504C49564E41
+_TABLE_HEADER = 64
+#: pccount's table size in slots (None: the plugin's default, 16 M): a test makes it tiny.
+_PLUGIN_SLOTS: int | None = None
+
+
+def counting_plugin(required: bool = False) -> Path | None:
+    """The pccount plugin for the installed qemu, built into benchmarks/qemu_plugins.py's cache
+    on first use; None when ``ANVIL_TRACE_ORACLE=log`` or when it cannot be built (no
+    network for the header, no glib: a warning, once, and the log oracle serves).
+    ``required``: the plugin or QemuTraceError, whatever the variable says."""
+    choice = "plugin" if required else os.environ.get(ORACLE_VARIABLE, "")
+    if choice == "log":
+        return None
+    if choice not in ("", "plugin"):
+        raise QemuTraceError(f"{ORACLE_VARIABLE}={choice}: expected 'log' or 'plugin'")
+    if not _plugin:
+        from benchmarks import qemu_plugins
+
+        try:
+            _plugin.append(qemu_plugins.compile_plugin(PLUGIN_SOURCE))
+        except (qemu_plugins.PluginBuildError, OSError) as exc:
+            _plugin.append(None)
+            _plugin_error.append(str(exc))
+            if choice != "plugin":
+                warnings.warn(f"QEMU's instruction counts come from its -d exec log, a hundred times slower: "
+                          f"the pccount plugin cannot be built ({exc})", stacklevel=2)
+    if _plugin[0] is None and choice == "plugin":
+        raise QemuTraceError(f"the pccount plugin cannot be built: {_plugin_error[0]}")
+    return _plugin[0]
+
+
+def _plugin_run(prefix: list[str], plugin: Path, binary: Path, args: Sequence[str], stdin: bytes,
+                timeout: float | None, cwd: str | os.PathLike[str] | None
+                ) -> tuple[Counter[int], dict[bytes, int], int, bytes, bytes] | None:
+    """Run ``binary`` under QEMU with pccount (``prefix``: the emulator's command up to its
+    options); return its PC counts, ``{b"start_code": ..., b"end_code": ...}``, exit status,
+    stdout and stderr, or None when the plugin did not count everything (its table full, or
+    QEMU could not load it): the caller traces with the log instead.
+
+    No ``-singlestep``: pccount counts every instruction of a block by itself. But ``-d nochain``
+    (no log without ``-D``, nothing printed): blocks translated as the log's run translates
+    them but for their length. QEMU translates x86's ``rep`` string instructions by whether
+    blocks chain: chained, the last iteration jumps back to the instruction, which runs once
+    more to find ``rcx`` zero; unchained (``-singlestep`` implies it), the last iteration
+    leaves at once, one execution fewer of each ``rep`` instruction that iterated (``sort``
+    on x86-64: 5 instructions; no cost measured). The program's stdin, stdout and stderr are
+    files, as on the log's path (a program may ask what they are)."""
+    with tempfile.TemporaryDirectory(prefix="anvil-qemu-") as tmp:
+        tmpdir = Path(tmp)
+        table = tmpdir / "pcs.table"
+        option = f"{_opt(plugin)},out={_opt(table)}" + (f",slots={_PLUGIN_SLOTS}" if _PLUGIN_SLOTS else "")
+        cmd = [*prefix, "-d", "nochain", "-plugin", option, str(binary), *args]
+        (tmpdir / "stdin").write_bytes(stdin)
+        with (
+            open(tmpdir / "stdin", "rb") as fin,
+            open(tmpdir / "stdout", "wb") as fout,
+            open(tmpdir / "stderr", "wb") as ferr,
+        ):
+            proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr, cwd=cwd)
+            try:
+                returncode = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                raise QemuTraceError(f"QEMU timed out after {timeout} s") from None
+            except BaseException:  # QEMU must not outlive the run
+                proc.kill()
+                proc.wait()
+                raise
+        stdout, stderr = (tmpdir / "stdout").read_bytes(), (tmpdir / "stderr").read_bytes()
+        counted = _read_table(table)
+    if counted is None:
+        return None
+    pcs, code = counted
+    return pcs, code, returncode, stdout, stderr
+
+
+def _opt(path: Path) -> str:
+    """``path`` as a value of QEMU's ``-plugin`` option (QemuOpts: a ``,`` is written twice)."""
+    return str(path).replace(",", ",,")
+
+
+def _read_table(table: Path) -> tuple[Counter[int], dict[bytes, int]] | None:
+    """pccount's table: executions summed per address (each translation of an instruction
+    has a slot) and the code's bounds; None when it is missing or full."""
+    try:
+        with open(table, "rb") as fh:
+            header = array.array("Q", fh.read(_TABLE_HEADER))
+            if len(header) < 6 or header[0] != _TABLE_MAGIC or header[3] or header[2] > header[1]:
+                return None
+            slots = array.array("Q", fh.read(16 * header[2]))
+    except OSError:
+        return None
+    pcs: Counter[int] = Counter()
+    for pc, n in zip(slots[0::2], slots[1::2], strict=True):
+        if n:
+            pcs[pc] += n
+    code = {b"start_code": header[4], b"end_code": header[5]} if header[4] or header[5] else {}
+    return pcs, code
 
 
 class StreamParser(Protocol):
