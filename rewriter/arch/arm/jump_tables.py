@@ -90,6 +90,8 @@ class SwitchFinder:
         """The next instruction of the run."""
         name = ins.name
         if name in _MOVES or (name == "ldr" and _literal_load(ins)):
+            if self._aside(ins):
+                return
             # Ends any check under way; what it sets is read if a CMP follows. A bound over
             # 255 is a literal where there is no MOVW (ARMv5 code: Debian's armel port).
             if self.compared is not None:
@@ -106,6 +108,16 @@ class SwitchFinder:
             self._reset()
             if name == "cmp":  # may start the next check
                 self._step(ins)
+
+    def _aside(self, ins: Instruction) -> bool:
+        """Whether ``ins``, a MOV of a constant scheduled between a Thumb switch's ADR of its
+        table and its TBB/TBH, leaves the check under way alone: it writes neither the index
+        nor the table's register (clang: ``addw r1, pc, #12; mov.w r8, #7; tbh [r1, r0, lsl
+        #1]``)."""
+        if self.table is None or self.entry is not None or not ins.thumb or ins.cond != 14 or ins.in_it:
+            return False
+        found = _constant(ins) if ins.name in _MOVES else None
+        return found is not None and found[0] not in (self.table[0], self.bound[0] if self.bound else None)
 
     def see_all(self, insns: list[Instruction]) -> None:
         """``see`` each of ``insns`` in turn, its usual case (no check under way, not a
@@ -178,9 +190,13 @@ class SwitchFinder:
             return True
         if ins.name in ("tbb", "tbh"):
             if len(operands) >= 2 and REGISTERS.get(operands[1]) == index:
-                self.binary.table_sizes[ins.address] = entries
                 size = 1 if ins.name == "tbb" else 2
-                self.binary.switch_tables.add((ins.address + 4, ins.address + 4 + size * entries))
+                base = _REGS.get(operands[0])
+                if base == _PC:
+                    self.binary.table_sizes[ins.address] = entries
+                    self.binary.switch_tables.add((ins.address + 4, ins.address + 4 + size * entries))
+                elif self.table is not None and base == self.table[0] and self.entry is None:
+                    self._register_table(ins, size, entries)
             return False
         if ins.cond == 14 and self._pc_table(ins, index, entries):
             return False
@@ -259,6 +275,15 @@ class SwitchFinder:
             return False
         self.binary.switch_cases.setdefault(ins.address, set()).update(cases)
         return True
+
+    def _register_table(self, jump: Instruction, size: int, entries: int) -> None:
+        """The cases of ``tbb``/``tbh [rA, rI]`` through the table at ``adr rA``: the jump
+        still goes from its own PC (its address + 4), by twice each of ``entries`` bytes or
+        halfwords of the table (clang's Thumb-2 switch where the ADR was scheduled apart)."""
+        table = self.table[1]
+        rows = [int.from_bytes(self.binary.read(table + size * k, size), "little") for k in range(entries)]
+        self.binary.switch_cases.setdefault(jump.address, set()).update(jump.address + 4 + 2 * row for row in rows)
+        self.binary.switch_tables.add((table, table + size * entries))
 
     def _record(self, jump: Instruction, entries: int) -> None:
         """The cases of the switch whose computed ``jump`` adds each of the table's ``entries``

@@ -1338,14 +1338,18 @@ def _compute_target(ins: Instruction, name: str, isa: ISA, code: Code, t: int, p
             return
         hw2 = struct.unpack_from("<H", raw, 2)[0] if ins.size == 4 else 0
         if name in ("tbb", "tbh"):
+            # The table is where rn points (the original's, which the relocated ADR before
+            # gives); the branch is from the TBB/TBH's own PC either way. (t and p are
+            # neither rn nor rm: _scratch.)
             rn, rm = hw1 & 0xF, hw2 & 0xF
-            if rn != PC:
-                raise Unsupported(f"{ins}: table branch not based on PC")
-            isa.pc_address(code, t, ins.address + 4)
+            if rn == PC:
+                isa.pc_address(code, t, ins.address + 4)
+                rn = t
             if name == "tbb":
-                code.emit(enc.t32_ldrb_reg(p, t, rm))
+                code.emit(enc.t32_ldrb_reg(p, rn, rm))
             else:
-                code.emit(enc.t32_ldrh_reg_lsl(p, t, rm, 1))
+                code.emit(enc.t32_ldrh_reg_lsl(p, rn, rm, 1))
+            isa.pc_address(code, t, ins.address + 4)
             code.emit(enc.t32_add_reg_shift(t, t, p, 0, 1))
             code.emit(struct.pack("<HH", 0xF040 | t, (t << 8) | 1))
             return
