@@ -80,6 +80,7 @@ unicorn records the same pair.
 from __future__ import annotations
 
 import array
+import contextlib
 import fcntl
 import os
 import re
@@ -90,7 +91,7 @@ import tempfile
 import time
 import warnings
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -506,12 +507,7 @@ def _plugin_run(prefix: list[str], plugin: Path, binary: Path, args: Sequence[st
         table = tmpdir / "pcs.table"
         option = f"{_opt(plugin)},out={_opt(table)}" + (f",slots={_PLUGIN_SLOTS}" if _PLUGIN_SLOTS else "")
         cmd = [*prefix, "-d", "nochain", "-plugin", option, str(binary), *args]
-        (tmpdir / "stdin").write_bytes(stdin)
-        with (
-            open(tmpdir / "stdin", "rb") as fin,
-            open(tmpdir / "stdout", "wb") as fout,
-            open(tmpdir / "stderr", "wb") as ferr,
-        ):
+        with _standard_files(tmpdir, stdin) as (fin, fout, ferr):
             proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr, cwd=cwd)
             try:
                 returncode = proc.wait(timeout=timeout)
@@ -563,6 +559,18 @@ class StreamParser(Protocol):
     def close(self) -> None: ...
 
 
+@contextlib.contextmanager
+def _standard_files(tmpdir: Path, stdin: bytes) -> Iterator[tuple[BinaryIO, BinaryIO, BinaryIO]]:
+    """The program's stdin (holding ``stdin``), stdout and stderr: files in ``tmpdir``."""
+    (tmpdir / "stdin").write_bytes(stdin)
+    with (
+        open(tmpdir / "stdin", "rb") as fin,
+        open(tmpdir / "stdout", "wb") as fout,
+        open(tmpdir / "stderr", "wb") as ferr,
+    ):
+        yield fin, fout, ferr
+
+
 def run_streamed(cmd: list[str], stdin: bytes, parser: StreamParser,
                  timeout: float | None, cwd: str | os.PathLike[str] | None = None) -> tuple[int, bytes, bytes]:
     """Run ``cmd`` (its ``{log}`` argument becomes a FIFO QEMU logs to) in ``cwd``, feeding
@@ -582,12 +590,7 @@ def run_streamed(cmd: list[str], stdin: bytes, parser: StreamParser,
                 fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _CHUNK)
             except OSError:
                 pass  # keep the default pipe size
-            (tmpdir / "stdin").write_bytes(stdin)
-            with (
-                open(tmpdir / "stdin", "rb") as fin,
-                open(tmpdir / "stdout", "wb") as fout,
-                open(tmpdir / "stderr", "wb") as ferr,
-            ):
+            with _standard_files(tmpdir, stdin) as (fin, fout, ferr):
                 proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr, cwd=cwd)
                 try:
                     _pump(proc, fd, parser, timeout)
