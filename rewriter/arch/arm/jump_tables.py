@@ -117,7 +117,7 @@ class SwitchFinder:
         if self.table is None or self.entry is not None or not ins.thumb or ins.cond != 14 or ins.in_it:
             return False
         found = _constant(ins) if ins.name in _MOVES else None
-        return found is not None and found[0] not in (self.table[0], self.bound[0] if self.bound else None)
+        return found is not None and found[0] not in (self.table[0], self.bound[0])  # (a table follows a bound)
 
     def see_all(self, insns: list[Instruction]) -> None:
         """``see`` each of ``insns`` in turn, its usual case (no check under way, not a

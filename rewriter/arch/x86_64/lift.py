@@ -463,12 +463,12 @@ def _plt_names(elf: ELFFile, plt_code: list[tuple[str, int, int, int, list[Instr
         symbols = elf.get_section(section["sh_link"]) if section["sh_link"] else None
         if not isinstance(symbols, SymbolTableSection):
             continue
-        names: dict[int, str] = {}  # (a C++ program's relocations name the same symbols often)
+        symbol_names: dict[int, str] = {}  # (a C++ program's relocations name the same symbols often)
         for offset, _, index, _ in elf_tables.relocations(elf, section):
             if index:
-                if index not in names:
-                    names[index] = symbols.get_symbol(index).name
-                slots[offset] = names[index]
+                if index not in symbol_names:
+                    symbol_names[index] = symbols.get_symbol(index).name
+                slots[offset] = symbol_names[index]
     names: dict[int, str] = {}
     for _, lo, _, entry_size, instructions in plt_code:
         for ins in instructions:
