@@ -111,7 +111,6 @@ def test_no_plugin_warns_and_uses_the_log(tmp_path: Path, monkeypatch: pytest.Mo
 
     monkeypatch.setattr(qemu_plugins, "compile_plugin", fails)
     monkeypatch.setattr(qemu_trace, "_plugin", [])
-    monkeypatch.setattr(qemu_trace, "_plugin_error", [])
     monkeypatch.delenv(qemu_trace.ORACLE_VARIABLE, raising=False)
     with pytest.warns(UserWarning, match="no network"):
         assert qemu_trace.counting_plugin() is None

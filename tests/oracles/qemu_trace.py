@@ -450,9 +450,8 @@ def _trace_pcs(
 ORACLE_VARIABLE = "ANVIL_TRACE_ORACLE"
 #: pccount's source (a QEMU TCG plugin of our own, decision 0155).
 PLUGIN_SOURCE = Path(__file__).with_name("pccount.c")
-#: The library built from PLUGIN_SOURCE once asked for (None: it could not be built).
-_plugin: list[Path | None] = []
-_plugin_error: list[str] = []
+#: Once asked for: the library built from PLUGIN_SOURCE, or None and why it could not be built.
+_plugin: list[tuple[Path | None, str]] = []
 #: pccount's table (tests/oracles/pccount.c): magic, capacity, used, overflow, start_code, end_code.
 _TABLE_MAGIC = 0x3143504C49564E41
 _TABLE_HEADER = 64
@@ -474,16 +473,16 @@ def counting_plugin(required: bool = False) -> Path | None:
         from benchmarks import qemu_plugins
 
         try:
-            _plugin.append(qemu_plugins.compile_plugin(PLUGIN_SOURCE))
+            _plugin.append((qemu_plugins.compile_plugin(PLUGIN_SOURCE), ""))
         except (qemu_plugins.PluginBuildError, OSError) as exc:
-            _plugin.append(None)
-            _plugin_error.append(str(exc))
+            _plugin.append((None, str(exc)))
             if choice != "plugin":
                 warnings.warn(f"QEMU's instruction counts come from its -d exec log, a hundred times slower: "
-                          f"the pccount plugin cannot be built ({exc})", stacklevel=2)
-    if _plugin[0] is None and choice == "plugin":
-        raise QemuTraceError(f"the pccount plugin cannot be built: {_plugin_error[0]}")
-    return _plugin[0]
+                              f"the pccount plugin cannot be built ({exc})", stacklevel=2)
+    built, why = _plugin[0]
+    if built is None and choice == "plugin":
+        raise QemuTraceError(f"the pccount plugin cannot be built: {why}")
+    return built
 
 
 def _plugin_run(prefix: list[str], plugin: Path, binary: Path, args: Sequence[str], stdin: bytes,
