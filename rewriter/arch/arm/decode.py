@@ -337,6 +337,8 @@ def _decode_with(md: capstone.Cs, code: bytes, address: int, thumb: bool,
                 known[key] = _facts_of(ins)
         else:
             ins = Instruction(addr, *facts)  # positional: the fastest constructor call
+        if thumb and ins.reads_pc and not t32_reads_pc_defined(ins):
+            break  # data read as code (a literal pool after a call that never returns)
         if ins.is_it:
             it_conds = _it_conditions(int.from_bytes(raw, "little"))
         elif out and ins.writes_pc and is_link_move(out[-1], ins):
@@ -344,6 +346,27 @@ def _decode_with(md: capstone.Cs, code: bytes, address: int, thumb: bool,
         out.append(ins)
         end = addr + size
     return out, end
+
+
+def t32_reads_pc_defined(ins: Instruction) -> bool:
+    """Whether ``ins``, a T32 instruction that reads PC, is one of the few forms the
+    architecture defines for it: ADR, ``mov``/``add rd, pc`` (16-bit), loads from a literal
+    (``ldr``/``ldrd``/``vldr``/``pld``... ``[pc, #x]``) and ``tbb``/``tbh [pc, rm]``.
+
+    Every other T32 encoding that names PC as an operand (``strd pc, pc, [r1]``,
+    ``str.w pc, [sp]``, ``add.w r0, r1, pc``, ``push {pc}``) is UNPREDICTABLE or UNDEFINED,
+    so no compiler writes it: such bytes are data, most often a literal pool after a call
+    that never returns, which the descent read on into. Decoding stops there
+    (``_decode_with``), so the descent ends instead of handing relocation an instruction
+    it cannot move, which would leave the whole procedure uninstrumented."""
+    if ins.name in ("tbb", "tbh", "pld", "pli") or any(
+            a.base == PC and a.index is None and not a.is_store for a in ins.accesses[:1]):
+        return True
+    hw1 = int.from_bytes(ins.raw[:2], "little")
+    if ins.size == 2:
+        return (hw1 & 0xF800) == 0xA000 or (hw1 & 0xFF78) in (0x4678, 0x4478)  # ADR, MOV/ADD rd, pc
+    hw2 = int.from_bytes(ins.raw[2:4], "little")
+    return (hw1 & 0xFBFF) in (0xF2AF, 0xF20F) and not hw2 & 0x8000  # ADR.W
 
 
 def is_link_move(move: Instruction, branch: Instruction) -> bool:
