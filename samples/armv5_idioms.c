@@ -9,6 +9,9 @@
  *   call starts the block after its ``mov lr, pc``.
  * - A switch of 300 cases (GCC's ``addls pc, pc, rI, lsl #2`` and a row of branches)
  *   whose bound is a literal, as there is no MOVW before ARMv6T2.
+ * - The same switch in a loop whose bound GCC loaded into a callee-saved register once,
+ *   before the loop, a call away from its ``cmp`` (Debian's armel diff and perl); the code
+ *   after its row begins with a branch.
  *
  * Exits 0 when every result is the one expected.
  */
@@ -17,6 +20,13 @@
 int call_linked(int (*fn)(int), int x);          /* fn(x) + 1, fn called by mov lr, pc; bx */
 int cas_linked(int oldval, int newval, volatile int *ptr);  /* 0 when *ptr was oldval */
 int pick(unsigned i);                            /* i % 3 + 1 for i < 300, else 0 */
+int pick_loop(unsigned n);                       /* the sum of pick(scramble(i)) for i < n */
+
+unsigned scramble(unsigned i) __attribute__((noinline));
+unsigned scramble(unsigned i)
+{
+    return i * 7 % 320;
+}
 
 __asm__(".text\n"
         ".syntax unified\n"
@@ -66,7 +76,37 @@ __asm__(".text\n"
         "9:  mov r0, #0\n"
         "    bx lr\n"
         "3:  .word 299\n"
-        ".size pick, . - pick\n");
+        ".size pick, . - pick\n"
+        ".global pick_loop\n"
+        ".type pick_loop, %function\n"
+        "pick_loop:\n"
+        "    push {r4, r5, r6, lr}\n"
+        "    ldr r5, 3f\n"
+        "    mov r4, r0\n"
+        "    mov r6, #0\n"
+        "1:  subs r4, r4, #1\n"
+        "    bmi 8f\n"
+        "    mov r0, r4\n"
+        "    bl scramble\n"
+        "    cmp r0, r5\n"
+        "    addls pc, pc, r0, lsl #2\n"
+        "    b 2f\n"
+        "    .rept 100\n"
+        "    b 4f\n"
+        "    b 5f\n"
+        "    b 6f\n"
+        "    .endr\n"
+        "2:  b 1b\n"
+        "4:  add r6, r6, #1\n"
+        "    b 1b\n"
+        "5:  add r6, r6, #2\n"
+        "    b 1b\n"
+        "6:  add r6, r6, #3\n"
+        "    b 1b\n"
+        "8:  mov r0, r6\n"
+        "    pop {r4, r5, r6, pc}\n"
+        "3:  .word 299\n"
+        ".size pick_loop, . - pick_loop\n");
 
 static int twice(int x)
 {
@@ -89,6 +129,7 @@ int main(int argc, char **argv)
     int picks = 0;
     for (unsigned i = 0; i < 320; i++)
         picks += pick(i * 7 % 320);
-    printf("%d %d %d\n", sum, counter, picks);
-    return sum == 2600 && counter == 450 && picks == 600 ? 0 : 1;
+    int looped = pick_loop(320);
+    printf("%d %d %d %d\n", sum, counter, picks, looped);
+    return sum == 2600 && counter == 450 && picks == 600 && looped == 600 ? 0 : 1;
 }

@@ -12,6 +12,8 @@ meets, reproduced in samples/armv5_idioms.c, which the armhf compiler builds:
   its own: the call starts the block after its ``mov lr, pc``.
 - A switch whose bound is a literal (no MOVW before ARMv6T2): in a stripped program its
   cases were not found, and the jump ran them in place (Debian's armel grep: 3,169 short).
+  Also where the bound was loaded into a callee-saved register before a loop, a call away
+  from its ``cmp`` (armel diff: 194 short; perl: 856, with a function only the cases call).
 
 And a program built with ``-pg``: gprof's ``__gnu_mcount_nc`` records each call's arc from
 the return addresses it sees, and writes only those in the original text; with relocated

@@ -78,8 +78,8 @@ class SwitchFinder:
     def _reset(self) -> None:
         self.move: tuple[int, int] | None = None  # register, constant a MOV set shortly before (_past_move)
         self.since_move = 0
-        self.compared: tuple[int, int] | None = None  # register, immediate of the last CMP
-        self.bound: tuple[int, int] | None = None     # index register, entries
+        self.compared: tuple[int, int | None] | None = None  # register, immediate of the last CMP (None: a register)
+        self.bound: tuple[int, int | None] | None = None  # index register, entries (None: not known)
         self.table: tuple[int, int] | None = None     # register holding the table, its address
         self.entry: int | None = None                 # register holding the loaded offset
         self.computed: int | None = None              # register holding table + offset
@@ -161,8 +161,10 @@ class SwitchFinder:
             if value is None and self.move is not None and REGISTERS.get(operands[1]) == self.move[0]:
                 value = self.move[1]
             self.move = None
-            if value is None:
+            if value is None and (ins.thumb or operands[1] not in REGISTERS):
                 return False
+            # (None: an A32 bound in a register set away from here, which only a row of
+            # branches can stand for: _pc_table.)
             self.compared = (REGISTERS[operands[0]], value)
             self.bound = self.table = self.entry = self.computed = None  # a check again: it counts
             self.shift = 0
@@ -170,22 +172,26 @@ class SwitchFinder:
                 self.low = None
             return True
         if self.compared is not None and self.bound is None:
+            reg, imm = self.compared
             if ins.is_branch and ins.branch_target is not None and ins.cond in (HI, CS):
-                reg, imm = self.compared
-                self.bound = (reg, imm + 1 if ins.cond == HI else imm)
+                self.bound = (reg, _entries(imm, ins.cond == HI))
                 return True
-            if ins.is_branch and ins.branch_target is not None and ins.cond == CC and not ins.thumb:
+            if ins.is_branch and ins.branch_target is not None and ins.cond == CC and not ins.thumb \
+                    and imm is not None:
                 self.low = self.compared  # below it to the default: the check of the upper bound may follow
                 return True
             if ins.cond in (LS, CC):  # the jump checks the bound itself
-                reg, imm = self.compared
-                self._pc_table(ins, reg, imm + 1 if ins.cond == LS else imm)
+                self._pc_table(ins, reg, _entries(imm, ins.cond == LS))
             return False
         if self.bound is None:
             return False
+        index, entries = self.bound
+        if entries is None:  # only an A32 row of branches measures itself
+            if ins.cond == 14:
+                self._pc_table(ins, index, None)
+            return False
         if operands is None:
             operands = _operands(ins)
-        index, entries = self.bound
         if self.table is None and not ins.thumb and ins.cond == 14 and self._adjusts(ins, operands, index, entries):
             return True
         if ins.name in ("tbb", "tbh"):
@@ -247,16 +253,26 @@ class SwitchFinder:
             return True
         return ins.name == "and" and value in (0xFF, 0xFFFF) and entries <= value + 1
 
-    def _pc_table(self, ins: Instruction, index: int, entries: int) -> bool:
+    def _pc_table(self, ins: Instruction, index: int, entries: int | None) -> bool:
         """Record the cases of an A32 jump through a table at the PC indexed by ``index``
         (``add pc, pc, rI, lsl #2``: a row of instructions; ``ldr pc, [pc, rI, lsl #2]``:
         label addresses), ``entries`` long; True if ``ins`` is one. Where the index was
         moved down by ``shift`` after the check, the table holds the entries from the lowest
-        value the checks let through (``low``), less the shift: some before the PC."""
-        if ins.thumb or not ins.writes_pc or entries <= 0 or entries > 0x10000:
+        value the checks let through (``low``), less the shift: some before the PC.
+
+        ``entries`` None: the bound is in a register set away from the check (GCC's ARMv5
+        code loads one over 255 from a literal, perhaps once before a loop: Debian's armel
+        diff and perl). A row of branches is then as long as the unconditional ``b`` run
+        after the PC; where a case's own code begins with one, it is taken too, a row
+        the index never reaches, of code that is code."""
+        if ins.thumb or not ins.writes_pc:
+            return False
+        table = ins.address + 8  # what the PC reads as
+        if entries is None and ins.name == "add" and not self.shift and self.low is None:
+            entries = _branch_row(self.binary.read, table)
+        if entries is None or entries <= 0 or entries > 0x10000:
             return False
         operands, regs = operand_registers(ins)
-        table = ins.address + 8  # what the PC reads as
         low = self.low[1] if self.low is not None and self.low[0] == index else 0
         if low >= entries:
             return False
@@ -326,6 +342,20 @@ class SwitchFinder:
 #: switches take when the table's register is r8-r14 (the 16-bit ``adr`` reaches only r0-r7)
 #: or the table lies behind the code (decision 0082).
 _ADR_ALIASES = {"add": 1, "sub": -1, "addw": 1, "subw": -1}
+
+
+def _entries(compared: int | None, inclusive: bool) -> int | None:
+    """How many entries a table has whose bounds check compared with ``compared`` (None:
+    not known) and let it through where equal (``inclusive``: ``bls``/``bhi``) or not."""
+    return None if compared is None else compared + 1 if inclusive else compared
+
+
+def _branch_row(read: Callable[[int, int], bytes], table: int) -> int:
+    """How many unconditional A32 ``b`` instructions follow one another from ``table``."""
+    count = 0
+    while count < 0x10000 and read(table + 4 * count + 3, 1) == b"\xea":
+        count += 1
+    return count
 
 
 def _pc_relative_address(ins: Instruction, operands: list[str]) -> int | None:
