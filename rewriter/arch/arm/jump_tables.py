@@ -12,6 +12,7 @@ from ...ir.model import Access, Binary, Instruction
 
 CS, HI = 2, 8  # the conditions of a bounds check's branch to the default case
 CC, LS = 3, 9  # ... and of an A32 table jump made only within the bound (``addls pc, ...``)
+GE, LT, GT = 10, 11, 12  # A32 checks of a signed index (Free Pascal's case on an integer)
 REGISTERS = {f"r{i}": i for i in range(13)} | {"sb": 9, "sl": 10, "fp": 11, "ip": 12, "lr": 14}
 
 
@@ -173,10 +174,12 @@ class SwitchFinder:
             return True
         if self.compared is not None and self.bound is None:
             reg, imm = self.compared
-            if ins.is_branch and ins.branch_target is not None and ins.cond in (HI, CS):
-                self.bound = (reg, _entries(imm, ins.cond == HI))
+            # A32 checks may be signed: ``cmp rI, #1; blt default; cmp rI, #N; bgt default``.
+            if ins.is_branch and ins.branch_target is not None \
+                    and (ins.cond in (HI, CS) or (ins.cond in (GT, GE) and not ins.thumb)):
+                self.bound = (reg, _entries(imm, ins.cond in (HI, GT)))
                 return True
-            if ins.is_branch and ins.branch_target is not None and ins.cond == CC and not ins.thumb \
+            if ins.is_branch and ins.branch_target is not None and ins.cond in (CC, LT) and not ins.thumb \
                     and imm is not None:
                 self.low = self.compared  # below it to the default: the check of the upper bound may follow
                 return True
@@ -242,7 +245,11 @@ class SwitchFinder:
         """Whether ``ins``, between an A32 bounds check and its jump, only moves the index
         down (``sub rI, rI, #k``: the table's first entry is the lowest value's, Free
         Pascal's case statements) or keeps it as it is (``and rI, rI, #0xff`` of a value
-        the check bounds below 256)."""
+        the check bounds below 256, ``sxth rI, rI`` of one it bounds below 32,768: Free
+        Pascal's case on a smallint)."""
+        if len(operands) == 2 and ins.name in _EXTENSIONS:
+            same = REGISTERS.get(operands[0]) == index == REGISTERS.get(operands[1])
+            return same and entries <= _EXTENSIONS[ins.name]
         if len(operands) != 3 or REGISTERS.get(operands[0]) != index or REGISTERS.get(operands[1]) != index:
             return False
         value = _immediate(operands[2])
@@ -342,6 +349,10 @@ class SwitchFinder:
 #: switches take when the table's register is r8-r14 (the 16-bit ``adr`` reaches only r0-r7)
 #: or the table lies behind the code (decision 0082).
 _ADR_ALIASES = {"add": 1, "sub": -1, "addw": 1, "subw": -1}
+
+
+#: The extensions of an index that leave it as it is below a bound (name -> that bound).
+_EXTENSIONS = {"sxtb": 0x80, "uxtb": 0x100, "sxth": 0x8000, "uxth": 0x10000}
 
 
 def _entries(compared: int | None, inclusive: bool) -> int | None:
