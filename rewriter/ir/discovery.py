@@ -233,15 +233,26 @@ def _even_literals(found: dict[int, Descent], binary: Binary, ranges: list[tuple
 
 
 def _addresses_loaded(insns: dict[int, Instruction], binary: Binary, ranges: list[tuple[int, int]]) -> list[int]:
-    """The word-aligned text addresses ``insns`` (a descent's) load from literal pools, less
-    those a PC-relative add then takes (``ldr rX, =n; add rX, pc, rX``): an offset, whatever it
-    looks like (decision 0113: GHC's code addresses its strings so, and offsets that equal a
-    place in the middle of a function became A32 entries there, cutting it in two)."""
+    """The word-aligned text addresses ``insns`` (a descent's) load from literal pools or build
+    with ``movw``/``movt`` (clang's A32 code and sbcl's: a signal handler's address given to
+    sigaction, a routine stored in a table), less those a PC-relative add then takes (``ldr
+    rX, =n; add rX, pc, rX``): an offset, whatever it looks like (decision 0113: GHC's code
+    addresses its strings so, and offsets that equal a place in the middle of a function
+    became A32 entries there, cutting it in two)."""
     pending: dict[int, int] = {}  # register -> the literal it was loaded with, not yet taken
+    low: dict[int, int] = {}  # register -> the half a movw set
     out = []
     for address in sorted(insns):
         ins = insns[address]
         value = _literal(ins, binary) if ins.accesses else None
+        if value is None and ins.name in ("movw", "movt") and (moved := _wide_move(ins)) is not None:
+            rd, half, top = moved
+            if not top:
+                low[rd] = half
+                continue
+            if rd not in low:
+                continue
+            value = low.pop(rd) | half << 16
         if value is not None:
             rd = _dest(ins)
             if rd in pending:
