@@ -328,13 +328,23 @@ def _a32_in_gaps(words: set[int], found: dict[int, Descent], starts: list[int], 
         thumb = sum(1 for ins in places if ins is not None and ins.thumb)
         return 2 * thumb > len(places)
 
+    def one_word_function(word: int) -> bool:
+        """Whether the word at ``word``, right before code found, is a whole A32 function:
+        ``bx lr`` (an empty one) or ``b`` to code found (a tail call: python3.11's ``main: b
+        Py_BytesMain``, called through a pointer in data)."""
+        value = int.from_bytes(streams.binary.read(word, 4), "little")
+        if value == 0xE12FFF1E:
+            return True
+        ins = streams.at(word, False)[0] if value >> 24 == 0xEA else None
+        return ins is not None and ins.branch_target is not None and at(ins.branch_target) is not None
+
     uncovered = {word for word in words if at(word) is None}
     labels = {word: True for word in uncovered if in_thumb_table(word) and streams.at(word, True)[0] is not None}
     if labels:  # the A32 readings are weighed once the labels' code is decoded (it may cover them)
         return labels
     out: dict[int, bool] = {}
     for word in uncovered:  # (in the order of ``words - covered``)
-        if word & 3 or in_thumb_table(word) or at(word + 4) is not None:
+        if word & 3 or in_thumb_table(word) or (at(word + 4) is not None and not one_word_function(word)):
             continue
         if _reads_as_a32_start(word, streams):
             out[word] = False
