@@ -483,10 +483,13 @@ class Binary:
 
     def literal_bytes(self) -> set[int]:
         """The bytes of code that instructions read as data (PC-relative loads: literal
-        pools). No jump may be written over them: the code that reads them may run in place,
-        and its copy reads them where they are. Where a descent decoded a pool as code (past
-        a call that never returns), its "return site" is one of these."""
+        pools; and the word an ADR points at, where no procedure starts: GNAT's ``adr r2,
+        pool; ldrd r2, r3, [r2]``). No jump may be written over them: the code that reads
+        them may run in place, and its copy reads them where they are. Where a descent
+        decoded a pool as code (past a call that never returns), its "return site" is one
+        of these."""
         if self._literal_bytes is None:
+            from ..arch.arm.jump_tables import adr_target
             from .inline_data import inline_data_bytes
 
             # The unwinder's table says the instructions where it enters are code: a load that
@@ -494,6 +497,7 @@ class Binary:
             # returns, decision 0106), and its "pool" must not keep a landing pad from its jump.
             code = {byte for proc in self.procedures for ins in proc.instructions()
                     if ins.address in self.unwinder_entries for byte in range(ins.address, ins.end)}
+            entries = {proc.address for proc in self.procedures}
             self._literal_bytes = set()
             for proc in self.procedures:
                 for ins in proc.instructions():
@@ -502,6 +506,9 @@ class Binary:
                             read = range(acc.disp, acc.disp + acc.size)
                             if code.isdisjoint(read):
                                 self._literal_bytes.update(read)
+                    if ins.reads_pc and not ins.accesses and (pointed := adr_target(ins)) is not None \
+                            and pointed not in entries and code.isdisjoint(read := range(pointed, pointed + 4)):
+                        self._literal_bytes.update(read)  # (how much is read there is not known: a word)
             # And the data after calls whose callees read it there (klibc's system call numbers).
             self._literal_bytes |= inline_data_bytes(self.procedures, self.read, self.inline_data_sizes)
         return self._literal_bytes

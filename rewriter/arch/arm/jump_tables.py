@@ -369,6 +369,12 @@ def _branch_row(read: Callable[[int, int], bytes], table: int) -> int:
     return count
 
 
+def adr_target(ins: Instruction) -> int | None:
+    """The address an ADR (in either instruction set, any of its forms) puts in a register,
+    else None."""
+    return _pc_relative_address(ins, _operands(ins)) if ins.reads_pc and not ins.accesses else None
+
+
 def _pc_relative_address(ins: Instruction, operands: list[str]) -> int | None:
     """The address ``ins`` puts in a register if it is an ADR in either instruction set
     (``adr rA, #off``, or ``_ADR_ALIASES``: ``add``/``sub``/``addw``/``subw rA, pc, #off``),
