@@ -160,9 +160,12 @@ OFFSET_TABLES = frozenset((".ARM.extab", ".eh_frame", ".eh_frame_hdr", ".gcc_exc
 
 
 def _pointer_sections(elf: ELFFile) -> Iterator[Section]:
-    """The sections of loaded, non-executable data that may hold code addresses."""
+    """The sections of loaded data that may hold code addresses: not executable, or also
+    writable (GCL's image dumped by unexec keeps its Lisp heap, compiled code and the
+    function objects of the C primitives, in a ``.data`` flagged WAX)."""
     for sec in elf.iter_sections():
-        if sec["sh_type"] == "SHT_PROGBITS" and sec["sh_flags"] & 0x2 and not sec["sh_flags"] & 0x4 \
+        flags = sec["sh_flags"]
+        if sec["sh_type"] == "SHT_PROGBITS" and flags & 0x2 and (not flags & 0x4 or flags & 0x1) \
                 and sec.name not in OFFSET_TABLES:
             yield sec
 

@@ -1,0 +1,25 @@
+"""A function named only by a pointer in a data section flagged writable and executable
+(Debian's gcl, a Lisp image dumped by unexec: its heap, a ``.data`` flagged WAX, holds the
+C primitives' function objects; 1.25 % of the run was uncounted). Discovery read code
+addresses only from data sections that are not executable.
+
+Oracles: the original's output, and qemu's count of the instructions it runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.support.run import assert_same_behaviour, instrument, results, run_prog, traced_original
+from tests.support.samples import build_stripped
+
+
+def test_function_named_from_writable_executable_data(tmp_path: Path) -> None:
+    program = build_stripped("pointer_in_wx_data", ["-O2", "-mthumb", "-no-pie"])
+    original, pcs, binary = traced_original(program, tmp_path, ["40"])
+    assert original.stdout == b"242\n"
+    found = {ins.address for proc in binary.procedures for ins in proc.instructions()}
+    assert not [hex(pc) for pc in pcs if pc not in found]
+    run = run_prog(instrument(program, "inscount", tmp_path), ["40"])
+    assert_same_behaviour(original, run)
+    assert results(run, "inscount")["total"] == sum(pcs.values())
