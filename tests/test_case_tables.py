@@ -17,18 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.run import assert_same_behaviour, instrument, results, run_prog, traced_original
+from tests.support.run import assert_found_and_counted
 from tests.support.samples import build_stripped
 
 
 @pytest.mark.parametrize("tool", ["inscount", "cachesim"])
 def test_signed_case_tables_found_stripped(tool: str, tmp_path: Path) -> None:
     program = build_stripped("case_tables", ["-O2", "-marm", "-no-pie"])
-    original, pcs, binary = traced_original(program, tmp_path)
-    assert original.stdout == b"sum 5040\n"
-    found = {ins.address for proc in binary.procedures for ins in proc.instructions()}
-    assert not [hex(pc) for pc in pcs if pc not in found]
-    run = run_prog(instrument(program, tool, tmp_path))
-    assert_same_behaviour(original, run)
-    if tool == "inscount":
-        assert results(run, tool)["total"] == sum(pcs.values())
+    assert_found_and_counted(program, tool, tmp_path, b"sum 5040\n")

@@ -13,18 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.run import assert_same_behaviour, instrument, results, run_prog, traced_original
+from tests.support.run import assert_found_and_counted
 from tests.support.samples import build, stripped
 
 
 @pytest.mark.parametrize("tool", ["inscount", "cachesim"])
 def test_handler_named_by_movw_movt_found_stripped(tool: str, tmp_path: Path) -> None:
     program = stripped(build("movw_pointers", "clang-O2-arm-static-lld", ["-fno-pic"]), tmp_path / "stripped")
-    original, pcs, binary = traced_original(program, tmp_path, ["x"])
-    assert original.stdout == b"324 84\n"
-    found = {ins.address for proc in binary.procedures for ins in proc.instructions()}
-    assert not [hex(pc) for pc in pcs if pc not in found]
-    run = run_prog(instrument(program, tool, tmp_path), ["x"])
-    assert_same_behaviour(original, run)
-    if tool == "inscount":
-        assert results(run, tool)["total"] == sum(pcs.values())
+    assert_found_and_counted(program, tool, tmp_path, b"324 84\n", ["x"])

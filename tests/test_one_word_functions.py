@@ -13,18 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.run import assert_same_behaviour, instrument, results, run_prog, traced_original
+from tests.support.run import assert_found_and_counted
 from tests.support.samples import build_stripped
 
 
 @pytest.mark.parametrize("tool", ["inscount", "cachesim"])
 def test_one_word_functions_called_through_pointers(tool: str, tmp_path: Path) -> None:
     program = build_stripped("one_word_functions", ["-O2", "-marm", "-no-pie", "-rdynamic"])
-    original, pcs, binary = traced_original(program, tmp_path)
-    assert original.stdout == b"41\n"
-    found = {ins.address for proc in binary.procedures for ins in proc.instructions()}
-    assert not [hex(pc) for pc in pcs if pc not in found]
-    run = run_prog(instrument(program, tool, tmp_path))
-    assert_same_behaviour(original, run)
-    if tool == "inscount":
-        assert results(run, tool)["total"] == sum(pcs.values())
+    assert_found_and_counted(program, tool, tmp_path, b"41\n")

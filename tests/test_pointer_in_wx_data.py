@@ -10,16 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.run import assert_same_behaviour, instrument, results, run_prog, traced_original
+from tests.support.run import assert_found_and_counted
 from tests.support.samples import build_stripped
 
 
 def test_function_named_from_writable_executable_data(tmp_path: Path) -> None:
     program = build_stripped("pointer_in_wx_data", ["-O2", "-mthumb", "-no-pie"])
-    original, pcs, binary = traced_original(program, tmp_path, ["40"])
-    assert original.stdout == b"242\n"
-    found = {ins.address for proc in binary.procedures for ins in proc.instructions()}
-    assert not [hex(pc) for pc in pcs if pc not in found]
-    run = run_prog(instrument(program, "inscount", tmp_path), ["40"])
-    assert_same_behaviour(original, run)
-    assert results(run, "inscount")["total"] == sum(pcs.values())
+    assert_found_and_counted(program, "inscount", tmp_path, b"242\n", ["40"])

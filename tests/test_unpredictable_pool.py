@@ -12,24 +12,15 @@ behaviour and qemu's count of the instructions it runs.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.support.run import assert_same_behaviour, instrument, results, run_prog, traced_original
+from tests.support.run import assert_found_and_counted
 from tests.support.samples import build_stripped
 
 
 @pytest.mark.parametrize("tool", ["inscount", "cachesim"])
 def test_pool_word_that_reads_as_an_undefined_form(tool: str, tmp_path: Path) -> None:
     program = build_stripped("unpredictable_pool", ["-O2", "-mthumb"])
-    original, pcs, _ = traced_original(program, tmp_path)
-    assert original.stdout == b"sum 499500\n"
-    image = instrument(program, tool, tmp_path)
-    report = json.loads(Path(f"{image}.anvil.json").read_text())
-    assert not report["not_instrumented"], report["not_instrumented"]
-    run = run_prog(image)
-    assert_same_behaviour(original, run)
-    if tool == "inscount":
-        assert results(run, tool)["total"] == sum(pcs.values())
+    assert_found_and_counted(program, tool, tmp_path, b"sum 499500\n")

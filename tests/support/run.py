@@ -164,6 +164,25 @@ def traced_original(binary: Path, tmp: Path, args: list[str] | tuple[str, ...] =
     return original, pcs, load_binary(str(binary))
 
 
+def assert_found_and_counted(program: Path, tool: str, tmp: Path, stdout: bytes,
+                             args: list[str] | tuple[str, ...] = ()) -> None:
+    """``program`` (a stripped one, as a class of code that discovery once missed) against
+    qemu's trace of it: it prints ``stdout``, every instruction qemu runs is one discovery
+    found, no procedure is left uninstrumented, the ``tool`` copy behaves as the original
+    and, under inscount, counts as qemu does."""
+    original, pcs, binary = traced_original(program, tmp, args)
+    assert original.stdout == stdout
+    found = {ins.address for proc in binary.procedures for ins in proc.instructions()}
+    assert not [hex(pc) for pc in pcs if pc not in found]
+    image = instrument(program, tool, tmp)
+    report = json.loads(Path(f"{image}.anvil.json").read_text())
+    assert not report["not_instrumented"], report["not_instrumented"]
+    run = run_prog(image, args)
+    assert_same_behaviour(original, run)
+    if tool == "inscount":
+        assert results(run, tool)["total"] == sum(pcs.values())
+
+
 def traced_function(sample: str, variant: str, function: str, tmp: Path):
     """Sample ``sample`` built as ``variant``, stripped, run and traced (traced_original),
     with ``function``'s part of the trace: its run, its IR, the function's procedure, the
