@@ -89,17 +89,43 @@ _BY_EFLAGS: dict[int, tuple[int, int]] = {}  # capstone's eflags -> the pair, wh
 _WRITE_ALL = frozenset({"popfq", "popf", "sahf"})  # (capstone's eflags do not say so)
 
 
+#: x87 instructions that set the status flags (ZF, PF, CF; OF, SF, AF cleared).
+_X87_FLAG_WRITERS = frozenset({"fcomi", "fcomip", "fucomi", "fucomip"})
+#: Shifts and rotates: by ``cl``, a count of 0 leaves every flag as it was.
+_SHIFTS = frozenset({"shl", "sal", "shr", "sar", "rol", "ror", "rcl", "rcr", "shld", "shrd"})
+
+
 def flag_effect(ins: capstone.CsInsn) -> tuple[int, int]:
     """(flags read, flags written) by one capstone instruction (with details), from its
-    ``eflags``."""
+    ``eflags``, but where capstone's say otherwise than the architecture (_named_effect)."""
     eflags = ins.eflags
     mnemonic = ins.mnemonic
+    name = mnemonic.split()[-1]
+    if name[0] == "f" or name in _SHIFTS:
+        return _named_effect(name, eflags, ins.op_str)
     if eflags and mnemonic not in _WRITE_ALL:  # (most: the pair depends on eflags alone)
         pair = _BY_EFLAGS.get(eflags)
         if pair is None:
             pair = _BY_EFLAGS[eflags] = _pair_of(eflags, mnemonic)
         return pair
     return _pair_of(eflags, mnemonic)
+
+
+def _named_effect(name: str, eflags: int, op_str: str) -> tuple[int, int]:
+    """(flags read, flags written) by an x87 instruction, a shift or a rotate, where
+    capstone's ``eflags`` alone mislead: an x87 instruction's are its FPU flags (capstone
+    keeps both in one field: ``fild`` would write CF, and Free Pascal's ``bt; mov; fild;
+    jae`` lost its carry to a hook between), ``rcl``/``rcr`` read CF without saying so, and
+    a shift by ``cl`` may change no flag at all, so it kills none."""
+    if name[0] == "f":
+        pair = (0, ALL_FLAGS) if name in _X87_FLAG_WRITERS else (ALL_FLAGS, 0) if name.startswith("fcmov") \
+            else (0, 0)
+    else:
+        reads, writes = _pair_of(eflags, name)
+        if name in ("rcl", "rcr"):
+            reads |= 1  # CF, rotated in
+        pair = (reads, 0 if op_str.endswith("cl") else writes)
+    return _PAIRS.setdefault(pair, pair)
 
 
 def _pair_of(eflags: int, mnemonic: str) -> tuple[int, int]:
