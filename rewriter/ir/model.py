@@ -506,9 +506,11 @@ class Binary:
                             read = range(acc.disp, acc.disp + acc.size)
                             if code.isdisjoint(read):
                                 self._literal_bytes.update(read)
-                    if ins.reads_pc and not ins.accesses and (pointed := adr_target(ins)) is not None \
-                            and pointed not in entries and code.isdisjoint(read := range(pointed, pointed + 4)):
-                        self._literal_bytes.update(read)  # (how much is read there is not known: a word)
+                    pointed = adr_target(ins) if ins.reads_pc and not ins.accesses else None
+                    if pointed is not None and pointed not in entries:
+                        read = range(pointed, pointed + 4)  # (how much is read there is not known: a word)
+                        if code.isdisjoint(read):
+                            self._literal_bytes.update(read)
             # And the data after calls whose callees read it there (klibc's system call numbers).
             self._literal_bytes |= inline_data_bytes(self.procedures, self.read, self.inline_data_sizes)
         return self._literal_bytes

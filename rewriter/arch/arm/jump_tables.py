@@ -371,8 +371,9 @@ def _branch_row(read: Callable[[int, int], bytes], table: int) -> int:
 
 def adr_target(ins: Instruction) -> int | None:
     """The address an ADR (in either instruction set, any of its forms) puts in a register,
-    else None."""
-    return _pc_relative_address(ins, _operands(ins)) if ins.reads_pc and not ins.accesses else None
+    else None. (Only an instruction that reads PC and accesses no memory can be one: a
+    caller going over every instruction tests that first, cheaply.)"""
+    return _pc_relative_address(ins, _operands(ins))
 
 
 def _pc_relative_address(ins: Instruction, operands: list[str]) -> int | None:
