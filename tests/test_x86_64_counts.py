@@ -52,6 +52,8 @@ CASES = [*(("sort", v) for v in VARIANTS), ("goto", "x64-gcc-O2"), ("calls", "x6
          # functions shorter than a jump, entered through pointers in data, padded by mold
          # with zeros: the padding holds the jump (decision 0141)
          ("x64_short_pointer_targets", "x64-gcc-O2-sections-mold"),
+         # the same stripped: the zeros before a place a pointer names hold the jump too (0167)
+         ("x64_short_pointer_targets", "x64-gcc-O2-sections-mold-stripped"),
          # no unwind tables, stripped: main (given to __libc_start_main by a lea, or by an
          # immediate in a fixed-address program) and qsort's comparator are found only from
          # the code that computes their addresses

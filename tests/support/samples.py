@@ -384,6 +384,10 @@ X86_64_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "x64-gcc-O2-far-code": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,--section-start=farcode=0x1000000"]),
     # mold pads the sections of -ffunction-sections with zeros, not nop or int3 (decision 0141)
     "x64-gcc-O2-sections-mold": ("gcc", ["-g", "-O2", "-ffunction-sections", "-fuse-ld=mold"]),
+    # the same, stripped and with no unwind tables: the short functions, known only from the
+    # pointers to them, lie inside a procedure found around them (decision 0167)
+    "x64-gcc-O2-sections-mold-stripped": ("gcc", ["-O2", "-ffunction-sections", "-fuse-ld=mold",
+                                                  "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-s"]),
     # functions one after another, unaligned: a short one has no padding after it
     "x64-gcc-O2-packed": ("gcc", ["-g", "-O2", "-falign-functions=1"]),
     # no unwind tables, stripped: no FDE names a function; those called through pointers are

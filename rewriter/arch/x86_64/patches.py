@@ -81,8 +81,9 @@ def padding(binary: Binary, at: int, wanted: int, limit: int | None, starts: set
             functions: set[int] = frozenset()) -> int:
     """How many bytes from ``at`` on (up to ``wanted`` and more by the last one) are the
     padding between functions: ``nop`` and ``int3`` that no lifted instruction holds, and
-    zero bytes that align the next function (``limit``, one of ``functions``), as mold pads
-    the sections of ``-ffunction-sections``: a run of zeros from there to the function,
+    zero bytes that align the next function (``limit``, one of ``functions``: a procedure's
+    start or a place a pointer in data names), as mold pads the sections of
+    ``-ffunction-sections`` and Free Pascal its methods: a run of zeros from there to it,
     shorter than the function's alignment (so not data of its own, which would be aligned
     itself), that no lifted instruction holds."""
     md = shared_disassembler()
@@ -111,7 +112,9 @@ def entry_patches(binary: Binary, procs: list[Procedure],
     # Every lifted instruction's address: those of procs where every procedure is copied
     # (a set of a large program's every address is tens of MB: made once, not three times).
     lifted = starts if len(procs) == len(binary.procedures) else _starts(binary.procedures)
-    functions = {proc.address for proc in binary.procedures}
+    # Zeros align what a pointer names as well as a procedure: a stripped program's short
+    # functions reached only through pointers may lie inside one found procedure.
+    functions = {proc.address for proc in binary.procedures} | binary.code_pointers
     wanted = entries(binary, procs, starts) | (returns & starts)
     ordered = sorted(wanted)
     patches, short = [], []
