@@ -75,6 +75,18 @@ def _no_code(data: bytes) -> bytes:
     return out
 
 
+def _call_outside_code(data: bytes) -> bytes:
+    """A stripped x86-64 program whose first direct call in .text (main's, gcc puts it
+    first) is made to call far past every section of code."""
+    import capstone
+
+    text = fuzz_elf.Layout.of(data).named(".text")[0]
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    at = next(offset for offset, size, name, _ in md.disasm_lite(data[text.offset:text.offset + text.size], 0)
+              if name == "call" and size == 5 and data[text.offset + offset] == 0xE8)
+    return _with_field(data, text.offset + at + 1, 4, 0x40000000)
+
+
 # One mutant of each fault class the fuzzer found (decision 0036), and the answer it must get.
 FAULTS = {
     "section-name table out of range": (lambda d: _with_field(d, 50, 2, 0x35), "refused", "e_shstrndx 53"),
@@ -90,6 +102,22 @@ FAULTS = {
     "garbage build attributes": (lambda d: _section_field(d, ".ARM.attributes", "sh_offset", 0), "refused",
                                  "malformed ELF file"),
 }
+
+
+# The same on x86-64 programs.
+FAULTS_X86_64 = {
+    # a procedure without a size split at a callee outside the code (a StopIteration)
+    "call past the code in a stripped program": (_call_outside_code, "ok", ""),
+}
+
+
+def test_each_x86_64_fault_class_found_gets_its_answer() -> None:
+    original = build_x86_64("sort", "x64-gcc-Os-nounwind-stripped").read_bytes()
+    cases = [fuzz_elf.Case(n, "sort x64-gcc-Os-nounwind-stripped", name, name, make(original),
+                           ["instrument", "--tool", "inscount", "INPUT", "-o", "OUTPUT", "-j", "1"])
+             for n, (name, (make, _, _)) in enumerate(FAULTS_X86_64.items())]
+    for outcome, (name, (_, verdict, needle)) in zip(fuzz_elf.run_cases(cases, timeout=120), FAULTS_X86_64.items()):
+        assert outcome.verdict == verdict and needle in outcome.stderr, (name, outcome.verdict, outcome.stderr)
 
 
 def test_each_fault_class_found_gets_its_answer() -> None:

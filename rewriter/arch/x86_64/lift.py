@@ -228,7 +228,8 @@ class _Descents:
         for descent in self.descents.values():
             for ins in descent.found.values():
                 target = ins.branch_target
-                if ins.is_call and target is not None and target not in self.roots:
+                # A call outside the code (damaged bytes decoded as a call) starts nothing.
+                if ins.is_call and target is not None and target not in self.roots and _in(self.code, target):
                     i = bisect.bisect_right(self.known, target) - 1
                     if i >= 0 and self.known[i] in unsized:
                         called.add(target)
