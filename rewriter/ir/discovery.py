@@ -1552,9 +1552,12 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                         work.append((target, tthumb, doubt, passed))
                         reach = max(reach, target + 1)
             run.append(ins)
-            if branch_target is None and (name == "blx" or name == "bx") and not ins.is_return:
+            known = None
+            if branch_target is None and (name == "blx" or name == "bx" or (writes_pc and name in ("add", "ldr"))) \
+                    and not ins.is_return:
                 # A long call (or jump) through a register loaded with a constant: a call as
-                # sure as a BL (a jump: a tail call).
+                # sure as a BL (a jump: a tail call; ``add pc, ip, pc``, ``ldr pc, [pc, #-4]``: a
+                # linker's veneers).
                 known = register_call_target(run, binary.read, lambda a: _inside(ranges, a))
                 # (Into the other instruction set: another procedure, wherever it is. mold's
                 # Thumb-to-A32 veneer, mov ip, pc; bx ip, has its A32 part right after it.)
@@ -1564,6 +1567,9 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                         via[known[0]] = passed
                     if not ins.is_call:
                         tails.add(known[0])
+                elif known is not None and not ins.is_call:
+                    work.append((known[0], thumb, doubt, passed))
+                    reach = max(reach, known[0] + 1)
             # (A call through a register is no goto: GotoFinder forgets all at a call.)
             indirect = ins.is_indirect
             table = goto_table(run, binary.read) if indirect and not ins.is_return \
@@ -1578,7 +1584,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                         reach = max(reach, label + 1)
                     else:
                         guesses.setdefault(label, thumb)
-            if indirect and is_computed_jump(ins):
+            if indirect and is_computed_jump(ins) and known is None:
                 # add/mov pc computed from a register: what it jumps into follows it, a table
                 # of branches (A32 switches) or unrolled code (libgcc's division), from the
                 # PC it reads: in A32 the jump's address + 8, past the instruction after it.

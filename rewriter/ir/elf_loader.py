@@ -449,6 +449,7 @@ def _exec_sections(elf: ELFFile) -> list[tuple[int, int, int, str]]:
 
 
 _THUMB_BX_PC = b"\x78\x47"
+_ADD_PC_IP_PC = (0xE08CF00F).to_bytes(4, "little")
 
 
 def _procedures(binary: Binary, elf: ELFFile, funcs: list[tuple[int, str, int]],
@@ -470,19 +471,22 @@ def _procedures(binary: Binary, elf: ELFFile, funcs: list[tuple[int, str, int]],
             nxt = cuts[i + 1] if i + 1 < len(cuts) else end
             if addr in by_addr:
                 name, thumb, size = by_addr[addr]
-                if thumb and 0 < size < nxt - addr and binary.read(addr + size, 2) == _THUMB_BX_PC:
+                veneers = _veneer_marks(binary, addr + size, nxt) if 0 < size < nxt - addr else []
+                if veneers:
                     # Veneers a linker put after the function, unnamed and unmarked (gold's
                     # Thumb-to-A32 ``bx pc; nop; b``): a procedure of their own, not the
-                    # function's tail, each veneer's A32 half read as A32.
+                    # function's tail, each veneer's A32 half read as A32, its word as data.
                     marks = mapping.setdefault(idx, marks)
                     after = _kind_at(marks, nxt)  # what the marks said the next procedure is
-                    for mark in _veneer_marks(binary, addr + size, nxt):
+                    for mark in veneers:
                         bisect.insort(marks, mark)
-                    if after is not None and nxt not in {at for at, _ in marks}:
+                    # (At the section's end the next procedure is another section's: its
+                    # own marks say what it is.)
+                    if after is not None and nxt < end and nxt not in {at for at, _ in marks}:
                         bisect.insort(marks, (nxt, after))
-                    procs.append(Procedure(name=name, address=addr, size=size, thumb=True))
+                    procs.append(Procedure(name=name, address=addr, size=size, thumb=thumb))
                     procs.append(Procedure(name=f"{secname}@{addr + size:#x}", address=addr + size,
-                                           size=nxt - addr - size, thumb=True))
+                                           size=nxt - addr - size, thumb=veneers[0][1] == "t"))
                     continue
             else:
                 name, thumb = f"{secname}@{addr:#x}", _mode_at(marks, addr, default=False)
@@ -496,22 +500,45 @@ def _procedures(binary: Binary, elf: ELFFile, funcs: list[tuple[int, str, int]],
 
 
 def _veneer_marks(binary: Binary, start: int, end: int) -> list[tuple[int, str]]:
-    """Mapping symbols for the Thumb-to-A32 veneers from ``start`` to ``end``, which their
-    linker (gold) left unmarked: ``$t`` at each ``bx pc; nop``, ``$a`` at the A32 branch
-    after it (``b``, or ``ldr pc, [pc, #-4]`` and ``$d`` at the word it loads)."""
+    """Mapping symbols for the interworking and long-branch veneers from ``start`` to
+    ``end``, which their linker (gold) left unmarked, after the Thumb ``nop`` that may
+    align the first: ``$t`` at each Thumb-to-A32 ``bx pc; nop`` and ``$a`` at its A32
+    half, ``$a`` at each A32 veneer, ``$d`` at the word a veneer loads. The forms are the
+    linkers' stubs (``_VENEERS``); marks stop at the first bytes that are none of them."""
     out: list[tuple[int, str]] = []
     at = start
-    while at + 8 <= end and binary.read(at, 2) == _THUMB_BX_PC:
-        out += [(at, "t"), (at + 4, "a")]
-        word = int.from_bytes(binary.read(at + 4, 4), "little")
-        if word >> 24 == 0xEA:  # b
-            at += 8
-        elif word == 0xE51FF004 and at + 12 <= end:  # ldr pc, [pc, #-4]
-            out.append((at + 8, "d"))
-            at += 12
-        else:
+    while at + 2 <= end and binary.read(at, 2) in _THUMB_NOPS:
+        at += 2
+    while at + 8 <= end:
+        thumb = binary.read(at, 2) == _THUMB_BX_PC and binary.read(at + 2, 2) in _THUMB_NOPS + (_THUMB_BACK,)
+        a32 = at + 4 if thumb else at
+        if a32 & 3:
             break
+        size = next((length for words, length in _VENEERS if binary.read(a32, len(words)) == words
+                     and a32 + length <= end), None)
+        if size is None:
+            # (``b target`` alone: the A32 half of a Thumb-to-A32 veneer, never one by itself)
+            if not (thumb and binary.read(a32 + 3, 1) == b"\xea"):
+                break
+            size = 4
+        out += [(at, "t"), (a32, "a")] if thumb else [(a32, "a")]
+        if size > 4:
+            out.append((a32 + size - 4, "d"))
+        at = a32 + size
     return out
+
+
+_THUMB_NOPS = (b"\xc0\x46", b"\x00\xbf")  # mov r8, r8; nop
+_THUMB_BACK = b"\xfd\xe7"  # b.n .-2: GNU ld's second halfword of ``bx pc``
+#: A32 veneers that load the word at their end: (their instructions' bytes, their length).
+_VENEERS = tuple((b"".join(word.to_bytes(4, "little") for word in words), 4 * len(words) + 4) for words in (
+    (0xE51FF004,),                          # ldr pc, [pc, #-4]
+    (0xE59FC000, 0xE08CF00F),               # ldr ip, [pc]; add pc, ip, pc (PIE)
+    (0xE59FC000, 0xE08FF00C),               # ldr ip, [pc]; add pc, pc, ip
+    (0xE59FC000, 0xE12FFF1C),               # ldr ip, [pc]; bx ip (to Thumb)
+    (0xE59FC004, 0xE08CC00F, 0xE12FFF1C),   # ldr ip, [pc, #4]; add ip, ip, pc; bx ip (PIE, to Thumb)
+    (0xE59FC004, 0xE08FC00C, 0xE12FFF1C),   # ldr ip, [pc, #4]; add ip, pc, ip; bx ip
+))
 
 
 def _kind_at(marks: list[tuple[int, str]], addr: int) -> str | None:

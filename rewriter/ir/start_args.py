@@ -52,14 +52,29 @@ _CLOBBERED = (0, 1, 2, 3, 12, 14)  # what a callee may leave changed
 def register_call_target(run: list[Instruction], read: Callable[[int, int], bytes],
                          is_code: Callable[[int], bool]) -> tuple[int, bool] | None:
     """(address, Thumb) of the code address that the last instruction of ``run``, a call or
-    jump through a register (``blx rN``, ``bx rN``), goes to, where the instructions before
+    jump through a register (``blx rN``, ``bx rN``, A32 ``add pc, rN, rM``) or a literal
+    (``ldr pc, [pc, #n]``) goes to, where the instructions before
     it in the same straight-line run make rN a constant (``movw``/``movt``, a literal, a
     PC-relative sum): the long-call idiom (``-mlong-calls``, calls out of range of BL).
     None where the register's value is not known."""
-    _, regs = operand_registers(run[-1])
-    reg = regs[0] if len(regs) == 1 else None
-    if reg is None or reg == _PC:
-        return None
+    last = run[-1]
+    if last.name == "ldr" and last.writes_pc and last.cond == 14 and len(last.accesses) == 1 \
+            and last.accesses[0].base == _PC and last.accesses[0].index is None:
+        # ``ldr pc, [pc, #-4]; .word target``: GNU ld's long-branch veneer (A32 to Thumb).
+        value = int.from_bytes(read(last.accesses[0].disp, 4), "little")
+        return (value & ~1, bool(value & 1)) if (value & 1 or not value & 3) and is_code(value & ~1) else None
+    operands, regs = operand_registers(last)
+    if last.name == "add" and not last.thumb and last.cond == 14 and len(operands) == 3 and regs[0] == _PC \
+            and None not in regs:
+        # A32 ``add pc, rN, rM`` of constants: a linker's veneer (``ldr ip, [pc]; add pc, ip,
+        # pc; .word target - here``: gold's and GNU ld's Thumb-to-A32 stubs in a PIE). An
+        # index in either register makes the sum unknown (a switch).
+        sources = regs[1:]
+    else:
+        reg = regs[0] if len(regs) == 1 else None
+        if reg is None or reg == _PC:
+            return None
+        sources = [reg]
     values: dict[int, int] = {}
     for ins in run[-WINDOW:-1]:
         if ins.is_call:
@@ -69,8 +84,11 @@ def register_call_target(run: list[Instruction], read: Callable[[int, int], byte
             values = {}
         else:
             _step(ins, values, read)
-    value = values.get(reg)
-    if value is None or not (value & 1 or not value & 3) or not is_code(value & ~1):
+    known = [last.address + 8 if reg == _PC else values.get(reg) for reg in sources]
+    if None in known:
+        return None
+    value = sum(known) & 0xFFFFFFFF
+    if not (value & 1 or not value & 3) or not is_code(value & ~1):
         return None
     return value & ~1, bool(value & 1)
 

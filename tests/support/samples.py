@@ -123,6 +123,10 @@ SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "O2-far-code-pie": ("gcc", ["-g", "-O2", "-Wl,--section-start=.farcode=0x4000000"]),
     # gold's Thumb-to-A32 veneers after a function, with no symbol or mapping symbol
     "O2-gold-static": ("gcc", ["-g", "-O2", "-fuse-ld=gold", "-static"]),
+    # gold's stubs at the end of .text in a PIE (``ldr ip, [pc]; add pc, ip, pc``) and not
+    "O2-thumb-gold": ("gcc", ["-g", "-O2", "-mthumb", "-fuse-ld=gold"]),
+    "O2-thumb-gold-nopie": ("gcc", ["-g", "-O2", "-mthumb", "-fuse-ld=gold", "-no-pie"]),
+    "O2-thumb-nopie": ("gcc", ["-g", "-O2", "-mthumb", "-no-pie"]),
     "O2-data-first": ("gcc", ["-g", "-O2", "-no-pie", "-Wl,-T,@data-first.ld"]),
     "clang-O2-omagic-static-lld": ("clang", ["-O2", "-static", "-Wl,-N", "-fuse-ld=lld"]),
     "O3-neon": ("gcc", ["-g", "-O3", "-mfpu=neon", "-ftree-vectorize"]),
