@@ -610,8 +610,26 @@ def _accesses(md: capstone.Cs, insn: capstone.CsInsn, name: str, ops: list, pc_v
             base, regs = _reg(md, ops[0].reg), [o for o in ops[1:] if o.type == csarm.ARM_OP_REG]
         sizes = [_vreg_size(md.reg_name(o.reg)) if name[0] == "v" else 4 for o in regs]
         return multi_accesses(base, sizes, is_store, mode)
-    if name[:4] in ("vld1", "vst1") and mem is not None:
-        regs = [o for o in ops if o.type == csarm.ARM_OP_REG and md.reg_name(o.reg).startswith("d")]
-        base = _reg(md, mem.mem.base)
-        return [Access(name.startswith("vst"), 8, base, 8 * i) for i in range(max(1, len(regs)))]
+    if name in _STRUCTURES and mem is not None:
+        return _structure_accesses(md, insn, name, ops, mem)
     return []
+
+
+#: NEON's element and structure loads and stores (VLDn, VSTn: n-element structures).
+_STRUCTURES = frozenset(f"{kind}{n}" for kind in ("vld", "vst") for n in "1234")
+
+
+def _structure_accesses(md: capstone.Cs, insn: capstone.CsInsn, name: str, ops: list, mem) -> list[Access]:
+    """What a VLDn or VSTn reads or writes: contiguous memory from its base register (before
+    any write-back). Multiple structures (``vld2.16 {d6, d7}, [r1]!``) transfer every
+    register listed, 8 bytes each, interleaved or not; one lane (``vst3.16 {d0[2], d1[2],
+    d2[2]}``) or all lanes (``vld1.32 {d5[]}``) transfer n elements of the data size, one
+    structure. One access per register or element."""
+    is_store = name.startswith("vst")
+    base = _reg(md, mem.mem.base)
+    if "[" in insn.op_str.split("}", 1)[0]:  # a lane index, or [] for all lanes
+        size = int(insn.mnemonic.rsplit(".", 1)[1]) // 8
+        return [Access(is_store, size, base, size * i) for i in range(int(name[3]))]
+    names = [md.reg_name(o.reg) for o in ops if o.type == csarm.ARM_OP_REG and o.reg != mem.mem.base]
+    doubles = sum(2 if reg.startswith("q") else 1 for reg in names if reg[0] in "dq")
+    return [Access(is_store, 8, base, 8 * i) for i in range(max(1, doubles))]
