@@ -157,6 +157,10 @@ def text_relocations(elf: ELFFile) -> set[int]:
 #: tables (an ``.ARM.extab`` entry starts with its personality routine's place-relative
 #: offset, which in a static program often falls in the text's range of addresses).
 OFFSET_TABLES = frozenset((".ARM.extab", ".eh_frame", ".eh_frame_hdr", ".gcc_except_table"))
+#: Sections of code addresses that no code jumps to: ``-fpatchable-function-entry``'s list
+#: of the ``nop`` pads a tracer may patch, which start before each function (a Thumb pad's
+#: even address read as an A32 function took the Thumb code after it for A32).
+PATCH_SITES = frozenset(("__patchable_function_entries",))
 
 
 def _pointer_sections(elf: ELFFile) -> Iterator[Section]:
@@ -166,7 +170,7 @@ def _pointer_sections(elf: ELFFile) -> Iterator[Section]:
     for sec in elf.iter_sections():
         flags = sec["sh_flags"]
         if sec["sh_type"] == "SHT_PROGBITS" and flags & 0x2 and (not flags & 0x4 or flags & 0x1) \
-                and sec.name not in OFFSET_TABLES:
+                and sec.name not in OFFSET_TABLES and sec.name not in PATCH_SITES:
             yield sec
 
 
