@@ -290,16 +290,33 @@ def decode_range(md: capstone.Cs, code: bytes, address: int, thumb: bool,
     stop = address + len(code)
     others = _other_readings(md, m_profile) if not md.mode & (capstone.CS_MODE_V8 | capstone.CS_MODE_MCLASS) else []
     while end < stop and others:
+        # Inside an IT block the other handle decodes from its IT instruction on (the block
+        # and what follows it in 18 bytes): capstone reads the conditions of a block only
+        # from its IT (``ite eq; mrseq r0, msp; mrsne r0, psp``, where ARMv7-A stops at the
+        # MRS: decoded alone, both MRS ran unconditionally in the copy).
+        start = _it_block_start(out, end) if thumb else end
         for other in others:
-            more, after = _decode_with(other, code[end - address:end - address + 4], end, thumb, cache)
-            if more:
+            more, after = _decode_with(other, code[start - address:end - address + (18 if start < end else 4)], start,
+                                       thumb, cache)
+            if after > end:
                 break
-        if not more:
+        if after <= end:
             break
+        if start < end:
+            del out[next(i for i, ins in enumerate(out) if ins.address == start):]
         out += more
         rest, end = _decode_with(md, code[after - address:], after, thumb, cache)
         out += rest
     return out, end
+
+
+def _it_block_start(decoded: list[Instruction], end: int) -> int:
+    """The address of the IT instruction whose block ``end`` (the address after
+    ``decoded``) falls in, else ``end``."""
+    for back, ins in enumerate(reversed(decoded[-5:])):
+        if ins.is_it:
+            return ins.address if back < len(_it_conditions(int.from_bytes(ins.raw, "little"))) else end
+    return end
 
 
 def _decode_with(md: capstone.Cs, code: bytes, address: int, thumb: bool,
