@@ -179,6 +179,7 @@ def _report_json(args: argparse.Namespace, tool: str, output: str, out_file: str
         "peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "not_instrumented": report.not_relocated, "entries_not_patched": report.entries_not_patched,
         "undecodable": report.undecodable,
+        "vector_indexed": report.vector_indexed,
         "entries_run_in_place": report.entries_run_in_place,
         "original_size": report.original_size, "output_size": report.output_size,
         "block_counters": report.block_counters, "deferred_sites": report.deferred_sites,

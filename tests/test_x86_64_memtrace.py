@@ -75,6 +75,31 @@ def test_memtrace_is_lackeys_trace(variant: str, tmp_path: Path) -> None:
     assert len(expected) > 800  # the repeated string instructions' elements, one by one
 
 
+def test_vector_stores_are_stores_and_gathers_are_reported(tmp_path: Path) -> None:
+    """SSE and AVX stores whose memory operand capstone marks read (movups, movq, movhps,
+    pextrw, movntdq, vmovdqu ymm, vextracti128, vcvtps2ph...) are traced as stores, as
+    Lackey sees them (decision 0172: they were traced as loads, and cachesim counted them
+    so). A gather's elements are not traced: the report names it, and Lackey's loads there
+    are the only ones the trace lacks."""
+    program = tmp_path / "a" / "prog"
+    program.parent.mkdir()
+    shutil.copy(samples.build_x86_64("x64_vector_stores", "x64-gcc-O2-avx2"), program)
+    expected = traces.lackey_accesses(program, tmp_path / "lackey.log")
+    copied = traces.memtrace(program, tmp_path)
+    runs = [subprocess.run(["setarch", "-R", str(p)], capture_output=True, timeout=60, cwd=copied.parent,
+                           env={"PATH": "/usr/bin:/bin"}) for p in (program, copied)]
+    assert (runs[1].returncode, runs[1].stdout, runs[1].stderr) == (runs[0].returncode, runs[0].stdout, runs[0].stderr)
+    native_base = traces.load_address(["setarch", "-R", str(program)], program)
+    report = json.loads(copied.with_name(copied.name + ".anvil.json").read_text())
+    gathers = [int(address, 16) for address in report["vector_indexed"]]  # link-time: a PIE's offsets
+    assert len(gathers) == 1
+    got = traces.trace(copied.parent / "prog.memtrace.out")
+    traced = [(pc - native_base, size, kind) for pc, _, size, kind in got]
+    assert [access for access in expected if access[0] not in gathers] == traced
+    assert [kind for pc, _, kind in expected if pc == gathers[0]] == ["L"] * 8
+    assert sum(kind == "S" and size >= 8 for _, size, kind in traced) >= 10
+
+
 @pytest.mark.parametrize("variant", ["x64-gcc-O0", "x64-gcc-O2-static", "x64-gcc-O3-nopie", "x64-clang-O2"])
 def test_traced_programs_behave_as_the_original(variant: str, tmp_path: Path) -> None:
     # At a path as long as the copy's (b/prog): a static C library keeps the program's

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from ..api import Options, Tool
 from ..arch.x86_64.calls import RECORDS_END, RECORDS_START, CallSites
+from ..arch.x86_64.decode import vector_indexed
 from ..arch.x86_64.hooks import CountingHooks, ThreadCounters, exec_jumps
 from ..errors import AnvilError
 from ..ir import go_runtime
@@ -233,6 +234,9 @@ def write_instrumented(binary: Binary, tool: Tool, output: str, started: float, 
     report.entries_run_in_place = [f"{address:#x}" for address in copied.short_entries
                                    if address in binary.code_pointers]
     report.return_addresses = "original" if returns_original else "relocated"
+    if any(kind.per_access for prototype in tool.prototypes.values() for kind in prototype.kinds):
+        report.vector_indexed = [f"{ins.address:#x}" for proc in binary.procedures for ins in proc.instructions()
+                                 if vector_indexed(ins)]
     lowered = copied.hooks
     report.block_counters = {"inline": sum(bool(b.counter_increments) for b in binary.blocks()),
                              "flag_saves": lowered.flag_saves, "exit_calls": lowered.exit_calls,

@@ -113,6 +113,8 @@ class Report:
     entries_not_patched: list[str] = field(default_factory=list)
     # Bytes no decoder reads that instrumented code runs into: they run in place, uncounted.
     undecodable: list[dict] = field(default_factory=list)
+    # x86-64 gathers and scatters, whose element accesses a tool of accesses is not given.
+    vector_indexed: list[str] = field(default_factory=list)
     # Those of entries_not_patched whose address is stored in data (a code pointer, an
     # .init_array entry): entered that way they run in place, uninstrumented and uncounted.
     entries_run_in_place: list[str] = field(default_factory=list)
@@ -153,6 +155,9 @@ class Report:
                          + (" ..." if len(self.entries_run_in_place) > 5 else ""))
         if self.undecodable:
             parts.append(f"{len(self.undecodable)} undecodable instructions run uncounted")
+        if self.vector_indexed:
+            parts.append(f"{len(self.vector_indexed)} gathers or scatters whose accesses are not traced: "
+                         f"{', '.join(self.vector_indexed[:5])}" + (" ..." if len(self.vector_indexed) > 5 else ""))
         return ", ".join(parts)
 
 

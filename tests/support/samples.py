@@ -397,6 +397,8 @@ X86_64_VARIANTS: dict[str, tuple[str, list[str]]] = {
                                                   "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-s"]),
     # functions one after another, unaligned: a short one has no padding after it
     "x64-gcc-O2-packed": ("gcc", ["-g", "-O2", "-falign-functions=1"]),
+    # AVX2 and F16C: vector stores of every width, a gather
+    "x64-gcc-O2-avx2": ("gcc", ["-g", "-O2", "-mavx2", "-mf16c"]),
     # no unwind tables, stripped: no FDE names a function; those called through pointers are
     # known only from the code that computes their addresses (a lea; an immediate at a fixed address)
     "x64-gcc-Os-nounwind-stripped": ("gcc", ["-Os", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-s"]),

@@ -17,6 +17,7 @@ segment: its address is the segment's base plus the operand's.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from sys import intern
 
@@ -141,6 +142,24 @@ def _pair_of(eflags: int, mnemonic: str) -> tuple[int, int]:
     return _PAIRS.setdefault(pair, pair)
 
 
+def _vector_source(ins: capstone.CsInsn) -> bool:
+    """Whether an operand after the first is an MMX, SSE, AVX or mask register."""
+    return any(op.type == csx86.X86_OP_REG and ins.reg_name(op.reg).startswith(_VECTOR_REGISTERS)
+               for op in ins.operands[1:])
+
+
+_VECTOR_REGISTERS = ("xmm", "ymm", "zmm", "mm", "k")
+
+
+def vector_indexed(ins: Instruction) -> bool:
+    """Whether ``ins`` addresses memory through a vector of indices (a gather or scatter:
+    ``[rbx + ymm3*4]``), whose accesses the tools are not given."""
+    return "mm" in ins.op_str and _VECTOR_INDEX.search(ins.op_str) is not None
+
+
+_VECTOR_INDEX = re.compile(r"\[[^\]]*\b[xyz]mm\d+")  # a vector register inside the address
+
+
 def instruction_of(ins: capstone.CsInsn) -> Instruction:
     """The IR instruction of one capstone instruction (with details); its flags' effect is
     noted in FLAG_EFFECTS."""
@@ -158,7 +177,7 @@ def instruction_of(ins: capstone.CsInsn) -> Instruction:
     indirect = False
     accesses: list[Access] = []
     reads_rip = False
-    for op in ins.operands:
+    for position, op in enumerate(ins.operands):
         if op.type == csx86.X86_OP_IMM and (is_call or is_jump):
             target = op.imm & (1 << 64) - 1
         elif op.type in (csx86.X86_OP_REG, csx86.X86_OP_MEM) and (is_call or is_jump):
@@ -173,9 +192,21 @@ def instruction_of(ins: capstone.CsInsn) -> Instruction:
             disp = (ins.address + ins.size + disp) & (1 << 64) - 1
         if name in _NO_ACCESS:
             continue
+        if op.mem.index and index is None:
+            # A gather's or scatter's vector of indices (VSIB): one access per element the
+            # mask lets through, at addresses a general register does not give; not
+            # described (the report names these instructions: vector_indexed).
+            continue
         shift = {1: 0, 2: 1, 4: 2, 8: 3}.get(op.mem.scale, 0)
         loads = bool(op.access & capstone.CS_AC_READ or not op.access)
         stores = bool(op.access & capstone.CS_AC_WRITE)
+        if not stores and position == 0 and (name == "movnti" or _vector_source(ins)):
+            # Capstone marks the memory destination of most SSE and AVX stores (movups,
+            # movq, movhps, pextrw, vmovdqu, vextracti128, masked moves...) read, not
+            # written. A memory first operand with a vector or mask register after it is
+            # a store's destination, written only: no vector instruction computes into
+            # memory.
+            loads, stores = False, True
         for is_store in (False,) * loads + (True,) * stores:
             accesses.append(Access(is_store, op.size, base if base is not None else -1, disp, index, shift,
                                    segment=_segment(op.mem.segment)))
