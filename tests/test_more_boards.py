@@ -209,3 +209,21 @@ def test_rehost_over_uart(board: str, uart: int | None, tmp_path: Path) -> None:
         (anvil_boards.board(board).uart if uart is None else uart)
     assert anvil_run(out, board) == expected
     assert results(out, "inscount")["total"] == executed
+
+
+def test_no_room_names_a_board_with_more_flash(tmp_path: Path) -> None:
+    """An image linked for a board with little flash (mps2-an511's 256 KiB), whose cachesim
+    copy does not fit there: the one-line error names the board it placed the image on and
+    a known board whose flash has room (mps2-an385's 4 MiB at the same address), and with
+    ``--board`` that one the copy is made and runs as the original does there."""
+    image = build_on_board("big", "mps2-an511")
+    refused = anvil_cli("instrument", "--tool", "cachesim", str(image), "-o", str(tmp_path / "a.inst"),
+                        cwd=tmp_path, text=True)
+    lines = refused.stderr.splitlines()
+    assert refused.returncode == 2 and len(lines) == 1, refused.stderr
+    assert "mps2-an511's flash" in lines[0] and "--board mps2-an385" in lines[0]
+    assert not list(tmp_path.iterdir())
+    out = instrument(image, "cachesim", tmp_path / "fw", "--board", "mps2-an385")
+    expected = run_firmware(image, "mps2-an385")
+    run = anvil_cli("run", "-q", "--board", "mps2-an385", out.name, cwd=out.parent, timeout=300)
+    assert (run.stdout, run.returncode) == expected, run.stderr

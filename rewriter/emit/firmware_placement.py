@@ -75,6 +75,9 @@ class Placement:
     ram: MemoryRegion | None = None
     find_ram: Callable[[int], int] | None = None
     board: str | None = None  # whose memory map placed it (None: the user's regions and no known board)
+    # Known boards with more free flash after the image, when image_board chose this one
+    # (the hint of check_flash's error).
+    roomier: tuple[str, ...] = ()
 
     def ram_for(self, size: int) -> int:
         """Address of ``size`` bytes of RAM for the instrumentation's data."""
@@ -90,9 +93,11 @@ class Placement:
     def check_flash(self, end: int) -> None:
         """A one-line error unless the code ending at ``end`` fits the free flash."""
         if end > self.flash.end:
-            raise AnvilError(f"no room for {end - self.flash.start} bytes of instrumented code in flash "
-                             f"{self.flash} ({self.flash.size} bytes free after the image); "
-                             "give --flash-region START:SIZE or instrument fewer procedures (--only)")
+            where = f"{self.board}'s flash" if self.board is not None else "flash"
+            other = f"--board {self.roomier[0]} (more flash), " if self.roomier else ""
+            raise AnvilError(f"no room for {end - self.flash.start} bytes of instrumented code in {where} "
+                             f"{self.flash} ({self.flash.size} bytes free after the image); give {other}"
+                             "--flash-region START:SIZE or instrument fewer procedures (--only)")
 
 
 def image_board(binary: Binary, name: str | None = None) -> Board | None:
@@ -218,8 +223,23 @@ def place(binary: Binary, flash: MemoryRegion | None, ram: MemoryRegion | None,
             if load.memsz and load.vaddr < ram.end and ram.start < load.vaddr + load.memsz:
                 raise AnvilError(f"RAM region {ram} overlaps the image's data at {load.vaddr:#x}")
         return Placement(flash, ram, board=board.name if board is not None else None)
+    roomier = _roomier(board, loads, flash) if board is not None and board_name is None else ()
     return Placement(flash, find_ram=RamUse(binary, board, loads).place,
-                     board=board.name if board is not None else None)
+                     board=board.name if board is not None else None, roomier=roomier)
+
+
+def _roomier(chosen: Board, loads: list[Load], flash: MemoryRegion) -> tuple[str, ...]:
+    """The known boards other than ``chosen`` whose flash holds every byte the image loads
+    there and leaves more free after it than ``flash``, the roomiest first."""
+    placed = [(load.paddr, load.paddr + load.filesz) for load in loads if load.filesz and load.paddr in chosen.flash]
+    others = []
+    for target in BOARDS.values():
+        if target.name == chosen.name or not all(lo in target.flash and hi <= target.flash.end for lo, hi in placed):
+            continue
+        free = free_flash(target.flash, loads)
+        if free.size > flash.size:
+            others.append((-free.size, target.name))
+    return tuple(name for _, name in sorted(others))
 
 
 def free_flash(memory: MemoryRegion, loads: list[Load]) -> MemoryRegion:
