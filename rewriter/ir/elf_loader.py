@@ -26,7 +26,7 @@ from elftools.elf.sections import SymbolTableSection
 
 from .. import progress
 from ..arch.arm.decode import DecodeCache, decode_range, make_disassembler
-from ..arch.arm.jump_tables import SwitchFinder, has_computed_jump, table_branch_targets
+from ..arch.arm.jump_tables import SwitchFinder, has_computed_jump, table_branch_targets, unchecked_register_tables
 from ..errors import AnvilError, is_parser_error, malformed
 from .counted import counted, in_offset_column, in_text
 from .discovery import R_ARM_IRELATIVE, _inside, discover, relocated_words, text_relocations
@@ -626,6 +626,7 @@ def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[
         lo = bisect.bisect_left(entries_sorted, proc.address)
         hi = bisect.bisect_left(entries_sorted, proc.end)
         SwitchFinder(binary).see_all(insns)
+        unchecked_register_tables(binary, insns)
         # Most procedures have no switch (told by their names and addresses, in C loops).
         tables = table_branch_targets(binary, insns) \
             if not switch_cases.isdisjoint(map(_ADDRESS, insns)) or not _TABLE_JUMPS.isdisjoint(map(_NAME, insns)) \

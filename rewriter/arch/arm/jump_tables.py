@@ -376,6 +376,42 @@ def adr_target(ins: Instruction) -> int | None:
     return _pc_relative_address(ins, _operands(ins))
 
 
+def unchecked_register_tables(binary: Binary, insns: list[Instruction]) -> None:
+    """The cases of each ``tbb``/``tbh [rA, rI]`` among ``insns`` (a procedure's, in
+    order) that no switch found (``Binary.switch_cases``), whose table an ADR of ``rA``
+    right before it names: read as a PC-based table of unknown size is, up to the lowest
+    case (table_branch_targets). clang at -O0 compares the index in one register and jumps
+    with a copy it reloads from its stack slot (``cmp r0, #73; bhi; ldr r1, [sp, #12];
+    addw r0, pc, #88; tbh [r0, r1, lsl #1]``, the table past a literal pool), which
+    SwitchFinder does not follow: the jump's block had no successors, and lost its count."""
+    for k, ins in enumerate(insns):
+        if ins.name not in ("tbb", "tbh") or ins.address in binary.switch_cases or not ins.accesses \
+                or ins.accesses[0].base == _PC or ins.accesses[0].index is None:
+            continue
+        base, table = ins.accesses[0].base, None
+        for before, after in zip(reversed(insns[max(k - 3, 0):k]), reversed(insns[max(k - 2, 0):k + 1])):
+            if before.end != after.address or before.is_branch:
+                break
+            operands = _operands(before)
+            if REGISTERS.get(operands[0] if operands else "") == base:
+                table = _pc_relative_address(before, operands)
+                break
+        if table is None:
+            continue
+        size, origin = (1, ins.address + 4) if ins.name == "tbb" else (2, ins.address + 4)
+        cases, pos, lowest = set(), table, origin + 2 * (0xFF if size == 1 else 0xFFFF)
+        while pos + size <= lowest:
+            target = origin + 2 * int.from_bytes(binary.read(pos, size), "little")
+            if target < pos + size:
+                break
+            cases.add(target)
+            lowest = min(lowest, target)
+            pos += size
+        if cases:
+            binary.switch_cases[ins.address] = cases
+            binary.switch_tables.add((table, pos))
+
+
 def _pc_relative_address(ins: Instruction, operands: list[str]) -> int | None:
     """The address ``ins`` puts in a register if it is an ADR in either instruction set
     (``adr rA, #off``, or ``_ADR_ALIASES``: ``add``/``sub``/``addw``/``subw rA, pc, #off``),
