@@ -243,6 +243,11 @@ def _read_symbols(path: str, elf: ELFFile,
             mapping[shndx].append((value, m.group(1)))
         elif kind == _STT_FUNC and name:
             funcs.append((value, name, size))
+    # Only the marks of loaded sections: a non-allocated section's (``.debug_frame``'s ``$d``,
+    # with -fno-dwarf2-cfi-asm) are offsets into it, which read as addresses in .text.
+    loaded = {index for index, section in enumerate(elf.iter_sections()) if section["sh_flags"] & 0x2}
+    for shndx in [shndx for shndx in mapping if shndx not in loaded]:
+        del mapping[shndx]
     for lst in mapping.values():
         lst.sort()
     return funcs, mapping

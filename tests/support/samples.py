@@ -127,6 +127,7 @@ SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "O2-thumb-gold": ("gcc", ["-g", "-O2", "-mthumb", "-fuse-ld=gold"]),
     "O2-thumb-gold-nopie": ("gcc", ["-g", "-O2", "-mthumb", "-fuse-ld=gold", "-no-pie"]),
     "O2-thumb-nopie": ("gcc", ["-g", "-O2", "-mthumb", "-no-pie"]),
+    "O2-arm-nopie": ("gcc", ["-g", "-O2", "-marm", "-no-pie"]),
     # a tracer's nop pads before and at each function, listed in __patchable_function_entries
     "O2-thumb-nopie-patchable": ("gcc", ["-g", "-O2", "-mthumb", "-no-pie", "-fpatchable-function-entry=8,4"]),
     "O2-arm-patchable": ("gcc", ["-g", "-O2", "-marm", "-fpatchable-function-entry=8,4"]),
