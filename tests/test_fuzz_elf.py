@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import collections
 
+import pytest
+
 from benchmarks import fuzz_elf
 from tests.support.boards import build_firmware
 from tests.support.samples import build, build_x86_64
@@ -111,19 +113,13 @@ FAULTS_X86_64 = {
 }
 
 
-def test_each_x86_64_fault_class_found_gets_its_answer() -> None:
-    original = build_x86_64("sort", "x64-gcc-Os-nounwind-stripped").read_bytes()
-    cases = [fuzz_elf.Case(n, "sort x64-gcc-Os-nounwind-stripped", name, name, make(original),
+@pytest.mark.parametrize("source, faults", [("arm", FAULTS), ("x86_64", FAULTS_X86_64)])
+def test_each_fault_class_found_gets_its_answer(source: str, faults: dict) -> None:
+    name_of = {"arm": "sort O2-thumb-dyn", "x86_64": "sort x64-gcc-Os-nounwind-stripped"}[source]
+    original = (build("sort", "O2-thumb-dyn") if source == "arm"
+                else build_x86_64("sort", "x64-gcc-Os-nounwind-stripped")).read_bytes()
+    cases = [fuzz_elf.Case(n, name_of, name, name, make(original),
                            ["instrument", "--tool", "inscount", "INPUT", "-o", "OUTPUT", "-j", "1"])
-             for n, (name, (make, _, _)) in enumerate(FAULTS_X86_64.items())]
-    for outcome, (name, (_, verdict, needle)) in zip(fuzz_elf.run_cases(cases, timeout=120), FAULTS_X86_64.items()):
-        assert outcome.verdict == verdict and needle in outcome.stderr, (name, outcome.verdict, outcome.stderr)
-
-
-def test_each_fault_class_found_gets_its_answer() -> None:
-    original = build("sort", "O2-thumb-dyn").read_bytes()
-    cases = [fuzz_elf.Case(n, "sort O2-thumb-dyn", name, name, make(original),
-                           ["instrument", "--tool", "inscount", "INPUT", "-o", "OUTPUT", "-j", "1"])
-             for n, (name, (make, _, _)) in enumerate(FAULTS.items())]
-    for outcome, (name, (_, verdict, needle)) in zip(fuzz_elf.run_cases(cases, timeout=120), FAULTS.items()):
+             for n, (name, (make, _, _)) in enumerate(faults.items())]
+    for outcome, (name, (_, verdict, needle)) in zip(fuzz_elf.run_cases(cases, timeout=120), faults.items()):
         assert outcome.verdict == verdict and needle in outcome.stderr, (name, outcome.verdict, outcome.stderr)
