@@ -45,6 +45,8 @@ CASES = [*(("sort", v) for v in VARIANTS), ("goto", "x64-gcc-O2"), ("calls", "x6
          # the large code model's switch tables: 64-bit offsets added to the table's address
          ("x64_big_switch", "x64-gcc-O2-large"), ("x64_big_switch", "x64-clang-O2-large"),
          ("x64_big_switch", "x64-gcc-O2"),
+         # gcc's large model in a loop: 64-bit offsets read whole, the table's address added (0175)
+         ("x64_switch_in_loop", "x64-gcc-O2-large"),
          # clang's cases of one instruction and a ret, too short for a jump (decision 0133)
          ("x64_big_switch", "x64-clang-O2"),
          # split stacks: __morestack runs the rest of a function from its return address + 1

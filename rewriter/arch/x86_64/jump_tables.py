@@ -192,13 +192,17 @@ def _table_base(earlier: _Earlier, start: int, base_reg: str, width: int, reader
     """_pic_table's result where ``base_reg`` holds the table's address at the ``start``-th
     instruction before the jump (``reader``: the instruction that reads the entry, if known
     already; else a ``movsxd`` from ``[base_reg + idx*4]`` on the way, which must be there
-    where ``reader_needed``), or None."""
+    where ``reader_needed``, or a ``mov`` of 64 bits from ``[base_reg + idx*8]``), or None."""
     leaves = False  # whether the code from here on runs into a ret before any branch
     for n, ins in earlier.walk(start):
         if n > TABLE_LOOK_BACK:
             return None
         if reader is None and ins.name == "movsxd" and f"[{base_reg} + " in ins.op_str and ins.op_str.endswith("*4]"):
             reader, reader_at = ins, n
+        elif reader is None and ins.name == "mov" and f"qword ptr [{base_reg} + " in ins.op_str \
+                and ins.op_str.endswith("*8]"):
+            # gcc's -mcmodel=large: offsets of 64 bits, read whole, then the table's address added
+            reader, reader_at, width = ins, n, 8
         if _writes(ins, base_reg) and not leaves:
             if reader is None and reader_needed:
                 return None
