@@ -47,6 +47,8 @@ CASES = [*(("sort", v) for v in VARIANTS), ("goto", "x64-gcc-O2"), ("calls", "x6
          ("x64_big_switch", "x64-gcc-O2"),
          # gcc's large model in a loop: 64-bit offsets read whole, the table's address added (0175)
          ("x64_switch_in_loop", "x64-gcc-O2-large"),
+         # clang's large model: a function's GOT anchor (lea rax, [rip - 7]) is no entry (0175)
+         ("x64_switch_in_loop", "x64-clang-O2-large"),
          # clang's cases of one instruction and a ret, too short for a jump (decision 0133)
          ("x64_big_switch", "x64-clang-O2"),
          # split stacks: __morestack runs the rest of a function from its return address + 1

@@ -154,3 +154,17 @@ def test_eh_frame_functions_are_pyelftools(program: str | tuple[str, str]) -> No
     assert len(ours) > 5
     if "unwind" in path or "containers" in path:
         assert any(lsda for _, lsda in ours)  # C++: functions with landing pads
+
+
+def test_a_got_anchor_is_no_code_pointer() -> None:
+    """clang's -mcmodel=large starts a function that reads the GOT with ``lea rax, [rip -
+    7]``, the address of that ``lea`` itself, to which it adds the GOT's offset: a base for
+    offsets, not a place anything jumps to. Taken for a code pointer, it made an entry one
+    byte into a function that saves one register first, too close to the function's own
+    entry for its jump: calls through pointers ran that byte in place (decision 0175).
+    Oracle: capstone's reading of each such ``lea``, whose target is its own address."""
+    binary = load_binary(str(samples.build_x86_64("x64_switch_in_loop", "x64-clang-O2-large")))
+    anchors = [ins.address for proc in binary.procedures for ins in proc.instructions()
+               if ins.name == "lea" and ins.op_str.endswith("[rip - 7]")]
+    assert len(anchors) >= 2
+    assert not [hex(address) for address in anchors if address in binary.code_pointers]

@@ -651,7 +651,9 @@ class _Descent:
             elif ins.reads_pc:
                 if ins.name == "lea":
                     pointer = rip_operand(ins)
-                    if pointer is not None and self.reader.is_code(pointer):
+                    # (Its own address is clang's large-model GOT anchor, ``lea rax, [rip -
+                    # 7]``, a base for offsets: no place anything jumps to.)
+                    if pointer is not None and pointer != ins.address and self.reader.is_code(pointer):
                         self.pointers.add(pointer)
             elif self.fixed_address and ins.name in _IMMEDIATE_MOVES and "0x" in ins.op_str and "[" not in ins.op_str:
                 pointer = immediate_operand(ins)
