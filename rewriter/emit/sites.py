@@ -7,6 +7,8 @@ that call the tools' routines registered at those points.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from ..api import Arg
 from ..ir.model import Binary, Hook, Point
 from .target_build import FACTS_SECTION
@@ -59,8 +61,16 @@ def image_facts(binary: Binary) -> dict[str, list]:
         "block_insns": [min(b.size, 0xFFFF) for b in blocks],
         "block_proc": [b.procedure.index for b in blocks],
         "proc_addr": [p.address for p in binary.procedures],
-        "proc_name": [p.name for p in binary.procedures],
+        "proc_name": result_names(binary),
     }
+
+
+def result_names(binary: Binary) -> list[str]:
+    """Each procedure's name in the results, in the IR's order: its own, or where another
+    procedure has it too (static functions of the same name in two files), the name with
+    its address (``f@0x1234``), so that no procedure's counts hide another's."""
+    seen = Counter(proc.name for proc in binary.procedures)
+    return [proc.name if seen[proc.name] == 1 else f"{proc.name}@{proc.address:#x}" for proc in binary.procedures]
 
 
 class SiteUnit:
