@@ -51,12 +51,12 @@ _CLOBBERED = (0, 1, 2, 3, 12, 14)  # what a callee may leave changed
 
 def register_call_target(run: list[Instruction], read: Callable[[int, int], bytes],
                          is_code: Callable[[int], bool]) -> tuple[int, bool] | None:
-    """(address, Thumb) of the code address that the last instruction of ``run``, a call or
-    jump through a register (``blx rN``, ``bx rN``, A32 ``add pc, rN, rM``) or a literal
-    (``ldr pc, [pc, #n]``) goes to, where the instructions before
-    it in the same straight-line run make rN a constant (``movw``/``movt``, a literal, a
-    PC-relative sum): the long-call idiom (``-mlong-calls``, calls out of range of BL).
-    None where the register's value is not known."""
+    """(address, Thumb) of the code address that the last instruction of ``run`` goes to: a
+    call or jump through a register (``blx rN``, ``bx rN``, A32 ``add pc, rN, rM``) whose
+    value the instructions before it in the same straight-line run make a constant
+    (``movw``/``movt``, a literal, a PC-relative sum: the long-call idiom of ``-mlong-calls``
+    and linkers' veneers), or a jump to a literal (``ldr pc, [pc, #n]``). None where the
+    value is not known."""
     last = run[-1]
     if last.name == "ldr" and last.writes_pc and last.cond == 14 and len(last.accesses) == 1 \
             and last.accesses[0].base == _PC and last.accesses[0].index is None:
