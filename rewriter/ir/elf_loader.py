@@ -454,7 +454,6 @@ def _exec_sections(elf: ELFFile) -> list[tuple[int, int, int, str]]:
 
 
 _THUMB_BX_PC = b"\x78\x47"
-_ADD_PC_IP_PC = (0xE08CF00F).to_bytes(4, "little")
 
 
 def _procedures(binary: Binary, elf: ELFFile, funcs: list[tuple[int, str, int]],
