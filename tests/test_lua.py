@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from rewriter.emit.sites import result_names
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
@@ -47,7 +48,8 @@ def test_lua_inscount_exact(lua: Path, tmp_path: Path) -> None:
     assert counted["total"] == sum(pcs.values())
     # Every procedure's own count too: T32 procedures keep their sums in a register (decision 0014).
     assert json.loads((tmp_path / "inst" / "prog.anvil.json").read_text())["block_counters"]["in_register_sums"]
-    starts = sorted((p.address, p.end, p.name) for p in load_binary(str(lua)).procedures)
+    binary = load_binary(str(lua))
+    starts = sorted((p.address, p.end, name) for p, name in zip(binary.procedures, result_names(binary)))
     expected: dict[str, int] = {}
     for pc, n in pcs.items():
         i = bisect.bisect_right(starts, (pc, float("inf"), "")) - 1

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from rewriter.emit.sites import result_names
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support import samples
@@ -93,8 +94,10 @@ def _run_under_qemu(copied: Path, args: list[str], cwd: Path) -> subprocess.Comp
 
 
 def _owners(program: Path) -> dict[int, str]:
+    """Each instruction's procedure, by its name in the results (sites.result_names)."""
     binary = load_binary(str(program))
-    return {ins.address: proc.name for proc in binary.procedures for ins in proc.instructions()}
+    return {ins.address: name for proc, name in zip(binary.procedures, result_names(binary))
+            for ins in proc.instructions()}
 
 
 def _assert_inscount_exact(original: Path, args: list[str], tmp_path: Path) -> None:
