@@ -294,29 +294,29 @@ def decode_range(md: capstone.Cs, code: bytes, address: int, thumb: bool,
         # and what follows it in 18 bytes): capstone reads the conditions of a block only
         # from its IT (``ite eq; mrseq r0, msp; mrsne r0, psp``, where ARMv7-A stops at the
         # MRS: decoded alone, both MRS ran unconditionally in the copy).
-        start = _it_block_start(out, end) if thumb else end
+        block = _open_it_block(out) if thumb else None
+        start, reach = (out[block].address, end + 18) if block is not None else (end, end + 4)
         for other in others:
-            more, after = _decode_with(other, code[start - address:end - address + (18 if start < end else 4)], start,
-                                       thumb, cache)
+            more, after = _decode_with(other, code[start - address:reach - address], start, thumb, cache)
             if after > end:
                 break
         if after <= end:
             break
-        if start < end:
-            del out[next(i for i, ins in enumerate(out) if ins.address == start):]
+        if block is not None:
+            del out[block:]
         out += more
         rest, end = _decode_with(md, code[after - address:], after, thumb, cache)
         out += rest
     return out, end
 
 
-def _it_block_start(decoded: list[Instruction], end: int) -> int:
-    """The address of the IT instruction whose block ``end`` (the address after
-    ``decoded``) falls in, else ``end``."""
+def _open_it_block(decoded: list[Instruction]) -> int | None:
+    """The index in ``decoded`` of the IT instruction whose block the next instruction
+    falls in, else None."""
     for back, ins in enumerate(reversed(decoded[-5:])):
         if ins.is_it:
-            return ins.address if back < len(_it_conditions(int.from_bytes(ins.raw, "little"))) else end
-    return end
+            return len(decoded) - 1 - back if back < len(_it_conditions(int.from_bytes(ins.raw, "little"))) else None
+    return None
 
 
 def _decode_with(md: capstone.Cs, code: bytes, address: int, thumb: bool,

@@ -33,19 +33,28 @@ def table_branch_targets(binary: Binary, insns: list) -> set[int]:
         if ins.name not in ("tbb", "tbh") or not ins.accesses or ins.accesses[0].base != 15:
             continue
         base = ins.address + 4
-        size = 1 if ins.name == "tbb" else 2
-        lowest = base + 2 * (0xFF if size == 1 else 0xFFFF)
-        pos = base
-        end = base + size * binary.table_sizes.get(ins.address, 0x10000)
-        while pos + size <= min(lowest, end) and len(targets) < 100000:
-            entry = int.from_bytes(binary.read(pos, size), "little")
-            target = base + 2 * entry
-            if target < pos + size:
-                break
-            targets.add(target)
-            lowest = min(lowest, target)
-            pos += size
+        _table_cases(binary.read, ins, base, binary.table_sizes.get(ins.address, 0x10000), targets)
     return targets
+
+
+def _table_cases(read: Callable[[int, int], bytes], jump: Instruction, table: int, entries: int | None,
+                 targets: set[int]) -> int:
+    """Add to ``targets`` the cases of TBB or TBH ``jump``'s table at ``table``: at most
+    ``entries`` of them (None: no bound known), and up to where the lowest case found
+    begins (cases follow the table). The jump branches from its own PC (its address + 4)
+    by twice each entry. Returns where reading stopped."""
+    size, origin = (1 if jump.name == "tbb" else 2), jump.address + 4
+    lowest = origin + 2 * (0xFF if size == 1 else 0xFFFF)
+    pos = table
+    end = table + size * entries if entries is not None else lowest
+    while pos + size <= min(lowest, end) and len(targets) < 100000:
+        target = origin + 2 * int.from_bytes(read(pos, size), "little")
+        if target < pos + size:
+            break
+        targets.add(target)
+        lowest = min(lowest, target)
+        pos += size
+    return pos
 
 
 class SwitchFinder:
@@ -398,15 +407,8 @@ def unchecked_register_tables(binary: Binary, insns: list[Instruction]) -> None:
                 break
         if table is None:
             continue
-        size, origin = (1, ins.address + 4) if ins.name == "tbb" else (2, ins.address + 4)
-        cases, pos, lowest = set(), table, origin + 2 * (0xFF if size == 1 else 0xFFFF)
-        while pos + size <= lowest:
-            target = origin + 2 * int.from_bytes(binary.read(pos, size), "little")
-            if target < pos + size:
-                break
-            cases.add(target)
-            lowest = min(lowest, target)
-            pos += size
+        cases: set[int] = set()
+        pos = _table_cases(binary.read, ins, table, None, cases)
         if cases:
             binary.switch_cases[ins.address] = cases
             binary.switch_tables.add((table, pos))
