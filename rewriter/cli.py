@@ -186,7 +186,7 @@ def _report_json(args: argparse.Namespace, tool: str, output: str, out_file: str
         "filter_hits_in_registers": report.filter_hits_in_registers,
         "return_addresses": report.return_addresses, "return_sites": report.return_sites,
         "relocation_processes": report.relocation_processes, "loader_stub": report.loader_stub,
-        "board": report.board,
+        "started_from": report.started_from, "board": report.board,
     }, indent=1).encode()
 
 

@@ -32,8 +32,9 @@ from ..arch.x86_64.patches import EntryPatch, dead_runs, entry_patches, return_s
 from ..arch.x86_64.relocate import Copier, Hooks
 from ..errors import AnvilError
 from ..files import atomic_write
+from ..ir.caller_sensitive import caller_sensitive_returns
 from ..ir.model import Binary, Procedure
-from . import file_gap
+from . import file_gap, preinit
 from .inhost import described_end, offset_in
 
 PAGE = 0x1000
@@ -60,6 +61,7 @@ class CopyReport:
     branches_in_place: list[int] = field(default_factory=list)  # direct branches out of the program, run in place
     untraced: list[int] = field(default_factory=list)  # instructions copied without the tool's calls (past_return)
     loader_stub: list[str] = field(default_factory=list)  # where the stub's pieces went
+    started_from_preinit: bool = False  # the stub is the first preinit function (preinit.py)
 
 
 def copyable(binary: Binary) -> tuple[list[Procedure], list[str]]:
@@ -106,13 +108,13 @@ def _text_segment(elf: ELFFile, entry: int) -> tuple[int, dict]:
     raise AnvilError("no executable segment holds the program's entry")
 
 
-def _slack(elf: ELFFile, text: dict) -> int | None:
+def _slack(elf: ELFFile, text: dict, preinit: bool = False) -> int | None:
     """Where the stub's pieces go, one after the other, if there is room after the text
     segment's last byte: in memory up to the next segment, and in the file before anything
     else the file holds there (a linker that pads segments to pages leaves room; lld,
-    which packs them, leaves none)."""
+    which packs them, leaves none). ``preinit``: the stub with a preinit function."""
     end = text["p_vaddr"] + text["p_memsz"]
-    places, last = loader.consecutive(end)
+    places, last = loader.consecutive(end, preinit)
     file_end = text["p_offset"] + (last - text["p_vaddr"])
     limit = (end + PAGE - 1) & ~(PAGE - 1)  # the segment's last page; the next one starts after it at the earliest
     for seg in elf.iter_segments():
@@ -130,7 +132,8 @@ def _slack(elf: ELFFile, text: dict) -> int | None:
     return places[0] if last <= limit and clear else None
 
 
-def _caves(procs: list[Procedure], patches: list[EntryPatch], short: set[int]) -> list[int] | None:
+def _caves(procs: list[Procedure], patches: list[EntryPatch], short: set[int],
+           preinit: bool = False) -> list[int] | None:
     """Places for the stub's pieces in original bytes that nothing runs any more: in copied
     procedures none of whose entries runs in place (on into a piece), on runs of their own
     instructions that no entry starts and no patch or trampoline covers."""
@@ -141,8 +144,8 @@ def _caves(procs: list[Procedure], patches: list[EntryPatch], short: set[int]) -
         instructions = list(proc.instructions())
         if proc.address not in patched or any(ins.address in short for ins in instructions):
             continue
-        runs += dead_runs(instructions, patched, used, min(loader.piece_sizes()))
-    return loader.spread(sorted(runs, key=lambda run: run[0] - run[1]))
+        runs += dead_runs(instructions, patched, used, min(loader.piece_sizes(preinit)))
+    return loader.spread(sorted(runs, key=lambda run: run[0] - run[1]), preinit)
 
 
 def _copy(code: Code64, address: int) -> int:
@@ -200,7 +203,9 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     if original_returns is None:
         original_returns = binary.unwinds
     # (Not a ret that __morestack goes on past: it adds 1 to the return address it is given.)
-    returns = return_sites(procs) - binary.past_return if original_returns else set()
+    # Calls of a function that looks at its caller's address push the original one anyway.
+    returns = (return_sites(procs) if original_returns else caller_sensitive_returns(binary, procs)) \
+        - binary.past_return
     patches, report.short_entries = entry_patches(binary, procs, returns)
     report.jumps = {patch.address for patch in patches} | {p.trampoline for p in patches if p.trampoline is not None}
     symbols: dict[str, int] = {}
@@ -249,26 +254,36 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     report.region, report.region_size = region, len(data)
 
     text_index, text = _text_segment(elf, binary.entry)
-    stub_at = _slack(elf, text)
-    places = loader.consecutive(stub_at)[0] if stub_at is not None else _caves(procs, patches,
-                                                                              set(report.short_entries))
-    grows = stub_at is not None
-    if places is None:
-        # A linker that packs the file (ld.lld) leaves no slack there and a small program may
-        # have too few dead runs: a gap opened in the file after the text (file_gap.py).
-        end = text["p_offset"] + text["p_filesz"]
-        gap = file_gap.gap_size(original, end)
-        if gap is not None:
-            opened = file_gap.open_gap(original, end, gap)
-            elf_opened = ELFFile(io.BytesIO(opened))
-            index_opened, text_opened = _text_segment(elf_opened, binary.entry)
-            stub_at = _slack(elf_opened, text_opened)
-            if stub_at is not None:
-                original, elf, text_index, text, grows = opened, elf_opened, index_opened, text_opened, True
-                places = loader.consecutive(stub_at)[0]
+    # Started from the preinit array where the program allows it and the larger stub finds
+    # room (the stub calls anvil_start, so only with a runtime), else at the entry.
+    early = preinit.plan(binary) if built is not None else None
+    for plan in (early, None) if early is not None else (None,):
+        original, elf, grows = binary.data, ELFFile(io.BytesIO(binary.data)), True
+        text_index, text = _text_segment(elf, binary.entry)
+        stub_at = _slack(elf, text, plan is not None)
+        places = loader.consecutive(stub_at, plan is not None)[0] if stub_at is not None else None
+        if places is None:
+            grows = False
+            places = _caves(procs, patches, set(report.short_entries), plan is not None)
+        if places is None:
+            # A linker that packs the file (ld.lld) leaves no slack there and a small program
+            # may have too few dead runs: a gap opened in the file after the text (file_gap.py).
+            end = text["p_offset"] + text["p_filesz"]
+            gap = file_gap.gap_size(original, end)
+            if gap is not None:
+                opened = file_gap.open_gap(original, end, gap)
+                elf_opened = ELFFile(io.BytesIO(opened))
+                index_opened, text_opened = _text_segment(elf_opened, binary.entry)
+                stub_at = _slack(elf_opened, text_opened, plan is not None)
+                if stub_at is not None:
+                    original, elf, text_index, text, grows = opened, elf_opened, index_opened, text_opened, True
+                    places = loader.consecutive(stub_at, plan is not None)[0]
+        if places is not None:
+            break
     if places is None:
         raise AnvilError(f"{binary.path}: no room for the loader stub (after the text segment, or in the copied "
                          "procedures' dead code)")
+    early = plan
     described = described_end(elf)
     out, overlay = bytearray(original[:described]), original[described:]
     if grows and text["p_memsz"] > text["p_filesz"]:  # the zero-filled memory, in the file from now on
@@ -320,9 +335,16 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     if len(data) > library_offset + (built.size if built is not None else 0) + table_room:
         raise AnvilError(f"{binary.path}: the region outgrew the room it was placed with")
     report.region_size = len(data)
-    stub = loader.assemble(places, {"ANVIL_REGION": region, "ANVIL_LENGTH": len(data),
-                                    "ANVIL_OFFSET": region_offset, "ANVIL_ENTRY": binary.entry,
-                                    "ANVIL_INIT": symbols.get("anvil_start", 0), "ANVIL_PATCHES": table})
+    defines = {"ANVIL_REGION": region, "ANVIL_LENGTH": len(data), "ANVIL_OFFSET": region_offset,
+               "ANVIL_ENTRY": binary.entry, "ANVIL_INIT": symbols.get("anvil_start", 0), "ANVIL_PATCHES": table}
+    if early is not None:
+        defines.update(ANVIL_INIT_SLOT=early.init_slot, ANVIL_GO_ON=symbols["anvil_go_on"])
+    stub = loader.assemble(places, defines, early is not None)
+    if early is not None:
+        # The runtime's anvil_preinit: the slot, its word, the flags, the way back, the entry.
+        at = symbols["anvil_preinit"] - region
+        data[at:at + 40] = struct.pack("<QQQQQ", early.init_slot, early.init_original,
+                                       early.header_words()[2], stub.go_back, binary.entry)
     for address, jump in writes:
         at = offset_in(elf, address)
         out[at:at + len(jump)] = jump
@@ -335,6 +357,9 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
         struct.pack_into("<QQ", out, header + 32, grown, max(grown, text["p_memsz"]))
     report.loader_stub = [f"{address:#x}" for address, _ in stub.pieces]
     struct.pack_into("<Q", out, 24, stub.entry)
+    if early is not None:
+        preinit.apply(out, early, stub.preinit, lambda address: offset_in(elf, address))
+    report.started_from_preinit = early is not None
     # Written in parts: joined, the image and the region (a large program's: a hundred MB
     # each) would be held twice at the end.
     atomic_write(output, [out, bytes(region_offset - len(out)), data, overlay])

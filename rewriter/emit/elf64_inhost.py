@@ -228,6 +228,7 @@ def write_instrumented(binary: Binary, tool: Tool, output: str, started: float, 
                               "calls: copied without the tool's calls (its stack read not traced)"}
                              for address in copied.untraced]
     report.loader_stub = copied.loader_stub
+    report.started_from = "preinit array" if copied.started_from_preinit else "entry"
     report.entries_not_patched = [f"{address:#x}" for address in copied.short_entries]
     # Entered through a pointer in data (or the unwinder: its landing pads are among the
     # code pointers), such an entry runs the original, uncounted.

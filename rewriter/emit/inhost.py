@@ -55,6 +55,7 @@ from ..arch.code import Code, Resolver
 from ..errors import AnvilError
 from ..files import atomic_write
 from ..ir import go_runtime
+from ..ir.caller_sensitive import caller_sensitive_returns
 from ..ir.constants import constant_before, jump_targets
 from ..ir.flow import interrupt_code, reset_handler
 from ..ir.fork_split import halfway
@@ -135,6 +136,9 @@ class Report:
     relocation_processes: int = 1
     # Where the loader stub's pieces went (one after another, or spread over free runs).
     loader_stub: list[str] = field(default_factory=list)
+    # Where the stub first runs: "preinit array" (the dynamic linker calls it before any
+    # library's initialiser, preinit.py) or "entry".
+    started_from: str = "entry"
     # A firmware image's board, whose memory map placed the instrumentation (None: not firmware,
     # or on no known board).
     board: str | None = None
@@ -830,6 +834,7 @@ def _linux_patching(binary: Binary, chosen: list[Procedure], report: Report,
     patches, not_patched = _linux_patches(binary, chosen, report, relocated_returns)
     tail = tail_location(binary, chosen, patches, preinit.plan(binary))
     report.loader_stub = [f"{address:#x}" for address in tail.pieces]
+    report.started_from = "preinit array" if tail.early is not None else "entry"
     entries = {p.address: p.name for p in chosen}
     unplaced = []
     for patch in place_trampolines(patches, tail):
@@ -887,11 +892,16 @@ def _linux_patches(binary: Binary, chosen: list[Procedure], report: Report,
                    relocated_returns: frozenset[int]) -> tuple[list[Patch], list[str]]:
     """The jumps written over the original code: at the relocated procedures' entries and,
     with original return addresses, at their return sites and landing pads (short ones get
-    their trampolines from place_trampolines)."""
-    if report.return_addresses != "original":
-        return entry_patches(binary, chosen)
-    sites = return_sites(chosen) - relocated_returns
-    more, stops = return_patches(binary, chosen, sites)
+    their trampolines from place_trampolines); without, at the return sites of the calls
+    that leave original return addresses all the same (caller_sensitive_returns)."""
+    original = report.return_addresses == "original"
+    if original:
+        sites = return_sites(chosen) - relocated_returns
+    else:  # calls of dlsym all the same (ir/caller_sensitive.py)
+        sites = caller_sensitive_returns(binary, chosen) - relocated_returns
+        if not sites:
+            return entry_patches(binary, chosen)
+    more, stops = return_patches(binary, chosen, sites, with_pads=original)
     patches, not_patched = entry_patches(binary, chosen, stops=stops, patched=frozenset(p.address for p in more))
     entries = sum(1 for p in more if p.address not in sites)
     report.return_sites = {"original": len(sites), "unwinder_entries": entries}
@@ -986,6 +996,9 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
     # data after calls to functions that read it there (ir.inline_data: no return comes).
     relocated_returns = (return_sites_in_data(binary, candidates) | _inline_data_sites(binary, candidates)
                          if original_returns else set())
+    # Calls of dlsym leave the original return address all the same (a Linux program's).
+    sensitive_returns = frozenset() if original_returns or binary.is_firmware \
+        else frozenset(caller_sensitive_returns(binary, candidates))
 
     def function_label(name: str) -> Hashable:
         return ("sym", name)
@@ -1013,6 +1026,7 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             mask_interrupts=binary.is_firmware,
             original_returns=original_returns,
             relocated_returns=relocated_returns,
+            original_return_sites=sensitive_returns,
             threads=binary.threaded and not binary.is_firmware,
             emulate_exclusives=emulates_exclusives(binary),
             lock_communicator=not binary.is_firmware,
@@ -1338,7 +1352,7 @@ def _write_elf(binary: Binary, region: bytes, offset: int, patches: list[Patch],
         out[offset(address):offset(address) + len(piece)] = piece
     struct.pack_into("<I", out, 24, stub.entry)
     if early is not None and stub.preinit_function is not None:  # the tables' offsets after the gap opened
-        preinit.apply(out, early, stub.preinit_function, functools.partial(offset_in, elf))
+        preinit.apply(out, early, stub.preinit_function | 1, functools.partial(offset_in, elf))
     if len(out) > region_offset:
         raise AssertionError("region offset chosen before the file grew")
     out += b"\0" * (region_offset - len(out))

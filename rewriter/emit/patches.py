@@ -238,11 +238,12 @@ def _stops(binary: Binary, procs: list[Procedure], sites: set[int]) -> set[int]:
     return entered_from_elsewhere(binary, procs) | {p.address for p in procs} | sites
 
 
-def return_patches(binary: Binary, procs: list[Procedure], sites: set[int]) -> tuple[list[Patch], set[int]]:
-    """Jumps at ``sites`` (from return_sites) and where the unwinder enters ``procs`` (entries
-    among them: entry_patches leaves those out), and the stops the entry patches must then
-    respect. Every T32 place has room for at least a B.N."""
-    pads = binary.unwinder_entries
+def return_patches(binary: Binary, procs: list[Procedure], sites: set[int],
+                   with_pads: bool = True) -> tuple[list[Patch], set[int]]:
+    """Jumps at ``sites`` (from return_sites) and, ``with_pads``, where the unwinder enters
+    ``procs`` (entries among them: entry_patches leaves those out), and the stops the entry
+    patches must then respect. Every T32 place has room for at least a B.N."""
+    pads = binary.unwinder_entries if with_pads else set()
     stops = _stops(binary, procs, sites | pads)
     data = binary.literal_bytes()
     patches = []

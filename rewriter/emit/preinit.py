@@ -33,6 +33,11 @@ region not yet mapped (SIGSEGV), and so did ASan's in a fixed-address program, w
 A program without spare slots (ld.lld leaves none), without ``.init_array``, or whose first
 ``.init_array`` (or preinit) word is relocated otherwise (a preinit function of a library,
 by its symbol), is started at its entry as before.
+
+Both ELF classes: 32-bit ARM's REL tables (the word holds what the relocation adds to) and
+x86-64's RELA tables, whose R_X86_64_RELATIVE of the slot carries the value as its addend:
+there the addend changes with the word (decision 0176). A word relocated through DT_RELR
+(``-z pack-relative-relocs``) holds its value in place, as REL's.
 """
 
 from __future__ import annotations
@@ -43,11 +48,12 @@ from dataclasses import dataclass
 
 from elftools.elf.elffile import ELFFile
 
-from ..ir.discovery import R_ARM_RELATIVE
 from ..ir.model import Binary
 
-DT_NULL, DT_RELA, DT_REL, DT_RELSZ, DT_INIT_ARRAY, DT_INIT_ARRAYSZ = 0, 7, 17, 18, 25, 27
-DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ = 32, 33
+DT_NULL, DT_RELA, DT_RELASZ, DT_REL, DT_RELSZ, DT_INIT_ARRAY, DT_INIT_ARRAYSZ = 0, 7, 8, 17, 18, 25, 27
+DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, DT_RELRSZ, DT_RELR = 32, 33, 35, 36
+#: The relocation that adds the load bias to a word, by ELF class (REL on ARM, RELA on x86-64).
+RELATIVE = {4: 23, 8: 8}  # R_ARM_RELATIVE, R_X86_64_RELATIVE
 
 
 @dataclass(frozen=True)
@@ -57,8 +63,10 @@ class PreinitStart:
     free_slot: int | None  # link address of the first spare DT_NULL entry of .dynamic (None: the
     #                        program's own preinit array, whose first word is the slot)
     init_slot: int       # link address of the first .init_array (or .preinit_array) word
-    init_original: int   # what that word holds
+    init_original: int   # what that word holds (its link-time value)
     read_only: bool      # the word's page is PT_GNU_RELRO: read-only once relocated
+    word: int = 4        # the word's size: 4 (ELF32) or 8 (ELF64)
+    addend_at: int | None = None  # the link address of the slot's RELA addend, where it has one
 
     def header_words(self) -> tuple[int, int, int]:
         """The region header's init_slot, init_original, init_flags (anvil_rt.c: bit 0 the
@@ -70,6 +78,8 @@ def plan(binary: Binary) -> PreinitStart | None:
     """How ``binary`` can be started from DT_PREINIT_ARRAY, or None (start at the entry)."""
     if not binary.is_dynamic:
         return None
+    word = 8 if binary.data[4:5] == b"\x02" else 4
+    entry_format = "<qQ" if word == 8 else "<iI"
     segments = list(ELFFile(io.BytesIO(binary.data)).iter_segments())
     dynamic = [seg for seg in segments if seg["p_type"] == "PT_DYNAMIC"]
     if len(dynamic) != 1:
@@ -77,52 +87,105 @@ def plan(binary: Binary) -> PreinitStart | None:
     offset, vaddr, filesz = dynamic[0]["p_offset"], dynamic[0]["p_vaddr"], dynamic[0]["p_filesz"]
     if offset + filesz > len(binary.data):
         return None
-    entries = list(struct.iter_unpack("<iI", binary.data[offset:offset + filesz - filesz % 8]))
+    entries = list(struct.iter_unpack(entry_format, binary.data[offset:offset + filesz - filesz % (2 * word)]))
     tags = [tag for tag, _ in entries]
     if DT_NULL not in tags:
         return None
     first_null = tags.index(DT_NULL)
     values = dict(entries[:first_null])
     if DT_PREINIT_ARRAY in values:  # the program's own: its first word is the slot, no tag added
-        if values.get(DT_PREINIT_ARRAYSZ, 0) < 4:
+        if values.get(DT_PREINIT_ARRAYSZ, 0) < word:
             return None
         free_slot, init_slot = None, values[DT_PREINIT_ARRAY]
     else:
         # Two slots for the new tags and a DT_NULL after them, all spare (nothing past the end).
         if len(entries) < first_null + 3 or any(entries[first_null + k] != (DT_NULL, 0) for k in range(3)):
             return None
-        if values.get(DT_INIT_ARRAYSZ, 0) < 4 or DT_INIT_ARRAY not in values:
+        if values.get(DT_INIT_ARRAYSZ, 0) < word or DT_INIT_ARRAY not in values:
             return None
-        free_slot, init_slot = vaddr + first_null * 8, values[DT_INIT_ARRAY]
-    original = int.from_bytes(binary.read(init_slot, 4), "little")  # 0 where not in the file
-    if original in (0, 0xFFFFFFFF) or not _relocated_as_expected(binary, values, init_slot):
+        free_slot, init_slot = vaddr + first_null * 2 * word, values[DT_INIT_ARRAY]
+    original = int.from_bytes(binary.read(init_slot, word), "little")  # 0 where not in the file
+    relocation = _slot_relocation(binary, values, init_slot, word)
+    if relocation is None:
+        return None
+    addend_at, addend = relocation
+    if addend is not None:
+        original = addend
+    if original in (0, (1 << 8 * word) - 1):
         return None
     read_only = any(seg["p_type"] == "PT_GNU_RELRO" and seg["p_vaddr"] <= init_slot < seg["p_vaddr"] + seg["p_memsz"]
                     for seg in segments)
-    return PreinitStart(free_slot, init_slot, original, read_only)
+    return PreinitStart(free_slot, init_slot, original, read_only, word, addend_at)
 
 
-def _relocated_as_expected(binary: Binary, values: dict[int, int], slot: int) -> bool:
-    """The word at ``slot`` is relocated as the stub's address needs: by R_ARM_RELATIVE
-    alone in a PIE (the bias added to the word in place), not at all otherwise."""
-    if DT_RELA in values:  # not an ARM table: read only REL's
-        return False
-    kinds = []
-    table, size = values.get(DT_REL), values.get(DT_RELSZ, 0)
-    if table is not None and size:
-        start = binary.file_offset(table)
-        if start is None or start + size > len(binary.data):
-            return False
-        kinds = [info & 0xFF for offset, info in struct.iter_unpack("<II", binary.data[start:start + size - size % 8])
+def _table(binary: Binary, values: dict[int, int], tag: int, size_tag: int) -> bytes | None:
+    """The bytes of the dynamic table ``tag`` (empty where there is none; None where it is
+    not in the file)."""
+    address, size = values.get(tag), values.get(size_tag, 0)
+    if address is None or not size:
+        return b""
+    start = binary.file_offset(address)
+    if start is None or start + size > len(binary.data):
+        return None
+    return binary.data[start:start + size]
+
+
+def _slot_relocation(binary: Binary, values: dict[int, int], slot: int,
+                     word: int) -> tuple[int | None, int | None] | None:
+    """How the word at ``slot`` is relocated, if as the stub's address needs: in a PIE by the
+    relative relocation alone (the bias added to the word in place, or to a RELA addend), not
+    at all otherwise. (The RELA addend's link address and value, each None where the word holds
+    the value itself); None where the slot cannot be used."""
+    relative = RELATIVE[word]
+    kinds, addends = [], []
+    rel = _table(binary, values, DT_REL, DT_RELSZ)
+    rela = _table(binary, values, DT_RELA, DT_RELASZ)
+    relr = _table(binary, values, DT_RELR, DT_RELRSZ)
+    if rel is None or rela is None or relr is None:
+        return None
+    if word == 4:
+        if rela:  # not an ARM table: read only REL's
+            return None
+        kinds = [info & 0xFF for offset, info in struct.iter_unpack("<II", rel[:len(rel) - len(rel) % 8])
                  if offset == slot]
-    return kinds == ([R_ARM_RELATIVE] if binary.is_pie else [])
+    else:
+        if rel:
+            return None
+        for k, (offset, info, addend) in enumerate(struct.iter_unpack("<QQq", rela[:len(rela) - len(rela) % 24])):
+            if offset == slot:
+                kinds.append(info & 0xFFFFFFFF)
+                addends.append((values[DT_RELA] + 24 * k + 16, addend))
+    if slot in _relr_words(relr, word):
+        kinds.append(relative)
+    if kinds != ([relative] if binary.is_pie else []):
+        return None
+    return addends[0] if addends else (None, None)
+
+
+def _relr_words(table: bytes, word: int) -> set[int]:
+    """The addresses a DT_RELR table relocates: an even entry names a word (and starts the
+    run after it), an odd one is a bitmap of the next ``8 * word - 1`` words."""
+    words: set[int] = set()
+    bits = 8 * word - 1
+    base = 0
+    for (entry,) in struct.iter_unpack("<Q" if word == 8 else "<I", table[:len(table) - len(table) % word]):
+        if entry & 1 == 0:
+            words.add(entry)
+            base = entry + word
+        else:
+            words.update(base + k * word for k in range(bits) if entry >> (k + 1) & 1)
+            base += bits * word
+    return words
 
 
 def apply(out: bytearray, start: PreinitStart, preinit_function: int, offset_of) -> None:
     """Write the two dynamic tags (unless the program has its preinit array) and the stub's
-    address (``preinit_function``, Thumb bit set) over the slot's word; ``offset_of(vaddr)``:
-    its offset in ``out``."""
+    address (``preinit_function``, with the Thumb bit where it is Thumb code) over the slot's
+    word, and its RELA addend where it has one; ``offset_of(vaddr)``: its offset in ``out``."""
+    entry_format, word_format = ("<qQqQ", "<Q") if start.word == 8 else ("<iIiI", "<I")
     if start.free_slot is not None:
-        struct.pack_into("<iIiI", out, offset_of(start.free_slot), DT_PREINIT_ARRAY, start.init_slot,
-                         DT_PREINIT_ARRAYSZ, 4)
-    struct.pack_into("<I", out, offset_of(start.init_slot), preinit_function | 1)
+        struct.pack_into(entry_format, out, offset_of(start.free_slot), DT_PREINIT_ARRAY, start.init_slot,
+                         DT_PREINIT_ARRAYSZ, start.word)
+    struct.pack_into(word_format, out, offset_of(start.init_slot), preinit_function)
+    if start.addend_at is not None:
+        struct.pack_into("<q", out, offset_of(start.addend_at), preinit_function)

@@ -527,12 +527,65 @@ static void on_sanitizer_death(const struct link_map_head *objects)
 uint8_t anvil_started_by __attribute__((section(".data")));
 anvil_word anvil_main_caller __attribute__((section(".data")));
 
-/* Called by the loader stub: ``initial_sp`` is the stack the kernel started the program
- * with (argc, argv, envp); ``fini`` the slot holding rdx as the program's start code will
- * see it (rsi's the slot below it); ``patches`` the link address of the jumps to write over
- * the original code (0: the file has them). */
-void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvil_word patches)
+/* Where the program is started from DT_PREINIT_ARRAY (rewriter/emit/preinit.py, decision
+ * 0176), the rewriter writes here: the link address of the slot whose word the stub's
+ * preinit function stands in, that word's link-time value, flags (below), the link
+ * address of the stub's `ret` back into the dynamic linker, and the program's entry. */
+anvil_word anvil_preinit[5] __attribute__((section(".data")));
+#define INIT_READ_ONLY 1      /* the slot's page is PT_GNU_RELRO: read-only once relocated */
+#define INIT_CALLS_ORIGINAL 2 /* the slot is the program's first preinit function: go on to it */
+/* Where the stub goes on when anvil_start returns (the stub with a preinit function). */
+anvil_word anvil_go_on __attribute__((section(".data")));
+
+/* The stub's stages (stub.S): started at the entry, the region mapped there; called from
+ * the preinit array, before any library's initialiser; at the entry after that call. */
+enum { STARTED_AT_ENTRY, STARTED_AT_PREINIT, ENTRY_AFTER_PREINIT };
+
+/* The slot's word as the program's tables had it, now that the dynamic linker has read it
+ * as the preinit array (or, musl's, has not: then before libc reads .init_array). */
+static void give_init_slot_back(anvil_word bias)
 {
+    anvil_word *slot = (anvil_word *)(anvil_preinit[0] + bias), page = (anvil_word)slot & ~(PAGE - 1);
+    if (anvil_preinit[2] & INIT_READ_ONLY)
+        anvil_syscall(SYS_mprotect, (long)page, PAGE, 3 /* read, write */, 0, 0, 0);
+    *slot = anvil_preinit[1] + bias;
+    if (anvil_preinit[2] & INIT_READ_ONLY)
+        anvil_syscall(SYS_mprotect, (long)page, PAGE, 1 /* read */, 0, 0, 0);
+}
+
+/* What the program's start does for a dynamic program at its entry: rdx is the dynamic
+ * linker's fini, which anvil_fini runs in its place (the end is where it would run: a
+ * dynamic program's exit ends in its C library, whose code is not copied). */
+static void start_dynamic(anvil_word *fini)
+{
+    program_fini = (void (*)(void))*fini;
+    *fini = (anvil_word)anvil_fini;
+    const struct link_map_head *objects = executable_map;
+    wrap_thread_starts(objects);
+    wrap_signal_functions(objects);
+    const struct link_map_head *library = c_library(objects);
+    on_sanitizer_death(objects);
+    if (library) {
+        hook_c_library_exit(library);
+        register_fork_handlers(library);
+    }
+}
+
+/* Called by the loader stub in ``stage`` (above): ``initial_sp`` is the stack the kernel
+ * started the program with (argc, argv, envp; at the entry); ``fini`` the slot holding rdx
+ * as the program's start code will see it (rsi's the slot below it, rdi's below that);
+ * ``patches`` the link address of the jumps to write over the original code (0: the file
+ * has them). Called from the preinit array, it does all but what waits for the entry (rdx,
+ * the C library's functions wrapped, the fatal signals), so that what the libraries'
+ * initialisers run of the program runs in the copies, counted. */
+void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvil_word patches, long stage)
+{
+    if (stage == ENTRY_AFTER_PREINIT) {
+        start_dynamic(fini);
+        catch_fatal_signals();
+        anvil_go_on = anvil_preinit[4] + bias;
+        return;
+    }
     anvil_bias = bias;
     if (anvil_started_by) {
         void anvil_main_return(void);
@@ -552,7 +605,9 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
     }
     if (anvil_thread_counters[1]) /* the first thread counts into the arrays themselves */
         anvil_syscall(SYS_arch_prctl, ARCH_SET_GS, (long)anvil_thread_counters + anvil_thread_counters[0], 0, 0, 0, 0);
-    environment = (const char *const *)(initial_sp + 1 + initial_sp[0] + 1);
+    /* (Called from the preinit array: envp is rdx, the slot itself.) */
+    environment = stage == STARTED_AT_PREINIT ? (const char *const *)*fini
+                                              : (const char *const *)(initial_sp + 1 + initial_sp[0] + 1);
     const char *const *after = environment;
     while (*after)
         after++;
@@ -569,28 +624,29 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
     start_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
     if (anvil_syscall(SYS_getcwd, (long)start_dir, sizeof start_dir, 0, 0, 0, 0) <= 0)
         start_dir[0] = 0;
-    /* A dynamic program's exit ends in its C library, whose code is not copied: the end is
-     * where the dynamic linker's fini would run. A static program's start code gets 0 and
-     * registers nothing (registering anvil_fini would change what it does): its end is
-     * the exit system call in its own, copied code. */
     wrap_handlers = !anvil_pc_map[1];  /* (not a Go program's: decision 0143) */
-    if (*fini && !anvil_started_by) {  /* (rdx is main's envp where the interpreter calls it) */
-        program_fini = (void (*)(void))*fini;
-        *fini = (anvil_word)anvil_fini;
-        const struct link_map_head *objects = loaded_objects(phdr, phnum, bias);
+    /* A static program's start code gets 0 in rdx and registers nothing (registering
+     * anvil_fini would change what it does): its end is the exit system call in its own,
+     * copied code. (rdx is main's envp where the interpreter calls it.) */
+    int dynamic = stage == STARTED_AT_PREINIT || (*fini && !anvil_started_by);
+    if (dynamic) {
         executable_phdr = (const uint8_t *)phdr;
         executable_phnum = phnum;
-        executable_map = objects;
-        const struct link_map_head *library = c_library(objects);
-        wrap_thread_starts(objects);
-        wrap_signal_functions(objects);
-        on_sanitizer_death(objects);
-        if (library) {
-            hook_c_library_exit(library);
-            register_fork_handlers(library);
-        }
+        executable_map = loaded_objects(phdr, phnum, bias);
     }
-    catch_fatal_signals();
+    if (anvil_preinit[0])  /* the slot's word given back (if the preinit call was never made: musl's) */
+        give_init_slot_back(bias);
+    if (stage == STARTED_AT_PREINIT) {
+        /* The C library's functions are wrapped at the entry, as without the preinit call: a
+         * sanitizer's run time, whose preinit function follows, has its own sigaction, which
+         * works once that function has run (clang's UBSan). */
+        anvil_go_on = anvil_preinit[2] & INIT_CALLS_ORIGINAL ? anvil_preinit[1] + bias : anvil_preinit[3] + bias;
+    } else {
+        if (dynamic)
+            start_dynamic(fini);
+        catch_fatal_signals();
+        anvil_go_on = anvil_preinit[4] + bias;
+    }
     void anvil_program_start(void);
     anvil_program_start();
 }

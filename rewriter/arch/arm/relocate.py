@@ -120,6 +120,9 @@ class RelocationContext:
     # With original_returns: return sites whose calls leave the relocated return address
     # all the same (their jump over the original code found no room: inhost._fall_back).
     relocated_returns: set[int] = field(default_factory=set)
+    # Without: return sites whose calls leave the original one all the same (calls of
+    # functions that look at their caller's address: ir/caller_sensitive.py).
+    original_return_sites: frozenset[int] = frozenset()
     # For the procedure being emitted: its blocks that reset its running sum (decision 0014)
     # -> the label past the reset, where its own direct branches go.
     inside: dict[int, Hashable] = field(default_factory=dict)
@@ -759,7 +762,7 @@ def _relocate(ins: Instruction, isa: ISA, code: Code, ctx: RelocationContext, pr
         if (ins.is_return or ins.is_call) and not linked:
             if ins.reads_pc:
                 raise Unsupported(f"{ins}: return or call reading PC")
-            if ins.is_call and ctx.original_returns and ins.end not in ctx.relocated_returns:
+            if ins.is_call and _returns_to_original(ins, ctx):
                 _call_returning_to_original(ins, isa, code, ctx, None, False)
                 return False
             _copy(ins, code)
@@ -870,7 +873,12 @@ def _linked_call(move: Instruction, ctx: RelocationContext) -> Instruction | Non
         call = blocks[after].instructions[0] if after < len(blocks) else None
     if call is None or not call.is_call or call.address != move.end or call.end not in ctx.relocated:
         return None
-    return call if not ctx.original_returns or call.end in ctx.relocated_returns else None
+    return call if not _returns_to_original(call, ctx) else None
+
+
+def _returns_to_original(call: Instruction, ctx: RelocationContext) -> bool:
+    """Whether ``call`` leaves its original return address in LR."""
+    return call.end not in ctx.relocated_returns and (ctx.original_returns or call.end in ctx.original_return_sites)
 
 
 def _direct(ins: Instruction, name: str, isa: ISA, code: Code, ctx: RelocationContext) -> None:
@@ -897,7 +905,7 @@ def _direct(ins: Instruction, name: str, isa: ISA, code: Code, ctx: RelocationCo
     target_thumb = isa.thumb if name == "bl" else not isa.thumb
     if target_thumb:
         target &= ~1
-    if (ctx.original_returns and ins.end not in ctx.relocated_returns) \
+    if _returns_to_original(ins, ctx) \
             or inline_data_size(ctx.read, ctx.inline_data_readers, target, target_thumb):
         _call_returning_to_original(ins, isa, code, ctx, target, target_thumb)
         return

@@ -85,7 +85,8 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     plt_code = [(name, lo, hi, entry_size, _linear(md, reader, lo, hi))
                 for name, lo, hi, entry_size in _plt_sections(elf)]
     plt = [(lo, hi) for _, lo, hi, _, _ in plt_code]
-    binary.plt = _plt_names(elf, plt_code)
+    binary.import_slots = _import_slots(elf)
+    binary.plt = _plt_names(binary.import_slots, plt_code)
     fde_starts, pads = _unwinding(elf, binary)
     pads |= go_resumes
     binary.unwinder_entries = pads
@@ -453,9 +454,8 @@ def _plt_entries(instructions: list[Instruction]) -> set[int]:
     return starts
 
 
-def _plt_names(elf: ELFFile, plt_code: list[tuple[str, int, int, int, list[Instruction]]]) -> dict[int, str]:
-    """PLT entry -> the function it calls: each entry jumps through its GOT slot, and the
-    slot's JUMP_SLOT (or GLOB_DAT, for ``.plt.got``) relocation names the symbol."""
+def _import_slots(elf: ELFFile) -> dict[int, str]:
+    """GOT slot -> the symbol its relocation (JUMP_SLOT, GLOB_DAT...) names."""
     slots: dict[int, str] = {}
     for name in (".rela.plt", ".rela.dyn"):
         section = elf.get_section_by_name(name)
@@ -470,6 +470,12 @@ def _plt_names(elf: ELFFile, plt_code: list[tuple[str, int, int, int, list[Instr
                 if index not in symbol_names:
                     symbol_names[index] = symbols.get_symbol(index).name
                 slots[offset] = symbol_names[index]
+    return slots
+
+
+def _plt_names(slots: dict[int, str], plt_code: list[tuple[str, int, int, int, list[Instruction]]]) -> dict[int, str]:
+    """PLT entry -> the function it calls: each entry jumps through its GOT slot, and the
+    slot's JUMP_SLOT (or GLOB_DAT, for ``.plt.got``) relocation names the symbol."""
     names: dict[int, str] = {}
     for _, lo, _, entry_size, instructions in plt_code:
         for ins in instructions:
