@@ -77,7 +77,6 @@ def return_sites(procs: list[Procedure]) -> set[int]:
     return {ins.end for proc in procs for ins in proc.instructions() if ins.is_call}
 
 
-
 def padding(binary: Binary, at: int, wanted: int, limit: int | None, starts: set[int],
             functions: set[int] = frozenset()) -> int:
     """How many bytes from ``at`` on (up to ``wanted`` and more by the last one) are the
