@@ -34,6 +34,7 @@ from ..arch.arm.jump_tables import (
     is_computed_jump,
     operand_registers,
     table_branch_targets,
+    thumb_branch_row,
 )
 from .constants import ends_process
 from .counted import counted, in_offset_column, in_text
@@ -1523,6 +1524,10 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 switches.see(ins)
             if writes_pc and not thumb and name == "add" and cur not in switch_cases:
                 cases = a32_offset_switch([*run, ins], binary.read, ranges)
+                if cases:
+                    switch_cases[cur] = cases
+            elif writes_pc and thumb and name == "mov" and cur not in switch_cases:
+                cases = thumb_branch_row([*run, ins], binary.read)
                 if cases:
                     switch_cases[cur] = cases
             # Most instructions name no place (the tests are _targets' own, cheaper than a call:

@@ -86,6 +86,8 @@ CLANG_VARIANTS: dict[str, list[str]] = {
     for kind, kind_flags in (("pie", ["-fPIE", "-pie"]), ("static", ["-static"]))
     for linker in ("lld", "bfd")
 }
+#: Execute-only Thumb code: no literal pools or tables in the code (switches are rows of B.W).
+CLANG_VARIANTS["clang-O2-thumb-xo"] = ["-O2", "-mthumb", "-mexecute-only", "-fuse-ld=lld"]
 
 #: Build variants the test suite does not run but scripts/variant_sweep.py does: other
 #: optimisations, link-time optimisation, link and layout options, NEON, C++ runtimes.

@@ -5,6 +5,7 @@ computed gotos through tables of label addresses (``GotoFinder``)."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterable
 
 from ...ir.liveness import registers_used
@@ -587,6 +588,52 @@ def a32_offset_switch(run: list[Instruction], read: Callable[[int, int], bytes],
             return _offset_cases(table, read, ranges, _bound(run[:k], loaded[1]) if checked else None, limit)
         checked = checked and loaded[1] not in written  # (a byte's ``uxtb rI, rI``: no check applies)
     return set()
+
+
+def thumb_branch_row(run: list[Instruction], read: Callable[[int, int], bytes], limit: int = 4096) -> set[int]:
+    """The cases of clang's Thumb switch in execute-only code (``-mexecute-only``: no table
+    in the code) that the last instruction of ``run`` (straight-line code, in order) ends,
+    where SwitchFinder's sequence does not match (no bounds check: the index's range is
+    known; or one scheduled apart)::
+
+        addw rB, pc, #k ; add.w rT, rB, rI, lsl #2 ; ... ; mov pc, rT
+        b.w case0 ; b.w case1 ; ...
+
+    Other instructions may come between that leave rB and rT alone (a literal's load and
+    the PC added to it). The row is as long as the B.W instructions that follow one another from
+    the table: one the index never reaches is code all the same."""
+    jump = run[-1]
+    operands, regs = operand_registers(jump)
+    if not jump.thumb or jump.name != "mov" or operands[:1] != ["pc"] or len(regs) != 2 or regs[1] is None:
+        return set()
+    target, indexed = regs[1], False
+    for ins in reversed(run[-8:-1]):
+        if ins.is_branch or ins.is_call:
+            return set()
+        if target not in _written(ins):
+            continue
+        ops, found = operand_registers(ins)
+        if not indexed:  # add rT, rB, rI, lsl #2: then rB's address
+            if ins.name != "add" or ops[3:] != ["lsl #2"] or found[0] != target or None in found[1:3]:
+                return set()
+            target, indexed = found[1], True
+            continue
+        table = _pc_relative_address(ins, ops)
+        if table is None:
+            return set()
+        row: list[int] = []
+        while len(row) < limit and _is_wide_branch(read(table + 4 * len(row), 4)):
+            row.append(table + 4 * len(row))
+        return set(row)
+    return set()
+
+
+def _is_wide_branch(code: bytes) -> bool:
+    """Whether ``code`` is a T32 ``b.w`` (encoding T4: 11110 S imm10, 10 J1 1 J2 imm11)."""
+    if len(code) < 4:
+        return False
+    first, second = struct.unpack("<HH", code)
+    return first & 0xF800 == 0xF000 and second & 0xD000 == 0x9000
 
 
 def _written(ins: Instruction) -> set[int]:
