@@ -56,6 +56,7 @@ PACKAGES=(
     g++-arm-linux-gnueabi  # and tests/test_armv5_idioms.py (decision 0094)
     valgrind           # tests/test_x86_64_memtrace.py: Lackey's trace of every access, the oracle
     klibc-utils        # tests/test_x86_64_copies.py: programs klibc's library starts (calls as main)
+    musl-tools         # tests/test_x86_64_musl.py: x86-64 programs of musl, static and with its dynamic linker
 )
 
 # 1. Debian packages (and pip, where the python3 on PATH has none: Debian's own python3).

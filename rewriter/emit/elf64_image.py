@@ -11,9 +11,10 @@ the program starts (runtime_stubs/x86_64/stub.S).
 Where the region goes: below the image, so that the heap, which the kernel starts after
 the image's last segment, stays where it was, and within a 32-bit displacement of all of
 it, so that every copy reaches the original data and code directly. A fixed-address
-program whose first segment is too low for that (the usual 0x400000 leaves 4 MiB) gets its
-region above the image, past where the kernel may start the heap (up to 1 GiB after the
-image with address-space randomisation) and under 2 GiB from its start.
+program whose first segment is too low for that (the usual 0x400000 leaves about 2 MiB
+for a region, past a gap of 2 MiB) gets its region above the image, as far past it as
+2 GiB from its start allows: the heap, which the kernel starts up to 1 GiB after the image
+with address-space randomisation, grows towards it.
 """
 
 from __future__ import annotations
@@ -40,9 +41,8 @@ from .inhost import described_end, offset_in
 PAGE = 0x1000
 # The lowest address a program may map (Linux's default vm.mmap_min_addr).
 LOWEST = 0x10000
-# Room left between the region and the image below it, and the heap's room above one.
+# Room left between the region and the image above it (or, at the least, below it).
 GAP = 0x200000
-HEAP_ROOM = 0x48000000
 REACH = 1 << 31
 
 
@@ -90,13 +90,19 @@ def region_address(binary: Binary, size: int) -> int:
         raise AnvilError(f"{binary.path}: linked at or above 4 GiB (its addresses reach {high:#x}); x86-64 "
                          "programs there cannot be rewritten yet")
     span = (size + PAGE - 1) & ~(PAGE - 1)
-    below = (low - span - GAP) & ~(GAP - 1)
+    below = (low - span - GAP) & ~((GAP if binary.is_pie else PAGE) - 1)
     if binary.is_pie or below >= LOWEST:
         address = below
     else:
-        address = (high + HEAP_ROOM + PAGE - 1) & ~(PAGE - 1)
+        # Above: as far past the image as 2 GiB from its start allows, the heap's room.
+        address = (low + REACH - span - PAGE) & ~(PAGE - 1)
+        if address < high + GAP:
+            raise AnvilError(f"{binary.path}: the program spans {high - low:#x} bytes from {low:#x}: with room "
+                             f"for its heap and its copies ({span:#x} bytes) after it, it does not fit in the "
+                             "2 GiB a copy reaches")
     if max(high, address + span) - min(low, address) >= REACH:
-        raise AnvilError(f"{binary.path}: the program and its copies ({span:#x} bytes) do not fit in 2 GiB")
+        raise AnvilError(f"{binary.path}: the program spans {high - low:#x} bytes from {low:#x}: with its "
+                         f"copies ({span:#x} bytes) it does not fit in the 2 GiB a copy reaches")
     return address
 
 

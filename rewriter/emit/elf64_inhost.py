@@ -32,6 +32,8 @@ from .sites import SiteUnit, asm_array
 TOOLCHAIN = tb.X86_64
 _ALIGN = 64
 _WORD = 1 << 64
+#: Where a trial link puts the library's data, from its text: past any library's code.
+_TRIAL_DATA = 0x10000000
 
 
 def _signed(value: int) -> int:
@@ -74,7 +76,9 @@ def _library(sources: list, include: list) -> Library:
     objects = [tb.compile_unit(source, include, toolchain=TOOLCHAIN) for source in sources]
 
     def link(text: int) -> tuple[bytes, dict[str, int]]:
-        trial = tb.link(objects, text & _WORD - 1, 0, toolchain=TOOLCHAIN)
+        # (The trial learns the text's size; its data near the text, as every reference to
+        # them is RIP-relative: at 0, a region above 2 GiB was out of their reach.)
+        trial = tb.link(objects, text & _WORD - 1, (text + _TRIAL_DATA) & _WORD - 1, toolchain=TOOLCHAIN)
         data_at = (text + len(trial.text) + _ALIGN - 1) & ~(_ALIGN - 1)
         linked = tb.link(objects, text & _WORD - 1, data_at & _WORD - 1, toolchain=TOOLCHAIN)
         moved = tb.link(objects, (text + 0x100000) & _WORD - 1, (data_at + 0x100000) & _WORD - 1,

@@ -212,6 +212,7 @@ extern long anvil_pc_map[3];
 
 #define AT_PHDR 3
 #define AT_PHNUM 5
+#define AT_BASE 7
 #define PT_LOAD 1
 #define PT_DYNAMIC 2
 #define PT_GNU_RELRO 0x6474e552
@@ -461,27 +462,32 @@ static void wrap_thread_starts(const struct link_map_head *objects)
     wrap_function(objects, "thrd_create", &anvil_real_thrd_create, (anvil_word)anvil_thrd_create_entry, 0);
 }
 
-/* The C library's _exit is made to jump to c_library_exit (``jmp [rip]`` and the address,
- * 14 bytes over its entry, which is never returned to), found through its symbol hash.
+/* The C library's _Exit (_exit) is made to jump to c_library_exit (``jmp [rip]`` and the
+ * address, 14 bytes over its entry, which is never returned to), found through its symbol
+ * hash; whether it was.
  * The segment's protection changes whole, not the page's: a part of a mapping given
  * other rights becomes a mapping of its own, and /proc/self/maps, which programs read,
  * would show the C library's text in three. */
-static void hook_c_library_exit(const struct link_map_head *map)
+static int hook_c_library_exit(const struct link_map_head *map)
 {
-    const uint8_t *sym = defined_function(map->l_ld, map->l_addr, "_exit");
+    /* _Exit: glibc's other name of _exit; musl's own, whose _exit (9 bytes) calls it. */
+    const uint8_t *sym = defined_function(map->l_ld, map->l_addr, "_Exit");
     if (!sym || *(const uint64_t *)(sym + 16) < 14)
-        return;
+        sym = defined_function(map->l_ld, map->l_addr, "_exit");
+    if (!sym || *(const uint64_t *)(sym + 16) < 14)
+        return 0;
     uint8_t *at = (uint8_t *)(map->l_addr + *(const uint64_t *)(sym + 8));
     anvil_word first, span;
     if (!segment_span(map, PT_LOAD, 0, (anvil_word)at, (anvil_word)at + 14, &first, &span))
-        return;
+        return 0;
     if (anvil_syscall(SYS_mprotect, (long)first, (long)span, 7, 0, 0, 0) != 0)
-        return;
+        return 0;
     static const uint8_t jump[6] = {0xff, 0x25, 0, 0, 0, 0};  /* jmp [rip + 0] */
     for (int k = 0; k < 6; k++)
         at[k] = jump[k];
     *(uint64_t *)(at + 6) = (uint64_t)c_library_exit;
     anvil_syscall(SYS_mprotect, (long)first, (long)span, 5, 0, 0, 0);
+    return 1;
 }
 
 static void fork_prepare(void);
@@ -558,16 +564,26 @@ static void give_init_slot_back(anvil_word bias)
  * dynamic program's exit ends in its C library, whose code is not copied). */
 static void start_dynamic(anvil_word *fini)
 {
-    program_fini = (void (*)(void))*fini;
-    *fini = (anvil_word)anvil_fini;
+    if (*fini) {
+        program_fini = (void (*)(void))*fini;
+        *fini = (anvil_word)anvil_fini;
+    }
     const struct link_map_head *objects = executable_map;
     wrap_thread_starts(objects);
     wrap_signal_functions(objects);
     const struct link_map_head *library = c_library(objects);
     on_sanitizer_death(objects);
+    /* The exit is hooked in the C library (glibc's libc.so.6; not a sanitizer's _exit
+     * before it), else in the first library that has one: musl's dynamic linker, which is
+     * its C library. Fork handlers only in glibc's: musl's pthread_atfork allocates, and
+     * the program's first heap block would move. */
     if (library) {
         hook_c_library_exit(library);
         register_fork_handlers(library);
+    } else {
+        for (const struct link_map_head *map = objects ? objects->l_next : 0; map; map = map->l_next)
+            if (map->l_ld && hook_c_library_exit(map))
+                break;
     }
 }
 
@@ -613,6 +629,7 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
         after++;
     const long *phdr = 0;
     long phnum = 0;
+    int interpreted = 0;  /* a dynamic linker loaded the program (AT_BASE) */
     for (const long *aux = (const long *)(after + 1); aux[0]; aux += 2) {  /* the auxiliary vector */
         if (aux[0] == AT_HWCAP2)
             fs_base_readable = (aux[1] & HWCAP2_FSGSBASE) != 0;
@@ -620,6 +637,8 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
             phdr = (const long *)aux[1];
         else if (aux[0] == AT_PHNUM)
             phnum = aux[1];
+        else if (aux[0] == AT_BASE)
+            interpreted = aux[1] != 0;
     }
     start_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
     if (anvil_syscall(SYS_getcwd, (long)start_dir, sizeof start_dir, 0, 0, 0, 0) <= 0)
@@ -628,7 +647,9 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
     /* A static program's start code gets 0 in rdx and registers nothing (registering
      * anvil_fini would change what it does): its end is the exit system call in its own,
      * copied code. (rdx is main's envp where the interpreter calls it.) */
-    int dynamic = stage == STARTED_AT_PREINIT || (*fini && !anvil_started_by);
+    /* (glibc's dynamic linker gives its fini in rdx; musl's, which the program's start code
+     * does not read, whatever rdx held.) */
+    int dynamic = stage == STARTED_AT_PREINIT || ((*fini || interpreted) && !anvil_started_by);
     if (dynamic) {
         executable_phdr = (const uint8_t *)phdr;
         executable_phnum = phnum;

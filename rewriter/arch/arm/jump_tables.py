@@ -96,6 +96,7 @@ class SwitchFinder:
         self.computed: int | None = None              # register holding table + offset
         self.low: tuple[int, int] | None = None       # register, lowest value past a ``blo`` to the default
         self.shift = 0                                # subtracted from the index after the check
+        self.aside = 0                                # instructions let by since the check (_aside)
 
     def see(self, ins: Instruction) -> None:
         """The next instruction of the run."""
@@ -115,20 +116,26 @@ class SwitchFinder:
                 self._past_move(ins)
             return  # the usual case: no check under way
         step = self._step(ins)
-        if not step:
+        if not step and not self._aside(ins):
             self._reset()
             if name == "cmp":  # may start the next check
                 self._step(ins)
 
     def _aside(self, ins: Instruction) -> bool:
-        """Whether ``ins``, a MOV of a constant scheduled between a Thumb switch's ADR of its
-        table and its TBB/TBH, leaves the check under way alone: it writes neither the index
-        nor the table's register (clang: ``addw r1, pc, #12; mov.w r8, #7; tbh [r1, r0, lsl
-        #1]``)."""
-        if self.table is None or self.entry is not None or not ins.thumb or ins.cond != 14 or ins.in_it:
+        """Whether ``ins``, scheduled between a switch's bounds check and its jump, leaves the
+        switch under way alone: unconditional, it neither branches nor writes the index, the
+        table's register or what was loaded or computed from them, and few such came before
+        it (clang: ``addw r1, pc, #12; mov.w r8, #7; tbh [r1, r0, lsl #1]``; in A32, ``add
+        r2, pc, #4; mov r0, #288; ldr pc, [r2, r1, lsl #2]``)."""
+        if self.bound is None or ins.cond != 14 or ins.in_it or ins.is_branch or ins.is_call or ins.writes_pc \
+                or self.aside >= _ASIDE:
             return False
-        found = _constant(ins) if ins.name in _MOVES else None
-        return found is not None and found[0] not in (self.table[0], self.bound[0])  # (a table follows a bound)
+        written = _written(ins)
+        if any(register in written for register in (self.bound[0], self.table and self.table[0], self.entry,
+                                                    self.computed) if register is not None):
+            return False
+        self.aside += 1
+        return True
 
     def see_all(self, insns: list[Instruction]) -> None:
         """``see`` each of ``insns`` in turn, its usual case (no check under way, not a
@@ -195,7 +202,8 @@ class SwitchFinder:
                 return True
             if ins.cond in (LS, CC):  # the jump checks the bound itself
                 self._pc_table(ins, reg, _entries(imm, ins.cond == LS))
-            return False
+                return False
+            return self._default_exit(ins, reg, imm)
         if self.bound is None:
             return False
         index, entries = self.bound
@@ -250,6 +258,21 @@ class SwitchFinder:
         if ins.name == "bx" and REGISTERS.get(operands[0]) == self.computed:
             self._record(ins, entries)
         return False
+
+    def _default_exit(self, ins: Instruction, index: int, compared: int | None) -> bool:
+        """Whether ``ins``, after a bounds check's CMP, is the default case's own code, run
+        under the check's condition: a return (``bxhi lr``, ``pophi {..., pc}``), which then
+        is the check's branch, or what comes before it (clang: ``cmp rI, #N; bxhi lr`` in
+        A32; ``itt hi; rsbhi r0, r1, #0; bxhi lr`` in Thumb, with the IT before them)."""
+        if ins.thumb and not ins.name and ins.mnemonic.strip("t") == "i":  # it, itt...: all "then"
+            return ins.op_str in ("hi", "hs", "cs")
+        if ins.cond not in (HI, CS) or (ins.thumb and not ins.in_it) or ins.is_call:
+            return False
+        if ins.writes_pc:
+            if ins.branch_target is not None or not (ins.is_return or ins.name in ("pop", "ldm")):
+                return False
+            self.bound = (index, _entries(compared, ins.cond == HI))
+        return True
 
     def _adjusts(self, ins: Instruction, operands: list[str], index: int, entries: int) -> bool:
         """Whether ``ins``, between an A32 bounds check and its jump, only moves the index
@@ -360,6 +383,9 @@ class SwitchFinder:
 #: or the table lies behind the code (decision 0082).
 _ADR_ALIASES = {"add": 1, "sub": -1, "addw": 1, "subw": -1}
 
+
+#: At most this many instructions between a switch's check and its jump (_aside).
+_ASIDE = 4
 
 #: The extensions of an index that leave it as it is below a bound (name -> that bound).
 _EXTENSIONS = {"sxtb": 0x80, "uxtb": 0x100, "sxth": 0x8000, "uxth": 0x10000}
