@@ -23,7 +23,6 @@ import pytest
 from tests.support.run import assert_found_and_counted
 from tests.support.samples import build, stripped
 
-
 #: Fixed-address code (a table of addresses), static and dynamic; a PIE (offsets).
 BUILDS = {"static": ("clang-O2-arm-static-bfd", ["-fno-pie"]),
           "fixed": ("clang-O2-arm-pie-lld", ["-fno-pie", "-no-pie"]),
