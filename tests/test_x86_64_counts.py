@@ -33,6 +33,8 @@ ARGS = {"goto": ["7"], "calls": ["a", "b"], "addresses": ["x"]}
 VARIANTS = ("x64-gcc-O0", "x64-gcc-O2", "x64-gcc-O3-nopie", "x64-gcc-Os-cet", "x64-clang-O2", "x64-gcc-O2-static")
 CASES = [*(("sort", v) for v in VARIANTS), ("goto", "x64-gcc-O2"), ("calls", "x64-clang-O2"),
          ("unwind", "x64-gcc-O2"), ("containers", "x64-gcc-O2"), ("unwind", "x64-gcc-O2-static"),
+         # a static PIE's PLT: an IFUNC entry after a slot of zeros starts a block
+         ("unwind", "x64-gcc-O2-static-pie"),
          # `rep ret` is no string instruction: it runs once (decision 0112; it returned to RCX)
          ("x64_rep_ret", "x64-gcc-O2"),
          # code in two executable segments with a hole between: the jumps are written in each

@@ -377,6 +377,8 @@ X86_64_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "x64-gcc-O2": ("gcc", ["-g", "-O2"]),
     "x64-gcc-O3-nopie": ("gcc", ["-g", "-O3", "-fno-pic", "-no-pie"]),
     "x64-gcc-O2-static": ("gcc", ["-g", "-O2", "-static"]),
+    # a static PIE: GNU ld leaves a slot of zeros in its PLT before the IFUNC entries
+    "x64-gcc-O2-static-pie": ("gcc", ["-g", "-O2", "-static-pie"]),
     # every PLT slot bound before the entry (Debian's hardened programs), not lazily
     "x64-gcc-O2-now": ("gcc", ["-g", "-O2", "-Wl,-z,now"]),
     "x64-gcc-O2-noplt": ("gcc", ["-g", "-O2", "-fno-plt"]),  # calls of imports through the GOT

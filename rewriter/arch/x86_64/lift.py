@@ -439,14 +439,16 @@ def _plt_sections(elf: ELFFile) -> list[tuple[str, int, int, int]]:
 
 def _plt_entries(instructions: list[Instruction]) -> set[int]:
     """Where a PLT section's entries start: its first instruction and each one after an
-    unconditional jump and the padding that follows it. Calls and function pointers (and a
+    unconditional jump and the padding that follows it (nops, int3, zeros). Calls and function pointers (and a
     lazily bound GOT slot, pointing back at its entry's ``push``) enter there; the sizes
     the section header gives are not always the entries' (a static program's IFUNC PLT
     has 8-byte entries)."""
     starts: set[int] = set()
     after_jump = True
     for ins in instructions:
-        if ins.name in ("nop", "int3") or ins.name == "xchg" and ins.op_str == "ax, ax":  # padding
+        # Padding: nops, int3, and zeros (GNU ld leaves a static PIE's unused slot of zeros,
+        # which decode as ``add [rax], al``, before the IFUNC entries).
+        if ins.name in ("nop", "int3") or ins.name == "xchg" and ins.op_str == "ax, ax" or ins.raw == b"\0\0":
             continue
         if after_jump:
             starts.add(ins.address)
