@@ -6,7 +6,9 @@ library by its own path (/lib/ld-musl-x86_64.so.1): a dynamic musl program's cop
 the original and wrote no results. Now the runtime knows a dynamic program by its
 interpreter (AT_BASE) and hooks _Exit in the first library that has one when none is
 named libc.so (decision 0178). musl's dynamic linker ignores DT_PREINIT_ARRAY: the entry
-finds the preinit call never came and starts the program there (decision 0176).
+finds the preinit call never came and starts the program there (decision 0176). A detached
+thread's end unmaps its own stack before its exit system call, whose hook then pushed on
+no stack (SIGSEGV): once threads run, the hook is skipped there (decision 0180).
 
 Oracles: the original's run (output, exit status, printed addresses of a global, a heap
 block and a local, under ``setarch -R``), and qemu's count of its instructions, which
@@ -32,7 +34,7 @@ from tests.support.samples import SAMPLES_DIR
 LINKS = {"dynamic": [], "static": ["-static"]}
 #: Sample -> its arguments, and whether its count is the same in every run (musl's locks
 #: spin and wait as the threads meet: their counts vary from run to run).
-PROGRAMS = {"addresses": (["x"], True), "x64_thread_counts": ([], False)}
+PROGRAMS = {"addresses": (["x"], True), "x64_thread_counts": ([], False), "detached_threads": ([], False)}
 
 
 def _build(sample: str, link: str, out: Path) -> Path:

@@ -44,7 +44,7 @@ _PUSHF, _POPF = b"\x9c", b"\x9d"
 # cmp qword [r14 + 16], -1314: Go's g.stackguard0 against stackPreempt (0xfffffffffffffade).
 _CMP_STACKGUARD0_STACK_PREEMPT = bytes.fromhex("49817e10defaffff")
 _EXIT_CALLS = frozenset({60, 231})  # exit, exit_group
-_EXIT_GROUP = 231
+_EXIT, _EXIT_GROUP = 60, 231
 _ENDING = frozenset({"_exit", "_Exit", "quick_exit"})
 _EXEC_CALLS = frozenset({59, 322})  # execve, execveat
 # clone, fork, clone3: a copy of the process, unless CLONE_VM asks for a thread (the runtime
@@ -327,6 +327,14 @@ class CountingHooks:
             self.unknown_syscalls += 1
         else:
             self.exit_calls += 1
+        if number == _EXIT:
+            # Once threads run, a thread's exit is no end, and the call is skipped: the
+            # thread may have unmapped its own stack first (musl's __unmapself, a detached
+            # thread's end), where the call's push would fault. (The flags it changes are
+            # never read: exit does not return.)
+            call = len(BELOW_RED_ZONE) + 5 + len(ABOVE_RED_ZONE)
+            code.rel32_lookup(b"\x80\x3d", b"\x00", self.symbol, "anvil_threads_started")  # cmp byte [rip+], 0
+            code.emit(bytes((0x75, call)))  # jne past the call
         self._call(code, entry)
 
     def after_syscall(self, ins: Instruction, code: Code64) -> None:
