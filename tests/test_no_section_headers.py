@@ -21,6 +21,7 @@ from elftools.elf.elffile import ELFFile
 from rewriter.ir.section_headers import with_section_headers
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support import samples
+from tests.support.run import assert_same_behaviour, place, results, run_prog
 from tests.support.sweep import judge_build
 
 #: Sections made from the program headers and the dynamic table, which must be the linker's.
@@ -129,3 +130,27 @@ def test_a_program_upx_packed_is_refused(tmp_path: Path) -> None:
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith(f"anvil: error: {program}: packed by UPX") and "upx -d" in proc.stderr
     assert not out.exists()
+
+
+def test_musl_program_without_sections(tmp_path: Path) -> None:
+    """A program of musl's libc.so (Alpine's, OpenWrt's, whose sstrip drops the section
+    headers): its DT_FINI is musl's Thumb ``_fini`` (``push {r0, lr}; pop {r0, pc}``), where
+    glibc's is A32. The code's end was read one byte into it, and the descent, cut there at
+    an address that is no entry, was done again round after round: ``anvil instrument`` never
+    ended (decision 0181). Now it ends after the Thumb ``pop``, and a cut at no entry drops
+    nothing and ends the round. The copy behaves as the original and counts as qemu does."""
+    root = str(samples.musl_root())
+    program = tmp_path / "prog-without-sections"
+    program.write_bytes(_without_sections(samples.build_musl("addresses", "shared").read_bytes()))
+    program.chmod(0o755)
+    placed = place(program, tmp_path, "orig")
+    original = run_prog(placed, lib_root=root)
+    copy = tmp_path / "inst" / "prog"
+    copy.parent.mkdir()
+    done = subprocess.run(["anvil", "instrument", "--tool", "inscount", "--format", "json", str(program), "-o",
+                           str(copy)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    counted = run_prog(copy, lib_root=root)
+    assert_same_behaviour(original, counted)
+    qemu = sum(exe_pcs(trace_pcs(placed, [], b"", argv0="prog", lib_root=root), placed).values())
+    assert results(counted, "inscount")["total"] == qemu

@@ -946,7 +946,9 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
     tables = -1  # how many switch tables the entries were all looked for in (_in_tables)
     while True:
         changed, new, guesses, cut, fresh = _descend_all(binary, streams, ranges, entries, noreturn, memo, found)
-        wrong = _wrong(cut, sure_roots, entries, found, binary.plt, noreturn) if cut else set()
+        # (Only entries can be dropped: a cut at the code's end, which is no entry, would
+        # drop nothing and be found again, round after round.)
+        wrong = _wrong(cut, sure_roots, entries, found, binary.plt, noreturn) & entries.keys() if cut else set()
         # An entry found outside the tables known when it was new stays outside until more are known.
         if len(binary.switch_tables) != tables:
             tables = len(binary.switch_tables)

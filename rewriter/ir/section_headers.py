@@ -351,9 +351,7 @@ def _code_span(p: _Program, named: list[_Section], plt: tuple[int, int] | None) 
     if (init := p.tag("INIT")) is not None:
         starts.append(init & ~1)
     if (fini := p.tag("FINI")) is not None:
-        last = _POP if p.machine == EM_ARM else _X86_64_FINI_END
-        stop = p.read(fini & ~1, 64).find(last)
-        ends.append((fini & ~1) + (stop + len(last) if stop >= 0 else 1))
+        ends.append(_fini_end(p, fini))
     index = next((s for s in named if s.kind == SHT_ARM_EXIDX), None)
     if index is not None and index.size >= 8:
         # Each entry names a function by a signed 31-bit offset from itself; the last one,
@@ -379,6 +377,22 @@ def _code_span(p: _Program, named: list[_Section], plt: tuple[int, int] | None) 
         found = _aligned(p, end, end + _NEAR, _PUSH + _POP)
         end = found + 8 if found is not None else end
     return start, end
+
+
+def _fini_end(p: _Program, fini: int) -> int:
+    """Where DT_FINI's function ends: after glibc's A32 ``pop {r3, pc}`` or x86-64 epilogue,
+    after the first Thumb ``pop {..., pc}`` of a Thumb one (musl's crtn: ``pop {r0, pc}``),
+    else after its first instruction (never inside it: a cut there, at no entry, was found
+    again in every round of the descent)."""
+    code = p.read(fini & ~1, 64)
+    if p.machine == EM_ARM and fini & 1:
+        for at in range(0, len(code) - 1, 2):
+            if code[at + 1] == 0xBD:  # pop {..., pc} (16-bit)
+                return (fini & ~1) + at + 2
+        return (fini & ~1) + 2
+    last = _POP if p.machine == EM_ARM else _X86_64_FINI_END
+    stop = code.find(last)
+    return (fini & ~1) + (stop + len(last) if stop >= 0 else 4 if p.machine == EM_ARM else 1)
 
 
 def _aligned(p: _Program, lo: int, hi: int, pattern: bytes, last: bool = False) -> int | None:
