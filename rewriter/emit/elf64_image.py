@@ -336,6 +336,9 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
         data += b"\0" * (at - region - len(data)) + _pc_map(code, procs, at, starts)
         variable = symbols["anvil_pc_map"]
         data[variable - region:variable - region + 24] = struct.pack("<qqq", at - variable, mapped, len(starts))
+    if "anvil_program_entry" in symbols:
+        at = symbols["anvil_program_entry"] - region
+        data[at:at + 8] = struct.pack("<Q", binary.entry)
     if "anvil_started_by" in symbols and loader.entry_called_as_main(elf):
         data[symbols["anvil_started_by"] - region] = 1
     if len(data) > library_offset + (built.size if built is not None else 0) + table_room:

@@ -123,11 +123,13 @@ def _overlaps(ins: Instruction, data: set[int]) -> bool:
 
 def entered_from_elsewhere(binary: Binary, procs: list[Procedure]) -> set[int]:
     """Addresses original code may still jump to: code pointers in data, the unwinder's
-    entries (landing pads, personality routines), and direct branch targets in procedures
+    entries (landing pads, personality routines), computed gotos' labels, and direct branch targets in procedures
     that keep running in place (not ``procs``) or in code a stripped program's descent
     did not find (ir/gaps.py)."""
     relocated = {p.address for p in procs}
-    entered = set(binary.code_pointers) | binary.unwinder_entries
+    # (A computed goto's copy jumps to the original label: one without room for a jump of
+    # its own runs in place, and so does the code after it.)
+    entered = set(binary.code_pointers) | binary.unwinder_entries | binary.goto_labels
     if binary.gap_targets:
         # Only those that start a block: a call into the middle of one would run into a
         # function entry from the instruction before it, which compilers do not emit,

@@ -525,6 +525,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
         procs.append(proc)
         decoded[start] = insns
     binary.gap_targets = call_targets_in_gaps(binary.read, ranges, [i for got in decoded.values() for i in got])
+    binary.goto_labels = set(streams.goto_labels)
     return procs, decoded
 
 

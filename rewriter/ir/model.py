@@ -407,6 +407,9 @@ class Binary:
     text_relocations: set[int] = field(default_factory=set)
     plt: dict[int, str] = field(default_factory=dict)  # PLT entry (and Thumb stub) -> the function it calls
     import_slots: dict[int, str] = field(default_factory=dict)  # GOT slot -> the symbol its relocation names (x86-64)
+    # Computed gotos' labels a stripped program's descent read from their tables (ARM):
+    # the copies jump to the original labels, whose entries may run in place.
+    goto_labels: set[int] = field(default_factory=set)
     binder: int | None = None  # PLT0: where an entry whose GOT slot is not bound yet jumps (lazy binding)
     # The program's stack may be unwound (decision 0013): it throws C++ exceptions or calls
     # backtrace (elf_loader._unwinds) or, with no symbol table to tell, has landing pads.

@@ -213,6 +213,10 @@ extern long anvil_pc_map[3];
 #define AT_PHDR 3
 #define AT_PHNUM 5
 #define AT_BASE 7
+#define AT_ENTRY 9
+/* The program's own entry (link address), which the rewriter writes here: the stub took
+ * its place as the ELF entry, and the kernel's auxiliary vector names the stub's. */
+anvil_word anvil_program_entry __attribute__((section(".data")));
 #define PT_LOAD 1
 #define PT_DYNAMIC 2
 #define PT_GNU_RELRO 0x6474e552
@@ -639,6 +643,8 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
             phnum = aux[1];
         else if (aux[0] == AT_BASE)
             interpreted = aux[1] != 0;
+        else if (aux[0] == AT_ENTRY && anvil_program_entry)  /* getauxval(AT_ENTRY): the program's, not the stub's */
+            ((long *)aux)[1] = (long)(anvil_program_entry + bias);
     }
     start_pid = anvil_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
     if (anvil_syscall(SYS_getcwd, (long)start_dir, sizeof start_dir, 0, 0, 0, 0) <= 0)
