@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import samples
-from tests.support.run import assert_same_behaviour, instrument, place, run_prog
+from tests.support.run import assert_native_copies_behave, assert_same_behaviour, instrument, place, run_prog
 
 X86_64 = {"glibc": ["gcc", "-O2"], "glibc-static": ["gcc", "-O2", "-static"],
           "musl": ["musl-gcc", "-O2"], "musl-static": ["musl-gcc", "-O2", "-static"]}
@@ -25,16 +25,8 @@ X86_64 = {"glibc": ["gcc", "-O2"], "glibc-static": ["gcc", "-O2", "-static"],
 def test_x86_64_copies_see_their_own_entry(build: str, tmp_path: Path) -> None:
     program = tmp_path / "prog"
     subprocess.run([*X86_64[build], str(samples.SAMPLES_DIR / "auxv_entry.c"), "-o", str(program)], check=True)
-    original = subprocess.run([str(program)], capture_output=True, timeout=60)
+    original = assert_native_copies_behave(program, ("inscount", "cachesim"), tmp_path)
     assert original.returncode == 0 and original.stdout == b"AT_ENTRY is _start: 1\n"
-    for tool in ("inscount", "cachesim"):
-        copy = tmp_path / tool / "prog"
-        copy.parent.mkdir()
-        done = subprocess.run(["anvil", "instrument", "--tool", tool, str(program), "-o", str(copy)],
-                              capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
-        run = subprocess.run([str(copy)], capture_output=True, timeout=60, cwd=copy.parent)
-        assert (run.returncode, run.stdout) == (original.returncode, original.stdout)
 
 
 @pytest.mark.parametrize("variant", ["O2-thumb-dyn", "Os-thumb-static"])

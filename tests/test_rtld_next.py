@@ -16,14 +16,13 @@ does (all three found).
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.support import samples
 from tests.support.rehost import run_rehost_alone
-from tests.support.run import assert_same_behaviour, instrument, place, run_prog
+from tests.support.run import assert_native_copies_behave, assert_same_behaviour, instrument, place, run_prog
 
 FOUND = b"puts found, strlen found, memcpy found\n"
 
@@ -44,14 +43,6 @@ def test_arm_copies_find_the_next_objects_functions(variant: str, tmp_path: Path
 
 @pytest.mark.parametrize("variant", ["x64-gcc-O2", "x64-gcc-O2-noplt", "x64-gcc-O3-nopie", "x64-clang-O2"])
 def test_x86_64_copies_find_the_next_objects_functions(variant: str, tmp_path: Path) -> None:
-    program = samples.build_x86_64("rtld_next", variant)
-    original = subprocess.run([str(program)], capture_output=True, timeout=60)
+    original = assert_native_copies_behave(samples.build_x86_64("rtld_next", variant),
+                                           ("inscount", "cachesim", "memtrace"), tmp_path)
     assert original.returncode == 0 and original.stdout.startswith(FOUND)
-    for tool in ("inscount", "cachesim", "memtrace"):
-        copy = tmp_path / tool / "prog"
-        copy.parent.mkdir()
-        done = subprocess.run(["anvil", "instrument", "--tool", tool, str(program), "-o", str(copy)],
-                              capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
-        run = subprocess.run([str(copy)], capture_output=True, timeout=60, cwd=copy.parent)
-        assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)

@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -238,3 +239,19 @@ def assert_runs_found(binary: Path, tmp: Path, output: bytes):
     ir = load_binary(str(binary))
     assert_descent_found(ir, executed)
     return ir, executed
+
+
+def assert_native_copies_behave(program: Path, tools: Sequence[str], tmp: Path) -> subprocess.CompletedProcess:
+    """Each of ``tools``' copies of the x86-64 ``program`` (``anvil instrument`` into
+    ``tmp/<tool>/prog``), run natively in its own directory, prints and exits as the
+    original does; returns the original's run."""
+    original = subprocess.run([str(program)], capture_output=True, timeout=60)
+    for tool in tools:
+        copy = tmp / tool / "prog"
+        copy.parent.mkdir()
+        done = subprocess.run(["anvil", "instrument", "--tool", tool, str(program), "-o", str(copy)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        run = subprocess.run([str(copy)], capture_output=True, timeout=60, cwd=copy.parent)
+        assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr), tool
+    return original
