@@ -111,6 +111,18 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     return binary
 
 
+def _needs_c_library(elf: ELFFile) -> bool:
+    """Whether the program is dynamic and one of the libraries it needs is a C library
+    (``libc.so.6``, musl's ``libc.so``)."""
+    dynamic = next((s for s in elf.iter_sections() if s["sh_type"] == "SHT_DYNAMIC"), None)
+    if dynamic is None:
+        return False
+    try:
+        return any(tag.entry.d_tag == "DT_NEEDED" and tag.needed.startswith("libc.") for tag in dynamic.iter_tags())
+    except (ELFError, ValueError, KeyError):  # a malformed table: as before, a dynamic program's
+        return True
+
+
 def read_runtime_facts(binary: Binary, elf: ELFFile, stripped: bool) -> None:
     """Whether the program's stack may be unwound (``Binary.unwinds``) and whether it starts
     threads (``Binary.threaded``), from the names it defines or imports: the same on every ISA.
@@ -123,10 +135,11 @@ def read_runtime_facts(binary: Binary, elf: ELFFile, stripped: bool) -> None:
     # Go's runtime starts its threads (sysmon, the garbage collector's) by the clone system
     # call itself, whatever the program imports.
     binary.threaded = names_thread_start(elf, binary.data, named) or bool(binary.go_functions)
-    # A static program that names no thread start may still start one by its own clone:
-    # stripped of the names of its C library's functions (decision 0147). (A dynamic
-    # program's clone is its C library's, whose name it imports.)
-    if not binary.threaded and not binary.is_firmware and not binary.is_dynamic:
+    # A program with its C library inside that names no thread start may still start one by
+    # its own clone: stripped of the names of its C library's functions (decision 0147). A
+    # static one, or a dynamic one that needs no libc.so (musl-gcc's ARM PIE holds libc.a:
+    # decision 0183). (Another dynamic program's clone is its C library's, whose name it imports.)
+    if not binary.threaded and not binary.is_firmware and not _needs_c_library(elf):
         binary.thread_flag_procedures = thread_flag_procedures(binary)
         if binary.thread_flag_procedures:
             binary.threaded = True
