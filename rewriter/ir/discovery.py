@@ -945,7 +945,18 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
     # known to. Once nothing more is found they are weighed again, every callee decoded.
     kept: dict[int, Descent] = {}
     tables = -1  # how many switch tables the entries were all looked for in (_in_tables)
+    # Rounds can cycle: an entry dropped takes what only it found with it, another entry
+    # names that again, and it cuts what it cut before (clang's static A32 Lua: a cycle of
+    # 60 rounds, for ever). Once a round's entries repeat an earlier round's, an entry once
+    # dropped is rejected as the entries that cut were, and the rounds end.
+    seen: set[int] = set()
+    dropped: set[int] = set()
     while True:
+        state = hash((frozenset(entries.items()), len(rejected), len(flipped)))
+        if state in seen:
+            rejected |= dropped
+        seen.add(state)
+        before = set(entries)
         changed, new, guesses, cut, fresh = _descend_all(binary, streams, ranges, entries, noreturn, memo, found)
         # (Only entries can be dropped: a cut at the code's end, which is no entry, would
         # drop nothing and be found again, round after round.)
@@ -958,6 +969,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
         if wrong:  # drop those, with what only they found, and decode again
             rejected |= wrong
             _drop(wrong, entries, roots, finders, found)
+            dropped |= before - entries.keys()
             for entry in changed:  # what they call is looked at in the next round
                 found.pop(entry, None)
             continue
@@ -1001,6 +1013,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             if wrong:
                 rejected |= wrong
                 _drop(wrong, entries, roots, finders, found)
+                dropped |= before - entries.keys()
                 for entry in wrong:  # the code they cut is decoded on
                     found.pop(kept[entry].entry, None)
                 continue
