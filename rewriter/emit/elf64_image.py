@@ -259,12 +259,12 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     data += b"\0" * (library_offset - len(data)) + tail
     report.region, report.region_size = region, len(data)
 
-    text_index, text = _text_segment(elf, binary.entry)
     # Started from the preinit array where the program allows it and the larger stub finds
     # room (the stub calls anvil_start, so only with a runtime), else at the entry.
     early = preinit.plan(binary) if built is not None else None
+    plain = elf
     for plan in (early, None) if early is not None else (None,):
-        original, elf, grows = binary.data, ELFFile(io.BytesIO(binary.data)), True
+        original, elf, grows = binary.data, plain, True
         text_index, text = _text_segment(elf, binary.entry)
         stub_at = _slack(elf, text, plan is not None)
         places = loader.consecutive(stub_at, plan is not None)[0] if stub_at is not None else None
@@ -350,10 +350,10 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
         defines.update(ANVIL_INIT_SLOT=early.init_slot, ANVIL_GO_ON=symbols["anvil_go_on"])
     stub = loader.assemble(places, defines, early is not None)
     if early is not None:
-        # The runtime's anvil_preinit: the slot, its word, the flags, the way back, the entry.
+        # The runtime's anvil_preinit: the slot, its word, the flags, the way back.
         at = symbols["anvil_preinit"] - region
-        data[at:at + 40] = struct.pack("<QQQQQ", early.init_slot, early.init_original,
-                                       early.header_words()[2], stub.go_back, binary.entry)
+        data[at:at + 32] = struct.pack("<QQQQ", early.init_slot, early.init_original,
+                                       early.header_words()[2], stub.go_back)
     for address, jump in writes:
         at = offset_in(elf, address)
         out[at:at + len(jump)] = jump

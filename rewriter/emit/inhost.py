@@ -628,7 +628,8 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     # not once in vain and again (cc1: a second relocation of 4.3M instructions, with the
     # first one's code still held).
     in_data = frozenset(relocation.relocated_returns)  # return sites in literal pools
-    patching = _Meanwhile(functools.partial(_linux_patching, binary, relocation.candidates, report, in_data)) \
+    patching = _Meanwhile(functools.partial(_linux_patching, binary, relocation.candidates, report, in_data,
+                                            relocation.sensitive_returns)) \
         if placement is None else None
     if patching is not None:
         patching.run()  # (an error is raised where the result is asked for, as before)
@@ -647,7 +648,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
             linux = None
         if patching is not None and not falls_back:
             linux = patching.result() if len(chosen) == len(relocation.candidates) \
-                else _linux_patching(binary, chosen, report, in_data)
+                else _linux_patching(binary, chosen, report, in_data, relocation.sensitive_returns)
             if linux.unplaced:
                 if later is not None:
                     later.close()
@@ -828,10 +829,11 @@ class _Patching:
 
 
 def _linux_patching(binary: Binary, chosen: list[Procedure], report: Report,
-                    relocated_returns: frozenset[int] = frozenset()) -> _Patching:
+                    relocated_returns: frozenset[int] = frozenset(),
+                    sensitive_returns: frozenset[int] = frozenset()) -> _Patching:
     """The jumps written over the original code when ``chosen`` are relocated (none at the
     return sites of ``relocated_returns``: their calls leave relocated return addresses)."""
-    patches, not_patched = _linux_patches(binary, chosen, report, relocated_returns)
+    patches, not_patched = _linux_patches(binary, chosen, report, relocated_returns, sensitive_returns)
     tail = tail_location(binary, chosen, patches, preinit.plan(binary))
     report.loader_stub = [f"{address:#x}" for address in tail.pieces]
     report.started_from = "preinit array" if tail.early is not None else "entry"
@@ -864,7 +866,8 @@ def _fall_back(binary: Binary, relocation: _Relocation, report: Report, chosen: 
             else:
                 kept.append(proc)
         chosen = kept
-        linux = _linux_patching(binary, chosen, report, frozenset(relocation.relocated_returns))
+        linux = _linux_patching(binary, chosen, report, frozenset(relocation.relocated_returns),
+                                relocation.sensitive_returns)
     report.return_sites["relocated"] = len(relocation.relocated_returns)
     code = relocation.new_code()
     _emit_code(code, chosen, relocation.new_context(), relocation.with_header)
@@ -879,7 +882,7 @@ def _relocate_falling_back(binary: Binary, relocation: _Relocation, report: Repo
     and the code, in one part (as _fall_back emits it)."""
     chosen = _choose(relocation.candidates, relocation.new_context(), relocation.relocated_addrs, report)
     if len(chosen) != len(relocation.candidates):
-        linux = _linux_patching(binary, chosen, report, in_data)
+        linux = _linux_patching(binary, chosen, report, in_data, relocation.sensitive_returns)
     if linux.unplaced:
         return _fall_back(binary, relocation, report, chosen, linux)
     progress.phase("relocating", len(chosen))
@@ -888,17 +891,17 @@ def _relocate_falling_back(binary: Binary, relocation: _Relocation, report: Repo
     return code, chosen, linux
 
 
-def _linux_patches(binary: Binary, chosen: list[Procedure], report: Report,
-                   relocated_returns: frozenset[int]) -> tuple[list[Patch], list[str]]:
+def _linux_patches(binary: Binary, chosen: list[Procedure], report: Report, relocated_returns: frozenset[int],
+                   sensitive_returns: frozenset[int]) -> tuple[list[Patch], list[str]]:
     """The jumps written over the original code: at the relocated procedures' entries and,
     with original return addresses, at their return sites and landing pads (short ones get
     their trampolines from place_trampolines); without, at the return sites of the calls
-    that leave original return addresses all the same (caller_sensitive_returns)."""
+    that leave original return addresses all the same (``sensitive_returns``)."""
     original = report.return_addresses == "original"
     if original:
         sites = return_sites(chosen) - relocated_returns
-    else:  # calls of dlsym all the same (ir/caller_sensitive.py)
-        sites = caller_sensitive_returns(binary, chosen) - relocated_returns
+    else:  # calls of dlsym all the same (ir/caller_sensitive.py), of those chosen
+        sites = (sensitive_returns & return_sites(chosen)) - relocated_returns if sensitive_returns else set()
         if not sites:
             return entry_patches(binary, chosen)
     more, stops = return_patches(binary, chosen, sites, with_pads=original)
@@ -960,6 +963,9 @@ class _Relocation:
     # Return sites whose calls leave relocated return addresses though the program's are
     # original: their jumps found no room (_fall_back).
     relocated_returns: set[int]
+    # Without original return addresses: the return sites of the calls that leave them all
+    # the same (caller_sensitive_returns, of the candidates).
+    sensitive_returns: frozenset[int] = frozenset()
     split: int = 0  # with a later part: the first of its candidates
 
 
@@ -1043,7 +1049,8 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
         )
 
     new_code = functools.partial(Code, base, pic=binary.is_pie, ge=binary.dsp)
-    return _Relocation(candidates, relocated_addrs, new_context, new_code, with_header, relocated_returns)
+    return _Relocation(candidates, relocated_addrs, new_context, new_code, with_header, relocated_returns,
+                       sensitive_returns)
 
 
 def _inline_data_sites(binary: Binary, procs: list[Procedure]) -> set[int]:

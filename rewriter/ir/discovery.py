@@ -956,7 +956,6 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
         if state in seen:
             rejected |= dropped
         seen.add(state)
-        before = set(entries)
         changed, new, guesses, cut, fresh = _descend_all(binary, streams, ranges, entries, noreturn, memo, found)
         # (Only entries can be dropped: a cut at the code's end, which is no entry, would
         # drop nothing and be found again, round after round.)
@@ -968,6 +967,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
         wrong |= _in_tables(fresh - sure_roots, binary.switch_tables)
         if wrong:  # drop those, with what only they found, and decode again
             rejected |= wrong
+            before = set(entries)
             _drop(wrong, entries, roots, finders, found)
             dropped |= before - entries.keys()
             for entry in changed:  # what they call is looked at in the next round
@@ -1012,6 +1012,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             wrong = _wrong(kept, sure_roots, entries, found, binary.plt, noreturn) if kept else set()
             if wrong:
                 rejected |= wrong
+                before = set(entries)
                 _drop(wrong, entries, roots, finders, found)
                 dropped |= before - entries.keys()
                 for entry in wrong:  # the code they cut is decoded on

@@ -539,9 +539,9 @@ anvil_word anvil_main_caller __attribute__((section(".data")));
 
 /* Where the program is started from DT_PREINIT_ARRAY (rewriter/emit/preinit.py, decision
  * 0176), the rewriter writes here: the link address of the slot whose word the stub's
- * preinit function stands in, that word's link-time value, flags (below), the link
- * address of the stub's `ret` back into the dynamic linker, and the program's entry. */
-anvil_word anvil_preinit[5] __attribute__((section(".data")));
+ * preinit function stands in, that word's link-time value, flags (below), and the link
+ * address of the stub's `ret` back into the dynamic linker. */
+anvil_word anvil_preinit[4] __attribute__((section(".data")));
 #define INIT_READ_ONLY 1      /* the slot's page is PT_GNU_RELRO: read-only once relocated */
 #define INIT_CALLS_ORIGINAL 2 /* the slot is the program's first preinit function: go on to it */
 /* Where the stub goes on when anvil_start returns (the stub with a preinit function). */
@@ -603,7 +603,7 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
     if (stage == ENTRY_AFTER_PREINIT) {
         start_dynamic(fini);
         catch_fatal_signals();
-        anvil_go_on = anvil_preinit[4] + bias;
+        anvil_go_on = anvil_program_entry + bias;
         return;
     }
     anvil_bias = bias;
@@ -672,7 +672,7 @@ void anvil_start(anvil_word bias, const long *initial_sp, anvil_word *fini, anvi
         if (dynamic)
             start_dynamic(fini);
         catch_fatal_signals();
-        anvil_go_on = anvil_preinit[4] + bias;
+        anvil_go_on = anvil_program_entry + bias;
     }
     void anvil_program_start(void);
     anvil_program_start();

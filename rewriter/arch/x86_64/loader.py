@@ -93,15 +93,6 @@ def assemble(places: list[int], defines: dict[str, int], preinit: bool = False) 
                         symbols.get_symbol_by_name("_anvil_go_back")[0]["st_value"])
 
 
-def symbol_place(name: str, places: list[int], preinit: bool = False) -> int:
-    """The link address symbol ``name`` of the stub gets with its pieces at ``places``."""
-    with open(_object(preinit), "rb") as f:
-        elf = ELFFile(f)
-        symbol = elf.get_section_by_name(".symtab").get_symbol_by_name(name)[0]
-        section = elf.get_section(symbol["st_shndx"]).name
-    return places[[piece for piece, _ in _sections(preinit)].index(section)] + symbol["st_value"]
-
-
 def consecutive(start: int, preinit: bool = False) -> tuple[list[int], int]:
     """The pieces one after the other from ``start``: their places and where the last ends."""
     places, at = [], start
