@@ -31,6 +31,7 @@ from tests.oracles.cache_model import simulate
 from tests.oracles.unicorn_x86_64 import run_bare
 from tests.support import samples
 from tests.support import x86_64_traces as traces
+from tests.support.run import anvil_instrument
 
 BARE = samples.SAMPLES_DIR / "x64_bare_accesses.c"
 #: (size, assoc, line, kept)
@@ -41,10 +42,7 @@ _ENV = {"PATH": "/usr/bin:/bin"}
 def _instrument(program: Path, out: Path, tool: str, geometry: tuple[int, int, int, int] | None = None) -> Path:
     out.parent.mkdir(exist_ok=True)
     opts = ["--opt", "size={},assoc={},line={},kept={}".format(*geometry)] if geometry else []
-    done = subprocess.run(["anvil", "instrument", "--tool", tool, *opts, "--format", "json", str(program),
-                           "-o", str(out)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return out
+    return anvil_instrument(program, out, "--tool", tool, *opts, "--format", "json")
 
 
 def _expected(stream: list[tuple[int, bool]], geometry: tuple[int, int, int, int]) -> dict[str, int]:

@@ -28,6 +28,7 @@ from rewriter.emit.sites import result_names
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support import samples
+from tests.support.run import anvil_instrument
 
 ARGS = {"goto": ["7"], "calls": ["a", "b"], "addresses": ["x"]}
 VARIANTS = ("x64-gcc-O0", "x64-gcc-O2", "x64-gcc-O3-nopie", "x64-gcc-Os-cet", "x64-clang-O2", "x64-gcc-O2-static")
@@ -84,9 +85,7 @@ def _instrumented(original: Path, tool: str, tmp_path: Path, *options: str) -> t
     plain.parent.mkdir()
     copied.parent.mkdir()
     shutil.copy(original, plain)
-    done = subprocess.run(["anvil", "instrument", "--tool", tool, "--format", "json", *options, str(plain),
-                           "-o", str(copied)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    anvil_instrument(plain, copied, "--tool", tool, "--format", "json", *options)
     return plain, copied
 
 

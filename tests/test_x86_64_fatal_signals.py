@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+from tests.support.run import anvil_instrument
 from tests.test_fatal_signals import DIES_C, QUERIES_C
 
 SMASH_C = r"""
@@ -57,9 +58,7 @@ def _copies(binary: Path, tool: str, tmp_path: Path, mode: str = "inhost") -> tu
             shutil.rmtree(path.parent)
         path.parent.mkdir()
     shutil.copy(binary, plain)
-    done = subprocess.run(["anvil", "instrument", "--tool", tool, "--mode", mode, "--format", "json", str(plain),
-                           "-o", str(copied)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    anvil_instrument(plain, copied, "--tool", tool, "--mode", mode, "--format", "json")
     return plain, copied
 
 

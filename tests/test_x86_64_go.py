@@ -27,6 +27,7 @@ from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support import samples
 from tests.support.loops import only_loop_start
+from tests.support.run import anvil_instrument
 
 
 def _goroot() -> Path:
@@ -42,11 +43,7 @@ def _run(program: Path, args: list[str], cwd: Path, qemu: bool = False) -> subpr
 
 
 def _instrument(program: Path, tool: str, out: Path, *extra: str) -> Path:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["anvil", "instrument", "--tool", tool, "--format", "json", *extra, str(program),
-                           "-o", str(out)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return out
+    return anvil_instrument(program, out, "--tool", tool, "--format", "json", *extra)
 
 
 def _placed(program: Path, tmp_path: Path) -> Path:

@@ -132,7 +132,7 @@ def sum_loops(proc: Procedure, shapes: list[LoopShape], edge_sources: set[int], 
         if amount != 1:
             continue
         if dead is None:
-            dead = DeadRegisters(proc)
+            dead = proc.analysis(DeadRegisters)
         used = 0
         free = dead.get(blocks[shape.header].address) & CANDIDATES
         for b in (*shape.body, *shape.preheaders):

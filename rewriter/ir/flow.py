@@ -182,7 +182,7 @@ EXCLUSIVE_LOADS = ("ldrex", "ldaex")  # ldrex, ldrexb/h/d, ldaex...: open an exc
 EXCLUSIVE_STORES = ("strex", "stlex")  # ... which a store-exclusive or CLREX ends
 
 
-def exclusive_windows(proc: Procedure) -> set[int]:
+def exclusive_windows(proc: Procedure) -> frozenset[int]:
     """Addresses of ``proc``'s instructions that may run while the program's own exclusive
     access is open and still to be used: after a load-exclusive, and before the
     store-exclusive that uses it, along the procedure's direct flow (calls return to the
@@ -198,7 +198,7 @@ def exclusive_windows(proc: Procedure) -> set[int]:
     """
     # The distinct names first (a set made in C): every relocated procedure is asked.
     if not any(name.startswith(EXCLUSIVE_LOADS) for name in set(map(_NAME, proc.instructions()))):
-        return set()
+        return frozenset()
     blocks = proc.blocks
     index = {b.address: i for i, b in enumerate(blocks)}
 
@@ -260,7 +260,7 @@ def exclusive_windows(proc: Procedure) -> set[int]:
             if inside and used:
                 found.add(ins.address)
             inside = forward(ins, inside)
-    return found
+    return frozenset(found)
 
 
 # Words of a Cortex-M vector table looked at: the 16 system exceptions and up to 240 interrupts.

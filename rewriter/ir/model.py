@@ -13,11 +13,11 @@ import itertools
 import operator
 import re
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import AnvilError
 
@@ -281,10 +281,23 @@ class Procedure:
     # Places its code runs into that no decoder reads (an instruction newer than capstone's
     # tables): (start, end) of the bytes. They run in place, in the original, uncounted.
     undecodable: list[tuple[int, int]] = field(default_factory=list)
+    # What analyses of its instructions alone found (liveness, exclusive windows), by the
+    # function that found it: see ``analysis``.
+    analyses: dict[Callable[[Procedure], Any], Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def end(self) -> int:
         return self.address + self.size
+
+    def analysis(self, make: Callable[[Procedure], _Result]) -> _Result:
+        """``make(self)``, worked out once for this procedure. For analyses whose answer
+        depends on the procedure's instructions alone, which every emission asks again: a
+        program instrumented by several tools or modes from one IR (the API, the test
+        suite) has them computed by the first. Their answers are not to be changed."""
+        found = self.analyses.get(make, _MISSING)
+        if found is _MISSING:
+            found = self.analyses[make] = make(self)
+        return found
 
     def instructions(self) -> Iterator[Instruction]:
         """The instructions of every block, in order (chained in C: the emitter walks them often)."""
@@ -297,6 +310,8 @@ class Procedure:
 
 
 _INSTRUCTIONS = operator.attrgetter("instructions")
+_Result = TypeVar("_Result")
+_MISSING = object()
 # Instructions that stop the program where they are: ARM's UDF, x86-64's HLT and UD2
 # (falls_through; the descent tests them inline).
 STOPS = frozenset({"udf", "hlt", "ud2", "ud1", "ud0"})

@@ -97,6 +97,22 @@ def instrument(binary: Path, tool: str, tmp: Path, *extra: str, fmt: str = "json
     return dest
 
 
+def anvil_instrument(program: Path, out: Path, *arguments: str) -> Path:
+    """``anvil instrument ARGUMENTS PROGRAM -o OUT`` run in this process, as ``instrument``
+    runs it: the IR of a program this process loaded before is used again
+    (loaded_binaries), a large input's image made once per test run (image_cache). The
+    files are those the command writes. Returns OUT."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def make() -> None:
+        with loaded_binaries.shared():
+            status = anvil_main(["instrument", *arguments, str(program), "-o", str(out)])
+        assert status == 0, f"anvil instrument {' '.join(arguments)} {program} failed with {status}"
+
+    image_cache.image(program.read_bytes(), ["cli-as-given", *arguments], out, make)
+    return out
+
+
 def instrument_ir(binary_ir, tool: str, tmp: Path, mode: str = "inhost", slot: str = "inst", fmt: str = "json",
                   **values: str) -> Path:
     """Instrument an already loaded Binary (the API, no CLI) into ``tmp/<slot>/prog``; results

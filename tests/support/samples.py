@@ -240,16 +240,16 @@ class SampleBuildError(RuntimeError):
 
 
 def sample_matrix(samples: Sequence[str], variants: Sequence[str]) -> list:
-    """``(sample, variant)`` parameters for pytest: every pair, but of the static builds
-    only one sample in a turn runs by default, the others marked ``extended`` (run with
-    ``pytest --extended``; decision 0129). A static build's code is the sample's own plus
-    the same static C library in every variant; the dynamic builds check the sample's own
-    code in each mode and optimisation, and every static variant is still run with some
-    sample."""
+    """``(sample, variant)`` parameters for pytest: every pair, but each static build
+    with one sample by default, a different one for each static variant where there are
+    enough, the others marked ``extended`` (run with ``pytest --extended``; decisions 0129,
+    0185). A static build's code is the sample's own plus the same static C library in
+    every variant (a rewrite of seconds, where a dynamic build's takes a fraction of one);
+    the dynamic builds check the sample's own code in each mode and optimisation."""
     import pytest
 
     static = sorted(v for v in variants if "static" in v)
-    stride = max(len(static), 2)
+    stride = max(len(static), len(samples))
     params = []
     for i, sample in enumerate(samples):
         for variant in variants:

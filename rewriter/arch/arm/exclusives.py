@@ -76,7 +76,7 @@ def emulates_exclusives(binary: Binary) -> bool:
     return binary.threaded and not binary.is_firmware and vfp_scratch(binary)
 
 
-def emulated_exclusives(proc: Procedure, windows: set[int], threads: bool) -> dict[int, Exclusive]:
+def emulated_exclusives(proc: Procedure, windows: frozenset[int], threads: bool) -> dict[int, Exclusive]:
     """Address -> pair member for each exclusive of ``proc`` when its pairs are emulated:
     ``threads`` (a threaded Linux program whose hooks may keep registers in d16-d31), every
     exclusive of the procedure emulable, and every store-exclusive inside one of its
@@ -96,11 +96,11 @@ def emulated_exclusives(proc: Procedure, windows: set[int], threads: bool) -> di
     return found
 
 
-def open_windows(proc: Procedure, threads: bool) -> set[int]:
+def open_windows(proc: Procedure, threads: bool) -> frozenset[int]:
     """The addresses of ``proc`` inside the program's own exclusive windows where hooks must
     use no exclusives: none where the pairs are emulated (emulated_exclusives)."""
-    windows = exclusive_windows(proc)
-    return set() if emulated_exclusives(proc, windows, threads) else windows
+    windows = proc.analysis(exclusive_windows)
+    return frozenset() if emulated_exclusives(proc, windows, threads) else windows
 
 
 def _exclusive(ins: Instruction) -> Exclusive | None:

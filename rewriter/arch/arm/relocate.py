@@ -153,7 +153,6 @@ class RelocationContext:
     far_conditionals: bool = False
     # The last procedure's dead registers (_dead_registers): a procedure emitted again
     # (on a new page, with far conditionals) asks for the same.
-    last_dead: tuple[Procedure, DeadRegisters] | None = None
 
     def saved(self) -> Callable[[], None]:
         """A function putting back what emitting a procedure changes here, for emitting it
@@ -252,7 +251,7 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
     # Inside the program's own LDREX/STREX window an exclusive of ours would make its STREX
     # fail each time round its loop: such a procedure's counters add plainly, unless its
     # pairs run as compare-and-swap (threads: arch/arm/exclusives.py).
-    windows = exclusive_windows(proc)
+    windows = proc.analysis(exclusive_windows)
     emulated = emulated_exclusives(proc, windows, ctx.emulate_exclusives)
     ctx.windows = bool(windows) and not emulated
     ctx.loop_spans = _loop_spans(proc) if ctx.shared_calls is not None else []
@@ -438,9 +437,7 @@ def _sp_plus(isa: ISA, amount: int) -> bytes:
 def _dead_registers(proc: Procedure, ctx: RelocationContext) -> DeadRegisters:
     """``DeadRegisters(proc)``, kept for the next emission of the same procedure (they
     depend on its instructions alone)."""
-    if ctx.last_dead is None or ctx.last_dead[0] is not proc:
-        ctx.last_dead = (proc, DeadRegisters(proc))
-    return ctx.last_dead[1]
+    return proc.analysis(DeadRegisters)
 
 
 # Go's g.stackguard0 (the third word of g, whose pointer r10 holds) when the runtime asks
