@@ -15,7 +15,7 @@ import itertools
 import re
 import struct
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -848,7 +848,7 @@ class _Evidence:
                 self._returns[address] = True
                 return True
             if descent is not None:
-                for target in descent.tails:
+                for target in _goes_on_to(descent):
                     if target not in seen:
                         seen.add(target)
                         work.append(target)
@@ -1098,14 +1098,20 @@ def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], f
 def _straddled(kept: dict[int, Descent], roots: set[int], entries: dict[int, bool], found: _Found,
                plt: dict[int, str], noreturn: set[int]) -> set[int]:
     """The entries ``_wrong`` kept although an instruction of the code they cut straddles
-    them, where that code is not past a call that may not return: its reading is as sure as
-    the entry's. One is wrong, and which one nothing tells; a jump written at the entry
-    would break that instruction where it runs in place (the code cut runs on there, from
-    its copy's end). So the entry keeps its bytes: its procedure is copied and instrumented
-    for direct calls, and runs in place when entered from elsewhere (decision 0153)."""
+    them, where that code is not past a call that may not return, or the entry is no more
+    than DOUBTFUL (a number in data): the code's reading is as sure as the entry's. One is
+    wrong, and which one nothing tells; a jump written at the entry would break that
+    instruction where it runs in place (the code cut runs on there, from its copy's end).
+    So the entry keeps its bytes: its procedure is copied and instrumented for direct
+    calls, and runs in place when entered from elsewhere (decision 0153). (A stripped
+    static musl busybox: a table's number cut ``__malloc_alloc_meta`` short, which made its
+    caller's code past the call "past a call not known to return", and another number cut
+    an instruction there: the jump written over its second half ran as a BL into nowhere;
+    decision 0186.)"""
     evidence = _Evidence(roots, entries, found, plt, noreturn)
     return {entry for entry, descent in kept.items()
-            if descent.straddles and not _cut_past_unknown_call(descent, evidence)}
+            if descent.straddles and (not _cut_past_unknown_call(descent, evidence)
+                                      or evidence.strength(entry) == DOUBTFUL)}
 
 
 def _cut_past_unknown_call(descent: Descent, evidence: _Evidence) -> bool:
@@ -1150,16 +1156,26 @@ def _other_mode(changed: list[int], roots: set[int], entries: dict[int, bool], f
             > best.get((t, entries[t]), _DATA if t in data_named else DOUBTFUL)}
 
 
+def _goes_on_to(descent: Descent) -> Iterable[int]:
+    """The procedures ``descent``'s code goes on into: those it branches to (tail calls) and
+    the next one where code reached by flow runs on into it. A procedure cut short by an
+    entry, a number in a table perhaps, returns where its code past the cut does (decision
+    0186). Not code that runs on past a call not known to return: a literal pool after a
+    call of an error routine reads as code running on into the next function, which
+    returns."""
+    return (*descent.tails, descent.limit) if descent.runs_on and descent.cut_doubt == FLOW else descent.tails
+
+
 def _returning(found: dict[int, Descent], plt: dict[int, str], noreturn: set[int]) -> set[int]:
     """The procedures known to return: the PLT's and those with a return instruction (or a
-    jump through a register), and those that branch to one of them (a tail call), but not
-    ``noreturn``."""
+    jump through a register), and those that branch or run on to one of them (a tail call,
+    code cut by an entry), but not ``noreturn``."""
     known = {entry for entry, descent in found.items() if descent.returns and entry not in noreturn}
     known |= plt.keys() - noreturn
     callers: dict[int, list[int]] = {}
     for entry, descent in found.items():
         if entry not in known and entry not in noreturn:
-            for target in descent.tails:
+            for target in _goes_on_to(descent):
                 callers.setdefault(target, []).append(entry)
     work = [entry for entry in known if entry in callers]
     while work:
