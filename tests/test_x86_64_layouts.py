@@ -8,6 +8,11 @@
   the region went 1.125 GiB past the image's end, beyond the 2 GiB a copy reaches. It now
   goes as far past the image as that reach allows (and below the image where a small
   region fits there).
+- A linker script that puts .text after .data: the entry is in a last segment, writable
+  and executable, whose file bytes the section headers follow. It was refused, "no room
+  for the loader stub", where the segment holding .init and the PLT had room; and the
+  runtime made the pages it wrote jumps into read-only, so the program's first store to
+  its data there (the dynamic linker's, into the GOT) was a SIGSEGV (decision 0187).
 
 Oracle: the original's run under ``setarch -R`` (output with the addresses it prints, exit
 status); every tool's copy must print and exit the same.
@@ -15,6 +20,7 @@ status); every tool's copy must print and exit the same.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -33,7 +39,34 @@ def _fixed_high(segment: str, out: Path) -> list[str]:
             "-Wl,--no-relax", f"-Wl,-Ttext-segment={segment}", "-o", str(out)]
 
 
+def _code_after_data(out: Path) -> list[str]:
+    """addresses.c linked by ld's default script with its .text moved after .data (written
+    beside ``out``): one segment of data and code, writable and executable, last."""
+    script = subprocess.run(["ld", "--verbose"], capture_output=True, text=True, check=True).stdout
+    lines = script.split("=" * 50)[1].strip("=\n").split("\n")
+
+    def block(pattern: str) -> tuple[int, int]:  # the lines of one output section's statement
+        first = next(k for k, line in enumerate(lines) if re.search(pattern, line))
+        depth = 0
+        for k in range(first, len(lines)):
+            depth += lines[k].count("{") - lines[k].count("}")
+            if depth == 0 and "}" in lines[k]:
+                return first, k
+        raise AssertionError(pattern)
+
+    start, end = block(r"^  \.text\s+:")
+    text = lines[start:end + 1]
+    del lines[start:end + 1]
+    _, data_end = block(r"^  \.data\s+:")
+    lines[data_end + 1:data_end + 1] = text
+    moved = out.parent / "code_after_data.x"
+    moved.write_text("\n".join(lines))
+    return ["gcc", "-O2", "-no-pie", "-fno-pie", str(SAMPLES_DIR / "addresses.c"), f"-Wl,-T,{moved}",
+            "-o", str(out)]
+
+
 BUILDS = {
+    "code-after-data": _code_after_data,
     "pie-at-0x90000000": lambda out: ["gcc", "-O2", "-pie", "-Wl,-Ttext-segment=0x90000000",
                                       str(SAMPLES_DIR / "addresses.c"), "-o", str(out)],
     "fixed-at-0x90000000": lambda out: _fixed_high("0x90000000", out),

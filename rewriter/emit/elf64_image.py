@@ -106,12 +106,31 @@ def region_address(binary: Binary, size: int) -> int:
     return address
 
 
+#: The runtime's table of jumps: a jump's length with this bit is in a segment the program
+#: may write too, whose pages keep that right once the jump is written (anvil_rt.c).
+PATCH_IN_WRITABLE = 0x80
+
+
+def _in_writable(address: int, writable: list[tuple[int, int]]) -> int:
+    """PATCH_IN_WRITABLE if ``address`` is in one of the ``writable`` [start, end) spans, else 0."""
+    return PATCH_IN_WRITABLE if any(lo <= address < hi for lo, hi in writable) else 0
+
+
 def _text_segment(elf: ELFFile, entry: int) -> tuple[int, dict]:
-    for index, seg in enumerate(elf.iter_segments()):
-        if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1 \
-                and seg["p_vaddr"] <= entry < seg["p_vaddr"] + seg["p_memsz"]:
-            return index, seg.header
-    raise AnvilError("no executable segment holds the program's entry")
+    return _code_segments(elf, entry)[0]
+
+
+def _code_segments(elf: ELFFile, entry: int) -> list[tuple[int, dict]]:
+    """The executable PT_LOAD segments (index, header) where the stub may go: the entry's
+    first, then the others in the file's order. (A linker script that puts .text after
+    .data leaves the entry in a last, writable segment whose end the section headers
+    follow, and room after the segment with .init and the PLT.)"""
+    code = [(index, seg.header) for index, seg in enumerate(elf.iter_segments())
+            if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1]
+    entry_first = sorted(code, key=lambda c: not c[1]["p_vaddr"] <= entry < c[1]["p_vaddr"] + c[1]["p_memsz"])
+    if not entry_first or not entry_first[0][1]["p_vaddr"] <= entry < entry_first[0][1]["p_vaddr"] + entry_first[0][1]["p_memsz"]:
+        raise AnvilError("no executable segment holds the program's entry")
+    return entry_first
 
 
 def _slack(elf: ELFFile, text: dict, preinit: bool = False) -> int | None:
@@ -265,13 +284,16 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     plain = elf
     for plan in (early, None) if early is not None else (None,):
         original, elf, grows = binary.data, plain, True
-        text_index, text = _text_segment(elf, binary.entry)
-        stub_at = _slack(elf, text, plan is not None)
+        for text_index, text in _code_segments(elf, binary.entry):
+            stub_at = _slack(elf, text, plan is not None)
+            if stub_at is not None:
+                break
         places = loader.consecutive(stub_at, plan is not None)[0] if stub_at is not None else None
         if places is None:
             grows = False
             places = _caves(procs, patches, set(report.short_entries), plan is not None)
         if places is None:
+            text_index, text = _text_segment(elf, binary.entry)
             # A linker that packs the file (ld.lld) leaves no slack there and a small program
             # may have too few dead runs: a gap opened in the file after the text (file_gap.py).
             end = text["p_offset"] + text["p_filesz"]
@@ -306,7 +328,10 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     if "anvil_start" in symbols and grows:
         table = region + ((len(data) + 7) & ~7)
         data += b"\0" * (table - region - len(data)) + struct.pack("<Q", len(writes))
-        data += b"".join(struct.pack("<QB7s", address, len(jump), jump) for address, jump in writes)
+        writable = [(s["p_vaddr"], s["p_vaddr"] + s["p_memsz"]) for s in elf.iter_segments()
+                    if s["p_type"] == "PT_LOAD" and s["p_flags"] & 2]
+        data += b"".join(struct.pack("<QB7s", address, len(jump) | _in_writable(address, writable), jump)
+                         for address, jump in writes)
         writes = []
     sites = getattr(lowering, "lock_sites", [])
     if sites and "anvil_lock_table" in symbols:

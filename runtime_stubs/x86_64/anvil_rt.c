@@ -88,18 +88,22 @@ void anvil_fini(void)
     anvil_program_end();
 }
 
-/* One jump written over the original code (link address, its bytes). */
+/* One jump written over the original code (link address, its bytes). ``length``'s top bit
+ * (PATCH_IN_WRITABLE): the jump is in a segment the program may also write (a linker script
+ * that puts .text after .data makes one), whose pages keep that right. */
 struct anvil_patch {
     uint64_t address;
     uint8_t length;
     uint8_t bytes[7];
 };
+#define PATCH_IN_WRITABLE 0x80
 
 #define SYS_mprotect 10
 #define PAGE 4096ul
 
 /* Make [low, high) writable, write the patches from ``first`` to before ``end`` into it,
- * and make it read and execute again (it is code); whether mprotect allowed it. */
+ * and give it back the rights it had: read and execute (it is code), and write where its
+ * segment is writable too (a run does not mix the two); whether mprotect allowed it. */
 static int write_run(const struct anvil_patch *first, const struct anvil_patch *end, anvil_word bias,
                      anvil_word low, anvil_word high)
 {
@@ -107,10 +111,11 @@ static int write_run(const struct anvil_patch *first, const struct anvil_patch *
         return 0;
     for (const struct anvil_patch *p = first; p < end; p++) {
         uint8_t *at = (uint8_t *)(p->address + bias);
-        for (uint32_t b = 0; b < p->length; b++)
+        for (uint32_t b = 0; b < (p->length & ~PATCH_IN_WRITABLE); b++)
             at[b] = p->bytes[b];
     }
-    anvil_syscall(SYS_mprotect, (long)low, (long)(high - low), 5, 0, 0, 0);
+    if (!(first->length & PATCH_IN_WRITABLE))
+        anvil_syscall(SYS_mprotect, (long)low, (long)(high - low), 5, 0, 0, 0);
     return 1;
 }
 
@@ -131,8 +136,9 @@ static void write_patches(const uint64_t *table, anvil_word bias)
         anvil_word start = 0, end = 0;
         if (k < count) {
             start = (patches[k].address + bias) & ~(PAGE - 1);
-            end = (patches[k].address + bias + patches[k].length + PAGE - 1) & ~(PAGE - 1);
-            if (k > 0 && start <= high) {  /* on the run's last page or the next: the same run */
+            end = (patches[k].address + bias + (patches[k].length & ~PATCH_IN_WRITABLE) + PAGE - 1) & ~(PAGE - 1);
+            /* on the run's last page or the next, with the same rights: the same run */
+            if (k > 0 && start <= high && ((patches[k].length ^ first->length) & PATCH_IN_WRITABLE) == 0) {
                 if (end > high)
                     high = end;
                 continue;
