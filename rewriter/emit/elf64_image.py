@@ -127,10 +127,10 @@ def _code_segments(elf: ELFFile, entry: int) -> list[tuple[int, dict]]:
     follow, and room after the segment with .init and the PLT.)"""
     code = [(index, seg.header) for index, seg in enumerate(elf.iter_segments())
             if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1]
-    entry_first = sorted(code, key=lambda c: not c[1]["p_vaddr"] <= entry < c[1]["p_vaddr"] + c[1]["p_memsz"])
-    if not entry_first or not entry_first[0][1]["p_vaddr"] <= entry < entry_first[0][1]["p_vaddr"] + entry_first[0][1]["p_memsz"]:
+    holding = [c for c in code if c[1]["p_vaddr"] <= entry < c[1]["p_vaddr"] + c[1]["p_memsz"]]
+    if not holding:
         raise AnvilError("no executable segment holds the program's entry")
-    return entry_first
+    return [holding[0], *(c for c in code if c is not holding[0])]
 
 
 def _slack(elf: ELFFile, text: dict, preinit: bool = False) -> int | None:
