@@ -133,6 +133,17 @@ def _code_segments(elf: ELFFile, entry: int) -> list[tuple[int, dict]]:
     return [holding[0], *(c for c in code if c is not holding[0])]
 
 
+def _stub_room(elf: ELFFile, entry: int, preinit: bool) -> tuple[int, dict, int | None]:
+    """The first code segment (``_code_segments``) with room after it for the stub, and
+    where the stub goes; the entry's segment and None if none has."""
+    segments = _code_segments(elf, entry)
+    for index, text in segments:
+        stub_at = _slack(elf, text, preinit)
+        if stub_at is not None:
+            return index, text, stub_at
+    return *segments[0], None
+
+
 def _slack(elf: ELFFile, text: dict, preinit: bool = False) -> int | None:
     """Where the stub's pieces go, one after the other, if there is room after the text
     segment's last byte: in memory up to the next segment, and in the file before anything
@@ -284,10 +295,7 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     plain = elf
     for plan in (early, None) if early is not None else (None,):
         original, elf, grows = binary.data, plain, True
-        for text_index, text in _code_segments(elf, binary.entry):
-            stub_at = _slack(elf, text, plan is not None)
-            if stub_at is not None:
-                break
+        text_index, text, stub_at = _stub_room(elf, binary.entry, plan is not None)
         places = loader.consecutive(stub_at, plan is not None)[0] if stub_at is not None else None
         if places is None:
             grows = False
