@@ -75,7 +75,10 @@ def test_sample_rehost_equals_inhost(sample: str, variant: str, server: str, tmp
             assert results_file(rehost.cwd, tool) == results_file(inhost.cwd, tool), f"{tool} {fmt} results differ"
 
 
-@pytest.mark.parametrize("variant", ["O2-thumb-dyn", "Os-thumb-static"])
+# The static build in the extended tier: the dynamic one's records fill the small ring
+# hundreds of times already; the static build's stream is checked whole at the default
+# size by test_sample_rehost_equals_inhost (decision 0185).
+@pytest.mark.parametrize("variant", ["O2-thumb-dyn", pytest.param("Os-thumb-static", marks=pytest.mark.extended)])
 def test_small_ring_rehost_equals_inhost(variant: str, server: str, tmp_path: Path) -> None:
     """--ring-size 1k instead of 256 KiB: hash's cachesim records leave in hundreds of
     sends; same behaviour, complete stream, InHost's results."""
@@ -217,7 +220,9 @@ def _run_with_listener(rehost_bin: Path, args: list[str], stdin: bytes = b"") ->
     return with_listener(rehost_bin, lambda env: run_prog(rehost_bin, args, stdin, env=env))
 
 
-@pytest.mark.parametrize("variant", ["O2-thumb-dyn", "Os-thumb-static"])
+# The static build in the extended tier: the channel is the runtime's, the same in both
+# (decision 0185).
+@pytest.mark.parametrize("variant", ["O2-thumb-dyn", pytest.param("Os-thumb-static", marks=pytest.mark.extended)])
 def test_tcp_channel_named_by_the_environment(variant: str, tmp_path: Path) -> None:
     """The program is started by hand (as on another machine) with ANVIL_REHOST_CONNECT;
     ``anvil rehost-listen`` takes its records. Original and InHost run with the same
