@@ -21,7 +21,7 @@ from elftools.elf.elffile import ELFFile
 from rewriter.ir.section_headers import with_section_headers
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support import samples
-from tests.support.run import assert_same_behaviour, place, results, run_prog
+from tests.support.run import anvil_instrument, assert_same_behaviour, instrument, place, results, run_prog
 from tests.support.sweep import judge_build
 
 #: Sections made from the program headers and the dynamic table, which must be the linker's.
@@ -154,3 +154,40 @@ def test_musl_program_without_sections(tmp_path: Path) -> None:
     assert_same_behaviour(original, counted)
     qemu = sum(exe_pcs(trace_pcs(placed, [], b"", argv0="prog", lib_root=root), placed).values())
     assert results(counted, "inscount")["total"] == qemu
+
+
+@pytest.mark.parametrize("isa", ["arm", "x86-64"])
+def test_code_after_data_without_sections(isa: str, tmp_path: Path) -> None:
+    """addresses.c linked with .text after .data (one last segment of data and code,
+    writable and executable), its section headers dropped: the code span made from the
+    program headers took the GOT for code, and a pointer to it (DT_PLTGOT's) made a
+    procedure whose entry's jump was written over the GOT: SIGSEGV on both ISAs (decision
+    0188). The GOT is now data: every copy prints the original's addresses, and on ARM
+    inscount counts what qemu runs. (On x86-64 the code shares its pages with the data the
+    program writes, and QEMU's plugin counts an instruction twice where a store goes into
+    its page: no count there.)"""
+    linker, compiler = ("arm-linux-gnueabihf-ld", "arm-linux-gnueabihf-gcc") if isa == "arm" else ("ld", "gcc")
+    script = samples.code_after_data_script(linker, tmp_path / "code_after_data.x")
+    linked = tmp_path / "linked"
+    subprocess.run([compiler, "-O2", "-no-pie", "-fno-pie", str(samples.SAMPLES_DIR / "addresses.c"),
+                    f"-Wl,-T,{script}", "-o", str(linked)], check=True, capture_output=True)
+    plain = tmp_path / "a" / "prog"
+    plain.parent.mkdir()
+    plain.write_bytes(_without_sections(linked.read_bytes()))
+    plain.chmod(0o755)
+    if isa == "arm":
+        original = run_prog(place(plain, tmp_path, "orig"), ["x"])
+        for tool in ("inscount", "cachesim"):
+            copy = run_prog(instrument(plain, tool, tmp_path, slot=tool[:4]), ["x"])
+            assert_same_behaviour(original, copy)
+        counted = results(run_prog(instrument(plain, "inscount", tmp_path, slot="insc"), ["x"]), "inscount")
+        assert counted["total"] == sum(exe_pcs(trace_pcs(plain, ["x"], cwd=tmp_path), plain).values())
+        return
+    original = subprocess.run(["setarch", "-R", str(plain), "x"], capture_output=True, cwd=tmp_path, timeout=60,
+                              env={"PATH": "/usr/bin:/bin"})
+    assert original.returncode == 0 and b"heap=" in original.stdout, original
+    for tool, folder in (("inscount", "b"), ("cachesim", "c"), ("memtrace", "d")):
+        copy = anvil_instrument(plain, tmp_path / folder / "prog", "--tool", tool)
+        run = subprocess.run(["setarch", "-R", str(copy), "x"], capture_output=True, cwd=tmp_path, timeout=60,
+                             env={"PATH": "/usr/bin:/bin"})
+        assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)

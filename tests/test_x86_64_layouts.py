@@ -20,13 +20,12 @@ status); every tool's copy must print and exit the same.
 
 from __future__ import annotations
 
-import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.support.samples import SAMPLES_DIR
+from tests.support.samples import SAMPLES_DIR, code_after_data_script
 
 GCC_LIB = "/usr/lib/gcc/x86_64-linux-gnu/12"
 LIBC = "/usr/lib/x86_64-linux-gnu"
@@ -40,28 +39,9 @@ def _fixed_high(segment: str, out: Path) -> list[str]:
 
 
 def _code_after_data(out: Path) -> list[str]:
-    """addresses.c linked by ld's default script with its .text moved after .data (written
-    beside ``out``): one segment of data and code, writable and executable, last."""
-    script = subprocess.run(["ld", "--verbose"], capture_output=True, text=True, check=True).stdout
-    lines = script.split("=" * 50)[1].strip("=\n").split("\n")
-
-    def block(pattern: str) -> tuple[int, int]:  # the lines of one output section's statement
-        first = next(k for k, line in enumerate(lines) if re.search(pattern, line))
-        depth = 0
-        for k in range(first, len(lines)):
-            depth += lines[k].count("{") - lines[k].count("}")
-            if depth == 0 and "}" in lines[k]:
-                return first, k
-        raise AssertionError(pattern)
-
-    start, end = block(r"^  \.text\s+:")
-    text = lines[start:end + 1]
-    del lines[start:end + 1]
-    _, data_end = block(r"^  \.data\s+:")
-    lines[data_end + 1:data_end + 1] = text
-    moved = out.parent / "code_after_data.x"
-    moved.write_text("\n".join(lines))
-    return ["gcc", "-O2", "-no-pie", "-fno-pie", str(SAMPLES_DIR / "addresses.c"), f"-Wl,-T,{moved}",
+    """addresses.c linked by ld's default script with its .text moved after .data."""
+    script = code_after_data_script("ld", out.parent / "code_after_data.x")
+    return ["gcc", "-O2", "-no-pie", "-fno-pie", str(SAMPLES_DIR / "addresses.c"), f"-Wl,-T,{script}",
             "-o", str(out)]
 
 

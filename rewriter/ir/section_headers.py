@@ -57,8 +57,10 @@ SHT_NOTE, SHT_INIT_ARRAY, SHT_FINI_ARRAY, SHT_PREINIT_ARRAY = 7, 14, 15, 16
 SHF_WRITE, SHF_INFO_LINK, SHF_LINK_ORDER, SHF_TLS = 1, 0x40, 0x80, 0x400
 A, AX, WA = SHF_ALLOC, SHF_ALLOC | SHF_EXECINSTR, SHF_WRITE | SHF_ALLOC
 EM_ARM = 40
-DT = {"HASH": 4, "STRTAB": 5, "SYMTAB": 6, "RELA": 7, "RELASZ": 8, "STRSZ": 10, "INIT": 12, "FINI": 13, "REL": 17,
-      "RELSZ": 18, "PLTREL": 20, "JMPREL": 23, "PLTRELSZ": 2, "INIT_ARRAY": 25, "FINI_ARRAY": 26,
+#: The relocations that fill GOT slots (GLOB_DAT, JUMP_SLOT), by machine (ARM, x86-64).
+GOT_RELOCATIONS = {EM_ARM: (21, 22), 62: (6, 7)}
+DT = {"PLTGOT": 3, "HASH": 4, "STRTAB": 5, "SYMTAB": 6, "RELA": 7, "RELASZ": 8, "STRSZ": 10, "INIT": 12,
+      "FINI": 13, "REL": 17, "RELSZ": 18, "PLTREL": 20, "JMPREL": 23, "PLTRELSZ": 2, "INIT_ARRAY": 25, "FINI_ARRAY": 26,
       "INIT_ARRAYSZ": 27, "FINI_ARRAYSZ": 28, "PREINIT_ARRAY": 32, "PREINIT_ARRAYSZ": 33, "GNU_HASH": 0x6FFFFEF5}
 #: glibc's ``_init`` and ``_fini`` on ARM (crti.o's A32 ``push {r3, lr}``, crtn.o's ``pop {r3,
 #: pc}``): ``.init`` starts the code before ``.text``, ``.fini`` ends it after.
@@ -214,9 +216,22 @@ def _sections(p: _Program) -> list[_Section]:
     if plt_range is not None:
         add(".plt", SHT_PROGBITS, AX, plt_range[0], plt_range[1] - plt_range[0], entsize=16 if p.wide else 4, align=4)
     named = sorted((s.address, s.address + s.size) for s in out if s.kind != SHT_NOBITS)
-    code_start, code_end = _code_span(p, out, plt_range)
+    starts: list[int] = []
+    span_start, code_end = _code_span(p, out, plt_range, starts)
+    got_end = _got_end(p, [(start, size), (jmprel, jmpsize)], relsize)
     for _, offset, vaddr, filesz, memsz, flags, _ in p.loads:
         first = vaddr + max(0, p.table_end - offset) if offset < p.table_end else vaddr  # past the ELF headers
+        code_start = span_start
+        if flags & PF_X and flags & PF_W:
+            # A segment of data and code (a linker script that puts .text after .data): its
+            # code starts at the first function an unwind table names in it where one comes
+            # before the entry, else after the GOT. The GOT and .data before the code are
+            # data, not code a pointer to them would make a procedure of (decision 0188).
+            inside = [s for s in starts[1:] if vaddr <= s < p.entry & ~1]
+            if inside:
+                code_start = max(span_start, min(inside))
+            elif got_end is not None and vaddr <= got_end <= p.entry & ~1 < vaddr + filesz:
+                code_start = max(span_start, got_end)
         for lo, hi in uncovered([(first, vaddr + filesz)], named):
             if flags & PF_X:
                 add(".rodata", SHT_PROGBITS, A, lo, min(hi, code_start) - lo, align=4)
@@ -238,6 +253,25 @@ def _relocated_symbols(p: _Program, at: int | None, size: int, entry: int) -> se
     table = p.read(at, size)
     shift, form = (32, "<Q") if p.wide else (8, "<I")
     return {struct.unpack_from(form, table, i + p.word)[0] >> shift for i in range(0, len(table) - entry + 1, entry)}
+
+
+def _got_end(p: _Program, tables: list[tuple[int | None, int]], entry: int) -> int | None:
+    """Where the GOT ends: past DT_PLTGOT's three reserved words and the words the
+    relocations of ``tables`` ((address, size) of REL or RELA entries of ``entry`` bytes)
+    fill with symbols' addresses (GLOB_DAT, JUMP_SLOT); None without DT_PLTGOT."""
+    base = p.tag("PLTGOT")
+    if base is None:
+        return None
+    end = base + 3 * p.word
+    kinds = GOT_RELOCATIONS.get(p.machine, ())
+    form, mask = ("<QQ", 0xFFFFFFFF) if p.wide else ("<II", 0xFF)
+    for at, size in tables:
+        table = p.read(at, size) if at is not None else b""
+        for i in range(0, len(table) - entry + 1, entry):
+            offset, info = struct.unpack_from(form, table, i)
+            if info & mask in kinds:
+                end = max(end, offset + p.word)
+    return end
 
 
 def _hashed_symbols(p: _Program) -> int:
@@ -337,14 +371,17 @@ def _eh_frame(p: _Program, header: int) -> tuple[int, int] | None:
     return (start, at - start) if at > start and p.offset(start, at - start) is not None else None
 
 
-def _code_span(p: _Program, named: list[_Section], plt: tuple[int, int] | None) -> tuple[int, int]:
+def _code_span(p: _Program, named: list[_Section], plt: tuple[int, int] | None,
+               starts: list[int]) -> tuple[int, int]:
     """[start, end) of the code in the executable segments: from the first to the last
     place known to be code (the PLT, DT_INIT, the entry, the functions the ARM exception
     index or ``.eh_frame_hdr``'s table names, ``_fini`` up to its ``pop {r3, pc}``). The
     rest of those segments is read-only data (the dynamic symbols' tables before, the
     constants after): decoding it would take strings for code. Every executable byte is
-    code where nothing says more than the entry."""
-    starts, ends = [p.entry & ~1], []
+    code where nothing says more than the entry. ``starts`` gets the places known to
+    start code."""
+    starts.append(p.entry & ~1)
+    ends = []
     if plt is not None:
         starts.append(plt[0])
         ends.append(plt[1])
@@ -360,14 +397,14 @@ def _code_span(p: _Program, named: list[_Section], plt: tuple[int, int] | None) 
         for at in range(index.address, index.address + index.size - 7, 8):
             offset = struct.unpack("<I", p.read(at, 4))[0] & 0x7FFFFFFF
             functions.append((at + offset - (offset & 0x40000000) * 2) & 0xFFFFFFFF)
-        starts.append(min(functions))
+        starts.extend(functions)
         ends.append(max(functions))
     header = next((s for s in named if s.name == ".eh_frame_hdr"), None)
     if header is not None:
-        starts_ends = _eh_frame_functions(p, header.address)
-        if starts_ends is not None:
-            starts.append(starts_ends[0])
-            ends.append(starts_ends[1])
+        functions = _eh_frame_functions(p, header.address)
+        if functions is not None:
+            starts.extend(functions[0])
+            ends.append(functions[1])
     if not ends or max(ends) <= p.entry & ~1:
         return 0, 1 << 64
     start, end = min(starts) & ~3, max(ends)
@@ -411,20 +448,24 @@ def _aligned(p: _Program, lo: int, hi: int, pattern: bytes, last: bool = False) 
     return None
 
 
-def _eh_frame_functions(p: _Program, header: int) -> tuple[int, int] | None:
-    """The first function ``.eh_frame_hdr``'s search table names and the end of the last
-    one (its FDE's range), for the usual encodings (a 4-byte count, 4-byte entries
-    relative to the header); None for others."""
+def _eh_frame_functions(p: _Program, header: int) -> tuple[list[int], int] | None:
+    """The functions ``.eh_frame_hdr``'s search table names and the end of the last one
+    (its FDE's range), for the usual encodings (a 4-byte count, 4-byte entries relative to
+    the header); None for others."""
     version, _, count_form, table_form = p.read(header, 4) or b"\0\0\0\0"
     if version != 1 or count_form != 0x03 or table_form != 0x3B:
         return None
     count = struct.unpack("<I", p.read(header + 8, 4))[0]
     if not count:
         return None
-    first = struct.unpack("<i", p.read(header + 12, 4))[0]
-    last, fde = struct.unpack("<ii", p.read(header + 12 + 8 * (count - 1), 8))
+    mask = (1 << 8 * p.word) - 1
+    table = p.read(header + 12, 8 * count)
+    if len(table) != 8 * count:  # (a count past the segment's bytes: not a table to trust)
+        return None
+    functions = [(header + location) & mask for location, _ in struct.iter_unpack("<ii", table)]
+    last, fde = struct.unpack_from("<ii", table, 8 * (count - 1))
     size = struct.unpack("<I", p.read(header + fde + 12, 4))[0]
-    return (header + first) & ((1 << 8 * p.word) - 1), (header + last + size) & ((1 << 8 * p.word) - 1)
+    return functions, (header + last + size) & mask
 
 
 def _with_table(p: _Program, sections: list[_Section]) -> bytes:

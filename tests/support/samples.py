@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -571,6 +572,31 @@ def linker_script(layout: str) -> Path:
         tmp.write_text(text + "\n")
         os.replace(tmp, path)
     return path
+
+
+def code_after_data_script(linker: str, dest: Path) -> Path:
+    """``linker``'s default script (``ld --verbose``) with its ``.text`` statement moved
+    after ``.data``'s, written to ``dest``: a program linked by it has one last segment of
+    data and code, writable and executable, whose code follows the GOT and ``.data``."""
+    script = subprocess.run([linker, "--verbose"], capture_output=True, text=True, check=True).stdout
+    lines = script.split("=" * 50)[1].strip("=\n").split("\n")
+
+    def statement(pattern: str) -> tuple[int, int]:  # the lines of one output section's statement
+        first = next(k for k, line in enumerate(lines) if re.search(pattern, line))
+        depth = 0
+        for k in range(first, len(lines)):
+            depth += lines[k].count("{") - lines[k].count("}")
+            if depth == 0 and "}" in lines[k]:
+                return first, k
+        raise SampleBuildError(f"{linker}'s default script: no end to {pattern}")
+
+    start, end = statement(r"^  \.text\s+:")
+    text = lines[start:end + 1]
+    del lines[start:end + 1]
+    _, data_end = statement(r"^  \.data\s+:")
+    lines[data_end + 1:data_end + 1] = text
+    dest.write_text("\n".join(lines))
+    return dest
 
 
 def stripped(binary: Path, dest: Path) -> Path:
