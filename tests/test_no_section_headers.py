@@ -177,10 +177,11 @@ def test_code_after_data_without_sections(isa: str, tmp_path: Path) -> None:
     plain.chmod(0o755)
     if isa == "arm":
         original = run_prog(place(plain, tmp_path, "orig"), ["x"])
-        for tool in ("inscount", "cachesim"):
-            copy = run_prog(instrument(plain, tool, tmp_path, slot=tool[:4]), ["x"])
+        copies = {tool: run_prog(instrument(plain, tool, tmp_path, slot=tool[:4]), ["x"])
+                  for tool in ("inscount", "cachesim")}
+        for copy in copies.values():
             assert_same_behaviour(original, copy)
-        counted = results(run_prog(instrument(plain, "inscount", tmp_path, slot="insc"), ["x"]), "inscount")
+        counted = results(copies["inscount"], "inscount")
         assert counted["total"] == sum(exe_pcs(trace_pcs(plain, ["x"], cwd=tmp_path), plain).values())
         return
     original = subprocess.run(["setarch", "-R", str(plain), "x"], capture_output=True, cwd=tmp_path, timeout=60,

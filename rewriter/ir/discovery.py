@@ -967,9 +967,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
         wrong |= _in_tables(fresh - sure_roots, binary.switch_tables)
         if wrong:  # drop those, with what only they found, and decode again
             rejected |= wrong
-            before = set(entries)
-            _drop(wrong, entries, roots, finders, found)
-            dropped |= before - entries.keys()
+            dropped |= _drop(wrong, entries, roots, finders, found)
             for entry in changed:  # what they call is looked at in the next round
                 found.pop(entry, None)
             continue
@@ -1012,9 +1010,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             wrong = _wrong(kept, sure_roots, entries, found, binary.plt, noreturn) if kept else set()
             if wrong:
                 rejected |= wrong
-                before = set(entries)
-                _drop(wrong, entries, roots, finders, found)
-                dropped |= before - entries.keys()
+                dropped |= _drop(wrong, entries, roots, finders, found)
                 for entry in wrong:  # the code they cut is decoded on
                     found.pop(kept[entry].entry, None)
                 continue
@@ -1219,12 +1215,15 @@ def _strengths(roots: set[int], entries: dict[int, bool], found: dict[int, Desce
 
 
 def _drop(dropped: set[int], entries: dict[int, bool], roots: set[int], finders: dict[int, set[int]],
-          found: dict[int, Descent]) -> None:
-    """Remove the ``dropped`` entries and, transitively, every entry that only they named."""
+          found: dict[int, Descent]) -> set[int]:
+    """Remove the ``dropped`` entries and, transitively, every entry that only they named;
+    returns the entries removed."""
+    removed = set()
     work = list(dropped)
     while work:
         gone = work.pop()
-        entries.pop(gone, None)
+        if entries.pop(gone, None) is not None:
+            removed.add(gone)
         roots.discard(gone)
         descent = found.pop(gone, None)
         if descent is None:
@@ -1236,6 +1235,7 @@ def _drop(dropped: set[int], entries: dict[int, bool], roots: set[int], finders:
             named_by.discard(gone)
             if not named_by and target not in roots and target in entries:
                 work.append(target)
+    return removed
 
 
 def _never_return(found: dict[int, Descent], noreturn: set[int]) -> set[int]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import AnvilError
@@ -216,9 +217,10 @@ def _sections(p: _Program) -> list[_Section]:
     if plt_range is not None:
         add(".plt", SHT_PROGBITS, AX, plt_range[0], plt_range[1] - plt_range[0], entsize=16 if p.wide else 4, align=4)
     named = sorted((s.address, s.address + s.size) for s in out if s.kind != SHT_NOBITS)
-    starts: list[int] = []
-    span_start, code_end = _code_span(p, out, plt_range, starts)
+    starts, ends = _code_places(p, out, plt_range)
+    span_start, code_end = _code_span(p, starts, ends)
     got_end = _got_end(p, [(start, size), (jmprel, jmpsize)], relsize)
+    entry = p.entry & ~1
     for _, offset, vaddr, filesz, memsz, flags, _ in p.loads:
         first = vaddr + max(0, p.table_end - offset) if offset < p.table_end else vaddr  # past the ELF headers
         code_start = span_start
@@ -227,10 +229,10 @@ def _sections(p: _Program) -> list[_Section]:
             # code starts at the first function an unwind table names in it where one comes
             # before the entry, else after the GOT. The GOT and .data before the code are
             # data, not code a pointer to them would make a procedure of (decision 0188).
-            inside = [s for s in starts[1:] if vaddr <= s < p.entry & ~1]
+            inside = [s for s in starts if vaddr <= s < entry]
             if inside:
                 code_start = max(span_start, min(inside))
-            elif got_end is not None and vaddr <= got_end <= p.entry & ~1 < vaddr + filesz:
+            elif got_end is not None and vaddr <= got_end <= entry < vaddr + filesz:
                 code_start = max(span_start, got_end)
         for lo, hi in uncovered([(first, vaddr + filesz)], named):
             if flags & PF_X:
@@ -246,13 +248,21 @@ def _sections(p: _Program) -> list[_Section]:
     return sorted(out, key=lambda s: (s.address, s.kind == SHT_NOBITS))
 
 
+def _relocations(p: _Program, at: int | None, size: int, entry: int) -> Iterator[tuple[int, int, int]]:
+    """(place, type, symbol index) of each REL or RELA entry (``entry`` bytes) of the
+    ``size`` bytes of relocations at ``at``."""
+    if at is None or not size:
+        return
+    table = p.read(at, size)
+    form, shift = ("<QQ", 32) if p.wide else ("<II", 8)
+    for i in range(0, len(table) - entry + 1, entry):
+        place, info = struct.unpack_from(form, table, i)
+        yield place, info & ((1 << shift) - 1), info >> shift
+
+
 def _relocated_symbols(p: _Program, at: int | None, size: int, entry: int) -> set[int]:
     """The symbol indexes of the ``size`` bytes of relocations at ``at``."""
-    if at is None or not size:
-        return set()
-    table = p.read(at, size)
-    shift, form = (32, "<Q") if p.wide else (8, "<I")
-    return {struct.unpack_from(form, table, i + p.word)[0] >> shift for i in range(0, len(table) - entry + 1, entry)}
+    return {symbol for _, _, symbol in _relocations(p, at, size, entry)}
 
 
 def _got_end(p: _Program, tables: list[tuple[int | None, int]], entry: int) -> int | None:
@@ -262,16 +272,9 @@ def _got_end(p: _Program, tables: list[tuple[int | None, int]], entry: int) -> i
     base = p.tag("PLTGOT")
     if base is None:
         return None
-    end = base + 3 * p.word
     kinds = GOT_RELOCATIONS.get(p.machine, ())
-    form, mask = ("<QQ", 0xFFFFFFFF) if p.wide else ("<II", 0xFF)
-    for at, size in tables:
-        table = p.read(at, size) if at is not None else b""
-        for i in range(0, len(table) - entry + 1, entry):
-            offset, info = struct.unpack_from(form, table, i)
-            if info & mask in kinds:
-                end = max(end, offset + p.word)
-    return end
+    return max([base + 3 * p.word, *(place + p.word for at, size in tables
+                                     for place, kind, _ in _relocations(p, at, size, entry) if kind in kinds)])
 
 
 def _hashed_symbols(p: _Program) -> int:
@@ -371,17 +374,11 @@ def _eh_frame(p: _Program, header: int) -> tuple[int, int] | None:
     return (start, at - start) if at > start and p.offset(start, at - start) is not None else None
 
 
-def _code_span(p: _Program, named: list[_Section], plt: tuple[int, int] | None,
-               starts: list[int]) -> tuple[int, int]:
-    """[start, end) of the code in the executable segments: from the first to the last
-    place known to be code (the PLT, DT_INIT, the entry, the functions the ARM exception
-    index or ``.eh_frame_hdr``'s table names, ``_fini`` up to its ``pop {r3, pc}``). The
-    rest of those segments is read-only data (the dynamic symbols' tables before, the
-    constants after): decoding it would take strings for code. Every executable byte is
-    code where nothing says more than the entry. ``starts`` gets the places known to
-    start code."""
-    starts.append(p.entry & ~1)
-    ends = []
+def _code_places(p: _Program, named: list[_Section], plt: tuple[int, int] | None) -> tuple[list[int], list[int]]:
+    """The places known to start code and to end it: the entry, the PLT, DT_INIT, the
+    functions the ARM exception index or ``.eh_frame_hdr``'s table names, ``_fini`` up to
+    its ``pop {r3, pc}``."""
+    starts, ends = [p.entry & ~1], []
     if plt is not None:
         starts.append(plt[0])
         ends.append(plt[1])
@@ -405,12 +402,20 @@ def _code_span(p: _Program, named: list[_Section], plt: tuple[int, int] | None,
         if functions is not None:
             starts.extend(functions[0])
             ends.append(functions[1])
+    return starts, ends
+
+
+def _code_span(p: _Program, starts: list[int], ends: list[int]) -> tuple[int, int]:
+    """[start, end) of the code in the executable segments: from the first to the last
+    place known to be code (``_code_places``). The rest of those segments is read-only
+    data (the dynamic symbols' tables before, the constants after): decoding it would take
+    strings for code. Every executable byte is code where nothing says more than the entry."""
     if not ends or max(ends) <= p.entry & ~1:
         return 0, 1 << 64
     start, end = min(starts) & ~3, max(ends)
-    if p.machine == EM_ARM and init is None:
+    if p.machine == EM_ARM and p.tag("INIT") is None:
         start = _aligned(p, start - _NEAR, start, _PUSH, last=True) or start
-    if p.machine == EM_ARM and fini is None:
+    if p.machine == EM_ARM and p.tag("FINI") is None:
         found = _aligned(p, end, end + _NEAR, _PUSH + _POP)
         end = found + 8 if found is not None else end
     return start, end

@@ -151,8 +151,6 @@ class RelocationContext:
     shared_calls: SharedCalls | None = None
     # For the procedure being emitted: its copy is too large for T32 conditional branches.
     far_conditionals: bool = False
-    # The last procedure's dead registers (_dead_registers): a procedure emitted again
-    # (on a new page, with far conditionals) asks for the same.
 
     def saved(self) -> Callable[[], None]:
         """A function putting back what emitting a procedure changes here, for emitting it
@@ -264,7 +262,8 @@ def _relocate_procedure(proc: Procedure, code: Code, ctx: RelocationContext) -> 
     # Dead registers: where hooks park registers in d16-d31 and where compact counter sites
     # may leave LR (decision 0035), or to poison them (a test).
     # A32 procedures: where the flags are dead, filter tests branch on flags of their own.
-    ctx.dead = (_dead_registers(proc, ctx) if ctx.scratch.vfp or ctx.poison_dead or ctx.shared_calls is not None
+    # (Kept on the procedure: an emission again, on a new page or by another tool, asks too.)
+    ctx.dead = (proc.analysis(DeadRegisters) if ctx.scratch.vfp or ctx.poison_dead or ctx.shared_calls is not None
                 or not proc.thumb else {})
     labels = code.labels  # the same dict all along (Code.rebase and rollback change it in place)
     new_page = ctx.loops_on_new_page
@@ -432,12 +431,6 @@ def _sp_plus(isa: ISA, amount: int) -> bytes:
     imm = enc.a32_modimm(abs(amount))
     assert imm is not None, amount  # _stack_step makes every step encodable
     return enc._w((0xE28DD000 if amount > 0 else 0xE24DD000) | imm)
-
-
-def _dead_registers(proc: Procedure, ctx: RelocationContext) -> DeadRegisters:
-    """``DeadRegisters(proc)``, kept for the next emission of the same procedure (they
-    depend on its instructions alone)."""
-    return proc.analysis(DeadRegisters)
 
 
 # Go's g.stackguard0 (the third word of g, whose pointer r10 holds) when the runtime asks
