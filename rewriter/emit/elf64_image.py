@@ -29,7 +29,7 @@ from elftools.elf.elffile import ELFFile
 
 from ..arch.x86_64 import loader
 from ..arch.x86_64.code64 import Code64
-from ..arch.x86_64.patches import EntryPatch, dead_runs, entry_patches, return_sites
+from ..arch.x86_64.patches import EntryPatch, dead_runs, entry_patches, past_the_end, return_sites
 from ..arch.x86_64.relocate import Copier, Hooks
 from ..errors import AnvilError
 from ..files import atomic_write
@@ -250,8 +250,12 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     # A return site without room for a jump keeps the copy's return address, but in a Go
     # program: there such a site follows a call that never returns (the compiler's
     # one-byte nop after `call runtime.panicIndex`), and a copy's address on a goroutine
-    # stack is fatal when the panic's unwinding or the collector's scan meets it.
-    short = set() if binary.go_functions else set(report.short_entries)
+    # stack is fatal when the panic's unwinding or the collector's scan meets it. Nor
+    # where only padding follows the call: it never returns either (a call that raises),
+    # and the unwinder, which finds no frame for a copy's address, would end the search
+    # for a handler there (a stripped static Ada program's exceptions went uncaught).
+    short = set() if binary.go_functions else \
+        set(report.short_entries) - past_the_end(binary, procs, returns & set(report.short_entries))
     original = binary.data
     elf = ELFFile(io.BytesIO(original))
     copier = Copier(code, returns - short, lowering, _image_span(binary), binary.past_return, binary.table_readers,

@@ -219,7 +219,7 @@ def run_environment(variant: str) -> dict[str, str]:
 SAMPLES: list[str] = ["addresses", "sort", "hash", "matrix", "calls"]
 
 #: The C++ samples, each ``samples/<name>.cpp`` (built with the same variants).
-CXX_SAMPLES: list[str] = ["unwind", "containers", "library_threads", "pad_after_pool"]
+CXX_SAMPLES: list[str] = ["unwind", "containers", "library_threads", "pad_after_pool", "raise_past_padding"]
 
 #: The exit status each sample returns when all its self-checks pass.
 EXPECTED_STATUS: dict[str, int] = {
@@ -410,6 +410,8 @@ X86_64_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "x64-gcc-Os-nounwind-stripped": ("gcc", ["-Os", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-s"]),
     "x64-clang-O2-nounwind-static-stripped": ("clang", ["-O2", "-fno-asynchronous-unwind-tables",
                                                         "-fno-unwind-tables", "-static", "-s"]),
+    # stripped, static, with its unwind tables (C++ or Ada exceptions through every frame)
+    "x64-gcc-O2-static-stripped": ("gcc", ["-O2", "-static", "-s"]),
 }
 
 

@@ -77,6 +77,22 @@ def return_sites(procs: list[Procedure]) -> set[int]:
     return {ins.end for proc in procs for ins in proc.instructions() if ins.is_call}
 
 
+def past_the_end(binary: Binary, procs: list[Procedure], sites: set[int]) -> set[int]:
+    """The return sites of ``sites`` after which ``procs`` hold nothing but padding up to
+    the end of their procedure: the call before never returns (a stripped program's
+    descent runs on past a call of a function that raises into the ``nop`` that aligns
+    the next function, which the function's symbol, where there is one, leaves out)."""
+    ends = sorted((proc.address, proc.address + proc.size) for proc in procs)
+    starts = [start for start, _ in ends]
+    out = set()
+    for site in sites:
+        k = bisect.bisect_right(starts, site) - 1
+        if k >= 0 and site < ends[k][1] and padding(binary, site, ends[k][1] - site, ends[k][1], frozenset()) \
+                >= ends[k][1] - site:
+            out.add(site)
+    return out
+
+
 def padding(binary: Binary, at: int, wanted: int, limit: int | None, starts: set[int],
             functions: set[int] = frozenset()) -> int:
     """How many bytes from ``at`` on (up to ``wanted`` and more by the last one) are the
