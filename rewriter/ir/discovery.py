@@ -39,7 +39,7 @@ from ..arch.arm.jump_tables import (
 from .constants import ends_process
 from .counted import counted, in_offset_column, in_text
 from .elf_tables import defined_functions, relocations
-from .exception_tables import handlers, personality_routines
+from .exception_tables import handlers, indexed_functions, personality_routines
 from .gaps import call_targets_in_gaps, thumb_pointers_in_gaps
 from .model import STOPS, Binary, Instruction, Procedure
 from .plt import thumb_stubs
@@ -473,7 +473,7 @@ def discover(binary: Binary, elf: ELFFile) -> tuple[list[Procedure], dict[int, l
     starts = _Starts(_seeds(binary, elf, ranges, relocated, stubs, set(returns)) + go_entries + passed + personalities,
                      [w for w in data_words if w[0] not in inside], unwound, _a32_only(elf, stubs),
                      even_words=_even_data_words(pointer_words, ranges) if fixed_a32 else {},
-                     returns=returns, thumb_only=binary.is_firmware,
+                     returns=returns, thumb_only=binary.is_firmware, indexed=indexed_functions(elf, binary.read),
                      no_thumb_code=_no_thumb_code(binary.read, binary.is_firmware,
                                                   _zero_ahead(binary.read, md[True], cache)))
     noreturn = _noreturn_plt(binary)
@@ -594,6 +594,9 @@ class _Starts:
     thumb_only: bool = False
     # Whether a weak Thumb entry's bytes are no Thumb code (_no_thumb_code).
     no_thumb_code: Callable[[int], bool] | None = None
+    # The functions the unwind index names (indexed_functions): boundaries no instruction or
+    # IT block crosses.
+    indexed: frozenset[int] = frozenset()
 
     def wrong_mode(self, address: int, thumb: bool) -> bool:
         """Whether an entry at ``address`` cannot be in this instruction set (A32 code is
@@ -959,7 +962,8 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
         changed, new, guesses, cut, fresh = _descend_all(binary, streams, ranges, entries, noreturn, memo, found)
         # (Only entries can be dropped: a cut at the code's end, which is no entry, would
         # drop nothing and be found again, round after round.)
-        wrong = _wrong(cut, sure_roots, entries, found, binary.plt, noreturn) & entries.keys() if cut else set()
+        wrong = _wrong(cut, sure_roots, entries, found, binary.plt, noreturn, starts.indexed) & entries.keys() \
+            if cut else set()
         # An entry found outside the tables known when it was new stays outside until more are known.
         if len(binary.switch_tables) != tables:
             tables = len(binary.switch_tables)
@@ -1007,7 +1011,7 @@ def _entries_and_code(starts: _Starts, ranges: list[tuple[int, int]], binary: Bi
             data_named |= added.keys()
         if not added:
             kept = {e: d for e, d in kept.items() if e in entries and found.get(d.entry) is d}
-            wrong = _wrong(kept, sure_roots, entries, found, binary.plt, noreturn) if kept else set()
+            wrong = _wrong(kept, sure_roots, entries, found, binary.plt, noreturn, starts.indexed) if kept else set()
             if wrong:
                 rejected |= wrong
                 dropped |= _drop(wrong, entries, roots, finders, found)
@@ -1054,7 +1058,7 @@ def _in_tables(candidates: set[int], tables: set[tuple[int, int]]) -> set[int]:
 
 
 def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], found: _Found,
-           plt: dict[int, str], noreturn: set[int]) -> set[int]:
+           plt: dict[int, str], noreturn: set[int], indexed: frozenset[int] = frozenset()) -> set[int]:
     """The entries of ``cut`` (entry -> the descent it cuts) to drop: real code never
     branches into the middle of an instruction, so one of the two readings is wrong, and
     the one on weaker evidence goes.
@@ -1074,10 +1078,24 @@ def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], f
     function). An entry inside an IT block that code at least as strong runs into is
     dropped too. Where the code cut lies past a call not known to return, the entry is kept
     and that code ends there (``_start`` runs on past ``__libc_start_main`` into an A32
-    function). ``found``'s landing pads are ``_strengths``' ``unwound``."""
+    function). ``found``'s landing pads are ``_strengths``' ``unwound``.
+
+    Above all these, the compiler's own boundaries: a function the unwind index names
+    (``indexed``) is never dropped, and where the cut code is reached by flow, past no
+    call, from such a function, an entry that is not a root and that an instruction or IT
+    block of it crosses is dropped, whatever named it. (A stripped static D program: a literal pool after a call
+    of a function that throws, which the descent takes to return, read as ``bgt.n`` to the
+    middle of the next function's tail call, as strong as the function it cut; its IT
+    reading made the function after that conditional, and every copy crashed.)"""
     evidence = _Evidence(roots, entries, found, plt, noreturn)  # (found's landing pads: unwound's)
     out = set()
     for entry, descent in cut.items():
+        if entry in indexed:  # the code that crosses it is read wrong, whatever its evidence
+            continue
+        if descent.entry in indexed and descent.cut_doubt == FLOW and (descent.straddles or descent.cuts_it) \
+                and entry not in roots:
+            out.add(entry)
+            continue
         if _cut_past_unknown_call(descent, evidence):
             continue
         mine = evidence.strength(entry)
@@ -1431,16 +1449,19 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     reach = entry
     inside: set[int] = set()  # the second halfwords of 32-bit instructions
     pooled: set[int] = set()  # the bytes instructions reached by flow load PC-relatively
-    # ... and instructions past calls, with those calls: they stop the guess that code
-    # follows a computed jump, and code reached past the same calls at least (its reading
-    # is no surer than the load's). (gprof's -pg starts every function with a call of
-    # __gnu_mcount_nc, so all its loads are past a call: the guess read on into the pool
+    # ... and instructions past calls: they stop the guess that code follows a computed
+    # jump, and code reached past calls, whichever calls the load passed (decision 0191:
+    # compilers put pools where flow does not go; a load that reads the bytes right after a
+    # call says that call does not return). (gprof's -pg starts every function with a call
+    # of __gnu_mcount_nc, so all its loads are past a call: the guess read on into the pool
     # after a computed goto, then into the next function, a Thumb one read as A32, where a
     # return site's jump was written: SIGILL. PostgreSQL's ereport(ERROR) blocks call
     # errstart before their loads, and end with a call of errfinish, which does not return
     # there though it returns elsewhere: the pool after it, read as code, named a false
-    # entry inside main's next instruction, and its patch broke main: decision 0153.)
-    pooled_past_call: dict[int, frozenset[int]] = {}
+    # entry inside main's next instruction, and its patch broke main: decision 0153. A
+    # gccgo panic's pool of doubles, loaded past another call, read as an instruction on
+    # d16; a D raise's, as a branch into the next function's tail call.)
+    pooled_past_call: set[int] = set()
     # (address, Thumb, doubt, passed): doubt is FLOW, PAST_CALL (reached only past the direct
     # calls ``passed``, which may not return) or PAST_JUMP (the bytes after a computed jump:
     # a table, perhaps).
@@ -1520,8 +1541,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 # which no list of names knows: the pool read as code named a false entry
                 # that cut the next function in two).
                 break
-            if doubt and pooled_past_call and _read_as_pool(pooled_past_call, cur, end,
-                                                            None if doubt == PAST_JUMP else passed):
+            if doubt and pooled_past_call and not pooled_past_call.isdisjoint(range(cur, end)):
                 break
             mine[cur] = ins
             accesses = ins.accesses
@@ -1529,12 +1549,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
             literal = accesses and accesses[0].base == 15 and accesses[0].index is None
             if literal and doubt <= PAST_CALL:
                 loaded = range(accesses[0].disp, accesses[0].disp + accesses[0].size)
-                if doubt == FLOW:
-                    pooled.update(loaded)
-                else:
-                    for byte in loaded:  # the fewest calls passed to a load of it: its surest reading
-                        if byte not in pooled_past_call or len(passed) < len(pooled_past_call[byte]):
-                            pooled_past_call[byte] = passed
+                (pooled if doubt == FLOW else pooled_past_call).update(loaded)
             if doubt == PAST_CALL:
                 passed_at[cur] = passed
             if end > reach:
@@ -1660,18 +1675,6 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
 
 
 FLOW, PAST_CALL, PAST_JUMP = 0, 1, 2
-
-
-def _read_as_pool(pooled_past_call: dict[int, frozenset[int]], start: int, end: int,
-                  passed: frozenset[int] | None) -> bool:
-    """Whether an instruction at ``start``..``end`` reached past the calls ``passed`` (None:
-    after a computed jump) overlaps a literal that a load reached past no other calls
-    reads: then those bytes are the load's data, as surely as this is code."""
-    for byte in range(start, end):
-        loaded = pooled_past_call.get(byte)
-        if loaded is not None and (passed is None or loaded <= passed):
-            return True
-    return False
 
 
 class _Streams:

@@ -53,6 +53,22 @@ def personality_routines(elf: ELFFile, read: Callable[[int, int], bytes]) -> set
     return out
 
 
+def indexed_functions(elf: ELFFile, read: Callable[[int, int], bytes]) -> frozenset[int]:
+    """The starts (bit 0 clear) of the functions ``.ARM.exidx`` names, one per row: the
+    compiler's own boundaries. Not every function has a row (the linker merges the rows of
+    neighbours that cannot unwind, and its last row, EXIDX_CANTUNWIND, names the end of the
+    code the table covers), and a row says nothing of the instruction set."""
+    out = set()
+    for base, size in _exidx_tables(elf):
+        try:
+            table = read(base, size)
+        except (ValueError, IndexError):
+            continue  # outside the image: a corrupt table
+        for at in range(0, len(table) - 7, 8):
+            out.add(_prel31(base + at, int.from_bytes(table[at:at + 4], "little")) & ~1)
+    return frozenset(out)
+
+
 def _extab_entries(elf: ELFFile, read: Callable[[int, int], bytes]) -> dict[int, int]:
     """Function start (bit 0 clear) -> the address of its ``.ARM.extab`` entry, for each
     ``.ARM.exidx`` row that has one."""
