@@ -57,6 +57,7 @@ PACKAGES=(
     valgrind           # tests/test_x86_64_memtrace.py: Lackey's trace of every access, the oracle
     klibc-utils        # tests/test_x86_64_copies.py: programs klibc's library starts (calls as main)
     musl-tools         # tests/test_x86_64_musl.py: x86-64 programs of musl, static and with its dynamic linker
+    gccgo-arm-linux-gnueabihf  # tests/test_library_threads.py: goroutines on the threads libgo starts
 )
 
 # 1. Debian packages (and pip, where the python3 on PATH has none: Debian's own python3).

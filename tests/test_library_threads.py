@@ -26,9 +26,9 @@ from rewriter.emit import rehost as rehost_emit
 from rewriter.ir.elf_loader import load_binary
 from rewriter.passes import TOOLS
 from tests.oracles.qemu_trace import access_counts, exe_pcs, trace_pcs
-from tests.support.rehost import run_rehost
+from tests.support.rehost import run_rehost, run_rehost_alone
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
-from tests.support.samples import build
+from tests.support.samples import build, build_gccgo
 
 # Loads and stores the original's own runs differ by (which thread binds a PLT entry
 # lazily first) and the two of _fini after the end hook; test_threads.py allows as much.
@@ -99,3 +99,20 @@ def test_threads_the_rewrite_missed(tmp_path: Path) -> None:
             assert outcome.summary is None or not outcome.summary.complete
     finally:
         srv.stop(None)
+
+
+def test_goroutines_on_the_threads_libgo_starts(tmp_path: Path) -> None:
+    """A gccgo program (ARM, dynamic) runs its goroutines on threads libgo starts; it names
+    only libgo's entries (``__go_go``, ``runtime_mstart``). Taken for one thread, its ReHost
+    copy said that records came from several threads and gave the stream up, and its
+    InHost cachesim copy ran the analysis on several threads without the lock. Both copies
+    now print what the original prints, and the ReHost session is complete."""
+    binary = build_gccgo("goroutines")
+    assert load_binary(str(binary)).threaded
+    original = run_prog(place(binary, tmp_path, "orig"))
+    assert original.returncode == 0 and original.stdout.startswith(b"total "), original
+    inhost = run_prog(instrument(binary, "cachesim", tmp_path, slot="csim"))
+    assert_same_behaviour(original, inhost)
+    rehost, outcome = run_rehost_alone(instrument(binary, "memtrace", tmp_path, "--mode", "rehost", slot="rhst"))
+    assert_same_behaviour(original, rehost)
+    assert outcome.summary is not None and outcome.summary.complete, outcome.error

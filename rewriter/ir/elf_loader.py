@@ -310,6 +310,11 @@ _THREAD_STARTS = re.compile(
     r"|_ZN3tbb6detail2r1(5spawn|16execute_and_wait|6submit|7enqueue|7execute)E.*"
     r"|uv_thread_create(_ex)?|uv_queue_work"              # libuv: its threads, its work queue's pool
     r"|timer_create|mq_notify|aio_(read|write|fsync)(64)?|lio_listio(64)?|getaddrinfo_a"  # SIGEV_THREAD
+    # Language runtimes whose library starts the threads their programs' code runs on:
+    # GNAT's tasks (libgnarl; the Ravenscar profile's too) and gccgo's goroutines and
+    # scheduler threads (libgo). ARM reads no library (x86-64 does: decision 0128).
+    r"|system__tasking__(restricted__)?stages__create_(restricted_)?task"
+    r"|__go_go|runtime_mstart"
     r")$")
 
 

@@ -360,6 +360,18 @@ def build(sample: str, variant: str, extra: Sequence[str] = ()) -> Path:
     return _compile([cc, *flags], [str(source)], out)
 
 
+def build_gccgo(sample: str) -> Path:
+    """Build ``samples/<sample>.go`` with GCC's Go front end for armhf (dynamic, -O2: the
+    program's goroutines run on the threads libgo starts; cached); return its path."""
+    gccgo = _require_tool("arm-linux-gnueabihf-gccgo")
+    source = SAMPLES_DIR / f"{sample}.go"
+    if not source.is_file():
+        raise SampleBuildError(f"unknown sample {sample!r}: {source} does not exist")
+    key = _cache_key(source.read_bytes(), "gccgo -O2", build_cache.compiler_identity(gccgo))
+    out = cache_dir() / f"{sample}-gccgo-{key}"
+    return out if out.is_file() else _compile([gccgo, "-O2"], [str(source)], out)
+
+
 #: Debian's musl for armhf: the C library, its dynamic linker and its gcc specs file.
 MUSL_PACKAGES = ["musl:armhf", "musl-dev:armhf"]
 MUSL_TRIPLE = "arm-linux-musleabihf"
