@@ -79,17 +79,19 @@ def return_sites(procs: list[Procedure]) -> set[int]:
 
 def past_the_end(binary: Binary, procs: list[Procedure], sites: set[int]) -> set[int]:
     """The return sites of ``sites`` after which ``procs`` hold nothing but padding up to
-    the end of their procedure: the call before never returns (a stripped program's
-    descent runs on past a call of a function that raises into the ``nop`` that aligns
-    the next function, which the function's symbol, where there is one, leaves out)."""
-    ends = sorted((proc.address, proc.address + proc.size) for proc in procs)
-    starts = [start for start, _ in ends]
-    out = set()
-    for site in sites:
-        k = bisect.bisect_right(starts, site) - 1
-        if k >= 0 and site < ends[k][1] and padding(binary, site, ends[k][1] - site, ends[k][1], frozenset()) \
-                >= ends[k][1] - site:
-            out.add(site)
+    the end of the call's procedure, or nothing at all: the call never returns (a stripped
+    program's descent runs on past a call of a function that raises into the ``nop`` that
+    aligns the next function, which the function's symbol, where there is one, leaves out;
+    with no padding, the next function starts right after the call)."""
+    out: set[int] = set()
+    if not sites:
+        return out
+    for proc in procs:
+        end = proc.address + proc.size
+        for ins in proc.instructions():
+            if ins.is_call and ins.end in sites and padding(binary, ins.end, end - ins.end, end, frozenset()) \
+                    >= end - ins.end:
+                out.add(ins.end)
     return out
 
 
