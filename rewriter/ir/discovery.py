@@ -1058,7 +1058,7 @@ def _in_tables(candidates: set[int], tables: set[tuple[int, int]]) -> set[int]:
 
 
 def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], found: _Found,
-           plt: dict[int, str], noreturn: set[int], indexed: frozenset[int] = frozenset()) -> set[int]:
+           plt: dict[int, str], noreturn: set[int], indexed: frozenset[int]) -> set[int]:
     """The entries of ``cut`` (entry -> the descent it cuts) to drop: real code never
     branches into the middle of an instruction, so one of the two readings is wrong, and
     the one on weaker evidence goes.
@@ -1080,13 +1080,14 @@ def _wrong(cut: dict[int, Descent], roots: set[int], entries: dict[int, bool], f
     and that code ends there (``_start`` runs on past ``__libc_start_main`` into an A32
     function). ``found``'s landing pads are ``_strengths``' ``unwound``.
 
-    Above all these, the compiler's own boundaries: a function the unwind index names
-    (``indexed``) is never dropped, and where the cut code is reached by flow, past no
-    call, from such a function, an entry that is not a root and that an instruction or IT
-    block of it crosses is dropped, whatever named it. (A stripped static D program: a literal pool after a call
-    of a function that throws, which the descent takes to return, read as ``bgt.n`` to the
-    middle of the next function's tail call, as strong as the function it cut; its IT
-    reading made the function after that conditional, and every copy crashed.)"""
+    Above all these, the compiler's own boundaries (decision 0189): a function the unwind
+    index names (``indexed``) is never dropped, and where the cut code is reached by flow,
+    past no call, from such a function, an entry that is not a root and that an
+    instruction or IT block of it crosses is dropped, whatever named it. (A stripped static
+    D program: a literal pool after a call of a function that throws, which the descent
+    takes to return, read as ``bgt.n`` to the middle of the next function's tail call, as
+    strong as the function it cut; its IT reading made the function after that
+    conditional, and every copy crashed.)"""
     evidence = _Evidence(roots, entries, found, plt, noreturn)  # (found's landing pads: unwound's)
     out = set()
     for entry, descent in cut.items():
