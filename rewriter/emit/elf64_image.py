@@ -254,8 +254,8 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     # where only padding follows the call: it never returns either (a call that raises),
     # and the unwinder, which finds no frame for a copy's address, would end the search
     # for a handler there (a stripped static Ada program's exceptions went uncaught).
-    short = set() if binary.go_functions else \
-        set(report.short_entries) - past_the_end(binary, procs, returns & set(report.short_entries))
+    short = set() if binary.go_functions else set(report.short_entries)
+    short -= past_the_end(binary, procs, returns & short)
     original = binary.data
     elf = ELFFile(io.BytesIO(original))
     copier = Copier(code, returns - short, lowering, _image_span(binary), binary.past_return, binary.table_readers,

@@ -20,7 +20,7 @@ skipped; the caller keeps only addresses where an instruction starts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import NamedTuple
 
@@ -53,20 +53,22 @@ def personality_routines(elf: ELFFile, read: Callable[[int, int], bytes]) -> set
     return out
 
 
+def index_rows(base: int, table: bytes) -> Iterator[tuple[int, int]]:
+    """(the function it names, its second word) for each row of the index table ``table``
+    at address ``base``; the function's address as the row's 31-bit place-relative offset
+    gives it."""
+    for at in range(0, len(table) - 7, 8):
+        first, second = (int.from_bytes(table[at + k:at + k + 4], "little") for k in (0, 4))
+        yield _prel31(base + at, first), second
+
+
 def indexed_functions(elf: ELFFile, read: Callable[[int, int], bytes]) -> frozenset[int]:
     """The starts (bit 0 clear) of the functions ``.ARM.exidx`` names, one per row: the
     compiler's own boundaries. Not every function has a row (the linker merges the rows of
     neighbours that cannot unwind, and its last row, EXIDX_CANTUNWIND, names the end of the
     code the table covers), and a row says nothing of the instruction set."""
-    out = set()
-    for base, size in _exidx_tables(elf):
-        try:
-            table = read(base, size)
-        except (ValueError, IndexError):
-            continue  # outside the image: a corrupt table
-        for at in range(0, len(table) - 7, 8):
-            out.add(_prel31(base + at, int.from_bytes(table[at:at + 4], "little")) & ~1)
-    return frozenset(out)
+    return frozenset(function & ~1 for base, size in _exidx_tables(elf)
+                     for function, _ in index_rows(base, read(base, size)))
 
 
 def _extab_entries(elf: ELFFile, read: Callable[[int, int], bytes]) -> dict[int, int]:
@@ -74,12 +76,10 @@ def _extab_entries(elf: ELFFile, read: Callable[[int, int], bytes]) -> dict[int,
     ``.ARM.exidx`` row that has one."""
     out = {}
     for base, size in _exidx_tables(elf):
-        table = read(base, size)
-        for at in range(0, len(table) - 7, 8):
-            first, second = (int.from_bytes(table[at + k:at + k + 4], "little") for k in (0, 4))
+        for at, (function, second) in enumerate(index_rows(base, read(base, size))):
             if second == 1 or second & 0x80000000:
                 continue  # cannot unwind, or an inline compact entry: no LSDA
-            out[_prel31(base + at, first) & ~1] = _prel31(base + at + 4, second)
+            out[function & ~1] = _prel31(base + 8 * at + 4, second)
     return out
 
 

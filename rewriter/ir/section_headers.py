@@ -49,6 +49,7 @@ from .elf_check import (
     SHT_STRTAB,
     layout_of,
 )
+from .exception_tables import index_rows
 from .gaps import uncovered
 from .plt import PLT0_SIZE, TRAP_FILL, plt_entries
 
@@ -390,10 +391,7 @@ def _code_places(p: _Program, named: list[_Section], plt: tuple[int, int] | None
     if index is not None and index.size >= 8:
         # Each entry names a function by a signed 31-bit offset from itself; the last one,
         # the linker's EXIDX_CANTUNWIND, names the end of the code the table covers.
-        functions = []
-        for at in range(index.address, index.address + index.size - 7, 8):
-            offset = struct.unpack("<I", p.read(at, 4))[0] & 0x7FFFFFFF
-            functions.append((at + offset - (offset & 0x40000000) * 2) & 0xFFFFFFFF)
+        functions = [function for function, _ in index_rows(index.address, p.read(index.address, index.size))]
         starts.extend(functions)
         ends.append(max(functions))
     header = next((s for s in named if s.name == ".eh_frame_hdr"), None)

@@ -86,12 +86,13 @@ def past_the_end(binary: Binary, procs: list[Procedure], sites: set[int]) -> set
     out: set[int] = set()
     if not sites:
         return out
-    for proc in procs:
-        end = proc.address + proc.size
-        for ins in proc.instructions():
-            if ins.is_call and ins.end in sites and padding(binary, ins.end, end - ins.end, end, frozenset()) \
-                    >= end - ins.end:
-                out.add(ins.end)
+    ordered = sorted(procs, key=lambda proc: proc.address)
+    starts = [proc.address for proc in ordered]
+    for site in sites:  # (the call's last byte is site - 1)
+        k = bisect.bisect_right(starts, site - 1) - 1
+        end = ordered[k].address + ordered[k].size if k >= 0 else 0
+        if site <= end and padding(binary, site, end - site, end, frozenset()) >= end - site:
+            out.add(site)
     return out
 
 
