@@ -98,7 +98,7 @@ def test_symbols_are_read_as_pyelftools_reads_them(variant: str) -> None:
     x86-64 program's names came out wrong (its threads went unseen: counters without lock,
     decision 0112). Every name, value and section index against pyelftools' own reading."""
 
-    from rewriter.ir.elf_loader import symbol_entries
+    from rewriter.ir.elf_tables import symbol_entries
 
     path = samples.build_x86_64("x64_thread_counts", variant)
     data = path.read_bytes()

@@ -18,11 +18,9 @@ import os
 import re
 import struct
 from collections import defaultdict
-from collections.abc import Iterator
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
 
 from .. import progress
 from ..arch.arm.decode import DecodeCache, decode_range, make_disassembler
@@ -31,9 +29,11 @@ from ..errors import AnvilError, is_parser_error, malformed
 from .counted import counted, in_offset_column, in_text
 from .discovery import R_ARM_IRELATIVE, _inside, discover, relocated_words, text_relocations
 from .elf_check import check_elf
+from .elf_tables import symbol_entries
 from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
 from .go_runtime import go_functions, go_version, refusal
+from .libraries import libraries_start_threads
 from .model import Binary, Block, Procedure, Segment, own_instructions
 from .plt import lazy_binder, plt_functions, plt_marks, stub_marks, thumb_stubs
 from .section_headers import with_section_headers
@@ -107,7 +107,7 @@ def _lift(path: str, data: bytes, elf: ELFFile) -> Binary:
         procs, decoded = discover(binary, elf)
         binary.notes.append("no symbols or mapping symbols: code found by recursive descent")
     _finish(binary, elf, procs, decoded)
-    read_runtime_facts(binary, elf, stripped=not symbols)
+    read_runtime_facts(path, binary, elf, stripped=not symbols)
     return binary
 
 
@@ -123,10 +123,11 @@ def _needs_c_library(elf: ELFFile) -> bool:
         return True
 
 
-def read_runtime_facts(binary: Binary, elf: ELFFile, stripped: bool) -> None:
+def read_runtime_facts(path: str, binary: Binary, elf: ELFFile, stripped: bool) -> None:
     """Whether the program's stack may be unwound (``Binary.unwinds``) and whether it starts
-    threads (``Binary.threaded``), from the names it defines or imports: the same on every ISA.
-    ``stripped``: no symbol names the program's functions (its landing pads then tell)."""
+    threads (``Binary.threaded``), from the names it defines or imports and the libraries it
+    loads: the same on every ISA. ``stripped``: no symbol names the program's functions (its
+    landing pads then tell)."""
     named = _named(elf, binary.data, _UNWINDING | _THREADING | _FORKING)
     # Go's runtime walks its goroutines' stacks (garbage collection, stack growth, panics)
     # and looks each return address up in its PC table (decision 0089).
@@ -145,6 +146,14 @@ def read_runtime_facts(binary: Binary, elf: ELFFile, stripped: bool) -> None:
             binary.threaded = True
             binary.notes.append("its code builds the flags of a clone that starts a thread: counters and "
                                 "analysis calls ready for threads")
+    # A library may start threads that run the program's code whatever the program imports
+    # from it (decisions 0128 and 0193).
+    if not binary.threaded and binary.is_dynamic:
+        library = libraries_start_threads(path, elf)
+        if library is not None:
+            binary.threaded = True
+            binary.notes.append(f"a library it loads may start threads ({library}): counters and analysis "
+                                "calls ready for them")
     # A static program's fork is its own code: only its symbol table can say it has none.
     binary.forks = not binary.is_firmware and (
         bool(named & _FORKING) or bool(binary.go_functions)
@@ -312,9 +321,15 @@ _THREAD_STARTS = re.compile(
     r"|timer_create|mq_notify|aio_(read|write|fsync)(64)?|lio_listio(64)?|getaddrinfo_a"  # SIGEV_THREAD
     # Language runtimes whose library starts the threads their programs' code runs on:
     # GNAT's tasks (libgnarl; the Ravenscar profile's too) and gccgo's goroutines and
-    # scheduler threads (libgo). ARM reads no library (x86-64 does: decision 0128).
+    # scheduler threads (libgo), which ARM trusts (libraries._NAMED_STARTS_ONLY).
     r"|system__tasking__(restricted__)?stages__create_(restricted_)?task"
     r"|__go_go|runtime_mstart"
+    # Entries of libraries trusted to run the program's code on their threads through
+    # these alone (libraries._NAMED_STARTS_ONLY, decision 0193)
+    r"|g_io_scheduler_push_job|g_simple_async_result_run_in_thread|g_dbus_connection_add_filter"  # GLib, GIO
+    r"|selinux_restorecon_parallel|lzma_stream_(en|de)coder_mt|ZSTD_create\w+_advanced"
+    r"|ZSTD_registerSequenceProducer|sqlite3_create_collation\w*|WebPSetWorkerInterface"
+    r"|opj_codec_set_threads|git_packbuilder_set_threads|avahi_threaded_poll_new|GC_pthread_create"
     r")$")
 
 
@@ -411,36 +426,6 @@ def _named(elf: ELFFile, data: bytes, wanted: set[str]) -> set[str]:
 
 _SHN_SPECIAL = (0, 0xFFF1, 0xFFF2)  # SHN_UNDEF, SHN_ABS, SHN_COMMON: no section
 _STT_FUNC = 2
-_ELF32_SYM = struct.Struct("<IIIBBH")  # st_name, st_value, st_size, st_info, st_other, st_shndx
-_ELF64_SYM = struct.Struct("<IBBHQQ")  # st_name, st_info, st_other, st_shndx, st_value, st_size
-
-
-def symbol_entries(table: SymbolTableSection, data: bytes) -> Iterator[tuple[str, int, int, int, int]]:
-    """(name, value, size, type, section index) of every symbol of ``table`` in the file
-    ``data``, in order.
-
-    Read with ``struct``: pyelftools parses each entry through construct, a tenth of the
-    loading time for a static binary's seven thousand symbols. check_elf has made sure
-    the table and its string table lie inside the file and entries are of their class's
-    size (16 bytes, 24 in an ELF64 file); a name
-    outside the string table, or not ended inside it, reads as ''.
-    """
-    start, size = table["sh_offset"], table["sh_size"]
-    strings, strings_end = table.stringtable["sh_offset"], table.stringtable["sh_offset"] + table.stringtable["sh_size"]
-    if table.elffile.elfclass == 64:  # 24-byte entries, their fields in another order
-        for offset in range(start, start + size - _ELF64_SYM.size + 1, _ELF64_SYM.size):
-            name_at, info, _, shndx, value, sym_size = _ELF64_SYM.unpack_from(data, offset)
-            yield _c_string(data, strings + name_at, strings_end), value, sym_size, info & 0xF, shndx
-        return
-    for offset in range(start, start + size - _ELF32_SYM.size + 1, _ELF32_SYM.size):
-        name_at, value, sym_size, info, _, shndx = _ELF32_SYM.unpack_from(data, offset)
-        yield _c_string(data, strings + name_at, strings_end), value, sym_size, info & 0xF, shndx
-
-
-def _c_string(data: bytes, at: int, end: int) -> str:
-    """The NUL-terminated string at ``at``, ended before ``end`` ('' when it is not)."""
-    stop = data.find(b"\0", at, end)
-    return data[at:stop].decode("utf-8", errors="replace") if stop > at else ""
 
 
 def _mark_unmarked_sections(elf: ELFFile, mapping: dict[int, list[tuple[int, str]]],

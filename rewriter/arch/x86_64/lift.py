@@ -35,7 +35,6 @@ from ...ir import elf_tables
 from ...ir.elf_loader import code_read_as_data, read_runtime_facts
 from ...ir.exception_tables import eh_frame_functions, landing_pads
 from ...ir.go_runtime import go_functions, go_version, refusal
-from ...ir.libraries import libraries_start_threads
 from ...ir.model import Binary, Block, Instruction, Procedure, Segment, own_instructions
 from .decode import RIP, decode_measured, decode_one, immediate_operand, make_disassembler, rip_operand
 from .jump_tables import SwitchTable, switch_table
@@ -120,13 +119,7 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
         for block in proc.blocks:  # numbered through the program: a tool's slot of each block
             block.index = blocks
             blocks += 1
-    read_runtime_facts(binary, elf, stripped=not sizes)
-    # The runtime learns when a library starts the first thread (its GOT slots of the
-    # thread starts lead through the runtime), so a program one of its libraries may start
-    # threads for is written as one that may start them (decision 0128).
-    if not binary.threaded and binary.is_dynamic and libraries_start_threads(path, elf):
-        binary.threaded = True
-        binary.notes.append("a library it loads may start threads: counters and analysis calls ready for them")
+    read_runtime_facts(path, binary, elf, stripped=not sizes)
     binary.code_read_as_data = code_read_as_data(elf, data)
     return binary
 
