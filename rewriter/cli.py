@@ -85,11 +85,15 @@ def cmd_instrument(args: argparse.Namespace) -> int:
             with jobs_limit(jobs):
                 report = emitter.instrument(binary, tool, opts, output)
         report.rewrite_seconds = time.monotonic() - started  # loading and decoding included
-        atomic_write(report_path, _report_json(args, tool.name, output, out_file, report), mode=0o644)
+        atomic_write(report_path, _report_json(args, tool.name, output, out_file, report, binary), mode=0o644)
     if args.mode != "rehost":  # an earlier ReHost copy's table would make `anvil run` take this one for ReHost
         with contextlib.suppress(FileNotFoundError):
             os.unlink(output + rehost.SITE_TABLE_SUFFIX)
     print(f"anvil: wrote {output}: {report.summary()}; report in {report_path}", file=sys.stderr)
+    for note in binary.notes:
+        if ", not found)" in note:  # a library not found: the copy may be slower than it need be
+            print(f"anvil: {note} (set QEMU_LD_PREFIX or LD_LIBRARY_PATH to where the program's libraries are)",
+                  file=sys.stderr)
     global _exit_at_once
     _exit_at_once = True
     if _from_console:  # the process ends at once: freeing the IR here would be wasted
@@ -165,8 +169,9 @@ def _kind_of(mode: int) -> str:
     return "not a regular file"
 
 
-def _report_json(args: argparse.Namespace, tool: str, output: str, out_file: str, report: Any) -> bytes:
-    """What ``<output>.anvil.json`` says: the rewrite's inputs and the emitter's report."""
+def _report_json(args: argparse.Namespace, tool: str, output: str, out_file: str, report: Any, binary: Any) -> bytes:
+    """What ``<output>.anvil.json`` says: the rewrite's inputs, what the loader found of the
+    program (``binary``) and the emitter's report."""
     return json.dumps({
         "input": os.path.abspath(args.binary), "output": os.path.abspath(output), "tool": tool,
         "mode": args.mode,
@@ -187,6 +192,7 @@ def _report_json(args: argparse.Namespace, tool: str, output: str, out_file: str
         "return_addresses": report.return_addresses, "return_sites": report.return_sites,
         "relocation_processes": report.relocation_processes, "loader_stub": report.loader_stub,
         "started_from": report.started_from, "board": report.board,
+        "threads": binary.threaded, "notes": binary.notes,
     }, indent=1).encode()
 
 

@@ -20,6 +20,7 @@ and stores; ReHost's inscount is InHost's.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -128,3 +129,33 @@ def test_arm_leaves_named_thread_starts_to_their_names(tmp_path: Path) -> None:
             subprocess.run([compiler, "-O2", *(["-DTHREAD"] if threads else []), str(source), "-o", str(built)],
                            check=True)
             assert load_binary(str(built)).threaded == (threads or isa == "x86-64"), (isa, threads)
+
+
+def test_a_library_not_found_is_said_and_counts_as_one_that_starts_threads(tmp_path: Path) -> None:
+    """An ARM program whose library is nowhere the rewrite looks (no rpath, not beside it in
+    an unpacked root, not under QEMU_LD_PREFIX): the copy is made ready for threads, the
+    report's notes name the library, and ``anvil instrument`` says so in a line of its own
+    on stderr; with QEMU_LD_PREFIX naming the root that holds it, the library is read."""
+    source = samples.SAMPLES_DIR / "library_pool"
+    root = tmp_path / "root" / "usr" / "lib" / "arm-linux-gnueabihf"
+    root.mkdir(parents=True)
+    subprocess.run(["arm-linux-gnueabihf-gcc", "-O2", "-shared", "-fPIC", "-Wl,-soname,libquiet.so",
+                    "-xc", "-", "-o", str(root / "libquiet.so")],
+                   input=b"void pool_run(void (*work)(int), int count) { for (int k = 0; k < count; k++) work(k); }",
+                   check=True)
+    built = tmp_path / "built"
+    subprocess.run(["arm-linux-gnueabihf-gcc", "-O2", str(source / "main.c"), f"-L{root}", "-lquiet", "-o", str(built)],
+                   check=True)
+    done = subprocess.run([*CLI, "instrument", "--tool", "inscount", str(built), "-o", str(tmp_path / "prog")],
+                          capture_output=True, text=True, env={k: v for k, v in os.environ.items()
+                                                               if k not in ("QEMU_LD_PREFIX", "LD_LIBRARY_PATH")})
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 2 and "libquiet.so, not found" in lines[1] and "QEMU_LD_PREFIX" in lines[1], lines
+    report = json.loads((tmp_path / "prog.anvil.json").read_text())
+    assert report["threads"] and any("libquiet.so, not found" in note for note in report["notes"])
+
+    found = subprocess.run([*CLI, "instrument", "--tool", "inscount", str(built), "-o", str(tmp_path / "prog2")],
+                           capture_output=True, text=True, env={**os.environ, "QEMU_LD_PREFIX": str(tmp_path / "root")})
+    assert found.returncode == 0 and len(found.stderr.splitlines()) == 1, found.stderr
+    assert not json.loads((tmp_path / "prog2.anvil.json").read_text())["threads"]

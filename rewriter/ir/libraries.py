@@ -169,7 +169,7 @@ def libraries_start_threads(path: str, elf: ELFFile) -> str | None:
         if found is None and _C_LIBRARY.match(os.path.basename(name)):
             continue
         if found is None:
-            return f"{name} (not found)"
+            return f"{name}, not found"
         where, starts, more, lib_rpath, lib_runpath = found
         if starts and not (arm and _NAMED_STARTS_ONLY.match(os.path.basename(name))):
             return name
