@@ -79,6 +79,13 @@ def cmd_instrument(args: argparse.Namespace) -> int:
         with progress.shown(sys.stderr.isatty()):  # a bar on a terminal only, never in captured output
             binary = load_binary(args.binary)
             _check_fits(args, binary)
+            if args.return_addresses == "relocated" and binary.unwinds:
+                # Asked for: the copy is made so, but it will not behave as the original if
+                # an exception passes through instrumented code.
+                print(f"anvil: warning: {args.binary} unwinds its stack (exceptions, or a runtime that "
+                      "walks return addresses): with --return-addresses relocated an exception thrown "
+                      "through instrumented code is not caught; the default keeps original return "
+                      "addresses for such a program", file=sys.stderr)
             _progress(args, f"{len(binary.procedures)} procedures, {binary.instruction_count()} instructions; "
                             "instrumenting")
             emitter = rehost if args.mode == "rehost" else inhost

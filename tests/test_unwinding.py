@@ -183,3 +183,26 @@ def test_firmware_with_original_return_addresses(tmp_path: Path) -> None:
     assert outcome == [("inscount/inhost", "ok")]
     report = json.loads((tmp_path / "inscount-inhost" / "fw.anvil.json").read_text())
     assert report["return_addresses"] == "original" and report["return_sites"]["original"] > 0
+
+
+def test_forced_relocated_return_addresses_on_a_program_that_throws_are_warned(tmp_path: Path) -> None:
+    """``--return-addresses relocated`` asked for on the C++ sample, which throws: the copy
+    is made as asked, and ``anvil instrument`` warns that an exception thrown through
+    instrumented code will not be caught (the copy then ends as the original does not:
+    std::terminate); the default, and the option on a C program, warn of nothing."""
+    from tests.support.rehost import CLI
+
+    def stderr_of(binary: Path, *extra: str) -> list[str]:
+        done = subprocess.run([*CLI, "instrument", "--tool", "inscount", *extra, str(binary), "-o",
+                               str(tmp_path / "prog")], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stderr.splitlines()
+
+    throws, plain = build("unwind", "O2-thumb-dyn"), build("hash", "O2-thumb-dyn")
+    warned = stderr_of(throws, "--return-addresses", "relocated")
+    assert len(warned) == 2 and warned[0].startswith("anvil: warning:") and "not caught" in warned[0], warned
+    assert _report(tmp_path / "prog")["return_addresses"] == "relocated"
+    original = run_prog(place(throws, tmp_path, "orig"))
+    assert run_prog(tmp_path / "prog").returncode != original.returncode
+    assert len(stderr_of(throws)) == 1
+    assert len(stderr_of(plain, "--return-addresses", "relocated")) == 1
