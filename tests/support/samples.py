@@ -281,14 +281,16 @@ def _compile(cmd_before_output: Sequence[str], cmd_after_output: Sequence[str], 
     return build_cache.compile_to(cmd_before_output, cmd_after_output, out, SampleBuildError, 0o755)
 
 
-def build_stripped(folder: str, flags: Sequence[str]) -> Path:
+def build_stripped(folder: str, flags: Sequence[str], clang: bool = False) -> Path:
     """Build every ``.c`` and ``.S`` file of ``samples/<folder>/`` into one stripped program
-    with the cross compiler and ``flags`` (cached) and return its path."""
+    with the cross compiler (``clang``: clang for the same target, CLANG_BASE) and ``flags``
+    (cached) and return its path."""
     sources = sorted(p for p in (SAMPLES_DIR / folder).iterdir() if p.suffix in (".c", ".S"))
-    key = _cache_key(*(s.read_bytes() for s in sources), "\0".join(flags))
+    compiler = [_require_tool(CLANG), *CLANG_BASE] if clang else [_require_tool(CC)]
+    key = _cache_key(*(s.read_bytes() for s in sources), "\0".join([*compiler, *flags]))
     out = cache_dir() / f"{folder}-stripped-{key}"
     if not out.is_file():
-        _compile([_require_tool(CC), *flags, "-s"], [str(s) for s in sources], out)
+        _compile([*compiler, *flags, "-s"], [str(s) for s in sources], out)
     return out
 
 
