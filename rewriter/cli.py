@@ -57,6 +57,7 @@ def _parse_opts(items: list[str]) -> dict[str, str]:
 def cmd_instrument(args: argparse.Namespace) -> int:
     from .emit import inhost, rehost
     from .ir.elf_loader import load_binary
+    from .ir.libraries import NOT_FOUND
     from .tool_files import load_tool
 
     tool = load_tool(args.tool)
@@ -98,7 +99,7 @@ def cmd_instrument(args: argparse.Namespace) -> int:
             os.unlink(output + rehost.SITE_TABLE_SUFFIX)
     print(f"anvil: wrote {output}: {report.summary()}; report in {report_path}", file=sys.stderr)
     for note in binary.notes:
-        if ", not found)" in note:  # a library not found: the copy may be slower than it need be
+        if NOT_FOUND + ")" in note:  # a library not found: the copy may be slower than it need be
             print(f"anvil: {note} (set QEMU_LD_PREFIX or LD_LIBRARY_PATH to where the program's libraries are)",
                   file=sys.stderr)
     global _exit_at_once

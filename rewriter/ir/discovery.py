@@ -42,7 +42,7 @@ from .elf_tables import defined_functions, relocations
 from .exception_tables import handlers, indexed_functions, personality_routines
 from .gaps import call_targets_in_gaps, thumb_pointers_in_gaps
 from .model import STOPS, Binary, Instruction, Procedure
-from .plt import thumb_stubs
+from .plt import TRAP_FILL, thumb_stubs
 from .start_args import register_call_target, start_arguments
 
 if TYPE_CHECKING:
@@ -1678,20 +1678,18 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
 
 
 FLOW, PAST_CALL, PAST_JUMP = 0, 1, 2
-#: ld.lld's fill between ARM functions (its trap instruction), in either instruction set.
-LLD_FILL = b"\xd4\xd4\xd4\xd4"
 
 
 def _linker_fill(ins: Instruction, read: Callable[[int, int], bytes]) -> bool:
-    """Whether ``ins`` begins ld.lld's fill between two functions: the word 0xd4d4d4d4
-    (A32 ``ldrble sp, [r4], #0x4d4``; in Thumb two ``bmi`` to one place, the second never
-    reached). No compiler emits either, and the bytes after are the next function: a
+    """Whether ``ins`` begins ld.lld's fill between two functions (plt.TRAP_FILL: the word
+    0xd4d4d4d4, A32 ``ldrble sp, [r4], #0x4d4``; in Thumb two ``bmi`` to one place, the
+    second never reached). No compiler emits either, and the bytes after are the next function: a
     stripped program's reading past a call of a function that does not return (clang's
     ``luaD_throw`` ends ``luaM_malloc_``) ran on through them into a function reached only
     through a pointer, whose entry then got no jump of its own and ran uncounted."""
     if ins.size == 4:
-        return ins.raw == LLD_FILL
-    return ins.raw == LLD_FILL[:2] and read(ins.address + 2, 2) == LLD_FILL[:2]
+        return ins.raw == TRAP_FILL
+    return ins.raw == TRAP_FILL[:2] and read(ins.address + 2, 2) == TRAP_FILL[:2]
 
 
 class _Streams:

@@ -57,6 +57,8 @@ _NAMED_STARTS_ONLY = re.compile(
 # program built on Alpine) counts as one that starts no thread.
 _C_LIBRARY = re.compile(r"(libc(\.musl-\w+)?|ld-linux[\w.-]*|ld-musl-\w+)\.so(\.[\d.]+)?$")
 _MOST_LIBRARIES = 64  # a closure larger than this is taken for threaded without reading more
+#: How libraries_start_threads' answer ends for a library it could not find (the CLI says so).
+NOT_FOUND = ", not found"
 
 
 def _configured_dirs(conf: str = "/etc/ld.so.conf", depth: int = 0) -> Iterator[str]:
@@ -138,8 +140,8 @@ def _arm_dirs(path: str, elf: ELFFile) -> list[str]:
         if where.endswith(tail) and len(where) > len(tail):
             roots.append(where[:-len(tail)])
             break
-    standard = [f"/lib/{triplet}", f"/usr/lib/{triplet}", "/lib", "/usr/lib"]
-    return [*(root + d for root in roots for d in standard), *standard[:2], f"/usr/{triplet}/lib"]
+    multiarch = [f"/lib/{triplet}", f"/usr/lib/{triplet}"]
+    return [*(root + d for root in roots for d in (*multiarch, "/lib", "/usr/lib")), *multiarch, f"/usr/{triplet}/lib"]
 
 
 def libraries_start_threads(path: str, elf: ELFFile) -> str | None:
@@ -169,7 +171,7 @@ def libraries_start_threads(path: str, elf: ELFFile) -> str | None:
         if found is None and _C_LIBRARY.match(os.path.basename(name)):
             continue
         if found is None:
-            return f"{name}, not found"
+            return name + NOT_FOUND
         where, starts, more, lib_rpath, lib_runpath = found
         if starts and not (arm and _NAMED_STARTS_ONLY.match(os.path.basename(name))):
             return name
