@@ -494,7 +494,7 @@ def _relocatable(proc: Procedure, ctx: RelocationContext) -> str | None:
                 return f"{ins}: a Thumb-to-A32 veneer, whose A32 code follows it in the procedure"
             if (ins.reads_pc or ins.writes_pc) and ins.branch_target is None:
                 relocate_instruction(ins, scratch, ctx)
-            elif ins.is_call and ins.branch_target is not None \
+            elif ins.is_call and ins.branch_target is not None and ins.address not in ctx.case_tables \
                     and reads_return_address(ctx, ins.branch_target & ~1, ins.thumb != (ins.name == "blx")):
                 # Its table follows the call in the original: the procedure runs there.
                 return f"{ins}: calls {ins.branch_target & ~1:#x}, which reads a table at its return address"
@@ -1040,6 +1040,8 @@ def _relocation(binary: Binary, units: SiteUnit, with_header: bool, original_ret
             poison_dead=bool(os.environ.get("ANVIL_POISON_DEAD")),
             go_polls=go_runtime.loop_heads(binary, candidates),
             table_sizes=binary.table_sizes,
+            case_tables=binary.case_tables,
+            return_readers=binary.return_readers,
             inline_data_readers=binary.inline_data_sizes,
             text_relocations=binary.text_relocations,
             ip_clobbered_at=frozenset(binary.plt),

@@ -195,6 +195,10 @@ def _ways_in_and_out(binary: Binary, proc: Procedure, stops: set[int]) -> tuple[
             resets.add(i)  # a return site
         if blocks[i].address in binary.unwinder_entries:
             resets.add(i)
+    for block in blocks:  # a Thumb-1 switch's cases, where its helper's call returns to
+        cases = binary.case_tables.get(block.instructions[-1].address)
+        if cases is not None:
+            resets.update(starts[case] for case in cases.cases if case in starts)
     leaving = {i for i, block in enumerate(blocks) if _may_leave(binary, block, starts, resets, stops)}
     flush_at_end = set()
     for i in range(len(blocks) - 1):

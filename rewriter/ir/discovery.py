@@ -23,6 +23,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import Section
 
 from .. import progress
+from ..arch.arm.case_helpers import helper_called, note_case_table
 from ..arch.arm.decode import DecodeCache, decode_range, encoded_size, is_link_move, make_disassembler
 from ..arch.arm.jump_tables import (
     REGISTERS,
@@ -1573,6 +1574,13 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
             if name in SWITCH_NAMES or (literal and name == "ldr") or switches.compared is not None \
                     or switches.move is not None:
                 switches.see(ins)
+            # A Thumb-1 switch: a case helper's call, its table after it (never run on into),
+            # its cases where the table says.
+            reader = helper_called(binary, ins) if name == "bl" and thumb else None
+            if reader is not None and not reader.size:
+                reader = None  # (some other reader at its return address: read on as before)
+            if reader is not None and cur not in switch_cases:
+                note_case_table(binary, ins, reader, mine, entry, limit)
             if writes_pc and not thumb and name == "add" and cur not in switch_cases:
                 cases = a32_offset_switch([*run, ins], binary.read, ranges)
                 if cases:
@@ -1657,7 +1665,8 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
             if (ins.is_branch or writes_pc or name in STOPS) and not ins.falls_through:
                 break
             is_call = ins.is_call
-            if (is_call and _ends(ins, noreturn)) or (ins.is_syscall and ends_process(ins, run)):
+            if (is_call and _ends(ins, noreturn)) or (ins.is_syscall and ends_process(ins, run)) \
+                    or reader is not None:
                 break
             if is_call and branch_target is not None and ins.cond == 14 and not ins.in_it \
                     and (branch_target & ~1) not in plt:

@@ -23,6 +23,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from .. import progress
+from ..arch.arm.case_helpers import helper_called, note_case_table
 from ..arch.arm.decode import DecodeCache, decode_range, make_disassembler
 from ..arch.arm.jump_tables import SwitchFinder, has_computed_jump, table_branch_targets, unchecked_register_tables
 from ..errors import AnvilError, is_parser_error, malformed
@@ -34,7 +35,7 @@ from .exception_tables import unwinder_entries
 from .gc_pause import gc_paused
 from .go_runtime import go_functions, go_version, refusal
 from .libraries import libraries_start_threads
-from .model import Binary, Block, Procedure, Segment, own_instructions
+from .model import Binary, Block, Instruction, Procedure, Segment, own_instructions
 from .plt import lazy_binder, plt_functions, plt_marks, stub_marks, thumb_stubs
 from .section_headers import with_section_headers
 from .start_args import WINDOW, register_call_target
@@ -634,6 +635,8 @@ def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[
         hi = bisect.bisect_left(entries_sorted, proc.end)
         SwitchFinder(binary).see_all(insns)
         unchecked_register_tables(binary, insns)
+        if proc.thumb:
+            _case_tables(binary, proc, insns)
         # Most procedures have no switch (told by their names and addresses, in C loops).
         tables = table_branch_targets(binary, insns) \
             if not switch_cases.isdisjoint(map(_ADDRESS, insns)) or not _TABLE_JUMPS.isdisjoint(map(_NAME, insns)) \
@@ -648,6 +651,18 @@ def _finish(binary: Binary, elf: ELFFile, procs: list[Procedure], decoded: dict[
             block_index += 1
         proc.binary = binary  # type: ignore[attr-defined]
     binary.procedures = kept
+
+
+def _case_tables(binary: Binary, proc: Procedure, insns: list[Instruction]) -> None:
+    """The tables of ``proc``'s Thumb-1 switches (arch/arm/case_helpers) that discovery did
+    not read (a program with symbols is not descended)."""
+    at: dict[int, Instruction] | None = None
+    for ins in insns:
+        if ins.name == "bl" and ins.address not in binary.switch_cases:
+            helper = helper_called(binary, ins)
+            if helper is not None:
+                at = at if at is not None else {other.address: other for other in insns}
+                note_case_table(binary, ins, helper, at, proc.address, proc.end)
 
 
 def _jumps_through_lr(binary: Binary, decoded: dict[int, list], starts: dict[int, bool],

@@ -82,6 +82,8 @@ def procedure_flow(proc: Procedure, entered: set[int], table_targets: dict[int, 
             flow.to_outside.add(i)
             if last.end in index:
                 flow.from_outside.add(index[last.end])  # the return site
+            # A Thumb-1 switch's helper returns into one of the cases its table names.
+            targets.extend(table_targets.get(last.address, ()))
         elif last.address in table_targets:  # a switch (TBB/TBH, or a table of offsets)
             targets.extend(table_targets[last.address])
         elif last.branch_target is not None and last.is_branch:

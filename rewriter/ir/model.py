@@ -466,6 +466,11 @@ class Binary:
     # ir.inline_data's answers, (callee, Thumb) -> bytes read after its calls: each callee
     # decoded once for the literal bytes, the return sites and the relocation alike.
     inline_data_sizes: dict[tuple[int, bool], int] = field(default_factory=dict, repr=False, compare=False)
+    # arch/arm/case_helpers' answers, (callee, Thumb) -> what it reads at its return address
+    # (a CaseHelper, or None): each callee decoded once for discovery and the relocation.
+    return_readers: dict[tuple[int, bool], Any] = field(default_factory=dict, repr=False, compare=False)
+    # Thumb-1 switches: the call of a case helper -> its table (arch/arm/case_helpers.CaseTable).
+    case_tables: dict[int, Any] = field(default_factory=dict)
     _lines: LineTable | None = field(default=None, repr=False, compare=False)  # source_line's, once read
 
     def source_line(self, address: int) -> str | None:

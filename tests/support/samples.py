@@ -185,7 +185,8 @@ SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
     # armel: soft-float, ARMv5TE A32 with Thumb interworking, loader /lib/ld-linux.so.3.
     "armel-O2": ("armel", ["-g", "-O2"]),
     "armel-O0": ("armel", ["-g", "-O0"]),
-    "armel-O2-thumb": ("armel", ["-g", "-O2", "-mthumb"]),
+    "armel-O2-thumb": ("armel", ["-g", "-O2", "-mthumb"]),  # Thumb-1: ARMv5TE has no Thumb-2
+    "armel-Os-thumb": ("armel", ["-g", "-Os", "-mthumb"]),
     "armel-O2-static": ("armel", ["-g", "-O2", "-static"]),
     "armel-Os-nopie": ("armel", ["-g", "-Os", "-no-pie"]),
 }

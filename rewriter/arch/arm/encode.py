@@ -56,6 +56,14 @@ def t32_b_narrow(src: int, dst: int) -> bytes:
     return _hw(0xE000 | ((off >> 1) & 0x7FF))
 
 
+def t16_b(src: int, dst: int) -> bytes:
+    """B.N (T2, unconditional, -2048..+2046 bytes); 2 bytes."""
+    off = dst - (src + 4)
+    if off & 1 or not -2048 <= off <= 2046:
+        raise RangeError(f"B.N from {src:#x} cannot reach {dst:#x}")
+    return struct.pack("<H", 0xE000 | (off >> 1) & 0x7FF)
+
+
 def t32_b(src: int, dst: int, cond: int = AL) -> bytes:
     """B.W (T4, unconditional, +-16 MiB) or B<cond>.W (T3, +-1 MiB); 4 bytes."""
     off = dst - (src + 4)

@@ -21,7 +21,6 @@ the original return address and the original return site gets a jump to its copy
 
 from __future__ import annotations
 
-import itertools
 import struct
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from ...ir.model import Accumulation, Hook, Instruction, Procedure
 from ..code import Code, Resolver
 from . import encode as enc
 from .appends import AppendRoutines
+from .case_helpers import CaseHelper, CaseTable, return_reader
 from .counters import emit_increment, emit_sum_add, emit_sum_reset, emit_sum_store, emit_sum_store_free
 from .decode import REG_NUMBERS, DecodeCache, details_of
 from .exclusives import emit_exclusive, emulated_exclusives
@@ -78,8 +78,8 @@ class RelocationContext:
     # a value in it (CLISP's bignum loops call a multiply helper with an operand in IP).
     ip_clobbered_at: frozenset[int] = frozenset()
     xlate_tables: list[tuple[Procedure, Hashable]] = field(default_factory=list)
-    # (function, Thumb) -> whether it reads data at its return address (reads_return_address).
-    return_readers: dict[tuple[int, bool], bool] = field(default_factory=dict)
+    # (function, Thumb) -> what it reads at its return address (case_helpers.return_reader).
+    return_readers: dict[tuple[int, bool], CaseHelper | None] = field(default_factory=dict)
     # The encodings reads_return_address has decoded (decode.DecodeCache): callees start
     # alike (push, mov, sub sp), and decoding one anew is several times a cached one.
     return_reader_decoding: DecodeCache = field(default_factory=DecodeCache)
@@ -141,6 +141,9 @@ class RelocationContext:
     # TBB/TBH address -> entries of its table, where a bounds check before it says
     # (Binary.table_sizes): such a switch is relocated with a table of its own.
     table_sizes: dict[int, int] = field(default_factory=dict)
+    # Thumb-1 switches (Binary.case_tables): the helper's call -> its table. The copy calls
+    # the helper with a table of its own after it (_case_helper_call).
+    case_tables: dict[int, CaseTable] = field(default_factory=dict)
     # Words of the original code the dynamic linker rewrites at load time (Binary.text_relocations):
     # a literal there is loaded from where it is, not folded into a constant.
     text_relocations: set[int] = field(default_factory=set)
@@ -512,7 +515,7 @@ def _fallthrough(last: Instruction, following: int | None, code: Code, ctx: Relo
     for. A procedure's blocks need not be contiguous: decoding stops short of an instruction
     that straddles another procedure's supposed entry, and of one it cannot read (decision
     0052), and the code after such a gap may still be reached by a branch."""
-    if last.falls_through and following != last.end:
+    if last.falls_through and following != last.end and last.address not in ctx.case_tables:
         _jump(ISA.for_mode(last.thumb), code, last.end, last.thumb, AL, ctx)
 
 
@@ -787,57 +790,13 @@ def _relocate(ins: Instruction, isa: ISA, code: Code, ctx: RelocationContext, pr
     return False
 
 
-#: How many instructions of a callee reads_return_address looks at.
-_READER_LOOK = 12
-
-
 def reads_return_address(ctx: RelocationContext, target: int, thumb: bool) -> bool:
     """Whether the function at ``target`` reads data at its return address and returns past
-    it: ``mov rX, lr``, a load based on rX (or a register computed from it), then LR written
-    (``add lr, ...``, ``mov lr, rY``) before it returns. libgcc's Thumb-1 switch helpers
-    (__gnu_thumb1_case_uqi, _uhi, _sqi, _shi, _si), which GCC calls for every switch in
-    Thumb code for ARMv5 and ARMv6-M (Debian's armel
-    ``-mthumb``): ``bl helper`` is followed by the table of case offsets, and the helper
-    returns to LR plus the entry r0 picks. From a copy LR is the copy's return site, where
-    no table is (SIGILL, decision 0094)."""
-    key = (target, thumb)
-    known = ctx.return_readers.get(key)
-    if known is not None:
-        return known
-    from .decode import decode_range, shared_disassembler
-
-    try:
-        data = ctx.read(target, 4 * _READER_LOOK)
-        md = shared_disassembler(thumb)
-        # Most callees copy LR (``mov rX, lr``, whose text ends ", lr") in none of the
-        # instructions looked at, and then none reads through it: capstone's text tells,
-        # where it reads all of them (decode_range's first ones are those), without the
-        # decoder's facts.
-        texts = list(itertools.islice(md.disasm_lite(data, target), _READER_LOOK))
-        if len(texts) == _READER_LOOK and not any(op_str.endswith(", lr") for _, _, _, op_str in texts):
-            code = []
-        else:
-            code = decode_range(md, data, target, thumb, ctx.return_reader_decoding)[0]
-    except Exception:  # noqa: BLE001 - unreadable bytes (outside the image): no such helper
-        code = []
-    from_lr: set[int] = set()  # registers holding LR or a value computed from it
-    loaded = reads = False
-    for ins in code[:_READER_LOOK]:
-        operands = [o.strip(" []!") for o in ins.op_str.split(",")]
-        target_reg = REG_NUMBERS.get(operands[0])
-        sources = {REG_NUMBERS.get(o) for o in operands[1:]}
-        if ins.name == "mov" and operands[1:] == ["lr"] and target_reg is not None:
-            from_lr = {target_reg}
-        elif from_lr and ins.accesses and not ins.accesses[0].is_store and ins.accesses[0].base in from_lr:
-            loaded = True
-        elif loaded and ins.name in ("add", "adds", "mov") and operands[0] == "lr":
-            reads = True
-        elif from_lr and target_reg is not None and sources & from_lr:
-            from_lr.add(target_reg)  # lsrs r1, r1, #1 (aligning it), adds r1, #2 (skipping a word)
-        if ins.is_call or ins.writes_pc:
-            break
-    ctx.return_readers[key] = reads
-    return reads
+    it (case_helpers.return_reader): libgcc's Thumb-1 switch helpers, whose tables follow
+    their calls. A call of one whose table is not known (``RelocationContext.case_tables``)
+    cannot be copied: from a copy LR would be the copy's return site, where no table is
+    (SIGILL, decision 0094)."""
+    return return_reader(ctx.read, ctx.return_readers, target, thumb, ctx.return_reader_decoding) is not None
 
 
 def _linked(ins: Instruction) -> bool:
@@ -895,6 +854,10 @@ def _direct(ins: Instruction, name: str, isa: ISA, code: Code, ctx: RelocationCo
     target_thumb = isa.thumb if name == "bl" else not isa.thumb
     if target_thumb:
         target &= ~1
+    table = ctx.case_tables.get(ins.address)
+    if table is not None:
+        _case_helper_call(ins, table, code, ctx, target)
+        return
     if _returns_to_original(ins, ctx) \
             or inline_data_size(ctx.read, ctx.inline_data_readers, target, target_thumb):
         _call_returning_to_original(ins, isa, code, ctx, target, target_thumb)
@@ -930,6 +893,52 @@ def _call_returning_to_original(ins: Instruction, isa: ISA, code: Code, ctx: Rel
         isa.branch(code, _veneer(ctx, target, target_thumb, isa.thumb, target in ctx.ip_clobbered_at))
     if skip is not None:
         isa.end_skip(code, skip)
+
+
+def _case_helper_call(ins: Instruction, table: CaseTable, code: Code, ctx: RelocationContext, target: int) -> None:
+    """A Thumb-1 switch (arch/arm/case_helpers): the helper's call, which leaves the copy's
+    return address in LR, and after it a table of the same kind whose entries go to a row
+    of B.W, one to each case's copy. The helper runs (and is counted) as in the original,
+    reading the copy's table. Where a byte's reach (510 bytes forward, 254 signed) does not
+    take in the row of B.W, entries go to a row of B.N, one to each of them."""
+    helper = table.helper
+    cases = table.cases
+    row = list(dict.fromkeys(cases))  # each case once, in table order
+    _call(T32, code, target, True, AL, ctx)
+    if helper.size == 4:
+        code.align(4)  # (the helper reads words from the return address rounded up)
+    size = helper.size
+    table_bytes = size * len(cases)
+    row_start = table_bytes + table_bytes % 2
+    short = row_start + 4 * (len(row) - 1) > helper.reach()
+    if short and (size > 1 or row_start + 2 * (len(row) - 1) > helper.reach()):
+        raise Unsupported(f"{ins}: a table of {len(cases)} entries to {len(row)} cases out of the copy's reach")
+    slots = [("case-slot", ins.address, k) for k in range(len(row))]
+    slot_of = {case: slots[k] for k, case in enumerate(row)}
+
+    def entries(at: int, resolve: Resolver) -> bytes:
+        out = b""
+        for case in cases:
+            entry = helper.entry(at, resolve(slot_of[case]))
+            assert helper.fits(entry), (ins, case, entry)
+            out += entry.to_bytes(size, "little", signed=helper.signed)
+        return out
+
+    code.later(table_bytes, entries)
+    code.align(2)
+    if short:
+        for k in range(len(row)):
+            code.label(slots[k])
+            code.later(2, lambda at, resolve, k=k: enc.t16_b(at, resolve(("case-jump", ins.address, k))))
+        slots = [("case-jump", ins.address, k) for k in range(len(row))]
+    for k, case in enumerate(row):
+        code.label(slots[k])
+        if case in ctx.relocated and ctx.mode_at(case):
+            # To the case's reset of a running sum, if any: the helper's call stored the sum.
+            T32.branch(code, ins_label(case))
+        else:  # a case in code left as it is (another procedure's, in a stripped program)
+            _jump(T32, code, case, True, AL, ctx)
+    ctx.place_page_copies(code)
 
 
 def _absolute_jump(isa: ISA, code: Code, dest: int) -> None:

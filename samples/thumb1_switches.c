@@ -1,0 +1,129 @@
+/* Switches as GCC compiles them for Thumb-1 (ARMv5 or ARMv6 -mthumb, no TBB/TBH): a call of
+ * libgcc's __gnu_thumb1_case_uqi/_sqi/_uhi/_shi/_si followed by the table of case offsets,
+ * which the helper reads at its return address (decision 0195). Small cases take bytes, a
+ * case before the switch takes signed ones, long cases halfwords, very long ones words.
+ * Prints what each switch computed; exit status 0. */
+#include <stdio.h>
+#include <stdlib.h>
+
+volatile int sink;
+
+#define BODY(n) sink = sink * (n) + 1; sink = sink ^ ((n) << 3); sink = sink - (n); sink = sink + sink / 3;
+#define BODY4(n) BODY(n) BODY(n + 1) BODY(n + 2) BODY(n + 3)
+#define BODY16(n) BODY4(n) BODY4(n + 4) BODY4(n + 8) BODY4(n + 12)
+
+/* Few short cases: byte offsets. */
+__attribute__((noinline)) int small(int k) {
+    switch (k) {
+    case 0: return 11;
+    case 1: return sink + 3;
+    case 2: return 7 * sink;
+    case 3: return sink ^ 5;
+    case 4: return sink - 9;
+    case 5: return 2;
+    case 6: return sink << 2;
+    default: return -1;
+    }
+}
+
+/* An interpreter's loop: a case runs on into the next one, one jumps back to the loop's head
+ * (before the table), so its offsets may be signed. */
+__attribute__((noinline)) int interpret(const unsigned char *code, int n) {
+    int acc = 0, pc = 0, steps = 0;
+again:
+    while (pc < n) {
+        steps++;
+        switch (code[pc++]) {
+        case 0: acc += 1; break;
+        case 1: acc *= 3; /* fall through */
+        case 2: acc -= 2; break;
+        case 3: acc ^= 0x55; break;
+        case 4: if (acc & 1) goto again; acc >>= 1; break;
+        case 5: acc = acc * 7 + sink; break;
+        case 6: pc = 0; n--; goto again;
+        case 7: acc += steps; break;
+        case 8: acc = ~acc; break;
+        case 9: acc |= 0x100; break;
+        default: return acc;
+        }
+    }
+    return acc + steps;
+}
+
+
+/* Cases that go back to the loop's head, before the table: GCC takes them there straight
+ * from the table, so its offsets are signed (bytes here, halfwords in walk_far). */
+__attribute__((noinline)) int walk(int k, int n) {
+    int acc = 0;
+top:
+    acc += k + sink;
+    k = (k * 5 + 1) & 15;
+    if (--n <= 0)
+        return acc;
+    switch (k & 7) {
+    case 0: goto top;
+    case 1: acc ^= 3; goto top;
+    case 2: acc += 9; break;
+    case 3: goto top;
+    case 4: acc -= 1; goto top;
+    case 5: acc *= 3; break;
+    case 6: goto top;
+    default: acc += 100; break;
+    }
+    acc -= sink;
+    goto top;
+}
+
+__attribute__((noinline)) int walk_far(int k, int n) {
+    int acc = 0;
+top:
+    acc += k + sink;
+    k = (k * 5 + 1) & 15;
+    if (--n <= 0)
+        return acc;
+    switch (k & 7) {
+    case 0: goto top;
+    case 1: BODY16(1) acc ^= sink; goto top;
+    case 2: BODY16(2) acc += sink; break;
+    case 3: goto top;
+    case 5: BODY16(3) acc *= 3; break;
+    case 6: goto top;
+    default: acc += 100; break;
+    }
+    acc -= sink;
+    goto top;
+}
+
+/* Long cases: halfword offsets (words at -O2). */
+__attribute__((noinline)) int large(int k) {
+    sink = k;
+    switch (k) {
+    case 0: BODY16(1) break;
+    case 1: BODY16(2) break;
+    case 2: BODY16(3) break;
+    case 3: BODY16(4) break;
+    case 5: BODY16(5) break;
+    case 6: BODY16(6) break;
+    case 7: BODY16(7) break;
+    case 9: BODY16(8) break;
+    default: return -k;
+    }
+    return sink;
+}
+
+int main(int argc, char **argv) {
+    int rounds = argc > 1 ? atoi(argv[1]) : 200;
+    unsigned char program[64];
+    long total = 0;
+    for (int i = 0; i < 64; i++)
+        program[i] = (unsigned char)((i * 7 + 3) % 11);
+    for (int r = 0; r < rounds; r++) {
+        sink = r;
+        total += small(r % 9);
+        total += interpret(program, 20 + r % 40);
+        total += large(r % 11);
+        total += walk(r, 30 + r % 17) + walk_far(r + 3, 25 + r % 13);
+    }
+    printf("total %ld\n", total);
+    return 0;
+}
