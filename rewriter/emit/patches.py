@@ -352,7 +352,12 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
     covered: dict[int, int] = {}  # patched address -> end of its patch
     for p in patches:
         covered[p.address] = p.address + p.length
-    entered = entered_from_elsewhere(binary, procs) - covered.keys()
+    # Code addresses in data without the instruction set's bit are entries too, where
+    # they are instructions: labels of a computed goto that discovery did not read as one
+    # (Lua's Thumb-1 ``luaV_execute``, stripped: its opcodes' table of label addresses),
+    # which other code jumps to in the original. A trampoline over the code after one broke
+    # the interpreter (SIGBUS).
+    entered = (entered_from_elsewhere(binary, procs) | binary.address_taken) - covered.keys()
     entered_list = sorted(entered)
     # A pool in the middle of a procedure is read where it is. Sorted, so that each
     # instruction is tested against the next literal byte alone (a set lookup per byte of
