@@ -2,6 +2,7 @@
  * libgcc's __gnu_thumb1_case_uqi/_sqi/_uhi/_shi/_si followed by the table of case offsets,
  * which the helper reads at its return address (decision 0195). Small cases take bytes, a
  * case before the switch takes signed ones, long cases halfwords, very long ones words.
+ * And a computed goto, whose table Thumb-1 code indexes in its own way.
  * Prints what each switch computed; exit status 0. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,18 +112,56 @@ __attribute__((noinline)) int large(int k) {
     return sink;
 }
 
+__attribute__((noinline, noreturn)) static void fail(int why) {
+    printf("bad %d\n", why);
+    exit(2);
+}
+
+/* A computed goto (labels as values, as Lua's interpreter dispatches): in Thumb-1 the index
+ * is scaled apart from the load (lsls r3, r3, #2; ldr r3, [r3, r2]; mov pc, r3). */
+__attribute__((noinline)) int dispatch(const unsigned char *code, int x) {
+    static const void *const ops[] = {&&op_add, &&op_mul, &&op_neg, &&op_dbl, &&op_sub, &&op_end};
+    int acc = 0;
+    goto *ops[*code++];
+op_add:
+    acc += x;
+    goto *ops[*code++];
+op_mul:
+    acc *= x + sink;
+    goto *ops[*code++];
+op_neg:
+    acc = -acc;
+    goto *ops[*code++];
+op_dbl:
+    acc += acc;
+    goto *ops[*code++];
+op_sub:
+    acc -= x >> 1;
+    if (acc == 0x7fffffff)
+        fail(acc);  /* never returns: the label after it is reached only through the table */
+    goto *ops[*code++];
+op_end:
+    return acc;
+}
+
 int main(int argc, char **argv) {
     int rounds = argc > 1 ? atoi(argv[1]) : 200;
     unsigned char program[64];
     long total = 0;
     for (int i = 0; i < 64; i++)
         program[i] = (unsigned char)((i * 7 + 3) % 11);
+    for (int i = 40; i < 64; i++)
+        program[i] = (unsigned char)(i % 5);
+    program[63] = 5;
     for (int r = 0; r < rounds; r++) {
         sink = r;
         total += small(r % 9);
         total += interpret(program, 20 + r % 40);
         total += large(r % 11);
         total += walk(r, 30 + r % 17) + walk_far(r + 3, 25 + r % 13);
+        program[40 + r % 20] = 5;
+        total += dispatch(program + 40 + r % 7, r);
+        program[40 + r % 20] = (unsigned char)(r % 5);
     }
     printf("total %ld\n", total);
     return 0;

@@ -482,12 +482,15 @@ class GotoFinder:
         # Stack slot (sp offset) -> the constant stored there: under register pressure the
         # table's address is computed once and kept on the stack (glibc's vfprintf).
         self.spilled: dict[int, int] = {}
+        # Registers holding an index times four (Thumb-1 has no scaled register offset:
+        # ``lsls r3, r3, #2; ldr r3, [r3, r2]``, Lua's dispatch in ARMv5 Thumb code).
+        self.scaled: set[int] = set()
 
     def see(self, ins: Instruction) -> int | None:
         """The next instruction of the run; the table's address if it jumps through one."""
         name = ins.name
         if ins.is_call:
-            self.values, self.slots, self.loaded, self.spilled = {}, {}, {}, {}
+            self.values, self.slots, self.loaded, self.spilled, self.scaled = {}, {}, {}, {}, set()
             return None
         operands, regs = operand_registers(ins)
         access = ins.accesses[0] if len(ins.accesses) == 1 and not ins.accesses[0].is_store else None
@@ -515,7 +518,10 @@ class GotoFinder:
         scaled = (name == "add" and len(regs) == 4 and regs[1] in self.values and regs[2] is not None
                   and operands[3] == "lsl #2")
         table = self.values[regs[1]] if scaled else None
+        times_four = name in ("lsl", "lsls") and len(regs) == 3 and regs[1] is not None and operands[2] == "#2"
         self._forget(ins)
+        if times_four and target is not None:
+            self.scaled.add(target)
         if value is not None and target is not None:
             self.values[target] = value & 0xFFFFFFFF
         if table is not None and target is not None:
@@ -545,6 +551,10 @@ class GotoFinder:
             return (self.values[access.base] + access.disp) & 0xFFFFFFFF
         if access.index is None and access.base in self.slots:
             return (self.slots[access.base] + access.disp) & 0xFFFFFFFF
+        if access.index is not None and not access.shift and not access.subtract and not access.disp:
+            for table, index in ((access.base, access.index), (access.index, access.base)):
+                if table in self.values and index in self.scaled:
+                    return self.values[table]
         return None
 
     def _value(self, ins: Instruction, name: str, operands: list[str], regs: list[int | None]) -> int | None:
@@ -572,6 +582,7 @@ class GotoFinder:
             self.values.pop(reg, None)
             self.slots.pop(reg, None)
             self.loaded.pop(reg, None)
+            self.scaled.discard(reg)
 
 
 def a32_offset_switch(run: list[Instruction], read: Callable[[int, int], bytes],
