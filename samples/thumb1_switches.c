@@ -52,6 +52,19 @@ again:
 }
 
 
+/* More cases than a byte counts: the bound is built in a register (movs r3, #32;
+ * adds r3, #255; cmp r0, r3). */
+#define MANY(n) case n: return sink * (n) + (n);
+#define MANY4(n) MANY(n) MANY(n + 1) MANY(n + 2) MANY(n + 3)
+#define MANY16(n) MANY4(n) MANY4(n + 4) MANY4(n + 8) MANY4(n + 12)
+#define MANY64(n) MANY16(n) MANY16(n + 16) MANY16(n + 32) MANY16(n + 48)
+__attribute__((noinline)) int many(int k) {
+    switch (k) {
+    MANY64(0) MANY64(64) MANY64(128) MANY64(192) MANY16(256) MANY16(272)
+    default: return -1;
+    }
+}
+
 /* Cases that go back to the loop's head, before the table: GCC takes them there straight
  * from the table, so its offsets are signed (bytes here, halfwords in walk_far). */
 __attribute__((noinline)) int walk(int k, int n) {
@@ -157,7 +170,7 @@ int main(int argc, char **argv) {
         sink = r;
         total += small(r % 9);
         total += interpret(program, 20 + r % 40);
-        total += large(r % 11);
+        total += large(r % 11) + many(r * 7 % 300);
         total += walk(r, 30 + r % 17) + walk_far(r + 3, 25 + r % 13);
         program[40 + r % 20] = 5;
         total += dispatch(program + 40 + r % 7, r);

@@ -1580,7 +1580,9 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
             if reader is not None and not reader.size:
                 reader = None  # (some other reader at its return address: read on as before)
             if reader is not None and cur not in switch_cases:
-                note_case_table(binary, ins, reader, mine, entry, limit)
+                # (Cases past the procedure's limit, where another entry cut it, are entries.)
+                area = next(((lo, hi) for lo, hi in ranges if lo <= cur < hi), None)
+                note_case_table(binary, ins, reader, mine, (entry, limit), area)
             if writes_pc and not thumb and name == "add" and cur not in switch_cases:
                 cases = a32_offset_switch([*run, ins], binary.read, ranges)
                 if cases:

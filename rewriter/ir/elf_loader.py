@@ -662,7 +662,7 @@ def _case_tables(binary: Binary, proc: Procedure, insns: list[Instruction]) -> N
             helper = helper_called(binary, ins)
             if helper is not None:
                 at = at if at is not None else {other.address: other for other in insns}
-                note_case_table(binary, ins, helper, at, proc.address, proc.end)
+                note_case_table(binary, ins, helper, at, (proc.address, proc.end))
 
 
 def _jumps_through_lr(binary: Binary, decoded: dict[int, list], starts: dict[int, bool],

@@ -175,6 +175,8 @@ def entries_checked(call: Instruction, at: Mapping[int, Instruction]) -> int | N
 
 #: How many instructions back from the call the way in is followed.
 _WAY_IN = 4
+#: How many instructions back from a compare its bound's constant is looked for.
+_CONSTANT_BACK = 8
 
 
 def _before(ins: Instruction, at: Mapping[int, Instruction]) -> Instruction | None:
@@ -232,17 +234,29 @@ def _same_value(register: int | None, index: int, compare: Instruction, at: Mapp
 
 
 def _constant_in(register: int, ins: Instruction, at: Mapping[int, Instruction]) -> int | None:
-    """The constant a ``movs`` puts in ``register`` in the two instructions before ``ins`` (a
-    bound over 255 in Thumb-1 code is built so, or loaded), None if neither does."""
-    for _ in range(2):
+    """The constant ``register`` holds at ``ins``, where the few instructions before it build
+    one there: a ``movs``, then perhaps ``adds``/``subs``/``lsls`` of immediates (a bound over
+    255 in Thumb-1 code: ``movs r1, #0x56; adds r1, #255``). None otherwise."""
+    steps: list[tuple[str, int]] = []
+    for _ in range(_CONSTANT_BACK):
         before = _before(ins, at)
-        if before is None:
+        if before is None or before.is_branch or before.writes_pc:
             return None
         operands = [o.strip(" []") for o in before.op_str.split(",")]
-        if REG_NUMBERS.get(operands[0]) == register:
+        if REG_NUMBERS.get(operands[0]) == register and not (before.accesses and before.accesses[0].is_store):
             if before.name in ("mov", "movs") and len(operands) == 2:
-                return _immediate(operands[1])
-            return None
+                value = _immediate(operands[1])
+                if value is None:
+                    return None
+                for name, amount in reversed(steps):
+                    value = value + amount if name == "add" else value - amount if name == "sub" else value << amount
+                return value & 0xFFFFFFFF
+            amount = _immediate(operands[-1])
+            same = len(operands) == 2 or len(operands) == 3 and REG_NUMBERS.get(operands[1]) == register
+            name = before.name.rstrip("s")
+            if amount is None or not same or name not in ("add", "sub", "lsl"):
+                return None
+            steps.append((name, amount))
         ins = before
     return None
 
@@ -260,7 +274,8 @@ def read_table(read: Callable[[int, int], bytes], helper: CaseHelper, call: Inst
                low: int, high: int) -> CaseTable | None:
     """The table after ``call`` of ``helper``: ``entries`` long, or where that is not known
     (None) read up to its lowest case for an unsigned table. Every case must lie in
-    [``low``, ``high``) (the procedure) outside the call and the table: else None."""
+    [``low``, ``high``) (the procedure, or the code around it) outside the call and the
+    table: else None."""
     if helper.size == 0:
         return None
     base = helper.base(call.end)
@@ -301,12 +316,16 @@ def helper_called(binary: Binary, call: Instruction) -> CaseHelper | None:
 
 
 def note_case_table(binary: Binary, call: Instruction, helper: CaseHelper, at: Mapping[int, Instruction],
-                    low: int, high: int) -> CaseTable | None:
+                    procedure: tuple[int, int], area: tuple[int, int] | None = None) -> CaseTable | None:
     """Read the table after ``call`` of ``helper`` (``at``: the instructions known around it,
-    by address, which the bounds check is looked for among; the cases must lie in [``low``,
-    ``high``)) and record it in ``binary``: its cases as the call's (``switch_cases``), its
-    bytes as data (``switch_tables``), the table itself (``case_tables``)."""
-    table = read_table(binary.read, helper, call, entries_checked(call, at), low, high)
+    by address, which the bounds check is looked for among) and record it in ``binary``: its
+    cases as the call's (``switch_cases``), its bytes as data (``switch_tables``), the table
+    itself (``case_tables``). The cases must lie in ``procedure`` ([start, end)), or, where
+    the bounds check says how long the table is, in ``area`` (the code around it: a stripped
+    program's procedure may have been cut short by an entry among its cases)."""
+    entries = entries_checked(call, at)
+    low, high = area if area is not None and entries is not None else procedure
+    table = read_table(binary.read, helper, call, entries, low, high)
     if table is not None:
         binary.switch_cases[call.address] = set(table.cases)
         binary.switch_tables.add((table.start, table.end))
