@@ -96,3 +96,25 @@ def test_thumb1_computed_goto_table_read(tmp_path: Path) -> None:
     assert len(labels) == 6
     binary = load_binary(str(stripped(program, tmp_path / "stripped")))
     assert labels <= binary.goto_labels
+
+
+def test_clang_thumb1_switches_jump_through_add_pc(tmp_path: Path) -> None:
+    """samples/thumb1_switches.c by clang for armel's ARMv5TE Thumb-1, linked by ld.lld: its
+    switches jump with ``add pc, r1`` through tables of offsets after the jump, an
+    instruction the decoder took for data, so it ran in place and went on into its cases in
+    the original code, where the loader stub had been written over one (the copy exited
+    with "anvil: cannot map the instrumented code", status 127). The copy now behaves as
+    the original and counts what qemu counts (decision 0198)."""
+    program = build("thumb1_switches", "clang-armel-O2-thumb")
+    placed = place(program, tmp_path, "orig")
+    original = run_prog(placed, lib_root=ARMEL_SYSROOT)
+    assert original.returncode == 0 and original.stdout.startswith(b"total ")
+    pcs = exe_pcs(trace_pcs(placed, argv0="prog", lib_root=ARMEL_SYSROOT, reuse=True), placed)
+    binary = load_binary(str(program))
+    assert any(ins.name == "add" and ins.op_str.startswith("pc, ") for proc in binary.procedures
+               for ins in proc.instructions()), "no add pc, rN: the sample no longer tests the jump"
+    inst = instrument(program, "inscount", tmp_path)
+    counted = run_prog(inst, lib_root=ARMEL_SYSROOT)
+    assert_same_behaviour(original, counted)
+    assert results(counted, "inscount")["total"] == sum(pcs.values())
+

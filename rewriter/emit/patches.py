@@ -342,7 +342,10 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
     dropped for want of a trampoline, and then the original code runs), and only those
     that nothing enters in the middle but through a patch (code that keeps running in
     place may branch there, or the unwinder jump there, and run on in the original).
-    Nor those with a jump the copy translates at run time (``relocate.translated_jump``)
+    Nor those with bytes the decoder could not read (they run in place, and jump where
+    they jump: clang's Thumb-1 switch, ``add pc, r1``, before the decoder knew it, into its
+    cases, where the loader stub had been written), nor those with a jump the copy
+    translates at run time (``relocate.translated_jump``)
     and code bytes not decoded (``_partly_decoded``): a target the descent did not decode
     has no copy, so the jump goes to the original and runs on there (decision 0002). Where
     every byte was decoded, every target has a copy (a hash sample's switch in ``main`` was
@@ -367,9 +370,9 @@ def _caves(binary: Binary, procs: list[Procedure], patches: list[Patch]) -> list
     taken = binary.address_taken
     runs = []
     for proc in procs:
-        if proc.address not in entry_length \
+        if proc.address not in entry_length or proc.undecodable \
                 or (any(map(translated_jump, proc.instructions())) and _partly_decoded(proc, binary)):
-            continue
+            continue  # (bytes it could not decode run in place, and so may what they jump to)
         lo = bisect.bisect_left(entered_list, proc.address)
         inside = entered_list[lo:bisect.bisect_left(entered_list, proc.end, lo)]
         in_place = _run_in_place(proc, inside, covered) if inside else frozenset()

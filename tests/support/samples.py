@@ -93,7 +93,8 @@ CLANG_VARIANTS["clang-O2-thumb-xo"] = ["-O2", "-mthumb", "-mexecute-only", "-fus
 #: Build variants the test suite does not run but scripts/variant_sweep.py does: other
 #: optimisations, link-time optimisation, link and layout options, NEON, C++ runtimes.
 #: Name -> (compiler, flags); compiler "gcc" (the cross gcc/g++), "clang" (with
-#: CLANG_BASE) or "armel" (ARMEL_CC: Debian's soft-float port; run with lib_root()).
+#: CLANG_BASE), "armel" (ARMEL_CC: Debian's soft-float port; run with lib_root()) or
+#: "clang-armel" (clang with CLANG_BASE overridden for armel by the flags).
 #: run_environment() gives the variables some of them run with (ASan, gcov).
 #: ``@rodata-first.ld`` and ``@data-first.ld`` stand for GNU ld scripts (linker_script):
 #: .rodata before .text, the text segment at an unusual address; .data before .text, in
@@ -187,6 +188,10 @@ SWEEP_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "armel-O0": ("armel", ["-g", "-O0"]),
     "armel-O2-thumb": ("armel", ["-g", "-O2", "-mthumb"]),  # Thumb-1: ARMv5TE has no Thumb-2
     "armel-Os-thumb": ("armel", ["-g", "-Os", "-mthumb"]),
+    # clang for armel's ARMv5TE Thumb-1 (its switches: ``add pc, rN`` through tables of
+    # offsets), linked by ld.lld against armel's C library.
+    "clang-armel-O2-thumb": ("clang-armel", ["--target=armv5te-linux-gnueabi", "-march=armv5te", "-mfpu=none",
+                                             "-mfloat-abi=soft", "-O2", "-mthumb", "-fuse-ld=lld"]),
     "armel-O2-static": ("armel", ["-g", "-O2", "-static"]),
     "armel-Os-nopie": ("armel", ["-g", "-Os", "-no-pie"]),
 }
@@ -200,7 +205,7 @@ ARMEL_SYSROOT = "/usr/arm-linux-gnueabi"
 
 def lib_root(variant: str) -> str:
     """The ``qemu-arm -L`` root a build of ``variant`` runs with: armel's or armhf's."""
-    return ARMEL_SYSROOT if SWEEP_VARIANTS.get(variant, ("",))[0] == "armel" else SYSROOT
+    return ARMEL_SYSROOT if SWEEP_VARIANTS.get(variant, ("",))[0] in ("armel", "clang-armel") else SYSROOT
 
 
 def run_environment(variant: str) -> dict[str, str]:
@@ -342,7 +347,7 @@ def build(sample: str, variant: str, extra: Sequence[str] = ()) -> Path:
     # ``-Wl,-T,@<layout>.ld``: a script of linker_script(); its path names a hash of its
     # text, so the cache key follows its content.
     flags = [f"-Wl,-T,{linker_script(f[8:-3])}" if f.startswith("-Wl,-T,@") else f for f in flags]
-    if compiler == "clang":
+    if compiler in ("clang", "clang-armel"):
         clang = _require_tool(CLANG + "++" if cxx else CLANG)
         flags = [*CLANG_BASE, *flags, *extra]
         # The identity of clang and of the gcc toolchain whose crt files and libc it links.

@@ -367,8 +367,9 @@ def _decode_with(md: capstone.Cs, code: bytes, address: int, thumb: bool,
 
 def t32_reads_pc_defined(ins: Instruction) -> bool:
     """Whether ``ins``, a T32 instruction that reads PC, is one of the few forms the
-    architecture defines for it: ADR, ``mov``/``add rd, pc`` (16-bit), loads from a literal
-    (``ldr``/``ldrd``/``vldr``/``pld``... ``[pc, #x]``) and ``tbb``/``tbh [pc, rm]``.
+    architecture defines for it: ADR, ``mov``/``add rd, pc`` and ``add pc, rm`` (16-bit:
+    clang's Thumb-1 switch jumps so), loads from a literal (``ldr``/``ldrd``/``vldr``/
+    ``pld``... ``[pc, #x]``) and ``tbb``/``tbh [pc, rm]``.
 
     Every other T32 encoding that names PC as an operand (``strd pc, pc, [r1]``,
     ``str.w pc, [sp]``, ``add.w r0, r1, pc``, ``push {pc}``) is UNPREDICTABLE or UNDEFINED,
@@ -381,7 +382,8 @@ def t32_reads_pc_defined(ins: Instruction) -> bool:
         return True
     hw1 = int.from_bytes(ins.raw[:2], "little")
     if ins.size == 2:
-        return (hw1 & 0xF800) == 0xA000 or (hw1 & 0xFF78) in (0x4678, 0x4478)  # ADR, MOV/ADD rd, pc
+        return (hw1 & 0xF800) == 0xA000 or (hw1 & 0xFF78) in (0x4678, 0x4478) \
+            or (hw1 & 0xFF87) == 0x4487 and (hw1 >> 3) & 0xF != PC  # ADR, MOV/ADD rd, pc; ADD pc, rm
     hw2 = int.from_bytes(ins.raw[2:4], "little")
     return (hw1 & 0xFBFF) in (0xF2AF, 0xF20F) and not hw2 & 0x8000  # ADR.W
 
