@@ -35,6 +35,7 @@ from ..arch.arm.jump_tables import (
     is_computed_jump,
     operand_registers,
     table_branch_targets,
+    thumb1_offset_switch,
     thumb_branch_row,
 )
 from .constants import ends_process
@@ -1587,8 +1588,12 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                 cases = a32_offset_switch([*run, ins], binary.read, ranges)
                 if cases:
                     switch_cases[cur] = cases
-            elif writes_pc and thumb and name == "mov" and cur not in switch_cases:
-                cases = thumb_branch_row([*run, ins], binary.read)
+            elif writes_pc and thumb and name in ("mov", "add") and cur not in switch_cases:
+                offsets = thumb1_offset_switch([*run, ins], binary.read)
+                if offsets is not None:
+                    switch_cases[cur], table_bytes = offsets
+                    binary.switch_tables.add(table_bytes)
+                cases = thumb_branch_row([*run, ins], binary.read) if offsets is None and name == "mov" else None
                 if cases:
                     switch_cases[cur] = cases
             # Most instructions name no place (the tests are _targets' own, cheaper than a call:

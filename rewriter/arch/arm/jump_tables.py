@@ -665,6 +665,111 @@ def thumb_branch_row(run: list[Instruction], read: Callable[[int, int], bytes], 
     return set()
 
 
+def thumb1_offset_switch(run: list[Instruction], read: Callable[[int, int], bytes],
+                         limit: int = 4096) -> tuple[set[int], tuple[int, int]] | None:
+    """The cases and the table of clang's Thumb-1 switch (ARMv5/v6 Thumb: no TBB/TBH) that
+    the last instruction of ``run`` (straight-line code, in order) ends, and the table's
+    [start, end); None if it is none::
+
+        lsls rX, rI, #1 ; add rX, pc ; ldrh rX, [rX, #k] ; lsls rX, rX, #1 ; add pc, rX
+            (halfwords, or bytes with ldrb, each half the distance from the jump's PC)
+        lsls rS, rI, #2 ; adr rA, table ; ldr rS, [rA, rS] ; adds rA, rA, rS ; mov pc, rA
+            (words, each the case's offset from the table, Thumb bit set)
+
+    The table is read up to where the lowest case begins (cases follow it), or as long as a
+    bounds check on rI just before says (``cmp rI, #N``; ``bhi``/``bls``)."""
+    jump = run[-1]
+    operands, regs = operand_registers(jump)
+    if not jump.thumb or operands[:1] != ["pc"] or len(regs) != 2 or regs[1] is None:
+        return None
+    chain = _writers(run[:-1], regs[1])
+    if jump.name == "add":
+        # add pc, rX: the PC it adds is its address + 4.
+        if chain and chain[0][0].name in ("lsl", "lsls") and chain[0][1][2:] == ["#1"]:
+            scale, chain = 2, _writers(run[:run.index(chain[0][0])], regs[1])
+        else:
+            scale = 1
+        if not chain or chain[0][0].name not in ("ldrh", "ldrb") or not chain[0][0].accesses:
+            return None
+        load = chain[0][0]
+        access = load.accesses[0]
+        base = _writers(run[:run.index(load)], access.base)
+        if access.index is not None or not base or base[0][0].name != "add" or base[0][1][1:] != ["pc"]:
+            return None
+        table = base[0][0].address + 4 + access.disp
+        size, origin = access.size, jump.address + 4
+        entries = _bound_before(run[:run.index(base[0][0])])
+        cases = _entry_cases(read, table, size, entries, limit, lambda e: origin + scale * e)
+    elif jump.name == "mov":
+        if not chain or chain[0][0].name not in ("add", "adds") or len(chain[0][2]) < 2:
+            return None
+        add = chain[0][0]
+        sources = [r for r in chain[0][2][-2:] if r is not None]
+        load_at = run.index(add)
+        loads = [w for r in sources for w in _writers(run[:load_at], r)[:1] if w[0].name == "ldr" and w[0].accesses]
+        if len(loads) != 1 or loads[0][0].accesses[0].shift:
+            return None
+        load = loads[0][0]
+        access = load.accesses[0]
+        table = None
+        for r in (access.base, access.index):
+            if r is not None and r in sources:
+                writer = _writers(run[:run.index(load)], r)
+                if writer and table is None:
+                    table = _pc_relative_address(writer[0][0], writer[0][1])
+        if table is None:
+            return None
+        entries = _bound_before(run[:run.index(load)])
+        cases = _entry_cases(read, table, 4, entries, limit, lambda e: (table + e) & ~1 & 0xFFFFFFFF, signed=True)
+    else:
+        return None
+    if not cases:
+        return None
+    end = table + size * len(cases) if jump.name == "add" else table + 4 * len(cases)
+    return set(cases), (table, end)
+
+
+def _writers(run: list[Instruction], register: int) -> list[tuple[Instruction, list[str], list[int | None]]]:
+    """The last instruction of ``run`` that writes ``register``, with its operands (text and
+    registers), as a list of one; [] if none does or a branch comes first."""
+    for ins in reversed(run[-8:]):
+        if ins.is_branch or ins.is_call or ins.writes_pc:
+            return []
+        if register in _written(ins):
+            operands, regs = operand_registers(ins)
+            return [(ins, operands, regs)]
+    return []
+
+
+def _bound_before(run: list[Instruction]) -> int | None:
+    """Entries a bounds check in the last few instructions of ``run`` allows: ``cmp rI, #N``
+    then ``bhi`` (N + 1) or ``bcs`` (N) to the default case; None where there is none."""
+    for before, after in zip(reversed(run[-6:-1]), reversed(run[-5:])):
+        if before.name == "cmp" and after.is_branch and after.cond in (HI, CS):
+            value = _immediate(_operands(before)[-1])
+            return None if value is None else _entries(value, after.cond == HI)
+    return None
+
+
+def _entry_cases(read: Callable[[int, int], bytes], table: int, size: int, entries: int | None, limit: int,
+                  case_of: Callable[[int], int], signed: bool = False) -> list[int]:
+    """The cases of a table of ``size``-byte entries at ``table`` (``case_of`` an entry): as
+    many as ``entries``, or up to where the lowest case begins."""
+    cases: list[int] = []
+    lowest = table + limit * size
+    count = entries if entries is not None else limit
+    while len(cases) < count:
+        pos = table + size * len(cases)
+        if entries is None and pos + size > lowest:
+            break
+        case = case_of(int.from_bytes(read(pos, size), "little", signed=signed))
+        if entries is None and case < pos + size:
+            break
+        cases.append(case)
+        lowest = min(lowest, case) if case >= pos + size else lowest
+    return cases
+
+
 def _is_wide_branch(code: bytes) -> bool:
     """Whether ``code`` is a T32 ``b.w`` (encoding T4: 11110 S imm10, 10 J1 1 J2 imm11)."""
     if len(code) < 4:
