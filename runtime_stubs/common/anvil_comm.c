@@ -67,7 +67,13 @@
 #ifdef __x86_64__
 #define SYS_arch_prctl 158
 #define ARCH_GET_FS 0x1003
+#define COMM_SYS_OPENAT 257
+#define COMM_SYS_CLOSE 3
+#else
+#define COMM_SYS_OPENAT 322
+#define COMM_SYS_CLOSE 6
 #endif
+#define COMM_SYS_GETDENTS64 217  /* (the same number on both) */
 #endif
 
 #ifdef ANVIL_RING_WORDS      /* anvil instrument --ring-size: the user's choice */
@@ -148,17 +154,34 @@ static inline void unmask(masked_t *old)
 #endif
 }
 
-static void lose(void)
-{
-    lost = 1;
-    anvil_warn("anvil: a signal handler made more records than the ring holds while another record "
-               "was being made; records lost, the results will be incomplete\n");
-}
+#define THREADS_MISSED "anvil: records were made on more than one thread, but the rewrite found no thread start " \
+                       "in the program (its threads were started in a way it does not know); records lost, the " \
+                       "results will be incomplete\n"
 
 #if !CORTEX_M && !ANVIL_THREADS
 /* The thread pointer (TPIDRURO; x86-64: the fs base) of the first flush's thread; 0 before
  * the C library set it. */
 static anvil_word first_thread;
+
+/* Whether the process has more than one thread now: /proc/self/task holds an entry for
+ * each (read only when records are lost, to say why). */
+static int several_threads(void)
+{
+    char entries[512];
+    long fd = anvil_syscall(COMM_SYS_OPENAT, -100 /* AT_FDCWD */, (long)"/proc/self/task", 0, 0, 0, 0);
+    int threads = 0;
+    long n;
+    if (fd < 0)
+        return 0;
+    while ((n = anvil_syscall(COMM_SYS_GETDENTS64, fd, (long)entries, sizeof entries, 0, 0, 0)) > 0) {
+        for (long at = 0; at < n;) {  /* struct linux_dirent64: d_reclen at 16, d_name at 19 */
+            threads += entries[at + 19] != '.';
+            at += *(unsigned short *)(entries + at + 16);
+        }
+    }
+    anvil_syscall(COMM_SYS_CLOSE, fd, 0, 0, 0, 0, 0);
+    return threads > 1;
+}
 
 /* Called masked by a flush, in a program rewritten for one thread: a flush made on another
  * thread than the first flush's means the program's threads make records, which the
@@ -181,13 +204,27 @@ static void one_thread(void)
     if (self == first_thread || lost)
         return;
     lost = 1;
-    anvil_warn("anvil: records were made on more than one thread, but the rewrite found no thread start "
-               "in the program (its threads were started in a way it does not know); records lost, the "
-               "results will be incomplete\n");
+    anvil_warn(THREADS_MISSED);
 }
 #else
 static inline void one_thread(void) {}
 #endif
+
+/* Records lost: a record was under way (a writer in the ring) when the ring filled. In a
+ * program rewritten for one thread that is another thread's record as often as a signal
+ * handler's (one_thread sees the other thread only once it flushes): which, is said. */
+static void lose(void)
+{
+    lost = 1;
+#if !CORTEX_M && !ANVIL_THREADS
+    if (several_threads()) {
+        anvil_warn(THREADS_MISSED);
+        return;
+    }
+#endif
+    anvil_warn("anvil: a signal handler made more records than the ring holds while another record "
+               "was being made; records lost, the results will be incomplete\n");
+}
 
 /* Sends the committed records and restarts the ring, masked: a handler's record made
  * while the bytes are being sent would land at the ring's start, over bytes not yet sent
