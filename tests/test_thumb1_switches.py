@@ -25,11 +25,23 @@ from elftools.elf.elffile import ELFFile
 
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
-from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.run import Run, assert_same_behaviour, instrument, place, results, run_prog
 from tests.support.samples import ARMEL_SYSROOT, build, stripped, symbol_span
 
 #: The helpers by what their tables hold: (bytes an entry, signed).
 KINDS = {"uqi": (1, False), "sqi": (1, True), "uhi": (2, False), "shi": (2, True), "si": (4, True)}
+
+
+def _traced(variant: str, strip: bool, tmp_path: Path) -> tuple[Path, Run, Counter[int]]:
+    """samples/thumb1_switches.c built as ``variant`` (``strip``ped or not): the program, the
+    original's run and qemu's count of each of its instructions."""
+    program = build("thumb1_switches", variant)
+    if strip:
+        program = stripped(program, tmp_path / "stripped")
+    placed = place(program, tmp_path, "orig")
+    original = run_prog(placed, lib_root=ARMEL_SYSROOT)
+    assert original.returncode == 0 and original.stdout.startswith(b"total ")
+    return program, original, exe_pcs(trace_pcs(placed, argv0="prog", lib_root=ARMEL_SYSROOT, reuse=True), placed)
 
 
 @pytest.mark.parametrize(("variant", "strip", "kinds"), [
@@ -40,14 +52,7 @@ def test_thumb1_switches_copied_and_counted(variant: str, strip: bool, kinds: se
     """Every switch's table is read (stripped too: the bounds checks say how long), no
     procedure is left in place, the inscount copy counts what qemu counts in every
     procedure, and the inscount and cachesim copies behave as the original."""
-    program = build("thumb1_switches", variant)
-    if strip:
-        program = stripped(program, tmp_path / "stripped")
-    placed = place(program, tmp_path, "orig")
-    original = run_prog(placed, lib_root=ARMEL_SYSROOT)
-    assert original.returncode == 0 and original.stdout.startswith(b"total ")
-    pcs = exe_pcs(trace_pcs(placed, argv0="prog", lib_root=ARMEL_SYSROOT, reuse=True), placed)
-
+    program, original, pcs = _traced(variant, strip, tmp_path)
     binary = load_binary(str(program))
     tables = binary.case_tables
     assert {kind for kind, shape in KINDS.items()
@@ -108,13 +113,7 @@ def test_clang_thumb1_switches_jump_through_add_pc(strip: bool, tmp_path: Path) 
     the cases only those tables (and ``adr``; ``ldr``; ``adds``; ``mov pc`` ones) reach were
     not found and ran in place, 19 % of the count (decision 0199). The copy now behaves as
     the original and counts what qemu counts."""
-    program = build("thumb1_switches", "clang-armel-O2-thumb")
-    if strip:
-        program = stripped(program, tmp_path / "stripped")
-    placed = place(program, tmp_path, "orig")
-    original = run_prog(placed, lib_root=ARMEL_SYSROOT)
-    assert original.returncode == 0 and original.stdout.startswith(b"total ")
-    pcs = exe_pcs(trace_pcs(placed, argv0="prog", lib_root=ARMEL_SYSROOT, reuse=True), placed)
+    program, original, pcs = _traced("clang-armel-O2-thumb", strip, tmp_path)
     binary = load_binary(str(program))
     assert any(ins.name == "add" and ins.op_str.startswith("pc, ") for proc in binary.procedures
                for ins in proc.instructions()), "no add pc, rN: the sample no longer tests the jump"
