@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from ...ir.model import Binary, Instruction
 from .decode import REG_NUMBERS, DecodeCache, decode_range, shared_disassembler
+from .jump_tables import entry_cases, immediate
 
 #: How many instructions of a callee are looked at.
 LOOK = 12
@@ -49,6 +50,11 @@ class CaseHelper:
     size: int
     signed: bool
 
+    @property
+    def scale(self) -> int:
+        """Bytes an entry's unit stands for: offsets in halfwords, but words' in bytes."""
+        return 1 if self.size == 4 else 2
+
     def base(self, return_address: int) -> int:
         """Where the table starts after a call returning to ``return_address`` (the
         helper's table base: words are aligned)."""
@@ -56,15 +62,15 @@ class CaseHelper:
 
     def case(self, base: int, entry: int) -> int:
         """The case an ``entry`` of the table at ``base`` goes to."""
-        return (base + entry * (1 if self.size == 4 else 2)) & ~1 & 0xFFFFFFFF
+        return (base + entry * self.scale) & ~1 & 0xFFFFFFFF
 
     def entry(self, base: int, case: int) -> int:
         """The entry that goes from a table at ``base`` to ``case`` (case's inverse)."""
-        return (case - base) // (1 if self.size == 4 else 2)
+        return (case - base) // self.scale
 
     def reach(self) -> int:
         """How far past the table's base the furthest entry goes."""
-        return ((1 << (8 * self.size - self.signed)) - 1) * (1 if self.size == 4 else 2)
+        return ((1 << (8 * self.size - self.signed)) - 1) * self.scale
 
     def fits(self, entry: int) -> bool:
         """Whether ``entry`` can be written in one of this table's entries."""
@@ -202,7 +208,7 @@ def _checked(branch: Instruction, index: int, at: Mapping[int, Instruction], pas
     operands = [o.strip() for o in compare.op_str.split(",")]
     if len(operands) != 2 or not _same_value(REG_NUMBERS.get(operands[0]), index, compare, at):
         return []
-    bound = _immediate(operands[1])
+    bound = immediate(operands[1])
     if bound is None and operands[1] in REG_NUMBERS:
         bound = _constant_in(REG_NUMBERS[operands[1]], compare, at)
     if bound is None:
@@ -245,13 +251,13 @@ def _constant_in(register: int, ins: Instruction, at: Mapping[int, Instruction])
         operands = [o.strip(" []") for o in before.op_str.split(",")]
         if REG_NUMBERS.get(operands[0]) == register and not (before.accesses and before.accesses[0].is_store):
             if before.name in ("mov", "movs") and len(operands) == 2:
-                value = _immediate(operands[1])
+                value = immediate(operands[1])
                 if value is None:
                     return None
                 for name, amount in reversed(steps):
                     value = value + amount if name == "add" else value - amount if name == "sub" else value << amount
                 return value & 0xFFFFFFFF
-            amount = _immediate(operands[-1])
+            amount = immediate(operands[-1])
             same = len(operands) == 2 or len(operands) == 3 and REG_NUMBERS.get(operands[1]) == register
             name = before.name.rstrip("s")
             if amount is None or not same or name not in ("add", "sub", "lsl"):
@@ -259,15 +265,6 @@ def _constant_in(register: int, ins: Instruction, at: Mapping[int, Instruction])
             steps.append((name, amount))
         ins = before
     return None
-
-
-def _immediate(text: str) -> int | None:
-    if not text.startswith("#"):
-        return None
-    try:
-        return int(text[1:], 0)
-    except ValueError:
-        return None
 
 
 def read_table(read: Callable[[int, int], bytes], helper: CaseHelper, call: Instruction, entries: int | None,
@@ -293,16 +290,9 @@ def read_table(read: Callable[[int, int], bytes], helper: CaseHelper, call: Inst
     elif helper.signed:
         return None
     else:
-        lowest = min(high, base + 2 * (0xFF if size == 1 else 0xFFFF) + 2)
-        pos = base
-        while pos + size <= lowest and len(cases) < 0x10000:
-            case = helper.case(base, int.from_bytes(read(pos, size), "little"))
-            if case < pos + size:
-                break
-            cases.append(case)
-            lowest = min(lowest, case)
-            pos += size
-        end = pos
+        cases = entry_cases(read, base, size, None, 0x10000, lambda entry: helper.case(base, entry),
+                            end=min(high, base + 2 * (0xFF if size == 1 else 0xFFFF) + 2))
+        end = base + size * len(cases)
     if not cases or any(not low <= case < high or call.address <= case < end for case in cases):
         return None
     return CaseTable(helper, call.end, end, tuple(cases))

@@ -175,7 +175,7 @@ class SwitchFinder:
         # The operands only where they are read (most steps past a CMP are its branch).
         operands = _operands(ins) if ins.name == "cmp" else None
         if operands is not None and len(operands) == 2 and operands[0] in REGISTERS:
-            value = _immediate(operands[1])
+            value = immediate(operands[1])
             if value is None and self.move is not None and REGISTERS.get(operands[1]) == self.move[0]:
                 value = self.move[1]
             self.move = None
@@ -285,7 +285,7 @@ class SwitchFinder:
             return same and entries <= _EXTENSIONS[ins.name]
         if len(operands) != 3 or REGISTERS.get(operands[0]) != index or REGISTERS.get(operands[1]) != index:
             return False
-        value = _immediate(operands[2])
+        value = immediate(operands[2])
         if value is None:
             return False
         if ins.name == "sub" and 0 < value < 0x10000:
@@ -699,7 +699,7 @@ def thumb1_offset_switch(run: list[Instruction], read: Callable[[int, int], byte
         table = base[0][0].address + 4 + access.disp
         size, origin = access.size, jump.address + 4
         entries = _bound_before(run[:run.index(base[0][0])])
-        cases = _entry_cases(read, table, size, entries, limit, lambda e: origin + scale * e)
+        cases = entry_cases(read, table, size, entries, limit, lambda e: origin + scale * e)
     elif jump.name == "mov":
         if not chain or chain[0][0].name not in ("add", "adds") or len(chain[0][2]) < 2:
             return None
@@ -720,13 +720,13 @@ def thumb1_offset_switch(run: list[Instruction], read: Callable[[int, int], byte
         if table is None:
             return None
         entries = _bound_before(run[:run.index(load)])
-        cases = _entry_cases(read, table, 4, entries, limit, lambda e: (table + e) & ~1 & 0xFFFFFFFF, signed=True)
+        size = 4
+        cases = entry_cases(read, table, size, entries, limit, lambda e: (table + e) & ~1 & 0xFFFFFFFF, signed=True)
     else:
         return None
     if not cases:
         return None
-    end = table + size * len(cases) if jump.name == "add" else table + 4 * len(cases)
-    return set(cases), (table, end)
+    return set(cases), (table, table + size * len(cases))
 
 
 def _writers(run: list[Instruction], register: int) -> list[tuple[Instruction, list[str], list[int | None]]]:
@@ -746,17 +746,18 @@ def _bound_before(run: list[Instruction]) -> int | None:
     then ``bhi`` (N + 1) or ``bcs`` (N) to the default case; None where there is none."""
     for before, after in zip(reversed(run[-6:-1]), reversed(run[-5:])):
         if before.name == "cmp" and after.is_branch and after.cond in (HI, CS):
-            value = _immediate(_operands(before)[-1])
+            value = immediate(_operands(before)[-1])
             return None if value is None else _entries(value, after.cond == HI)
     return None
 
 
-def _entry_cases(read: Callable[[int, int], bytes], table: int, size: int, entries: int | None, limit: int,
-                  case_of: Callable[[int], int], signed: bool = False) -> list[int]:
+def entry_cases(read: Callable[[int, int], bytes], table: int, size: int, entries: int | None, limit: int,
+                case_of: Callable[[int], int], signed: bool = False, end: int | None = None) -> list[int]:
     """The cases of a table of ``size``-byte entries at ``table`` (``case_of`` an entry): as
-    many as ``entries``, or up to where the lowest case begins."""
+    many as ``entries``, or up to where the lowest case begins (at most ``limit``, and not
+    past ``end``)."""
     cases: list[int] = []
-    lowest = table + limit * size
+    lowest = table + limit * size if end is None else end
     count = entries if entries is not None else limit
     while len(cases) < count:
         pos = table + size * len(cases)
@@ -811,7 +812,7 @@ def _bound(before: list[Instruction], index: int) -> int | None:
     operands, regs = operand_registers(cmp)
     if len(operands) != 2 or regs[0] != index:
         return None
-    value = _immediate(operands[1])
+    value = immediate(operands[1])
     if value is None and regs[1] is not None and k >= 2:
         constant = _constant(before[k - 2]) if before[k - 2].name in _MOVES else None
         value = constant[1] if constant is not None and constant[0] == regs[1] else None
@@ -922,11 +923,11 @@ def _constant_of(op_str: str) -> tuple[int, int] | None:
     operands = [o.strip() for o in op_str.split(",")]
     if len(operands) != 2 or operands[0] not in REGISTERS:
         return None
-    value = _immediate(operands[1])
+    value = immediate(operands[1])
     return None if value is None else (REGISTERS[operands[0]], value)
 
 
-def _immediate(operand: str) -> int | None:
+def immediate(operand: str) -> int | None:
     """The value of an ``#imm`` operand, None for anything else."""
     if not operand.startswith("#"):
         return None
