@@ -41,7 +41,7 @@ func main() {
 	runtime.GOMAXPROCS(2)
 	result := make(chan uint64)
 	go func() {
-		sum := checksum(88172645463325252, 60_000_000)
+		sum := checksum(88172645463325252, 20_000_000)
 		atomic.StoreInt32(&finished, 1)
 		result <- sum
 	}()
