@@ -1217,6 +1217,7 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
         raise Unsupported(f"{ins}: computed jump reading SP")
     skip = isa.skip_unless(code, ins.cond) if ins.cond != AL else None
     t, p = _scratch(sources, 2)
+    rest = _load_multiple_rest(ins)  # (the other registers of ``ldm rn, {..., pc}``, loaded last)
     table = ("xlate", _proc_of(ins))
     proc = ins.block.procedure
     if ctx.scratch.vfp:
@@ -1238,6 +1239,8 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
         emit_xlate(isa, code, proc, leaving)
         _slot_below_sp(isa, code, 3)
         ctx.scratch.restore(isa, code, saved)
+        if rest is not None:
+            code.emit(rest[2])
         _jump_via_slot(isa, code)
         if leaving is not None and leaving not in code.labels:
             code.label(leaving)  # the program's registers, the original target in d18
@@ -1257,6 +1260,8 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
         isa.call(code, ctx.xlate_label, True)
         isa.str(code, 0, SP, 20)
         isa.pop(code, [0, 1, 2, 3, LR])
+        if rest is not None:
+            code.emit(rest[2])
         _jump_via_reserved_slot(isa, code)
     if skip is not None:
         isa.end_skip(code, skip)
@@ -1326,8 +1331,55 @@ def _proc_of(ins: Instruction) -> int:
     return ins.block.procedure.address
 
 
+def _load_multiple_rest(ins: Instruction) -> tuple[int, int, bytes] | None:
+    """For a load of several registers with PC among them, upwards from a base other than
+    SP (``ldm lr, {lr, pc}``, where glibc's A32 ``setcontext`` ends; ``ldmib``): the base,
+    the offset of PC's word from it, and the load of the other registers alone (with the
+    base written back past PC's word too, if the original writes it back). The copy
+    computes its target from that word, then loads the rest as the original does, and
+    jumps: the rest is loaded after the jump's scratch registers are given back, so it
+    may load them. None for any other instruction; Unsupported for a form that cannot be
+    split so (downwards, exception returns, a base written back that it also loads)."""
+    raw = ins.raw
+    if ins.thumb:
+        if ins.size != 4:
+            return None
+        hw1, hw2 = struct.unpack("<HH", raw)
+        if (hw1 & 0xFFD0) != 0xE890 or not hw2 & 0x8000:  # LDM.W rn{!}, {..., pc} (increment after)
+            return None
+        rn, writeback, rest = hw1 & 0xF, bool(hw1 & 0x20), hw2 & 0x5FFF
+        if rn == SP or writeback and rest >> rn & 1:
+            raise Unsupported(f"{ins}: computed jump form not supported")
+        count = bin(rest).count("1")
+        if count == 0:
+            load = enc.t32_add_imm(rn, rn, 4) if writeback else b""
+        elif count > 1:
+            load = struct.pack("<HH", hw1, rest) + (enc.t32_add_imm(rn, rn, 4) if writeback else b"")
+        else:  # (LDM.W of one register is UNPREDICTABLE: LDR.W, post-indexed past PC's word)
+            rt = rest.bit_length() - 1
+            load = struct.pack("<HH", 0xF850 | rn, (rt << 12) | 0x0B08) if writeback else enc.t32_ldr_imm(rt, rn, 0)
+        return rn, 4 * count, load
+    word = struct.unpack("<I", raw)[0]
+    if (word >> 25) & 7 != 4 or not (word >> 20) & 1 or not word >> 15 & 1:  # LDM with PC listed
+        return None
+    rn, before, upwards, writeback, rest = (word >> 16) & 0xF, (word >> 24) & 1, (word >> 23) & 1, \
+        (word >> 21) & 1, word & 0x7FFF
+    if rn == SP or not upwards or (word >> 22) & 1 or writeback and rest >> rn & 1:
+        raise Unsupported(f"{ins}: computed jump form not supported")
+    count = bin(rest).count("1")
+    load = struct.pack("<I", (word & 0x0FFF0000) | rest | (AL << 28)) if rest else b""  # (the skip has the condition)
+    if writeback:
+        load += enc.a32_add_imm(rn, rn, 4)
+    return rn, 4 * (count + before), load
+
+
 def _compute_target(ins: Instruction, name: str, isa: ISA, code: Code, t: int, p: int, sources: set[int]) -> None:
     raw = ins.raw
+    split = _load_multiple_rest(ins)
+    if split is not None:
+        rn, offset, _ = split
+        isa.ldr(code, t, rn, offset)
+        return
     if ins.thumb:
         hw1 = struct.unpack_from("<H", raw)[0]
         if ins.size == 2 and (hw1 & 0xFF80) == 0x4700:  # BX rm
