@@ -32,6 +32,7 @@ from elftools.elf.elffile import ELFFile
 
 from .. import progress
 from ..api import Arg, Options, Prototype, Tool
+from ..arch.arm import fault_restorers
 from ..arch.arm.appends import RECORD_FLUSH, emit_append_routine
 from ..arch.arm.call_stubs import emit_call_stub
 from ..arch.arm.exclusives import emulates_exclusives
@@ -314,6 +315,30 @@ def _go_signal_hooks(binary: Binary) -> None:
 # where the program's registers are all the original's (a procedure that keeps sums in
 # registers across its instructions, decision 0014: not in threaded programs, which Go's are).
 NOT_A_SAFE_POINT = 1
+
+
+def _may_fault(ins: Instruction) -> bool:
+    """Whether ``ins`` may raise a fault the kernel reports at it: a memory access (SIGSEGV,
+    SIGBUS), an undefined instruction or a breakpoint, a coprocessor's, VFP's or NEON's
+    (SIGILL where the core has none: a program's probe for a feature)."""
+    name = ins.name
+    return bool(ins.accesses) or name in ("udf", "bkpt", "mrc", "mcr", "mrrc", "mcrr", "cdp") \
+        or name.startswith(("v", "aes", "sha", "crc32"))
+
+
+def _fault_map(code: Code, chosen: list[Procedure]) -> int:
+    """For the runtime's ``fault_to_original`` (decision 0202): the pairs (copy, original) of
+    the relocated instructions that may fault, in the copies' order, under the label
+    "faultmap"; returns their count."""
+    originals = [ins.address for proc in chosen for ins in proc.instructions() if _may_fault(ins)]
+    code.align(4)
+    code.label("faultmap")
+
+    def pairs(_at: int, resolve: Resolver) -> bytes:
+        ordered = sorted((resolve(ins_label(address)) & ~1, address) for address in originals)
+        return struct.pack(f"<{2 * len(ordered)}I", *itertools.chain.from_iterable(ordered))
+    code.later(8 * len(originals), pairs)
+    return len(originals)
 
 
 def _pc_map(code: Code, chosen: list[Procedure]) -> int:
@@ -683,6 +708,7 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         patches, not_patched, tail = linux.patches, linux.not_patched, linux.tail
         patch_words = [p.word for p in patches] if binary.is_pie else []
         map_count = _pc_map(code, chosen) if any(h.prototype is GO_FAULT_PC for p in chosen for h in p.hooks) else 0
+        fault_count = _fault_map(code, chosen) if linux.restorers else 0
         code.align(4)
         code.label("patches")
         code.emit(struct.pack(f"<{len(patch_words)}I", *patch_words) if patch_words else b"")
@@ -740,9 +766,21 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     if map_count:
         at = symbols["anvil_pc_map"] - offset
         region[at:at + 8] = struct.pack("<II", resolve("pcmap"), map_count)
+    pieces, exidx = [], None
+    if fault_count:
+        restorers, index_at, index_size = linux.restorers
+        at = symbols["anvil_fault_map"] - offset
+        region[at:at + 8] = struct.pack("<II", resolve("faultmap"), fault_count)
+        at = symbols["anvil_fault_restorers"] - offset
+        region[at:at + 8] = struct.pack("<II", *fault_restorers.entries(restorers))
+        pieces.append((restorers, fault_restorers.code(restorers, symbols["anvil_fault_return"] | 1)))
+        header, table_at, table_size = _exidx_segment(binary)
+        pieces.append((index_at, fault_restorers.index(binary.read(table_at, table_size), table_at, restorers,
+                                                       index_size)(index_at)))
+        exidx = header, index_at, index_size - fault_restorers.EXTAB_BYTES  # (the rows alone)
 
     data = _write_elf(binary, bytes(region), offset, patches, targets, tail, code.labels["header"],
-                      symbols["anvil_init"], early)
+                      symbols["anvil_init"], early, pieces, exidx)
     return _finish(report, output, data, chosen, started)
 
 
@@ -826,6 +864,9 @@ class _Patching:
     tail: Tail  # where the loader stub and the trampolines go
     # Return sites and landing pads whose jump found no room for its trampoline (see _fall_back).
     unplaced: list[int] = field(default_factory=list)
+    # Where the restorers of handlers of faults in the copy and their unwind index go in the
+    # text (fault_restorers), if there is room: their addresses and the index's size.
+    restorers: tuple[int, int, int] | None = None
 
 
 def _linux_patching(binary: Binary, chosen: list[Procedure], report: Report,
@@ -844,7 +885,48 @@ def _linux_patching(binary: Binary, chosen: list[Procedure], report: Report,
             not_patched.append(entries[patch.address])
         else:
             unplaced.append(patch.address)
-    return _Patching(patches, not_patched, tail, unplaced)
+    return _Patching(patches, not_patched, tail, unplaced, _place_restorers(binary, tail))
+
+
+def _place_restorers(binary: Binary, tail: Tail) -> tuple[int, int, int] | None:
+    """Room in the text for the restorers of handlers of faults in the copy and for the
+    unwind index that describes them (fault_restorers): near the code, as the index's
+    31-bit offsets must be. None where the program has no index (or is Go's, whose handler
+    gets the original's PC otherwise) or no run is left that holds them."""
+    table = _exidx_segment(binary)
+    if table is None or binary.go_functions:
+        return None
+    size = fault_restorers.index_size(table[2] // 8)
+    fits = fault_restorers.room_for_restorers(binary.read(table[1], table[2]), table[1])
+    restorers = _take(tail, fault_restorers.BYTES, fits)
+    index_at = _take(tail, size) if restorers is not None else None
+    if index_at is None:
+        return None
+    return restorers, index_at, size
+
+
+def _take(tail: Tail, size: int, fits: Callable[[int], bool] = lambda _at: True) -> int | None:
+    """``size`` bytes from the runs left in the text (a cave's first, before the slack's),
+    4-aligned, at the start of a run where ``fits`` it; None where no run holds them."""
+    slack = tail.pool[0] if tail.grows_segment and tail.pool else None
+    for run in sorted(tail.pool, key=lambda run: run is slack):
+        if run[0] + size <= run[1] and fits(run[0]):
+            at = run[0]
+            run[0] += size
+            if run is slack:
+                tail.segment_end = max(tail.segment_end, run[0])
+            return at
+    return None
+
+
+def _exidx_segment(binary: Binary) -> tuple[int, int, int] | None:
+    """The program's PT_ARM_EXIDX segment (its index in the program headers, address and
+    size), where it has one with rows."""
+    elf = ELFFile(io.BytesIO(binary.data))
+    for k, segment in enumerate(elf.iter_segments()):
+        if segment["p_type"] == "PT_ARM_EXIDX" and segment["p_memsz"] >= 8:
+            return k, segment["p_vaddr"], segment["p_memsz"]
+    return None
 
 
 def _fall_back(binary: Binary, relocation: _Relocation, report: Report, chosen: list[Procedure],
@@ -1301,10 +1383,13 @@ def _library_words(binary: Binary) -> tuple[int, int]:
 
 
 def _write_elf(binary: Binary, region: bytes, offset: int, patches: list[Patch], targets: dict[int, int],
-               tail: Tail, header_addr: int, init_addr: int, early: preinit.PreinitStart | None) -> bytes:
+               tail: Tail, header_addr: int, init_addr: int, early: preinit.PreinitStart | None,
+               pieces: Sequence[tuple[int, bytes]] = (), exidx: tuple[int, int, int] | None = None) -> bytes:
     """Original bytes + entry patches + loader stub and trampolines in the tail + the region
     appended (mapped at the load bias + ``offset``); with ``early``, the dynamic linker calls
-    the stub first (preinit.py)."""
+    the stub first (preinit.py). ``pieces``: more code written over the original text (its
+    address, its bytes); ``exidx``: the PT_ARM_EXIDX header's index, and the address and size
+    of the index among those pieces that it is to name instead."""
     elf = ELFFile(io.BytesIO(binary.data))
     text_index, text = text_segment(binary, elf)
     # Bytes after all the headers describe: a payload appended to the program (PyInstaller's
@@ -1357,8 +1442,12 @@ def _write_elf(binary: Binary, region: bytes, offset: int, patches: list[Patch],
         out[offset(patch.address):offset(patch.address) + len(data)] = data
         if patch.trampoline is not None:
             out[offset(patch.trampoline):offset(patch.trampoline) + 8] = patch.trampoline_bytes(target)
-    for address, piece in stub.pieces:
+    for address, piece in [*stub.pieces, *pieces]:
         out[offset(address):offset(address) + len(piece)] = piece
+    if exidx is not None:
+        header, table_at, size = exidx
+        ph = elf["e_phoff"] + header * elf["e_phentsize"]
+        struct.pack_into("<IIIII", out, ph + 4, offset(table_at), table_at, table_at, size, size)
     struct.pack_into("<I", out, 24, stub.entry)
     if early is not None and stub.preinit_function is not None:  # the tables' offsets after the gap opened
         preinit.apply(out, early, stub.preinit_function | 1, functools.partial(offset_in, elf))

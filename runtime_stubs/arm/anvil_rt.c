@@ -833,6 +833,87 @@ static uint32_t lock_identity(void)
 #define WRAPPER_SAVED 6
 #define WRAPPER_INFO(saved, siginfo) ((siginfo) ? (const int32_t *)(saved)[1] : 0)
 #define WRAPPER_CONTEXT(saved, siginfo) ((siginfo) ? (uint8_t *)(saved)[2] : (uint8_t *)((saved) + WRAPPER_SAVED))
+#define WRAPPER_FAULT(saved, context, siginfo) fault_to_original((saved), (context), (siginfo))
+
+/* A fault an instruction of the copy raised, given the original instruction's PC (decision
+ * 0202): the handler, and an unwinder it runs (gccgo's recover, GNAT's exceptions,
+ * backtrace()), see the fault where the original raised it; the program's unwind index has
+ * rows for the original code, none for the copy. A handler that returns resumes in the
+ * copy: it returns to a restorer of Anvil's in the program's text (whose index row
+ * describes the signal frame as the C library's restorer's does, so that unwinding
+ * through it goes on into the faulting function), which puts the copy's PC back where
+ * the handler left the original's, then goes on to the restorer the kernel gave. Where the
+ * text has no room for the restorers and their index, the PC stays the copy's.
+ *
+ * anvil_fault_map: the link addresses of the copies of the instructions that may fault and
+ * of their originals, as pairs in the copies' order, and how many; anvil_fault_restorers:
+ * the restorers' link addresses (with the Thumb bit), for a frame of a handler with
+ * SA_SIGINFO and one without (0: none, no room in the text). Written by the rewriter. */
+uint32_t anvil_fault_map[2] __attribute__((section(".data")));
+uint32_t anvil_fault_restorers[2] __attribute__((section(".data")));
+
+/* The contexts whose PC a fault's delivery changed, until their handler returns (or, one
+ * that never returns, until the slot is needed again: taken round-robin, one whose context
+ * is the same first). */
+#define FAULT_SLOTS 32
+/* How far past the start of an instruction's copy (its hooks first) the instruction may be. */
+#define FAULT_COPY_REACH 512u
+/* How far past the faulting instruction a handler may move the PC and still be taken to
+ * mean the instruction after it (one instruction, at most two halfwords). */
+#define FAULT_SKIP_REACH 4u
+static struct {
+    uint32_t context, copy, original, restorer;
+} fault_slots[FAULT_SLOTS];
+static uint32_t fault_next;
+
+static void fault_to_original(anvil_word *saved, uint8_t *context, int siginfo)
+{
+    uint32_t count = anvil_fault_map[1], restorer = anvil_fault_restorers[siginfo ? 0 : 1];
+    if (count == 0 || restorer == 0)
+        return;
+    uint32_t *pc = (uint32_t *)(context + UC_PC);
+    const uint32_t *pairs = (const uint32_t *)(anvil_fault_map[0] + anvil_bias);
+    /* The copy of the instruction the PC is in: its hooks come first, then the instruction. */
+    uint32_t at = *pc - anvil_bias;
+    long index = last_pair_at_or_before(pairs, count, 0, at);
+    if (index < 0 || at - pairs[2 * index] >= FAULT_COPY_REACH
+        || ((uint32_t)index + 1 < count && at >= pairs[2 * index + 2]))
+        return;  /* not in the copy */
+    uint32_t slot = FAULT_SLOTS;
+    for (uint32_t k = 0; k < FAULT_SLOTS; k++)
+        if (__atomic_load_n(&fault_slots[k].context, __ATOMIC_ACQUIRE) == (uint32_t)context)
+            slot = k;  /* a handler before at this place never returned */
+    if (slot == FAULT_SLOTS)
+        slot = __atomic_fetch_add(&fault_next, 1, __ATOMIC_RELAXED) % FAULT_SLOTS;
+    fault_slots[slot].copy = *pc;
+    fault_slots[slot].original = pairs[2 * index + 1] + anvil_bias;
+    fault_slots[slot].restorer = (uint32_t)saved[5];
+    __atomic_store_n(&fault_slots[slot].context, (uint32_t)context, __ATOMIC_RELEASE);
+    *pc = fault_slots[slot].original;
+    saved[5] = restorer + anvil_bias;  /* the LR the handler gets (anvil_entry.S) */
+}
+
+/* Called by a restorer of Anvil's (rewriter/arch/arm/fault_restorers.py) as the handler
+ * returns, SP at the kernel's frame (``rt``: the frame of a handler with SA_SIGINFO, its
+ * ucontext after the siginfo): the copy's PC back where the handler left the original's;
+ * returns the restorer to go on to. */
+uint32_t anvil_fault_return(uint32_t sp, uint32_t rt)
+{
+    uint32_t context = rt ? sp + FRAME_UCONTEXT : sp;
+    for (uint32_t k = 0; k < FAULT_SLOTS; k++) {
+        if (__atomic_load_n(&fault_slots[k].context, __ATOMIC_ACQUIRE) != context)
+            continue;
+        /* Left at the original, or moved on past it (over the faulting instruction, as an
+         * emulator of it does): as far on from the copy. Elsewhere: where the handler says. */
+        uint32_t *pc = (uint32_t *)(context + UC_PC), moved = *pc - fault_slots[k].original;
+        if (moved <= FAULT_SKIP_REACH)
+            *pc = fault_slots[k].copy + moved;
+        uint32_t restorer = fault_slots[k].restorer;
+        __atomic_store_n(&fault_slots[k].context, 0, __ATOMIC_RELEASE);
+        return restorer;
+    }
+    return 0;  /* (cannot happen: the slot was taken by a later fault's) */
+}
 
 /* Whether the context a signal interrupted is inside the analysis: on the hook stack
  * (where a call stub runs the routine), or, in a program with threads, with the analysis

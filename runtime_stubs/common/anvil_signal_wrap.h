@@ -20,6 +20,8 @@
  * from the registers it saved, ``siginfo``: the handler was set with SA_SIGINFO),
  * wrap_handlers (whether handlers are wrapped at all: not in a Go program, whose runtime
  * compares the actions it reads with its own handler), and
+ * WRAPPER_FAULT(saved, context, siginfo) (what a fault an instruction raised is given before
+ * the handler runs: ARM gives a fault in the copy the original instruction's PC),
  * anvil_analysis_interrupted(ucontext): whether the context a signal interrupted is inside
  * the analysis, anvil_thread_identity() (what tells the calling thread from the others),
  * and anvil_call_nested(sp): whether an analysis call that ends, the program's SP ``sp``,
@@ -181,9 +183,14 @@ static anvil_word unwrap_handler(anvil_word handler)
 
 /* A fault the kernel raised at an instruction (si_code > 0): delivered at once, held back
  * it would only be raised again by the same instruction. */
+static int fault_signal(anvil_word sig)
+{
+    return sig == 4 || sig == 5 || sig == 7 || sig == 8 || sig == 11;
+}
+
 static int raised_by_instruction(anvil_word sig, const int32_t *info)
 {
-    return info && info[2] > 0 && (sig == 4 || sig == 5 || sig == 7 || sig == 8 || sig == 11);
+    return info && info[2] > 0 && fault_signal(sig);
 }
 
 /* Called by wrapper entry ``saved[4]`` (anvil_entry.S) with the registers the kernel
@@ -203,8 +210,15 @@ anvil_word anvil_signal_deliver(const anvil_word *saved)
     const int32_t *info = WRAPPER_INFO(saved, siginfo);
     uint8_t *context = WRAPPER_CONTEXT(saved, siginfo);
     uint32_t *signals;
-    if (raised_by_instruction(sig, info) || !anvil_analysis_interrupted(context) || !(signals = held_signals()))
+    if (raised_by_instruction(sig, info)) {
+        WRAPPER_FAULT(saved, context, siginfo);
         return handler;
+    }
+    if (!anvil_analysis_interrupted(context) || !(signals = held_signals())) {
+        if (!info && fault_signal(sig))  /* (a handler without siginfo: a fault as far as can be told) */
+            WRAPPER_FAULT(saved, context, siginfo);
+        return handler;
+    }
     uint32_t only[2] = {0, 0};
     only[word] = bit;
     /* Blocked here first: the signal sent again would otherwise come at once (SA_NODEFER). */
