@@ -257,12 +257,22 @@ def _add_runtime_hooks(binary: Binary) -> None:
             after = following.get(ins.address)
             if after is not None and after.address not in jumped_to:  # reached from the call alone
                 after.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_DONE, (number, 1, 2, 0)))
+        if (not binary.is_firmware and not binary.go_functions and ins.op_str in ("#0", "#0x0")
+                and may_be_call(ins, number, jumped_to, SIGNAL_RETURNS)):
+            ins.add_hook(Hook(Point.BEFORE, SIGNAL_RETURN, (number, SP)))
         if (binary.threaded and not binary.is_firmware and not binary.go_functions
                 and ins.op_str in ("#0", "#0x0") and may_be_call(ins, number, jumped_to, FORKS)):
             after = following.get(ins.address)
             if after is not None and after.address not in jumped_to:
                 ins.add_hook(Hook(Point.BEFORE, FORK_BEFORE, (number, 0)))
                 after.add_hook(Hook(Point.BEFORE, FORK_AFTER, ()))
+
+
+def _restorer(proc: Procedure) -> bool:
+    """Whether ``proc`` is a signal restorer: it sets r7 to rt_sigreturn's or sigreturn's
+    number for a system call that is hooked (SIGNAL_RETURN), as the C library's do."""
+    return any(h.prototype is SIGNAL_RETURN for ins in proc.instructions() for h in ins.hooks) and any(
+        ins.name == "mov" and ins.op_str in ("r7, #0xad", "r7, #0x77") for ins in proc.instructions())
 
 
 def _following(binary: Binary, instructions: list[Instruction]) -> dict[int, Instruction]:
@@ -430,6 +440,13 @@ SIGNAL_ACTION_SYSCALL = Prototype("anvil_signal_action", (Arg.REG_VALUE, Arg.REG
 # handler back in the structs, where the kernel or the hook before put a wrapper's entry.
 SIGNAL_ACTION_DONE = Prototype("anvil_signal_action_done", (Arg.REG_VALUE, Arg.REG_VALUE, Arg.REG_VALUE,
                                                             Arg.REG_VALUE))
+
+
+# The return from a signal handler through the program's own restorer (a static program's C
+# library's: rt_sigreturn, sigreturn; r7 the number, SP the kernel's frame): a fault's PC
+# that the runtime gave the handler as the original's is the copy's again (decision 0202).
+SIGNAL_RETURNS = frozenset((173, 119))
+SIGNAL_RETURN = Prototype("anvil_fault_sigreturn", (Arg.REG_VALUE, Arg.REG_VALUE))
 
 
 # A fork system call of a program that starts threads, in its own copied code (a static
@@ -708,7 +725,12 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         patches, not_patched, tail = linux.patches, linux.not_patched, linux.tail
         patch_words = [p.word for p in patches] if binary.is_pie else []
         map_count = _pc_map(code, chosen) if any(h.prototype is GO_FAULT_PC for p in chosen for h in p.hooks) else 0
-        fault_count = _fault_map(code, chosen) if linux.restorers else 0
+        # The program's own restorers whose return to the kernel is hooked, where their entry
+        # leads to the copy (a static program's), with their Thumb bit: up to two.
+        patched = {p.address for p in linux.patches}
+        own_restorers = sorted({proc.address | int(proc.thumb) for proc in chosen
+                                if proc.address in patched and _restorer(proc)})[:2]
+        fault_count = _fault_map(code, chosen) if linux.restorers or own_restorers else 0
         code.align(4)
         code.label("patches")
         code.emit(struct.pack(f"<{len(patch_words)}I", *patch_words) if patch_words else b"")
@@ -768,11 +790,13 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         region[at:at + 8] = struct.pack("<II", resolve("pcmap"), map_count)
     pieces, exidx = [], None
     if fault_count:
-        restorers, index_at, index_size = linux.restorers
         at = symbols["anvil_fault_map"] - offset
         region[at:at + 8] = struct.pack("<II", resolve("faultmap"), fault_count)
+        ours = fault_restorers.entries(linux.restorers[0]) if linux.restorers else (0, 0)
         at = symbols["anvil_fault_restorers"] - offset
-        region[at:at + 8] = struct.pack("<II", *fault_restorers.entries(restorers))
+        region[at:at + 16] = struct.pack("<4I", *ours, *own_restorers, *[0] * (2 - len(own_restorers)))
+    if fault_count and linux.restorers:
+        restorers, index_at, index_size = linux.restorers
         pieces.append((restorers, fault_restorers.code(restorers, symbols["anvil_fault_return"] | 1)))
         header, table_at, table_size = _exidx_segment(binary)
         pieces.append((index_at, fault_restorers.index(binary.read(table_at, table_size), table_at, restorers,

@@ -845,12 +845,17 @@ static uint32_t lock_identity(void)
  * the handler left the original's, then goes on to the restorer the kernel gave. Where the
  * text has no room for the restorers and their index, the PC stays the copy's.
  *
+ * A handler that returns through the program's own restorer (a static program's C
+ * library's), whose system call the rewriter hooked (anvil_fault_sigreturn), keeps that
+ * return address: the index has its row already.
+ *
  * anvil_fault_map: the link addresses of the copies of the instructions that may fault and
  * of their originals, as pairs in the copies' order, and how many; anvil_fault_restorers:
- * the restorers' link addresses (with the Thumb bit), for a frame of a handler with
- * SA_SIGINFO and one without (0: none, no room in the text). Written by the rewriter. */
+ * Anvil's restorers' link addresses (with the Thumb bit), for a frame of a handler with
+ * SA_SIGINFO and one without (0: none, no room in the text), then the program's own
+ * restorers whose return is hooked (0: none). Written by the rewriter. */
 uint32_t anvil_fault_map[2] __attribute__((section(".data")));
-uint32_t anvil_fault_restorers[2] __attribute__((section(".data")));
+uint32_t anvil_fault_restorers[4] __attribute__((section(".data")));
 
 /* The contexts whose PC a fault's delivery changed, until their handler returns (or, one
  * that never returns, until the slot is needed again: taken round-robin, one whose context
@@ -869,7 +874,9 @@ static uint32_t fault_next;
 static void fault_to_original(anvil_word *saved, uint8_t *context, int siginfo)
 {
     uint32_t count = anvil_fault_map[1], restorer = anvil_fault_restorers[siginfo ? 0 : 1];
-    if (count == 0 || restorer == 0)
+    uint32_t back = (uint32_t)saved[5] - anvil_bias;  /* where the handler returns: the kernel's restorer */
+    int own = back != 0 && (back == anvil_fault_restorers[2] || back == anvil_fault_restorers[3]);
+    if (count == 0 || (restorer == 0 && !own))
         return;
     uint32_t *pc = (uint32_t *)(context + UC_PC);
     const uint32_t *pairs = (const uint32_t *)(anvil_fault_map[0] + anvil_bias);
@@ -890,16 +897,15 @@ static void fault_to_original(anvil_word *saved, uint8_t *context, int siginfo)
     fault_slots[slot].restorer = (uint32_t)saved[5];
     __atomic_store_n(&fault_slots[slot].context, (uint32_t)context, __ATOMIC_RELEASE);
     *pc = fault_slots[slot].original;
-    saved[5] = restorer + anvil_bias;  /* the LR the handler gets (anvil_entry.S) */
+    if (!own)
+        saved[5] = restorer + anvil_bias;  /* the LR the handler gets (anvil_entry.S) */
 }
 
-/* Called by a restorer of Anvil's (rewriter/arch/arm/fault_restorers.py) as the handler
- * returns, SP at the kernel's frame (``rt``: the frame of a handler with SA_SIGINFO, its
- * ucontext after the siginfo): the copy's PC back where the handler left the original's;
- * returns the restorer to go on to. */
-uint32_t anvil_fault_return(uint32_t sp, uint32_t rt)
+/* The context ``context`` a handler returns to the kernel: the copy's PC back where the
+ * handler left the original's. Returns the restorer the handler was to return to (0: the
+ * context's PC was not changed at its delivery). */
+static uint32_t fault_resume(uint32_t context)
 {
-    uint32_t context = rt ? sp + FRAME_UCONTEXT : sp;
     for (uint32_t k = 0; k < FAULT_SLOTS; k++) {
         if (__atomic_load_n(&fault_slots[k].context, __ATOMIC_ACQUIRE) != context)
             continue;
@@ -912,7 +918,24 @@ uint32_t anvil_fault_return(uint32_t sp, uint32_t rt)
         __atomic_store_n(&fault_slots[k].context, 0, __ATOMIC_RELEASE);
         return restorer;
     }
-    return 0;  /* (cannot happen: the slot was taken by a later fault's) */
+    return 0;
+}
+
+/* Before the program's own restorer's system call (rt_sigreturn or sigreturn: ``nr``), SP
+ * at the kernel's frame. */
+void anvil_fault_sigreturn(uint32_t nr, uint32_t sp)
+{
+    if (anvil_fault_map[1] != 0 && (nr == 173 || nr == 119))
+        fault_resume(nr == 173 ? sp + FRAME_UCONTEXT : sp);
+}
+
+/* Called by a restorer of Anvil's (rewriter/arch/arm/fault_restorers.py) as the handler
+ * returns, SP at the kernel's frame (``rt``: the frame of a handler with SA_SIGINFO, its
+ * ucontext after the siginfo): the copy's PC back where the handler left the original's;
+ * returns the restorer to go on to. */
+uint32_t anvil_fault_return(uint32_t sp, uint32_t rt)
+{
+    return fault_resume(rt ? sp + FRAME_UCONTEXT : sp);  /* (0 cannot happen: a later fault took its slot) */
 }
 
 /* Whether the context a signal interrupted is inside the analysis: on the hook stack
