@@ -272,7 +272,7 @@ def _restorer(proc: Procedure) -> bool:
     """Whether ``proc`` is a signal restorer: it sets r7 to rt_sigreturn's or sigreturn's
     number for a system call that is hooked (SIGNAL_RETURN), as the C library's do."""
     return any(h.prototype is SIGNAL_RETURN for ins in proc.instructions() for h in ins.hooks) and any(
-        ins.name == "mov" and ins.op_str in ("r7, #0xad", "r7, #0x77") for ins in proc.instructions())
+        ins.name == "mov" and ins.op_str in _SETS_SIGNAL_RETURN for ins in proc.instructions())
 
 
 def _following(binary: Binary, instructions: list[Instruction]) -> dict[int, Instruction]:
@@ -447,6 +447,7 @@ SIGNAL_ACTION_DONE = Prototype("anvil_signal_action_done", (Arg.REG_VALUE, Arg.R
 # that the runtime gave the handler as the original's is the copy's again (decision 0202).
 SIGNAL_RETURNS = frozenset((173, 119))
 SIGNAL_RETURN = Prototype("anvil_fault_sigreturn", (Arg.REG_VALUE, Arg.REG_VALUE))
+_SETS_SIGNAL_RETURN = frozenset(f"r7, #{number:#x}" for number in SIGNAL_RETURNS)  # (as capstone writes it)
 
 
 # A fork system call of a program that starts threads, in its own copied code (a static
@@ -792,16 +793,14 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
     if fault_count:
         at = symbols["anvil_fault_map"] - offset
         region[at:at + 8] = struct.pack("<II", resolve("faultmap"), fault_count)
-        ours = fault_restorers.entries(linux.restorers[0]) if linux.restorers else (0, 0)
+        ours = fault_restorers.entries(linux.restorers.at) if linux.restorers else (0, 0)
         at = symbols["anvil_fault_restorers"] - offset
         region[at:at + 16] = struct.pack("<4I", *ours, *own_restorers, *[0] * (2 - len(own_restorers)))
     if fault_count and linux.restorers:
-        restorers, index_at, index_size = linux.restorers
-        pieces.append((restorers, fault_restorers.code(restorers, symbols["anvil_fault_return"] | 1)))
-        header, table_at, table_size = _exidx_segment(binary)
-        pieces.append((index_at, fault_restorers.index(binary.read(table_at, table_size), table_at, restorers,
-                                                       index_size)(index_at)))
-        exidx = header, index_at, index_size - fault_restorers.EXTAB_BYTES  # (the rows alone)
+        plan = linux.restorers
+        pieces += [(plan.at, fault_restorers.code(plan.at, symbols["anvil_fault_return"] | 1)),
+                   (plan.index_at, plan.index)]
+        exidx = plan.header, plan.index_at, len(plan.index) - fault_restorers.EXTAB_BYTES  # (the rows alone)
 
     data = _write_elf(binary, bytes(region), offset, patches, targets, tail, code.labels["header"],
                       symbols["anvil_init"], early, pieces, exidx)
@@ -888,9 +887,19 @@ class _Patching:
     tail: Tail  # where the loader stub and the trampolines go
     # Return sites and landing pads whose jump found no room for its trampoline (see _fall_back).
     unplaced: list[int] = field(default_factory=list)
-    # Where the restorers of handlers of faults in the copy and their unwind index go in the
-    # text (fault_restorers), if there is room: their addresses and the index's size.
-    restorers: tuple[int, int, int] | None = None
+    # The restorers of handlers of faults in the copy and their unwind index, where the text
+    # has room for them (fault_restorers).
+    restorers: _Restorers | None = None
+
+
+@dataclass
+class _Restorers:
+    """Where fault_restorers' restorers go in the text, and the new unwind index."""
+
+    at: int
+    index_at: int
+    index: bytes
+    header: int  # the PT_ARM_EXIDX program header's index: it names the new index
 
 
 def _linux_patching(binary: Binary, chosen: list[Procedure], report: Report,
@@ -912,7 +921,7 @@ def _linux_patching(binary: Binary, chosen: list[Procedure], report: Report,
     return _Patching(patches, not_patched, tail, unplaced, _place_restorers(binary, tail))
 
 
-def _place_restorers(binary: Binary, tail: Tail) -> tuple[int, int, int] | None:
+def _place_restorers(binary: Binary, tail: Tail) -> _Restorers | None:
     """Room in the text for the restorers of handlers of faults in the copy and for the
     unwind index that describes them (fault_restorers): near the code, as the index's
     31-bit offsets must be. None where the program has no index (or is Go's, whose handler
@@ -920,13 +929,14 @@ def _place_restorers(binary: Binary, tail: Tail) -> tuple[int, int, int] | None:
     table = _exidx_segment(binary)
     if table is None or binary.go_functions:
         return None
-    size = fault_restorers.index_size(table[2] // 8)
-    fits = fault_restorers.room_for_restorers(binary.read(table[1], table[2]), table[1])
-    restorers = _take(tail, fault_restorers.BYTES, fits)
-    index_at = _take(tail, size) if restorers is not None else None
-    if index_at is None:
+    header, table_at, table_size = table
+    index = fault_restorers.Index(binary.read(table_at, table_size), table_at)
+    at = _take(tail, fault_restorers.BYTES, index.fits)
+    if at is None:
         return None
-    return restorers, index_at, size
+    size, build = index.with_restorers(at)
+    index_at = _take(tail, size)
+    return None if index_at is None else _Restorers(at, index_at, build(index_at), header)
 
 
 def _take(tail: Tail, size: int, fits: Callable[[int], bool] = lambda _at: True) -> int | None:

@@ -49,7 +49,7 @@ def personality_routines(elf: ELFFile, read: Callable[[int, int], bytes]) -> set
         except (ValueError, IndexError):
             continue  # outside the image: a corrupt table
         if not head & 0x80000000:
-            out.add(_prel31(entry, head))
+            out.add(prel31(entry, head))
     return out
 
 
@@ -59,7 +59,7 @@ def index_rows(base: int, table: bytes) -> Iterator[tuple[int, int]]:
     gives it."""
     for at in range(0, len(table) - 7, 8):
         first, second = (int.from_bytes(table[at + k:at + k + 4], "little") for k in (0, 4))
-        yield _prel31(base + at, first), second
+        yield prel31(base + at, first), second
 
 
 def indexed_functions(elf: ELFFile, read: Callable[[int, int], bytes]) -> frozenset[int]:
@@ -79,7 +79,7 @@ def _extab_entries(elf: ELFFile, read: Callable[[int, int], bytes]) -> dict[int,
         for at, (function, second) in enumerate(index_rows(base, read(base, size))):
             if second == 1 or second & 0x80000000:
                 continue  # cannot unwind, or an inline compact entry: no LSDA
-            out[function & ~1] = _prel31(base + 8 * at + 4, second)
+            out[function & ~1] = prel31(base + 8 * at + 4, second)
     return out
 
 
@@ -110,7 +110,7 @@ def handlers(elf: ELFFile, read: Callable[[int, int], bytes]) -> dict[int, tuple
     return found
 
 
-def _prel31(place: int, word: int) -> int:
+def prel31(place: int, word: int) -> int:
     """The address a 31-bit place-relative offset at ``place`` names."""
     offset = word & 0x7FFFFFFF
     if offset & 0x40000000:
@@ -123,7 +123,7 @@ def _handler_of(read: Callable[[int, int], bytes], entry: int, function: int) ->
     head = int.from_bytes(read(entry, 4), "little")
     if head & 0x80000000:
         return None  # compact model (__aeabi_unwind_cpp_pr0/1/2): no GCC LSDA
-    personality = _prel31(entry, head) & ~1
+    personality = prel31(entry, head) & ~1
     opcodes = int.from_bytes(read(entry + 4, 4), "little")
     lsda = entry + 8 + 4 * (opcodes >> 24)
     return personality, _pads_of_lsda(_Reader(read, lsda), function)

@@ -3,6 +3,8 @@
 #include "anvil_rt.h"
 
 #define SYS_exit 1
+#define SYS_sigreturn 119
+#define SYS_rt_sigreturn 173
 #define SYS_pread64 180
 #define SYS_fcntl64 221
 #define SYS_getcwd 183
@@ -925,8 +927,8 @@ static uint32_t fault_resume(uint32_t context)
  * at the kernel's frame. */
 void anvil_fault_sigreturn(uint32_t nr, uint32_t sp)
 {
-    if (anvil_fault_map[1] != 0 && (nr == 173 || nr == 119))
-        fault_resume(nr == 173 ? sp + FRAME_UCONTEXT : sp);
+    if (anvil_fault_map[1] != 0 && (nr == SYS_rt_sigreturn || nr == SYS_sigreturn))
+        fault_resume(nr == SYS_rt_sigreturn ? sp + FRAME_UCONTEXT : sp);
 }
 
 /* Called by a restorer of Anvil's (rewriter/arch/arm/fault_restorers.py) as the handler
@@ -935,7 +937,8 @@ void anvil_fault_sigreturn(uint32_t nr, uint32_t sp)
  * returns the restorer to go on to. */
 uint32_t anvil_fault_return(uint32_t sp, uint32_t rt)
 {
-    return fault_resume(rt ? sp + FRAME_UCONTEXT : sp);  /* (0 cannot happen: a later fault took its slot) */
+    return fault_resume(rt ? sp + FRAME_UCONTEXT : sp);  /* (0 only where later faults took its slot: the
+                                                             * restorer then makes the system call itself) */
 }
 
 /* Whether the context a signal interrupted is inside the analysis: on the hook stack

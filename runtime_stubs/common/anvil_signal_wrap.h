@@ -181,13 +181,14 @@ static anvil_word unwrap_handler(anvil_word handler)
     return k < 0 ? handler : wrapped_handler[k];
 }
 
-/* A fault the kernel raised at an instruction (si_code > 0): delivered at once, held back
- * it would only be raised again by the same instruction. */
+/* SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV: what a faulting instruction raises. */
 static int fault_signal(anvil_word sig)
 {
     return sig == 4 || sig == 5 || sig == 7 || sig == 8 || sig == 11;
 }
 
+/* A fault the kernel raised at an instruction (si_code > 0): delivered at once, held back
+ * it would only be raised again by the same instruction. */
 static int raised_by_instruction(anvil_word sig, const int32_t *info)
 {
     return info && info[2] > 0 && fault_signal(sig);

@@ -15,8 +15,9 @@ faulting function.
 The unwinder finds the rows of the main program through the dynamic linker's record of
 it (``_dl_find_object``): its loaded segments and its PT_ARM_EXIDX segment. So the
 restorers are placed in free bytes of the program's text (a segment it loaded), and
-PT_ARM_EXIDX is pointed at a new index in the region: the original rows, moved, with rows
-for the restorers inserted.
+PT_ARM_EXIDX is pointed at a new index, in free bytes of the text too (its rows are 31-bit
+offsets from the code, and the region lies 2 GiB and more away): the original rows, moved,
+with rows for the restorers inserted.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from __future__ import annotations
 import bisect
 import struct
 from collections.abc import Callable
+
+from ...ir.exception_tables import index_rows, prel31
 
 #: One restorer: nop (where its row starts: the unwinder looks up the return address less
 #: 2), mov r0, sp; movs r1, #RT; ldr.w ip, literal; add ip, pc; blx ip (anvil_fault_return);
@@ -62,82 +65,59 @@ def code(at: int, fault_return: int) -> bytes:
     return out
 
 
-def _prel31(word: int, place: int) -> int:
-    """The address a 31-bit place-relative offset at ``place`` names."""
-    return (place + ((word & 0x7FFFFFFF) ^ 0x40000000) - 0x40000000) & 0xFFFFFFFF
-
-
 def _to_prel31(target: int, place: int) -> int:
     return (target - place) & 0x7FFFFFFF
 
 
-def index_size(rows: int) -> int:
-    """Room for the new index of an original of ``rows`` rows: three rows more (the
-    restorers', and one where the code after them resumes), the restorers' two table
-    entries of three words each."""
-    return 8 * (rows + 3) + EXTAB_BYTES
+class Index:
+    """The program's index table (``original``, at ``original_at``) as rows: (function,
+    second word as it is or None, the table entry it names or None)."""
 
+    def __init__(self, original: bytes, original_at: int) -> None:
+        self.rows: list[tuple[int, int | None, int | None]] = []
+        for k, (function, second) in enumerate(index_rows(original_at, original)):
+            if second == _EXIDX_CANTUNWIND or second & 0x80000000:
+                self.rows.append((function, second, None))
+            else:
+                self.rows.append((function, None, prel31(original_at + 8 * k + 4, second)))
+        self.starts = [row[0] for row in self.rows]
 
-def _rows(original: bytes, original_at: int) -> list[tuple[int, int | None, int | None]]:
-    """The index table ``original`` at ``original_at`` as rows (function, second word as it
-    is or None, the table entry it names or None)."""
-    rows = []
-    for k in range(0, len(original) - 7, 8):
-        first, second = struct.unpack_from("<II", original, k)
-        function = _prel31(first, original_at + k)
-        moved = None if second == _EXIDX_CANTUNWIND or second & 0x80000000 else _prel31(second, original_at + k + 4)
-        rows.append((function, second if moved is None else None, moved))
-    return rows
-
-
-def room_for_restorers(original: bytes, original_at: int) -> Callable[[int], bool]:
-    """Whether the restorers may go at an address (free bytes of the text), given the index
-    ``original`` at ``original_at``: no function of the index starts among them, and the
-    row they fall in describes its code without its function's start (cannot unwind, or
-    unwinding opcodes in the row itself). After them that row goes on from their end, and
-    a row's table entry with a personality routine's data reads its code's offsets from
-    the row's start."""
-    rows = _rows(original, original_at)
-    starts = [row[0] for row in rows]
-
-    def fits(at: int) -> bool:
-        k = bisect.bisect_right(starts, at + BYTES - 1)
-        if k and starts[k - 1] > at:
+    def fits(self, at: int) -> bool:
+        """Whether the restorers may go at ``at`` (free bytes of the text): no function of the
+        index starts among them, and the row they fall in describes its code without its
+        function's start (cannot unwind, or unwinding opcodes in the row itself). After them
+        that row goes on from their end, and a row's table entry with a personality
+        routine's data reads its code's offsets from the row's start."""
+        k = bisect.bisect_right(self.starts, at + BYTES - 1)
+        if k and self.starts[k - 1] > at:
             return False  # a function starts among them
-        return k == 0 or rows[k - 1][1] is not None
-    return fits
+        return k == 0 or self.rows[k - 1][1] is not None
 
+    def with_restorers(self, at: int) -> tuple[int, Callable[[int], bytes]]:
+        """The new index for the restorers placed at ``at``: the original's rows but for any
+        that start among the restorers, the restorers' rows, and after them the row that
+        covered their bytes going on; then the restorers' two table entries. Its size, and
+        its bytes as a function of the address it is placed at."""
+        end = at + BYTES
+        before = [row for row in self.rows if row[0] <= at]
+        resume = before[-1][1:] if before else (_EXIDX_CANTUNWIND, None)
+        kept = [row for row in self.rows if not at <= row[0] < end]
+        extab = ("extab", True), ("extab", False)
+        added = [(at, None, extab[0]), (at + RESTORER_BYTES, None, extab[1])]
+        if end not in self.starts:
+            added.append((end, *resume))
+        table = sorted(kept + added, key=lambda row: row[0])
 
-def index(original: bytes, original_at: int, at: int, size: int) -> Callable[[int], bytes]:
-    """The new index for the restorers placed at ``at``, ``size`` bytes (``index_size``): a
-    function of the address it is placed at that gives its bytes (its rows, then the
-    restorers' two table entries; rows where a dropped row leaves room
-    repeat the last one). ``original``: the program's index table, at ``original_at``. The
-    original's rows are kept but for any that start among the restorers; after them, the
-    row that covered their bytes goes on."""
-    rows = _rows(original, original_at)
-    end = at + BYTES
-    before = [row for row in rows if row[0] <= at]
-    resume = before[-1][1:] if before else (_EXIDX_CANTUNWIND, None)
-    kept = [row for row in rows if not at <= row[0] < end]
-    extab = ("extab", True), ("extab", False)
-    added = [(at, None, extab[0]), (at + RESTORER_BYTES, None, extab[1])]
-    if not any(row[0] == end for row in kept):
-        added.append((end, *resume))
-    table = sorted(kept + added, key=lambda row: row[0])
-    rows_room = (size - EXTAB_BYTES) // 8
-    table += [table[-1]] * (rows_room - len(table))  # (a repeated last row changes nothing)
-
-    def build(place: int) -> bytes:
-        extab_at = place + 8 * len(table)  # (= place + size - EXTAB_BYTES)
-        words = []
-        for n, (function, word, target) in enumerate(table):
-            row = place + 8 * n
-            if target == extab[0] or target == extab[1]:
-                target = extab_at + (0 if target == extab[0] else EXTAB_BYTES // 2)
-            words += [_to_prel31(function, row), word if target is None else _to_prel31(target, row + 4)]
-        for rt in (True, False):
-            # Compact model 1: vsp += pad; pop {r0-r3}; pop {r4-r15}; finish; no descriptors.
-            words += [0x81010000 | ((_PAD[rt] - 4) >> 2) << 8 | 0xB1, 0x0F8FFFB0, 0]
-        return struct.pack(f"<{len(words)}I", *words)
-    return build
+        def build(place: int) -> bytes:
+            extab_at = place + 8 * len(table)
+            words = []
+            for n, (function, word, target) in enumerate(table):
+                row = place + 8 * n
+                if target == extab[0] or target == extab[1]:
+                    target = extab_at + (0 if target == extab[0] else EXTAB_BYTES // 2)
+                words += [_to_prel31(function, row), word if target is None else _to_prel31(target, row + 4)]
+            for rt in (True, False):
+                # Compact model 1: vsp += pad; pop {r0-r3}; pop {r4-r15}; finish; no descriptors.
+                words += [0x81010000 | ((_PAD[rt] - 4) >> 2) << 8 | 0xB1, 0x0F8FFFB0, 0]
+            return struct.pack(f"<{len(words)}I", *words)
+        return 8 * len(table) + EXTAB_BYTES, build

@@ -1223,7 +1223,7 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
     if ctx.scratch.vfp:
         saved = [(0, 1), (2, 3)]
         ctx.scratch.save(isa, code, saved)
-        _compute_target(ins, name, isa, code, t, p, sources)
+        _compute_target(ins, name, isa, code, t, p, sources, rest)
         if t != 0:
             isa.mov_reg(code, 0, t)
         # A procedure keeping its sum in d31 stores it only when the target is not one of
@@ -1253,7 +1253,7 @@ def _translated_jump(ins: Instruction, name: str, isa: ISA, code: Code, ctx: Rel
     else:
         _reserve_slot(isa, code)
         isa.push(code, [0, 1, 2, 3, LR])
-        _compute_target(ins, name, isa, code, t, p, sources)
+        _compute_target(ins, name, isa, code, t, p, sources, rest)
         if t != 0:
             isa.mov_reg(code, 0, t)
         isa.pc_address(code, 1, table)
@@ -1373,11 +1373,13 @@ def _load_multiple_rest(ins: Instruction) -> tuple[int, int, bytes] | None:
     return rn, 4 * (count + before), load
 
 
-def _compute_target(ins: Instruction, name: str, isa: ISA, code: Code, t: int, p: int, sources: set[int]) -> None:
+def _compute_target(ins: Instruction, name: str, isa: ISA, code: Code, t: int, p: int, sources: set[int],
+                    rest: tuple[int, int, bytes] | None) -> None:
+    """t = the target of the computed jump ``ins``; ``rest``: ``_load_multiple_rest(ins)``
+    (PC's word is then loaded alone, the other registers after the jump's bookkeeping)."""
     raw = ins.raw
-    split = _load_multiple_rest(ins)
-    if split is not None:
-        rn, offset, _ = split
+    if rest is not None:
+        rn, offset, _ = rest
         isa.ldr(code, t, rn, offset)
         return
     if ins.thumb:
