@@ -237,6 +237,12 @@ def _add_runtime_hooks(binary: Binary) -> None:
         signal_entries = {entry for entry, name in binary.plt.items() if name in SIGNAL_ACTION_FUNCTIONS}
         for jump in plt_jumps_out(binary, signal_entries).values():
             jump.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_CALL, (Arg.EFFADDR, 0, 1)))
+        signal_calls = [ins for proc in binary.procedures for ins in proc.instructions()
+                        if ins.is_call and ins.branch_target in signal_entries] if signal_entries else []
+        following = _following(binary, signal_calls)
+        for call in signal_calls:
+            if (after := following.get(call.address)) is not None:
+                after.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_SET, ()))
     # The program's own system calls, wherever its C library is: a runtime that makes them
     # itself (Go's, with cgo too, ends by its own exit_group and sets its signals' actions
     # by rt_sigaction, never through the C library it links; decision 0089).
@@ -336,16 +342,25 @@ def _may_fault(ins: Instruction) -> bool:
         or name.startswith(("v", "aes", "sha", "crc32"))
 
 
+# A bit of a fault map's original address: the instruction is a system call. A signal of
+# any kind that interrupts one (a blocking call) is given the original's PC, as a fault is:
+# musl's and glibc's (2.41) thread cancellation compare it with their own labels around
+# the call (decision 0203).
+SYSTEM_CALL = 1
+
+
 def _fault_map(code: Code, chosen: list[Procedure]) -> int:
-    """For the runtime's ``fault_to_original`` (decision 0202): the pairs (copy, original) of
-    the relocated instructions that may fault, in the copies' order, under the label
-    "faultmap"; returns their count."""
-    originals = [ins.address for proc in chosen for ins in proc.instructions() if _may_fault(ins)]
+    """For the runtime's ``to_original`` (decisions 0202, 0203): the pairs (copy, original)
+    of the relocated instructions that may fault and of the system calls (their original
+    or-ed with SYSTEM_CALL), in the copies' order, under the label "faultmap"; returns
+    their count."""
+    originals = [ins.address | (SYSTEM_CALL if ins.is_syscall else 0) for proc in chosen
+                 for ins in proc.instructions() if ins.is_syscall or _may_fault(ins)]
     code.align(4)
     code.label("faultmap")
 
     def pairs(_at: int, resolve: Resolver) -> bytes:
-        ordered = sorted((resolve(ins_label(address)) & ~1, address) for address in originals)
+        ordered = sorted((resolve(ins_label(address & ~SYSTEM_CALL)) & ~1, address) for address in originals)
         return struct.pack(f"<{2 * len(ordered)}I", *itertools.chain.from_iterable(ordered))
     code.later(8 * len(originals), pairs)
     return len(originals)
@@ -435,6 +450,10 @@ SYS_RT_SIGACTION = 174
 # PLT entry (its GOT slot, r0, r1) whose slot the runtime could not lead to its own
 # function at start (decision 0143).
 SIGNAL_ACTION_CALL = Prototype("anvil_signal_plt", (Arg.EFFADDR, Arg.REG_VALUE, Arg.REG_VALUE))
+# After a call of such a PLT entry: the handler the call set through the lazy binder (the
+# slot not bound yet) gets its wrapper now, not at the end of some later analysis call (a
+# tool without calls makes none; decision 0203).
+SIGNAL_ACTION_SET = Prototype("anvil_signal_action_set", ())
 SIGNAL_ACTION_SYSCALL = Prototype("anvil_signal_action", (Arg.REG_VALUE, Arg.REG_VALUE, Arg.REG_VALUE, Arg.REG_VALUE))
 # After such a system call (r7, r1, r2 as they were, r0 its result): the program's own
 # handler back in the structs, where the kernel or the hook before put a wrapper's entry.
@@ -798,9 +817,10 @@ def _emit(binary: Binary, tool_name: str, units: SiteUnit,
         region[at:at + 16] = struct.pack("<4I", *ours, *own_restorers, *[0] * (2 - len(own_restorers)))
     if fault_count and linux.restorers:
         plan = linux.restorers
-        pieces += [(plan.at, fault_restorers.code(plan.at, symbols["anvil_fault_return"] | 1)),
-                   (plan.index_at, plan.index)]
-        exidx = plan.header, plan.index_at, len(plan.index) - fault_restorers.EXTAB_BYTES  # (the rows alone)
+        pieces.append((plan.at, fault_restorers.code(plan.at, symbols["anvil_fault_return"] | 1)))
+        if plan.index is not None:
+            pieces.append((plan.index_at, plan.index))
+            exidx = plan.header, plan.index_at, len(plan.index) - fault_restorers.EXTAB_BYTES  # (the rows alone)
 
     data = _write_elf(binary, bytes(region), offset, patches, targets, tail, code.labels["header"],
                       symbols["anvil_init"], early, pieces, exidx)
@@ -894,12 +914,13 @@ class _Patching:
 
 @dataclass
 class _Restorers:
-    """Where fault_restorers' restorers go in the text, and the new unwind index."""
+    """Where fault_restorers' restorers go in the text, and the new unwind index (None in
+    a program without one: nothing unwinds through the signal frame there)."""
 
     at: int
-    index_at: int
-    index: bytes
-    header: int  # the PT_ARM_EXIDX program header's index: it names the new index
+    index_at: int | None = None
+    index: bytes | None = None
+    header: int | None = None  # the PT_ARM_EXIDX program header's index: it names the new index
 
 
 def _linux_patching(binary: Binary, chosen: list[Procedure], report: Report,
@@ -924,11 +945,14 @@ def _linux_patching(binary: Binary, chosen: list[Procedure], report: Report,
 def _place_restorers(binary: Binary, tail: Tail) -> _Restorers | None:
     """Room in the text for the restorers of handlers of faults in the copy and for the
     unwind index that describes them (fault_restorers): near the code, as the index's
-    31-bit offsets must be. None where the program has no index (or is Go's, whose handler
-    gets the original's PC otherwise) or no run is left that holds them."""
-    table = _exidx_segment(binary)
-    if table is None or binary.go_functions:
+    31-bit offsets must be; the restorers alone in a program without an index. None in Go's
+    (whose handler gets the original's PC otherwise) or where no run is left that holds them."""
+    if binary.go_functions:
         return None
+    table = _exidx_segment(binary)
+    if table is None:
+        at = _take(tail, fault_restorers.BYTES)
+        return None if at is None else _Restorers(at)
     header, table_at, table_size = table
     index = fault_restorers.Index(binary.read(table_at, table_size), table_at)
     at = _take(tail, fault_restorers.BYTES, index.fits)

@@ -835,7 +835,7 @@ static uint32_t lock_identity(void)
 #define WRAPPER_SAVED 6
 #define WRAPPER_INFO(saved, siginfo) ((siginfo) ? (const int32_t *)(saved)[1] : 0)
 #define WRAPPER_CONTEXT(saved, siginfo) ((siginfo) ? (uint8_t *)(saved)[2] : (uint8_t *)((saved) + WRAPPER_SAVED))
-#define WRAPPER_FAULT(saved, context, siginfo) fault_to_original((saved), (context), (siginfo))
+#define WRAPPER_TO_ORIGINAL(saved, context, siginfo, fault) to_original((saved), (context), (siginfo), (fault))
 
 /* A fault an instruction of the copy raised, given the original instruction's PC (decision
  * 0202): the handler, and an unwinder it runs (gccgo's recover, GNAT's exceptions,
@@ -873,7 +873,32 @@ static struct {
 } fault_slots[FAULT_SLOTS];
 static uint32_t fault_next;
 
-static void fault_to_original(anvil_word *saved, uint8_t *context, int siginfo)
+/* A bit of a map's original (rewriter/emit/inhost.py SYSTEM_CALL): a system call. */
+#define FAULT_MAP_SYSTEM_CALL 1u
+
+/* Where a signal interrupted a system call of the copy, in the interrupted context's
+ * instruction set: the copy's SVC at the PC (a blocking call the kernel stepped back to, to
+ * restart it after the handler) or just before it (a call that ended, or was cut short).
+ * Returns the SVC's run-time address, 0 if neither. */
+static uint32_t interrupted_call(const uint8_t *context, uint32_t pc)
+{
+    if (*(const uint32_t *)(context + UC_CPSR) & (1u << 5)) {  /* Thumb: SVC is 0xDFnn */
+        if ((*(const uint16_t *)pc & 0xFF00u) == 0xDF00u)
+            return pc;
+        return (*(const uint16_t *)(pc - 2) & 0xFF00u) == 0xDF00u ? pc - 2 : 0;
+    }
+    for (uint32_t at = pc; at >= pc - 4; at -= 4) {  /* A32: cond 1111 xxxx, cond not 1111 */
+        uint32_t word = *(const uint32_t *)at;
+        if ((word & 0x0F000000u) == 0x0F000000u && word >> 28 != 0xFu)
+            return at;
+    }
+    return 0;
+}
+
+/* ``fault``: an instruction raised the signal (or, for a handler without siginfo, it is one
+ * that may be a fault); otherwise the signal is given the original's PC only where it
+ * interrupted a system call (decision 0203). */
+static void to_original(anvil_word *saved, uint8_t *context, int siginfo, int fault)
 {
     uint32_t count = anvil_fault_map[1], restorer = anvil_fault_restorers[siginfo ? 0 : 1];
     uint32_t back = (uint32_t)saved[5] - anvil_bias;  /* where the handler returns: the kernel's restorer */
@@ -882,23 +907,30 @@ static void fault_to_original(anvil_word *saved, uint8_t *context, int siginfo)
         return;
     uint32_t *pc = (uint32_t *)(context + UC_PC);
     const uint32_t *pairs = (const uint32_t *)(anvil_fault_map[0] + anvil_bias);
-    /* The copy of the instruction the PC is in: its hooks come first, then the instruction. */
-    uint32_t at = *pc - anvil_bias;
+    /* The instruction's copy: a fault's is at the PC, a system call's at or just before it. */
+    uint32_t copy = fault ? *pc : interrupted_call(context, *pc);
+    if (copy == 0)
+        return;
+    /* The copy the instruction is in: its hooks come first, then the instruction. */
+    uint32_t at = copy - anvil_bias;
     long index = last_pair_at_or_before(pairs, count, 0, at);
     if (index < 0 || at - pairs[2 * index] >= FAULT_COPY_REACH
         || ((uint32_t)index + 1 < count && at >= pairs[2 * index + 2]))
         return;  /* not in the copy */
+    uint32_t original = pairs[2 * index + 1];
+    if (!fault && !(original & FAULT_MAP_SYSTEM_CALL))
+        return;  /* an SVC of the copy's own (a hook's), or no system call at all */
     uint32_t slot = FAULT_SLOTS;
     for (uint32_t k = 0; k < FAULT_SLOTS; k++)
         if (__atomic_load_n(&fault_slots[k].context, __ATOMIC_ACQUIRE) == (uint32_t)context)
             slot = k;  /* a handler before at this place never returned */
     if (slot == FAULT_SLOTS)
         slot = __atomic_fetch_add(&fault_next, 1, __ATOMIC_RELAXED) % FAULT_SLOTS;
-    fault_slots[slot].copy = *pc;
-    fault_slots[slot].original = pairs[2 * index + 1] + anvil_bias;
+    fault_slots[slot].copy = copy;
+    fault_slots[slot].original = (original & ~FAULT_MAP_SYSTEM_CALL) + anvil_bias;
     fault_slots[slot].restorer = (uint32_t)saved[5];
     __atomic_store_n(&fault_slots[slot].context, (uint32_t)context, __ATOMIC_RELEASE);
-    *pc = fault_slots[slot].original;
+    *pc = fault_slots[slot].original + (*pc - copy);
     if (!own)
         saved[5] = restorer + anvil_bias;  /* the LR the handler gets (anvil_entry.S) */
 }

@@ -20,8 +20,9 @@
  * from the registers it saved, ``siginfo``: the handler was set with SA_SIGINFO),
  * wrap_handlers (whether handlers are wrapped at all: not in a Go program, whose runtime
  * compares the actions it reads with its own handler), and
- * WRAPPER_FAULT(saved, context, siginfo) (what a fault an instruction raised is given before
- * the handler runs: ARM gives a fault in the copy the original instruction's PC),
+ * WRAPPER_TO_ORIGINAL(saved, context, siginfo, fault) (what a signal is given before the
+ * handler runs, ``fault``: an instruction raised it: ARM gives a fault in the copy, and any
+ * signal that interrupted a system call of the copy, the original instruction's PC),
  * anvil_analysis_interrupted(ucontext): whether the context a signal interrupted is inside
  * the analysis, anvil_thread_identity() (what tells the calling thread from the others),
  * and anvil_call_nested(sp): whether an analysis call that ends, the program's SP ``sp``,
@@ -109,6 +110,14 @@ static void wrap_pending(void)
             anvil_syscall(SYS_rt_sigaction, (long)sig, (long)&now, 0, 8, 0, 0);
         }
     }
+}
+
+/* After the executable's call of a signal-action function's PLT entry: a handler it set
+ * through the lazy binder (wrap_through_slot) gets its wrapper entry. */
+void anvil_signal_action_set(void)
+{
+    if (pending_wraps[0] | pending_wraps[1])
+        wrap_pending();
 }
 
 /* The calling thread's analysis call has returned, SP ``sp`` (the program's; inside the
@@ -212,12 +221,12 @@ anvil_word anvil_signal_deliver(const anvil_word *saved)
     uint8_t *context = WRAPPER_CONTEXT(saved, siginfo);
     uint32_t *signals;
     if (raised_by_instruction(sig, info)) {
-        WRAPPER_FAULT(saved, context, siginfo);
+        WRAPPER_TO_ORIGINAL(saved, context, siginfo, 1);
         return handler;
     }
     if (!anvil_analysis_interrupted(context) || !(signals = held_signals())) {
-        if (!info && fault_signal(sig))  /* (a handler without siginfo: a fault as far as can be told) */
-            WRAPPER_FAULT(saved, context, siginfo);
+        /* (a handler without siginfo: a fault as far as can be told) */
+        WRAPPER_TO_ORIGINAL(saved, context, siginfo, !info && fault_signal(sig));
         return handler;
     }
     uint32_t only[2] = {0, 0};

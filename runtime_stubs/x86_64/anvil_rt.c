@@ -905,7 +905,7 @@ long anvil_analysis_depth __attribute__((section(".data")));
 #define WRAPPER_THUMB 0
 #define WRAPPER_INFO(saved, siginfo) ((const int32_t *)(saved)[1])
 #define WRAPPER_CONTEXT(saved, siginfo) ((uint8_t *)(saved)[2])
-#define WRAPPER_FAULT(saved, context, siginfo) ((void)0)  /* (a fault's PC stays the copy's) */
+#define WRAPPER_TO_ORIGINAL(saved, context, siginfo, fault) ((void)0)  /* (the PC stays the copy's) */
 #define anvil_thread_identity thread_self
 
 /* Whether the context a signal interrupted is inside the analysis: a call under way, or,

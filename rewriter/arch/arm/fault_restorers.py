@@ -2,7 +2,7 @@
 (decision 0202).
 
 A fault raised by an instruction of the copy is given the original instruction's PC
-before the program's handler runs (the runtime's ``fault_to_original``), so that an
+before the program's handler runs (the runtime's ``to_original``), so that an
 unwinder the handler runs finds the faulting function in the program's index
 (``.ARM.exidx`` has rows for the original code alone). The handler then returns to one of
 these restorers instead of the C library's: it calls ``anvil_fault_return``, which puts
