@@ -507,6 +507,29 @@ def go_toolchain(version: str) -> Path:
     return root / f"usr/lib/go-{package[7:]}"
 
 
+#: Other Debian releases' C libraries for armhf (decision 0203: glibc 2.41's thread
+#: cancellation compares the interrupted PC with labels, as musl's does): release -> the
+#: packages whose ``libc.a``, crt files and libgcc a static program is linked with.
+GLIBC_RELEASES: dict[str, tuple[str, ...]] = {
+    "trixie": ("libc6", "libc6-dev", "linux-libc-dev", "libgcc-14-dev", "libgcc-s1"),
+}
+
+
+def build_static_with_glibc_of(sample: str, release: str) -> Path:
+    """``samples/<sample>.c`` linked statically (-O2, Thumb) against the C library of Debian
+    ``release`` (GLIBC_RELEASES), downloaded once; returns its cached path."""
+    triple = "arm-linux-gnueabihf"
+    root = debian_release_packages(f"glibc-armhf-{release}", release, "armhf", list(GLIBC_RELEASES[release]),
+                                   f"usr/lib/{triple}/libc.a")
+    libgcc = next((root / "usr/lib/gcc" / triple).iterdir())  # (one version: the release's)
+    source = SAMPLES_DIR / f"{sample}.c"
+    flags = ["-O2", "-mthumb", "-static", f"--sysroot={root}", f"-B{root}/usr/lib/{triple}", f"-B{libgcc}",
+             f"-L{libgcc}"]
+    key = _cache_key(source.read_bytes(), "\0".join(flags[:3]), (root / "SOURCE_DEB").read_text())
+    out = cache_dir() / f"{sample}-glibc-{release}-static-{key}"
+    return out if out.is_file() else _compile([_require_tool(CC), *flags], [str(source)], out)
+
+
 #: Functions the build of samples/go_caves.go adds (``generated``): 1,000 of thirty calls
 #: each give Debian 12's Go 1.19 program more short return patches than the runtime's
 #: code has caves for, fewer than the whole program's (its test checks where they went).
