@@ -68,6 +68,61 @@ def test_a_word_in_data_that_points_into_an_instruction(tmp_path: Path) -> None:
     _assert_inscount_exact(program, [], tmp_path)
 
 
+NUMBER_BEFORE_A_METHOD = r"""
+        .text
+        .globl main
+main:
+        push %rbx
+        lea msg(%rip), %rdi
+        call *methods+8(%rip)      # f2(msg): through its method table, as Free Pascal calls
+        mov %eax, %ebx
+        lea msg(%rip), %rdi
+        call *methods(%rip)        # f1(msg)
+        lea (%rax,%rbx,2), %esi
+        lea fmt(%rip), %rdi
+        xor %eax, %eax
+        call printf
+        xor %eax, %eax
+        pop %rbx
+        ret
+        .p2align 4
+f1:     movzbl 4(%rdi), %eax
+        sub $2, %eax
+        cmp $3, %eax
+        setb %al
+        movzbl %al, %eax
+        ret
+        .p2align 4, 0              # zeros before the method, as Free Pascal aligns them
+f2:     lea -8(%rsp), %rsp         # from f2 - 1: 00 48 8d, add [rax - 0x73], cl
+        mov %rdi, %rax
+        movzbl (%rax), %eax
+        lea 8(%rsp), %rsp
+        ret
+        .data
+        .p2align 3
+methods: .quad f1, f2
+opcodes: .quad 3, f2 - 1, 7        # an opcode template whose bytes read as the address before f2
+msg:    .asciz "hello"
+fmt:    .asciz "result %d\n"
+        .section .note.GNU-stack, "", @progbits
+"""
+
+
+def test_a_number_in_data_just_before_a_method(tmp_path: Path) -> None:
+    """Free Pascal's compiler (Debian's ppcx64, stripped, no unwind tables) holds, in its
+    x86 opcode table, 0x487c0f: one byte before a method at 0x487c10, on the zero that
+    aligns it. Both are words in data inside one procedure found around them; the lower
+    was descended first, its first instruction took the method's first bytes, and its
+    entry jump was written over the method's entry: every copy crashed in its first
+    compilation. The most aligned address is descended first now, and the number's
+    reading, which would overlap it, adds nothing."""
+    source = tmp_path / "near.s"
+    source.write_text(NUMBER_BEFORE_A_METHOD)
+    program = tmp_path / "near"
+    subprocess.run(["gcc", "-no-pie", "-s", str(source), "-o", str(program)], check=True)
+    _assert_inscount_exact(program, [], tmp_path)
+
+
 def test_signal_return_trampoline_of_a_stripped_static_program(tmp_path: Path) -> None:
     """glibc's ``__restore_rt`` (where every handler returns) has an FDE that starts one
     byte before it, on the padding (``.LSTART - 1``, for unwinders that look up a return

@@ -560,7 +560,11 @@ class _Descent:
         ``names``: function names by address (the PLT's too), for the calls that never return."""
         leaving: set[int] = set()
         work = list(roots)[::-1]  # the first root first
-        later = sorted(taken, reverse=True)
+        # The most aligned first (popped from the end): where two of them cannot both be
+        # code (one's first instruction covers the other), the one a function's alignment
+        # puts there wins over a number that only looks like an address (Free Pascal's
+        # opcode table holds 0x487c0f, the zero padding before a method at 0x487c10).
+        later = sorted(taken, key=lambda label: (min(label & -label, _MOST_ALIGNED), -label))
         while work or later or self.unresolved:
             if not work and self.unresolved:
                 # Jumps reached before what sets their table up: again, now more is found.
@@ -690,6 +694,8 @@ class _Descent:
             yield self.found[self.keys[i]]
 
 
+#: The alignment past which a label's address says no more (a function's, at most a cache line).
+_MOST_ALIGNED = 64
 #: How many instructions from a code address found in data ``_Descent._plausible`` reads.
 _PLAUSIBLE_RUN = 16
 
