@@ -1480,6 +1480,10 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
     labelled = deque((label, entry_thumb, PAST_JUMP, nothing)
                      for label in streams.labels[first:bisect.bisect_left(streams.labels, limit)])
     literal_regs: dict[int, int] = {}
+    # Where each run that a branch of this procedure started came from: the run the branch
+    # was in, its length at the branch and where that one came from (the first branch to
+    # name the target). A computed goto looks back along it past the run's start (_path).
+    came_from: dict[int, _From] = {}
     # Literals that look like Thumb code addresses, by the register they were loaded into:
     # guesses once the register is loaded again or the descent ends, unless a PC-relative
     # add takes the literal for an offset first (_targets).
@@ -1503,6 +1507,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
         readings = streams.known[thumb]  # (streams.at's usual case, inline: this runs per instruction)
         switches = SwitchFinder(binary)
         run: list[Instruction] = []  # this run's instructions, for a computed goto's table
+        source = came_from.get(cur)
         stream = None
         in_block = 0  # instructions of the current IT block still to come
         while entry <= cur < limit and (within or _inside(ranges, cur)):
@@ -1626,6 +1631,8 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                     else:
                         work.append((target, tthumb, doubt, passed))
                         reach = max(reach, target + 1)
+                        if target not in came_from:
+                            came_from[target] = (run, len(run), source)
             run.append(ins)
             known = None
             if branch_target is None and (name == "blx" or name == "bx" or (writes_pc and name in ("add", "ldr"))) \
@@ -1647,7 +1654,7 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
                     reach = max(reach, known[0] + 1)
             # (A call through a register is no goto: GotoFinder forgets all at a call.)
             indirect = ins.is_indirect
-            table = goto_table(run, binary.read) if indirect and not ins.is_return \
+            table = goto_table(_path(run, source), binary.read) if indirect and not ins.is_return \
                 and not ins.is_call else None
             if table is not None:
                 # A computed goto's labels: nothing else may reach them. The table's end is
@@ -1694,6 +1701,23 @@ def _descend(binary: Binary, streams: _Streams, ranges: list[tuple[int, int]], e
 
 
 FLOW, PAST_CALL, PAST_JUMP = 0, 1, 2
+
+# A run's way in (_descend's came_from): the run the branch to it was in, that run's length
+# at the branch, and that run's own way in.
+_From = tuple[list[Instruction], int, "_From | None"]
+
+
+def _path(run: list[Instruction], source: _From | None, window: int = 64) -> list[Instruction]:
+    """The last ``window`` instructions on the way to the end of ``run``: its own, after
+    those of the runs whose branches led to it. GCC 14 computes a computed goto's table
+    once, keeps it on the stack and reaches the jump by a branch (glibc 2.41's printf):
+    the run that ends in the jump does not have the spill (decision 0205)."""
+    parts, total = [run], len(run)
+    while source is not None and total < window:
+        before, length, source = source
+        parts.append(before[:length])
+        total += length
+    return [ins for part in reversed(parts) for ins in part][-window:] if len(parts) > 1 else run
 
 
 def _linker_fill(ins: Instruction, read: Callable[[int, int], bytes]) -> bool:
