@@ -3,7 +3,9 @@
  * between two labels; a handler that finds the interrupted PC between them moves it to a
  * third label, which makes the call return CANCELLED. With SA_RESTART the kernel stepped
  * the PC back to the SVC (inside the labels); without it the call ended with EINTR and the
- * PC is just past the SVC (at `cp_end`). Each case is printed as the handler saw it. */
+ * PC is just past the SVC (at `cp_end`). Each case is printed as the handler saw it.
+ * ARM (A32 or Thumb) and x86-64. */
+#define _GNU_SOURCE  /* (REG_RIP) */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +18,28 @@
 long cp_read(long fd, void *buf, long n);
 extern const char cp_begin[], cp_end[], cp_cancel[];
 
+#if defined(__x86_64__)
+__asm__(
+    ".text\n"
+    ".global cp_read\n"
+    ".type cp_read, @function\n"
+    "cp_read:\n"
+    ".global cp_begin\n"
+    "cp_begin:\n"
+    "    mov $0, %eax\n"  /* read */
+    "    syscall\n"
+    ".global cp_end\n"
+    "cp_end:\n"
+    "    ret\n"
+    ".global cp_cancel\n"
+    "cp_cancel:\n"
+    "    mov $77, %eax\n"
+    "    ret\n"
+    ".size cp_read, . - cp_read\n");
+#define INTERRUPTED_PC(uc) ((unsigned long)(uc)->uc_mcontext.gregs[REG_RIP])
+#define SET_PC(uc, pc) ((uc)->uc_mcontext.gregs[REG_RIP] = (long)(pc))
+#define THUMB_BIT 0ul
+#else
 __asm__(
     ".syntax unified\n"
     ".text\n"
@@ -35,18 +59,22 @@ __asm__(
     "    mov r0, #77\n"
     "    pop {r7, pc}\n"
     ".size cp_read, . - cp_read\n");
+#define INTERRUPTED_PC(uc) ((unsigned long)(uc)->uc_mcontext.arm_pc)
+#define SET_PC(uc, pc) ((uc)->uc_mcontext.arm_pc = (unsigned long)(pc))
+#define THUMB_BIT 1ul  /* (the labels' addresses have it in Thumb code, PCs never) */
+#endif
 
 static volatile int inside, at_end, elsewhere;
 
 static void handler(int sig, siginfo_t *info, void *context)
 {
     ucontext_t *uc = context;
-    unsigned long pc = uc->uc_mcontext.arm_pc, begin = (unsigned long)cp_begin & ~1ul;
-    unsigned long end = (unsigned long)cp_end & ~1ul;
+    unsigned long pc = INTERRUPTED_PC(uc), begin = (unsigned long)cp_begin & ~THUMB_BIT;
+    unsigned long end = (unsigned long)cp_end & ~THUMB_BIT;
     (void)sig, (void)info;
     if (pc >= begin && pc < end) {
         inside++;
-        uc->uc_mcontext.arm_pc = (unsigned long)cp_cancel & ~1ul;
+        SET_PC(uc, (unsigned long)cp_cancel & ~THUMB_BIT);
     } else if (pc == end) {
         at_end++;
     } else {

@@ -7,7 +7,7 @@ own where it is between them. In the copy the PC was the copy's: the handler nev
 it there, and a thread blocked in ``read`` or ``pthread_cond_wait`` was never cancelled
 (samples/cancel_blocked.c built static with musl or with glibc 2.41: the copy hung). samples/interrupted_calls.c
 does the same with a call of its own, in A32 and Thumb, static and dynamic, with and
-without SA_RESTART (the PC at the SVC, or just past it).
+without SA_RESTART (the PC at the SVC, or just past it); and both on x86-64.
 
 Oracles: the original's behaviour (its output says where its handler found the PC, and
 its exit status says whether that was where it should be), and QEMU's count of the
@@ -17,14 +17,16 @@ the copy goes on, uncounted, until it reaches copied code.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+from tests.support import samples
 from tests.support.rehost import run_rehost
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
-from tests.support.samples import build, build_musl, build_static_with_glibc_of, symbol_span
+from tests.support.samples import SAMPLES_DIR, build, build_musl, build_static_with_glibc_of, symbol_span
 
 
 @pytest.mark.parametrize(("variant", "tool"), [("O2-thumb-dyn", "inscount"), ("O0-arm-dyn", "cachesim"),
@@ -85,3 +87,32 @@ def test_c_libraries_cancel_threads_blocked_in_the_copy(library: str, tool: str,
     run = run_prog(instrument(program, tool, tmp_path), timeout=60)
     assert_same_behaviour(original, run)
     assert results(run, tool)
+
+
+def _native(program: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["setarch", "-R", "env", "-i", str(program)], cwd=program.parent, capture_output=True,
+                          timeout=60)
+
+
+def _musl_x86_64(sample: str, tmp_path: Path) -> Path:
+    out = tmp_path / f"{sample}-musl-static"
+    subprocess.run(["musl-gcc", "-O2", "-static", str(SAMPLES_DIR / f"{sample}.c"), "-o", str(out)],
+                   check=True, capture_output=True)
+    return out
+
+
+@pytest.mark.parametrize(("build", "tool"), [("x64-gcc-O2-static", "inscount"), ("x64-gcc-O2", "cachesim"),
+                                             ("musl-static", "inscount")])
+def test_x86_64_handlers_find_the_call_where_the_original_made_it(build: str, tool: str, tmp_path: Path) -> None:
+    """The same on x86-64, natively: samples/interrupted_calls.c (glibc static, and dynamic
+    and lazily bound), and musl's cancellation of blocked threads (samples/cancel_blocked.c)."""
+    if build == "musl-static":
+        program = _musl_x86_64("cancel_blocked", tmp_path)
+    else:
+        program = samples.build_x86_64("interrupted_calls", build)
+    original = _native(place(program, tmp_path, "orig"))
+    assert original.returncode == 0, original
+    copy = instrument(program, tool, tmp_path)
+    run = _native(copy)  # (the copies blocked for ever)
+    assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)
+    assert (copy.parent / f"prog.{tool}.out").is_file()

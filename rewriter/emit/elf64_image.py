@@ -30,7 +30,7 @@ from elftools.elf.elffile import ELFFile
 from ..arch.x86_64 import loader
 from ..arch.x86_64.code64 import Code64
 from ..arch.x86_64.patches import EntryPatch, dead_runs, entry_patches, past_the_end, return_sites
-from ..arch.x86_64.relocate import Copier, Hooks
+from ..arch.x86_64.relocate import Copier, Hooks, system_call_label
 from ..errors import AnvilError
 from ..files import atomic_write
 from ..ir.caller_sensitive import caller_sensitive_returns
@@ -193,6 +193,17 @@ def _copy(code: Code64, address: int) -> int:
     return copy
 
 
+def _system_call_map(code: Code64, originals: list[int], at: int) -> bytes:
+    """The map, placed at ``at``, of the copies of the system calls at ``originals`` to the
+    originals, sorted by the copy's address: the copy's distance from the map (int32) and the
+    original's link address (uint32). A signal that interrupts a system call of the copy is
+    given the original's PC with it (the runtime's ``to_original``, decision 0203)."""
+    rows = sorted((code.labels[system_call_label(address)] - at, address) for address in originals)
+    if max(address for _, address in rows) >= 1 << 32:
+        return b""  # (code above 4 GiB: no map, and signals keep the copy's PC)
+    return b"".join(struct.pack("<iI", copy, address) for copy, address in rows)
+
+
 def _pc_map(code: Code64, procs: list[Procedure], at: int, starts: list[int]) -> bytes:
     """A Go program's map, placed at ``at``, of each instruction the copies of ``procs`` hold
     to the original, sorted by the copy's address: the copy's distance from the table
@@ -283,6 +294,10 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     table_room += 4 + 18 * mapped + 4 + 4 * len(binary.procedures) if mapped else 0
     counters = getattr(lowering, "thread_counters", None)
     table_room += 4 + 4 + 8 * len(counters.used) if counters is not None else 0
+    # Any other program's map of its system calls' copies (decision 0203), 8 bytes each.
+    system_calls = [ins.address for proc in procs for ins in proc.instructions() if ins.is_syscall] \
+        if not binary.go_functions and built is not None else []
+    table_room += 4 + 8 * len(system_calls)
     region = region_address(binary, library_offset + (built.size if built is not None else 0) + table_room)
     code.rebase(region)
     tail = b""
@@ -373,6 +388,12 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
         data += b"\0" * (at - region - len(data)) + _pc_map(code, procs, at, starts)
         variable = symbols["anvil_pc_map"]
         data[variable - region:variable - region + 24] = struct.pack("<qqq", at - variable, mapped, len(starts))
+    if system_calls and "anvil_system_call_map" in symbols:
+        at = region + ((len(data) + 3) & ~3)
+        rows = _system_call_map(code, system_calls, at)
+        data += b"\0" * (at - region - len(data)) + rows
+        variable = symbols["anvil_system_call_map"]
+        data[variable - region:variable - region + 16] = struct.pack("<qq", at - variable, len(rows) // 8)
     if "anvil_program_entry" in symbols:
         at = symbols["anvil_program_entry"] - region
         data[at:at + 8] = struct.pack("<Q", binary.entry)

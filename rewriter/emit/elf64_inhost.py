@@ -137,6 +137,16 @@ def signal_calls(binary: Binary) -> dict[int, int]:
             for address, name in binary.plt.items() if name in SIGNAL_ACTION_FUNCTIONS}
 
 
+def _signal_returns(binary: Binary) -> set[int]:
+    """The return sites of the program's calls of the signal-action functions' PLT entries
+    (CountingHooks.signal_returns)."""
+    entries = {address for address, name in binary.plt.items() if name in SIGNAL_ACTION_FUNCTIONS}
+    if not entries:
+        return set()
+    return {ins.end for proc in binary.procedures for ins in proc.instructions()
+            if ins.is_call and ins.branch_target in entries}
+
+
 def _thread_starts(binary: Binary) -> set[int]:
     """Where the program enters a function that starts a thread: the PLT entries of the
     imports that do, the functions a static program defines that do (not ``clone``:
@@ -217,7 +227,7 @@ def write_instrumented(binary: Binary, tool: Tool, output: str, started: float, 
         return CountingHooks(symbol, binary.switch_cases, tool.procedure_sums, binary.threaded, binary.plt,
                              calls[0], _thread_starts(binary), handlers, _thread_counters(binary, arrays),
                              exec_jumps(binary, EXEC_FUNCTIONS), signal_calls(binary), _go_returns(binary),
-                             go_runtime.loop_heads(binary, binary.procedures))
+                             go_runtime.loop_heads(binary, binary.procedures), _signal_returns(binary))
 
     def library() -> Library:
         return _library([*runtime, *sources(calls[0])], [TOOLCHAIN.isa_dir, tb.COMMON_DIR])

@@ -210,7 +210,7 @@ static int raised_by_instruction(anvil_word sig, const int32_t *info)
  * the signal is held back: it is sent again, with its siginfo, and stays blocked in the
  * interrupted context until the analysis call returns (the call stub unblocks it), and
  * the entry returns to the kernel's sigreturn. */
-anvil_word anvil_signal_deliver(const anvil_word *saved)
+anvil_word anvil_signal_deliver(anvil_word *saved)
 {
     anvil_word sig = saved[0], handler = wrapped_handler[saved[4] % WRAPPED_HANDLERS];
     if (sig == 0 || sig > 64)

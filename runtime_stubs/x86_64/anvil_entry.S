@@ -179,6 +179,14 @@ anvil_signal_call_entry:
     preserving anvil_signal_plt, shift_args=1
     .size anvil_signal_call_entry, . - anvil_signal_call_entry
 
+# Where a call of such a PLT entry returns: a handler the call set through the lazy binder
+# gets its wrapper (anvil_signal_action_set).
+    .globl anvil_signal_set_entry
+    .type anvil_signal_set_entry, @function
+anvil_signal_set_entry:
+    preserving anvil_signal_action_set
+    .size anvil_signal_set_entry, . - anvil_signal_set_entry
+
 # The wrapper entries (anvil_signal_wrap.h): entry k, 16 bytes, stands for the program's
 # k-th wrapped handler.
     .globl anvil_signal_wrappers
@@ -227,6 +235,27 @@ anvil_signal_wrapper:
 1:
     ret
     .size anvil_signal_wrapper, . - anvil_signal_wrapper
+
+# Where a handler returns whose signal was given the original's PC (anvil_rt.c to_original),
+# rsp at the kernel's ucontext (the handler's ret took the return address): the copy's PC
+# back (anvil_signal_resume), then on to the restorer the kernel gave, rsp as it was; the
+# system call itself where later signals took the slot.
+    .globl anvil_resume_restorer
+    .hidden anvil_resume_restorer
+    .type anvil_resume_restorer, @function
+anvil_resume_restorer:
+    mov %rsp, %rbx               # (every register comes back from the frame)
+    mov %rsp, %rdi
+    and $-16, %rsp
+    call anvil_signal_resume
+    mov %rbx, %rsp
+    test %rax, %rax
+    jz 1f
+    jmp *%rax
+1:
+    mov $15, %eax                # rt_sigreturn
+    syscall
+    .size anvil_resume_restorer, . - anvil_resume_restorer
 
 # Where main returns in a program its interpreter calls as main (anvil_started_by): the
 # results (anvil_fini), then on to the caller with main's value. (rsp is 16-aligned here,

@@ -905,7 +905,99 @@ long anvil_analysis_depth __attribute__((section(".data")));
 #define WRAPPER_THUMB 0
 #define WRAPPER_INFO(saved, siginfo) ((const int32_t *)(saved)[1])
 #define WRAPPER_CONTEXT(saved, siginfo) ((uint8_t *)(saved)[2])
-#define WRAPPER_TO_ORIGINAL(saved, context, siginfo, fault) ((void)0)  /* (the PC stays the copy's) */
+#define WRAPPER_TO_ORIGINAL(saved, context, siginfo, fault) to_original((saved), (context), (fault))
+
+/* ucontext: uc_flags, uc_link, uc_stack (24 bytes), then the registers r8-r15, rdi, rsi,
+ * rbp, rbx, rdx, rax, rcx, rsp, rip, eflags, csgsfs, err, trapno, oldmask and cr2. */
+#define UC_RIP (40 + 16 * 8)
+
+/* The copies of the program's system calls (decision 0203): the rewriter writes here the
+ * distance from this variable to a table of (the copy's distance from the table, int32;
+ * the original's link address, uint32), sorted by the copy, and its length (0: none). */
+long anvil_system_call_map[2] __attribute__((section(".data")));
+
+/* The contexts whose PC a signal's delivery changed, until their handler returns (or, one
+ * that never returns, until the slot is needed again: taken round-robin, one whose context
+ * is the same first). */
+#define SIGNAL_SLOTS 32
+/* How far past the system call a handler may move the PC and still be taken to mean past it. */
+#define SIGNAL_SKIP_REACH 2u
+static struct {
+    anvil_word context, copy, original, restorer;
+} signal_slots[SIGNAL_SLOTS];
+static uint32_t signal_next;
+
+/* The restorer a handler whose signal was given an original PC returns to (anvil_entry.S):
+ * anvil_signal_resume, then the restorer the kernel gave. */
+extern const char anvil_resume_restorer[] __attribute__((visibility("hidden")));
+
+/* The copy of a system call at run-time address ``copy``: the original's run-time address,
+ * 0 if ``copy`` is no system call's copy. */
+static anvil_word system_call_original(anvil_word copy)
+{
+    long count = anvil_system_call_map[1];
+    const uint8_t *table = (const uint8_t *)anvil_system_call_map + anvil_system_call_map[0];
+    long low = 0, high = count;
+    while (low < high) {
+        long middle = low + (high - low) / 2;
+        const int32_t *pair = (const int32_t *)(table + 8 * middle);
+        anvil_word at = (anvil_word)(table + pair[0]);
+        if (at == copy)
+            return (uint32_t)pair[1] + anvil_bias;
+        if (at < copy)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    return 0;
+}
+
+/* A signal that interrupted a system call of the copy (the PC at its `syscall`, where the
+ * kernel stepped back to restart it after the handler, or just past it) is given the
+ * original's PC, which musl's and glibc's (2.41) thread cancellation compare with labels
+ * around their cancellable calls; its handler returns to anvil_resume_restorer, which puts
+ * the copy's PC back where the handler left the original's. A fault keeps the copy's PC
+ * (an unwinder recognises the C library's restorer by its bytes, not Anvil's). */
+static void to_original(anvil_word *saved, uint8_t *context, int fault)
+{
+    if (fault || anvil_system_call_map[1] == 0 || !saved[9])
+        return;
+    anvil_word *pc = (anvil_word *)(context + UC_RIP), copy = *pc, original = system_call_original(copy);
+    if (!original && (original = system_call_original(copy - 2)) != 0)
+        copy -= 2;  /* (a call that ended, or was cut short: the PC past its 2 bytes) */
+    if (!original)
+        return;
+    uint32_t slot = SIGNAL_SLOTS;
+    for (uint32_t k = 0; k < SIGNAL_SLOTS; k++)
+        if (__atomic_load_n(&signal_slots[k].context, __ATOMIC_ACQUIRE) == (anvil_word)context)
+            slot = k;  /* a handler before at this place never returned */
+    if (slot == SIGNAL_SLOTS)
+        slot = __atomic_fetch_add(&signal_next, 1, __ATOMIC_RELAXED) % SIGNAL_SLOTS;
+    signal_slots[slot].copy = copy;
+    signal_slots[slot].original = original;
+    signal_slots[slot].restorer = saved[9];
+    __atomic_store_n(&signal_slots[slot].context, (anvil_word)context, __ATOMIC_RELEASE);
+    *pc = original + (*pc - copy);
+    saved[9] = (anvil_word)anvil_resume_restorer;  /* the handler's return address (anvil_entry.S) */
+}
+
+/* Called by anvil_resume_restorer as the handler returns, ``context`` the kernel's ucontext:
+ * the copy's PC back where the handler left the original's (or as far past it as the handler
+ * moved it); returns the restorer to go on to (0: the slot was taken by later signals). */
+anvil_word anvil_signal_resume(uint8_t *context)
+{
+    for (uint32_t k = 0; k < SIGNAL_SLOTS; k++) {
+        if (__atomic_load_n(&signal_slots[k].context, __ATOMIC_ACQUIRE) != (anvil_word)context)
+            continue;
+        anvil_word *pc = (anvil_word *)(context + UC_RIP), moved = *pc - signal_slots[k].original;
+        if (moved <= SIGNAL_SKIP_REACH)
+            *pc = signal_slots[k].copy + moved;
+        anvil_word restorer = signal_slots[k].restorer;
+        __atomic_store_n(&signal_slots[k].context, 0, __ATOMIC_RELEASE);
+        return restorer;
+    }
+    return 0;
+}
 #define anvil_thread_identity thread_self
 
 /* Whether the context a signal interrupted is inside the analysis: a call under way, or,
@@ -1037,9 +1129,6 @@ static void cut_after_fault(const uint8_t *table, long count, long index)
 /* A mark the handler's entry leaves in a preempted context's trapno (which returning from
  * the handler does not read), with the copy's PC in its cr2, for the return. */
 #define PREEMPT_MARK 0x616e766cL
-/* ucontext: uc_flags, uc_link, uc_stack (24 bytes), then the registers r8-r15, rdi, rsi,
- * rbp, rbx, rdx, rax, rcx, rsp, rip, eflags, csgsfs, err, trapno, oldmask and cr2. */
-#define UC_RIP (40 + 16 * 8)
 #define UC_TRAPNO (40 + 20 * 8)
 #define UC_CR2 (40 + 22 * 8)
 /* The kernel's signal frame at the handler's entry: the return address, then the ucontext. */

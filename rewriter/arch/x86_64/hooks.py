@@ -136,7 +136,7 @@ class CountingHooks:
                  thread_counters: ThreadCounters | None = None,
                  execs: tuple[dict[int, tuple[int, int]], int | None] = ({}, None),
                  signal_calls: Mapping[int, int] | None = None, go_returns: dict[int, str] | None = None,
-                 go_polls: Set[int] = frozenset()) -> None:
+                 go_polls: Set[int] = frozenset(), signal_returns: Set[int] = frozenset()) -> None:
         self.symbol = symbol
         # The exec functions' PLT entries and PLT0 (exec_jumps).
         self.exec_jumps, self.binder = execs
@@ -157,6 +157,9 @@ class CountingHooks:
         # through (the value: its link address, 0 if not known) to its own function, which
         # wraps the program's handler, once the slot is bound (decision 0143).
         self.signal_calls = signal_calls or {}
+        # The return sites of the program's calls of those entries: a handler the call set
+        # through the lazy binder gets its wrapper there (anvil_signal_set_entry, decision 0203).
+        self.signal_returns = signal_returns
         # A Go program's returns that call the runtime before they go (decision 0134): the
         # entry each calls.
         self.go_returns = go_returns or {}
@@ -221,6 +224,8 @@ class CountingHooks:
             code.emit(BELOW_RED_ZONE + b"\x50\x48\xb8" + struct.pack("<Q", self.signal_calls[block.address]))
             code.rel32_lookup(b"\xe8", b"", self.symbol, "anvil_signal_call_entry")  # push rax; mov rax, slot; call
             code.emit(b"\x58" + ABOVE_RED_ZONE)  # pop rax
+        if block.address in self.signal_returns:
+            self._call(code, "anvil_signal_set_entry")
         if block.address in self.exec_jumps:
             slot, lazy = self.exec_jumps[block.address]
             code.emit(BELOW_RED_ZONE + b"\x50\x52"  # push rax; push rdx

@@ -49,6 +49,11 @@ _JMP, _CALL = bytes((_JMP_REL32,)), bytes((_CALL_REL32,))
 _JCC = tuple(bytes((0x0F, 0x80 | condition)) for condition in range(16))
 
 
+def system_call_label(address: int) -> tuple[str, int]:
+    """The label of the copy of the system call at original ``address`` (its instruction,
+    past the hooks before it)."""
+    return ("system-call", address)
+
 class Hooks(Protocol):
     """What the copier asks for between the copied instructions (hooks.py)."""
 
@@ -170,6 +175,8 @@ class Copier:
 
     def copy(self, ins: Instruction) -> None:
         """The copy of one instruction at the code's end."""
+        if ins.is_syscall:  # (the system call itself, after its hooks: elf64_image._system_calls)
+            self.code.label(system_call_label(ins.address))
         table = self.tables.get(ins.address)
         if table is not None:
             self._table_read(ins, table)
