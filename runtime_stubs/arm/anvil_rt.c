@@ -859,19 +859,13 @@ static uint32_t lock_identity(void)
 uint32_t anvil_fault_map[2] __attribute__((section(".data")));
 uint32_t anvil_fault_restorers[4] __attribute__((section(".data")));
 
-/* The contexts whose PC a fault's delivery changed, until their handler returns (or, one
- * that never returns, until the slot is needed again: taken round-robin, one whose context
- * is the same first). */
-#define FAULT_SLOTS 32
 /* How far past the start of an instruction's copy (its hooks first) the instruction may be. */
 #define FAULT_COPY_REACH 512u
 /* How far past the faulting instruction a handler may move the PC and still be taken to
  * mean the instruction after it (one instruction, at most two halfwords). */
 #define FAULT_SKIP_REACH 4u
-static struct {
-    uint32_t context, copy, original, restorer;
-} fault_slots[FAULT_SLOTS];
-static uint32_t fault_next;
+#define SIGNAL_PC(context) (*(anvil_word *)((context) + UC_PC))
+#include "anvil_signal_slots.h"  /* (a .h: the compile cache hashes the headers) */
 
 /* A bit of a map's original (rewriter/emit/inhost.py SYSTEM_CALL): a system call. */
 #define FAULT_MAP_SYSTEM_CALL 1u
@@ -920,39 +914,9 @@ static void to_original(anvil_word *saved, uint8_t *context, int siginfo, int fa
     uint32_t original = pairs[2 * index + 1];
     if (!fault && !(original & FAULT_MAP_SYSTEM_CALL))
         return;  /* an SVC of the copy's own (a hook's), or no system call at all */
-    uint32_t slot = FAULT_SLOTS;
-    for (uint32_t k = 0; k < FAULT_SLOTS; k++)
-        if (__atomic_load_n(&fault_slots[k].context, __ATOMIC_ACQUIRE) == (uint32_t)context)
-            slot = k;  /* a handler before at this place never returned */
-    if (slot == FAULT_SLOTS)
-        slot = __atomic_fetch_add(&fault_next, 1, __ATOMIC_RELAXED) % FAULT_SLOTS;
-    fault_slots[slot].copy = copy;
-    fault_slots[slot].original = (original & ~FAULT_MAP_SYSTEM_CALL) + anvil_bias;
-    fault_slots[slot].restorer = (uint32_t)saved[5];
-    __atomic_store_n(&fault_slots[slot].context, (uint32_t)context, __ATOMIC_RELEASE);
-    *pc = fault_slots[slot].original + (*pc - copy);
+    signal_slot_keep(context, copy, (original & ~FAULT_MAP_SYSTEM_CALL) + anvil_bias, saved[5]);
     if (!own)
         saved[5] = restorer + anvil_bias;  /* the LR the handler gets (anvil_entry.S) */
-}
-
-/* The context ``context`` a handler returns to the kernel: the copy's PC back where the
- * handler left the original's. Returns the restorer the handler was to return to (0: the
- * context's PC was not changed at its delivery). */
-static uint32_t fault_resume(uint32_t context)
-{
-    for (uint32_t k = 0; k < FAULT_SLOTS; k++) {
-        if (__atomic_load_n(&fault_slots[k].context, __ATOMIC_ACQUIRE) != context)
-            continue;
-        /* Left at the original, or moved on past it (over the faulting instruction, as an
-         * emulator of it does): as far on from the copy. Elsewhere: where the handler says. */
-        uint32_t *pc = (uint32_t *)(context + UC_PC), moved = *pc - fault_slots[k].original;
-        if (moved <= FAULT_SKIP_REACH)
-            *pc = fault_slots[k].copy + moved;
-        uint32_t restorer = fault_slots[k].restorer;
-        __atomic_store_n(&fault_slots[k].context, 0, __ATOMIC_RELEASE);
-        return restorer;
-    }
-    return 0;
 }
 
 /* Before the program's own restorer's system call (rt_sigreturn or sigreturn: ``nr``), SP
@@ -960,7 +924,7 @@ static uint32_t fault_resume(uint32_t context)
 void anvil_fault_sigreturn(uint32_t nr, uint32_t sp)
 {
     if (anvil_fault_map[1] != 0 && (nr == SYS_rt_sigreturn || nr == SYS_sigreturn))
-        fault_resume(nr == SYS_rt_sigreturn ? sp + FRAME_UCONTEXT : sp);
+        signal_slot_resume((uint8_t *)(nr == SYS_rt_sigreturn ? sp + FRAME_UCONTEXT : sp), FAULT_SKIP_REACH);
 }
 
 /* Called by a restorer of Anvil's (rewriter/arch/arm/fault_restorers.py) as the handler
@@ -969,7 +933,7 @@ void anvil_fault_sigreturn(uint32_t nr, uint32_t sp)
  * returns the restorer to go on to. */
 uint32_t anvil_fault_return(uint32_t sp, uint32_t rt)
 {
-    return fault_resume(rt ? sp + FRAME_UCONTEXT : sp);  /* (0 only where later faults took its slot: the
+    return signal_slot_resume((uint8_t *)(rt ? sp + FRAME_UCONTEXT : sp), FAULT_SKIP_REACH);  /* (0 only where later faults took its slot: the
                                                              * restorer then makes the system call itself) */
 }
 

@@ -916,16 +916,10 @@ long anvil_analysis_depth __attribute__((section(".data")));
  * the original's link address, uint32), sorted by the copy, and its length (0: none). */
 long anvil_system_call_map[2] __attribute__((section(".data")));
 
-/* The contexts whose PC a signal's delivery changed, until their handler returns (or, one
- * that never returns, until the slot is needed again: taken round-robin, one whose context
- * is the same first). */
-#define SIGNAL_SLOTS 32
 /* How far past the system call a handler may move the PC and still be taken to mean past it. */
 #define SIGNAL_SKIP_REACH 2u
-static struct {
-    anvil_word context, copy, original, restorer;
-} signal_slots[SIGNAL_SLOTS];
-static uint32_t signal_next;
+#define SIGNAL_PC(context) (*(anvil_word *)((context) + UC_RIP))
+#include "anvil_signal_slots.h"  /* (a .h: the compile cache hashes the headers) */
 
 /* The restorer a handler whose signal was given an original PC returns to (anvil_entry.S):
  * anvil_signal_resume, then the restorer the kernel gave. */
@@ -962,22 +956,12 @@ static void to_original(anvil_word *saved, uint8_t *context, int fault)
 {
     if (fault || anvil_system_call_map[1] == 0 || !saved[9])
         return;
-    anvil_word *pc = (anvil_word *)(context + UC_RIP), copy = *pc, original = system_call_original(copy);
+    anvil_word copy = SIGNAL_PC(context), original = system_call_original(copy);
     if (!original && (original = system_call_original(copy - 2)) != 0)
         copy -= 2;  /* (a call that ended, or was cut short: the PC past its 2 bytes) */
     if (!original)
         return;
-    uint32_t slot = SIGNAL_SLOTS;
-    for (uint32_t k = 0; k < SIGNAL_SLOTS; k++)
-        if (__atomic_load_n(&signal_slots[k].context, __ATOMIC_ACQUIRE) == (anvil_word)context)
-            slot = k;  /* a handler before at this place never returned */
-    if (slot == SIGNAL_SLOTS)
-        slot = __atomic_fetch_add(&signal_next, 1, __ATOMIC_RELAXED) % SIGNAL_SLOTS;
-    signal_slots[slot].copy = copy;
-    signal_slots[slot].original = original;
-    signal_slots[slot].restorer = saved[9];
-    __atomic_store_n(&signal_slots[slot].context, (anvil_word)context, __ATOMIC_RELEASE);
-    *pc = original + (*pc - copy);
+    signal_slot_keep(context, copy, original, saved[9]);
     saved[9] = (anvil_word)anvil_resume_restorer;  /* the handler's return address (anvil_entry.S) */
 }
 
@@ -986,18 +970,9 @@ static void to_original(anvil_word *saved, uint8_t *context, int fault)
  * moved it); returns the restorer to go on to (0: the slot was taken by later signals). */
 anvil_word anvil_signal_resume(uint8_t *context)
 {
-    for (uint32_t k = 0; k < SIGNAL_SLOTS; k++) {
-        if (__atomic_load_n(&signal_slots[k].context, __ATOMIC_ACQUIRE) != (anvil_word)context)
-            continue;
-        anvil_word *pc = (anvil_word *)(context + UC_RIP), moved = *pc - signal_slots[k].original;
-        if (moved <= SIGNAL_SKIP_REACH)
-            *pc = signal_slots[k].copy + moved;
-        anvil_word restorer = signal_slots[k].restorer;
-        __atomic_store_n(&signal_slots[k].context, 0, __ATOMIC_RELEASE);
-        return restorer;
-    }
-    return 0;
+    return signal_slot_resume(context, SIGNAL_SKIP_REACH);
 }
+
 #define anvil_thread_identity thread_self
 
 /* Whether the context a signal interrupted is inside the analysis: a call under way, or,
