@@ -26,7 +26,8 @@ from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support import samples
 from tests.support.rehost import run_rehost
 from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
-from tests.support.samples import SAMPLES_DIR, build, build_musl, build_static_with_glibc_of, symbol_span
+from tests.support.samples import build, build_musl, build_static_with_glibc_of, symbol_span
+from tests.test_x86_64_musl import _build as build_musl_x86_64
 
 
 @pytest.mark.parametrize(("variant", "tool"), [("O2-thumb-dyn", "inscount"), ("O0-arm-dyn", "cachesim"),
@@ -89,16 +90,9 @@ def test_c_libraries_cancel_threads_blocked_in_the_copy(library: str, tool: str,
     assert results(run, tool)
 
 
-def _native(program: Path) -> subprocess.CompletedProcess:
+def run_natively(program: Path) -> subprocess.CompletedProcess:
     return subprocess.run(["setarch", "-R", "env", "-i", str(program)], cwd=program.parent, capture_output=True,
                           timeout=60)
-
-
-def _musl_x86_64(sample: str, tmp_path: Path) -> Path:
-    out = tmp_path / f"{sample}-musl-static"
-    subprocess.run(["musl-gcc", "-O2", "-static", str(SAMPLES_DIR / f"{sample}.c"), "-o", str(out)],
-                   check=True, capture_output=True)
-    return out
 
 
 @pytest.mark.parametrize(("build", "tool"), [("x64-gcc-O2-static", "inscount"), ("x64-gcc-O2", "cachesim"),
@@ -107,12 +101,12 @@ def test_x86_64_handlers_find_the_call_where_the_original_made_it(build: str, to
     """The same on x86-64, natively: samples/interrupted_calls.c (glibc static, and dynamic
     and lazily bound), and musl's cancellation of blocked threads (samples/cancel_blocked.c)."""
     if build == "musl-static":
-        program = _musl_x86_64("cancel_blocked", tmp_path)
+        program = build_musl_x86_64("cancel_blocked", "static", tmp_path / "cancel_blocked-musl-static")
     else:
         program = samples.build_x86_64("interrupted_calls", build)
-    original = _native(place(program, tmp_path, "orig"))
+    original = run_natively(place(program, tmp_path, "orig"))
     assert original.returncode == 0, original
     copy = instrument(program, tool, tmp_path)
-    run = _native(copy)  # (the copies blocked for ever)
+    run = run_natively(copy)  # (the copies blocked for ever)
     assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)
     assert (copy.parent / f"prog.{tool}.out").is_file()

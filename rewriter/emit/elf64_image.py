@@ -22,7 +22,7 @@ from __future__ import annotations
 import io
 import operator
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from elftools.elf.elffile import ELFFile
@@ -193,7 +193,7 @@ def _copy(code: Code64, address: int) -> int:
     return copy
 
 
-def _system_call_map(code: Code64, originals: list[int], at: int) -> bytes:
+def _system_call_map(code: Code64, originals: Iterable[int], at: int) -> bytes:
     """The map, placed at ``at``, of the copies of the system calls at ``originals`` to the
     originals, sorted by the copy's address: the copy's distance from the map (int32) and the
     original's link address (uint32). A signal that interrupts a system call of the copy is
@@ -295,8 +295,7 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     counters = getattr(lowering, "thread_counters", None)
     table_room += 4 + 4 + 8 * len(counters.used) if counters is not None else 0
     # Any other program's map of its system calls' copies (decision 0203), 8 bytes each.
-    system_calls = [ins.address for proc in procs for ins in proc.instructions() if ins.is_syscall] \
-        if not binary.go_functions and built is not None else []
+    system_calls = copier.system_calls if not binary.go_functions and built is not None else []
     table_room += 4 + 8 * len(system_calls)
     region = region_address(binary, library_offset + (built.size if built is not None else 0) + table_room)
     code.rebase(region)

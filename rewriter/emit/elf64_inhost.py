@@ -26,7 +26,7 @@ from ..ir.model import Binary
 from ..tool_files import run_instrument
 from . import target_build as tb
 from .elf64_image import Library, write_copied
-from .inhost import EXEC_FUNCTIONS, SIGNAL_ACTION_FUNCTIONS, Report
+from .inhost import EXEC_FUNCTIONS, SIGNAL_ACTION_FUNCTIONS, Report, signal_action_calls
 from .sites import SiteUnit, asm_array
 
 TOOLCHAIN = tb.X86_64
@@ -137,16 +137,6 @@ def signal_calls(binary: Binary) -> dict[int, int]:
             for address, name in binary.plt.items() if name in SIGNAL_ACTION_FUNCTIONS}
 
 
-def _signal_returns(binary: Binary) -> set[int]:
-    """The return sites of the program's calls of the signal-action functions' PLT entries
-    (CountingHooks.signal_returns)."""
-    entries = {address for address, name in binary.plt.items() if name in SIGNAL_ACTION_FUNCTIONS}
-    if not entries:
-        return set()
-    return {ins.end for proc in binary.procedures for ins in proc.instructions()
-            if ins.is_call and ins.branch_target in entries}
-
-
 def _thread_starts(binary: Binary) -> set[int]:
     """Where the program enters a function that starts a thread: the PLT entries of the
     imports that do, the functions a static program defines that do (not ``clone``:
@@ -224,10 +214,12 @@ def write_instrumented(binary: Binary, tool: Tool, output: str, started: float, 
     def hooks(symbol: Callable[[str], int]) -> CountingHooks:
         calls.append(call_sites(symbol))
         handlers = {address for address, name in binary.go_functions.items() if name == go_runtime.SIGNAL_HANDLER}
+        signal_entries = signal_calls(binary)
         return CountingHooks(symbol, binary.switch_cases, tool.procedure_sums, binary.threaded, binary.plt,
                              calls[0], _thread_starts(binary), handlers, _thread_counters(binary, arrays),
-                             exec_jumps(binary, EXEC_FUNCTIONS), signal_calls(binary), _go_returns(binary),
-                             go_runtime.loop_heads(binary, binary.procedures), _signal_returns(binary))
+                             exec_jumps(binary, EXEC_FUNCTIONS), signal_entries, _go_returns(binary),
+                             go_runtime.loop_heads(binary, binary.procedures),
+                             {call.end for call in signal_action_calls(binary, set(signal_entries))})
 
     def library() -> Library:
         return _library([*runtime, *sources(calls[0])], [TOOLCHAIN.isa_dir, tb.COMMON_DIR])

@@ -237,8 +237,7 @@ def _add_runtime_hooks(binary: Binary) -> None:
         signal_entries = {entry for entry, name in binary.plt.items() if name in SIGNAL_ACTION_FUNCTIONS}
         for jump in plt_jumps_out(binary, signal_entries).values():
             jump.add_hook(Hook(Point.BEFORE, SIGNAL_ACTION_CALL, (Arg.EFFADDR, 0, 1)))
-        signal_calls = [ins for proc in binary.procedures for ins in proc.instructions()
-                        if ins.is_call and ins.branch_target in signal_entries] if signal_entries else []
+        signal_calls = signal_action_calls(binary, signal_entries)
         following = _following(binary, signal_calls)
         for call in signal_calls:
             if (after := following.get(call.address)) is not None:
@@ -272,6 +271,16 @@ def _add_runtime_hooks(binary: Binary) -> None:
             if after is not None and after.address not in jumped_to:
                 ins.add_hook(Hook(Point.BEFORE, FORK_BEFORE, (number, 0)))
                 after.add_hook(Hook(Point.BEFORE, FORK_AFTER, ()))
+
+
+def signal_action_calls(binary: Binary, entries: set[int]) -> list[Instruction]:
+    """The program's calls of ``entries``, the PLT entries of the C library's signal-action
+    functions: after each, a handler the call set through the lazy binder gets its wrapper
+    (SIGNAL_ACTION_SET here, x86-64's ``anvil_signal_set_entry``; decision 0203)."""
+    if not entries:
+        return []
+    return [ins for proc in binary.procedures for ins in proc.instructions()
+            if ins.is_call and ins.branch_target in entries]
 
 
 def _restorer(proc: Procedure) -> bool:

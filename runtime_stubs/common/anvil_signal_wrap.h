@@ -21,8 +21,8 @@
  * wrap_handlers (whether handlers are wrapped at all: not in a Go program, whose runtime
  * compares the actions it reads with its own handler), and
  * WRAPPER_TO_ORIGINAL(saved, context, siginfo, fault) (what a signal is given before the
- * handler runs, ``fault``: an instruction raised it: ARM gives a fault in the copy, and any
- * signal that interrupted a system call of the copy, the original instruction's PC),
+ * handler runs, ``fault``: an instruction raised it: a signal that interrupted a system call
+ * of the copy, and on ARM a fault in the copy, gets the original instruction's PC),
  * anvil_analysis_interrupted(ucontext): whether the context a signal interrupted is inside
  * the analysis, anvil_thread_identity() (what tells the calling thread from the others),
  * and anvil_call_nested(sp): whether an analysis call that ends, the program's SP ``sp``,

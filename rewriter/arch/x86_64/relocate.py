@@ -54,6 +54,7 @@ def system_call_label(address: int) -> tuple[str, int]:
     past the hooks before it)."""
     return ("system-call", address)
 
+
 class Hooks(Protocol):
     """What the copier asks for between the copied instructions (hooks.py)."""
 
@@ -140,6 +141,9 @@ class Copier:
         # interpreter's (klibc's library, whose functions the program calls at their addresses).
         self.elsewhere = elsewhere
         self.in_place: list[int] = []
+        # The original addresses of the system calls copied, each labelled (system_call_label:
+        # the first copy, where one is copied twice).
+        self.system_calls: set[int] = set()
 
     def copy_procedure(self, proc: Procedure) -> None:
         """Copy every instruction of ``proc`` in address order."""
@@ -175,8 +179,9 @@ class Copier:
 
     def copy(self, ins: Instruction) -> None:
         """The copy of one instruction at the code's end."""
-        if ins.is_syscall:  # (the system call itself, after its hooks: elf64_image._system_calls)
+        if ins.is_syscall:  # (the system call itself, after its hooks: elf64_image._system_call_map)
             self.code.label(system_call_label(ins.address))
+            self.system_calls.add(ins.address)
         table = self.tables.get(ins.address)
         if table is not None:
             self._table_read(ins, table)
