@@ -938,21 +938,35 @@ uint32_t anvil_fault_return(uint32_t sp, uint32_t rt)
 }
 
 /* Whether the context a signal interrupted is inside the analysis: on the hook stack
- * (where a call stub runs the routine), or, in a program with threads, with the analysis
- * lock held by this thread (also between the stub's taking it and its switch of stacks). */
+ * (where a call stub runs the routine), or with the analysis lock held by this thread
+ * (also between the stub's taking it and its switch of stacks, on the program's stack:
+ * the communicator's flush takes it in every Linux program). */
 #define anvil_thread_identity lock_identity
-#define anvil_call_nested on_hook_stack
 static int on_hook_stack(uint32_t sp)
 {
     return sp - (uint32_t)anvil_hook_stack < sizeof anvil_hook_stack;
 }
 
-static int anvil_analysis_interrupted(const uint8_t *context)
+static int lock_held_here(void)
 {
-    if (on_hook_stack(*(const uint32_t *)(context + UC_SP)))
-        return 1;
     uint32_t owner = __atomic_load_n(&anvil_call_lock[0], __ATOMIC_RELAXED);
     return owner != 0 && owner == lock_identity();
+}
+
+static int anvil_analysis_interrupted(const uint8_t *context)
+{
+    return on_hook_stack(*(const uint32_t *)(context + UC_SP)) || lock_held_here();
+}
+
+/* Whether a call that ends at program SP ``sp`` ends inside another call of its thread,
+ * which gives the held signals back as it ends: on the hook stack, or with the lock still
+ * held by this thread. A signal held back in the window where a stub holds the lock on the
+ * program's stack returns through the program's restorer, whose system-call hook ends a
+ * call there: unblocked at that end, the signal came again at once, was held again (the
+ * lock still held), and so on until the stack overflowed (decision 0206). */
+static int anvil_call_nested(uint32_t sp)
+{
+    return on_hook_stack(sp) || lock_held_here();
 }
 
 #include "anvil_signal_wrap.h"
