@@ -163,9 +163,9 @@ static inline void unmask(masked_t *old)
  * the C library set it. */
 static anvil_word first_thread;
 
-/* Whether the process has more than one thread now: /proc/self/task holds an entry for
- * each (read only when records are lost, to say why). */
-static int several_threads(void)
+/* How many threads the process has now: /proc/self/task holds an entry for each (0: not
+ * readable). Under qemu-user those are the emulator's own too. */
+static int count_threads(void)
 {
     char entries[512];
     long fd = anvil_syscall(COMM_SYS_OPENAT, -100 /* AT_FDCWD */, (long)"/proc/self/task", 0, 0, 0, 0);
@@ -180,7 +180,18 @@ static int several_threads(void)
         }
     }
     anvil_syscall(COMM_SYS_CLOSE, fd, 0, 0, 0, 0, 0);
-    return threads > 1;
+    return threads;
+}
+
+/* The threads the process had as the program started (anvil_rh_start): qemu-user has a
+ * thread of its own beside the program's, which is not a thread of the program. */
+static int threads_at_start;
+
+/* Whether the program has started threads (read only when records are lost, to say why:
+ * a handler that made records again and again is the other cause). */
+static int several_threads(void)
+{
+    return count_threads() > (threads_at_start > 1 ? threads_at_start : 1);
 }
 
 /* Called masked by a flush, in a program rewritten for one thread: a flush made on another
@@ -331,6 +342,9 @@ void anvil_rh_start(void)
 #endif
     anvil_rh_limit = ring + RING_WORDS;
     anvil_rh_cursor = at;
+#if !CORTEX_M && !ANVIL_THREADS
+    threads_at_start = count_threads();
+#endif
 }
 
 /* The record routines sites call: anvil_rh_record<N>(site, N run-time arguments), and the
