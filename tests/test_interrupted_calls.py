@@ -17,7 +17,6 @@ the copy goes on, uncounted, until it reaches copied code.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,7 @@ import pytest
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
 from tests.support import samples
 from tests.support.rehost import run_rehost
-from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.run import assert_same_behaviour, instrument, place, results, run_native, run_prog
 from tests.support.samples import build, build_musl, build_static_with_glibc_of, symbol_span
 from tests.test_x86_64_musl import _build as build_musl_x86_64
 
@@ -90,11 +89,6 @@ def test_c_libraries_cancel_threads_blocked_in_the_copy(library: str, tool: str,
     assert results(run, tool)
 
 
-def run_natively(program: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(["setarch", "-R", "env", "-i", str(program)], cwd=program.parent, capture_output=True,
-                          timeout=60)
-
-
 @pytest.mark.parametrize(("build", "tool"), [("x64-gcc-O2-static", "inscount"), ("x64-gcc-O2", "cachesim"),
                                              ("musl-static", "inscount")])
 def test_x86_64_handlers_find_the_call_where_the_original_made_it(build: str, tool: str, tmp_path: Path) -> None:
@@ -104,9 +98,9 @@ def test_x86_64_handlers_find_the_call_where_the_original_made_it(build: str, to
         program = build_musl_x86_64("cancel_blocked", "static", tmp_path / "cancel_blocked-musl-static")
     else:
         program = samples.build_x86_64("interrupted_calls", build)
-    original = run_natively(place(program, tmp_path, "orig"))
+    original = run_native(place(program, tmp_path, "orig"))
     assert original.returncode == 0, original
     copy = instrument(program, tool, tmp_path)
-    run = run_natively(copy)  # (the copies blocked for ever)
+    run = run_native(copy)  # (the copies blocked for ever)
     assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)
     assert (copy.parent / f"prog.{tool}.out").is_file()

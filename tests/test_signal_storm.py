@@ -22,14 +22,13 @@ under way, which loses records and says so (docs/limits.md), which is not what i
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.support import samples
 from tests.support.rehost import run_rehost
-from tests.support.run import assert_same_behaviour, instrument, place, results, run_prog
+from tests.support.run import assert_same_behaviour, instrument, place, results, run_native, run_prog
 
 RUNS = 2  # each crashed in 9 of 10 runs before
 OPTIONS = ("--opt", "size=2k,assoc=64,line=32", "--skip", "on_signal")
@@ -61,14 +60,10 @@ def test_signals_held_in_a_call_on_x86_64(tmp_path: Path) -> None:
     program = samples.build_x86_64("signal_storm", "x64-gcc-O2-static")
     original = place(program, tmp_path, "orig")
     copy = instrument(program, "cachesim", tmp_path, *OPTIONS)
-    expected = _natively(original)
+    expected = run_native(original)
     assert expected.returncode == 0 and expected.stdout.endswith(b" handler ran, counts match\n"), expected
     for _ in range(RUNS):
-        run = _natively(copy)
+        run = run_native(copy)
         assert (run.returncode, run.stdout, run.stderr) == (expected.returncode, expected.stdout, expected.stderr)
         assert (copy.parent / "prog.cachesim.out").is_file()
 
-
-def _natively(program: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(["setarch", "-R", "env", "-i", str(program)], cwd=program.parent, capture_output=True,
-                          timeout=120)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.run import run_native
 from tests.support.samples import SAMPLES_DIR, code_after_data_script
 
 GCC_LIB = "/usr/lib/gcc/x86_64-linux-gnu/12"
@@ -59,8 +60,7 @@ BUILDS = {
 
 
 def _run(program: Path) -> tuple[int, bytes, bytes]:
-    done = subprocess.run(["setarch", "-R", "env", "-i", str(program), "x"], cwd=program.parent,
-                          capture_output=True, timeout=120)
+    done = run_native(program, ["x"])
     return done.returncode, done.stdout, done.stderr
 
 

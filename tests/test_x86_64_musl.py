@@ -29,6 +29,7 @@ import pytest
 from rewriter.emit.sites import result_names
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import exe_pcs, trace_pcs
+from tests.support.run import run_native
 from tests.support.samples import SAMPLES_DIR
 
 LINKS = {"dynamic": [], "static": ["-static"]}
@@ -43,11 +44,6 @@ def _build(sample: str, link: str, out: Path) -> Path:
     return out
 
 
-def _native(program: Path, args: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(["setarch", "-R", "env", "-i", str(program), *args], cwd=program.parent,
-                          capture_output=True, timeout=120)
-
-
 @pytest.mark.parametrize("link", sorted(LINKS))
 @pytest.mark.parametrize("sample", sorted(PROGRAMS))
 def test_musl_programs_transparent_and_counted(sample: str, link: str, tmp_path: Path) -> None:
@@ -56,7 +52,7 @@ def test_musl_programs_transparent_and_counted(sample: str, link: str, tmp_path:
     plain.parent.mkdir()
     copied.parent.mkdir()
     _build(sample, link, plain)
-    original = _native(plain, args)
+    original = run_native(plain, args)
     assert original.returncode == 0, original.stderr
     for tool in ("cachesim", "inscount"):
         done = subprocess.run(["anvil", "instrument", "--tool", tool, "--format", "json", str(plain), "-o",
@@ -64,7 +60,7 @@ def test_musl_programs_transparent_and_counted(sample: str, link: str, tmp_path:
         assert done.returncode == 0, done.stderr
         results = copied.parent / f"prog.{tool}.out"
         results.unlink(missing_ok=True)
-        run = _native(copied, args)
+        run = run_native(copied, args)
         assert (run.returncode, run.stdout, run.stderr) == (original.returncode, original.stdout, original.stderr)
         assert results.is_file(), f"{tool} wrote no results"
     if not deterministic:

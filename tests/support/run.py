@@ -257,6 +257,14 @@ def assert_runs_found(binary: Path, tmp: Path, output: bytes):
     return ir, executed
 
 
+def run_native(program: Path, args: Sequence[str] = (), timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run the x86-64 ``program`` natively in its own directory: no environment, no address
+    randomisation (``setarch -R``: the heap and stack where they were in the original's run),
+    output captured."""
+    return subprocess.run(["setarch", "-R", "env", "-i", str(program), *args], cwd=program.parent,
+                          capture_output=True, timeout=timeout)
+
+
 def assert_native_copies_behave(program: Path, tools: Sequence[str], tmp: Path) -> subprocess.CompletedProcess:
     """Each of ``tools``' copies of the x86-64 ``program`` (``anvil instrument`` into
     ``tmp/<tool>/prog``), run natively in its own directory, prints and exits as the
