@@ -6,7 +6,8 @@ whether the signal found the thread inside the analysis; decision 0203: the PC t
 sees), and the handler's return comes back through the program's restorer. The table gives
 the median wall time of ``--runs`` runs of each (x86-64 natively under ``setarch -R``, ARM
 under qemu-arm), the ratio to the original, and the extra time per signal. Progress on
-stderr, the table with a header line (date, commit, command) on stdout::
+stderr, the table with benchmarks/run.py's header line (date, commit, qemu, CPU, command)
+on stdout::
 
     python3 benchmarks/signal_cost.py
     python3 benchmarks/signal_cost.py --count 100000 --runs 3 --tools inscount
@@ -15,7 +16,6 @@ stderr, the table with a header line (date, commit, command) on stdout::
 from __future__ import annotations
 
 import argparse
-import datetime
 import statistics
 import subprocess
 import sys
@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks import run as bench  # noqa: E402  (progress, place, qemu_command, anvil_command, header_line)
 from tests.support import samples  # noqa: E402
 
 # (ISA, build variant): x86-64 builds of samples.X86_64_VARIANTS, ARM ones of samples.VARIANTS.
@@ -32,10 +33,11 @@ BUILDS = [("x86-64", "x64-gcc-O2-static"), ("x86-64", "x64-gcc-O2"), ("ARM", "Os
           ("ARM", "O2-thumb-dyn")]
 
 
-def _command(isa: str, program: Path, count: int) -> list[str]:
+def _command(isa: str, count: int) -> list[str]:
+    """The command that runs ``./prog`` (its directory the working one) sending ``count`` signals."""
     if isa == "x86-64":
-        return ["setarch", "-R", "env", "-i", str(program), str(count)]
-    return ["env", "-i", "qemu-arm", "-L", "/usr/arm-linux-gnueabihf", "-0", "prog", str(program), str(count)]
+        return ["setarch", "-R", "env", "-i", "./prog", str(count)]
+    return bench.qemu_command([str(count)])
 
 
 def _median_seconds(command: list[str], cwd: Path, runs: int) -> float:
@@ -57,29 +59,25 @@ def main() -> int:
                         help="tools, comma-separated (default inscount,cachesim)")
     args = parser.parse_args()
     tools = [t for t in args.tools.split(",") if t]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).parent).stdout.strip()
     rows = []
     with tempfile.TemporaryDirectory(prefix="anvil-signal-cost-") as tmp:
         for isa, variant in BUILDS:
             build = samples.build_x86_64 if isa == "x86-64" else samples.build
-            original = build("signal_loop", variant)
-            print(f"signal_cost: {variant}: original", file=sys.stderr, flush=True)
-            base = _median_seconds(_command(isa, original, args.count), original.parent, args.runs)
+            original = bench.place(build("signal_loop", variant), Path(tmp) / variant / "orig")
+            bench.progress(f"{variant}: original")
+            base = _median_seconds(_command(isa, args.count), original.parent, args.runs)
             rows.append((isa, variant, "(original)", base, base))
             for tool in tools:
-                copy = Path(tmp) / f"{variant}-{tool}" / "prog"
+                copy = Path(tmp) / variant / tool / "prog"
                 copy.parent.mkdir()
-                done = subprocess.run([sys.executable, "-m", "rewriter.cli", "instrument", "--tool", tool,
-                                       str(original), "-o", str(copy)], capture_output=True, text=True,
-                                      cwd=Path(__file__).resolve().parent.parent)
+                done = subprocess.run([*bench.anvil_command(), "instrument", "--tool", tool, str(original),
+                                       "-o", str(copy)], capture_output=True, text=True)
                 if done.returncode != 0:
                     raise SystemExit(f"signal_cost: instrumenting {variant} with {tool}: {done.stderr.strip()[-300:]}")
-                print(f"signal_cost: {variant}: {tool}", file=sys.stderr, flush=True)
-                rows.append((isa, variant, tool, base, _median_seconds(_command(isa, copy, args.count), copy.parent,
+                bench.progress(f"{variant}: {tool}")
+                rows.append((isa, variant, tool, base, _median_seconds(_command(isa, args.count), copy.parent,
                                                                        args.runs)))
-    command = f"python3 benchmarks/signal_cost.py {' '.join(sys.argv[1:])}".rstrip()
-    print(f"{datetime.date.today()}, commit {commit}: {command}")
+    print(bench.header_line(args.runs))
     print()
     print("| ISA | build | tool | wall s (median) | × original | extra µs a signal |")
     print("|---|---|---|---:|---:|---:|")

@@ -933,8 +933,8 @@ void anvil_fault_sigreturn(uint32_t nr, uint32_t sp)
  * returns the restorer to go on to. */
 uint32_t anvil_fault_return(uint32_t sp, uint32_t rt)
 {
-    return signal_slot_resume((uint8_t *)(rt ? sp + FRAME_UCONTEXT : sp), FAULT_SKIP_REACH);  /* (0 only where later faults took its slot: the
-                                                             * restorer then makes the system call itself) */
+    /* (0 only where later faults took its slot: the restorer then makes the system call itself) */
+    return signal_slot_resume((uint8_t *)(rt ? sp + FRAME_UCONTEXT : sp), FAULT_SKIP_REACH);
 }
 
 /* Whether the context a signal interrupted is inside the analysis: on the hook stack
@@ -947,26 +947,25 @@ static int on_hook_stack(uint32_t sp)
     return sp - (uint32_t)anvil_hook_stack < sizeof anvil_hook_stack;
 }
 
-static int lock_held_here(void)
+/* Whether this thread, its SP ``sp``, is inside the analysis: on the hook stack, or with the
+ * lock held by this thread. Both questions of anvil_signal_wrap.h ask it: where a signal
+ * came, and whether a call that ends is inside another call of its thread, which gives the
+ * held signals back as it ends. With two tests, a signal held back in the window where a
+ * stub holds the lock on the program's stack returned through the program's restorer,
+ * whose system-call hook ended a call there: unblocked at that end, the signal came again
+ * at once, was held again (the lock still held), and so on until the stack overflowed
+ * (decision 0206). */
+static int anvil_call_nested(uint32_t sp)
 {
+    if (on_hook_stack(sp))
+        return 1;
     uint32_t owner = __atomic_load_n(&anvil_call_lock[0], __ATOMIC_RELAXED);
     return owner != 0 && owner == lock_identity();
 }
 
 static int anvil_analysis_interrupted(const uint8_t *context)
 {
-    return on_hook_stack(*(const uint32_t *)(context + UC_SP)) || lock_held_here();
-}
-
-/* Whether a call that ends at program SP ``sp`` ends inside another call of its thread,
- * which gives the held signals back as it ends: on the hook stack, or with the lock still
- * held by this thread. A signal held back in the window where a stub holds the lock on the
- * program's stack returns through the program's restorer, whose system-call hook ends a
- * call there: unblocked at that end, the signal came again at once, was held again (the
- * lock still held), and so on until the stack overflowed (decision 0206). */
-static int anvil_call_nested(uint32_t sp)
-{
-    return on_hook_stack(sp) || lock_held_here();
+    return anvil_call_nested(*(const uint32_t *)(context + UC_SP));
 }
 
 #include "anvil_signal_wrap.h"
