@@ -102,6 +102,9 @@ def cmd_instrument(args: argparse.Namespace) -> int:
         if NOT_FOUND + ")" in note:  # a library not found: the copy may be slower than it need be
             print(f"anvil: {note} (set QEMU_LD_PREFIX or LD_LIBRARY_PATH to where the program's libraries are)",
                   file=sys.stderr)
+    if binary.entry_called_as_main:  # (decisions 0152 and 0207)
+        print("anvil: its interpreter (klibc's library) calls its entry as main: results are written when main "
+              "returns, none where the program ends by calling exit", file=sys.stderr)
     global _exit_at_once
     _exit_at_once = True
     if _from_console:  # the process ends at once: freeing the IR here would be wasted

@@ -270,7 +270,7 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     original = binary.data
     elf = ELFFile(io.BytesIO(original))
     copier = Copier(code, returns - short, lowering, _image_span(binary), binary.past_return, binary.table_readers,
-                    loader.interpreter_code(elf))
+                    loader.interpreter_code(binary, elf))
     for proc in procs:
         copier.copy_procedure(proc)
         report.instructions += sum(len(b.instructions) for b in proc.blocks)
@@ -396,7 +396,7 @@ def write_copied(binary: Binary, output: str, original_returns: bool | None = No
     if "anvil_program_entry" in symbols:
         at = symbols["anvil_program_entry"] - region
         data[at:at + 8] = struct.pack("<Q", binary.entry)
-    if "anvil_started_by" in symbols and loader.entry_called_as_main(elf):
+    if "anvil_started_by" in symbols and binary.entry_called_as_main:
         data[symbols["anvil_started_by"] - region] = 1
     if len(data) > library_offset + (built.size if built is not None else 0) + table_room:
         raise AnvilError(f"{binary.path}: the region outgrew the room it was placed with")

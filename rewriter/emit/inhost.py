@@ -1432,6 +1432,7 @@ def _move_unloaded(out: bytearray, elf: ELFFile, lo: int, hi: int) -> None:
 # The region header's ``libraries`` word (runtime_stubs/arm/anvil_rt.c).
 HOOK_LIBRARY_EXITS = 1  # the libraries' calls of _exit lead to the program's end (decision 0077)
 WRAP_HANDLERS = 2       # the program's signal handlers are wrapped (decision 0143)
+CALLS_MAIN = 4          # the interpreter calls the entry as main: the end is where it returns (0207)
 
 
 def _library_words(binary: Binary) -> tuple[int, int]:
@@ -1439,10 +1440,12 @@ def _library_words(binary: Binary) -> tuple[int, int]:
     dynamic section, whose DT_DEBUG leads the runtime to the loaded libraries (0: not a
     dynamic program, or nothing to do there); and its ``libraries`` word, what the runtime
     does: lead the libraries' calls of ``_exit`` to the program's end where the tool
-    observes the end, and wrap the program's signal handlers, except in a Go program,
-    whose runtime compares the actions it reads with its own handler."""
+    observes the end, wrap the program's signal handlers, except in a Go program, whose
+    runtime compares the actions it reads with its own handler, and end the program where
+    main returns where the interpreter calls the entry as main (klibc's)."""
     flags = (HOOK_LIBRARY_EXITS if binary.is_dynamic and any(h.point is Point.AFTER for h in binary.hooks) else 0)
     flags |= WRAP_HANDLERS if not binary.go_functions else 0
+    flags |= CALLS_MAIN if binary.entry_called_as_main else 0
     if not binary.is_dynamic or not flags:
         return 0, flags
     segments = ELFFile(io.BytesIO(binary.data)).iter_segments()

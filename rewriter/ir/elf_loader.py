@@ -198,17 +198,19 @@ def _open_elf(path: str, data: bytes) -> ELFFile:
 
 def _make_binary(path: str, data: bytes, elf: ELFFile) -> Binary:
     segments = []
-    interp = False
+    kinds = set()
     for seg in elf.iter_segments():
         t = seg["p_type"]
         if t == "PT_LOAD":
             segments.append(Segment(seg["p_vaddr"], seg["p_memsz"], seg["p_offset"], seg["p_filesz"],
                                     seg["p_flags"], seg["p_align"]))
-        interp |= t == "PT_INTERP"
+        kinds.add(t)
+    interp = "PT_INTERP" in kinds
     if not any(s.executable for s in segments):
         raise AnvilError(f"{path}: no executable segment")
     binary = Binary(path=os.path.abspath(path), data=data, machine="arm", is_pie=elf["e_type"] == "ET_DYN",
-                    is_dynamic=interp, entry=elf["e_entry"], segments=segments)
+                    is_dynamic=interp, entry=elf["e_entry"], segments=segments,
+                    entry_called_as_main=interp and "PT_DYNAMIC" not in kinds)
     binary.profile, binary.dsp = _architecture(elf, path)
     if binary.is_firmware and (interp or binary.is_pie):
         raise AnvilError(f"{path}: a Cortex-M image must be a static ET_EXEC")

@@ -390,6 +390,10 @@ class Binary:
     is_dynamic: bool
     entry: int
     segments: list[Segment]
+    # The program's interpreter calls its entry as ``main(argc, argv, envp)`` instead of
+    # entering it on the kernel's stack, as a dynamic linker does: klibc's shared library,
+    # which a program names as its interpreter (PT_INTERP) without a dynamic section.
+    entry_called_as_main: bool = False
     procedures: list[Procedure] = field(default_factory=list)
     hooks: list[Hook] = field(default_factory=list)
     symbols: dict[str, int] = field(default_factory=dict)

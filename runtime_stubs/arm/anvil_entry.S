@@ -22,6 +22,24 @@ anvil_xlate_entry:
 #endif
     pop {r1, r2, r3, r12, pc}
     .size anvil_xlate_entry, . - anvil_xlate_entry
+@ Where main returns in a program its interpreter calls as main (anvil_rt.c's
+@ LIBRARY_CALLS_MAIN): the results (anvil_main_end), then on to the caller with main's
+@ value (r0; r1 too, for a caller that reads a 64-bit one). SP is 8-aligned here, as it
+@ was before the call of main. Linux only.
+#if !defined(__ARM_ARCH_PROFILE) || __ARM_ARCH_PROFILE != 'M'
+    .global anvil_main_return
+    .hidden anvil_main_return
+    .type anvil_main_return, %function
+    .thumb_func
+anvil_main_return:
+    push {r0, r1, r2, lr}
+    bl anvil_main_end           @ r0 = where main was to return
+    mov lr, r0
+    pop {r0, r1, r2, r3}
+    bx lr
+    .size anvil_main_return, . - anvil_main_return
+#endif
+
 @ anvil_go_poll: called from a loop head of a Go program's A32 copy where the runtime asks
 @ the goroutine to stop (its g.stackguard0 is stackPreempt), the caller's ip and lr in d16
 @ and its flags in d17 (relocate.go_poll). Raises Go's preemption signal (SIGURG) on this

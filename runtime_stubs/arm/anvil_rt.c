@@ -74,6 +74,7 @@ static void hook_libraries(uint32_t bias, const struct anvil_header *h);
 /* The region header's ``libraries`` flags. */
 #define LIBRARY_EXITS 1        /* the libraries' calls of _exit lead to the program's end */
 #define LIBRARY_WRAP_HANDLERS 2 /* the program's signal handlers are wrapped (decision 0143) */
+#define LIBRARY_CALLS_MAIN 4   /* the interpreter calls the entry as main (decision 0207) */
 /* Whether they are (not in a Go program: anvil_signal_wrap.h). */
 static uint8_t wrap_handlers;
 
@@ -537,12 +538,26 @@ static void show_original_entry(const char *const *env, uint32_t entry)
  * from the preinit array) the caller's return address, back into ld.so. Fatal signals
  * are caught at the entry, after the libraries' initialisers: one that asks for its
  * signal's action sees what it would have seen. */
+/* Where main returns in a program its interpreter calls as main (LIBRARY_CALLS_MAIN:
+ * klibc's shared library, whose exit no hook sees): main's return address, in the
+ * interpreter. anvil_main_return (anvil_entry.S) takes the place of it: the program's end,
+ * then on there with main's value. */
+static uint32_t main_caller __attribute__((section(".data")));
+void anvil_main_return(void);
+uint32_t anvil_main_end(void);
+
+uint32_t anvil_main_end(void)
+{
+    anvil_program_end();
+    return main_caller;
+}
+
 uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t *saved, uint32_t stage)
 {
     if (stage != ENTRY_AFTER_PREINIT) {
         const char *const *env;
-        if (stage == STARTED_AT_PREINIT) {
-            env = (const char *const *)saved[2];  /* ld.so passes argc, argv, envp */
+        if (stage == STARTED_AT_PREINIT || h->libraries & LIBRARY_CALLS_MAIN) {
+            env = (const char *const *)saved[2];  /* called as main(argc, argv, envp) */
         } else {
             const uint32_t *initial_sp = (const uint32_t *)((const char *)saved + STUB_SAVED_BYTES + STUB_FAR_BELOW);
             env = (const char *const *)(initial_sp + 1 + initial_sp[0] + 1);
@@ -568,6 +583,10 @@ uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t
         return entry_state;
     }
     catch_fatal_signals();
+    if (h->libraries & LIBRARY_CALLS_MAIN) {
+        main_caller = saved[13];
+        entry_state[13] = (uint32_t)anvil_main_return;
+    }
     entry_state[14] = h->entry + bias;
     return entry_state;
 }

@@ -311,9 +311,11 @@ def _make_binary(path: str, data: bytes, elf: ELFFile) -> Binary:
                 for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
     if not any(s.executable for s in segments):
         raise AnvilError(f"{path}: no executable segment")
-    interp = any(s["p_type"] == "PT_INTERP" for s in elf.iter_segments())
+    kinds = {s["p_type"] for s in elf.iter_segments()}
+    interp = "PT_INTERP" in kinds
     return Binary(path=os.path.abspath(path), data=data, machine="x86-64", is_pie=elf["e_type"] == "ET_DYN",
-                  is_dynamic=interp, entry=elf["e_entry"], segments=segments)
+                  is_dynamic=interp, entry=elf["e_entry"], segments=segments,
+                  entry_called_as_main=interp and "PT_DYNAMIC" not in kinds)
 
 
 def _code_sections(elf: ELFFile) -> list[tuple[int, int]]:

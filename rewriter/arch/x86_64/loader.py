@@ -15,6 +15,7 @@ from elftools.elf.elffile import ELFFile
 
 from ...emit.target_build import cache_dir
 from ...errors import AnvilError
+from ...ir.model import Binary
 
 SOURCE = Path(__file__).resolve().parents[3] / "runtime_stubs" / "x86_64" / "stub.S"
 DEFINES = ("ANVIL_REGION", "ANVIL_LENGTH", "ANVIL_OFFSET", "ANVIL_ENTRY", "ANVIL_INIT", "ANVIL_PATCHES")
@@ -119,20 +120,12 @@ def spread(runs: list[tuple[int, int]], preinit: bool = False) -> list[int] | No
     return [places[k] for k in range(len(sizes))]
 
 
-def entry_called_as_main(elf: ELFFile) -> bool:
-    """Whether the program's interpreter calls its entry as ``main(argc, argv, envp)``
-    instead of entering it on the kernel's stack, as a dynamic linker does: klibc's shared
-    library, which a program names as its interpreter (PT_INTERP) without a dynamic
-    section."""
-    kinds = {segment["p_type"] for segment in elf.iter_segments()}
-    return "PT_INTERP" in kinds and "PT_DYNAMIC" not in kinds
-
-
-def interpreter_code(elf: ELFFile) -> list[tuple[int, int]]:
+def interpreter_code(binary: Binary, elf: ELFFile) -> list[tuple[int, int]]:
     """The [start, end) of the code of an interpreter that calls the program's entry as main
-    (``entry_called_as_main``) and is linked at fixed addresses, as klibc's library is: the
-    program calls its functions there. Empty where there is none, or it cannot be read."""
-    if not entry_called_as_main(elf):
+    (``Binary.entry_called_as_main``) and is linked at fixed addresses, as klibc's library
+    is: the program calls its functions there. Empty where there is none, or it cannot be
+    read."""
+    if not binary.entry_called_as_main:
         return []
     interpreter = next(segment for segment in elf.iter_segments() if segment["p_type"] == "PT_INTERP")
     try:
