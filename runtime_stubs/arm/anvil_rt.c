@@ -36,6 +36,9 @@
 #define MAP_ANONYMOUS 0x20
 #define PAGE 4096u
 #define AT_NULL 0
+#define PT_GNU_RELRO 0x6474e552u
+#define AT_PHDR 3
+#define AT_PHNUM 5
 #define AT_ENTRY 9
 
 /* Layout of the region, written by the emitter at the start of the generated code. */
@@ -517,6 +520,11 @@ static void map_and_start(uint32_t bias, const struct anvil_header *h, const cha
     anvil_program_start();
 }
 
+/* The executable's program headers, as the auxiliary vector names them (AT_PHDR, AT_PHNUM;
+ * show_original_entry reads them). */
+static const uint8_t *executable_phdr;
+static uint32_t executable_phnum;
+
 /* The auxiliary vector (after ``env``'s terminating null) names the ELF entry the kernel
  * started at, the stub: it names the program's own entry again, as the original's did
  * (decision 0092). The dynamic linker run as a program compares AT_ENTRY with its own
@@ -529,6 +537,10 @@ static void show_original_entry(const char *const *env, uint32_t entry)
     for (uint32_t *aux = (uint32_t *)(env + 1); aux[0] != AT_NULL; aux += 2)
         if (aux[0] == AT_ENTRY)
             aux[1] = entry;
+        else if (aux[0] == AT_PHDR)
+            executable_phdr = (const uint8_t *)aux[1];
+        else if (aux[0] == AT_PHNUM)
+            executable_phnum = aux[1];
 }
 
 /* Called by the loader stub with the registers it saved (r0-r12, lr) and the stage (above).
@@ -1119,6 +1131,27 @@ static anvil_word bound_function(const struct link_map_head *first, const char *
     return 0;
 }
 
+/* Whether the dynamic linker made ``page`` read-only once it had relocated the loaded object
+ * ``map`` (``executable``: the program itself): a page below the end of the object's
+ * PT_GNU_RELRO segment, in it, as glibc seals them. A program linked -z now without RELRO
+ * (-z norelro: Debian 13's toybox) has its GOT beside its writable data, which a page made
+ * read-only after a slot's write would fault on. Headers not found: not sealed (the page
+ * is left writable). */
+static int sealed_after_relocation(const struct link_map_head *map, int executable, uint32_t page)
+{
+    uint16_t count = 0, size = 32;
+    const uint8_t *headers = executable ? executable_phdr : mapped_program_headers(map->l_addr, &count, &size);
+    if (executable)
+        count = (uint16_t)executable_phnum;
+    for (uint32_t k = 0; headers && k < count; k++) {
+        const uint32_t *ph = (const uint32_t *)(headers + k * size);
+        uint32_t start = (map->l_addr + ph[2]) & ~(PAGE - 1), end = (map->l_addr + ph[2] + ph[5]) & ~(PAGE - 1);
+        if (ph[0] == PT_GNU_RELRO && start <= page && page < end)
+            return 1;
+    }
+    return 0;
+}
+
 /* The loaded objects, and the executable's PLT relocations and symbols (anvil_signal_plt). */
 static const struct link_map_head *loaded;
 static uint32_t exe_jmprel, exe_jmprel_size, exe_symtab, exe_strtab;
@@ -1203,7 +1236,7 @@ static void hook_libraries(uint32_t bias, const struct anvil_header *h)
             uint32_t slot = map->l_addr + rel[2 * i], page = slot & ~(PAGE - 1);
             anvil_syscall(SYS_mprotect, page, PAGE, PROT_RW, 0, 0, 0);
             *(volatile uint32_t *)slot = to;
-            if (bind_now)
+            if (bind_now && sealed_after_relocation(map, !library, page))
                 anvil_syscall(SYS_mprotect, page, PAGE, PROT_R, 0, 0, 0);
         }
     }
