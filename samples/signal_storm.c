@@ -8,6 +8,7 @@
  * handler runs once for every signal it finds pending, still gets on with its work. The
  * output does not depend on how many signals came: the mix, and whether the handler's
  * count matches the memory it touched. */
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,10 @@ int main(int argc, char **argv)
                 ;
         _exit(0);
     }
+    /* The work starts once the storm has: on a loaded machine the child may not run
+     * before the parent's work is done. */
+    while (handled == 0)
+        sched_yield();
     unsigned acc = 1;
     for (unsigned i = 0; i < WORDS; i++)
         table[i] = i * 2654435761u;
