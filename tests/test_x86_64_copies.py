@@ -27,6 +27,7 @@ from rewriter.emit.elf64_image import write_copied
 from rewriter.ir.elf_loader import load_binary
 from tests.oracles.qemu_trace import trace_pcs
 from tests.support import samples
+from tests.support.run import assert_native_copies_behave
 from tests.test_sanitizer_exits import ASAN_C
 from tests.test_x86_64_counts import _assert_inscount_exact
 
@@ -272,3 +273,21 @@ def test_programs_klibc_calls_as_main(tmp_path: Path) -> None:
     _assert_inscount_exact(Path("/usr/lib/klibc/bin/uname"), ["-a"], tmp_path / "uname")
     _assert_same(Path("/usr/lib/klibc/bin/sh"), ["-c", "x=$(echo abc); echo $x; echo def | cat; exit 3"],
                  tmp_path / "sh")
+
+
+@pytest.mark.parametrize("strip", [False, True])
+def test_tables_in_the_text_stay_data(strip: bool, tmp_path: Path) -> None:
+    """samples/text_tables.c keeps constants in its text section, between two functions,
+    and reads them through RIP-relative ``lea``s, one into the table's middle, as OpenSSL's
+    assembly reads its SHA-2 and AES tables. Such an address, computed by the code and
+    outside every function, was taken for code: its entry's jump was written over the table
+    at start and the copy's sum differed (Debian's node printed wrong SHA-256 and SHA-512
+    digests). Now a computed address outside what the unwind tables and symbols describe
+    is not code (decision 0209); with the symbols stripped the unwind tables still tell."""
+    program = samples.build_x86_64("text_tables", "x64-gcc-O2")
+    if strip:
+        bare = tmp_path / "stripped"
+        subprocess.run(["objcopy", "--strip-all", str(program), str(bare)], check=True)
+        program = bare
+    original = assert_native_copies_behave(program, ["inscount", "cachesim"], tmp_path)
+    assert original.returncode == 0 and original.stdout.endswith(b" 42\n"), original

@@ -144,6 +144,7 @@ class FrameDescription(NamedTuple):
     # start one byte before its code (glibc's ``__restore_rt``: ``.LSTART - 1``, so that an
     # unwinder that looks up a return address less one finds it).
     signal_frame: bool = False
+    size: int = 0  # how many bytes from ``first`` the FDE covers
 
 
 def eh_frame_functions(data: bytes, base: int) -> list[FrameDescription]:
@@ -174,7 +175,7 @@ def eh_frame_functions(data: bytes, base: int) -> list[FrameDescription]:
             fde_encoding, lsda_encoding, signal_frame = (cies.get(id_at - cie_id)
                                                          or _cie_at(data, base, id_at - cie_id, cies))
             first = r.encoded(fde_encoding)
-            r.encoded(fde_encoding & 0x0F)  # the size: no application
+            size = r.encoded(fde_encoding & 0x0F)  # (no application: a size)
             lsda = 0
             if lsda_encoding != OMIT:  # (only with 'z': its data's length first)
                 r.uleb128()
@@ -182,7 +183,7 @@ def eh_frame_functions(data: bytes, base: int) -> list[FrameDescription]:
                     lsda = r.encoded(lsda_encoding)
                 except ValueError:  # an encoding not read here: its landing pads stay unknown
                     lsda = 0
-            found.append(FrameDescription(first, lsda, signal_frame))
+            found.append(FrameDescription(first, lsda, signal_frame, size))
         at = end
     return found
 

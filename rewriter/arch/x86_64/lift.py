@@ -86,7 +86,7 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     plt = [(lo, hi) for _, lo, hi, _, _ in plt_code]
     binary.import_slots = _import_slots(elf)
     binary.plt = _plt_names(binary.import_slots, plt_code)
-    fde_starts, pads = _unwinding(elf, binary)
+    fde_starts, pads, fde_spans = _unwinding(elf, binary)
     pads |= go_resumes
     binary.unwinder_entries = pads
     # The start of each section of code is one too: .init and .fini have no FDE, and a
@@ -98,7 +98,10 @@ def lift(path: str, data: bytes, elf: ELFFile) -> Binary:
     names = {**{address: name for address, (name, _) in sizes.items()}, **binary.plt}
     taken = sorted(_code_addresses_in_data(elf, code) | pads)
     binary.address_taken = set(taken)
-    descents = _Descents(md, reader, names, sizes, code, plt, taken, starts)
+    # The code the unwind tables and function symbols describe, where the tables describe
+    # any: a computed address outside it is not taken for code (_Descents._computed_pointers).
+    described = _merged(fde_spans + sized) if fde_spans else []
+    descents = _Descents(md, reader, names, sizes, code, plt, taken, starts, described)
     procedures = descents.run()
     binary.switch_cases = {jump: cases for d in descents.descents.values() for jump, cases in d.switches.items()}
     binary.table_readers = {at: table for d in descents.descents.values() for at, table in d.tables.items()}
@@ -135,8 +138,10 @@ class _Descents:
     """
 
     def __init__(self, md, reader: _Reader, names: dict[int, str], sizes: dict[int, tuple[str, int]],
-                 code: list[tuple[int, int]], plt: list[tuple[int, int]], taken: list[int], starts: set[int]) -> None:
+                 code: list[tuple[int, int]], plt: list[tuple[int, int]], taken: list[int], starts: set[int],
+                 described: list[tuple[int, int]]) -> None:
         self.md, self.reader, self.names, self.sizes = md, reader, names, sizes
+        self.described = described
         self.code, self.plt, self.taken = code, plt, taken
         self.known = sorted(starts | {start for start, _ in plt})
         self.roots: dict[int, set[int]] = {start: set() for start in starts}
@@ -246,6 +251,12 @@ class _Descents:
         for target in sorted(computed - self.pointers):
             if not _in(self.code, target) or _in(self.plt, target):
                 continue
+            if self.described and not _covered(self.described, target):
+                # Outside every function the unwind tables and symbols describe: data the
+                # code addresses in its text (OpenSSL's constant tables beside their
+                # functions), whose bytes an entry's jump would overwrite; or code nothing
+                # describes, which then runs in place if entered there (decision 0209).
+                continue
             i = bisect.bisect_right(self.known, target) - 1
             owner = self.descents.get(self.known[i]) if i >= 0 else None
             if owner is not None and target not in owner.found and owner._covers(target):
@@ -327,6 +338,23 @@ def _in(ranges: list[tuple[int, int]], address: int) -> bool:
     return any(lo <= address < hi for lo, hi in ranges)
 
 
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` sorted, those that overlap or touch made one."""
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
+def _covered(merged: list[tuple[int, int]], address: int) -> bool:
+    """``address`` lies in one of the sorted, disjoint spans ``merged`` (_merged's)."""
+    i = bisect.bisect_right(merged, (address, 1 << 64)) - 1
+    return i >= 0 and merged[i][0] <= address < merged[i][1]
+
+
 def _strictly_inside(spans: list[tuple[int, int]], address: int) -> bool:
     """``address`` lies inside one of the sorted ``spans`` and is not its start."""
     i = bisect.bisect_right(spans, (address, 1 << 64)) - 1
@@ -348,24 +376,26 @@ def _function_symbols(elf: ELFFile, code: list[tuple[int, int]]) -> dict[int, tu
     return found
 
 
-def _unwinding(elf: ELFFile, binary: Binary) -> tuple[set[int], set[int]]:
-    """The first addresses of the functions ``.eh_frame`` describes, and the landing pads
-    their LSDAs name (where the unwinder enters code: C++ catch blocks and cleanups)."""
+def _unwinding(elf: ELFFile, binary: Binary) -> tuple[set[int], set[int], list[tuple[int, int]]]:
+    """The first addresses of the functions ``.eh_frame`` describes, the landing pads their
+    LSDAs name (where the unwinder enters code: C++ catch blocks and cleanups) and the
+    [start, end) of each function it describes."""
     section = elf.get_section_by_name(".eh_frame")
     if section is None or section["sh_type"] == "SHT_NOBITS":
-        return set(), set()
+        return set(), set(), []
     try:
         entries = eh_frame_functions(section.data(), section["sh_addr"])
     except ValueError:  # a malformed .eh_frame names no functions; the symbols still do
-        return set(), set()
+        return set(), set(), []
     pads: set[int] = set()
-    for first, lsda, _ in entries:
-        if lsda:
+    for entry in entries:
+        if entry.lsda:
             try:
-                pads |= landing_pads(binary.read, lsda, first)
+                pads |= landing_pads(binary.read, entry.lsda, entry.first)
             except (ValueError, IndexError):  # an LSDA this cannot read: its pads stay unknown
                 continue
-    return {_code_start(binary, entry.first) if entry.signal_frame else entry.first for entry in entries}, pads
+    starts = {_code_start(binary, entry.first) if entry.signal_frame else entry.first for entry in entries}
+    return starts, pads, [(entry.first, entry.first + entry.size) for entry in entries if entry.size]
 
 
 def _code_start(binary: Binary, first: int) -> int:
