@@ -57,6 +57,7 @@ PACKAGES=(
     valgrind           # tests/test_x86_64_memtrace.py: Lackey's trace of every access, the oracle
     klibc-utils        # tests/test_x86_64_copies.py: programs klibc's library starts (calls as main)
     musl-tools         # tests/test_x86_64_musl.py: x86-64 programs of musl, static and with its dynamic linker
+    libssl-dev         # tests/test_x86_64_copies.py: OpenSSL's libcrypto linked in statically (decision 0209)
     gccgo-arm-linux-gnueabihf  # tests/test_library_threads.py: goroutines on the threads libgo starts
 )
 

@@ -14,6 +14,7 @@ written over and in the loader stub: every copied instruction ran from its copy.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import subprocess
@@ -291,3 +292,18 @@ def test_tables_in_the_text_stay_data(strip: bool, tmp_path: Path) -> None:
         program = bare
     original = assert_native_copies_behave(program, ["inscount", "cachesim"], tmp_path)
     assert original.returncode == 0 and original.stdout.endswith(b" 42\n"), original
+
+
+def test_openssl_linked_in_gives_its_digests(tmp_path: Path) -> None:
+    """Debian's libcrypto.a linked statically into samples/openssl_digests.c, stripped: OpenSSL's SHA-1,
+    SHA-2 and AES assembly reads its tables from the text through RIP-relative ``lea``s
+    (text_tables above, in a real library). The copies print the original's digests, which
+    are Python's own (hashlib), and the original's AES block (the rewrite's fault is the same
+    under every tool: inscount alone)."""
+    program = tmp_path / "stripped"  # as distributions ship programs
+    subprocess.run(["objcopy", "--strip-all", str(samples.build_x86_64("openssl_digests", "x64-gcc-O2-static",
+                                                                        ["-lcrypto"])), str(program)], check=True)
+    original = assert_native_copies_behave(program, ["inscount"], tmp_path)
+    lines = original.stdout.decode().split()
+    assert lines[:3] + lines[4:] == [hashlib.sha256(b"x").hexdigest(), hashlib.sha512(b"abc").hexdigest(),
+                                     hashlib.sha1(b"abc").hexdigest(), hashlib.sha256(b"hello").hexdigest()]

@@ -435,9 +435,10 @@ X86_64_VARIANTS: dict[str, tuple[str, list[str]]] = {
 }
 
 
-def build_x86_64(sample: str, variant: str) -> Path:
+def build_x86_64(sample: str, variant: str, libraries: Sequence[str] = ()) -> Path:
     """Build ``samples/<sample>.c`` (or ``.cpp``) for x86-64 with this machine's gcc or clang
-    in a variant of X86_64_VARIANTS (cached); return the binary's path."""
+    in a variant of X86_64_VARIANTS (cached), linked with ``libraries`` (``-lcrypto``, after
+    the source); return the binary's path."""
     if variant not in X86_64_VARIANTS:
         raise SampleBuildError(f"unknown x86-64 variant {variant!r}; known: {', '.join(X86_64_VARIANTS)}")
     compiler, flags = X86_64_VARIANTS[variant]
@@ -447,9 +448,10 @@ def build_x86_64(sample: str, variant: str) -> Path:
         raise SampleBuildError(f"unknown sample {sample!r}: {source} does not exist")
     cc = _require_tool({"gcc": "g++", "clang": "clang++"}[compiler] if cxx else compiler)
     key = build_cache.cache_key(_BUILD_SCHEMA, build_cache.compiler_identity(cc), source.read_bytes(),
-                                "\0".join(flags))
+                                "\0".join([*flags, *libraries]))
     out = cache_dir() / f"{sample}-{variant}-{key}"
-    return out if out.is_file() else _compile([cc, *flags, f"-ffile-prefix-map={REPO_ROOT}=anvil"], [str(source)], out)
+    return out if out.is_file() else _compile([cc, *flags, f"-ffile-prefix-map={REPO_ROOT}=anvil"],
+                                              [str(source), *libraries], out)
 
 
 def build_musl(sample: str, link: str) -> Path:

@@ -142,6 +142,7 @@ class _Descents:
                  described: list[tuple[int, int]]) -> None:
         self.md, self.reader, self.names, self.sizes = md, reader, names, sizes
         self.described = described
+        self.read_through: set[int] = set()  # every descent's (_Descent.read_through)
         self.code, self.plt, self.taken = code, plt, taken
         self.known = sorted(starts | {start for start, _ in plt})
         self.roots: dict[int, set[int]] = {start: set() for start in starts}
@@ -244,18 +245,21 @@ class _Descents:
         found is dropped; one at an instruction found starts a block there (a label whose
         address the code keeps, GCC's labels as values); one in code nothing reached yet
         starts a procedure."""
-        computed = set()
+        computed: set[int] = set()
         for descent in self.descents.values():
             computed |= descent.pointers
             descent.pointers = set()
+            self.read_through |= descent.read_through
         for target in sorted(computed - self.pointers):
             if not _in(self.code, target) or _in(self.plt, target):
                 continue
-            if self.described and not _covered(self.described, target):
-                # Outside every function the unwind tables and symbols describe: data the
-                # code addresses in its text (OpenSSL's constant tables beside their
-                # functions), whose bytes an entry's jump would overwrite; or code nothing
-                # describes, which then runs in place if entered there (decision 0209).
+            if self.described and not _covered(self.described, target) \
+                    and (target in self.read_through or not _decodes(self.md, self.reader, target)):
+                # Outside every function the unwind tables and symbols describe, and read
+                # as data or no code: a table the code keeps in its text (OpenSSL's
+                # constants beside their functions), whose bytes an entry's jump would
+                # overwrite (decision 0209). (A program's own functions without tables,
+                # beside the C library's with them, are neither.)
                 continue
             i = bisect.bisect_right(self.known, target) - 1
             owner = self.descents.get(self.known[i]) if i >= 0 else None
@@ -579,6 +583,9 @@ class _Descent:
         # fixed-address program immediates moved into a register or pushed (_Descents
         # enters them once every descent has ended).
         self.pointers: set[int] = set()
+        # Those of ``lea``s whose register the code after them reads memory through (a
+        # table's base: _reads_through).
+        self.read_through: set[int] = set()
         self.fixed_address = not reader.binary.is_pie
 
     def instructions(self) -> list[Instruction]:
@@ -692,6 +699,8 @@ class _Descent:
                     # 7]``, a base for offsets: no place anything jumps to.)
                     if pointer is not None and pointer != ins.address and self.reader.is_code(pointer):
                         self.pointers.add(pointer)
+                        if _reads_through(self.md, self.reader, ins, self.hi):
+                            self.read_through.add(pointer)
             elif self.fixed_address and ins.name in _IMMEDIATE_MOVES and "0x" in ins.op_str and "[" not in ins.op_str:
                 pointer = immediate_operand(ins)
                 if pointer is not None and self.reader.is_code(pointer):
@@ -730,6 +739,58 @@ class _Descent:
 _MOST_ALIGNED = 64
 #: How many instructions from a code address found in data ``_Descent._plausible`` reads.
 _PLAUSIBLE_RUN = 16
+
+
+#: How far _reads_through looks after a ``lea`` (instructions), and _decodes from an address.
+_READ_THROUGH_RUN = 128
+_DECODES_RUN = 16
+#: The names of each general register's parts, by the part's name: a register's uses.
+_REGISTER_OF = {part: full for full, *parts in (
+    ("rax", "eax", "ax", "al"), ("rbx", "ebx", "bx", "bl"), ("rcx", "ecx", "cx", "cl"), ("rdx", "edx", "dx", "dl"),
+    ("rsi", "esi", "si", "sil"), ("rdi", "edi", "di", "dil"), ("rbp", "ebp", "bp", "bpl"),
+    ("rsp", "esp", "sp", "spl"), *((f"r{n}", f"r{n}d", f"r{n}w", f"r{n}b") for n in range(8, 16)))
+    for part in (full, *parts)}
+_MEMORY_OPERAND = re.compile(r"\[([^\]]*)\]")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _reads_through(md, reader: _Reader, lea: Instruction, end: int) -> bool:
+    """Whether the code after ``lea`` (before ``end``) addresses memory through the register
+    it sets before setting that register again, up to a call, return or unconditional jump
+    (on past conditional ones): the address is a table's base, as OpenSSL's assembly reads
+    the constants it keeps in its text (``lea rbp, [rip + K256]; vpaddd xmm4, xmm0, [rbp]``),
+    not a function's that the code passes on or calls."""
+    register = _REGISTER_OF.get(lea.op_str.split(",", 1)[0].strip())
+    if register is None:
+        return False
+    address = lea.end
+    for _ in range(_READ_THROUGH_RUN):
+        if address >= end:
+            return False
+        ins = decode_one(md, reader.bytes_at(address, min(15, end - address)), address)
+        if ins is None:
+            return False
+        if any(_REGISTER_OF.get(word) == register for operand in _MEMORY_OPERAND.findall(ins.op_str)
+               for word in _WORD.findall(operand)):
+            return True
+        written = ins.op_str.split(",", 1)[0].strip()
+        if _REGISTER_OF.get(written) == register and ins.name not in ("cmp", "test", "push") \
+                or ins.is_call or ins.is_return or (ins.is_branch and not ins.is_conditional) or not ins.falls_through:
+            return False
+        address = ins.end
+    return False
+
+
+def _decodes(md, reader: _Reader, start: int) -> bool:
+    """Whether the bytes from ``start`` read as _DECODES_RUN instructions one after another
+    (data in the text most often holds a byte no 64-bit instruction starts with)."""
+    address = start
+    for _ in range(_DECODES_RUN):
+        ins = decode_one(md, reader.bytes_at(address, 15), address)
+        if ins is None:
+            return False
+        address = ins.end
+    return True
 
 
 def _straight_line(md, reader: _Reader, start: int, end: int, most: int) -> Iterator[Instruction]:
