@@ -756,10 +756,11 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 def _reads_through(md, reader: _Reader, lea: Instruction, end: int) -> bool:
     """Whether the code after ``lea`` (before ``end``) addresses memory through the register
-    it sets before setting that register again, up to a call, return or unconditional jump
-    (on past conditional ones): the address is a table's base, as OpenSSL's assembly reads
-    the constants it keeps in its text (``lea rbp, [rip + K256]; vpaddd xmm4, xmm0, [rbp]``),
-    not a function's that the code passes on or calls."""
+    it sets before setting that register again, up to a call, a return or an indirect jump
+    (on past conditional jumps, and on at direct jumps' targets): the address is a table's
+    base, as OpenSSL's assembly reads the constants it keeps in its text (``lea rbp,
+    [rip + K256]; vpaddd xmm4, xmm0, [rbp]``), not a function's that the code passes on or
+    calls."""
     register = _REGISTER_OF.get(lea.op_str.split(",", 1)[0].strip())
     if register is None:
         return False
@@ -775,9 +776,16 @@ def _reads_through(md, reader: _Reader, lea: Instruction, end: int) -> bool:
             return True
         written = ins.op_str.split(",", 1)[0].strip()
         if _REGISTER_OF.get(written) == register and ins.name not in ("cmp", "test", "push") \
-                or ins.is_call or ins.is_return or (ins.is_branch and not ins.is_conditional) or not ins.falls_through:
+                or ins.is_call or ins.is_return:
             return False
-        address = ins.end
+        if ins.is_branch and not ins.is_conditional:  # on at a direct jump's target
+            if ins.is_indirect or ins.branch_target is None:
+                return False
+            address = ins.branch_target
+        elif not ins.falls_through:
+            return False
+        else:
+            address = ins.end
     return False
 
 
