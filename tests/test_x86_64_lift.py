@@ -141,19 +141,20 @@ def test_direct_branches_read_from_their_bytes_are_capstones(program: str) -> No
                                      ("unwind", "x64-gcc-O2-static")])
 def test_eh_frame_functions_are_pyelftools(program: str | tuple[str, str]) -> None:
     """The lift reads ``.eh_frame``'s FDEs itself (``eh_frame_functions``: their functions'
-    first addresses and LSDAs, without the call-frame instructions): the same, in the same
-    order, as pyelftools' full parse, on Debian's bash and C++ samples with landing pads."""
+    first addresses, sizes and LSDAs, without the call-frame instructions): the same, in the
+    same order, as pyelftools' full parse, on Debian's bash and C++ samples with landing pads."""
     path = program if isinstance(program, str) else str(samples.build_x86_64(*program))
     with open(path, "rb") as f:
         elf = ELFFile(f)
         section = elf.get_section_by_name(".eh_frame")
-        ours = [(first, lsda) for first, lsda, _ in eh_frame_functions(section.data(), section["sh_addr"])]
-        theirs = [(entry.header["initial_location"], getattr(entry, "lsda_pointer", None) or 0)
+        ours = [(fde.first, fde.size, fde.lsda) for fde in eh_frame_functions(section.data(), section["sh_addr"])]
+        theirs = [(entry.header["initial_location"], entry.header["address_range"],
+                   getattr(entry, "lsda_pointer", None) or 0)
                   for entry in elf.get_dwarf_info(follow_links=False).EH_CFI_entries() if isinstance(entry, FDE)]
     assert ours == theirs
     assert len(ours) > 5
     if "unwind" in path or "containers" in path:
-        assert any(lsda for _, lsda in ours)  # C++: functions with landing pads
+        assert any(lsda for _, _, lsda in ours)  # C++: functions with landing pads
 
 
 def test_a_got_anchor_is_no_code_pointer() -> None:
