@@ -64,7 +64,7 @@ struct anvil_header {
     /* LIBRARY_* flags: what the runtime does (emit/inhost.py _library_words). */
     uint32_t libraries;
     /* The original ELF entry (link address | Thumb bit), which the stub replaced as the
-     * file's: the auxiliary vector names it again (show_original_entry). */
+     * file's: the auxiliary vector names it again (read_auxiliary_vector). */
     uint32_t original_entry;
 };
 
@@ -521,16 +521,17 @@ static void map_and_start(uint32_t bias, const struct anvil_header *h, const cha
 }
 
 /* The executable's program headers, as the auxiliary vector names them (AT_PHDR, AT_PHNUM;
- * show_original_entry reads them). */
+ * read_auxiliary_vector reads them). */
 static const uint8_t *executable_phdr;
 static uint32_t executable_phnum;
 
-/* The auxiliary vector (after ``env``'s terminating null) names the ELF entry the kernel
- * started at, the stub: it names the program's own entry again, as the original's did
- * (decision 0092). The dynamic linker run as a program compares AT_ENTRY with its own
- * _start to know it is the program; getauxval(AT_ENTRY) reads it from here. (The
- * dynamic linker of a dynamic program read it before: it jumps to the stub regardless.) */
-static void show_original_entry(const char *const *env, uint32_t entry)
+/* The auxiliary vector (after ``env``'s terminating null), read once: the executable's
+ * program headers are kept (executable_phdr), and the ELF entry the kernel started at, the
+ * stub, is made the program's own entry again, as the original's was (decision 0092). The
+ * dynamic linker run as a program compares AT_ENTRY with its own _start to know it is the
+ * program; getauxval(AT_ENTRY) reads it from here. (The dynamic linker of a dynamic program
+ * read it before: it jumps to the stub regardless.) */
+static void read_auxiliary_vector(const char *const *env, uint32_t entry)
 {
     while (*env)
         env++;
@@ -543,13 +544,6 @@ static void show_original_entry(const char *const *env, uint32_t entry)
             executable_phnum = aux[1];
 }
 
-/* Called by the loader stub with the registers it saved (r0-r12, lr) and the stage (above).
- * Once the region's file part is mapped: maps the zero-filled part, fixes entry patches
- * for the load bias, seals the code read-only and runs the program-start hooks. Returns
- * those registers followed by where the stub goes on: the relocated entry, or (started
- * from the preinit array) the caller's return address, back into ld.so. Fatal signals
- * are caught at the entry, after the libraries' initialisers: one that asks for its
- * signal's action sees what it would have seen. */
 /* Where main returns in a program its interpreter calls as main (LIBRARY_CALLS_MAIN:
  * klibc's shared library, whose exit no hook sees): main's return address, in the
  * interpreter. anvil_main_return (anvil_entry.S) takes the place of it: the program's end,
@@ -564,6 +558,13 @@ uint32_t anvil_main_end(void)
     return main_caller;
 }
 
+/* Called by the loader stub with the registers it saved (r0-r12, lr) and the stage (above).
+ * Once the region's file part is mapped: maps the zero-filled part, fixes entry patches
+ * for the load bias, seals the code read-only and runs the program-start hooks. Returns
+ * those registers followed by where the stub goes on: the relocated entry, or (started
+ * from the preinit array) the caller's return address, back into ld.so. Fatal signals
+ * are caught at the entry, after the libraries' initialisers: one that asks for its
+ * signal's action sees what it would have seen. */
 uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t *saved, uint32_t stage)
 {
     if (stage != ENTRY_AFTER_PREINIT) {
@@ -574,7 +575,7 @@ uint32_t *anvil_init(uint32_t bias, const struct anvil_header *h, const uint32_t
             const uint32_t *initial_sp = (const uint32_t *)((const char *)saved + STUB_SAVED_BYTES + STUB_FAR_BELOW);
             env = (const char *const *)(initial_sp + 1 + initial_sp[0] + 1);
         }
-        show_original_entry(env, h->original_entry + bias);
+        read_auxiliary_vector(env, h->original_entry + bias);
         map_and_start(bias, h, env);
         wrap_handlers = (h->libraries & LIBRARY_WRAP_HANDLERS) != 0;
         if (h->dynamic)
